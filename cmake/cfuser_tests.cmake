@@ -1,0 +1,46 @@
+# Test registration: every tests/<dir>/test_*.c and every tutorial/*.c is one Criterion
+# executable and one ctest test. Labels: `unit` for tests/, `tutorial` for tutorial/, plus
+# any listed on a first line of the form `// labels: gpu slow`. Tests may include internal
+# headers and link the static library so they can reach hidden symbols.
+find_path(CRITERION_INCLUDE_DIR criterion/criterion.h REQUIRED)
+find_library(CRITERION_LIBRARY criterion REQUIRED)
+
+function(cfuser_add_test src base_label)
+  get_filename_component(name ${src} NAME_WE)
+  get_filename_component(dir ${src} DIRECTORY)
+  get_filename_component(dirname ${dir} NAME)
+  set(tname "${dirname}_${name}")
+  add_executable(${tname} ${src})
+  target_include_directories(${tname} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/tests
+                                              ${CRITERION_INCLUDE_DIR})
+  target_compile_definitions(${tname} PRIVATE _GNU_SOURCE)
+  target_link_libraries(${tname} PRIVATE cfuser_static ${CRITERION_LIBRARY} ${FFI_LINK_LIBRARIES}
+                                         ${CMAKE_DL_LIBS} m pthread)
+  cfuser_apply_warnings(${tname})
+  file(STRINGS ${src} first LIMIT_COUNT 1)
+  set(labels ${base_label})
+  if(first MATCHES "^// labels: (.*)$")
+    string(REPLACE " " ";" extra "${CMAKE_MATCH_1}")
+    list(APPEND labels ${extra})
+  endif()
+  add_test(NAME ${tname} COMMAND ${tname} --jobs 1)
+  set_tests_properties(${tname} PROPERTIES LABELS "${labels}"
+    ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+    SKIP_RETURN_CODE 77)
+endfunction()
+
+file(GLOB CFUSER_UNIT_TESTS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/*/test_*.c)
+foreach(t ${CFUSER_UNIT_TESTS})
+  cfuser_add_test(${t} unit)
+endforeach()
+file(GLOB CFUSER_TUTORIALS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tutorial/*.c)
+foreach(t ${CFUSER_TUTORIALS})
+  cfuser_add_test(${t} tutorial)
+endforeach()
+
+# The install test builds a tiny outside program against the installed package, through
+# pkg-config and through find_package.
+add_test(NAME install_consumers
+  COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${CMAKE_BINARY_DIR}
+          -P ${PROJECT_SOURCE_DIR}/tests/install/check_install.cmake)
+set_tests_properties(install_consumers PROPERTIES LABELS "unit;slow")

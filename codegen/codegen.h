@@ -1,0 +1,59 @@
+/* codegen/codegen.h: printing a lowered kernel (lower/kir.h) as source code (internal).
+ *
+ * One emitter (emit.c) walks the kernel IR and prints the structure (loops, ifs, ops,
+ * indices) once; a Dialect supplies what differs between CUDA C++ (cuda.c) and the host
+ * backend's C11 (host.c): the preamble, how parameters, buffers, vector copies, type
+ * conversions, barriers and tcgen05 instructions are spelled. */
+#ifndef CFUSER_CODEGEN_H
+#define CFUSER_CODEGEN_H
+
+#include "lower/kir.h"
+
+typedef struct Emitter Emitter;
+
+typedef struct Dialect {
+  const char *name; /* "cuda" or "host" */
+  void (*preamble)(Emitter *e);
+  void (*signature)(Emitter *e);      /* up to and including the opening brace */
+  void (*buffers)(Emitter *e);        /* declarations of shared and local buffers */
+  void (*epilogue)(Emitter *e);       /* the closing brace and anything after */
+  void (*sync)(Emitter *e);
+  /* Element access of a kernel tensor at an index expression already printed. */
+  void (*element)(Emitter *e, const KTensor *t, const char *index);
+  void (*vector_copy)(Emitter *e, const KNode *op, const char *dst, const char *src);
+  /* An expression converting `value` of type `from` to `to`. */
+  void (*convert)(Emitter *e, cf_dtype from, cf_dtype to, const char *value);
+  void (*tmem_admin)(Emitter *e, const KNode *n); /* alloc / relinquish / dealloc */
+  void (*tmem_access)(Emitter *e, const KNode *n, const char *addr, const char *reg);
+} Dialect;
+
+struct Emitter {
+  StrBuf out;
+  int indent;
+  const KKernel *k;
+  const Dialect *d;
+  const char *param_names[64];
+};
+
+/* Prints a line at the current indentation. */
+void cg_line(Emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints an index expression into a fresh malloc'd string. */
+char *cg_expr(Emitter *e, const KExpr *x);
+/* The C type name of a dtype in the dialect ("float", "__half", "int64_t"). */
+const char *cg_ctype(cf_dtype t);
+/* Pieces both dialects spell alike. */
+void cg_convert(Emitter *e, cf_dtype from, cf_dtype to, const char *v);
+void cg_sync(Emitter *e);
+void cg_element(Emitter *e, const KTensor *t, const char *index);
+/* Generates the whole kernel source with the given dialect (malloc'd). */
+char *cg_generate(const KKernel *k, const Dialect *d);
+/* The embedded runtime snippet named `name` (codegen/runtime/), or NULL. */
+const char *cg_embedded_file(const char *name);
+
+/* Entry points: the whole source for a backend. */
+char *cg_cuda_source(const KKernel *k);
+char *cg_host_source(const KKernel *k);
+extern const Dialect cg_cuda_dialect;
+extern const Dialect cg_host_dialect;
+
+#endif

@@ -1,0 +1,123 @@
+/* codegen/cuda.c: the CUDA C++ dialect of the code generator. Kernel parameters are
+ * tensors by value (codegen/runtime/tensor.cuh), dynamic shared memory holds the shared
+ * buffers at their lowered offsets, local buffers are register arrays, vector copies go
+ * through Array<T, N>, and tensor memory is driven by inline tcgen05 PTX (all volatile):
+ * warp 0 allocates, relinquishes and deallocates; each ld/st is followed by its wait.
+ * Key decision: 32-bit indexing (CF_INDEX_TYPE int) when every tensor fits, as DESIGN.md
+ * section 12 asks; __launch_bounds__ when the block size is a constant. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+static bool uses_dtype(const KKernel *k, cf_dtype t) {
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i]->dtype == t) return true;
+  for (int i = 0; i < k->nallocs; i++)
+    if (k->allocs[i]->dtype == t) return true;
+  return false;
+}
+
+static void preamble(Emitter *e) {
+  sb_printf(&e->out, "#define CF_INDEX_TYPE %s\n", e->k->index32 ? "int" : "long long");
+  if (uses_dtype(e->k, CF_HALF)) sb_puts(&e->out, "#include <cuda_fp16.h>\n");
+  if (uses_dtype(e->k, CF_BFLOAT16)) sb_puts(&e->out, "#include <cuda_bf16.h>\n");
+  sb_puts(&e->out, cg_embedded_file("tensor.cuh"));
+  sb_puts(&e->out, cg_embedded_file("cuda_helpers.cuh"));
+  sb_puts(&e->out, "\n");
+}
+
+static void signature(Emitter *e) {
+  const KKernel *k = e->k;
+  int64_t threads = 1, v;
+  for (int d = 0; d < 3; d++) threads = kx_is_const(k->block[d], &v) && threads > 0 ? threads * v : -1;
+  StrBuf b = {0};
+  sb_puts(&b, "extern \"C\" __global__ void ");
+  if (threads > 0) sb_printf(&b, "__launch_bounds__(%lld) ", (long long)threads);
+  sb_printf(&b, "%s(", k->name);
+  for (int i = 0; i < k->nparams; i++) {
+    const KTensor *t = k->params[i];
+    sb_printf(&b, "%sTensor<%s, %d, %d> %s", i ? ", " : "", cg_ctype(t->dtype), t->rank, t->alloc_rank, t->name);
+  }
+  sb_puts(&b, ") {");
+  cg_line(e, "%s", b.data);
+  sb_free(&b);
+}
+
+static void buffers(Emitter *e) {
+  const KKernel *k = e->k;
+  bool any_shared = false;
+  for (int i = 0; i < k->nallocs; i++) any_shared |= k->allocs[i]->mem == CF_MEM_SHARED;
+  if (any_shared) cg_line(e, "alignas(16) extern __shared__ char cf_smem[];");
+  for (int i = 0; i < k->nallocs; i++) {
+    const KTensor *t = k->allocs[i];
+    char *size = cg_expr(e, t->size);
+    if (t->mem == CF_MEM_SHARED) {
+      char *off = cg_expr(e, t->smem_offset);
+      cg_line(e, "%s* %s = reinterpret_cast<%s*>(cf_smem + %s);", cg_ctype(t->dtype), t->name, cg_ctype(t->dtype), off);
+      free(off);
+    } else if (t->mem == CF_MEM_LOCAL) {
+      cg_line(e, "alignas(16) %s %s[%s];", cg_ctype(t->dtype), t->name, size);
+    }
+    free(size);
+  }
+}
+
+static void epilogue(Emitter *e) { cg_line(e, "}"); }
+
+static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char *src) {
+  const char *ty = cg_ctype(op->u.op.out_dtype);
+  int n = op->u.op.vector;
+  cg_line(e, "*reinterpret_cast<Array<%s, %d>*>(&%s) = *reinterpret_cast<const Array<%s, %d>*>(&%s);", ty, n, dst, ty,
+          n, src);
+}
+
+static void tmem_admin(Emitter *e, const KNode *n) {
+  if (n->kind == KN_TMEM_RELINQUISH) {
+    cg_line(e, "if (cf_linear_tid() < 32) asm volatile(\"tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;\");");
+    return;
+  }
+  const KTMemRegion *r = &e->k->regions[n->u.region.region];
+  if (n->kind == KN_TMEM_ALLOC)
+    cg_line(e,
+            "if (cf_linear_tid() < 32) asm volatile(\"tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%%0], "
+            "%%1;\" :: \"r\"((uint32_t)__cvta_generic_to_shared(%s)), \"r\"(%lldu) : \"memory\");",
+            r->slot->name, (long long)r->num_columns);
+  else
+    cg_line(e,
+            "if (cf_linear_tid() < 32) asm volatile(\"tcgen05.dealloc.cta_group::1.sync.aligned.b32 %%0, %%1;\" :: "
+            "\"r\"(%s[0]), \"r\"(%lldu) : \"memory\");",
+            r->slot->name, (long long)r->num_columns);
+}
+
+/* tcgen05.{ld,st}.sync.aligned.32x32b.x<N>.b32 with N registers viewed as uint32. */
+static void tmem_access(Emitter *e, const KNode *n, const char *addr, const char *reg) {
+  int w = n->u.tmem.words;
+  bool ld = n->kind == KN_TMEM_LD;
+  StrBuf regs = {0}, ops = {0};
+  for (int i = 0; i < w; i++) {
+    sb_printf(&regs, "%s%%%d", i ? ", " : "", ld ? i : i + 1);
+    sb_printf(&ops, "%s\"%sr\"(cf_r[%d])", i ? ", " : "", ld ? "=" : "", i);
+  }
+  cg_line(e, "{");
+  e->indent++;
+  cg_line(e, "uint32_t* cf_r = reinterpret_cast<uint32_t*>(%s);", reg);
+  cg_line(e, "const uint32_t cf_taddr = %s;", addr);
+  if (ld) {
+    cg_line(e, "asm volatile(\"tcgen05.ld.sync.aligned.32x32b.x%d.b32 {%s}, [%%%d];\" : %s : \"r\"(cf_taddr) : \"memory\");",
+            w, regs.data, w, ops.data);
+    cg_line(e, "asm volatile(\"tcgen05.wait::ld.sync.aligned;\" ::: \"memory\");");
+  } else {
+    cg_line(e, "asm volatile(\"tcgen05.st.sync.aligned.32x32b.x%d.b32 [%%0], {%s};\" :: \"r\"(cf_taddr), %s : \"memory\");",
+            w, regs.data, ops.data);
+    cg_line(e, "asm volatile(\"tcgen05.wait::st.sync.aligned;\" ::: \"memory\");");
+  }
+  e->indent--;
+  cg_line(e, "}");
+  sb_free(&regs), sb_free(&ops);
+}
+
+const Dialect cg_cuda_dialect = {"cuda",  preamble,    signature,  buffers,    epilogue,   cg_sync,
+                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access};
+
+char *cg_cuda_source(const KKernel *k) { return cg_generate(k, &cg_cuda_dialect); }

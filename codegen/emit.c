@@ -1,0 +1,246 @@
+/* codegen/emit.c: the one walker over the kernel IR shared by both code generators.
+ * It prints loops (serial ones as for-loops, unrolled ones with #pragma unroll, thread
+ * ones as scopes whose index is the thread index), ifs, ops as assignments with their
+ * indexed operands and the op's expression template, reductions as accumulations, and
+ * delegates language-specific pieces to the Dialect.
+ * Key decision: one static function per node kind; indices are printed inline from their
+ * folded KExprs, with named loop variables, so the kernel reads like hand-written code. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+void cg_line(Emitter *e, const char *fmt, ...) {
+  for (int i = 0; i < e->indent; i++) sb_puts(&e->out, "  ");
+  va_list ap;
+  va_start(ap, fmt);
+  sb_vprintf(&e->out, fmt, ap);
+  va_end(ap);
+  sb_puts(&e->out, "\n");
+}
+
+char *cg_expr(Emitter *e, const KExpr *x) {
+  StrBuf b = {0};
+  kx_print(&b, x, e->param_names);
+  return sb_take(&b);
+}
+
+const char *cg_ctype(cf_dtype t) {
+  static const char *const names[] = {
+#define CF_X(e, name, size, ctype, dlcode, dlbits) ctype,
+      CF_DTYPE_TABLE(CF_X)
+#undef CF_X
+  };
+  return (unsigned)t < CF_DTYPE_COUNT ? names[t] : "void";
+}
+
+/* Conversions are spelled alike in CUDA C++ and in the host runtime (host_math.h gives
+ * __half and __nv_bfloat16 the CUDA intrinsics' names). */
+void cg_convert(Emitter *e, cf_dtype from, cf_dtype to, const char *v) {
+  if (from == CF_HALF)
+    sb_printf(&e->out, "(%s)__half2float(%s)", cg_ctype(to), v);
+  else if (from == CF_BFLOAT16)
+    sb_printf(&e->out, "(%s)__bfloat162float(%s)", cg_ctype(to), v);
+  else if (to == CF_HALF)
+    sb_printf(&e->out, "__float2half((float)(%s))", v);
+  else if (to == CF_BFLOAT16)
+    sb_printf(&e->out, "__float2bfloat16((float)(%s))", v);
+  else
+    sb_printf(&e->out, "(%s)(%s)", cg_ctype(to), v);
+}
+
+void cg_sync(Emitter *e) { cg_line(e, "__syncthreads();"); }
+
+void cg_element(Emitter *e, const KTensor *t, const char *index) {
+  if (t->param >= 0)
+    sb_printf(&e->out, "%s.data[%s]", t->name, index);
+  else
+    sb_printf(&e->out, "%s[%s]", t->name, index);
+}
+
+static bool is_float16(cf_dtype t) { return t == CF_HALF || t == CF_BFLOAT16; }
+static bool is_floating(cf_dtype t) { return t == CF_FLOAT || t == CF_DOUBLE || is_float16(t); }
+
+/* The type arithmetic is done in: double if any operand is double, float for other
+ * floating types, else 64-bit integers. */
+static cf_dtype compute_type(const KNode *op) {
+  bool any_double = op->u.op.out_dtype == CF_DOUBLE, any_float = is_floating(op->u.op.out_dtype);
+  for (int i = 0; i < op->u.op.nin; i++) {
+    const KTensor *t = op->u.op.in[i].t;
+    if (!t) continue;
+    any_double |= t->dtype == CF_DOUBLE;
+    any_float |= is_floating(t->dtype);
+  }
+  if (any_double) return CF_DOUBLE;
+  if (any_float) return CF_FLOAT;
+  return CF_INT64; /* integers compute in 64 bits: one overload set for the helpers */
+}
+
+static char *access_str(Emitter *e, const KAccess *a) {
+  StrBuf b = {0};
+  if (!a->t) {
+    sb_printf(&b, "%.17g", a->scalar);
+    return sb_take(&b);
+  }
+  char *idx = cg_expr(e, a->index);
+  StrBuf save = e->out;
+  e->out = b;
+  e->d->element(e, a->t, idx);
+  b = e->out;
+  e->out = save;
+  free(idx);
+  return sb_take(&b);
+}
+
+static char *converted(Emitter *e, cf_dtype from, cf_dtype to, const char *v) {
+  if (from == to) return strdup(v);
+  StrBuf save = e->out;
+  e->out = (StrBuf){0};
+  e->d->convert(e, from, to, v);
+  char *s = sb_take(&e->out);
+  e->out = save;
+  return s;
+}
+
+/* Substitutes %0 %1 %2 in an op's template. */
+static char *apply_template(const char *tmpl, char *const *args) {
+  StrBuf b = {0};
+  for (const char *p = tmpl; *p; p++) {
+    if (p[0] == '%' && p[1] >= '0' && p[1] <= '2') {
+      sb_puts(&b, args[p[1] - '0']);
+      p++;
+    } else {
+      sb_printf(&b, "%c", *p);
+    }
+  }
+  return sb_take(&b);
+}
+
+static const char *init_value(IrOp op, cf_dtype t) {
+  if (op == OP_SUM) return "0";
+  bool fl = is_floating(t);
+  if (op == OP_MAX_REDUCE) return fl ? "-INFINITY" : t == CF_INT64 ? "(-9223372036854775807LL - 1)" : "(-2147483647 - 1)";
+  return fl ? "INFINITY" : t == CF_INT64 ? "9223372036854775807LL" : "2147483647";
+}
+
+static void emit_op(Emitter *e, const KNode *n) {
+  cf_dtype ct = compute_type(n);
+  char *out = access_str(e, &n->u.op.out);
+  if (n->u.op.reduction_init) {
+    char *v = converted(e, ct, n->u.op.out_dtype, init_value(n->u.op.op, ct));
+    cg_line(e, "%s = %s;", out, v);
+    free(v), free(out);
+    return;
+  }
+  char *args[3] = {NULL, NULL, NULL};
+  int k = 0;
+  if (ir_op_kind(n->u.op.op) == OPK_REDUCTION) args[k++] = converted(e, n->u.op.out_dtype, ct, out);
+  for (int i = 0; i < n->u.op.nin && k < 3; i++) {
+    char *a = access_str(e, &n->u.op.in[i]);
+    cf_dtype from = n->u.op.in[i].t ? n->u.op.in[i].t->dtype : CF_DOUBLE;
+    /* where's condition stays a bool; everything else goes to the compute type */
+    args[k++] = (n->u.op.op == OP_WHERE && i == 0) ? a : converted(e, from, ct, a);
+    if (args[k - 1] != a) free(a);
+  }
+  if (n->u.op.vector > 1) {
+    char *src = access_str(e, &n->u.op.in[0]);
+    e->d->vector_copy(e, n, out, src);
+    free(src);
+  } else {
+    char *val = apply_template(ir_op_template(n->u.op.op), args);
+    cf_dtype vt = (n->u.op.op >= OP_EQ && n->u.op.op <= OP_GE) ? CF_BOOL : ct;
+    char *v = converted(e, vt, n->u.op.out_dtype, val);
+    cg_line(e, "%s = %s;", out, v);
+    free(val), free(v);
+  }
+  for (int i = 0; i < 3; i++) free(args[i]);
+  free(out);
+}
+
+static void emit_block(Emitter *e, const KBlock *b);
+
+static void emit_loop(Emitter *e, const KNode *n) {
+  char *ext = cg_expr(e, n->u.loop.extent);
+  if (!n->u.loop.var) { /* thread-parallel: a scope whose index is the thread index */
+    emit_block(e, &n->u.loop.body);
+    free(ext);
+    return;
+  }
+  int64_t c;
+  if (kx_is_const(n->u.loop.extent, &c) && c == 1) { /* a single iteration: no loop */
+    cg_line(e, "{");
+    e->indent++;
+    cg_line(e, "const cf_index_t %s = 0;", n->u.loop.var);
+    emit_block(e, &n->u.loop.body);
+    e->indent--;
+    cg_line(e, "}");
+    free(ext);
+    return;
+  }
+  if (n->u.loop.pt == CF_PT_UNROLL || n->u.loop.pt == CF_PT_VECTORIZE) cg_line(e, "#pragma unroll");
+  cg_line(e, "for (cf_index_t %s = 0; %s < %s; ++%s) {", n->u.loop.var, n->u.loop.var, ext, n->u.loop.var);
+  free(ext);
+  e->indent++;
+  emit_block(e, &n->u.loop.body);
+  e->indent--;
+  cg_line(e, "}");
+}
+
+static void emit_tmem(Emitter *e, const KNode *n) {
+  const KAccess *t = &n->u.tmem.tmem, *r = &n->u.tmem.reg;
+  const KTensor *tt = t->t;
+  size_t bytes = cf_dtype_size(tt->dtype);
+  KExpr *lane = t->lane, *col = t->col;
+  char *ls = cg_expr(e, lane), *cs = cg_expr(e, col), *ri = cg_expr(e, r->index);
+  const KTensor *slot = e->k->regions[tt->tmem_region].slot;
+  StrBuf addr = {0};
+  sb_printf(&addr, "(%s[0] + ((uint32_t)((%s) / 32 * 32 + %lld) << 16) + (uint32_t)((%s) * %zu / 4 + %lld))",
+            slot->name, ls, (long long)tt->tmem_lane_offset, cs, bytes, (long long)tt->tmem_col_offset);
+  StrBuf reg = {0};
+  sb_printf(&reg, "&%s[%s]", r->t->name, ri);
+  e->d->tmem_access(e, n, addr.data, reg.data);
+  sb_free(&addr), sb_free(&reg);
+  free(ls), free(cs), free(ri);
+}
+
+static void emit_node(Emitter *e, const KNode *n) {
+  switch (n->kind) {
+  case KN_FOR: emit_loop(e, n); break;
+  case KN_IF: {
+    char *c = cg_expr(e, n->u.cond.cond);
+    cg_line(e, "if (%s) {", c);
+    free(c);
+    e->indent++;
+    emit_block(e, &n->u.cond.then);
+    e->indent--;
+    cg_line(e, "}");
+    break;
+  }
+  case KN_OP: emit_op(e, n); break;
+  case KN_TMEM_LD:
+  case KN_TMEM_ST: emit_tmem(e, n); break;
+  case KN_SYNC: e->d->sync(e); break;
+  case KN_TMEM_ALLOC:
+  case KN_TMEM_RELINQUISH:
+  case KN_TMEM_DEALLOC: e->d->tmem_admin(e, n); break;
+  case KN_COMMENT: cg_line(e, "// %s", n->u.comment); break;
+  case KN_ALLOC: break; /* buffers are declared up front by the dialect */
+  }
+}
+
+static void emit_block(Emitter *e, const KBlock *b) {
+  for (int i = 0; i < b->len; i++) emit_node(e, b->items[i]);
+}
+
+char *cg_generate(const KKernel *k, const Dialect *d) {
+  Emitter e = {.k = k, .d = d};
+  for (int i = 0; i < k->nparams && i < 64; i++) e.param_names[i] = k->params[i]->name;
+  d->preamble(&e);
+  d->signature(&e);
+  e.indent = 1;
+  d->buffers(&e);
+  emit_block(&e, &k->body);
+  e.indent = 0;
+  d->epilogue(&e);
+  return sb_take(&e.out);
+}

@@ -1,0 +1,112 @@
+/* codegen/host.c: the host-backend dialect of the code generator: the same kernel as
+ * the CUDA generator prints, as C11 against the host runtime (codegen/runtime/host_*.h,
+ * prepended): tensor parameters are plain structs by value (one typedef per element
+ * type and rank, since C has no templates), shared buffers live in the block's emulated
+ * shared memory (cfh_smem()), vector copies are memcpy, and tcgen05 instructions are calls
+ * into the runtime's tensor-memory emulation, which checks the hardware rules at run time.
+ * Key decision: the kernel keeps the CUDA kernel's exact parameter list and body, so a
+ * difference between the two backends' results is a runtime bug, not a codegen one. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+static void struct_name(StrBuf *b, const KTensor *t) {
+  sb_printf(b, "Tensor_%s_%d_%d", cg_ctype(t->dtype), t->rank, t->alloc_rank);
+}
+
+static void tensor_typedefs(Emitter *e) {
+  const KKernel *k = e->k;
+  for (int i = 0; i < k->nparams; i++) {
+    const KTensor *t = k->params[i];
+    bool seen = false;
+    for (int j = 0; j < i; j++)
+      seen |= k->params[j]->dtype == t->dtype && k->params[j]->rank == t->rank && k->params[j]->alloc_rank == t->alloc_rank;
+    if (seen) continue;
+    StrBuf name = {0};
+    struct_name(&name, t);
+    if (t->rank == 0 && t->alloc_rank == 0)
+      sb_printf(&e->out, "typedef struct { %s *data; } %s;\n", cg_ctype(t->dtype), name.data);
+    else
+      sb_printf(&e->out, "typedef struct { %s *data; cf_index_t logical_size[%d]; cf_index_t alloc_stride[%d]; } %s;\n",
+                cg_ctype(t->dtype), t->rank, t->alloc_rank, name.data);
+    sb_free(&name);
+  }
+}
+
+static void preamble(Emitter *e) {
+  static const char *const parts[] = {"host_runtime.h", "host_tmem.h", "host_math.h"};
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+    const char *text = cg_embedded_file(parts[i]);
+    if (text) sb_puts(&e->out, text);
+  }
+  sb_printf(&e->out, "\n#include <string.h>\ntypedef %s cf_index_t;\n", e->k->index32 ? "int" : "long long");
+  sb_puts(&e->out, "static inline unsigned cf_linear_tid(void) {\n"
+                   "  return threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;\n}\n");
+  tensor_typedefs(e);
+  sb_puts(&e->out, "\n");
+}
+
+static void signature(Emitter *e) {
+  const KKernel *k = e->k;
+  StrBuf b = {0};
+  sb_printf(&b, "__attribute__((visibility(\"default\"))) void %s(", k->name);
+  for (int i = 0; i < k->nparams; i++) {
+    if (i) sb_puts(&b, ", ");
+    struct_name(&b, k->params[i]);
+    sb_printf(&b, " %s", k->params[i]->name);
+  }
+  if (!k->nparams) sb_puts(&b, "void");
+  sb_puts(&b, ") {");
+  cg_line(e, "%s", b.data);
+  sb_free(&b);
+}
+
+static void buffers(Emitter *e) {
+  const KKernel *k = e->k;
+  for (int i = 0; i < k->nallocs; i++) {
+    const KTensor *t = k->allocs[i];
+    char *size = cg_expr(e, t->size);
+    if (t->mem == CF_MEM_SHARED) {
+      char *off = cg_expr(e, t->smem_offset);
+      cg_line(e, "%s *%s = (%s *)((char *)cfh_smem() + %s);", cg_ctype(t->dtype), t->name, cg_ctype(t->dtype), off);
+      free(off);
+    } else if (t->mem == CF_MEM_LOCAL) {
+      cg_line(e, "_Alignas(16) %s %s[%s];", cg_ctype(t->dtype), t->name, size);
+    }
+    free(size);
+  }
+}
+
+static void epilogue(Emitter *e) { cg_line(e, "}"); }
+
+static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char *src) {
+  cg_line(e, "memcpy(&%s, &%s, %d * sizeof(%s));", dst, src, op->u.op.vector, cg_ctype(op->u.op.out_dtype));
+}
+
+static void tmem_admin(Emitter *e, const KNode *n) {
+  if (n->kind == KN_TMEM_RELINQUISH) {
+    cg_line(e, "if (cf_linear_tid() < 32) cfh_tcgen05_relinquish_alloc_permit();");
+    return;
+  }
+  const KTMemRegion *r = &e->k->regions[n->u.region.region];
+  if (n->kind == KN_TMEM_ALLOC)
+    cg_line(e, "if (cf_linear_tid() < 32) cfh_tcgen05_alloc(&%s[0], %lldu);", r->slot->name, (long long)r->num_columns);
+  else
+    cg_line(e, "if (cf_linear_tid() < 32) cfh_tcgen05_dealloc(%s[0], %lldu);", r->slot->name, (long long)r->num_columns);
+}
+
+static void tmem_access(Emitter *e, const KNode *n, const char *addr, const char *reg) {
+  if (n->kind == KN_TMEM_LD) {
+    cg_line(e, "cfh_tcgen05_ld_32x32b(%s, %d, (uint32_t *)(%s));", addr, n->u.tmem.words, reg);
+    cg_line(e, "cfh_tcgen05_wait_ld();");
+  } else {
+    cg_line(e, "cfh_tcgen05_st_32x32b(%s, %d, (const uint32_t *)(%s));", addr, n->u.tmem.words, reg);
+    cg_line(e, "cfh_tcgen05_wait_st();");
+  }
+}
+
+const Dialect cg_host_dialect = {"host",     preamble,    signature,  buffers,    epilogue,   cg_sync,
+                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access};
+
+char *cg_host_source(const KKernel *k) { return cg_generate(k, &cg_host_dialect); }

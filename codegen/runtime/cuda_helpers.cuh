@@ -1,0 +1,41 @@
+// codegen/runtime/cuda_helpers.cuh: device-side helpers every generated CUDA kernel
+// starts with (embedded into libcfuser at build time): fixed-width integer types (NVRTC
+// has no <cstdint>), infinity, the math functions the IR names that CUDA lacks, and a
+// register array type for vector copies.
+#ifndef CFUSER_RUNTIME_CUDA_HELPERS_CUH
+#define CFUSER_RUNTIME_CUDA_HELPERS_CUH
+
+typedef signed char int8_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned int uint32_t;
+typedef unsigned short uint16_t;
+
+#define INFINITY __int_as_float(0x7f800000)
+
+__device__ __forceinline__ float relu(float x) { return x > 0.f ? x : 0.f; }
+__device__ __forceinline__ double relu(double x) { return x > 0. ? x : 0.; }
+__device__ __forceinline__ int64_t relu(int64_t x) { return x > 0 ? x : 0; }
+__device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+__device__ __forceinline__ double sigmoid(double x) { return 1. / (1. + exp(-x)); }
+__device__ __forceinline__ float gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
+__device__ __forceinline__ double gelu(double x) { return 0.5 * x * (1. + erf(x * 0.70710678118654752)); }
+__device__ __forceinline__ float reciprocal(float x) { return 1.f / x; }
+__device__ __forceinline__ double reciprocal(double x) { return 1. / x; }
+__device__ __forceinline__ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+__device__ __forceinline__ int64_t fabs(int64_t x) { return x < 0 ? -x : x; }
+__device__ __forceinline__ int64_t fmax(int64_t a, int64_t b) { return a > b ? a : b; }
+__device__ __forceinline__ int64_t fmin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// A register array of N elements aligned for one vector access.
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Array {
+  T v[N];
+};
+
+// The linear thread index within the block, and whether this thread is in warp 0.
+__device__ __forceinline__ unsigned cf_linear_tid() {
+  return threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
+}
+
+#endif

@@ -1,0 +1,156 @@
+/* executor/exec_cuda.h: the CUDA plumbing of the executor (internal header).
+ *
+ * Three pieces, each behind plain C types so that this header needs no CUDA header and
+ * tests can include it anywhere:
+ *   - cuda_driver.c: the driver API loaded with dlopen("libcuda.so.1") once per process,
+ *     the primary context of device 0, device memory, modules, launches, synchronization;
+ *   - nvrtc.c: NVRTC loaded with dlopen, CUDA C++ -> cubin for an "sm_XYa" architecture;
+ *   - cuda_tensor.c: device tensors as DLManagedTensors, copies between host and device,
+ *     and the by-value kernel argument of a tensor (DESIGN.md section 7).
+ * Every function that can fail returns a cf_status and writes a one-line message naming
+ * the failed call and the CUDA/NVRTC error into the caller's buffer (err, errlen; err
+ * may be NULL). The driver and NVRTC handles are the one process-wide state of cfuser:
+ * loaded lazily, once, under pthread_once, and never unloaded. */
+#ifndef CFUSER_EXEC_CUDA_H
+#define CFUSER_EXEC_CUDA_H
+
+#include <dlpack/dlpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfuser.h"
+
+/* ---- the driver (cuda_driver.c) -------------------------------------------------------- */
+
+/* A device address (CUdeviceptr). */
+typedef uint64_t ExecDevPtr;
+
+/* The device cfuser runs on (device 0 of the process, as CUDA_VISIBLE_DEVICES orders them). */
+typedef struct ExecDeviceInfo {
+  int ordinal;
+  int cc_major, cc_minor;  /* compute capability, 9.0 on Hopper */
+  int num_sms;
+  int max_smem_per_block;  /* bytes of static + dynamic shared memory without opt-in */
+  int max_smem_optin;      /* bytes a kernel may use after raising its dynamic limit */
+  int driver_version;      /* e.g. 13000 */
+  char name[128];          /* "NVIDIA H100 80GB HBM3" */
+  char arch[16];           /* "sm_90a": what NVRTC compiles for on this device */
+} ExecDeviceInfo;
+
+/* Loads the driver, initializes it, retains the primary context of device 0 (all once per
+ * process) and makes that context current on the calling thread. CF_ERR_NO_DEVICE with
+ * the reason when there is no driver or device. Every exec_ driver call below does this
+ * itself; calling it first is never required. */
+cf_status exec_cuda_init(char *err, size_t errlen);
+/* The device; NULL when there is none (exec_cuda_init would fail). */
+const ExecDeviceInfo *exec_device_info(void);
+/* "sm_90a" on Hopper, "sm_100a" on Blackwell ("sm_XY" below compute capability 9.0, which
+ * has no architecture-specific variant); NULL when there is no device. */
+const char *exec_device_arch(void);
+/* The NVRTC architecture of a compute capability, written into buf (at least 16 bytes). */
+void exec_arch_for_cc(int major, int minor, char *buf, size_t buflen);
+
+cf_status exec_mem_alloc(size_t bytes, ExecDevPtr *out, char *err, size_t errlen);
+/* Frees a pointer from exec_mem_alloc; 0 is ok. */
+cf_status exec_mem_free(ExecDevPtr p, char *err, size_t errlen);
+cf_status exec_memcpy_htod(ExecDevPtr dst, const void *src, size_t bytes, char *err, size_t errlen);
+cf_status exec_memcpy_dtoh(void *dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen);
+cf_status exec_memcpy_dtod(ExecDevPtr dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen);
+
+/* A loaded cubin and one kernel of it (CUmodule, CUfunction). */
+typedef struct ExecKernel {
+  void *module;
+  void *function;
+} ExecKernel;
+
+/* Loads a cubin (cuModuleLoadData) and looks up the kernel by its lowered name. On
+ * failure nothing stays loaded and *out is zeroed. */
+cf_status exec_kernel_load(const void *cubin, const char *lowered_name, ExecKernel *out,
+                           char *err, size_t errlen);
+/* Unloads the module; a zeroed kernel is ok. */
+cf_status exec_kernel_unload(ExecKernel *k, char *err, size_t errlen);
+/* Raises the kernel's dynamic shared memory limit (needed above 48 KiB); fails with a
+ * clear message when bytes exceed the device's opt-in limit. */
+cf_status exec_kernel_set_max_dynamic_smem(const ExecKernel *k, int64_t bytes, char *err,
+                                           size_t errlen);
+/* Launches on the default stream. grid and block are checked against the hardware limits
+ * first; args is the kernel's parameter array (one pointer to each argument's bytes). */
+cf_status exec_launch(const ExecKernel *k, const int64_t grid[3], const int64_t block[3],
+                      int64_t smem, void **args, char *err, size_t errlen);
+/* cuCtxSynchronize: where faults of launched kernels are reported. */
+cf_status exec_synchronize(char *err, size_t errlen);
+
+/* ---- NVRTC (nvrtc.c) ------------------------------------------------------------------- */
+
+typedef struct ExecNvrtcOptions {
+  const char *arch;         /* "sm_90a", "sm_100a", ...; NULL: exec_device_arch() */
+  const char *kernel_name;  /* name expression of the __global__ function, e.g.
+                               "CudaCodeGen::kernel1" or an extern "C" name; may be NULL */
+  bool lineinfo;            /* -lineinfo */
+  int nextra;               /* more options passed as given, e.g. "-DFOO=1" */
+  const char *const *extra;
+} ExecNvrtcOptions;
+
+/* The result of a compile; every pointer malloc'd, freed by exec_cubin_free. */
+typedef struct ExecCubin {
+  void *data;           /* the cubin (NULL on failure) */
+  size_t size;
+  char *lowered_name;   /* the kernel's mangled name for cuModuleGetFunction, or NULL */
+  char *log;            /* NVRTC's log (warnings; the errors of a failed compile), or NULL */
+  char arch[16];        /* the architecture compiled for */
+} ExecCubin;
+
+/* True when NVRTC can be loaded; reason (may be NULL) says why not. */
+bool exec_nvrtc_available(const char **reason);
+/* "13.0" or NULL when NVRTC cannot be loaded. */
+const char *exec_nvrtc_version(void);
+/* Compiles source (program_name: the file name NVRTC's messages use) straight to a cubin.
+ * A rejected program gives CF_ERR_COMPILE, the whole log in out->log and its first lines
+ * in err; an NVRTC that cannot be loaded gives CF_ERR_UNSUPPORTED with the reason; a bad
+ * architecture string CF_ERR_INVALID_ARGUMENT. The caller frees out with exec_cubin_free
+ * in every case. */
+cf_status exec_nvrtc_compile(const char *source, const char *program_name,
+                             const ExecNvrtcOptions *opts, ExecCubin *out, char *err,
+                             size_t errlen);
+void exec_cubin_free(ExecCubin *c);
+
+/* ---- tensors (cuda_tensor.c) ----------------------------------------------------------- */
+
+/* A contiguous device tensor (strides filled in), freed by its deleter (cuMemFree). */
+cf_status exec_tensor_device(cf_dtype dtype, int rank, const int64_t *sizes,
+                             DLManagedTensor **out, char *err, size_t errlen);
+/* Copies src to dst: host<->device, device<->device or host<->host. Both contiguous, of
+ * equal dtype and sizes; byte_offset honored. Host is kDLCPU or kDLCUDAHost, device is
+ * kDLCUDA or kDLCUDAManaged of cfuser's device. */
+cf_status exec_tensor_copy(DLTensor *dst, const DLTensor *src, char *err, size_t errlen);
+
+/* The by-value kernel argument of a tensor, laid out as the CUDA-side struct of
+ * codegen/runtime/tensor.cuh:
+ *   template <typename T, int N, int A, typename I> struct Tensor {
+ *     T* data; I logical_size[N]; I alloc_stride[A]; };
+ * with I = int64_t (index_bytes 8) or int32_t (index_bytes 4): the pointer at offset 0,
+ * the N sizes from offset 8, the A strides right after them, the whole padded to a
+ * multiple of 8 bytes (the struct's alignment). */
+size_t exec_tensor_arg_size(int rank, int alloc_rank, int index_bytes);
+/* Packs the argument from its parts: data is the address the kernel sees (byte offset
+ * already applied), strides are in elements. Writes exec_tensor_arg_size(...) bytes into
+ * buf (cap bytes available). With 4-byte indices a size or stride beyond int32 is an
+ * error naming the axis. */
+cf_status exec_pack_tensor_arg_parts(uint64_t data, int rank, const int64_t *sizes,
+                                     int alloc_rank, const int64_t *alloc_strides,
+                                     int index_bytes, void *buf, size_t cap, char *err,
+                                     size_t errlen);
+/* Packs a DLTensor whose allocation domain is its logical domain (A = N): data +
+ * byte_offset, its sizes, its strides (compact row-major when strides is NULL). rank is
+ * what the kernel expects; a different t->ndim is an error. */
+cf_status exec_pack_tensor_arg(const DLTensor *t, int rank, int index_bytes, void *buf,
+                               size_t cap, char *err, size_t errlen);
+
+/* ---- shared helpers (cuda_driver.c) ----------------------------------------------------- */
+
+/* snprintf into err when err is not NULL; returns s (for `return exec_fail(...)`). */
+cf_status exec_fail(cf_status s, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif

@@ -1,0 +1,117 @@
+/* executor/exec_host.h: the host backend (internal). Compiles a host kernel source (C11,
+ * the runtime codegen/runtime/host_{runtime,tmem,math}.h prepended, see
+ * exec_host_runtime_source) with the system C compiler into a shared object cached on
+ * disk, loads it with dlopen, and launches the kernel through libffi: every emulated CUDA
+ * thread calls the kernel with its by-value tensor structs, exactly the signature of the
+ * CUDA kernel. Also the backend choice shared by both backends (exec_backend_choose).
+ *
+ * Errors come back as a cf_status plus an ExecHostError: a message, and for a failed C
+ * compile the compiler's output and the source. Nothing here aborts or exits; a kernel that
+ * breaks a rule of the emulated GPU returns CF_ERR_RUNTIME with the runtime's message. */
+#ifndef CFUSER_EXEC_HOST_H
+#define CFUSER_EXEC_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfuser/executor.h"
+#include "cfuser/status.h"
+#include "cfuser/types.h"
+
+typedef struct ExecHostError {
+  char msg[2048];        /* what failed; "" when nothing did */
+  char *compiler_output; /* CF_ERR_COMPILE: the compiler's stdout and stderr (malloc'd) */
+  char *source;          /* CF_ERR_COMPILE: the source that failed to compile (malloc'd) */
+} ExecHostError;
+
+/* Frees the strings of e and empties it; e may be reused afterwards. */
+void exec_host_error_clear(ExecHostError *e);
+
+/* The three runtime parts, concatenated in order (malloc'd; NULL when out of memory or
+ * when the library was built without them). Generated code follows it. */
+char *exec_host_runtime_source(void);
+
+/* ---- compiling and loading -------------------------------------------------------------- */
+
+typedef struct ExecHostModule ExecHostModule;
+
+/* Compiles `source` (runtime included) with `$CC` (default cc) -std=c11 -O2 -shared -fPIC
+ * -fno-strict-aliasing, plus the words of $CFUSER_HOST_CFLAGS, and loads it. The shared
+ * object is cached in $CFUSER_CACHE_DIR (default $XDG_CACHE_HOME/cfuser, else
+ * ~/.cache/cfuser) under a hash of the compile command and the source; the source is
+ * kept beside it (<hash>.c) and compared on a hit, so a hash collision cannot load the
+ * wrong kernel. kernel_name: the kernel's (exported) function. On success *out owns the
+ * loaded module. Errors: CF_ERR_COMPILE (compiler failed: err->compiler_output and
+ * err->source are set; or the object does not load or lacks the kernel or cfh_launch),
+ * CF_ERR_INVALID_ARGUMENT, CF_ERR_OUT_OF_MEMORY, CF_ERR_INTERNAL (cache directory,
+ * spawning the compiler). */
+cf_status exec_host_compile(const char *source, const char *kernel_name, ExecHostModule **out,
+                            ExecHostError *err);
+void exec_host_module_free(ExecHostModule *m);
+/* True when the module came from the disk cache without compiling. */
+bool exec_host_module_cache_hit(const ExecHostModule *m);
+/* Seconds spent in exec_host_compile (hash, cache lookup, compile, dlopen). */
+double exec_host_module_compile_seconds(const ExecHostModule *m);
+/* The shared object's path in the cache. */
+const char *exec_host_module_path(const ExecHostModule *m);
+/* The shared object's bytes, read on first call and owned by m. */
+cf_status exec_host_module_binary(ExecHostModule *m, const void **data, size_t *size,
+                                  ExecHostError *err);
+
+/* ---- the kernel's parameters -------------------------------------------------------------- */
+
+/* One by-value parameter of the kernel. A tensor is the C struct
+ *   struct { T *data; I logical_size[rank]; I alloc_stride[alloc_rank]; }
+ * with I = int64_t, or int32_t when index32 (rank 0 and alloc_rank 0: just the pointer).
+ * A scalar is its dtype's C type (bool: 1 byte; __half and __nv_bfloat16: a struct of one
+ * uint16_t). */
+typedef struct ExecHostParam {
+  bool is_tensor;
+  cf_dtype dtype; /* scalar: its type; tensor: element type (informative) */
+  int rank;       /* tensor: number of logical sizes, 0..8 */
+  int alloc_rank; /* tensor: number of allocation strides, 0..8 */
+  bool index32;
+} ExecHostParam;
+
+/* Bytes of the value of p (the size of its C type). */
+size_t exec_host_param_size(const ExecHostParam *p);
+/* Writes the tensor struct of p into buf (exec_host_param_size(p) bytes): data, then
+ * rank sizes, then alloc_rank strides, narrowed to int32 when p->index32 (an error if a
+ * value does not fit). */
+cf_status exec_host_pack_tensor(const ExecHostParam *p, void *data, const int64_t *sizes,
+                                const int64_t *strides, void *buf, ExecHostError *err);
+
+/* ---- launching ---------------------------------------------------------------------------- */
+
+#define EXEC_HOST_MAX_PARAMS 256
+
+/* A kernel signature prepared for libffi (types and call interface), reusable for any
+ * number of launches. */
+typedef struct ExecHostCall ExecHostCall;
+
+cf_status exec_host_call_prepare(const ExecHostModule *m, int nparams, const ExecHostParam *params,
+                                 ExecHostCall **out, ExecHostError *err);
+void exec_host_call_free(ExecHostCall *c);
+/* Runs the kernel over grid x block threads with smem bytes of dynamic shared memory.
+ * values[i] points to parameter i's value (for a tensor, its packed struct). Errors:
+ * CF_ERR_INVALID_ARGUMENT (launch dimensions), CF_ERR_RUNTIME (a run-time check fired or
+ * the threads deadlocked: err->msg names the block, the warp and the lanes),
+ * CF_ERR_OUT_OF_MEMORY. */
+cf_status exec_host_call_launch(const ExecHostCall *c, const int64_t grid[3], const int64_t block[3],
+                                int64_t smem, void **values, ExecHostError *err);
+/* prepare + launch + free, for one-off launches. */
+cf_status exec_host_launch(const ExecHostModule *m, const int64_t grid[3], const int64_t block[3],
+                           int64_t smem, int nparams, const ExecHostParam *params, void **values,
+                           ExecHostError *err);
+
+/* ---- which backend ------------------------------------------------------------------------ */
+
+/* The backend to use for `requested`: CUDA or HOST as asked; for AUTO, $CFUSER_BACKEND
+ * (host|cuda) when set and not empty, else CUDA when cuda_usable (may be NULL: none) says
+ * a device is usable, else HOST. An invalid $CFUSER_BACKEND gives CF_ERR_INVALID_ARGUMENT
+ * with a message in err. */
+cf_status exec_backend_choose(cf_backend requested, bool (*cuda_usable)(const char **reason),
+                              cf_backend *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,192 @@
+/* executor/executor.c: the public executor: create, compile, accessors.
+ *
+ * cf_executor_compile chooses the backend (CUDA when a device is usable, the host
+ * backend otherwise, or as the options or CFUSER_BACKEND say), lowers the fusion, lets the
+ * user's lowering hook look at the kernel, generates the source and compiles it: with
+ * NVRTC for the device's architecture (or a named one, compile-only, when there is no
+ * device), or with the system C compiler for the host backend.
+ * Key decision: the executor owns everything it needs after compile (kernel IR, source,
+ * binary, launch expressions), so the fusion may be destroyed; a failed compile keeps the
+ * NVRTC log or the C compiler's output in the error message. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/executor_internal.h"
+
+cf_status exec_error(cf_executor *e, cf_status s, const char *fmt, ...) {
+  StrBuf b = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  sb_vprintf(&b, fmt, ap);
+  va_end(ap);
+  free(e->error);
+  e->error = sb_take(&b);
+  return s;
+}
+
+cf_executor *cf_executor_create(const cf_executor_options *opts) {
+  cf_executor *e = calloc(1, sizeof *e);
+  if (!e) return NULL;
+  if (opts) e->opts = *opts;
+  if (opts && opts->arch) {
+    snprintf(e->arch, sizeof e->arch, "%s", opts->arch);
+    e->opts.arch = e->arch;
+  }
+  return e;
+}
+
+static void release(cf_executor *e) {
+  exec_host_call_free(e->call);
+  exec_host_module_free(e->host);
+  exec_kernel_unload(&e->kernel, NULL, 0);
+  exec_cubin_free(&e->cubin);
+  kkernel_free(e->k);
+  free(e->source);
+  e->call = NULL;
+  e->host = NULL;
+  e->k = NULL;
+  e->source = NULL;
+  memset(&e->kernel, 0, sizeof e->kernel);
+  memset(&e->cubin, 0, sizeof e->cubin);
+}
+
+void cf_executor_destroy(cf_executor *e) {
+  if (!e) return;
+  release(e);
+  free(e->error);
+  free(e);
+}
+
+const char *cf_executor_error(const cf_executor *e) {
+  if (!e) return "executor is NULL";
+  return e->error ? e->error : "";
+}
+
+cf_status cf_executor_set_lowering_hook(cf_executor *e, cf_lowering_hook hook, void *user) {
+  if (!e) return CF_ERR_INVALID_ARGUMENT;
+  e->hook = hook;
+  e->hook_user = user;
+  return CF_OK;
+}
+
+static void hook_adapter(const KKernel *k, void *user) {
+  cf_executor *e = user;
+  e->hook((const cf_kernel_info *)(const void *)k, e->hook_user);
+}
+
+static bool cuda_usable(const char **reason) { return cf_cuda_available(reason); }
+
+static cf_status compile_cuda(cf_executor *e) {
+  const char *reason = NULL;
+  bool device = cf_cuda_available(&reason);
+  const char *arch = e->opts.arch;
+  if (!arch && !device)
+    return exec_error(e, CF_ERR_NO_DEVICE,
+                      "compile: no CUDA device (%s); name an architecture in the options (e.g. \"sm_90a\") to "
+                      "compile only, or use the host backend", reason ? reason : "unknown reason");
+  e->compile_only = !device || (arch && strcmp(arch, exec_device_arch()) != 0);
+  ExecNvrtcOptions o = {.arch = arch, .kernel_name = e->k->name};
+  char err[1024];
+  cf_status s = exec_nvrtc_compile(e->source, "cfuser_kernel.cu", &o, &e->cubin, err, sizeof err);
+  if (s) return exec_error(e, s, "compile: NVRTC failed: %s\n%s", err, e->cubin.log ? e->cubin.log : "");
+  if (e->compile_only) return CF_OK;
+  s = exec_kernel_load(e->cubin.data, e->cubin.lowered_name ? e->cubin.lowered_name : e->k->name, &e->kernel, err,
+                       sizeof err);
+  if (s) return exec_error(e, s, "compile: %s", err);
+  int64_t smem;
+  if (kx_is_const(e->k->smem, &smem) && smem > 48 * 1024 &&
+      (s = exec_kernel_set_max_dynamic_smem(&e->kernel, smem, err, sizeof err)))
+    return exec_error(e, s, "compile: %s", err);
+  return CF_OK;
+}
+
+static cf_status host_params(const KKernel *k, ExecHostParam *p) {
+  for (int i = 0; i < k->nparams; i++)
+    p[i] = (ExecHostParam){true, k->params[i]->dtype, k->params[i]->rank, k->params[i]->alloc_rank, k->index32};
+  return CF_OK;
+}
+
+static cf_status compile_host(cf_executor *e) {
+  ExecHostError err = {{0}, NULL, NULL};
+  cf_status s = exec_host_compile(e->source, e->k->name, &e->host, &err);
+  if (s == CF_OK) {
+    ExecHostParam params[64];
+    host_params(e->k, params);
+    s = exec_host_call_prepare(e->host, e->k->nparams, params, &e->call, &err);
+  }
+  if (s) exec_error(e, s, "compile: %s%s%s", err.msg, err.compiler_output ? "\n" : "",
+                    err.compiler_output ? err.compiler_output : "");
+  exec_host_error_clear(&err);
+  return s;
+}
+
+cf_status cf_executor_compile(cf_executor *e, cf_fusion *f) {
+  if (!e) return CF_ERR_INVALID_ARGUMENT;
+  if (!f) return exec_error(e, CF_ERR_INVALID_ARGUMENT, "compile: fusion is NULL");
+  release(e);
+  char err[512] = "";
+  cf_status s = exec_backend_choose(e->opts.backend, cuda_usable, &e->backend, err, sizeof err);
+  if (s) return exec_error(e, s, "compile: %s", err);
+  LowerOptions lo = {.skip_tmem_validation = e->opts.skip_tmem_validation};
+  if (e->hook) {
+    lo.hook = hook_adapter;
+    lo.hook_user = e;
+  }
+  char *msg = NULL;
+  s = lower_fusion(f, &lo, &e->k, &msg);
+  if (s) {
+    exec_error(e, s, "%s", msg ? msg : "compile: lowering failed");
+    free(msg);
+    return s;
+  }
+  e->source = e->backend == CF_BACKEND_HOST ? cg_host_source(e->k) : cg_cuda_source(e->k);
+  s = e->backend == CF_BACKEND_HOST ? compile_host(e) : compile_cuda(e);
+  if (s) {
+    char *keep = e->error;
+    e->error = NULL;
+    release(e);
+    e->error = keep;
+  }
+  return s;
+}
+
+cf_launch_params cf_executor_last_launch_params(const cf_executor *e) {
+  cf_launch_params p = {{0, 0, 0}, {0, 0, 0}, 0};
+  return e ? e->last : p;
+}
+const char *cf_executor_source(const cf_executor *e) { return e && e->source ? e->source : ""; }
+cf_backend cf_executor_backend(const cf_executor *e) { return e ? e->backend : CF_BACKEND_AUTO; }
+bool cf_executor_compile_only(const cf_executor *e) { return e && e->compile_only; }
+
+const void *cf_executor_binary(const cf_executor *e, size_t *size) {
+  if (size) *size = 0;
+  if (!e) return NULL;
+  if (e->host) {
+    const void *data = NULL;
+    size_t n = 0;
+    ExecHostError err = {{0}, NULL, NULL};
+    exec_host_module_binary(e->host, &data, &n, &err);
+    exec_host_error_clear(&err);
+    if (size) *size = n;
+    return data;
+  }
+  if (size) *size = e->cubin.size;
+  return e->cubin.data;
+}
+
+cf_status cf_fusion_print_kernel(cf_fusion *f, FILE *out) {
+  if (!f) return CF_ERR_INVALID_ARGUMENT;
+  KKernel *k = NULL;
+  char *msg = NULL;
+  cf_status s = lower_fusion(f, NULL, &k, &msg);
+  if (s) {
+    ir_error(f, s, "%s", msg ? msg : "print_kernel: lowering failed");
+    free(msg);
+    return s;
+  }
+  char *src = cg_cuda_source(k);
+  if (out) fputs(src, out);
+  free(src);
+  kkernel_free(k);
+  return CF_OK;
+}

@@ -1,0 +1,617 @@
+/* executor/host.c: the host backend's compiler driver, disk cache, loader and launcher.
+ *
+ * The last stage of the host path: codegen/host.c has printed a kernel as C11 behind the
+ * host runtime (codegen/runtime/host_*.h); this file compiles it with the system C compiler
+ * into a shared object, caches the object on disk, dlopens it, and launches the kernel
+ * through libffi (see exec_host.h for the API). Key decisions: the cache key is the exact
+ * text compiled — a comment carrying the compile command, then the source — hashed for the
+ * file name and stored beside the object as <hash>.c, which a hit compares byte for byte,
+ * so a hash collision or a changed $CC recompiles instead of loading a wrong kernel; every
+ * file appears by rename, so concurrent processes never see half-written objects. The
+ * compiler runs through /bin/sh (so $CC may carry words, e.g. "ccache gcc") with its
+ * output captured from a pipe. Each emulated CUDA thread calls the kernel with ffi_call:
+ * the by-value tensor structs are described to libffi as struct types, so the kernel
+ * keeps the same C signature as the CUDA kernel. */
+#include "executor/exec_host.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <ffi.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* generated/embedded_runtime.c */
+const char *cg_embedded_file(const char *name);
+
+/* cfh_launch in host_runtime.h */
+typedef int (*CfhLaunchFn)(const unsigned int grid[3], const unsigned int block[3], size_t smem,
+                           void (*body)(void *), void *arg, char *err, size_t errlen);
+enum { CFH_OK = 0, CFH_ERR_CONFIG = 1, CFH_ERR_RUNTIME = 2, CFH_ERR_NOMEM = 3 };
+
+struct ExecHostModule {
+  void *handle;
+  void (*kernel)(void);
+  CfhLaunchFn launch;
+  char *path;
+  bool cache_hit;
+  double seconds;
+  void *binary;
+  size_t binary_size;
+};
+
+struct ExecHostCall {
+  ffi_cif cif;
+  ffi_type **args;     /* one per parameter */
+  ffi_type *structs;   /* the struct type of each struct parameter */
+  ffi_type **elements; /* the element lists of the struct types */
+  void (*kernel)(void);
+  CfhLaunchFn launch;
+};
+
+static const char *const runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_math.h"};
+
+__attribute__((format(printf, 2, 3))) static void set_error(ExecHostError *e, const char *fmt,
+                                                            ...) {
+  if (!e) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  va_end(ap);
+}
+
+void exec_host_error_clear(ExecHostError *e) {
+  if (!e) return;
+  free(e->compiler_output);
+  free(e->source);
+  e->compiler_output = e->source = NULL;
+  e->msg[0] = 0;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+char *exec_host_runtime_source(void) {
+  size_t len = 0, pos = 0;
+  for (size_t i = 0; i < sizeof runtime_parts / sizeof *runtime_parts; i++) {
+    const char *t = cg_embedded_file(runtime_parts[i]);
+    if (!t) return NULL;
+    len += strlen(t) + 1;
+  }
+  char *s = malloc(len + 1);
+  if (!s) return NULL;
+  for (size_t i = 0; i < sizeof runtime_parts / sizeof *runtime_parts; i++) {
+    const char *t = cg_embedded_file(runtime_parts[i]);
+    size_t n = strlen(t);
+    memcpy(s + pos, t, n);
+    pos += n;
+    s[pos++] = '\n';
+  }
+  s[pos] = 0;
+  return s;
+}
+
+/* ---- small string and file helpers ----------------------------------------------------------- */
+
+/* A growable string; on allocation failure `failed` is set and appends stop. */
+typedef struct Buf {
+  char *p;
+  size_t len, cap;
+  bool failed;
+} Buf;
+
+static void buf_add(Buf *b, const char *s, size_t n) {
+  if (b->failed) return;
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+      b->failed = true;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = 0;
+}
+
+static void buf_str(Buf *b, const char *s) { buf_add(b, s, strlen(s)); }
+
+/* Appends s quoted for /bin/sh. */
+static void buf_shell_quoted(Buf *b, const char *s) {
+  buf_str(b, "'");
+  for (; *s; s++) {
+    if (*s == '\'') buf_str(b, "'\\''");
+    else buf_add(b, s, 1);
+  }
+  buf_str(b, "'");
+}
+
+/* The whole file, NUL-terminated (malloc'd), or NULL. */
+static char *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  Buf b = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_add(&b, chunk, n);
+  bool bad = ferror(f) || b.failed;
+  fclose(f);
+  if (bad) {
+    free(b.p);
+    return NULL;
+  }
+  if (size) *size = b.len;
+  return b.p ? b.p : calloc(1, 1); /* an empty file */
+}
+
+static bool write_all(int fd, const char *s, size_t n) {
+  while (n) {
+    ssize_t k = write(fd, s, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    s += k;
+    n -= (size_t)k;
+  }
+  return true;
+}
+
+/* mkdir -p */
+static bool make_dirs(char *path) {
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    bool ok = mkdir(path, 0755) == 0 || errno == EEXIST;
+    *p = '/';
+    if (!ok) return false;
+  }
+  struct stat st;
+  return (mkdir(path, 0755) == 0 || errno == EEXIST) && stat(path, &st) == 0 &&
+         S_ISDIR(st.st_mode);
+}
+
+/* ---- the cache ------------------------------------------------------------------------------- */
+
+static cf_status cache_dir(char *out, size_t n, ExecHostError *err) {
+  const char *d;
+  if ((d = getenv("CFUSER_CACHE_DIR")) && *d) snprintf(out, n, "%s", d);
+  else if ((d = getenv("XDG_CACHE_HOME")) && *d) snprintf(out, n, "%s/cfuser", d);
+  else if ((d = getenv("HOME")) && *d) snprintf(out, n, "%s/.cache/cfuser", d);
+  else snprintf(out, n, "/tmp/cfuser-%u", (unsigned)getuid());
+  if (make_dirs(out)) return CF_OK;
+  set_error(err, "cannot create the host kernel cache directory %s: %s (set CFUSER_CACHE_DIR to a "
+            "writable directory)", out, strerror(errno));
+  return CF_ERR_INTERNAL;
+}
+
+/* "$CC -std=c11 -O2 -shared -fPIC -fno-strict-aliasing $CFUSER_HOST_CFLAGS" */
+static void compiler_command(Buf *b) {
+  const char *cc = getenv("CC"), *extra = getenv("CFUSER_HOST_CFLAGS");
+  buf_str(b, cc && *cc ? cc : "cc");
+  buf_str(b, " -std=c11 -O2 -shared -fPIC -fno-strict-aliasing");
+  if (extra && *extra) {
+    buf_str(b, " ");
+    buf_str(b, extra);
+  }
+}
+
+/* The text compiled and cached: the command in a comment, then the source. */
+static void cache_key(Buf *b, const char *command, const char *source) {
+  buf_str(b, "/* cfuser host kernel, compiled with: ");
+  for (const char *c = command; *c; c++) buf_add(b, c[0] == '*' && c[1] == '/' ? "+" : c, 1);
+  buf_str(b, " */\n#line 1 \"host_kernel.c\"\n");
+  buf_str(b, source);
+}
+
+/* FNV-1a, 64 bits, as 16 hex digits: only a file name, the key itself is compared. */
+static void hash_name(const char *s, size_t n, char out[17]) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+  snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+static bool cache_hit(const char *cpath, const char *sopath, const Buf *key) {
+  size_t size = 0;
+  char *old = read_file(cpath, &size);
+  bool hit = old && size == key->len && memcmp(old, key->p, size) == 0 && access(sopath, R_OK) == 0;
+  free(old);
+  return hit;
+}
+
+/* Runs `cmd` with /bin/sh; its stdout and stderr go to *output (malloc'd). */
+static cf_status run_shell(const char *cmd, char **output, int *status, ExecHostError *err) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    set_error(err, "cannot run the host C compiler: pipe: %s", strerror(errno));
+    return CF_ERR_INTERNAL;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_addclose(&fa, fds[1]);
+  char *argv[] = {"sh", "-c", (char *)cmd, NULL};
+  pid_t pid;
+  int rc = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  Buf out = {0};
+  buf_str(&out, "");
+  char chunk[4096];
+  ssize_t n;
+  while (rc == 0 && ((n = read(fds[0], chunk, sizeof chunk)) > 0 || (n < 0 && errno == EINTR)))
+    if (n > 0) buf_add(&out, chunk, (size_t)n);
+  close(fds[0]);
+  int ws = 0;
+  while (rc == 0 && waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  if (rc != 0 || out.failed) {
+    free(out.p);
+    set_error(err, "cannot run the host C compiler: %s", rc ? strerror(rc) : "out of memory");
+    return rc ? CF_ERR_INTERNAL : CF_ERR_OUT_OF_MEMORY;
+  }
+  *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+  *output = out.p;
+  return CF_OK;
+}
+
+/* The first line of the compiler's output that says "error", else its first line. */
+static const char *first_error_line(const char *output) {
+  const char *e = strstr(output, "error");
+  if (!e) return output;
+  while (e > output && e[-1] != '\n') e--;
+  return e;
+}
+
+/* Writes key to a temporary .c, compiles it to a temporary .so, then renames both into
+ * place (the object first: a present <hash>.c means its object is complete). */
+static cf_status compile_into_cache(const char *dir, const char *name, const char *command,
+                                    const Buf *key, const char *source, ExecHostError *err) {
+  char tmpc[4096], tmpso[4096], cpath[4096], sopath[4096];
+  snprintf(tmpc, sizeof tmpc, "%s/%s.tmp.XXXXXX.c", dir, name);
+  snprintf(tmpso, sizeof tmpso, "%s/%s.tmp.XXXXXX.so", dir, name);
+  snprintf(cpath, sizeof cpath, "%s/%s.c", dir, name);
+  snprintf(sopath, sizeof sopath, "%s/%s.so", dir, name);
+  int fc = mkstemps(tmpc, 2), fs = fc < 0 ? -1 : mkstemps(tmpso, 3);
+  bool wrote = fc >= 0 && fs >= 0 && write_all(fc, key->p, key->len);
+  if (fc >= 0) close(fc);
+  if (fs >= 0) close(fs);
+  if (!wrote) {
+    set_error(err, "cannot write a host kernel into the cache directory %s: %s", dir,
+              strerror(errno));
+    if (fc >= 0) unlink(tmpc);
+    if (fs >= 0) unlink(tmpso);
+    return CF_ERR_INTERNAL;
+  }
+  Buf cmd = {0};
+  buf_str(&cmd, command);
+  buf_str(&cmd, " -o ");
+  buf_shell_quoted(&cmd, tmpso);
+  buf_str(&cmd, " ");
+  buf_shell_quoted(&cmd, tmpc);
+  buf_str(&cmd, " -lm");
+  char *output = NULL;
+  int status = 0;
+  cf_status st = cmd.failed ? CF_ERR_OUT_OF_MEMORY : run_shell(cmd.p, &output, &status, err);
+  if (st == CF_OK && status != 0) {
+    const char *line = first_error_line(output), *nl = strchr(line, '\n');
+    set_error(err, "the host C compiler failed (exit status %d): %s\n%.*s", status, cmd.p,
+              (int)(nl ? (size_t)(nl - line) : strlen(line)), line);
+    if (err) {
+      err->compiler_output = output;
+      err->source = strdup(source);
+      output = NULL;
+    }
+    st = CF_ERR_COMPILE;
+  } else if (st == CF_OK && (rename(tmpso, sopath) != 0 || rename(tmpc, cpath) != 0)) {
+    set_error(err, "cannot rename a compiled host kernel into %s: %s", dir, strerror(errno));
+    st = CF_ERR_INTERNAL;
+  }
+  free(output);
+  free(cmd.p);
+  unlink(tmpc); /* no-ops after the renames */
+  unlink(tmpso);
+  return st;
+}
+
+/* ---- loading ----------------------------------------------------------------------------------- */
+
+static cf_status load_module(const char *sopath, const char *kernel_name, ExecHostModule *m,
+                             ExecHostError *err) {
+  m->handle = dlopen(sopath, RTLD_NOW | RTLD_LOCAL);
+  if (!m->handle) {
+    set_error(err, "cannot load the compiled host kernel: %s", dlerror());
+    return CF_ERR_COMPILE;
+  }
+  void *kernel = dlsym(m->handle, kernel_name), *launch = dlsym(m->handle, "cfh_launch");
+  if (!kernel || !launch) {
+    set_error(err, kernel ? "the compiled host kernel %s has no cfh_launch: the host runtime "
+                            "was not prepended to its source"
+                          : "the compiled host kernel %s has no function %s (it must be "
+                            "defined, and not static)", sopath, kernel_name);
+    dlclose(m->handle);
+    m->handle = NULL;
+    return CF_ERR_COMPILE;
+  }
+  memcpy(&m->kernel, &kernel, sizeof kernel); /* object to function pointer, as POSIX allows */
+  memcpy(&m->launch, &launch, sizeof launch);
+  m->path = strdup(sopath);
+  return m->path ? CF_OK : CF_ERR_OUT_OF_MEMORY;
+}
+
+/* Looks the key up in the cache, compiles on a miss (or when a cached object does not
+ * load), and loads the object. */
+static cf_status compile_and_load(const char *source, const char *kernel_name, ExecHostModule *m,
+                                  ExecHostError *err) {
+  char dir[4000], name[17], cpath[4096], sopath[4096];
+  cf_status st = cache_dir(dir, sizeof dir, err);
+  if (st != CF_OK) return st;
+  Buf command = {0}, key = {0};
+  compiler_command(&command);
+  if (!command.failed) cache_key(&key, command.p, source);
+  if (command.failed || key.failed) {
+    free(command.p);
+    free(key.p);
+    set_error(err, "out of memory");
+    return CF_ERR_OUT_OF_MEMORY;
+  }
+  hash_name(key.p, key.len, name);
+  snprintf(cpath, sizeof cpath, "%s/%s.c", dir, name);
+  snprintf(sopath, sizeof sopath, "%s/%s.so", dir, name);
+  m->cache_hit = cache_hit(cpath, sopath, &key);
+  if (m->cache_hit && load_module(sopath, kernel_name, m, err) == CF_OK) goto done;
+  m->cache_hit = false;
+  st = compile_into_cache(dir, name, command.p, &key, source, err);
+  if (st == CF_OK) st = load_module(sopath, kernel_name, m, err);
+done:
+  free(command.p);
+  free(key.p);
+  return st;
+}
+
+cf_status exec_host_compile(const char *source, const char *kernel_name, ExecHostModule **out,
+                            ExecHostError *err) {
+  double t0 = now_seconds();
+  if (err) exec_host_error_clear(err);
+  if (!out) return CF_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  if (!source || !kernel_name || !*kernel_name) {
+    set_error(err, "exec_host_compile: source and kernel name are required");
+    return CF_ERR_INVALID_ARGUMENT;
+  }
+  ExecHostModule *m = calloc(1, sizeof *m);
+  if (!m) {
+    set_error(err, "out of memory");
+    return CF_ERR_OUT_OF_MEMORY;
+  }
+  cf_status st = compile_and_load(source, kernel_name, m, err);
+  if (st != CF_OK) {
+    exec_host_module_free(m);
+    return st;
+  }
+  m->seconds = now_seconds() - t0;
+  *out = m;
+  return CF_OK;
+}
+
+void exec_host_module_free(ExecHostModule *m) {
+  if (!m) return;
+  if (m->handle) dlclose(m->handle);
+  free(m->path);
+  free(m->binary);
+  free(m);
+}
+
+bool exec_host_module_cache_hit(const ExecHostModule *m) { return m && m->cache_hit; }
+double exec_host_module_compile_seconds(const ExecHostModule *m) { return m ? m->seconds : 0; }
+const char *exec_host_module_path(const ExecHostModule *m) { return m ? m->path : NULL; }
+
+cf_status exec_host_module_binary(ExecHostModule *m, const void **data, size_t *size,
+                                  ExecHostError *err) {
+  if (!m || !data || !size) return CF_ERR_INVALID_ARGUMENT;
+  if (!m->binary && !(m->binary = read_file(m->path, &m->binary_size))) {
+    set_error(err, "cannot read the compiled host kernel %s: %s", m->path, strerror(errno));
+    return CF_ERR_INTERNAL;
+  }
+  *data = m->binary;
+  *size = m->binary_size;
+  return CF_OK;
+}
+
+/* ---- parameters and libffi -------------------------------------------------------------------- */
+
+size_t exec_host_param_size(const ExecHostParam *p) {
+  if (!p->is_tensor) return p->dtype == CF_BOOL ? 1 : cf_dtype_size(p->dtype);
+  size_t isz = p->index32 ? 4 : 8;
+  size_t bytes = sizeof(void *) + (size_t)(p->rank + p->alloc_rank) * isz;
+  return (bytes + 7) / 8 * 8;
+}
+
+cf_status exec_host_pack_tensor(const ExecHostParam *p, void *data, const int64_t *sizes,
+                                const int64_t *strides, void *buf, ExecHostError *err) {
+  if (!p || !p->is_tensor || !buf) return CF_ERR_INVALID_ARGUMENT;
+  unsigned char *out = buf;
+  memset(out, 0, exec_host_param_size(p));
+  memcpy(out, &data, sizeof data);
+  out += sizeof data;
+  for (int i = 0; i < p->rank + p->alloc_rank; i++) {
+    int64_t v = i < p->rank ? sizes[i] : strides[i - p->rank];
+    if (!p->index32) {
+      memcpy(out, &v, 8);
+      out += 8;
+      continue;
+    }
+    if (v < INT32_MIN || v > INT32_MAX) {
+      set_error(err, "%s %lld does not fit the kernel's 32-bit index type",
+                i < p->rank ? "size" : "stride", (long long)v);
+      return CF_ERR_INVALID_ARGUMENT;
+    }
+    int32_t v32 = (int32_t)v;
+    memcpy(out, &v32, 4);
+    out += 4;
+  }
+  return CF_OK;
+}
+
+static ffi_type *scalar_ffi_type(cf_dtype t) {
+  switch (t) {
+  case CF_FLOAT: return &ffi_type_float;
+  case CF_DOUBLE: return &ffi_type_double;
+  case CF_INT8: return &ffi_type_sint8;
+  case CF_INT32: return &ffi_type_sint32;
+  case CF_INT64: return &ffi_type_sint64;
+  case CF_UINT32: return &ffi_type_uint32;
+  case CF_BOOL: return &ffi_type_uint8;
+  default: return NULL; /* __half, __nv_bfloat16: a struct of one uint16_t */
+  }
+}
+
+/* Describes parameter p as libffi type c->args[i], using element slots from *el. */
+static cf_status describe_param(ExecHostCall *c, int i, const ExecHostParam *p, ffi_type ***el,
+                                ExecHostError *err) {
+  ffi_type *s = &c->structs[i];
+  if (!p->is_tensor && (c->args[i] = scalar_ffi_type(p->dtype))) return CF_OK;
+  if (p->is_tensor ? p->rank < 0 || p->rank > 8 || p->alloc_rank < 0 || p->alloc_rank > 8
+                   : p->dtype != CF_HALF && p->dtype != CF_BFLOAT16) {
+    set_error(err, "kernel parameter %d: unsupported %s", i, p->is_tensor ? "tensor rank" : "dtype");
+    return CF_ERR_INVALID_ARGUMENT;
+  }
+  s->type = FFI_TYPE_STRUCT;
+  s->elements = *el;
+  if (p->is_tensor) {
+    *(*el)++ = &ffi_type_pointer;
+    for (int k = 0; k < p->rank + p->alloc_rank; k++)
+      *(*el)++ = p->index32 ? &ffi_type_sint32 : &ffi_type_sint64;
+  } else {
+    *(*el)++ = &ffi_type_uint16;
+  }
+  *(*el)++ = NULL;
+  c->args[i] = s;
+  return CF_OK;
+}
+
+cf_status exec_host_call_prepare(const ExecHostModule *m, int nparams, const ExecHostParam *params,
+                                 ExecHostCall **out, ExecHostError *err) {
+  if (!m || !out || nparams < 0 || (nparams && !params)) return CF_ERR_INVALID_ARGUMENT;
+  if (nparams > EXEC_HOST_MAX_PARAMS) {
+    set_error(err, "a host kernel takes at most %d parameters, not %d", EXEC_HOST_MAX_PARAMS,
+              nparams);
+    return CF_ERR_UNSUPPORTED;
+  }
+  ExecHostCall *c = calloc(1, sizeof *c);
+  size_t nel = 0;
+  for (int i = 0; i < nparams; i++) nel += params[i].is_tensor ? 18 : 2;
+  if (c) {
+    c->args = calloc((size_t)nparams + 1, sizeof *c->args);
+    c->structs = calloc((size_t)nparams + 1, sizeof *c->structs);
+    c->elements = calloc(nel + 1, sizeof *c->elements);
+  }
+  if (!c || !c->args || !c->structs || !c->elements) {
+    exec_host_call_free(c);
+    set_error(err, "out of memory");
+    return CF_ERR_OUT_OF_MEMORY;
+  }
+  c->kernel = m->kernel;
+  c->launch = m->launch;
+  ffi_type **el = c->elements;
+  cf_status st = CF_OK;
+  for (int i = 0; i < nparams && st == CF_OK; i++) st = describe_param(c, i, &params[i], &el, err);
+  if (st == CF_OK && ffi_prep_cif(&c->cif, FFI_DEFAULT_ABI, (unsigned)nparams, &ffi_type_void,
+                                  c->args) != FFI_OK) {
+    set_error(err, "internal error at %s:%d: ffi_prep_cif failed", __FILE__, __LINE__);
+    st = CF_ERR_INTERNAL;
+  }
+  for (int i = 0; i < nparams && st == CF_OK; i++)
+    if (c->args[i]->size != exec_host_param_size(&params[i])) {
+      set_error(err, "internal error at %s:%d: parameter %d has %zu bytes for libffi, %zu for "
+                "cfuser", __FILE__, __LINE__, i, c->args[i]->size, exec_host_param_size(&params[i]));
+      st = CF_ERR_INTERNAL;
+    }
+  if (st != CF_OK) {
+    exec_host_call_free(c);
+    return st;
+  }
+  *out = c;
+  return CF_OK;
+}
+
+void exec_host_call_free(ExecHostCall *c) {
+  if (!c) return;
+  free(c->args);
+  free(c->structs);
+  free(c->elements);
+  free(c);
+}
+
+typedef struct Invocation {
+  ffi_cif *cif;
+  void (*kernel)(void);
+  void **values;
+} Invocation;
+
+/* The body of every emulated thread: one call of the kernel. libffi may rewrite the
+ * entries of the value array (it points those of large structs at its own copies), so
+ * each thread passes its own copy of the array, on its own stack. */
+static void thread_body(void *arg) {
+  Invocation *inv = arg;
+  void *values[EXEC_HOST_MAX_PARAMS];
+  memcpy(values, inv->values, inv->cif->nargs * sizeof *values);
+  ffi_call(inv->cif, inv->kernel, NULL, values);
+}
+
+cf_status exec_host_call_launch(const ExecHostCall *c, const int64_t grid[3], const int64_t block[3],
+                                int64_t smem, void **values, ExecHostError *err) {
+  if (err) exec_host_error_clear(err);
+  if (!c || !grid || !block || (c->cif.nargs && !values)) return CF_ERR_INVALID_ARGUMENT;
+  unsigned int g[3], b[3];
+  for (int i = 0; i < 3; i++) {
+    if (grid[i] < 1 || grid[i] > UINT32_MAX || block[i] < 1 || block[i] > UINT32_MAX) {
+      set_error(err, "invalid launch: grid (%lld,%lld,%lld) block (%lld,%lld,%lld): every "
+                "dimension must be at least 1", (long long)grid[0], (long long)grid[1],
+                (long long)grid[2], (long long)block[0], (long long)block[1], (long long)block[2]);
+      return CF_ERR_INVALID_ARGUMENT;
+    }
+    g[i] = (unsigned int)grid[i];
+    b[i] = (unsigned int)block[i];
+  }
+  if (smem < 0) {
+    set_error(err, "invalid launch: %lld bytes of shared memory", (long long)smem);
+    return CF_ERR_INVALID_ARGUMENT;
+  }
+  /* ffi_call does not modify the cif; the const is cast away for its signature only. */
+  Invocation inv = {(ffi_cif *)&c->cif, c->kernel, values};
+  char msg[sizeof err->msg];
+  int rc = c->launch(g, b, (size_t)smem, thread_body, &inv, msg, sizeof msg);
+  if (rc == CFH_OK) return CF_OK;
+  set_error(err, "%s", msg);
+  return rc == CFH_ERR_CONFIG    ? CF_ERR_INVALID_ARGUMENT
+         : rc == CFH_ERR_RUNTIME ? CF_ERR_RUNTIME
+         : rc == CFH_ERR_NOMEM   ? CF_ERR_OUT_OF_MEMORY
+                                 : CF_ERR_INTERNAL;
+}
+
+cf_status exec_host_launch(const ExecHostModule *m, const int64_t grid[3], const int64_t block[3],
+                           int64_t smem, int nparams, const ExecHostParam *params, void **values,
+                           ExecHostError *err) {
+  ExecHostCall *c = NULL;
+  if (err) exec_host_error_clear(err);
+  cf_status st = exec_host_call_prepare(m, nparams, params, &c, err);
+  if (st == CF_OK) st = exec_host_call_launch(c, grid, block, smem, values, err);
+  exec_host_call_free(c);
+  return st;
+}

@@ -1,0 +1,21 @@
+/* cfuser.h: the umbrella header of cfuser, a tensor-fusion compiler for NVIDIA GPUs.
+ *
+ *   fusion.h    building a Fusion of TensorViews, printing it
+ *   schedule.h  split, merge, reorder, swizzle, parallelize, memory types, inlining
+ *   tensor.h    DLPack host tensors and the reference evaluator
+ *   executor.h  compiling and running kernels (CUDA or the host backend)
+ *   layout.h    CuTe's layout algebra */
+#ifndef CFUSER_H
+#define CFUSER_H
+
+#include "cfuser/status.h"
+#include "cfuser/types.h"
+#include "cfuser/fusion.h"
+#include "cfuser/schedule.h"
+#include "cfuser/tensor.h"
+#include "cfuser/executor.h"
+#if __has_include("cfuser/layout.h")
+#include "cfuser/layout.h"
+#endif
+
+#endif

@@ -1,0 +1,109 @@
+/* cfuser/executor.h: compiling a scheduled fusion into a kernel and running it.
+ *
+ * cf_executor_compile lowers the fusion (which it never modifies), generates CUDA C++ or
+ * host C, and compiles it: with NVRTC for the CUDA device, or for a named architecture
+ * when there is none (compile-only), or with the system C compiler for the host backend,
+ * which runs the same kernel on the CPU with the GPU execution model emulated. A compiled
+ * executor owns everything it needs: the fusion may be destroyed after compile.
+ * cf_executor_run takes DLPack tensors. Errors are kept on the executor
+ * (cf_executor_error); the executor stays usable after a failed run. */
+#ifndef CFUSER_EXECUTOR_H
+#define CFUSER_EXECUTOR_H
+
+#include <dlpack/dlpack.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fusion.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cf_executor cf_executor;
+typedef struct cf_kernel_info cf_kernel_info; /* read-only view of a lowered kernel */
+
+typedef enum cf_backend {
+  CF_BACKEND_AUTO = 0, /* CUDA when a usable device exists, host otherwise; CFUSER_BACKEND
+                          (host|cuda) in the environment overrides */
+  CF_BACKEND_CUDA,
+  CF_BACKEND_HOST
+} cf_backend;
+
+typedef struct cf_executor_options {
+  cf_backend backend;
+  /* For CUDA without a device: the architecture NVRTC compiles for, e.g. "sm_90a" or
+   * "sm_100a"; the executor is then compile-only. NULL: the device's own. */
+  const char *arch;
+  /* Internal: skip the static tensor-memory access validation (tests of the host
+   * backend's run-time checks use it). */
+  bool skip_tmem_validation;
+} cf_executor_options;
+
+typedef struct cf_launch_params {
+  int64_t grid[3];  /* gridDim x, y, z */
+  int64_t block[3]; /* blockDim x, y, z */
+  int64_t smem;     /* dynamic shared memory in bytes */
+} cf_launch_params;
+
+/* Called after lowering, before code generation, with read access to the kernel. */
+typedef void (*cf_lowering_hook)(const cf_kernel_info *kernel, void *user);
+
+CF_API cf_executor *cf_executor_create(const cf_executor_options *opts /* NULL: defaults */);
+CF_API void cf_executor_destroy(cf_executor *e);
+CF_API const char *cf_executor_error(const cf_executor *e);
+CF_API cf_status cf_executor_set_lowering_hook(cf_executor *e, cf_lowering_hook hook, void *user);
+CF_API cf_status cf_executor_compile(cf_executor *e, cf_fusion *f);
+/* Runs the kernel. inputs: one per fusion input, on the backend's device (host memory
+ * for the host backend). outputs: ninputs... one per fusion output; each either a tensor
+ * given by the caller (outputs[i] != NULL on entry) or NULL, in which case a new tensor is
+ * allocated and stored there for the caller to free with cf_tensor_free. */
+CF_API cf_status cf_executor_run(cf_executor *e, int ninputs, const DLTensor *const *inputs,
+                                 int noutputs, DLManagedTensor **outputs);
+CF_API cf_launch_params cf_executor_last_launch_params(const cf_executor *e);
+/* The generated source (CUDA C++ or host C) of the compiled kernel, owned by e. */
+CF_API const char *cf_executor_source(const cf_executor *e);
+/* The backend the executor compiled for. */
+CF_API cf_backend cf_executor_backend(const cf_executor *e);
+/* True when the executor compiled without a device and cannot run (compile-only). */
+CF_API bool cf_executor_compile_only(const cf_executor *e);
+/* The compiled binary (cubin or shared object) and its size, owned by e. */
+CF_API const void *cf_executor_binary(const cf_executor *e, size_t *size);
+
+/* Lowers f and prints its CUDA kernel (for reading; compiles nothing). */
+CF_API cf_status cf_fusion_print_kernel(cf_fusion *f, FILE *out);
+
+/* ---- the lowered kernel, as a lowering hook sees it ------------------------------- */
+
+typedef struct cf_allocation_info {
+  const char *tensor;      /* "T1" */
+  cf_memory_type memory;
+  cf_dtype dtype;
+  int64_t size;            /* elements; -1 when symbolic */
+} cf_allocation_info;
+
+typedef struct cf_tmem_region_info {
+  int ntensors;
+  const char *const *tensors; /* names of the TensorViews in the region */
+  int64_t num_columns;        /* allocated: a power of two >= 32 */
+  int64_t raw_columns;        /* before rounding */
+  int64_t num_lanes;          /* largest lane count of its tensors */
+} cf_tmem_region_info;
+
+CF_API int cf_kernel_num_allocations(const cf_kernel_info *k);
+CF_API cf_allocation_info cf_kernel_allocation(const cf_kernel_info *k, int i);
+CF_API int cf_kernel_num_tmem_regions(const cf_kernel_info *k);
+CF_API cf_tmem_region_info cf_kernel_tmem_region(const cf_kernel_info *k, int i);
+
+/* ---- devices ------------------------------------------------------------------------ */
+
+/* True when a CUDA driver and device are present; reason (may be NULL) says why not. */
+CF_API bool cf_cuda_available(const char **reason);
+/* Copies between host and device tensors (allocated by cf_tensor_device). */
+CF_API DLManagedTensor *cf_tensor_device(cf_dtype dtype, int rank, const int64_t *sizes);
+CF_API cf_status cf_tensor_copy(DLTensor *dst, const DLTensor *src);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,127 @@
+/* cfuser/fusion.h: building a Fusion, a dataflow graph of TensorViews.
+ *
+ * A cf_fusion owns every node made in it; cf_fusion_destroy frees them all at once, so a
+ * cf_tv handle stays valid exactly as long as its fusion. Every call takes the fusion
+ * first. Errors are sticky, as in cairo: the first failed call records a message on the
+ * fusion (cf_fusion_error), returns NULL or a non-OK status, and every later building or
+ * scheduling call on that fusion does nothing and returns the same status. Messages name
+ * the tensor and axis involved and print its domain, e.g.
+ *   split: axis 3 out of range for T2_l_float[iS0{4}, iS1{8}]
+ * No call aborts or exits on a user's mistake. */
+#ifndef CFUSER_FUSION_H
+#define CFUSER_FUSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cf_fusion cf_fusion; /* a Fusion: owns everything made in it */
+typedef struct cf_tv cf_tv;         /* a TensorView of some fusion */
+typedef struct cf_id cf_id;         /* an IterDomain (an axis) of some TensorView */
+
+/* ---- the fusion ------------------------------------------------------------------ */
+
+/* Creates an empty fusion; NULL only when out of memory. */
+CF_API cf_fusion *cf_fusion_create(void);
+/* Frees the fusion and every TensorView, IterDomain and scalar made in it. NULL is ok. */
+CF_API void cf_fusion_destroy(cf_fusion *f);
+/* CF_OK, or the status of the first failed call on f. */
+CF_API cf_status cf_fusion_status(const cf_fusion *f);
+/* The message of the first failed call on f, or "" when there was none. */
+CF_API const char *cf_fusion_error(const cf_fusion *f);
+/* Forgets the recorded error so the fusion can be used again (e.g. after a test). */
+CF_API void cf_fusion_clear_error(cf_fusion *f);
+
+CF_API cf_status cf_fusion_add_input(cf_fusion *f, cf_tv *tv);
+CF_API cf_status cf_fusion_add_output(cf_fusion *f, cf_tv *tv);
+CF_API int cf_fusion_num_inputs(const cf_fusion *f);
+CF_API int cf_fusion_num_outputs(const cf_fusion *f);
+CF_API cf_tv *cf_fusion_input(const cf_fusion *f, int i);
+CF_API cf_tv *cf_fusion_output(const cf_fusion *f, int i);
+
+/* ---- tensors ------------------------------------------------------------------------ */
+
+/* A contiguous tensor of the given concrete sizes (nvFuser's makeContigConcreteTensor).
+ * Size 1 axes are broadcast axes. */
+CF_API cf_tv *cf_tensor_concrete(cf_fusion *f, cf_dtype dtype, int rank, const int64_t *sizes);
+/* A contiguous tensor of the given rank whose sizes are named scalars (i0, i1, ...)
+ * bound from the input tensor at run time (nvFuser's makeContigTensor). */
+CF_API cf_tv *cf_tensor_symbolic(cf_fusion *f, cf_dtype dtype, int rank);
+/* A tensor of symbolic sizes and arbitrary strides (no contiguity promised). */
+CF_API cf_tv *cf_tensor_strided(cf_fusion *f, cf_dtype dtype, int rank);
+
+/* ---- ops: each makes a new TensorView in f (in local memory), or NULL on error ----- */
+
+#define CF_UNARY_OP_TABLE(X) \
+  X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(relu) X(sigmoid) X(tanh) \
+  X(gelu) X(sin) X(cos)
+#define CF_BINARY_OP_TABLE(X) \
+  X(add) X(sub) X(mul) X(div) X(max) X(min) X(pow) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
+
+/* set: a copy (the data-movement op of the scheduling tutorials). */
+CF_API cf_tv *cf_set(cf_fusion *f, cf_tv *in);
+#define CF_X(name) CF_API cf_tv *cf_##name(cf_fusion *f, cf_tv *in);
+CF_UNARY_OP_TABLE(CF_X)
+#undef CF_X
+/* Binary ops need equal ranks; each axis pair must have equal extents or one side must be
+ * a broadcast axis. Comparisons produce CF_BOOL. The result dtype of mixed operands is
+ * the wider type (double > float > bfloat16/half, int64 > int32 > int8 > bool). */
+#define CF_X(name) CF_API cf_tv *cf_##name(cf_fusion *f, cf_tv *a, cf_tv *b);
+CF_BINARY_OP_TABLE(CF_X)
+#undef CF_X
+/* Binary ops with a scalar constant on the right (x + 2.5). */
+CF_API cf_tv *cf_add_scalar(cf_fusion *f, cf_tv *a, double b);
+CF_API cf_tv *cf_mul_scalar(cf_fusion *f, cf_tv *a, double b);
+/* where(cond, a, b): cond must be CF_BOOL; shapes broadcast like binary ops. */
+CF_API cf_tv *cf_where(cf_fusion *f, cf_tv *cond, cf_tv *a, cf_tv *b);
+CF_API cf_tv *cf_cast(cf_fusion *f, cf_tv *in, cf_dtype to);
+/* Inserts size-1 broadcast axes: the output has out_rank axes, and is_broadcast[i] says
+ * whether output axis i is new; the other axes take the input's axes in order. */
+CF_API cf_tv *cf_broadcast(cf_fusion *f, cf_tv *in, int out_rank, const bool *is_broadcast);
+/* Reductions over the given axes (negative counts from the end). The output keeps the
+ * reduced axes as reduction axes (rS), as nvFuser does. */
+CF_API cf_tv *cf_sum(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
+CF_API cf_tv *cf_max_reduce(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
+CF_API cf_tv *cf_min_reduce(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
+/* transpose swaps two axes; permute puts input axis perm[i] at output position i. */
+CF_API cf_tv *cf_transpose(cf_fusion *f, cf_tv *in, int axis0, int axis1);
+CF_API cf_tv *cf_permute(cf_fusion *f, cf_tv *in, int rank, const int *perm);
+
+/* ---- inspection ------------------------------------------------------------------- */
+
+/* The nvFuser-style name, e.g. "T2". */
+CF_API const char *cf_tv_name(const cf_tv *tv);
+CF_API cf_dtype cf_tv_dtype(const cf_tv *tv);
+CF_API int cf_tv_logical_rank(const cf_tv *tv);
+/* Number of axes of the loop domain (what scheduling transforms). */
+CF_API int cf_tv_naxes(const cf_tv *tv);
+/* Loop axis i (negative counts from the end), or NULL if out of range. */
+CF_API cf_id *cf_tv_axis(const cf_tv *tv, int i);
+CF_API cf_memory_type cf_tv_memory_type(const cf_tv *tv);
+CF_API int cf_tv_compute_at_pos(const cf_tv *tv);
+/* The constant extent of an IterDomain, or -1 when it is symbolic. */
+CF_API int64_t cf_id_extent(const cf_id *id);
+CF_API cf_parallel_type cf_id_parallel_type(const cf_id *id);
+CF_API cf_iter_type cf_id_iter_type(const cf_id *id);
+
+/* ---- printing, in nvFuser's notation ------------------------------------------------ */
+
+/* The math: inputs, outputs and one line per expression. */
+CF_API cf_status cf_fusion_print_math(cf_fusion *f, FILE *out);
+/* Each TensorView's logical domain, its split/merge/swizzle history and loop domain. */
+CF_API cf_status cf_fusion_print_transforms(cf_fusion *f, FILE *out);
+/* One TensorView: T2_s_float[iS4{2}, iblockIdx.x5{4}] ca_pos( 1 ) */
+CF_API cf_status cf_tv_print(cf_fusion *f, const cf_tv *tv, FILE *out);
+/* Checks the IR's invariants; CF_ERR_INTERNAL with a message naming the broken one. */
+CF_API cf_status cf_fusion_verify(cf_fusion *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

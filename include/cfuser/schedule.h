@@ -1,0 +1,79 @@
+/* cfuser/schedule.h: scheduling a Fusion by transforming the loop domains of its
+ * TensorViews, placing them in memory and inlining them into one another.
+ *
+ * Transforms never mutate an IterDomain; they replace loop axes by new ones linked to the
+ * old ones by a split, merge or swizzle. Axis arguments may be negative (counting from the
+ * end). Every call records the first error on the fusion (see fusion.h). */
+#ifndef CFUSER_SCHEDULE_H
+#define CFUSER_SCHEDULE_H
+
+#include "fusion.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* in{N} -> outer{ceilDiv(N, factor)}, inner{factor}; index in = outer * factor + inner.
+ * Non-divisible splits are legal and predicated. factor must be positive. */
+CF_API cf_status cf_split(cf_fusion *f, cf_tv *tv, int axis, int64_t factor);
+/* The outer split: in{N} -> outer{factor}, inner{ceilDiv(N, factor)}. */
+CF_API cf_status cf_split_outer(cf_fusion *f, cf_tv *tv, int axis, int64_t factor);
+/* Axes axis and axis+1 become one axis of extent N_a * N_b; index out = i_a * N_b + i_b. */
+CF_API cf_status cf_merge(cf_fusion *f, cf_tv *tv, int axis);
+/* Moves axes: npairs pairs {old0, new0, old1, new1, ...}; the other axes keep their
+ * relative order (nvFuser's reorder({{old, new}, ...})). */
+CF_API cf_status cf_reorder(cf_fusion *f, cf_tv *tv, int npairs, const int *pairs);
+/* A whole permutation: axis i moves to new_pos[i] (nvFuser's reorder({3, 0, 2, 1})). */
+CF_API cf_status cf_reorder_all(cf_fusion *f, cf_tv *tv, int n, const int *new_pos);
+/* XOR swizzle of axes x and y: (i, j) -> (i, i ^ j). Extents must be equal powers of 2. */
+CF_API cf_status cf_swizzle_xor(cf_fusion *f, cf_tv *tv, int x, int y);
+CF_API cf_status cf_parallelize(cf_fusion *f, cf_tv *tv, int axis, cf_parallel_type p);
+CF_API cf_status cf_set_memory_type(cf_fusion *f, cf_tv *tv, cf_memory_type m);
+/* Sets the allocation domain to n IterDomains of tv (taken from its loop domain or its
+ * transform history) with contiguity per axis (1 true, 0 false, -1 none for broadcast). */
+CF_API cf_status cf_set_allocation_domain(cf_fusion *f, cf_tv *tv, int n, cf_id *const *ids,
+                                          const int8_t *contiguity);
+/* Sets the allocation domain to the current loop domain, all contiguous or not
+ * (nvFuser's tv->setAllocationDomain(tv->getLoopDomain(), contiguous)). */
+CF_API cf_status cf_set_allocation_to_loop(cf_fusion *f, cf_tv *tv, bool contiguous);
+/* Tensor memory only: axes of the allocation domain left of pos address lanes, the
+ * others columns. Negative pos counts from the end (-1 == rank). */
+CF_API cf_status cf_set_tmem_dim_sep_pos(cf_fusion *f, cf_tv *tv, int pos);
+/* Tensor memory only: the n TensorViews share one region (one tcgen05.alloc), placed side
+ * by side in its columns in the order given. Without a group each tensor-memory
+ * TensorView has a region of its own. Errors: an empty group, a tensor not in tensor
+ * memory, a tensor listed twice or already in another group. */
+CF_API cf_status cf_fusion_group_tmem(cf_fusion *f, int n, cf_tv *const *tvs);
+
+/* ---- inlining ------------------------------------------------------------------------ */
+
+/* Inlines tv into its consumers at loop position pos (axes left of pos share loops).
+ * Positions past the legal maximum are an error naming the limiting axis. */
+CF_API cf_status cf_inline_at(cf_fusion *f, cf_tv *tv, int pos);
+/* The same, clamping pos to the legal maximum. */
+CF_API cf_status cf_inline_at_best_effort(cf_fusion *f, cf_tv *tv, int pos);
+/* Inlines every tensor as deep as legal (nvFuser's inlineMost). */
+CF_API cf_status cf_inline_most(cf_fusion *f);
+/* Inlines every tensor at the position matching ref's position pos (inlineAllAt). */
+CF_API cf_status cf_inline_all_at(cf_fusion *f, cf_tv *ref, int pos);
+/* Propagates consumer's transforms up to pos onto producer's side of the graph, then
+ * inlines (nvFuser's legacy computeAt). */
+CF_API cf_status cf_compute_at(cf_fusion *f, cf_tv *producer, cf_tv *consumer, int pos);
+
+/* ---- propagation ----------------------------------------------------------------------- */
+
+/* Replays ref's loop-domain transforms onto every other tensor along a maximum-information
+ * spanning tree of the tensor graph (TransformPropagator + MaxLogicalDomainInfoSpanningTree). */
+CF_API cf_status cf_propagate_transforms(cf_fusion *f, cf_tv *ref);
+/* The same, then checks that every tensor's loop domain matches ref's where it maps
+ * (TransformPropagatorWithCheck); a mismatch is an error naming the tensor. */
+CF_API cf_status cf_propagate_transforms_checked(cf_fusion *f, cf_tv *ref);
+/* Copies ref's parallel types onto the mapped loop axes of every tensor; ntypes == 0 means
+ * every type, else only the listed ones (scheduler_utils::parallelizeAllLike). */
+CF_API cf_status cf_parallelize_all_like(cf_fusion *f, cf_tv *ref, int ntypes,
+                                         const cf_parallel_type *types);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,86 @@
+/* cfuser/types.h: the enumerations of the IR visible to users: element types, parallel
+ * types, memory types, iteration types. Each is generated from an X-macro table so that
+ * the enum, its printed name and the code generators derive from one list. */
+#ifndef CFUSER_TYPES_H
+#define CFUSER_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(enumerator, printed name, size in bytes, C type name, DLPack code, DLPack bits) */
+#define CF_DTYPE_TABLE(X)                                    \
+  X(CF_FLOAT, "float", 4, "float", kDLFloat, 32)             \
+  X(CF_DOUBLE, "double", 8, "double", kDLFloat, 64)          \
+  X(CF_HALF, "__half", 2, "__half", kDLFloat, 16)            \
+  X(CF_BFLOAT16, "__bfloat", 2, "__nv_bfloat16", kDLBfloat, 16) \
+  X(CF_INT8, "int8_t", 1, "int8_t", kDLInt, 8)               \
+  X(CF_INT32, "int", 4, "int", kDLInt, 32)                   \
+  X(CF_INT64, "int64_t", 8, "int64_t", kDLInt, 64)           \
+  X(CF_UINT32, "uint32_t", 4, "uint32_t", kDLUInt, 32)       \
+  X(CF_BOOL, "bool", 1, "bool", kDLBool, 8)
+
+typedef enum cf_dtype {
+#define CF_X(e, name, size, ctype, dlcode, dlbits) e,
+  CF_DTYPE_TABLE(CF_X)
+#undef CF_X
+  CF_DTYPE_COUNT
+} cf_dtype;
+
+/* X(enumerator, printed name in IterDomains) */
+#define CF_PARALLEL_TYPE_TABLE(X) \
+  X(CF_PT_SERIAL, "S")            \
+  X(CF_PT_TIDX, "threadIdx.x")    \
+  X(CF_PT_TIDY, "threadIdx.y")    \
+  X(CF_PT_TIDZ, "threadIdx.z")    \
+  X(CF_PT_BIDX, "blockIdx.x")     \
+  X(CF_PT_BIDY, "blockIdx.y")     \
+  X(CF_PT_BIDZ, "blockIdx.z")     \
+  X(CF_PT_DIDX, "deviceIdx.x")    \
+  X(CF_PT_DIDY, "deviceIdx.y")    \
+  X(CF_PT_DIDZ, "deviceIdx.z")    \
+  X(CF_PT_VECTORIZE, "V")         \
+  X(CF_PT_UNROLL, "UR")
+
+typedef enum cf_parallel_type {
+#define CF_X(e, name) e,
+  CF_PARALLEL_TYPE_TABLE(CF_X)
+#undef CF_X
+  CF_PT_COUNT
+} cf_parallel_type;
+
+/* X(enumerator, letter used in tensor names: T1_s_float) */
+#define CF_MEMORY_TYPE_TABLE(X) \
+  X(CF_MEM_LOCAL, "l")          \
+  X(CF_MEM_SHARED, "s")         \
+  X(CF_MEM_GLOBAL, "g")         \
+  X(CF_MEM_TENSOR, "t")
+
+typedef enum cf_memory_type {
+#define CF_X(e, letter) e,
+  CF_MEMORY_TYPE_TABLE(CF_X)
+#undef CF_X
+  CF_MEM_COUNT
+} cf_memory_type;
+
+typedef enum cf_iter_type {
+  CF_ITER_ITERATION, /* printed i */
+  CF_ITER_REDUCTION, /* printed r */
+  CF_ITER_BROADCAST  /* printed b */
+} cf_iter_type;
+
+/* Printed names: "float", "threadIdx.x", "l" (memory letter), "Local" etc. */
+CF_API const char *cf_dtype_name(cf_dtype t);
+CF_API size_t cf_dtype_size(cf_dtype t);
+CF_API const char *cf_parallel_type_name(cf_parallel_type p);
+CF_API const char *cf_memory_type_name(cf_memory_type m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

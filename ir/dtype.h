@@ -1,0 +1,90 @@
+/* ir/dtype.h: element types below the IR (internal header): the DLPack mapping, the
+ * type rules of the ops, element conversion and element math.
+ *
+ * One place for every fact about an element type that more than one module needs: the
+ * executor binds DLPack arguments with ir_dtype_from_dl, the evaluator and the tensor
+ * helpers read and write elements with ir_elem_load/ir_elem_store, ops.c and eval.c agree
+ * on result types through ir_dtype_promote and ir_unary_dtype, and the evaluator computes
+ * every op with ir_unary_f64/ir_binary_f64 (floating types) or their _i64 twins
+ * (integers and bool). Implemented in dltensor.c (DLPack, conversion), ops.c (type
+ * rules) and eval.c (element math). */
+#ifndef CFUSER_IR_DTYPE_H
+#define CFUSER_IR_DTYPE_H
+
+#include <dlpack/dlpack.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+/* DLPack 0.6 (Debian's libdlpack-dev) predates kDLBool; 0.8 gave it the value 6. The
+ * dtype table of types.h names it, so define it here for older headers. */
+#if DLPACK_VERSION < 80
+#define kDLBool 6U
+#endif
+
+/* ---- DLPack (dltensor.c) ------------------------------------------------------------- */
+
+/* The cfuser dtype of a DLPack type; false when there is none (lanes != 1 included). */
+bool ir_dtype_from_dl(DLDataType dl, cf_dtype *out);
+DLDataType ir_dtype_to_dl(cf_dtype t);
+bool ir_dtype_valid(cf_dtype t);
+bool ir_dtype_is_float(cf_dtype t); /* float, double, half, bfloat16 */
+/* The type's name for messages: cfuser's ("float") or DLPack's fields ("code 5 bits 64"). */
+void ir_dl_type_str(DLDataType dl, char *buf, size_t n);
+
+/* Element strides of t (its own, or row-major when t->strides is NULL) into out[ndim]. */
+void ir_dl_strides(const DLTensor *t, int64_t *out);
+/* Address of the element at offset `off` elements from t's first element. */
+void *ir_dl_elem_ptr(const DLTensor *t, int64_t off);
+/* True for memory the host can read (CPU, CUDA host-pinned). */
+bool ir_dl_is_host(const DLTensor *t);
+
+/* ---- element values (dltensor.c) ------------------------------------------------------- */
+
+/* An element widened for computing: d for floating dtypes, i for integers and bool. */
+typedef union IrElem {
+  double d;
+  int64_t i;
+} IrElem;
+
+IrElem ir_elem_load(const void *p, cf_dtype t);
+/* Converts v (of class `from`'s: floating or integral) to t and stores it, rounding as
+ * C does (half and bfloat16 round to nearest even; floating -> integer truncates and
+ * saturates, NaN gives 0, as CUDA's conversions do; integers wrap). */
+void ir_elem_store(void *p, cf_dtype t, IrElem v, cf_dtype from);
+/* v of dtype `from` converted to dtype `to` and widened again (the value a kernel holds
+ * after casting to `to`). */
+IrElem ir_elem_convert(IrElem v, cf_dtype from, cf_dtype to);
+double ir_elem_to_double(IrElem v, cf_dtype t);
+
+uint16_t ir_half_from_double(double x);
+double ir_half_to_double(uint16_t h);
+uint16_t ir_bf16_from_double(double x);
+double ir_bf16_to_double(uint16_t h);
+
+/* ---- the type rules of the ops (ops.c) ------------------------------------------------ */
+
+/* The dtype both operands of a binary op are converted to: the wider of the two
+ * (double > float > bfloat16/half; half with bfloat16 gives float; any float beats any
+ * integer; int64 > uint32 > int32 > int8 > bool, uint32 with a signed type gives int64). */
+cf_dtype ir_dtype_promote(cf_dtype a, cf_dtype b);
+/* Result dtype of a unary op: math on integers and bool gives float; neg, abs and relu
+ * keep the dtype. */
+cf_dtype ir_unary_dtype(IrOp op, cf_dtype in);
+/* Result dtype of a tensor-scalar op (x + 2.5): floats keep theirs; integers keep theirs
+ * for an integral scalar and become float otherwise; bool becomes int64 or float. */
+cf_dtype ir_scalar_rhs_dtype(cf_dtype a, double b);
+/* Comparisons produce bool. */
+bool ir_op_is_comparison(IrOp op);
+
+/* ---- element math (eval.c) ------------------------------------------------------------- */
+
+/* The math of each op on widened elements. Integer math wraps (two's complement), divides
+ * by zero to 0, and raises to negative powers as integer pow does (0 unless |base| == 1). */
+double ir_unary_f64(IrOp op, double x);
+int64_t ir_unary_i64(IrOp op, int64_t x);
+double ir_binary_f64(IrOp op, double a, double b);
+int64_t ir_binary_i64(IrOp op, int64_t a, int64_t b);
+
+#endif

@@ -1,0 +1,482 @@
+/* ir/eval.c: the reference evaluator (cf_fusion_evaluate) and the element math of every
+ * tensor op.
+ *
+ * The oracle of every numerical test: it computes a Fusion's outputs on the host from
+ * DLPack inputs, ignoring every schedule, and a kernel is right when it agrees. It binds
+ * the symbolic sizes from the inputs, checks them (count, dtype, rank, concrete extents,
+ * and at each elementwise op the symbolic extents assumed equal when the op was built),
+ * then walks the tensor expressions in topological order, materializing every
+ * TensorView as a dense row-major host tensor of its own dtype. Key decision: each
+ * element is widened (double for floating types, int64 for integers and bool), operands
+ * are converted to the op's compute type and the result is rounded once into the
+ * output's dtype through ir_elem_store, so the evaluator rounds exactly where a kernel
+ * holding each tensor in its dtype does. Reductions accumulate in double or int64 and
+ * round at the end. One N-dimensional iterator with per-operand strides (0 for
+ * broadcast axes, permuted for permute, gapped for broadcast) serves every op. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/dtype.h"
+
+/* ---- element math ------------------------------------------------------------------------ */
+
+double ir_unary_f64(IrOp op, double x) {
+  switch (op) {
+  case OP_NEG: return -x;
+  case OP_ABS: return fabs(x);
+  case OP_EXP: return exp(x);
+  case OP_LOG: return log(x);
+  case OP_SQRT: return sqrt(x);
+  case OP_RSQRT: return 1.0 / sqrt(x);
+  case OP_RECIPROCAL: return 1.0 / x;
+  case OP_RELU: return x > 0 ? x : 0.0;
+  case OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
+  case OP_TANH: return tanh(x);
+  case OP_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+  case OP_SIN: return sin(x);
+  case OP_COS: return cos(x);
+  default: return x; /* set, cast */
+  }
+}
+
+static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+
+int64_t ir_unary_i64(IrOp op, int64_t x) {
+  switch (op) {
+  case OP_NEG: return wrap_sub(0, x);
+  case OP_ABS: return x < 0 ? wrap_sub(0, x) : x;
+  case OP_RELU: return x > 0 ? x : 0;
+  default: return x; /* set, cast; math on integers is computed in floating point */
+  }
+}
+
+static int64_t ipow(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0;
+  int64_t r = 1;
+  for (; b; b >>= 1, a = wrap_mul(a, a))
+    if (b & 1) r = wrap_mul(r, a);
+  return r;
+}
+
+double ir_binary_f64(IrOp op, double a, double b) {
+  switch (op) {
+  case OP_ADD: return a + b;
+  case OP_SUB: return a - b;
+  case OP_MUL: return a * b;
+  case OP_DIV: return a / b;
+  case OP_MAX: return fmax(a, b);
+  case OP_MIN: return fmin(a, b);
+  case OP_POW: return pow(a, b);
+  case OP_EQ: return a == b;
+  case OP_NE: return a != b;
+  case OP_LT: return a < b;
+  case OP_LE: return a <= b;
+  case OP_GT: return a > b;
+  case OP_GE: return a >= b;
+  case OP_CEILDIV: return ceil(a / b);
+  case OP_MOD: return fmod(a, b);
+  case OP_AND: return a != 0 && b != 0;
+  default: return NAN;
+  }
+}
+
+int64_t ir_binary_i64(IrOp op, int64_t a, int64_t b) {
+  bool overflow = a == INT64_MIN && b == -1; /* the one quotient that does not fit */
+  switch (op) {
+  case OP_ADD: return wrap_add(a, b);
+  case OP_SUB: return wrap_sub(a, b);
+  case OP_MUL: return wrap_mul(a, b);
+  case OP_DIV: return b == 0 ? 0 : overflow ? a : a / b;
+  case OP_MOD: return b == 0 || overflow ? 0 : a % b;
+  case OP_CEILDIV: return b == 0 ? 0 : overflow ? a : wrap_sub(wrap_add(a, b), 1) / b;
+  case OP_MAX: return a > b ? a : b;
+  case OP_MIN: return a < b ? a : b;
+  case OP_POW: return ipow(a, b);
+  case OP_EQ: return a == b;
+  case OP_NE: return a != b;
+  case OP_LT: return a < b;
+  case OP_LE: return a <= b;
+  case OP_GT: return a > b;
+  case OP_GE: return a >= b;
+  case OP_AND: return a && b;
+  case OP_XOR: return a ^ b;
+  default: return 0;
+  }
+}
+
+/* ---- the evaluator's state ---------------------------------------------------------------- */
+
+/* A TensorView's values: an input's DLTensor or an owned dense one, with its strides. */
+typedef struct EvalBuf {
+  const DLTensor *t;
+  DLManagedTensor *owned;
+  int64_t *strides;
+} EvalBuf;
+
+typedef struct Eval {
+  cf_fusion *f;
+  EvalBuf *bufs; /* by Val id */
+  ScalarBindings bind;
+} Eval;
+
+enum { MAX_OPERANDS = 4 }; /* the output and up to three inputs */
+
+static cf_status eval_error(Eval *ev, cf_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static cf_status eval_error(Eval *ev, cf_status s, const char *fmt, ...) {
+  StrBuf b = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  sb_puts(&b, "evaluate: ");
+  sb_vprintf(&b, fmt, ap);
+  va_end(ap);
+  cf_status r = ir_error(ev->f, s, "%s", b.data ? b.data : "");
+  sb_free(&b);
+  return r;
+}
+
+static cf_status set_buf(Eval *ev, Val *tv, const DLTensor *t, DLManagedTensor *owned) {
+  EvalBuf *b = &ev->bufs[tv->id];
+  b->t = t;
+  b->owned = owned;
+  b->strides = malloc(sizeof(int64_t) * (size_t)(t->ndim > 0 ? t->ndim : 1));
+  if (!b->strides) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
+  ir_dl_strides(t, b->strides);
+  return CF_OK;
+}
+
+/* ---- inputs --------------------------------------------------------------------------------- */
+
+static int input_index(cf_fusion *f, const Val *tv) {
+  for (int i = 0; i < f->inputs.len; i++)
+    if (f->inputs.items[i] == tv) return i;
+  return -1;
+}
+
+/* Binds every symbol taken from an input's size or stride. */
+static cf_status bind_symbols(Eval *ev, const DLTensor *const *inputs) {
+  cf_fusion *f = ev->f;
+  ev->bind.ids = malloc(sizeof(int) * (size_t)(f->vals.len + 1));
+  ev->bind.values = malloc(sizeof(int64_t) * (size_t)(f->vals.len + 1));
+  if (!ev->bind.ids || !ev->bind.values) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int v = 0; v < f->vals.len; v++) {
+    Val *s = f->vals.items[v];
+    if (s->kind != VAL_SCALAR || s->def || !SC(s)->input_tv) continue;
+    int in = input_index(f, SC(s)->input_tv);
+    int axis = SC(s)->input_axis;
+    if (in < 0 || axis < 0 || axis >= inputs[in]->ndim) continue;
+    int64_t st[inputs[in]->ndim];
+    ir_dl_strides(inputs[in], st);
+    ev->bind.ids[ev->bind.n] = s->id;
+    ev->bind.values[ev->bind.n++] = SC(s)->stride_of ? st[axis] : inputs[in]->shape[axis];
+  }
+  return CF_OK;
+}
+
+/* The value of an extent, or an error naming the unbound symbol. */
+static cf_status eval_extent(Eval *ev, Val *tv, int axis, int64_t *out) {
+  const char *unbound = NULL;
+  if (ir_scalar_eval(ID(TV(tv)->logical[axis])->extent, &ev->bind, out, &unbound)) return CF_OK;
+  return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "cannot size %s axis %d: %s is unbound (is every input added?)",
+                    TV(tv)->display_name, axis, unbound ? unbound : "?");
+}
+
+static cf_status check_input_type(Eval *ev, int i, Val *tv, const DLTensor *t) {
+  char have[64];
+  const char *name = TV(tv)->display_name;
+  cf_dtype dt;
+  if (!t) return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) is NULL", i, name);
+  if (!ir_dl_is_host(t))
+    return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) is not in host memory", i, name);
+  if (!ir_dtype_from_dl(t->dtype, &dt) || dt != tv->dtype) {
+    ir_dl_type_str(t->dtype, have, sizeof have);
+    return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has dtype %s, expected %s", i, name, have,
+                      cf_dtype_name(tv->dtype));
+  }
+  if (t->ndim != TV(tv)->nlogical)
+    return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has %d dimensions, expected %d", i, name, t->ndim,
+                      TV(tv)->nlogical);
+  if (!t->data && cf_tensor_numel(t) > 0)
+    return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has no data", i, name);
+  return CF_OK;
+}
+
+static cf_status check_inputs(Eval *ev, int ninputs, const DLTensor *const *inputs) {
+  cf_fusion *f = ev->f;
+  if (ninputs != f->inputs.len)
+    return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "got %d inputs, the fusion has %d", ninputs, f->inputs.len);
+  for (int i = 0; i < ninputs; i++) {
+    cf_status s = check_input_type(ev, i, f->inputs.items[i], inputs[i]);
+    if (s) return s;
+  }
+  cf_status s = bind_symbols(ev, inputs);
+  for (int i = 0; !s && i < ninputs; i++) {
+    Val *tv = f->inputs.items[i];
+    for (int k = 0; !s && k < inputs[i]->ndim; k++) {
+      int64_t want;
+      if ((s = eval_extent(ev, tv, k, &want))) break;
+      if (inputs[i]->shape[k] != want)
+        s = eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has size %lld in dimension %d, expected %lld", i,
+                       TV(tv)->display_name, (long long)inputs[i]->shape[k], k, (long long)want);
+    }
+    if (!s) s = set_buf(ev, tv, inputs[i], NULL);
+  }
+  return s;
+}
+
+/* ---- iteration ----------------------------------------------------------------------------- */
+
+/* Walks a row-major index space keeping one element offset per operand. */
+typedef struct NdIter {
+  int rank, nops;
+  const int64_t *sizes;
+  int64_t *idx;
+  int64_t (*st)[MAX_OPERANDS]; /* st[d][j]: operand j's stride along axis d */
+  int64_t off[MAX_OPERANDS];
+} NdIter;
+
+static bool nd_next(NdIter *it) {
+  for (int d = it->rank - 1; d >= 0; d--) {
+    if (++it->idx[d] < it->sizes[d]) {
+      for (int j = 0; j < it->nops; j++) it->off[j] += it->st[d][j];
+      return true;
+    }
+    for (int j = 0; j < it->nops; j++) it->off[j] -= it->st[d][j] * (it->sizes[d] - 1);
+    it->idx[d] = 0;
+  }
+  return false;
+}
+
+static bool nd_empty(const NdIter *it) {
+  for (int d = 0; d < it->rank; d++)
+    if (it->sizes[d] == 0) return true;
+  return false;
+}
+
+/* ---- one expression ----------------------------------------------------------------------------- */
+
+typedef struct ExprPlan {
+  const Expr *e;
+  int rank;           /* of the iteration space: the output's logical domain */
+  int64_t *sizes;     /* per iteration axis */
+  int64_t (*st)[MAX_OPERANDS];
+  const Val **first;  /* per axis: the first operand iterating it, and its size */
+  int64_t *first_size;
+  const DLTensor *t[MAX_OPERANDS];
+  cf_dtype dt[MAX_OPERANDS];
+} ExprPlan;
+
+static cf_status extent_mismatch(Eval *ev, const Expr *e, int d, int64_t x, const Val *tx, int64_t y, const Val *ty) {
+  return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s: axis %d has extent %lld in %s but %lld in %s", ir_op_name(e->op), d,
+                    (long long)x, tx->u.tv.display_name, (long long)y, ty->u.tv.display_name);
+}
+
+/* Operand j's strides over the output's logical axes. Where two operands iterate an axis
+ * their sizes must agree (symbolic extents were assumed equal when the op was built). */
+static cf_status plan_operand(Eval *ev, ExprPlan *p, int j, Val *in) {
+  const Expr *e = p->e;
+  EvalBuf *b = &ev->bufs[in->id];
+  TensorView *t = TV(in);
+  Val *ax[t->nlogical > 0 ? t->nlogical : 1]; /* the axes the op sees: no reduction axes */
+  int n = 0;
+  for (int i = 0; i < t->nlogical; i++)
+    if (ID(t->logical[i])->iter_type != CF_ITER_REDUCTION) ax[n++] = t->logical[i];
+  for (int d = 0, k = 0; d < p->rank; d++) {
+    if (e->op == OP_BROADCAST && e->attr.broadcast.is_broadcast[d]) {
+      p->st[d][j] = 0;
+      continue;
+    }
+    int src = e->op == OP_PERMUTE ? e->attr.permute.perm[d] : k++;
+    if (src >= n) return IR_INTERNAL(ev->f, src < n);
+    bool bcast = ID(ax[src])->iter_type == CF_ITER_BROADCAST;
+    int64_t size = b->t->shape[src];
+    p->st[d][j] = bcast ? 0 : b->strides[src];
+    if (bcast) continue;
+    if (!p->first[d]) {
+      p->first[d] = in;
+      p->first_size[d] = size;
+    } else if (p->first_size[d] != size) {
+      return extent_mismatch(ev, e, d, p->first_size[d], p->first[d], size, in);
+    }
+    if (size != p->sizes[d]) return extent_mismatch(ev, e, d, size, in, p->sizes[d], e->out[0]);
+  }
+  p->t[j] = b->t;
+  p->dt[j] = in->dtype;
+  return CF_OK;
+}
+
+/* Makes the output buffer and the plan of the iteration over the output's logical axes. */
+static cf_status plan_expr(Eval *ev, const Expr *e, ExprPlan *p) {
+  Val *out = e->out[0];
+  TensorView *t = TV(out);
+  int64_t dense[t->nlogical > 0 ? t->nlogical : 1];
+  int ndense = 0;
+  cf_status s = CF_OK;
+  p->e = e;
+  p->rank = t->nlogical;
+  for (int d = 0; !s && d < p->rank; d++) {
+    s = eval_extent(ev, out, d, &p->sizes[d]);
+    if (ID(t->logical[d])->iter_type != CF_ITER_REDUCTION) dense[ndense++] = p->sizes[d];
+  }
+  DLManagedTensor *m = s ? NULL : cf_tensor_host(out->dtype, ndense, dense);
+  if (!s && !m) s = eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory for %s", t->display_name);
+  if (!s) s = set_buf(ev, out, &m->dl_tensor, m);
+  for (int d = 0, k = 0; !s && d < p->rank; d++) /* reduction axes do not move the output */
+    p->st[d][0] = ID(t->logical[d])->iter_type == CF_ITER_REDUCTION ? 0 : ev->bufs[out->id].strides[k++];
+  p->t[0] = s ? NULL : &m->dl_tensor;
+  p->dt[0] = out->dtype;
+  for (int j = 0; !s && j < e->nin; j++) {
+    if (!ev->bufs[e->in[j]->id].t)
+      return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s is neither an input of the fusion nor computed by it",
+                        TV(e->in[j])->display_name);
+    s = plan_operand(ev, p, j + 1, e->in[j]);
+  }
+  return s;
+}
+
+/* The compute type of an elementwise expression: what operands are converted to. */
+static cf_dtype compute_dtype(const Expr *e) {
+  switch (ir_op_kind(e->op)) {
+  case OPK_UNARY: return e->out[0]->dtype;
+  case OPK_BINARY:
+    if (e->nin == 1) return e->out[0]->dtype; /* constant right-hand side */
+    return ir_dtype_promote(e->in[0]->dtype, e->in[1]->dtype);
+  case OPK_TERNARY: return ir_dtype_promote(e->in[1]->dtype, e->in[2]->dtype);
+  default: return e->in[0]->dtype;
+  }
+}
+
+static IrElem load_as(const ExprPlan *p, const NdIter *it, int j, cf_dtype ct) {
+  IrElem v = ir_elem_load(ir_dl_elem_ptr(p->t[j], it->off[j]), p->dt[j]);
+  return p->dt[j] == ct ? v : ir_elem_convert(v, p->dt[j], ct);
+}
+
+static IrElem apply_elementwise(const ExprPlan *p, const NdIter *it, cf_dtype ct, IrElem rhs) {
+  const Expr *e = p->e;
+  bool fl = ir_dtype_is_float(ct);
+  IrElem r, a = load_as(p, it, 1, ct);
+  switch (ir_op_kind(e->op)) {
+  case OPK_UNARY:
+    if (fl) r.d = ir_unary_f64(e->op, a.d);
+    else r.i = ir_unary_i64(e->op, a.i);
+    return r;
+  case OPK_BINARY: {
+    IrElem b = e->nin == 1 ? rhs : load_as(p, it, 2, ct);
+    if (fl) r.d = ir_binary_f64(e->op, a.d, b.d);
+    else r.i = ir_binary_i64(e->op, a.i, b.i);
+    return r;
+  }
+  case OPK_TERNARY: {
+    IrElem cond = ir_elem_load(ir_dl_elem_ptr(p->t[1], it->off[1]), CF_BOOL);
+    return load_as(p, it, cond.i ? 2 : 3, ct);
+  }
+  default: return a; /* set, cast, broadcast, permute: the store converts */
+  }
+}
+
+static void run_elementwise(const ExprPlan *p, NdIter *it) {
+  cf_dtype ct = compute_dtype(p->e);
+  IrElem rhs = {.i = 0};
+  /* A constant right-hand side stays a double for floating types (C's x + 2.5) and is an
+   * exact integer otherwise (ir_scalar_rhs_dtype made the result floating if it is not). */
+  if (p->e->nin == 1 && p->e->attr.scalar_rhs.is_scalar_rhs) {
+    IrElem v = {.d = p->e->attr.scalar_rhs.value};
+    rhs = ir_dtype_is_float(ct) ? v : ir_elem_convert(v, CF_DOUBLE, CF_INT64);
+  }
+  if (nd_empty(it)) return;
+  do {
+    IrElem r = apply_elementwise(p, it, ct, rhs);
+    ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], r, ct);
+  } while (nd_next(it));
+}
+
+static IrElem reduction_init(IrOp op, bool fl) {
+  IrElem v;
+  if (fl) v.d = op == OP_SUM ? 0.0 : op == OP_MAX_REDUCE ? -INFINITY : INFINITY;
+  else v.i = op == OP_SUM ? 0 : op == OP_MAX_REDUCE ? INT64_MIN : INT64_MAX;
+  return v;
+}
+
+/* Accumulates in double or int64 into a scratch array indexed like the output, then
+ * rounds each result once into the output. */
+static cf_status run_reduction(Eval *ev, const ExprPlan *p, NdIter *it) {
+  const Expr *e = p->e;
+  cf_dtype ct = p->dt[1];
+  bool fl = ir_dtype_is_float(ct);
+  IrOp op = e->op == OP_SUM ? OP_ADD : e->op == OP_MAX_REDUCE ? OP_MAX : OP_MIN;
+  int64_t n = cf_tensor_numel(p->t[0]);
+  IrElem *acc = malloc(sizeof(IrElem) * (size_t)(n > 0 ? n : 1));
+  if (!acc) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int64_t i = 0; i < n; i++) acc[i] = reduction_init(e->op, fl);
+  if (!nd_empty(it)) do {
+      IrElem x = ir_elem_load(ir_dl_elem_ptr(p->t[1], it->off[1]), ct);
+      IrElem *a = &acc[it->off[0]]; /* the output is dense: offsets are indices */
+      if (fl) a->d = ir_binary_f64(op, a->d, x.d);
+      else a->i = ir_binary_i64(op, a->i, x.i);
+    } while (nd_next(it));
+  for (int64_t i = 0; i < n; i++) ir_elem_store(ir_dl_elem_ptr(p->t[0], i), p->dt[0], acc[i], ct);
+  free(acc);
+  return CF_OK;
+}
+
+static cf_status eval_expr(Eval *ev, const Expr *e) {
+  int r = TV(e->out[0])->nlogical > 0 ? TV(e->out[0])->nlogical : 1;
+  int64_t sizes[r], idx[r], st[r][MAX_OPERANDS], first_size[r];
+  const Val *first[r];
+  memset(first, 0, sizeof first);
+  ExprPlan p = {.sizes = sizes, .st = st, .first = first, .first_size = first_size};
+  if (e->nin + 1 > MAX_OPERANDS) return IR_INTERNAL(ev->f, e->nin + 1 <= MAX_OPERANDS);
+  cf_status s = plan_expr(ev, e, &p);
+  if (s) return s;
+  memset(idx, 0, sizeof idx);
+  NdIter it = {.rank = p.rank, .nops = e->nin + 1, .sizes = sizes, .idx = idx, .st = st};
+  if (ir_op_kind(e->op) == OPK_REDUCTION) return run_reduction(ev, &p, &it);
+  run_elementwise(&p, &it);
+  return CF_OK;
+}
+
+/* ---- the entry point ------------------------------------------------------------------------- */
+
+static void eval_free(Eval *ev) {
+  for (int i = 0; ev->bufs && i < ev->f->vals.len; i++) {
+    cf_tensor_free(ev->bufs[i].owned);
+    free(ev->bufs[i].strides);
+  }
+  free(ev->bufs);
+  free(ev->bind.ids);
+  free(ev->bind.values);
+}
+
+static cf_status check_call(cf_fusion *f, int ninputs, const DLTensor *const *inputs, DLManagedTensor **outputs) {
+  if (!f) return CF_ERR_INVALID_ARGUMENT;
+  if (f->status) return f->status;
+  if (!outputs) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "evaluate: argument 4 (outputs) is NULL");
+  if (ninputs > 0 && !inputs) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "evaluate: argument 3 (inputs) is NULL");
+  if (f->outputs.len == 0) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "evaluate: the fusion has no outputs");
+  return CF_OK;
+}
+
+cf_status cf_fusion_evaluate(cf_fusion *f, int ninputs, const DLTensor *const *inputs, DLManagedTensor **outputs) {
+  cf_status s = check_call(f, ninputs, inputs, outputs);
+  if (s) return s;
+  for (int i = 0; i < f->outputs.len; i++) outputs[i] = NULL;
+  Eval ev = {.f = f, .bufs = calloc((size_t)f->vals.len + 1, sizeof(EvalBuf))};
+  s = ev.bufs ? check_inputs(&ev, ninputs, inputs) : ir_error(f, CF_ERR_OUT_OF_MEMORY, "evaluate: out of memory");
+  int n = 0;
+  Expr **exprs = s ? NULL : ir_fusion_tensor_exprs(f, &n);
+  for (int i = 0; !s && i < n; i++) s = eval_expr(&ev, exprs[i]);
+  for (int i = 0; !s && i < f->outputs.len; i++) {
+    EvalBuf *b = &ev.bufs[((Val *)f->outputs.items[i])->id];
+    outputs[i] = b->owned; /* outputs are computed, never inputs: add_output refuses those */
+    b->owned = NULL;
+  }
+  if (s)
+    for (int i = 0; i < f->outputs.len; i++) {
+      cf_tensor_free(outputs[i]);
+      outputs[i] = NULL;
+    }
+  eval_free(&ev);
+  return s;
+}

@@ -1,0 +1,277 @@
+/* ir/fusion.c: the Fusion container: node creation with dense ids, inputs and outputs,
+ * the sticky error record, and the generic walks every layer uses (topological order of
+ * tensor expressions, producers and consumers, a TensorView's transform history).
+ *
+ * Key decision: errors are recorded on the fusion the first time and never overwritten,
+ * as in cairo; every public entry point checks f->status first and does nothing after an
+ * error, so a user can chain calls and check once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+static const char *const op_names[] = {
+#define IR_X(e, name, kind, tmpl) name,
+    IR_OP_TABLE(IR_X)
+#undef IR_X
+};
+static const OpKind op_kinds[] = {
+#define IR_X(e, name, kind, tmpl) kind,
+    IR_OP_TABLE(IR_X)
+#undef IR_X
+};
+static const char *const op_templates[] = {
+#define IR_X(e, name, kind, tmpl) tmpl,
+    IR_OP_TABLE(IR_X)
+#undef IR_X
+};
+
+const char *ir_op_name(IrOp op) { return op < OP_COUNT ? op_names[op] : "?"; }
+OpKind ir_op_kind(IrOp op) { return op_kinds[op]; }
+const char *ir_op_template(IrOp op) { return op_templates[op]; }
+
+cf_fusion *cf_fusion_create(void) {
+  cf_fusion *f = calloc(1, sizeof *f);
+  if (!f) return NULL;
+  f->arena = arena_create();
+  if (!f->arena) {
+    free(f);
+    return NULL;
+  }
+  return f;
+}
+
+void cf_fusion_destroy(cf_fusion *f) {
+  if (!f) return;
+  arena_destroy(f->arena);
+  free(f->error);
+  free(f);
+}
+
+cf_status cf_fusion_status(const cf_fusion *f) { return f ? f->status : CF_ERR_INVALID_ARGUMENT; }
+const char *cf_fusion_error(const cf_fusion *f) {
+  if (!f) return "fusion is NULL";
+  return f->error ? f->error : "";
+}
+void cf_fusion_clear_error(cf_fusion *f) {
+  if (!f) return;
+  free(f->error);
+  f->error = NULL;
+  f->status = CF_OK;
+}
+
+static cf_status record(cf_fusion *f, cf_status s, char *msg) {
+  if (f->status == CF_OK) {
+    f->status = s;
+    f->error = msg;
+  } else {
+    free(msg);
+  }
+  return f->status;
+}
+
+static char *vformat(const char *fmt, va_list ap) {
+  StrBuf b = {0};
+  sb_vprintf(&b, fmt, ap);
+  return sb_take(&b);
+}
+
+cf_status ir_error(cf_fusion *f, cf_status s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = vformat(fmt, ap);
+  va_end(ap);
+  return record(f, s, msg);
+}
+
+cf_status ir_error_tv(cf_fusion *f, cf_status s, Val *tv, const char *fmt, ...) {
+  StrBuf b = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  sb_vprintf(&b, fmt, ap);
+  va_end(ap);
+  sb_puts(&b, " for ");
+  ir_print_tv(&b, tv);
+  return record(f, s, sb_take(&b));
+}
+
+Val *ir_val_new(cf_fusion *f, ValKind kind, cf_dtype dtype) {
+  Val *v = ARENA_NEW(f->arena, Val);
+  if (!v) return NULL;
+  v->kind = kind;
+  v->dtype = dtype;
+  v->fusion = f;
+  v->id = f->vals.len;
+  if (kind != VAL_SCALAR) v->name = f->next_name[kind]++;
+  ptrvec_push(f->arena, &f->vals, v);
+  return v;
+}
+
+Expr *ir_expr_new(cf_fusion *f, IrOp op, int nin, Val *const *in, int nout, Val *const *out) {
+  Expr *e = ARENA_NEW(f->arena, Expr);
+  if (!e) return NULL;
+  e->op = op;
+  e->id = f->exprs.len;
+  e->nin = nin;
+  e->nout = nout;
+  e->in = arena_memdup(f->arena, in, sizeof(Val *) * (size_t)nin);
+  e->out = arena_memdup(f->arena, out, sizeof(Val *) * (size_t)nout);
+  for (int i = 0; i < nin; i++)
+    if (!ptrvec_contains(&in[i]->uses, e)) ptrvec_push(f->arena, &in[i]->uses, e);
+  for (int i = 0; i < nout; i++) out[i]->def = e;
+  ptrvec_push(f->arena, &f->exprs, e);
+  return e;
+}
+
+/* Checks shared by every public call taking (f, tv): f usable, tv non-NULL and ours. */
+cf_status ir_check_tv(cf_fusion *f, const char *what, cf_tv *t) {
+  if (!f) return CF_ERR_INVALID_ARGUMENT;
+  if (f->status) return f->status;
+  Val *v = ir_tv(t);
+  if (!v) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: tensor is NULL", what);
+  if (v->fusion != f || v->kind != VAL_TV)
+    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: T%d belongs to another fusion", what, v->name);
+  return CF_OK;
+}
+
+cf_status cf_fusion_add_input(cf_fusion *f, cf_tv *t) {
+  cf_status s = ir_check_tv(f, "add_input", t);
+  if (s) return s;
+  Val *v = ir_tv(t);
+  if (v->def)
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, v,
+                       "add_input: T%d is computed by an expression and cannot be an input", v->name);
+  if (!ptrvec_contains(&f->inputs, v)) ptrvec_push(f->arena, &f->inputs, v);
+  TV(v)->mem = CF_MEM_GLOBAL;
+  return CF_OK;
+}
+
+cf_status cf_fusion_add_output(cf_fusion *f, cf_tv *t) {
+  cf_status s = ir_check_tv(f, "add_output", t);
+  if (s) return s;
+  Val *v = ir_tv(t);
+  if (ir_tv_is_input(f, v))
+    return ir_error_tv(f, CF_ERR_UNSUPPORTED, v,
+                       "add_output: T%d is an input; outputs must be computed by the fusion", v->name);
+  if (!ptrvec_contains(&f->outputs, v)) ptrvec_push(f->arena, &f->outputs, v);
+  TV(v)->mem = CF_MEM_GLOBAL;
+  return CF_OK;
+}
+
+int cf_fusion_num_inputs(const cf_fusion *f) { return f ? f->inputs.len : 0; }
+int cf_fusion_num_outputs(const cf_fusion *f) { return f ? f->outputs.len : 0; }
+cf_tv *cf_fusion_input(const cf_fusion *f, int i) {
+  return f && i >= 0 && i < f->inputs.len ? ir_tv_handle(f->inputs.items[i]) : NULL;
+}
+cf_tv *cf_fusion_output(const cf_fusion *f, int i) {
+  return f && i >= 0 && i < f->outputs.len ? ir_tv_handle(f->outputs.items[i]) : NULL;
+}
+
+bool ir_tv_is_input(const cf_fusion *f, const Val *tv) { return ptrvec_contains(&f->inputs, tv); }
+bool ir_tv_is_output(const cf_fusion *f, const Val *tv) { return ptrvec_contains(&f->outputs, tv); }
+
+static bool is_tensor_expr(const Expr *e) { return e && ir_op_kind(e->op) != OPK_TRANSFORM && e->nout > 0 && e->out[0]->kind == VAL_TV; }
+
+/* Post-order DFS from the outputs: producers before consumers, in first-use order. */
+static void visit_expr(cf_fusion *f, Expr *e, char *seen, PtrVec *order) {
+  if (!is_tensor_expr(e) || seen[e->id]) return;
+  seen[e->id] = 1;
+  for (int i = 0; i < e->nin; i++)
+    if (e->in[i]->kind == VAL_TV) visit_expr(f, e->in[i]->def, seen, order);
+  ptrvec_push(f->arena, order, e);
+}
+
+Expr **ir_fusion_tensor_exprs(cf_fusion *f, int *n) {
+  char *seen = arena_alloc(f->arena, (size_t)f->exprs.len + 1);
+  PtrVec order = {0};
+  for (int i = 0; i < f->outputs.len; i++) visit_expr(f, ((Val *)f->outputs.items[i])->def, seen, &order);
+  *n = order.len;
+  return (Expr **)order.items;
+}
+
+Val **ir_fusion_all_tvs(cf_fusion *f, int *n) {
+  int ne;
+  Expr **exprs = ir_fusion_tensor_exprs(f, &ne);
+  PtrVec tvs = {0};
+  for (int i = 0; i < f->inputs.len; i++) ptrvec_push(f->arena, &tvs, f->inputs.items[i]);
+  for (int i = 0; i < ne; i++) {
+    for (int j = 0; j < exprs[i]->nin; j++)
+      if (exprs[i]->in[j]->kind == VAL_TV && !ptrvec_contains(&tvs, exprs[i]->in[j]))
+        ptrvec_push(f->arena, &tvs, exprs[i]->in[j]);
+    for (int j = 0; j < exprs[i]->nout; j++)
+      if (!ptrvec_contains(&tvs, exprs[i]->out[j])) ptrvec_push(f->arena, &tvs, exprs[i]->out[j]);
+  }
+  for (int i = 0; i < f->outputs.len; i++)
+    if (!ptrvec_contains(&tvs, f->outputs.items[i])) ptrvec_push(f->arena, &tvs, f->outputs.items[i]);
+  *n = tvs.len;
+  return (Val **)tvs.items;
+}
+
+Val **ir_tv_consumers(cf_fusion *f, Val *tv, int *n) {
+  PtrVec out = {0};
+  for (int i = 0; i < tv->uses.len; i++) {
+    Expr *e = tv->uses.items[i];
+    if (!is_tensor_expr(e)) continue;
+    for (int j = 0; j < e->nout; j++)
+      if (!ptrvec_contains(&out, e->out[j])) ptrvec_push(f->arena, &out, e->out[j]);
+  }
+  *n = out.len;
+  return (Val **)out.items;
+}
+
+Val **ir_tv_producers(cf_fusion *f, Val *tv, int *n) {
+  PtrVec out = {0};
+  Expr *e = tv->def;
+  if (e)
+    for (int j = 0; j < e->nin; j++)
+      if (e->in[j]->kind == VAL_TV && !ptrvec_contains(&out, e->in[j])) ptrvec_push(f->arena, &out, e->in[j]);
+  *n = out.len;
+  return (Val **)out.items;
+}
+
+static bool in_domain(Val *const *dom, int n, const Val *id) {
+  for (int i = 0; i < n; i++)
+    if (dom[i] == id) return true;
+  return false;
+}
+
+static void visit_history(Arena *a, Val *tv, Val *id, PtrVec *seen, PtrVec *order) {
+  TensorView *t = TV(tv);
+  Expr *e = id->def;
+  if (!e || ir_op_kind(e->op) != OPK_TRANSFORM) return;
+  if (in_domain(t->root, t->nroot, id) || in_domain(t->logical, t->nlogical, id)) return;
+  if (ptrvec_contains(seen, e)) return;
+  ptrvec_push(a, seen, e);
+  for (int i = 0; i < e->nin; i++) visit_history(a, tv, e->in[i], seen, order);
+  ptrvec_push(a, order, e);
+}
+
+Expr **ir_tv_history_in(Arena *a, Val *tv, int *n) {
+  PtrVec seen = {0}, order = {0};
+  TensorView *t = TV(tv);
+  for (int i = 0; i < t->nloop; i++) visit_history(a, tv, t->loop[i], &seen, &order);
+  for (int i = 0; t->alloc && i < t->nalloc; i++) visit_history(a, tv, t->alloc[i], &seen, &order);
+  *n = order.len;
+  return (Expr **)order.items;
+}
+
+Expr **ir_tv_history(cf_fusion *f, Val *tv, int *n) { return ir_tv_history_in(f->arena, tv, n); }
+
+Val **ir_tv_alloc_domain(Val *tv, int *n) {
+  TensorView *t = TV(tv);
+  if (t->alloc) {
+    *n = t->nalloc;
+    return t->alloc;
+  }
+  *n = t->nlogical;
+  return t->logical;
+}
+
+int ir_wrap_axis(int axis, int n) {
+  if (axis < 0) axis += n;
+  return axis >= 0 && axis < n ? axis : -1;
+}
+
+bool ir_ptype_is_thread(cf_parallel_type p) { return p == CF_PT_TIDX || p == CF_PT_TIDY || p == CF_PT_TIDZ; }
+bool ir_ptype_is_block(cf_parallel_type p) { return p == CF_PT_BIDX || p == CF_PT_BIDY || p == CF_PT_BIDZ; }
+bool ir_ptype_is_device(cf_parallel_type p) { return p == CF_PT_DIDX || p == CF_PT_DIDY || p == CF_PT_DIDZ; }

@@ -1,0 +1,337 @@
+/* ir/ir.h: the Fusion IR shared by every layer of cfuser (internal header).
+ *
+ * A Fusion owns one arena; every Val, Expr and array of the IR lives there and dies with
+ * cf_fusion_destroy: no reference counts, no per-node free. Nodes are tagged structs with
+ * dense per-fusion ids. Three kinds of Val: scalars (constants, named symbolic extents,
+ * and arithmetic on them), IterDomains (axes) and TensorViews. Exprs link Vals: tensor ops
+ * (set, add, sum, ...) link TensorViews; transforms (split, merge, swizzle) link
+ * IterDomains; scalar arithmetic links scalars. Transforms never mutate an IterDomain,
+ * they create new ones, so a TensorView's history from its logical domain to its loop
+ * domain is a DAG of Exprs that can always be walked again.
+ *
+ * The public handles cf_tv and cf_id are never defined: they are Vals, converted with
+ * ir_tv()/ir_id() and back with ir_tv_handle()/ir_id_handle(). */
+#ifndef CFUSER_IR_H
+#define CFUSER_IR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cfuser.h"
+
+/* ---- arena -------------------------------------------------------------------------- */
+
+typedef struct Arena Arena;
+Arena *arena_create(void);
+void arena_destroy(Arena *a);
+/* Zeroed, 16-byte aligned memory that lives until arena_destroy; NULL only on OOM. */
+void *arena_alloc(Arena *a, size_t size);
+char *arena_strdup(Arena *a, const char *s);
+char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *arena_vprintf(Arena *a, const char *fmt, va_list ap);
+void *arena_memdup(Arena *a, const void *p, size_t size);
+#define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
+#define ARENA_ARRAY(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)((n) > 0 ? (n) : 1)))
+
+/* A growable array of pointers whose storage lives in an arena. */
+typedef struct PtrVec {
+  void **items;
+  int len, cap;
+} PtrVec;
+void ptrvec_push(Arena *a, PtrVec *v, void *p);
+bool ptrvec_contains(const PtrVec *v, const void *p);
+
+/* A growable text buffer (malloc'd; used by printers and code generators). */
+typedef struct StrBuf {
+  char *data;
+  size_t len, cap;
+} StrBuf;
+void sb_printf(StrBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_vprintf(StrBuf *b, const char *fmt, va_list ap);
+void sb_puts(StrBuf *b, const char *s);
+void sb_free(StrBuf *b);
+/* Returns the text and leaves b empty; the caller frees it. */
+char *sb_take(StrBuf *b);
+
+/* ---- operations ----------------------------------------------------------------------- */
+
+typedef enum OpKind {
+  OPK_SET,       /* copy */
+  OPK_UNARY,     /* elementwise, one input */
+  OPK_BINARY,    /* elementwise, two inputs; also scalar arithmetic */
+  OPK_TERNARY,   /* where */
+  OPK_CAST,      /* dtype conversion */
+  OPK_BROADCAST, /* inserts broadcast axes */
+  OPK_REDUCTION, /* sum / max / min over reduction axes of the output */
+  OPK_PERMUTE,   /* transpose / permute: output root = input order, logical permuted */
+  OPK_TRANSFORM  /* split / merge / swizzle of IterDomains */
+} OpKind;
+
+/* X(enumerator, printed name, kind, C expression template for codegen and the evaluator:
+ * %0 %1 %2 are the operands). Scalar arithmetic reuses the binary entries. */
+#define IR_OP_TABLE(X)                                                   \
+  X(OP_SET, "Set", OPK_SET, "%0")                                        \
+  X(OP_NEG, "neg", OPK_UNARY, "(-%0)")                                   \
+  X(OP_ABS, "abs", OPK_UNARY, "fabs(%0)")                                \
+  X(OP_EXP, "exp", OPK_UNARY, "exp(%0)")                                 \
+  X(OP_LOG, "log", OPK_UNARY, "log(%0)")                                 \
+  X(OP_SQRT, "sqrt", OPK_UNARY, "sqrt(%0)")                              \
+  X(OP_RSQRT, "rsqrt", OPK_UNARY, "rsqrt(%0)")                           \
+  X(OP_RECIPROCAL, "reciprocal", OPK_UNARY, "reciprocal(%0)")            \
+  X(OP_RELU, "relu", OPK_UNARY, "relu(%0)")                              \
+  X(OP_SIGMOID, "sigmoid", OPK_UNARY, "sigmoid(%0)")                     \
+  X(OP_TANH, "tanh", OPK_UNARY, "tanh(%0)")                              \
+  X(OP_GELU, "gelu", OPK_UNARY, "gelu(%0)")                              \
+  X(OP_SIN, "sin", OPK_UNARY, "sin(%0)")                                 \
+  X(OP_COS, "cos", OPK_UNARY, "cos(%0)")                                 \
+  X(OP_CAST, "cast", OPK_CAST, "%0")                                     \
+  X(OP_ADD, "add", OPK_BINARY, "(%0 + %1)")                              \
+  X(OP_SUB, "sub", OPK_BINARY, "(%0 - %1)")                              \
+  X(OP_MUL, "mul", OPK_BINARY, "(%0 * %1)")                              \
+  X(OP_DIV, "div", OPK_BINARY, "(%0 / %1)")                              \
+  X(OP_MAX, "max", OPK_BINARY, "fmax(%0, %1)")                           \
+  X(OP_MIN, "min", OPK_BINARY, "fmin(%0, %1)")                           \
+  X(OP_POW, "pow", OPK_BINARY, "pow(%0, %1)")                            \
+  X(OP_EQ, "eq", OPK_BINARY, "(%0 == %1)")                               \
+  X(OP_NE, "ne", OPK_BINARY, "(%0 != %1)")                               \
+  X(OP_LT, "lt", OPK_BINARY, "(%0 < %1)")                                \
+  X(OP_LE, "le", OPK_BINARY, "(%0 <= %1)")                               \
+  X(OP_GT, "gt", OPK_BINARY, "(%0 > %1)")                                \
+  X(OP_GE, "ge", OPK_BINARY, "(%0 >= %1)")                               \
+  X(OP_CEILDIV, "ceilDiv", OPK_BINARY, "ceilDiv(%0, %1)")                \
+  X(OP_MOD, "mod", OPK_BINARY, "(%0 % %1)")                              \
+  X(OP_AND, "logical_and", OPK_BINARY, "(%0 && %1)")                     \
+  X(OP_XOR, "bitwise_xor", OPK_BINARY, "(%0 ^ %1)")                      \
+  X(OP_WHERE, "where", OPK_TERNARY, "(%0 ? %1 : %2)")                    \
+  X(OP_BROADCAST, "broadcast", OPK_BROADCAST, "%0")                      \
+  X(OP_SUM, "sum", OPK_REDUCTION, "(%0 + %1)")                           \
+  X(OP_MAX_REDUCE, "max", OPK_REDUCTION, "fmax(%0, %1)")                 \
+  X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "fmin(%0, %1)")                 \
+  X(OP_PERMUTE, "permute", OPK_PERMUTE, "%0")                            \
+  X(OP_SPLIT, "Split", OPK_TRANSFORM, "")                                \
+  X(OP_MERGE, "Merge", OPK_TRANSFORM, "")                                \
+  X(OP_SWIZZLE, "Swizzle", OPK_TRANSFORM, "")
+
+typedef enum IrOp {
+#define IR_X(e, name, kind, tmpl) e,
+  IR_OP_TABLE(IR_X)
+#undef IR_X
+  OP_COUNT
+} IrOp;
+
+const char *ir_op_name(IrOp op);
+OpKind ir_op_kind(IrOp op);
+const char *ir_op_template(IrOp op);
+
+/* ---- values ----------------------------------------------------------------------------- */
+
+typedef enum ValKind { VAL_SCALAR, VAL_ID, VAL_TV } ValKind;
+
+typedef struct Val Val;
+typedef struct Expr Expr;
+
+typedef struct Scalar {
+  bool is_const;
+  int64_t i;  /* value of an integer or bool constant */
+  double d;   /* value of a floating-point constant */
+  /* A named symbolic scalar ("i0") is bound from input tensor `input_tv`'s size along
+   * logical axis `input_axis` (stride_of: its stride instead of its size). */
+  const char *sym_name;
+  Val *input_tv;
+  int input_axis;
+  bool stride_of;
+} Scalar;
+
+typedef struct IterDomain {
+  Val *extent;       /* a scalar Val */
+  cf_iter_type iter_type;
+  cf_parallel_type ptype;
+  Val *tv;           /* the TensorView whose domain this axis belongs to (may be NULL) */
+} IterDomain;
+
+typedef struct TensorView {
+  /* Domains are arrays of IterDomain Vals. root: present when the definition permutes
+   * (transpose) or reduces; otherwise root == logical. */
+  Val **root;
+  int nroot;
+  Val **logical;
+  int nlogical;
+  Val **alloc;         /* NULL: the allocation domain is the logical domain */
+  int nalloc;
+  int8_t *contiguity;  /* one per allocation axis (or logical axis): 1, 0, -1 (none) */
+  Val **loop;
+  int nloop;
+  cf_memory_type mem;
+  int ca_pos;            /* compute-at position */
+  int max_producer_pos;  /* how far producers are inlined into this tensor */
+  int tmem_dim_sep;      /* tensor memory: allocation axes left of it are lanes */
+  bool has_strides;      /* a strided input: strides are named scalars bound at run time */
+  Val **strides;         /* per logical axis when has_strides */
+  char *display_name;    /* "T2" */
+} TensorView;
+
+struct Val {
+  ValKind kind;
+  int id;      /* dense per fusion, over every Val */
+  int name;    /* per-kind counter: T<name>, iS<name>, i<name> */
+  cf_dtype dtype;
+  Expr *def;   /* the Expr that produced this Val, or NULL */
+  PtrVec uses; /* Exprs that consume it */
+  cf_fusion *fusion;
+  union {
+    Scalar scalar;
+    IterDomain id;
+    TensorView tv;
+  } u;
+};
+
+typedef enum SwizzleType { SWIZZLE_XOR } SwizzleType;
+
+struct Expr {
+  IrOp op;
+  int id;
+  Val **in;
+  int nin;
+  Val **out;
+  int nout;
+  union {
+    struct { Val *factor; bool inner; } split;   /* OP_SPLIT: in[0] -> out[0] outer, out[1] inner */
+    struct { SwizzleType type; } swizzle;        /* OP_SWIZZLE: (in x, in y) -> (out x, out y) */
+    struct { cf_dtype to; } cast;
+    struct { bool *is_broadcast; int rank; } broadcast; /* per output logical axis */
+    struct { int *perm; int rank; } permute;     /* output logical i = input axis perm[i] */
+    struct { double value; bool is_scalar_rhs; } scalar_rhs; /* binary op with constant b */
+  } attr;
+};
+
+/* ---- the fusion ------------------------------------------------------------------------ */
+
+/* User grouping of tensor-memory TensorViews into regions (one tcgen05.alloc each). */
+typedef struct TMemRegionSpec {
+  Val **tvs;
+  int ntvs;
+} TMemRegionSpec;
+
+struct cf_fusion {
+  Arena *arena;
+  PtrVec vals;   /* every Val by id */
+  PtrVec exprs;  /* every Expr by id */
+  PtrVec inputs; /* TensorView Vals */
+  PtrVec outputs;
+  int next_name[3]; /* per ValKind */
+  cf_status status;
+  char *error;      /* malloc'd message of the first error, or NULL */
+  PtrVec tmem_regions; /* TMemRegionSpec*, optional user grouping */
+};
+
+/* Handle conversions. ir_tv/ir_id return NULL for a NULL handle. */
+static inline Val *ir_tv(const cf_tv *t) { return (Val *)(uintptr_t)t; }
+static inline Val *ir_idv(const cf_id *i) { return (Val *)(uintptr_t)i; }
+static inline cf_tv *ir_tv_handle(Val *v) { return (cf_tv *)(void *)v; }
+static inline cf_id *ir_id_handle(Val *v) { return (cf_id *)(void *)v; }
+static inline TensorView *TV(Val *v) { return &v->u.tv; }
+static inline IterDomain *ID(Val *v) { return &v->u.id; }
+static inline Scalar *SC(Val *v) { return &v->u.scalar; }
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+/* Records the first error on f (sticky) and returns its status. Later calls keep the first. */
+cf_status ir_error(cf_fusion *f, cf_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same with the domain of tv appended: "<msg> for T2_l_float[iS0{4}, iS1{8}]". */
+cf_status ir_error_tv(cf_fusion *f, cf_status s, Val *tv, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The checks every public call taking (f, tv) starts with: f non-NULL and without an
+ * earlier error, tv non-NULL, a TensorView of f. `what` names the call in the message
+ * ("split: tensor is NULL", "add: T3 belongs to another fusion"). */
+cf_status ir_check_tv(cf_fusion *f, const char *what, cf_tv *t);
+#define IR_INTERNAL(f, cond)                                                                    \
+  ir_error((f), CF_ERR_INTERNAL, "internal error at %s:%d: %s; please report this bug", __FILE__, \
+           __LINE__, #cond)
+
+/* ---- construction (fusion.c, scalar.c, tensor.c) ------------------------------------------- */
+
+Val *ir_val_new(cf_fusion *f, ValKind kind, cf_dtype dtype);
+Expr *ir_expr_new(cf_fusion *f, IrOp op, int nin, Val *const *in, int nout, Val *const *out);
+
+Val *ir_const_int(cf_fusion *f, int64_t v);
+Val *ir_const_double(cf_fusion *f, double v);
+Val *ir_const_bool(cf_fusion *f, bool v);
+/* A named symbolic index scalar; name NULL gives the next "i<name>". */
+Val *ir_scalar_symbol(cf_fusion *f, const char *name);
+/* Scalar arithmetic with constant folding and the identities x*1, x+0, ceilDiv(x,1). */
+Val *ir_scalar_op(cf_fusion *f, IrOp op, Val *a, Val *b);
+bool ir_scalar_is_const(const Val *v);
+/* The value of a constant integer scalar; false when not constant. */
+bool ir_scalar_const_value(const Val *v, int64_t *out);
+
+/* Binds symbolic scalars to values, by Val id. */
+typedef struct ScalarBindings {
+  int n;
+  int *ids;
+  int64_t *values;
+} ScalarBindings;
+/* Evaluates an integer scalar expression; false if something is unbound (unbound_name
+ * then points at the missing symbol's name). */
+bool ir_scalar_eval(const Val *v, const ScalarBindings *b, int64_t *out, const char **unbound_name);
+
+Val *ir_id_new(cf_fusion *f, Val *extent, cf_iter_type type);
+Val *ir_id_clone(cf_fusion *f, Val *id); /* same extent/type/ptype, fresh name */
+/* Makes a TensorView over the given logical axes (adopted, their tv set to the new one);
+ * root == logical, loop == logical, memory local. */
+Val *ir_tv_new(cf_fusion *f, cf_dtype dtype, int n, Val *const *logical);
+/* A TensorView whose logical axes are fresh copies of in's logical axes (reduction axes
+ * dropped), for ops: the caller then wires the Expr. */
+Val *ir_tv_like(cf_fusion *f, Val *in, cf_dtype dtype);
+
+/* ---- transforms on IterDomains (transform.c) ------------------------------------------ */
+
+/* Creates the split of id; returns false on OOM. factor is a scalar Val. */
+bool ir_id_split(cf_fusion *f, Val *id, Val *factor, bool inner, Val **outer_out, Val **inner_out);
+Val *ir_id_merge(cf_fusion *f, Val *outer, Val *inner);
+bool ir_id_swizzle(cf_fusion *f, SwizzleType t, Val *x, Val *y, Val **x_out, Val **y_out);
+/* Replaces tv's loop domain (copying the array into the arena). */
+void ir_tv_set_loop(cf_fusion *f, Val *tv, int n, Val *const *ids);
+
+/* ---- traversal (fusion.c) ------------------------------------------------------------------ */
+
+/* Tensor Exprs reachable from the outputs, in topological order (producers first). */
+Expr **ir_fusion_tensor_exprs(cf_fusion *f, int *n);
+/* Every TensorView used by the fusion's tensor exprs plus inputs/outputs, in topo order. */
+Val **ir_fusion_all_tvs(cf_fusion *f, int *n);
+bool ir_tv_is_input(const cf_fusion *f, const Val *tv);
+bool ir_tv_is_output(const cf_fusion *f, const Val *tv);
+/* Consumer TensorViews of tv (outputs of tensor Exprs using it). */
+Val **ir_tv_consumers(cf_fusion *f, Val *tv, int *n);
+Val **ir_tv_producers(cf_fusion *f, Val *tv, int *n);
+/* The transform Exprs between tv's root/logical domain and its loop and allocation
+ * domains, in topological order. */
+Expr **ir_tv_history(cf_fusion *f, Val *tv, int *n);
+/* The same with the result in arena `a` (lowering keeps the user's fusion untouched). */
+Expr **ir_tv_history_in(Arena *a, Val *tv, int *n);
+/* The root of a TensorView (root when set, else logical). */
+static inline Val **ir_tv_root(Val *tv, int *n) {
+  *n = TV(tv)->nroot;
+  return TV(tv)->root;
+}
+/* Allocation domain (alloc when set, else logical) and its contiguity. */
+Val **ir_tv_alloc_domain(Val *tv, int *n);
+/* Wraps a possibly negative axis against n (for loop positions use n+1); -1 if invalid. */
+int ir_wrap_axis(int axis, int n);
+bool ir_ptype_is_thread(cf_parallel_type p); /* TID* */
+bool ir_ptype_is_block(cf_parallel_type p);  /* BID* */
+bool ir_ptype_is_device(cf_parallel_type p); /* DID* */
+
+/* ---- printing (printer.c) ---------------------------------------------------------------- */
+
+void ir_print_scalar(StrBuf *b, const Val *v);
+void ir_print_id(StrBuf *b, const Val *id);
+void ir_print_tv(StrBuf *b, const Val *tv);     /* T2_s_float[iS4{2}, iblockIdx.x5{4}] */
+void ir_print_expr(StrBuf *b, const Expr *e);   /* one math line */
+void ir_print_transform(StrBuf *b, const Expr *e);
+/* The domain string of tv for error messages (malloc'd). */
+char *ir_tv_str(const Val *tv);
+
+#endif

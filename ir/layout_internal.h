@@ -1,0 +1,154 @@
+/* ir/layout_internal.h: what the files of the layout module share (internal header).
+ *
+ * The layout module (ir/layout_*.c) implements include/cfuser/layout.h. Trees are stored
+ * in preorder in fixed-size arrays (cf_tuple_tree), so every value is a plain struct:
+ * no allocation, no ownership, and an operation that runs out of room fails cleanly.
+ * Errors are sticky: internal functions take a cf_layout_err that is never NULL, record
+ * the first failure in it and keep going without effect, so algorithms read straight
+ * through and each public entry point checks the status once, at the end. Integers carry
+ * their staticness, and the arithmetic below applies CuTe's rules for it, which is what
+ * makes every printed result match CuTe's. */
+#ifndef CFUSER_IR_LAYOUT_INTERNAL_H
+#define CFUSER_IR_LAYOUT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cfuser/layout.h"
+
+typedef cf_tuple_int IrInt;
+
+#define IR_LAYOUT_MAX_DEPTH 32
+
+/* ---- errors ------------------------------------------------------------------------ */
+
+/* The error a public entry point works with: err itself, or local when err is NULL. The
+ * status is reset to CF_OK. */
+cf_layout_err *ir_layout_err_begin(cf_layout_err *err, cf_layout_err *local);
+/* Records the first failure only. */
+void ir_layout_fail(cf_layout_err *e, cf_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline bool ir_layout_ok(const cf_layout_err *e) { return e->status == CF_OK; }
+/* Copies tree into out when e is OK (a layout result is first checked: positive shapes,
+ * size and cosize representable); returns e's status. */
+cf_status ir_layout_finish_layout(cf_layout_err *e, const cf_tuple_tree *tree, cf_layout *out);
+cf_status ir_layout_finish_tuple(cf_layout_err *e, const cf_tuple_tree *tree, cf_int_tuple *out);
+/* Fails with "<what>: expected a layout, got the tiler ..." when l is a tiler. */
+bool ir_layout_require_layout(const cf_tuple_tree *l, const char *what, cf_layout_err *e);
+
+/* ---- integers, with CuTe's staticness rules ---------------------------------------- */
+
+static inline IrInt ir_layout_s(int64_t v) { return (IrInt){v, true}; }
+static inline IrInt ir_layout_d(int64_t v) { return (IrInt){v, false}; }
+static inline bool ir_layout_is_const(IrInt a, int64_t v) { return a.is_static && a.value == v; }
+/* Static when both are; a static 0 factor makes a product static 0, a static 0 dividend
+ * a static 0 quotient and remainder, a static +-1 divisor a static 0 remainder. */
+IrInt ir_layout_add(IrInt a, IrInt b, cf_layout_err *e);
+IrInt ir_layout_sub(IrInt a, IrInt b, cf_layout_err *e);
+IrInt ir_layout_mul(IrInt a, IrInt b, cf_layout_err *e);
+IrInt ir_layout_div(IrInt a, IrInt b, cf_layout_err *e);
+IrInt ir_layout_mod(IrInt a, IrInt b, cf_layout_err *e);
+IrInt ir_layout_min(IrInt a, IrInt b);
+IrInt ir_layout_ceil_div(IrInt a, IrInt b, cf_layout_err *e);
+IrInt ir_layout_abs(IrInt a, cf_layout_err *e);
+IrInt ir_layout_signum(IrInt a);
+
+/* ---- trees ------------------------------------------------------------------------- */
+
+static inline bool ir_layout_is_leaf(const cf_tuple_tree *t, int i) { return t->node[i].arity < 0; }
+static inline IrInt ir_layout_leaf(const cf_tuple_tree *t, int i, int which)
+{
+  return (IrInt){t->node[i].v[which],
+                 (t->node[i].flags & (which ? CF_TUPLE_NODE_STATIC1 : CF_TUPLE_NODE_STATIC0)) != 0};
+}
+static inline bool ir_layout_is_tiler_node(const cf_tuple_tree *t, int i)
+{
+  return (t->node[i].flags & (CF_TUPLE_NODE_TILER | CF_TUPLE_NODE_SHAPE)) != 0;
+}
+/* Rank of node i (1 for a leaf). */
+int ir_layout_rank_at(const cf_tuple_tree *t, int i);
+/* Index of child k of node i; child 0 of a leaf is the leaf itself (CuTe's get<0> of an
+ * integer); -1 when k is out of range. */
+int ir_layout_child(const cf_tuple_tree *t, int i, int k);
+int ir_layout_depth_at(const cf_tuple_tree *t, int i);
+/* Product of the leaves' v[which] (size of a shape); sum of (s-1)*|d| + 1 (cosize). */
+IrInt ir_layout_product(const cf_tuple_tree *t, int i, int which, cf_layout_err *e);
+IrInt ir_layout_cosize_at(const cf_tuple_tree *t, int i, cf_layout_err *e);
+/* Same shape of tree (leaves, tuples, arities) below nodes ia and ib. */
+bool ir_layout_congruent(const cf_tuple_tree *a, int ia, const cf_tuple_tree *b, int ib);
+
+/* Builds a tree in preorder: open/close tuples, add leaves or copies of subtrees. */
+typedef struct IrBuild {
+  cf_tuple_tree *t;
+  int open[IR_LAYOUT_MAX_DEPTH];
+  int depth;
+  cf_layout_err *e;
+} IrBuild;
+void ir_layout_build_init(IrBuild *b, cf_tuple_tree *t, cf_layout_err *e);
+void ir_layout_build_open(IrBuild *b, uint8_t flags);
+void ir_layout_build_close(IrBuild *b);
+void ir_layout_build_leaf(IrBuild *b, IrInt s, IrInt d, uint8_t flags);
+/* An IntTuple leaf: v[1] stays a dynamic 0, so that equal tuples compare equal. */
+void ir_layout_build_int(IrBuild *b, IrInt v, uint8_t flags);
+void ir_layout_build_copy(IrBuild *b, const cf_tuple_tree *src, int i);
+/* Adds the children of node i (node i itself if it is a leaf) as separate elements. */
+void ir_layout_build_splice(IrBuild *b, const cf_tuple_tree *src, int i);
+
+/* A flat list of modes: what coalesce, complement and the inverses work on. tuple false
+ * means the single mode is an integral layout s:d rather than the tuple (s):(d). */
+typedef struct IrFlat {
+  int n;
+  bool tuple;
+  IrInt s[CF_LAYOUT_MAX_NODES], d[CF_LAYOUT_MAX_NODES];
+} IrFlat;
+void ir_layout_flat_init(IrFlat *f);
+void ir_layout_flat_push(IrFlat *f, IrInt s, IrInt d, cf_layout_err *e);
+void ir_layout_flat_remove(IrFlat *f, int k);
+/* The leaves of subtree i in order; tuple is false when i is a leaf. */
+void ir_layout_flat_of(const cf_tuple_tree *t, int i, IrFlat *f, cf_layout_err *e);
+/* Adds a flat list as one element: s:d when !tuple, else (s0,...):(d0,...). */
+void ir_layout_build_flat(IrBuild *b, const IrFlat *f);
+void ir_layout_flat_to_tree(const IrFlat *f, cf_tuple_tree *out, cf_layout_err *e);
+
+/* ---- shared layout algorithms (ir/layout_core.c, ir/layout_algebra.c) --------------- */
+
+/* Fills the strides of a tree whose leaves hold shapes (v[0]) with compact strides
+ * starting at `current` (CuTe's compact_major); returns the product reached. */
+IrInt ir_layout_compact(cf_tuple_tree *t, cf_layout_major major, IrInt current,
+                        cf_layout_err *e);
+/* make_layout(l0, l1, ...) of the subtrees, and the common "pad to rank r with _1:_0". */
+void ir_layout_concat2(const cf_tuple_tree *a, const cf_tuple_tree *b, cf_tuple_tree *out,
+                       cf_layout_err *e);
+/* A shape as a tiler: tuples become by-mode tiler nodes, integers n the leaf n:_1. */
+void ir_layout_build_shape_tiler(IrBuild *b, const cf_tuple_tree *shape, int i);
+void ir_layout_append_to_rank(const cf_tuple_tree *l, int r, cf_tuple_tree *out,
+                              cf_layout_err *e);
+/* Slicing of a layout tree by a coordinate tree; see cf_layout_slice. */
+void ir_layout_slice_tree(const cf_tuple_tree *l, const cf_tuple_tree *c, cf_tuple_tree *out,
+                          cf_layout_err *e);
+IrInt ir_layout_crd2idx_at(const cf_tuple_tree *c, int ci, const cf_tuple_tree *l, int li,
+                           cf_layout_err *e);
+void ir_layout_coalesce_tree(const cf_tuple_tree *l, cf_tuple_tree *out, cf_layout_err *e);
+void ir_layout_composition_tree(const cf_tuple_tree *a, const cf_tuple_tree *b,
+                                cf_tuple_tree *out, cf_layout_err *e);
+void ir_layout_complement_tree(const cf_tuple_tree *a, const cf_tuple_tree *cotarget,
+                               cf_tuple_tree *out, cf_layout_err *e);
+/* A tiler leaf written as a bare integer n becomes make_layout(n) in divides and
+ * products (n:_1, or _1:_0 for a static 1) but n:_1 in composition, as in CuTe. */
+void ir_layout_tiler_leaf(const cf_tuple_tree *t, int i, bool for_composition,
+                          cf_tuple_tree *out, cf_layout_err *e);
+
+/* Parsing (ir/layout_parse.c): kind selects what the text may be. */
+typedef enum IrParseKind { IR_PARSE_TUPLE, IR_PARSE_LAYOUT, IR_PARSE_TILER } IrParseKind;
+void ir_layout_parse(const char *text, IrParseKind kind, cf_tuple_tree *out, cf_layout_err *e);
+
+/* Printing (ir/layout_print.c): appends the text of node i to a bounded buffer. */
+typedef struct IrText {
+  char *buf;
+  size_t cap, len;
+} IrText;
+void ir_layout_text_printf(IrText *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ir_layout_print_tuple(IrText *x, const cf_tuple_tree *t, int i, int which);
+void ir_layout_print_layout(IrText *x, const cf_tuple_tree *t, int i);
+
+#endif

@@ -1,0 +1,427 @@
+/* ir/ops.c: the tensor ops of the public API (set, unary and binary math, where, cast,
+ * broadcast, reductions, transpose/permute) and the type rules they follow.
+ *
+ * This is where a Fusion's math is built, before any scheduling: each op checks its
+ * arguments, records the first error on the fusion (sticky; nothing happens after it),
+ * makes a new TensorView in local memory with fresh IterDomains and links it to its
+ * operands with one Expr. Key decisions, all nvFuser's: an op sees the logical domain of
+ * its operands without their reduction axes; binary ops need equal ranks (broadcasting
+ * is explicit, through cf_broadcast) and per axis equal extents or a broadcast side;
+ * extents that are both constant are compared here, symbolic ones are assumed equal and
+ * checked when sizes are bound (the evaluator and the executor do), as DESIGN.md section
+ * 5 asks of symbolic conditions. Reductions keep the reduced axes as reduction axes;
+ * permute makes a root domain in input order and a logical domain holding the same
+ * IterDomains permuted. The public op tables of fusion.h are mapped onto IrOps by name,
+ * so an op added to one table without the other is caught by a test, not silently. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/dtype.h"
+
+/* ---- type rules --------------------------------------------------------------------------- */
+
+static int float_rank(cf_dtype t) { return t == CF_DOUBLE ? 3 : t == CF_FLOAT ? 2 : 1; }
+
+static int int_rank(cf_dtype t) {
+  switch (t) {
+  case CF_BOOL: return 0;
+  case CF_INT8: return 1;
+  case CF_INT32: return 2;
+  case CF_UINT32: return 3;
+  default: return 4;
+  }
+}
+
+cf_dtype ir_dtype_promote(cf_dtype a, cf_dtype b) {
+  if (a == b) return a;
+  bool fa = ir_dtype_is_float(a), fb = ir_dtype_is_float(b);
+  if (fa && fb) {
+    if (float_rank(a) == 1 && float_rank(b) == 1) return CF_FLOAT; /* half with bfloat16 */
+    return float_rank(a) >= float_rank(b) ? a : b;
+  }
+  if (fa || fb) return fa ? a : b;
+  bool small_signed_a = a == CF_INT8 || a == CF_INT32, small_signed_b = b == CF_INT8 || b == CF_INT32;
+  if ((a == CF_UINT32 && small_signed_b) || (b == CF_UINT32 && small_signed_a)) return CF_INT64;
+  return int_rank(a) >= int_rank(b) ? a : b;
+}
+
+cf_dtype ir_unary_dtype(IrOp op, cf_dtype in) {
+  if (ir_dtype_is_float(in) || op == OP_NEG || op == OP_ABS || op == OP_RELU) return in;
+  return CF_FLOAT;
+}
+
+cf_dtype ir_scalar_rhs_dtype(cf_dtype a, double b) {
+  if (ir_dtype_is_float(a)) return a;
+  if (!isfinite(b) || b != trunc(b)) return CF_FLOAT;
+  return a == CF_BOOL ? CF_INT64 : a;
+}
+
+bool ir_op_is_comparison(IrOp op) { return op >= OP_EQ && op <= OP_GE; }
+
+/* The IrOp of a public op name of a given kind ("add", OPK_BINARY); OP_COUNT if none. */
+static IrOp op_by_name(const char *name, OpKind kind) {
+  for (int op = 0; op < OP_COUNT; op++)
+    if (ir_op_kind((IrOp)op) == kind && strcmp(ir_op_name((IrOp)op), name) == 0) return (IrOp)op;
+  return OP_COUNT;
+}
+
+/* ---- argument checks ------------------------------------------------------------------------ */
+
+/* Argument `pos` (counted after f, named `name`) of `what`: non-NULL and a TensorView of f.
+ * NULL after recording the error. */
+static Val *arg_tv(cf_fusion *f, const char *what, int pos, const char *name, cf_tv *t) {
+  if (f->status) return NULL;
+  if (!t) {
+    ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: argument %d (%s) is NULL", what, pos, name);
+    return NULL;
+  }
+  return ir_check_tv(f, what, t) ? NULL : ir_tv(t);
+}
+
+/* The axes an op sees: tv's logical domain without its reduction axes. */
+static Val **op_axes(cf_fusion *f, Val *tv, int *n) {
+  TensorView *t = TV(tv);
+  Val **ax = ARENA_ARRAY(f->arena, Val *, t->nlogical);
+  *n = 0;
+  for (int i = 0; ax && i < t->nlogical; i++)
+    if (ID(t->logical[i])->iter_type != CF_ITER_REDUCTION) ax[(*n)++] = t->logical[i];
+  return ax;
+}
+
+static Val *axis_copy(cf_fusion *f, Val *id, cf_iter_type type) { return ir_id_new(f, ID(id)->extent, type); }
+
+static void *oom(cf_fusion *f, const char *what) {
+  ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+  return NULL;
+}
+
+/* Links out to its inputs with a new Expr; NULL (after recording OOM) when out is NULL. */
+static Expr *wire(cf_fusion *f, const char *what, IrOp op, int nin, Val *const *in, Val *out) {
+  Expr *e = out ? ir_expr_new(f, op, nin, in, 1, &out) : NULL;
+  return e ? e : oom(f, what);
+}
+
+static cf_tv *result(Expr *e) { return e ? ir_tv_handle(e->out[0]) : NULL; }
+
+/* ---- broadcasting elementwise operands ---------------------------------------------------------- */
+
+static bool extents_compatible(Val *x, Val *y) {
+  int64_t a, b;
+  if (x == y || !ir_scalar_const_value(x, &a) || !ir_scalar_const_value(y, &b)) return true;
+  return a == b;
+}
+
+static void *rank_error(cf_fusion *f, const char *what, Val *x, int nx, Val *y, int ny) {
+  char *sx = ir_tv_str(x), *sy = ir_tv_str(y);
+  ir_error(f, CF_ERR_INVALID_ARGUMENT,
+           "%s: rank mismatch: %s has %d axes but %s has %d; insert broadcast axes with cf_broadcast", what,
+           sx, nx, sy, ny);
+  free(sx);
+  free(sy);
+  return NULL;
+}
+
+static void *extent_error(cf_fusion *f, const char *what, int axis, Val *x, Val *idx, Val *y, Val *idy) {
+  char *sx = ir_tv_str(x), *sy = ir_tv_str(y);
+  ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: axis %d has extent %lld in %s but %lld in %s", what, axis,
+           (long long)SC(ID(idx)->extent)->i, sx, (long long)SC(ID(idy)->extent)->i, sy);
+  free(sx);
+  free(sy);
+  return NULL;
+}
+
+/* Checks axis k of operands whose axes are ax[j][k]. *extent receives the extent of the
+ * output axis when some operand iterates it (a constant one preferred), NULL when every
+ * operand is broadcast there. */
+static bool check_axis(cf_fusion *f, const char *what, int n, Val *const *tvs, Val **const *ax, int k, Val **extent) {
+  int rep = -1;
+  *extent = NULL;
+  for (int j = 0; j < n; j++) {
+    Val *id = ax[j][k];
+    if (ID(id)->iter_type == CF_ITER_BROADCAST) continue;
+    if (rep < 0) {
+      rep = j;
+      *extent = ID(id)->extent;
+      continue;
+    }
+    if (!extents_compatible(ID(ax[rep][k])->extent, ID(id)->extent)) {
+      extent_error(f, what, k, tvs[rep], ax[rep][k], tvs[j], id);
+      return false;
+    }
+    if (!ir_scalar_is_const(*extent) && ir_scalar_is_const(ID(id)->extent)) *extent = ID(id)->extent;
+  }
+  return true;
+}
+
+/* Checks that n operands broadcast together, then makes the output's axes: Iteration
+ * where any operand iterates, else Broadcast. Nothing is made when the check fails. */
+static Val **broadcast_axes(cf_fusion *f, const char *what, int n, Val *const *tvs, int *rank) {
+  Val **ax[3];
+  int nax[3];
+  for (int j = 0; j < n; j++) {
+    ax[j] = op_axes(f, tvs[j], &nax[j]);
+    if (!ax[j]) return oom(f, what);
+    if (nax[j] != nax[0]) return rank_error(f, what, tvs[0], nax[0], tvs[j], nax[j]);
+  }
+  *rank = nax[0];
+  Val **out = ARENA_ARRAY(f->arena, Val *, nax[0]);
+  if (!out) return oom(f, what);
+  for (int k = 0; k < nax[0]; k++)
+    if (!check_axis(f, what, n, tvs, ax, k, &out[k])) return NULL;
+  for (int k = 0; k < nax[0]; k++) {
+    out[k] = out[k] ? ir_id_new(f, out[k], CF_ITER_ITERATION) : axis_copy(f, ax[0][k], CF_ITER_BROADCAST);
+    if (!out[k]) return oom(f, what);
+  }
+  return out;
+}
+
+/* ---- elementwise ops ----------------------------------------------------------------------------- */
+
+cf_tv *cf_set(cf_fusion *f, cf_tv *in) {
+  if (!f || f->status) return NULL;
+  Val *tv = arg_tv(f, "set", 1, "in", in);
+  if (!tv) return NULL;
+  return result(wire(f, "set", OP_SET, 1, &tv, ir_tv_like(f, tv, tv->dtype)));
+}
+
+static cf_tv *unary_op(cf_fusion *f, const char *what, cf_tv *in) {
+  if (!f || f->status) return NULL;
+  IrOp op = op_by_name(what, OPK_UNARY);
+  if (op == OP_COUNT) return IR_INTERNAL(f, op != OP_COUNT), NULL;
+  Val *tv = arg_tv(f, what, 1, "in", in);
+  if (!tv) return NULL;
+  if (op == OP_NEG && tv->dtype == CF_BOOL) {
+    ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "neg: cannot negate a bool tensor; cast it first");
+    return NULL;
+  }
+  return result(wire(f, what, op, 1, &tv, ir_tv_like(f, tv, ir_unary_dtype(op, tv->dtype))));
+}
+
+#define CF_X(name) \
+  cf_tv *cf_##name(cf_fusion *f, cf_tv *in) { return unary_op(f, #name, in); }
+CF_UNARY_OP_TABLE(CF_X)
+#undef CF_X
+
+static cf_tv *binary_op(cf_fusion *f, const char *what, cf_tv *a, cf_tv *b) {
+  if (!f || f->status) return NULL;
+  IrOp op = op_by_name(what, OPK_BINARY);
+  if (op == OP_COUNT) return IR_INTERNAL(f, op != OP_COUNT), NULL;
+  Val *tvs[2] = {arg_tv(f, what, 1, "a", a), NULL};
+  if (tvs[0]) tvs[1] = arg_tv(f, what, 2, "b", b);
+  if (!tvs[1]) return NULL;
+  int rank;
+  Val **axes = broadcast_axes(f, what, 2, tvs, &rank);
+  if (!axes) return NULL;
+  cf_dtype dt = ir_op_is_comparison(op) ? CF_BOOL : ir_dtype_promote(tvs[0]->dtype, tvs[1]->dtype);
+  return result(wire(f, what, op, 2, tvs, ir_tv_new(f, dt, rank, axes)));
+}
+
+#define CF_X(name) \
+  cf_tv *cf_##name(cf_fusion *f, cf_tv *a, cf_tv *b) { return binary_op(f, #name, a, b); }
+CF_BINARY_OP_TABLE(CF_X)
+#undef CF_X
+
+static cf_tv *scalar_rhs_op(cf_fusion *f, const char *what, IrOp op, cf_tv *a, double b) {
+  if (!f || f->status) return NULL;
+  Val *tv = arg_tv(f, what, 1, "a", a);
+  if (!tv) return NULL;
+  Expr *e = wire(f, what, op, 1, &tv, ir_tv_like(f, tv, ir_scalar_rhs_dtype(tv->dtype, b)));
+  if (e) {
+    e->attr.scalar_rhs.value = b;
+    e->attr.scalar_rhs.is_scalar_rhs = true;
+  }
+  return result(e);
+}
+
+cf_tv *cf_add_scalar(cf_fusion *f, cf_tv *a, double b) { return scalar_rhs_op(f, "add_scalar", OP_ADD, a, b); }
+cf_tv *cf_mul_scalar(cf_fusion *f, cf_tv *a, double b) { return scalar_rhs_op(f, "mul_scalar", OP_MUL, a, b); }
+
+cf_tv *cf_where(cf_fusion *f, cf_tv *cond, cf_tv *a, cf_tv *b) {
+  if (!f || f->status) return NULL;
+  static const char *const names[3] = {"cond", "a", "b"};
+  cf_tv *args[3] = {cond, a, b};
+  Val *tvs[3];
+  for (int j = 0; j < 3; j++)
+    if (!(tvs[j] = arg_tv(f, "where", j + 1, names[j], args[j]))) return NULL;
+  if (tvs[0]->dtype != CF_BOOL) {
+    char *s = ir_tv_str(tvs[0]);
+    ir_error(f, CF_ERR_INVALID_ARGUMENT, "where: condition %s has dtype %s, expected bool", s,
+             cf_dtype_name(tvs[0]->dtype));
+    free(s);
+    return NULL;
+  }
+  int rank;
+  Val **axes = broadcast_axes(f, "where", 3, tvs, &rank);
+  if (!axes) return NULL;
+  cf_dtype dt = ir_dtype_promote(tvs[1]->dtype, tvs[2]->dtype);
+  return result(wire(f, "where", OP_WHERE, 3, tvs, ir_tv_new(f, dt, rank, axes)));
+}
+
+cf_tv *cf_cast(cf_fusion *f, cf_tv *in, cf_dtype to) {
+  if (!f || f->status) return NULL;
+  Val *tv = arg_tv(f, "cast", 1, "in", in);
+  if (!tv) return NULL;
+  if (!ir_dtype_valid(to)) {
+    ir_error(f, CF_ERR_INVALID_ARGUMENT, "cast: invalid dtype %d", (int)to);
+    return NULL;
+  }
+  Expr *e = wire(f, "cast", OP_CAST, 1, &tv, ir_tv_like(f, tv, to));
+  if (e) e->attr.cast.to = to;
+  return result(e);
+}
+
+/* ---- broadcast ------------------------------------------------------------------------------------ */
+
+static bool check_broadcast(cf_fusion *f, Val *tv, int n, int out_rank, const bool *is_broadcast) {
+  if (!is_broadcast) {
+    ir_error(f, CF_ERR_INVALID_ARGUMENT, "broadcast: argument 3 (is_broadcast) is NULL");
+    return false;
+  }
+  if (out_rank < 0) {
+    ir_error(f, CF_ERR_INVALID_ARGUMENT, "broadcast: out_rank %d is negative", out_rank);
+    return false;
+  }
+  int kept = 0;
+  for (int i = 0; i < out_rank; i++) kept += !is_broadcast[i];
+  if (kept == n) return true;
+  ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "broadcast: is_broadcast keeps %d of %d output axes, but the input has %d",
+              kept, out_rank, n);
+  return false;
+}
+
+cf_tv *cf_broadcast(cf_fusion *f, cf_tv *in, int out_rank, const bool *is_broadcast) {
+  if (!f || f->status) return NULL;
+  Val *tv = arg_tv(f, "broadcast", 1, "in", in);
+  if (!tv) return NULL;
+  int n;
+  Val **ax = op_axes(f, tv, &n);
+  if (!ax) return oom(f, "broadcast");
+  if (!check_broadcast(f, tv, n, out_rank, is_broadcast)) return NULL;
+  Val **ids = ARENA_ARRAY(f->arena, Val *, out_rank);
+  if (!ids) return oom(f, "broadcast");
+  for (int i = 0, k = 0; i < out_rank; i++) {
+    ids[i] = is_broadcast[i] ? ir_id_new(f, ir_const_int(f, 1), CF_ITER_BROADCAST)
+                             : axis_copy(f, ax[k], ID(ax[k])->iter_type);
+    if (!is_broadcast[i]) k++;
+    if (!ids[i]) return oom(f, "broadcast");
+  }
+  Expr *e = wire(f, "broadcast", OP_BROADCAST, 1, &tv, ir_tv_new(f, tv->dtype, out_rank, ids));
+  if (e) {
+    e->attr.broadcast.is_broadcast = arena_memdup(f->arena, is_broadcast, sizeof(bool) * (size_t)out_rank);
+    e->attr.broadcast.rank = out_rank;
+  }
+  return result(e);
+}
+
+/* ---- reductions ----------------------------------------------------------------------------------- */
+
+/* Marks the axes to reduce in red[n]; false after recording an error. */
+static bool reduction_axes(cf_fusion *f, const char *what, Val *tv, int n, int naxes, const int *axes, bool *red) {
+  if (naxes <= 0) {
+    ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: naxes is %d; give at least one axis to reduce", what, naxes);
+    return false;
+  }
+  if (!axes) {
+    ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: argument 3 (axes) is NULL", what);
+    return false;
+  }
+  for (int i = 0; i < naxes; i++) {
+    int a = ir_wrap_axis(axes[i], n);
+    if (a < 0 || red[a]) {
+      ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: axis %d %s", what, axes[i], a < 0 ? "out of range" : "given twice");
+      return false;
+    }
+    red[a] = true;
+  }
+  return true;
+}
+
+static cf_tv *reduce(cf_fusion *f, const char *what, IrOp op, cf_tv *in, int naxes, const int *axes) {
+  if (!f || f->status) return NULL;
+  Val *tv = arg_tv(f, what, 1, "in", in);
+  if (!tv) return NULL;
+  int n;
+  Val **ax = op_axes(f, tv, &n);
+  bool *red = ARENA_ARRAY(f->arena, bool, n);
+  Val **ids = ARENA_ARRAY(f->arena, Val *, n);
+  if (!ax || !red || !ids) return oom(f, what);
+  if (!reduction_axes(f, what, tv, n, naxes, axes, red)) return NULL;
+  for (int k = 0; k < n; k++)
+    if (!(ids[k] = axis_copy(f, ax[k], red[k] ? CF_ITER_REDUCTION : ID(ax[k])->iter_type))) return oom(f, what);
+  /* Sums of integers and bool widen to int64, as torch and nvFuser do. */
+  cf_dtype dt = op == OP_SUM && !ir_dtype_is_float(tv->dtype) ? CF_INT64 : tv->dtype;
+  return result(wire(f, what, op, 1, &tv, ir_tv_new(f, dt, n, ids)));
+}
+
+cf_tv *cf_sum(cf_fusion *f, cf_tv *in, int naxes, const int *axes) { return reduce(f, "sum", OP_SUM, in, naxes, axes); }
+cf_tv *cf_max_reduce(cf_fusion *f, cf_tv *in, int naxes, const int *axes) {
+  return reduce(f, "max_reduce", OP_MAX_REDUCE, in, naxes, axes);
+}
+cf_tv *cf_min_reduce(cf_fusion *f, cf_tv *in, int naxes, const int *axes) {
+  return reduce(f, "min_reduce", OP_MIN_REDUCE, in, naxes, axes);
+}
+
+/* ---- transpose and permute ------------------------------------------------------------------------- */
+
+/* perm[i] (already wrapped and checked) is the input axis at output position i. */
+static cf_tv *permute_tv(cf_fusion *f, const char *what, Val *tv, Val **ax, int n, const int *perm) {
+  Val **root = ARENA_ARRAY(f->arena, Val *, n), **logical = ARENA_ARRAY(f->arena, Val *, n);
+  int *p = arena_memdup(f->arena, perm, sizeof(int) * (size_t)(n > 0 ? n : 1));
+  if (!root || !logical || !p) return oom(f, what);
+  for (int k = 0; k < n; k++)
+    if (!(root[k] = axis_copy(f, ax[k], ID(ax[k])->iter_type))) return oom(f, what);
+  for (int i = 0; i < n; i++) logical[i] = root[perm[i]];
+  Val *out = ir_tv_new(f, tv->dtype, n, logical);
+  if (out) {
+    TV(out)->root = root;
+    TV(out)->nroot = n;
+  }
+  Expr *e = wire(f, what, OP_PERMUTE, 1, &tv, out);
+  if (e) {
+    e->attr.permute.perm = p;
+    e->attr.permute.rank = n;
+  }
+  return result(e);
+}
+
+cf_tv *cf_permute(cf_fusion *f, cf_tv *in, int rank, const int *perm) {
+  if (!f || f->status) return NULL;
+  Val *tv = arg_tv(f, "permute", 1, "in", in);
+  if (!tv) return NULL;
+  if (!perm) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "permute: argument 3 (perm) is NULL"), NULL;
+  int n;
+  Val **ax = op_axes(f, tv, &n);
+  int *p = ARENA_ARRAY(f->arena, int, n);
+  bool *seen = ARENA_ARRAY(f->arena, bool, n);
+  if (!ax || !p || !seen) return oom(f, "permute");
+  if (rank != n)
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "permute: perm has %d axes, expected %d", rank, n), NULL;
+  for (int i = 0; i < n; i++) {
+    p[i] = ir_wrap_axis(perm[i], n);
+    if (p[i] < 0 || seen[p[i]])
+      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "permute: axis %d %s", perm[i],
+                         p[i] < 0 ? "out of range" : "given twice"),
+             NULL;
+    seen[p[i]] = true;
+  }
+  return permute_tv(f, "permute", tv, ax, n, p);
+}
+
+cf_tv *cf_transpose(cf_fusion *f, cf_tv *in, int axis0, int axis1) {
+  if (!f || f->status) return NULL;
+  Val *tv = arg_tv(f, "transpose", 1, "in", in);
+  if (!tv) return NULL;
+  int n;
+  Val **ax = op_axes(f, tv, &n);
+  int *p = ARENA_ARRAY(f->arena, int, n);
+  if (!ax || !p) return oom(f, "transpose");
+  int a0 = ir_wrap_axis(axis0, n), a1 = ir_wrap_axis(axis1, n);
+  if (a0 < 0 || a1 < 0)
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "transpose: axis %d out of range", a0 < 0 ? axis0 : axis1),
+           NULL;
+  for (int i = 0; i < n; i++) p[i] = i;
+  p[a0] = a1;
+  p[a1] = a0;
+  return permute_tv(f, "transpose", tv, ax, n, p);
+}

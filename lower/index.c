@@ -1,0 +1,221 @@
+/* lower/index.c: pass 8. Computes the index of every tensor access of every op.
+ *
+ * Requires: the loop nest with each op's loop indices; TvInfo allocation domains and
+ * strides. Establishes: KAccess (tensor, linear index; lane and column for tensor
+ * memory) for the output and each input of every op.
+ * Key decision (DESIGN.md section 5): indices flow through the transform graph. The
+ * consumer's loop indices go backward through its history (split: in = outer * N_inner +
+ * inner; merge: a = out / N_b, b = out % N_b; XOR swizzle: self-inverse) to its root
+ * domain, cross to the producer's logical domain through the pairwise map (broadcast
+ * axes read index 0), and go forward through the producer's history (split: outer =
+ * in / N_inner, inner = in % N_inner; merge: out = a * N_b + b) to its allocation domain,
+ * where they are linearized with the strides of the tensors pass. Producer axes exactly
+ * mapped to a consumer loop axis take that loop's index directly, which keeps the
+ * printed index arithmetic short. */
+#include <string.h>
+
+#include "lower/lower.h"
+
+typedef struct IndexMap {
+  KExpr **idx;  /* by Val id */
+  int *touched;
+  int ntouched;
+} IndexMap;
+
+static KExpr *get(IndexMap *m, const Val *v) { return m->idx[v->id]; }
+static void put(IndexMap *m, const Val *v, KExpr *e) {
+  if (!m->idx[v->id]) m->touched[m->ntouched++] = v->id;
+  m->idx[v->id] = e;
+}
+static void reset(IndexMap *m) {
+  for (int i = 0; i < m->ntouched; i++) m->idx[m->touched[i]] = NULL;
+  m->ntouched = 0;
+}
+
+static KExpr *ext(LowerCtx *c, const Val *id) { return lower_extent(c, id); }
+
+static void backward(LowerCtx *c, IndexMap *m, const Expr *e) {
+  Arena *a = c->a;
+  for (int i = 0; i < e->nout; i++)
+    if (!get(m, e->out[i])) return;
+  for (int i = 0; i < e->nin; i++)
+    if (get(m, e->in[i])) return;
+  switch (e->op) {
+  case OP_SPLIT:
+    put(m, e->in[0], kx_bin(a, OP_ADD, kx_bin(a, OP_MUL, get(m, e->out[0]), ext(c, e->out[1])), get(m, e->out[1])));
+    break;
+  case OP_MERGE:
+    put(m, e->in[0], kx_bin(a, OP_DIV, get(m, e->out[0]), ext(c, e->in[1])));
+    put(m, e->in[1], kx_bin(a, OP_MOD, get(m, e->out[0]), ext(c, e->in[1])));
+    break;
+  case OP_SWIZZLE:
+    put(m, e->in[0], get(m, e->out[0]));
+    put(m, e->in[1], kx_bin(a, OP_XOR, get(m, e->out[0]), get(m, e->out[1])));
+    break;
+  default: break;
+  }
+}
+
+static void forward(LowerCtx *c, IndexMap *m, const Expr *e) {
+  Arena *a = c->a;
+  for (int i = 0; i < e->nin; i++)
+    if (!get(m, e->in[i])) return;
+  switch (e->op) {
+  case OP_SPLIT:
+    if (!get(m, e->out[0])) put(m, e->out[0], kx_bin(a, OP_DIV, get(m, e->in[0]), ext(c, e->out[1])));
+    if (!get(m, e->out[1])) put(m, e->out[1], kx_bin(a, OP_MOD, get(m, e->in[0]), ext(c, e->out[1])));
+    break;
+  case OP_MERGE:
+    if (!get(m, e->out[0]))
+      put(m, e->out[0], kx_bin(a, OP_ADD, kx_bin(a, OP_MUL, get(m, e->in[0]), ext(c, e->in[1])), get(m, e->in[1])));
+    break;
+  case OP_SWIZZLE:
+    if (!get(m, e->out[0])) put(m, e->out[0], get(m, e->in[0]));
+    if (!get(m, e->out[1])) put(m, e->out[1], kx_bin(a, OP_XOR, get(m, e->in[0]), get(m, e->in[1])));
+    break;
+  default: break;
+  }
+}
+
+/* Indices of every axis of tv's history reachable from what is already in m. */
+static void propagate(LowerCtx *c, IndexMap *m, Val *tv) {
+  TvInfo *ti = lower_info(c, tv);
+  int n = ti->nhistory;
+  Expr **hist = ti->history;
+  for (int i = n - 1; i >= 0; i--) backward(c, m, hist[i]);
+  for (int i = 0; i < n; i++) forward(c, m, hist[i]);
+}
+
+static void seed_consumer(LowerCtx *c, IndexMap *m, const KNode *op) {
+  Val *tv = op->u.op.src->out[0];
+  for (int j = 0; j < TV(tv)->nloop; j++) {
+    Val *id = TV(tv)->loop[j];
+    put(m, id, ID(id)->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : op->u.op.loop_index[j]);
+  }
+}
+
+/* Producer axes: logical from the consumer's root, and any axis exactly mapped to a
+ * consumer loop axis. */
+static void seed_producer(LowerCtx *c, IndexMap *cm, IndexMap *pm, const KNode *op, Val *p) {
+  Val *cv = op->u.op.src->out[0];
+  Val *pids[64], *cids[64];
+  int n = sched_pairwise_map(p, cv, pids, cids, 64);
+  for (int i = 0; i < n; i++)
+    put(pm, pids[i], ID(pids[i])->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : get(cm, cids[i]));
+  TensorView *pt = TV(p);
+  for (int i = 0; i < pt->nloop; i++) {
+    Val *pid = pt->loop[i];
+    if (get(pm, pid) || ID(pid)->iter_type == CF_ITER_BROADCAST) continue;
+    for (int j = 0; j < TV(cv)->nloop; j++)
+      if (sched_idmap_same(c->exact, pid, TV(cv)->loop[j]) && ID(TV(cv)->loop[j])->iter_type != CF_ITER_BROADCAST) {
+        put(pm, pid, op->u.op.loop_index[j]);
+        break;
+      }
+  }
+}
+
+static KExpr *linearize(LowerCtx *c, IndexMap *m, Val *tv, int lo, int hi) {
+  TvInfo *ti = lower_info(c, tv);
+  KExpr *sum = kx_const(c->a, 0);
+  for (int i = lo; i < hi; i++) {
+    if (!ti->allocated[i]) continue;
+    KExpr *x = get(m, ti->alloc_ids[i]);
+    if (!x)
+      lower_fail(c, CF_ERR_INTERNAL, "internal error: no index for allocation axis %d of %s; please report this bug",
+                 i, TV(tv)->display_name);
+    sum = kx_bin(c->a, OP_ADD, sum, kx_bin(c->a, OP_MUL, x, ti->strides[i]));
+  }
+  return sum;
+}
+
+static KAccess access_of(LowerCtx *c, IndexMap *m, Val *tv) {
+  TvInfo *ti = lower_info(c, tv);
+  KAccess acc = {.t = ti->kt};
+  if (ti->is_tmem) {
+    acc.lane = linearize(c, m, tv, 0, ti->dim_sep);
+    acc.col = linearize(c, m, tv, ti->dim_sep, ti->nalloc_ids);
+  } else {
+    acc.index = linearize(c, m, tv, 0, ti->nalloc_ids);
+  }
+  return acc;
+}
+
+/* Is id made by merging a broadcast axis (somewhere up its history)? Its extent then
+ * counts the broadcast as 1 while its loop may be promoted to a concrete extent, so
+ * bounding it would wrongly switch off the threads the promotion added. */
+static bool derived_from_broadcast(const Val *id) {
+  const Expr *d = id->def;
+  if (!d || ir_op_kind(d->op) != OPK_TRANSFORM) return false;
+  for (int i = 0; i < d->nin; i++)
+    if (ID(d->in[i])->iter_type == CF_ITER_BROADCAST || derived_from_broadcast(d->in[i])) return true;
+  return false;
+}
+
+/* The bounds every consumer index must respect: its root axes and the inputs of the
+ * splits of its history (a non-divisible split over-iterates its input). */
+static void collect_bounds(LowerCtx *c, IndexMap *m, KNode *op, Val *cv) {
+  TvInfo *ti = lower_info(c, cv);
+  int cap = TV(cv)->nroot + ti->nhistory;
+  op->u.op.bounds = ARENA_ARRAY(c->a, KExpr *, cap);
+  op->u.op.nbounds = 0;
+  for (int i = 0; i < cap; i++) {
+    Val *id = i < TV(cv)->nroot ? TV(cv)->root[i] : NULL;
+    if (!id) {
+      const Expr *h = ti->history[i - TV(cv)->nroot];
+      if (h->op != OP_SPLIT) continue;
+      id = h->in[0];
+    }
+    if (!get(m, id) || ID(id)->iter_type == CF_ITER_BROADCAST || derived_from_broadcast(id)) continue;
+    op->u.op.bounds[op->u.op.nbounds++] = kx_bin(c->a, OP_LT, get(m, id), ext(c, id));
+  }
+}
+
+static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
+  const Expr *e = op->u.op.src;
+  Val *cv = e->out[0];
+  seed_consumer(c, cm, op);
+  propagate(c, cm, cv);
+  op->u.op.out = access_of(c, cm, cv);
+  collect_bounds(c, cm, op, cv);
+  op->u.op.nin = 0;
+  for (int i = 0; i < e->nin; i++) {
+    Val *p = e->in[i];
+    if (p->kind != VAL_TV) continue;
+    seed_producer(c, cm, pm, op, p);
+    propagate(c, pm, p);
+    op->u.op.in[op->u.op.nin++] = access_of(c, pm, p);
+    reset(pm);
+  }
+  if (e->attr.scalar_rhs.is_scalar_rhs && ir_op_kind(e->op) == OPK_BINARY)
+    op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar = e->attr.scalar_rhs.value};
+  reset(cm);
+}
+
+KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv) {
+  int nvals = c->f->vals.len;
+  IndexMap cm = {ARENA_ARRAY(c->a, KExpr *, nvals), ARENA_ARRAY(c->a, int, nvals), 0};
+  IndexMap pm = {ARENA_ARRAY(c->a, KExpr *, nvals), ARENA_ARRAY(c->a, int, nvals), 0};
+  Val *cv = op->u.op.src->out[0];
+  seed_consumer(c, &cm, op);
+  propagate(c, &cm, cv);
+  if (tv == cv) return access_of(c, &cm, cv);
+  seed_producer(c, &cm, &pm, op, tv);
+  propagate(c, &pm, tv);
+  return access_of(c, &pm, tv);
+}
+
+static void walk(LowerCtx *c, IndexMap *cm, IndexMap *pm, KBlock *b) {
+  for (int i = 0; i < b->len; i++) {
+    KNode *n = b->items[i];
+    if (n->kind == KN_FOR) walk(c, cm, pm, &n->u.loop.body);
+    else if (n->kind == KN_IF) walk(c, cm, pm, &n->u.cond.then);
+    else if (n->kind == KN_OP) index_op(c, cm, pm, n);
+  }
+}
+
+void lower_index(LowerCtx *c) {
+  int nvals = c->f->vals.len;
+  IndexMap cm = {ARENA_ARRAY(c->a, KExpr *, nvals), ARENA_ARRAY(c->a, int, nvals), 0};
+  IndexMap pm = {ARENA_ARRAY(c->a, KExpr *, nvals), ARENA_ARRAY(c->a, int, nvals), 0};
+  walk(c, &cm, &pm, &c->k->body);
+}

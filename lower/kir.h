@@ -1,0 +1,199 @@
+/* lower/kir.h: the kernel IR, what lowering produces and the code generators print.
+ *
+ * A lowered kernel is a tree of nodes (loops, ifs, ops, syncs, tensor-memory management)
+ * over kernel tensors (parameters and allocations), with index arithmetic as KExpr trees.
+ * It lives in its own arena and refers to nothing of the Fusion, so a compiled executor
+ * can outlive the fusion. KExprs are folded at construction, so a kernel of concrete
+ * sizes has constant extents everywhere and printed indices stay short. */
+#ifndef CFUSER_KIR_H
+#define CFUSER_KIR_H
+
+#include "ir/ir.h"
+
+/* ---- scalar expressions of the kernel ------------------------------------------------ */
+
+typedef enum KxKind {
+  KX_CONST,        /* integer constant */
+  KX_VAR,          /* a named variable: loop index, hoisted temporary */
+  KX_THREAD,       /* threadIdx.* / blockIdx.* / blockDim.* / gridDim.* (pt + dim flag) */
+  KX_PARAM_SIZE,   /* kernel parameter `param`'s logical size along `axis` */
+  KX_PARAM_STRIDE, /* kernel parameter `param`'s allocation stride along `axis` */
+  KX_BINARY,       /* op in {ADD SUB MUL DIV MOD CEILDIV MAX MIN LT LE GT GE EQ NE AND XOR} */
+  KX_SELECT        /* a ? b : c */
+} KxKind;
+
+typedef struct KExpr KExpr;
+struct KExpr {
+  KxKind kind;
+  IrOp op;
+  int64_t value;           /* KX_CONST */
+  const char *name;        /* KX_VAR */
+  cf_parallel_type pt;     /* KX_THREAD */
+  bool is_dim;             /* KX_THREAD: blockDim/gridDim instead of threadIdx/blockIdx */
+  int param, axis;         /* KX_PARAM_SIZE / KX_PARAM_STRIDE */
+  KExpr *a, *b, *c;
+};
+
+KExpr *kx_const(Arena *a, int64_t v);
+KExpr *kx_var(Arena *a, const char *name);
+KExpr *kx_thread(Arena *a, cf_parallel_type pt, bool is_dim);
+KExpr *kx_param_size(Arena *a, int param, int axis);
+KExpr *kx_param_stride(Arena *a, int param, int axis);
+/* Folds constants and identities (x*1, x+0, x*0, x/1, x%1, ceilDiv(x,1), c1<c2, a&&true). */
+KExpr *kx_bin(Arena *a, IrOp op, KExpr *x, KExpr *y);
+KExpr *kx_select(Arena *a, KExpr *c, KExpr *x, KExpr *y);
+bool kx_is_const(const KExpr *e, int64_t *v);
+/* Structural equality (for hoisting and predicate de-duplication). */
+bool kx_equal(const KExpr *x, const KExpr *y);
+
+/* Values a KExpr may read at run time: sizes and strides of the parameters. */
+typedef struct KxEnv {
+  int nparams;
+  const int64_t *const *sizes;   /* sizes[param][axis] */
+  const int64_t *const *strides; /* strides[param][axis] */
+} KxEnv;
+/* Evaluates an expression over parameters only (launch dims, run-time checks); false if
+ * it reads a variable or thread index, or divides by zero. */
+bool kx_eval(const KExpr *e, const KxEnv *env, int64_t *out);
+/* Prints in C syntax; `param_name(i)` gives the parameter's name ("T0"). */
+void kx_print(StrBuf *b, const KExpr *e, const char *const *param_names);
+
+/* ---- tensors of the kernel -------------------------------------------------------------- */
+
+typedef struct KTensor {
+  const char *name;      /* "T1" */
+  int fusion_tv_name;    /* 1 for T1 */
+  cf_memory_type mem;
+  cf_dtype dtype;
+  int param;             /* index among the kernel parameters, or -1 for an allocation */
+  bool is_output;
+  int rank;              /* parameters: logical rank */
+  int alloc_rank;        /* parameters: number of allocation strides passed */
+  KExpr **extents;       /* parameters: logical extents (constants or input sizes) */
+  bool *broadcast;       /* parameters: per logical axis, a broadcast axis (size 1) */
+  bool contiguous;       /* parameters: promised dense row-major (strides are checked) */
+  KExpr *size;           /* allocations: elements (Local, Shared); columns x lanes for Tensor */
+  KExpr *smem_offset;    /* Shared: byte offset in dynamic shared memory */
+  int vector_bytes;      /* parameters: widest vector access (data must be aligned to it) */
+  /* Tensor memory: the region, and this tensor's lane and column offset in it. */
+  int tmem_region;
+  int64_t tmem_lanes, tmem_columns;
+  int64_t tmem_lane_offset, tmem_col_offset;
+} KTensor;
+
+/* ---- nodes ---------------------------------------------------------------------------- */
+
+typedef enum KnKind {
+  KN_FOR,              /* a loop; thread-parallel "loops" are kept (trivial, not emitted) */
+  KN_IF,               /* if (cond) { then } */
+  KN_OP,               /* one elementwise/reduction/copy computation */
+  KN_TMEM_LD,          /* tcgen05.ld 32x32b: registers <- tensor memory */
+  KN_TMEM_ST,          /* tcgen05.st 32x32b: tensor memory <- registers */
+  KN_ALLOC,            /* declaration of a Local/Shared/Tensor buffer */
+  KN_SYNC,             /* __syncthreads */
+  KN_TMEM_ALLOC,       /* warp 0: tcgen05.alloc of a region into its shared slot */
+  KN_TMEM_RELINQUISH,  /* warp 0: tcgen05.relinquish_alloc_permit */
+  KN_TMEM_DEALLOC,     /* warp 0: tcgen05.dealloc of a region */
+  KN_COMMENT
+} KnKind;
+
+typedef struct KNode KNode;
+typedef struct KBlock {
+  KNode **items;
+  int len, cap;
+} KBlock;
+void kb_push(Arena *a, KBlock *b, KNode *n);
+void kb_insert(Arena *a, KBlock *b, int pos, KNode *n);
+
+typedef struct KAccess {
+  KTensor *t;       /* NULL: a scalar constant operand */
+  KExpr *index;     /* linear element index (not for Tensor memory) */
+  KExpr *lane, *col; /* Tensor memory: lane (rounded to the warp's base) and column */
+  double scalar;    /* scalar constant operand */
+} KAccess;
+
+struct KNode {
+  KnKind kind;
+  union {
+    struct {
+      const char *var;     /* loop index name, or NULL for thread-parallel loops */
+      KExpr *index;        /* the index expression seen inside: var, threadIdx.x, 0 */
+      KExpr *extent;
+      cf_parallel_type pt; /* SERIAL, UNROLL, VECTORIZE, or a thread type (trivial loop) */
+      KBlock body;
+    } loop;
+    struct {
+      KExpr *cond;
+      KBlock then;
+    } cond;
+    struct {
+      IrOp op;             /* the fusion op (OP_SET, OP_ADD, OP_SUM, ...) */
+      cf_dtype out_dtype;  /* for casts and promotion */
+      KAccess out;
+      KAccess in[3];
+      int nin;
+      bool reduction_init; /* out = init value of the reduction op */
+      int vector;          /* > 1: a vectorized access of this many elements */
+      /* During lowering only: the fusion expression and the index of each loop axis of
+       * its output (what indexing and predicates are computed from). */
+      const Expr *src;
+      KExpr **loop_index;
+      int nloop;
+      KExpr **bounds;      /* index < extent terms the predicate pass may need */
+      int nbounds;
+    } op;
+    struct {
+      KAccess reg;         /* the register side: a Local tensor and its first index */
+      KAccess tmem;        /* the tensor-memory side (lane, col) */
+      int words;           /* .x<words>: 32-bit words per thread */
+      int elems;           /* elements of the register tensor moved per thread */
+    } tmem;
+    struct {
+      KTensor *t;
+    } alloc;
+    struct {
+      int region;
+    } region;
+    const char *comment;
+  } u;
+};
+
+/* ---- tensor-memory regions --------------------------------------------------------------- */
+
+typedef struct KTMemRegion {
+  int ntensors;
+  KTensor **tensors;
+  int64_t raw_columns;   /* sum over its tensors */
+  int64_t num_columns;   /* allocated: max(32, next power of two) */
+  int64_t num_lanes;     /* max over its tensors */
+  KTensor *slot;         /* the shared-memory uint32 holding its address */
+} KTMemRegion;
+
+/* A run-time check: `cond` over parameter sizes must be non-zero, else `message`. */
+typedef struct KCheck {
+  KExpr *cond;
+  const char *message;
+} KCheck;
+
+/* The lowered kernel. Owns its arena. */
+typedef struct KKernel {
+  Arena *arena;
+  const char *name;           /* kernel function name */
+  KTensor **params;           /* inputs then outputs */
+  int nparams;
+  KTensor **allocs;           /* every Local/Shared/Tensor buffer */
+  int nallocs;
+  KBlock body;
+  KExpr *grid[3], *block[3];  /* launch dimensions over parameter sizes */
+  KExpr *smem;                /* dynamic shared memory in bytes */
+  KTMemRegion *regions;
+  int nregions;
+  KCheck *checks;
+  int nchecks;
+  bool index32;               /* every tensor fits in 32-bit indexing */
+  bool uses_tmem;
+} KKernel;
+
+void kkernel_free(KKernel *k);
+
+#endif

@@ -1,0 +1,154 @@
+/* lower/loop_nest.c: pass 6. Builds the kernel's loop nests from the loop domains and
+ * compute-at positions, one op node per tensor expression.
+ *
+ * Requires: c->exprs in loop-sharing order, c->loop_map. Establishes: c->k->body, a tree
+ * of KN_FOR loops (thread-parallel axes are kept as trivial loops whose index is the
+ * thread index) with a KN_OP per expression, carrying its loop indices (one per loop axis
+ * of the expression's output), and a reduction-initialization op before the first
+ * reduction loop of each reduction.
+ * Key decisions: an expression reuses the innermost open loops that map (permissive map)
+ * to its own leading loop axes, as far as it shares loops with a producer or consumer
+ * (compute-at and max-producer positions); a loop opened for a broadcast axis is
+ * promoted to the extent of a concrete axis that later shares it; a Vectorize axis
+ * innermost in a copy becomes one vector access instead of a loop. */
+#include <string.h>
+
+#include "lower/lower.h"
+
+typedef struct OpenLoop {
+  Val *id;       /* the axis that opened (or last promoted) the loop */
+  KNode *node;
+  bool shareable;
+} OpenLoop;
+
+typedef struct Nest {
+  OpenLoop *stack;
+  int depth;
+} Nest;
+
+static KBlock *block_at(LowerCtx *c, Nest *n, int depth) {
+  return depth == 0 ? &c->k->body : &n->stack[depth - 1].node->u.loop.body;
+}
+
+static KExpr *loop_index_of(LowerCtx *c, Val *id, const char **var) {
+  cf_parallel_type pt = ID(id)->ptype;
+  *var = NULL;
+  if (ir_ptype_is_thread(pt) || ir_ptype_is_block(pt)) return kx_thread(c->a, pt, false);
+  *var = arena_printf(c->a, "i%d", c->next_var++);
+  return kx_var(c->a, *var);
+}
+
+static KNode *new_loop(LowerCtx *c, Val *id) {
+  KNode *l = ARENA_NEW(c->a, KNode);
+  l->kind = KN_FOR;
+  l->u.loop.pt = ID(id)->ptype;
+  l->u.loop.extent = lower_extent(c, id);
+  l->u.loop.index = loop_index_of(c, id, &l->u.loop.var);
+  return l;
+}
+
+/* A loop opened by a broadcast axis takes the extent, parallel type and index of the
+ * first concrete axis that shares it. */
+static void promote(LowerCtx *c, OpenLoop *o, Val *id) {
+  if (ID(o->id)->iter_type != CF_ITER_BROADCAST || ID(id)->iter_type == CF_ITER_BROADCAST) return;
+  KNode *l = o->node;
+  l->u.loop.pt = ID(id)->ptype;
+  l->u.loop.extent = lower_extent(c, id);
+  if (ir_ptype_is_thread(ID(id)->ptype) || ir_ptype_is_block(ID(id)->ptype)) {
+    l->u.loop.var = NULL;
+    l->u.loop.index = kx_thread(c->a, ID(id)->ptype, false);
+  }
+  o->id = id;
+}
+
+static int shared_depth(LowerCtx *c, Nest *n, Val *tv) {
+  TensorView *t = TV(tv);
+  int limit = t->ca_pos > t->max_producer_pos ? t->ca_pos : t->max_producer_pos;
+  int d = 0;
+  while (d < n->depth && d < t->nloop && d < limit && n->stack[d].shareable &&
+         sched_idmap_same(c->loop_map, n->stack[d].id, t->loop[d]))
+    d++;
+  return d;
+}
+
+static int first_reduction(Val *tv) {
+  for (int i = 0; i < TV(tv)->nloop; i++)
+    if (ID(TV(tv)->loop[i])->iter_type == CF_ITER_REDUCTION) return i;
+  return -1;
+}
+
+static void check_reduction_order(LowerCtx *c, Val *tv, int r) {
+  for (int i = r; r >= 0 && i < TV(tv)->nloop; i++)
+    if (ID(TV(tv)->loop[i])->iter_type != CF_ITER_REDUCTION && ID(TV(tv)->loop[i])->iter_type != CF_ITER_BROADCAST)
+      lower_fail(c, CF_ERR_UNSUPPORTED,
+                 "compile: %s has iteration axis %d inside its reduction loops; reorder its reduction axes innermost",
+                 TV(tv)->display_name, i);
+}
+
+static bool vector_copy(const Expr *e, Val *tv, int j) {
+  return j == TV(tv)->nloop - 1 && ID(TV(tv)->loop[j])->ptype == CF_PT_VECTORIZE && e->op == OP_SET;
+}
+
+static KNode *new_op(LowerCtx *c, const Expr *e, Nest *n, int nloop) {
+  KNode *op = ARENA_NEW(c->a, KNode);
+  op->kind = KN_OP;
+  op->u.op.op = e->op;
+  op->u.op.src = e;
+  op->u.op.out_dtype = e->out[0]->dtype;
+  op->u.op.nloop = nloop;
+  op->u.op.loop_index = ARENA_ARRAY(c->a, KExpr *, nloop);
+  for (int j = 0; j < nloop && j < n->depth; j++) op->u.op.loop_index[j] = n->stack[j].node->u.loop.index;
+  return op;
+}
+
+/* The initialization of a reduction's output goes right before its first reduction loop. */
+static void insert_init(LowerCtx *c, const Expr *e, Nest *n, int r) {
+  KNode *init = new_op(c, e, n, TV(e->out[0])->nloop);
+  init->u.op.reduction_init = true;
+  for (int j = r; j < init->u.op.nloop; j++) init->u.op.loop_index[j] = kx_const(c->a, 0);
+  KBlock *parent = block_at(c, n, r);
+  KNode *loop = n->stack[r].node;
+  for (int i = 0; i < parent->len; i++)
+    if (parent->items[i] == loop) {
+      kb_insert(c->a, parent, i, init);
+      return;
+    }
+}
+
+static void place_expr(LowerCtx *c, const Expr *e, Nest *n) {
+  Val *tv = e->out[0];
+  TensorView *t = TV(tv);
+  int reuse = shared_depth(c, n, tv);
+  for (int d = 0; d < reuse; d++) promote(c, &n->stack[d], t->loop[d]);
+  n->depth = reuse;
+  int vec = 1, nloops = t->nloop;
+  if (nloops > 0 && vector_copy(e, tv, nloops - 1) && nloops - 1 >= reuse) {
+    int64_t v;
+    if (!ir_scalar_const_value(ID(t->loop[nloops - 1])->extent, &v))
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: the vectorized axis %d of %s has a symbolic extent", nloops - 1,
+                 t->display_name);
+    vec = (int)v;
+    nloops--;
+  }
+  for (int j = reuse; j < nloops; j++) {
+    KNode *l = new_loop(c, t->loop[j]);
+    kb_push(c->a, block_at(c, n, j), l);
+    n->stack[j] = (OpenLoop){t->loop[j], l, j < t->ca_pos};
+    n->depth = j + 1;
+  }
+  int r = first_reduction(tv);
+  check_reduction_order(c, tv, r);
+  if (r >= 0) insert_init(c, e, n, r);
+  KNode *op = new_op(c, e, n, t->nloop);
+  op->u.op.vector = vec;
+  if (vec > 1) op->u.op.loop_index[t->nloop - 1] = kx_const(c->a, 0);
+  kb_push(c->a, block_at(c, n, nloops), op);
+}
+
+void lower_loop_nest(LowerCtx *c) {
+  int maxdepth = 1;
+  for (int i = 0; i < c->nexprs; i++)
+    if (TV(c->exprs[i]->out[0])->nloop > maxdepth) maxdepth = TV(c->exprs[i]->out[0])->nloop;
+  Nest n = {ARENA_ARRAY(c->a, OpenLoop, maxdepth), 0};
+  for (int i = 0; i < c->nexprs; i++) place_expr(c, c->exprs[i], &n);
+}

@@ -1,0 +1,92 @@
+/* lower/lower.h: the lowering pipeline's shared context and its passes (internal).
+ *
+ * lower_fusion() runs the pass table of lower.c in order over one LowerCtx. Each pass is
+ * one file exporting one function `void lower_<name>(LowerCtx *c)`; its header comment
+ * says what it requires and what it establishes. A pass that finds an error calls
+ * lower_fail, which unwinds with longjmp to lower_fusion: everything made so far lives in
+ * arenas, so nothing leaks. */
+#ifndef CFUSER_LOWER_H
+#define CFUSER_LOWER_H
+
+#include <setjmp.h>
+
+#include "lower/kir.h"
+#include "scheduler/sched.h"
+
+typedef struct LowerOptions {
+  bool skip_tmem_validation; /* tests of the host backend's run-time checks */
+  bool force_index64;
+  /* Called after the passes, before code generation. */
+  void (*hook)(const KKernel *k, void *user);
+  void *hook_user;
+} LowerOptions;
+
+/* Per-TensorView facts the passes share, indexed by the TensorView's Val id. */
+typedef struct TvInfo {
+  KTensor *kt;          /* its kernel tensor (parameter or allocation) */
+  bool *allocated;      /* per axis of its allocation domain: allocated by the rule */
+  Val **alloc_ids;      /* its allocation domain (loop domain for non-global without one) */
+  int nalloc_ids;
+  KExpr **strides;      /* per allocation axis, in elements (allocated axes only) */
+  Expr **history;        /* ir_tv_history, computed once */
+  int nhistory;
+  bool is_tmem;
+  int dim_sep;          /* tensor memory: lane axes are alloc_ids[0 .. dim_sep) */
+} TvInfo;
+
+typedef struct LowerCtx {
+  cf_fusion *f;
+  const LowerOptions *opts;
+  KKernel *k;
+  Arena *a;               /* the kernel's arena */
+  jmp_buf unwind;
+  cf_status status;
+  char *error;            /* malloc'd */
+  /* analyses */
+  IdMap *exact;           /* exact IterDomain map */
+  IdMap *loop_map;        /* permissive map: loop sharing, parallel dims */
+  Expr **exprs;           /* tensor exprs in the order their loop nests are built */
+  int nexprs;
+  Val **tvs;
+  int ntvs;
+  TvInfo *info;           /* by Val id */
+  KExpr *pdim[CF_PT_COUNT];   /* launch extent of each parallel type, NULL if unused */
+  bool pdim_exact[CF_PT_COUNT];
+  int next_var;
+} LowerCtx;
+
+cf_status lower_fusion(cf_fusion *f, const LowerOptions *opts, KKernel **out, char **error);
+_Noreturn void lower_fail(LowerCtx *c, cf_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A validation over constants fails now; over parameter sizes it becomes a run-time
+ * check with the same message (DESIGN.md section 5, two-level validation). */
+void lower_validate(LowerCtx *c, KExpr *cond, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline TvInfo *lower_info(LowerCtx *c, const Val *tv) { return &c->info[tv->id]; }
+/* The kernel expression of a fusion scalar (extents): constants, and input sizes/strides. */
+KExpr *lower_scalar(LowerCtx *c, const Val *v);
+/* Extent of an IterDomain as a kernel expression. */
+static inline KExpr *lower_extent(LowerCtx *c, const Val *id) { return lower_scalar(c, ID((Val *)id)->extent); }
+
+/* The passes, in order (lower.c holds the table). */
+void lower_sort_exprs(LowerCtx *c);       /* expr_sort.c */
+void lower_parallel_dims(LowerCtx *c);    /* parallel_dims.c */
+void lower_tensors(LowerCtx *c);          /* tensors.c: params, allocation rule, sizes */
+void lower_validate_vectorize(LowerCtx *c); /* vectorize.c */
+void lower_tmem_info(LowerCtx *c);        /* tmem_info.c: regions, lanes, columns */
+void lower_loop_nest(LowerCtx *c);        /* loop_nest.c */
+void lower_tmem_pattern(LowerCtx *c);     /* tmem_pattern.c: 32x32b validation */
+void lower_index(LowerCtx *c);            /* index.c */
+/* index.c: the access of `tv` (the output or an input of op's expression) computed from
+ * op's loop indices as the index pass does, for analyses that evaluate indices
+ * (tmem_pattern substitutes its own loop indices to check the TMem access pattern). */
+KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv);
+void lower_predicate(LowerCtx *c);        /* predicate.c */
+void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
+void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
+void lower_smem_layout(LowerCtx *c);      /* smem_layout.c: offsets, dynamic size */
+
+/* Kernel IR dump for CFUSER_DUMP (kir_print.c). */
+void kir_print(StrBuf *b, const KKernel *k);
+/* Kernel IR verifier run between passes when CFUSER_VERIFY=1 (kir_verify.c). */
+bool kir_verify(const KKernel *k, char *err, size_t errlen);
+
+#endif

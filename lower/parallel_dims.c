@@ -1,0 +1,55 @@
+/* lower/parallel_dims.c: pass 2. The parallel-dimension map: the launch extent of each
+ * thread and block parallel type, and the launch dimensions of the kernel.
+ *
+ * Requires: c->tvs. Establishes: c->pdim[pt] (NULL when unused), c->pdim_exact[pt] (every
+ * axis on pt has the same extent, so no thread predicate is needed), c->k->grid/block.
+ * Key decision: the extent of a parallel type is the maximum of the extents of all loop
+ * axes bound to it; axes with a smaller extent are predicated by the predicate pass. */
+#include "lower/lower.h"
+
+static void check_axis(LowerCtx *c, Val *tv, int i) {
+  Val *id = TV(tv)->loop[i];
+  cf_parallel_type pt = ID(id)->ptype;
+  if (ir_ptype_is_device(pt))
+    lower_fail(c, CF_ERR_UNSUPPORTED, "compile: axis %d of %s is parallelized on %s; multi-device fusions are not "
+               "supported", i, TV(tv)->display_name, cf_parallel_type_name(pt));
+  if ((ir_ptype_is_thread(pt) || ir_ptype_is_block(pt)) && ID(id)->iter_type == CF_ITER_REDUCTION)
+    lower_fail(c, CF_ERR_UNSUPPORTED,
+               "compile: reduction axis %d of %s is parallelized on %s; block and grid reductions are not "
+               "supported yet: reduce serially and parallelize the iteration axes", i, TV(tv)->display_name,
+               cf_parallel_type_name(pt));
+}
+
+static void add_extent(LowerCtx *c, cf_parallel_type pt, KExpr *ext) {
+  if (!c->pdim[pt]) {
+    c->pdim[pt] = ext;
+    c->pdim_exact[pt] = true;
+  } else if (!kx_equal(c->pdim[pt], ext)) {
+    c->pdim[pt] = kx_bin(c->a, OP_MAX, c->pdim[pt], ext);
+    c->pdim_exact[pt] = false;
+  }
+}
+
+void lower_parallel_dims(LowerCtx *c) {
+  for (int t = 0; t < c->ntvs; t++) {
+    Val *tv = c->tvs[t];
+    if (ir_tv_is_input(c->f, tv)) continue;
+    for (int i = 0; i < TV(tv)->nloop; i++) {
+      check_axis(c, tv, i);
+      Val *id = TV(tv)->loop[i];
+      cf_parallel_type pt = ID(id)->ptype;
+      if (!ir_ptype_is_thread(pt) && !ir_ptype_is_block(pt)) continue;
+      if (ID(id)->iter_type == CF_ITER_BROADCAST) continue;
+      add_extent(c, pt, lower_extent(c, id));
+    }
+  }
+  static const cf_parallel_type grid[3] = {CF_PT_BIDX, CF_PT_BIDY, CF_PT_BIDZ};
+  static const cf_parallel_type block[3] = {CF_PT_TIDX, CF_PT_TIDY, CF_PT_TIDZ};
+  for (int d = 0; d < 3; d++) {
+    c->k->grid[d] = c->pdim[grid[d]] ? c->pdim[grid[d]] : kx_const(c->a, 1);
+    c->k->block[d] = c->pdim[block[d]] ? c->pdim[block[d]] : kx_const(c->a, 1);
+  }
+  KExpr *threads = kx_bin(c->a, OP_MUL, kx_bin(c->a, OP_MUL, c->k->block[0], c->k->block[1]), c->k->block[2]);
+  lower_validate(c, kx_bin(c->a, OP_LE, threads, kx_const(c->a, 1024)),
+                 "compile: a block would have more than 1024 threads");
+}

@@ -1,0 +1,132 @@
+/* lower/predicate.c: pass 9. Guards each op with the predicate it needs, and only that:
+ * the bounds of non-divisible splits and of threads beyond a tensor's extent on a
+ * parallel dimension, and `threadIdx == 0` for shared or global writes that threads of
+ * an unused parallel dimension would repeat.
+ *
+ * Requires: ops with their bound terms (index < extent) from the index pass. Establishes:
+ * ops that need a predicate are wrapped in a KN_IF.
+ * Key decision: a small interval analysis proves terms true and drops them: every loop
+ * variable lies in [0, extent), every thread index in [0, launch extent), and upper
+ * bounds propagate through +, *, /, % and ^ (all operands are non-negative). A divisible
+ * schedule of concrete sizes thus gets no predicate at all. Tensor-memory accesses are
+ * warp-collective and may not be predicated. */
+#include "lower/lower.h"
+
+typedef struct Range {
+  const char *var[64];
+  int64_t ub[64];  /* inclusive upper bound */
+  int n;
+} Range;
+
+static int64_t pow2_ceil_minus1(int64_t v) {
+  int64_t p = 1;
+  while (p <= v) p <<= 1;
+  return p - 1;
+}
+
+/* An inclusive upper bound of e, or -1 when unknown. */
+static int64_t upper(LowerCtx *c, const Range *r, const KExpr *e) {
+  int64_t x, y;
+  switch (e->kind) {
+  case KX_CONST: return e->value;
+  case KX_VAR:
+    for (int i = r->n - 1; i >= 0; i--)
+      if (r->var[i] == e->name) return r->ub[i];
+    return -1;
+  case KX_THREAD:
+    if (e->is_dim || !c->pdim[e->pt] || !kx_is_const(c->pdim[e->pt], &x)) return -1;
+    return x - 1;
+  case KX_BINARY:
+    x = upper(c, r, e->a);
+    y = upper(c, r, e->b);
+    switch (e->op) {
+    case OP_ADD: return x < 0 || y < 0 ? -1 : x + y;
+    case OP_MUL: return x < 0 || y < 0 ? -1 : x * y;
+    case OP_DIV: return x < 0 || !kx_is_const(e->b, &y) || y <= 0 ? -1 : x / y;
+    case OP_MOD: return kx_is_const(e->b, &y) && y > 0 ? (x >= 0 && x < y - 1 ? x : y - 1) : -1;
+    case OP_XOR: return x < 0 || y < 0 ? -1 : pow2_ceil_minus1(x > y ? x : y);
+    default: return -1;
+    }
+  default: return -1;
+  }
+}
+
+static bool provably_true(LowerCtx *c, const Range *r, const KExpr *term) {
+  int64_t v, bound;
+  if (kx_is_const(term, &v)) return v != 0;
+  if (term->kind != KX_BINARY || term->op != OP_LT || !kx_is_const(term->b, &bound)) return false;
+  int64_t ub = upper(c, r, term->a);
+  return ub >= 0 && ub < bound;
+}
+
+/* threadIdx.p == 0 for each used thread dimension the output does not span, when the
+ * output is shared by threads (shared or global memory). */
+static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
+  Val *tv = op->u.op.src->out[0];
+  cf_memory_type m = TV(tv)->mem;
+  if (m != CF_MEM_SHARED && m != CF_MEM_GLOBAL) return kx_const(c->a, 1);
+  KExpr *g = kx_const(c->a, 1);
+  for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++) {
+    if (!c->pdim[p] || (ir_ptype_is_block((cf_parallel_type)p) && m != CF_MEM_GLOBAL)) continue;
+    int64_t ext;
+    if (kx_is_const(c->pdim[p], &ext) && ext == 1) continue;
+    bool spans = false;
+    for (int i = 0; i < TV(tv)->nloop; i++)
+      if (ID(TV(tv)->loop[i])->ptype == (cf_parallel_type)p && ID(TV(tv)->loop[i])->iter_type != CF_ITER_BROADCAST)
+        spans = true;
+    if (!spans) g = kx_bin(c->a, OP_AND, g, kx_bin(c->a, OP_EQ, kx_thread(c->a, (cf_parallel_type)p, false), kx_const(c->a, 0)));
+  }
+  return g;
+}
+
+static KExpr *predicate_of(LowerCtx *c, const Range *r, const KNode *op) {
+  KExpr *p = redundancy_guard(c, op);
+  for (int i = 0; i < op->u.op.nbounds; i++) {
+    KExpr *t = op->u.op.bounds[i];
+    bool dup = false;
+    for (int j = 0; j < i; j++) dup |= kx_equal(t, op->u.op.bounds[j]);
+    if (!dup && !provably_true(c, r, t)) p = kx_bin(c->a, OP_AND, p, t);
+  }
+  return p;
+}
+
+static bool is_tmem_access(const KNode *op) {
+  const Expr *e = op->u.op.src;
+  return TV(e->out[0])->mem == CF_MEM_TENSOR || (e->in[0]->kind == VAL_TV && TV(e->in[0])->mem == CF_MEM_TENSOR);
+}
+
+static void walk(LowerCtx *c, Range *r, KBlock *b) {
+  for (int i = 0; i < b->len; i++) {
+    KNode *n = b->items[i];
+    if (n->kind == KN_FOR) {
+      int64_t ext;
+      bool pushed = n->u.loop.var && r->n < 64 && kx_is_const(n->u.loop.extent, &ext);
+      if (pushed) {
+        r->var[r->n] = n->u.loop.var;
+        r->ub[r->n++] = ext - 1;
+      }
+      walk(c, r, &n->u.loop.body);
+      if (pushed) r->n--;
+      continue;
+    }
+    if (n->kind != KN_OP) continue;
+    KExpr *p = predicate_of(c, r, n);
+    int64_t v;
+    if (kx_is_const(p, &v) && v) continue;
+    if (is_tmem_access(n) && !n->u.op.reduction_init)
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+                 "compile: the tensor-memory access of %s would need a predicate (a non-divisible split or threads "
+                 "beyond its extent); tcgen05 loads and stores are warp-collective and cannot be predicated",
+                 TV(n->u.op.src->out[0])->display_name);
+    KNode *guard = ARENA_NEW(c->a, KNode);
+    guard->kind = KN_IF;
+    guard->u.cond.cond = p;
+    kb_push(c->a, &guard->u.cond.then, n);
+    b->items[i] = guard;
+  }
+}
+
+void lower_predicate(LowerCtx *c) {
+  Range r = {.n = 0};
+  walk(c, &r, &c->k->body);
+}

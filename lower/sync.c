@@ -1,0 +1,126 @@
+/* lower/sync.c: pass 10. Inserts the block synchronizations the data flow needs:
+ * a read-after-write __syncthreads before an op reads a shared- or tensor-memory tensor
+ * that other threads wrote, and a write-after-read __syncthreads at the end of a serial
+ * loop whose next iteration overwrites a buffer other threads are still reading.
+ *
+ * Requires: predicated ops in their loop nest. Establishes: KN_SYNC nodes.
+ * Key decision: a read needs a sync only if some thread dimension maps differently on
+ * the two sides (the writer's axis on threadIdx.p is not exactly mapped to the reader's,
+ * or only one side uses p); then the sync goes into the innermost block enclosing both
+ * the write and the read, right before the branch holding the read. Predicates wrap single
+ * ops, so a sync never lands under a thread-dependent condition. Tensor memory is treated
+ * like shared memory. */
+#include <string.h>
+
+#include "lower/lower.h"
+
+enum { MAX_DEPTH = 64 };
+
+typedef struct Path {
+  KBlock *block[MAX_DEPTH]; /* block[d] holds the node at depth d */
+  KNode *node[MAX_DEPTH];   /* the ancestor (or the op itself) at depth d */
+  int depth;
+} Path;
+
+typedef struct Request {
+  KBlock *block;
+  KNode *before; /* insert before this node; NULL: append at the end */
+} Request;
+
+typedef struct SyncCtx {
+  LowerCtx *c;
+  Path **writer; /* by Val id: the path of the op that last writes the tensor */
+  PtrVec requests;
+} SyncCtx;
+
+static bool thread_dims_match(LowerCtx *c, Val *p, Val *cv) {
+  for (int pt = CF_PT_TIDX; pt <= CF_PT_TIDZ; pt++) {
+    if (!c->pdim[pt]) continue;
+    Val *pa = NULL, *ca = NULL;
+    for (int i = 0; i < TV(p)->nloop; i++)
+      if (ID(TV(p)->loop[i])->ptype == (cf_parallel_type)pt) pa = TV(p)->loop[i];
+    for (int i = 0; i < TV(cv)->nloop; i++)
+      if (ID(TV(cv)->loop[i])->ptype == (cf_parallel_type)pt) ca = TV(cv)->loop[i];
+    if (!pa && !ca) continue;
+    if (!pa || !ca || !sched_idmap_same(c->exact, pa, ca)) return false;
+  }
+  return true;
+}
+
+static void request(SyncCtx *s, KBlock *b, KNode *before) {
+  for (int i = 0; i < s->requests.len; i++) {
+    Request *r = s->requests.items[i];
+    if (r->block == b && r->before == before) return;
+  }
+  Request *r = ARENA_NEW(s->c->a, Request);
+  r->block = b;
+  r->before = before;
+  ptrvec_push(s->c->a, &s->requests, r);
+}
+
+static void reader(SyncCtx *s, const Path *rp, Val *p, Val *cv) {
+  const Path *wp = s->writer[p->id];
+  if (!wp || thread_dims_match(s->c, p, cv)) return;
+  int d = 0;
+  while (d < wp->depth && d < rp->depth && wp->node[d] == rp->node[d]) d++;
+  request(s, rp->block[d], rp->node[d]);
+  /* The innermost serial loop around both accesses iterates: guard its next write. */
+  for (int k = d - 1; k >= 0; k--) {
+    KNode *l = rp->node[k];
+    if (l->kind == KN_FOR && l->u.loop.var && l->u.loop.pt != CF_PT_VECTORIZE) {
+      int64_t ext;
+      if (!(kx_is_const(l->u.loop.extent, &ext) && ext == 1)) request(s, &l->u.loop.body, NULL);
+      break;
+    }
+  }
+}
+
+static void visit_op(SyncCtx *s, Path *path, KNode *op) {
+  const Expr *e = op->u.op.src;
+  Val *cv = e->out[0];
+  if (!op->u.op.reduction_init)
+    for (int i = 0; i < e->nin; i++) {
+      Val *p = e->in[i];
+      if (p->kind == VAL_TV && (TV(p)->mem == CF_MEM_SHARED || TV(p)->mem == CF_MEM_TENSOR)) reader(s, path, p, cv);
+    }
+  if (!s->writer[cv->id]) s->writer[cv->id] = ARENA_NEW(s->c->a, Path);
+  *s->writer[cv->id] = *path;
+}
+
+static void walk(SyncCtx *s, Path *path, KBlock *b) {
+  for (int i = 0; i < b->len && path->depth < MAX_DEPTH; i++) {
+    KNode *n = b->items[i];
+    path->block[path->depth] = b;
+    path->node[path->depth] = n;
+    path->depth++;
+    if (n->kind == KN_FOR) walk(s, path, &n->u.loop.body);
+    else if (n->kind == KN_IF) {
+      for (int j = 0; j < n->u.cond.then.len; j++)
+        if (n->u.cond.then.items[j]->kind == KN_OP) visit_op(s, path, n->u.cond.then.items[j]);
+    } else if (n->kind == KN_OP)
+      visit_op(s, path, n);
+    path->depth--;
+  }
+}
+
+static KNode *sync_node(LowerCtx *c) {
+  KNode *n = ARENA_NEW(c->a, KNode);
+  n->kind = KN_SYNC;
+  return n;
+}
+
+static void apply(LowerCtx *c, Request *r) {
+  KBlock *b = r->block;
+  int pos = b->len;
+  for (int i = 0; r->before && i < b->len; i++)
+    if (b->items[i] == r->before) pos = i;
+  if (pos > 0 && b->items[pos - 1]->kind == KN_SYNC) return;
+  kb_insert(c->a, b, pos, sync_node(c));
+}
+
+void lower_sync(LowerCtx *c) {
+  SyncCtx s = {c, ARENA_ARRAY(c->a, Path *, c->f->vals.len + 1), {0}};
+  Path path = {.depth = 0};
+  walk(&s, &path, &c->k->body);
+  for (int i = 0; i < s.requests.len; i++) apply(c, s.requests.items[i]);
+}

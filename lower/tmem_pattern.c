@@ -1,0 +1,340 @@
+/* lower/tmem_pattern.c: pass 7. Validates every tensor-memory load and store against the
+ * tcgen05 32x32b data path (DESIGN.md section 6, reference notes section 3.4): the
+ * access is warp-collective, thread l of warp w touches lane 32 * (w % 4) + l (lanes
+ * consecutive with stride 1, each warp in its own sub-partition), all threads of a warp
+ * touch the same columns, and a vector moves whole 32-bit words (.x1 to .x128).
+ *
+ * Requires: the loop nest (each op with its expression), TvInfo, the launch extents in
+ * c->pdim and the index pass's propagation (lower_index_access). Establishes: nothing in
+ * the kernel IR; a violation is a compile error beginning
+ * `Invalid data access pattern in TMem load/store: ` with the reason. With
+ * opts->skip_tmem_validation only the op kinds and the vector width are checked, so that
+ * the host backend's emulation can be tested on patterns the hardware would reject.
+ * Key decision: the structural checks (warp-collectiveness, strides of the outer thread
+ * dimensions) follow nvFuser's grouping of contiguous thread dimensions; the lane checks
+ * are a brute force over every thread of the CTA (tid = x + y*bdx + z*bdx*bdy) and over a
+ * sample of each serial loop's iterations, evaluating the op's own lane, column and
+ * register indices with the loop indices replaced by probes. That needs constant block
+ * dimensions, which every tensor-memory kernel has; it is exact where nvFuser's proofs are
+ * conservative, and it also catches a serial loop that moves a warp off its sub-partition. */
+#include <string.h>
+
+#include "lower/lower.h"
+
+#define PREFIX "Invalid data access pattern in TMem load/store: "
+
+enum { MAX_VARS = 64, SAMPLE = 64 };
+
+/* One op under test: its probe variables, the indices to evaluate, the thread lattice. */
+typedef struct Probe {
+  LowerCtx *c;
+  const char *var[MAX_VARS];
+  int64_t ext[MAX_VARS]; /* -1: symbolic (probed at 0 only) */
+  int64_t val[MAX_VARS];
+  int nvars;
+  int vec_var;           /* the Vectorize axis' probe, or -1 */
+  int64_t dim[3];        /* launch extents of TIDx, TIDy, TIDz */
+  int64_t limit[3];      /* threads below this take part (the op's own extent) */
+  int64_t tid[3];
+  KExpr *lane, *col, *reg;
+} Probe;
+
+static bool apply(IrOp op, int64_t x, int64_t y, int64_t *r) {
+  switch (op) {
+  case OP_ADD: *r = x + y; return true;
+  case OP_SUB: *r = x - y; return true;
+  case OP_MUL: *r = x * y; return true;
+  case OP_DIV: if (!y) return false; *r = x / y; return true;
+  case OP_MOD: if (!y) return false; *r = x % y; return true;
+  case OP_CEILDIV: if (!y) return false; *r = (x + y - 1) / y; return true;
+  case OP_MAX: *r = x > y ? x : y; return true;
+  case OP_MIN: *r = x < y ? x : y; return true;
+  case OP_LT: *r = x < y; return true;
+  case OP_LE: *r = x <= y; return true;
+  case OP_GT: *r = x > y; return true;
+  case OP_GE: *r = x >= y; return true;
+  case OP_EQ: *r = x == y; return true;
+  case OP_NE: *r = x != y; return true;
+  case OP_AND: *r = x && y; return true;
+  case OP_XOR: *r = x ^ y; return true;
+  default: return false;
+  }
+}
+
+/* Evaluates an index with the probe's thread and loop values (block indices 0). */
+static bool eval(const Probe *p, const KExpr *e, int64_t *out) {
+  int64_t x, y, z;
+  switch (e->kind) {
+  case KX_CONST: *out = e->value; return true;
+  case KX_VAR:
+    for (int i = 0; i < p->nvars; i++)
+      if (!strcmp(p->var[i], e->name)) return *out = p->val[i], true;
+    return false;
+  case KX_THREAD:
+    if (ir_ptype_is_thread(e->pt)) return *out = e->is_dim ? p->dim[e->pt - CF_PT_TIDX] : p->tid[e->pt - CF_PT_TIDX], true;
+    if (ir_ptype_is_block(e->pt) && !e->is_dim) return *out = 0, true;
+    return false;
+  case KX_BINARY: return eval(p, e->a, &x) && eval(p, e->b, &y) && apply(e->op, x, y, out);
+  case KX_SELECT: return eval(p, e->a, &x) && eval(p, e->b, &y) && eval(p, e->c, &z) && (*out = x ? y : z, true);
+  default: return false;
+  }
+}
+
+static int64_t must_eval(Probe *p, const KExpr *e, const char *what, const char *tv) {
+  int64_t v;
+  if (!eval(p, e, &v))
+    lower_fail(p->c, CF_ERR_UNSUPPORTED, "compile: the %s index of the tensor-memory access of %s depends on a "
+               "symbolic size; cfuser validates tensor-memory accesses of constant thread and loop extents only",
+               what, tv);
+  return v;
+}
+
+/* ---- which ops access tensor memory, and how ------------------------------------------ */
+
+static bool is_tmem(const Val *v) { return v->kind == VAL_TV && TV((Val *)v)->mem == CF_MEM_TENSOR; }
+
+/* The tensor-memory side of op's expression (NULL if none); *store: it is the output. */
+static Val *tmem_side(LowerCtx *c, const Expr *e, bool *store) {
+  Val *out = e->out[0], *tm = NULL;
+  for (int i = 0; i < e->nin; i++)
+    if (is_tmem(e->in[i])) tm = e->in[i];
+  if (!is_tmem(out) && !tm) return NULL;
+  *store = is_tmem(out);
+  Val *reg = *store ? e->in[0] : out;
+  bool copy = e->op == OP_SET || (!*store && e->op == OP_PERMUTE);
+  if (!copy || e->nin != 1 || reg->kind != VAL_TV || TV(reg)->mem != CF_MEM_LOCAL)
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+               "compile: %s %s tensor memory by %s of %s; tensor memory is only %s registers (a local tensor) by a "
+               "copy (set%s)", TV(out)->display_name, *store ? "is written to" : "is read from", ir_op_name(e->op),
+               reg->kind == VAL_TV ? TV(reg)->display_name : "a scalar", *store ? "stored from" : "loaded into",
+               *store ? "" : " or transpose");
+  return *store ? out : e->in[0];
+}
+
+/* The number of 32-bit words one thread moves: vector elements x dtype bytes / 4. */
+static int words_of(LowerCtx *c, const KNode *op, Val *tm) {
+  int v = op->u.op.vector > 1 ? op->u.op.vector : 1;
+  int d = (int)cf_dtype_size(tm->dtype), bytes = v * d;
+  if (bytes % 4)
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+               PREFIX "Vectorize size is not a multiple of 4 bytes. vec_size: %d, dtype_size: %d, vec_size_in_bytes: %d",
+               v, d, bytes);
+  int w = bytes / 4;
+  if (w > 128 || (w & (w - 1)))
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+               PREFIX "Vectorize size of %d words (vec_size: %d, dtype_size: %d) is not a power of two from 1 to 128.",
+               w, v, d);
+  return w;
+}
+
+/* ---- the thread lattice: warp-collectiveness and outer strides ---------------------- */
+
+/* Launch extents and the op's own extent on each thread dimension. */
+static void lattice(Probe *p, Val *cv, const char *tv) {
+  for (int d = 0; d < 3; d++) {
+    KExpr *e = p->c->pdim[CF_PT_TIDX + d];
+    p->dim[d] = 1;
+    if (e && !kx_is_const(e, &p->dim[d]))
+      lower_fail(p->c, CF_ERR_UNSUPPORTED, "compile: the tensor-memory access of %s runs in a block of symbolic size "
+                 "(%s); tensor-memory accesses need constant thread extents", tv, cf_parallel_type_name(CF_PT_TIDX + d));
+    p->limit[d] = p->dim[d];
+    for (int i = 0; i < TV(cv)->nloop; i++) {
+      Val *id = TV(cv)->loop[i];
+      int64_t x;
+      if (ID(id)->ptype == (cf_parallel_type)(CF_PT_TIDX + d) && ID(id)->iter_type != CF_ITER_BROADCAST &&
+          ir_scalar_const_value(ID(id)->extent, &x))
+        p->limit[d] = x;
+    }
+  }
+}
+
+/* nvFuser's grouping: thread dimensions (x innermost) merge with the next outer one while
+ * the inner one is exact (the op spans its whole launch extent). The innermost group must
+ * span whole warps; each outer group must start at a multiple of 32 threads. */
+static void check_lattice(LowerCtx *c, const Probe *p) {
+  int64_t group = 1, stride = 1;
+  bool innermost = true, any = false;
+  for (int d = 0; d < 3; d++) {
+    if (p->dim[d] <= 1) continue;
+    any = true;
+    group *= p->limit[d];
+    bool exact = p->limit[d] == p->dim[d];
+    bool last = true;
+    for (int e = d + 1; e < 3; e++) last &= p->dim[e] <= 1;
+    if (exact && !last) continue; /* the next outer dimension joins this group */
+    if (innermost && group % 32)
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+                 PREFIX "TMem load/store must be warp-collective, but the innermost extent is not a multiple of 32.");
+    if (!innermost && group != 1 && stride % 32)
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE, PREFIX "Outer parallel types' strides must be a multiple of 32.");
+    innermost = false;
+    stride = 1;
+    for (int e = 0; e <= d; e++) stride *= p->dim[e];
+    group = 1;
+  }
+  if (!any)
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE, PREFIX "TMem load/store must be warp-collective, but CTA size is one.");
+}
+
+/* ---- the probe: the op's indices with its loop indices replaced by variables ----------- */
+
+static void make_probe(Probe *p, const KNode *op, Val *tm, Val *reg) {
+  LowerCtx *c = p->c;
+  Val *cv = op->u.op.src->out[0];
+  int n = TV(cv)->nloop;
+  KNode probe = *op;
+  probe.u.op.loop_index = ARENA_ARRAY(c->a, KExpr *, n);
+  p->vec_var = -1;
+  for (int j = 0; j < n; j++) {
+    Val *id = TV(cv)->loop[j];
+    cf_parallel_type pt = ID(id)->ptype;
+    if (ID(id)->iter_type == CF_ITER_BROADCAST) {
+      probe.u.op.loop_index[j] = kx_const(c->a, 0);
+    } else if (ir_ptype_is_thread(pt) || ir_ptype_is_block(pt)) {
+      probe.u.op.loop_index[j] = kx_thread(c->a, pt, false);
+    } else if (p->nvars < MAX_VARS) {
+      int v = p->nvars++;
+      p->var[v] = arena_printf(c->a, "tmem_probe%d", j);
+      if (!ir_scalar_const_value(ID(id)->extent, &p->ext[v])) p->ext[v] = -1;
+      if (pt == CF_PT_VECTORIZE && j == n - 1 && op->u.op.vector > 1) p->vec_var = v;
+      probe.u.op.loop_index[j] = kx_var(c->a, p->var[v]);
+    } else {
+      probe.u.op.loop_index[j] = kx_const(c->a, 0);
+    }
+  }
+  KAccess t = lower_index_access(c, &probe, tm), r = lower_index_access(c, &probe, reg);
+  p->lane = t.lane;
+  p->col = t.col;
+  p->reg = r.index;
+}
+
+/* The loop values probed: all zero, then each variable alone over a sample of its range
+ * (the first SAMPLE values and the last). Returns false past the last configuration. */
+static bool probe_config(Probe *p, int k) {
+  memset(p->val, 0, sizeof p->val);
+  if (k == 0) return true;
+  k--;
+  for (int v = 0; v < p->nvars; v++) {
+    int64_t e = p->ext[v], n = e <= 1 ? 0 : e - 1 < SAMPLE ? e - 1 : SAMPLE;
+    if (k < n) {
+      p->val[v] = k + 1 == SAMPLE ? e - 1 : k + 1;
+      return true;
+    }
+    k -= (int)n;
+  }
+  return false;
+}
+
+/* ---- the brute force over the threads of the CTA ------------------------------------ */
+
+typedef struct Warp {
+  int64_t lane[32], col[32], reg[32];
+  bool part[32]; /* the thread takes part (inside the op's extent on every dimension) */
+  int nparts;
+} Warp;
+
+static void eval_warp(Probe *p, int64_t w, Warp *W, const char *tv) {
+  W->nparts = 0;
+  for (int l = 0; l < 32; l++) {
+    int64_t t = w * 32 + l;
+    p->tid[0] = t % p->dim[0];
+    p->tid[1] = t / p->dim[0] % p->dim[1];
+    p->tid[2] = t / (p->dim[0] * p->dim[1]);
+    W->part[l] = p->tid[0] < p->limit[0] && p->tid[1] < p->limit[1] && p->tid[2] < p->limit[2];
+    if (!W->part[l]) continue;
+    W->nparts++;
+    W->lane[l] = must_eval(p, p->lane, "lane", tv);
+    W->col[l] = must_eval(p, p->col, "column", tv);
+    W->reg[l] = must_eval(p, p->reg, "register", tv);
+  }
+}
+
+static const char *const no_path =
+    PREFIX "no tcgen05 data path matches the access.\n"
+           "  Not 32x32b because warps are not linearly accessing the lane allocation.\n"
+           "  Not 16x64b because it is not implemented in cfuser yet.\n"
+           "  Not 16x128b because it is not implemented in cfuser yet.\n"
+           "  Not 16x256b because it is not implemented in cfuser yet.\n"
+           "  Not 16x32bx2 because it is not implemented in cfuser yet.";
+
+/* Thread l must touch lane base + l, all threads the same columns. Returns whether the
+ * warp's base is its sub-partition's (checked last, as nvFuser does). */
+static bool check_warp(LowerCtx *c, const Warp *W, int64_t w) {
+  if (W->nparts != 32)
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+               PREFIX "TMem load/store must be warp-collective, but the innermost extent is not a multiple of 32.");
+  int64_t s = W->lane[1] - W->lane[0];
+  for (int l = 2; l < 32; l++)
+    if (W->lane[l] - W->lane[0] != s * l) s = 0;
+  if (s == 0) lower_fail(c, CF_ERR_INVALID_SCHEDULE, "%s", no_path);
+  if (s != 1) lower_fail(c, CF_ERR_INVALID_SCHEDULE, PREFIX "Warp linearly accessing lanes, but not with stride 1.");
+  for (int l = 1; l < 32; l++)
+    if (W->col[l] != W->col[0])
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE, PREFIX "Threads of a warp access different columns.");
+  return W->lane[0] == 32 * (w % 4);
+}
+
+/* The elements of one vector access are consecutive columns and registers, on one lane. */
+static void check_vector(Probe *p, const Warp *W, int64_t w, const char *tv, int dsize) {
+  LowerCtx *c = p->c;
+  int64_t save = p->val[p->vec_var], vec = p->ext[p->vec_var];
+  Warp V;
+  for (int64_t v = 1; v < vec; v++) {
+    p->val[p->vec_var] = save + v;
+    eval_warp(p, w, &V, tv);
+    for (int l = 0; l < 32; l++)
+      if (V.lane[l] != W->lane[l] || V.col[l] != W->col[l] + v || V.reg[l] != W->reg[l] + v)
+        lower_fail(c, CF_ERR_INVALID_SCHEDULE, PREFIX "the vectorized axis of %s does not walk consecutive columns "
+                   "of one lane and consecutive registers.", tv);
+  }
+  p->val[p->vec_var] = save;
+  for (int l = 0; l < 32; l++)
+    if (W->col[l] * dsize % 4 || W->reg[l] * dsize % 4)
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE, PREFIX "an access of %s does not start at a 32-bit boundary of tensor "
+                 "memory or of its registers (column %lld, register %lld).", tv, (long long)W->col[l],
+                 (long long)W->reg[l]);
+}
+
+static void brute_force(Probe *p, const char *tv, int dsize) {
+  int64_t nthreads = p->dim[0] * p->dim[1] * p->dim[2];
+  bool subpartition_ok = true;
+  Warp W;
+  for (int k = 0; probe_config(p, k); k++) {
+    if (p->vec_var >= 0 && p->val[p->vec_var]) continue; /* vector elements: check_vector */
+    for (int64_t w = 0; w * 32 < nthreads; w++) {
+      eval_warp(p, w, &W, tv);
+      if (!W.nparts) continue;
+      subpartition_ok &= check_warp(p->c, &W, w);
+      if (p->vec_var >= 0) check_vector(p, &W, w, tv, dsize);
+    }
+  }
+  if (!subpartition_ok)
+    lower_fail(p->c, CF_ERR_INVALID_SCHEDULE, PREFIX "Warps are not accessing the correct sub-partition.");
+}
+
+static void check_op(LowerCtx *c, const KNode *op) {
+  const Expr *e = op->u.op.src;
+  bool store;
+  Val *tm = tmem_side(c, e, &store);
+  if (!tm) return;
+  words_of(c, op, tm);
+  if (c->opts->skip_tmem_validation) return;
+  Val *cv = e->out[0], *reg = store ? e->in[0] : cv;
+  Probe p = {.c = c};
+  const char *name = TV(cv)->display_name;
+  lattice(&p, cv, name);
+  check_lattice(c, &p);
+  make_probe(&p, op, tm, reg);
+  brute_force(&p, name, (int)cf_dtype_size(tm->dtype));
+}
+
+static void walk(LowerCtx *c, const KBlock *b) {
+  for (int i = 0; i < b->len; i++) {
+    const KNode *n = b->items[i];
+    if (n->kind == KN_FOR) walk(c, &n->u.loop.body);
+    else if (n->kind == KN_IF) walk(c, &n->u.cond.then);
+    else if (n->kind == KN_OP && !n->u.op.reduction_init) check_op(c, n);
+  }
+}
+
+void lower_tmem_pattern(LowerCtx *c) { walk(c, &c->k->body); }

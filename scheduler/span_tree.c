@@ -1,0 +1,152 @@
+/* scheduler/span_tree.c: the maximum-information spanning tree of the tensor graph
+ * (nvFuser's MaxLogicalDomainInfoSpanningTree), the path along which transform
+ * propagation, inline_all_at and compute_at visit tensors.
+ *
+ * Every tensor is reached once, from the neighbour (producer or consumer) through which
+ * the most of the reference's axes survive: going through a reduction drops the reduced
+ * axes, going through a broadcast replaces an axis by a size-1 stand-in. Taking the best
+ * edge first (Prim's algorithm) means a tensor reachable both ways is scheduled from the
+ * side that knows the most about the reference.
+ *
+ * Key decision: information is tracked per reference logical axis as the single axis it
+ * maps to in each tensor plus a "complete" flag, not as sets of axes; without rfactor or
+ * reshape an axis never maps to more than one axis of a neighbour, so nothing is lost. */
+#include <string.h>
+
+#include "scheduler/sched.h"
+
+typedef struct Info {
+  Val **ids;      /* per tracked reference axis: the tensor's axis, or NULL */
+  bool *complete; /* the axis carries the full extent */
+} Info;
+
+typedef struct Tree {
+  Arena *a;
+  int nref;     /* tracked reference axes */
+  PtrVec tvs;   /* reached, in order */
+  PtrVec from;
+  ValTab info;  /* tv -> Info* */
+  SpanSelect sel;
+  void *ctx;
+} Tree;
+
+static void weigh(const Tree *t, const Info *in, int *ncomplete, int *nmapped) {
+  *ncomplete = *nmapped = 0;
+  for (int k = 0; k < t->nref; k++) {
+    *nmapped += in->ids[k] != NULL;
+    *ncomplete += in->ids[k] && in->complete[k];
+  }
+}
+
+/* The information `to` receives from `from` through their pairwise map. */
+static bool carry(Tree *t, Val *from, Val *to, const Info *src, Info *dst) {
+  dst->ids = ARENA_ARRAY(t->a, Val *, t->nref);
+  dst->complete = ARENA_ARRAY(t->a, bool, t->nref);
+  if (!dst->ids || !dst->complete) return false;
+  for (int k = 0; k < t->nref; k++) {
+    if (!src->ids[k]) continue;
+    Val *id = sched_pairwise_partner(from, to, src->ids[k]);
+    if (!id) continue;
+    dst->ids[k] = id;
+    dst->complete[k] = src->complete[k] &&
+                       (ID(id)->iter_type != CF_ITER_BROADCAST || ID(src->ids[k])->iter_type == CF_ITER_BROADCAST);
+  }
+  return true;
+}
+
+/* Calls fn for every neighbour of tv: producers (inputs of its definition), then
+ * consumers (outputs of the tensor Exprs using it). */
+typedef bool (*NeighbourFn)(Tree *t, Val *from, Val *to, bool to_is_producer, void *acc);
+
+static bool for_neighbours(Tree *t, Val *tv, NeighbourFn fn, void *acc) {
+  Expr *d = tv->def;
+  if (d && ir_op_kind(d->op) != OPK_TRANSFORM)
+    for (int i = 0; i < d->nin; i++)
+      if (d->in[i]->kind == VAL_TV && d->in[i] != tv && !fn(t, tv, d->in[i], true, acc)) return false;
+  for (int u = 0; u < tv->uses.len; u++) {
+    Expr *e = tv->uses.items[u];
+    if (ir_op_kind(e->op) == OPK_TRANSFORM) continue;
+    for (int o = 0; o < e->nout; o++)
+      if (e->out[o]->kind == VAL_TV && e->out[o] != tv && !fn(t, tv, e->out[o], false, acc)) return false;
+  }
+  return true;
+}
+
+typedef struct Best {
+  Val *from, *to;
+  Info info;
+  int ncomplete, nmapped;
+} Best;
+
+static bool consider(Tree *t, Val *from, Val *to, bool to_is_producer, void *acc) {
+  Best *b = acc;
+  if (sched_tab_get(&t->info, to)) return true;
+  if (t->sel && !t->sel(t->ctx, from, to, to_is_producer)) return true;
+  Info in = {0};
+  if (!carry(t, from, to, sched_tab_get(&t->info, from), &in)) return false;
+  int nc, nm;
+  weigh(t, &in, &nc, &nm);
+  if (!b->to || nc > b->ncomplete || (nc == b->ncomplete && nm > b->nmapped)) {
+    b->from = from;
+    b->to = to;
+    b->info = in;
+    b->ncomplete = nc;
+    b->nmapped = nm;
+  }
+  return true;
+}
+
+/* The reference's logical axes that its first ref_pos loop axes derive from. */
+static bool reference_info(Tree *t, Val *ref, int ref_pos, Info *out) {
+  TensorView *r = TV(ref);
+  int nh;
+  Expr **hist = sched_history_to(t->a, ref, r->loop, ref_pos, &nh);
+  ValTab used = {.arena = t->a};
+  if (nh < 0) return false;
+  for (int i = 0; i < ref_pos; i++)
+    if (!sched_tab_put(&used, r->loop[i], ref)) return false;
+  for (int k = nh - 1; k >= 0; k--) {
+    Expr *e = hist[k];
+    bool any = false;
+    for (int o = 0; o < e->nout; o++) any = any || sched_tab_get(&used, e->out[o]);
+    for (int i = 0; any && i < e->nin; i++)
+      if (!sched_tab_put(&used, e->in[i], ref)) return false;
+  }
+  t->nref = r->nlogical;
+  out->ids = ARENA_ARRAY(t->a, Val *, t->nref);
+  out->complete = ARENA_ARRAY(t->a, bool, t->nref);
+  if (!out->ids || !out->complete) return false;
+  for (int k = 0; k < t->nref; k++) {
+    if (!sched_tab_get(&used, r->logical[k])) continue;
+    out->ids[k] = r->logical[k];
+    out->complete[k] = true;
+  }
+  return true;
+}
+
+static bool reach(Tree *t, Val *tv, Val *from, Info *in) {
+  Info *keep = ARENA_NEW(t->a, Info);
+  if (!keep) return false;
+  *keep = *in;
+  ptrvec_push(t->a, &t->tvs, tv);
+  ptrvec_push(t->a, &t->from, from);
+  return sched_tab_put(&t->info, tv, keep);
+}
+
+bool sched_span_tree(Arena *scratch, Val *ref, int ref_pos, SpanSelect sel, void *ctx, SpanTree *out) {
+  Tree t = {.a = scratch, .sel = sel, .ctx = ctx};
+  t.info.arena = scratch;
+  Info root = {0};
+  if (!reference_info(&t, ref, ref_pos, &root) || !reach(&t, ref, NULL, &root)) return false;
+  for (;;) {
+    Best b = {0};
+    for (int i = 0; i < t.tvs.len; i++)
+      if (!for_neighbours(&t, t.tvs.items[i], consider, &b)) return false;
+    if (!b.to) break;
+    if (!reach(&t, b.to, b.from, &b.info)) return false;
+  }
+  out->n = t.tvs.len;
+  out->tvs = (Val **)t.tvs.items;
+  out->from = (Val **)t.from.items;
+  return true;
+}

@@ -1,0 +1,111 @@
+/* tests/kernels/kernel_check.h: the harness of the scheduled-fusion tests. For one
+ * scheduled fusion and its inputs it
+ *   1. compiles the CUDA kernel with NVRTC for sm_90a (works without a GPU),
+ *   2. compiles and runs it on the host backend and compares every output with the
+ *      reference evaluator (exactly for copies, within a tolerance for math),
+ *   3. when a CUDA device is present, runs it there too and compares likewise.
+ * Header-only; tests include it once. */
+#ifndef CFUSER_KERNEL_CHECK_H
+#define CFUSER_KERNEL_CHECK_H
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "test_util.h"
+
+typedef struct KcInput {
+  cf_dtype dtype;
+  int rank;
+  int64_t sizes[8];
+  const int64_t *strides; /* NULL: contiguous */
+} KcInput;
+
+static inline DLManagedTensor *kc_make_input(const KcInput *in, uint64_t seed) {
+  DLManagedTensor *t = in->strides ? cf_tensor_host_strided(in->dtype, in->rank, in->sizes, in->strides)
+                                   : cf_tensor_host(in->dtype, in->rank, in->sizes);
+  cf_tensor_fill_random(&t->dl_tensor, seed);
+  return t;
+}
+
+static inline void kc_compare(DLManagedTensor **got, DLManagedTensor **want, int n, double tol, const char *where) {
+  for (int i = 0; i < n; i++) {
+    char msg[512] = "";
+    bool ok = tol == 0 ? cf_tensor_equal(&got[i]->dl_tensor, &want[i]->dl_tensor)
+                       : cf_tensor_allclose(&got[i]->dl_tensor, &want[i]->dl_tensor, tol, tol, msg, sizeof msg);
+    cr_expect(ok, "%s: output %d differs from the reference evaluator %s", where, i, msg);
+  }
+}
+
+/* Compiles for sm_90a with NVRTC; returns the generated source (caller frees). */
+static inline char *kc_compile_sm90(cf_fusion *f) {
+  cf_executor_options o = {.backend = CF_BACKEND_CUDA, .arch = "sm_90a"};
+  cf_executor *e = cf_executor_create(&o);
+  cf_status s = cf_executor_compile(e, f);
+  cr_expect_eq(s, CF_OK, "NVRTC compile for sm_90a failed: %s", cf_executor_error(e));
+  char *src = strdup(cf_executor_source(e));
+  cf_executor_destroy(e);
+  return src;
+}
+
+static inline void kc_run_backend(cf_fusion *f, cf_backend backend, int nin, DLManagedTensor **host_in,
+                                  DLManagedTensor **want, double tol) {
+  cf_executor_options o = {.backend = backend};
+  cf_executor *e = cf_executor_create(&o);
+  cf_status s = cf_executor_compile(e, f);
+  cr_assert_eq(s, CF_OK, "compile failed: %s", cf_executor_error(e));
+  int nout = cf_fusion_num_outputs(f);
+  const DLTensor *ins[16];
+  DLManagedTensor *dev_in[16] = {0}, *out[16] = {0}, *back[16] = {0};
+  for (int i = 0; i < nin; i++) {
+    if (backend == CF_BACKEND_CUDA) {
+      DLTensor *h = &host_in[i]->dl_tensor;
+      dev_in[i] = cf_tensor_device(cf_tv_dtype(cf_fusion_input(f, i)), h->ndim, h->shape);
+      cf_tensor_copy(&dev_in[i]->dl_tensor, h);
+      ins[i] = &dev_in[i]->dl_tensor;
+    } else {
+      ins[i] = &host_in[i]->dl_tensor;
+    }
+  }
+  s = cf_executor_run(e, nin, ins, nout, out);
+  cr_assert_eq(s, CF_OK, "run failed: %s", cf_executor_error(e));
+  for (int i = 0; i < nout; i++) {
+    if (backend == CF_BACKEND_CUDA) {
+      DLTensor *d = &out[i]->dl_tensor;
+      back[i] = cf_tensor_host(cf_tv_dtype(cf_fusion_output(f, i)), d->ndim, d->shape);
+      cf_tensor_copy(&back[i]->dl_tensor, d);
+    } else {
+      back[i] = out[i];
+      out[i] = NULL;
+    }
+  }
+  kc_compare(back, want, nout, tol, backend == CF_BACKEND_CUDA ? "cuda" : "host");
+  for (int i = 0; i < 16; i++) {
+    cf_tensor_free(dev_in[i]);
+    cf_tensor_free(out[i]);
+    cf_tensor_free(back[i]);
+  }
+  cf_executor_destroy(e);
+}
+
+/* The whole check. Returns the sm_90a CUDA source for further assertions (caller frees). */
+static inline char *kc_check(cf_fusion *f, int nin, const KcInput *inputs, double tol) {
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "scheduling failed: %s", cf_fusion_error(f));
+  cr_assert_eq(cf_fusion_verify(f), CF_OK, "IR verifier: %s", cf_fusion_error(f));
+  DLManagedTensor *host_in[16] = {0}, *want[16] = {0};
+  const DLTensor *ins[16];
+  for (int i = 0; i < nin; i++) {
+    host_in[i] = kc_make_input(&inputs[i], 1234 + (uint64_t)i);
+    ins[i] = &host_in[i]->dl_tensor;
+  }
+  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
+  char *src = kc_compile_sm90(f);
+  kc_run_backend(f, CF_BACKEND_HOST, nin, host_in, want, tol);
+  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, host_in, want, tol);
+  for (int i = 0; i < 16; i++) {
+    cf_tensor_free(host_in[i]);
+    cf_tensor_free(want[i]);
+  }
+  return src;
+}
+
+#endif

@@ -1,0 +1,31 @@
+/* tools/main.c: the `cfuser` command-line program: dispatches to one subcommand per file
+ * (demo, layout). `./cfuser ARGS` at the repository root builds and then runs this. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools.h"
+
+static const struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *help;
+} commands[] = {
+    {"demo", cf_tool_demo, "build, schedule, print and run a small fusion"},
+    {"layout", cf_tool_layout, "CuTe layout calculator: cfuser layout OP ARG... (cfuser layout help)"},
+};
+
+static int usage(FILE *out) {
+  fprintf(out, "usage: cfuser COMMAND [ARGS]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
+  return out == stderr ? 2 : 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return usage(stderr);
+  if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return usage(stdout);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "cfuser: unknown command '%s'\n\n", argv[1]);
+  return usage(stderr);
+}
