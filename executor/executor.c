@@ -185,7 +185,8 @@ cf_status cf_fusion_print_kernel(cf_fusion *f, FILE *out) {
     return s;
   }
   char *src = cg_cuda_source(k);
-  if (out) fputs(src, out);
+  const char *kernel = strstr(src, "extern \"C\" __global__");
+  if (out) fputs(kernel ? kernel : src, out);
   free(src);
   kkernel_free(k);
   return CF_OK;

@@ -36,20 +36,18 @@ static const char *const parallel_names[] = {
 
 /* The table holds the letters used in tensor names; the full names are for messages. */
 static const char *const memory_names[CF_MEM_COUNT] = {
-    [CF_MEM_LOCAL] = "Local", [CF_MEM_SHARED] = "Shared", [CF_MEM_GLOBAL] = "Global",
-    [CF_MEM_TENSOR] = "Tensor"};
+    [CF_MEM_LOCAL] = "Local", [CF_MEM_SHARED] = "Shared", [CF_MEM_GLOBAL] = "Global", [CF_MEM_TENSOR] = "Tensor"};
 
-static const char *const status_names[] = {
-    [CF_OK] = "OK",
-    [CF_ERR_INVALID_ARGUMENT] = "ERR_INVALID_ARGUMENT",
-    [CF_ERR_INVALID_SCHEDULE] = "ERR_INVALID_SCHEDULE",
-    [CF_ERR_UNSUPPORTED] = "ERR_UNSUPPORTED",
-    [CF_ERR_COMPILE] = "ERR_COMPILE",
-    [CF_ERR_CUDA] = "ERR_CUDA",
-    [CF_ERR_NO_DEVICE] = "ERR_NO_DEVICE",
-    [CF_ERR_OUT_OF_MEMORY] = "ERR_OUT_OF_MEMORY",
-    [CF_ERR_RUNTIME] = "ERR_RUNTIME",
-    [CF_ERR_INTERNAL] = "ERR_INTERNAL"};
+static const char *const status_names[] = {[CF_OK] = "OK",
+                                           [CF_ERR_INVALID_ARGUMENT] = "ERR_INVALID_ARGUMENT",
+                                           [CF_ERR_INVALID_SCHEDULE] = "ERR_INVALID_SCHEDULE",
+                                           [CF_ERR_UNSUPPORTED] = "ERR_UNSUPPORTED",
+                                           [CF_ERR_COMPILE] = "ERR_COMPILE",
+                                           [CF_ERR_CUDA] = "ERR_CUDA",
+                                           [CF_ERR_NO_DEVICE] = "ERR_NO_DEVICE",
+                                           [CF_ERR_OUT_OF_MEMORY] = "ERR_OUT_OF_MEMORY",
+                                           [CF_ERR_RUNTIME] = "ERR_RUNTIME",
+                                           [CF_ERR_INTERNAL] = "ERR_INTERNAL"};
 
 bool ir_dtype_valid(cf_dtype t) { return (unsigned)t < CF_DTYPE_COUNT; }
 const char *cf_dtype_name(cf_dtype t) { return ir_dtype_valid(t) ? dtype_info[t].name : "invalid"; }
@@ -57,16 +55,10 @@ size_t cf_dtype_size(cf_dtype t) { return ir_dtype_valid(t) ? dtype_info[t].size
 const char *cf_parallel_type_name(cf_parallel_type p) {
   return (unsigned)p < CF_PT_COUNT ? parallel_names[p] : "invalid";
 }
-const char *cf_memory_type_name(cf_memory_type m) {
-  return (unsigned)m < CF_MEM_COUNT ? memory_names[m] : "invalid";
-}
-const char *cf_status_name(cf_status s) {
-  return (unsigned)s <= CF_ERR_INTERNAL ? status_names[s] : "invalid";
-}
+const char *cf_memory_type_name(cf_memory_type m) { return (unsigned)m < CF_MEM_COUNT ? memory_names[m] : "invalid"; }
+const char *cf_status_name(cf_status s) { return (unsigned)s <= CF_ERR_INTERNAL ? status_names[s] : "invalid"; }
 
-bool ir_dtype_is_float(cf_dtype t) {
-  return t == CF_FLOAT || t == CF_DOUBLE || t == CF_HALF || t == CF_BFLOAT16;
-}
+bool ir_dtype_is_float(cf_dtype t) { return t == CF_FLOAT || t == CF_DOUBLE || t == CF_HALF || t == CF_BFLOAT16; }
 
 /* ---- DLPack types ------------------------------------------------------------------------- */
 
@@ -247,7 +239,7 @@ double ir_elem_to_double(IrElem v, cf_dtype t) { return ir_dtype_is_float(t) ? v
 
 typedef struct HostTensor {
   DLManagedTensor m; /* first, so the deleter can free the block it is given */
-  int64_t dims[];    /* shape[ndim] then strides[ndim] */
+  int64_t dims[]; /* shape[ndim] then strides[ndim] */
 } HostTensor;
 
 static void host_deleter(DLManagedTensor *m) {
@@ -298,8 +290,7 @@ DLManagedTensor *cf_tensor_host(cf_dtype dtype, int rank, const int64_t *sizes) 
   return host_alloc(dtype, rank, sizes, NULL);
 }
 
-DLManagedTensor *cf_tensor_host_strided(cf_dtype dtype, int rank, const int64_t *sizes,
-                                        const int64_t *strides) {
+DLManagedTensor *cf_tensor_host_strided(cf_dtype dtype, int rank, const int64_t *sizes, const int64_t *strides) {
   if (rank > 0 && !strides) return NULL;
   return host_alloc(dtype, rank, sizes, strides);
 }
@@ -344,8 +335,7 @@ static uint64_t splitmix64(uint64_t *state) {
 /* A random element: floats are k * 2^(1-p) - 1 with p = fraction bits + 1, so every value
  * is exact in its type and lies in [-1, 1). */
 static IrElem random_elem(uint64_t r, cf_dtype t, cf_dtype *cls) {
-  static const int precision[CF_DTYPE_COUNT] = {[CF_FLOAT] = 24, [CF_DOUBLE] = 53, [CF_HALF] = 11,
-                                                [CF_BFLOAT16] = 8};
+  static const int precision[CF_DTYPE_COUNT] = {[CF_FLOAT] = 24, [CF_DOUBLE] = 53, [CF_HALF] = 11, [CF_BFLOAT16] = 8};
   IrElem v;
   *cls = t;
   if (ir_dtype_is_float(t)) {
@@ -424,12 +414,11 @@ static void mismatch_msg(const DLTensor *a, int64_t i, double x, double y, doubl
   for (int d = 0; d < a->ndim && d < 64 && len < sizeof where; d++)
     len += (size_t)snprintf(where + len, sizeof where - len, "%s%lld", d ? ", " : "", (long long)coords[d]);
   if (len < sizeof where) snprintf(where + len, sizeof where - len, "]");
-  snprintf(msg, msglen, "mismatch at %s (index %lld): %.9g vs %.9g (|diff| %.3g > tolerance %.3g)", where,
-           (long long)i, x, y, fabs(x - y), tol);
+  snprintf(msg, msglen, "mismatch at %s (index %lld): %.9g vs %.9g (|diff| %.3g > tolerance %.3g)", where, (long long)i,
+           x, y, fabs(x - y), tol);
 }
 
-bool cf_tensor_allclose(const DLTensor *a, const DLTensor *b, double rtol, double atol, char *msg,
-                        size_t msglen) {
+bool cf_tensor_allclose(const DLTensor *a, const DLTensor *b, double rtol, double atol, char *msg, size_t msglen) {
   cf_dtype da, db;
   if (!host_dtype(a, &da) || !host_dtype(b, &db)) {
     if (msg) snprintf(msg, msglen, "not a host tensor of a cfuser dtype");

@@ -188,8 +188,7 @@ static cf_status check_input_type(Eval *ev, int i, Val *tv, const DLTensor *t) {
   const char *name = TV(tv)->display_name;
   cf_dtype dt;
   if (!t) return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) is NULL", i, name);
-  if (!ir_dl_is_host(t))
-    return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) is not in host memory", i, name);
+  if (!ir_dl_is_host(t)) return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) is not in host memory", i, name);
   if (!ir_dtype_from_dl(t->dtype, &dt) || dt != tv->dtype) {
     ir_dl_type_str(t->dtype, have, sizeof have);
     return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has dtype %s, expected %s", i, name, have,
@@ -259,18 +258,18 @@ static bool nd_empty(const NdIter *it) {
 
 typedef struct ExprPlan {
   const Expr *e;
-  int rank;           /* of the iteration space: the output's logical domain */
-  int64_t *sizes;     /* per iteration axis */
+  int rank; /* of the iteration space: the output's logical domain */
+  int64_t *sizes; /* per iteration axis */
   int64_t (*st)[MAX_OPERANDS];
-  const Val **first;  /* per axis: the first operand iterating it, and its size */
+  const Val **first; /* per axis: the first operand iterating it, and its size */
   int64_t *first_size;
   const DLTensor *t[MAX_OPERANDS];
   cf_dtype dt[MAX_OPERANDS];
 } ExprPlan;
 
 static cf_status extent_mismatch(Eval *ev, const Expr *e, int d, int64_t x, const Val *tx, int64_t y, const Val *ty) {
-  return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s: axis %d has extent %lld in %s but %lld in %s", ir_op_name(e->op), d,
-                    (long long)x, tx->u.tv.display_name, (long long)y, ty->u.tv.display_name);
+  return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s: axis %d has extent %lld in %s but %lld in %s", ir_op_name(e->op),
+                    d, (long long)x, tx->u.tv.display_name, (long long)y, ty->u.tv.display_name);
 }
 
 /* Operand j's strides over the output's logical axes. Where two operands iterate an axis
@@ -359,13 +358,17 @@ static IrElem apply_elementwise(const ExprPlan *p, const NdIter *it, cf_dtype ct
   IrElem r, a = load_as(p, it, 1, ct);
   switch (ir_op_kind(e->op)) {
   case OPK_UNARY:
-    if (fl) r.d = ir_unary_f64(e->op, a.d);
-    else r.i = ir_unary_i64(e->op, a.i);
+    if (fl)
+      r.d = ir_unary_f64(e->op, a.d);
+    else
+      r.i = ir_unary_i64(e->op, a.i);
     return r;
   case OPK_BINARY: {
     IrElem b = e->nin == 1 ? rhs : load_as(p, it, 2, ct);
-    if (fl) r.d = ir_binary_f64(e->op, a.d, b.d);
-    else r.i = ir_binary_i64(e->op, a.i, b.i);
+    if (fl)
+      r.d = ir_binary_f64(e->op, a.d, b.d);
+    else
+      r.i = ir_binary_i64(e->op, a.i, b.i);
     return r;
   }
   case OPK_TERNARY: {
@@ -381,7 +384,7 @@ static void run_elementwise(const ExprPlan *p, NdIter *it) {
   IrElem rhs = {.i = 0};
   /* A constant right-hand side stays a double for floating types (C's x + 2.5) and is an
    * exact integer otherwise (ir_scalar_rhs_dtype made the result floating if it is not). */
-  if (p->e->nin == 1 && p->e->attr.scalar_rhs.is_scalar_rhs) {
+  if (ir_op_kind(p->e->op) == OPK_BINARY && p->e->nin == 1) { /* attr is a union: check the kind first */
     IrElem v = {.d = p->e->attr.scalar_rhs.value};
     rhs = ir_dtype_is_float(ct) ? v : ir_elem_convert(v, CF_DOUBLE, CF_INT64);
   }
@@ -394,8 +397,10 @@ static void run_elementwise(const ExprPlan *p, NdIter *it) {
 
 static IrElem reduction_init(IrOp op, bool fl) {
   IrElem v;
-  if (fl) v.d = op == OP_SUM ? 0.0 : op == OP_MAX_REDUCE ? -INFINITY : INFINITY;
-  else v.i = op == OP_SUM ? 0 : op == OP_MAX_REDUCE ? INT64_MIN : INT64_MAX;
+  if (fl)
+    v.d = op == OP_SUM ? 0.0 : op == OP_MAX_REDUCE ? -INFINITY : INFINITY;
+  else
+    v.i = op == OP_SUM ? 0 : op == OP_MAX_REDUCE ? INT64_MIN : INT64_MAX;
   return v;
 }
 
@@ -413,8 +418,10 @@ static cf_status run_reduction(Eval *ev, const ExprPlan *p, NdIter *it) {
   if (!nd_empty(it)) do {
       IrElem x = ir_elem_load(ir_dl_elem_ptr(p->t[1], it->off[1]), ct);
       IrElem *a = &acc[it->off[0]]; /* the output is dense: offsets are indices */
-      if (fl) a->d = ir_binary_f64(op, a->d, x.d);
-      else a->i = ir_binary_i64(op, a->i, x.i);
+      if (fl)
+        a->d = ir_binary_f64(op, a->d, x.d);
+      else
+        a->i = ir_binary_i64(op, a->i, x.i);
     } while (nd_next(it));
   for (int64_t i = 0; i < n; i++) ir_elem_store(ir_dl_elem_ptr(p->t[0], i), p->dt[0], acc[i], ct);
   free(acc);
@@ -465,7 +472,8 @@ cf_status cf_fusion_evaluate(cf_fusion *f, int ninputs, const DLTensor *const *i
   Eval ev = {.f = f, .bufs = calloc((size_t)f->vals.len + 1, sizeof(EvalBuf))};
   s = ev.bufs ? check_inputs(&ev, ninputs, inputs) : ir_error(f, CF_ERR_OUT_OF_MEMORY, "evaluate: out of memory");
   int n = 0;
-  Expr **exprs = s ? NULL : ir_fusion_tensor_exprs(f, &n);
+  Arena *scratch = arena_create();
+  Expr **exprs = s || !scratch ? NULL : ir_fusion_tensor_exprs_in(scratch, f, &n);
   for (int i = 0; !s && i < n; i++) s = eval_expr(&ev, exprs[i]);
   for (int i = 0; !s && i < f->outputs.len; i++) {
     EvalBuf *b = &ev.bufs[((Val *)f->outputs.items[i])->id];
@@ -478,5 +486,6 @@ cf_status cf_fusion_evaluate(cf_fusion *f, int ninputs, const DLTensor *const *i
       outputs[i] = NULL;
     }
   eval_free(&ev);
+  arena_destroy(scratch);
   return s;
 }

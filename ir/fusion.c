@@ -173,39 +173,43 @@ bool ir_tv_is_output(const cf_fusion *f, const Val *tv) { return ptrvec_contains
 static bool is_tensor_expr(const Expr *e) { return e && ir_op_kind(e->op) != OPK_TRANSFORM && e->nout > 0 && e->out[0]->kind == VAL_TV; }
 
 /* Post-order DFS from the outputs: producers before consumers, in first-use order. */
-static void visit_expr(cf_fusion *f, Expr *e, char *seen, PtrVec *order) {
-  if (!is_tensor_expr(e) || seen[e->id]) return;
+static void visit_expr(Arena *a, const cf_fusion *f, Expr *e, char *seen, PtrVec *order) {
+  if (!is_tensor_expr(e) || e->out[0]->fusion != f || seen[e->id]) return;
   seen[e->id] = 1;
   for (int i = 0; i < e->nin; i++)
-    if (e->in[i]->kind == VAL_TV) visit_expr(f, e->in[i]->def, seen, order);
-  ptrvec_push(f->arena, order, e);
+    if (e->in[i]->kind == VAL_TV) visit_expr(a, f, e->in[i]->def, seen, order);
+  ptrvec_push(a, order, e);
 }
 
-Expr **ir_fusion_tensor_exprs(cf_fusion *f, int *n) {
-  char *seen = arena_alloc(f->arena, (size_t)f->exprs.len + 1);
+Expr **ir_fusion_tensor_exprs_in(Arena *a, cf_fusion *f, int *n) {
+  char *seen = arena_alloc(a, (size_t)f->exprs.len + 1);
   PtrVec order = {0};
-  for (int i = 0; i < f->outputs.len; i++) visit_expr(f, ((Val *)f->outputs.items[i])->def, seen, &order);
+  for (int i = 0; i < f->outputs.len; i++) visit_expr(a, f, ((Val *)f->outputs.items[i])->def, seen, &order);
   *n = order.len;
   return (Expr **)order.items;
 }
 
-Val **ir_fusion_all_tvs(cf_fusion *f, int *n) {
+Expr **ir_fusion_tensor_exprs(cf_fusion *f, int *n) { return ir_fusion_tensor_exprs_in(f->arena, f, n); }
+
+Val **ir_fusion_all_tvs_in(Arena *a, cf_fusion *f, int *n) {
   int ne;
-  Expr **exprs = ir_fusion_tensor_exprs(f, &ne);
+  Expr **exprs = ir_fusion_tensor_exprs_in(a, f, &ne);
   PtrVec tvs = {0};
-  for (int i = 0; i < f->inputs.len; i++) ptrvec_push(f->arena, &tvs, f->inputs.items[i]);
+  for (int i = 0; i < f->inputs.len; i++) ptrvec_push(a, &tvs, f->inputs.items[i]);
   for (int i = 0; i < ne; i++) {
     for (int j = 0; j < exprs[i]->nin; j++)
       if (exprs[i]->in[j]->kind == VAL_TV && !ptrvec_contains(&tvs, exprs[i]->in[j]))
-        ptrvec_push(f->arena, &tvs, exprs[i]->in[j]);
+        ptrvec_push(a, &tvs, exprs[i]->in[j]);
     for (int j = 0; j < exprs[i]->nout; j++)
-      if (!ptrvec_contains(&tvs, exprs[i]->out[j])) ptrvec_push(f->arena, &tvs, exprs[i]->out[j]);
+      if (!ptrvec_contains(&tvs, exprs[i]->out[j])) ptrvec_push(a, &tvs, exprs[i]->out[j]);
   }
   for (int i = 0; i < f->outputs.len; i++)
-    if (!ptrvec_contains(&tvs, f->outputs.items[i])) ptrvec_push(f->arena, &tvs, f->outputs.items[i]);
+    if (!ptrvec_contains(&tvs, f->outputs.items[i])) ptrvec_push(a, &tvs, f->outputs.items[i]);
   *n = tvs.len;
   return (Val **)tvs.items;
 }
+
+Val **ir_fusion_all_tvs(cf_fusion *f, int *n) { return ir_fusion_all_tvs_in(f->arena, f, n); }
 
 Val **ir_tv_consumers(cf_fusion *f, Val *tv, int *n) {
   PtrVec out = {0};

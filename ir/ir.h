@@ -297,8 +297,12 @@ void ir_tv_set_loop(cf_fusion *f, Val *tv, int n, Val *const *ids);
 
 /* ---- traversal (fusion.c) ------------------------------------------------------------------ */
 
-/* Tensor Exprs reachable from the outputs, in topological order (producers first). */
+/* Tensor Exprs reachable from the outputs, in topological order (producers first). The
+ * plain variants allocate the result in the fusion's arena; callers that run repeatedly
+ * (lowering, evaluation, scheduling calls) use the _in variants with a scratch arena. */
 Expr **ir_fusion_tensor_exprs(cf_fusion *f, int *n);
+Expr **ir_fusion_tensor_exprs_in(Arena *a, cf_fusion *f, int *n);
+Val **ir_fusion_all_tvs_in(Arena *a, cf_fusion *f, int *n);
 /* Every TensorView used by the fusion's tensor exprs plus inputs/outputs, in topo order. */
 Val **ir_fusion_all_tvs(cf_fusion *f, int *n);
 bool ir_tv_is_input(const cf_fusion *f, const Val *tv);

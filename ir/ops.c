@@ -115,8 +115,8 @@ static bool extents_compatible(Val *x, Val *y) {
 static void *rank_error(cf_fusion *f, const char *what, Val *x, int nx, Val *y, int ny) {
   char *sx = ir_tv_str(x), *sy = ir_tv_str(y);
   ir_error(f, CF_ERR_INVALID_ARGUMENT,
-           "%s: rank mismatch: %s has %d axes but %s has %d; insert broadcast axes with cf_broadcast", what,
-           sx, nx, sy, ny);
+           "%s: rank mismatch: %s has %d axes but %s has %d; insert broadcast axes with cf_broadcast", what, sx, nx, sy,
+           ny);
   free(sx);
   free(sy);
   return NULL;
@@ -198,7 +198,7 @@ static cf_tv *unary_op(cf_fusion *f, const char *what, cf_tv *in) {
   return result(wire(f, what, op, 1, &tv, ir_tv_like(f, tv, ir_unary_dtype(op, tv->dtype))));
 }
 
-#define CF_X(name) \
+#define CF_X(name)                                                                                                     \
   cf_tv *cf_##name(cf_fusion *f, cf_tv *in) { return unary_op(f, #name, in); }
 CF_UNARY_OP_TABLE(CF_X)
 #undef CF_X
@@ -217,7 +217,7 @@ static cf_tv *binary_op(cf_fusion *f, const char *what, cf_tv *a, cf_tv *b) {
   return result(wire(f, what, op, 2, tvs, ir_tv_new(f, dt, rank, axes)));
 }
 
-#define CF_X(name) \
+#define CF_X(name)                                                                                                     \
   cf_tv *cf_##name(cf_fusion *f, cf_tv *a, cf_tv *b) { return binary_op(f, #name, a, b); }
 CF_BINARY_OP_TABLE(CF_X)
 #undef CF_X
@@ -285,8 +285,8 @@ static bool check_broadcast(cf_fusion *f, Val *tv, int n, int out_rank, const bo
   int kept = 0;
   for (int i = 0; i < out_rank; i++) kept += !is_broadcast[i];
   if (kept == n) return true;
-  ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "broadcast: is_broadcast keeps %d of %d output axes, but the input has %d",
-              kept, out_rank, n);
+  ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv,
+              "broadcast: is_broadcast keeps %d of %d output axes, but the input has %d", kept, out_rank, n);
   return false;
 }
 
@@ -329,7 +329,8 @@ static bool reduction_axes(cf_fusion *f, const char *what, Val *tv, int n, int n
   for (int i = 0; i < naxes; i++) {
     int a = ir_wrap_axis(axes[i], n);
     if (a < 0 || red[a]) {
-      ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: axis %d %s", what, axes[i], a < 0 ? "out of range" : "given twice");
+      ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: axis %d %s", what, axes[i],
+                  a < 0 ? "out of range" : "given twice");
       return false;
     }
     red[a] = true;
@@ -418,8 +419,7 @@ cf_tv *cf_transpose(cf_fusion *f, cf_tv *in, int axis0, int axis1) {
   if (!ax || !p) return oom(f, "transpose");
   int a0 = ir_wrap_axis(axis0, n), a1 = ir_wrap_axis(axis1, n);
   if (a0 < 0 || a1 < 0)
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "transpose: axis %d out of range", a0 < 0 ? axis0 : axis1),
-           NULL;
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "transpose: axis %d out of range", a0 < 0 ? axis0 : axis1), NULL;
   for (int i = 0; i < n; i++) p[i] = i;
   p[a0] = a1;
   p[a1] = a0;

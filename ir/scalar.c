@@ -23,7 +23,7 @@ Val *ir_const_double(cf_fusion *f, double v) {
   if (!s) return NULL;
   SC(s)->is_const = true;
   SC(s)->d = v;
-  SC(s)->i = (int64_t)v;
+  SC(s)->i = v > -9.2e18 && v < 9.2e18 ? (int64_t)v : 0; /* the cast is undefined outside */
   return s;
 }
 
@@ -52,17 +52,26 @@ bool ir_scalar_const_value(const Val *v, int64_t *out) {
   return true;
 }
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* Rounds toward +infinity for every sign; extents are positive, indices may not be. */
+static int64_t ceil_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return q + ((a % b != 0) && ((a < 0) == (b < 0)));
+}
+
+/* Two's-complement wrapping arithmetic: no undefined behaviour on overflow. */
+static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 
 /* Integer semantics of the binary ops usable on index scalars; false for division by 0
  * or an op without integer meaning. */
 static bool apply_int(IrOp op, int64_t a, int64_t b, int64_t *r) {
   switch (op) {
-  case OP_ADD: *r = a + b; return true;
-  case OP_SUB: *r = a - b; return true;
-  case OP_MUL: *r = a * b; return true;
-  case OP_DIV: if (!b) return false; *r = a / b; return true;
-  case OP_MOD: if (!b) return false; *r = a % b; return true;
+  case OP_ADD: *r = wrap_add(a, b); return true;
+  case OP_SUB: *r = wrap_sub(a, b); return true;
+  case OP_MUL: *r = wrap_mul(a, b); return true;
+  case OP_DIV: if (!b || (a == INT64_MIN && b == -1)) return false; *r = a / b; return true;
+  case OP_MOD: if (!b || (a == INT64_MIN && b == -1)) return false; *r = a % b; return true;
   case OP_CEILDIV: if (!b) return false; *r = ceil_div(a, b); return true;
   case OP_MAX: *r = a > b ? a : b; return true;
   case OP_MIN: *r = a < b ? a : b; return true;

@@ -250,5 +250,6 @@ cf_status cf_set_memory_type(cf_fusion *f, cf_tv *t, cf_memory_type m) {
     return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv, "set_memory_type: %s is a fusion %s and must stay in global memory",
                        TV(tv)->display_name, ir_tv_is_input(f, tv) ? "input" : "output");
   TV(tv)->mem = m;
+  if (m != CF_MEM_TENSOR) TV(tv)->tmem_dim_sep = 0; /* the position means nothing elsewhere */
   return CF_OK;
 }

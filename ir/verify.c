@@ -51,7 +51,8 @@ static cf_status check_links(cf_fusion *f) {
   for (int i = 0; i < f->exprs.len; i++) {
     Expr *e = f->exprs.items[i];
     for (int j = 0; j < e->nout; j++)
-      if (e->out[j]->def != e) return fail(f, "output %d of %s expression %d does not name it as its definition", j, ir_op_name(e->op), e->id);
+      if (e->out[j]->def != e)
+        return fail(f, "output %d of %s expression %d does not name it as its definition", j, ir_op_name(e->op), e->id);
     for (int j = 0; j < e->nin; j++)
       if (!ptrvec_contains(&e->in[j]->uses, e))
         return fail(f, "input %d of %s expression %d does not list it among its uses", j, ir_op_name(e->op), e->id);
@@ -64,7 +65,8 @@ static cf_status check_links(cf_fusion *f) {
     for (int u = 0; u < v->uses.len; u++) {
       Expr *e = v->uses.items[u];
       if (!has_ptr(e->in, e->nin, v))
-        return fail(f, "value %d lists %s expression %d as a use but is not its input", v->id, ir_op_name(e->op), e->id);
+        return fail(f, "value %d lists %s expression %d as a use but is not its input", v->id, ir_op_name(e->op),
+                    e->id);
     }
   }
   return CF_OK;
@@ -125,8 +127,7 @@ static cf_status check_domain(cf_fusion *f, Val *tv, const char *what, Val *cons
     Val *id = dom[i];
     if (!id || id->kind != VAL_ID || id->fusion != f)
       return fail(f, "%s: %s axis %d is not an IterDomain of this fusion", TV(tv)->display_name, what, i);
-    if (!ID(id)->extent || ID(id)->extent->kind != VAL_SCALAR)
-      return fail_id(f, tv, what, id, "has no scalar extent");
+    if (!ID(id)->extent || ID(id)->extent->kind != VAL_SCALAR) return fail_id(f, tv, what, id, "has no scalar extent");
     if (has_ptr(dom, i, id)) return fail_id(f, tv, what, id, "appears twice");
   }
   return CF_OK;
@@ -143,7 +144,8 @@ static cf_status check_history(cf_fusion *f, Val *tv, char *mark) {
   for (int i = 0; i < nh; i++) {
     for (int j = 0; j < hist[i]->nin; j++)
       if (!mark[hist[i]->in[j]->id])
-        return fail_id(f, tv, ir_op_name(hist[i]->op), hist[i]->in[j], "consumes an axis not derived from the logical domain");
+        return fail_id(f, tv, ir_op_name(hist[i]->op), hist[i]->in[j],
+                       "consumes an axis not derived from the logical domain");
     for (int j = 0; j < hist[i]->nout; j++) mark[hist[i]->out[j]->id] = 1;
   }
   for (int i = 0; i < t->nloop; i++)
@@ -191,11 +193,13 @@ static cf_status check_positions(cf_fusion *f, Val *tv) {
 static cf_status check_tv(cf_fusion *f, Val *tv, char *mark) {
   TensorView *t = TV(tv);
   cf_status s;
-  if ((s = check_domain(f, tv, "root", t->root, t->nroot)) || (s = check_domain(f, tv, "logical", t->logical, t->nlogical)) ||
+  if ((s = check_domain(f, tv, "root", t->root, t->nroot)) ||
+      (s = check_domain(f, tv, "logical", t->logical, t->nlogical)) ||
       (s = check_domain(f, tv, "loop", t->loop, t->nloop)) ||
       (t->alloc && (s = check_domain(f, tv, "allocation", t->alloc, t->nalloc))))
     return s;
-  if (t->nroot != t->nlogical) return fail(f, "%s: root has %d axes but logical has %d", t->display_name, t->nroot, t->nlogical);
+  if (t->nroot != t->nlogical)
+    return fail(f, "%s: root has %d axes but logical has %d", t->display_name, t->nroot, t->nlogical);
   for (int i = 0; i < t->nlogical; i++) {
     if (!has_ptr(t->root, t->nroot, t->logical[i]))
       return fail_id(f, tv, "logical axis", t->logical[i], "is not in the root domain");

@@ -32,7 +32,7 @@ void lower_sort_exprs(LowerCtx *c) {
   for (int i = 0; i < f->outputs.len; i++) visit(c, ((Val *)f->outputs.items[i])->def, seen, &order);
   c->exprs = (Expr **)order.items;
   c->nexprs = order.len;
-  c->tvs = ir_fusion_all_tvs(f, &c->ntvs);
+  c->tvs = ir_fusion_all_tvs_in(c->a, f, &c->ntvs);
   for (int i = 0; i < c->ntvs; i++) {
     TvInfo *ti = lower_info(c, c->tvs[i]);
     ti->history = ir_tv_history_in(c->a, c->tvs[i], &ti->nhistory);

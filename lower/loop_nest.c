@@ -121,7 +121,7 @@ static void place_expr(LowerCtx *c, const Expr *e, Nest *n) {
   int reuse = shared_depth(c, n, tv);
   for (int d = 0; d < reuse; d++) promote(c, &n->stack[d], t->loop[d]);
   n->depth = reuse;
-  int vec = 1, nloops = t->nloop;
+  int vec = 0, nloops = t->nloop; /* vec > 0: the innermost axis became one vector access */
   if (nloops > 0 && vector_copy(e, tv, nloops - 1) && nloops - 1 >= reuse) {
     int64_t v;
     if (!ir_scalar_const_value(ID(t->loop[nloops - 1])->extent, &v))
@@ -140,8 +140,8 @@ static void place_expr(LowerCtx *c, const Expr *e, Nest *n) {
   check_reduction_order(c, tv, r);
   if (r >= 0) insert_init(c, e, n, r);
   KNode *op = new_op(c, e, n, t->nloop);
-  op->u.op.vector = vec;
-  if (vec > 1) op->u.op.loop_index[t->nloop - 1] = kx_const(c->a, 0);
+  op->u.op.vector = vec > 0 ? vec : 1;
+  if (vec > 0) op->u.op.loop_index[t->nloop - 1] = kx_const(c->a, 0);
   kb_push(c->a, block_at(c, n, nloops), op);
 }
 

@@ -17,6 +17,7 @@ static const struct {
     {"sort_exprs", lower_sort_exprs},
     {"parallel_dims", lower_parallel_dims},
     {"tensors", lower_tensors},
+    {"extent_checks", lower_extent_checks},
     {"validate_vectorize", lower_validate_vectorize},
     {"tmem_info", lower_tmem_info},
     {"loop_nest", lower_loop_nest},

@@ -70,6 +70,7 @@ static inline KExpr *lower_extent(LowerCtx *c, const Val *id) { return lower_sca
 void lower_sort_exprs(LowerCtx *c);       /* expr_sort.c */
 void lower_parallel_dims(LowerCtx *c);    /* parallel_dims.c */
 void lower_tensors(LowerCtx *c);          /* tensors.c: params, allocation rule, sizes */
+void lower_extent_checks(LowerCtx *c);    /* extent_checks.c: mapped axes agree */
 void lower_validate_vectorize(LowerCtx *c); /* vectorize.c */
 void lower_tmem_info(LowerCtx *c);        /* tmem_info.c: regions, lanes, columns */
 void lower_loop_nest(LowerCtx *c);        /* loop_nest.c */

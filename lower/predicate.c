@@ -9,7 +9,7 @@
  * variable lies in [0, extent), every thread index in [0, launch extent), and upper
  * bounds propagate through +, *, /, % and ^ (all operands are non-negative). A divisible
  * schedule of concrete sizes thus gets no predicate at all. Tensor-memory accesses are
- * warp-collective and may not be predicated. */
+ * warp-collective and are never predicated (their indices stay in their allocation). */
 #include "lower/lower.h"
 
 typedef struct Range {
@@ -110,14 +110,13 @@ static void walk(LowerCtx *c, Range *r, KBlock *b) {
       continue;
     }
     if (n->kind != KN_OP) continue;
+    /* A tcgen05 load or store is warp-collective, so it is never predicated; it needs no
+     * predicate either: its indices stay inside the tensor-memory allocation and its
+     * register side, whatever the sizes, and the global accesses around it are guarded. */
+    if (is_tmem_access(n)) continue;
     KExpr *p = predicate_of(c, r, n);
     int64_t v;
     if (kx_is_const(p, &v) && v) continue;
-    if (is_tmem_access(n) && !n->u.op.reduction_init)
-      lower_fail(c, CF_ERR_INVALID_SCHEDULE,
-                 "compile: the tensor-memory access of %s would need a predicate (a non-divisible split or threads "
-                 "beyond its extent); tcgen05 loads and stores are warp-collective and cannot be predicated",
-                 TV(n->u.op.src->out[0])->display_name);
     KNode *guard = ARENA_NEW(c->a, KNode);
     guard->kind = KN_IF;
     guard->u.cond.cond = p;

@@ -2,7 +2,9 @@
  * tcgen05 32x32b data path (DESIGN.md section 6, reference notes section 3.4): the
  * access is warp-collective, thread l of warp w touches lane 32 * (w % 4) + l (lanes
  * consecutive with stride 1, each warp in its own sub-partition), all threads of a warp
- * touch the same columns, and a vector moves whole 32-bit words (.x1 to .x128).
+ * touch the same columns, every thread of the block takes part (tcgen05 instructions are
+ * not predicated), and a vector moves whole 32-bit words (.x1 to .x128) of consecutive
+ * columns and registers.
  *
  * Requires: the loop nest (each op with its expression), TvInfo, the launch extents in
  * c->pdim and the index pass's propagation (lower_index_access). Establishes: nothing in
@@ -34,7 +36,7 @@ typedef struct Probe {
   int nvars;
   int vec_var;           /* the Vectorize axis' probe, or -1 */
   int64_t dim[3];        /* launch extents of TIDx, TIDy, TIDz */
-  int64_t limit[3];      /* threads below this take part (the op's own extent) */
+  int64_t limit[3];      /* the op's own extent on each thread dimension */
   int64_t tid[3];
   KExpr *lane, *col, *reg;
 } Probe;
@@ -92,22 +94,35 @@ static int64_t must_eval(Probe *p, const KExpr *e, const char *what, const char 
 /* ---- which ops access tensor memory, and how ------------------------------------------ */
 
 static bool is_tmem(const Val *v) { return v->kind == VAL_TV && TV((Val *)v)->mem == CF_MEM_TENSOR; }
+static bool is_local(const Val *v) { return v->kind == VAL_TV && TV((Val *)v)->mem == CF_MEM_LOCAL; }
 
-/* The tensor-memory side of op's expression (NULL if none); *store: it is the output. */
+/* "T3 = add(T2, T1)", for messages. */
+static const char *expr_text(LowerCtx *c, const Expr *e) {
+  StrBuf b = {0};
+  sb_printf(&b, "%s = %s(", TV(e->out[0])->display_name, ir_op_name(e->op));
+  for (int i = 0; i < e->nin; i++)
+    sb_printf(&b, "%s%s", i ? ", " : "", e->in[i]->kind == VAL_TV ? TV(e->in[i])->display_name : "scalar");
+  sb_puts(&b, ")");
+  char *s = arena_strdup(c->a, b.data);
+  sb_free(&b);
+  return s;
+}
+
+/* The tensor-memory side of op's expression (NULL if none); *store: it is the output.
+ * Only copies between registers and tensor memory touch it (there is no path between
+ * tensor memory and global or shared memory, and no arithmetic on it). */
 static Val *tmem_side(LowerCtx *c, const Expr *e, bool *store) {
   Val *out = e->out[0], *tm = NULL;
   for (int i = 0; i < e->nin; i++)
     if (is_tmem(e->in[i])) tm = e->in[i];
   if (!is_tmem(out) && !tm) return NULL;
   *store = is_tmem(out);
-  Val *reg = *store ? e->in[0] : out;
-  bool copy = e->op == OP_SET || (!*store && e->op == OP_PERMUTE);
-  if (!copy || e->nin != 1 || reg->kind != VAL_TV || TV(reg)->mem != CF_MEM_LOCAL)
-    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
-               "compile: %s %s tensor memory by %s of %s; tensor memory is only %s registers (a local tensor) by a "
-               "copy (set%s)", TV(out)->display_name, *store ? "is written to" : "is read from", ir_op_name(e->op),
-               reg->kind == VAL_TV ? TV(reg)->display_name : "a scalar", *store ? "stored from" : "loaded into",
-               *store ? "" : " or transpose");
+  if (*store && (e->op != OP_SET || e->nin != 1 || !is_local(e->in[0])))
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s writes tensor memory; tensor memory is only written by a copy "
+               "(set) from registers (a local tensor)", expr_text(c, e));
+  if (!*store && ((e->op != OP_SET && e->op != OP_PERMUTE) || e->nin != 1 || !is_local(out)))
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s reads tensor memory; tensor memory is only read by a copy "
+               "(set or transpose) into registers (a local tensor)", expr_text(c, e));
   return *store ? out : e->in[0];
 }
 
@@ -176,6 +191,18 @@ static void check_lattice(LowerCtx *c, const Probe *p) {
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, PREFIX "TMem load/store must be warp-collective, but CTA size is one.");
 }
 
+/* tcgen05 instructions are not predicated, so every thread of the block takes part (this
+ * is also what lets the predicate pass leave tensor-memory accesses unguarded: their
+ * indices stay inside the tile the allocation covers). */
+static void check_whole_block(LowerCtx *c, const Probe *p, const char *tv) {
+  for (int d = 0; d < 3; d++)
+    if (p->limit[d] < p->dim[d])
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+                 PREFIX "%s spans %lld of the %lld threads on %s; every thread of the block must take part in a TMem "
+                 "load/store, which cannot be predicated.", tv, (long long)p->limit[d], (long long)p->dim[d],
+                 cf_parallel_type_name(CF_PT_TIDX + d));
+}
+
 /* ---- the probe: the op's indices with its loop indices replaced by variables ----------- */
 
 static void make_probe(Probe *p, const KNode *op, Val *tm, Val *reg) {
@@ -229,20 +256,14 @@ static bool probe_config(Probe *p, int k) {
 
 typedef struct Warp {
   int64_t lane[32], col[32], reg[32];
-  bool part[32]; /* the thread takes part (inside the op's extent on every dimension) */
-  int nparts;
 } Warp;
 
 static void eval_warp(Probe *p, int64_t w, Warp *W, const char *tv) {
-  W->nparts = 0;
   for (int l = 0; l < 32; l++) {
     int64_t t = w * 32 + l;
     p->tid[0] = t % p->dim[0];
     p->tid[1] = t / p->dim[0] % p->dim[1];
     p->tid[2] = t / (p->dim[0] * p->dim[1]);
-    W->part[l] = p->tid[0] < p->limit[0] && p->tid[1] < p->limit[1] && p->tid[2] < p->limit[2];
-    if (!W->part[l]) continue;
-    W->nparts++;
     W->lane[l] = must_eval(p, p->lane, "lane", tv);
     W->col[l] = must_eval(p, p->col, "column", tv);
     W->reg[l] = must_eval(p, p->reg, "register", tv);
@@ -260,9 +281,6 @@ static const char *const no_path =
 /* Thread l must touch lane base + l, all threads the same columns. Returns whether the
  * warp's base is its sub-partition's (checked last, as nvFuser does). */
 static bool check_warp(LowerCtx *c, const Warp *W, int64_t w) {
-  if (W->nparts != 32)
-    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
-               PREFIX "TMem load/store must be warp-collective, but the innermost extent is not a multiple of 32.");
   int64_t s = W->lane[1] - W->lane[0];
   for (int l = 2; l < 32; l++)
     if (W->lane[l] - W->lane[0] != s * l) s = 0;
@@ -303,7 +321,6 @@ static void brute_force(Probe *p, const char *tv, int dsize) {
     if (p->vec_var >= 0 && p->val[p->vec_var]) continue; /* vector elements: check_vector */
     for (int64_t w = 0; w * 32 < nthreads; w++) {
       eval_warp(p, w, &W, tv);
-      if (!W.nparts) continue;
       subpartition_ok &= check_warp(p->c, &W, w);
       if (p->vec_var >= 0) check_vector(p, &W, w, tv, dsize);
     }
@@ -324,6 +341,7 @@ static void check_op(LowerCtx *c, const KNode *op) {
   const char *name = TV(cv)->display_name;
   lattice(&p, cv, name);
   check_lattice(c, &p);
+  check_whole_block(c, &p, name);
   make_probe(&p, op, tm, reg);
   brute_force(&p, name, (int)cf_dtype_size(tm->dtype));
 }

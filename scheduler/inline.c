@@ -208,9 +208,11 @@ cf_status cf_inline_most(cf_fusion *f) {
   IdMap *m = sched_idmap_build(f, true);
   if (!m) return f->status;
   int n;
-  Val **tvs = ir_fusion_all_tvs(f, &n);
+  Arena *scratch = arena_create();
+  Val **tvs = ir_fusion_all_tvs_in(scratch, f, &n);
   cf_status s = CF_OK;
   for (int i = 0; i < n && !s; i++) s = sched_inline_at(f, m, tvs[i], TV(tvs[i])->nloop, true, true, "inline_most");
+  arena_destroy(scratch);
   sched_idmap_free(m);
   return s;
 }

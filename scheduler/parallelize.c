@@ -31,7 +31,9 @@ cf_status cf_parallelize_all_like(cf_fusion *f, cf_tv *ref_handle, int ntypes, c
   IdMap *m = sched_idmap_build(f, true);
   if (!m) return f->status;
   int n;
-  Val **tvs = ir_fusion_all_tvs(f, &n);
+  Arena *scratch = arena_create();
+  Val **tvs = scratch ? ir_fusion_all_tvs_in(scratch, f, &n) : NULL;
+  if (!tvs) n = 0;
   TensorView *r = TV(ref);
   for (int i = 0; i < n; i++) {
     Val *tv = tvs[i];
@@ -46,6 +48,7 @@ cf_status cf_parallelize_all_like(cf_fusion *f, cf_tv *ref_handle, int ntypes, c
       }
     }
   }
+  arena_destroy(scratch);
   sched_idmap_free(m);
   return CF_OK;
 }

@@ -244,7 +244,9 @@ cf_status sched_replay(cf_fusion *f, Arena *scratch, Val *src, Val *dst, int src
   if (!loop) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   cf_status st = check_kept(&r, what, loop, n);
   if (st) return st;
-  ir_tv_set_loop(f, dst, n, loop);
+  bool same = n == TV(dst)->nloop;
+  for (int i = 0; same && i < n; i++) same = loop[i] == TV(dst)->loop[i];
+  if (!same) ir_tv_set_loop(f, dst, n, loop);
   if (dst_pos) *dst_pos = npos;
   return CF_OK;
 }

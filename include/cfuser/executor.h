@@ -70,7 +70,8 @@ CF_API bool cf_executor_compile_only(const cf_executor *e);
 /* The compiled binary (cubin or shared object) and its size, owned by e. */
 CF_API const void *cf_executor_binary(const cf_executor *e, size_t *size);
 
-/* Lowers f and prints its CUDA kernel (for reading; compiles nothing). */
+/* Lowers f and prints its CUDA kernel function (for reading; compiles nothing). The
+ * runtime preamble every kernel starts with is left out; cf_executor_source has it all. */
 CF_API cf_status cf_fusion_print_kernel(cf_fusion *f, FILE *out);
 
 /* ---- the lowered kernel, as a lowering hook sees it ------------------------------- */

@@ -13,17 +13,19 @@
 extern "C" {
 #endif
 
-/* X(enumerator, printed name, size in bytes, C type name, DLPack code, DLPack bits) */
+/* X(enumerator, printed name, size in bytes, C type name, DLPack type code, DLPack bits).
+ * The codes are DLPack's DLDataTypeCode values as numbers (0 int, 1 uint, 2 float,
+ * 4 bfloat, 6 bool) so that the table needs no particular dlpack.h version. */
 #define CF_DTYPE_TABLE(X)                                    \
-  X(CF_FLOAT, "float", 4, "float", kDLFloat, 32)             \
-  X(CF_DOUBLE, "double", 8, "double", kDLFloat, 64)          \
-  X(CF_HALF, "__half", 2, "__half", kDLFloat, 16)            \
-  X(CF_BFLOAT16, "__bfloat", 2, "__nv_bfloat16", kDLBfloat, 16) \
-  X(CF_INT8, "int8_t", 1, "int8_t", kDLInt, 8)               \
-  X(CF_INT32, "int", 4, "int", kDLInt, 32)                   \
-  X(CF_INT64, "int64_t", 8, "int64_t", kDLInt, 64)           \
-  X(CF_UINT32, "uint32_t", 4, "uint32_t", kDLUInt, 32)       \
-  X(CF_BOOL, "bool", 1, "bool", kDLBool, 8)
+  X(CF_FLOAT, "float", 4, "float", 2, 32)             \
+  X(CF_DOUBLE, "double", 8, "double", 2, 64)          \
+  X(CF_HALF, "__half", 2, "__half", 2, 16)            \
+  X(CF_BFLOAT16, "__bfloat", 2, "__nv_bfloat16", 4, 16) \
+  X(CF_INT8, "int8_t", 1, "int8_t", 0, 8)               \
+  X(CF_INT32, "int", 4, "int", 0, 32)                   \
+  X(CF_INT64, "int64_t", 8, "int64_t", 0, 64)           \
+  X(CF_UINT32, "uint32_t", 4, "uint32_t", 1, 32)       \
+  X(CF_BOOL, "bool", 1, "bool", 6, 8)
 
 typedef enum cf_dtype {
 #define CF_X(e, name, size, ctype, dlcode, dlbits) e,

@@ -230,3 +230,4 @@ Test(cuda_launch, unknown_kernel_name_names_the_cuda_error) {
   exec_cubin_free(&c);
   free(src);
 }
+#include "gpu_main.h"

@@ -78,7 +78,8 @@ Test(dltensor, iota_converts_like_c) {
 }
 
 Test(dltensor, random_fill_is_deterministic_and_in_range) {
-  static const cf_dtype dts[] = {CF_FLOAT, CF_DOUBLE, CF_HALF, CF_BFLOAT16, CF_INT8, CF_INT32, CF_INT64, CF_UINT32, CF_BOOL};
+  static const cf_dtype dts[] = {CF_FLOAT, CF_DOUBLE, CF_HALF,   CF_BFLOAT16, CF_INT8,
+                                 CF_INT32, CF_INT64,  CF_UINT32, CF_BOOL};
   for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
     DLManagedTensor *a = cf_tensor_host(dts[k], 1, (int64_t[]){1000});
     DLManagedTensor *b = cf_tensor_host(dts[k], 1, (int64_t[]){1000});
@@ -204,13 +205,13 @@ Test(dltensor, half_conversion_rounds_to_nearest_even) {
   cr_expect_eq(ir_half_from_double(65520), 0x7c00);
   cr_expect_eq(ir_half_from_double(-1e300), 0xfc00);
   cr_expect_eq(ir_half_from_double(-0.0), 0x8000);
-  cr_expect_eq(ir_half_from_double(1 + 0x1p-11), 0x3c00);     /* tie: even */
-  cr_expect_eq(ir_half_from_double(1 + 0x3p-11), 0x3c02);     /* tie: even */
+  cr_expect_eq(ir_half_from_double(1 + 0x1p-11), 0x3c00); /* tie: even */
+  cr_expect_eq(ir_half_from_double(1 + 0x3p-11), 0x3c02); /* tie: even */
   cr_expect_eq(ir_half_from_double(1 + 0x1p-11 + 0x1p-40), 0x3c01);
-  cr_expect_eq(ir_half_from_double(0x1p-14), 0x0400);         /* smallest normal */
-  cr_expect_eq(ir_half_from_double(0x1p-24), 0x0001);         /* smallest subnormal */
-  cr_expect_eq(ir_half_from_double(0x1p-25), 0x0000);         /* tie: even */
-  cr_expect_eq(ir_half_from_double(0x3p-25), 0x0002);         /* tie: even */
+  cr_expect_eq(ir_half_from_double(0x1p-14), 0x0400); /* smallest normal */
+  cr_expect_eq(ir_half_from_double(0x1p-24), 0x0001); /* smallest subnormal */
+  cr_expect_eq(ir_half_from_double(0x1p-25), 0x0000); /* tie: even */
+  cr_expect_eq(ir_half_from_double(0x3p-25), 0x0002); /* tie: even */
   cr_expect_eq(ir_half_from_double(0x3ffp-24 + 0x1p-25), 0x0400); /* rounds up into the normals */
   cr_expect_eq(ir_half_from_double(INFINITY), 0x7c00);
   cr_expect_eq(ir_half_from_double(NAN) & 0x7c00, 0x7c00);
@@ -228,12 +229,12 @@ Test(dltensor, half_decoding) {
 
 Test(dltensor, bfloat16_conversion_rounds_to_nearest_even) {
   cr_expect_eq(ir_bf16_from_double(1.0), 0x3f80);
-  cr_expect_eq(ir_bf16_from_double(1 + 0x1p-8), 0x3f80);  /* tie: even */
-  cr_expect_eq(ir_bf16_from_double(1 + 0x3p-8), 0x3f82);  /* tie: even */
+  cr_expect_eq(ir_bf16_from_double(1 + 0x1p-8), 0x3f80); /* tie: even */
+  cr_expect_eq(ir_bf16_from_double(1 + 0x3p-8), 0x3f82); /* tie: even */
   cr_expect_eq(ir_bf16_from_double(0.1), 0x3dcd);
   cr_expect_eq(ir_bf16_from_double(0x1p-133), 0x0001);
   cr_expect_eq(ir_bf16_from_double(0x1.fep127), 0x7f7f);
-  cr_expect_eq(ir_bf16_from_double(0x1.ffp127), 0x7f80);  /* tie past the largest: infinity */
+  cr_expect_eq(ir_bf16_from_double(0x1.ffp127), 0x7f80); /* tie past the largest: infinity */
   cr_expect_eq(ir_bf16_to_double(0x3dcd), 0x1.9ap-4);
   cr_expect_eq(ir_bf16_to_double(0xc2f7), -123.5);
 }

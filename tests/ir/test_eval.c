@@ -44,7 +44,8 @@ static void check_binary(binary_fn op, cf_dtype da, cf_dtype db, int n, const do
 /* ---- copies ------------------------------------------------------------------------------ */
 
 Test(eval, set_copies_every_dtype_exactly) {
-  static const cf_dtype dts[] = {CF_FLOAT, CF_DOUBLE, CF_HALF, CF_BFLOAT16, CF_INT8, CF_INT32, CF_INT64, CF_UINT32, CF_BOOL};
+  static const cf_dtype dts[] = {CF_FLOAT, CF_DOUBLE, CF_HALF,   CF_BFLOAT16, CF_INT8,
+                                 CF_INT32, CF_INT64,  CF_UINT32, CF_BOOL};
   for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
     cf_fusion *f = cf_fusion_create();
     cf_tv *a = input(f, dts[i], 2, (int64_t[]){3, 5});
@@ -74,14 +75,19 @@ Test(eval, unary_exact_ops_on_float) {
 }
 
 Test(eval, unary_transcendental_ops_on_float) {
-  check_unary(cf_exp, CF_FLOAT, 5, ux, CF_FLOAT, (double[]){0x1.152aaap-3, 0x1.368b3p-1, 1, 0x1.5bf0a8p+1, 0x1.b4c902p+5});
+  check_unary(cf_exp, CF_FLOAT, 5, ux, CF_FLOAT,
+              (double[]){0x1.152aaap-3, 0x1.368b3p-1, 1, 0x1.5bf0a8p+1, 0x1.b4c902p+5});
   check_unary(cf_sigmoid, CF_FLOAT, 5, ux, CF_FLOAT,
               (double[]){0x1.e84152p-4, 0x1.829a06p-2, 0.5, 0x1.764d5p-1, 0x1.f6ca82p-1});
-  check_unary(cf_tanh, CF_FLOAT, 5, ux, CF_FLOAT, (double[]){-0x1.ed9506p-1, -0x1.d9353ep-2, 0, 0x1.85efacp-1, 0x1.ffa818p-1});
+  check_unary(cf_tanh, CF_FLOAT, 5, ux, CF_FLOAT,
+              (double[]){-0x1.ed9506p-1, -0x1.d9353ep-2, 0, 0x1.85efacp-1, 0x1.ffa818p-1});
   /* gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), the exact (tanh-free) form. */
-  check_unary(cf_gelu, CF_FLOAT, 5, ux, CF_FLOAT, (double[]){-0x1.74bcf8p-5, -0x1.3bf144p-3, 0, 0x1.aec4bep-1, 0x1.fffbdap+1});
-  check_unary(cf_sin, CF_FLOAT, 5, ux, CF_FLOAT, (double[]){-0x1.d18f6ep-1, -0x1.eaee88p-2, 0, 0x1.aed548p-1, -0x1.837b9ep-1});
-  check_unary(cf_cos, CF_FLOAT, 5, ux, CF_FLOAT, (double[]){-0x1.aa2266p-2, 0x1.c1528p-1, 1, 0x1.14a28p-1, -0x1.4eaa6p-1});
+  check_unary(cf_gelu, CF_FLOAT, 5, ux, CF_FLOAT,
+              (double[]){-0x1.74bcf8p-5, -0x1.3bf144p-3, 0, 0x1.aec4bep-1, 0x1.fffbdap+1});
+  check_unary(cf_sin, CF_FLOAT, 5, ux, CF_FLOAT,
+              (double[]){-0x1.d18f6ep-1, -0x1.eaee88p-2, 0, 0x1.aed548p-1, -0x1.837b9ep-1});
+  check_unary(cf_cos, CF_FLOAT, 5, ux, CF_FLOAT,
+              (double[]){-0x1.aa2266p-2, 0x1.c1528p-1, 1, 0x1.14a28p-1, -0x1.4eaa6p-1});
 }
 
 Test(eval, unary_ops_on_double_keep_double_precision) {
@@ -150,7 +156,8 @@ Test(eval, binary_integer_ops_truncate_and_wrap) {
   check_binary(cf_pow, CF_INT32, CF_INT32, 4, a, b, CF_INT32, (double[]){49, 49, 1, 1024});
   check_binary(cf_max, CF_INT32, CF_INT32, 4, a, b, CF_INT32, (double[]){7, 2, 5, 10});
   check_binary(cf_add, CF_INT8, CF_INT8, 2, (double[]){100, -100}, (double[]){100, -100}, CF_INT8, (double[]){-56, 56});
-  check_binary(cf_pow, CF_INT64, CF_INT64, 3, (double[]){2, 1, -1}, (double[]){-1, -3, -3}, CF_INT64, (double[]){0, 1, -1});
+  check_binary(cf_pow, CF_INT64, CF_INT64, 3, (double[]){2, 1, -1}, (double[]){-1, -3, -3}, CF_INT64,
+               (double[]){0, 1, -1});
   check_binary(cf_mul, CF_INT64, CF_INT64, 1, (double[]){0x1p62}, (double[]){4}, CF_INT64, (double[]){0});
   check_binary(cf_sub, CF_UINT32, CF_UINT32, 1, (double[]){0}, (double[]){1}, CF_UINT32, (double[]){4294967295.0});
 }
@@ -292,8 +299,7 @@ Test(eval, broadcast_axes_read_index_zero) {
   DLManagedTensor *out[2] = {NULL, NULL};
   cr_assert_eq(ot_eval(f, 2, in, out), CF_OK, "%s", cf_fusion_error(f));
   ot_expect_values(out[0], CF_FLOAT, 2, (int64_t[]){3, 1}, (double[]){1, 2, 3});
-  ot_expect_values(out[1], CF_FLOAT, 2, (int64_t[]){3, 4},
-                   (double[]){11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43});
+  ot_expect_values(out[1], CF_FLOAT, 2, (int64_t[]){3, 4}, (double[]){11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43});
   ot_free_all(2, in);
   ot_free_all(2, out);
   cf_fusion_destroy(f);
@@ -410,6 +416,40 @@ Test(eval, permute_of_three_axes) {
   ot_expect_values(out, CF_INT32, 3, (int64_t[]){4, 2, 3}, want);
   cf_tensor_free(in);
   cf_tensor_free(out);
+  cf_fusion_destroy(f);
+}
+
+Test(eval, permute_of_a_reduction_output) {
+  /* sum over axis 1 of a {2, 3, 4} iota: s[i][k] = sum_j 12i + 4j + k = 36i + 12 + 3k; then transposed. */
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = input(f, CF_INT64, 3, (int64_t[]){2, 3, 4});
+  cf_fusion_add_output(f, cf_transpose(f, cf_sum(f, a, 1, (int[]){1}), 0, 1));
+  DLManagedTensor *in = cf_tensor_host(CF_INT64, 3, (int64_t[]){2, 3, 4}), *out = NULL;
+  cf_tensor_fill_iota(&in->dl_tensor);
+  cr_assert_eq(ot_eval(f, 1, &in, &out), CF_OK, "%s", cf_fusion_error(f));
+  ot_expect_values(out, CF_INT64, 2, (int64_t[]){4, 2}, (double[]){12, 48, 15, 51, 18, 54, 21, 57});
+  cf_tensor_free(in);
+  cf_tensor_free(out);
+  cf_fusion_destroy(f);
+}
+
+Test(eval, schedules_do_not_change_results) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){3, 5});
+  cf_tv *b = cf_exp(f, a);
+  cf_tv *c = cf_mul_scalar(f, b, 2);
+  cf_fusion_add_output(f, c);
+  DLManagedTensor *in = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){3, 5}), *before = NULL, *after = NULL;
+  cf_tensor_fill_random(&in->dl_tensor, 3);
+  cr_assert_eq(ot_eval(f, 1, &in, &before), CF_OK, "%s", cf_fusion_error(f));
+  cf_merge(f, c, 0);
+  cf_split(f, c, 0, 4);
+  cf_parallelize(f, c, 1, CF_PT_TIDX);
+  cf_split_outer(f, b, 1, 2);
+  cf_set_memory_type(f, b, CF_MEM_SHARED);
+  cr_assert_eq(ot_eval(f, 1, &in, &after), CF_OK, "%s", cf_fusion_error(f));
+  cr_expect(cf_tensor_equal(&before->dl_tensor, &after->dl_tensor));
+  ot_free_all(3, (DLManagedTensor *[]){in, before, after});
   cf_fusion_destroy(f);
 }
 
@@ -540,7 +580,8 @@ Test(eval, wrong_dtype_rank_or_size) {
   DLManagedTensor *big = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){2, 5});
   expect_eval_error(f, 2, (DLManagedTensor *[]){ok, dbl}, "evaluate: input 1 (T1) has dtype double, expected float");
   expect_eval_error(f, 2, (DLManagedTensor *[]){r3, ok}, "evaluate: input 0 (T0) has 3 dimensions, expected 2");
-  expect_eval_error(f, 2, (DLManagedTensor *[]){big, ok}, "evaluate: input 0 (T0) has size 5 in dimension 1, expected 4");
+  expect_eval_error(f, 2, (DLManagedTensor *[]){big, ok},
+                    "evaluate: input 0 (T0) has size 5 in dimension 1, expected 4");
   ok->dl_tensor.dtype = (DLDataType){kDLUInt, 8, 1};
   expect_eval_error(f, 2, (DLManagedTensor *[]){ok, ok},
                     "evaluate: input 0 (T0) has dtype DLPack code 1 bits 8 lanes 1, expected float");
@@ -554,7 +595,8 @@ Test(eval, wrong_dtype_rank_or_size) {
 
 Test(eval, symbolic_extents_assumed_equal_are_checked) {
   cf_fusion *f = add_fusion(true);
-  DLManagedTensor *a = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){3, 4}), *b = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){5, 4});
+  DLManagedTensor *a = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){3, 4}),
+                  *b = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){5, 4});
   expect_eval_error(f, 2, (DLManagedTensor *[]){a, b}, "evaluate: add: axis 0 has extent 3 in T0 but 5 in T1");
   cf_tensor_free(a);
   cf_tensor_free(b);
@@ -576,7 +618,8 @@ Test(eval, tensors_that_are_not_inputs) {
 
 Test(eval, bad_calls) {
   cf_fusion *f = add_fusion(false);
-  DLManagedTensor *in[2] = {cf_tensor_host(CF_FLOAT, 2, (int64_t[]){2, 4}), cf_tensor_host(CF_FLOAT, 2, (int64_t[]){2, 4})};
+  DLManagedTensor *in[2] = {cf_tensor_host(CF_FLOAT, 2, (int64_t[]){2, 4}),
+                            cf_tensor_host(CF_FLOAT, 2, (int64_t[]){2, 4})};
   cr_expect_eq(ot_eval(f, 2, in, NULL), CF_ERR_INVALID_ARGUMENT);
   cr_expect_str_eq(cf_fusion_error(f), "evaluate: argument 4 (outputs) is NULL");
   cf_fusion_clear_error(f);

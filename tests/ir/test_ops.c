@@ -110,10 +110,12 @@ Test(ops, binary_dtype_promotion) {
   static const struct {
     cf_dtype a, b, want;
   } cases[] = {
-      {CF_FLOAT, CF_DOUBLE, CF_DOUBLE}, {CF_HALF, CF_FLOAT, CF_FLOAT},  {CF_HALF, CF_BFLOAT16, CF_FLOAT},
-      {CF_BFLOAT16, CF_BFLOAT16, CF_BFLOAT16}, {CF_INT64, CF_HALF, CF_HALF}, {CF_INT32, CF_FLOAT, CF_FLOAT},
-      {CF_INT8, CF_INT32, CF_INT32},   {CF_INT32, CF_INT64, CF_INT64}, {CF_BOOL, CF_INT8, CF_INT8},
-      {CF_BOOL, CF_BOOL, CF_BOOL},     {CF_UINT32, CF_INT32, CF_INT64}, {CF_UINT32, CF_BOOL, CF_UINT32},
+      {CF_FLOAT, CF_DOUBLE, CF_DOUBLE}, {CF_HALF, CF_FLOAT, CF_FLOAT},
+      {CF_HALF, CF_BFLOAT16, CF_FLOAT}, {CF_BFLOAT16, CF_BFLOAT16, CF_BFLOAT16},
+      {CF_INT64, CF_HALF, CF_HALF},     {CF_INT32, CF_FLOAT, CF_FLOAT},
+      {CF_INT8, CF_INT32, CF_INT32},    {CF_INT32, CF_INT64, CF_INT64},
+      {CF_BOOL, CF_INT8, CF_INT8},      {CF_BOOL, CF_BOOL, CF_BOOL},
+      {CF_UINT32, CF_INT32, CF_INT64},  {CF_UINT32, CF_BOOL, CF_UINT32},
       {CF_DOUBLE, CF_BOOL, CF_DOUBLE},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -198,9 +200,9 @@ Test(ops, where_broadcasts_three_operands_and_promotes) {
   cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){1, 1});
   cf_tv *w = cf_where(f, c, a, b);
   ot_expect_def(w, "T3_l_float[iS6{2}, iS7{3}]\n"
-                        "   = where( T0_g_bool[iS0{2}, bS1{1}],\n"
-                        "        T1_g___half[bS2{1}, iS3{3}],\n"
-                        "        T2_g_float[bS4{1}, bS5{1}] );\n");
+                   "   = where( T0_g_bool[iS0{2}, bS1{1}],\n"
+                   "        T1_g___half[bS2{1}, iS3{3}],\n"
+                   "        T2_g_float[bS4{1}, bS5{1}] );\n");
   cr_expect_eq(ir_tv(w)->def->op, OP_WHERE);
   cr_expect_eq(ir_tv(w)->def->nin, 3);
   cf_fusion_destroy(f);
@@ -223,7 +225,7 @@ Test(ops, broadcast_inserts_size_one_axes) {
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
   cf_tv *b = cf_broadcast(f, a, 4, (bool[]){true, false, true, false});
   ot_expect_def(b, "T1_l_float[bS2{1}, iS3{2}, bS4{1}, iS5{3}]\n"
-                        "   = broadcast( T0_g_float[iS0{2}, iS1{3}], {true, false, true, false} );\n");
+                   "   = broadcast( T0_g_float[iS0{2}, iS1{3}], {true, false, true, false} );\n");
   cr_expect_eq(cf_tv_logical_rank(b), 4);
   for (int i = 0; i < 4; i++)
     cr_expect_eq(cf_id_iter_type(cf_tv_axis(b, i)), i % 2 ? CF_ITER_ITERATION : CF_ITER_BROADCAST);
@@ -289,7 +291,7 @@ Test(ops, permute_has_root_in_input_order) {
   cf_tv *a = input(f, CF_FLOAT, 3, (int64_t[]){2, 3, 4});
   cf_tv *p = cf_permute(f, a, 3, (int[]){2, 0, 1});
   ot_expect_def(p, "T1_l_float[iS5{4}, iS3{2}, iS4{3}]\n"
-                        "   = permute( T0_g_float[iS0{2}, iS1{3}, iS2{4}], {2, 0, 1} );\n");
+                   "   = permute( T0_g_float[iS0{2}, iS1{3}, iS2{4}], {2, 0, 1} );\n");
   TensorView *t = TV(ir_tv(p));
   cr_assert_eq(t->nroot, 3);
   cr_expect_neq(t->root, t->logical);
@@ -317,7 +319,7 @@ Test(ops, transpose_swaps_two_axes) {
   cf_tv *a = input(f, CF_INT32, 3, (int64_t[]){2, 3, 4});
   cf_tv *t = cf_transpose(f, a, 0, -1);
   ot_expect_def(t, "T1_l_int[iS5{4}, iS4{3}, iS3{2}]\n"
-                        "   = permute( T0_g_int[iS0{2}, iS1{3}, iS2{4}], {2, 1, 0} );\n");
+                   "   = permute( T0_g_int[iS0{2}, iS1{3}, iS2{4}], {2, 1, 0} );\n");
   cr_expect_eq(cf_tv_dtype(t), CF_INT32);
   cf_fusion_destroy(f);
 }
@@ -325,8 +327,13 @@ Test(ops, transpose_swaps_two_axes) {
 Test(ops, outputs_are_local_with_serial_axes) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
-  cf_tv *outs[] = {cf_set(f, a), cf_exp(f, a), cf_add(f, a, a), cf_cast(f, a, CF_DOUBLE),
-                   cf_sum(f, a, 1, (int[]){0}), cf_transpose(f, a, 0, 1), cf_add_scalar(f, a, 1),
+  cf_tv *outs[] = {cf_set(f, a),
+                   cf_exp(f, a),
+                   cf_add(f, a, a),
+                   cf_cast(f, a, CF_DOUBLE),
+                   cf_sum(f, a, 1, (int[]){0}),
+                   cf_transpose(f, a, 0, 1),
+                   cf_add_scalar(f, a, 1),
                    cf_broadcast(f, a, 3, (bool[]){false, true, false})};
   for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
     cr_assert_not_null(outs[i], "op %zu: %s", i, cf_fusion_error(f));
@@ -356,5 +363,38 @@ Test(ops, a_fusion_of_every_op_verifies) {
   cf_fusion_add_output(f, cf_max_reduce(f, cf_min_reduce(f, x, 1, (int[]){0}), 1, (int[]){0}));
   cr_assert_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
   cr_expect_eq(cf_fusion_verify(f), CF_OK, "%s", cf_fusion_error(f));
+  cf_fusion_destroy(f);
+}
+
+Test(ops, math_of_a_fusion_prints_in_nvfuser_notation) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
+  cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){1, 4});
+  cf_tv *c = cf_add(f, a, b);
+  cf_tv *s = cf_sum(f, c, 1, (int[]){1});
+  cf_fusion_add_output(f, cf_broadcast(f, s, 2, (bool[]){false, true}));
+  cf_fusion_add_output(f, cf_mul_scalar(f, cf_transpose(f, c, 0, 1), 0.5));
+  char *m = ot_math(f);
+  cr_expect_str_eq(m, "Inputs:\n"
+                      "  T0_g_float[iS0{2}, iS1{4}]\n"
+                      "  T1_g_float[bS2{1}, iS3{4}]\n"
+                      "Outputs:\n"
+                      "  T4_g_float[iS8{2}, bS9{1}]\n"
+                      "  T6_g_float[iS12{4}, iS13{2}]\n"
+                      "\n"
+                      "%kernel_math {\n"
+                      "T2_l_float[iS4{2}, iS5{4}]\n"
+                      "   = add( T0_g_float[iS0{2}, iS1{4}],\n"
+                      "        T1_g_float[bS2{1}, iS3{4}] );\n"
+                      "T3_l_float[iS6{2}, rS7{4}]\n"
+                      "   = sum( T2_l_float[iS4{2}, iS5{4}] );\n"
+                      "T4_g_float[iS8{2}, bS9{1}]\n"
+                      "   = broadcast( T3_l_float[iS6{2}, rS7{4}], {false, true} );\n"
+                      "T5_l_float[iS11{4}, iS10{2}]\n"
+                      "   = permute( T2_l_float[iS4{2}, iS5{4}], {1, 0} );\n"
+                      "T6_g_float[iS12{4}, iS13{2}]\n"
+                      "   = mul( T5_l_float[iS11{4}, iS10{2}], 0.5 );\n"
+                      "} // %kernel_math\n");
+  free(m);
   cf_fusion_destroy(f);
 }

@@ -9,12 +9,12 @@ static cf_tv *input(cf_fusion *f, cf_dtype dt, int rank, const int64_t *sizes) {
 }
 
 /* Expects the call to have returned NULL with `msg` recorded, then clears the error. */
-#define EXPECT_ERROR(f, call, msg)                               \
-  do {                                                           \
-    cr_expect_null(call);                                        \
-    cr_expect_eq(cf_fusion_status(f), CF_ERR_INVALID_ARGUMENT);  \
-    cr_expect_str_eq(cf_fusion_error(f), msg);                   \
-    cf_fusion_clear_error(f);                                    \
+#define EXPECT_ERROR(f, call, msg)                                                                                     \
+  do {                                                                                                                 \
+    cr_expect_null(call);                                                                                              \
+    cr_expect_eq(cf_fusion_status(f), CF_ERR_INVALID_ARGUMENT);                                                        \
+    cr_expect_str_eq(cf_fusion_error(f), msg);                                                                         \
+    cf_fusion_clear_error(f);                                                                                          \
   } while (0)
 
 Test(ops_errors, null_fusion_returns_null) {
@@ -166,7 +166,8 @@ Test(ops_errors, reduction_axes_out_of_range_or_repeated) {
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
   EXPECT_ERROR(f, cf_sum(f, a, 1, (int[]){2}), "sum: axis 2 out of range for T0_g_float[iS0{2}, iS1{4}]");
   EXPECT_ERROR(f, cf_sum(f, a, 1, (int[]){-3}), "sum: axis -3 out of range for T0_g_float[iS0{2}, iS1{4}]");
-  EXPECT_ERROR(f, cf_max_reduce(f, a, 2, (int[]){1, -1}), "max_reduce: axis -1 given twice for T0_g_float[iS0{2}, iS1{4}]");
+  EXPECT_ERROR(f, cf_max_reduce(f, a, 2, (int[]){1, -1}),
+               "max_reduce: axis -1 given twice for T0_g_float[iS0{2}, iS1{4}]");
   EXPECT_ERROR(f, cf_min_reduce(f, a, 0, (int[]){0}),
                "min_reduce: naxes is 0; give at least one axis to reduce for T0_g_float[iS0{2}, iS1{4}]");
   cf_fusion_destroy(f);
@@ -183,7 +184,8 @@ Test(ops_errors, reduced_axes_cannot_be_reduced_again) {
 Test(ops_errors, permute_checks_its_permutation) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
-  EXPECT_ERROR(f, cf_permute(f, a, 3, (int[]){0, 1, 2}), "permute: perm has 3 axes, expected 2 for T0_g_float[iS0{2}, iS1{4}]");
+  EXPECT_ERROR(f, cf_permute(f, a, 3, (int[]){0, 1, 2}),
+               "permute: perm has 3 axes, expected 2 for T0_g_float[iS0{2}, iS1{4}]");
   EXPECT_ERROR(f, cf_permute(f, a, 2, (int[]){0, 2}), "permute: axis 2 out of range for T0_g_float[iS0{2}, iS1{4}]");
   EXPECT_ERROR(f, cf_permute(f, a, 2, (int[]){1, -1}), "permute: axis -1 given twice for T0_g_float[iS0{2}, iS1{4}]");
   cf_fusion_destroy(f);

@@ -47,6 +47,24 @@ static inline char *kc_compile_sm90(cf_fusion *f) {
   return src;
 }
 
+/* A device copy of a host input that keeps its strides: the raw footprint is copied as a
+ * 1-D tensor and `view` is set up over it with the host tensor's shape and strides. */
+static inline DLManagedTensor *kc_to_device(const DLTensor *h, cf_dtype dt, DLTensor *view) {
+  int64_t extent = 1;
+  for (int a = 0; a < h->ndim; a++) extent += h->strides ? (h->shape[a] - 1) * h->strides[a] : 0;
+  if (!h->strides) extent = cf_tensor_numel(h);
+  DLManagedTensor *d = cf_tensor_device(dt, 1, &extent);
+  DLTensor flat = *h;
+  flat.ndim = 1;
+  flat.shape = &extent;
+  flat.strides = NULL;
+  cf_tensor_copy(&d->dl_tensor, &flat);
+  *view = *h;
+  view->data = d->dl_tensor.data;
+  view->device = d->dl_tensor.device;
+  return d;
+}
+
 static inline void kc_run_backend(cf_fusion *f, cf_backend backend, int nin, DLManagedTensor **host_in,
                                   DLManagedTensor **want, double tol) {
   cf_executor_options o = {.backend = backend};
@@ -55,13 +73,12 @@ static inline void kc_run_backend(cf_fusion *f, cf_backend backend, int nin, DLM
   cr_assert_eq(s, CF_OK, "compile failed: %s", cf_executor_error(e));
   int nout = cf_fusion_num_outputs(f);
   const DLTensor *ins[16];
+  DLTensor views[16];
   DLManagedTensor *dev_in[16] = {0}, *out[16] = {0}, *back[16] = {0};
   for (int i = 0; i < nin; i++) {
     if (backend == CF_BACKEND_CUDA) {
-      DLTensor *h = &host_in[i]->dl_tensor;
-      dev_in[i] = cf_tensor_device(cf_tv_dtype(cf_fusion_input(f, i)), h->ndim, h->shape);
-      cf_tensor_copy(&dev_in[i]->dl_tensor, h);
-      ins[i] = &dev_in[i]->dl_tensor;
+      dev_in[i] = kc_to_device(&host_in[i]->dl_tensor, cf_tv_dtype(cf_fusion_input(f, i)), &views[i]);
+      ins[i] = &views[i];
     } else {
       ins[i] = &host_in[i]->dl_tensor;
     }

@@ -133,6 +133,37 @@ Test(propagate, reduction_as_reference) {
   EXPECT_TV(tv[3], "T3_g_float[iS6{8}]");
 }
 
+/* A tensor keeps its own transforms of axes the reference does not have: T2's split of
+ * its reduction axis survives, after the replayed axes; T1, which has that axis, then
+ * takes the split from T2 as an iteration split. */
+Test(propagate, keeps_own_transforms_of_unmapped_axes) {
+  reduction_fusion();
+  EXPECT_OK(cf_split(f, tv[2], 1, 4));
+  EXPECT_OK(cf_split(f, tv[3], 0, 2));
+  EXPECT_OK(cf_propagate_transforms_checked(f, tv[3]));
+  EXPECT_TV(tv[2], "T2_l_float[iS11{4}, iS12{2}, rS7{4}, rS8{4}]");
+  EXPECT_TV(tv[1], "T1_l_float[iS13{4}, iS14{2}, iS15{4}, iS16{4}]");
+}
+
+/* A diamond: T1 is reached once, through the better of its two consumers. */
+Test(propagate, diamond) {
+  tv[0] = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_fusion_add_input(f, tv[0]);
+  tv[1] = cf_set(f, tv[0]);
+  tv[2] = cf_neg(f, tv[1]);
+  tv[3] = cf_add(f, tv[1], tv[2]);
+  cf_fusion_add_output(f, tv[3]);
+  EXPECT_OK(cf_merge(f, tv[3], 0));
+  EXPECT_OK(cf_split(f, tv[3], 0, 4));
+  EXPECT_OK(cf_propagate_transforms_checked(f, tv[3]));
+  EXPECT_TV(tv[1], "T1_l_float[iS12{8}, iS13{4}]");
+  EXPECT_TV(tv[2], "T2_l_float[iS15{8}, iS16{4}]");
+  EXPECT_TV(tv[0], "T0_g_float[iS18{8}, iS19{4}]");
+  int nvals = f->vals.len;
+  EXPECT_OK(cf_propagate_transforms_checked(f, tv[2]));
+  cr_expect_eq(f->vals.len, nvals);
+}
+
 /* Through a transpose the merge is replayed on the producer's axes in the consumer's
  * (logical) order. */
 Test(propagate, through_a_permute) {

@@ -1,0 +1,30 @@
+/* lower/extent_checks.c: pass 4. Axes that an op maps to each other must have equal
+ * extents. Ops compare constant extents when the fusion is built; symbolic ones (two
+ * cf_tensor_symbolic inputs added together) can only be compared once sizes are bound,
+ * so this pass turns every such pair into a run-time check (or a compile error when both
+ * fold to different constants), with the message the reference evaluator gives.
+ * Requires: c->exprs. Establishes: k->checks for mapped axes of unequal extent expressions.
+ * Key decision: checking here, before launch, keeps a kernel from indexing one input
+ * with another's sizes. */
+#include "lower/lower.h"
+
+static void check_expr(LowerCtx *c, const Expr *e) {
+  Val *cv = e->out[0];
+  for (int i = 0; i < e->nin; i++) {
+    Val *p = e->in[i];
+    if (p->kind != VAL_TV) continue;
+    Val *pids[64], *cids[64];
+    int n = sched_pairwise_map(p, cv, pids, cids, 64);
+    for (int k = 0; k < n; k++) {
+      if (ID(pids[k])->iter_type == CF_ITER_BROADCAST || ID(cids[k])->iter_type == CF_ITER_BROADCAST) continue;
+      KExpr *pe = lower_extent(c, pids[k]), *ce = lower_extent(c, cids[k]);
+      if (kx_equal(pe, ce)) continue;
+      lower_validate(c, kx_bin(c->a, OP_EQ, pe, ce), "run: %s: axis %d has extent mismatched between %s and %s",
+                     ir_op_name(e->op), k, TV(p)->display_name, TV(cv)->display_name);
+    }
+  }
+}
+
+void lower_extent_checks(LowerCtx *c) {
+  for (int i = 0; i < c->nexprs; i++) check_expr(c, c->exprs[i]);
+}
