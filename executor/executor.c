@@ -35,19 +35,21 @@ cf_executor *cf_executor_create(const cf_executor_options *opts) {
   return e;
 }
 
+void exec_compiled_free(Compiled *c) {
+  if (!c) return;
+  exec_host_call_free(c->call);
+  exec_host_module_free(c->host);
+  exec_kernel_unload(&c->kernel, NULL, 0);
+  exec_cubin_free(&c->cubin);
+  kkernel_free(c->k);
+  free(c->source);
+  free(c);
+}
+
 static void release(cf_executor *e) {
-  exec_host_call_free(e->call);
-  exec_host_module_free(e->host);
-  exec_kernel_unload(&e->kernel, NULL, 0);
-  exec_cubin_free(&e->cubin);
-  kkernel_free(e->k);
-  free(e->source);
-  e->call = NULL;
-  e->host = NULL;
-  e->k = NULL;
-  e->source = NULL;
-  memset(&e->kernel, 0, sizeof e->kernel);
-  memset(&e->cubin, 0, sizeof e->cubin);
+  if (!e->borrowed) exec_compiled_free(e->cc);
+  e->cc = NULL;
+  e->borrowed = false;
 }
 
 void cf_executor_destroy(cf_executor *e) {
@@ -76,7 +78,7 @@ static void hook_adapter(const KKernel *k, void *user) {
 
 static bool cuda_usable(const char **reason) { return cf_cuda_available(reason); }
 
-static cf_status compile_cuda(cf_executor *e) {
+static cf_status compile_cuda(cf_executor *e, Compiled *c) {
   const char *reason = NULL;
   bool device = cf_cuda_available(&reason);
   const char *arch = e->opts.arch;
@@ -84,35 +86,31 @@ static cf_status compile_cuda(cf_executor *e) {
     return exec_error(e, CF_ERR_NO_DEVICE,
                       "compile: no CUDA device (%s); name an architecture in the options (e.g. \"sm_90a\") to "
                       "compile only, or use the host backend", reason ? reason : "unknown reason");
-  e->compile_only = !device || (arch && strcmp(arch, exec_device_arch()) != 0);
-  ExecNvrtcOptions o = {.arch = arch, .kernel_name = e->k->name};
+  c->compile_only = !device || (arch && strcmp(arch, exec_device_arch()) != 0);
+  ExecNvrtcOptions o = {.arch = arch, .kernel_name = c->k->name};
   char err[1024];
-  cf_status s = exec_nvrtc_compile(e->source, "cfuser_kernel.cu", &o, &e->cubin, err, sizeof err);
-  if (s) return exec_error(e, s, "compile: NVRTC failed: %s\n%s", err, e->cubin.log ? e->cubin.log : "");
-  if (e->compile_only) return CF_OK;
-  s = exec_kernel_load(e->cubin.data, e->cubin.lowered_name ? e->cubin.lowered_name : e->k->name, &e->kernel, err,
+  cf_status s = exec_nvrtc_compile(c->source, "cfuser_kernel.cu", &o, &c->cubin, err, sizeof err);
+  if (s) return exec_error(e, s, "compile: NVRTC failed: %s\n%s", err, c->cubin.log ? c->cubin.log : "");
+  if (c->compile_only) return CF_OK;
+  s = exec_kernel_load(c->cubin.data, c->cubin.lowered_name ? c->cubin.lowered_name : c->k->name, &c->kernel, err,
                        sizeof err);
   if (s) return exec_error(e, s, "compile: %s", err);
   int64_t smem;
-  if (kx_is_const(e->k->smem, &smem) && smem > 48 * 1024 &&
-      (s = exec_kernel_set_max_dynamic_smem(&e->kernel, smem, err, sizeof err)))
+  if (kx_is_const(c->k->smem, &smem) && smem > 48 * 1024 &&
+      (s = exec_kernel_set_max_dynamic_smem(&c->kernel, smem, err, sizeof err)))
     return exec_error(e, s, "compile: %s", err);
   return CF_OK;
 }
 
-static cf_status host_params(const KKernel *k, ExecHostParam *p) {
-  for (int i = 0; i < k->nparams; i++)
-    p[i] = (ExecHostParam){true, k->params[i]->dtype, k->params[i]->rank, k->params[i]->alloc_rank, k->index32};
-  return CF_OK;
-}
-
-static cf_status compile_host(cf_executor *e) {
+static cf_status compile_host(cf_executor *e, Compiled *c) {
   ExecHostError err = {{0}, NULL, NULL};
-  cf_status s = exec_host_compile(e->source, e->k->name, &e->host, &err);
+  cf_status s = exec_host_compile(c->source, c->k->name, &c->host, &err);
   if (s == CF_OK) {
     ExecHostParam params[64];
-    host_params(e->k, params);
-    s = exec_host_call_prepare(e->host, e->k->nparams, params, &e->call, &err);
+    for (int i = 0; i < c->k->nparams && i < 64; i++)
+      params[i] = (ExecHostParam){true, c->k->params[i]->dtype, c->k->params[i]->rank, c->k->params[i]->alloc_rank,
+                                  c->k->index32};
+    s = exec_host_call_prepare(c->host, c->k->nparams, params, &c->call, &err);
   }
   if (s) exec_error(e, s, "compile: %s%s%s", err.msg, err.compiler_output ? "\n" : "",
                     err.compiler_output ? err.compiler_output : "");
@@ -120,33 +118,56 @@ static cf_status compile_host(cf_executor *e) {
   return s;
 }
 
-cf_status cf_executor_compile(cf_executor *e, cf_fusion *f) {
-  if (!e) return CF_ERR_INVALID_ARGUMENT;
-  if (!f) return exec_error(e, CF_ERR_INVALID_ARGUMENT, "compile: fusion is NULL");
-  release(e);
-  char err[512] = "";
-  cf_status s = exec_backend_choose(e->opts.backend, cuda_usable, &e->backend, err, sizeof err);
-  if (s) return exec_error(e, s, "compile: %s", err);
+/* Lowers, generates and compiles f for the chosen backend into a new Compiled. */
+static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compiled **out) {
+  Compiled *c = calloc(1, sizeof *c);
+  if (!c) return exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
+  c->backend = backend;
   LowerOptions lo = {.skip_tmem_validation = e->opts.skip_tmem_validation};
   if (e->hook) {
     lo.hook = hook_adapter;
     lo.hook_user = e;
   }
   char *msg = NULL;
-  s = lower_fusion(f, &lo, &e->k, &msg);
+  cf_status s = lower_fusion(f, &lo, &c->k, &msg);
   if (s) {
     exec_error(e, s, "%s", msg ? msg : "compile: lowering failed");
     free(msg);
+  } else {
+    c->source = backend == CF_BACKEND_HOST ? cg_host_source(c->k) : cg_cuda_source(c->k);
+    s = backend == CF_BACKEND_HOST ? compile_host(e, c) : compile_cuda(e, c);
+  }
+  if (s) {
+    exec_compiled_free(c);
     return s;
   }
-  e->source = e->backend == CF_BACKEND_HOST ? cg_host_source(e->k) : cg_cuda_source(e->k);
-  s = e->backend == CF_BACKEND_HOST ? compile_host(e) : compile_cuda(e);
-  if (s) {
-    char *keep = e->error;
-    e->error = NULL;
-    release(e);
-    e->error = keep;
+  *out = c;
+  return CF_OK;
+}
+
+cf_status cf_executor_compile(cf_executor *e, cf_fusion *f) {
+  if (!e) return CF_ERR_INVALID_ARGUMENT;
+  if (!f) return exec_error(e, CF_ERR_INVALID_ARGUMENT, "compile: fusion is NULL");
+  release(e);
+  char err[512] = "";
+  cf_backend backend;
+  cf_status s = exec_backend_choose(e->opts.backend, cuda_usable, &backend, err, sizeof err);
+  if (s) return exec_error(e, s, "compile: %s", err);
+  /* A lowering hook must see the lowering, so it bypasses the cache. */
+  char *key = e->opts.cache && !e->hook && !f->status ? exec_fingerprint(f, backend, e->opts.arch) : NULL;
+  Compiled *hit = key ? exec_cache_lookup(e->opts.cache, key) : NULL;
+  if (hit) {
+    e->cc = hit;
+    e->borrowed = true;
+    free(key);
+    return CF_OK;
   }
+  s = build(e, f, backend, &e->cc);
+  if (!s && key) {
+    exec_cache_store(e->opts.cache, key, e->cc);
+    e->borrowed = true;
+  }
+  free(key);
   return s;
 }
 
@@ -154,24 +175,25 @@ cf_launch_params cf_executor_last_launch_params(const cf_executor *e) {
   cf_launch_params p = {{0, 0, 0}, {0, 0, 0}, 0};
   return e ? e->last : p;
 }
-const char *cf_executor_source(const cf_executor *e) { return e && e->source ? e->source : ""; }
-cf_backend cf_executor_backend(const cf_executor *e) { return e ? e->backend : CF_BACKEND_AUTO; }
-bool cf_executor_compile_only(const cf_executor *e) { return e && e->compile_only; }
+const char *cf_executor_source(const cf_executor *e) { return e && e->cc ? e->cc->source : ""; }
+cf_backend cf_executor_backend(const cf_executor *e) { return e && e->cc ? e->cc->backend : CF_BACKEND_AUTO; }
+bool cf_executor_compile_only(const cf_executor *e) { return e && e->cc && e->cc->compile_only; }
 
 const void *cf_executor_binary(const cf_executor *e, size_t *size) {
   if (size) *size = 0;
-  if (!e) return NULL;
-  if (e->host) {
+  if (!e || !e->cc) return NULL;
+  Compiled *c = e->cc;
+  if (c->host) {
     const void *data = NULL;
     size_t n = 0;
     ExecHostError err = {{0}, NULL, NULL};
-    exec_host_module_binary(e->host, &data, &n, &err);
+    exec_host_module_binary(c->host, &data, &n, &err);
     exec_host_error_clear(&err);
     if (size) *size = n;
     return data;
   }
-  if (size) *size = e->cubin.size;
-  return e->cubin.data;
+  if (size) *size = c->cubin.size;
+  return c->cubin.data;
 }
 
 cf_status cf_fusion_print_kernel(cf_fusion *f, FILE *out) {

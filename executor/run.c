@@ -46,10 +46,10 @@ static cf_status check_tensor(cf_executor *e, const char *what, int i, const KTe
   if (t->ndim != p->rank)
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has %d dimensions, expected %d", what, i, p->name,
                       t->ndim, p->rank);
-  if (!device_ok(e->backend, t->device.device_type))
+  if (!device_ok(e->cc->backend, t->device.device_type))
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) is in %s, but the %s backend needs %s", what, i,
-                      p->name, device_name(t->device.device_type), e->backend == CF_BACKEND_HOST ? "host" : "CUDA",
-                      e->backend == CF_BACKEND_HOST ? "host memory" : "device memory");
+                      p->name, device_name(t->device.device_type), e->cc->backend == CF_BACKEND_HOST ? "host" : "CUDA",
+                      e->cc->backend == CF_BACKEND_HOST ? "host memory" : "device memory");
   for (int a = 0; a < p->rank; a++) {
     int64_t want;
     if (p->broadcast[a] && t->shape[a] != 1)
@@ -99,7 +99,7 @@ static cf_status make_output(cf_executor *e, Binding *b, const KTensor *p, DLMan
   cf_status s;
   for (int a = 0; a < p->rank; a++)
     if ((s = eval(e, b, p->extents[a], &sizes[a], "an output size"))) return s;
-  if (e->backend == CF_BACKEND_HOST) {
+  if (e->cc->backend == CF_BACKEND_HOST) {
     *slot = cf_tensor_host(p->dtype, p->rank, sizes);
     return *slot ? CF_OK : exec_error(e, CF_ERR_OUT_OF_MEMORY, "run: out of memory allocating output %s", p->name);
   }
@@ -109,7 +109,7 @@ static cf_status make_output(cf_executor *e, Binding *b, const KTensor *p, DLMan
 }
 
 static cf_status bind_all(cf_executor *e, Binding *b, int nin, const DLTensor *const *in, DLManagedTensor **out) {
-  const KKernel *k = e->k;
+  const KKernel *k = e->cc->k;
   int nout = k->nparams - nin;
   for (int i = 0; i < nin; i++) {
     cf_status s = check_tensor(e, "input", i, k->params[i], in[i]);
@@ -131,11 +131,11 @@ static cf_status bind_all(cf_executor *e, Binding *b, int nin, const DLTensor *c
 }
 
 static cf_status run_checks(cf_executor *e, Binding *b) {
-  for (int i = 0; i < e->k->nchecks; i++) {
+  for (int i = 0; i < e->cc->k->nchecks; i++) {
     int64_t v;
-    cf_status s = eval(e, b, e->k->checks[i].cond, &v, "a run-time check");
+    cf_status s = eval(e, b, e->cc->k->checks[i].cond, &v, "a run-time check");
     if (s) return s;
-    if (!v) return exec_error(e, CF_ERR_INVALID_SCHEDULE, "%s", e->k->checks[i].message);
+    if (!v) return exec_error(e, CF_ERR_INVALID_SCHEDULE, "%s", e->cc->k->checks[i].message);
   }
   return CF_OK;
 }
@@ -143,14 +143,14 @@ static cf_status run_checks(cf_executor *e, Binding *b) {
 static cf_status launch_dims(cf_executor *e, Binding *b) {
   cf_status s;
   for (int d = 0; d < 3; d++)
-    if ((s = eval(e, b, e->k->grid[d], &e->last.grid[d], "the grid size")) ||
-        (s = eval(e, b, e->k->block[d], &e->last.block[d], "the block size")))
+    if ((s = eval(e, b, e->cc->k->grid[d], &e->last.grid[d], "the grid size")) ||
+        (s = eval(e, b, e->cc->k->block[d], &e->last.block[d], "the block size")))
       return s;
-  return eval(e, b, e->k->smem, &e->last.smem, "the shared-memory size");
+  return eval(e, b, e->cc->k->smem, &e->last.smem, "the shared-memory size");
 }
 
 static cf_status launch(cf_executor *e, Binding *b) {
-  const KKernel *k = e->k;
+  const KKernel *k = e->cc->k;
   int ib = k->index32 ? 4 : 8;
   _Alignas(16) unsigned char args[MAX_PARAMS][8 + 2 * MAX_RANK * 8];
   void *values[MAX_PARAMS];
@@ -163,14 +163,14 @@ static cf_status launch(cf_executor *e, Binding *b) {
     if (s) return exec_error(e, s, "run: argument %d (%s): %s", p, k->params[p]->name, err);
     values[p] = args[p];
   }
-  if (e->backend == CF_BACKEND_HOST) {
+  if (e->cc->backend == CF_BACKEND_HOST) {
     ExecHostError herr = {{0}, NULL, NULL};
-    cf_status s = exec_host_call_launch(e->call, e->last.grid, e->last.block, e->last.smem, values, &herr);
+    cf_status s = exec_host_call_launch(e->cc->call, e->last.grid, e->last.block, e->last.smem, values, &herr);
     if (s) exec_error(e, s, "run: %s", herr.msg);
     exec_host_error_clear(&herr);
     return s;
   }
-  cf_status s = exec_launch(&e->kernel, e->last.grid, e->last.block, e->last.smem, values, err, sizeof err);
+  cf_status s = exec_launch(&e->cc->kernel, e->last.grid, e->last.block, e->last.smem, values, err, sizeof err);
   if (!s) s = exec_synchronize(err, sizeof err);
   return s ? exec_error(e, s, "run: %s", err) : CF_OK;
 }
@@ -182,16 +182,16 @@ static void free_allocated(Binding *b, int n) {
 cf_status cf_executor_run(cf_executor *e, int ninputs, const DLTensor *const *inputs, int noutputs,
                           DLManagedTensor **outputs) {
   if (!e) return CF_ERR_INVALID_ARGUMENT;
-  if (!e->k) return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: the executor has no compiled kernel");
-  if (e->compile_only)
+  if (!e->cc) return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: the executor has no compiled kernel");
+  if (e->cc->compile_only)
     return exec_error(e, CF_ERR_NO_DEVICE, "run: the kernel was compiled for %s without a matching device; it "
                       "cannot run here", e->opts.arch ? e->opts.arch : "another architecture");
   int nin = 0;
-  while (nin < e->k->nparams && !e->k->params[nin]->is_output) nin++;
+  while (nin < e->cc->k->nparams && !e->cc->k->params[nin]->is_output) nin++;
   if (ninputs != nin || (nin && !inputs))
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: expected %d inputs, got %d", nin, ninputs);
-  if (noutputs != e->k->nparams - nin || !outputs)
-    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: expected %d outputs, got %d", e->k->nparams - nin, noutputs);
+  if (noutputs != e->cc->k->nparams - nin || !outputs)
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: expected %d outputs, got %d", e->cc->k->nparams - nin, noutputs);
   Binding *b = calloc(1, sizeof *b);
   if (!b) return exec_error(e, CF_ERR_OUT_OF_MEMORY, "run: out of memory");
   cf_status s = bind_all(e, b, nin, inputs, outputs);
@@ -199,7 +199,7 @@ cf_status cf_executor_run(cf_executor *e, int ninputs, const DLTensor *const *in
   if (!s) s = launch_dims(e, b);
   if (!s) s = launch(e, b);
   if (s) {
-    free_allocated(b, e->k->nparams);
+    free_allocated(b, e->cc->k->nparams);
   } else {
     for (int i = 0; i < noutputs; i++)
       if (!outputs[i]) outputs[i] = b->allocated[nin + i];

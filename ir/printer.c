@@ -234,6 +234,7 @@ static void print_tv_transforms(cf_fusion *f, StrBuf *b, Val *tv) {
     sb_puts(b, ")\n");
   }
   print_contiguity(b, t);
+  if (t->mem == CF_MEM_TENSOR) sb_printf(b, " tmem dim-sep : %d\n", t->tmem_dim_sep);
   int n;
   Expr **hist = ir_tv_history(f, tv, &n);
   for (int i = 0; i < n; i++) {

@@ -186,7 +186,7 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
     op->u.op.in[op->u.op.nin++] = access_of(c, pm, p);
     reset(pm);
   }
-  if (e->attr.scalar_rhs.is_scalar_rhs && ir_op_kind(e->op) == OPK_BINARY)
+  if (ir_op_kind(e->op) == OPK_BINARY && e->attr.scalar_rhs.is_scalar_rhs)
     op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar = e->attr.scalar_rhs.value};
   reset(cm);
 }

@@ -21,6 +21,12 @@ extern "C" {
 #endif
 
 typedef struct cf_executor cf_executor;
+/* An in-memory cache of compiled kernels keyed by the fusion's fingerprint (its printed
+ * math and schedule) and the target (backend and architecture). Executors given the same
+ * cache (cf_executor_options.cache) compile a fusion they have seen once: a hit skips
+ * lowering, code generation and NVRTC / the C compiler. The cache owns the kernels: destroy
+ * every executor that used it before the cache. Not thread-safe: one cache per thread. */
+typedef struct cf_kernel_cache cf_kernel_cache;
 typedef struct cf_kernel_info cf_kernel_info; /* read-only view of a lowered kernel */
 
 typedef enum cf_backend {
@@ -38,6 +44,8 @@ typedef struct cf_executor_options {
   /* Internal: skip the static tensor-memory access validation (tests of the host
    * backend's run-time checks use it). */
   bool skip_tmem_validation;
+  /* Optional: compiled kernels are looked up here first and stored here after. */
+  cf_kernel_cache *cache;
 } cf_executor_options;
 
 typedef struct cf_launch_params {
@@ -69,6 +77,12 @@ CF_API cf_backend cf_executor_backend(const cf_executor *e);
 CF_API bool cf_executor_compile_only(const cf_executor *e);
 /* The compiled binary (cubin or shared object) and its size, owned by e. */
 CF_API const void *cf_executor_binary(const cf_executor *e, size_t *size);
+
+CF_API cf_kernel_cache *cf_kernel_cache_create(void);
+CF_API void cf_kernel_cache_destroy(cf_kernel_cache *c);
+/* Lookups that found a compiled kernel, and lookups that did not. */
+CF_API int64_t cf_kernel_cache_hits(const cf_kernel_cache *c);
+CF_API int64_t cf_kernel_cache_misses(const cf_kernel_cache *c);
 
 /* Lowers f and prints its CUDA kernel function (for reading; compiles nothing). The
  * runtime preamble every kernel starts with is left out; cf_executor_source has it all. */

@@ -228,6 +228,8 @@ Test(tmem_info, symbolic_columns_become_a_run_time_check) {
   cf_propagate_transforms(f, t[4]);
   cf_parallelize_all_like(f, t[4], 0, NULL);
   cf_set_tmem_dim_sep_pos(f, t[2], 2);
+  cf_inline_at(f, t[1], -1); /* registers: one element */
+  cf_inline_at(f, t[3], -1);
   KKernel *k = tt_lower_ok(f);
   cr_assert_eq(k->nregions, 1);
   cr_expect_eq(k->regions[0].raw_columns, -1);
