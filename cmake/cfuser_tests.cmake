@@ -25,7 +25,7 @@ function(cfuser_add_test src base_label)
   endif()
   add_test(NAME ${tname} COMMAND ${tname} --jobs 1)
   set_tests_properties(${tname} PROPERTIES LABELS "${labels}"
-    ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+    ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1"
     SKIP_RETURN_CODE 77)
 endfunction()
 

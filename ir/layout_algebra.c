@@ -7,9 +7,11 @@
  * stride sort in complement and the inverses), because the staticness of a result, and
  * therefore how it prints, depends on the exact sequence of operations and on which
  * merges are statically provable. Where CuTe only checks a precondition at compile time
- * (static operands) we check it always, and composition also rejects the one case CuTe's
- * weak stride check lets through with a wrong result (a stride that neither divides a
- * mode nor is a multiple of it, with the layout continuing past that mode). */
+ * (static operands) we check it always, whatever the staticness, and composition also
+ * rejects the case CuTe's weak stride check lets through with a wrong result: a stride
+ * smaller than a mode that does not divide it, with more elements than fit in the mode
+ * (CuTe computes (6,2):(1,7) o 4:4 = (2,2):(4,7), which maps 2 to 7 instead of 9). A
+ * mode of size 1 needs no divisibility, so it is never rejected. */
 #include "ir/layout_internal.h"
 
 /* ---- coalesce ---------------------------------------------------------------------- */
@@ -148,14 +150,12 @@ static void compose_mode(const IrFlat *lhs, IrInt rs, IrInt rd, IrBuild *b)
     IrInt cs = lhs->s[i], cd = lhs->d[i], ars = ir_layout_abs(rest_stride, e);
     IrInt next_shape = ir_layout_ceil_div(cs, ars, e);
     IrInt next_stride = ir_layout_mul(ir_layout_ceil_div(ars, cs, e), ir_layout_signum(rest_stride), e);
-    if (ars.value % cs.value != 0 && ars.value >= cs.value)
+    if (rest_shape.value > 1 && ars.value % cs.value != 0 &&
+        (ars.value > cs.value || rest_shape.value > next_shape.value))
       ir_layout_fail(e, CF_ERR_INVALID_ARGUMENT, "composition: stride divisibility condition "
-                     "violated: stride %lld is neither a multiple of shape %lld nor smaller",
-                     (long long)ars.value, (long long)cs.value);
-    else if (ars.value < cs.value && cs.value % ars.value != 0 && rest_shape.value > next_shape.value)
-      ir_layout_fail(e, CF_ERR_INVALID_ARGUMENT, "composition: stride divisibility condition "
-                     "violated: stride %lld does not divide shape %lld and %lld elements go past it",
-                     (long long)ars.value, (long long)cs.value, (long long)rest_shape.value);
+                     "violated: stride %lld and shape %lld do not divide each other%s",
+                     (long long)ars.value, (long long)cs.value,
+                     ars.value > cs.value ? "" : ", and the elements do not fit in one mode");
     if (ir_layout_is_const(next_shape, 1) || ir_layout_is_const(rest_shape, 1)) {
       rest_stride = next_stride;
       continue;

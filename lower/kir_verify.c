@@ -1,8 +1,8 @@
 /* lower/kir_verify.c: checks the kernel IR's invariants between passes (CFUSER_VERIFY=1,
  * on in tests): loops have an extent and an index, a serial loop's index is its own
- * variable, no sync sits under an if (a thread-dependent condition would deadlock),
- * indexed ops name their tensors, and every tensor-memory region allocated is
- * deallocated exactly once.
+ * variable, no sync sits under an if (a thread-dependent condition would deadlock), ops
+ * carry their loop indices and, once indexed, name their tensors, and every
+ * tensor-memory region allocated is deallocated exactly once.
  * Key decision: a plain recursive walk that reports the first broken invariant; the
  * pipeline turns a failure into an internal error naming the pass. */
 #include <stdio.h>
@@ -35,7 +35,10 @@ static bool node(Verify *v, const KNode *n, bool under_if) {
   case KN_SYNC:
     return under_if ? fail(v, "a __syncthreads under a condition") : true;
   case KN_OP:
-    return n->u.op.out.t || !n->u.op.src ? true : fail(v, "an op without output tensor");
+    if (n->u.op.src && !n->u.op.loop_index) return fail(v, "an op without loop indices");
+    /* indices exist from the index pass on: then they must name their tensor */
+    if ((n->u.op.out.index || n->u.op.out.lane) && !n->u.op.out.t) return fail(v, "an indexed op without output tensor");
+    return true;
   case KN_TMEM_ALLOC:
   case KN_TMEM_DEALLOC:
     if (n->u.region.region < 0 || n->u.region.region >= 64) return fail(v, "a tensor-memory region out of range");

@@ -1,4 +1,4 @@
-/* lower/tmem_lifetime.c: pass 11. Gives tensor memory its final form in the kernel IR:
+/* lower/tmem_lifetime.c: pass 12. Gives tensor memory its final form in the kernel IR:
  * every validated load and store becomes a tcgen05 instruction node, and every region
  * gets its allocation at the top of the kernel and its deallocation after its last use.
  *

@@ -1,4 +1,4 @@
-/* lower/tmem_pattern.c: pass 7. Validates every tensor-memory load and store against the
+/* lower/tmem_pattern.c: pass 8. Validates every tensor-memory load and store against the
  * tcgen05 32x32b data path (DESIGN.md section 6, reference notes section 3.4): the
  * access is warp-collective, thread l of warp w touches lane 32 * (w % 4) + l (lanes
  * consecutive with stride 1, each warp in its own sub-partition), all threads of a warp
@@ -25,13 +25,13 @@
 
 #define PREFIX "Invalid data access pattern in TMem load/store: "
 
-enum { MAX_VARS = 64, SAMPLE = 64 };
+enum { MAX_VARS = 64, SAMPLE = 16 };
 
 /* One op under test: its probe variables, the indices to evaluate, the thread lattice. */
 typedef struct Probe {
   LowerCtx *c;
   const char *var[MAX_VARS];
-  int64_t ext[MAX_VARS]; /* -1: symbolic (probed at 0 only) */
+  int64_t ext[MAX_VARS]; /* -1: symbolic, 0: absent from the indices (probed at 0 only) */
   int64_t val[MAX_VARS];
   int nvars;
   int vec_var;           /* the Vectorize axis' probe, or -1 */
@@ -70,7 +70,7 @@ static bool eval(const Probe *p, const KExpr *e, int64_t *out) {
   case KX_CONST: *out = e->value; return true;
   case KX_VAR:
     for (int i = 0; i < p->nvars; i++)
-      if (!strcmp(p->var[i], e->name)) return *out = p->val[i], true;
+      if (p->var[i] == e->name) return *out = p->val[i], true; /* the probe's own names */
     return false;
   case KX_THREAD:
     if (ir_ptype_is_thread(e->pt)) return *out = e->is_dim ? p->dim[e->pt - CF_PT_TIDX] : p->tid[e->pt - CF_PT_TIDX], true;
@@ -205,6 +205,12 @@ static void check_whole_block(LowerCtx *c, const Probe *p, const char *tv) {
 
 /* ---- the probe: the op's indices with its loop indices replaced by variables ----------- */
 
+static bool uses_var(const KExpr *e, const char *name) {
+  if (!e) return false;
+  if (e->kind == KX_VAR) return e->name == name;
+  return uses_var(e->a, name) || uses_var(e->b, name) || uses_var(e->c, name);
+}
+
 static void make_probe(Probe *p, const KNode *op, Val *tm, Val *reg) {
   LowerCtx *c = p->c;
   Val *cv = op->u.op.src->out[0];
@@ -233,10 +239,15 @@ static void make_probe(Probe *p, const KNode *op, Val *tm, Val *reg) {
   p->lane = t.lane;
   p->col = t.col;
   p->reg = r.index;
+  for (int v = 0; v < p->nvars; v++)
+    if (v != p->vec_var && !uses_var(p->lane, p->var[v]) && !uses_var(p->col, p->var[v]) &&
+        !uses_var(p->reg, p->var[v]))
+      p->ext[v] = 0;
 }
 
-/* The loop values probed: all zero, then each variable alone over a sample of its range
- * (the first SAMPLE values and the last). Returns false past the last configuration. */
+/* The loop values probed: all zero, then each variable the indices use alone over a
+ * sample of its range (its first SAMPLE values and its last). Returns false past the last
+ * configuration. */
 static bool probe_config(Probe *p, int k) {
   memset(p->val, 0, sizeof p->val);
   if (k == 0) return true;
