@@ -264,6 +264,8 @@ Val *ir_scalar_symbol(cf_fusion *f, const char *name);
 /* Scalar arithmetic with constant folding and the identities x*1, x+0, ceilDiv(x,1). */
 Val *ir_scalar_op(cf_fusion *f, IrOp op, Val *a, Val *b);
 bool ir_scalar_is_const(const Val *v);
+/* Integer semantics of a binary op (wrapping); false for division by zero or a non-integer op. */
+bool ir_int_apply(IrOp op, int64_t a, int64_t b, int64_t *r);
 /* The value of a constant integer scalar; false when not constant. */
 bool ir_scalar_const_value(const Val *v, int64_t *out);
 

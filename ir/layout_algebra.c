@@ -151,7 +151,7 @@ static void compose_mode(const IrFlat *lhs, IrInt rs, IrInt rd, IrBuild *b)
     IrInt next_shape = ir_layout_ceil_div(cs, ars, e);
     IrInt next_stride = ir_layout_mul(ir_layout_ceil_div(ars, cs, e), ir_layout_signum(rest_stride), e);
     if (rest_shape.value > 1 && ars.value % cs.value != 0 &&
-        (ars.value > cs.value || rest_shape.value > next_shape.value))
+        (ars.value > cs.value || (cs.value % ars.value != 0 && rest_shape.value > next_shape.value)))
       ir_layout_fail(e, CF_ERR_INVALID_ARGUMENT, "composition: stride divisibility condition "
                      "violated: stride %lld and shape %lld do not divide each other%s",
                      (long long)ars.value, (long long)cs.value,

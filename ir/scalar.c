@@ -63,9 +63,10 @@ static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (
 static int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
 static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 
-/* Integer semantics of the binary ops usable on index scalars; false for division by 0
- * or an op without integer meaning. */
-static bool apply_int(IrOp op, int64_t a, int64_t b, int64_t *r) {
+/* Integer semantics of the binary ops usable on index scalars (wrapping on overflow);
+ * false for division by 0 or an op without integer meaning. Shared by every layer that
+ * folds or evaluates index arithmetic. */
+bool ir_int_apply(IrOp op, int64_t a, int64_t b, int64_t *r) {
   switch (op) {
   case OP_ADD: *r = wrap_add(a, b); return true;
   case OP_SUB: *r = wrap_sub(a, b); return true;
@@ -115,7 +116,7 @@ static Val *fold_identity(cf_fusion *f, IrOp op, Val *a, Val *b) {
 Val *ir_scalar_op(cf_fusion *f, IrOp op, Val *a, Val *b) {
   if (!a || !b) return NULL;
   int64_t x, y, r;
-  if (ir_scalar_const_value(a, &x) && ir_scalar_const_value(b, &y) && apply_int(op, x, y, &r))
+  if (ir_scalar_const_value(a, &x) && ir_scalar_const_value(b, &y) && ir_int_apply(op, x, y, &r))
     return ir_const_int(f, r);
   Val *folded = fold_identity(f, op, a, b);
   if (folded) return folded;
@@ -149,7 +150,7 @@ bool ir_scalar_eval(const Val *v, const ScalarBindings *b, int64_t *out, const c
     return true;
   }
   if (!ir_scalar_eval(e->in[1], b, &y, unbound_name)) return false;
-  if (!apply_int(e->op, x, y, out)) {
+  if (!ir_int_apply(e->op, x, y, out)) {
     if (unbound_name) *unbound_name = "division by zero";
     return false;
   }

@@ -50,28 +50,6 @@ bool kx_is_const(const KExpr *e, int64_t *v) {
   return true;
 }
 
-static bool apply(IrOp op, int64_t x, int64_t y, int64_t *r) {
-  switch (op) {
-  case OP_ADD: *r = x + y; return true;
-  case OP_SUB: *r = x - y; return true;
-  case OP_MUL: *r = x * y; return true;
-  case OP_DIV: if (!y) return false; *r = x / y; return true;
-  case OP_MOD: if (!y) return false; *r = x % y; return true;
-  case OP_CEILDIV: if (!y) return false; *r = (x + y - 1) / y; return true;
-  case OP_MAX: *r = x > y ? x : y; return true;
-  case OP_MIN: *r = x < y ? x : y; return true;
-  case OP_LT: *r = x < y; return true;
-  case OP_LE: *r = x <= y; return true;
-  case OP_GT: *r = x > y; return true;
-  case OP_GE: *r = x >= y; return true;
-  case OP_EQ: *r = x == y; return true;
-  case OP_NE: *r = x != y; return true;
-  case OP_AND: *r = x && y; return true;
-  case OP_XOR: *r = x ^ y; return true;
-  default: return false;
-  }
-}
-
 static bool is_c(const KExpr *e, int64_t c) {
   int64_t v;
   return kx_is_const(e, &v) && v == c;
@@ -122,7 +100,7 @@ static KExpr *fold_identity(Arena *a, IrOp op, KExpr *x, KExpr *y) {
 
 KExpr *kx_bin(Arena *a, IrOp op, KExpr *x, KExpr *y) {
   int64_t u, v, r;
-  if (kx_is_const(x, &u) && kx_is_const(y, &v) && apply(op, u, v, &r)) return kx_const(a, r);
+  if (kx_is_const(x, &u) && kx_is_const(y, &v) && ir_int_apply(op, u, v, &r)) return kx_const(a, r);
   KExpr *f = fold_identity(a, op, x, y);
   if (f) return f;
   KExpr *e = node(a, KX_BINARY);
@@ -170,7 +148,7 @@ bool kx_eval(const KExpr *e, const KxEnv *env, int64_t *out) {
     *out = env->strides[e->param][e->axis];
     return true;
   case KX_BINARY:
-    return kx_eval(e->a, env, &x) && kx_eval(e->b, env, &y) && apply(e->op, x, y, out);
+    return kx_eval(e->a, env, &x) && kx_eval(e->b, env, &y) && ir_int_apply(e->op, x, y, out);
   case KX_SELECT:
     if (!kx_eval(e->a, env, &c)) return false;
     return kx_eval(c ? e->b : e->c, env, out);

@@ -41,28 +41,6 @@ typedef struct Probe {
   KExpr *lane, *col, *reg;
 } Probe;
 
-static bool apply(IrOp op, int64_t x, int64_t y, int64_t *r) {
-  switch (op) {
-  case OP_ADD: *r = x + y; return true;
-  case OP_SUB: *r = x - y; return true;
-  case OP_MUL: *r = x * y; return true;
-  case OP_DIV: if (!y) return false; *r = x / y; return true;
-  case OP_MOD: if (!y) return false; *r = x % y; return true;
-  case OP_CEILDIV: if (!y) return false; *r = (x + y - 1) / y; return true;
-  case OP_MAX: *r = x > y ? x : y; return true;
-  case OP_MIN: *r = x < y ? x : y; return true;
-  case OP_LT: *r = x < y; return true;
-  case OP_LE: *r = x <= y; return true;
-  case OP_GT: *r = x > y; return true;
-  case OP_GE: *r = x >= y; return true;
-  case OP_EQ: *r = x == y; return true;
-  case OP_NE: *r = x != y; return true;
-  case OP_AND: *r = x && y; return true;
-  case OP_XOR: *r = x ^ y; return true;
-  default: return false;
-  }
-}
-
 /* Evaluates an index with the probe's thread and loop values (block indices 0). */
 static bool eval(const Probe *p, const KExpr *e, int64_t *out) {
   int64_t x, y, z;
@@ -76,7 +54,7 @@ static bool eval(const Probe *p, const KExpr *e, int64_t *out) {
     if (ir_ptype_is_thread(e->pt)) return *out = e->is_dim ? p->dim[e->pt - CF_PT_TIDX] : p->tid[e->pt - CF_PT_TIDX], true;
     if (ir_ptype_is_block(e->pt) && !e->is_dim) return *out = 0, true;
     return false;
-  case KX_BINARY: return eval(p, e->a, &x) && eval(p, e->b, &y) && apply(e->op, x, y, out);
+  case KX_BINARY: return eval(p, e->a, &x) && eval(p, e->b, &y) && ir_int_apply(e->op, x, y, out);
   case KX_SELECT: return eval(p, e->a, &x) && eval(p, e->b, &y) && eval(p, e->c, &z) && (*out = x ? y : z, true);
   default: return false;
   }

@@ -9,7 +9,7 @@ static cf_tv *input(cf_fusion *f, cf_dtype dt, int rank, const int64_t *sizes) {
 }
 
 /* Expects the call to have returned NULL with `msg` recorded, then clears the error. */
-#define EXPECT_ERROR(f, call, msg)                                                                                     \
+#define EXPECT_OP_ERROR(f, call, msg)                                                                                     \
   do {                                                                                                                 \
     cr_expect_null(call);                                                                                              \
     cr_expect_eq(cf_fusion_status(f), CF_ERR_INVALID_ARGUMENT);                                                        \
@@ -34,32 +34,32 @@ Test(ops_errors, null_tensor_arguments_are_named) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 1, (int64_t[]){4});
   cf_tv *c = input(f, CF_BOOL, 1, (int64_t[]){4});
-  EXPECT_ERROR(f, cf_set(f, NULL), "set: argument 1 (in) is NULL");
-  EXPECT_ERROR(f, cf_neg(f, NULL), "neg: argument 1 (in) is NULL");
-  EXPECT_ERROR(f, cf_gelu(f, NULL), "gelu: argument 1 (in) is NULL");
-  EXPECT_ERROR(f, cf_add(f, NULL, a), "add: argument 1 (a) is NULL");
-  EXPECT_ERROR(f, cf_add(f, a, NULL), "add: argument 2 (b) is NULL");
-  EXPECT_ERROR(f, cf_ge(f, a, NULL), "ge: argument 2 (b) is NULL");
-  EXPECT_ERROR(f, cf_mul_scalar(f, NULL, 2), "mul_scalar: argument 1 (a) is NULL");
-  EXPECT_ERROR(f, cf_where(f, NULL, a, a), "where: argument 1 (cond) is NULL");
-  EXPECT_ERROR(f, cf_where(f, c, NULL, a), "where: argument 2 (a) is NULL");
-  EXPECT_ERROR(f, cf_where(f, c, a, NULL), "where: argument 3 (b) is NULL");
-  EXPECT_ERROR(f, cf_cast(f, NULL, CF_HALF), "cast: argument 1 (in) is NULL");
-  EXPECT_ERROR(f, cf_broadcast(f, NULL, 2, (bool[]){true, false}), "broadcast: argument 1 (in) is NULL");
-  EXPECT_ERROR(f, cf_sum(f, NULL, 1, (int[]){0}), "sum: argument 1 (in) is NULL");
-  EXPECT_ERROR(f, cf_max_reduce(f, NULL, 1, (int[]){0}), "max_reduce: argument 1 (in) is NULL");
-  EXPECT_ERROR(f, cf_permute(f, NULL, 1, (int[]){0}), "permute: argument 1 (in) is NULL");
-  EXPECT_ERROR(f, cf_transpose(f, NULL, 0, 0), "transpose: argument 1 (in) is NULL");
+  EXPECT_OP_ERROR(f, cf_set(f, NULL), "set: argument 1 (in) is NULL");
+  EXPECT_OP_ERROR(f, cf_neg(f, NULL), "neg: argument 1 (in) is NULL");
+  EXPECT_OP_ERROR(f, cf_gelu(f, NULL), "gelu: argument 1 (in) is NULL");
+  EXPECT_OP_ERROR(f, cf_add(f, NULL, a), "add: argument 1 (a) is NULL");
+  EXPECT_OP_ERROR(f, cf_add(f, a, NULL), "add: argument 2 (b) is NULL");
+  EXPECT_OP_ERROR(f, cf_ge(f, a, NULL), "ge: argument 2 (b) is NULL");
+  EXPECT_OP_ERROR(f, cf_mul_scalar(f, NULL, 2), "mul_scalar: argument 1 (a) is NULL");
+  EXPECT_OP_ERROR(f, cf_where(f, NULL, a, a), "where: argument 1 (cond) is NULL");
+  EXPECT_OP_ERROR(f, cf_where(f, c, NULL, a), "where: argument 2 (a) is NULL");
+  EXPECT_OP_ERROR(f, cf_where(f, c, a, NULL), "where: argument 3 (b) is NULL");
+  EXPECT_OP_ERROR(f, cf_cast(f, NULL, CF_HALF), "cast: argument 1 (in) is NULL");
+  EXPECT_OP_ERROR(f, cf_broadcast(f, NULL, 2, (bool[]){true, false}), "broadcast: argument 1 (in) is NULL");
+  EXPECT_OP_ERROR(f, cf_sum(f, NULL, 1, (int[]){0}), "sum: argument 1 (in) is NULL");
+  EXPECT_OP_ERROR(f, cf_max_reduce(f, NULL, 1, (int[]){0}), "max_reduce: argument 1 (in) is NULL");
+  EXPECT_OP_ERROR(f, cf_permute(f, NULL, 1, (int[]){0}), "permute: argument 1 (in) is NULL");
+  EXPECT_OP_ERROR(f, cf_transpose(f, NULL, 0, 0), "transpose: argument 1 (in) is NULL");
   cf_fusion_destroy(f);
 }
 
 Test(ops_errors, null_array_arguments_are_named) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){4, 2});
-  EXPECT_ERROR(f, cf_broadcast(f, a, 3, NULL), "broadcast: argument 3 (is_broadcast) is NULL");
-  EXPECT_ERROR(f, cf_sum(f, a, 1, NULL), "sum: argument 3 (axes) is NULL");
-  EXPECT_ERROR(f, cf_min_reduce(f, a, 2, NULL), "min_reduce: argument 3 (axes) is NULL");
-  EXPECT_ERROR(f, cf_permute(f, a, 2, NULL), "permute: argument 3 (perm) is NULL");
+  EXPECT_OP_ERROR(f, cf_broadcast(f, a, 3, NULL), "broadcast: argument 3 (is_broadcast) is NULL");
+  EXPECT_OP_ERROR(f, cf_sum(f, a, 1, NULL), "sum: argument 3 (axes) is NULL");
+  EXPECT_OP_ERROR(f, cf_min_reduce(f, a, 2, NULL), "min_reduce: argument 3 (axes) is NULL");
+  EXPECT_OP_ERROR(f, cf_permute(f, a, 2, NULL), "permute: argument 3 (perm) is NULL");
   cf_fusion_destroy(f);
 }
 
@@ -69,12 +69,12 @@ Test(ops_errors, tensors_of_another_fusion) {
   cf_tv *other0 = input(g, CF_FLOAT, 1, (int64_t[]){4});
   cf_tv *other = cf_set(g, other0);
   cf_tv *cond = input(g, CF_BOOL, 1, (int64_t[]){4});
-  EXPECT_ERROR(f, cf_add(f, a, other), "add: T1 belongs to another fusion");
-  EXPECT_ERROR(f, cf_add(f, other0, a), "add: T0 belongs to another fusion");
-  EXPECT_ERROR(f, cf_exp(f, other), "exp: T1 belongs to another fusion");
-  EXPECT_ERROR(f, cf_where(f, cond, a, a), "where: T2 belongs to another fusion");
-  EXPECT_ERROR(f, cf_sum(f, other, 1, (int[]){0}), "sum: T1 belongs to another fusion");
-  EXPECT_ERROR(f, cf_transpose(f, other, 0, 0), "transpose: T1 belongs to another fusion");
+  EXPECT_OP_ERROR(f, cf_add(f, a, other), "add: T1 belongs to another fusion");
+  EXPECT_OP_ERROR(f, cf_add(f, other0, a), "add: T0 belongs to another fusion");
+  EXPECT_OP_ERROR(f, cf_exp(f, other), "exp: T1 belongs to another fusion");
+  EXPECT_OP_ERROR(f, cf_where(f, cond, a, a), "where: T2 belongs to another fusion");
+  EXPECT_OP_ERROR(f, cf_sum(f, other, 1, (int[]){0}), "sum: T1 belongs to another fusion");
+  EXPECT_OP_ERROR(f, cf_transpose(f, other, 0, 0), "transpose: T1 belongs to another fusion");
   cr_expect_eq(cf_fusion_status(g), CF_OK);
   cf_fusion_destroy(f);
   cf_fusion_destroy(g);
@@ -84,7 +84,7 @@ Test(ops_errors, binary_rank_mismatch) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
   cf_tv *b = input(f, CF_FLOAT, 1, (int64_t[]){4});
-  EXPECT_ERROR(f, cf_add(f, a, b),
+  EXPECT_OP_ERROR(f, cf_add(f, a, b),
                "add: rank mismatch: T0_g_float[iS0{2}, iS1{4}] has 2 axes but T1_g_float[iS2{4}] has 1; "
                "insert broadcast axes with cf_broadcast");
   cf_fusion_destroy(f);
@@ -94,9 +94,9 @@ Test(ops_errors, binary_extent_mismatch_names_both_tensors_and_the_axis) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
   cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){2, 8});
-  EXPECT_ERROR(f, cf_add(f, a, b),
+  EXPECT_OP_ERROR(f, cf_add(f, a, b),
                "add: axis 1 has extent 4 in T0_g_float[iS0{2}, iS1{4}] but 8 in T1_g_float[iS2{2}, iS3{8}]");
-  EXPECT_ERROR(f, cf_lt(f, b, a),
+  EXPECT_OP_ERROR(f, cf_lt(f, b, a),
                "lt: axis 1 has extent 8 in T1_g_float[iS2{2}, iS3{8}] but 4 in T0_g_float[iS0{2}, iS1{4}]");
   cf_fusion_destroy(f);
 }
@@ -105,7 +105,7 @@ Test(ops_errors, reduction_axes_do_not_count_for_shapes) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
   cf_tv *s = cf_sum(f, a, 1, (int[]){0});
-  EXPECT_ERROR(f, cf_add(f, s, a),
+  EXPECT_OP_ERROR(f, cf_add(f, s, a),
                "add: rank mismatch: T1_l_float[rS2{2}, iS3{4}] has 1 axes but T0_g_float[iS0{2}, iS1{4}] has 2; "
                "insert broadcast axes with cf_broadcast");
   cf_fusion_destroy(f);
@@ -125,10 +125,10 @@ Test(ops_errors, where_shapes_and_condition_dtype) {
   cf_tv *c = input(f, CF_BOOL, 2, (int64_t[]){2, 1});
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
   cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){5, 3});
-  EXPECT_ERROR(f, cf_where(f, a, a, a), "where: condition T1_g_float[iS2{2}, iS3{3}] has dtype float, expected bool");
-  EXPECT_ERROR(f, cf_where(f, c, a, b),
+  EXPECT_OP_ERROR(f, cf_where(f, a, a, a), "where: condition T1_g_float[iS2{2}, iS3{3}] has dtype float, expected bool");
+  EXPECT_OP_ERROR(f, cf_where(f, c, a, b),
                "where: axis 0 has extent 2 in T0_g_bool[iS0{2}, bS1{1}] but 5 in T2_g_float[iS4{5}, iS5{3}]");
-  EXPECT_ERROR(f, cf_where(f, c, a, input(f, CF_FLOAT, 1, (int64_t[]){3})),
+  EXPECT_OP_ERROR(f, cf_where(f, c, a, input(f, CF_FLOAT, 1, (int64_t[]){3})),
                "where: rank mismatch: T0_g_bool[iS0{2}, bS1{1}] has 2 axes but T3_g_float[iS6{3}] has 1; "
                "insert broadcast axes with cf_broadcast");
   cf_fusion_destroy(f);
@@ -137,38 +137,38 @@ Test(ops_errors, where_shapes_and_condition_dtype) {
 Test(ops_errors, cast_to_an_invalid_dtype) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 1, (int64_t[]){4});
-  EXPECT_ERROR(f, cf_cast(f, a, (cf_dtype)42), "cast: invalid dtype 42");
-  EXPECT_ERROR(f, cf_cast(f, a, (cf_dtype)-1), "cast: invalid dtype -1");
-  EXPECT_ERROR(f, cf_cast(f, a, CF_DTYPE_COUNT), "cast: invalid dtype 9");
+  EXPECT_OP_ERROR(f, cf_cast(f, a, (cf_dtype)42), "cast: invalid dtype 42");
+  EXPECT_OP_ERROR(f, cf_cast(f, a, (cf_dtype)-1), "cast: invalid dtype -1");
+  EXPECT_OP_ERROR(f, cf_cast(f, a, CF_DTYPE_COUNT), "cast: invalid dtype 9");
   cf_fusion_destroy(f);
 }
 
 Test(ops_errors, negating_a_bool_tensor) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_BOOL, 1, (int64_t[]){4});
-  EXPECT_ERROR(f, cf_neg(f, a), "neg: cannot negate a bool tensor; cast it first for T0_g_bool[iS0{4}]");
+  EXPECT_OP_ERROR(f, cf_neg(f, a), "neg: cannot negate a bool tensor; cast it first for T0_g_bool[iS0{4}]");
   cf_fusion_destroy(f);
 }
 
 Test(ops_errors, broadcast_must_keep_every_input_axis) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
-  EXPECT_ERROR(f, cf_broadcast(f, a, 3, (bool[]){true, true, false}),
+  EXPECT_OP_ERROR(f, cf_broadcast(f, a, 3, (bool[]){true, true, false}),
                "broadcast: is_broadcast keeps 1 of 3 output axes, but the input has 2 for T0_g_float[iS0{2}, iS1{3}]");
-  EXPECT_ERROR(f, cf_broadcast(f, a, 1, (bool[]){false}),
+  EXPECT_OP_ERROR(f, cf_broadcast(f, a, 1, (bool[]){false}),
                "broadcast: is_broadcast keeps 1 of 1 output axes, but the input has 2 for T0_g_float[iS0{2}, iS1{3}]");
-  EXPECT_ERROR(f, cf_broadcast(f, a, -1, (bool[]){false}), "broadcast: out_rank -1 is negative");
+  EXPECT_OP_ERROR(f, cf_broadcast(f, a, -1, (bool[]){false}), "broadcast: out_rank -1 is negative");
   cf_fusion_destroy(f);
 }
 
 Test(ops_errors, reduction_axes_out_of_range_or_repeated) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
-  EXPECT_ERROR(f, cf_sum(f, a, 1, (int[]){2}), "sum: axis 2 out of range for T0_g_float[iS0{2}, iS1{4}]");
-  EXPECT_ERROR(f, cf_sum(f, a, 1, (int[]){-3}), "sum: axis -3 out of range for T0_g_float[iS0{2}, iS1{4}]");
-  EXPECT_ERROR(f, cf_max_reduce(f, a, 2, (int[]){1, -1}),
+  EXPECT_OP_ERROR(f, cf_sum(f, a, 1, (int[]){2}), "sum: axis 2 out of range for T0_g_float[iS0{2}, iS1{4}]");
+  EXPECT_OP_ERROR(f, cf_sum(f, a, 1, (int[]){-3}), "sum: axis -3 out of range for T0_g_float[iS0{2}, iS1{4}]");
+  EXPECT_OP_ERROR(f, cf_max_reduce(f, a, 2, (int[]){1, -1}),
                "max_reduce: axis -1 given twice for T0_g_float[iS0{2}, iS1{4}]");
-  EXPECT_ERROR(f, cf_min_reduce(f, a, 0, (int[]){0}),
+  EXPECT_OP_ERROR(f, cf_min_reduce(f, a, 0, (int[]){0}),
                "min_reduce: naxes is 0; give at least one axis to reduce for T0_g_float[iS0{2}, iS1{4}]");
   cf_fusion_destroy(f);
 }
@@ -177,25 +177,25 @@ Test(ops_errors, reduced_axes_cannot_be_reduced_again) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
   cf_tv *s = cf_sum(f, a, 1, (int[]){0});
-  EXPECT_ERROR(f, cf_sum(f, s, 1, (int[]){1}), "sum: axis 1 out of range for T1_l_float[rS2{2}, iS3{4}]");
+  EXPECT_OP_ERROR(f, cf_sum(f, s, 1, (int[]){1}), "sum: axis 1 out of range for T1_l_float[rS2{2}, iS3{4}]");
   cf_fusion_destroy(f);
 }
 
 Test(ops_errors, permute_checks_its_permutation) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
-  EXPECT_ERROR(f, cf_permute(f, a, 3, (int[]){0, 1, 2}),
+  EXPECT_OP_ERROR(f, cf_permute(f, a, 3, (int[]){0, 1, 2}),
                "permute: perm has 3 axes, expected 2 for T0_g_float[iS0{2}, iS1{4}]");
-  EXPECT_ERROR(f, cf_permute(f, a, 2, (int[]){0, 2}), "permute: axis 2 out of range for T0_g_float[iS0{2}, iS1{4}]");
-  EXPECT_ERROR(f, cf_permute(f, a, 2, (int[]){1, -1}), "permute: axis -1 given twice for T0_g_float[iS0{2}, iS1{4}]");
+  EXPECT_OP_ERROR(f, cf_permute(f, a, 2, (int[]){0, 2}), "permute: axis 2 out of range for T0_g_float[iS0{2}, iS1{4}]");
+  EXPECT_OP_ERROR(f, cf_permute(f, a, 2, (int[]){1, -1}), "permute: axis -1 given twice for T0_g_float[iS0{2}, iS1{4}]");
   cf_fusion_destroy(f);
 }
 
 Test(ops_errors, transpose_axes_out_of_range) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
-  EXPECT_ERROR(f, cf_transpose(f, a, 0, 2), "transpose: axis 2 out of range for T0_g_float[iS0{2}, iS1{4}]");
-  EXPECT_ERROR(f, cf_transpose(f, a, -3, 1), "transpose: axis -3 out of range for T0_g_float[iS0{2}, iS1{4}]");
+  EXPECT_OP_ERROR(f, cf_transpose(f, a, 0, 2), "transpose: axis 2 out of range for T0_g_float[iS0{2}, iS1{4}]");
+  EXPECT_OP_ERROR(f, cf_transpose(f, a, -3, 1), "transpose: axis -3 out of range for T0_g_float[iS0{2}, iS1{4}]");
   cf_fusion_destroy(f);
 }
 

@@ -14,19 +14,6 @@ static void setup_2x4(void) {
 }
 static void teardown(void) { cf_fusion_destroy(f); }
 
-#define EXPECT_TV(t, s)                      \
-  do {                                       \
-    char *got_ = tu_tv_str(f, (t));          \
-    cr_expect_str_eq(got_, (s));             \
-    free(got_);                              \
-  } while (0)
-
-#define EXPECT_ERROR(call, status, msg)                  \
-  do {                                                   \
-    cr_expect_eq((call), (status));                      \
-    cr_expect_str_eq(cf_fusion_error(f), (msg));         \
-  } while (0)
-
 TestSuite(transforms, .init = setup_2x4, .fini = teardown);
 
 Test(transforms, fresh_tensors_print_their_logical_domain) {
@@ -211,24 +198,12 @@ Test(transforms, errors_are_sticky) {
 
 /* ---- the seed tutorial's fancyTransformations + Complicated1 splits ------------------ */
 
-static void fancy(cf_fusion *g, cf_tv *t) {
-  cf_swizzle_xor(g, t, 0, 1);
-  cf_split(g, t, 1, 64);
-  cf_split(g, t, 0, 64);
-  cf_reorder_all(g, t, 4, (int[]){3, 0, 2, 1});
-  cf_swizzle_xor(g, t, 0, 1);
-  cf_swizzle_xor(g, t, 2, 3);
-  cf_swizzle_xor(g, t, 1, 2);
-  cf_reorder_all(g, t, 4, (int[]){3, 0, 2, 1});
-  cf_merge(g, t, 2);
-  cf_merge(g, t, 0);
-}
 
 Test(transforms, fancy_transformations_then_complicated1_splits) {
   cf_fusion *g = cf_fusion_create();
   cf_tv *t[5];
   tu_set_chain(g, CF_FLOAT, 2, (int64_t[]){4096, 4096}, t);
-  fancy(g, t[4]);
+  tu_fancy_transformations(g, t[4]);
   cf_split(g, t[4], 1, 64);
   cf_split(g, t[4], 1, 8);
   cf_split(g, t[4], 1, 4);
