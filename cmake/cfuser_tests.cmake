@@ -44,3 +44,14 @@ add_test(NAME install_consumers
   COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${CMAKE_BINARY_DIR}
           -P ${PROJECT_SOURCE_DIR}/tests/install/check_install.cmake)
 set_tests_properties(install_consumers PROPERTIES LABELS "unit;slow")
+
+# The rendered tutorials (tutorial/x.md) must match their sources (tutorial/x.c).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND)
+  foreach(t ${CFUSER_TUTORIALS})
+    get_filename_component(name ${t} NAME_WE)
+    add_test(NAME tutorial_${name}_markdown_fresh
+      COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/render_tutorial.py --check ${t})
+    set_tests_properties(tutorial_${name}_markdown_fresh PROPERTIES LABELS "unit")
+  endforeach()
+endif()

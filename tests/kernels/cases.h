@@ -216,6 +216,32 @@ static inline void case_serial_sum(cf_fusion *f, KcInput *in, int *nin) {
   *nin = 1;
 }
 
+/* The tutorial's GSGCopy: a 2x4 copy gmem -> smem -> gmem with one of six inlining and
+ * parallelization strategies (bit 0: inline at 1; bit 1: axis 1 on BIDx; bit 2: axis 0
+ * on TIDx). */
+static inline void gsg_copy(cf_fusion *f, KcInput *in, int *nin, int variant) {
+  cf_tv *t0 = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){2, 4});
+  cf_fusion_add_input(f, t0);
+  cf_tv *t1 = cf_set(f, t0);
+  cf_tv *t2 = cf_set(f, t1);
+  cf_fusion_add_output(f, t2);
+  cf_set_memory_type(f, t1, CF_MEM_SHARED);
+  if (variant & 1) cf_inline_at(f, t1, 1);
+  for (int k = 0; k < 2 && (variant & 2); k++) cf_parallelize(f, k ? t2 : t1, 1, CF_PT_BIDX);
+  for (int k = 0; k < 2 && (variant & 4); k++) cf_parallelize(f, k ? t2 : t1, 0, CF_PT_TIDX);
+  in[0] = F32(2, 4);
+  *nin = 1;
+}
+#define GSG(v) \
+  static inline void case_gsg_copy_##v(cf_fusion *f, KcInput *in, int *nin) { gsg_copy(f, in, nin, v); }
+GSG(0)
+GSG(2)
+GSG(1)
+GSG(3)
+GSG(5)
+GSG(7)
+#undef GSG
+
 static const KcCase kc_cases[] = {
     {"pointwise_broadcast", case_pointwise_broadcast, 1e-6},
     {"non_divisible_split", case_non_divisible_split, 1e-6},
@@ -229,6 +255,12 @@ static const KcCase kc_cases[] = {
     {"strided", case_strided, 0},
     {"transpose_smem", case_transpose_smem, 0},
     {"serial_sum", case_serial_sum, 1e-5},
+    {"gsg_copy_none", case_gsg_copy_0, 0},
+    {"gsg_copy_bidx", case_gsg_copy_2, 0},
+    {"gsg_copy_inline", case_gsg_copy_1, 0},
+    {"gsg_copy_inline_bidx", case_gsg_copy_3, 0},
+    {"gsg_copy_inline_tidx", case_gsg_copy_5, 0},
+    {"gsg_copy_inline_tidx_bidx", case_gsg_copy_7, 0},
 };
 #define KC_NCASES ((int)(sizeof kc_cases / sizeof kc_cases[0]))
 

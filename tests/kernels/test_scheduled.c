@@ -33,6 +33,10 @@ CASE(8, symbolic)
 CASE(9, strided)
 CASE(11, serial_sum)
 
+Test(scheduled, gsg_copy_all_six_strategies) {
+  for (int i = 12; i < KC_NCASES; i++) free(run_case(i));
+}
+
 Test(scheduled, vectorize_unroll_uses_vector_accesses) {
   char *src = run_case(7);
   cr_expect(strstr(src, "Array<float, 4>") != NULL, "no vector access in:\n%s", src);
