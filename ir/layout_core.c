@@ -14,6 +14,12 @@
 
 /* ---- making layouts ---------------------------------------------------------------- */
 
+static void set_stride(cf_tuple_node *n, IrInt d)
+{
+  n->v[1] = d.value;
+  n->flags = (uint8_t)((n->flags & ~CF_TUPLE_NODE_STATIC1) | (d.is_static ? CF_TUPLE_NODE_STATIC1 : 0));
+}
+
 IrInt ir_layout_compact(cf_tuple_tree *t, cf_layout_major major, IrInt current,
                         cf_layout_err *e)
 {
@@ -25,11 +31,17 @@ IrInt ir_layout_compact(cf_tuple_tree *t, cf_layout_major major, IrInt current,
     IrInt d = ir_layout_is_const(s, 1) ? ir_layout_s(0) : current;
     if (!ir_layout_is_const(s, 1))
       current = ir_layout_mul(current, s, e);
-    t->node[j].v[1] = d.value;
-    t->node[j].flags = (uint8_t)((t->node[j].flags & ~CF_TUPLE_NODE_STATIC1) |
-                                 (d.is_static ? CF_TUPLE_NODE_STATIC1 : 0));
+    set_stride(&t->node[j], d);
   }
   return current;
+}
+
+void ir_layout_zip(const cf_tuple_tree *shape, const cf_tuple_tree *stride, cf_tuple_tree *out)
+{
+  *out = *shape;
+  for (int i = 0; i < out->count; i++)
+    if (ir_layout_is_leaf(out, i))
+      set_stride(&out->node[i], ir_layout_leaf(stride, i, 0));
 }
 
 static bool require_plain_tuple(const cf_tuple_tree *t, const char *what, cf_layout_err *e)
@@ -56,12 +68,8 @@ CF_API cf_status cf_layout_make(const cf_int_tuple *shape, const cf_int_tuple *s
     ir_layout_fail(e, CF_ERR_INVALID_ARGUMENT,
                    "make_layout: shape %s and stride %s are not congruent", s, d);
   }
-  for (int i = 0; ir_layout_ok(e) && i < t.count; i++)
-    if (ir_layout_is_leaf(&t, i)) {
-      IrInt d = ir_layout_leaf(&stride->tree, i, 0);
-      t.node[i].v[1] = d.value;
-      t.node[i].flags |= d.is_static ? CF_TUPLE_NODE_STATIC1 : 0;
-    }
+  if (ir_layout_ok(e))
+    ir_layout_zip(&shape->tree, &stride->tree, &t);
   return ir_layout_finish_layout(e, &t, out);
 }
 
@@ -159,9 +167,7 @@ CF_API cf_status cf_layout_make_like(const cf_layout *l, cf_layout *out, cf_layo
       if (order[k] < order[leaf])
         start = ir_layout_mul(start, f.s[k], e);
     IrInt d = ir_layout_is_const(f.s[leaf], 1) ? ir_layout_s(0) : start;
-    t.node[i].v[1] = d.value;
-    t.node[i].flags = (uint8_t)((t.node[i].flags & ~CF_TUPLE_NODE_STATIC1) |
-                                (d.is_static ? CF_TUPLE_NODE_STATIC1 : 0));
+    set_stride(&t.node[i], d);
     leaf++;
   }
   return ir_layout_finish_layout(e, &t, out);

@@ -28,6 +28,9 @@ cf_layout_err *ir_layout_err_begin(cf_layout_err *err, cf_layout_err *local);
 /* Records the first failure only. */
 void ir_layout_fail(cf_layout_err *e, cf_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Prefixes a failure's message with "what: " unless it already names `what`: the context
+ * of an error raised by an operation another one is built from. */
+void ir_layout_err_context(cf_layout_err *e, const char *what);
 static inline bool ir_layout_ok(const cf_layout_err *e) { return e->status == CF_OK; }
 /* Copies tree into out when e is OK (a layout result is first checked: positive shapes,
  * size and cosize representable); returns e's status. */
@@ -116,6 +119,8 @@ void ir_layout_flat_to_tree(const IrFlat *f, cf_tuple_tree *out, cf_layout_err *
  * starting at `current` (CuTe's compact_major); returns the product reached. */
 IrInt ir_layout_compact(cf_tuple_tree *t, cf_layout_major major, IrInt current,
                         cf_layout_err *e);
+/* The layout of congruent shape and stride IntTuple trees. */
+void ir_layout_zip(const cf_tuple_tree *shape, const cf_tuple_tree *stride, cf_tuple_tree *out);
 /* make_layout(l0, l1, ...) of the subtrees, and the common "pad to rank r with _1:_0". */
 void ir_layout_concat2(const cf_tuple_tree *a, const cf_tuple_tree *b, cf_tuple_tree *out,
                        cf_layout_err *e);

@@ -126,19 +126,6 @@ static void parse_tuple(Parser *p, IrBuild *b, bool positive)
   ir_layout_build_close(b);
 }
 
-/* Pairs congruent shape and stride trees into one layout tree. */
-static void zip_layout(const cf_tuple_tree *s, const cf_tuple_tree *d, cf_tuple_tree *out)
-{
-  *out = *s;
-  for (int i = 0; i < s->count; i++) {
-    if (!ir_layout_is_leaf(s, i))
-      continue;
-    out->node[i].v[1] = d->node[i].v[0];
-    out->node[i].flags = (uint8_t)((s->node[i].flags & CF_TUPLE_NODE_STATIC0) |
-                                   ((d->node[i].flags & CF_TUPLE_NODE_STATIC0) ? CF_TUPLE_NODE_STATIC1 : 0));
-  }
-}
-
 /* A layout `S:D`, or a bare shape S: make_layout(S), or the tiler <S...> in a tiler. */
 static void parse_item(Parser *p, IrBuild *out)
 {
@@ -161,7 +148,7 @@ static void parse_item(Parser *p, IrBuild *out)
                      stride_at, p->text);
       return;
     }
-    zip_layout(&s, &d, &l);
+    ir_layout_zip(&s, &d, &l);
     ir_layout_build_copy(out, &l, 0);
   } else if (p->kind == IR_PARSE_TILER) {
     ir_layout_build_shape_tiler(out, &s, 0);

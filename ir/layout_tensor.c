@@ -7,6 +7,7 @@
  * operation of ir/layout_*.c plus "move the pointer by the offset the layout gives for
  * the fixed part of the coordinate", so tensors and layouts cannot disagree. Views made
  * from a tensor borrow its array; only the tensor that allocated it frees it. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +23,19 @@ static bool check_tensor(const cf_ctensor *t, const char *what, cf_layout_err *e
   return ir_layout_require_layout(&t->layout.tree, what, e);
 }
 
+/* t's pointer moved by offset elements. Integer arithmetic, because a tensor may be a
+ * pure layout over a NULL pointer, and C forbids offsetting NULL. */
+static void *moved(const cf_ctensor *t, int64_t offset)
+{
+  return (void *)((uintptr_t)t->data + (uintptr_t)(offset * (int64_t)t->elem_bytes));
+}
+
 /* A view of t: same array and element size, pointer moved by offset elements. */
 static cf_ctensor view(const cf_ctensor *t, int64_t offset, const cf_layout *layout)
 {
   cf_ctensor v = *t;
   v.owning = false;
-  v.data = (char *)t->data + offset * (ptrdiff_t)t->elem_bytes;
+  v.data = moved(t, offset);
   v.layout = *layout;
   return v;
 }
@@ -94,7 +102,7 @@ CF_API cf_status cf_ctensor_at(const cf_ctensor *t, const cf_int_tuple *coord, v
   cf_layout_err local, *e = ir_layout_err_begin(err, &local);
   cf_tuple_int off;
   if (check_tensor(t, "tensor(coord)", e) && cf_layout_crd2idx(&t->layout, coord, &off, e) == CF_OK)
-    *elem = (char *)t->data + off.value * (ptrdiff_t)t->elem_bytes;
+    *elem = moved(t, off.value);
   return e->status;
 }
 
@@ -104,7 +112,7 @@ CF_API cf_status cf_ctensor_at_index(const cf_ctensor *t, int64_t i, void **elem
   cf_layout_err local, *e = ir_layout_err_begin(err, &local);
   int64_t off;
   if (check_tensor(t, "tensor(i)", e) && cf_layout_eval(&t->layout, i, &off, e) == CF_OK)
-    *elem = (char *)t->data + off * (ptrdiff_t)t->elem_bytes;
+    *elem = moved(t, off);
   return e->status;
 }
 

@@ -158,6 +158,7 @@ static cf_status tile_op(ModeOp op, Arrange arr, const char *what, const cf_layo
   ir_layout_build_init(&b, &r, e);
   if (ir_layout_require_layout(&a->tree, what, e) && tiler->tree.count > 0)
     by_mode(op, what, &a->tree, 0, &tiler->tree, 0, &b);
+  ir_layout_err_context(e, what);
   if (arr == ARR_LOGICAL || !ir_layout_ok(e))
     return ir_layout_finish_layout(e, &r, out);
   zip2_by(&r, 0, &tiler->tree, 0, &z, e);
@@ -224,6 +225,7 @@ static cf_status rank_product(bool raked, const char *what, const cf_layout *a,
     ir_layout_append_to_rank(&b->tree, r, &pb, e);
     product_mode(&pa, &pb, &prod, e);
   }
+  ir_layout_err_context(e, what);
   if (ir_layout_ok(e))
     zip_pair(&prod, raked, what, &bd);
   return ir_layout_finish_layout(e, &t, out);

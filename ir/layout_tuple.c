@@ -34,6 +34,18 @@ void ir_layout_fail(cf_layout_err *e, cf_status s, const char *fmt, ...)
   va_end(ap);
 }
 
+void ir_layout_err_context(cf_layout_err *e, const char *what)
+{
+  size_t n = strlen(what), cap = sizeof e->message;
+  if (ir_layout_ok(e) || n + 3 > cap || (strncmp(e->message, what, n) == 0 && e->message[n] == ':'))
+    return;
+  memmove(e->message + n + 2, e->message, cap - n - 2); /* truncates a long message */
+  e->message[cap - 1] = '\0';
+  memcpy(e->message, what, n);
+  e->message[n] = ':';
+  e->message[n + 1] = ' ';
+}
+
 /* A layout that leaves the module must have positive shapes and a size and cosize that
  * fit in int64_t: every later size or cosize computation is then overflow-free. */
 static void check_layout_result(const cf_tuple_tree *t, cf_layout_err *e)

@@ -11,10 +11,14 @@
 
 #include "ir/ir.h"
 
+/* A broadcast axis holds one element however it is split: both halves are broadcast axes
+ * of extent 1 (else merging one with an iteration axis would repeat every element). */
 bool ir_id_split(cf_fusion *f, Val *id, Val *factor, bool inner, Val **outer_out, Val **inner_out) {
-  Val *rest = ir_scalar_op(f, OP_CEILDIV, ID(id)->extent, factor);
-  Val *outer = ir_id_new(f, inner ? rest : factor, ID(id)->iter_type);
-  Val *in = ir_id_new(f, inner ? factor : rest, ID(id)->iter_type);
+  bool bcast = ID(id)->iter_type == CF_ITER_BROADCAST;
+  Val *rest = bcast ? ir_const_int(f, 1) : ir_scalar_op(f, OP_CEILDIV, ID(id)->extent, factor);
+  Val *part = bcast ? ir_const_int(f, 1) : factor;
+  Val *outer = ir_id_new(f, inner ? rest : part, ID(id)->iter_type);
+  Val *in = ir_id_new(f, inner ? part : rest, ID(id)->iter_type);
   if (!outer || !in) return false;
   ID(outer)->tv = ID(in)->tv = ID(id)->tv;
   Val *outs[2] = {outer, in};

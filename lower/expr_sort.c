@@ -6,32 +6,65 @@
  * before its consumers and a producer inlined into a consumer (ca_pos > 0) comes right
  * before it, so that the loops they share can be opened once; c->tvs with their transform histories; c->exact and
  * c->loop_map.
- * Key decision: a post-order walk from the outputs that visits a consumer's non-inlined
- * producers before its inlined ones, which keeps inlined chains adjacent without
- * nvFuser's general expression-grouping algorithm. */
+ * Key decision: a walk from the outputs in two phases per consumer: first every
+ * dependency of its inlined tree that is not inlined (whole loop nests of their own), then
+ * its inlined producers by increasing compute-at position, then the consumer. Inlined
+ * chains stay adjacent without nvFuser's general expression-grouping algorithm. */
 #include "lower/lower.h"
 
-static void visit(LowerCtx *c, Expr *e, char *seen, PtrVec *order) {
-  if (!e || ir_op_kind(e->op) == OPK_TRANSFORM || e->out[0]->kind != VAL_TV || seen[e->id]) return;
-  seen[e->id] = 1;
-  for (int pass = 0; pass < 2; pass++)
+typedef struct Sort {
+  char *seen;     /* emitted */
+  char *prepared; /* its inlined tree's other dependencies emitted */
+  PtrVec order;
+} Sort;
+
+static bool is_tensor_expr(const Expr *e) { return e && ir_op_kind(e->op) != OPK_TRANSFORM && e->out[0]->kind == VAL_TV; }
+static void visit(LowerCtx *c, Expr *e, Sort *s);
+
+/* Emits every dependency of e's inlined tree that is not itself inlined into it, so that
+ * none of them lands between the inlined producers and their consumer. */
+static void prepare(LowerCtx *c, Expr *e, Sort *s) {
+  if (!is_tensor_expr(e) || s->prepared[e->id]) return;
+  s->prepared[e->id] = 1;
+  for (int i = 0; i < e->nin; i++) {
+    Val *p = e->in[i];
+    if (p->kind != VAL_TV) continue;
+    if (TV(p)->ca_pos == 0) visit(c, p->def, s);
+    else prepare(c, p->def, s);
+  }
+}
+
+/* Emits e after its inlined producers, by increasing compute-at position, so the most
+ * deeply inlined producer comes right before e and no sibling closes a loop it shares. */
+static void place(LowerCtx *c, Expr *e, Sort *s) {
+  int maxpos = 0;
+  for (int i = 0; i < e->nin; i++)
+    if (e->in[i]->kind == VAL_TV && TV(e->in[i])->ca_pos > maxpos) maxpos = TV(e->in[i])->ca_pos;
+  for (int pos = 1; pos <= maxpos; pos++)
     for (int i = 0; i < e->nin; i++) {
       Val *p = e->in[i];
-      if (p->kind != VAL_TV) continue;
-      bool inlined = TV(p)->ca_pos > 0;
-      if (inlined == (pass == 1)) visit(c, p->def, seen, order);
+      if (p->kind != VAL_TV || TV(p)->ca_pos != pos || !is_tensor_expr(p->def) || s->seen[p->def->id]) continue;
+      s->seen[p->def->id] = 1;
+      place(c, p->def, s);
     }
-  ptrvec_push(c->a, order, e);
+  ptrvec_push(c->a, &s->order, e);
+}
+
+static void visit(LowerCtx *c, Expr *e, Sort *s) {
+  if (!is_tensor_expr(e) || s->seen[e->id]) return;
+  prepare(c, e, s);
+  if (s->seen[e->id]) return;
+  s->seen[e->id] = 1;
+  place(c, e, s);
 }
 
 void lower_sort_exprs(LowerCtx *c) {
   cf_fusion *f = c->f;
   if (f->outputs.len == 0) lower_fail(c, CF_ERR_INVALID_ARGUMENT, "compile: the fusion has no outputs");
-  char *seen = arena_alloc(c->a, (size_t)f->exprs.len + 1);
-  PtrVec order = {0};
-  for (int i = 0; i < f->outputs.len; i++) visit(c, ((Val *)f->outputs.items[i])->def, seen, &order);
-  c->exprs = (Expr **)order.items;
-  c->nexprs = order.len;
+  Sort s = {arena_alloc(c->a, (size_t)f->exprs.len + 1), arena_alloc(c->a, (size_t)f->exprs.len + 1), {0}};
+  for (int i = 0; i < f->outputs.len; i++) visit(c, ((Val *)f->outputs.items[i])->def, &s);
+  c->exprs = (Expr **)s.order.items;
+  c->nexprs = s.order.len;
   c->tvs = ir_fusion_all_tvs_in(c->a, f, &c->ntvs);
   for (int i = 0; i < c->ntvs; i++) {
     TvInfo *ti = lower_info(c, c->tvs[i]);

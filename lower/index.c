@@ -34,23 +34,24 @@ static void reset(IndexMap *m) {
 
 static KExpr *ext(LowerCtx *c, const Val *id) { return lower_extent(c, id); }
 
+/* Fills the inputs of e that have no index yet from its outputs (inputs already known,
+ * e.g. broadcast axes fixed at 0 or axes indexed through a promoting tensor, stay). */
 static void backward(LowerCtx *c, IndexMap *m, const Expr *e) {
   Arena *a = c->a;
   for (int i = 0; i < e->nout; i++)
     if (!get(m, e->out[i])) return;
-  for (int i = 0; i < e->nin; i++)
-    if (get(m, e->in[i])) return;
   switch (e->op) {
   case OP_SPLIT:
-    put(m, e->in[0], kx_bin(a, OP_ADD, kx_bin(a, OP_MUL, get(m, e->out[0]), ext(c, e->out[1])), get(m, e->out[1])));
+    if (!get(m, e->in[0]))
+      put(m, e->in[0], kx_bin(a, OP_ADD, kx_bin(a, OP_MUL, get(m, e->out[0]), ext(c, e->out[1])), get(m, e->out[1])));
     break;
   case OP_MERGE:
-    put(m, e->in[0], kx_bin(a, OP_DIV, get(m, e->out[0]), ext(c, e->in[1])));
-    put(m, e->in[1], kx_bin(a, OP_MOD, get(m, e->out[0]), ext(c, e->in[1])));
+    if (!get(m, e->in[0])) put(m, e->in[0], kx_bin(a, OP_DIV, get(m, e->out[0]), ext(c, e->in[1])));
+    if (!get(m, e->in[1])) put(m, e->in[1], kx_bin(a, OP_MOD, get(m, e->out[0]), ext(c, e->in[1])));
     break;
   case OP_SWIZZLE:
-    put(m, e->in[0], get(m, e->out[0]));
-    put(m, e->in[1], kx_bin(a, OP_XOR, get(m, e->out[0]), get(m, e->out[1])));
+    if (!get(m, e->in[0])) put(m, e->in[0], get(m, e->out[0]));
+    if (!get(m, e->in[1])) put(m, e->in[1], kx_bin(a, OP_XOR, get(m, e->out[0]), get(m, e->out[1])));
     break;
   default: break;
   }
@@ -86,8 +87,68 @@ static void propagate(LowerCtx *c, IndexMap *m, Val *tv) {
   for (int i = 0; i < n; i++) forward(c, m, hist[i]);
 }
 
-static void seed_consumer(LowerCtx *c, IndexMap *m, const KNode *op) {
+/* The tensor whose axis a loop of the op was promoted to, when an axis of the op's
+ * output merged from a broadcast runs in a loop over a concrete axis; else NULL. */
+static Val *promoting_tensor(const KNode *op, Val *tv) {
+  Val *ref = NULL;
+  for (int j = 0; j < TV(tv)->nloop && j < op->u.op.nloop; j++) {
+    const KNode *l = op->u.op.loops[j];
+    Val *id = TV(tv)->loop[j];
+    if (l && l->u.loop.concrete != id && lower_from_broadcast(id) && !lower_from_broadcast(l->u.loop.concrete))
+      ref = ID(l->u.loop.concrete)->tv;
+  }
+  return ref;
+}
+
+/* Indices of tv's logical axes through the history of `ref`, the concrete tensor its
+ * promoted loops run over: a history that merges a broadcast counts it as extent 1, so it
+ * does not say which element a promoted loop index stands for; ref's history does. */
+static void seed_through(LowerCtx *c, IndexMap *m, IndexMap *scratch, const KNode *op, Val *tv, Val *ref) {
+  for (int k = 0; k < TV(ref)->nloop; k++)
+    for (int j = 0; j < op->u.op.nloop; j++)
+      if (op->u.op.loops[j] && op->u.op.loops[j]->u.loop.concrete == TV(ref)->loop[k])
+        put(scratch, TV(ref)->loop[k], op->u.op.loop_index[j]);
+  propagate(c, scratch, ref);
+  for (int i = 0; i < TV(tv)->nlogical; i++) {
+    Val *l = TV(tv)->logical[i];
+    if (ID(l)->iter_type == CF_ITER_BROADCAST) {
+      put(m, l, kx_const(c->a, 0));
+      continue;
+    }
+    for (int r = 0; r < TV(ref)->nroot; r++)
+      if (get(scratch, TV(ref)->root[r]) && sched_idmap_same(c->exact, l, TV(ref)->root[r])) {
+        put(m, l, get(scratch, TV(ref)->root[r]));
+        break;
+      }
+  }
+  reset(scratch);
+}
+
+/* A tensor computed in loops promoted to a concrete tensor's extents must have every axis
+ * merged from a broadcast among those shared loops: an axis of its own merged from a
+ * broadcast would pair a promoted index with a broadcast counted as 1, and no element
+ * mapping serves both its writer and its readers. */
+static void check_promotable(LowerCtx *c, Val *tv) {
+  for (int j = TV(tv)->ca_pos; j < TV(tv)->nloop; j++) {
+    Val *id = TV(tv)->loop[j];
+    if (ID(id)->iter_type == CF_ITER_BROADCAST || !lower_from_broadcast(id)) continue;
+    StrBuf b = {0};
+    ir_print_id(&b, id);
+    lower_fail(c, CF_ERR_UNSUPPORTED,
+               "compile: %s runs in loops promoted to a concrete tensor's extents, but its axis %d (%s), right of its "
+               "compute-at position, is merged from a broadcast; inline %s past that axis or keep its broadcast axes "
+               "out of merges", TV(tv)->display_name, j, b.data, TV(tv)->display_name);
+  }
+}
+
+static void seed_consumer(LowerCtx *c, IndexMap *m, IndexMap *scratch, const KNode *op) {
   Val *tv = op->u.op.src->out[0];
+  Val *ref = promoting_tensor(op, tv);
+  if (ref) {
+    check_promotable(c, tv);
+    seed_through(c, m, scratch, op, tv, ref);
+  }
+  lower_info(c, tv)->promoted = ref != NULL;
   for (int j = 0; j < TV(tv)->nloop; j++) {
     Val *id = TV(tv)->loop[j];
     put(m, id, ID(id)->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : op->u.op.loop_index[j]);
@@ -103,6 +164,12 @@ static void seed_producer(LowerCtx *c, IndexMap *cm, IndexMap *pm, const KNode *
   for (int i = 0; i < n; i++)
     put(pm, pids[i], ID(pids[i])->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : get(cm, cids[i]));
   TensorView *pt = TV(p);
+  /* A producer written in promoted loops is read in the same loops: its shared axes take
+   * their loop indices (its own history would index the merged broadcast as 1). */
+  if (lower_info(c, p)->promoted)
+    for (int j = 0; j < pt->ca_pos && j < TV(cv)->nloop; j++)
+      if (ID(pt->loop[j])->iter_type != CF_ITER_BROADCAST && sched_idmap_same(c->loop_map, pt->loop[j], TV(cv)->loop[j]))
+        put(pm, pt->loop[j], op->u.op.loop_index[j]);
   for (int i = 0; i < pt->nloop; i++) {
     Val *pid = pt->loop[i];
     if (get(pm, pid) || ID(pid)->iter_type == CF_ITER_BROADCAST) continue;
@@ -140,24 +207,21 @@ static KAccess access_of(LowerCtx *c, IndexMap *m, Val *tv) {
   return acc;
 }
 
-/* Is id made by merging a broadcast axis (somewhere up its history)? Its extent then
- * counts the broadcast as 1 while its loop may be promoted to a concrete extent, so
- * bounding it would wrongly switch off the threads the promotion added. */
-static bool derived_from_broadcast(const Val *id) {
-  const Expr *d = id->def;
-  if (!d || ir_op_kind(d->op) != OPK_TRANSFORM) return false;
-  for (int i = 0; i < d->nin; i++)
-    if (ID(d->in[i])->iter_type == CF_ITER_BROADCAST || derived_from_broadcast(d->in[i])) return true;
-  return false;
-}
-
 /* The bounds every consumer index must respect: its root axes and the inputs of the
- * splits of its history (a non-divisible split over-iterates its input). */
-static void collect_bounds(LowerCtx *c, IndexMap *m, KNode *op, Val *cv) {
+ * splits of its history (a non-divisible split over-iterates its input). An op whose loops
+ * were promoted to a concrete tensor's extents keeps only its root bounds: its own
+ * intermediate axes count a merged broadcast as 1 and do not bound the promoted loops. */
+static void collect_bounds(LowerCtx *c, IndexMap *m, KNode *op, Val *cv, bool promoted) {
   TvInfo *ti = lower_info(c, cv);
-  int cap = TV(cv)->nroot + ti->nhistory;
-  op->u.op.bounds = ARENA_ARRAY(c->a, KExpr *, cap);
+  int cap = TV(cv)->nroot + (promoted ? 0 : ti->nhistory);
+  op->u.op.bounds = ARENA_ARRAY(c->a, KExpr *, cap + op->u.op.nloop);
   op->u.op.nbounds = 0;
+  /* A thread-parallel loop shorter than its launch dimension: the extra threads idle. */
+  for (int j = 0; j < op->u.op.nloop; j++) {
+    const KNode *l = op->u.op.loops[j];
+    if (l && !l->u.loop.var)
+      op->u.op.bounds[op->u.op.nbounds++] = kx_bin(c->a, OP_LT, l->u.loop.index, l->u.loop.extent);
+  }
   for (int i = 0; i < cap; i++) {
     Val *id = i < TV(cv)->nroot ? TV(cv)->root[i] : NULL;
     if (!id) {
@@ -165,7 +229,7 @@ static void collect_bounds(LowerCtx *c, IndexMap *m, KNode *op, Val *cv) {
       if (h->op != OP_SPLIT) continue;
       id = h->in[0];
     }
-    if (!get(m, id) || ID(id)->iter_type == CF_ITER_BROADCAST || derived_from_broadcast(id)) continue;
+    if (!get(m, id) || ID(id)->iter_type == CF_ITER_BROADCAST) continue;
     op->u.op.bounds[op->u.op.nbounds++] = kx_bin(c->a, OP_LT, get(m, id), ext(c, id));
   }
 }
@@ -173,10 +237,10 @@ static void collect_bounds(LowerCtx *c, IndexMap *m, KNode *op, Val *cv) {
 static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
   const Expr *e = op->u.op.src;
   Val *cv = e->out[0];
-  seed_consumer(c, cm, op);
+  seed_consumer(c, cm, pm, op);
   propagate(c, cm, cv);
   op->u.op.out = access_of(c, cm, cv);
-  collect_bounds(c, cm, op, cv);
+  collect_bounds(c, cm, op, cv, promoting_tensor(op, cv) != NULL);
   op->u.op.nin = 0;
   for (int i = 0; i < e->nin; i++) {
     Val *p = e->in[i];
@@ -196,7 +260,7 @@ KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv) {
   IndexMap cm = {ARENA_ARRAY(c->a, KExpr *, nvals), ARENA_ARRAY(c->a, int, nvals), 0};
   IndexMap pm = {ARENA_ARRAY(c->a, KExpr *, nvals), ARENA_ARRAY(c->a, int, nvals), 0};
   Val *cv = op->u.op.src->out[0];
-  seed_consumer(c, &cm, op);
+  seed_consumer(c, &cm, &pm, op);
   propagate(c, &cm, cv);
   if (tv == cv) return access_of(c, &cm, cv);
   seed_producer(c, &cm, &pm, op, tv);

@@ -121,6 +121,7 @@ struct KNode {
       KExpr *extent;
       cf_parallel_type pt; /* SERIAL, UNROLL, VECTORIZE, or a thread type (trivial loop) */
       KBlock body;
+      Val *concrete;       /* during lowering: the axis whose extent the loop runs over */
     } loop;
     struct {
       KExpr *cond;
@@ -138,6 +139,7 @@ struct KNode {
        * its output (what indexing and predicates are computed from). */
       const Expr *src;
       KExpr **loop_index;
+      KNode **loops;       /* the loop of each loop axis (NULL for an elided vector axis) */
       int nloop;
       KExpr **bounds;      /* index < extent terms the predicate pass may need */
       int nbounds;

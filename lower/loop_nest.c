@@ -8,9 +8,11 @@
  * reduction loop of each reduction.
  * Key decisions: an expression reuses the innermost open loops that map (permissive map)
  * to its own leading loop axes, as far as it shares loops with a producer or consumer
- * (compute-at and max-producer positions); a loop opened for a broadcast axis is
- * promoted to the extent of a concrete axis that later shares it; a Vectorize axis
- * innermost in a copy becomes one vector access instead of a loop. */
+ * (compute-at and max-producer positions); axes sharing a loop share its parallel type
+ * (a serial axis adopts it, a parallel one makes a serial loop parallel, conflicting
+ * types are refused later); a loop opened for a broadcast axis (or one merged from a
+ * broadcast) is promoted to the extent of a concrete axis that later shares it; a Vectorize axis innermost in a copy becomes one
+ * vector access instead of a loop. */
 #include <string.h>
 
 #include "lower/lower.h"
@@ -38,27 +40,60 @@ static KExpr *loop_index_of(LowerCtx *c, Val *id, const char **var) {
   return kx_var(c->a, *var);
 }
 
+/* A broadcast axis has one element whatever its parallel type: its loop is a serial one of
+ * extent 1 (index 0) until a concrete axis that shares it promotes it. */
 static KNode *new_loop(LowerCtx *c, Val *id) {
   KNode *l = ARENA_NEW(c->a, KNode);
   l->kind = KN_FOR;
+  if (ID(id)->iter_type == CF_ITER_BROADCAST) {
+    l->u.loop.pt = CF_PT_SERIAL;
+    l->u.loop.extent = kx_const(c->a, 1);
+    l->u.loop.var = arena_printf(c->a, "i%d", c->next_var++);
+    l->u.loop.index = kx_var(c->a, l->u.loop.var);
+    l->u.loop.concrete = id;
+    return l;
+  }
   l->u.loop.pt = ID(id)->ptype;
   l->u.loop.extent = lower_extent(c, id);
   l->u.loop.index = loop_index_of(c, id, &l->u.loop.var);
+  l->u.loop.concrete = id;
   return l;
 }
 
-/* A loop opened by a broadcast axis takes the extent, parallel type and index of the
+static bool is_launch_type(cf_parallel_type p) { return ir_ptype_is_thread(p) || ir_ptype_is_block(p); }
+
+bool lower_from_broadcast(const Val *id) {
+  return ID((Val *)id)->iter_type == CF_ITER_BROADCAST || sched_derives_from_broadcast(ID((Val *)id)->tv, id);
+}
+
+/* Makes a loop thread- or block-parallel. Its index expression changes in place, so ops
+ * already placed in the loop, which hold that expression, follow. */
+static void make_parallel(KNode *l, cf_parallel_type p) {
+  l->u.loop.pt = p;
+  l->u.loop.var = NULL;
+  KExpr *x = l->u.loop.index;
+  x->kind = KX_THREAD;
+  x->pt = p;
+  x->is_dim = false;
+  x->name = NULL;
+}
+
+/* Axis j of tv joins an open loop. Axes sharing a loop take one parallel type: a serial
+ * one adopts the loop's, a parallel one makes a serial loop parallel (two different
+ * parallel types are refused by validate_parallel.c). A loop opened by a broadcast axis takes the extent of the
  * first concrete axis that shares it. */
-static void promote(LowerCtx *c, OpenLoop *o, Val *id) {
-  if (ID(o->id)->iter_type != CF_ITER_BROADCAST || ID(id)->iter_type == CF_ITER_BROADCAST) return;
+static void join_loop(LowerCtx *c, OpenLoop *o, Val *tv, int j) {
+  Val *id = TV(tv)->loop[j];
   KNode *l = o->node;
-  l->u.loop.pt = ID(id)->ptype;
-  l->u.loop.extent = lower_extent(c, id);
-  if (ir_ptype_is_thread(ID(id)->ptype) || ir_ptype_is_block(ID(id)->ptype)) {
-    l->u.loop.var = NULL;
-    l->u.loop.index = kx_thread(c->a, ID(id)->ptype, false);
+  cf_parallel_type lp = l->u.loop.pt, ip = ID(id)->ptype;
+  /* Two different launch types are refused by the validate_parallel pass, with names. */
+  /* a broadcast axis' parallel type means nothing: it has one element */
+  if (!is_launch_type(lp) && is_launch_type(ip) && ID(id)->iter_type != CF_ITER_BROADCAST) make_parallel(l, ip);
+  if (lower_from_broadcast(o->id) && !lower_from_broadcast(id)) {
+    l->u.loop.extent = lower_extent(c, id);
+    l->u.loop.concrete = id;
+    o->id = id;
   }
-  o->id = id;
 }
 
 static int shared_depth(LowerCtx *c, Nest *n, Val *tv) {
@@ -97,7 +132,11 @@ static KNode *new_op(LowerCtx *c, const Expr *e, Nest *n, int nloop) {
   op->u.op.out_dtype = e->out[0]->dtype;
   op->u.op.nloop = nloop;
   op->u.op.loop_index = ARENA_ARRAY(c->a, KExpr *, nloop);
-  for (int j = 0; j < nloop && j < n->depth; j++) op->u.op.loop_index[j] = n->stack[j].node->u.loop.index;
+  op->u.op.loops = ARENA_ARRAY(c->a, KNode *, nloop);
+  for (int j = 0; j < nloop && j < n->depth; j++) {
+    op->u.op.loop_index[j] = n->stack[j].node->u.loop.index;
+    op->u.op.loops[j] = n->stack[j].node;
+  }
   return op;
 }
 
@@ -119,7 +158,7 @@ static void place_expr(LowerCtx *c, const Expr *e, Nest *n) {
   Val *tv = e->out[0];
   TensorView *t = TV(tv);
   int reuse = shared_depth(c, n, tv);
-  for (int d = 0; d < reuse; d++) promote(c, &n->stack[d], t->loop[d]);
+  for (int d = 0; d < reuse; d++) join_loop(c, &n->stack[d], tv, d);
   n->depth = reuse;
   int vec = 0, nloops = t->nloop; /* vec > 0: the innermost axis became one vector access */
   if (nloops > 0 && vector_copy(e, tv, nloops - 1) && nloops - 1 >= reuse) {

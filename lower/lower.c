@@ -15,6 +15,7 @@ static const struct {
   void (*run)(LowerCtx *c);
 } passes[] = {
     {"sort_exprs", lower_sort_exprs},
+    {"ptype_propagate", lower_ptype_propagate},
     {"parallel_dims", lower_parallel_dims},
     {"tensors", lower_tensors},
     {"extent_checks", lower_extent_checks},
@@ -22,6 +23,7 @@ static const struct {
     {"tmem_info", lower_tmem_info},
     {"loop_nest", lower_loop_nest},
     {"tmem_pattern", lower_tmem_pattern},
+    {"validate_parallel", lower_validate_parallel},
     {"index", lower_index},
     {"predicate", lower_predicate},
     {"sync", lower_sync},

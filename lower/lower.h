@@ -31,6 +31,7 @@ typedef struct TvInfo {
   Expr **history;        /* ir_tv_history, computed once */
   int nhistory;
   bool is_tmem;
+  bool promoted;         /* written by an op whose loops were promoted (index.c) */
   int dim_sep;          /* tensor memory: lane axes are alloc_ids[0 .. dim_sep) */
 } TvInfo;
 
@@ -50,6 +51,7 @@ typedef struct LowerCtx {
   Val **tvs;
   int ntvs;
   TvInfo *info;           /* by Val id */
+  cf_parallel_type *ptype;    /* effective parallel type of every IterDomain, by Val id */
   KExpr *pdim[CF_PT_COUNT];   /* launch extent of each parallel type, NULL if unused */
   bool pdim_exact[CF_PT_COUNT];
   int next_var;
@@ -66,8 +68,17 @@ KExpr *lower_scalar(LowerCtx *c, const Val *v);
 /* Extent of an IterDomain as a kernel expression. */
 static inline KExpr *lower_extent(LowerCtx *c, const Val *id) { return lower_scalar(c, ID((Val *)id)->extent); }
 
+/* A broadcast axis, or one merged from a broadcast: its extent counts the broadcast as 1,
+ * so a loop it shares with a concrete axis runs over the concrete extent (promotion). */
+bool lower_from_broadcast(const Val *id);
+
+/* The parallel type an IterDomain runs on: its own, or the one of a parallel axis it
+ * shares a loop with (ptype_propagate.c). */
+cf_parallel_type lower_ptype(const LowerCtx *c, const Val *id);
+
 /* The passes, in order (lower.c holds the table). */
 void lower_sort_exprs(LowerCtx *c);       /* expr_sort.c */
+void lower_ptype_propagate(LowerCtx *c);  /* ptype_propagate.c: loop groups share types */
 void lower_parallel_dims(LowerCtx *c);    /* parallel_dims.c */
 void lower_tensors(LowerCtx *c);          /* tensors.c: params, allocation rule, sizes */
 void lower_extent_checks(LowerCtx *c);    /* extent_checks.c: mapped axes agree */
@@ -75,6 +86,7 @@ void lower_validate_vectorize(LowerCtx *c); /* vectorize.c */
 void lower_tmem_info(LowerCtx *c);        /* tmem_info.c: regions, lanes, columns */
 void lower_loop_nest(LowerCtx *c);        /* loop_nest.c */
 void lower_tmem_pattern(LowerCtx *c);     /* tmem_pattern.c: 32x32b validation */
+void lower_validate_parallel(LowerCtx *c); /* validate_parallel.c: no cross-thread registers */
 void lower_index(LowerCtx *c);            /* index.c */
 /* index.c: the access of `tv` (the output or an input of op's expression) computed from
  * op's loop indices as the index pass does, for analyses that evaluate indices

@@ -39,8 +39,10 @@ void lower_parallel_dims(LowerCtx *c) {
       Val *id = TV(tv)->loop[i];
       cf_parallel_type pt = ID(id)->ptype;
       if (!ir_ptype_is_thread(pt) && !ir_ptype_is_block(pt)) continue;
-      /* a broadcast axis, or one merged from a broadcast, runs in its concrete partner's loop */
-      if (ID(id)->iter_type == CF_ITER_BROADCAST || sched_derives_from_broadcast(tv, id)) continue;
+      /* A broadcast axis runs in its concrete partner's loop. An axis merged from a
+       * broadcast counts: its extent never exceeds the concrete one it stands for, and it
+       * may be the only axis on its parallel type. */
+      if (ID(id)->iter_type == CF_ITER_BROADCAST) continue;
       add_extent(c, pt, lower_extent(c, id));
     }
   }

@@ -70,10 +70,13 @@ static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
     if (!c->pdim[p] || (ir_ptype_is_block((cf_parallel_type)p) && m != CF_MEM_GLOBAL)) continue;
     int64_t ext;
     if (kx_is_const(c->pdim[p], &ext) && ext == 1) continue;
+    /* The op's loops say what it spans: an axis serial in the tensor's own domain runs on
+     * a thread type when it shares that loop with a parallel axis. */
     bool spans = false;
-    for (int i = 0; i < TV(tv)->nloop; i++)
-      if (ID(TV(tv)->loop[i])->ptype == (cf_parallel_type)p && ID(TV(tv)->loop[i])->iter_type != CF_ITER_BROADCAST)
-        spans = true;
+    for (int i = 0; i < op->u.op.nloop; i++) {
+      const KExpr *x = op->u.op.loop_index[i];
+      if (x && x->kind == KX_THREAD && x->pt == (cf_parallel_type)p) spans = true;
+    }
     if (!spans) g = kx_bin(c->a, OP_AND, g, kx_bin(c->a, OP_EQ, kx_thread(c->a, (cf_parallel_type)p, false), kx_const(c->a, 0)));
   }
   return g;

@@ -38,9 +38,9 @@ static bool thread_dims_match(LowerCtx *c, Val *p, Val *cv) {
     if (!c->pdim[pt]) continue;
     Val *pa = NULL, *ca = NULL;
     for (int i = 0; i < TV(p)->nloop; i++)
-      if (ID(TV(p)->loop[i])->ptype == (cf_parallel_type)pt) pa = TV(p)->loop[i];
+      if (lower_ptype(c, TV(p)->loop[i]) == (cf_parallel_type)pt) pa = TV(p)->loop[i];
     for (int i = 0; i < TV(cv)->nloop; i++)
-      if (ID(TV(cv)->loop[i])->ptype == (cf_parallel_type)pt) ca = TV(cv)->loop[i];
+      if (lower_ptype(c, TV(cv)->loop[i]) == (cf_parallel_type)pt) ca = TV(cv)->loop[i];
     if (!pa && !ca) continue;
     if (!pa || !ca || !sched_idmap_same(c->exact, pa, ca)) return false;
   }

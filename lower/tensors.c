@@ -44,8 +44,9 @@ static bool is_allocated(LowerCtx *c, Val *tv, Val *id) {
   if (d->iter_type != CF_ITER_ITERATION) return false;
   if (ir_scalar_const_value(d->extent, &e) && e == 1) return false;
   cf_memory_type m = TV(tv)->mem;
-  if (distributed_across(m, d->ptype)) return false;
-  if (shared_across(m, d->ptype)) return true;
+  cf_parallel_type p = lower_ptype(c, id); /* a serial axis in a parallel loop runs on it */
+  if (distributed_across(m, p)) return false;
+  if (shared_across(m, p)) return true;
   return !left_of_ca(c, tv, id);
 }
 

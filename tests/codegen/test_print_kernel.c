@@ -41,7 +41,6 @@ Test(print_kernel, shared_memory_staging_with_a_sync_and_a_serial_loop) {
   cf_parallelize(f, t[2], 1, CF_PT_TIDX);
   cf_parallelize(f, t[3], 0, CF_PT_TIDX);
   cf_parallelize(f, t[4], 0, CF_PT_TIDX);
-  cf_inline_most(f);
   char *k = kernel_of(f);
   cr_expect(strstr(k, "float* T2 = reinterpret_cast<float*>(cf_smem + 0);") != NULL, "%s", k);
   cr_expect(strstr(k, "__syncthreads();") != NULL, "a transposed read of shared memory needs a sync:\n%s", k);

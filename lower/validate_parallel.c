@@ -1,0 +1,86 @@
+/* lower/validate_parallel.c: pass 9 (after the tensor-memory check, whose messages are
+ * more specific for the schedules both refuse). Refuses schedules that would communicate through
+ * memory that cannot carry it. A tensor's axis parallelized on a thread or block type is
+ * held by different threads (or blocks); a consumer that reads it along an axis of
+ * another parallel type reads what other threads wrote. That needs shared memory across
+ * threads (plus a sync, which the sync pass inserts) and global memory across blocks,
+ * which cfuser does not offer for intermediates.
+ * Requires: c->exprs, c->exact. Establishes: nothing; fails with a message naming the
+ * producer, its axis and the consumer.
+ * Key decision: nvFuser's rule, checked on loop axes: each launch-parallel axis of a
+ * producer right of its compute-at position must map exactly to a consumer loop axis of
+ * the same parallel type, or the producer's memory must be shared across that type. Axes that share a loop
+ * (left of the producer's compute-at position) share its parallel type, and no tensor
+ * may end up with one parallel type on two axes. */
+#include "lower/lower.h"
+
+static bool shared_across(cf_memory_type m, cf_parallel_type p) {
+  if (m == CF_MEM_GLOBAL) return true;
+  if (m == CF_MEM_SHARED || m == CF_MEM_TENSOR) return ir_ptype_is_thread(p);
+  return false;
+}
+
+static void check_axis(LowerCtx *c, Val *p, int j, Val *cv) {
+  Val *id = TV(p)->loop[j];
+  cf_parallel_type pt = lower_ptype(c, id);
+  if (!ir_ptype_is_thread(pt) && !ir_ptype_is_block(pt)) return;
+  if (ID(id)->iter_type == CF_ITER_BROADCAST || shared_across(TV(p)->mem, pt)) return;
+  /* Left of the compute-at position the loop is shared: the producer is computed in the
+   * consumer's loop, by the consumer's threads (check_shared_loop checks their types). */
+  if (j < TV(p)->ca_pos) return;
+  /* Otherwise the producer's values must already sit in the thread that reads them: the
+   * axes must be exactly the same, not merely related through a broadcast. */
+  for (int k = 0; k < TV(cv)->nloop; k++)
+    if (lower_ptype(c, TV(cv)->loop[k]) == pt && sched_idmap_same(c->exact, id, TV(cv)->loop[k])) return;
+  StrBuf b = {0};
+  ir_print_id(&b, id);
+  lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+             "compile: %s is in %s memory, but %s reads its axis %d (%s) on %s from other %s; %s", TV(p)->display_name,
+             cf_memory_type_name(TV(p)->mem), TV(cv)->display_name, j, b.data, cf_parallel_type_name(pt),
+             ir_ptype_is_thread(pt) ? "threads" : "blocks",
+             ir_ptype_is_thread(pt) ? "put it in shared memory or parallelize the consumer's matching axis alike"
+                                    : "parallelize the consumer's matching axis alike (intermediates cannot be global)");
+}
+
+static bool launch(cf_parallel_type p) { return ir_ptype_is_thread(p) || ir_ptype_is_block(p); }
+
+/* Axis j of an inlined producer and of its consumer share one loop, hence one parallel
+ * type: two different launch types conflict. (A serial side takes the other's type; a
+ * tensor that thereby uses a type twice is caught by check_unique_types.) */
+static void check_shared_loop(LowerCtx *c, Val *p, Val *cv, int j) {
+  cf_parallel_type pp = ID(TV(p)->loop[j])->ptype, cp = ID(TV(cv)->loop[j])->ptype;
+  if (pp != cp && launch(pp) && launch(cp))
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+               "compile: axis %d of %s (on %s) and axis %d of %s (on %s) share a loop; axes that share a loop need "
+               "the same parallel type", j, TV(p)->display_name, cf_parallel_type_name(pp), j, TV(cv)->display_name,
+               cf_parallel_type_name(cp));
+}
+
+/* A launch type indexes one axis of a tensor: threadIdx.y cannot stand for two. Judged on
+ * the effective types, so a serial axis that runs in another axis' parallel loop counts. */
+static void check_unique_types(LowerCtx *c, Val *tv) {
+  for (int j = 0; j < TV(tv)->nloop; j++) {
+    Val *id = TV(tv)->loop[j];
+    cf_parallel_type p = lower_ptype(c, id);
+    if (!launch(p) || ID(id)->iter_type == CF_ITER_BROADCAST) continue;
+    for (int k = j + 1; k < TV(tv)->nloop; k++)
+      if (lower_ptype(c, TV(tv)->loop[k]) == p && ID(TV(tv)->loop[k])->iter_type != CF_ITER_BROADCAST)
+        lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: axes %d and %d of %s both run on %s%s; a tensor uses a "
+                   "parallel type once", j, k, TV(tv)->display_name, cf_parallel_type_name(p),
+                   ID(id)->ptype == p && ID(TV(tv)->loop[k])->ptype == p ? "" : " (one through a loop it shares)");
+  }
+}
+
+void lower_validate_parallel(LowerCtx *c) {
+  for (int i = 0; i < c->ntvs; i++)
+    if (!ir_tv_is_input(c->f, c->tvs[i])) check_unique_types(c, c->tvs[i]);
+  for (int i = 0; i < c->nexprs; i++) {
+    const Expr *e = c->exprs[i];
+    for (int k = 0; k < e->nin; k++) {
+      Val *p = e->in[k];
+      if (p->kind != VAL_TV || ir_tv_is_input(c->f, p)) continue;
+      for (int j = 0; j < TV(p)->nloop; j++) check_axis(c, p, j, e->out[0]);
+      for (int j = 0; j < TV(p)->ca_pos && j < TV(e->out[0])->nloop; j++) check_shared_loop(c, p, e->out[0], j);
+    }
+  }
+}
