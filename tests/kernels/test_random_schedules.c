@@ -5,7 +5,8 @@
  * a random chain of ops over a random 2-D or 3-D input, random splits, merges and
  * reorders on the output, propagated to every tensor, random thread/block
  * parallelization, random memory types for intermediates, random inlining. A schedule the
- * compiler refuses with a message is fine; an internal error or a wrong result is not. */
+ * compiler refuses with a message is fine; an internal error or a wrong result is not.
+ * With a CUDA device, every accepted schedule also runs there. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,8 @@ static bool run_one(uint64_t seed) {
         cr_assert_fail("seed %llu: wrong result %s\n%s\n%s", (unsigned long long)seed, msg, math, kernel);
       }
       ran = true;
+      /* With a GPU, the same schedule through NVRTC and CUDA (kc_run_backend compares). */
+      if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, x, &want, 1e-5);
       cf_tensor_free(x[0]), cf_tensor_free(x[1]), cf_tensor_free(got), cf_tensor_free(want);
     }
     cf_executor_destroy(e);
