@@ -71,9 +71,27 @@ static void check_unique_types(LowerCtx *c, Val *tv) {
   }
 }
 
+/* A reduction axis that runs on a thread or block index through a loop it shares would be
+ * a block or grid reduction, which needs a combining step cfuser does not generate yet
+ * (a declared one is refused by the parallel_dims pass). */
+static void check_reductions(LowerCtx *c, Val *tv) {
+  for (int j = 0; j < TV(tv)->nloop; j++) {
+    Val *id = TV(tv)->loop[j];
+    cf_parallel_type p = lower_ptype(c, id);
+    if (ID(id)->iter_type != CF_ITER_REDUCTION || !launch(p)) continue;
+    lower_fail(c, CF_ERR_UNSUPPORTED,
+               "compile: reduction axis %d of %s runs on %s through a loop it shares with a producer; block and grid "
+               "reductions are not supported yet: inline the producer left of the reduction axes", j,
+               TV(tv)->display_name, cf_parallel_type_name(p));
+  }
+}
+
 void lower_validate_parallel(LowerCtx *c) {
   for (int i = 0; i < c->ntvs; i++)
-    if (!ir_tv_is_input(c->f, c->tvs[i])) check_unique_types(c, c->tvs[i]);
+    if (!ir_tv_is_input(c->f, c->tvs[i])) {
+      check_unique_types(c, c->tvs[i]);
+      check_reductions(c, c->tvs[i]);
+    }
   for (int i = 0; i < c->nexprs; i++) {
     const Expr *e = c->exprs[i];
     for (int k = 0; k < e->nin; k++) {

@@ -27,12 +27,15 @@ static inline DLManagedTensor *kc_make_input(const KcInput *in, uint64_t seed) {
   return t;
 }
 
+/* Names the case in the harness's failure messages (the fuzz test sets its seed here). */
+static char kc_label[64] = "";
+
 static inline void kc_compare(DLManagedTensor **got, DLManagedTensor **want, int n, double tol, const char *where) {
   for (int i = 0; i < n; i++) {
     char msg[512] = "";
     bool ok = tol == 0 ? cf_tensor_equal(&got[i]->dl_tensor, &want[i]->dl_tensor)
                        : cf_tensor_allclose(&got[i]->dl_tensor, &want[i]->dl_tensor, tol, tol, msg, sizeof msg);
-    cr_expect(ok, "%s: output %d differs from the reference evaluator %s", where, i, msg);
+    cr_expect(ok, "%s%s: output %d differs from the reference evaluator %s", kc_label, where, i, msg);
   }
 }
 

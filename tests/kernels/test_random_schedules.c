@@ -136,7 +136,10 @@ static bool run_one(uint64_t seed) {
       }
       ran = true;
       /* With a GPU, the same schedule through NVRTC and CUDA (kc_run_backend compares). */
-      if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, x, &want, 1e-5);
+      if (cf_cuda_available(NULL)) {
+        snprintf(kc_label, sizeof kc_label, "seed %llu: ", (unsigned long long)seed);
+        kc_run_backend(f, CF_BACKEND_CUDA, nin, x, &want, 1e-5);
+      }
       cf_tensor_free(x[0]), cf_tensor_free(x[1]), cf_tensor_free(got), cf_tensor_free(want);
     }
     cf_executor_destroy(e);
@@ -146,6 +149,16 @@ static bool run_one(uint64_t seed) {
 }
 
 Test(random_schedules, run_like_the_evaluator, .timeout = 600) {
+  if (getenv("CFUSER_FUZZ_SHOW")) {
+    Rng r = {strtoull(getenv("CFUSER_FUZZ_SHOW"), NULL, 10) * 0x9E3779B97F4A7C15ULL + 1};
+    cf_fusion *g = cf_fusion_create();
+    KcInput in[2];
+    build(g, &r, in);
+    cf_fusion_print_transforms(g, stdout);
+    cf_fusion_print_kernel(g, stdout);
+    cf_fusion_destroy(g);
+    return;
+  }
   const char *env = getenv("CFUSER_FUZZ_ITERS"), *first = getenv("CFUSER_FUZZ_FIRST");
   int iters = env ? atoi(env) : 150, ran = 0, start = first ? atoi(first) : 0;
   for (int i = start; i < start + iters; i++) ran += run_one((uint64_t)i);

@@ -185,3 +185,19 @@ Test(lower_errors, promoted_loops_with_an_own_axis_merged_from_a_broadcast) {
                        "of its compute-at position, is merged from a broadcast; inline T2 past that axis or keep its "
                        "broadcast axes out of merges");
 }
+
+/* The shape fuzz seed 1162 found on the GPU: a producer on threadIdx.x inlined through the
+ * consumer's reduction axis would make it a block reduction. */
+Test(lower_errors, a_reduction_made_parallel_by_inlining) {
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_fusion_add_input(f, a);
+  cf_tv *p = cf_neg(f, a);
+  cf_tv *s = cf_sum(f, p, 1, (int[]){1});
+  cf_fusion_add_output(f, s);
+  cf_set_memory_type(f, p, CF_MEM_SHARED);
+  cf_parallelize(f, p, 1, CF_PT_TIDX);
+  cr_assert_eq(cf_inline_at(f, p, 2), CF_OK, "%s", cf_fusion_error(f));
+  expect_compile_error(CF_ERR_UNSUPPORTED,
+                       "compile: reduction axis 1 of T2 runs on threadIdx.x through a loop it shares with a producer; "
+                       "block and grid reductions are not supported yet: inline the producer left of the reduction axes");
+}
