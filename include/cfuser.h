@@ -14,8 +14,6 @@
 #include "cfuser/schedule.h"
 #include "cfuser/tensor.h"
 #include "cfuser/executor.h"
-#if __has_include("cfuser/layout.h")
 #include "cfuser/layout.h"
-#endif
 
 #endif
