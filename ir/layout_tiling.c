@@ -64,7 +64,8 @@ static void product_mode(const cf_tuple_tree *a, const cf_tuple_tree *b, cf_tupl
   ir_layout_complement_tree(a, &cot, &comp, e);
   if (ir_layout_ok(e))
     ir_layout_composition_tree(&comp, b, &rep, e);
-  ir_layout_concat2(a, &rep, out, e);
+  if (ir_layout_ok(e))
+    ir_layout_concat2(a, &rep, out, e);
 }
 
 /* CuTe's transform_layout over (A, tiler): op on each pair of modes, A's extra modes

@@ -317,8 +317,11 @@ void ir_layout_build_int(IrBuild *b, IrInt v, uint8_t flags)
   ir_layout_build_leaf(b, v, ir_layout_d(0), flags);
 }
 
+/* After an error the source may be a tree that was never built: copy nothing. */
 void ir_layout_build_copy(IrBuild *b, const cf_tuple_tree *src, int i)
 {
+  if (!ir_layout_ok(b->e))
+    return;
   if (ir_layout_is_leaf(src, i)) {
     cf_tuple_node *n = add_node(b);
     if (n)

@@ -132,12 +132,10 @@ static void check_promotable(LowerCtx *c, Val *tv) {
   for (int j = TV(tv)->ca_pos; j < TV(tv)->nloop; j++) {
     Val *id = TV(tv)->loop[j];
     if (ID(id)->iter_type == CF_ITER_BROADCAST || !lower_from_broadcast(id)) continue;
-    StrBuf b = {0};
-    ir_print_id(&b, id);
     lower_fail(c, CF_ERR_UNSUPPORTED,
                "compile: %s runs in loops promoted to a concrete tensor's extents, but its axis %d (%s), right of its "
                "compute-at position, is merged from a broadcast; inline %s past that axis or keep its broadcast axes "
-               "out of merges", TV(tv)->display_name, j, b.data, TV(tv)->display_name);
+               "out of merges", TV(tv)->display_name, j, lower_id_str(c, id), TV(tv)->display_name);
   }
 }
 

@@ -67,6 +67,22 @@ void lower_validate(LowerCtx *c, KExpr *cond, const char *fmt, ...) {
   k->nchecks++;
 }
 
+const char *lower_id_str(LowerCtx *c, const Val *id) {
+  StrBuf b = {0};
+  ir_print_id(&b, id);
+  char *s = arena_strdup(c->a, b.data ? b.data : "");
+  sb_free(&b);
+  return s;
+}
+
+const char *lower_tv_str(LowerCtx *c, const Val *tv) {
+  StrBuf b = {0};
+  ir_print_tv(&b, tv);
+  char *s = arena_strdup(c->a, b.data ? b.data : "");
+  sb_free(&b);
+  return s;
+}
+
 static int input_param(LowerCtx *c, const Val *tv) {
   for (int i = 0; i < c->f->inputs.len; i++)
     if (c->f->inputs.items[i] == tv) return i;

@@ -63,6 +63,10 @@ _Noreturn void lower_fail(LowerCtx *c, cf_status s, const char *fmt, ...) __attr
  * check with the same message (DESIGN.md section 5, two-level validation). */
 void lower_validate(LowerCtx *c, KExpr *cond, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static inline TvInfo *lower_info(LowerCtx *c, const Val *tv) { return &c->info[tv->id]; }
+/* An IterDomain or a TensorView printed for a message, in the kernel's arena (so that a
+ * lower_fail that follows, which unwinds past any free, leaks nothing). */
+const char *lower_id_str(LowerCtx *c, const Val *id);
+const char *lower_tv_str(LowerCtx *c, const Val *tv);
 /* The kernel expression of a fusion scalar (extents): constants, and input sizes/strides. */
 KExpr *lower_scalar(LowerCtx *c, const Val *v);
 /* Extent of an IterDomain as a kernel expression. */

@@ -32,11 +32,9 @@ static void check_axis(LowerCtx *c, Val *p, int j, Val *cv) {
    * axes must be exactly the same, not merely related through a broadcast. */
   for (int k = 0; k < TV(cv)->nloop; k++)
     if (lower_ptype(c, TV(cv)->loop[k]) == pt && sched_idmap_same(c->exact, id, TV(cv)->loop[k])) return;
-  StrBuf b = {0};
-  ir_print_id(&b, id);
   lower_fail(c, CF_ERR_INVALID_SCHEDULE,
              "compile: %s is in %s memory, but %s reads its axis %d (%s) on %s from other %s; %s", TV(p)->display_name,
-             cf_memory_type_name(TV(p)->mem), TV(cv)->display_name, j, b.data, cf_parallel_type_name(pt),
+             cf_memory_type_name(TV(p)->mem), TV(cv)->display_name, j, lower_id_str(c, id), cf_parallel_type_name(pt),
              ir_ptype_is_thread(pt) ? "threads" : "blocks",
              ir_ptype_is_thread(pt) ? "put it in shared memory or parallelize the consumer's matching axis alike"
                                     : "parallelize the consumer's matching axis alike (intermediates cannot be global)");

@@ -11,10 +11,8 @@
 #include "lower/lower.h"
 
 static void fail_axis(LowerCtx *c, Val *tv, int axis, const char *why) {
-  StrBuf b = {0};
-  ir_print_id(&b, TV(tv)->loop[axis]);
-  char *s = ir_tv_str(tv);
-  lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: cannot vectorize axis %d (%s) of %s: %s", axis, b.data, s, why);
+  lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: cannot vectorize axis %d (%s) of %s: %s", axis,
+             lower_id_str(c, TV(tv)->loop[axis]), lower_tv_str(c, tv), why);
 }
 
 /* Does `id` walk tv's innermost logical axis with unit stride (a chain of inner splits)? */
