@@ -18,8 +18,9 @@ typedef struct Dialect {
   void (*buffers)(Emitter *e);        /* declarations of shared and local buffers */
   void (*epilogue)(Emitter *e);       /* the closing brace and anything after */
   void (*sync)(Emitter *e);
-  /* Element access of a kernel tensor at an index expression already printed. */
-  void (*element)(Emitter *e, const KTensor *t, const char *index);
+  /* Element access of a kernel tensor at an index expression already printed; is_write
+   * when the element is assigned (a reduction's output is also read by the same thread). */
+  void (*element)(Emitter *e, const KTensor *t, const char *index, bool is_write);
   void (*vector_copy)(Emitter *e, const KNode *op, const char *dst, const char *src);
   /* An expression converting `value` of type `from` to `to`. */
   void (*convert)(Emitter *e, cf_dtype from, cf_dtype to, const char *value);
@@ -44,11 +45,15 @@ const char *cg_ctype(cf_dtype t);
 /* Pieces both dialects spell alike. */
 void cg_convert(Emitter *e, cf_dtype from, cf_dtype to, const char *v);
 void cg_sync(Emitter *e);
-void cg_element(Emitter *e, const KTensor *t, const char *index);
+void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write);
 /* Generates the whole kernel source with the given dialect (malloc'd). */
 char *cg_generate(const KKernel *k, const Dialect *d);
 /* The embedded runtime snippet named `name` (codegen/runtime/), or NULL. */
 const char *cg_embedded_file(const char *name);
+
+/* The host runtime's parts (codegen/runtime/), in the order every host kernel source
+ * starts with them; NULL-terminated. */
+extern const char *const cg_host_runtime_parts[];
 
 /* Entry points: the whole source for a backend. */
 char *cg_cuda_source(const KKernel *k);

@@ -51,7 +51,8 @@ void cg_convert(Emitter *e, cf_dtype from, cf_dtype to, const char *v) {
 
 void cg_sync(Emitter *e) { cg_line(e, "__syncthreads();"); }
 
-void cg_element(Emitter *e, const KTensor *t, const char *index) {
+void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write) {
+  (void)is_write;
   if (t->param >= 0)
     sb_printf(&e->out, "%s.data[%s]", t->name, index);
   else
@@ -76,7 +77,7 @@ static cf_dtype compute_type(const KNode *op) {
   return CF_INT64; /* integers compute in 64 bits: one overload set for the helpers */
 }
 
-static char *access_str(Emitter *e, const KAccess *a) {
+static char *access_str(Emitter *e, const KAccess *a, bool is_write) {
   StrBuf b = {0};
   if (!a->t) {
     sb_printf(&b, "%.17g", a->scalar);
@@ -85,7 +86,7 @@ static char *access_str(Emitter *e, const KAccess *a) {
   char *idx = cg_expr(e, a->index);
   StrBuf save = e->out;
   e->out = b;
-  e->d->element(e, a->t, idx);
+  e->d->element(e, a->t, idx, is_write);
   b = e->out;
   e->out = save;
   free(idx);
@@ -125,7 +126,7 @@ static const char *init_value(IrOp op, cf_dtype t) {
 
 static void emit_op(Emitter *e, const KNode *n) {
   cf_dtype ct = compute_type(n);
-  char *out = access_str(e, &n->u.op.out);
+  char *out = access_str(e, &n->u.op.out, true);
   if (n->u.op.reduction_init) {
     char *v = converted(e, ct, n->u.op.out_dtype, init_value(n->u.op.op, ct));
     cg_line(e, "%s = %s;", out, v);
@@ -136,14 +137,14 @@ static void emit_op(Emitter *e, const KNode *n) {
   int k = 0;
   if (ir_op_kind(n->u.op.op) == OPK_REDUCTION) args[k++] = converted(e, n->u.op.out_dtype, ct, out);
   for (int i = 0; i < n->u.op.nin && k < 3; i++) {
-    char *a = access_str(e, &n->u.op.in[i]);
+    char *a = access_str(e, &n->u.op.in[i], false);
     cf_dtype from = n->u.op.in[i].t ? n->u.op.in[i].t->dtype : CF_DOUBLE;
     /* where's condition stays a bool; everything else goes to the compute type */
     args[k++] = (n->u.op.op == OP_WHERE && i == 0) ? a : converted(e, from, ct, a);
     if (args[k - 1] != a) free(a);
   }
   if (n->u.op.vector > 1) {
-    char *src = access_str(e, &n->u.op.in[0]);
+    char *src = access_str(e, &n->u.op.in[0], false);
     e->d->vector_copy(e, n, out, src);
     free(src);
   } else {

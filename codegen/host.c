@@ -2,7 +2,8 @@
  * the CUDA generator prints, as C11 against the host runtime (codegen/runtime/host_*.h,
  * prepended): tensor parameters are plain structs by value (one typedef per element
  * type and rank, since C has no templates), shared buffers live in the block's emulated
- * shared memory (cfh_smem()), vector copies are memcpy, and tcgen05 instructions are calls
+ * shared memory (cfh_smem()) and are accessed through host_race.h's recording accessors
+ * (cfh_smem_r/w, for its race detector), vector copies are memcpy, and tcgen05 instructions are calls
  * into the runtime's tensor-memory emulation, which checks the hardware rules at run time.
  * Key decision: the kernel keeps the CUDA kernel's exact parameter list and body, so a
  * difference between the two backends' results is a runtime bug, not a codegen one. */
@@ -34,10 +35,11 @@ static void tensor_typedefs(Emitter *e) {
   }
 }
 
+const char *const cg_host_runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_race.h", "host_math.h", NULL};
+
 static void preamble(Emitter *e) {
-  static const char *const parts[] = {"host_runtime.h", "host_tmem.h", "host_math.h"};
-  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-    const char *text = cg_embedded_file(parts[i]);
+  for (size_t i = 0; cg_host_runtime_parts[i]; i++) {
+    const char *text = cg_embedded_file(cg_host_runtime_parts[i]);
     if (text) sb_puts(&e->out, text);
   }
   sb_printf(&e->out, "\n#include <string.h>\ntypedef %s cf_index_t;\n", e->k->index32 ? "int" : "long long");
@@ -80,8 +82,32 @@ static void buffers(Emitter *e) {
 
 static void epilogue(Emitter *e) { cg_line(e, "}"); }
 
+/* Shared-memory elements go through host_race.h's accessors, which record the access for
+ * the race detector; other tensors are indexed as in CUDA. */
+static void element(Emitter *e, const KTensor *t, const char *index, bool is_write) {
+  if (t->mem == CF_MEM_SHARED && t->param < 0)
+    sb_printf(&e->out, "cfh_smem_%c(%s, %s)", is_write ? 'w' : 'r', t->name, index);
+  else
+    cg_element(e, t, index, is_write);
+}
+
+/* The address of a vector copy's side: for shared memory, all `n` elements are recorded. */
+static void vector_side(Emitter *e, StrBuf *b, const KAccess *a, int n, const char *access, bool is_write) {
+  if (a->t->mem != CF_MEM_SHARED || a->t->param >= 0) {
+    sb_printf(b, "&%s", access);
+    return;
+  }
+  char *idx = cg_expr(e, a->index);
+  sb_printf(b, "cfh_smem_%cn(%s, %s, %d)", is_write ? 'w' : 'r', a->t->name, idx, n);
+  free(idx);
+}
+
 static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char *src) {
-  cg_line(e, "memcpy(&%s, &%s, %d * sizeof(%s));", dst, src, op->u.op.vector, cg_ctype(op->u.op.out_dtype));
+  StrBuf d = {0}, s = {0};
+  vector_side(e, &d, &op->u.op.out, op->u.op.vector, dst, true);
+  vector_side(e, &s, &op->u.op.in[0], op->u.op.vector, src, false);
+  cg_line(e, "memcpy(%s, %s, %d * sizeof(%s));", d.data, s.data, op->u.op.vector, cg_ctype(op->u.op.out_dtype));
+  sb_free(&d), sb_free(&s);
 }
 
 static void tmem_admin(Emitter *e, const KNode *n) {
@@ -107,6 +133,6 @@ static void tmem_access(Emitter *e, const KNode *n, const char *addr, const char
 }
 
 const Dialect cg_host_dialect = {"host",     preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access};
+                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access};
 
 char *cg_host_source(const KKernel *k) { return cg_generate(k, &cg_host_dialect); }

@@ -14,6 +14,8 @@
  * keeps the same C signature as the CUDA kernel. */
 #include "executor/exec_host.h"
 
+#include "codegen/codegen.h" /* the embedded runtime and the list of its parts */
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <ffi.h>
@@ -29,8 +31,6 @@
 
 extern char **environ;
 
-/* generated/embedded_runtime.c */
-const char *cg_embedded_file(const char *name);
 
 /* cfh_launch in host_runtime.h */
 typedef int (*CfhLaunchFn)(const unsigned int grid[3], const unsigned int block[3], size_t smem,
@@ -57,7 +57,6 @@ struct ExecHostCall {
   CfhLaunchFn launch;
 };
 
-static const char *const runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_math.h"};
 
 __attribute__((format(printf, 2, 3))) static void set_error(ExecHostError *e, const char *fmt,
                                                             ...) {
@@ -84,15 +83,15 @@ static double now_seconds(void) {
 
 char *exec_host_runtime_source(void) {
   size_t len = 0, pos = 0;
-  for (size_t i = 0; i < sizeof runtime_parts / sizeof *runtime_parts; i++) {
-    const char *t = cg_embedded_file(runtime_parts[i]);
+  for (size_t i = 0; cg_host_runtime_parts[i]; i++) {
+    const char *t = cg_embedded_file(cg_host_runtime_parts[i]);
     if (!t) return NULL;
     len += strlen(t) + 1;
   }
   char *s = malloc(len + 1);
   if (!s) return NULL;
-  for (size_t i = 0; i < sizeof runtime_parts / sizeof *runtime_parts; i++) {
-    const char *t = cg_embedded_file(runtime_parts[i]);
+  for (size_t i = 0; cg_host_runtime_parts[i]; i++) {
+    const char *t = cg_embedded_file(cg_host_runtime_parts[i]);
     size_t n = strlen(t);
     memcpy(s + pos, t, n);
     pos += n;

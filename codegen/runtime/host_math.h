@@ -1,5 +1,5 @@
-/* host_math.h: element types and math helpers of cfuser's host backend; the third part of
- * the host runtime, prepended after host_tmem.h.
+/* host_math.h: element types and math helpers of cfuser's host backend; the fourth part of
+ * the host runtime, prepended after host_race.h.
  *
  * CUDA's __half and __nv_bfloat16 are 16-bit storage types here: a struct around a
  * uint16_t, so that arithmetic on an unconverted value is a compile error (generated code

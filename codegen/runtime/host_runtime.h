@@ -19,7 +19,8 @@
  * slot, the allocation permit, dealloc of allocated columns only, nothing left allocated
  * when the CTA ends, 32x32b ld/st by whole warps on their own sub-partition). Fresh shared
  * memory and freshly allocated tensor memory are filled with 0xFF bytes so that a kernel
- * reading what it never wrote sees NaNs or -1s instead of lucky zeros.
+ * reading what it never wrote sees NaNs or -1s instead of lucky zeros. Shared-memory races
+ * (two threads on one address between two barriers) are found by host_race.h.
  *
  * Everything is static except cfh_launch, which the executor finds with dlsym. There is no
  * global mutable state: the launch in progress is reached through one thread-local
@@ -114,6 +115,14 @@ typedef struct cfh_fiber {
   int state;
 } cfh_fiber;
 
+/* host_race.h's shadow of one byte of shared memory: the barrier epoch of the accesses
+ * recorded, the thread that wrote it and up to two threads that read it in that epoch
+ * (1 + linear thread id, 0 for none). */
+typedef struct cfh_race_cell {
+  uint32_t epoch;
+  uint16_t writer, reader, reader2, pad;
+} cfh_race_cell;
+
 typedef struct cfh_launch_state {
   cfh_dim3 grid, block, bid;
   unsigned int nthreads, nwarps;
@@ -129,6 +138,8 @@ typedef struct cfh_launch_state {
   unsigned char col_owner[CFH_TMEM_COLS];   /* 0 free, else 1 + index of its allocation */
   uint16_t alloc_start[CFH_TMEM_MAX_ALLOCS], alloc_cols[CFH_TMEM_MAX_ALLOCS];
   bool relinquished;
+  cfh_race_cell *race; /* host_race.h's shadow, one cell per byte; NULL when off */
+  uint32_t race_epoch; /* advances at every __syncthreads and block start */
   int code;
   char *err;
   size_t errlen;
@@ -303,6 +314,14 @@ __attribute__((format(printf, 1, 2))) CFH_FN _Noreturn void cfh_fail(const char 
 
 /* ---- __syncthreads ----------------------------------------------------------------------- */
 
+/* A new barrier epoch for the race detector; on wrap-around the shadow is cleared. */
+CFH_INLINE void cfh__race_next_epoch(cfh_launch_state *L) {
+  if (L->race && ++L->race_epoch == 0) {
+    memset(L->race, 0, L->smem_bytes * sizeof *L->race);
+    L->race_epoch = 1;
+  }
+}
+
 /* A barrier across every thread of the block: a thread that exited never arrives, so a
  * barrier it skipped can never complete (the deadlock check reports it). The last thread
  * to arrive releases all, itself included, in thread order: the block resumes in order. */
@@ -311,6 +330,7 @@ CFH_FN void cfh_syncthreads(void) {
   L->cur->state = CFH_AT_BARRIER;
   if (++L->bar_count == L->nthreads) {
     L->bar_count = 0;
+    cfh__race_next_epoch(L);
     for (unsigned int i = 0; i < L->nthreads; i++)
       if (L->fibers[i].state == CFH_AT_BARRIER) {
         L->fibers[i].state = CFH_RUNNABLE;
@@ -493,6 +513,7 @@ CFH_FN void cfh__run_block(cfh_launch_state *L) {
   for (unsigned int w = 0; w < L->nwarps; w++) L->warps[w].op = CFH_OP_NONE;
   if (L->smem_bytes) memset(L->smem, 0xFF, L->smem_bytes);
   cfh__tmem_block_start(L);
+  cfh__race_next_epoch(L);
   for (unsigned int i = 0; i < L->nthreads; i++) {
     cfh__fiber_init(&L->fibers[i], L->stacks + i * L->stack_stride + (L->stack_stride -
                     L->stack_bytes), L->stack_bytes);
@@ -539,8 +560,14 @@ CFH_FN size_t cfh__stack_bytes(void) {
   return (size_t)kb * 1024;
 }
 
+/* The race detector is on unless CFUSER_HOST_RACECHECK=0. */
+CFH_FN bool cfh__racecheck(void) {
+  const char *s = getenv("CFUSER_HOST_RACECHECK");
+  return !(s && strcmp(s, "0") == 0);
+}
+
 /* Allocates what every block of the launch reuses: fibers and their stacks (each with a
- * guard page below it), the run queue, the warps and the shared memory. */
+ * guard page below it), the run queue, the warps, the shared memory and its race shadow. */
 CFH_FN bool cfh__allocate(cfh_launch_state *L, size_t smem_bytes) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   L->nthreads = L->block.x * L->block.y * L->block.z;
@@ -552,13 +579,15 @@ CFH_FN bool cfh__allocate(cfh_launch_state *L, size_t smem_bytes) {
   L->queue = (unsigned int *)calloc(L->nthreads, sizeof *L->queue);
   L->warps = (cfh_warp *)calloc(L->nwarps, sizeof *L->warps);
   L->smem = (unsigned char *)aligned_alloc(128, (smem_bytes + 127) / 128 * 128 + 128);
+  bool race = smem_bytes && cfh__racecheck();
+  if (race) L->race = (cfh_race_cell *)calloc(smem_bytes, sizeof *L->race);
   void *st = mmap(NULL, L->nthreads * L->stack_stride, PROT_READ | PROT_WRITE,
                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (st != MAP_FAILED) {
     L->stacks = (unsigned char *)st;
     L->stacks_len = L->nthreads * L->stack_stride;
   }
-  bool ok = L->fibers && L->queue && L->warps && L->smem && L->stacks;
+  bool ok = L->fibers && L->queue && L->warps && L->smem && L->stacks && (L->race || !race);
   for (unsigned int i = 0; ok && i < L->nthreads; i++) {
     ok = mprotect(L->stacks + i * L->stack_stride, page, PROT_NONE) == 0;
     L->fibers[i].linear = i;
@@ -576,6 +605,7 @@ CFH_FN void cfh__release(cfh_launch_state *L) {
   free(L->warps);
   free(L->smem);
   free(L->tmem);
+  free(L->race);
   free(L);
 }
 

@@ -1,10 +1,10 @@
 /* tests/host/test_host_runtime.c: the host backend's runtime and executor, on handwritten
  * kernels. Each kernel is C source behind the embedded runtime (host_runtime.h,
- * host_tmem.h, host_math.h), compiled and launched through executor/host.c exactly as
- * generated kernels are: copies over a 2-D grid, shared-memory staging with barriers, warp
- * shuffles, a tensor-memory round trip, and one deliberately wrong kernel per emulated
- * hardware rule, each asserting the run-time check's exact message. Also the compile-error
- * path, the disk cache, launch speed and the backend choice. */
+ * host_tmem.h, host_race.h, host_math.h), compiled and launched through executor/host.c
+ * exactly as generated kernels are: copies over a 2-D grid, shared-memory staging with
+ * barriers, warp shuffles, a tensor-memory round trip, and one deliberately wrong kernel
+ * per emulated hardware rule, each asserting the run-time check's exact message. Also the
+ * compile-error path, the disk cache, launch speed and the backend choice. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <math.h>
