@@ -10,7 +10,8 @@ endif()
 set(consumer ${SRC}/tests/install/consumer)
 # 1. pkg-config
 find_program(PKGCONFIG pkg-config REQUIRED)
-set(ENV{PKG_CONFIG_PATH} ${prefix}/lib/pkgconfig:${prefix}/lib64/pkgconfig)
+# prepended: cfuser's own dependencies (libffi) are found where the system keeps them
+set(ENV{PKG_CONFIG_PATH} "${prefix}/lib/pkgconfig:${prefix}/lib64/pkgconfig:$ENV{PKG_CONFIG_PATH}")
 execute_process(COMMAND ${PKGCONFIG} --cflags --libs cfuser OUTPUT_VARIABLE flags
                 RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(NOT rc EQUAL 0)
