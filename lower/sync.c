@@ -6,7 +6,7 @@
  * Requires: predicated ops in their loop nest. Establishes: KN_SYNC nodes.
  * Key decision: a read needs a sync only if some thread dimension maps differently on
  * the two sides (the writer's axis on threadIdx.p is not exactly mapped to the reader's,
- * or only one side uses p); then the sync goes into the innermost block enclosing both
+ * only one side uses p, or the writer is thread 0 of p alone and the reader is not); then the sync goes into the innermost block enclosing both
  * the write and the read, right before the branch holding the read. Predicates wrap single
  * ops, so a sync never lands under a thread-dependent condition. Tensor memory is treated
  * like shared memory. */
@@ -33,6 +33,14 @@ typedef struct SyncCtx {
   PtrVec requests;
 } SyncCtx;
 
+/* Shared and global writes that do not span a launched thread dimension are done by its
+ * thread 0 alone (predicate.c's redundancy guard). */
+static bool guarded_write(LowerCtx *c, const Val *tv, int pt) {
+  int64_t ext;
+  cf_memory_type m = TV((Val *)tv)->mem;
+  return (m == CF_MEM_SHARED || m == CF_MEM_GLOBAL) && !(kx_is_const(c->pdim[pt], &ext) && ext == 1);
+}
+
 static bool thread_dims_match(LowerCtx *c, Val *p, Val *cv) {
   for (int pt = CF_PT_TIDX; pt <= CF_PT_TIDZ; pt++) {
     if (!c->pdim[pt]) continue;
@@ -41,7 +49,12 @@ static bool thread_dims_match(LowerCtx *c, Val *p, Val *cv) {
       if (lower_ptype(c, TV(p)->loop[i]) == (cf_parallel_type)pt) pa = TV(p)->loop[i];
     for (int i = 0; i < TV(cv)->nloop; i++)
       if (lower_ptype(c, TV(cv)->loop[i]) == (cf_parallel_type)pt) ca = TV(cv)->loop[i];
-    if (!pa && !ca) continue;
+    /* Neither spans pt: the reader's threads read thread 0's write unless they are
+     * themselves only thread 0. */
+    if (!pa && !ca) {
+      if (guarded_write(c, p, pt) && !guarded_write(c, cv, pt)) return false;
+      continue;
+    }
     if (!pa || !ca || !sched_idmap_same(c->exact, pa, ca)) return false;
   }
   return true;

@@ -15,19 +15,27 @@ static void fail_axis(LowerCtx *c, Val *tv, int axis, const char *why) {
              lower_id_str(c, TV(tv)->loop[axis]), lower_tv_str(c, tv), why);
 }
 
-/* Does `id` walk tv's innermost logical axis with unit stride (a chain of inner splits)? */
-static bool walks_innermost(Val *tv, Val *id) {
+/* Does `id` (a vector of v elements) walk tv's innermost logical axis with unit stride?
+ * Up its history: the inner output of a split, or the output of a merge whose inner input
+ * v divides (a vector then never straddles two rows of the merge), down to that axis. */
+static bool walks_innermost(Val *tv, Val *id, int64_t v) {
   TensorView *t = TV(tv);
   Val *last = t->nlogical ? t->logical[t->nlogical - 1] : NULL;
   while (id && id != last) {
     Expr *d = id->def;
-    if (!d || d->op != OP_SPLIT || d->out[1] != id) return false;
-    id = d->in[0];
+    int64_t inner;
+    if (d && d->op == OP_SPLIT && d->out[1] == id) {
+      id = d->in[0];
+    } else if (d && d->op == OP_MERGE && ir_scalar_const_value(ID(d->in[1])->extent, &inner) && inner % v == 0) {
+      id = d->in[1];
+    } else {
+      return false;
+    }
   }
   return id == last && !t->has_strides && t->contiguity[t->nlogical - 1] == 1;
 }
 
-static void check_global_side(LowerCtx *c, Val *tv, Val *vid, Val *global, int axis, int bytes) {
+static void check_global_side(LowerCtx *c, Val *tv, Val *vid, int64_t v, Val *global, int axis, int bytes) {
   Val *g_id = vid;
   if (global != tv) {
     /* the producer's axis that pairs with the consumer's vectorized axis */
@@ -35,11 +43,11 @@ static void check_global_side(LowerCtx *c, Val *tv, Val *vid, Val *global, int a
     int n = sched_pairwise_map(global, tv, p_ids, c_ids, 64);
     g_id = NULL;
     for (int i = 0; i < n; i++)
-      if (walks_innermost(tv, vid) && c_ids[i] == TV(tv)->logical[TV(tv)->nlogical - 1]) g_id = p_ids[i];
+      if (walks_innermost(tv, vid, v) && c_ids[i] == TV(tv)->logical[TV(tv)->nlogical - 1]) g_id = p_ids[i];
     if (!g_id || TV(global)->logical[TV(global)->nlogical - 1] != g_id || TV(global)->has_strides ||
         TV(global)->contiguity[TV(global)->nlogical - 1] != 1)
       fail_axis(c, tv, axis, "the global tensor it reads is not contiguous along it");
-  } else if (!walks_innermost(tv, vid)) {
+  } else if (!walks_innermost(tv, vid, v)) {
     fail_axis(c, tv, axis, "it is not the innermost contiguous axis of the global tensor");
   }
   KTensor *kt = lower_info(c, global)->kt;
@@ -67,8 +75,8 @@ static void check_tv(LowerCtx *c, Val *tv) {
                      "compile: cannot vectorize axis %d of %s: the split it comes from is not divisible by %lld", i,
                      t->display_name, (long long)v);
     }
-    if (t->mem == CF_MEM_GLOBAL) check_global_side(c, tv, id, tv, i, bytes);
-    if (TV(in)->mem == CF_MEM_GLOBAL) check_global_side(c, tv, id, in, i, bytes);
+    if (t->mem == CF_MEM_GLOBAL) check_global_side(c, tv, id, v, tv, i, bytes);
+    if (TV(in)->mem == CF_MEM_GLOBAL) check_global_side(c, tv, id, v, in, i, bytes);
   }
 }
 

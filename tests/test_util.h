@@ -8,15 +8,19 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* Runs a printer into a malloc'd string (the caller frees it). */
+/* Runs a printer into a malloc'd string (the caller frees it). The memstream's buffer is
+ * copied out: GCC's -Wdangling-pointer otherwise mistakes it, once inlined, for a local. */
 static inline char *tu_capture_fusion(cf_status (*fn)(cf_fusion *, FILE *), cf_fusion *f) {
   char *buf = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
   fn(f, m);
   fclose(m);
-  return buf;
+  char *copy = strdup(buf ? buf : "");
+  free(buf);
+  return copy;
 }
 
 static inline char *tu_tv_str(cf_fusion *f, cf_tv *tv) {

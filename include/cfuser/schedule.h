@@ -45,6 +45,28 @@ CF_API cf_status cf_set_tmem_dim_sep_pos(cf_fusion *f, cf_tv *tv, int pos);
  * memory, a tensor listed twice or already in another group. */
 CF_API cf_status cf_fusion_group_tmem(cf_fusion *f, int n, cf_tv *const *tvs);
 
+/* ---- caching ------------------------------------------------------------------------- */
+
+/* Inserts a local copy of tv right after it: every consumer of tv reads the copy instead
+ * (nvFuser's cacheAfter). Typically used on fusion inputs, so their loads can be
+ * vectorized. Returns the copy, or NULL on error (tv inlined already, or unused). */
+CF_API cf_tv *cf_cache_after(cf_fusion *f, cf_tv *tv);
+/* Inserts a local tensor that tv's defining expression now writes, and tv becomes a copy
+ * of it (nvFuser's cacheBefore). Typically used on fusion outputs, so their stores can be
+ * vectorized. tv must be computed by an elementwise op (not a reduction or permute) and
+ * not yet scheduled. Returns the new producer, or NULL on error. */
+CF_API cf_tv *cf_cache_before(cf_fusion *f, cf_tv *tv);
+
+/* ---- automatic schedulers ------------------------------------------------------------ */
+
+/* Schedules a fusion of elementwise ops (set, unary, binary, where, cast, broadcast) as
+ * nvFuser's pointwise scheduler does: inputs of the output's rank are cached with vector
+ * loads and outputs with vector stores (16 bytes, when the innermost extent is a constant
+ * multiple and every such tensor is contiguous), the output's axes are merged and split
+ * into [blockIdx.x, threadIdx.x{128}, vector], the schedule is propagated to every tensor
+ * and everything is inlined. The fusion must be unscheduled; errors name what is refused. */
+CF_API cf_status cf_schedule_pointwise(cf_fusion *f);
+
 /* ---- inlining ------------------------------------------------------------------------ */
 
 /* Inlines tv into its consumers at loop position pos (axes left of pos share loops).

@@ -8,6 +8,12 @@
 
 static char *kernel_of(cf_fusion *f) { return tu_capture_fusion(cf_fusion_print_kernel, f); }
 
+/* Where needle first appears in text, or -1. */
+static long offset_of(const char *text, const char *needle) {
+  const char *p = strstr(text, needle);
+  return p ? (long)(p - text) : -1;
+}
+
 Test(print_kernel, pointwise_with_broadcast) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
@@ -70,5 +76,36 @@ Test(print_kernel, dump_of_the_kernel_ir_after_a_pass, .init = cr_redirect_stder
                           "  T3[0] = Set(T2[0])\n"
                           "  T4[threadIdx.x] = Set(T3[0])\n");
   free(k);
+  cf_fusion_destroy(f);
+}
+
+/* Found by the fuzzer with the host backend's race detector: a shared tensor that spans
+ * no thread dimension is written by thread 0 alone; a local consumer that spans none
+ * either runs in every thread, so it must wait for that write. */
+Test(print_kernel, a_write_by_thread_zero_alone_is_synchronized) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){8});
+  cf_tv *b = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){32});
+  cf_fusion_add_input(f, a);
+  cf_fusion_add_input(f, b);
+  cf_tv *t1 = cf_set(f, a);
+  cf_tv *t2 = cf_neg(f, t1);
+  cf_fusion_add_output(f, cf_set(f, t2));
+  cf_tv *o2 = cf_set(f, b);
+  cf_fusion_add_output(f, o2);
+  cf_set_memory_type(f, t1, CF_MEM_SHARED);
+  cf_parallelize(f, o2, 0, CF_PT_TIDX); /* launches 32 threads */
+  char *k = kernel_of(f);
+  long w = offset_of(k, "T2[i"), sync = offset_of(k, "__syncthreads();"), r = offset_of(k, "(-T2[");
+  cr_expect(w >= 0 && w < sync && sync < r, "the read of T2 must follow a sync after its write:\n%s", k);
+  free(k);
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  DLManagedTensor *ta = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){8}), *tb = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){32});
+  DLManagedTensor *outs[2] = {NULL, NULL};
+  const DLTensor *ins[2] = {&ta->dl_tensor, &tb->dl_tensor};
+  cr_expect_eq(cf_executor_run(e, 2, ins, 2, outs), CF_OK, "no race: %s", cf_executor_error(e));
+  cf_tensor_free(ta), cf_tensor_free(tb), cf_tensor_free(outs[0]), cf_tensor_free(outs[1]);
+  cf_executor_destroy(e);
   cf_fusion_destroy(f);
 }

@@ -13,7 +13,6 @@ typedef struct KcCase {
   double tol; /* 0: exact */
 } KcCase;
 
-#define F32(...) ((KcInput){CF_FLOAT, sizeof((int64_t[]){__VA_ARGS__}) / 8, {__VA_ARGS__}, NULL})
 
 /* out[4, 8] = relu(a * broadcast(b) + a): one block per 8 elements, all inlined. */
 static inline void case_pointwise_broadcast(cf_fusion *f, KcInput *in, int *nin) {

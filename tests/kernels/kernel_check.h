@@ -20,6 +20,9 @@ typedef struct KcInput {
   const int64_t *strides; /* NULL: contiguous */
 } KcInput;
 
+/* A contiguous float input of the given sizes: F32(4, 8). */
+#define F32(...) ((KcInput){CF_FLOAT, sizeof((int64_t[]){__VA_ARGS__}) / 8, {__VA_ARGS__}, NULL})
+
 static inline DLManagedTensor *kc_make_input(const KcInput *in, uint64_t seed) {
   DLManagedTensor *t = in->strides ? cf_tensor_host_strided(in->dtype, in->rank, in->sizes, in->strides)
                                    : cf_tensor_host(in->dtype, in->rank, in->sizes);
