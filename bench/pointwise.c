@@ -3,6 +3,7 @@
  * 16-byte vector loads, the result stored with 16-byte vector stores, 128 threads per
  * block, 4 elements per thread), timed on the GPU. Prints one line per size:
  *   cfuser pointwise N=<n> time_us=<median> GB/s=<3*4*N / time>
+ * and the same math scheduled by cf_schedule_pointwise instead of by hand.
  * bench/pointwise_torch.py prints PyTorch's figures for the same work; run both with
  * bench/run_pointwise.sh. Needs a CUDA device (exits 77 without one); `--print` shows the
  * kernel anywhere. */
@@ -47,8 +48,19 @@ static cf_fusion *build(int64_t n) {
   return f;
 }
 
-static int bench(int64_t n, int iters, int print_kernel) {
-  cf_fusion *f = build(n);
+/* The same math left to the automatic scheduler (cf_schedule_pointwise). */
+static cf_fusion *build_auto(int64_t n) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 1, &n), *b = cf_tensor_concrete(f, CF_FLOAT, 1, &n);
+  cf_fusion_add_input(f, a);
+  cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_relu(f, cf_add(f, cf_mul(f, a, b), a)));
+  cf_schedule_pointwise(f);
+  return f;
+}
+
+static int bench(int64_t n, int iters, int print_kernel, bool automatic) {
+  cf_fusion *f = automatic ? build_auto(n) : build(n);
   cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_CUDA});
   if (cf_fusion_status(f) || cf_executor_compile(e, f)) {
     fprintf(stderr, "bench: %s%s\n", cf_fusion_error(f), cf_executor_error(e));
@@ -73,7 +85,8 @@ static int bench(int64_t n, int iters, int print_kernel) {
   }
   qsort(t, (size_t)iters, sizeof *t, cmp_double);
   double med = t[iters / 2];
-  printf("cfuser pointwise N=%lld time_us=%.1f GB/s=%.0f\n", (long long)n, med, 12.0 * (double)n / med / 1e3);
+  printf("%s pointwise N=%lld time_us=%.1f GB/s=%.0f\n", automatic ? "cfuser (schedule_pointwise)" : "cfuser",
+         (long long)n, med, 12.0 * (double)n / med / 1e3);
   free(t);
   cf_tensor_free(h), cf_tensor_free(a), cf_tensor_free(b), cf_tensor_free(out);
   cf_executor_destroy(e);
@@ -82,10 +95,13 @@ static int bench(int64_t n, int iters, int print_kernel) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1 && !strcmp(argv[1], "--print")) { /* the kernel, without a device */
-    cf_fusion *f = build(1 << 20);
-    cf_status s = cf_fusion_print_kernel(f, stdout);
-    cf_fusion_destroy(f);
+  if (argc > 1 && !strcmp(argv[1], "--print")) { /* the kernels, without a device */
+    cf_status s = CF_OK;
+    for (int k = 0; k < 2 && !s; k++) {
+      cf_fusion *f = k ? build_auto(1 << 20) : build(1 << 20);
+      s = cf_fusion_print_kernel(f, stdout);
+      cf_fusion_destroy(f);
+    }
     return s ? 1 : 0;
   }
   const char *reason = NULL;
@@ -96,6 +112,6 @@ int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 50;
   static const int64_t sizes[] = {1 << 20, 1 << 24, 1 << 26, 1 << 28};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-    if (bench(sizes[i], iters, i == 0)) return 1;
+    if (bench(sizes[i], iters, i == 0, false) || bench(sizes[i], iters, 0, true)) return 1;
   return 0;
 }
