@@ -104,10 +104,13 @@ static Val *promoting_tensor(const KNode *op, Val *tv) {
  * promoted loops run over: a history that merges a broadcast counts it as extent 1, so it
  * does not say which element a promoted loop index stands for; ref's history does. */
 static void seed_through(LowerCtx *c, IndexMap *m, IndexMap *scratch, const KNode *op, Val *tv, Val *ref) {
-  for (int k = 0; k < TV(ref)->nloop; k++)
-    for (int j = 0; j < op->u.op.nloop; j++)
-      if (op->u.op.loops[j] && op->u.op.loops[j]->u.loop.concrete == TV(ref)->loop[k])
-        put(scratch, TV(ref)->loop[k], op->u.op.loop_index[j]);
+  /* Loops are shared position by position: ref's axis k runs in the op's loop k (whoever
+   * opened it), when the two map. */
+  for (int k = 0; k < TV(ref)->nloop && k < op->u.op.nloop; k++) {
+    const KNode *l = op->u.op.loops[k];
+    if (l && (l->u.loop.concrete == TV(ref)->loop[k] || sched_idmap_same(c->loop_map, l->u.loop.concrete, TV(ref)->loop[k])))
+      put(scratch, TV(ref)->loop[k], op->u.op.loop_index[k]);
+  }
   propagate(c, scratch, ref);
   for (int i = 0; i < TV(tv)->nlogical; i++) {
     Val *l = TV(tv)->logical[i];

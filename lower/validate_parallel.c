@@ -43,10 +43,11 @@ static void check_axis(LowerCtx *c, Val *p, int j, Val *cv) {
 static bool launch(cf_parallel_type p) { return ir_ptype_is_thread(p) || ir_ptype_is_block(p); }
 
 /* Axis j of an inlined producer and of its consumer share one loop, hence one parallel
- * type: two different launch types conflict. (A serial side takes the other's type; a
+ * type: two different launch types conflict. Judged on the effective types, so that
+ * conflicts passed along through serial axes of the same loop group are caught too. (A
  * tensor that thereby uses a type twice is caught by check_unique_types.) */
 static void check_shared_loop(LowerCtx *c, Val *p, Val *cv, int j) {
-  cf_parallel_type pp = ID(TV(p)->loop[j])->ptype, cp = ID(TV(cv)->loop[j])->ptype;
+  cf_parallel_type pp = lower_ptype(c, TV(p)->loop[j]), cp = lower_ptype(c, TV(cv)->loop[j]);
   if (pp != cp && launch(pp) && launch(cp))
     lower_fail(c, CF_ERR_INVALID_SCHEDULE,
                "compile: axis %d of %s (on %s) and axis %d of %s (on %s) share a loop; axes that share a loop need "

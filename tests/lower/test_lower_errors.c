@@ -201,3 +201,18 @@ Test(lower_errors, a_reduction_made_parallel_by_inlining) {
                        "compile: reduction axis 1 of T2 runs on threadIdx.x through a loop it shares with a producer; "
                        "block and grid reductions are not supported yet: inline the producer left of the reduction axes");
 }
+
+/* Found by the fuzzer (seed 1965): a conflict passed along through a serial axis of the
+ * same loop group, where no single producer/consumer pair shows both types. */
+Test(lower_errors, conflicting_parallel_types_through_a_serial_axis) {
+  chain(1, (int64_t[]){32});
+  cf_parallelize(f, t[1], 0, CF_PT_TIDX);
+  cf_parallelize(f, t[3], 0, CF_PT_BIDX);
+  cf_set_memory_type(f, t[1], CF_MEM_SHARED);
+  cf_set_memory_type(f, t[2], CF_MEM_SHARED);
+  cr_assert_eq(cf_inline_at(f, t[1], 1), CF_OK, "%s", cf_fusion_error(f));
+  cr_assert_eq(cf_inline_at(f, t[2], 1), CF_OK, "%s", cf_fusion_error(f));
+  expect_compile_error(CF_ERR_INVALID_SCHEDULE, "compile: axis 0 of T2 (on threadIdx.x) and axis 0 of T3 (on "
+                                                "blockIdx.x) share a loop; axes that share a loop need the same "
+                                                "parallel type");
+}
