@@ -2,7 +2,8 @@
  * building and builds the analyses later passes share (exact and loop IterDomain maps,
  * the list of TensorViews).
  *
- * Requires: a valid Fusion. Establishes: c->exprs in an order where every producer comes
+ * Requires: a valid Fusion. Establishes: c->concretized (broadcast axes mapped to real
+ * ones, which loop promotion needs); c->exprs in an order where every producer comes
  * before its consumers and a producer inlined into a consumer (ca_pos > 0) comes right
  * before it, so that the loops they share can be opened once; c->tvs with their transform histories; c->exact and
  * c->loop_map.
@@ -58,6 +59,36 @@ static void visit(LowerCtx *c, Expr *e, Sort *s) {
   place(c, e, s);
 }
 
+static int uf_find(int *parent, int x) {
+  while (parent[x] != x) x = parent[x] = parent[parent[x]];
+  return x;
+}
+
+/* A broadcast axis is concretized when the op-level pairings (producer logical axis with
+ * consumer root axis, transitively) connect it to a real axis: loops over it then run over
+ * that axis' extent. Only direct pairings count: the permissive map's forwarding through
+ * merges would also join a size-1 axis that stays size 1 everywhere. */
+static void find_concretized(LowerCtx *c) {
+  int n = c->f->vals.len;
+  int *parent = ARENA_ARRAY(c->a, int, n + 1);
+  char *concrete = arena_alloc(c->a, (size_t)n + 1);
+  for (int i = 0; i < n; i++) parent[i] = i;
+  for (int e = 0; e < c->nexprs; e++) {
+    const Expr *x = c->exprs[e];
+    for (int k = 0; k < x->nin; k++) {
+      Val *pids[64], *cids[64];
+      int m = x->in[k]->kind == VAL_TV ? sched_pairwise_map(x->in[k], x->out[0], pids, cids, 64) : 0;
+      for (int j = 0; j < m; j++) parent[uf_find(parent, pids[j]->id)] = uf_find(parent, cids[j]->id);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    Val *v = c->f->vals.items[i];
+    if (v->kind == VAL_ID && ID(v)->iter_type != CF_ITER_BROADCAST) concrete[uf_find(parent, i)] = 1;
+  }
+  c->concretized = ARENA_ARRAY(c->a, bool, n + 1);
+  for (int i = 0; i < n; i++) c->concretized[i] = concrete[uf_find(parent, i)];
+}
+
 void lower_sort_exprs(LowerCtx *c) {
   cf_fusion *f = c->f;
   if (f->outputs.len == 0) lower_fail(c, CF_ERR_INVALID_ARGUMENT, "compile: the fusion has no outputs");
@@ -73,4 +104,5 @@ void lower_sort_exprs(LowerCtx *c) {
   c->exact = sched_idmap_build(f, false);
   c->loop_map = sched_idmap_build(f, true);
   if (!c->exact || !c->loop_map) lower_fail(c, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
+  find_concretized(c);
 }

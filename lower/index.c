@@ -89,12 +89,12 @@ static void propagate(LowerCtx *c, IndexMap *m, Val *tv) {
 
 /* The tensor whose axis a loop of the op was promoted to, when an axis of the op's
  * output merged from a broadcast runs in a loop over a concrete axis; else NULL. */
-static Val *promoting_tensor(const KNode *op, Val *tv) {
+static Val *promoting_tensor(const LowerCtx *c, const KNode *op, Val *tv) {
   Val *ref = NULL;
   for (int j = 0; j < TV(tv)->nloop && j < op->u.op.nloop; j++) {
     const KNode *l = op->u.op.loops[j];
     Val *id = TV(tv)->loop[j];
-    if (l && l->u.loop.concrete != id && lower_from_broadcast(id) && !lower_from_broadcast(l->u.loop.concrete))
+    if (l && l->u.loop.concrete != id && lower_from_broadcast(c, id) && !lower_from_broadcast(c, l->u.loop.concrete))
       ref = ID(l->u.loop.concrete)->tv;
   }
   return ref;
@@ -134,7 +134,7 @@ static void seed_through(LowerCtx *c, IndexMap *m, IndexMap *scratch, const KNod
 static void check_promotable(LowerCtx *c, Val *tv) {
   for (int j = TV(tv)->ca_pos; j < TV(tv)->nloop; j++) {
     Val *id = TV(tv)->loop[j];
-    if (ID(id)->iter_type == CF_ITER_BROADCAST || !lower_from_broadcast(id)) continue;
+    if (ID(id)->iter_type == CF_ITER_BROADCAST || !lower_from_broadcast(c, id)) continue;
     lower_fail(c, CF_ERR_UNSUPPORTED,
                "compile: %s runs in loops promoted to a concrete tensor's extents, but its axis %d (%s), right of its "
                "compute-at position, is merged from a broadcast; inline %s past that axis or keep its broadcast axes "
@@ -144,7 +144,7 @@ static void check_promotable(LowerCtx *c, Val *tv) {
 
 static void seed_consumer(LowerCtx *c, IndexMap *m, IndexMap *scratch, const KNode *op) {
   Val *tv = op->u.op.src->out[0];
-  Val *ref = promoting_tensor(op, tv);
+  Val *ref = promoting_tensor(c, op, tv);
   if (ref) {
     check_promotable(c, tv);
     seed_through(c, m, scratch, op, tv, ref);
@@ -241,7 +241,7 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
   seed_consumer(c, cm, pm, op);
   propagate(c, cm, cv);
   op->u.op.out = access_of(c, cm, cv);
-  collect_bounds(c, cm, op, cv, promoting_tensor(op, cv) != NULL);
+  collect_bounds(c, cm, op, cv, promoting_tensor(c, op, cv) != NULL);
   op->u.op.nin = 0;
   for (int i = 0; i < e->nin; i++) {
     Val *p = e->in[i];

@@ -62,8 +62,14 @@ static KNode *new_loop(LowerCtx *c, Val *id) {
 
 static bool is_launch_type(cf_parallel_type p) { return ir_ptype_is_thread(p) || ir_ptype_is_block(p); }
 
-bool lower_from_broadcast(const Val *id) {
-  return ID((Val *)id)->iter_type == CF_ITER_BROADCAST || sched_derives_from_broadcast(ID((Val *)id)->tv, id);
+bool lower_from_broadcast(const LowerCtx *c, const Val *id) {
+  const Expr *d = id->def;
+  if (d && ir_op_kind(d->op) == OPK_TRANSFORM) {
+    for (int i = 0; i < d->nin; i++)
+      if (lower_from_broadcast(c, d->in[i])) return true;
+    return false;
+  }
+  return ID((Val *)id)->iter_type == CF_ITER_BROADCAST && c->concretized[id->id];
 }
 
 /* Makes a loop thread- or block-parallel. Its index expression changes in place, so ops
@@ -89,7 +95,7 @@ static void join_loop(LowerCtx *c, OpenLoop *o, Val *tv, int j) {
   /* Two different launch types are refused by the validate_parallel pass, with names. */
   /* a broadcast axis' parallel type means nothing: it has one element */
   if (!is_launch_type(lp) && is_launch_type(ip) && ID(id)->iter_type != CF_ITER_BROADCAST) make_parallel(l, ip);
-  if (lower_from_broadcast(o->id) && !lower_from_broadcast(id)) {
+  if (lower_from_broadcast(c, o->id) && !lower_from_broadcast(c, id)) {
     l->u.loop.extent = lower_extent(c, id);
     l->u.loop.concrete = id;
     o->id = id;

@@ -52,6 +52,7 @@ typedef struct LowerCtx {
   int ntvs;
   TvInfo *info;           /* by Val id */
   cf_parallel_type *ptype;    /* effective parallel type of every IterDomain, by Val id */
+  bool *concretized;          /* by Val id: a broadcast axis mapped to a real axis somewhere */
   KExpr *pdim[CF_PT_COUNT];   /* launch extent of each parallel type, NULL if unused */
   bool pdim_exact[CF_PT_COUNT];
   int next_var;
@@ -72,9 +73,11 @@ KExpr *lower_scalar(LowerCtx *c, const Val *v);
 /* Extent of an IterDomain as a kernel expression. */
 static inline KExpr *lower_extent(LowerCtx *c, const Val *id) { return lower_scalar(c, ID((Val *)id)->extent); }
 
-/* A broadcast axis, or one merged from a broadcast: its extent counts the broadcast as 1,
- * so a loop it shares with a concrete axis runs over the concrete extent (promotion). */
-bool lower_from_broadcast(const Val *id);
+/* An axis whose extent counts a concretized broadcast as 1 (the broadcast itself, or an
+ * axis merged from one): a loop it shares with a concrete axis runs over the concrete
+ * extent (promotion). A broadcast is concretized when some tensor maps it to a real axis;
+ * one that stays size 1 everywhere (an input's size-1 dimension) changes no extent. */
+bool lower_from_broadcast(const LowerCtx *c, const Val *id);
 
 /* The parallel type an IterDomain runs on: its own, or the one of a parallel axis it
  * shares a loop with (ptype_propagate.c). */
