@@ -68,7 +68,7 @@ static void random_parallelization(cf_fusion *f, Rng *r, cf_tv *out) {
     if (k >= 5 || used[k]) continue;
     int64_t e = cf_id_extent(cf_tv_axis(out, i));
     if (types[k] == CF_PT_TIDX || types[k] == CF_PT_TIDY) {
-      if (e > 32) continue; /* keep blocks small: 32 x 32 at most */
+      if (e > 32 || e < 0) continue; /* keep blocks small: 32 x 32 at most; symbolic extents could be anything */
     }
     used[k] = true;
     cf_parallelize(f, out, i, types[k]);
