@@ -256,17 +256,39 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
   reset(cm);
 }
 
+/* The consumer's and the producer's index maps, by Val id: made once per lowering and
+ * left empty (reset) after every use, so callers share them. */
+typedef struct IndexMaps {
+  IndexMap cm, pm;
+} IndexMaps;
+
+static IndexMaps *index_maps(LowerCtx *c) {
+  if (!c->index_maps) {
+    int nvals = c->f->vals.len;
+    IndexMaps *m = ARENA_NEW(c->a, IndexMaps);
+    m->cm = (IndexMap){ARENA_ARRAY(c->a, KExpr *, nvals), ARENA_ARRAY(c->a, int, nvals), 0};
+    m->pm = (IndexMap){ARENA_ARRAY(c->a, KExpr *, nvals), ARENA_ARRAY(c->a, int, nvals), 0};
+    c->index_maps = m;
+  }
+  return c->index_maps;
+}
+
 KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv) {
-  int nvals = c->f->vals.len;
-  IndexMap cm = {ARENA_ARRAY(c->a, KExpr *, nvals), ARENA_ARRAY(c->a, int, nvals), 0};
-  IndexMap pm = {ARENA_ARRAY(c->a, KExpr *, nvals), ARENA_ARRAY(c->a, int, nvals), 0};
+  IndexMaps *m = index_maps(c);
   Val *cv = op->u.op.src->out[0];
-  seed_consumer(c, &cm, &pm, op);
-  propagate(c, &cm, cv);
-  if (tv == cv) return access_of(c, &cm, cv);
-  seed_producer(c, &cm, &pm, op, tv);
-  propagate(c, &pm, tv);
-  return access_of(c, &pm, tv);
+  seed_consumer(c, &m->cm, &m->pm, op);
+  propagate(c, &m->cm, cv);
+  KAccess acc;
+  if (tv == cv) {
+    acc = access_of(c, &m->cm, cv);
+  } else {
+    seed_producer(c, &m->cm, &m->pm, op, tv);
+    propagate(c, &m->pm, tv);
+    acc = access_of(c, &m->pm, tv);
+  }
+  reset(&m->cm);
+  reset(&m->pm);
+  return acc;
 }
 
 static void walk(LowerCtx *c, IndexMap *cm, IndexMap *pm, KBlock *b) {
@@ -279,8 +301,6 @@ static void walk(LowerCtx *c, IndexMap *cm, IndexMap *pm, KBlock *b) {
 }
 
 void lower_index(LowerCtx *c) {
-  int nvals = c->f->vals.len;
-  IndexMap cm = {ARENA_ARRAY(c->a, KExpr *, nvals), ARENA_ARRAY(c->a, int, nvals), 0};
-  IndexMap pm = {ARENA_ARRAY(c->a, KExpr *, nvals), ARENA_ARRAY(c->a, int, nvals), 0};
-  walk(c, &cm, &pm, &c->k->body);
+  IndexMaps *m = index_maps(c);
+  walk(c, &m->cm, &m->pm, &c->k->body);
 }

@@ -67,21 +67,16 @@ void lower_validate(LowerCtx *c, KExpr *cond, const char *fmt, ...) {
   k->nchecks++;
 }
 
-const char *lower_id_str(LowerCtx *c, const Val *id) {
+static const char *print_in_arena(LowerCtx *c, void (*print)(StrBuf *, const Val *), const Val *v) {
   StrBuf b = {0};
-  ir_print_id(&b, id);
+  print(&b, v);
   char *s = arena_strdup(c->a, b.data ? b.data : "");
   sb_free(&b);
   return s;
 }
 
-const char *lower_tv_str(LowerCtx *c, const Val *tv) {
-  StrBuf b = {0};
-  ir_print_tv(&b, tv);
-  char *s = arena_strdup(c->a, b.data ? b.data : "");
-  sb_free(&b);
-  return s;
-}
+const char *lower_id_str(LowerCtx *c, const Val *id) { return print_in_arena(c, ir_print_id, id); }
+const char *lower_tv_str(LowerCtx *c, const Val *tv) { return print_in_arena(c, ir_print_tv, tv); }
 
 static int input_param(LowerCtx *c, const Val *tv) {
   for (int i = 0; i < c->f->inputs.len; i++)

@@ -56,6 +56,7 @@ typedef struct LowerCtx {
   KExpr *pdim[CF_PT_COUNT];   /* launch extent of each parallel type, NULL if unused */
   bool pdim_exact[CF_PT_COUNT];
   int next_var;
+  struct IndexMaps *index_maps; /* index.c's scratch maps, made on first use */
 } LowerCtx;
 
 cf_status lower_fusion(cf_fusion *f, const LowerOptions *opts, KKernel **out, char **error);
@@ -80,7 +81,7 @@ static inline KExpr *lower_extent(LowerCtx *c, const Val *id) { return lower_sca
 bool lower_from_broadcast(const LowerCtx *c, const Val *id);
 
 /* The parallel type an IterDomain runs on: its own, or the one of a parallel axis it
- * shares a loop with (ptype_propagate.c). */
+ * shares a loop with; serial for broadcast axes, which have one element (ptype_propagate.c). */
 cf_parallel_type lower_ptype(const LowerCtx *c, const Val *id);
 
 /* The passes, in order (lower.c holds the table). */

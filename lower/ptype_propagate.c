@@ -14,10 +14,10 @@ static bool launch(cf_parallel_type p) { return ir_ptype_is_thread(p) || ir_ptyp
 
 cf_parallel_type lower_ptype(const LowerCtx *c, const Val *id) { return c->ptype[id->id]; }
 
-/* `to` takes `from`'s launch type; a broadcast axis' type spreads nowhere (one element). */
+/* `to` takes `from`'s launch type. */
 static bool adopt(LowerCtx *c, const Val *to, const Val *from) {
   cf_parallel_type t = c->ptype[to->id], s = c->ptype[from->id];
-  if (!launch(s) || launch(t) || t == CF_PT_VECTORIZE || ID((Val *)from)->iter_type == CF_ITER_BROADCAST) return false;
+  if (!launch(s) || launch(t) || t == CF_PT_VECTORIZE) return false;
   c->ptype[to->id] = s;
   return true;
 }
@@ -26,7 +26,8 @@ void lower_ptype_propagate(LowerCtx *c) {
   c->ptype = ARENA_ARRAY(c->a, cf_parallel_type, c->f->vals.len + 1);
   for (int i = 0; i < c->f->vals.len; i++) {
     Val *v = c->f->vals.items[i];
-    c->ptype[i] = v->kind == VAL_ID ? ID(v)->ptype : CF_PT_SERIAL;
+    /* a broadcast axis runs on nothing, whatever type it carries: it has one element */
+    c->ptype[i] = v->kind == VAL_ID && ID(v)->iter_type != CF_ITER_BROADCAST ? ID(v)->ptype : CF_PT_SERIAL;
   }
   for (bool changed = true; changed;) {
     changed = false;

@@ -45,13 +45,11 @@ static bool thread_dims_match(LowerCtx *c, Val *p, Val *cv) {
   for (int pt = CF_PT_TIDX; pt <= CF_PT_TIDZ; pt++) {
     if (!c->pdim[pt]) continue;
     Val *pa = NULL, *ca = NULL;
-    /* broadcast axes index no thread, whatever type they carry */
+    /* effective types: broadcast axes run on no thread (ptype_propagate.c) */
     for (int i = 0; i < TV(p)->nloop; i++)
-      if (lower_ptype(c, TV(p)->loop[i]) == (cf_parallel_type)pt && ID(TV(p)->loop[i])->iter_type != CF_ITER_BROADCAST)
-        pa = TV(p)->loop[i];
+      if (lower_ptype(c, TV(p)->loop[i]) == (cf_parallel_type)pt) pa = TV(p)->loop[i];
     for (int i = 0; i < TV(cv)->nloop; i++)
-      if (lower_ptype(c, TV(cv)->loop[i]) == (cf_parallel_type)pt && ID(TV(cv)->loop[i])->iter_type != CF_ITER_BROADCAST)
-        ca = TV(cv)->loop[i];
+      if (lower_ptype(c, TV(cv)->loop[i]) == (cf_parallel_type)pt) ca = TV(cv)->loop[i];
     /* Neither spans pt: the reader's threads read thread 0's write unless they are
      * themselves only thread 0. */
     if (!pa && !ca) {

@@ -24,7 +24,7 @@ static void check_axis(LowerCtx *c, Val *p, int j, Val *cv) {
   Val *id = TV(p)->loop[j];
   cf_parallel_type pt = lower_ptype(c, id);
   if (!ir_ptype_is_thread(pt) && !ir_ptype_is_block(pt)) return;
-  if (ID(id)->iter_type == CF_ITER_BROADCAST || shared_across(TV(p)->mem, pt)) return;
+  if (shared_across(TV(p)->mem, pt)) return;
   /* Left of the compute-at position the loop is shared: the producer is computed in the
    * consumer's loop, by the consumer's threads (check_shared_loop checks their types). */
   if (j < TV(p)->ca_pos) return;
@@ -61,9 +61,9 @@ static void check_unique_types(LowerCtx *c, Val *tv) {
   for (int j = 0; j < TV(tv)->nloop; j++) {
     Val *id = TV(tv)->loop[j];
     cf_parallel_type p = lower_ptype(c, id);
-    if (!launch(p) || ID(id)->iter_type == CF_ITER_BROADCAST) continue;
+    if (!launch(p)) continue; /* broadcast axes are serial in the effective types */
     for (int k = j + 1; k < TV(tv)->nloop; k++)
-      if (lower_ptype(c, TV(tv)->loop[k]) == p && ID(TV(tv)->loop[k])->iter_type != CF_ITER_BROADCAST)
+      if (lower_ptype(c, TV(tv)->loop[k]) == p)
         lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: axes %d and %d of %s both run on %s%s; a tensor uses a "
                    "parallel type once", j, k, TV(tv)->display_name, cf_parallel_type_name(p),
                    ID(id)->ptype == p && ID(TV(tv)->loop[k])->ptype == p ? "" : " (one through a loop it shares)");
