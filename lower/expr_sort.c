@@ -1,108 +1,177 @@
-/* lower/expr_sort.c: pass 1. Orders the fusion's tensor expressions for loop-nest
- * building and builds the analyses later passes share (exact and loop IterDomain maps,
- * the list of TensorViews).
+/* lower/expr_sort.c: orders the fusion's tensor expressions so that every shared loop is
+ * opened once and holds exactly the expressions the loop model puts in it.
  *
- * Requires: a valid Fusion. Establishes: c->concretized (broadcast axes mapped to real
- * ones, which loop promotion needs); c->exprs in an order where every producer comes
- * before its consumers and a producer inlined into a consumer (ca_pos > 0) comes right
- * before it, so that the loops they share can be opened once; c->tvs with their transform histories; c->exact and
- * c->loop_map.
- * Key decision: a walk from the outputs in two phases per consumer: first every
- * dependency of its inlined tree that is not inlined (whole loop nests of their own), then
- * its inlined producers by increasing compute-at position, then the consumer. Inlined
- * chains stay adjacent without nvFuser's general expression-grouping algorithm. */
+ * Requires: the loop model (c->loops). Establishes: c->exprs, producers before consumers,
+ * and the expressions whose output has an axis in one loop group contiguous, level by
+ * level (the loop-nest pass then reuses open loops and never reopens a closed one).
+ * Key decision: the shared loops form a forest: an expression's shared depth is the number
+ * of its leading loop axes whose group holds another tensor's axis, and its path is the
+ * list of those groups. Each level orders its items, the groups one level down and the
+ * expressions that open no further shared loop, topologically by the data dependencies
+ * between them (ties keep the fusion's order). A group reached from two different
+ * enclosing loops, or items that depend on each other both ways, cannot be one loop nest:
+ * both are refused with the tensors named. */
+#include <string.h>
+
 #include "lower/lower.h"
 
 typedef struct Sort {
-  char *seen;     /* emitted */
-  char *prepared; /* its inlined tree's other dependencies emitted */
-  PtrVec order;
+  LowerCtx *c;
+  int *members;     /* by loop group: tensors with an axis in it */
+  int *level;       /* by Expr id: the stamp of the level it is being ordered in */
+  int *item;        /* by Expr id: its item index in that level */
+  char *group_seen; /* by loop group: already placed at some level */
+  int stamp;
+  PtrVec out;
 } Sort;
 
 static bool is_tensor_expr(const Expr *e) { return e && ir_op_kind(e->op) != OPK_TRANSFORM && e->out[0]->kind == VAL_TV; }
-static void visit(LowerCtx *c, Expr *e, Sort *s);
 
-/* Emits every dependency of e's inlined tree that is not itself inlined into it, so that
- * none of them lands between the inlined producers and their consumer. */
-static void prepare(LowerCtx *c, Expr *e, Sort *s) {
-  if (!is_tensor_expr(e) || s->prepared[e->id]) return;
-  s->prepared[e->id] = 1;
-  for (int i = 0; i < e->nin; i++) {
-    Val *p = e->in[i];
-    if (p->kind != VAL_TV) continue;
-    if (TV(p)->ca_pos == 0) visit(c, p->def, s);
-    else prepare(c, p->def, s);
-  }
+static int group_of(const Sort *s, Val *tv, int j) { return sched_loop_group(s->c->loops, TV(tv)->loop[j]); }
+
+/* How many leading loops of e's output it shares with another tensor. */
+static int shared_depth(const Sort *s, const Expr *e) {
+  Val *tv = e->out[0];
+  int d = 0;
+  while (d < TV(tv)->nloop && s->members[group_of(s, tv, d)] > 1) d++;
+  return d;
 }
 
-/* Emits e after its inlined producers, by increasing compute-at position, so the most
- * deeply inlined producer comes right before e and no sibling closes a loop it shares. */
-static void place(LowerCtx *c, Expr *e, Sort *s) {
-  int maxpos = 0;
-  for (int i = 0; i < e->nin; i++)
-    if (e->in[i]->kind == VAL_TV && TV(e->in[i])->ca_pos > maxpos) maxpos = TV(e->in[i])->ca_pos;
-  for (int pos = 1; pos <= maxpos; pos++)
-    for (int i = 0; i < e->nin; i++) {
-      Val *p = e->in[i];
-      if (p->kind != VAL_TV || TV(p)->ca_pos != pos || !is_tensor_expr(p->def) || s->seen[p->def->id]) continue;
-      s->seen[p->def->id] = 1;
-      place(c, p->def, s);
-    }
-  ptrvec_push(c->a, &s->order, e);
-}
-
-static void visit(LowerCtx *c, Expr *e, Sort *s) {
-  if (!is_tensor_expr(e) || s->seen[e->id]) return;
-  prepare(c, e, s);
-  if (s->seen[e->id]) return;
-  s->seen[e->id] = 1;
-  place(c, e, s);
-}
-
-static int uf_find(int *parent, int x) {
-  while (parent[x] != x) x = parent[x] = parent[parent[x]];
-  return x;
-}
-
-/* A broadcast axis is concretized when the op-level pairings (producer logical axis with
- * consumer root axis, transitively) connect it to a real axis: loops over it then run over
- * that axis' extent. Only direct pairings count: the permissive map's forwarding through
- * merges would also join a size-1 axis that stays size 1 everywhere. */
-static void find_concretized(LowerCtx *c) {
+static void count_members(Sort *s) {
+  LowerCtx *c = s->c;
   int n = c->f->vals.len;
-  int *parent = ARENA_ARRAY(c->a, int, n + 1);
-  char *concrete = arena_alloc(c->a, (size_t)n + 1);
-  for (int i = 0; i < n; i++) parent[i] = i;
-  for (int e = 0; e < c->nexprs; e++) {
-    const Expr *x = c->exprs[e];
-    for (int k = 0; k < x->nin; k++) {
-      Val *pids[64], *cids[64];
-      int m = x->in[k]->kind == VAL_TV ? sched_pairwise_map(x->in[k], x->out[0], pids, cids, 64) : 0;
-      for (int j = 0; j < m; j++) parent[uf_find(parent, pids[j]->id)] = uf_find(parent, cids[j]->id);
+  s->members = ARENA_ARRAY(c->a, int, n + 1);
+  int *last = ARENA_ARRAY(c->a, int, n + 1); /* by group: 1 + index of the last tensor counted */
+  for (int t = 0; t < c->ntvs; t++) {
+    Val *tv = c->tvs[t];
+    if (ir_tv_is_input(c->f, tv)) continue;
+    for (int j = 0; j < TV(tv)->nloop; j++) {
+      int g = group_of(s, tv, j);
+      if (last[g] == t + 1) continue;
+      last[g] = t + 1;
+      s->members[g]++;
     }
   }
-  for (int i = 0; i < n; i++) {
-    Val *v = c->f->vals.items[i];
-    if (v->kind == VAL_ID && ID(v)->iter_type != CF_ITER_BROADCAST) concrete[uf_find(parent, i)] = 1;
+}
+
+typedef struct Level {
+  Expr **xs;
+  int n;
+  int depth;
+  int nitems;
+  int *key;    /* per item: loop group, or -1 for a single expression */
+  Expr **first; /* per item: its first expression */
+  int *indeg;
+  int **succ;
+  int *nsucc;
+} Level;
+
+static void make_items(Sort *s, Level *L) {
+  LowerCtx *c = s->c;
+  L->key = ARENA_ARRAY(c->a, int, L->n);
+  L->first = ARENA_ARRAY(c->a, Expr *, L->n);
+  for (int i = 0; i < L->n; i++) {
+    Expr *x = L->xs[i];
+    int g = shared_depth(s, x) > L->depth ? group_of(s, x->out[0], L->depth) : -1;
+    int it = -1;
+    for (int k = 0; g >= 0 && k < L->nitems && it < 0; k++)
+      if (L->key[k] == g) it = k;
+    if (it < 0) {
+      if (g >= 0 && s->group_seen[g])
+        lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+                   "compile: %s's axis %d shares a loop with tensors that sit in a different enclosing loop; the "
+                   "loops cannot form one nest", TV(x->out[0])->display_name, L->depth);
+      if (g >= 0) s->group_seen[g] = 1;
+      it = L->nitems++;
+      L->key[it] = g;
+      L->first[it] = x;
+    }
+    s->level[x->id] = s->stamp;
+    s->item[x->id] = it;
   }
-  c->concretized = ARENA_ARRAY(c->a, bool, n + 1);
-  for (int i = 0; i < n; i++) c->concretized[i] = concrete[uf_find(parent, i)];
+}
+
+/* Edges item(producer) -> item(consumer) between different items of the level. */
+static void make_edges(Sort *s, Level *L) {
+  LowerCtx *c = s->c;
+  L->indeg = ARENA_ARRAY(c->a, int, L->nitems);
+  L->nsucc = ARENA_ARRAY(c->a, int, L->nitems);
+  L->succ = ARENA_ARRAY(c->a, int *, L->nitems);
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < L->n; i++) {
+      Expr *x = L->xs[i];
+      for (int k = 0; k < x->nin; k++) {
+        Expr *y = x->in[k]->kind == VAL_TV ? x->in[k]->def : NULL;
+        if (!is_tensor_expr(y) || s->level[y->id] != s->stamp || s->item[y->id] == s->item[x->id]) continue;
+        int from = s->item[y->id], to = s->item[x->id];
+        if (pass == 0) {
+          L->nsucc[from]++;
+        } else {
+          L->succ[from][L->nsucc[from]++] = to;
+          L->indeg[to]++;
+        }
+      }
+    }
+    for (int it = 0; pass == 0 && it < L->nitems; it++) {
+      L->succ[it] = ARENA_ARRAY(c->a, int, L->nsucc[it] + 1);
+      L->nsucc[it] = 0;
+    }
+  }
+}
+
+static void order_level(Sort *s, Expr **xs, int n, int depth);
+
+/* Emits item `it`: one expression, or the level below for a group. */
+static void emit_item(Sort *s, Level *L, int it) {
+  if (L->key[it] < 0) {
+    ptrvec_push(s->c->a, &s->out, L->first[it]);
+    return;
+  }
+  Expr **sub = ARENA_ARRAY(s->c->a, Expr *, L->n);
+  int m = 0;
+  for (int i = 0; i < L->n; i++)
+    if (s->item[L->xs[i]->id] == it) sub[m++] = L->xs[i];
+  order_level(s, sub, m, L->depth + 1);
+}
+
+static void order_level(Sort *s, Expr **xs, int n, int depth) {
+  Level L = {.xs = xs, .n = n, .depth = depth};
+  s->stamp++;
+  make_items(s, &L);
+  make_edges(s, &L);
+  char *done = arena_alloc(s->c->a, (size_t)L.nitems + 1);
+  int *order = ARENA_ARRAY(s->c->a, int, L.nitems + 1);
+  for (int k = 0; k < L.nitems; k++) {
+    int it = 0;
+    while (it < L.nitems && (done[it] || L.indeg[it] > 0)) it++;
+    if (it == L.nitems)
+      lower_fail(s->c, CF_ERR_INVALID_SCHEDULE,
+                 "compile: the loops shared at depth %d depend on each other both ways (around %s); they cannot "
+                 "form one loop nest", depth, TV(L.first[0]->out[0])->display_name);
+    done[it] = 1;
+    order[k] = it;
+    for (int e = 0; e < L.nsucc[it]; e++) L.indeg[L.succ[it][e]]--;
+  }
+  /* The item stamps are overwritten by the levels below: emit from a saved order. */
+  int *saved_item = ARENA_ARRAY(s->c->a, int, n + 1);
+  for (int i = 0; i < n; i++) saved_item[i] = s->item[xs[i]->id];
+  for (int k = 0; k < L.nitems; k++) {
+    for (int i = 0; i < n; i++) s->item[xs[i]->id] = saved_item[i];
+    emit_item(s, &L, order[k]);
+  }
 }
 
 void lower_sort_exprs(LowerCtx *c) {
   cf_fusion *f = c->f;
   if (f->outputs.len == 0) lower_fail(c, CF_ERR_INVALID_ARGUMENT, "compile: the fusion has no outputs");
-  Sort s = {arena_alloc(c->a, (size_t)f->exprs.len + 1), arena_alloc(c->a, (size_t)f->exprs.len + 1), {0}};
-  for (int i = 0; i < f->outputs.len; i++) visit(c, ((Val *)f->outputs.items[i])->def, &s);
-  c->exprs = (Expr **)s.order.items;
-  c->nexprs = s.order.len;
-  c->tvs = ir_fusion_all_tvs_in(c->a, f, &c->ntvs);
-  for (int i = 0; i < c->ntvs; i++) {
-    TvInfo *ti = lower_info(c, c->tvs[i]);
-    ti->history = ir_tv_history_in(c->a, c->tvs[i], &ti->nhistory);
-  }
-  c->exact = sched_idmap_build(f, false);
-  c->loop_map = sched_idmap_build(f, true);
-  if (!c->exact || !c->loop_map) lower_fail(c, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
-  find_concretized(c);
+  int n = f->vals.len, nx;
+  Sort s = {.c = c};
+  s.level = ARENA_ARRAY(c->a, int, f->exprs.len + 1);
+  s.item = ARENA_ARRAY(c->a, int, f->exprs.len + 1);
+  s.group_seen = arena_alloc(c->a, (size_t)n + 1);
+  count_members(&s);
+  Expr **xs = ir_fusion_tensor_exprs_in(c->a, f, &nx);
+  order_level(&s, xs, nx, 0);
+  c->exprs = (Expr **)s.out.items;
+  c->nexprs = s.out.len;
 }

@@ -87,134 +87,176 @@ static void propagate(LowerCtx *c, IndexMap *m, Val *tv) {
   for (int i = 0; i < n; i++) forward(c, m, hist[i]);
 }
 
-/* The tensor whose axis a loop of the op was promoted to, when an axis of the op's
- * output merged from a broadcast runs in a loop over a concrete axis; else NULL. */
-static Val *promoting_tensor(const LowerCtx *c, const KNode *op, Val *tv) {
-  Val *ref = NULL;
-  for (int j = 0; j < TV(tv)->nloop && j < op->u.op.nloop; j++) {
-    const KNode *l = op->u.op.loops[j];
-    Val *id = TV(tv)->loop[j];
-    if (l && l->u.loop.concrete != id && lower_from_broadcast(c, id) && !lower_from_broadcast(c, l->u.loop.concrete))
-      ref = ID(l->u.loop.concrete)->tv;
-  }
-  return ref;
+/* The loops of the op and the IterDomains they iterate: loop j runs over its group's
+ * promoted IterDomain (loop_model.c) with index loop_index[j]. */
+static Val *loop_iterates(const KNode *op, Val *tv, int j) {
+  const KNode *l = j < op->u.op.nloop ? op->u.op.loops[j] : NULL;
+  return l ? l->u.loop.concrete : TV(tv)->loop[j];
 }
 
-/* Indices of tv's logical axes through the history of `ref`, the concrete tensor its
- * promoted loops run over: a history that merges a broadcast counts it as extent 1, so it
- * does not say which element a promoted loop index stands for; ref's history does. */
-static void seed_through(LowerCtx *c, IndexMap *m, IndexMap *scratch, const KNode *op, Val *tv, Val *ref) {
-  /* Loops are shared position by position: ref's axis k runs in the op's loop k (whoever
-   * opened it), when the two map. */
-  for (int k = 0; k < TV(ref)->nloop && k < op->u.op.nloop; k++) {
-    const KNode *l = op->u.op.loops[k];
-    if (l && (l->u.loop.concrete == TV(ref)->loop[k] || sched_idmap_same(c->loop_map, l->u.loop.concrete, TV(ref)->loop[k])))
-      put(scratch, TV(ref)->loop[k], op->u.op.loop_index[k]);
+static bool runs_own_axis(LowerCtx *c, const KNode *op, Val *tv, int j) {
+  Val *p = loop_iterates(op, tv, j), *id = TV(tv)->loop[j];
+  return p == id || sched_idmap_same(c->exact, p, id);
+}
+
+/* The tensor whose IterDomain the loop of tv's axis j iterates when that is not tv's own
+ * axis (promotion), else NULL. */
+static Val *promoting_tensor(LowerCtx *c, Val *tv, int j) {
+  Val *p = lower_promoted(c, TV(tv)->loop[j]);
+  return p == TV(tv)->loop[j] || sched_idmap_same(c->exact, p, TV(tv)->loop[j]) ? NULL : ID(p)->tv;
+}
+
+/* Whether tv's own (unpromoted) axis j stands, position for position, for axis j of ref, a
+ * tensor its promoted loops iterate: the two are one axis up to broadcasts (permissive
+ * map), of equal extent, and every consumer of tv reads it in a loop over ref's axis j.
+ * Such an axis (a cache of a broadcast's input, vectorized like the concrete tensor it
+ * feeds) is written and read at the loop's index: its logical index, computed through
+ * ref's history, may repeat within the loop. Pure function of the loop model, so that the
+ * writer and every reader agree. */
+static bool stands_for(LowerCtx *c, Val *tv, Val *ref, int j) {
+  if (j >= TV(ref)->nloop || promoting_tensor(c, tv, j)) return false;
+  Val *id = TV(tv)->loop[j], *rid = TV(ref)->loop[j];
+  if (sched_idmap_same(c->exact, rid, id) || !sched_idmap_same(c->loop_map, rid, id) ||
+      !kx_equal(ext(c, rid), ext(c, id)))
+    return false;
+  for (int u = 0; u < tv->uses.len; u++) {
+    const Expr *e = tv->uses.items[u];
+    if (ir_op_kind(e->op) == OPK_TRANSFORM || e->out[0]->kind != VAL_TV) continue;
+    Val *cv = e->out[0];
+    if (j >= TV(cv)->nloop || !sched_idmap_same(c->exact, lower_promoted(c, TV(cv)->loop[j]), rid)) return false;
   }
+  return true;
+}
+
+/* A promoting tensor of tv that its own axis j stands for, or NULL. */
+static Val *positional_ref(LowerCtx *c, Val *tv, int j) {
+  for (int k = 0; k < TV(tv)->nloop; k++) {
+    Val *ref = promoting_tensor(c, tv, k);
+    if (ref && stands_for(c, tv, ref, j)) return ref;
+  }
+  return NULL;
+}
+
+/* Indices of tv's root axes through the history of `ref`, the tensor whose IterDomain a
+ * promoted loop of the op iterates: ref's loop axes take the indices of the loops over
+ * them (or exactly mapped to them), go back through ref's history to its root, and cross
+ * to tv's root through the exact map. tv's own history counts a merged broadcast as one
+ * element and cannot say which element a promoted index stands for; ref's can. */
+static void seed_through(LowerCtx *c, IndexMap *m, IndexMap *scratch, const KNode *op, Val *tv, Val *ref) {
+  for (int k = 0; k < TV(ref)->nloop; k++)
+    for (int j = 0; j < op->u.op.nloop && j < TV(tv)->nloop; j++) {
+      Val *p = loop_iterates(op, tv, j);
+      if (p == TV(ref)->loop[k] || sched_idmap_same(c->exact, p, TV(ref)->loop[k])) {
+        put(scratch, TV(ref)->loop[k], op->u.op.loop_index[j]);
+        break;
+      }
+    }
+  for (int j = 0; j < op->u.op.nloop && j < TV(tv)->nloop; j++)
+    if (!get(scratch, TV(ref)->loop[j]) && stands_for(c, tv, ref, j)) put(scratch, TV(ref)->loop[j], op->u.op.loop_index[j]);
   propagate(c, scratch, ref);
-  for (int i = 0; i < TV(tv)->nlogical; i++) {
-    Val *l = TV(tv)->logical[i];
-    if (ID(l)->iter_type == CF_ITER_BROADCAST) {
-      put(m, l, kx_const(c->a, 0));
+  for (int i = 0; i < TV(tv)->nroot; i++) {
+    Val *r = TV(tv)->root[i];
+    if (get(m, r)) continue;
+    if (ID(r)->iter_type == CF_ITER_BROADCAST) {
+      put(m, r, kx_const(c->a, 0));
       continue;
     }
-    for (int r = 0; r < TV(ref)->nroot; r++)
-      if (get(scratch, TV(ref)->root[r]) && sched_idmap_same(c->exact, l, TV(ref)->root[r])) {
-        put(m, l, get(scratch, TV(ref)->root[r]));
+    for (int k = 0; k < TV(ref)->nroot; k++)
+      if (get(scratch, TV(ref)->root[k]) && sched_idmap_same(c->exact, r, TV(ref)->root[k])) {
+        put(m, r, get(scratch, TV(ref)->root[k]));
         break;
       }
   }
   reset(scratch);
 }
 
-/* A tensor computed in loops promoted to a concrete tensor's extents must have every axis
- * merged from a broadcast among those shared loops: an axis of its own merged from a
- * broadcast would pair a promoted index with a broadcast counted as 1, and no element
- * mapping serves both its writer and its readers. */
-static void check_promotable(LowerCtx *c, Val *tv) {
-  for (int j = TV(tv)->ca_pos; j < TV(tv)->nloop; j++) {
-    Val *id = TV(tv)->loop[j];
-    if (ID(id)->iter_type == CF_ITER_BROADCAST || !lower_from_broadcast(c, id)) continue;
-    lower_fail(c, CF_ERR_UNSUPPORTED,
-               "compile: %s runs in loops promoted to a concrete tensor's extents, but its axis %d (%s), right of its "
-               "compute-at position, is merged from a broadcast; inline %s past that axis or keep its broadcast axes "
-               "out of merges", TV(tv)->display_name, j, lower_id_str(c, id), TV(tv)->display_name);
-  }
-}
-
+/* The consumer's axes: those its loops iterate exactly take the loop indices; the roots
+ * behind promoted loops come through the promoting tensors' histories (seed_through). */
 static void seed_consumer(LowerCtx *c, IndexMap *m, IndexMap *scratch, const KNode *op) {
   Val *tv = op->u.op.src->out[0];
-  Val *ref = promoting_tensor(c, op, tv);
-  if (ref) {
-    check_promotable(c, tv);
-    seed_through(c, m, scratch, op, tv, ref);
+  int n = TV(tv)->nloop < op->u.op.nloop ? TV(tv)->nloop : op->u.op.nloop;
+  Val **refs = ARENA_ARRAY(c->a, Val *, n);
+  int nrefs = 0;
+  for (int j = 0; j < n; j++) {
+    if (runs_own_axis(c, op, tv, j)) continue;
+    Val *ref = ID(loop_iterates(op, tv, j))->tv;
+    bool known = false;
+    for (int k = 0; k < nrefs; k++) known |= refs[k] == ref;
+    if (!known) refs[nrefs++] = ref;
   }
-  lower_info(c, tv)->promoted = ref != NULL;
-  for (int j = 0; j < TV(tv)->nloop; j++) {
+  for (int k = 0; k < nrefs; k++) seed_through(c, m, scratch, op, tv, refs[k]);
+  for (int j = 0; j < n; j++) {
     Val *id = TV(tv)->loop[j];
-    put(m, id, ID(id)->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : op->u.op.loop_index[j]);
+    if (ID(id)->iter_type == CF_ITER_BROADCAST) {
+      put(m, id, kx_const(c->a, 0));
+      continue;
+    }
+    if (runs_own_axis(c, op, tv, j)) put(m, id, op->u.op.loop_index[j]);
   }
 }
 
-/* Producer axes: logical from the consumer's root, and any axis exactly mapped to a
- * consumer loop axis. */
+/* Producer axes: those written positionally (stands_for) at the loop index; logical from
+ * the consumer's root; and any axis exactly mapped to an IterDomain a loop of the op
+ * iterates. */
 static void seed_producer(LowerCtx *c, IndexMap *cm, IndexMap *pm, const KNode *op, Val *p) {
   Val *cv = op->u.op.src->out[0];
-  Val *pids[64], *cids[64];
-  int n = sched_pairwise_map(p, cv, pids, cids, 64);
-  for (int i = 0; i < n; i++)
-    put(pm, pids[i], ID(pids[i])->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : get(cm, cids[i]));
+  for (int j = 0; j < TV(p)->nloop && j < op->u.op.nloop; j++)
+    if (positional_ref(c, p, j)) put(pm, TV(p)->loop[j], op->u.op.loop_index[j]);
+  int n = sched_pairwise_map(p, cv, NULL, NULL, 0);
+  Val **pids = ARENA_ARRAY(c->a, Val *, n), **cids = ARENA_ARRAY(c->a, Val *, n);
+  sched_pairwise_map(p, cv, pids, cids, n);
+  for (int i = 0; i < n; i++) {
+    KExpr *x = ID(pids[i])->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : get(cm, cids[i]);
+    if (x) put(pm, pids[i], x);
+  }
   TensorView *pt = TV(p);
-  /* A producer written in promoted loops is read in the same loops: its shared axes take
-   * their loop indices (its own history would index the merged broadcast as 1). */
-  if (lower_info(c, p)->promoted)
-    for (int j = 0; j < pt->ca_pos && j < TV(cv)->nloop; j++)
-      if (ID(pt->loop[j])->iter_type != CF_ITER_BROADCAST && sched_idmap_same(c->loop_map, pt->loop[j], TV(cv)->loop[j]))
-        put(pm, pt->loop[j], op->u.op.loop_index[j]);
   for (int i = 0; i < pt->nloop; i++) {
     Val *pid = pt->loop[i];
     if (get(pm, pid) || ID(pid)->iter_type == CF_ITER_BROADCAST) continue;
-    for (int j = 0; j < TV(cv)->nloop; j++)
-      if (sched_idmap_same(c->exact, pid, TV(cv)->loop[j]) && ID(TV(cv)->loop[j])->iter_type != CF_ITER_BROADCAST) {
-        put(pm, pid, op->u.op.loop_index[j]);
-        break;
-      }
+    for (int j = 0; j < TV(cv)->nloop && j < op->u.op.nloop; j++) {
+      Val *it = loop_iterates(op, cv, j);
+      if (ID(it)->iter_type == CF_ITER_BROADCAST || !sched_idmap_same(c->exact, pid, it)) continue;
+      put(pm, pid, op->u.op.loop_index[j]);
+      break;
+    }
   }
 }
 
-static KExpr *linearize(LowerCtx *c, IndexMap *m, Val *tv, int lo, int hi) {
+static KExpr *linearize(LowerCtx *c, IndexMap *m, Val *tv, Val *op_out, int lo, int hi) {
   TvInfo *ti = lower_info(c, tv);
   KExpr *sum = kx_const(c->a, 0);
   for (int i = lo; i < hi; i++) {
     if (!ti->allocated[i]) continue;
     KExpr *x = get(m, ti->alloc_ids[i]);
     if (!x)
-      lower_fail(c, CF_ERR_INTERNAL, "internal error: no index for allocation axis %d of %s; please report this bug",
-                 i, TV(tv)->display_name);
+      lower_fail(c, CF_ERR_UNSUPPORTED,
+                 "compile: %s's allocation axis %d (%s) cannot be indexed in the loops of %s: they iterate a "
+                 "broadcast's concrete domain, and %s's axes outside them do not map to that domain's; inline %s "
+                 "as deep as its consumer, or keep broadcast axes out of merges", TV(tv)->display_name, i,
+                 lower_id_str(c, ti->alloc_ids[i]), TV(op_out)->display_name, TV(op_out)->display_name,
+                 TV(op_out)->display_name);
     sum = kx_bin(c->a, OP_ADD, sum, kx_bin(c->a, OP_MUL, x, ti->strides[i]));
   }
   return sum;
 }
 
-static KAccess access_of(LowerCtx *c, IndexMap *m, Val *tv) {
+static KAccess access_of(LowerCtx *c, IndexMap *m, Val *tv, Val *op_out) {
   TvInfo *ti = lower_info(c, tv);
   KAccess acc = {.t = ti->kt};
   if (ti->is_tmem) {
-    acc.lane = linearize(c, m, tv, 0, ti->dim_sep);
-    acc.col = linearize(c, m, tv, ti->dim_sep, ti->nalloc_ids);
+    acc.lane = linearize(c, m, tv, op_out, 0, ti->dim_sep);
+    acc.col = linearize(c, m, tv, op_out, ti->dim_sep, ti->nalloc_ids);
   } else {
-    acc.index = linearize(c, m, tv, 0, ti->nalloc_ids);
+    acc.index = linearize(c, m, tv, op_out, 0, ti->nalloc_ids);
   }
   return acc;
 }
 
 /* The bounds every consumer index must respect: its root axes and the inputs of the
- * splits of its history (a non-divisible split over-iterates its input). An op whose loops
- * were promoted to a concrete tensor's extents keeps only its root bounds: its own
- * intermediate axes count a merged broadcast as 1 and do not bound the promoted loops. */
-static void collect_bounds(LowerCtx *c, IndexMap *m, KNode *op, Val *cv, bool promoted) {
+ * splits of its history (a non-divisible split over-iterates its input). */
+static void collect_bounds(LowerCtx *c, IndexMap *m, KNode *op, Val *cv) {
   TvInfo *ti = lower_info(c, cv);
-  int cap = TV(cv)->nroot + (promoted ? 0 : ti->nhistory);
+  int cap = TV(cv)->nroot + ti->nhistory;
   op->u.op.bounds = ARENA_ARRAY(c->a, KExpr *, cap + op->u.op.nloop);
   op->u.op.nbounds = 0;
   /* A thread-parallel loop shorter than its launch dimension: the extra threads idle. */
@@ -240,15 +282,15 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
   Val *cv = e->out[0];
   seed_consumer(c, cm, pm, op);
   propagate(c, cm, cv);
-  op->u.op.out = access_of(c, cm, cv);
-  collect_bounds(c, cm, op, cv, promoting_tensor(c, op, cv) != NULL);
+  op->u.op.out = access_of(c, cm, cv, cv);
+  collect_bounds(c, cm, op, cv);
   op->u.op.nin = 0;
   for (int i = 0; i < e->nin; i++) {
     Val *p = e->in[i];
     if (p->kind != VAL_TV) continue;
     seed_producer(c, cm, pm, op, p);
     propagate(c, pm, p);
-    op->u.op.in[op->u.op.nin++] = access_of(c, pm, p);
+    op->u.op.in[op->u.op.nin++] = access_of(c, pm, p, cv);
     reset(pm);
   }
   if (ir_op_kind(e->op) == OPK_BINARY && e->attr.scalar_rhs.is_scalar_rhs)
@@ -280,11 +322,11 @@ KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv) {
   propagate(c, &m->cm, cv);
   KAccess acc;
   if (tv == cv) {
-    acc = access_of(c, &m->cm, cv);
+    acc = access_of(c, &m->cm, cv, cv);
   } else {
     seed_producer(c, &m->cm, &m->pm, op, tv);
     propagate(c, &m->pm, tv);
-    acc = access_of(c, &m->pm, tv);
+    acc = access_of(c, &m->pm, tv, cv);
   }
   reset(&m->cm);
   reset(&m->pm);

@@ -14,6 +14,7 @@ static const struct {
   const char *name;
   void (*run)(LowerCtx *c);
 } passes[] = {
+    {"loop_model", lower_loop_model},
     {"sort_exprs", lower_sort_exprs},
     {"ptype_propagate", lower_ptype_propagate},
     {"parallel_dims", lower_parallel_dims},
@@ -135,7 +136,9 @@ static void run_passes(LowerCtx *c) {
 static void release_analyses(LowerCtx *c) {
   sched_idmap_free(c->exact);
   sched_idmap_free(c->loop_map);
+  sched_loop_graph_free(c->loops);
   c->exact = c->loop_map = NULL;
+  c->loops = NULL;
 }
 
 cf_status lower_fusion(cf_fusion *f, const LowerOptions *opts, KKernel **out, char **error) {

@@ -31,7 +31,6 @@ typedef struct TvInfo {
   Expr **history;        /* ir_tv_history, computed once */
   int nhistory;
   bool is_tmem;
-  bool promoted;         /* written by an op whose loops were promoted (index.c) */
   int dim_sep;          /* tensor memory: lane axes are alloc_ids[0 .. dim_sep) */
 } TvInfo;
 
@@ -45,14 +44,15 @@ typedef struct LowerCtx {
   char *error;            /* malloc'd */
   /* analyses */
   IdMap *exact;           /* exact IterDomain map */
-  IdMap *loop_map;        /* permissive map: loop sharing, parallel dims */
+  IdMap *loop_map;        /* permissive map (positional pairing of own loops with a promoting tensor's) */
+  LoopGraph *loops;       /* which loop axes share one for-loop (loop_model.c) */
+  Val **promoted;         /* by Val id of a loop axis: the IterDomain its loop iterates */
   Expr **exprs;           /* tensor exprs in the order their loop nests are built */
   int nexprs;
   Val **tvs;
   int ntvs;
   TvInfo *info;           /* by Val id */
   cf_parallel_type *ptype;    /* effective parallel type of every IterDomain, by Val id */
-  bool *concretized;          /* by Val id: a broadcast axis mapped to a real axis somewhere */
   KExpr *pdim[CF_PT_COUNT];   /* launch extent of each parallel type, NULL if unused */
   bool pdim_exact[CF_PT_COUNT];
   int next_var;
@@ -74,17 +74,18 @@ KExpr *lower_scalar(LowerCtx *c, const Val *v);
 /* Extent of an IterDomain as a kernel expression. */
 static inline KExpr *lower_extent(LowerCtx *c, const Val *id) { return lower_scalar(c, ID((Val *)id)->extent); }
 
-/* An axis whose extent counts a concretized broadcast as 1 (the broadcast itself, or an
- * axis merged from one): a loop it shares with a concrete axis runs over the concrete
- * extent (promotion). A broadcast is concretized when some tensor maps it to a real axis;
- * one that stays size 1 everywhere (an input's size-1 dimension) changes no extent. */
-bool lower_from_broadcast(const LowerCtx *c, const Val *id);
+/* The loop model (loop_model.c): the IterDomain the loop of loop axis `id` iterates (id
+ * itself unless its loop is promoted to a concrete member of its group), and whether two
+ * loop axes share one for-loop. */
+Val *lower_promoted(const LowerCtx *c, const Val *id);
+bool lower_same_loop(const LowerCtx *c, const Val *a, const Val *b);
 
 /* The parallel type an IterDomain runs on: its own, or the one of a parallel axis it
  * shares a loop with; serial for broadcast axes, which have one element (ptype_propagate.c). */
 cf_parallel_type lower_ptype(const LowerCtx *c, const Val *id);
 
 /* The passes, in order (lower.c holds the table). */
+void lower_loop_model(LowerCtx *c);       /* loop_model.c: maps, loop groups, promotion */
 void lower_sort_exprs(LowerCtx *c);       /* expr_sort.c */
 void lower_ptype_propagate(LowerCtx *c);  /* ptype_propagate.c: loop groups share types */
 void lower_parallel_dims(LowerCtx *c);    /* parallel_dims.c */

@@ -1,10 +1,10 @@
 /* lower/parallel_dims.c: pass 2. The parallel-dimension map: the launch extent of each
  * thread and block parallel type, and the launch dimensions of the kernel.
  *
- * Requires: c->tvs. Establishes: c->pdim[pt] (NULL when unused), c->pdim_exact[pt] (every
+ * Requires: the loop model and effective parallel types. Establishes: c->pdim[pt] (NULL when unused), c->pdim_exact[pt] (every
  * axis on pt has the same extent, so no thread predicate is needed), c->k->grid/block.
- * Key decision: the extent of a parallel type is the maximum of the extents of all loop
- * axes bound to it; axes with a smaller extent are predicated by the predicate pass. */
+ * Key decision: the extent of a parallel type is the maximum of the promoted extents of
+ * all loop axes bound to it; axes with a smaller extent are predicated by the predicate pass. */
 #include "lower/lower.h"
 
 static void check_axis(LowerCtx *c, Val *tv, int i) {
@@ -36,14 +36,14 @@ void lower_parallel_dims(LowerCtx *c) {
     if (ir_tv_is_input(c->f, tv)) continue;
     for (int i = 0; i < TV(tv)->nloop; i++) {
       check_axis(c, tv, i);
-      Val *id = TV(tv)->loop[i];
-      cf_parallel_type pt = ID(id)->ptype;
+      /* A loop runs over its group's promoted IterDomain (loop_model.c): a broadcast
+       * axis, or one merged from a broadcast, counts with the concrete extent it stands
+       * for; a loop of broadcasts alone has one element and needs no thread. */
+      Val *p = lower_promoted(c, TV(tv)->loop[i]);
+      cf_parallel_type pt = lower_ptype(c, TV(tv)->loop[i]);
       if (!ir_ptype_is_thread(pt) && !ir_ptype_is_block(pt)) continue;
-      /* A broadcast axis runs in its concrete partner's loop. An axis merged from a
-       * broadcast counts: its extent never exceeds the concrete one it stands for, and it
-       * may be the only axis on its parallel type. */
-      if (ID(id)->iter_type == CF_ITER_BROADCAST) continue;
-      add_extent(c, pt, lower_extent(c, id));
+      if (ID(p)->iter_type == CF_ITER_BROADCAST) continue;
+      add_extent(c, pt, lower_extent(c, p));
     }
   }
   static const cf_parallel_type grid[3] = {CF_PT_BIDX, CF_PT_BIDY, CF_PT_BIDZ};

@@ -19,7 +19,10 @@
 
 #include "scheduler/sched.h"
 
-typedef enum Why { WHY_NONE, WHY_REDUCTION, WHY_VECTORIZE, WHY_UNROLL, WHY_NOMAP, WHY_NOAXIS, WHY_CONSUMER_PT } Why;
+typedef enum Why {
+  WHY_NONE, WHY_REDUCTION, WHY_VECTORIZE, WHY_UNROLL, WHY_NOMAP, WHY_NOAXIS, WHY_CONSUMER_PT, WHY_READS_REDUCTION,
+  WHY_SPLITS_LOOP
+} Why;
 
 /* The largest legal position and, when it is below nloop, why: axis `pos` is the first
  * one that cannot be shared. */
@@ -27,6 +30,7 @@ typedef struct Limit {
   int pos;
   Why why;
   Val *consumer;
+  Val *reduction, *reader; /* WHY_READS_REDUCTION: the loop would run both */
 } Limit;
 
 static bool blocks_inlining(const Val *id, bool best_effort) {
@@ -38,7 +42,7 @@ static void self_limit(Val *tv, bool best_effort, Limit *l) {
   TensorView *t = TV(tv);
   l->pos = t->nloop;
   l->why = WHY_NONE;
-  l->consumer = NULL;
+  l->consumer = l->reduction = l->reader = NULL;
   for (int i = 0; i < t->nloop; i++) {
     Val *id = t->loop[i];
     Why w = ID(id)->iter_type == CF_ITER_REDUCTION ? WHY_REDUCTION
@@ -80,10 +84,44 @@ static void consumer_limit(const IdMap *m, Val *tv, Val *c, bool best_effort, Li
     }                                                                                  \
   }
 
+/* Sharing loop i with all consumers joins their loops into one: that loop must not hold a
+ * reduction and a reader of its result (the normalization pattern), nor leave out a
+ * tensor computed between two of its members (loop_graph.c). */
+static void reduction_limit(const LoopGraph *g, Val **tvs, int ntvs, Val *tv, Limit *l) {
+  int nconsumers = 0;
+  FOR_CONSUMERS(tv, c, { (void)c; nconsumers++; })
+  Val **ids = malloc(sizeof(Val *) * (size_t)(nconsumers + 1));
+  for (int i = 0; ids && i < l->pos; i++) {
+    int n = 0;
+    ids[n++] = TV(tv)->loop[i];
+    FOR_CONSUMERS(tv, c, {
+      if (i < TV(c)->nloop) ids[n++] = TV(c)->loop[i];
+    })
+    Val *s = NULL, *reader = NULL, *between = sched_loop_between(g, tvs, ntvs, ids, n);
+    if (!between && !sched_loop_conflict(g, tvs, ntvs, ids, n, &s, &reader)) continue;
+    l->pos = i;
+    l->why = between ? WHY_SPLITS_LOOP : WHY_READS_REDUCTION;
+    l->reduction = s;
+    l->reader = between ? between : reader;
+    break;
+  }
+  free(ids);
+}
+
 static Limit max_pos(const IdMap *m, Val *tv, bool best_effort) {
   Limit l;
   self_limit(tv, best_effort, &l);
   FOR_CONSUMERS(tv, c, { consumer_limit(m, tv, c, best_effort, &l); })
+  cf_fusion *f = tv->fusion;
+  LoopGraph *g = l.pos > 0 ? sched_loop_graph_build(f) : NULL;
+  Arena *scratch = g ? arena_create() : NULL;
+  if (scratch) {
+    int ntvs;
+    Val **tvs = ir_fusion_all_tvs_in(scratch, f, &ntvs);
+    reduction_limit(g, tvs, ntvs, tv, &l);
+  }
+  arena_destroy(scratch);
+  sched_loop_graph_free(g);
   return l;
 }
 
@@ -106,6 +144,14 @@ static void describe_limit(StrBuf *b, Val *tv, const Limit *l) {
     sb_printf(b, "%s %s's axis %d (", l->why == WHY_NOMAP ? "does not map to" : "maps to", cn, l->pos);
     ir_print_id(b, TV(l->consumer)->loop[l->pos]);
     sb_puts(b, l->why == WHY_NOMAP ? ")" : "), which is vectorized");
+    break;
+  case WHY_READS_REDUCTION:
+    sb_printf(b, "would share a loop with a reduction axis of %s, and %s, which reads %s's result, runs in that loop",
+              TV(l->reduction)->display_name, TV(l->reader)->display_name, TV(l->reduction)->display_name);
+    break;
+  case WHY_SPLITS_LOOP:
+    sb_printf(b, "would put %s's consumers in one loop, and %s, computed between them, has no axis in that loop",
+              t->display_name, TV(l->reader)->display_name);
     break;
   case WHY_NONE: break;
   }
@@ -148,11 +194,9 @@ static void update_max_producer_pos(const IdMap *m, Val *c) {
 
 cf_status sched_inline_at(cf_fusion *f, const IdMap *m, Val *tv, int pos, bool best_effort, bool skip_inputs,
                           const char *what) {
-  if (ir_tv_is_input(f, tv)) {
-    if (skip_inputs) return CF_OK;
-    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv, "%s: %s is a fusion input and cannot be inlined", what,
-                       TV(tv)->display_name);
-  }
+  (void)skip_inputs;
+  /* A fusion input is computed before the kernel: inlining it is a no-op (as in nvFuser). */
+  if (ir_tv_is_input(f, tv)) return CF_OK;
   TensorView *t = TV(tv);
   Limit l = max_pos(m, tv, best_effort);
   int p = best_effort && pos > l.pos ? l.pos : pos;
@@ -211,7 +255,8 @@ cf_status cf_inline_most(cf_fusion *f) {
   Arena *scratch = arena_create();
   Val **tvs = ir_fusion_all_tvs_in(scratch, f, &n);
   cf_status s = CF_OK;
-  for (int i = 0; i < n && !s; i++) s = sched_inline_at(f, m, tvs[i], TV(tvs[i])->nloop, true, true, "inline_most");
+  /* Consumers first: a producer's legality depends on the loops its consumers share. */
+  for (int i = n - 1; i >= 0 && !s; i--) s = sched_inline_at(f, m, tvs[i], TV(tvs[i])->nloop, true, true, "inline_most");
   arena_destroy(scratch);
   sched_idmap_free(m);
   return s;
@@ -235,7 +280,14 @@ static cf_status inline_along(cf_fusion *f, Arena *a, const SpanTree *tree, int 
       at[i] = sched_matched_pos(m, tree->from[i], at[from], tv);
     }
     if (!sched_tab_put(&index, tv, (void *)(intptr_t)(i + 1))) s = ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
-    if (!s && (!only || sched_tab_get(only, tv))) s = sched_inline_at(f, m, tv, at[i], best_effort, true, what);
+  }
+  /* Applied consumers first: a producer's legality depends on the loops its consumers share. */
+  int n = 0;
+  Val **tvs = s ? NULL : ir_fusion_all_tvs_in(a, f, &n);
+  for (int k = n - 1; !s && k >= 0; k--) {
+    Val *tv = tvs[k];
+    int i = (int)(intptr_t)sched_tab_get(&index, tv) - 1;
+    if (i >= 0 && (!only || sched_tab_get(only, tv))) s = sched_inline_at(f, m, tv, at[i], best_effort, true, what);
   }
   sched_idmap_free(m);
   return s;
@@ -295,9 +347,6 @@ static cf_status compute_at_impl(cf_fusion *f, Arena *a, Val *producer, Val *con
   if (producer == consumer || !sched_tab_get(&anc, producer))
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, consumer, "%s: %s does not depend on %s", what,
                        TV(consumer)->display_name, TV(producer)->display_name);
-  if (ir_tv_is_input(f, producer))
-    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, producer, "%s: %s is a fusion input and cannot be inlined", what,
-                       TV(producer)->display_name);
   sched_tab_put(&sel, consumer, NULL);
   SpanTree tree;
   if (!sched_span_tree(a, consumer, pos, select_between, &sel, &tree))

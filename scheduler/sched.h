@@ -76,6 +76,27 @@ int sched_idmap_class(const IdMap *m, const Val *id);
 void sched_idmap_join(IdMap *m, const Val *a, const Val *b);
 void sched_idmap_free(IdMap *m);
 
+/* ---- the loop graph (loop_graph.c) -------------------------------------------------- */
+/* Which IterDomains share one for-loop under the current compute-at positions: producer
+ * loop axis j and consumer loop axis j for j < the producer's compute-at position (fusion
+ * inputs never), and the outputs of one expression, closed transitively. A snapshot
+ * taken at build time; IterDomains made later are groups of their own. */
+typedef struct LoopGraph LoopGraph;
+/* NULL when out of memory (also recorded on f). */
+LoopGraph *sched_loop_graph_build(cf_fusion *f);
+/* A representative of id's loop group (the Val id of one member). */
+int sched_loop_group(const LoopGraph *g, const Val *id);
+bool sched_same_loop(const LoopGraph *g, const Val *a, const Val *b);
+void sched_loop_graph_free(LoopGraph *g);
+/* Whether the loop groups of ids, joined into one, would run a reduction axis of some
+ * tensor *s together with a loop axis of *reader, a tensor computed from s (which cannot
+ * be: s is complete only after that loop). tvs: the fusion's TensorViews. */
+bool sched_loop_conflict(const LoopGraph *g, Val **tvs, int ntvs, Val *const *ids, int nids, Val **s, Val **reader);
+/* A tensor computed from one member of the joined loop groups of ids and used (maybe
+ * through others) by another, with no axis in them: it would have to run inside that loop
+ * and outside it at once. NULL when there is none. */
+Val *sched_loop_between(const LoopGraph *g, Val **tvs, int ntvs, Val *const *ids, int nids);
+
 /* ---- transform histories (replay.c) ----------------------------------------------------- */
 
 /* Whether id is in tv's root or logical domain (where its transform history starts). */

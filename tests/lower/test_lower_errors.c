@@ -181,9 +181,9 @@ Test(lower_errors, promoted_loops_with_an_own_axis_merged_from_a_broadcast) {
   cf_parallelize_all_like(f, out, 0, NULL);
   cr_assert_eq(cf_inline_at(f, b, 1), CF_OK, "%s", cf_fusion_error(f));
   expect_compile_error(CF_ERR_UNSUPPORTED,
-                       "compile: T2 runs in loops promoted to a concrete tensor's extents, but its axis 1 (iS14{3}), right "
-                       "of its compute-at position, is merged from a broadcast; inline T2 past that axis or keep its "
-                       "broadcast axes out of merges");
+                       "compile: T1's allocation axis 0 (iS2{3}) cannot be indexed in the loops of T2: they iterate a "
+                       "broadcast's concrete domain, and T2's axes outside them do not map to that domain's; inline T2 "
+                       "as deep as its consumer, or keep broadcast axes out of merges");
 }
 
 /* The shape fuzz seed 1162 found on the GPU: a producer on threadIdx.x inlined through the
@@ -212,7 +212,7 @@ Test(lower_errors, conflicting_parallel_types_through_a_serial_axis) {
   cf_set_memory_type(f, t[2], CF_MEM_SHARED);
   cr_assert_eq(cf_inline_at(f, t[1], 1), CF_OK, "%s", cf_fusion_error(f));
   cr_assert_eq(cf_inline_at(f, t[2], 1), CF_OK, "%s", cf_fusion_error(f));
-  expect_compile_error(CF_ERR_INVALID_SCHEDULE, "compile: axis 0 of T2 (on threadIdx.x) and axis 0 of T3 (on "
+  expect_compile_error(CF_ERR_INVALID_SCHEDULE, "compile: axis 0 of T1 (on threadIdx.x) and axis 0 of T3 (on "
                                                 "blockIdx.x) share a loop; axes that share a loop need the same "
                                                 "parallel type");
 }

@@ -46,10 +46,11 @@ Test(inline_at, position_out_of_range) {
                "inline_at: position -4 out of range for T1_l_float[iS2{2}, iS3{4}]");
 }
 
-Test(inline_at, fusion_input_is_an_error) {
+/* A fusion input is computed before the kernel: inlining it is a no-op, as in nvFuser. */
+Test(inline_at, fusion_input_is_a_no_op) {
   tu_set_chain(f, CF_FLOAT, 2, (int64_t[]){2, 4}, tv);
-  EXPECT_ERROR(cf_inline_at(f, tv[0], 1), CF_ERR_INVALID_SCHEDULE,
-               "inline_at: T0 is a fusion input and cannot be inlined for T0_g_float[iS0{2}, iS1{4}]");
+  EXPECT_OK(cf_inline_at(f, tv[0], 1));
+  EXPECT_TV(tv[0], "T0_g_float[iS0{2}, iS1{4}]");
 }
 
 Test(inline_at, null_tensor) {
@@ -315,10 +316,13 @@ Test(compute_at, producer_must_feed_the_consumer) {
                "compute_at: T2 does not depend on T2 for T2_l_float[iS4{16}, iS5{8}]");
 }
 
-Test(compute_at, not_from_an_input) {
+/* From a fusion input (nvFuser's computeAt(input, consumer, pos)): the input stays where
+ * it is, the tensors between it and the consumer are inlined. */
+Test(compute_at, from_an_input) {
   tu_set_chain(f, CF_FLOAT, 2, (int64_t[]){16, 8}, tv);
-  EXPECT_ERROR(cf_compute_at(f, tv[0], tv[2], 1), CF_ERR_INVALID_SCHEDULE,
-               "compute_at: T0 is a fusion input and cannot be inlined for T0_g_float[iS0{16}, iS1{8}]");
+  EXPECT_OK(cf_compute_at(f, tv[0], tv[2], 1));
+  EXPECT_TV(tv[0], "T0_g_float[iS0{16}, iS1{8}]");
+  EXPECT_TV(tv[1], "T1_l_float[iS2{16}, iS3{8}] ca_pos( 1 )");
 }
 
 /* Through a reduction: the tensors between producer and consumer are inlined at the

@@ -1,0 +1,140 @@
+/* lower/loop_model.c: the loop model, computed once per lowering (DESIGN.md 4a).
+ *
+ * Requires: a valid Fusion. Establishes: c->tvs with their transform histories; c->exact
+ * (exact IterDomain map) and c->loop_map (permissive map); c->loops, the loop graph of
+ * scheduler/loop_graph.c (which IterDomains share one for-loop); c->promoted, for every
+ * loop axis, the IterDomain its loop really iterates. Every later pass reads loops through
+ * these: none re-derives loop sharing.
+ *
+ * Promotion. A loop group may mix a producer's axis that derives from a broadcast (alone,
+ * or merged with concrete axes) with a consumer's axis over the concrete domain that
+ * broadcast stands for. The loop runs over the member that covers the most: each axis
+ * covers the exact classes of the concrete root axes it derives from (a broadcast root
+ * covers nothing), and the promoted member covers every other member's classes. A group
+ * where no member does (a broadcast concretized to two different domains inside one
+ * loop, nvFuser's non-unique broadcast concretization) is refused, naming two members.
+ *
+ * Checks, each a refusal naming the tensors and axes: one tensor's two axes in one loop;
+ * a loop that is a reduction axis of s and runs a tensor computed from s (the reduction
+ * is complete only after the loop). */
+#include <string.h>
+
+#include "lower/lower.h"
+
+/* The exact classes of the concrete root axes id derives from: a sorted set. */
+typedef struct Cover {
+  int *cls;
+  int n;
+} Cover;
+
+static void cover_add(LowerCtx *c, Cover *s, int x) {
+  for (int i = 0; i < s->n; i++)
+    if (s->cls[i] == x) return;
+  int *v = ARENA_ARRAY(c->a, int, s->n + 1);
+  if (s->n) memcpy(v, s->cls, sizeof(int) * (size_t)s->n);
+  v[s->n++] = x;
+  s->cls = v;
+}
+
+static const Cover *cover_of(LowerCtx *c, Cover **memo, Val *id) {
+  if (memo[id->id]) return memo[id->id];
+  Cover *s = ARENA_NEW(c->a, Cover);
+  const Expr *d = id->def;
+  if (d && ir_op_kind(d->op) == OPK_TRANSFORM) {
+    for (int i = 0; i < d->nin; i++) {
+      const Cover *in = cover_of(c, memo, d->in[i]);
+      for (int k = 0; k < in->n; k++) cover_add(c, s, in->cls[k]);
+    }
+  } else if (ID(id)->iter_type != CF_ITER_BROADCAST) {
+    cover_add(c, s, sched_idmap_class(c->exact, id));
+  }
+  memo[id->id] = s;
+  return s;
+}
+
+static bool covers(const Cover *big, const Cover *small) {
+  for (int i = 0; i < small->n; i++) {
+    bool found = false;
+    for (int k = 0; k < big->n && !found; k++) found = big->cls[k] == small->cls[i];
+    if (!found) return false;
+  }
+  return true;
+}
+
+/* Loop axes of the kernel's tensors (fusion inputs have no loops in the kernel). */
+#define FOR_LOOP_AXES(c, tv, j, ...)                                    \
+  for (int t_ = 0; t_ < (c)->ntvs; t_++) {                              \
+    Val *tv = (c)->tvs[t_];                                             \
+    if (ir_tv_is_input((c)->f, tv)) continue;                           \
+    for (int j = 0; j < TV(tv)->nloop; j++) __VA_ARGS__                 \
+  }
+
+static _Noreturn void refuse_two_domains(LowerCtx *c, Val *a, Val *b) {
+  lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+             "compile: %s's axis %s and %s's axis %s share one loop but iterate different domains (a broadcast "
+             "inlined into consumers of different extents); lower the compute-at position of the tensor that "
+             "joins them",
+             TV(ID(a)->tv)->display_name, lower_id_str(c, a), TV(ID(b)->tv)->display_name, lower_id_str(c, b));
+}
+
+/* For each group, the member whose cover contains every other member's. */
+static void promote(LowerCtx *c) {
+  int n = c->f->vals.len;
+  Cover **memo = ARENA_ARRAY(c->a, Cover *, n + 1);
+  Val **best = ARENA_ARRAY(c->a, Val *, n + 1); /* by group */
+  FOR_LOOP_AXES(c, tv, j, {
+    Val *id = TV(tv)->loop[j];
+    int g = sched_loop_group(c->loops, id);
+    if (!best[g] || cover_of(c, memo, id)->n > cover_of(c, memo, best[g])->n) best[g] = id;
+  })
+  c->promoted = ARENA_ARRAY(c->a, Val *, n + 1);
+  FOR_LOOP_AXES(c, tv, j, {
+    Val *id = TV(tv)->loop[j];
+    Val *p = best[sched_loop_group(c->loops, id)];
+    if (!covers(cover_of(c, memo, p), cover_of(c, memo, id))) refuse_two_domains(c, p, id);
+    c->promoted[id->id] = p;
+  })
+}
+
+static void check_groups(LowerCtx *c) {
+  int n = c->f->vals.len;
+  char *checked = arena_alloc(c->a, (size_t)n + 1);
+  FOR_LOOP_AXES(c, tv, j, {
+    Val *id = TV(tv)->loop[j];
+    int g = sched_loop_group(c->loops, id);
+    for (int k = 0; k < j; k++)
+      if (sched_loop_group(c->loops, TV(tv)->loop[k]) == g)
+        lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: axes %d and %d of %s would run in one loop", k, j,
+                   TV(tv)->display_name);
+    if (checked[g] || ID(id)->iter_type != CF_ITER_REDUCTION) continue;
+    checked[g] = 1;
+    Val *s = NULL, *reader = NULL;
+    if (sched_loop_conflict(c->loops, c->tvs, c->ntvs, &id, 1, &s, &reader))
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+                 "compile: %s reads the result of the reduction %s inside the loop of its reduction axis %s; "
+                 "lower the compute-at position of the tensor that joins them",
+                 TV(reader)->display_name, TV(s)->display_name, lower_id_str(c, id));
+  })
+}
+
+void lower_loop_model(LowerCtx *c) {
+  cf_fusion *f = c->f;
+  c->tvs = ir_fusion_all_tvs_in(c->a, f, &c->ntvs);
+  for (int i = 0; i < c->ntvs; i++) {
+    TvInfo *ti = lower_info(c, c->tvs[i]);
+    ti->history = ir_tv_history_in(c->a, c->tvs[i], &ti->nhistory);
+  }
+  c->exact = sched_idmap_build(f, false);
+  c->loop_map = sched_idmap_build(f, true);
+  c->loops = sched_loop_graph_build(f);
+  if (!c->exact || !c->loop_map || !c->loops) lower_fail(c, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
+  check_groups(c);
+  promote(c);
+}
+
+Val *lower_promoted(const LowerCtx *c, const Val *id) {
+  Val *p = id->id < c->f->vals.len ? c->promoted[id->id] : NULL;
+  return p ? p : (Val *)id;
+}
+
+bool lower_same_loop(const LowerCtx *c, const Val *a, const Val *b) { return sched_same_loop(c->loops, a, b); }
