@@ -33,7 +33,7 @@ struct Emitter {
   int indent;
   const KKernel *k;
   const Dialect *d;
-  const char *param_names[64];
+  const char *const *param_names; /* the kernel's (KKernel.param_names) */
 };
 
 /* Prints a line at the current indentation. */

@@ -235,7 +235,7 @@ static void emit_block(Emitter *e, const KBlock *b) {
 
 char *cg_generate(const KKernel *k, const Dialect *d) {
   Emitter e = {.k = k, .d = d};
-  for (int i = 0; i < k->nparams && i < 64; i++) e.param_names[i] = k->params[i]->name;
+  e.param_names = k->param_names;
   d->preamble(&e);
   d->signature(&e);
   e.indent = 1;

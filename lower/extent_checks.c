@@ -13,8 +13,8 @@ static void check_expr(LowerCtx *c, const Expr *e) {
   for (int i = 0; i < e->nin; i++) {
     Val *p = e->in[i];
     if (p->kind != VAL_TV) continue;
-    Val *pids[64], *cids[64];
-    int n = sched_pairwise_map(p, cv, pids, cids, 64);
+    Val **pids, **cids;
+    int n = lower_pairwise(c, p, cv, &pids, &cids);
     for (int k = 0; k < n; k++) {
       if (ID(pids[k])->iter_type == CF_ITER_BROADCAST || ID(cids[k])->iter_type == CF_ITER_BROADCAST) continue;
       KExpr *pe = lower_extent(c, pids[k]), *ce = lower_extent(c, cids[k]);

@@ -202,9 +202,8 @@ static void seed_producer(LowerCtx *c, IndexMap *cm, IndexMap *pm, const KNode *
   Val *cv = op->u.op.src->out[0];
   for (int j = 0; j < TV(p)->nloop && j < op->u.op.nloop; j++)
     if (positional_ref(c, p, j)) put(pm, TV(p)->loop[j], op->u.op.loop_index[j]);
-  int n = sched_pairwise_map(p, cv, NULL, NULL, 0);
-  Val **pids = ARENA_ARRAY(c->a, Val *, n), **cids = ARENA_ARRAY(c->a, Val *, n);
-  sched_pairwise_map(p, cv, pids, cids, n);
+  Val **pids, **cids;
+  int n = lower_pairwise(c, p, cv, &pids, &cids);
   for (int i = 0; i < n; i++) {
     KExpr *x = ID(pids[i])->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : get(cm, cids[i]);
     if (x) put(pm, pids[i], x);

@@ -182,6 +182,8 @@ typedef struct KKernel {
   Arena *arena;
   const char *name;           /* kernel function name */
   KTensor **params;           /* inputs then outputs */
+  const char **param_names;   /* params[i]->name, for kx_print */
+  bool synced;                /* the sync pass ran: RAW syncs are in place (kir_verify) */
   int nparams;
   KTensor **allocs;           /* every Local/Shared/Tensor buffer */
   int nallocs;

@@ -9,11 +9,7 @@ static void pad(StrBuf *b, int depth) {
   for (int i = 0; i < depth; i++) sb_puts(b, "  ");
 }
 
-static const char **param_names(const KKernel *k) {
-  static const char *names[64];
-  for (int i = 0; i < k->nparams && i < 64; i++) names[i] = k->params[i]->name;
-  return names;
-}
+static const char *const *param_names(const KKernel *k) { return k->param_names; }
 
 static void access(StrBuf *b, const KKernel *k, const KAccess *a) {
   if (!a->t) {

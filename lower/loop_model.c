@@ -138,3 +138,12 @@ Val *lower_promoted(const LowerCtx *c, const Val *id) {
 }
 
 bool lower_same_loop(const LowerCtx *c, const Val *a, const Val *b) { return sched_same_loop(c->loops, a, b); }
+
+int lower_pairwise(LowerCtx *c, const Val *p, const Val *cv, Val ***pids, Val ***cids) {
+  int n = sched_pairwise_map(p, cv, NULL, NULL, 0);
+  if (n < 0) n = 0;
+  *pids = ARENA_ARRAY(c->a, Val *, n);
+  *cids = ARENA_ARRAY(c->a, Val *, n);
+  if (n) sched_pairwise_map(p, cv, *pids, *cids, n);
+  return n;
+}

@@ -78,6 +78,9 @@ static inline KExpr *lower_extent(LowerCtx *c, const Val *id) { return lower_sca
  * itself unless its loop is promoted to a concrete member of its group), and whether two
  * loop axes share one for-loop. */
 Val *lower_promoted(const LowerCtx *c, const Val *id);
+/* The pairwise map of producer p and consumer cv (sched_pairwise_map) in the kernel's
+ * arena, as long as the tensors' ranks: returns the count (0 when p is no producer of cv). */
+int lower_pairwise(LowerCtx *c, const Val *p, const Val *cv, Val ***pids, Val ***cids);
 bool lower_same_loop(const LowerCtx *c, const Val *a, const Val *b);
 
 /* The parallel type an IterDomain runs on: its own, or the one of a parallel axis it

@@ -10,13 +10,33 @@
  * bounds propagate through +, *, /, % and ^ (all operands are non-negative). A divisible
  * schedule of concrete sizes thus gets no predicate at all. Tensor-memory accesses are
  * warp-collective and are never predicated (their indices stay in their allocation). */
+#include <string.h>
+
 #include "lower/lower.h"
 
+/* The constant-extent loops around an op, innermost last; as deep as the kernel nests. */
 typedef struct Range {
-  const char *var[64];
-  int64_t ub[64];  /* inclusive upper bound */
-  int n;
+  const char **var;
+  int64_t *ub;  /* inclusive upper bound */
+  int n, cap;
 } Range;
+
+static void range_push(LowerCtx *c, Range *r, const char *var, int64_t ub) {
+  if (r->n == r->cap) {
+    int cap = r->cap ? 2 * r->cap : 16;
+    const char **v = ARENA_ARRAY(c->a, const char *, cap);
+    int64_t *u = ARENA_ARRAY(c->a, int64_t, cap);
+    if (r->n) {
+      memcpy(v, r->var, sizeof(const char *) * (size_t)r->n);
+      memcpy(u, r->ub, sizeof(int64_t) * (size_t)r->n);
+    }
+    r->var = v;
+    r->ub = u;
+    r->cap = cap;
+  }
+  r->var[r->n] = var;
+  r->ub[r->n++] = ub;
+}
 
 static int64_t pow2_ceil_minus1(int64_t v) {
   int64_t p = 1;
@@ -103,10 +123,9 @@ static void walk(LowerCtx *c, Range *r, KBlock *b) {
     KNode *n = b->items[i];
     if (n->kind == KN_FOR) {
       int64_t ext;
-      bool pushed = n->u.loop.var && r->n < 64 && kx_is_const(n->u.loop.extent, &ext);
+      bool pushed = n->u.loop.var && kx_is_const(n->u.loop.extent, &ext);
       if (pushed) {
-        r->var[r->n] = n->u.loop.var;
-        r->ub[r->n++] = ext - 1;
+        range_push(c, r, n->u.loop.var, ext - 1);
       }
       walk(c, r, &n->u.loop.body);
       if (pushed) r->n--;

@@ -14,11 +14,10 @@
 
 #include "lower/lower.h"
 
-enum { MAX_DEPTH = 64 };
-
+/* The nodes from the kernel body down to an op, as deep as the kernel nests (no limit). */
 typedef struct Path {
-  KBlock *block[MAX_DEPTH]; /* block[d] holds the node at depth d */
-  KNode *node[MAX_DEPTH];   /* the ancestor (or the op itself) at depth d */
+  KBlock **block; /* block[d] holds the node at depth d */
+  KNode **node;   /* the ancestor (or the op itself) at depth d */
   int depth;
 } Path;
 
@@ -56,7 +55,8 @@ static bool thread_dims_match(LowerCtx *c, Val *p, Val *cv) {
       if (guarded_write(c, p, pt) && !guarded_write(c, cv, pt)) return false;
       continue;
     }
-    if (!pa || !ca || !sched_idmap_same(c->exact, pa, ca)) return false;
+    /* One loop (loop model) or exactly the same axis: each thread reads its own write. */
+    if (!pa || !ca || !(sched_idmap_same(c->exact, pa, ca) || lower_same_loop(c, pa, ca))) return false;
   }
   return true;
 }
@@ -97,12 +97,17 @@ static void visit_op(SyncCtx *s, Path *path, KNode *op) {
       Val *p = e->in[i];
       if (p->kind == VAL_TV && (TV(p)->mem == CF_MEM_SHARED || TV(p)->mem == CF_MEM_TENSOR)) reader(s, path, p, cv);
     }
-  if (!s->writer[cv->id]) s->writer[cv->id] = ARENA_NEW(s->c->a, Path);
-  *s->writer[cv->id] = *path;
+  Path *w = ARENA_NEW(s->c->a, Path);
+  w->depth = path->depth;
+  w->block = ARENA_ARRAY(s->c->a, KBlock *, path->depth);
+  w->node = ARENA_ARRAY(s->c->a, KNode *, path->depth);
+  memcpy(w->block, path->block, sizeof(KBlock *) * (size_t)path->depth);
+  memcpy(w->node, path->node, sizeof(KNode *) * (size_t)path->depth);
+  s->writer[cv->id] = w;
 }
 
 static void walk(SyncCtx *s, Path *path, KBlock *b) {
-  for (int i = 0; i < b->len && path->depth < MAX_DEPTH; i++) {
+  for (int i = 0; i < b->len; i++) {
     KNode *n = b->items[i];
     path->block[path->depth] = b;
     path->node[path->depth] = n;
@@ -132,9 +137,21 @@ static void apply(LowerCtx *c, Request *r) {
   kb_insert(c->a, b, pos, sync_node(c));
 }
 
+static int nest_depth(const KBlock *b) {
+  int d = 0;
+  for (int i = 0; i < b->len; i++) {
+    const KNode *n = b->items[i];
+    int k = n->kind == KN_FOR ? nest_depth(&n->u.loop.body) : n->kind == KN_IF ? nest_depth(&n->u.cond.then) : 0;
+    if (k > d) d = k;
+  }
+  return d + 1;
+}
+
 void lower_sync(LowerCtx *c) {
   SyncCtx s = {c, ARENA_ARRAY(c->a, Path *, c->f->vals.len + 1), {0}};
-  Path path = {.depth = 0};
+  int depth = nest_depth(&c->k->body) + 1;
+  Path path = {ARENA_ARRAY(c->a, KBlock *, depth), ARENA_ARRAY(c->a, KNode *, depth), 0};
   walk(&s, &path, &c->k->body);
   for (int i = 0; i < s.requests.len; i++) apply(c, s.requests.items[i]);
+  c->k->synced = true;
 }

@@ -161,6 +161,7 @@ void lower_tensors(LowerCtx *c) {
   KKernel *k = c->k;
   k->nparams = f->inputs.len + f->outputs.len;
   k->params = ARENA_ARRAY(c->a, KTensor *, k->nparams);
+  k->param_names = ARENA_ARRAY(c->a, const char *, k->nparams);
   for (int i = 0; i < f->inputs.len; i++) {
     make_param(c, f->inputs.items[i], i, false);
     k->params[i] = lower_info(c, f->inputs.items[i])->kt;
@@ -179,6 +180,7 @@ void lower_tensors(LowerCtx *c) {
   }
   k->allocs = (KTensor **)allocs.items;
   k->nallocs = allocs.len;
+  for (int i = 0; i < k->nparams; i++) k->param_names[i] = k->params[i]->name;
   k->name = "cfuser_kernel";
   k->index32 = !c->opts->force_index64 && fits_int32(k);
 }

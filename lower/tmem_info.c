@@ -33,10 +33,8 @@ static KExpr *allocated_product(LowerCtx *c, TvInfo *ti, int lo, int hi) {
 
 /* An expression as text for messages: a number when constant. */
 static const char *expr_text(LowerCtx *c, const KExpr *e) {
-  const char *names[64];
-  for (int i = 0; i < c->k->nparams && i < 64; i++) names[i] = c->k->params[i]->name;
   StrBuf b = {0};
-  kx_print(&b, e, names);
+  kx_print(&b, e, c->k->param_names);
   char *s = arena_strdup(c->a, b.data ? b.data : "");
   sb_free(&b);
   return s;

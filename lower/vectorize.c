@@ -39,8 +39,8 @@ static void check_global_side(LowerCtx *c, Val *tv, Val *vid, int64_t v, Val *gl
   Val *g_id = vid;
   if (global != tv) {
     /* the producer's axis that pairs with the consumer's vectorized axis */
-    Val *p_ids[64], *c_ids[64];
-    int n = sched_pairwise_map(global, tv, p_ids, c_ids, 64);
+    Val **p_ids, **c_ids;
+    int n = lower_pairwise(c, global, tv, &p_ids, &c_ids);
     g_id = NULL;
     for (int i = 0; i < n; i++)
       if (walks_innermost(tv, vid, v) && c_ids[i] == TV(tv)->logical[TV(tv)->nlogical - 1]) g_id = p_ids[i];
