@@ -184,6 +184,7 @@ _proto("cf_parallelize_all_like", c_int, _P, _P, c_int, POINTER(c_int))
 _proto("cf_fusion_clear_error", None, _P)
 # tensor.h and executor.h
 _proto("cf_tensor_free", None, _P)
+_proto("cf_tensor_host", _P, c_int, c_int, POINTER(c_int64))
 _proto("cf_executor_create", _P, POINTER(ExecutorOptions))
 _proto("cf_executor_destroy", None, _P)
 _proto("cf_executor_error", c_char_p, _P)

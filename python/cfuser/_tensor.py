@@ -88,7 +88,7 @@ class Tensor:
         return int(_capi.lib.cf_tv_compute_at_pos(self.handle))
 
     def __repr__(self) -> str:
-        return self.fd.tensor_text(self)
+        return self.fd.tensor_text(self).rstrip("\n")
 
     def __add__(self, other: Any) -> "Tensor":
         return self.fd.ops.add(self, other)

@@ -26,7 +26,7 @@ from . import _capi, _dlpack
 from ._tensor import Scalar, Shape, Tensor
 from .ops import Ops
 from .sched import Sched
-from .types import (ARRAY_DTYPE_NAMES, CfuserError, DataType, InternalError, InvalidArgumentError,
+from .types import (CfuserError, DataType, as_dtype, InternalError, InvalidArgumentError,
                     UnsupportedError, error_for)
 
 _BACKENDS = {"host": _capi.BACKEND_HOST, "cuda": _capi.BACKEND_CUDA}
@@ -40,17 +40,6 @@ def _kernel_cache() -> int:
     if _cache is None:
         _cache = _capi.lib.cf_kernel_cache_create()  # lives as long as the process
     return _cache
-
-
-def _dtype(dtype: Union[DataType, str]) -> DataType:
-    if isinstance(dtype, DataType):
-        return dtype
-    if isinstance(dtype, str):
-        name = dtype.rsplit(".", 1)[-1]  # "torch.float32" -> "float32"
-        for dt, array_name in ARRAY_DTYPE_NAMES.items():
-            if name in (dt.name, array_name):
-                return dt
-    raise InvalidArgumentError(f"unknown dtype {dtype!r}; use cfuser.DataType or a name such as 'float32'")
 
 
 class FusionDefinition:
@@ -144,7 +133,7 @@ class FusionDefinition:
         contiguity: None or True for contiguous; any False for arbitrary strides (symbolic
         sizes only)."""
         self._check_open("define_tensor")
-        dt = _dtype(dtype)
+        dt = as_dtype(dtype)
         sizes = [-1] * shape if isinstance(shape, int) else [int(s) for s in shape]
         flags = [contiguity] * len(sizes) if contiguity is None or isinstance(contiguity, bool) else list(contiguity)
         strided = any(c is False for c in flags)
@@ -176,7 +165,7 @@ class FusionDefinition:
         if dtype is None:
             dt = DataType.Bool if isinstance(value, bool) else DataType.Int if isinstance(value, int) else DataType.Double
         else:
-            dt = _dtype(dtype)
+            dt = as_dtype(dtype)
         return Scalar(value, dt)
 
     def add_output(self, t: Tensor) -> None:
@@ -194,8 +183,9 @@ class FusionDefinition:
             self.schedule()
         if not self._user_scheduled:
             status = _capi.lib.cf_schedule_pointwise(self._f)
-            if status == _UNSUPPORTED:  # not elementwise: refused before changing anything
-                _capi.lib.cf_fusion_clear_error(self._f)
+            if status == _UNSUPPORTED:  # not elementwise: refused before changing anything;
+                _capi.lib.cf_fusion_clear_error(self._f)  # serial loops, inlined as deep as legal
+                self._check(_capi.lib.cf_inline_most(self._f))
             else:
                 self._check(status)
         self._frozen = True
@@ -271,7 +261,8 @@ class FusionDefinition:
         status = _capi.lib.cf_executor_run(e, n, _dlpack.pointer_array(ptrs), len(outs), out_arr)
         self._last = e
         if status:
-            raise error_for(status, _capi.lib.cf_executor_error(e).decode())
+            msg = _capi.lib.cf_executor_error(e).decode()
+            raise error_for(status, msg.replace("make it with cf_tensor_strided", "define it with contiguity=False"))
         for i, r in enumerate(results):
             if r is None:  # cfuser allocated it: the library adopts it
                 results[i] = fw.adopt(_dlpack.DLPackTensor(out_arr[i]))

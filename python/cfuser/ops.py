@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Union
 
 from . import _capi
 from ._tensor import Scalar, Shape, Tensor, broadcast_shapes
-from .types import DataType, InvalidArgumentError, UnsupportedError
+from .types import DataType, InvalidArgumentError, UnsupportedError, as_dtype
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
@@ -137,12 +137,12 @@ class Ops:
         return self._make("where", _capi.lib.cf_where(fd._f, hc, ha, hb),
                           broadcast_shapes((cond.shape, a.shape, b.shape)))
 
-    def cast(self, t: Tensor, dtype: DataType) -> Tensor:
+    def cast(self, t: Tensor, dtype: Union[DataType, str]) -> Tensor:
         """t converted to dtype."""
         fd = self._fd
         fd._check_open("cast")
         h = fd._tv(t, "cast")
-        return self._make("cast", _capi.lib.cf_cast(fd._f, h, int(DataType(dtype))), t.shape)
+        return self._make("cast", _capi.lib.cf_cast(fd._f, h, int(as_dtype(dtype))), t.shape)
 
     def broadcast(self, t: Tensor, is_broadcast_dim: Sequence[bool]) -> Tensor:
         """Inserts size-1 axes where is_broadcast_dim is True (its length is the output's

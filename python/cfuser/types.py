@@ -8,7 +8,7 @@ every value against the library's own printed names, so the two tables cannot dr
 from __future__ import annotations
 
 import enum
-from typing import Dict, Type
+from typing import Dict, Type, Union
 
 
 class DataType(enum.IntEnum):
@@ -37,6 +37,18 @@ ARRAY_DTYPE_NAMES: Dict[DataType, str] = {
     DataType.BFloat16: "bfloat16", DataType.Int8: "int8", DataType.Int32: "int32",
     DataType.Int: "int64", DataType.UInt32: "uint32", DataType.Bool: "bool",
 }
+
+
+def as_dtype(dtype: Union[DataType, str]) -> DataType:
+    """A DataType from itself or a name: "Float", "float32", "torch.float32"."""
+    if isinstance(dtype, DataType):
+        return dtype
+    if isinstance(dtype, str):
+        name = dtype.rsplit(".", 1)[-1]
+        for dt, array_name in ARRAY_DTYPE_NAMES.items():
+            if name in (dt.name, array_name):
+                return dt
+    raise InvalidArgumentError(f"unknown dtype {dtype!r}; use cfuser.DataType or a name such as 'float32'")
 
 
 class ParallelType(enum.IntEnum):
@@ -75,7 +87,8 @@ class MemoryType(enum.IntEnum):
 
 
 C_MEMORY_TYPE_NAMES: Dict[MemoryType, str] = {
-    MemoryType.local: "l", MemoryType.shared: "s", MemoryType.global_: "g", MemoryType.tensor: "t",
+    MemoryType.local: "Local", MemoryType.shared: "Shared", MemoryType.global_: "Global",
+    MemoryType.tensor: "Tensor",
 }
 
 
