@@ -224,8 +224,6 @@ def print_to_string(fn, *args) -> Tuple[int, str]:
 
 _capsule_get = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object, c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi))
-_capsule_is_valid = ctypes.PYFUNCTYPE(c_int, ctypes.py_object, c_char_p)(
-    ("PyCapsule_IsValid", ctypes.pythonapi))
 _DESTRUCTOR = ctypes.CFUNCTYPE(None, c_void_p)
 _capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, c_void_p, c_char_p, _DESTRUCTOR)(
     ("PyCapsule_New", ctypes.pythonapi))
@@ -237,9 +235,10 @@ _DLTENSOR_NAME = ctypes.create_string_buffer(b"dltensor")
 
 def capsule_pointer(capsule: object) -> Optional[int]:
     """The DLManagedTensor* of an unconsumed "dltensor" capsule, or None."""
-    if not _capsule_is_valid(capsule, b"dltensor"):
+    try:
+        return _capsule_get(capsule, b"dltensor")  # one call: this is on execute's path
+    except ValueError:  # not a capsule, or one of another name (consumed)
         return None
-    return _capsule_get(capsule, b"dltensor")
 
 
 @_DESTRUCTOR

@@ -1,10 +1,13 @@
 """DLPack both ways, without copies: arrays of NumPy, PyTorch, CuPy and JAX (or anything with
 __dlpack__ and __dlpack_device__) in, and outputs of the same library out.
 
-Inputs: the array's own __dlpack__ capsule is kept alive for the call and its
+Inputs: the array's own DLPack capsule is kept alive for the call and its
 DLManagedTensor* handed to cf_executor_run (a DLManagedTensor starts with its DLTensor).
-CUDA arrays are asked for stream 1 (the legacy default stream, which cfuser's launches
-use), so the producer orders its pending work before the kernel.
+cfuser launches on the legacy default stream and synchronizes after the kernel: CUDA
+arrays of the protocol are asked for stream 1 (that stream), so the producer orders its
+pending work before the kernel; PyTorch tensors go through torch's C exporter (the
+protocol's Python-level stream handling costs microseconds per tensor) and the stream
+ordering is done once per execute (_torch_before_run). cfuser runs on CUDA device 0.
 
 Outputs: where the library can allocate (numpy.empty, torch.empty, cupy.empty), the output
 is allocated by it, in its own (caching) allocator, and given to cfuser to fill; elsewhere
@@ -18,7 +21,7 @@ import importlib
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from . import _capi
-from .types import ARRAY_DTYPE_NAMES, DataType, InvalidArgumentError
+from .types import ARRAY_DTYPE_NAMES, DataType, InvalidArgumentError, UnsupportedError
 
 
 class DLPackTensor:
@@ -81,17 +84,55 @@ def _jax_adopt(t: DLPackTensor) -> Any:
         return dl.from_dlpack(t.__dlpack__())
 
 
-class Framework:
-    """How one array library allocates an output and adopts a cfuser-allocated one."""
+def _generic_export(obj: Any) -> Tuple[object, int, int]:
+    """The DLPack protocol: (capsule, device type, device id). CUDA arrays are asked for
+    stream 1 (the legacy default stream, which cfuser's launches use)."""
+    device_type, device_id = (int(v) for v in obj.__dlpack_device__())
+    if device_type in (_capi.KDLCUDA, _capi.KDLCUDAMANAGED):
+        try:
+            return obj.__dlpack__(stream=1), device_type, device_id
+        except TypeError:
+            return obj.__dlpack__(), device_type, device_id
+    return obj.__dlpack__(), device_type, device_id
 
-    def __init__(self, name: str, empty: Optional[Callable[..., Any]],
-                 adopt: Callable[[DLPackTensor], Any]) -> None:
+
+def _torch_export(x: Any) -> Tuple[object, int, int]:
+    """torch's own C exporter (no Python-level stream handling: execute orders streams once
+    per call in _torch_before_run)."""
+    torch = _module("torch")
+    if x.is_cuda:
+        return torch.utils.dlpack.to_dlpack(x), _capi.KDLCUDA, x.get_device()
+    if x.device.type == "cpu":
+        return torch.utils.dlpack.to_dlpack(x), _capi.KDLCPU, 0
+    return _generic_export(x)
+
+
+def _torch_before_run(first: Any) -> None:
+    """cfuser launches on the legacy default stream and synchronizes after the kernel: make
+    that stream wait for the current one when they differ (outputs are complete on return)."""
+    if first.is_cuda:
+        torch = _module("torch")
+        current = torch.cuda.current_stream()
+        if current.cuda_stream != 0:
+            torch.cuda.default_stream().wait_stream(current)
+
+
+class Framework:
+    """How one array library exports an array, allocates an output and adopts a
+    cfuser-allocated one."""
+
+    def __init__(self, name: str, empty: Optional[Callable[..., Any]], adopt: Callable[[DLPackTensor], Any],
+                 export: Optional[Callable[[Any], Tuple[object, int, int]]] = None,
+                 before_run: Optional[Callable[[Any], None]] = None) -> None:
         self.name, self.empty, self.adopt = name, empty, adopt
+        self.export = export or _generic_export
+        self.before_run = before_run
 
 
 FRAMEWORKS: Dict[str, Framework] = {
     "numpy": Framework("numpy", _numpy_empty, lambda t: _module("numpy").from_dlpack(t)),
-    "torch": Framework("torch", _torch_empty, lambda t: _module("torch").from_dlpack(t)),
+    "torch": Framework("torch", _torch_empty, lambda t: _module("torch").from_dlpack(t), _torch_export,
+                       _torch_before_run),
     "cupy": Framework("cupy", _cupy_empty, lambda t: _module("cupy").from_dlpack(t)),
     "jax": Framework("jax", None, _jax_adopt),
     "jaxlib": Framework("jax", None, _jax_adopt),
@@ -100,33 +141,39 @@ FRAMEWORKS: Dict[str, Framework] = {
 GENERIC = Framework("dlpack", None, lambda t: t)
 
 
+_BY_TYPE: Dict[type, Framework] = {}  # framework_of's answers, by the array's type
+
+
 def framework_of(obj: Any) -> Framework:
     """The array library obj belongs to (by its type's top-level module)."""
-    return FRAMEWORKS.get(type(obj).__module__.split(".", 1)[0], GENERIC)
+    fw = _BY_TYPE.get(type(obj))
+    if fw is None:
+        fw = FRAMEWORKS.get(type(obj).__module__.split(".", 1)[0], GENERIC)
+        if len(_BY_TYPE) < 64:  # a bounded memo: array types are few
+            _BY_TYPE[type(obj)] = fw
+    return fw
 
 
-def export(obj: Any, what: str) -> Tuple[object, int, int]:
-    """(capsule, DLManagedTensor*, DLPack device type) of an array, without a copy."""
+def export(obj: Any, kind: str, index: int) -> Tuple[object, int, int]:
+    """(keep-alive object, DLManagedTensor*, DLPack device type) of an array, without a
+    copy; errors name it as "execute: <kind> <index>"."""
+    fw = _BY_TYPE.get(type(obj)) or framework_of(obj)
     try:
-        device_type = int(obj.__dlpack_device__()[0])
-    except AttributeError:
-        raise InvalidArgumentError(
-            f"{what} is a {type(obj).__name__}, not a DLPack tensor (it has no __dlpack_device__)") from None
-    try:
-        if device_type in (_capi.KDLCUDA, _capi.KDLCUDAMANAGED):
-            try:
-                capsule = obj.__dlpack__(stream=1)
-            except TypeError:
-                capsule = obj.__dlpack__()
-        else:
-            capsule = obj.__dlpack__()
+        capsule, device_type, device_id = fw.export(obj)
     except (AttributeError, TypeError, BufferError, RuntimeError, ValueError) as e:
-        if type(obj).__module__ == "numpy" and getattr(obj, "dtype", None) == "bool":
+        what = f"execute: {kind} {index}"
+        if fw.name == "numpy" and getattr(obj, "dtype", None) == "bool":
             return _numpy_bool(obj)
-        raise InvalidArgumentError(f"{what}: its __dlpack__ failed: {e}") from None
+        if not hasattr(obj, "__dlpack_device__"):
+            raise InvalidArgumentError(
+                f"{what} is a {type(obj).__name__}, not a DLPack tensor (it has no __dlpack_device__)") from None
+        raise InvalidArgumentError(f"{what}: exporting it through DLPack failed: {e}") from None
+    if device_id and device_type in (_capi.KDLCUDA, _capi.KDLCUDAMANAGED):
+        raise UnsupportedError(f"execute: {kind} {index} is on CUDA device {device_id}; cfuser runs on device 0 only")
     ptr = _capi.capsule_pointer(capsule)
     if not ptr:
-        raise InvalidArgumentError(f"{what}: __dlpack__ did not return an unconsumed \"dltensor\" capsule")
+        raise InvalidArgumentError(f"execute: {kind} {index}: its DLPack export is not an unconsumed \"dltensor\" "
+                                   "capsule")
     return capsule, ptr, device_type
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Union
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple, Union
 
 from . import _capi, _dlpack
 from ._tensor import Scalar, Shape, Tensor
@@ -58,6 +58,7 @@ class FusionDefinition:
         self._outputs: List[Tensor] = []
         self._executors: Dict[int, int] = {}
         self._last: Optional[int] = None
+        self._ptr_arrays: Optional[Tuple[Any, Any]] = None
         self.ops = Ops(self)
         self.sched = Sched(self)
         if type(self).definition is not FusionDefinition.definition:
@@ -238,27 +239,25 @@ class FusionDefinition:
         n = len(inputs)
         if n != self._ninputs:
             raise InvalidArgumentError(f"execute: expected {self._ninputs} inputs, got {n}")
-        keep: List[object] = []
-        ptrs: List[Optional[int]] = []
+        keep: List[object] = []  # the capsules: alive until the run is over
+        in_arr, out_arr = self._arrays()
         device = _capi.KDLCPU
         for i, x in enumerate(inputs):
-            capsule, ptr, dev = _dlpack.export(x, f"execute: input {i}")
+            capsule, in_arr[i], dev = _dlpack.export(x, "input", i)
             device = dev if i == 0 else device
             keep.append(capsule)
-            ptrs.append(ptr)
         e = self._executor(device)
         fw = _dlpack.framework_of(inputs[0]) if n else _dlpack.GENERIC
+        if fw.before_run is not None:
+            fw.before_run(inputs[0])
         results: List[Any] = [self._allocate(fw, t, inputs) for t in self._outputs]
-        outs: List[Optional[int]] = []
         for i, r in enumerate(results):
             if r is None:
-                outs.append(None)
+                out_arr[i] = None
             else:
-                capsule, ptr, _ = _dlpack.export(r, f"execute: output {i}")
+                capsule, out_arr[i], _ = _dlpack.export(r, "output", i)
                 keep.append(capsule)
-                outs.append(ptr)
-        out_arr = _dlpack.pointer_array(outs)
-        status = _capi.lib.cf_executor_run(e, n, _dlpack.pointer_array(ptrs), len(outs), out_arr)
+        status = _capi.lib.cf_executor_run(e, n, in_arr, len(results), out_arr)
         self._last = e
         if status:
             msg = _capi.lib.cf_executor_error(e).decode()
@@ -267,6 +266,13 @@ class FusionDefinition:
             if r is None:  # cfuser allocated it: the library adopts it
                 results[i] = fw.adopt(_dlpack.DLPackTensor(out_arr[i]))
         return results
+
+    def _arrays(self) -> Tuple[Any, Any]:
+        """The C pointer arrays of execute, made once (a FusionDefinition is one thread's)."""
+        if self._ptr_arrays is None:
+            self._ptr_arrays = (_dlpack.pointer_array([None] * self._ninputs),
+                                _dlpack.pointer_array([None] * len(self._outputs)))
+        return self._ptr_arrays
 
     @staticmethod
     def _allocate(fw: _dlpack.Framework, t: Tensor, inputs: Sequence[Any]) -> Any:
