@@ -110,7 +110,11 @@ BACKEND_AUTO, BACKEND_CUDA, BACKEND_HOST = 0, 1, 2
 _P = c_void_p  # every handle: cf_fusion*, cf_tv*, cf_id*, cf_executor*, FILE*, DLTensor*
 
 
+BOUND = set()  # the C functions declared here (tests/test_api_coverage.py reads it)
+
+
 def _proto(name: str, restype, *argtypes) -> None:
+    BOUND.add(name)
     fn = getattr(lib, name)
     fn.restype = restype
     fn.argtypes = list(argtypes)

@@ -219,3 +219,16 @@ def test_missing_library_is_an_import_error():
     assert ("cfuser.LibraryNotFoundError" in r.stderr or "LibraryNotFoundError" in r.stderr)
     assert ("cfuser: libcfuser.so not found; tried /nonexistent/libcfuser.so. Build it (./cfuser build) or set "
             "CFUSER_LIBRARY to its path.") in r.stderr
+
+
+def test_library_rule_order(monkeypatch):
+    monkeypatch.delenv("CFUSER_LIBRARY", raising=False)
+    monkeypatch.setenv("CFUSER_BUILD_DIR", "/opt/cfuser-build")
+    tried = _capi.library_candidates()
+    pkg = os.path.dirname(os.path.abspath(cfuser.__file__))
+    assert tried[0] == os.path.join(pkg, "libcfuser.so")  # next to the package
+    assert tried[1] == "/opt/cfuser-build/libcfuser.so"  # $CFUSER_BUILD_DIR
+    assert os.path.normpath(tried[2]) == os.path.normpath(os.path.join(pkg, os.pardir, os.pardir, "build",
+                                                                       "libcfuser.so"))  # the checkout's build/
+    monkeypatch.setenv("CFUSER_LIBRARY", "/x/libcfuser.so")
+    assert _capi.library_candidates() == ["/x/libcfuser.so"]  # an explicit choice only
