@@ -108,8 +108,7 @@ class ArrayLib:
     def xp(self) -> Any:
         """relu and gelu (erf form, as cfuser's) in this library."""
         if self.name == "torch":
-            nn = self.torch.nn.functional
-            return argparse.Namespace(relu=self.torch.relu, gelu=nn.gelu)
+            return self.torch.nn.functional  # a module: what torch.compile traces best
         import math
 
         np = self.np

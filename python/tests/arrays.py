@@ -66,6 +66,7 @@ def _jax() -> ArrayLib:
         pytest.skip("jax is not installed")
     import jax
 
+    jax.config.update("jax_enable_x64", True)  # else JAX turns float64 outputs into float32
     return ArrayLib("jax", jnp, lambda a: jax.device_put(a, jax.devices("cpu")[0]), np.asarray, jax.scipy.special.erf)
 
 
