@@ -135,8 +135,16 @@ class FusionDefinition:
         sizes only)."""
         self._check_open("define_tensor")
         dt = as_dtype(dtype)
+        if isinstance(shape, int) and shape < 0:
+            raise InvalidArgumentError(f"define_tensor: rank {shape} is negative")
         sizes = [-1] * shape if isinstance(shape, int) else [int(s) for s in shape]
+        for d, size in enumerate(sizes):
+            if size < -1:
+                raise InvalidArgumentError(f"define_tensor: size {size} in dimension {d} is neither -1 (symbolic) "
+                                           "nor a size")
         flags = [contiguity] * len(sizes) if contiguity is None or isinstance(contiguity, bool) else list(contiguity)
+        if len(flags) != len(sizes):
+            raise InvalidArgumentError(f"define_tensor: {len(flags)} contiguity flags for {len(sizes)} dimensions")
         strided = any(c is False for c in flags)
         lib, idx = _capi.lib, self._ninputs
         if all(s == -1 for s in sizes):

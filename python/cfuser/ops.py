@@ -189,9 +189,9 @@ class Ops:
         fd = self._fd
         fd._check_open("permute")
         h = fd._tv(t, "permute")
-        perm = [int(d) for d in dims]
+        perm = _axes(dims, t.ndim, "permute", t)
         arr = (ctypes.c_int * max(len(perm), 1))(*perm)
-        ok = sorted(d % t.ndim for d in perm if -t.ndim <= d < t.ndim) == list(range(t.ndim))
+        ok = sorted(perm) == list(range(t.ndim))  # else the C op reports it
         shape = tuple(t.shape[d] for d in perm) if ok else t.shape
         return self._make("permute", _capi.lib.cf_permute(fd._f, h, len(perm), arr), shape)
 
@@ -200,9 +200,9 @@ class Ops:
         fd = self._fd
         fd._check_open("transpose")
         h = fd._tv(t, "transpose")
+        dim0, dim1 = _axes([dim0, dim1], t.ndim, "transpose", t)
         shape = list(t.shape)
-        if -t.ndim <= dim0 < t.ndim and -t.ndim <= dim1 < t.ndim:
-            shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
+        shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
         return self._make("transpose", _capi.lib.cf_transpose(fd._f, h, dim0, dim1), tuple(shape))
 
 

@@ -36,13 +36,22 @@ class Sched:
         return self._fd._tv(t, what)
 
     def _call(self, what: str, fn_name: str, *args: object) -> None:
-        self._fd._check(getattr(_capi.lib, fn_name)(self._fd._f, *args))
+        for a in args:  # ctypes wraps ints silently: an axis of 2**32 would be axis 0
+            if isinstance(a, int) and not isinstance(a, bool) and not -2**31 <= a < 2**31:
+                raise InvalidArgumentError(f"{what}: {a} is out of range for a C int")
+        try:
+            status = getattr(_capi.lib, fn_name)(self._fd._f, *args)
+        except ctypes.ArgumentError as e:  # e.g. a float axis, a factor past int64
+            raise InvalidArgumentError(f"{what}: {e}") from None
+        self._fd._check(status)
 
     def split(self, t: Tensor, axis: int, factor: int, inner_split: bool = True) -> None:
         """axis{N} -> outer, inner: inner has `factor` iterations (or outer does, with
         inner_split=False)."""
         h = self._tv(t, "split")
-        self._call("split", "cf_split" if inner_split else "cf_split_outer", h, axis, factor)
+        if not isinstance(factor, int) or not -2**63 <= factor < 2**63:
+            raise InvalidArgumentError(f"split: factor {factor!r} is not a 64-bit integer")
+        self._call("split", "cf_split" if inner_split else "cf_split_outer", h, axis, ctypes.c_int64(factor))
 
     def merge(self, t: Tensor, axis: int) -> None:
         """Axes axis and axis + 1 become one."""

@@ -165,6 +165,18 @@ def test_schedule_errors():
            fd.execute, [ones((4, 8))])
 
 
+def test_schedule_arguments_out_of_c_range():
+    with FusionDefinition() as fd:
+        b = fd.ops.exp(fd.define_tensor([8]))
+        fd.add_output(b)
+    raises(cfuser.InvalidArgumentError, "split: factor 1180591620717411303424 is not a 64-bit integer",
+           fd.sched.split, b, 0, 2**70)
+    raises(cfuser.InvalidArgumentError, "merge: 4294967296 is out of range for a C int", fd.sched.merge, b, 2**32)
+    raises(cfuser.InvalidArgumentError, "split: argument 3: TypeError: wrong type", fd.sched.split, b, 0.5, 2)
+    fd.sched.split(b, 0, 4)  # nothing reached the C library: the definition is fine
+    assert b.naxes == 2
+
+
 def test_schedule_after_execute_is_refused():
     with FusionDefinition() as fd:
         a = fd.define_tensor([8])
@@ -196,6 +208,11 @@ def test_definition_errors():
                fd.define_tensor, 1, None, "complex64")
         raises(cfuser.UnsupportedError, "define_scalar: scalar inputs (a value given at execute) are not in the C "
                "API yet; give a constant value", fd.define_scalar)
+        raises(cfuser.InvalidArgumentError, "define_tensor: rank -1 is negative", fd.define_tensor, -1)
+        raises(cfuser.InvalidArgumentError, "define_tensor: size -2 in dimension 1 is neither -1 (symbolic) nor a size",
+               fd.define_tensor, [3, -2])
+        raises(cfuser.InvalidArgumentError, "define_tensor: 1 contiguity flags for 2 dimensions",
+               fd.define_tensor, 2, [True])
         a = fd.define_tensor(1)
         raises(cfuser.UnsupportedError, "div: dividing T0 by the scalar 3.0 is not in the C API (it has add_scalar "
                "and mul_scalar only); divide by a power of two or by a tensor", fd.ops.div, a, 3)
@@ -203,6 +220,10 @@ def test_definition_errors():
                fd.ops.add, 1, 2)
         raises(cfuser.InvalidArgumentError, "sum: dimension 1 out of range for T0 of 1 dimensions",
                fd.ops.sum, a, 1)
+        raises(cfuser.InvalidArgumentError, "transpose: dimension 4294967296 out of range for T0 of 1 dimensions",
+               fd.ops.transpose, a, 0, 2**32)
+        raises(cfuser.InvalidArgumentError, "permute: dimension 1.5 out of range for T0 of 1 dimensions",
+               fd.ops.permute, a, [1.5])
         raises(cfuser.InvalidArgumentError, "add: rank mismatch: T0_g_float[iS0{i0}] has 1 axes but "
                "T1_g_float[iS1{i1}, iS2{i2}] has 2; insert broadcast axes with cf_broadcast",
                fd.ops.add, a, fd.define_tensor(2))
