@@ -87,8 +87,10 @@ class ArrayLib:
     def __init__(self, name: str) -> None:
         self.name = name
         if name == "torch":
-            import torch
-
+            try:
+                import torch
+            except ImportError as e:
+                raise SystemExit(f"bench: torch is not installed ({e}); use --library numpy for the host backend")
             if not torch.cuda.is_available():
                 raise SystemExit("bench: torch sees no CUDA device (use --library numpy for the host backend)")
             self.torch = torch
@@ -271,7 +273,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
     args = p.parse_args(argv)
     lib = ArrayLib(args.library)
-    print(f"cfuser {cfuser.__version__} ({cfuser.library_path}); arrays: {args.library}", flush=True)
+    device = lib.torch.cuda.get_device_name() if args.library == "torch" else "host backend"
+    print(f"cfuser {cfuser.__version__} ({cfuser.library_path}); arrays: {args.library} on {device}", flush=True)
     failures = 0
     for name in args.fusions.split(","):
         failures += run_fusion(FUSIONS[name], lib, args.sizes, args.iters, not args.no_compile)
