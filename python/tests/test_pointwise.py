@@ -174,3 +174,18 @@ def test_cached_execute_reuses_the_kernel(rng):
     hits = cfuser.fusion_definition._capi.lib.cf_kernel_cache_hits(cfuser.fusion_definition._kernel_cache())
     fd2.execute([x])  # the same fusion in another definition: a cache hit
     assert cfuser.fusion_definition._capi.lib.cf_kernel_cache_hits(cfuser.fusion_definition._kernel_cache()) == hits + 1
+
+
+def test_wrong_dtype_and_shape_on_every_library(lib):
+    with FusionDefinition() as fd:
+        a, b = fd.define_tensor([3, 4]), fd.define_tensor([3, 4])
+        fd.add_output(a * b)
+    x = lib.asarray(np.ones((3, 4), dtype=np.float32))
+    with pytest.raises(cfuser.InvalidArgumentError) as info:
+        fd.execute([x, lib.asarray(np.ones((3, 4), dtype=np.float64))])
+    assert str(info.value) == "run: input 1 (T1) has dtype double, expected float"
+    with pytest.raises(cfuser.InvalidArgumentError) as info:
+        fd.execute([x, lib.asarray(np.ones((3, 5), dtype=np.float32))])
+    assert str(info.value) == "run: input 1 (T1) has size 5 in dimension 1, expected 4"
+    out, = fd.execute([x, x])  # and the definition still runs
+    close(lib, out, x * x)
