@@ -35,7 +35,7 @@ def _build_dirs() -> List[str]:
         dirs.append(os.environ["CFUSER_BUILD_DIR"])
     dirs.append(os.path.join(_HERE, os.pardir, os.pardir, "build"))
     try:
-        from . import _install_info  # written by setup.py at install time
+        from . import _install_info  # type: ignore[attr-defined]  # written by setup.py
 
         dirs.append(_install_info.BUILD_DIR)
     except ImportError:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import ctypes
 import math
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Union, cast
 
 from . import _capi
-from ._tensor import Scalar, Shape, Tensor, broadcast_shapes
+from ._tensor import Extent, Scalar, Shape, Tensor, broadcast_shapes
 from .types import DataType, InvalidArgumentError, UnsupportedError, as_dtype
 
 if TYPE_CHECKING:
@@ -83,8 +83,9 @@ class Ops:
     def _binary(self, what: str, a: Operand, b: Operand) -> Tensor:
         fd = self._fd
         fd._check_open(what)
-        ta, tb = fd._tv(a, what), fd._tv(b, what)
-        return self._make(what, getattr(_capi.lib, "cf_" + what)(fd._f, ta, tb), broadcast_shapes((a.shape, b.shape)))
+        ta, tb = fd._tv(a, what), fd._tv(b, what)  # both Tensors of fd from here on
+        shape = broadcast_shapes((cast(Tensor, a).shape, cast(Tensor, b).shape))
+        return self._make(what, getattr(_capi.lib, "cf_" + what)(fd._f, ta, tb), shape)
 
     def _with_scalar(self, what: str, a: Operand, b: Operand) -> Optional[Tensor]:
         """add/sub/mul/div where one side is a number; None when both are tensors."""
@@ -95,8 +96,9 @@ class Ops:
         fd._check_open(what)
         if va is not None and vb is not None:
             raise InvalidArgumentError(f"{what}: both operands are scalars; at least one must be a Tensor")
-        t, v, left = (b, va, True) if va is not None else (a, vb, False)
-        h = fd._tv(t, what)
+        operand, v, left = (b, va, True) if va is not None else (a, vb, False)
+        h = fd._tv(operand, what)
+        t = cast(Tensor, operand)
         lib, f = _capi.lib, fd._f
         assert v is not None
         if what == "add":
@@ -152,8 +154,8 @@ class Ops:
         h = fd._tv(t, "broadcast")
         flags = [bool(x) for x in is_broadcast_dim]
         arr = (ctypes.c_bool * max(len(flags), 1))(*flags)
-        it = iter(t.shape)
-        shape = tuple(1 if b else next(it, 1) for b in flags)
+        kept: List[Extent] = list(t.shape)
+        shape: Shape = tuple(1 if b or not kept else kept.pop(0) for b in flags)
         return self._make("broadcast", _capi.lib.cf_broadcast(fd._f, h, len(flags), arr), shape)
 
     def broadcast_in_dim(self, t: Tensor, output_rank: int, broadcast_dims: Sequence[int]) -> Tensor:
