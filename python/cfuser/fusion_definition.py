@@ -42,6 +42,16 @@ def _kernel_cache() -> int:
     return _cache
 
 
+def _is_contiguous(array: Any) -> bool:
+    """Row-major contiguity, as NumPy, PyTorch, CuPy and JAX say it."""
+    if hasattr(array, "is_contiguous"):
+        return bool(array.is_contiguous())
+    flags = getattr(array, "flags", None)
+    if flags is not None and hasattr(flags, "c_contiguous"):
+        return bool(flags.c_contiguous)
+    return True  # JAX arrays and others without strides are dense
+
+
 class FusionDefinition:
     """A fusion: define it in a with block (or override definition()), then execute it."""
 
@@ -162,6 +172,21 @@ class FusionDefinition:
         self._check(lib.cf_fusion_add_input(self._f, h))
         self._ninputs += 1
         return t
+
+    def define_tensor_like(self, array: Any, static_sizes: bool = False) -> Tensor:
+        """A fusion input matching an array's dtype and rank (nvFuser's from_pytorch):
+        symbolic sizes, or its own with static_sizes; strided unless it is contiguous."""
+        try:
+            shape = tuple(int(s) for s in array.shape)
+            dtype = as_dtype(str(array.dtype))
+        except AttributeError:
+            raise InvalidArgumentError(f"define_tensor_like: a {type(array).__name__} has no shape and dtype") from None
+        contiguous = _is_contiguous(array)
+        if static_sizes and not contiguous:
+            raise UnsupportedError("define_tensor_like: static sizes need a contiguous array")
+        return self.define_tensor(list(shape) if static_sizes else len(shape), contiguous, dtype)
+
+    from_pytorch = define_tensor_like
 
     def define_scalar(self, value: Union[int, float, bool, None] = None,
                       dtype: Optional[Union[DataType, str]] = None) -> Scalar:

@@ -189,3 +189,27 @@ def test_wrong_dtype_and_shape_on_every_library(lib):
     assert str(info.value) == "run: input 1 (T1) has size 5 in dimension 1, expected 4"
     out, = fd.execute([x, x])  # and the definition still runs
     close(lib, out, x * x)
+
+
+def test_define_tensor_like(lib, rng):
+    x = lib.asarray(rng.standard_normal((4, 6), dtype=np.float32))
+    with FusionDefinition() as fd:
+        a = fd.from_pytorch(x)  # nvFuser's name; define_tensor_like is the same
+        fd.add_output(a * 2)
+    with FusionDefinition() as fd_static:
+        b = fd_static.define_tensor_like(x, static_sizes=True)
+        fd_static.add_output(b + b)
+    assert (a.dtype, a.shape, b.shape) == (DataType.Float, ((0, 0), (0, 1)), (4, 6))
+    close(lib, fd.execute([x])[0], x * 2)
+    close(lib, fd_static.execute([x])[0], x + x)
+
+
+def test_define_tensor_like_a_strided_array(rng):
+    x = rng.standard_normal((4, 6), dtype=np.float32)[:, ::2]
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.neg(fd.define_tensor_like(x)))
+        with pytest.raises(cfuser.UnsupportedError) as info:
+            fd.define_tensor_like(x, static_sizes=True)
+        assert str(info.value) == "define_tensor_like: static sizes need a contiguous array"
+    out, = fd.execute([x])
+    np.testing.assert_array_equal(out, -x)
