@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import sys
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from . import _capi
@@ -53,7 +54,8 @@ class DLPackTensor:
 
 
 def _module(name: str) -> Any:
-    return importlib.import_module(name)
+    """An imported module (from sys.modules: this is on execute's path)."""
+    return sys.modules.get(name) or importlib.import_module(name)
 
 
 def _numpy_empty(shape: Tuple[int, ...], dtype: DataType, like: Any) -> Any:
