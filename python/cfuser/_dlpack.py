@@ -101,11 +101,13 @@ def _generic_export(obj: Any) -> Tuple[object, int, int]:
 def _torch_export(x: Any) -> Tuple[object, int, int]:
     """torch's own C exporter (no Python-level stream handling: execute orders streams once
     per call in _torch_before_run)."""
-    torch = _module("torch")
+    to_dlpack = getattr(_module("torch.utils.dlpack"), "to_dlpack", None)
+    if to_dlpack is None:  # a torch without it: the protocol
+        return _generic_export(x)
     if x.is_cuda:
-        return torch.utils.dlpack.to_dlpack(x), _capi.KDLCUDA, x.get_device()
+        return to_dlpack(x), _capi.KDLCUDA, x.get_device()
     if x.device.type == "cpu":
-        return torch.utils.dlpack.to_dlpack(x), _capi.KDLCPU, 0
+        return to_dlpack(x), _capi.KDLCPU, 0
     return _generic_export(x)
 
 

@@ -281,8 +281,12 @@ class FusionDefinition:
             keep.append(capsule)
         e = self._executor(device)
         fw = _dlpack.framework_of(inputs[0]) if n else _dlpack.GENERIC
-        if fw.before_run is not None:
-            fw.before_run(inputs[0])
+        ordered = set()
+        for x in inputs:  # stream ordering, once per library (torch's is done here)
+            xfw = _dlpack.framework_of(x)
+            if xfw.before_run is not None and xfw.name not in ordered:
+                ordered.add(xfw.name)
+                xfw.before_run(x)
         results: List[Any] = [self._allocate(fw, t, inputs) for t in self._outputs]
         for i, r in enumerate(results):
             if r is None:
