@@ -55,3 +55,9 @@ if(Python3_FOUND)
     set_tests_properties(tutorial_${name}_markdown_fresh PROPERTIES LABELS "unit")
   endforeach()
 endif()
+
+# The Python frontend's tests (python/tests, pytest) on the built shared library; skipped
+# (77) with the reason when no Python with pytest and numpy is found. Not labelled `unit`:
+# the sanitized build's library cannot be loaded into an uninstrumented interpreter.
+add_test(NAME python_tests COMMAND ${PROJECT_SOURCE_DIR}/python/tests/run_tests.sh $<TARGET_FILE:cfuser>)
+set_tests_properties(python_tests PROPERTIES LABELS "python" SKIP_RETURN_CODE 77)

@@ -73,6 +73,26 @@ Test(kernel_cache, a_cached_kernel_runs_after_its_fusion_is_gone) {
   cf_kernel_cache_destroy(cache);
 }
 
+/* Messages name the kernel's tensors after their fusion is gone (the names are the kernel's
+ * own copies, not pointers into the fusion), and after a cache hit from a destroyed one. */
+Test(kernel_cache, errors_name_tensors_after_the_fusion_is_gone) {
+  cf_kernel_cache *cache = cf_kernel_cache_create();
+  cf_fusion *f1 = build(16);
+  compile_with(cache, f1, CF_BACKEND_HOST, NULL);
+  cf_fusion_destroy(f1);
+  cf_fusion *f2 = build(16);
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST, .cache = cache});
+  cr_assert_eq(cf_executor_compile(e, f2), CF_OK, "%s", cf_executor_error(e));
+  cf_fusion_destroy(f2);
+  DLManagedTensor *in = cf_tensor_host(CF_DOUBLE, 1, (int64_t[]){64}), *out = NULL;
+  const DLTensor *ins[1] = {&in->dl_tensor};
+  cr_expect_eq(cf_executor_run(e, 1, ins, 1, &out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_executor_error(e), "run: input 0 (T0) has dtype double, expected float");
+  cf_tensor_free(in);
+  cf_executor_destroy(e);
+  cf_kernel_cache_destroy(cache);
+}
+
 static void count(const cf_kernel_info *k, void *user) {
   (void)k;
   ++*(int *)user;

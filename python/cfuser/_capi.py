@@ -1,0 +1,264 @@
+"""Every C call of the binding: finding libcfuser.so, the ctypes prototypes of the public C
+API (include/cfuser/*.h), and the few CPython calls the DLPack capsules need.
+
+No other module of the package touches ctypes function objects, so a change of the C API
+(a define-and-run call, streams) is a change here only.
+
+The library is found by this rule, first match wins:
+
+1. ``CFUSER_LIBRARY``: the path of the library file itself;
+2. ``libcfuser.so`` next to this package (a packager's copy);
+3. the build directory: ``$CFUSER_BUILD_DIR``, else ``build/`` of the checkout this
+   package lives in (``python/cfuser/../../build``), else the one recorded when the package
+   was installed with pip from a checkout (``_install_info.BUILD_DIR``);
+4. the system's loader (``libcfuser.so.0`` installed by ``cmake --install``).
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from ctypes import POINTER, c_bool, c_char_p, c_double, c_int, c_int8, c_int64, c_size_t, c_void_p
+from typing import List, Optional, Tuple
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_LIB_NAME = "libcfuser.so"
+
+
+class LibraryNotFoundError(ImportError):
+    """libcfuser.so was not found by the documented rule; the message lists every place tried."""
+
+
+def _build_dirs() -> List[str]:
+    dirs = []
+    if os.environ.get("CFUSER_BUILD_DIR"):
+        dirs.append(os.environ["CFUSER_BUILD_DIR"])
+    dirs.append(os.path.join(_HERE, os.pardir, os.pardir, "build"))
+    try:
+        from . import _install_info  # type: ignore[attr-defined]  # written by setup.py
+
+        dirs.append(_install_info.BUILD_DIR)
+    except ImportError:
+        pass
+    return dirs
+
+
+def library_candidates() -> List[str]:
+    """The paths tried, in order (the system loader's own search comes last)."""
+    env = os.environ.get("CFUSER_LIBRARY")
+    if env:
+        return [env]  # an explicit choice is never second-guessed
+    return [os.path.join(_HERE, _LIB_NAME)] + [os.path.join(d, _LIB_NAME) for d in _build_dirs()]
+
+
+def _load() -> Tuple[ctypes.CDLL, str]:
+    tried = []
+    for path in library_candidates():
+        path = os.path.normpath(path)
+        if os.path.isfile(path):
+            return ctypes.CDLL(path), path
+        tried.append(path)
+    if not os.environ.get("CFUSER_LIBRARY"):
+        system = ctypes.util.find_library("cfuser")
+        if system:
+            return ctypes.CDLL(system), system
+        tried.append("the system loader (libcfuser.so.0)")
+    raise LibraryNotFoundError(
+        "cfuser: libcfuser.so not found; tried " + ", ".join(tried) +
+        ". Build it (./cfuser build) or set CFUSER_LIBRARY to its path.")
+
+
+lib, library_path = _load()
+
+# ---- DLPack ------------------------------------------------------------------------------
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", POINTER(c_int64)), ("strides", POINTER(c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", c_void_p), ("deleter", c_void_p)]
+
+
+KDLCPU, KDLCUDA, KDLCUDAHOST, KDLCUDAMANAGED = 1, 2, 3, 13
+
+
+class LaunchParams(ctypes.Structure):
+    _fields_ = [("grid", c_int64 * 3), ("block", c_int64 * 3), ("smem", c_int64)]
+
+
+class ExecutorOptions(ctypes.Structure):
+    _fields_ = [("backend", c_int), ("arch", c_char_p), ("skip_tmem_validation", c_bool),
+                ("cache", c_void_p)]
+
+
+BACKEND_AUTO, BACKEND_CUDA, BACKEND_HOST = 0, 1, 2
+
+# ---- prototypes ----------------------------------------------------------------------------
+
+_P = c_void_p  # every handle: cf_fusion*, cf_tv*, cf_id*, cf_executor*, FILE*, DLTensor*
+
+
+BOUND = set()  # the C functions declared here (tests/test_api_coverage.py reads it)
+
+
+def _proto(name: str, restype, *argtypes) -> None:
+    BOUND.add(name)
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+
+
+UNARY_OPS = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "relu", "sigmoid", "tanh",
+             "gelu", "sin", "cos")
+BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow", "eq", "ne", "lt", "le", "gt", "ge")
+
+for _name in ("cf_status_name", "cf_dtype_name", "cf_parallel_type_name", "cf_memory_type_name"):
+    _proto(_name, c_char_p, c_int)
+_proto("cf_dtype_size", c_size_t, c_int)
+_proto("cf_fusion_create", _P)
+_proto("cf_fusion_destroy", None, _P)
+_proto("cf_fusion_status", c_int, _P)
+_proto("cf_fusion_error", c_char_p, _P)
+for _name in ("cf_fusion_add_input", "cf_fusion_add_output"):
+    _proto(_name, c_int, _P, _P)
+_proto("cf_fusion_num_outputs", c_int, _P)
+_proto("cf_tensor_concrete", _P, _P, c_int, c_int, POINTER(c_int64))
+_proto("cf_tensor_symbolic", _P, _P, c_int, c_int)
+_proto("cf_tensor_strided", _P, _P, c_int, c_int)
+for _name in ("set",) + UNARY_OPS:
+    _proto("cf_" + _name, _P, _P, _P)
+for _name in BINARY_OPS:
+    _proto("cf_" + _name, _P, _P, _P, _P)
+_proto("cf_add_scalar", _P, _P, _P, c_double)
+_proto("cf_mul_scalar", _P, _P, _P, c_double)
+_proto("cf_where", _P, _P, _P, _P, _P)
+_proto("cf_cast", _P, _P, _P, c_int)
+_proto("cf_broadcast", _P, _P, _P, c_int, POINTER(c_bool))
+for _name in ("cf_sum", "cf_max_reduce", "cf_min_reduce"):
+    _proto(_name, _P, _P, _P, c_int, POINTER(c_int))
+_proto("cf_transpose", _P, _P, _P, c_int, c_int)
+_proto("cf_permute", _P, _P, _P, c_int, POINTER(c_int))
+_proto("cf_tv_name", c_char_p, _P)
+for _name in ("cf_tv_dtype", "cf_tv_logical_rank", "cf_tv_naxes", "cf_tv_memory_type",
+              "cf_tv_compute_at_pos"):
+    _proto(_name, c_int, _P)
+_proto("cf_tv_axis", _P, _P, c_int)
+_proto("cf_id_extent", c_int64, _P)
+_proto("cf_id_parallel_type", c_int, _P)
+_proto("cf_id_iter_type", c_int, _P)
+for _name in ("cf_fusion_print_math", "cf_fusion_print_transforms", "cf_fusion_print_kernel"):
+    _proto(_name, c_int, _P, _P)
+_proto("cf_tv_print", c_int, _P, _P, _P)
+# schedule.h
+_proto("cf_split", c_int, _P, _P, c_int, c_int64)
+_proto("cf_split_outer", c_int, _P, _P, c_int, c_int64)
+_proto("cf_merge", c_int, _P, _P, c_int)
+_proto("cf_reorder", c_int, _P, _P, c_int, POINTER(c_int))
+_proto("cf_reorder_all", c_int, _P, _P, c_int, POINTER(c_int))
+_proto("cf_swizzle_xor", c_int, _P, _P, c_int, c_int)
+_proto("cf_parallelize", c_int, _P, _P, c_int, c_int)
+_proto("cf_set_memory_type", c_int, _P, _P, c_int)
+_proto("cf_set_allocation_domain", c_int, _P, _P, c_int, POINTER(c_void_p), POINTER(c_int8))
+_proto("cf_set_allocation_to_loop", c_int, _P, _P, c_bool)
+_proto("cf_set_tmem_dim_sep_pos", c_int, _P, _P, c_int)
+_proto("cf_fusion_group_tmem", c_int, _P, c_int, POINTER(c_void_p))
+_proto("cf_cache_after", _P, _P, _P)
+_proto("cf_cache_before", _P, _P, _P)
+_proto("cf_schedule_pointwise", c_int, _P)
+_proto("cf_inline_at", c_int, _P, _P, c_int)
+_proto("cf_inline_at_best_effort", c_int, _P, _P, c_int)
+_proto("cf_inline_most", c_int, _P)
+_proto("cf_inline_all_at", c_int, _P, _P, c_int)
+_proto("cf_compute_at", c_int, _P, _P, _P, c_int)
+_proto("cf_propagate_transforms", c_int, _P, _P)
+_proto("cf_propagate_transforms_checked", c_int, _P, _P)
+_proto("cf_parallelize_all_like", c_int, _P, _P, c_int, POINTER(c_int))
+_proto("cf_fusion_clear_error", None, _P)
+# tensor.h and executor.h
+_proto("cf_tensor_free", None, _P)
+_proto("cf_tensor_host", _P, c_int, c_int, POINTER(c_int64))
+_proto("cf_executor_create", _P, POINTER(ExecutorOptions))
+_proto("cf_executor_destroy", None, _P)
+_proto("cf_executor_error", c_char_p, _P)
+_proto("cf_executor_compile", c_int, _P, _P)
+_proto("cf_executor_run", c_int, _P, c_int, POINTER(c_void_p), c_int, POINTER(c_void_p))
+_proto("cf_executor_last_launch_params", LaunchParams, _P)
+_proto("cf_executor_source", c_char_p, _P)
+_proto("cf_executor_backend", c_int, _P)
+_proto("cf_kernel_cache_create", _P)
+_proto("cf_kernel_cache_hits", c_int64, _P)
+_proto("cf_kernel_cache_misses", c_int64, _P)
+_proto("cf_cuda_available", c_bool, POINTER(c_char_p))
+
+# ---- printing through a FILE* ---------------------------------------------------------------
+
+_libc = ctypes.CDLL(None)
+_libc.open_memstream.restype = c_void_p
+_libc.open_memstream.argtypes = [POINTER(c_void_p), POINTER(c_size_t)]
+_libc.fclose.argtypes = [c_void_p]
+_libc.free.argtypes = [c_void_p]
+
+
+def print_to_string(fn, *args) -> Tuple[int, str]:
+    """Calls fn(*args, FILE*) on an in-memory stream; returns (status, what it printed)."""
+    buf, size = c_void_p(), c_size_t()
+    stream = _libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
+    if not stream:
+        raise MemoryError("cfuser: open_memstream failed")
+    status = fn(*(args + (stream,)))
+    _libc.fclose(stream)
+    text = ctypes.string_at(buf, size.value).decode("utf-8", "replace") if buf else ""
+    _libc.free(buf)
+    return status, text
+
+
+# ---- DLPack capsules (CPython's API) -----------------------------------------------------------
+
+_capsule_get = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object, c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_DESTRUCTOR = ctypes.CFUNCTYPE(None, c_void_p)
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, c_void_p, c_char_p, _DESTRUCTOR)(
+    ("PyCapsule_New", ctypes.pythonapi))
+_capsule_is_valid_raw = ctypes.PYFUNCTYPE(c_int, c_void_p, c_char_p)(("PyCapsule_IsValid", ctypes.pythonapi))
+_capsule_get_raw = ctypes.PYFUNCTYPE(c_void_p, c_void_p, c_char_p)(("PyCapsule_GetPointer", ctypes.pythonapi))
+# The capsule keeps the name's char*: it must live as long as the process.
+_DLTENSOR_NAME = ctypes.create_string_buffer(b"dltensor")
+
+
+def capsule_pointer(capsule: object) -> Optional[int]:
+    """The DLManagedTensor* of an unconsumed "dltensor" capsule, or None."""
+    try:
+        return _capsule_get(capsule, b"dltensor")  # one call: this is on execute's path
+    except ValueError:  # not a capsule, or one of another name (consumed)
+        return None
+
+
+@_DESTRUCTOR
+def _free_unconsumed(capsule: int) -> None:
+    # A consumer renames the capsule "used_dltensor" and owns the tensor; otherwise it is ours.
+    if _capsule_is_valid_raw(capsule, b"dltensor"):
+        lib.cf_tensor_free(_capsule_get_raw(capsule, b"dltensor"))
+
+
+def new_capsule(managed: int) -> object:
+    """A "dltensor" capsule owning the DLManagedTensor at address managed."""
+    return _capsule_new(managed, ctypes.cast(_DLTENSOR_NAME, c_char_p), _free_unconsumed)
+
+
+def cuda_available() -> Tuple[bool, str]:
+    """(True, "") when cfuser finds a CUDA driver and device, else (False, why not)."""
+    reason = c_char_p()
+    ok = lib.cf_cuda_available(ctypes.byref(reason))
+    return bool(ok), (reason.value or b"").decode()

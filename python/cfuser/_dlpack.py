@@ -1,0 +1,197 @@
+"""DLPack both ways, without copies: arrays of NumPy, PyTorch, CuPy and JAX (or anything with
+__dlpack__ and __dlpack_device__) in, and outputs of the same library out.
+
+Inputs: the array's own DLPack capsule is kept alive for the call and its
+DLManagedTensor* handed to cf_executor_run (a DLManagedTensor starts with its DLTensor).
+cfuser launches on the legacy default stream and synchronizes after the kernel: CUDA
+arrays of the protocol are asked for stream 1 (that stream), so the producer orders its
+pending work before the kernel; PyTorch tensors go through torch's C exporter (the
+protocol's Python-level stream handling costs microseconds per tensor) and the stream
+ordering is done once per execute (_torch_before_run). cfuser runs on CUDA device 0.
+
+Outputs: where the library can allocate (numpy.empty, torch.empty, cupy.empty), the output
+is allocated by it, in its own (caching) allocator, and given to cfuser to fill; elsewhere
+(JAX arrays are immutable) cfuser allocates and the library adopts the memory through
+from_dlpack on a DLPackTensor.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib
+import sys
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+from . import _capi
+from .types import ARRAY_DTYPE_NAMES, DataType, InvalidArgumentError, UnsupportedError
+
+
+class DLPackTensor:
+    """A tensor cfuser allocated, to hand to any library's from_dlpack (numpy.from_dlpack,
+    torch.from_dlpack, cupy.from_dlpack, jax.dlpack.from_dlpack). It can be exported once;
+    until then it owns the memory and frees it when collected."""
+
+    def __init__(self, managed: int) -> None:
+        self._managed: Optional[int] = managed
+        m = _capi.DLManagedTensor.from_address(managed)
+        self._device = (int(m.dl_tensor.device.device_type), int(m.dl_tensor.device.device_id))
+        self.shape: Tuple[int, ...] = tuple(m.dl_tensor.shape[i] for i in range(m.dl_tensor.ndim))
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        return self._device
+
+    def __dlpack__(self, stream: Optional[int] = None, **_: Any) -> object:
+        """The capsule; cfuser's work on the tensor is complete (runs synchronize), so any
+        stream may use it at once."""
+        if self._managed is None:
+            raise InvalidArgumentError("DLPackTensor: exported already (a DLPack tensor is consumed once)")
+        managed, self._managed = self._managed, None
+        return _capi.new_capsule(managed)
+
+    def __del__(self) -> None:
+        if getattr(self, "_managed", None) is not None:
+            _capi.lib.cf_tensor_free(self._managed)
+            self._managed = None
+
+
+def _module(name: str) -> Any:
+    """An imported module (from sys.modules: this is on execute's path)."""
+    return sys.modules.get(name) or importlib.import_module(name)
+
+
+def _numpy_empty(shape: Tuple[int, ...], dtype: DataType, like: Any) -> Any:
+    if dtype == DataType.BFloat16:
+        return None  # NumPy has no bfloat16
+    return _module("numpy").empty(shape, dtype=ARRAY_DTYPE_NAMES[dtype])
+
+
+def _torch_empty(shape: Tuple[int, ...], dtype: DataType, like: Any) -> Any:
+    torch = _module("torch")
+    tdtype = getattr(torch, ARRAY_DTYPE_NAMES[dtype], None)
+    return None if tdtype is None else torch.empty(shape, dtype=tdtype, device=like.device)
+
+
+def _cupy_empty(shape: Tuple[int, ...], dtype: DataType, like: Any) -> Any:
+    cupy = _module("cupy")
+    if dtype == DataType.BFloat16:
+        return None
+    with like.device:
+        return cupy.empty(shape, dtype=ARRAY_DTYPE_NAMES[dtype])
+
+
+def _jax_adopt(t: DLPackTensor) -> Any:
+    dl = _module("jax.dlpack")
+    try:
+        return dl.from_dlpack(t)
+    except (TypeError, AttributeError):  # older JAX takes the capsule itself
+        return dl.from_dlpack(t.__dlpack__())
+
+
+def _generic_export(obj: Any) -> Tuple[object, int, int]:
+    """The DLPack protocol: (capsule, device type, device id). CUDA arrays are asked for
+    stream 1 (the legacy default stream, which cfuser's launches use)."""
+    device_type, device_id = (int(v) for v in obj.__dlpack_device__())
+    if device_type in (_capi.KDLCUDA, _capi.KDLCUDAMANAGED):
+        try:
+            return obj.__dlpack__(stream=1), device_type, device_id
+        except TypeError:
+            return obj.__dlpack__(), device_type, device_id
+    return obj.__dlpack__(), device_type, device_id
+
+
+def _torch_export(x: Any) -> Tuple[object, int, int]:
+    """torch's own C exporter (no Python-level stream handling: execute orders streams once
+    per call in _torch_before_run)."""
+    to_dlpack = getattr(_module("torch.utils.dlpack"), "to_dlpack", None)
+    if to_dlpack is None:  # a torch without it: the protocol
+        return _generic_export(x)
+    if x.is_cuda:
+        return to_dlpack(x), _capi.KDLCUDA, x.get_device()
+    if x.device.type == "cpu":
+        return to_dlpack(x), _capi.KDLCPU, 0
+    return _generic_export(x)
+
+
+def _torch_before_run(first: Any) -> None:
+    """cfuser launches on the legacy default stream and synchronizes after the kernel: make
+    that stream wait for the current one when they differ (outputs are complete on return)."""
+    if first.is_cuda:
+        torch = _module("torch")
+        current = torch.cuda.current_stream()
+        if current.cuda_stream != 0:
+            torch.cuda.default_stream().wait_stream(current)
+
+
+class Framework:
+    """How one array library exports an array, allocates an output and adopts a
+    cfuser-allocated one."""
+
+    def __init__(self, name: str, empty: Optional[Callable[..., Any]], adopt: Callable[[DLPackTensor], Any],
+                 export: Optional[Callable[[Any], Tuple[object, int, int]]] = None,
+                 before_run: Optional[Callable[[Any], None]] = None) -> None:
+        self.name, self.empty, self.adopt = name, empty, adopt
+        self.export = export or _generic_export
+        self.before_run = before_run
+
+
+FRAMEWORKS: Dict[str, Framework] = {
+    "numpy": Framework("numpy", _numpy_empty, lambda t: _module("numpy").from_dlpack(t)),
+    "torch": Framework("torch", _torch_empty, lambda t: _module("torch").from_dlpack(t), _torch_export,
+                       _torch_before_run),
+    "cupy": Framework("cupy", _cupy_empty, lambda t: _module("cupy").from_dlpack(t)),
+    "jax": Framework("jax", None, _jax_adopt),
+    "jaxlib": Framework("jax", None, _jax_adopt),
+}
+# Anything else with __dlpack__: outputs are DLPackTensors, for the caller's from_dlpack.
+GENERIC = Framework("dlpack", None, lambda t: t)
+
+
+_BY_TYPE: Dict[type, Framework] = {}  # framework_of's answers, by the array's type
+
+
+def framework_of(obj: Any) -> Framework:
+    """The array library obj belongs to (by its type's top-level module)."""
+    fw = _BY_TYPE.get(type(obj))
+    if fw is None:
+        fw = FRAMEWORKS.get(type(obj).__module__.split(".", 1)[0], GENERIC)
+        if len(_BY_TYPE) < 64:  # a bounded memo: array types are few
+            _BY_TYPE[type(obj)] = fw
+    return fw
+
+
+def export(obj: Any, kind: str, index: int) -> Tuple[object, int, int]:
+    """(keep-alive object, DLManagedTensor*, DLPack device type) of an array, without a
+    copy; errors name it as "execute: <kind> <index>"."""
+    fw = _BY_TYPE.get(type(obj)) or framework_of(obj)
+    try:
+        capsule, device_type, device_id = fw.export(obj)
+    except (AttributeError, TypeError, BufferError, RuntimeError, ValueError) as e:
+        what = f"execute: {kind} {index}"
+        if fw.name == "numpy" and getattr(obj, "dtype", None) == "bool":
+            return _numpy_bool(obj)
+        if not hasattr(obj, "__dlpack_device__"):
+            raise InvalidArgumentError(
+                f"{what} is a {type(obj).__name__}, not a DLPack tensor (it has no __dlpack_device__)") from None
+        raise InvalidArgumentError(f"{what}: exporting it through DLPack failed: {e}") from None
+    if device_id and device_type in (_capi.KDLCUDA, _capi.KDLCUDAMANAGED):
+        raise UnsupportedError(f"execute: {kind} {index} is on CUDA device {device_id}; cfuser runs on device 0 only")
+    ptr = _capi.capsule_pointer(capsule)
+    if not ptr:
+        raise InvalidArgumentError(f"execute: {kind} {index}: its DLPack export is not an unconsumed \"dltensor\" "
+                                   "capsule")
+    return capsule, ptr, device_type
+
+
+def _numpy_bool(arr: Any) -> Tuple[object, int, int]:
+    """NumPy before 1.25 exports no bool through DLPack: the same DLTensor made by hand
+    from its array interface (kept alive by the returned object)."""
+    nd = arr.ndim
+    shape = (ctypes.c_int64 * max(nd, 1))(*arr.shape)
+    strides = (ctypes.c_int64 * max(nd, 1))(*(s // arr.itemsize for s in arr.strides))
+    t = _capi.DLTensor(arr.ctypes.data, _capi.DLDevice(_capi.KDLCPU, 0), nd, _capi.DLDataType(6, 8, 1),
+                       shape, strides, 0)
+    return (t, shape, strides, arr), ctypes.addressof(t), _capi.KDLCPU
+
+
+def pointer_array(ptrs: Sequence[Optional[int]]) -> "ctypes.Array[ctypes.c_void_p]":
+    """A C array of pointers (None is NULL)."""
+    return (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)

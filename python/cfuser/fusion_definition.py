@@ -1,0 +1,366 @@
+"""FusionDefinition: a fusion defined in Python, as in nvFuser's python frontend, compiled
+on its first execute and run on DLPack arrays (NumPy, PyTorch, CuPy, JAX) without copies.
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.relu(a * b + a))
+    out, = fd.execute([x, y])
+
+Life cycle: ops are made inside the with block (or in an overridden definition()); the
+schedule may be set by fd.sched between the end of the block and the first execute (or in
+an overridden schedule()); the first execute on a backend freezes the schedule and
+compiles, later ones reuse the compiled kernel. The backend follows the inputs' device
+(host memory: the host backend; CUDA memory: the CUDA backend) unless one is named.
+Compiled kernels are shared between definitions with the same fusion through one
+process-wide kernel cache. A FusionDefinition is not thread-safe; use one per thread.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple, Union
+
+from . import _capi, _dlpack
+from ._tensor import Scalar, Shape, Tensor
+from .ops import Ops
+from .sched import Sched
+from .types import (CfuserError, DataType, as_dtype, InternalError, InvalidArgumentError,
+                    UnsupportedError, error_for)
+
+_BACKENDS = {"host": _capi.BACKEND_HOST, "cuda": _capi.BACKEND_CUDA}
+_UNSUPPORTED = 3  # CF_ERR_UNSUPPORTED
+_compile_lock = threading.Lock()  # the kernel cache is not thread-safe
+_cache: Optional[int] = None
+
+
+def _kernel_cache() -> int:
+    global _cache
+    if _cache is None:
+        _cache = _capi.lib.cf_kernel_cache_create()  # lives as long as the process
+    return _cache
+
+
+def _is_contiguous(array: Any) -> bool:
+    """Row-major contiguity, as NumPy, PyTorch, CuPy and JAX say it."""
+    if hasattr(array, "is_contiguous"):
+        return bool(array.is_contiguous())
+    flags = getattr(array, "flags", None)
+    if flags is not None and hasattr(flags, "c_contiguous"):
+        return bool(flags.c_contiguous)
+    return True  # JAX arrays and others without strides are dense
+
+
+class FusionDefinition:
+    """A fusion: define it in a with block (or override definition()), then execute it."""
+
+    def __init__(self, backend: Optional[str] = None) -> None:
+        """backend: "host", "cuda", or None to follow the device of the inputs."""
+        if backend is not None and backend not in _BACKENDS:
+            raise InvalidArgumentError(f"FusionDefinition: unknown backend {backend!r}; use 'host', 'cuda' or None")
+        self._backend = _BACKENDS.get(backend) if backend else None
+        self._f = _capi.lib.cf_fusion_create()
+        if not self._f:
+            raise MemoryError("FusionDefinition: out of memory")
+        self._open = self._defined = self._user_scheduled = self._frozen = False
+        self._ninputs = 0
+        self._outputs: List[Tensor] = []
+        self._executors: Dict[int, int] = {}
+        self._last: Optional[int] = None
+        self._ptr_arrays: Optional[Tuple[Any, Any]] = None
+        self.ops = Ops(self)
+        self.sched = Sched(self)
+        if type(self).definition is not FusionDefinition.definition:
+            with self:
+                self.definition()
+
+    # ---- hooks for subclasses, as in nvFuser ---------------------------------------------
+
+    def definition(self) -> None:
+        """Override to define the fusion; it runs when the object is made."""
+
+    def schedule(self) -> None:
+        """Override to schedule by hand with self.sched; it runs at the first execute."""
+
+    # ---- the definition -------------------------------------------------------------------
+
+    def __enter__(self) -> "FusionDefinition":
+        if self._defined or self._open:
+            raise InvalidArgumentError("FusionDefinition: defined already (a definition's with block runs once)")
+        self._open = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._open, self._defined = False, True
+
+    def __del__(self) -> None:
+        lib = getattr(_capi, "lib", None)
+        if lib is None or not getattr(self, "_f", None):
+            return
+        for e in self._executors.values():
+            lib.cf_executor_destroy(e)
+        lib.cf_fusion_destroy(self._f)
+        self._f = None
+
+    def _check_open(self, what: str) -> None:
+        if not self._open:
+            raise InvalidArgumentError(f"{what}: the definition is closed; ops are made inside "
+                                       "`with FusionDefinition() as fd:` (or its definition())")
+
+    def _check_schedulable(self, what: str) -> None:
+        if self._open:
+            raise InvalidArgumentError(f"{what}: schedule after the definition's with block, not inside it")
+        if self._frozen:
+            raise InvalidArgumentError(f"{what}: the schedule is frozen by the first execute (or print_kernel)")
+        self._user_scheduled = True
+
+    def _tv(self, t: Any, what: str) -> int:
+        if not isinstance(t, Tensor):
+            raise InvalidArgumentError(f"{what}: expected a Tensor of this definition, got {type(t).__name__}")
+        if t.fd is not self:
+            raise InvalidArgumentError(f"{what}: {t.name} belongs to another FusionDefinition")
+        return t.handle
+
+    def _error(self, what: str) -> CfuserError:
+        status = _capi.lib.cf_fusion_status(self._f)
+        msg = _capi.lib.cf_fusion_error(self._f).decode()
+        return error_for(status, msg) if status else InternalError(f"{what}: failed without a message")
+
+    def _check(self, status: int) -> None:
+        if status:
+            raise error_for(status, _capi.lib.cf_fusion_error(self._f).decode())
+
+    def _new_tensor(self, what: str, handle: Optional[int], shape: Shape) -> Tensor:
+        if not handle:
+            raise self._error(what)
+        return Tensor(self, handle, shape)
+
+    def define_tensor(self, shape: Union[int, Sequence[int]] = 1,
+                      contiguity: Union[None, bool, Sequence[Optional[bool]]] = None,
+                      dtype: Union[DataType, str] = DataType.Float) -> Tensor:
+        """A fusion input. shape: a rank (sizes read from the inputs at run time), a list
+        of -1 (the same), or a list of constant sizes (a size of 1 is a broadcast axis).
+        contiguity: None or True for contiguous; any False for arbitrary strides (symbolic
+        sizes only)."""
+        self._check_open("define_tensor")
+        dt = as_dtype(dtype)
+        if isinstance(shape, int) and shape < 0:
+            raise InvalidArgumentError(f"define_tensor: rank {shape} is negative")
+        sizes = [-1] * shape if isinstance(shape, int) else [int(s) for s in shape]
+        for d, size in enumerate(sizes):
+            if size < -1:
+                raise InvalidArgumentError(f"define_tensor: size {size} in dimension {d} is neither -1 (symbolic) "
+                                           "nor a size")
+        flags = [contiguity] * len(sizes) if contiguity is None or isinstance(contiguity, bool) else list(contiguity)
+        if len(flags) != len(sizes):
+            raise InvalidArgumentError(f"define_tensor: {len(flags)} contiguity flags for {len(sizes)} dimensions")
+        strided = any(c is False for c in flags)
+        lib, idx = _capi.lib, self._ninputs
+        if all(s == -1 for s in sizes):
+            make = lib.cf_tensor_strided if strided else lib.cf_tensor_symbolic
+            h = make(self._f, int(dt), len(sizes))
+            spec: Shape = tuple((idx, a) for a in range(len(sizes)))
+        elif all(s >= 0 for s in sizes) and not strided:
+            h = lib.cf_tensor_concrete(self._f, int(dt), len(sizes), (ctypes.c_int64 * max(len(sizes), 1))(*sizes))
+            spec = tuple(sizes)
+        else:
+            raise UnsupportedError(
+                f"define_tensor: shape {sizes} with contiguity {flags}: the C API makes a tensor of all-constant "
+                "contiguous sizes or all-symbolic (-1) sizes, contiguous or strided; not a mix")
+        t = self._new_tensor("define_tensor", h, spec)
+        self._check(lib.cf_fusion_add_input(self._f, h))
+        self._ninputs += 1
+        return t
+
+    def define_tensor_like(self, array: Any, static_sizes: bool = False) -> Tensor:
+        """A fusion input matching an array's dtype and rank (nvFuser's from_pytorch):
+        symbolic sizes, or its own with static_sizes; strided unless it is contiguous."""
+        try:
+            shape = tuple(int(s) for s in array.shape)
+            dtype = as_dtype(str(array.dtype))
+        except AttributeError:
+            raise InvalidArgumentError(f"define_tensor_like: a {type(array).__name__} has no shape and dtype") from None
+        contiguous = _is_contiguous(array)
+        if static_sizes and not contiguous:
+            raise UnsupportedError("define_tensor_like: static sizes need a contiguous array")
+        return self.define_tensor(list(shape) if static_sizes else len(shape), contiguous, dtype)
+
+    from_pytorch = define_tensor_like
+
+    def define_scalar(self, value: Union[int, float, bool, None] = None,
+                      dtype: Optional[Union[DataType, str]] = None) -> Scalar:
+        """A constant for add, sub, mul and div. Scalar inputs (a value given at execute)
+        are not in the C API yet."""
+        self._check_open("define_scalar")
+        if value is None:
+            raise UnsupportedError("define_scalar: scalar inputs (a value given at execute) are not in the C API "
+                                   "yet; give a constant value")
+        if dtype is None:
+            dt = DataType.Bool if isinstance(value, bool) else DataType.Int if isinstance(value, int) else DataType.Double
+        else:
+            dt = as_dtype(dtype)
+        return Scalar(value, dt)
+
+    def add_output(self, t: Tensor) -> None:
+        """Marks t as an output; execute returns outputs in the order they were added."""
+        self._check_open("add_output")
+        self._check(_capi.lib.cf_fusion_add_output(self._f, self._tv(t, "add_output")))
+        self._outputs.append(t)
+
+    # ---- compiling --------------------------------------------------------------------------
+
+    def _freeze_schedule(self) -> None:
+        if self._frozen:
+            return
+        if not self._user_scheduled and type(self).schedule is not FusionDefinition.schedule:
+            self.schedule()
+        if not self._user_scheduled:
+            status = _capi.lib.cf_schedule_pointwise(self._f)
+            if status == _UNSUPPORTED:  # not elementwise: refused before changing anything;
+                _capi.lib.cf_fusion_clear_error(self._f)  # serial loops, inlined as deep as legal
+                self._check(_capi.lib.cf_inline_most(self._f))
+            else:
+                self._check(status)
+        self._frozen = True
+
+    def _check_ready(self, what: str) -> None:
+        if self._open:
+            raise InvalidArgumentError(f"{what}: the definition is still open; call it after its with block")
+        if not self._defined:
+            raise InvalidArgumentError(f"{what}: nothing is defined yet")
+        if not self._outputs:
+            raise InvalidArgumentError(f"{what}: the definition has no outputs; call fd.add_output(tensor)")
+
+    def _executor(self, device_type: int) -> int:
+        backend = self._backend
+        if backend is None:
+            if device_type in (_capi.KDLCPU, _capi.KDLCUDAHOST):
+                backend = _capi.BACKEND_HOST
+            elif device_type in (_capi.KDLCUDA, _capi.KDLCUDAMANAGED):
+                backend = _capi.BACKEND_CUDA
+            else:
+                raise InvalidArgumentError(f"execute: input 0 is on DLPack device type {device_type}; cfuser runs "
+                                           "on host memory (kDLCPU) or CUDA memory (kDLCUDA)")
+        e = self._executors.get(backend)
+        return e if e is not None else self._compile(backend)
+
+    def _compile(self, backend: int) -> int:
+        self._freeze_schedule()
+        lib = _capi.lib
+        with _compile_lock:
+            opts = _capi.ExecutorOptions(backend, None, False, _kernel_cache())
+            e = lib.cf_executor_create(ctypes.byref(opts))
+            if not e:
+                raise MemoryError("execute: out of memory creating an executor")
+            status = lib.cf_executor_compile(e, self._f)
+            if status:
+                err = error_for(status, lib.cf_executor_error(e).decode())
+                lib.cf_executor_destroy(e)
+                raise err
+        self._executors[backend] = e
+        return e
+
+    # ---- running ------------------------------------------------------------------------------
+
+    def execute(self, inputs: Sequence[Any]) -> List[Any]:
+        """Runs the fusion on a list of DLPack arrays (one per define_tensor, in order) and
+        returns its outputs as arrays of the first input's library, on its device."""
+        self._check_ready("execute")
+        if hasattr(inputs, "__dlpack__") or not isinstance(inputs, (list, tuple)):
+            raise InvalidArgumentError(f"execute: inputs must be a list of arrays, got a {type(inputs).__name__}")
+        n = len(inputs)
+        if n != self._ninputs:
+            raise InvalidArgumentError(f"execute: expected {self._ninputs} inputs, got {n}")
+        keep: List[object] = []  # the capsules: alive until the run is over
+        in_arr, out_arr = self._arrays()
+        device = _capi.KDLCPU
+        for i, x in enumerate(inputs):
+            capsule, in_arr[i], dev = _dlpack.export(x, "input", i)
+            device = dev if i == 0 else device
+            keep.append(capsule)
+        e = self._executor(device)
+        fw = _dlpack.framework_of(inputs[0]) if n else _dlpack.GENERIC
+        ordered = set()
+        for x in inputs:  # stream ordering, once per library (torch's is done here)
+            xfw = _dlpack.framework_of(x)
+            if xfw.before_run is not None and xfw.name not in ordered:
+                ordered.add(xfw.name)
+                xfw.before_run(x)
+        results: List[Any] = [self._allocate(fw, t, inputs) for t in self._outputs]
+        for i, r in enumerate(results):
+            if r is None:
+                out_arr[i] = None
+            else:
+                capsule, out_arr[i], _ = _dlpack.export(r, "output", i)
+                keep.append(capsule)
+        status = _capi.lib.cf_executor_run(e, n, in_arr, len(results), out_arr)
+        self._last = e
+        if status:
+            msg = _capi.lib.cf_executor_error(e).decode()
+            raise error_for(status, msg.replace("make it with cf_tensor_strided", "define it with contiguity=False"))
+        for i, r in enumerate(results):
+            if r is None:  # cfuser allocated it: the library adopts it
+                results[i] = fw.adopt(_dlpack.DLPackTensor(out_arr[i]))
+        return results
+
+    def _arrays(self) -> Tuple[Any, Any]:
+        """The C pointer arrays of execute, made once (a FusionDefinition is one thread's)."""
+        if self._ptr_arrays is None:
+            self._ptr_arrays = (_dlpack.pointer_array([None] * self._ninputs),
+                                _dlpack.pointer_array([None] * len(self._outputs)))
+        return self._ptr_arrays
+
+    @staticmethod
+    def _allocate(fw: _dlpack.Framework, t: Tensor, inputs: Sequence[Any]) -> Any:
+        """An output array of fw shaped as t, or None for cfuser to allocate (also when the
+        inputs' shapes do not fit: then cfuser's checks report it)."""
+        if fw.empty is None:
+            return None
+        try:
+            shape = tuple(e if isinstance(e, int) else int(inputs[e[0]].shape[e[1]]) for e in t.shape)
+        except (IndexError, AttributeError, TypeError):
+            return None
+        return fw.empty(shape, t.dtype, inputs[0])
+
+    def last_launch_params(self) -> Dict[str, Any]:
+        """{"grid": (x, y, z), "block": (x, y, z), "smem": bytes} of the last execute."""
+        if self._last is None:
+            raise InvalidArgumentError("last_launch_params: nothing was executed yet")
+        p = _capi.lib.cf_executor_last_launch_params(self._last)
+        return {"grid": tuple(p.grid), "block": tuple(p.block), "smem": int(p.smem)}
+
+    def kernel_source(self) -> str:
+        """The whole generated source (CUDA C++ or host C) of the last execute's kernel."""
+        if self._last is None:
+            raise InvalidArgumentError("kernel_source: nothing was executed yet")
+        return (_capi.lib.cf_executor_source(self._last) or b"").decode()
+
+    # ---- printing ------------------------------------------------------------------------------
+
+    def _print(self, fn: Any, *args: Any) -> str:
+        status, text = _capi.print_to_string(fn, self._f, *args)
+        self._check(status)
+        return text
+
+    def math_text(self) -> str:
+        """The math in nvFuser's notation: inputs, outputs, one line per expression."""
+        return self._print(_capi.lib.cf_fusion_print_math)
+
+    def kernel_text(self) -> str:
+        """The CUDA kernel execute runs (freezes the schedule, as execute does)."""
+        self._check_ready("print_kernel")
+        self._freeze_schedule()
+        return self._print(_capi.lib.cf_fusion_print_kernel)
+
+    def tensor_text(self, t: Tensor) -> str:
+        """One tensor in nvFuser's notation, e.g. T2_l_float[iS4{i0}]."""
+        return self._print(_capi.lib.cf_tv_print, self._tv(t, "tensor_text"))
+
+    def print_math(self, file: Optional[TextIO] = None) -> None:
+        """Prints math_text() (to standard output by default)."""
+        print(self.math_text(), end="", file=file or sys.stdout)
+
+    def print_kernel(self, file: Optional[TextIO] = None) -> None:
+        """Prints kernel_text() (to standard output by default)."""
+        print(self.kernel_text(), end="", file=file or sys.stdout)

@@ -1,0 +1,171 @@
+"""The enumerations users name (DataType, ParallelType, MemoryType) and the exceptions that
+carry cfuser's messages.
+
+Each enum's values are the C enumerators' values (include/cfuser/types.h); the Python
+names are nvFuser's (DataType.Float, ParallelType.grid_x). tests/test_types.py checks
+every value against the library's own printed names, so the two tables cannot drift.
+"""
+from __future__ import annotations
+
+import enum
+from typing import Dict, Type, Union
+
+
+class DataType(enum.IntEnum):
+    """Element types, in the order of CF_DTYPE_TABLE. DataType.Int is int64, as in nvFuser."""
+
+    Float = 0
+    Double = 1
+    Half = 2
+    BFloat16 = 3
+    Int8 = 4
+    Int32 = 5
+    Int = 6
+    UInt32 = 7
+    Bool = 8
+
+
+# The C library's printed name of each DataType (cf_dtype_name), and the NumPy-style name
+# that the array libraries use (numpy, torch, cupy, jax all accept these strings).
+C_DTYPE_NAMES: Dict[DataType, str] = {
+    DataType.Float: "float", DataType.Double: "double", DataType.Half: "__half",
+    DataType.BFloat16: "__bfloat", DataType.Int8: "int8_t", DataType.Int32: "int",
+    DataType.Int: "int64_t", DataType.UInt32: "uint32_t", DataType.Bool: "bool",
+}
+ARRAY_DTYPE_NAMES: Dict[DataType, str] = {
+    DataType.Float: "float32", DataType.Double: "float64", DataType.Half: "float16",
+    DataType.BFloat16: "bfloat16", DataType.Int8: "int8", DataType.Int32: "int32",
+    DataType.Int: "int64", DataType.UInt32: "uint32", DataType.Bool: "bool",
+}
+
+
+def as_dtype(dtype: Union[DataType, str]) -> DataType:
+    """A DataType from itself or a name: "Float", "float32", "torch.float32"."""
+    if isinstance(dtype, DataType):
+        return dtype
+    if isinstance(dtype, str):
+        name = dtype.rsplit(".", 1)[-1]
+        for dt, array_name in ARRAY_DTYPE_NAMES.items():
+            if name in (dt.name, array_name):
+                return dt
+    raise InvalidArgumentError(f"unknown dtype {dtype!r}; use cfuser.DataType or a name such as 'float32'")
+
+
+class ParallelType(enum.IntEnum):
+    """How a loop axis is executed, in the order of CF_PARALLEL_TYPE_TABLE."""
+
+    serial = 0
+    block_x = 1  # threadIdx.x
+    block_y = 2
+    block_z = 3
+    grid_x = 4  # blockIdx.x
+    grid_y = 5
+    grid_z = 6
+    device_x = 7  # deviceIdx.x
+    device_y = 8
+    device_z = 9
+    vectorize = 10
+    unroll = 11
+
+
+C_PARALLEL_TYPE_NAMES: Dict[ParallelType, str] = {
+    ParallelType.serial: "S", ParallelType.block_x: "threadIdx.x", ParallelType.block_y: "threadIdx.y",
+    ParallelType.block_z: "threadIdx.z", ParallelType.grid_x: "blockIdx.x",
+    ParallelType.grid_y: "blockIdx.y", ParallelType.grid_z: "blockIdx.z",
+    ParallelType.device_x: "deviceIdx.x", ParallelType.device_y: "deviceIdx.y",
+    ParallelType.device_z: "deviceIdx.z", ParallelType.vectorize: "V", ParallelType.unroll: "UR",
+}
+
+
+class MemoryType(enum.IntEnum):
+    """Where a tensor lives, in the order of CF_MEMORY_TYPE_TABLE."""
+
+    local = 0
+    shared = 1
+    global_ = 2
+    tensor = 3  # Blackwell tensor memory (TMEM)
+
+
+C_MEMORY_TYPE_NAMES: Dict[MemoryType, str] = {
+    MemoryType.local: "Local", MemoryType.shared: "Shared", MemoryType.global_: "Global",
+    MemoryType.tensor: "Tensor",
+}
+
+
+class CfuserError(RuntimeError):
+    """A cfuser call failed. str(e) is cfuser's message; e.status is the C status name
+    (e.g. "ERR_INVALID_ARGUMENT")."""
+
+    status = "ERR"
+
+    def __init__(self, message: str, status: str = "") -> None:
+        super().__init__(message)
+        if status:
+            self.status = status
+
+
+class InvalidArgumentError(CfuserError, ValueError):
+    """A bad value: a wrong dtype, shape or device, a tensor of another definition."""
+
+    status = "ERR_INVALID_ARGUMENT"
+
+
+class InvalidScheduleError(CfuserError):
+    """A schedule that cannot be lowered or breaks a rule."""
+
+    status = "ERR_INVALID_SCHEDULE"
+
+
+class UnsupportedError(CfuserError, NotImplementedError):
+    """Valid, but not implemented by cfuser."""
+
+    status = "ERR_UNSUPPORTED"
+
+
+class CompileError(CfuserError):
+    """NVRTC or the host C compiler rejected the generated code."""
+
+    status = "ERR_COMPILE"
+
+
+class CudaError(CfuserError):
+    """A CUDA driver call failed."""
+
+    status = "ERR_CUDA"
+
+
+class NoDeviceError(CfuserError):
+    """The call needs a CUDA device and there is none."""
+
+    status = "ERR_NO_DEVICE"
+
+
+class OutOfMemoryError(CfuserError, MemoryError):
+    """A host or device allocation failed."""
+
+    status = "ERR_OUT_OF_MEMORY"
+
+
+class KernelRuntimeError(CfuserError):
+    """A kernel stopped on a run-time check (host backend)."""
+
+    status = "ERR_RUNTIME"
+
+
+class InternalError(CfuserError):
+    """A bug in cfuser: please report it."""
+
+    status = "ERR_INTERNAL"
+
+
+# Indexed by the C status value (cf_status); 0 is CF_OK.
+STATUS_ERRORS: Dict[int, Type[CfuserError]] = {
+    1: InvalidArgumentError, 2: InvalidScheduleError, 3: UnsupportedError, 4: CompileError,
+    5: CudaError, 6: NoDeviceError, 7: OutOfMemoryError, 8: KernelRuntimeError, 9: InternalError,
+}
+
+
+def error_for(status: int, message: str) -> CfuserError:
+    """The exception of a non-OK C status carrying message."""
+    cls = STATUS_ERRORS.get(status, CfuserError)
+    return cls(message or f"cfuser: status {status} without a message")

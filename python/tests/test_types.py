@@ -1,0 +1,35 @@
+"""The Python enums and exception classes match the C library's tables value for value."""
+import cfuser
+from cfuser import DataType, MemoryType, ParallelType, _capi, types
+
+
+def test_data_types_match_the_c_table():
+    names = [_capi.lib.cf_dtype_name(i).decode() for i in range(len(DataType) + 1)]
+    assert names[-1] == "invalid"  # every C dtype has a Python name
+    assert [types.C_DTYPE_NAMES[d] for d in DataType] == names[:-1]
+    assert [_capi.lib.cf_dtype_size(int(d)) for d in DataType] == [4, 8, 2, 2, 1, 4, 8, 4, 1]
+
+
+def test_parallel_types_match_the_c_table():
+    names = [_capi.lib.cf_parallel_type_name(i).decode() for i in range(len(ParallelType))]
+    assert [types.C_PARALLEL_TYPE_NAMES[p] for p in ParallelType] == names
+    assert ParallelType.grid_x.value == 4 and ParallelType.block_x.value == 1
+
+
+def test_memory_types_match_the_c_table():
+    names = [_capi.lib.cf_memory_type_name(i).decode() for i in range(len(MemoryType) + 1)]
+    assert [types.C_MEMORY_TYPE_NAMES[m] for m in MemoryType] + ["invalid"] == names
+
+
+def test_every_status_has_its_exception():
+    for status, cls in types.STATUS_ERRORS.items():
+        assert _capi.lib.cf_status_name(status).decode() == cls.status
+        assert issubclass(cls, cfuser.CfuserError)
+    assert _capi.lib.cf_status_name(0).decode() == "OK"
+    assert len(types.STATUS_ERRORS) == 9
+
+
+def test_dtype_names():
+    assert types.as_dtype("float32") is DataType.Float
+    assert types.as_dtype("torch.bfloat16") is DataType.BFloat16
+    assert types.as_dtype("Int") is DataType.Int
