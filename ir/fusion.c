@@ -276,6 +276,3 @@ int ir_wrap_axis(int axis, int n) {
   return axis >= 0 && axis < n ? axis : -1;
 }
 
-bool ir_ptype_is_thread(cf_parallel_type p) { return p == CF_PT_TIDX || p == CF_PT_TIDY || p == CF_PT_TIDZ; }
-bool ir_ptype_is_block(cf_parallel_type p) { return p == CF_PT_BIDX || p == CF_PT_BIDY || p == CF_PT_BIDZ; }
-bool ir_ptype_is_device(cf_parallel_type p) { return p == CF_PT_DIDX || p == CF_PT_DIDY || p == CF_PT_DIDZ; }

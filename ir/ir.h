@@ -326,9 +326,22 @@ static inline Val **ir_tv_root(Val *tv, int *n) {
 Val **ir_tv_alloc_domain(Val *tv, int *n);
 /* Wraps a possibly negative axis against n (for loop positions use n+1); -1 if invalid. */
 int ir_wrap_axis(int axis, int n);
+/* ---- rules of parallel and memory types (rules.c: one table each) ------------------- */
+
+typedef enum PtLevel { PT_LEVEL_SERIAL, PT_LEVEL_THREAD, PT_LEVEL_BLOCK, PT_LEVEL_DEVICE, PT_LEVEL_INVALID } PtLevel;
+/* serial (also Vectorize, Unroll) < thread < block < device; INVALID for an unknown value */
+PtLevel ir_ptype_level(cf_parallel_type p);
+/* The launch dimension (0 x, 1 y, 2 z) a thread/block/device type indexes, else -1. */
+int ir_ptype_launch_dim(cf_parallel_type p);
 bool ir_ptype_is_thread(cf_parallel_type p); /* TID* */
 bool ir_ptype_is_block(cf_parallel_type p);  /* BID* */
 bool ir_ptype_is_device(cf_parallel_type p); /* DID* */
+/* Memory of type m has a copy per index of p (Local across TID/BID/DID, Shared and
+ * Tensor across BID/DID, Global across DID): an axis on p is not allocated. */
+bool ir_mem_distributed_across(cf_memory_type m, cf_parallel_type p);
+/* All indices of launch type p see one copy (Shared and Tensor across TID, Global across
+ * TID and BID): an axis on p is always allocated, and a write done once is read by all. */
+bool ir_mem_shared_across(cf_memory_type m, cf_parallel_type p);
 
 /* ---- printing (printer.c) ---------------------------------------------------------------- */
 

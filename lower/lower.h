@@ -105,6 +105,10 @@ void lower_index(LowerCtx *c);            /* index.c */
  * (tmem_pattern substitutes its own loop indices to check the TMem access pattern). */
 KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv);
 void lower_predicate(LowerCtx *c);        /* predicate.c */
+/* Whether a write of tv that does not span launch type p is done by index 0 of p alone
+ * (tv's memory is shared across p and p is launched wider than 1): predicate.c guards such
+ * writes, sync.c knows other threads then read them. */
+bool lower_write_guarded(const LowerCtx *c, const Val *tv, cf_parallel_type p);
 void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
 void lower_smem_layout(LowerCtx *c);      /* smem_layout.c: offsets, dynamic size */

@@ -81,15 +81,19 @@ static bool provably_true(LowerCtx *c, const Range *r, const KExpr *term) {
 
 /* threadIdx.p == 0 for each used thread dimension the output does not span, when the
  * output is shared by threads (shared or global memory). */
+bool lower_write_guarded(const LowerCtx *c, const Val *tv, cf_parallel_type p) {
+  cf_memory_type m = TV((Val *)tv)->mem;
+  int64_t ext;
+  /* tensor-memory accesses are warp-collective: never predicated */
+  if (m == CF_MEM_TENSOR || !c->pdim[p] || !ir_mem_shared_across(m, p)) return false;
+  return !(kx_is_const(c->pdim[p], &ext) && ext == 1);
+}
+
 static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
   Val *tv = op->u.op.src->out[0];
-  cf_memory_type m = TV(tv)->mem;
-  if (m != CF_MEM_SHARED && m != CF_MEM_GLOBAL) return kx_const(c->a, 1);
   KExpr *g = kx_const(c->a, 1);
   for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++) {
-    if (!c->pdim[p] || (ir_ptype_is_block((cf_parallel_type)p) && m != CF_MEM_GLOBAL)) continue;
-    int64_t ext;
-    if (kx_is_const(c->pdim[p], &ext) && ext == 1) continue;
+    if (!lower_write_guarded(c, tv, (cf_parallel_type)p)) continue;
     /* The op's loops say what it spans: an axis serial in the tensor's own domain runs on
      * a thread type when it shares that loop with a parallel axis. */
     bool spans = false;

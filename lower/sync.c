@@ -32,14 +32,6 @@ typedef struct SyncCtx {
   PtrVec requests;
 } SyncCtx;
 
-/* Shared and global writes that do not span a launched thread dimension are done by its
- * thread 0 alone (predicate.c's redundancy guard). */
-static bool guarded_write(LowerCtx *c, const Val *tv, int pt) {
-  int64_t ext;
-  cf_memory_type m = TV((Val *)tv)->mem;
-  return (m == CF_MEM_SHARED || m == CF_MEM_GLOBAL) && !(kx_is_const(c->pdim[pt], &ext) && ext == 1);
-}
-
 static bool thread_dims_match(LowerCtx *c, Val *p, Val *cv) {
   for (int pt = CF_PT_TIDX; pt <= CF_PT_TIDZ; pt++) {
     if (!c->pdim[pt]) continue;
@@ -52,7 +44,7 @@ static bool thread_dims_match(LowerCtx *c, Val *p, Val *cv) {
     /* Neither spans pt: the reader's threads read thread 0's write unless they are
      * themselves only thread 0. */
     if (!pa && !ca) {
-      if (guarded_write(c, p, pt) && !guarded_write(c, cv, pt)) return false;
+      if (lower_write_guarded(c, p, (cf_parallel_type)pt) && !lower_write_guarded(c, cv, (cf_parallel_type)pt)) return false;
       continue;
     }
     /* One loop (loop model) or exactly the same axis: each thread reads its own write. */

@@ -16,18 +16,6 @@
 
 #include "lower/lower.h"
 
-static bool distributed_across(cf_memory_type m, cf_parallel_type p) {
-  if (ir_ptype_is_device(p)) return true;
-  if (m == CF_MEM_LOCAL) return ir_ptype_is_thread(p) || ir_ptype_is_block(p);
-  if (m == CF_MEM_SHARED || m == CF_MEM_TENSOR) return ir_ptype_is_block(p);
-  return false;
-}
-
-static bool shared_across(cf_memory_type m, cf_parallel_type p) {
-  if (m == CF_MEM_SHARED || m == CF_MEM_TENSOR) return ir_ptype_is_thread(p);
-  if (m == CF_MEM_GLOBAL) return ir_ptype_is_thread(p) || ir_ptype_is_block(p);
-  return false;
-}
 
 /* Is `id` (an allocation axis of tv) one of tv's loop axes left of its compute-at
  * position? By identity, or through the exact map for allocation domains set apart. */
@@ -45,8 +33,8 @@ static bool is_allocated(LowerCtx *c, Val *tv, Val *id) {
   if (ir_scalar_const_value(d->extent, &e) && e == 1) return false;
   cf_memory_type m = TV(tv)->mem;
   cf_parallel_type p = lower_ptype(c, id); /* a serial axis in a parallel loop runs on it */
-  if (distributed_across(m, p)) return false;
-  if (shared_across(m, p)) return true;
+  if (ir_mem_distributed_across(m, p)) return false;
+  if (ir_mem_shared_across(m, p)) return true;
   return !left_of_ca(c, tv, id);
 }
 

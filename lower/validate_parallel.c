@@ -14,17 +14,11 @@
  * may end up with one parallel type on two axes. */
 #include "lower/lower.h"
 
-static bool shared_across(cf_memory_type m, cf_parallel_type p) {
-  if (m == CF_MEM_GLOBAL) return true;
-  if (m == CF_MEM_SHARED || m == CF_MEM_TENSOR) return ir_ptype_is_thread(p);
-  return false;
-}
-
 static void check_axis(LowerCtx *c, Val *p, int j, Val *cv) {
   Val *id = TV(p)->loop[j];
   cf_parallel_type pt = lower_ptype(c, id);
   if (!ir_ptype_is_thread(pt) && !ir_ptype_is_block(pt)) return;
-  if (shared_across(TV(p)->mem, pt)) return;
+  if (ir_mem_shared_across(TV(p)->mem, pt)) return;
   /* Left of the compute-at position the loop is shared: the producer is computed in the
    * consumer's loop, by the consumer's threads (check_shared_loop checks their types). */
   if (j < TV(p)->ca_pos) return;
