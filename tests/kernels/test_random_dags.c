@@ -132,6 +132,7 @@ static int run_seed(uint64_t seed) {
 
 #define ST_SKIP 6 /* a known-failing seed the run leaves out */
 #define BATCH 25  /* seeds per worker */
+#define MAX_JOBS 64 /* workers at once (CFUSER_FUZZ_JOBS is clamped to it) */
 
 typedef struct Counts {
   int n[7];
@@ -153,6 +154,7 @@ static pid_t spawn(unsigned char *st, uint64_t first, int lo, int hi) {
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0) worker(st, first, lo, hi);
+  cr_assert_neq(pid, -1, "fork failed");
   return pid;
 }
 
@@ -163,9 +165,9 @@ static Counts run_seeds(uint64_t first, int count, int jobs, const uint64_t *ski
   memset(st, ST_TODO, (size_t)count);
   for (int k = 0; k < nskip; k++)
     if (skip[k] >= first && skip[k] < first + (uint64_t)count) st[skip[k] - first] = ST_SKIP;
-  pid_t pids[64];
-  int lo[64], nact = 0, next = 0;
-  if (jobs > 64) jobs = 64;
+  pid_t pids[MAX_JOBS];
+  int lo[MAX_JOBS], nact = 0, next = 0;
+  jobs = jobs < 1 ? 1 : jobs > MAX_JOBS ? MAX_JOBS : jobs;
   while (next < count || nact) {
     while (nact < jobs && next < count) {
       lo[nact] = next;
@@ -226,6 +228,7 @@ Test(random_dags, run_like_the_evaluator, .timeout = 3000) {
     return;
   }
   long first = env_num("CFUSER_FUZZ_FIRST", 0), count = env_num("CFUSER_FUZZ_COUNT", 400);
+  cr_assert(first >= 0 && count > 0 && count <= INT32_MAX, "CFUSER_FUZZ_FIRST/COUNT out of range");
   bool skip = !env_num("CFUSER_FUZZ_KNOWN", 0);
   Counts c = run_seeds((uint64_t)first, (int)count, (int)env_num("CFUSER_FUZZ_JOBS", 1), known_failing, skip ? nknown : 0);
   cr_expect_eq(c.n[ST_MISMATCH], 0, "%d seeds gave wrong results (listed above)", c.n[ST_MISMATCH]);
