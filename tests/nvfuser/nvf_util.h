@@ -1,0 +1,94 @@
+/* tests/nvfuser/nvf_util.h: helpers of the ports of nvFuser's own tests (tests/cpp of
+ * github:NVIDIA/Fuser, ported by idea, not code). Each test builds nvFuser's fusion and
+ * schedule through cfuser's public calls and asserts nvFuser's outcome:
+ *   nv_check:         the outputs equal the reference evaluator (nvFuser's testValidate)
+ *                     on the host backend, and on CUDA when a device is present;
+ *   nv_expect_refused: compiling fails with a message naming the tensor and the axis
+ *                     (where nvFuser throws);
+ *   NV_EXPECT_POS:    nvFuser's compute-at and max-producer positions, where it checks.
+ * A suite-wide fusion `f` is made and freed by nv_setup / nv_teardown. Header-only. */
+#ifndef CFUSER_NVF_UTIL_H
+#define CFUSER_NVF_UTIL_H
+
+#include "kernels/kernel_check.h"
+
+static cf_fusion *f;
+static void nv_setup(void) { f = cf_fusion_create(); }
+static void nv_teardown(void) { cf_fusion_destroy(f); }
+
+static inline cf_tv *nv_input(cf_tv *tv) {
+  cf_fusion_add_input(f, tv);
+  return tv;
+}
+static inline cf_tv *nv_symbolic(int rank) { return nv_input(cf_tensor_symbolic(f, CF_FLOAT, rank)); }
+static inline cf_tv *nv_concrete(int rank, const int64_t *sizes) {
+  return nv_input(cf_tensor_concrete(f, CF_FLOAT, rank, sizes));
+}
+
+/* Runs the scheduled fusion on inputs of the given shapes (random values) on the host
+ * backend, and on CUDA with a device, comparing every output with the evaluator. */
+static inline void nv_check(int nin, const KcInput *inputs) {
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "scheduling failed: %s", cf_fusion_error(f));
+  cr_assert_eq(cf_fusion_verify(f), CF_OK, "IR verifier: %s", cf_fusion_error(f));
+  DLManagedTensor *in[16] = {0}, *want[16] = {0};
+  const DLTensor *ins[16];
+  for (int i = 0; i < nin; i++) {
+    in[i] = kc_make_input(&inputs[i], 77 + (uint64_t)i);
+    ins[i] = &in[i]->dl_tensor;
+  }
+  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
+  kc_run_backend(f, CF_BACKEND_HOST, nin, in, want, 1e-5);
+  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, in, want, 1e-5);
+  for (int i = 0; i < 16; i++) cf_tensor_free(in[i]), cf_tensor_free(want[i]);
+}
+
+/* The error of compiling f for the host backend ("" when it compiled); caller frees. */
+static inline char *nv_compile_error(void) {
+  if (cf_fusion_status(f) != CF_OK) return strdup(cf_fusion_error(f));
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cf_status s = cf_executor_compile(e, f);
+  char *msg = strdup(s == CF_OK ? "" : cf_executor_error(e));
+  cf_executor_destroy(e);
+  return msg;
+}
+
+/* Where nvFuser throws: the schedule or the compile is refused, and the message names
+ * each of the given words (the tensor, "axis", ...). */
+static inline void nv_expect_refused(int nwords, const char *const *words) {
+  char *msg = nv_compile_error();
+  cr_expect_neq(msg[0], 0, "accepted, but nvFuser refuses this schedule");
+  for (int i = 0; msg[0] && i < nwords; i++)
+    cr_expect(strstr(msg, words[i]) != NULL, "the message does not name %s: %s", words[i], msg);
+  free(msg);
+}
+#define NV_EXPECT_REFUSED(...)                                                    \
+  nv_expect_refused(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *), \
+                    (const char *[]){__VA_ARGS__})
+
+/* The max-producer position, read from the printed tensor (" produce_pos( N )"). */
+static inline int nv_produce_pos(cf_tv *tv) {
+  char *raw = tu_tv_str(f, tv), *s = strdup(raw); /* a copy: see tu_capture_fusion */
+  free(raw);
+  const char *p = strstr(s, "produce_pos( ");
+  int n = p ? atoi(p + strlen("produce_pos( ")) : 0;
+  free(s);
+  return n;
+}
+
+/* nvFuser's position checks: compute-at position, and max-producer position (-1: not
+ * checked by nvFuser). */
+#define NV_EXPECT_POS(tv, ca, pp)                                                                     \
+  do {                                                                                                \
+    cr_expect_eq(cf_tv_compute_at_pos(tv), (ca), "%s: ca_pos %d, nvFuser %d", cf_tv_name(tv),         \
+                 cf_tv_compute_at_pos(tv), (ca));                                                     \
+    if ((pp) >= 0)                                                                                    \
+      cr_expect_eq(nv_produce_pos(tv), (pp), "%s: produce_pos %d, nvFuser %d", cf_tv_name(tv),        \
+                   nv_produce_pos(tv), (pp));                                                         \
+  } while (0)
+
+/* Parallelizes axis `axis` of each of the n tensors (nvFuser's loops over fusion.vals()). */
+static inline void nv_parallelize_each(int n, cf_tv *const *tvs, int axis, cf_parallel_type p) {
+  for (int i = 0; i < n; i++) cf_parallelize(f, tvs[i], axis, p);
+}
+
+#endif
