@@ -152,7 +152,8 @@ static void seed_through(LowerCtx *c, IndexMap *m, IndexMap *scratch, const KNod
       }
     }
   for (int j = 0; j < op->u.op.nloop && j < TV(tv)->nloop; j++)
-    if (!get(scratch, TV(ref)->loop[j]) && stands_for(c, tv, ref, j)) put(scratch, TV(ref)->loop[j], op->u.op.loop_index[j]);
+    if (j < TV(ref)->nloop && !get(scratch, TV(ref)->loop[j]) && stands_for(c, tv, ref, j))
+      put(scratch, TV(ref)->loop[j], op->u.op.loop_index[j]);
   propagate(c, scratch, ref);
   for (int i = 0; i < TV(tv)->nroot; i++) {
     Val *r = TV(tv)->root[i];

@@ -238,3 +238,9 @@ void kb_insert(Arena *a, KBlock *b, int pos, KNode *n) {
 void kkernel_free(KKernel *k) {
   if (k) arena_destroy(k->arena); /* the kernel struct itself lives in its arena */
 }
+
+bool kx_uses_thread(const KExpr *e, cf_parallel_type pt) {
+  if (!e) return false;
+  if (e->kind == KX_THREAD && !e->is_dim && e->pt == pt) return true;
+  return kx_uses_thread(e->a, pt) || kx_uses_thread(e->b, pt) || kx_uses_thread(e->c, pt);
+}

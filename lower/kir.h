@@ -43,6 +43,8 @@ KExpr *kx_param_stride(Arena *a, int param, int axis);
 KExpr *kx_bin(Arena *a, IrOp op, KExpr *x, KExpr *y);
 KExpr *kx_select(Arena *a, KExpr *c, KExpr *x, KExpr *y);
 bool kx_is_const(const KExpr *e, int64_t *v);
+/* Whether e reads threadIdx/blockIdx of pt (not its extent). */
+bool kx_uses_thread(const KExpr *e, cf_parallel_type pt);
 /* Structural equality (for hoisting and predicate de-duplication). */
 bool kx_equal(const KExpr *x, const KExpr *y);
 

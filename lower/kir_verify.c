@@ -53,12 +53,20 @@ static bool var_in_scope(const Verify *v, const char *name) {
   return false;
 }
 
+static bool single_thread(const Verify *v, cf_parallel_type pt) {
+  int64_t ext;
+  const KExpr *dim = v->k->block[ir_ptype_launch_dim(pt)];
+  return dim && kx_is_const(dim, &ext) && ext == 1;
+}
+
 /* Checks scope; accumulates the thread types e reads into *threads. */
 static bool expr_ok(Verify *v, const KExpr *e, unsigned *threads) {
   if (!e) return true;
   if (e->kind == KX_VAR && !var_in_scope(v, e->name)) return fail(v, "loop variable %s used outside its loop", e->name);
-  /* only thread indices: a block's shared memory is its own, whatever its blockIdx */
-  if (e->kind == KX_THREAD && !e->is_dim && ir_ptype_is_thread(e->pt) && threads) *threads |= 1u << e->pt;
+  /* only thread indices of a dimension launched wider than 1: a block's shared memory is
+   * its own, whatever its blockIdx */
+  if (e->kind == KX_THREAD && !e->is_dim && ir_ptype_is_thread(e->pt) && threads && !single_thread(v, e->pt))
+    *threads |= 1u << e->pt;
   return expr_ok(v, e->a, threads) && expr_ok(v, e->b, threads) && expr_ok(v, e->c, threads);
 }
 

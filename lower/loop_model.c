@@ -52,6 +52,12 @@ static const Cover *cover_of(LowerCtx *c, Cover **memo, Val *id) {
   return s;
 }
 
+static int axis_pos(Val *id) {
+  for (int j = 0; j < TV(ID(id)->tv)->nloop; j++)
+    if (TV(ID(id)->tv)->loop[j] == id) return j;
+  return -1;
+}
+
 static bool covers(const Cover *big, const Cover *small) {
   for (int i = 0; i < small->n; i++) {
     bool found = false;
@@ -69,12 +75,50 @@ static bool covers(const Cover *big, const Cover *small) {
     for (int j = 0; j < TV(tv)->nloop; j++) __VA_ARGS__                 \
   }
 
-static _Noreturn void refuse_two_domains(LowerCtx *c, Val *a, Val *b) {
+/* Loop axes a and b share one loop but neither covers the other: name the member that
+ * joins them (covered by both, e.g. the broadcast inlined into both). */
+static _Noreturn void refuse_two_domains(LowerCtx *c, Cover **memo, Val *a, Val *b) {
+  Val *join = NULL;
+  int g = sched_loop_group(c->loops, a);
+  FOR_LOOP_AXES(c, tv, j, {
+    Val *id = TV(tv)->loop[j];
+    if (!join && sched_loop_group(c->loops, id) == g && ID(id)->tv != ID(a)->tv && ID(id)->tv != ID(b)->tv &&
+        covers(cover_of(c, memo, a), cover_of(c, memo, id)) && covers(cover_of(c, memo, b), cover_of(c, memo, id)))
+      join = id;
+  })
+  if (!join) join = a;
   lower_fail(c, CF_ERR_INVALID_SCHEDULE,
-             "compile: %s's axis %s and %s's axis %s share one loop but iterate different domains (a broadcast "
-             "inlined into consumers of different extents); lower the compute-at position of the tensor that "
-             "joins them",
-             TV(ID(a)->tv)->display_name, lower_id_str(c, a), TV(ID(b)->tv)->display_name, lower_id_str(c, b));
+             "compile: %s's axis %d (%s) shares one loop with %s's axis %d (%s) and %s's axis %d (%s), which iterate "
+             "different domains (a broadcast concretized to two extents in one loop); lower %s's compute-at position",
+             TV(ID(join)->tv)->display_name, axis_pos(join), lower_id_str(c, join), TV(ID(a)->tv)->display_name,
+             axis_pos(a), lower_id_str(c, a), TV(ID(b)->tv)->display_name, axis_pos(b), lower_id_str(c, b),
+             TV(ID(join)->tv)->display_name);
+}
+
+static bool intersects(const Cover *a, const Cover *b) {
+  for (int i = 0; i < a->n; i++)
+    for (int k = 0; k < b->n; k++)
+      if (a->cls[i] == b->cls[k]) return true;
+  return false;
+}
+
+/* The loop of tv's axis j may iterate more than that axis (its promoted domain), but never
+ * a domain another axis of tv iterates: tv would run over it twice. (A loose permissive
+ * pairing can inline an axis into a loop over a merge that includes another axis.) */
+static void check_no_overlap(LowerCtx *c, Cover **memo, Val *tv, int j) {
+  Val *id = TV(tv)->loop[j], *p = c->promoted[id->id];
+  if (p == id) return;
+  const Cover *own = cover_of(c, memo, id), *all = cover_of(c, memo, p);
+  Cover extra = {0};
+  for (int i = 0; i < all->n; i++)
+    if (!covers(own, &(Cover){&all->cls[i], 1})) cover_add(c, &extra, all->cls[i]);
+  for (int k = 0; k < TV(tv)->nloop; k++)
+    if (k != j && intersects(&extra, cover_of(c, memo, TV(tv)->loop[k])))
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+                 "compile: %s's axis %d (%s) runs in a loop over %s's axis %d (%s), which also iterates %s's axis %d "
+                 "(%s); lower the compute-at position of %s's producer", TV(tv)->display_name, j, lower_id_str(c, id),
+                 TV(ID(p)->tv)->display_name, axis_pos(p), lower_id_str(c, p), TV(tv)->display_name, k,
+                 lower_id_str(c, TV(tv)->loop[k]), TV(tv)->display_name);
 }
 
 /* For each group, the member whose cover contains every other member's. */
@@ -91,9 +135,10 @@ static void promote(LowerCtx *c) {
   FOR_LOOP_AXES(c, tv, j, {
     Val *id = TV(tv)->loop[j];
     Val *p = best[sched_loop_group(c->loops, id)];
-    if (!covers(cover_of(c, memo, p), cover_of(c, memo, id))) refuse_two_domains(c, p, id);
+    if (!covers(cover_of(c, memo, p), cover_of(c, memo, id))) refuse_two_domains(c, memo, p, id);
     c->promoted[id->id] = p;
   })
+  FOR_LOOP_AXES(c, tv, j, { check_no_overlap(c, memo, tv, j); })
 }
 
 static void check_groups(LowerCtx *c) {

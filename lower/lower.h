@@ -109,6 +109,8 @@ void lower_predicate(LowerCtx *c);        /* predicate.c */
  * (tv's memory is shared across p and p is launched wider than 1): predicate.c guards such
  * writes, sync.c knows other threads then read them. */
 bool lower_write_guarded(const LowerCtx *c, const Val *tv, cf_parallel_type p);
+/* Whether the place op writes depends on the index of launch type p (predicate.c). */
+bool lower_write_spans(const KNode *op, cf_parallel_type p);
 void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
 void lower_smem_layout(LowerCtx *c);      /* smem_layout.c: offsets, dynamic size */

@@ -89,18 +89,20 @@ bool lower_write_guarded(const LowerCtx *c, const Val *tv, cf_parallel_type p) {
   return !(kx_is_const(c->pdim[p], &ext) && ext == 1);
 }
 
+bool lower_write_spans(const KNode *op, cf_parallel_type p) {
+  const KAccess *o = &op->u.op.out;
+  return kx_uses_thread(o->index, p) || kx_uses_thread(o->lane, p) || kx_uses_thread(o->col, p);
+}
+
 static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
   Val *tv = op->u.op.src->out[0];
   KExpr *g = kx_const(c->a, 1);
   for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++) {
     if (!lower_write_guarded(c, tv, (cf_parallel_type)p)) continue;
-    /* The op's loops say what it spans: an axis serial in the tensor's own domain runs on
-     * a thread type when it shares that loop with a parallel axis. */
-    bool spans = false;
-    for (int i = 0; i < op->u.op.nloop; i++) {
-      const KExpr *x = op->u.op.loop_index[i];
-      if (x && x->kind == KX_THREAD && x->pt == (cf_parallel_type)p) spans = true;
-    }
+    /* The write spans p when where it writes depends on p; an op that runs in a loop on
+     * p but writes one place for all its indices (a broadcast inlined into a parallel
+     * loop) is done by index 0 alone. */
+    bool spans = lower_write_spans(op, (cf_parallel_type)p);
     if (!spans) g = kx_bin(c->a, OP_AND, g, kx_bin(c->a, OP_EQ, kx_thread(c->a, (cf_parallel_type)p, false), kx_const(c->a, 0)));
   }
   return g;

@@ -19,6 +19,7 @@ typedef struct Path {
   KBlock **block; /* block[d] holds the node at depth d */
   KNode **node;   /* the ancestor (or the op itself) at depth d */
   int depth;
+  const KNode *op; /* writers: the op that wrote */
 } Path;
 
 typedef struct Request {
@@ -32,23 +33,38 @@ typedef struct SyncCtx {
   PtrVec requests;
 } SyncCtx;
 
-static bool thread_dims_match(LowerCtx *c, Val *p, Val *cv) {
+/* Whether op runs on index 0 of pt alone (predicate.c's guard of a write that does not
+ * span pt). */
+static bool only_thread0(LowerCtx *c, const KNode *op, int pt) {
+  return lower_write_guarded(c, op->u.op.src->out[0], (cf_parallel_type)pt) && !lower_write_spans(op, (cf_parallel_type)pt);
+}
+
+/* The loop of op on thread type pt, or NULL when the op runs on no pt loop. */
+static const KNode *thread_loop(const KNode *op, int pt) {
+  for (int j = 0; j < op->u.op.nloop; j++) {
+    const KNode *l = op->u.op.loops[j];
+    if (l && l->u.loop.pt == (cf_parallel_type)pt) return l;
+  }
+  return NULL;
+}
+
+/* Whether each thread reads only what it wrote itself, for every launched thread type:
+ * the write's place depends on pt and both ops run in one loop on pt (or loops over
+ * exactly the same axis), or it does not and both ops run on thread 0 of pt alone. A
+ * write whose place does not depend on pt is done by thread 0 (guarded) or, unguarded, by
+ * every thread at once: readers on other threads need the sync either way. */
+static bool thread_dims_match(LowerCtx *c, const KNode *wop, const KNode *rop) {
   for (int pt = CF_PT_TIDX; pt <= CF_PT_TIDZ; pt++) {
-    if (!c->pdim[pt]) continue;
-    Val *pa = NULL, *ca = NULL;
-    /* effective types: broadcast axes run on no thread (ptype_propagate.c) */
-    for (int i = 0; i < TV(p)->nloop; i++)
-      if (lower_ptype(c, TV(p)->loop[i]) == (cf_parallel_type)pt) pa = TV(p)->loop[i];
-    for (int i = 0; i < TV(cv)->nloop; i++)
-      if (lower_ptype(c, TV(cv)->loop[i]) == (cf_parallel_type)pt) ca = TV(cv)->loop[i];
-    /* Neither spans pt: the reader's threads read thread 0's write unless they are
-     * themselves only thread 0. */
-    if (!pa && !ca) {
-      if (lower_write_guarded(c, p, (cf_parallel_type)pt) && !lower_write_guarded(c, cv, (cf_parallel_type)pt)) return false;
+    int64_t ext;
+    if (!c->pdim[pt] || (kx_is_const(c->pdim[pt], &ext) && ext == 1)) continue;
+    bool wd = lower_write_spans(wop, (cf_parallel_type)pt);
+    const KNode *wl = thread_loop(wop, pt), *rl = thread_loop(rop, pt);
+    if (!wd) {
+      bool w0 = only_thread0(c, wop, pt), r0 = only_thread0(c, rop, pt);
+      if (!w0 || !r0) return false;
       continue;
     }
-    /* One loop (loop model) or exactly the same axis: each thread reads its own write. */
-    if (!pa || !ca || !(sched_idmap_same(c->exact, pa, ca) || lower_same_loop(c, pa, ca))) return false;
+    if (!wl || !rl || !(wl == rl || sched_idmap_same(c->exact, wl->u.loop.concrete, rl->u.loop.concrete))) return false;
   }
   return true;
 }
@@ -64,9 +80,9 @@ static void request(SyncCtx *s, KBlock *b, KNode *before) {
   ptrvec_push(s->c->a, &s->requests, r);
 }
 
-static void reader(SyncCtx *s, const Path *rp, Val *p, Val *cv) {
+static void reader(SyncCtx *s, const Path *rp, const KNode *rop, Val *p) {
   const Path *wp = s->writer[p->id];
-  if (!wp || thread_dims_match(s->c, p, cv)) return;
+  if (!wp || thread_dims_match(s->c, wp->op, rop)) return;
   int d = 0;
   while (d < wp->depth && d < rp->depth && wp->node[d] == rp->node[d]) d++;
   request(s, rp->block[d], rp->node[d]);
@@ -87,10 +103,11 @@ static void visit_op(SyncCtx *s, Path *path, KNode *op) {
   if (!op->u.op.reduction_init)
     for (int i = 0; i < e->nin; i++) {
       Val *p = e->in[i];
-      if (p->kind == VAL_TV && (TV(p)->mem == CF_MEM_SHARED || TV(p)->mem == CF_MEM_TENSOR)) reader(s, path, p, cv);
+      if (p->kind == VAL_TV && (TV(p)->mem == CF_MEM_SHARED || TV(p)->mem == CF_MEM_TENSOR)) reader(s, path, op, p);
     }
   Path *w = ARENA_NEW(s->c->a, Path);
   w->depth = path->depth;
+  w->op = op;
   w->block = ARENA_ARRAY(s->c->a, KBlock *, path->depth);
   w->node = ARENA_ARRAY(s->c->a, KNode *, path->depth);
   memcpy(w->block, path->block, sizeof(KBlock *) * (size_t)path->depth);
@@ -142,7 +159,7 @@ static int nest_depth(const KBlock *b) {
 void lower_sync(LowerCtx *c) {
   SyncCtx s = {c, ARENA_ARRAY(c->a, Path *, c->f->vals.len + 1), {0}};
   int depth = nest_depth(&c->k->body) + 1;
-  Path path = {ARENA_ARRAY(c->a, KBlock *, depth), ARENA_ARRAY(c->a, KNode *, depth), 0};
+  Path path = {ARENA_ARRAY(c->a, KBlock *, depth), ARENA_ARRAY(c->a, KNode *, depth), 0, NULL};
   walk(&s, &path, &c->k->body);
   for (int i = 0; i < s.requests.len; i++) apply(c, s.requests.items[i]);
   c->k->synced = true;

@@ -114,6 +114,11 @@ static bool advance(Replay *r, Val *const *ins, int nin, Val *const *outs, int n
   return true;
 }
 
+static bool mixes_reduction(Val *x, Val *y) {
+  cf_iter_type a = ID(x)->iter_type, b = ID(y)->iter_type;
+  return a != b && a != CF_ITER_BROADCAST && b != CF_ITER_BROADCAST;
+}
+
 /* Replays one source transform; unmapped inputs skip it, except a merge with an unmapped
  * source broadcast axis, which is forwarded to its other input. */
 static bool replay_expr(Replay *r, const Expr *e) {
@@ -128,6 +133,9 @@ static bool replay_expr(Replay *r, const Expr *e) {
   }
   for (int i = 0; i < e->nin; i++)
     if (sched_tab_get(&r->consumed, ins[i])) return true; /* cannot happen in a tree-shaped history */
+  /* A merge of a reduction axis with an iteration axis would reduce across the iteration
+   * axis (cf_merge refuses it): the target keeps the two axes apart. */
+  if (e->op == OP_MERGE && mixes_reduction(ins[0], ins[1])) return true;
   if (!make_on_target(r, e, ins, outs)) return false;
   for (int o = 0; o < e->nout; o++)
     if (!sched_tab_put(&r->map, e->out[o], outs[o])) return false;

@@ -18,7 +18,7 @@ static void flat_128_4(cf_tv *tv) {
 
 /* tv1 = tv0 * .5; tv2 = tv1 * -1; tv3 = tv1 + 3; tv4 = tv1 * 2; tv5 = tv3 + tv2;
  * tv6 = tv5 + tv4; tv7 = tv1 + tv4; outputs tv6, tv7; tv0 computed at tv7, 1. */
-/* FAILS today: cf_compute_at refuses a fusion input as producer (nvFuser accepts it). */
+/* Disabled: cf_compute_at lacks nvFuser's common-consumer and all-dependents selection: T5, off the tv0 -> tv7 path, is not inlined, and inlining T1 into consumers that T5 sits between is refused. */
 Test(advanced_compute_at, compute_at1, .disabled = true) {
   cf_tv *tv0 = nv_symbolic(2);
   cf_tv *tv1 = cf_mul_scalar(f, tv0, 0.5), *tv2 = cf_mul_scalar(f, tv1, -1.0);
@@ -46,8 +46,7 @@ Test(advanced_compute_at, compute_at1, .disabled = true) {
 
 /* tv1 = tv0 * -1; tv2 = tv0 + 3; tv3 = tv0 * 2; tv4 = tv2 + tv1; tv5 = tv4 + tv3;
  * tv6 = tv5 + tv3; outputs tv5, tv6; tv0 computed at tv6, 1. */
-/* FAILS today: cf_compute_at refuses a fusion input as producer (nvFuser accepts it). */
-Test(advanced_compute_at, compute_at2, .disabled = true) {
+Test(advanced_compute_at, compute_at2) {
   cf_tv *tv0 = nv_symbolic(2);
   cf_tv *tv1 = cf_mul_scalar(f, tv0, -1.0), *tv2 = cf_add_scalar(f, tv0, 3.0), *tv3 = cf_mul_scalar(f, tv0, 2.0);
   cf_tv *tv4 = cf_add(f, tv2, tv1), *tv5 = cf_add(f, tv4, tv3), *tv6 = cf_add(f, tv5, tv3);
@@ -63,8 +62,7 @@ Test(advanced_compute_at, compute_at2, .disabled = true) {
 }
 
 /* tv3 = (tv1 * .979361) * tv0, 4-D, both inputs computed at tv3, 1. */
-/* FAILS today: cf_compute_at refuses a fusion input as producer (nvFuser accepts it). */
-Test(advanced_compute_at, compute_at3, .disabled = true) {
+Test(advanced_compute_at, compute_at3) {
   cf_tv *tv0 = nv_symbolic(4), *tv1 = nv_symbolic(4);
   cf_tv *tv2 = cf_mul_scalar(f, tv1, .979361), *tv3 = cf_mul(f, tv2, tv0);
   cf_fusion_add_output(f, tv3);
@@ -79,8 +77,7 @@ Test(advanced_compute_at, compute_at3, .disabled = true) {
 }
 
 /* tv6 = (tv1 + (tv2 - tv3)) - tv0, 4-D, the four inputs computed at tv6, 1. */
-/* FAILS today: cf_compute_at refuses a fusion input as producer (nvFuser accepts it). */
-Test(advanced_compute_at, compute_at4, .disabled = true) {
+Test(advanced_compute_at, compute_at4) {
   cf_tv *tv0 = nv_symbolic(4), *tv1 = nv_symbolic(4), *tv2 = nv_symbolic(4), *tv3 = nv_symbolic(4);
   cf_tv *tv4 = cf_sub(f, tv2, tv3), *tv5 = cf_add(f, tv1, tv4), *tv6 = cf_sub(f, tv5, tv0);
   cf_fusion_add_output(f, tv6);
@@ -141,7 +138,7 @@ static void build78(cf_tv **tv) {
 
 /* tv7 split, merged, split by 4 and 128, BIDx/TIDx; tv0 at tv7, 1; then tv0 and tv2 at
  * tv4, -1, which must leave tv5's loop domain as it was. */
-/* FAILS today: cf_compute_at refuses a fusion input as producer (nvFuser accepts it). */
+/* Disabled: cf_compute_at lacks nvFuser's all-dependents selection: replaying T1's transforms onto T5 would change axes left of its position. */
 Test(advanced_compute_at, compute_at7, .disabled = true) {
   cf_tv *tv[8];
   build78(tv);
@@ -162,7 +159,7 @@ Test(advanced_compute_at, compute_at7, .disabled = true) {
 }
 
 /* As 7 with outer splits (split(0, 128, false)) and the computeAts in the other order. */
-/* FAILS today: cf_compute_at refuses a fusion input as producer (nvFuser accepts it). */
+/* Disabled: cf_compute_at lacks nvFuser's all-dependents selection: replaying T7's transforms onto T5 would change axes left of its position. */
 Test(advanced_compute_at, compute_at8, .disabled = true) {
   cf_tv *tv[8];
   build78(tv);

@@ -7,8 +7,7 @@
 
 TestSuite(broadcast_inlining, .init = nv_setup, .fini = nv_teardown);
 
-/* FAILS today: the producer chain loops over j instead of i*j (issue 9, defect 1). */
-Test(broadcast_inlining, merged_broadcast_inlined_most, .disabled = true) {
+Test(broadcast_inlining, merged_broadcast_inlined_most) {
   cf_tv *tv0 = nv_symbolic(1), *tv1 = nv_symbolic(2);
   cf_tv *tv2 = cf_set(f, tv0);
   cf_tv *tv3 = cf_broadcast(f, tv2, 2, (bool[]){true, false});

@@ -12,7 +12,7 @@ TestSuite(compute_at_common_consumer, .init = nv_setup, .fini = nv_teardown);
 
 /* tv1 = tv0 * .5; tv2 = tv1 * -1; tv3 = tv1 * -2; tv4 = tv2 + tv3; tv5 = tv4 * 5;
  * outputs tv3, tv4, tv5. */
-/* FAILS today: no common-consumer selection: tensors off the path stay at ca_pos 0 and compile is refused (local read across blocks). */
+/* Disabled: cf_compute_at lacks nvFuser's common-consumer selection (tensors off the path stay at position 0; compile refuses the cross-block read). */
 Test(compute_at_common_consumer, common_consumer1, .disabled = true) {
   cf_tv *tv0 = nv_symbolic(1);
   cf_tv *tv1 = cf_mul_scalar(f, tv0, 0.5), *tv2 = cf_mul_scalar(f, tv1, -1.0), *tv3 = cf_mul_scalar(f, tv1, -2.0);
@@ -50,7 +50,7 @@ static void build2(cf_tv **tv) {
   cf_fusion_add_output(f, tv[5]);
 }
 
-/* FAILS today: no common-consumer selection: tensors off the path stay at ca_pos 0 and compile is refused (local read across blocks). */
+/* Disabled: cf_compute_at lacks nvFuser's common-consumer selection (tensors off the path stay at position 0; compile refuses the cross-block read). */
 Test(compute_at_common_consumer, common_consumer2, .disabled = true) {
   cf_tv *tv[6];
   build2(tv);
@@ -71,7 +71,7 @@ Test(compute_at_common_consumer, common_consumer2, .disabled = true) {
 
 /* As 2 with tv5 = tv3 + tv4 and tv6 = tv1 + 6, which has no common consumer with tv3;
  * outputs tv5, tv6. */
-/* FAILS today: no common-consumer selection: tensors off the path stay at ca_pos 0 and compile is refused (local read across blocks). */
+/* Disabled: cf_compute_at lacks nvFuser's common-consumer selection (tensors off the path stay at position 0; compile refuses the cross-block read). */
 Test(compute_at_common_consumer, common_consumer3, .disabled = true) {
   cf_tv *tv0 = nv_symbolic(2);
   cf_tv *tv1 = cf_mul_scalar(f, tv0, 0.5), *tv2 = cf_mul_scalar(f, tv1, -1.0), *tv3 = cf_mul_scalar(f, tv2, -1.0);
@@ -96,7 +96,7 @@ Test(compute_at_common_consumer, common_consumer3, .disabled = true) {
 }
 
 /* As 1 with tv6 = tv1 * 6, not a consumer of tv4; outputs tv3, tv4, tv5, tv6. */
-/* FAILS today: no common-consumer selection: tensors off the path stay at ca_pos 0 and compile is refused (local read across blocks). */
+/* Disabled: cf_compute_at lacks nvFuser's all-dependents selection (tensors off the path stay at position 0; compile refuses the cross-block read). */
 Test(compute_at_common_consumer, no_common_consumer, .disabled = true) {
   cf_tv *tv0 = nv_symbolic(1);
   cf_tv *tv1 = cf_mul_scalar(f, tv0, 0.5), *tv2 = cf_mul_scalar(f, tv1, -1.0), *tv3 = cf_mul_scalar(f, tv1, -2.0);

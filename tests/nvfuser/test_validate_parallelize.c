@@ -38,7 +38,7 @@ Test(validate_parallelize, parallelize2) {
 }
 
 /* Both split by 4, inner on TIDx, tv1 in global memory: valid. */
-/* FAILS today: intermediates in global memory are refused. */
+/* Disabled: intermediates in global memory are refused (nvFuser allocates them in global work buffers). */
 Test(validate_parallelize, parallelize3, .disabled = true) {
   cf_tv *tv1, *tv2 = chain(&tv1);
   cf_split(f, tv1, -1, 4);
@@ -50,7 +50,7 @@ Test(validate_parallelize, parallelize3, .disabled = true) {
 }
 
 /* Split by 4 and by 8, tv1 in global memory: valid (communication through global). */
-/* FAILS today: intermediates in global memory are refused. */
+/* Disabled: intermediates in global memory are refused (nvFuser allocates them in global work buffers). */
 Test(validate_parallelize, parallelize4, .disabled = true) {
   cf_tv *tv1, *tv2 = chain(&tv1);
   cf_split(f, tv1, -1, 4);
@@ -74,8 +74,7 @@ Test(validate_parallelize, parallelize5) {
 
 /* tv4[W,X,Y,Z] = bcast(tv0 + 1) + tv1, merged and split by 4, 3, 2; tv2's axis 0 on
  * BIDx while tv3's (sharing its loop) is serial: incompatible (nvFuser issue #995). */
-/* FAILS today: cf_compute_at refuses a fusion input as producer (nvFuser accepts it); the refusal is that, not the parallelization. */
-Test(validate_parallelize, parallelize6, .disabled = true) {
+Test(validate_parallelize, parallelize6) {
   cf_tv *tv0 = nv_concrete(3, (int64_t[]){6, 7, 8}), *tv1 = nv_concrete(4, (int64_t[]){5, 6, 7, 8});
   cf_tv *tv2 = cf_add_scalar(f, tv0, 1.0);
   cf_tv *tv3 = cf_broadcast(f, tv2, 4, (bool[]){true, false, false, false});
@@ -98,7 +97,7 @@ Test(validate_parallelize, parallelize6, .disabled = true) {
 
 /* tv1 = exp(tv0) in global memory on BIDx/TIDx, read by tv2 (TIDy) and tv3 (BIDx): a
  * grid sync makes it valid. */
-/* FAILS today: intermediates in global memory are refused. */
+/* Disabled: intermediates in global memory are refused (nvFuser allocates them in global work buffers). */
 Test(validate_parallelize, parallelize7, .disabled = true) {
   cf_tv *tv0 = nv_symbolic(2);
   cf_tv *tv1 = cf_exp(f, tv0), *tv2 = cf_set(f, tv1), *tv3 = cf_set(f, tv1);
@@ -116,7 +115,7 @@ Test(validate_parallelize, parallelize7, .disabled = true) {
  * tv2 inlined at 1 only while tv3 is fully inlined: tv2 and tv3 are indexed differently
  * on TIDx, which needs shared memory ("Inconsistent parallelization found between T2
  * ... T3"); inlining tv2 fully makes it valid (nvFuser issue #1880). */
-/* FAILS today: compute_at(T2, T4, -1) refused: T2's axis 1 does not map to broadcast axis 1 of T3 (positional sharing). */
+/* Disabled: loops are shared position by position: T2's axis 1 cannot skip T3's broadcast axis 1, as nvFuser's inlining does. */
 Test(validate_parallelize, parallelize8, .disabled = true) {
   cf_tv *tv0 = nv_symbolic(2), *tv1 = nv_symbolic(1);
   cf_tv *tv2 = cf_set(f, tv1);
@@ -171,7 +170,7 @@ static void build10(cf_tv **tv) {
   cf_fusion_add_output(f, tv[5]);
 }
 
-/* FAILS today: refusal names T3/T4 (broadcast merged), not T2; and still refused after T2 is computed at T5. */
+/* Disabled: T3 (Local) is read across threads through a merged broadcast axis: validate_parallel refuses what nvFuser accepts. */
 Test(validate_parallelize, parallelize10, .disabled = true) {
   cf_tv *tv[6];
   build10(tv);
@@ -188,7 +187,7 @@ Test(validate_parallelize, parallelize10, .disabled = true) {
 
 /* As 10 with a further split by 2 and tv2 computed at tv5, 1: tv2 and tv3 share axis 0,
  * so they are indexed alike and no sync is needed. */
-/* FAILS today: refused: T3 in local memory read across threads by T4 (the merged broadcast axis is not seen as shared). */
+/* Disabled: T3 (Local) is read across threads through a merged broadcast axis: validate_parallel refuses what nvFuser accepts. */
 Test(validate_parallelize, parallelize11, .disabled = true) {
   cf_tv *tv[6];
   build10(tv);
