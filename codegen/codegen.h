@@ -33,7 +33,7 @@ struct Emitter {
   int indent;
   const KKernel *k;
   const Dialect *d;
-  const char *param_names[64];
+  const char **param_names; /* one per kernel parameter (sized by cg_generate) */
 };
 
 /* Prints a line at the current indentation. */

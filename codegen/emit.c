@@ -235,7 +235,9 @@ static void emit_block(Emitter *e, const KBlock *b) {
 
 char *cg_generate(const KKernel *k, const Dialect *d) {
   Emitter e = {.k = k, .d = d};
-  for (int i = 0; i < k->nparams && i < 64; i++) e.param_names[i] = k->params[i]->name;
+  e.param_names = calloc((size_t)k->nparams + 1, sizeof *e.param_names);
+  if (!e.param_names) return NULL;
+  for (int i = 0; i < k->nparams; i++) e.param_names[i] = k->params[i]->name;
   d->preamble(&e);
   d->signature(&e);
   e.indent = 1;
@@ -243,5 +245,6 @@ char *cg_generate(const KKernel *k, const Dialect *d) {
   emit_block(&e, &k->body);
   e.indent = 0;
   d->epilogue(&e);
+  free(e.param_names);
   return sb_take(&e.out);
 }
