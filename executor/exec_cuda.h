@@ -138,6 +138,20 @@ cf_status exec_nvrtc_compile(const char *source, const char *program_name,
                              const ExecNvrtcOptions *opts, ExecCubin *out, char *err,
                              size_t errlen);
 void exec_cubin_free(ExecCubin *c);
+/* How many times this process ran nvrtcCompileProgram (tests check that a cached kernel
+ * compiles nothing). */
+int64_t exec_nvrtc_compile_count(void);
+/* Everything besides the source that decides a compile's result, as text (malloc'd): the
+ * NVRTC version, the kernel name and every option for `arch`; NULL when NVRTC cannot be
+ * loaded. */
+char *exec_nvrtc_key(const ExecNvrtcOptions *o, const char *arch);
+/* exec_nvrtc_compile through the disk cache of cubins (cubin_cache.c), keyed by the exact
+ * source and exec_nvrtc_key: a verified entry is a hit (*hit set, no NVRTC call); a miss
+ * compiles and stores the cubin atomically. An unusable cache directory compiles without
+ * it, with one warning; $CFUSER_CACHE=0 turns the cache off. */
+cf_status exec_nvrtc_compile_cached(const char *source, const char *program_name,
+                                    const ExecNvrtcOptions *opts, ExecCubin *out, bool *hit,
+                                    char *err, size_t errlen);
 
 /* ---- tensors (cuda_tensor.c) ----------------------------------------------------------- */
 

@@ -38,14 +38,16 @@ typedef struct ExecHostModule ExecHostModule;
 
 /* Compiles `source` (runtime included) with `$CC` (default cc) -std=c11 -O2 -shared -fPIC
  * -fno-strict-aliasing, plus the words of $CFUSER_HOST_CFLAGS, and loads it. The shared
- * object is cached in $CFUSER_CACHE_DIR (default $XDG_CACHE_HOME/cfuser, else
- * ~/.cache/cfuser) under a hash of the compile command and the source; the source is
- * kept beside it (<hash>.c) and compared on a hit, so a hash collision cannot load the
- * wrong kernel. kernel_name: the kernel's (exported) function. On success *out owns the
- * loaded module. Errors: CF_ERR_COMPILE (compiler failed: err->compiler_output and
+ * object is cached in the checked cache directory of disk_cache.h under a hash of the
+ * compile command and the source, with an index entry <hash>.idx holding that whole text
+ * and the object's size and hash: a hit needs an exact key and an object that verifies
+ * before it is loaded, so a truncated or foreign object is compiled again. An unusable
+ * cache directory (or CFUSER_CACHE=0) compiles in a private temporary directory instead,
+ * after one warning. kernel_name: the kernel's (exported) function. On success *out owns
+ * the loaded module. Errors: CF_ERR_COMPILE (compiler failed: err->compiler_output and
  * err->source are set; or the object does not load or lacks the kernel or cfh_launch),
- * CF_ERR_INVALID_ARGUMENT, CF_ERR_OUT_OF_MEMORY, CF_ERR_INTERNAL (cache directory,
- * spawning the compiler). */
+ * CF_ERR_INVALID_ARGUMENT, CF_ERR_OUT_OF_MEMORY, CF_ERR_IO (the cache directory's path is
+ * too long, or no directory can be written), CF_ERR_INTERNAL (spawning the compiler). */
 cf_status exec_host_compile(const char *source, const char *kernel_name, ExecHostModule **out,
                             ExecHostError *err);
 void exec_host_module_free(ExecHostModule *m);

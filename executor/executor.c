@@ -94,7 +94,8 @@ static cf_status compile_cuda(cf_executor *e, Compiled *c) {
   c->compile_only = !device || (arch && strcmp(arch, exec_device_arch()) != 0);
   ExecNvrtcOptions o = {.arch = arch, .kernel_name = c->k->name};
   char err[1024];
-  cf_status s = exec_nvrtc_compile(c->source, "cfuser_kernel.cu", &o, &c->cubin, err, sizeof err);
+  bool hit = false;
+  cf_status s = exec_nvrtc_compile_cached(c->source, "cfuser_kernel.cu", &o, &c->cubin, &hit, err, sizeof err);
   if (s) return exec_error(e, s, "compile: NVRTC failed: %s\n%s", err, c->cubin.log ? c->cubin.log : "");
   if (c->compile_only) return CF_OK;
   s = exec_kernel_load(c->cubin.data, c->cubin.lowered_name ? c->cubin.lowered_name : c->k->name, &c->kernel, err,
