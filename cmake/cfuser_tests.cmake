@@ -55,3 +55,10 @@ if(Python3_FOUND)
     set_tests_properties(tutorial_${name}_markdown_fresh PROPERTIES LABELS "unit")
   endforeach()
 endif()
+
+# A cfuser kernel on a PyTorch stream between two PyTorch ops (skipped without torch or a GPU).
+if(Python3_FOUND)
+  add_test(NAME executor_torch_stream
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/executor/torch_stream.py $<TARGET_FILE:cfuser>)
+  set_tests_properties(executor_torch_stream PROPERTIES LABELS "unit;gpu" SKIP_RETURN_CODE 77)
+endif()
