@@ -38,7 +38,9 @@ static cf_fusion *build(void) {
   cf_tv *out = cf_add(f, cf_mul(f, in[0], in[1]), in[2]);
   cf_fusion_add_output(f, out);
   cf_split(f, out, 0, 128);
+  cf_propagate_transforms(f, out);
   cf_parallelize(f, out, 1, CF_PT_TIDX);
+  cf_parallelize_all_like(f, out, 0, NULL);
   cf_inline_most(f);
   return f;
 }

@@ -373,16 +373,20 @@ static cf_status fit_dynamic_smem(const ExecKernel *k, int64_t smem, char *err, 
 
 cf_status exec_launch(const ExecKernel *k, const int64_t grid[3], const int64_t block[3],
                       int64_t smem, void **args, char *err, size_t errlen) {
-  return exec_launch_async(k, grid, block, smem, NULL, args, err, errlen);
-}
-
-cf_status exec_launch_async(const ExecKernel *k, const int64_t grid[3], const int64_t block[3],
-                            int64_t smem, void *stream, void **args, char *err, size_t errlen) {
   if (k == NULL || k->function == NULL)
     return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "launch: no kernel loaded");
   const ExecDeviceInfo *info = NULL;
   cf_status st = exec_device_open(k->device, &info, err, errlen);
   if (st != CF_OK) return st;
+  return exec_launch_async(k, info, grid, block, smem, NULL, args, err, errlen);
+}
+
+cf_status exec_launch_async(const ExecKernel *k, const ExecDeviceInfo *info, const int64_t grid[3],
+                            const int64_t block[3], int64_t smem, void *stream, void **args,
+                            char *err, size_t errlen) {
+  if (k == NULL || k->function == NULL || info == NULL)
+    return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "launch: no kernel loaded");
+  cf_status st;
   if ((st = check_launch_dims(info, grid, block, smem, err, errlen)) != CF_OK) return st;
   if ((st = fit_dynamic_smem(k, smem, err, errlen)) != CF_OK) return st;
   CUresult r = CU->cuLaunchKernel((CUfunction)k->function, (unsigned)grid[0], (unsigned)grid[1],
@@ -566,9 +570,10 @@ cf_status exec_kernel_load_on(int device, const void *cubin, const char *lowered
   (void)device;
   return exec_kernel_load(cubin, lowered_name, out, err, errlen);
 }
-cf_status exec_launch_async(const ExecKernel *k, const int64_t grid[3], const int64_t block[3],
-                            int64_t smem, void *stream, void **args, char *err, size_t errlen) {
-  (void)k, (void)grid, (void)block, (void)smem, (void)stream, (void)args;
+cf_status exec_launch_async(const ExecKernel *k, const ExecDeviceInfo *info, const int64_t grid[3],
+                            const int64_t block[3], int64_t smem, void *stream, void **args,
+                            char *err, size_t errlen) {
+  (void)k, (void)info, (void)grid, (void)block, (void)smem, (void)stream, (void)args;
   return no_device(err, errlen);
 }
 cf_status exec_mem_alloc_async(int device, size_t bytes, void *stream, ExecDevPtr *out, char *err,

@@ -99,9 +99,11 @@ cf_status exec_kernel_set_max_dynamic_smem(const ExecKernel *k, int64_t bytes, c
 cf_status exec_launch(const ExecKernel *k, const int64_t grid[3], const int64_t block[3],
                       int64_t smem, void **args, char *err, size_t errlen);
 /* Launches on `stream` (a CUstream of the kernel's device; NULL: its legacy default stream)
- * and returns without waiting. */
-cf_status exec_launch_async(const ExecKernel *k, const int64_t grid[3], const int64_t block[3],
-                            int64_t smem, void *stream, void **args, char *err, size_t errlen);
+ * and returns without waiting. The kernel's device must be current on the calling thread
+ * (exec_device_open, which gave info), so that a run opens its device once. */
+cf_status exec_launch_async(const ExecKernel *k, const ExecDeviceInfo *info, const int64_t grid[3],
+                            const int64_t block[3], int64_t smem, void *stream, void **args,
+                            char *err, size_t errlen);
 /* cuCtxSynchronize: where faults of launched kernels are reported. */
 cf_status exec_synchronize(char *err, size_t errlen);
 

@@ -35,6 +35,7 @@ typedef struct RunTarget {
   int device;
   void *stream;
   const ExecKernel *kernel; /* the kernel loaded on that device */
+  const ExecDeviceInfo *info; /* that device, opened and current */
 } RunTarget;
 
 struct cf_executor {

@@ -32,6 +32,8 @@ struct ExecPlan {
   size_t args_bytes;
   void **values;
   KxEnv env;
+  bool dims_const;          /* launch dimensions known at compile: `dims`, not evaluated */
+  cf_launch_params dims;
 };
 
 void exec_plan_free(ExecPlan *b) {
@@ -104,6 +106,9 @@ cf_status exec_plan_make(const KKernel *k, ExecPlan **out) {
     b->values[p] = b->args + b->arg_off[p];
   }
   b->env = (KxEnv){k->nparams, b->size_rows, b->stride_rows};
+  b->dims_const = kx_is_const(k->smem, &b->dims.smem);
+  for (int d = 0; d < 3; d++)
+    b->dims_const = b->dims_const && kx_is_const(k->grid[d], &b->dims.grid[d]) && kx_is_const(k->block[d], &b->dims.block[d]);
   *out = b;
   return CF_OK;
 }
@@ -239,6 +244,10 @@ static cf_status run_checks(cf_executor *e) {
 
 static cf_status launch_dims(cf_executor *e) {
   cf_status s;
+  if (e->plan->dims_const) {
+    e->last = e->plan->dims;
+    return CF_OK;
+  }
   for (int d = 0; d < 3; d++)
     if ((s = eval(e, e->cc->k->grid[d], &e->last.grid[d], "the grid size")) ||
         (s = eval(e, e->cc->k->block[d], &e->last.block[d], "the block size")))
@@ -294,7 +303,7 @@ cf_status cf_executor_run_async(cf_executor *e, void *stream, int ninputs, const
   cf_status s = check_counts(e, ninputs, inputs, noutputs, outputs);
   if (s) return s;
   ExecPlan *b = e->plan;
-  RunTarget rt = {0, stream, NULL};
+  RunTarget rt = {0, stream, NULL, NULL};
   memset(b->allocated, 0, sizeof *b->allocated * (size_t)b->nparams);
   s = bind_inputs(e, inputs);
   if (!s && e->cc->backend == CF_BACKEND_CUDA) s = exec_run_target_cuda(e, ninputs, inputs, noutputs, outputs, &rt);

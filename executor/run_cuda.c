@@ -72,6 +72,7 @@ cf_status exec_run_target_cuda(cf_executor *e, int nin, const DLTensor *const *i
   char err[512];
   if ((s = exec_device_open(rt->device, &info, err, sizeof err)))
     return exec_error(e, s, "run: the tensors are on cuda:%d: %s", rt->device, err);
+  rt->info = info;
   if (strcmp(info->arch, e->cc->cubin.arch) != 0)
     return exec_error(e, CF_ERR_INVALID_ARGUMENT,
                       "run: kernel %s was compiled for %s, but the tensors are on cuda:%d (%s, %s); compile "
@@ -82,7 +83,7 @@ cf_status exec_run_target_cuda(cf_executor *e, int nin, const DLTensor *const *i
 
 cf_status exec_run_launch_cuda(cf_executor *e, const RunTarget *rt, void **values) {
   char err[1024];
-  cf_status s = exec_launch_async(rt->kernel, e->last.grid, e->last.block, e->last.smem, rt->stream, values, err,
+  cf_status s = exec_launch_async(rt->kernel, rt->info, e->last.grid, e->last.block, e->last.smem, rt->stream, values, err,
                                   sizeof err);
   if (s && e->launched)
     return exec_error(e, s, "run: launching kernel %s on cuda:%d: %s (the error may come from this executor's "

@@ -28,8 +28,10 @@ static cf_executor *compile_fma(void) {
   cf_tv *out = cf_add(f, cf_mul(f, in[0], in[1]), in[2]);
   cf_fusion_add_output(f, out);
   cf_split(f, out, 0, 128);
+  cf_propagate_transforms(f, out);
   cf_parallelize(f, out, 0, CF_PT_BIDX);
   cf_parallelize(f, out, 1, CF_PT_TIDX);
+  cf_parallelize_all_like(f, out, 0, NULL);
   cf_inline_most(f);
   cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_CUDA});
   cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
@@ -99,6 +101,29 @@ Test(async, a_device_the_process_lacks_is_refused) {
   snprintf(want, sizeof want, "run: the tensors are on cuda:63: cuda:63 does not exist: this process sees %d CUDA "
            "device%s", count, count == 1 ? "" : "s");
   cr_expect_str_eq(cf_executor_error(e), want);
+  for (int i = 0; i < 3; i++) cf_tensor_free(in[i]);
+  cf_executor_destroy(e);
+}
+
+/* A kernel that faults (its output points at an address nothing owns) is reported by the
+ * next synchronize, naming it, and the executor's next run says the error may come from
+ * that launch. compute-sanitizer memcheck reports this test's invalid global writes: they
+ * are the point of it (run it with --filter excluding "*fault*"). */
+Test(async, a_fault_is_reported_later_naming_the_kernel) {
+  need_gpu();
+  cf_executor *e = compile_fma();
+  DLManagedTensor *in[3] = {device_input(0), device_input(1), device_input(2)};
+  const DLTensor *ins[3] = {&in[0]->dl_tensor, &in[1]->dl_tensor, &in[2]->dl_tensor};
+  DLManagedTensor bad = {in[0]->dl_tensor, NULL, NULL}, *outs[1] = {&bad};
+  bad.dl_tensor.data = (void *)(uintptr_t)0x10000; /* device memory of nobody */
+  cr_assert_eq(cf_executor_run_async(e, NULL, 3, ins, 1, outs), CF_OK, "%s", cf_executor_error(e));
+  cr_expect_eq(cf_executor_synchronize(e), CF_ERR_CUDA);
+  const char *want = "synchronize: kernel cfuser_kernel failed on cuda:0: cuStreamSynchronize failed: "
+                     "CUDA_ERROR_ILLEGAL_ADDRESS";
+  cr_expect(!strncmp(cf_executor_error(e), want, strlen(want)), "got: %s", cf_executor_error(e));
+  cr_expect_neq(cf_executor_run_async(e, NULL, 3, ins, 1, outs), CF_OK);
+  cr_expect(strstr(cf_executor_error(e), "(the error may come from this executor's earlier asynchronous launch of "
+                                         "kernel cfuser_kernel on cuda:0)"), "got: %s", cf_executor_error(e));
   for (int i = 0; i < 3; i++) cf_tensor_free(in[i]);
   cf_executor_destroy(e);
 }

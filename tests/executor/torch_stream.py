@@ -35,6 +35,9 @@ def load(path):
         ("cf_mul", P, [P, P, P]), ("cf_add", P, [P, P, P]),
         ("cf_split", ctypes.c_int, [P, P, ctypes.c_int, ctypes.c_int64]),
         ("cf_parallelize", ctypes.c_int, [P, P, ctypes.c_int, ctypes.c_int]), ("cf_inline_most", ctypes.c_int, [P]),
+        ("cf_propagate_transforms", ctypes.c_int, [P, P]),
+        ("cf_parallelize_all_like", ctypes.c_int, [P, P, ctypes.c_int, P]),
+        ("cf_fusion_error", ctypes.c_char_p, [P]),
         ("cf_executor_create", P, [P]), ("cf_executor_compile", ctypes.c_int, [P, P]),
         ("cf_executor_error", ctypes.c_char_p, [P]),
         ("cf_executor_run_async", ctypes.c_int, [P, P, ctypes.c_int, P, ctypes.c_int, P]),
@@ -63,9 +66,13 @@ def main():
     out = lib.cf_add(f, lib.cf_mul(f, ins[0], ins[1]), ins[2])
     lib.cf_fusion_add_output(f, out)
     lib.cf_split(f, out, 0, 128)
+    lib.cf_propagate_transforms(f, out)
     lib.cf_parallelize(f, out, 0, CF_PT_BIDX)
     lib.cf_parallelize(f, out, 1, CF_PT_TIDX)
+    lib.cf_parallelize_all_like(f, out, 0, None)
     lib.cf_inline_most(f)
+    if lib.cf_inline_most(f):
+        sys.exit("schedule: " + lib.cf_fusion_error(f).decode())
     opts = Options(CF_BACKEND_CUDA, None, False, None)
     e = lib.cf_executor_create(ctypes.byref(opts))
     if lib.cf_executor_compile(e, f):
