@@ -52,7 +52,7 @@ static bool is_allocated(LowerCtx *c, Val *tv, Val *id) {
 
 static KTensor *new_tensor(LowerCtx *c, Val *tv) {
   KTensor *kt = ARENA_NEW(c->a, KTensor);
-  kt->name = TV(tv)->display_name;
+  kt->name = arena_strdup(c->a, TV(tv)->display_name); /* the kernel outlives the fusion */
   kt->fusion_tv_name = tv->name;
   kt->mem = TV(tv)->mem;
   kt->dtype = tv->dtype;
