@@ -76,7 +76,10 @@ static cf_status check_new_tensor(cf_dtype dtype, int rank, const int64_t *sizes
                                   char *err, size_t errlen) {
   if (!ir_dtype_valid(dtype))
     return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "invalid dtype %d", (int)dtype);
-  if (rank < 0 || rank > EXEC_MAX_RANK || (rank > 0 && sizes == NULL))
+  if (rank > EXEC_MAX_RANK)
+    return exec_fail(CF_ERR_UNSUPPORTED, err, errlen, "rank %d: a tensor has at most %d dimensions",
+                     rank, EXEC_MAX_RANK);
+  if (rank < 0 || (rank > 0 && sizes == NULL))
     return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "invalid rank %d%s", rank,
                      rank > 0 && sizes == NULL ? " with NULL sizes" : "");
   size_t n = cf_dtype_size(dtype);

@@ -71,8 +71,8 @@ cf_status exec_host_module_binary(ExecHostModule *m, const void **data, size_t *
 typedef struct ExecHostParam {
   bool is_tensor;
   cf_dtype dtype; /* scalar: its type; tensor: element type (informative) */
-  int rank;       /* tensor: number of logical sizes, 0..8 */
-  int alloc_rank; /* tensor: number of allocation strides, 0..8 */
+  int rank;       /* tensor: number of logical sizes, 0..EXEC_HOST_MAX_RANK */
+  int alloc_rank; /* tensor: number of allocation strides, 0..EXEC_HOST_MAX_RANK */
   bool index32;
 } ExecHostParam;
 
@@ -87,6 +87,7 @@ cf_status exec_host_pack_tensor(const ExecHostParam *p, void *data, const int64_
 /* ---- launching ---------------------------------------------------------------------------- */
 
 #define EXEC_HOST_MAX_PARAMS 256
+#define EXEC_HOST_MAX_RANK 8 /* logical and allocation rank of a tensor parameter */
 
 /* A kernel signature prepared for libffi (types and call interface), reusable for any
  * number of launches. */

@@ -530,9 +530,14 @@ static cf_status describe_param(ExecHostCall *c, int i, const ExecHostParam *p, 
                                 ExecHostError *err) {
   ffi_type *s = &c->structs[i];
   if (!p->is_tensor && (c->args[i] = scalar_ffi_type(p->dtype))) return CF_OK;
-  if (p->is_tensor ? p->rank < 0 || p->rank > 8 || p->alloc_rank < 0 || p->alloc_rank > 8
-                   : p->dtype != CF_HALF && p->dtype != CF_BFLOAT16) {
-    set_error(err, "kernel parameter %d: unsupported %s", i, p->is_tensor ? "tensor rank" : "dtype");
+  if (p->is_tensor && (p->rank < 0 || p->rank > EXEC_HOST_MAX_RANK || p->alloc_rank < 0 ||
+                      p->alloc_rank > EXEC_HOST_MAX_RANK)) {
+    set_error(err, "kernel parameter %d: a tensor of rank %d (allocation rank %d); the host backend takes at most "
+              "%d", i, p->rank, p->alloc_rank, EXEC_HOST_MAX_RANK);
+    return CF_ERR_UNSUPPORTED;
+  }
+  if (!p->is_tensor && p->dtype != CF_HALF && p->dtype != CF_BFLOAT16) {
+    set_error(err, "kernel parameter %d: unsupported dtype", i);
     return CF_ERR_INVALID_ARGUMENT;
   }
   s->type = FFI_TYPE_STRUCT;
@@ -559,7 +564,7 @@ cf_status exec_host_call_prepare(const ExecHostModule *m, int nparams, const Exe
   }
   ExecHostCall *c = calloc(1, sizeof *c);
   size_t nel = 0;
-  for (int i = 0; i < nparams; i++) nel += params[i].is_tensor ? 18 : 2;
+  for (int i = 0; i < nparams; i++) nel += params[i].is_tensor ? 2 * EXEC_HOST_MAX_RANK + 2 : 2;
   if (c) {
     c->args = calloc((size_t)nparams + 1, sizeof *c->args);
     c->structs = calloc((size_t)nparams + 1, sizeof *c->structs);
