@@ -42,7 +42,7 @@ static void store(const char *path, const char *key, const ExecCubin *c) {
   unsigned char *p = malloc(n);
   if (!p) return;
   memcpy(p, &h, sizeof h);
-  memcpy(p + sizeof h, c->lowered_name, name);
+  if (name) memcpy(p + sizeof h, c->lowered_name, name);
   memcpy(p + sizeof h + name, c->data, c->size);
   if (!exec_disk_entry_write(path, key, strlen(key), p, n)) {
     char msg[4400];

@@ -166,7 +166,7 @@ bool exec_disk_entry_read(const char *path, const void *key, size_t keylen, void
   EntryHeader h;
   bool ok = file && n >= sizeof h;
   if (ok) memcpy(&h, file, sizeof h);
-  ok = ok && !memcmp(h.magic, k_magic, sizeof k_magic) && h.key_len == keylen && h.payload_len <= n &&
+  ok = ok && !memcmp(h.magic, k_magic, sizeof k_magic) && h.key_len == keylen && h.payload_len <= n - sizeof h &&
        n - sizeof h - h.payload_len == keylen && !memcmp(file + sizeof h, key, keylen);
   const char *body = ok ? file + sizeof h + keylen : NULL;
   ok = ok && exec_hash64(body, h.payload_len) == h.payload_hash;

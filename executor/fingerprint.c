@@ -25,7 +25,7 @@ typedef struct Fp {
 } Fp;
 
 static void fp_bytes(Fp *b, const void *s, size_t n) {
-  if (b->failed) return;
+  if (b->failed || n == 0) return;
   if (b->len + n > b->cap) {
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + n) cap *= 2;

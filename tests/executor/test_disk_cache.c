@@ -291,3 +291,53 @@ Test(disk_cache, a_cache_path_too_long_is_an_error) {
   free(longer);
   free(dir);
 }
+
+Test(disk_cache, an_entry_reads_back_only_whole_and_under_its_own_key) {
+  char *dir = fresh_cache(), *path = NULL;
+  cr_assert(asprintf(&path, "%s/e.bin", dir) > 0);
+  const char payload[] = "the payload of an entry";
+  cr_assert(exec_disk_entry_write(path, "key A", 5, payload, sizeof payload));
+  void *got = NULL;
+  size_t n = 0;
+  cr_assert(exec_disk_entry_read(path, "key A", 5, &got, &n));
+  cr_expect_eq(n, sizeof payload);
+  cr_expect_str_eq(got, payload);
+  free(got);
+  cr_expect_not(exec_disk_entry_read(path, "key B", 5, &got, &n), "another key under the same name");
+  cr_expect_not(exec_disk_entry_read(path, "key", 3, &got, &n), "a prefix of the key");
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  cr_expect_eq(st.st_mode & 0777, 0600);
+  int fd = open(path, O_RDWR); /* one payload byte flipped */
+  char c;
+  cr_assert_eq(pread(fd, &c, 1, st.st_size - 3), 1);
+  c ^= 1;
+  cr_assert_eq(pwrite(fd, &c, 1, st.st_size - 3), 1);
+  close(fd);
+  cr_expect_not(exec_disk_entry_read(path, "key A", 5, &got, &n), "a corrupted payload");
+  cr_assert(exec_disk_entry_write(path, "key A", 5, payload, sizeof payload));
+  cr_assert_eq(truncate(path, st.st_size - 1), 0);
+  cr_expect_not(exec_disk_entry_read(path, "key A", 5, &got, &n), "a truncated entry");
+  cr_assert_eq(truncate(path, 3), 0);
+  cr_expect_not(exec_disk_entry_read(path, "key A", 5, &got, &n), "less than a header");
+  free(path);
+  free(dir);
+}
+
+Test(disk_cache, a_corrupted_cubin_is_compiled_again) {
+  need_nvrtc();
+  char *dir = fresh_cache(), path[4200];
+  cr_expect_eq(cubin_compiles(15.0), 1);
+  cr_assert_eq(count_files(dir, ".cubin", path, sizeof path), 1);
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  int fd = open(path, O_RDWR);
+  char c;
+  cr_assert_eq(pread(fd, &c, 1, st.st_size / 2 + 100), 1);
+  c ^= 0x40;
+  cr_assert_eq(pwrite(fd, &c, 1, st.st_size / 2 + 100), 1);
+  close(fd);
+  cr_expect_eq(cubin_compiles(15.0), 1);
+  cr_expect_eq(cubin_compiles(15.0), 0);
+  free(dir);
+}
