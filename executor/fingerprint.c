@@ -162,6 +162,8 @@ static uint64_t fp_hash(const unsigned char *p, size_t n) {
 
 cf_status exec_fingerprint(cf_fusion *f, cf_backend backend, const char *arch, ExecFingerprint *out) {
   Fp b = {0};
+  size_t guess = 64 * ((size_t)f->vals.len + (size_t)f->exprs.len) + 256; /* about the final size */
+  if ((b.p = malloc(guess))) b.cap = guess;
   fp_i64(&b, backend);
   fp_str(&b, arch ? arch : "device");
   fp_fusion(&b, f);

@@ -130,7 +130,14 @@ Test(fingerprint, a_hit_on_a_1000_op_fusion_costs_a_small_fraction_of_lowering) 
   qsort(lower_t, 5, sizeof *lower_t, cmp_double);
   qsort(fp_t, 5, sizeof *fp_t, cmp_double);
   cr_log_info("1000 ops: lowering %.3f ms, fingerprint %.3f ms (medians of 5)", lower_t[2] * 1e3, fp_t[2] * 1e3);
-  cr_expect_lt(fp_t[2] * 4, lower_t[2], "fingerprint %.3f ms is not under a quarter of lowering %.3f ms",
-               fp_t[2] * 1e3, lower_t[2] * 1e3);
+  /* Optimized builds: a small fraction. Unoptimized or sanitized ones (every byte written
+   * through an instrumented call) keep only the weaker bound. */
+#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__)
+  const double fraction = 4;
+#else
+  const double fraction = 1;
+#endif
+  cr_expect_lt(fp_t[2] * fraction, lower_t[2], "fingerprint %.3f ms is not under 1/%g of lowering %.3f ms",
+               fp_t[2] * 1e3, fraction, lower_t[2] * 1e3);
   cf_fusion_destroy(f);
 }
