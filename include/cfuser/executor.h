@@ -6,7 +6,13 @@
  * which runs the same kernel on the CPU with the GPU execution model emulated. A compiled
  * executor owns everything it needs: the fusion may be destroyed after compile.
  * cf_executor_run takes DLPack tensors. Errors are kept on the executor
- * (cf_executor_error); the executor stays usable after a failed run. */
+ * (cf_executor_error); the executor stays usable after a failed run.
+ * Compiled kernels (cubins and host shared objects) are also kept on disk, in
+ * $CFUSER_CACHE_DIR, else $XDG_CACHE_HOME/cfuser, else ~/.cache/cfuser, else
+ * /tmp/cfuser-<uid>: a directory created 0700 and used only when it is the user's own and
+ * writable by nobody else (otherwise kernels are compiled without it, after one warning on
+ * stderr); a path longer than 3900 characters is CF_ERR_IO. CFUSER_CACHE=0 turns the disk
+ * cache off. */
 #ifndef CFUSER_EXECUTOR_H
 #define CFUSER_EXECUTOR_H
 
