@@ -61,3 +61,9 @@ endif()
 # the sanitized build's library cannot be loaded into an uninstrumented interpreter.
 add_test(NAME python_tests COMMAND ${PROJECT_SOURCE_DIR}/python/tests/run_tests.sh $<TARGET_FILE:cfuser>)
 set_tests_properties(python_tests PROPERTIES LABELS "python" SKIP_RETURN_CODE 77)
+# A cfuser kernel on a PyTorch stream between two PyTorch ops (skipped without torch or a GPU).
+if(Python3_FOUND)
+  add_test(NAME executor_torch_stream
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/executor/torch_stream.py $<TARGET_FILE:cfuser>)
+  set_tests_properties(executor_torch_stream PROPERTIES LABELS "unit;gpu" SKIP_RETURN_CODE 77)
+endif()

@@ -56,7 +56,9 @@ void exec_arch_for_cc(int major, int minor, char *buf, size_t buflen) {
   X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) X(cuDevicePrimaryCtxRetain)     \
   X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree)      \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuModuleLoadData) X(cuModuleUnload)     \
-  X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)
+  X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)      \
+  X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuStreamSynchronize) X(cuDeviceGetDefaultMemPool)   \
+  X(cuMemPoolSetAttribute)
 
 typedef struct CuApi {
 #define EXEC_X(name) __typeof__(name) *name;
@@ -73,6 +75,7 @@ typedef struct CudaState {
   CUdevice dev;
   CUcontext ctx;
   ExecDeviceInfo info;
+  int count;         /* devices visible to the process */
 } CudaState;
 
 static CudaState g_cuda;
@@ -132,8 +135,7 @@ static bool load_driver(CudaState *s) {
   return true;
 }
 
-static CUresult read_attributes(CudaState *s) {
-  ExecDeviceInfo *in = &s->info;
+static CUresult read_attributes(CUdevice dev, ExecDeviceInfo *in) {
   struct { int *out; CUdevice_attribute a; } q[] = {
       {&in->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
       {&in->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
@@ -142,10 +144,10 @@ static CUresult read_attributes(CudaState *s) {
       {&in->max_smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN},
   };
   for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
-    CUresult r = CU->cuDeviceGetAttribute(q[i].out, q[i].a, s->dev);
+    CUresult r = CU->cuDeviceGetAttribute(q[i].out, q[i].a, dev);
     if (r != CUDA_SUCCESS) return r;
   }
-  return CU->cuDeviceGetName(in->name, (int)sizeof in->name, s->dev);
+  return CU->cuDeviceGetName(in->name, (int)sizeof in->name, dev);
 }
 
 /* cuInit, device 0, its attributes and primary context; the reason on failure. */
@@ -162,11 +164,12 @@ static cf_status open_device(CudaState *s) {
   int count = 0;
   r = CU->cuDeviceGetCount(&count);
   if (r != CUDA_SUCCESS) return cu_fail(r, why, len, "cuDeviceGetCount");
+  s->count = count;
   if (count == 0) return exec_fail(CF_ERR_NO_DEVICE, why, len, "no CUDA device");
   if ((r = CU->cuDeviceGet(&s->dev, 0)) != CUDA_SUCCESS) return cu_fail(r, why, len, "cuDeviceGet(0)");
   if ((r = CU->cuDriverGetVersion(&s->info.driver_version)) != CUDA_SUCCESS)
     return cu_fail(r, why, len, "cuDriverGetVersion");
-  if ((r = read_attributes(s)) != CUDA_SUCCESS)
+  if ((r = read_attributes(s->dev, &s->info)) != CUDA_SUCCESS)
     return cu_fail(r, why, len, "cuDeviceGetAttribute/cuDeviceGetName");
   r = CU->cuDevicePrimaryCtxRetain(&s->ctx, s->dev);
   if (r != CUDA_SUCCESS) return cu_fail(r, why, len, "cuDevicePrimaryCtxRetain");
@@ -268,17 +271,23 @@ cf_status exec_memcpy_dtod(ExecDevPtr dst, ExecDevPtr src, size_t bytes, char *e
 
 cf_status exec_kernel_load(const void *cubin, const char *lowered_name, ExecKernel *out,
                            char *err, size_t errlen) {
+  return exec_kernel_load_on(0, cubin, lowered_name, out, err, errlen);
+}
+
+cf_status exec_kernel_load_on(int device, const void *cubin, const char *lowered_name,
+                              ExecKernel *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   if (cubin == NULL || lowered_name == NULL)
     return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "exec_kernel_load: %s is NULL",
                      cubin == NULL ? "cubin" : "kernel name");
-  cf_status st = exec_cuda_init(err, errlen);
+  const ExecDeviceInfo *info = NULL;
+  cf_status st = exec_device_open(device, &info, err, errlen);
   if (st != CF_OK) return st;
   CUmodule mod = NULL;
   CUresult r = CU->cuModuleLoadData(&mod, cubin);
   if (r != CUDA_SUCCESS)
-    return cu_fail(r, err, errlen, "cuModuleLoadData (a cubin for this device's %s?)",
-                   g_cuda.info.arch);
+    return cu_fail(r, err, errlen, "cuModuleLoadData (a cubin for cuda:%d's %s?)", device,
+                   info->arch);
   CUfunction fn = NULL;
   r = CU->cuModuleGetFunction(&fn, mod, lowered_name);
   if (r != CUDA_SUCCESS) {
@@ -288,12 +297,14 @@ cf_status exec_kernel_load(const void *cubin, const char *lowered_name, ExecKern
   }
   out->module = mod;
   out->function = fn;
+  out->device = device;
   return CF_OK;
 }
 
 cf_status exec_kernel_unload(ExecKernel *k, char *err, size_t errlen) {
   if (k == NULL || k->module == NULL) return CF_OK;
-  cf_status st = exec_cuda_init(err, errlen);
+  const ExecDeviceInfo *info = NULL;
+  cf_status st = exec_device_open(k->device, &info, err, errlen);
   if (st != CF_OK) return st;
   CUresult r = CU->cuModuleUnload((CUmodule)k->module);
   k->module = k->function = NULL;
@@ -303,14 +314,15 @@ cf_status exec_kernel_unload(ExecKernel *k, char *err, size_t errlen) {
 
 cf_status exec_kernel_set_max_dynamic_smem(const ExecKernel *k, int64_t bytes, char *err,
                                            size_t errlen) {
-  cf_status st = exec_cuda_init(err, errlen);
-  if (st != CF_OK) return st;
   if (k == NULL || k->function == NULL)
     return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "no kernel loaded");
-  if (bytes < 0 || bytes > g_cuda.info.max_smem_optin)
+  const ExecDeviceInfo *info = NULL;
+  cf_status st = exec_device_open(k->device, &info, err, errlen);
+  if (st != CF_OK) return st;
+  if (bytes < 0 || bytes > info->max_smem_optin)
     return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen,
                      "%lld bytes of dynamic shared memory exceed the limit of %s (%d bytes)",
-                     (long long)bytes, g_cuda.info.name, g_cuda.info.max_smem_optin);
+                     (long long)bytes, info->name, info->max_smem_optin);
   CUresult r = CU->cuFuncSetAttribute((CUfunction)k->function,
                                      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
   if (r != CUDA_SUCCESS)
@@ -320,8 +332,8 @@ cf_status exec_kernel_set_max_dynamic_smem(const ExecKernel *k, int64_t bytes, c
 }
 
 /* Hardware limits of every GPU since compute capability 3.0. */
-static cf_status check_launch_dims(const int64_t grid[3], const int64_t block[3], int64_t smem,
-                                   char *err, size_t errlen) {
+static cf_status check_launch_dims(const ExecDeviceInfo *info, const int64_t grid[3],
+                                   const int64_t block[3], int64_t smem, char *err, size_t errlen) {
   static const int64_t grid_max[3] = {INT32_MAX, 65535, 65535};
   static const int64_t block_max[3] = {1024, 1024, 64};
   static const char axis[3] = {'x', 'y', 'z'};
@@ -341,10 +353,10 @@ static cf_status check_launch_dims(const int64_t grid[3], const int64_t block[3]
                      "launch: %lldx%lldx%lld = %lld threads per block exceed 1024",
                      (long long)block[0], (long long)block[1], (long long)block[2],
                      (long long)threads);
-  if (smem < 0 || smem > g_cuda.info.max_smem_optin)
+  if (smem < 0 || smem > info->max_smem_optin)
     return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen,
                      "launch: %lld bytes of dynamic shared memory exceed the limit of %s "
-                     "(%d bytes)", (long long)smem, g_cuda.info.name, g_cuda.info.max_smem_optin);
+                     "(%d bytes)", (long long)smem, info->name, info->max_smem_optin);
   return CF_OK;
 }
 
@@ -361,15 +373,25 @@ static cf_status fit_dynamic_smem(const ExecKernel *k, int64_t smem, char *err, 
 
 cf_status exec_launch(const ExecKernel *k, const int64_t grid[3], const int64_t block[3],
                       int64_t smem, void **args, char *err, size_t errlen) {
-  cf_status st = exec_cuda_init(err, errlen);
-  if (st != CF_OK) return st;
   if (k == NULL || k->function == NULL)
     return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "launch: no kernel loaded");
-  if ((st = check_launch_dims(grid, block, smem, err, errlen)) != CF_OK) return st;
+  const ExecDeviceInfo *info = NULL;
+  cf_status st = exec_device_open(k->device, &info, err, errlen);
+  if (st != CF_OK) return st;
+  return exec_launch_async(k, info, grid, block, smem, NULL, args, err, errlen);
+}
+
+cf_status exec_launch_async(const ExecKernel *k, const ExecDeviceInfo *info, const int64_t grid[3],
+                            const int64_t block[3], int64_t smem, void *stream, void **args,
+                            char *err, size_t errlen) {
+  if (k == NULL || k->function == NULL || info == NULL)
+    return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "launch: no kernel loaded");
+  cf_status st;
+  if ((st = check_launch_dims(info, grid, block, smem, err, errlen)) != CF_OK) return st;
   if ((st = fit_dynamic_smem(k, smem, err, errlen)) != CF_OK) return st;
   CUresult r = CU->cuLaunchKernel((CUfunction)k->function, (unsigned)grid[0], (unsigned)grid[1],
                                  (unsigned)grid[2], (unsigned)block[0], (unsigned)block[1],
-                                 (unsigned)block[2], (unsigned)smem, NULL, args, NULL);
+                                 (unsigned)block[2], (unsigned)smem, (CUstream)stream, args, NULL);
   if (r != CUDA_SUCCESS)
     return cu_fail(r, err, errlen, "cuLaunchKernel(grid %lldx%lldx%lld, block %lldx%lldx%lld, "
                    "%lld bytes of shared memory)", (long long)grid[0], (long long)grid[1],
@@ -383,6 +405,102 @@ cf_status exec_synchronize(char *err, size_t errlen) {
   if (st != CF_OK) return st;
   CUresult r = CU->cuCtxSynchronize();
   if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "cuCtxSynchronize (after the kernel)");
+  return CF_OK;
+}
+
+/* ---- every device: primary contexts, streams, stream-ordered memory ------------------------ */
+
+/* One per device ordinal, opened on first use under g_devs_lock; `ready` is published last
+ * (release) so that the fast path reads it without the lock. */
+typedef struct DeviceSlot {
+  bool ready;
+  CUcontext ctx;
+  ExecDeviceInfo info;
+} DeviceSlot;
+
+static DeviceSlot g_devs[EXEC_MAX_DEVICES];
+static pthread_mutex_t g_devs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The device's attributes, its primary context, and a default memory pool that keeps freed
+ * memory cached (release threshold: unlimited), so that a loop of runs allocating outputs in
+ * stream order gets them from the pool after the first. */
+static cf_status open_slot(int ordinal, DeviceSlot *d, char *err, size_t errlen) {
+  CUdevice dev;
+  CUresult r = CU->cuDeviceGet(&dev, ordinal);
+  if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "cuDeviceGet(%d)", ordinal);
+  d->info.driver_version = g_cuda.info.driver_version;
+  if ((r = read_attributes(dev, &d->info)) != CUDA_SUCCESS)
+    return cu_fail(r, err, errlen, "cuDeviceGetAttribute/cuDeviceGetName(cuda:%d)", ordinal);
+  if ((r = CU->cuDevicePrimaryCtxRetain(&d->ctx, dev)) != CUDA_SUCCESS)
+    return cu_fail(r, err, errlen, "cuDevicePrimaryCtxRetain(cuda:%d)", ordinal);
+  d->info.ordinal = ordinal;
+  exec_arch_for_cc(d->info.cc_major, d->info.cc_minor, d->info.arch, sizeof d->info.arch);
+  CUmemoryPool pool;
+  cuuint64_t keep = UINT64_MAX;
+  if ((r = CU->cuDeviceGetDefaultMemPool(&pool, dev)) == CUDA_SUCCESS)
+    r = CU->cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+  if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "setting up the memory pool of cuda:%d", ordinal);
+  __atomic_store_n(&d->ready, true, __ATOMIC_RELEASE);
+  return CF_OK;
+}
+
+cf_status exec_device_open(int ordinal, const ExecDeviceInfo **info, char *err, size_t errlen) {
+  pthread_once(&g_cuda_once, cuda_init_once);
+  if (g_cuda.status != CF_OK) return exec_fail(g_cuda.status, err, errlen, "%s", g_cuda.reason);
+  if (ordinal < 0 || ordinal >= g_cuda.count)
+    return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen,
+                     "cuda:%d does not exist: this process sees %d CUDA device%s", ordinal,
+                     g_cuda.count, g_cuda.count == 1 ? "" : "s");
+  if (ordinal >= EXEC_MAX_DEVICES)
+    return exec_fail(CF_ERR_UNSUPPORTED, err, errlen,
+                     "cuda:%d: cfuser uses at most %d devices per process", ordinal,
+                     EXEC_MAX_DEVICES);
+  DeviceSlot *d = &g_devs[ordinal];
+  cf_status st = CF_OK;
+  if (!__atomic_load_n(&d->ready, __ATOMIC_ACQUIRE)) {
+    pthread_mutex_lock(&g_devs_lock);
+    if (!d->ready) st = open_slot(ordinal, d, err, errlen);
+    pthread_mutex_unlock(&g_devs_lock);
+    if (st != CF_OK) return st;
+  }
+  CUcontext cur = NULL;
+  CUresult r = CU->cuCtxGetCurrent(&cur);
+  if (r == CUDA_SUCCESS && cur != d->ctx) r = CU->cuCtxSetCurrent(d->ctx);
+  if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "making cuda:%d's primary context current", ordinal);
+  *info = &d->info;
+  return CF_OK;
+}
+
+cf_status exec_mem_alloc_async(int device, size_t bytes, void *stream, ExecDevPtr *out, char *err,
+                               size_t errlen) {
+  *out = 0;
+  const ExecDeviceInfo *info = NULL;
+  cf_status st = exec_device_open(device, &info, err, errlen);
+  if (st != CF_OK) return st;
+  CUdeviceptr p = 0;
+  CUresult r = CU->cuMemAllocAsync(&p, bytes, (CUstream)stream);
+  if (r != CUDA_SUCCESS)
+    return cu_fail(r, err, errlen, "cuMemAllocAsync(%zu bytes on cuda:%d)", bytes, device);
+  *out = (ExecDevPtr)p;
+  return CF_OK;
+}
+
+cf_status exec_mem_free_async(int device, ExecDevPtr p, void *stream, char *err, size_t errlen) {
+  if (p == 0) return CF_OK;
+  const ExecDeviceInfo *info = NULL;
+  cf_status st = exec_device_open(device, &info, err, errlen);
+  if (st != CF_OK) return st;
+  CUresult r = CU->cuMemFreeAsync((CUdeviceptr)p, (CUstream)stream);
+  if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "cuMemFreeAsync(0x%llx)", (unsigned long long)p);
+  return CF_OK;
+}
+
+cf_status exec_stream_synchronize(int device, void *stream, char *err, size_t errlen) {
+  const ExecDeviceInfo *info = NULL;
+  cf_status st = exec_device_open(device, &info, err, errlen);
+  if (st != CF_OK) return st;
+  CUresult r = CU->cuStreamSynchronize((CUstream)stream);
+  if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "cuStreamSynchronize");
   return CF_OK;
 }
 
@@ -442,5 +560,35 @@ cf_status exec_launch(const ExecKernel *k, const int64_t grid[3], const int64_t 
   return no_device(err, errlen);
 }
 cf_status exec_synchronize(char *err, size_t errlen) { return no_device(err, errlen); }
+cf_status exec_device_open(int ordinal, const ExecDeviceInfo **info, char *err, size_t errlen) {
+  (void)ordinal;
+  *info = NULL;
+  return no_device(err, errlen);
+}
+cf_status exec_kernel_load_on(int device, const void *cubin, const char *lowered_name,
+                              ExecKernel *out, char *err, size_t errlen) {
+  (void)device;
+  return exec_kernel_load(cubin, lowered_name, out, err, errlen);
+}
+cf_status exec_launch_async(const ExecKernel *k, const ExecDeviceInfo *info, const int64_t grid[3],
+                            const int64_t block[3], int64_t smem, void *stream, void **args,
+                            char *err, size_t errlen) {
+  (void)k, (void)info, (void)grid, (void)block, (void)smem, (void)stream, (void)args;
+  return no_device(err, errlen);
+}
+cf_status exec_mem_alloc_async(int device, size_t bytes, void *stream, ExecDevPtr *out, char *err,
+                               size_t errlen) {
+  (void)device, (void)bytes, (void)stream;
+  *out = 0;
+  return no_device(err, errlen);
+}
+cf_status exec_mem_free_async(int device, ExecDevPtr p, void *stream, char *err, size_t errlen) {
+  (void)device, (void)stream;
+  return p == 0 ? CF_OK : no_device(err, errlen);
+}
+cf_status exec_stream_synchronize(int device, void *stream, char *err, size_t errlen) {
+  (void)device, (void)stream;
+  return no_device(err, errlen);
+}
 
 #endif

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXEC_MAX_RANK 64
 
 /* "[2, 3]" into buf, truncated with "..." when it does not fit. */
 static const char *dims_str(int n, const int64_t *d, char *buf, size_t len) {
@@ -58,13 +57,18 @@ static bool dl_is_contiguous(const DLTensor *t) {
 
 typedef struct DeviceTensor {
   DLManagedTensor managed;
+  bool async;     /* allocated in stream order: freed in the order of `stream` */
+  void *stream;
   int64_t dims[]; /* shape, then strides */
 } DeviceTensor;
 
 static void device_tensor_deleter(DLManagedTensor *self) {
   if (self == NULL) return;
+  DeviceTensor *t = (DeviceTensor *)(void *)self;
+  ExecDevPtr p = (ExecDevPtr)(uintptr_t)self->dl_tensor.data;
   /* A deleter cannot report; a failed free leaves the device memory to the context. */
-  exec_mem_free((ExecDevPtr)(uintptr_t)self->dl_tensor.data, NULL, 0);
+  if (t->async) exec_mem_free_async(self->dl_tensor.device.device_id, p, t->stream, NULL, 0);
+  else exec_mem_free(p, NULL, 0);
   free(self);
 }
 
@@ -72,7 +76,10 @@ static cf_status check_new_tensor(cf_dtype dtype, int rank, const int64_t *sizes
                                   char *err, size_t errlen) {
   if (!ir_dtype_valid(dtype))
     return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "invalid dtype %d", (int)dtype);
-  if (rank < 0 || rank > EXEC_MAX_RANK || (rank > 0 && sizes == NULL))
+  if (rank > EXEC_MAX_RANK)
+    return exec_fail(CF_ERR_UNSUPPORTED, err, errlen, "rank %d: a tensor has at most %d dimensions",
+                     rank, EXEC_MAX_RANK);
+  if (rank < 0 || (rank > 0 && sizes == NULL))
     return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "invalid rank %d%s", rank,
                      rank > 0 && sizes == NULL ? " with NULL sizes" : "");
   size_t n = cf_dtype_size(dtype);
@@ -88,25 +95,17 @@ static cf_status check_new_tensor(cf_dtype dtype, int rank, const int64_t *sizes
   return CF_OK;
 }
 
-cf_status exec_tensor_device(cf_dtype dtype, int rank, const int64_t *sizes,
-                             DLManagedTensor **out, char *err, size_t errlen) {
-  if (out == NULL) return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "out is NULL");
-  *out = NULL;
-  size_t bytes = 0;
-  cf_status st = check_new_tensor(dtype, rank, sizes, &bytes, err, errlen);
-  if (st != CF_OK) return st;
-  ExecDevPtr p = 0;
-  if ((st = exec_cuda_init(err, errlen)) != CF_OK) return st;
-  if (bytes > 0 && (st = exec_mem_alloc(bytes, &p, err, errlen)) != CF_OK) return st;
+/* The DLManagedTensor around device memory p (NULL when out of host memory). */
+static DeviceTensor *wrap_device(ExecDevPtr p, int device, bool async, void *stream, cf_dtype dtype,
+                                 int rank, const int64_t *sizes) {
   DeviceTensor *t = calloc(1, sizeof *t + sizeof(int64_t) * 2 * (size_t)rank);
-  if (t == NULL) {
-    exec_mem_free(p, NULL, 0);
-    return exec_fail(CF_ERR_OUT_OF_MEMORY, err, errlen, "out of host memory");
-  }
+  if (t == NULL) return NULL;
+  t->async = async;
+  t->stream = stream;
   DLTensor *dl = &t->managed.dl_tensor;
   dl->data = (void *)(uintptr_t)p;
   dl->device.device_type = kDLCUDA;
-  dl->device.device_id = exec_device_info()->ordinal;
+  dl->device.device_id = device;
   dl->ndim = rank;
   dl->dtype = ir_dtype_to_dl(dtype);
   dl->shape = rank ? t->dims : NULL;
@@ -118,6 +117,43 @@ cf_status exec_tensor_device(cf_dtype dtype, int rank, const int64_t *sizes,
     stride *= sizes[i] > 0 ? sizes[i] : 1;
   }
   t->managed.deleter = device_tensor_deleter;
+  return t;
+}
+
+cf_status exec_tensor_device(cf_dtype dtype, int rank, const int64_t *sizes,
+                             DLManagedTensor **out, char *err, size_t errlen) {
+  if (out == NULL) return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "out is NULL");
+  *out = NULL;
+  size_t bytes = 0;
+  cf_status st = check_new_tensor(dtype, rank, sizes, &bytes, err, errlen);
+  if (st != CF_OK) return st;
+  ExecDevPtr p = 0;
+  if ((st = exec_cuda_init(err, errlen)) != CF_OK) return st;
+  if (bytes > 0 && (st = exec_mem_alloc(bytes, &p, err, errlen)) != CF_OK) return st;
+  DeviceTensor *t = wrap_device(p, exec_device_info()->ordinal, false, NULL, dtype, rank, sizes);
+  if (t == NULL) {
+    exec_mem_free(p, NULL, 0);
+    return exec_fail(CF_ERR_OUT_OF_MEMORY, err, errlen, "out of host memory");
+  }
+  *out = &t->managed;
+  return CF_OK;
+}
+
+cf_status exec_tensor_device_async(int device, void *stream, cf_dtype dtype, int rank,
+                                   const int64_t *sizes, DLManagedTensor **out, char *err,
+                                   size_t errlen) {
+  if (out == NULL) return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "out is NULL");
+  *out = NULL;
+  size_t bytes = 0;
+  cf_status st = check_new_tensor(dtype, rank, sizes, &bytes, err, errlen);
+  if (st != CF_OK) return st;
+  ExecDevPtr p = 0;
+  if (bytes > 0 && (st = exec_mem_alloc_async(device, bytes, stream, &p, err, errlen)) != CF_OK) return st;
+  DeviceTensor *t = wrap_device(p, device, true, stream, dtype, rank, sizes);
+  if (t == NULL) {
+    exec_mem_free_async(device, p, stream, NULL, 0);
+    return exec_fail(CF_ERR_OUT_OF_MEMORY, err, errlen, "out of host memory");
+  }
   *out = &t->managed;
   return CF_OK;
 }

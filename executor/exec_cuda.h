@@ -62,12 +62,32 @@ cf_status exec_memcpy_dtod(ExecDevPtr dst, ExecDevPtr src, size_t bytes, char *e
 typedef struct ExecKernel {
   void *module;
   void *function;
+  int device; /* the ordinal whose primary context holds the module */
 } ExecKernel;
+
+/* Named limits: device ordinals a process may use; dimensions of a tensor. */
+#define EXEC_MAX_DEVICES 64
+#define EXEC_MAX_RANK 64
+
+/* Opens device `ordinal` (its attributes, its primary context, its memory pool; once per
+ * process, thread-safe) and makes its primary context current on the calling thread. An
+ * ordinal the process does not see is CF_ERR_INVALID_ARGUMENT naming it. */
+cf_status exec_device_open(int ordinal, const ExecDeviceInfo **info, char *err, size_t errlen);
+/* Device memory in the order of `stream` (cuMemAllocAsync / cuMemFreeAsync on the device's
+ * default pool, which keeps freed memory for reuse); stream NULL: the legacy default stream. */
+cf_status exec_mem_alloc_async(int device, size_t bytes, void *stream, ExecDevPtr *out, char *err,
+                               size_t errlen);
+cf_status exec_mem_free_async(int device, ExecDevPtr p, void *stream, char *err, size_t errlen);
+/* cuStreamSynchronize: where faults of kernels launched on the stream are reported. */
+cf_status exec_stream_synchronize(int device, void *stream, char *err, size_t errlen);
 
 /* Loads a cubin (cuModuleLoadData) and looks up the kernel by its lowered name. On
  * failure nothing stays loaded and *out is zeroed. */
 cf_status exec_kernel_load(const void *cubin, const char *lowered_name, ExecKernel *out,
                            char *err, size_t errlen);
+/* The same into device `device`'s primary context (exec_kernel_load: device 0). */
+cf_status exec_kernel_load_on(int device, const void *cubin, const char *lowered_name,
+                              ExecKernel *out, char *err, size_t errlen);
 /* Unloads the module; a zeroed kernel is ok. */
 cf_status exec_kernel_unload(ExecKernel *k, char *err, size_t errlen);
 /* Raises the kernel's dynamic shared memory limit (needed above 48 KiB); fails with a
@@ -78,6 +98,12 @@ cf_status exec_kernel_set_max_dynamic_smem(const ExecKernel *k, int64_t bytes, c
  * first; args is the kernel's parameter array (one pointer to each argument's bytes). */
 cf_status exec_launch(const ExecKernel *k, const int64_t grid[3], const int64_t block[3],
                       int64_t smem, void **args, char *err, size_t errlen);
+/* Launches on `stream` (a CUstream of the kernel's device; NULL: its legacy default stream)
+ * and returns without waiting. The kernel's device must be current on the calling thread
+ * (exec_device_open, which gave info), so that a run opens its device once. */
+cf_status exec_launch_async(const ExecKernel *k, const ExecDeviceInfo *info, const int64_t grid[3],
+                            const int64_t block[3], int64_t smem, void *stream, void **args,
+                            char *err, size_t errlen);
 /* cuCtxSynchronize: where faults of launched kernels are reported. */
 cf_status exec_synchronize(char *err, size_t errlen);
 
@@ -114,12 +140,31 @@ cf_status exec_nvrtc_compile(const char *source, const char *program_name,
                              const ExecNvrtcOptions *opts, ExecCubin *out, char *err,
                              size_t errlen);
 void exec_cubin_free(ExecCubin *c);
+/* How many times this process ran nvrtcCompileProgram (tests check that a cached kernel
+ * compiles nothing). */
+int64_t exec_nvrtc_compile_count(void);
+/* Everything besides the source that decides a compile's result, as text (malloc'd): the
+ * NVRTC version, the kernel name and every option for `arch`; NULL when NVRTC cannot be
+ * loaded. */
+char *exec_nvrtc_key(const ExecNvrtcOptions *o, const char *arch);
+/* exec_nvrtc_compile through the disk cache of cubins (cubin_cache.c), keyed by the exact
+ * source and exec_nvrtc_key: a verified entry is a hit (*hit set, no NVRTC call); a miss
+ * compiles and stores the cubin atomically. An unusable cache directory compiles without
+ * it, with one warning; $CFUSER_CACHE=0 turns the cache off. */
+cf_status exec_nvrtc_compile_cached(const char *source, const char *program_name,
+                                    const ExecNvrtcOptions *opts, ExecCubin *out, bool *hit,
+                                    char *err, size_t errlen);
 
 /* ---- tensors (cuda_tensor.c) ----------------------------------------------------------- */
 
 /* A contiguous device tensor (strides filled in), freed by its deleter (cuMemFree). */
 cf_status exec_tensor_device(cf_dtype dtype, int rank, const int64_t *sizes,
                              DLManagedTensor **out, char *err, size_t errlen);
+/* The same on device `device`, allocated in the order of `stream`; its deleter frees it in
+ * the order of the same stream, which must therefore outlive the tensor. */
+cf_status exec_tensor_device_async(int device, void *stream, cf_dtype dtype, int rank,
+                                   const int64_t *sizes, DLManagedTensor **out, char *err,
+                                   size_t errlen);
 /* Copies src to dst: host<->device, device<->device or host<->host. Both contiguous, of
  * equal dtype and sizes; byte_offset honored. Host is kDLCPU or kDLCUDAHost, device is
  * kDLCUDA or kDLCUDAManaged of cfuser's device. */

@@ -38,14 +38,16 @@ typedef struct ExecHostModule ExecHostModule;
 
 /* Compiles `source` (runtime included) with `$CC` (default cc) -std=c11 -O2 -shared -fPIC
  * -fno-strict-aliasing, plus the words of $CFUSER_HOST_CFLAGS, and loads it. The shared
- * object is cached in $CFUSER_CACHE_DIR (default $XDG_CACHE_HOME/cfuser, else
- * ~/.cache/cfuser) under a hash of the compile command and the source; the source is
- * kept beside it (<hash>.c) and compared on a hit, so a hash collision cannot load the
- * wrong kernel. kernel_name: the kernel's (exported) function. On success *out owns the
- * loaded module. Errors: CF_ERR_COMPILE (compiler failed: err->compiler_output and
+ * object is cached in the checked cache directory of disk_cache.h under a hash of the
+ * compile command and the source, with an index entry <hash>.idx holding that whole text
+ * and the object's size and hash: a hit needs an exact key and an object that verifies
+ * before it is loaded, so a truncated or foreign object is compiled again. An unusable
+ * cache directory (or CFUSER_CACHE=0) compiles in a private temporary directory instead,
+ * after one warning. kernel_name: the kernel's (exported) function. On success *out owns
+ * the loaded module. Errors: CF_ERR_COMPILE (compiler failed: err->compiler_output and
  * err->source are set; or the object does not load or lacks the kernel or cfh_launch),
- * CF_ERR_INVALID_ARGUMENT, CF_ERR_OUT_OF_MEMORY, CF_ERR_INTERNAL (cache directory,
- * spawning the compiler). */
+ * CF_ERR_INVALID_ARGUMENT, CF_ERR_OUT_OF_MEMORY, CF_ERR_IO (the cache directory's path is
+ * too long, or no directory can be written), CF_ERR_INTERNAL (spawning the compiler). */
 cf_status exec_host_compile(const char *source, const char *kernel_name, ExecHostModule **out,
                             ExecHostError *err);
 void exec_host_module_free(ExecHostModule *m);
@@ -69,8 +71,8 @@ cf_status exec_host_module_binary(ExecHostModule *m, const void **data, size_t *
 typedef struct ExecHostParam {
   bool is_tensor;
   cf_dtype dtype; /* scalar: its type; tensor: element type (informative) */
-  int rank;       /* tensor: number of logical sizes, 0..8 */
-  int alloc_rank; /* tensor: number of allocation strides, 0..8 */
+  int rank;       /* tensor: number of logical sizes, 0..EXEC_HOST_MAX_RANK */
+  int alloc_rank; /* tensor: number of allocation strides, 0..EXEC_HOST_MAX_RANK */
   bool index32;
 } ExecHostParam;
 
@@ -85,6 +87,7 @@ cf_status exec_host_pack_tensor(const ExecHostParam *p, void *data, const int64_
 /* ---- launching ---------------------------------------------------------------------------- */
 
 #define EXEC_HOST_MAX_PARAMS 256
+#define EXEC_HOST_MAX_RANK 8 /* logical and allocation rank of a tensor parameter */
 
 /* A kernel signature prepared for libffi (types and call interface), reusable for any
  * number of launches. */

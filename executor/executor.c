@@ -40,6 +40,8 @@ void exec_compiled_free(Compiled *c) {
   exec_host_call_free(c->call);
   exec_host_module_free(c->host);
   exec_kernel_unload(&c->kernel, NULL, 0);
+  for (int d = 0; d < c->nkernels; d++) exec_kernel_unload(&c->kernels[d], NULL, 0);
+  free(c->kernels);
   exec_cubin_free(&c->cubin);
   kkernel_free(c->k);
   free(c->source);
@@ -48,8 +50,11 @@ void exec_compiled_free(Compiled *c) {
 
 static void release(cf_executor *e) {
   if (!e->borrowed) exec_compiled_free(e->cc);
+  exec_plan_free(e->plan);
   e->cc = NULL;
+  e->plan = NULL;
   e->borrowed = false;
+  e->launched = false;
 }
 
 void cf_executor_destroy(cf_executor *e) {
@@ -89,7 +94,8 @@ static cf_status compile_cuda(cf_executor *e, Compiled *c) {
   c->compile_only = !device || (arch && strcmp(arch, exec_device_arch()) != 0);
   ExecNvrtcOptions o = {.arch = arch, .kernel_name = c->k->name};
   char err[1024];
-  cf_status s = exec_nvrtc_compile(c->source, "cfuser_kernel.cu", &o, &c->cubin, err, sizeof err);
+  bool hit = false;
+  cf_status s = exec_nvrtc_compile_cached(c->source, "cfuser_kernel.cu", &o, &c->cubin, &hit, err, sizeof err);
   if (s) return exec_error(e, s, "compile: NVRTC failed: %s\n%s", err, c->cubin.log ? c->cubin.log : "");
   if (c->compile_only) return CF_OK;
   s = exec_kernel_load(c->cubin.data, c->cubin.lowered_name ? c->cubin.lowered_name : c->k->name, &c->kernel, err,
@@ -105,13 +111,18 @@ static cf_status compile_cuda(cf_executor *e, Compiled *c) {
 static cf_status compile_host(cf_executor *e, Compiled *c) {
   ExecHostError err = {{0}, NULL, NULL};
   cf_status s = exec_host_compile(c->source, c->k->name, &c->host, &err);
+  ExecHostParam *params = s == CF_OK ? calloc((size_t)c->k->nparams + 1, sizeof *params) : NULL;
+  if (s == CF_OK && !params) {
+    s = CF_ERR_OUT_OF_MEMORY;
+    snprintf(err.msg, sizeof err.msg, "out of memory");
+  }
   if (s == CF_OK) {
-    ExecHostParam params[64];
-    for (int i = 0; i < c->k->nparams && i < 64; i++)
+    for (int i = 0; i < c->k->nparams; i++)
       params[i] = (ExecHostParam){true, c->k->params[i]->dtype, c->k->params[i]->rank, c->k->params[i]->alloc_rank,
                                   c->k->index32};
     s = exec_host_call_prepare(c->host, c->k->nparams, params, &c->call, &err);
   }
+  free(params);
   if (s) exec_error(e, s, "compile: %s%s%s", err.msg, err.compiler_output ? "\n" : "",
                     err.compiler_output ? err.compiler_output : "");
   exec_host_error_clear(&err);
@@ -135,7 +146,8 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
     free(msg);
   } else {
     c->source = backend == CF_BACKEND_HOST ? cg_host_source(c->k) : cg_cuda_source(c->k);
-    s = backend == CF_BACKEND_HOST ? compile_host(e, c) : compile_cuda(e, c);
+    if (!c->source) s = exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory generating the source");
+    else s = backend == CF_BACKEND_HOST ? compile_host(e, c) : compile_cuda(e, c);
   }
   if (s) {
     exec_compiled_free(c);
@@ -154,20 +166,22 @@ cf_status cf_executor_compile(cf_executor *e, cf_fusion *f) {
   cf_status s = exec_backend_choose(e->opts.backend, cuda_usable, &backend, err, sizeof err);
   if (s) return exec_error(e, s, "compile: %s", err);
   /* A lowering hook must see the lowering, so it bypasses the cache. */
-  char *key = e->opts.cache && !e->hook && !f->status ? exec_fingerprint(f, backend, e->opts.arch) : NULL;
-  Compiled *hit = key ? exec_cache_lookup(e->opts.cache, key) : NULL;
+  ExecFingerprint key = {0};
+  bool cached = e->opts.cache && !e->hook && !f->status &&
+                exec_fingerprint(f, backend, e->opts.arch, &key) == CF_OK;
+  Compiled *hit = cached ? exec_cache_lookup(e->opts.cache, &key) : NULL;
   if (hit) {
     e->cc = hit;
     e->borrowed = true;
-    free(key);
-    return CF_OK;
+  } else {
+    s = build(e, f, backend, &e->cc);
+    if (!s && cached) e->borrowed = exec_cache_store(e->opts.cache, &key, e->cc);
   }
-  s = build(e, f, backend, &e->cc);
-  if (!s && key) {
-    exec_cache_store(e->opts.cache, key, e->cc);
-    e->borrowed = true;
+  free(key.bytes);
+  if (!s && exec_plan_make(e->cc->k, &e->plan)) {
+    release(e);
+    return exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
   }
-  free(key);
   return s;
 }
 

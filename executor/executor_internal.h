@@ -16,12 +16,27 @@ typedef struct Compiled {
   char *source;
   bool compile_only;
   ExecCubin cubin;      /* CUDA */
-  ExecKernel kernel;
+  ExecKernel kernel;    /* loaded on device 0 at compile */
+  ExecKernel *kernels;  /* per device ordinal, loaded on first run there (grows) */
+  int nkernels;
   ExecHostModule *host; /* host backend */
   ExecHostCall *call;
 } Compiled;
 
 void exec_compiled_free(Compiled *c);
+
+/* What a run needs, sized and precomputed once per compile (run.c). */
+typedef struct ExecPlan ExecPlan;
+cf_status exec_plan_make(const KKernel *k, ExecPlan **out);
+void exec_plan_free(ExecPlan *p);
+
+/* Where a CUDA run goes: the device of its tensors and the caller's stream. */
+typedef struct RunTarget {
+  int device;
+  void *stream;
+  const ExecKernel *kernel; /* the kernel loaded on that device */
+  const ExecDeviceInfo *info; /* that device, opened and current */
+} RunTarget;
 
 struct cf_executor {
   cf_executor_options opts;
@@ -32,15 +47,32 @@ struct cf_executor {
   Compiled *cc;         /* NULL until compiled */
   bool borrowed;        /* cc belongs to opts.cache */
   cf_launch_params last;
+  ExecPlan *plan;       /* NULL until compiled */
+  /* The last asynchronous launch, for errors reported later and cf_executor_synchronize. */
+  bool launched;
+  RunTarget last_target;
 };
 
+/* The CUDA side of a run (run_cuda.c): the device of the tensors (mixed devices and a
+ * device of another architecture refused), then the launch on the caller's stream. */
+cf_status exec_run_target_cuda(cf_executor *e, int nin, const DLTensor *const *in, int nout,
+                               DLManagedTensor **out, RunTarget *rt);
+cf_status exec_run_launch_cuda(cf_executor *e, const RunTarget *rt, void **values);
+
+/* The exact fingerprint of a fusion for a target (fingerprint.c): bytes (malloc'd),
+ * their length and their hash. */
+typedef struct ExecFingerprint {
+  unsigned char *bytes;
+  size_t len;
+  uint64_t hash;
+} ExecFingerprint;
+cf_status exec_fingerprint(cf_fusion *f, cf_backend backend, const char *arch, ExecFingerprint *out);
+
 /* The kernel cache (kernel_cache.c): the entry for a fingerprint, or NULL; storing hands
- * the compiled kernel to the cache. */
-Compiled *exec_cache_lookup(cf_kernel_cache *c, const char *fingerprint);
-void exec_cache_store(cf_kernel_cache *c, const char *fingerprint, Compiled *cc);
-/* The fingerprint of a fusion for a target (malloc'd): its printed math and transforms
- * (memory types, parallel types, positions, allocation domains), backend and arch. */
-char *exec_fingerprint(cf_fusion *f, cf_backend backend, const char *arch);
+ * the compiled kernel and the fingerprint's bytes to the cache (false, nothing handed
+ * over, when out of memory). */
+Compiled *exec_cache_lookup(cf_kernel_cache *c, const ExecFingerprint *fp);
+bool exec_cache_store(cf_kernel_cache *c, ExecFingerprint *fp, Compiled *cc);
 
 /* Records a message on e and returns s. */
 cf_status exec_error(cf_executor *e, cf_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

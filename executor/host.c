@@ -15,9 +15,11 @@
 #include "executor/exec_host.h"
 
 #include "codegen/codegen.h" /* the embedded runtime and the list of its parts */
+#include "executor/disk_cache.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ffi.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -140,24 +142,6 @@ static void buf_shell_quoted(Buf *b, const char *s) {
   buf_str(b, "'");
 }
 
-/* The whole file, NUL-terminated (malloc'd), or NULL. */
-static char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  Buf b = {0};
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_add(&b, chunk, n);
-  bool bad = ferror(f) || b.failed;
-  fclose(f);
-  if (bad) {
-    free(b.p);
-    return NULL;
-  }
-  if (size) *size = b.len;
-  return b.p ? b.p : calloc(1, 1); /* an empty file */
-}
-
 static bool write_all(int fd, const char *s, size_t n) {
   while (n) {
     ssize_t k = write(fd, s, n);
@@ -169,33 +153,7 @@ static bool write_all(int fd, const char *s, size_t n) {
   return true;
 }
 
-/* mkdir -p */
-static bool make_dirs(char *path) {
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    bool ok = mkdir(path, 0755) == 0 || errno == EEXIST;
-    *p = '/';
-    if (!ok) return false;
-  }
-  struct stat st;
-  return (mkdir(path, 0755) == 0 || errno == EEXIST) && stat(path, &st) == 0 &&
-         S_ISDIR(st.st_mode);
-}
-
 /* ---- the cache ------------------------------------------------------------------------------- */
-
-static cf_status cache_dir(char *out, size_t n, ExecHostError *err) {
-  const char *d;
-  if ((d = getenv("CFUSER_CACHE_DIR")) && *d) snprintf(out, n, "%s", d);
-  else if ((d = getenv("XDG_CACHE_HOME")) && *d) snprintf(out, n, "%s/cfuser", d);
-  else if ((d = getenv("HOME")) && *d) snprintf(out, n, "%s/.cache/cfuser", d);
-  else snprintf(out, n, "/tmp/cfuser-%u", (unsigned)getuid());
-  if (make_dirs(out)) return CF_OK;
-  set_error(err, "cannot create the host kernel cache directory %s: %s (set CFUSER_CACHE_DIR to a "
-            "writable directory)", out, strerror(errno));
-  return CF_ERR_INTERNAL;
-}
 
 /* "$CC -std=c11 -O2 -shared -fPIC -fno-strict-aliasing $CFUSER_HOST_CFLAGS" */
 static void compiler_command(Buf *b) {
@@ -214,21 +172,6 @@ static void cache_key(Buf *b, const char *command, const char *source) {
   for (const char *c = command; *c; c++) buf_add(b, c[0] == '*' && c[1] == '/' ? "+" : c, 1);
   buf_str(b, " */\n#line 1 \"host_kernel.c\"\n");
   buf_str(b, source);
-}
-
-/* FNV-1a, 64 bits, as 16 hex digits: only a file name, the key itself is compared. */
-static void hash_name(const char *s, size_t n, char out[17]) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-  snprintf(out, 17, "%016llx", (unsigned long long)h);
-}
-
-static bool cache_hit(const char *cpath, const char *sopath, const Buf *key) {
-  size_t size = 0;
-  char *old = read_file(cpath, &size);
-  bool hit = old && size == key->len && memcmp(old, key->p, size) == 0 && access(sopath, R_OK) == 0;
-  free(old);
-  return hit;
 }
 
 /* Runs `cmd` with /bin/sh; its stdout and stderr go to *output (malloc'd). */
@@ -295,7 +238,7 @@ static cf_status compile_into_cache(const char *dir, const char *name, const cha
               strerror(errno));
     if (fc >= 0) unlink(tmpc);
     if (fs >= 0) unlink(tmpso);
-    return CF_ERR_INTERNAL;
+    return CF_ERR_IO;
   }
   Buf cmd = {0};
   buf_str(&cmd, command);
@@ -319,7 +262,7 @@ static cf_status compile_into_cache(const char *dir, const char *name, const cha
     st = CF_ERR_COMPILE;
   } else if (st == CF_OK && (rename(tmpso, sopath) != 0 || rename(tmpc, cpath) != 0)) {
     set_error(err, "cannot rename a compiled host kernel into %s: %s", dir, strerror(errno));
-    st = CF_ERR_INTERNAL;
+    st = CF_ERR_IO;
   }
   free(output);
   free(cmd.p);
@@ -330,6 +273,11 @@ static cf_status compile_into_cache(const char *dir, const char *name, const cha
 
 /* ---- loading ----------------------------------------------------------------------------------- */
 
+/* Loads the object at sopath, whose bytes were just read and verified (m->binary). By path,
+ * not through /proc/self/fd: the dynamic loader takes an object already loaded under the
+ * same name for the same one, and every fd path of a process looks alike. Between the check
+ * and the load only cfuser processes of this user write to the directory (it is private),
+ * and what they rename in under this name is the same kernel. */
 static cf_status load_module(const char *sopath, const char *kernel_name, ExecHostModule *m,
                              ExecHostError *err) {
   m->handle = dlopen(sopath, RTLD_NOW | RTLD_LOCAL);
@@ -353,31 +301,128 @@ static cf_status load_module(const char *sopath, const char *kernel_name, ExecHo
   return m->path ? CF_OK : CF_ERR_OUT_OF_MEMORY;
 }
 
+/* What the index entry <name>.idx holds about the object: its size and hash. */
+typedef struct ObjectSum {
+  uint64_t size, hash;
+} ObjectSum;
+
+/* Reads the object through one open file into m->binary; true when it matches sum (or,
+ * sum NULL, always), with *fd left open (the caller closes it). */
+static bool read_object(const char *sopath, const ObjectSum *sum, ExecHostModule *m, int *fd) {
+  *fd = open(sopath, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  bool ok = *fd >= 0 && fstat(*fd, &st) == 0 && S_ISREG(st.st_mode) && (!sum || (uint64_t)st.st_size == sum->size);
+  free(m->binary);
+  m->binary = ok ? malloc((size_t)st.st_size + 1) : NULL;
+  ok = ok && m->binary && pread(*fd, m->binary, (size_t)st.st_size, 0) == (ssize_t)st.st_size;
+  ok = ok && (!sum || exec_hash64(m->binary, (size_t)st.st_size) == sum->hash);
+  m->binary_size = ok ? (size_t)st.st_size : 0;
+  if (!ok && *fd >= 0) close(*fd);
+  if (!ok) *fd = -1;
+  return ok;
+}
+
+/* A hit: an index entry for exactly this key, and an object matching it, loaded. */
+static bool try_cached(const char *idxpath, const char *sopath, const Buf *key, const char *kernel_name,
+                       ExecHostModule *m) {
+  void *payload = NULL;
+  size_t n = 0;
+  if (!exec_disk_entry_read(idxpath, key->p, key->len, &payload, &n)) return false;
+  ObjectSum sum = {0, 0};
+  bool ok = n == sizeof sum;
+  if (ok) memcpy(&sum, payload, sizeof sum);
+  free(payload);
+  int fd = -1;
+  ok = ok && read_object(sopath, &sum, m, &fd);
+  ExecHostError ignored = {{0}, NULL, NULL};
+  ok = ok && load_module(sopath, kernel_name, m, &ignored) == CF_OK;
+  if (fd >= 0) close(fd);
+  exec_host_error_clear(&ignored);
+  return ok;
+}
+
+/* Compiles into dir and loads the object; records its index entry when `index`. */
+static cf_status compile_fresh(const char *dir, const char *name, const char *command, const Buf *key,
+                               const char *source, const char *kernel_name, bool index, ExecHostModule *m,
+                               ExecHostError *err) {
+  char sopath[4200], idxpath[4200];
+  snprintf(sopath, sizeof sopath, "%s/%s.so", dir, name);
+  snprintf(idxpath, sizeof idxpath, "%s/%s.idx", dir, name);
+  cf_status st = compile_into_cache(dir, name, command, key, source, err);
+  int fd = -1;
+  if (st == CF_OK && !read_object(sopath, NULL, m, &fd)) {
+    set_error(err, "cannot read the compiled host kernel %s: %s", sopath, strerror(errno));
+    st = CF_ERR_IO;
+  }
+  ObjectSum sum = {m->binary_size, exec_hash64(m->binary, m->binary_size)};
+  if (st == CF_OK && index) exec_disk_entry_write(idxpath, key->p, key->len, &sum, sizeof sum); /* best effort */
+  if (st == CF_OK) st = load_module(sopath, kernel_name, m, err);
+  if (fd >= 0) close(fd);
+  return st;
+}
+
+/* Removes the files of a private temporary directory, then the directory. */
+static void remove_private_dir(const char *dir, const char *name) {
+  static const char *const ext[] = {".c", ".so", ".idx"};
+  char path[4200];
+  for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s%s", dir, name, ext[i]);
+    unlink(path);
+  }
+  rmdir(dir);
+}
+
+/* The cache directory; or, when the cache is off or its directory unusable (one warning),
+ * a private temporary directory (*temporary set) that the caller removes after loading. */
+static cf_status choose_dir(char **dir, bool *temporary, ExecHostError *err) {
+  char why[4400];
+  bool too_long = false;
+  *temporary = false;
+  cf_status st = exec_disk_cache_enabled() ? exec_disk_cache_dir(dir, &too_long, why, sizeof why) : CF_ERR_IO;
+  if (st == CF_OK || st == CF_ERR_OUT_OF_MEMORY || too_long) {
+    if (st) set_error(err, "%s", why);
+    return st;
+  }
+  if (exec_disk_cache_enabled()) {
+    char msg[4600];
+    snprintf(msg, sizeof msg, "%s; host kernels are compiled in private temporary directories instead", why);
+    exec_disk_cache_warn_once(EXEC_WARN_HOST_CACHE, msg);
+  }
+  const char *t = getenv("TMPDIR");
+  if (asprintf(dir, "%s/cfuser-XXXXXX", t && *t && strlen(t) < 1024 ? t : "/tmp") < 0) return CF_ERR_OUT_OF_MEMORY;
+  if (!mkdtemp(*dir)) {
+    set_error(err, "cannot create a private directory %s for a host kernel: %s", *dir, strerror(errno));
+    free(*dir);
+    *dir = NULL;
+    return CF_ERR_IO;
+  }
+  *temporary = true;
+  return CF_OK;
+}
+
 /* Looks the key up in the cache, compiles on a miss (or when a cached object does not
- * load), and loads the object. */
+ * verify or load), and loads the object. */
 static cf_status compile_and_load(const char *source, const char *kernel_name, ExecHostModule *m,
                                   ExecHostError *err) {
-  char dir[4000], name[17], cpath[4096], sopath[4096];
-  cf_status st = cache_dir(dir, sizeof dir, err);
+  char *dir = NULL, name[17], sopath[4200], idxpath[4200];
+  bool temporary = false;
+  cf_status st = choose_dir(&dir, &temporary, err);
   if (st != CF_OK) return st;
   Buf command = {0}, key = {0};
   compiler_command(&command);
   if (!command.failed) cache_key(&key, command.p, source);
   if (command.failed || key.failed) {
-    free(command.p);
-    free(key.p);
     set_error(err, "out of memory");
-    return CF_ERR_OUT_OF_MEMORY;
+    st = CF_ERR_OUT_OF_MEMORY;
+  } else {
+    snprintf(name, sizeof name, "%016llx", (unsigned long long)exec_hash64(key.p, key.len));
+    snprintf(sopath, sizeof sopath, "%s/%s.so", dir, name);
+    snprintf(idxpath, sizeof idxpath, "%s/%s.idx", dir, name);
+    m->cache_hit = !temporary && try_cached(idxpath, sopath, &key, kernel_name, m);
+    if (!m->cache_hit) st = compile_fresh(dir, name, command.p, &key, source, kernel_name, !temporary, m, err);
   }
-  hash_name(key.p, key.len, name);
-  snprintf(cpath, sizeof cpath, "%s/%s.c", dir, name);
-  snprintf(sopath, sizeof sopath, "%s/%s.so", dir, name);
-  m->cache_hit = cache_hit(cpath, sopath, &key);
-  if (m->cache_hit && load_module(sopath, kernel_name, m, err) == CF_OK) goto done;
-  m->cache_hit = false;
-  st = compile_into_cache(dir, name, command.p, &key, source, err);
-  if (st == CF_OK) st = load_module(sopath, kernel_name, m, err);
-done:
+  if (temporary) remove_private_dir(dir, name);
+  free(dir);
   free(command.p);
   free(key.p);
   return st;
@@ -423,9 +468,9 @@ const char *exec_host_module_path(const ExecHostModule *m) { return m ? m->path 
 cf_status exec_host_module_binary(ExecHostModule *m, const void **data, size_t *size,
                                   ExecHostError *err) {
   if (!m || !data || !size) return CF_ERR_INVALID_ARGUMENT;
-  if (!m->binary && !(m->binary = read_file(m->path, &m->binary_size))) {
+  if (!m->binary && !(m->binary = exec_read_file(m->path, &m->binary_size))) {
     set_error(err, "cannot read the compiled host kernel %s: %s", m->path, strerror(errno));
-    return CF_ERR_INTERNAL;
+    return CF_ERR_IO;
   }
   *data = m->binary;
   *size = m->binary_size;
@@ -485,9 +530,14 @@ static cf_status describe_param(ExecHostCall *c, int i, const ExecHostParam *p, 
                                 ExecHostError *err) {
   ffi_type *s = &c->structs[i];
   if (!p->is_tensor && (c->args[i] = scalar_ffi_type(p->dtype))) return CF_OK;
-  if (p->is_tensor ? p->rank < 0 || p->rank > 8 || p->alloc_rank < 0 || p->alloc_rank > 8
-                   : p->dtype != CF_HALF && p->dtype != CF_BFLOAT16) {
-    set_error(err, "kernel parameter %d: unsupported %s", i, p->is_tensor ? "tensor rank" : "dtype");
+  if (p->is_tensor && (p->rank < 0 || p->rank > EXEC_HOST_MAX_RANK || p->alloc_rank < 0 ||
+                      p->alloc_rank > EXEC_HOST_MAX_RANK)) {
+    set_error(err, "kernel parameter %d: a tensor of rank %d (allocation rank %d); the host backend takes at most "
+              "%d", i, p->rank, p->alloc_rank, EXEC_HOST_MAX_RANK);
+    return CF_ERR_UNSUPPORTED;
+  }
+  if (!p->is_tensor && p->dtype != CF_HALF && p->dtype != CF_BFLOAT16) {
+    set_error(err, "kernel parameter %d: unsupported dtype", i);
     return CF_ERR_INVALID_ARGUMENT;
   }
   s->type = FFI_TYPE_STRUCT;
@@ -514,7 +564,7 @@ cf_status exec_host_call_prepare(const ExecHostModule *m, int nparams, const Exe
   }
   ExecHostCall *c = calloc(1, sizeof *c);
   size_t nel = 0;
-  for (int i = 0; i < nparams; i++) nel += params[i].is_tensor ? 18 : 2;
+  for (int i = 0; i < nparams; i++) nel += params[i].is_tensor ? 2 * EXEC_HOST_MAX_RANK + 2 : 2;
   if (c) {
     c->args = calloc((size_t)nparams + 1, sizeof *c->args);
     c->structs = calloc((size_t)nparams + 1, sizeof *c->structs);

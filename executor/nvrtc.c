@@ -70,6 +70,7 @@ typedef struct NvrtcState {
 
 static NvrtcState g_nvrtc;
 static pthread_once_t g_nvrtc_once = PTHREAD_ONCE_INIT;
+static int64_t g_nvrtc_compiles; /* nvrtcCompileProgram calls, for tests (atomic) */
 #define NV (&g_nvrtc.api)
 
 /* dlopen candidates, most specific first; returns the handle or NULL with reason set. */
@@ -174,6 +175,26 @@ static int build_options(const ExecNvrtcOptions *o, const char *arch, char *arch
   return n;
 }
 
+int64_t exec_nvrtc_compile_count(void) { return __atomic_load_n(&g_nvrtc_compiles, __ATOMIC_RELAXED); }
+
+char *exec_nvrtc_key(const ExecNvrtcOptions *o, const char *arch) {
+  if (!exec_nvrtc_available(NULL) || !arch) return NULL;
+  int nextra = o && o->nextra > 0 ? o->nextra : 0;
+  const char **opts = malloc(sizeof(char *) * (size_t)(8 + nextra));
+  if (opts == NULL) return NULL;
+  char arch_opt[64];
+  int n = build_options(o, arch, arch_opt, sizeof arch_opt, opts);
+  size_t len = 64 + strlen(g_nvrtc.version) + (o && o->kernel_name ? strlen(o->kernel_name) : 0);
+  for (int i = 0; i < n; i++) len += strlen(opts[i]) + 1;
+  char *key = malloc(len);
+  if (key) {
+    int k = snprintf(key, len, "nvrtc %s\nkernel %s\n", g_nvrtc.version, o && o->kernel_name ? o->kernel_name : "");
+    for (int i = 0; i < n && k > 0; i++) k += snprintf(key + k, len - (size_t)k, "%s\n", opts[i]);
+  }
+  free(opts);
+  return key;
+}
+
 static cf_status nv_fail(nvrtcResult r, const char *call, char *err, size_t errlen) {
   return exec_fail(r == NVRTC_ERROR_OUT_OF_MEMORY ? CF_ERR_OUT_OF_MEMORY : CF_ERR_INTERNAL, err,
                    errlen, "%s failed: %s", call, NV->nvrtcGetErrorString(r));
@@ -230,6 +251,7 @@ static cf_status compile_program(nvrtcProgram prog, const char *name, const Exec
   if (opts == NULL) return exec_fail(CF_ERR_OUT_OF_MEMORY, err, errlen, "out of memory");
   char arch_opt[64];
   int nopts = build_options(o, out->arch, arch_opt, sizeof arch_opt, opts);
+  __atomic_add_fetch(&g_nvrtc_compiles, 1, __ATOMIC_RELAXED);
   nvrtcResult cr = NV->nvrtcCompileProgram(prog, nopts, opts);
   free(opts);
   cf_status st = take_log(prog, out, err, errlen);
@@ -294,6 +316,11 @@ bool exec_nvrtc_available(const char **reason) {
   return false;
 }
 const char *exec_nvrtc_version(void) { return NULL; }
+int64_t exec_nvrtc_compile_count(void) { return 0; }
+char *exec_nvrtc_key(const ExecNvrtcOptions *o, const char *arch) {
+  (void)o, (void)arch;
+  return NULL;
+}
 cf_status exec_nvrtc_compile(const char *source, const char *program_name,
                              const ExecNvrtcOptions *opts, ExecCubin *out, char *err,
                              size_t errlen) {

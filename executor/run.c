@@ -1,27 +1,117 @@
-/* executor/run.c: cf_executor_run: checks the DLPack arguments against the kernel's
- * parameters (count, dtype, rank, concrete sizes, device, strides against promised
- * contiguity, alignment of vectorized tensors), binds sizes and strides, evaluates the
- * run-time checks and launch dimensions, allocates missing outputs, packs the by-value
- * tensor arguments and launches on the chosen backend.
- * Key decision: every check happens before anything is allocated or launched, and each
- * message names the argument, its tensor and the axis, so a bad call is cheap and clear. */
+/* executor/run.c: cf_executor_run and cf_executor_run_async: checks the DLPack arguments
+ * against the kernel's parameters (count, dtype, rank, concrete sizes, device, strides
+ * against promised contiguity, alignment of vectorized tensors), binds sizes and strides,
+ * evaluates the run-time checks and launch dimensions, allocates missing outputs, packs
+ * the by-value tensor arguments and launches on the chosen backend (on the caller's
+ * stream for CUDA, without synchronizing).
+ * Key decisions: every check happens before anything is allocated or launched, and each
+ * message names the argument, its tensor and the axis, so a bad call is cheap and clear;
+ * everything a run needs (rows of sizes and strides, argument buffers, the constant
+ * extents to check against) is sized and precomputed once per compile in an ExecPlan, so
+ * a cached run allocates nothing but its outputs and does no work proportional to the
+ * fusion, only to its parameters. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "executor/executor_internal.h"
 #include "ir/dtype.h"
 
-enum { MAX_PARAMS = 64, MAX_RANK = 16 };
-
-typedef struct Binding {
-  int64_t sizes[MAX_PARAMS][MAX_RANK];
-  int64_t strides[MAX_PARAMS][MAX_RANK];
-  const int64_t *size_rows[MAX_PARAMS];
-  const int64_t *stride_rows[MAX_PARAMS];
-  DLTensor *tensors[MAX_PARAMS];
-  DLManagedTensor *allocated[MAX_PARAMS];
+/* The per-executor state of a run, sized for the kernel once at compile (exec_plan_make):
+ * every row, argument buffer and pointer array a run needs. Rows of parameter p start at
+ * off[p] and hold max(rank, alloc_rank) entries. */
+struct ExecPlan {
+  int nin, nparams, index_bytes;
+  int *off;                 /* per parameter: its first row entry */
+  int64_t *want;            /* per row entry: the constant extent, or -1 when symbolic */
+  int64_t *sizes, *strides; /* bound per run */
+  const int64_t **size_rows, **stride_rows;
+  DLTensor **tensors;
+  DLManagedTensor **allocated;
+  unsigned char *args;      /* packed by-value tensor arguments, 16-byte aligned slots */
+  size_t *arg_off;
+  size_t args_bytes;
+  void **values;
   KxEnv env;
-} Binding;
+  bool dims_const;          /* launch dimensions known at compile: `dims`, not evaluated */
+  cf_launch_params dims;
+};
+
+void exec_plan_free(ExecPlan *b) {
+  if (!b) return;
+  free(b->off);
+  free(b->want);
+  free(b->sizes);
+  free(b->strides);
+  free(b->size_rows);
+  free(b->stride_rows);
+  free(b->tensors);
+  free(b->allocated);
+  free(b->args);
+  free(b->arg_off);
+  free(b->values);
+  free(b);
+}
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* Row offsets, constant extents and argument slots of every parameter of k. */
+static void plan_layout(ExecPlan *b, const KKernel *k) {
+  int row = 0;
+  size_t arg = 0;
+  for (int p = 0; p < k->nparams; p++) {
+    const KTensor *t = k->params[p];
+    b->off[p] = row;
+    for (int a = 0; a < t->rank; a++)
+      if (!kx_is_const(t->extents[a], &b->want[row + a])) b->want[row + a] = -1;
+    row += t->rank > t->alloc_rank ? t->rank : t->alloc_rank;
+    b->arg_off[p] = arg;
+    arg += round16(exec_tensor_arg_size(t->rank, t->alloc_rank, b->index_bytes));
+    if (!t->is_output) b->nin = p + 1;
+  }
+}
+
+cf_status exec_plan_make(const KKernel *k, ExecPlan **out) {
+  *out = NULL;
+  ExecPlan *b = calloc(1, sizeof *b);
+  if (!b) return CF_ERR_OUT_OF_MEMORY;
+  size_t n = (size_t)k->nparams + 1, rows = 1, args = 16;
+  for (int p = 0; p < k->nparams; p++) {
+    const KTensor *t = k->params[p];
+    rows += (size_t)(t->rank > t->alloc_rank ? t->rank : t->alloc_rank);
+    args += round16(exec_tensor_arg_size(t->rank, t->alloc_rank, k->index32 ? 4 : 8));
+  }
+  b->nparams = k->nparams;
+  b->index_bytes = k->index32 ? 4 : 8;
+  b->off = calloc(n, sizeof *b->off);
+  b->want = calloc(rows, sizeof *b->want);
+  b->sizes = calloc(rows, sizeof *b->sizes);
+  b->strides = calloc(rows, sizeof *b->strides);
+  b->size_rows = calloc(n, sizeof *b->size_rows);
+  b->stride_rows = calloc(n, sizeof *b->stride_rows);
+  b->tensors = calloc(n, sizeof *b->tensors);
+  b->allocated = calloc(n, sizeof *b->allocated);
+  b->args = aligned_alloc(16, round16(args));
+  b->arg_off = calloc(n, sizeof *b->arg_off);
+  b->values = calloc(n, sizeof *b->values);
+  if (!b->off || !b->want || !b->sizes || !b->strides || !b->size_rows || !b->stride_rows || !b->tensors ||
+      !b->allocated || !b->args || !b->arg_off || !b->values) {
+    exec_plan_free(b);
+    return CF_ERR_OUT_OF_MEMORY;
+  }
+  b->args_bytes = args;
+  plan_layout(b, k);
+  for (int p = 0; p < k->nparams; p++) {
+    b->size_rows[p] = b->sizes + b->off[p];
+    b->stride_rows[p] = b->strides + b->off[p];
+    b->values[p] = b->args + b->arg_off[p];
+  }
+  b->env = (KxEnv){k->nparams, b->size_rows, b->stride_rows};
+  b->dims_const = kx_is_const(k->smem, &b->dims.smem);
+  for (int d = 0; d < 3; d++)
+    b->dims_const = b->dims_const && kx_is_const(k->grid[d], &b->dims.grid[d]) && kx_is_const(k->block[d], &b->dims.block[d]);
+  *out = b;
+  return CF_OK;
+}
 
 static const char *device_name(DLDeviceType t) {
   switch (t) {
@@ -37,7 +127,22 @@ static bool device_ok(cf_backend b, DLDeviceType t) {
   return b == CF_BACKEND_HOST ? (t == kDLCPU || t == kDLCUDAHost) : (t == kDLCUDA || t == kDLCUDAManaged);
 }
 
-static cf_status check_tensor(cf_executor *e, const char *what, int i, const KTensor *p, const DLTensor *t) {
+static cf_status check_strides(cf_executor *e, const char *what, int i, const KTensor *p, const DLTensor *t) {
+  int64_t expect = 1;
+  for (int a = p->rank - 1; a >= 0; a--) {
+    if (t->shape[a] != 1 && t->strides[a] != expect)
+      return exec_error(e, CF_ERR_INVALID_ARGUMENT,
+                        "run: %s %d (%s) has stride %lld in dimension %d where the fusion promised a contiguous "
+                        "tensor (stride %lld); make it with cf_tensor_strided for arbitrary strides",
+                        what, i, p->name, (long long)t->strides[a], a, (long long)expect);
+    expect *= t->shape[a];
+  }
+  return CF_OK;
+}
+
+static cf_status check_tensor(cf_executor *e, const char *what, int i, int param, const DLTensor *t) {
+  const KTensor *p = e->cc->k->params[param];
+  const int64_t *want = e->plan->want + e->plan->off[param];
   cf_dtype dt;
   if (!t) return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) is NULL", what, i, p->name);
   if (!ir_dtype_from_dl(t->dtype, &dt) || dt != p->dtype)
@@ -51,25 +156,15 @@ static cf_status check_tensor(cf_executor *e, const char *what, int i, const KTe
                       p->name, device_name(t->device.device_type), e->cc->backend == CF_BACKEND_HOST ? "host" : "CUDA",
                       e->cc->backend == CF_BACKEND_HOST ? "host memory" : "device memory");
   for (int a = 0; a < p->rank; a++) {
-    int64_t want;
     if (p->broadcast[a] && t->shape[a] != 1)
       return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has size %lld in dimension %d, a broadcast axis of size 1",
                         what, i, p->name, (long long)t->shape[a], a);
-    if (kx_is_const(p->extents[a], &want) && t->shape[a] != want)
+    if (want[a] >= 0 && t->shape[a] != want[a])
       return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has size %lld in dimension %d, expected %lld", what,
-                        i, p->name, (long long)t->shape[a], a, (long long)want);
+                        i, p->name, (long long)t->shape[a], a, (long long)want[a]);
   }
-  if (p->contiguous && t->strides) {
-    int64_t expect = 1;
-    for (int a = p->rank - 1; a >= 0; a--) {
-      if (t->shape[a] != 1 && t->strides[a] != expect)
-        return exec_error(e, CF_ERR_INVALID_ARGUMENT,
-                          "run: %s %d (%s) has stride %lld in dimension %d where the fusion promised a contiguous "
-                          "tensor (stride %lld); make it with cf_tensor_strided for arbitrary strides",
-                          what, i, p->name, (long long)t->strides[a], a, (long long)expect);
-      expect *= t->shape[a];
-    }
-  }
+  cf_status s;
+  if (p->contiguous && t->strides && (s = check_strides(e, what, i, p, t))) return s;
   uintptr_t addr = (uintptr_t)t->data + t->byte_offset;
   if (p->vector_bytes > 1 && addr % (uintptr_t)p->vector_bytes)
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) is not aligned to %d bytes, which its vectorized access needs",
@@ -77,133 +172,157 @@ static cf_status check_tensor(cf_executor *e, const char *what, int i, const KTe
   return CF_OK;
 }
 
-static void bind(Binding *b, int p, const DLTensor *t) {
-  int64_t stride = 1;
+static void bind(ExecPlan *b, int p, const DLTensor *t) {
+  int64_t stride = 1, *sizes = b->sizes + b->off[p], *strides = b->strides + b->off[p];
   for (int a = t->ndim - 1; a >= 0; a--) {
-    b->sizes[p][a] = t->shape[a];
-    b->strides[p][a] = t->strides ? t->strides[a] : stride;
+    sizes[a] = t->shape[a];
+    strides[a] = t->strides ? t->strides[a] : stride;
     stride *= t->shape[a];
   }
-  b->size_rows[p] = b->sizes[p];
-  b->stride_rows[p] = b->strides[p];
 }
 
-static cf_status eval(cf_executor *e, Binding *b, const KExpr *x, int64_t *out, const char *what) {
-  if (!kx_eval(x, &b->env, out))
+static cf_status eval(cf_executor *e, const KExpr *x, int64_t *out, const char *what) {
+  if (!kx_eval(x, &e->plan->env, out))
     return exec_error(e, CF_ERR_INTERNAL, "internal error: cannot evaluate %s at run time; please report this bug", what);
   return CF_OK;
 }
 
-static cf_status make_output(cf_executor *e, Binding *b, const KTensor *p, DLManagedTensor **slot) {
-  int64_t sizes[MAX_RANK];
+/* A new output for parameter p, its sizes evaluated from the bound inputs; on the device
+ * of the run, in the order of its stream. */
+static cf_status make_output(cf_executor *e, const RunTarget *rt, const KTensor *p, DLManagedTensor **slot) {
+  int64_t sizes[EXEC_MAX_RANK];
   cf_status s;
+  if (p->rank > EXEC_MAX_RANK)
+    return exec_error(e, CF_ERR_UNSUPPORTED, "run: output %s has rank %d; a tensor may have at most %d dimensions",
+                      p->name, p->rank, EXEC_MAX_RANK);
   for (int a = 0; a < p->rank; a++)
-    if ((s = eval(e, b, p->extents[a], &sizes[a], "an output size"))) return s;
+    if ((s = eval(e, p->extents[a], &sizes[a], "an output size"))) return s;
   if (e->cc->backend == CF_BACKEND_HOST) {
     *slot = cf_tensor_host(p->dtype, p->rank, sizes);
     return *slot ? CF_OK : exec_error(e, CF_ERR_OUT_OF_MEMORY, "run: out of memory allocating output %s", p->name);
   }
   char err[512];
-  s = exec_tensor_device(p->dtype, p->rank, sizes, slot, err, sizeof err);
+  s = exec_tensor_device_async(rt->device, rt->stream, p->dtype, p->rank, sizes, slot, err, sizeof err);
   return s ? exec_error(e, s, "run: allocating output %s: %s", p->name, err) : CF_OK;
 }
 
-static cf_status bind_all(cf_executor *e, Binding *b, int nin, const DLTensor *const *in, DLManagedTensor **out) {
-  const KKernel *k = e->cc->k;
-  int nout = k->nparams - nin;
-  for (int i = 0; i < nin; i++) {
-    cf_status s = check_tensor(e, "input", i, k->params[i], in[i]);
+static cf_status bind_inputs(cf_executor *e, const DLTensor *const *in) {
+  ExecPlan *b = e->plan;
+  for (int i = 0; i < b->nin; i++) {
+    cf_status s = check_tensor(e, "input", i, i, in[i]);
     if (s) return s;
     bind(b, i, in[i]);
     b->tensors[i] = (DLTensor *)(uintptr_t)in[i];
   }
-  b->env = (KxEnv){k->nparams, b->size_rows, b->stride_rows};
-  for (int i = 0; i < nout; i++) {
-    int p = nin + i;
+  return CF_OK;
+}
+
+static cf_status bind_outputs(cf_executor *e, const RunTarget *rt, DLManagedTensor **out) {
+  ExecPlan *b = e->plan;
+  const KKernel *k = e->cc->k;
+  for (int i = 0; i < b->nparams - b->nin; i++) {
+    int p = b->nin + i;
     cf_status s;
-    if (!out[i] && (s = make_output(e, b, k->params[p], &b->allocated[p]))) return s;
+    if (!out[i] && (s = make_output(e, rt, k->params[p], &b->allocated[p]))) return s;
     DLManagedTensor *m = out[i] ? out[i] : b->allocated[p];
-    if ((s = check_tensor(e, "output", i, k->params[p], &m->dl_tensor))) return s;
+    if ((s = check_tensor(e, "output", i, p, &m->dl_tensor))) return s;
     bind(b, p, &m->dl_tensor);
     b->tensors[p] = &m->dl_tensor;
   }
   return CF_OK;
 }
 
-static cf_status run_checks(cf_executor *e, Binding *b) {
+static cf_status run_checks(cf_executor *e) {
   for (int i = 0; i < e->cc->k->nchecks; i++) {
     int64_t v;
-    cf_status s = eval(e, b, e->cc->k->checks[i].cond, &v, "a run-time check");
+    cf_status s = eval(e, e->cc->k->checks[i].cond, &v, "a run-time check");
     if (s) return s;
     if (!v) return exec_error(e, CF_ERR_INVALID_SCHEDULE, "%s", e->cc->k->checks[i].message);
   }
   return CF_OK;
 }
 
-static cf_status launch_dims(cf_executor *e, Binding *b) {
+static cf_status launch_dims(cf_executor *e) {
   cf_status s;
+  if (e->plan->dims_const) {
+    e->last = e->plan->dims;
+    return CF_OK;
+  }
   for (int d = 0; d < 3; d++)
-    if ((s = eval(e, b, e->cc->k->grid[d], &e->last.grid[d], "the grid size")) ||
-        (s = eval(e, b, e->cc->k->block[d], &e->last.block[d], "the block size")))
+    if ((s = eval(e, e->cc->k->grid[d], &e->last.grid[d], "the grid size")) ||
+        (s = eval(e, e->cc->k->block[d], &e->last.block[d], "the block size")))
       return s;
-  return eval(e, b, e->cc->k->smem, &e->last.smem, "the shared-memory size");
+  return eval(e, e->cc->k->smem, &e->last.smem, "the shared-memory size");
 }
 
-static cf_status launch(cf_executor *e, Binding *b) {
+static cf_status pack_args(cf_executor *e) {
   const KKernel *k = e->cc->k;
-  int ib = k->index32 ? 4 : 8;
-  _Alignas(16) unsigned char args[MAX_PARAMS][8 + 2 * MAX_RANK * 8];
-  void *values[MAX_PARAMS];
-  char err[1024];
+  ExecPlan *b = e->plan;
+  char err[512];
   for (int p = 0; p < k->nparams; p++) {
     const DLTensor *t = b->tensors[p];
     uint64_t data = (uint64_t)(uintptr_t)t->data + t->byte_offset;
-    cf_status s = exec_pack_tensor_arg_parts(data, k->params[p]->rank, b->sizes[p], k->params[p]->alloc_rank,
-                                             b->strides[p], ib, args[p], sizeof args[p], err, sizeof err);
+    size_t cap = b->args_bytes - b->arg_off[p];
+    cf_status s = exec_pack_tensor_arg_parts(data, k->params[p]->rank, b->size_rows[p], k->params[p]->alloc_rank,
+                                             b->stride_rows[p], b->index_bytes, b->values[p], cap, err, sizeof err);
     if (s) return exec_error(e, s, "run: argument %d (%s): %s", p, k->params[p]->name, err);
-    values[p] = args[p];
   }
+  return CF_OK;
+}
+
+static cf_status launch(cf_executor *e, const RunTarget *rt) {
+  cf_status s = pack_args(e);
+  if (s) return s;
   if (e->cc->backend == CF_BACKEND_HOST) {
     ExecHostError herr = {{0}, NULL, NULL};
-    cf_status s = exec_host_call_launch(e->cc->call, e->last.grid, e->last.block, e->last.smem, values, &herr);
+    s = exec_host_call_launch(e->cc->call, e->last.grid, e->last.block, e->last.smem, e->plan->values, &herr);
     if (s) exec_error(e, s, "run: %s", herr.msg);
     exec_host_error_clear(&herr);
     return s;
   }
-  cf_status s = exec_launch(&e->cc->kernel, e->last.grid, e->last.block, e->last.smem, values, err, sizeof err);
-  if (!s) s = exec_synchronize(err, sizeof err);
-  return s ? exec_error(e, s, "run: %s", err) : CF_OK;
+  return exec_run_launch_cuda(e, rt, e->plan->values);
 }
 
-static void free_allocated(Binding *b, int n) {
-  for (int p = 0; p < n; p++) cf_tensor_free(b->allocated[p]);
-}
-
-cf_status cf_executor_run(cf_executor *e, int ninputs, const DLTensor *const *inputs, int noutputs,
-                          DLManagedTensor **outputs) {
-  if (!e) return CF_ERR_INVALID_ARGUMENT;
+static cf_status check_counts(cf_executor *e, int ninputs, const DLTensor *const *inputs, int noutputs,
+                              DLManagedTensor **outputs) {
   if (!e->cc) return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: the executor has no compiled kernel");
   if (e->cc->compile_only)
     return exec_error(e, CF_ERR_NO_DEVICE, "run: the kernel was compiled for %s without a matching device; it "
                       "cannot run here", e->opts.arch ? e->opts.arch : "another architecture");
-  int nin = 0;
-  while (nin < e->cc->k->nparams && !e->cc->k->params[nin]->is_output) nin++;
+  int nin = e->plan->nin;
   if (ninputs != nin || (nin && !inputs))
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: expected %d inputs, got %d", nin, ninputs);
-  if (noutputs != e->cc->k->nparams - nin || !outputs)
-    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: expected %d outputs, got %d", e->cc->k->nparams - nin, noutputs);
-  Binding *b = calloc(1, sizeof *b);
-  if (!b) return exec_error(e, CF_ERR_OUT_OF_MEMORY, "run: out of memory");
-  cf_status s = bind_all(e, b, nin, inputs, outputs);
-  if (!s) s = run_checks(e, b);
-  if (!s) s = launch_dims(e, b);
-  if (!s) s = launch(e, b);
-  if (s) {
-    free_allocated(b, e->cc->k->nparams);
-  } else {
-    for (int i = 0; i < noutputs; i++)
-      if (!outputs[i]) outputs[i] = b->allocated[nin + i];
+  if (noutputs != e->plan->nparams - nin || (noutputs && !outputs))
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: expected %d outputs, got %d", e->plan->nparams - nin, noutputs);
+  return CF_OK;
+}
+
+cf_status cf_executor_run_async(cf_executor *e, void *stream, int ninputs, const DLTensor *const *inputs,
+                                int noutputs, DLManagedTensor **outputs) {
+  if (!e) return CF_ERR_INVALID_ARGUMENT;
+  cf_status s = check_counts(e, ninputs, inputs, noutputs, outputs);
+  if (s) return s;
+  ExecPlan *b = e->plan;
+  RunTarget rt = {0, stream, NULL, NULL};
+  memset(b->allocated, 0, sizeof *b->allocated * (size_t)b->nparams);
+  s = bind_inputs(e, inputs);
+  if (!s && e->cc->backend == CF_BACKEND_CUDA) s = exec_run_target_cuda(e, ninputs, inputs, noutputs, outputs, &rt);
+  if (!s) s = bind_outputs(e, &rt, outputs);
+  if (!s) s = run_checks(e);
+  if (!s) s = launch_dims(e);
+  if (!s) s = launch(e, &rt);
+  for (int i = 0; i < noutputs; i++) {
+    DLManagedTensor **a = &b->allocated[b->nin + i];
+    if (s) cf_tensor_free(*a);
+    else if (!outputs[i]) outputs[i] = *a;
+    *a = NULL;
   }
-  free(b);
   return s;
+}
+
+cf_status cf_executor_run(cf_executor *e, int ninputs, const DLTensor *const *inputs, int noutputs,
+                          DLManagedTensor **outputs) {
+  cf_status s = cf_executor_run_async(e, NULL, ninputs, inputs, noutputs, outputs);
+  if (s || e->cc->backend == CF_BACKEND_HOST) return s;
+  return cf_executor_synchronize(e);
 }

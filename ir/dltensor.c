@@ -47,7 +47,8 @@ static const char *const status_names[] = {[CF_OK] = "OK",
                                            [CF_ERR_NO_DEVICE] = "ERR_NO_DEVICE",
                                            [CF_ERR_OUT_OF_MEMORY] = "ERR_OUT_OF_MEMORY",
                                            [CF_ERR_RUNTIME] = "ERR_RUNTIME",
-                                           [CF_ERR_INTERNAL] = "ERR_INTERNAL"};
+                                           [CF_ERR_INTERNAL] = "ERR_INTERNAL",
+                                           [CF_ERR_IO] = "ERR_IO"};
 
 bool ir_dtype_valid(cf_dtype t) { return (unsigned)t < CF_DTYPE_COUNT; }
 const char *cf_dtype_name(cf_dtype t) { return ir_dtype_valid(t) ? dtype_info[t].name : "invalid"; }
@@ -56,7 +57,7 @@ const char *cf_parallel_type_name(cf_parallel_type p) {
   return (unsigned)p < CF_PT_COUNT ? parallel_names[p] : "invalid";
 }
 const char *cf_memory_type_name(cf_memory_type m) { return (unsigned)m < CF_MEM_COUNT ? memory_names[m] : "invalid"; }
-const char *cf_status_name(cf_status s) { return (unsigned)s <= CF_ERR_INTERNAL ? status_names[s] : "invalid"; }
+const char *cf_status_name(cf_status s) { return (unsigned)s <= CF_ERR_IO ? status_names[s] : "invalid"; }
 
 bool ir_dtype_is_float(cf_dtype t) { return t == CF_FLOAT || t == CF_DOUBLE || t == CF_HALF || t == CF_BFLOAT16; }
 

@@ -6,7 +6,13 @@
  * which runs the same kernel on the CPU with the GPU execution model emulated. A compiled
  * executor owns everything it needs: the fusion may be destroyed after compile.
  * cf_executor_run takes DLPack tensors. Errors are kept on the executor
- * (cf_executor_error); the executor stays usable after a failed run. */
+ * (cf_executor_error); the executor stays usable after a failed run.
+ * Compiled kernels (cubins and host shared objects) are also kept on disk, in
+ * $CFUSER_CACHE_DIR, else $XDG_CACHE_HOME/cfuser, else ~/.cache/cfuser, else
+ * /tmp/cfuser-<uid>: a directory created 0700 and used only when it is the user's own and
+ * writable by nobody else (otherwise kernels are compiled without it, after one warning on
+ * stderr); a path longer than 3900 characters is CF_ERR_IO. CFUSER_CACHE=0 turns the disk
+ * cache off. */
 #ifndef CFUSER_EXECUTOR_H
 #define CFUSER_EXECUTOR_H
 
@@ -21,8 +27,9 @@ extern "C" {
 #endif
 
 typedef struct cf_executor cf_executor;
-/* An in-memory cache of compiled kernels keyed by the fusion's fingerprint (its printed
- * math and schedule) and the target (backend and architecture). Executors given the same
+/* An in-memory cache of compiled kernels keyed by the fusion's exact fingerprint (its
+ * structure, dtypes, constants bit for bit and schedule, computed in time linear in the
+ * fusion) and the target (backend and architecture). Executors given the same
  * cache (cf_executor_options.cache) compile a fusion they have seen once: a hit skips
  * lowering, code generation and NVRTC / the C compiler. The cache owns the kernels: destroy
  * every executor that used it before the cache. Not thread-safe: one cache per thread. */
@@ -68,6 +75,22 @@ CF_API cf_status cf_executor_compile(cf_executor *e, cf_fusion *f);
  * allocated and stored there for the caller to free with cf_tensor_free. */
 CF_API cf_status cf_executor_run(cf_executor *e, int ninputs, const DLTensor *const *inputs,
                                  int noutputs, DLManagedTensor **outputs);
+/* The same, asynchronous: launches on `stream` (a CUstream of the tensors' device, e.g.
+ * PyTorch's current stream; NULL: that device's legacy default stream) and returns without
+ * waiting; the results are ready when the stream reaches them. The run goes to the device
+ * the tensors are on (DLPack device_id, all the same), with that device's primary context.
+ * Outputs the executor allocates are allocated in the order of `stream` from the device's
+ * memory pool, and cf_tensor_free frees them in the order of the same stream: free them
+ * before destroying that stream. A fault of the kernel itself is reported by a later call
+ * (the next run, or cf_executor_synchronize) with the kernel named. cf_executor_run is
+ * run_async on the default stream followed by cf_executor_synchronize. On the host backend
+ * the run completes before returning. */
+CF_API cf_status cf_executor_run_async(cf_executor *e, void *stream, int ninputs,
+                                       const DLTensor *const *inputs, int noutputs,
+                                       DLManagedTensor **outputs);
+/* Waits for the stream of the executor's last asynchronous run; an asynchronous failure
+ * of its kernel is reported here, naming the kernel. */
+CF_API cf_status cf_executor_synchronize(cf_executor *e);
 CF_API cf_launch_params cf_executor_last_launch_params(const cf_executor *e);
 /* The generated source (CUDA C++ or host C) of the compiled kernel, owned by e. */
 CF_API const char *cf_executor_source(const cf_executor *e);

@@ -26,7 +26,8 @@ typedef enum cf_status {
   CF_ERR_NO_DEVICE,        /* the operation needs a CUDA device and there is none */
   CF_ERR_OUT_OF_MEMORY,    /* host or device allocation failed */
   CF_ERR_RUNTIME,          /* a kernel stopped on a run-time check (host backend) */
-  CF_ERR_INTERNAL          /* a bug in cfuser: please report it */
+  CF_ERR_INTERNAL,         /* a bug in cfuser: please report it */
+  CF_ERR_IO                /* a file or directory cfuser needs (the kernel cache) is unusable */
 } cf_status;
 
 /* The enumerator's name without the CF_ prefix, e.g. "ERR_INVALID_SCHEDULE". */

@@ -64,6 +64,14 @@ Test(run_errors, dtype) {
   cf_tensor_free(t);
 }
 
+Test(run_errors, messages_name_tensors_after_the_fusion_is_gone) {
+  cf_fusion_destroy(f); /* the executor owns everything it needs, the names included */
+  f = NULL;
+  DLManagedTensor *t = cf_tensor_host(CF_INT32, 2, (int64_t[]){2, 4});
+  EXPECT_RUN_ERROR(run1(&t->dl_tensor), CF_ERR_INVALID_ARGUMENT, "run: input 0 (T0) has dtype int, expected float");
+  cf_tensor_free(t);
+}
+
 Test(run_errors, rank) {
   DLManagedTensor *t = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){8});
   EXPECT_RUN_ERROR(run1(&t->dl_tensor), CF_ERR_INVALID_ARGUMENT, "run: input 0 (T0) has 1 dimensions, expected 2");

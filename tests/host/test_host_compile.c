@@ -189,3 +189,20 @@ Test(host_compile, backend_choice) {
   cr_assert_str_eq(err, "CFUSER_BACKEND=gpu is not a backend: use host or cuda, or unset it to "
                         "choose automatically (CUDA when a device is usable, host otherwise)");
 }
+
+Test(host_compile, a_tensor_parameter_beyond_the_rank_limit_is_refused) {
+  fresh_cache_dir();
+  char *src = with_runtime(tiny_kernel);
+  ExecHostError err = {{0}, NULL, NULL};
+  ExecHostModule *m = NULL;
+  ExecHostCall *call = NULL;
+  cr_assert_eq(exec_host_compile(src, "tiny", &m, &err), CF_OK, "%s", err.msg);
+  ExecHostParam p = {true, CF_FLOAT, EXEC_HOST_MAX_RANK + 1, 1, false};
+  cr_expect_eq(exec_host_call_prepare(m, 1, &p, &call, &err), CF_ERR_UNSUPPORTED);
+  cr_expect_str_eq(err.msg, "kernel parameter 0: a tensor of rank 9 (allocation rank 1); the host backend takes at "
+                            "most 8");
+  cr_expect_null(call);
+  exec_host_error_clear(&err);
+  exec_host_module_free(m);
+  free(src);
+}

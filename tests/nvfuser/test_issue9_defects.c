@@ -92,8 +92,7 @@ Test(issue9, defect5_sync_after_a_100_deep_loop_nest) {
 
 /* out = in0 + in1 + ... + in69 over [4, 8], merged, on TIDx, inlined: compiles, runs
  * and matches the evaluator. */
-/* Disabled: 64-entry arrays in the executor (fixed on the runtime branch). */
-Test(issue9, defect5_seventy_inputs, .disabled = true) {
+Test(issue9, defect5_seventy_inputs) {
   cf_tv *in[MANY], *acc = NULL;
   for (int i = 0; i < MANY; i++) {
     in[i] = nv_concrete(2, (int64_t[]){4, 8});
@@ -143,8 +142,7 @@ static DLManagedTensor *scale(double c, cf_kernel_cache *cache, const DLTensor *
 
 /* The fusion with 1.0000002 after the one with 1.0000001 (both print as 1 with %g): a
  * cache miss, and bit for bit the result of a fresh compile. */
-/* Disabled: the cache key is the printed math (fixed on the runtime branch). */
-Test(issue9, defect6_cache_key_keeps_constants, .disabled = true) {
+Test(issue9, defect6_cache_key_keeps_constants) {
   DLManagedTensor *x = kc_make_input(&F32(4, 8), 9);
   DLManagedTensor *fresh1 = scale(1.0000001, NULL, &x->dl_tensor), *fresh2 = scale(1.0000002, NULL, &x->dl_tensor);
   cr_assert(!cf_tensor_equal(&fresh1->dl_tensor, &fresh2->dl_tensor), "the two constants must give different floats");

@@ -1,0 +1,129 @@
+// labels: gpu
+/* tests/executor/test_async.c: asynchronous runs on a real GPU (each test skips itself,
+ * with the reason, without one): a loop of runs on the default stream without
+ * synchronizing in between, outputs allocated by the executor in stream order, gives the
+ * right results after one cf_executor_synchronize; tensors on two devices, and on a device
+ * the process does not have, are refused with messages naming the tensors. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "executor/exec_cuda.h"
+#include "test_util.h"
+
+static void need_gpu(void) {
+  const char *reason = NULL;
+  if (!cf_cuda_available(&reason)) cr_skip_test("no CUDA device: %s", reason);
+}
+
+enum { N = 1 << 16 };
+
+/* out = a * b + c over [N], 128 threads per block. */
+static cf_executor *compile_fma(void) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *in[3];
+  for (int i = 0; i < 3; i++) {
+    in[i] = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){N});
+    cf_fusion_add_input(f, in[i]);
+  }
+  cf_tv *out = cf_add(f, cf_mul(f, in[0], in[1]), in[2]);
+  cf_fusion_add_output(f, out);
+  cf_split(f, out, 0, 128);
+  cf_propagate_transforms(f, out);
+  cf_parallelize(f, out, 0, CF_PT_BIDX);
+  cf_parallelize(f, out, 1, CF_PT_TIDX);
+  cf_parallelize_all_like(f, out, 0, NULL);
+  cf_inline_most(f);
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_CUDA});
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  cf_fusion_destroy(f);
+  return e;
+}
+
+/* Device copies of host tensors filled with i * (k + 1) mod 7. */
+static DLManagedTensor *device_input(int k) {
+  DLManagedTensor *h = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){N}), *d = cf_tensor_device(CF_FLOAT, 1, (int64_t[]){N});
+  for (int i = 0; i < N; i++) ((float *)h->dl_tensor.data)[i] = (float)((i * (k + 1)) % 7);
+  cr_assert_eq(cf_tensor_copy(&d->dl_tensor, &h->dl_tensor), CF_OK);
+  cf_tensor_free(h);
+  return d;
+}
+
+Test(async, a_loop_of_async_runs_is_right_after_one_synchronize) {
+  need_gpu();
+  cf_executor *e = compile_fma();
+  DLManagedTensor *in[3] = {device_input(0), device_input(1), device_input(2)}, *outs[50] = {0};
+  const DLTensor *ins[3] = {&in[0]->dl_tensor, &in[1]->dl_tensor, &in[2]->dl_tensor};
+  for (int r = 0; r < 50; r++) cr_assert_eq(cf_executor_run_async(e, NULL, 3, ins, 1, &outs[r]), CF_OK, "%s", cf_executor_error(e));
+  cr_assert_eq(cf_executor_synchronize(e), CF_OK, "%s", cf_executor_error(e));
+  DLManagedTensor *h = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){N});
+  for (int r = 0; r < 50; r += 7) {
+    cr_assert_eq(cf_tensor_copy(&h->dl_tensor, &outs[r]->dl_tensor), CF_OK);
+    for (int i = 0; i < N; i += 97)
+      cr_assert_eq(cf_tensor_get(&h->dl_tensor, i), (double)((i % 7) * ((2 * i) % 7) + (3 * i) % 7), "run %d, element %d", r, i);
+  }
+  for (int r = 0; r < 50; r++) cf_tensor_free(outs[r]);
+  for (int i = 0; i < 3; i++) cf_tensor_free(in[i]);
+  cf_tensor_free(h);
+  cf_executor_destroy(e);
+}
+
+Test(async, tensors_on_two_devices_are_refused) {
+  need_gpu();
+  cf_executor *e = compile_fma();
+  DLManagedTensor *in[3] = {device_input(0), device_input(1), device_input(2)}, *out = NULL;
+  DLTensor moved = in[2]->dl_tensor;
+  moved.device.device_id = 1;
+  const DLTensor *ins[3] = {&in[0]->dl_tensor, &in[1]->dl_tensor, &moved};
+  cr_expect_eq(cf_executor_run_async(e, NULL, 3, ins, 1, &out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_executor_error(e), "run: input 2 (T2) is on cuda:1, but input 0 (T0) is on cuda:0; the tensors "
+                                         "of a run must all be on one device");
+  cr_expect_null(out);
+  for (int i = 0; i < 3; i++) cf_tensor_free(in[i]);
+  cf_executor_destroy(e);
+}
+
+Test(async, a_device_the_process_lacks_is_refused) {
+  need_gpu();
+  cf_executor *e = compile_fma();
+  DLManagedTensor *in[3] = {device_input(0), device_input(1), device_input(2)}, *out = NULL;
+  DLTensor t[3];
+  const DLTensor *ins[3];
+  for (int i = 0; i < 3; i++) {
+    t[i] = in[i]->dl_tensor;
+    t[i].device.device_id = 63;
+    ins[i] = &t[i];
+  }
+  cr_expect_eq(cf_executor_run_async(e, NULL, 3, ins, 1, &out), CF_ERR_INVALID_ARGUMENT);
+  char want[256];
+  const ExecDeviceInfo *info = NULL;
+  int count = 0;
+  while (count < 64 && exec_device_open(count, &info, NULL, 0) == CF_OK) count++;
+  snprintf(want, sizeof want, "run: the tensors are on cuda:63: cuda:63 does not exist: this process sees %d CUDA "
+           "device%s", count, count == 1 ? "" : "s");
+  cr_expect_str_eq(cf_executor_error(e), want);
+  for (int i = 0; i < 3; i++) cf_tensor_free(in[i]);
+  cf_executor_destroy(e);
+}
+
+/* A kernel that faults (its output points at an address nothing owns) is reported by the
+ * next synchronize, naming it, and the executor's next run says the error may come from
+ * that launch. compute-sanitizer memcheck reports this test's invalid global writes: they
+ * are the point of it (run it with --filter excluding "*fault*"). */
+Test(async, a_fault_is_reported_later_naming_the_kernel) {
+  need_gpu();
+  cf_executor *e = compile_fma();
+  DLManagedTensor *in[3] = {device_input(0), device_input(1), device_input(2)};
+  const DLTensor *ins[3] = {&in[0]->dl_tensor, &in[1]->dl_tensor, &in[2]->dl_tensor};
+  DLManagedTensor bad = {in[0]->dl_tensor, NULL, NULL}, *outs[1] = {&bad};
+  bad.dl_tensor.data = (void *)(uintptr_t)0x10000; /* device memory of nobody */
+  cr_assert_eq(cf_executor_run_async(e, NULL, 3, ins, 1, outs), CF_OK, "%s", cf_executor_error(e));
+  cr_expect_eq(cf_executor_synchronize(e), CF_ERR_CUDA);
+  const char *want = "synchronize: kernel cfuser_kernel failed on cuda:0: cuStreamSynchronize failed: "
+                     "CUDA_ERROR_ILLEGAL_ADDRESS";
+  cr_expect(!strncmp(cf_executor_error(e), want, strlen(want)), "got: %s", cf_executor_error(e));
+  cr_expect_neq(cf_executor_run_async(e, NULL, 3, ins, 1, outs), CF_OK);
+  cr_expect(strstr(cf_executor_error(e), "(the error may come from this executor's earlier asynchronous launch of "
+                                         "kernel cfuser_kernel on cuda:0)"), "got: %s", cf_executor_error(e));
+  for (int i = 0; i < 3; i++) cf_tensor_free(in[i]);
+  cf_executor_destroy(e);
+}
