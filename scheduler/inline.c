@@ -16,6 +16,7 @@
  * while loop-nest generation stays a positional walk. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "scheduler/sched.h"
 
@@ -340,14 +341,69 @@ static bool select_between(void *ctx, Val *from, Val *to, bool to_is_producer) {
   return sched_tab_get(sel, from) || sched_tab_get(sel, to);
 }
 
+/* Whether a tensor with no uses is reachable from `from` without passing through `avoid`
+ * (memo by Val id). */
+static bool reaches_leaf_avoiding(Val *from, const Val *avoid, char *memo) {
+  if (from == avoid || memo[from->id]) return false;
+  memo[from->id] = 1;
+  bool any_use = false;
+  for (int u = 0; u < from->uses.len; u++) {
+    Expr *e = from->uses.items[u];
+    if (ir_op_kind(e->op) == OPK_TRANSFORM) continue;
+    for (int o = 0; o < e->nout; o++) {
+      if (e->out[o]->kind != VAL_TV) continue;
+      any_use = true;
+      if (reaches_leaf_avoiding(e->out[o], avoid, memo)) return true;
+    }
+  }
+  return !any_use;
+}
+
+/* nvFuser's common consumer: the first tensor, at or after the consumer (not between the
+ * producer and it), that every chain of uses from the producer passes through. */
+static Val *common_consumer(cf_fusion *f, Arena *a, Val *producer, Val *consumer, const ValTab *between) {
+  int n;
+  Val **tvs = ir_fusion_all_tvs_in(a, f, &n);
+  char *memo = arena_alloc(a, (size_t)f->vals.len + 1);
+  for (int i = 0; i < n && memo; i++) {
+    Val *t = tvs[i];
+    if (t == producer || (t != consumer && sched_tab_get(between, t))) continue;
+    memset(memo, 0, (size_t)f->vals.len + 1);
+    if (!reaches_leaf_avoiding(producer, t, memo)) return t;
+  }
+  return NULL;
+}
+
+/* Marks in `mark` tv and the tensors computed from it that have uses themselves. */
+static bool mark_dependents(ValTab *mark, Val *tv) {
+  if (sched_tab_get(mark, tv)) return true;
+  int uses = 0;
+  FOR_CONSUMERS(tv, c, { (void)c; uses++; })
+  if (uses && !sched_tab_put(mark, tv, tv)) return false;
+  bool ok = true;
+  FOR_CONSUMERS(tv, c, { ok = ok && mark_dependents(mark, c); })
+  return ok;
+}
+
+/* nvFuser's propagation subgraph: the tensors between the producer and the common
+ * consumer (without it), or with none, the producer and every dependent that has uses. */
+static bool select_subgraph(cf_fusion *f, Arena *a, Val *producer, Val *consumer, const ValTab *between, ValTab *sel) {
+  Val *cc = common_consumer(f, a, producer, consumer, between);
+  if (!cc) return mark_dependents(sel, producer);
+  ValTab anc = {.arena = a};
+  if (!mark_ancestors(&anc, cc) || !mark_between(sel, &anc, producer)) return false;
+  return sched_tab_put(sel, cc, NULL);
+}
+
 static cf_status compute_at_impl(cf_fusion *f, Arena *a, Val *producer, Val *consumer, int pos, const char *what) {
-  ValTab anc = {.arena = a}, sel = {.arena = a};
-  if (!mark_ancestors(&anc, consumer) || !mark_between(&sel, &anc, producer))
+  ValTab anc = {.arena = a}, between = {.arena = a}, sel = {.arena = a};
+  if (!mark_ancestors(&anc, consumer) || !mark_between(&between, &anc, producer))
     return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   if (producer == consumer || !sched_tab_get(&anc, producer))
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, consumer, "%s: %s does not depend on %s", what,
                        TV(consumer)->display_name, TV(producer)->display_name);
-  sched_tab_put(&sel, consumer, NULL);
+  if (!select_subgraph(f, a, producer, consumer, &between, &sel))
+    return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   SpanTree tree;
   if (!sched_span_tree(a, consumer, pos, select_between, &sel, &tree))
     return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);

@@ -7,8 +7,7 @@
 TestSuite(complex_bcast, .init = nv_setup, .fini = nv_teardown);
 
 /* tv7[x,y,z] = bcast(bcast(tv0 / 2)[y,b] * tv3[y,z])[b,y,z] + tv6[x,y,z]. */
-/* Disabled: loops are shared position by position: T4's axis 0 cannot skip T6's broadcast axis 0, as nvFuser's inlining does. */
-Test(complex_bcast, bcast1, .disabled = true) {
+Test(complex_bcast, bcast1) {
   cf_tv *tv0 = nv_concrete(1, (int64_t[]){3});
   cf_tv *tv1 = cf_mul_scalar(f, tv0, 0.5);
   cf_tv *tv2 = cf_broadcast(f, tv1, 2, (bool[]){false, true});

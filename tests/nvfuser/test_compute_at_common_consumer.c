@@ -12,8 +12,7 @@ TestSuite(compute_at_common_consumer, .init = nv_setup, .fini = nv_teardown);
 
 /* tv1 = tv0 * .5; tv2 = tv1 * -1; tv3 = tv1 * -2; tv4 = tv2 + tv3; tv5 = tv4 * 5;
  * outputs tv3, tv4, tv5. */
-/* Disabled: cf_compute_at lacks nvFuser's common-consumer selection (tensors off the path stay at position 0; compile refuses the cross-block read). */
-Test(compute_at_common_consumer, common_consumer1, .disabled = true) {
+Test(compute_at_common_consumer, common_consumer1) {
   cf_tv *tv0 = nv_symbolic(1);
   cf_tv *tv1 = cf_mul_scalar(f, tv0, 0.5), *tv2 = cf_mul_scalar(f, tv1, -1.0), *tv3 = cf_mul_scalar(f, tv1, -2.0);
   cf_tv *tv4 = cf_add(f, tv2, tv3), *tv5 = cf_mul_scalar(f, tv4, 5.0);
@@ -50,8 +49,7 @@ static void build2(cf_tv **tv) {
   cf_fusion_add_output(f, tv[5]);
 }
 
-/* Disabled: cf_compute_at lacks nvFuser's common-consumer selection (tensors off the path stay at position 0; compile refuses the cross-block read). */
-Test(compute_at_common_consumer, common_consumer2, .disabled = true) {
+Test(compute_at_common_consumer, common_consumer2) {
   cf_tv *tv[6];
   build2(tv);
   cf_merge(f, tv[3], 0);
@@ -71,8 +69,7 @@ Test(compute_at_common_consumer, common_consumer2, .disabled = true) {
 
 /* As 2 with tv5 = tv3 + tv4 and tv6 = tv1 + 6, which has no common consumer with tv3;
  * outputs tv5, tv6. */
-/* Disabled: cf_compute_at lacks nvFuser's common-consumer selection (tensors off the path stay at position 0; compile refuses the cross-block read). */
-Test(compute_at_common_consumer, common_consumer3, .disabled = true) {
+Test(compute_at_common_consumer, common_consumer3) {
   cf_tv *tv0 = nv_symbolic(2);
   cf_tv *tv1 = cf_mul_scalar(f, tv0, 0.5), *tv2 = cf_mul_scalar(f, tv1, -1.0), *tv3 = cf_mul_scalar(f, tv2, -1.0);
   cf_tv *tv4 = cf_add_scalar(f, tv1, 4.0), *tv5 = cf_add(f, tv3, tv4), *tv6 = cf_add_scalar(f, tv1, 6.0);
@@ -96,8 +93,7 @@ Test(compute_at_common_consumer, common_consumer3, .disabled = true) {
 }
 
 /* As 1 with tv6 = tv1 * 6, not a consumer of tv4; outputs tv3, tv4, tv5, tv6. */
-/* Disabled: cf_compute_at lacks nvFuser's all-dependents selection (tensors off the path stay at position 0; compile refuses the cross-block read). */
-Test(compute_at_common_consumer, no_common_consumer, .disabled = true) {
+Test(compute_at_common_consumer, no_common_consumer) {
   cf_tv *tv0 = nv_symbolic(1);
   cf_tv *tv1 = cf_mul_scalar(f, tv0, 0.5), *tv2 = cf_mul_scalar(f, tv1, -1.0), *tv3 = cf_mul_scalar(f, tv1, -2.0);
   cf_tv *tv4 = cf_add(f, tv2, tv3), *tv5 = cf_mul_scalar(f, tv4, 5.0), *tv6 = cf_mul_scalar(f, tv1, 6.0);
