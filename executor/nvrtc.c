@@ -76,14 +76,16 @@ static pthread_once_t g_nvrtc_once = PTHREAD_ONCE_INIT;
 static void *open_nvrtc(char *reason, size_t len) {
   const char *cands[6];
   int n = 0;
-  const char *env = getenv("CFUSER_NVRTC_LIBRARY");
+  const char *env = getenv("CFUSER_NVRTC_LIBRARY"); /* when set, the only candidate */
   if (env && *env) cands[n++] = env;
+  else {
 #ifdef CFUSER_CUDA_LIB_DIR
-  cands[n++] = CFUSER_CUDA_LIB_DIR "/libnvrtc.so";
+    cands[n++] = CFUSER_CUDA_LIB_DIR "/libnvrtc.so";
 #endif
-  cands[n++] = "libnvrtc.so.13";
-  cands[n++] = "libnvrtc.so.12";
-  cands[n++] = "libnvrtc.so";
+    cands[n++] = "libnvrtc.so.13";
+    cands[n++] = "libnvrtc.so.12";
+    cands[n++] = "libnvrtc.so";
+  }
   const char *last = "";
   for (int i = 0; i < n; i++) {
     void *h = dlopen(cands[i], RTLD_NOW | RTLD_LOCAL);
@@ -304,3 +306,5 @@ cf_status exec_nvrtc_compile(const char *source, const char *program_name,
 }
 
 #endif
+
+bool cf_nvrtc_available(const char **reason) { return exec_nvrtc_available(reason); }
