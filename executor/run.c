@@ -5,8 +5,10 @@
  * tensor arguments and launches on the chosen backend.
  * Key decision: every check happens before anything is allocated or launched, and each
  * message names the argument, its tensor and the axis, so a bad call is cheap and clear. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "executor/executor_internal.h"
 #include "ir/dtype.h"
@@ -175,6 +177,23 @@ static cf_status launch(cf_executor *e, Binding *b) {
   return s ? exec_error(e, s, "run: %s", err) : CF_OK;
 }
 
+/* CFUSER_DUMP=launch: the launch configuration and the run's time (launch to completion). */
+static cf_status timed_launch(cf_executor *e, Binding *b) {
+  if (!lower_dump_requested("launch")) return launch(e, b);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cf_status s = launch(e, b);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  const cf_launch_params *p = &e->last;
+  fprintf(stderr, "=== launch of %s (%s): grid (%lld, %lld, %lld), block (%lld, %lld, %lld), %lld bytes of "
+          "dynamic shared memory: %.1f us%s ===\n", e->cc->k->name,
+          e->cc->backend == CF_BACKEND_HOST ? "host" : "cuda", (long long)p->grid[0], (long long)p->grid[1],
+          (long long)p->grid[2], (long long)p->block[0], (long long)p->block[1], (long long)p->block[2],
+          (long long)p->smem, (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3,
+          s ? ", failed" : "");
+  return s;
+}
+
 static void free_allocated(Binding *b, int n) {
   for (int p = 0; p < n; p++) cf_tensor_free(b->allocated[p]);
 }
@@ -197,7 +216,7 @@ cf_status cf_executor_run(cf_executor *e, int ninputs, const DLTensor *const *in
   cf_status s = bind_all(e, b, nin, inputs, outputs);
   if (!s) s = run_checks(e, b);
   if (!s) s = launch_dims(e, b);
-  if (!s) s = launch(e, b);
+  if (!s) s = timed_launch(e, b);
   if (s) {
     free_allocated(b, e->cc->k->nparams);
   } else {
