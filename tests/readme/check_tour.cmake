@@ -1,7 +1,8 @@
 # The README's tour, as printed: the first ```c block after "## A tour of the C API" in
 # README.md is written to a file, compiled with warnings as errors against the built
 # shared library, and run; it must exit 0 and print "kernel matches the evaluator".
-# Arguments: SRC (source dir), BIN (build dir), LIB (libcfuser.so), DLPACK (its include dir).
+# Arguments: SRC (source dir), BIN (build dir), LIB (libcfuser.so), DLPACK (its include
+# dir), FLAGS (extra compiler flags: the sanitizers of a sanitizer build).
 file(READ ${SRC}/README.md readme)
 string(FIND "${readme}" "## A tour of the C API" at)
 if(at EQUAL -1)
@@ -20,7 +21,8 @@ set(dir ${BIN}/readme-tour)
 file(MAKE_DIRECTORY ${dir})
 file(WRITE ${dir}/tour.c "${program}\n")
 get_filename_component(libdir ${LIB} DIRECTORY)
-execute_process(COMMAND cc -std=c11 -Wall -Wextra -Wpedantic -Werror ${dir}/tour.c -I${SRC}/include -I${DLPACK}
+separate_arguments(flags UNIX_COMMAND "${FLAGS}")
+execute_process(COMMAND cc -std=c11 -Wall -Wextra -Wpedantic -Werror ${flags} ${dir}/tour.c -I${SRC}/include -I${DLPACK}
                         ${LIB} -Wl,-rpath,${libdir} -o ${dir}/tour
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
