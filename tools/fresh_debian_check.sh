@@ -20,7 +20,13 @@
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 root="${1:-/var/tmp/cfuser-fresh-debian}"
-mirror="${2:-$(grep -rhoE 'https?://[^ ]+/debian/?' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null | head -1)}"
+# The first active Debian archive of this machine's apt sources (deb822 or one-line form).
+first_mirror() {
+  { grep -hE '^[[:space:]]*URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
+    grep -hE '^[[:space:]]*deb[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+      sed 's/\[[^]]*\]//' | awk '{print $2}'; } | grep -m1 -E '/debian/?$'
+}
+mirror="${2:-$(first_mirror)}"
 mirror="${mirror:-http://deb.debian.org/debian}"
 log="$root.log"
 passed=0 failed=0
