@@ -198,3 +198,5 @@ Test(nvrtc, tensor_struct_layout_matches_the_host_packer) {
   exec_cubin_free(&c);
   free(src);
 }
+
+#include "nvrtc_main.h"
