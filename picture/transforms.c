@@ -265,8 +265,8 @@ static void dot_panel(StrBuf *b, Panel *p) {
     int pos = loop_position(TV(p->tv), n->id);
     sb_printf(b, "    %s_v%d [label=", tv, n->id->id);
     dot_quoted(b, n->label);
-    if (pos >= 0)
-      sb_printf(b, ", xlabel=\"loop %d\", penwidth=2, fillcolor=\"%s\"", pos, pic_ptype_fill(ID(n->id)->ptype));
+    if (pos >= 0) /* DOT's \n: a second line */
+      sb_printf(b, " + \"\\nloop %d\", penwidth=2, fillcolor=\"%s\"", pos, pic_ptype_fill(ID(n->id)->ptype));
     sb_puts(b, "];\n");
   }
   for (int i = 0; i < p->n; i++) {

@@ -65,19 +65,24 @@ Test(picture, transforms_as_dot) {
                         "  node [shape=box, style=filled, fillcolor=\"#ffffff\", fontname=\"monospace\"];\n"
                         "  subgraph cluster_T0 {\n"
                         "    label=\"T0_g_float[iS0{8}]\";\n"
-                        "    T0_v1 [label=\"iS0{8}\", xlabel=\"loop 0\", penwidth=2, fillcolor=\"#ffffff\"];\n"
+                        "    T0_v1 [label=\"iS0{8}\" + \"\\nloop 0\", penwidth=2, fillcolor=\"#ffffff\"];\n"
                         "  }\n"
                         "  subgraph cluster_T1 {\n"
                         "    label=\"T1_g_float[iS2{2}, ithreadIdx.x3{4}]\";\n"
                         "    T1_v3 [label=\"iS1{8}\"];\n"
                         "    T1_e1 [label=\"split by 4\", shape=ellipse, fillcolor=\"#eeeeee\"];\n"
-                        "    T1_v7 [label=\"iS2{2}\", xlabel=\"loop 0\", penwidth=2, fillcolor=\"#ffffff\"];\n"
-                        "    T1_v8 [label=\"ithreadIdx.x3{4}\", xlabel=\"loop 1\", penwidth=2, fillcolor=\"#cfe2ff\"];\n"
+                        "    T1_v7 [label=\"iS2{2}\" + \"\\nloop 0\", penwidth=2, fillcolor=\"#ffffff\"];\n"
+                        "    T1_v8 [label=\"ithreadIdx.x3{4}\" + \"\\nloop 1\", penwidth=2, fillcolor=\"#cfe2ff\"];\n"
                         "    T1_v3 -> T1_e1;\n"
                         "    T1_e1 -> T1_v7;\n"
                         "    T1_e1 -> T1_v8;\n"
                         "  }\n"
                         "}\n");
+  /* Where Graphviz is installed (it is optional), it must accept the DOT. */
+  FILE *p = popen("if command -v dot >/dev/null; then dot -Tsvg >/dev/null; else cat >/dev/null; fi", "w");
+  cr_assert_not_null(p);
+  fputs(dot, p);
+  cr_expect_eq(pclose(p), 0, "dot -Tsvg rejected the DOT");
   free(dot);
   cf_fusion_destroy(f);
 }
