@@ -45,6 +45,18 @@ add_test(NAME install_consumers
           -P ${PROJECT_SOURCE_DIR}/tests/install/check_install.cmake)
 set_tests_properties(install_consumers PROPERTIES LABELS "unit;slow")
 
+# The README's tour, extracted from README.md, compiled and run as printed (with the
+# sanitizers when the library has them).
+set(_tour_flags "")
+if(CFUSER_SANITIZE)
+  set(_tour_flags "-fsanitize=address,undefined")
+endif()
+add_test(NAME readme_tour
+  COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${CMAKE_BINARY_DIR}
+          -DLIB=$<TARGET_FILE:cfuser> -DDLPACK=${DLPACK_INCLUDE_DIR} -DFLAGS=${_tour_flags}
+          -P ${PROJECT_SOURCE_DIR}/tests/readme/check_tour.cmake)
+set_tests_properties(readme_tour PROPERTIES LABELS "unit")
+
 # The rendered tutorials (tutorial/x.md) must match their sources (tutorial/x.c).
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)

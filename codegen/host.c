@@ -37,12 +37,24 @@ static void tensor_typedefs(Emitter *e) {
 
 const char *const cg_host_runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_race.h", "host_math.h", NULL};
 
+/* The bytes of the kernel's local arrays (constant sizes: lowering refuses others), each
+ * aligned to 16 as buffers() declares them: the host runtime adds them to every emulated
+ * thread's stack. */
+static int64_t local_bytes(const KKernel *k) {
+  int64_t total = 0, n;
+  for (int i = 0; i < k->nallocs; i++)
+    if (k->allocs[i]->mem == CF_MEM_LOCAL && kx_is_const(k->allocs[i]->size, &n))
+      total += (n * (int64_t)cf_dtype_size(k->allocs[i]->dtype) + 15) / 16 * 16;
+  return total;
+}
+
 static void preamble(Emitter *e) {
   for (size_t i = 0; cg_host_runtime_parts[i]; i++) {
     const char *text = cg_embedded_file(cg_host_runtime_parts[i]);
     if (text) sb_puts(&e->out, text);
   }
   sb_printf(&e->out, "\n#include <string.h>\ntypedef %s cf_index_t;\n", e->k->index32 ? "int" : "long long");
+  sb_printf(&e->out, "static size_t cfh__kernel_local_bytes = %lldu;\n", (long long)local_bytes(e->k));
   sb_puts(&e->out, "static inline unsigned cf_linear_tid(void) {\n"
                    "  return threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;\n}\n");
   tensor_typedefs(e);

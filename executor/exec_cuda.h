@@ -129,6 +129,8 @@ typedef struct ExecCubin {
 
 /* True when NVRTC can be loaded; reason (may be NULL) says why not. */
 bool exec_nvrtc_available(const char **reason);
+/* The PTX NVRTC makes of source for arch's virtual architecture (caller frees *ptx). */
+cf_status exec_nvrtc_ptx(const char *source, const char *arch, char **ptx, char *err, size_t errlen);
 /* "13.0" or NULL when NVRTC cannot be loaded. */
 const char *exec_nvrtc_version(void);
 /* Compiles source (program_name: the file name NVRTC's messages use) straight to a cubin.

@@ -83,6 +83,16 @@ static void hook_adapter(const KKernel *k, void *user) {
 
 static bool cuda_usable(const char **reason) { return cf_cuda_available(reason); }
 
+/* CFUSER_DUMP=ptx: the PTX of the kernel just compiled, for its architecture. */
+static void dump_ptx(const Compiled *c) {
+  char err[512], *ptx = NULL;
+  if (exec_nvrtc_ptx(c->source, c->cubin.arch, &ptx, err, sizeof err) == CF_OK)
+    fprintf(stderr, "=== PTX of %s (%s) ===\n%s\n", c->k->name, c->cubin.arch, ptx);
+  else
+    fprintf(stderr, "=== PTX of %s: unavailable: %s ===\n", c->k->name, err);
+  free(ptx);
+}
+
 static cf_status compile_cuda(cf_executor *e, Compiled *c) {
   const char *reason = NULL;
   bool device = cf_cuda_available(&reason);
@@ -97,6 +107,7 @@ static cf_status compile_cuda(cf_executor *e, Compiled *c) {
   bool hit = false;
   cf_status s = exec_nvrtc_compile_cached(c->source, "cfuser_kernel.cu", &o, &c->cubin, &hit, err, sizeof err);
   if (s) return exec_error(e, s, "compile: NVRTC failed: %s\n%s", err, c->cubin.log ? c->cubin.log : "");
+  if (lower_dump_requested("ptx")) dump_ptx(c);
   if (c->compile_only) return CF_OK;
   s = exec_kernel_load(c->cubin.data, c->cubin.lowered_name ? c->cubin.lowered_name : c->k->name, &c->kernel, err,
                        sizeof err);
@@ -146,8 +157,14 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
     free(msg);
   } else {
     c->source = backend == CF_BACKEND_HOST ? cg_host_source(c->k) : cg_cuda_source(c->k);
-    if (!c->source) s = exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory generating the source");
-    else s = backend == CF_BACKEND_HOST ? compile_host(e, c) : compile_cuda(e, c);
+    if (!c->source) {
+      s = exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory generating the source");
+    } else {
+      if (lower_dump_requested("source"))
+        fprintf(stderr, "=== %s source of %s ===\n%s\n", backend == CF_BACKEND_HOST ? "host C" : "CUDA",
+                c->k->name, c->source);
+      s = backend == CF_BACKEND_HOST ? compile_host(e, c) : compile_cuda(e, c);
+    }
   }
   if (s) {
     exec_compiled_free(c);

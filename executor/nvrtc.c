@@ -50,7 +50,8 @@ static bool arch_is_valid(const char *arch) {
 #define EXEC_NVRTC_FUNCS(X)                                                               \
   X(nvrtcGetErrorString) X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcDestroyProgram)     \
   X(nvrtcCompileProgram) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetProgramLogSize)  \
-  X(nvrtcGetProgramLog) X(nvrtcAddNameExpression) X(nvrtcGetLoweredName)
+  X(nvrtcGetProgramLog) X(nvrtcAddNameExpression) X(nvrtcGetLoweredName) X(nvrtcGetPTXSize) \
+  X(nvrtcGetPTX)
 
 typedef struct NvrtcApi {
 #define EXEC_X(name) __typeof__(name) *name;
@@ -77,14 +78,16 @@ static int64_t g_nvrtc_compiles; /* nvrtcCompileProgram calls, for tests (atomic
 static void *open_nvrtc(char *reason, size_t len) {
   const char *cands[6];
   int n = 0;
-  const char *env = getenv("CFUSER_NVRTC_LIBRARY");
+  const char *env = getenv("CFUSER_NVRTC_LIBRARY"); /* when set, the only candidate */
   if (env && *env) cands[n++] = env;
+  else {
 #ifdef CFUSER_CUDA_LIB_DIR
-  cands[n++] = CFUSER_CUDA_LIB_DIR "/libnvrtc.so";
+    cands[n++] = CFUSER_CUDA_LIB_DIR "/libnvrtc.so";
 #endif
-  cands[n++] = "libnvrtc.so.13";
-  cands[n++] = "libnvrtc.so.12";
-  cands[n++] = "libnvrtc.so";
+    cands[n++] = "libnvrtc.so.13";
+    cands[n++] = "libnvrtc.so.12";
+    cands[n++] = "libnvrtc.so";
+  }
   const char *last = "";
   for (int i = 0; i < n; i++) {
     void *h = dlopen(cands[i], RTLD_NOW | RTLD_LOCAL);
@@ -307,6 +310,32 @@ cf_status exec_nvrtc_compile(const char *source, const char *program_name,
   return st;
 }
 
+/* The PTX of a compile for arch's virtual architecture (compute_90a for sm_90a): a second
+ * compile, since one for a real architecture yields only the cubin (CFUSER_DUMP=ptx). */
+cf_status exec_nvrtc_ptx(const char *source, const char *arch, char **ptx, char *err, size_t errlen) {
+  *ptx = NULL;
+  if (!exec_nvrtc_available(NULL) || !arch_is_valid(arch))
+    return exec_fail(CF_ERR_UNSUPPORTED, err, errlen, "NVRTC unavailable or invalid architecture %s", arch);
+  char virt[64], arch_opt[96];
+  snprintf(virt, sizeof virt, "compute_%s", arch + 3);
+  const char *opts[8];
+  int nopts = build_options(NULL, virt, arch_opt, sizeof arch_opt, opts);
+  nvrtcProgram prog = NULL;
+  nvrtcResult r = NV->nvrtcCreateProgram(&prog, source, "cfuser_kernel.cu", 0, NULL, NULL);
+  if (r != NVRTC_SUCCESS) return nv_fail(r, "nvrtcCreateProgram", err, errlen);
+  size_t size = 0;
+  if ((r = NV->nvrtcCompileProgram(prog, nopts, opts)) == NVRTC_SUCCESS &&
+      (r = NV->nvrtcGetPTXSize(prog, &size)) == NVRTC_SUCCESS && (*ptx = malloc(size + 1)) &&
+      (r = NV->nvrtcGetPTX(prog, *ptx)) == NVRTC_SUCCESS)
+    (*ptx)[size] = '\0';
+  NV->nvrtcDestroyProgram(&prog);
+  if (r == NVRTC_SUCCESS && *ptx) return CF_OK;
+  free(*ptx);
+  *ptx = NULL;
+  return r != NVRTC_SUCCESS ? nv_fail(r, "the PTX compile", err, errlen)
+                            : exec_fail(CF_ERR_OUT_OF_MEMORY, err, errlen, "out of memory");
+}
+
 #else /* !EXEC_HAVE_NVRTC_H */
 
 static const char k_no_nvrtc[] = "cfuser was built without the NVRTC header <nvrtc.h>";
@@ -330,4 +359,12 @@ cf_status exec_nvrtc_compile(const char *source, const char *program_name,
   return exec_fail(CF_ERR_UNSUPPORTED, err, errlen, "NVRTC unavailable: %s", k_no_nvrtc);
 }
 
+cf_status exec_nvrtc_ptx(const char *source, const char *arch, char **ptx, char *err, size_t errlen) {
+  (void)source, (void)arch;
+  *ptx = NULL;
+  return exec_fail(CF_ERR_UNSUPPORTED, err, errlen, "NVRTC unavailable: %s", k_no_nvrtc);
+}
+
 #endif
+
+bool cf_nvrtc_available(const char **reason) { return exec_nvrtc_available(reason); }

@@ -10,8 +10,10 @@
  * extents to check against) is sized and precomputed once per compile in an ExecPlan, so
  * a cached run allocates nothing but its outputs and does no work proportional to the
  * fusion, only to its parameters. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "executor/executor_internal.h"
 #include "ir/dtype.h"
@@ -283,6 +285,24 @@ static cf_status launch(cf_executor *e, const RunTarget *rt) {
   return exec_run_launch_cuda(e, rt, e->plan->values);
 }
 
+/* CFUSER_DUMP=launch: the launch configuration and the time of the launch call (on CUDA
+ * the launch alone: runs are asynchronous; on the host backend the whole run). */
+static cf_status timed_launch(cf_executor *e, const RunTarget *rt) {
+  if (!lower_dump_requested("launch")) return launch(e, rt);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cf_status s = launch(e, rt);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  const cf_launch_params *p = &e->last;
+  fprintf(stderr, "=== launch of %s (%s): grid (%lld, %lld, %lld), block (%lld, %lld, %lld), %lld bytes of "
+          "dynamic shared memory: %.1f us%s ===\n", e->cc->k->name,
+          e->cc->backend == CF_BACKEND_HOST ? "host" : "cuda", (long long)p->grid[0], (long long)p->grid[1],
+          (long long)p->grid[2], (long long)p->block[0], (long long)p->block[1], (long long)p->block[2],
+          (long long)p->smem, (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3,
+          s ? ", failed" : "");
+  return s;
+}
+
 static cf_status check_counts(cf_executor *e, int ninputs, const DLTensor *const *inputs, int noutputs,
                               DLManagedTensor **outputs) {
   if (!e->cc) return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: the executor has no compiled kernel");
@@ -310,7 +330,7 @@ cf_status cf_executor_run_async(cf_executor *e, void *stream, int ninputs, const
   if (!s) s = bind_outputs(e, &rt, outputs);
   if (!s) s = run_checks(e);
   if (!s) s = launch_dims(e);
-  if (!s) s = launch(e, &rt);
+  if (!s) s = timed_launch(e, &rt);
   for (int i = 0; i < noutputs; i++) {
     DLManagedTensor **a = &b->allocated[b->nin + i];
     if (s) cf_tensor_free(*a);

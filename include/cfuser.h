@@ -15,5 +15,6 @@
 #include "cfuser/tensor.h"
 #include "cfuser/executor.h"
 #include "cfuser/layout.h"
+#include "cfuser/picture.h"
 
 #endif

@@ -3,8 +3,10 @@
  *
  * Key decisions: the user's Fusion is never modified (passes only read it and build the
  * kernel in the kernel's own arena); errors unwind with longjmp to this file's protected
- * entry (everything lives in arenas, so nothing leaks); CFUSER_DUMP=<pass,...|all> prints
- * the kernel IR after the named passes and CFUSER_VERIFY=1 checks it after each. */
+ * entry (everything lives in arenas, so nothing leaks); CFUSER_DUMP=<name,...> prints
+ * the kernel IR after the named passes (and names the executor's dumps: the source, the
+ * PTX, each launch; an unknown name fails the compile with the list of valid ones), and
+ * CFUSER_VERIFY=1 checks the kernel IR after each pass. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,19 +101,57 @@ KExpr *lower_scalar(LowerCtx *c, const Val *v) {
   return kx_bin(c->a, e->op, lower_scalar(c, e->in[0]), lower_scalar(c, e->in[1]));
 }
 
-/* Is `name` listed in CFUSER_DUMP (comma-separated, or "all")? */
-static bool dump_requested(const char *name) {
+/* What CFUSER_DUMP names besides the passes, each printed once per compile (launch: once
+ * per run) on stderr. "all" is every pass and every one of these. */
+static const char *const dump_extras[] = {
+    "all",    /* everything below and every pass */
+    "source", /* the whole generated source (CUDA C++ or host C): executor.c */
+    "ptx",    /* the PTX of the CUDA kernel, from NVRTC: executor.c */
+    "launch", /* grid, block, shared memory and time of each run: run.c */
+};
+
+/* Is `name` (length n) a pass's name or one of dump_extras? */
+static bool dump_name_known(const char *name, size_t n) {
+  for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++)
+    if (strlen(passes[i].name) == n && !strncmp(passes[i].name, name, n)) return true;
+  for (size_t i = 0; i < sizeof dump_extras / sizeof dump_extras[0]; i++)
+    if (strlen(dump_extras[i]) == n && !strncmp(dump_extras[i], name, n)) return true;
+  return false;
+}
+
+/* Every name in CFUSER_DUMP must be known: a misspelled one is an error listing them. */
+static void check_dump_names(LowerCtx *c) {
+  const char *env = getenv("CFUSER_DUMP");
+  for (const char *p = env; p && *p; p += *p == ',') {
+    size_t n = strcspn(p, ",");
+    if (n && !dump_name_known(p, n)) {
+      StrBuf valid = {0};
+      for (size_t i = 0; i < sizeof dump_extras / sizeof dump_extras[0]; i++)
+        sb_printf(&valid, "%s%s", i ? ", " : "", dump_extras[i]);
+      for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) sb_printf(&valid, ", %s", passes[i].name);
+      const char *list = arena_strdup(c->a, valid.data);
+      sb_free(&valid);
+      lower_fail(c, CF_ERR_INVALID_ARGUMENT, "CFUSER_DUMP: unknown name \"%.*s\"; the valid names are %s",
+                 (int)n, p, list);
+    }
+    p += n;
+  }
+}
+
+bool lower_dump_requested(const char *name) {
   const char *env = getenv("CFUSER_DUMP");
   if (!env || !*env) return false;
-  if (!strcmp(env, "all")) return true;
   size_t n = strlen(name);
-  for (const char *p = env; (p = strstr(p, name)); p += n)
-    if ((p == env || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return true;
+  for (const char *p = env; *p; p += *p == ',') {
+    size_t len = strcspn(p, ",");
+    if ((len == n && !strncmp(p, name, n)) || (len == 3 && !strncmp(p, "all", 3))) return true;
+    p += len;
+  }
   return false;
 }
 
 static void after_pass(LowerCtx *c, const char *name) {
-  if (dump_requested(name)) {
+  if (lower_dump_requested(name)) {
     StrBuf b = {0};
     kir_print(&b, c->k);
     fprintf(stderr, "=== kernel IR after %s ===\n%s", name, b.data ? b.data : "");
@@ -127,6 +167,7 @@ static void after_pass(LowerCtx *c, const char *name) {
 }
 
 static void run_passes(LowerCtx *c) {
+  check_dump_names(c);
   for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
     passes[i].run(c);
     after_pass(c, passes[i].name);

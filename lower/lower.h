@@ -60,6 +60,8 @@ typedef struct LowerCtx {
 } LowerCtx;
 
 cf_status lower_fusion(cf_fusion *f, const LowerOptions *opts, KKernel **out, char **error);
+/* Is `name` (a pass, "source", "ptx" or "launch") listed in CFUSER_DUMP, or is "all"? */
+bool lower_dump_requested(const char *name);
 _Noreturn void lower_fail(LowerCtx *c, cf_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A validation over constants fails now; over parameter sizes it becomes a run-time
  * check with the same message (DESIGN.md section 5, two-level validation). */

@@ -33,6 +33,27 @@ static inline char *tu_tv_str(cf_fusion *f, cf_tv *tv) {
   return buf;
 }
 
+/* Tests that need NVRTC (the CUDA toolkit) skip, with the reason, where it is missing. */
+#define TU_SKIP_WITHOUT_NVRTC()                                                        \
+  do {                                                                                 \
+    const char *why_ = NULL;                                                           \
+    if (!cf_nvrtc_available(&why_)) cr_skip_test("NVRTC unavailable: %s", why_);        \
+  } while (0)
+
+/* Tests that compile with NVRTC and then run on the host backend keep the host part where
+ * NVRTC is missing: this says so once per process and returns false. */
+static inline bool tu_nvrtc_or_note(void) {
+  static bool noted = false;
+  const char *why = NULL;
+  if (cf_nvrtc_available(&why)) return true;
+  if (!noted) printf("skipped: the NVRTC compiles (NVRTC unavailable: %s); the host backend still runs\n", why);
+  noted = true;
+  return false;
+}
+
+/* The CUDA kernel function of f, as cf_fusion_print_kernel prints it (caller frees). */
+static inline char *tu_cuda_kernel_text(cf_fusion *f) { return tu_capture_fusion(cf_fusion_print_kernel, f); }
+
 /* The tutorials' chain tv0 (input) -> tv1 -> tv2 -> tv3 -> tv4 (output) of sets, each
  * stored in tv[0..4]. */
 static inline void tu_set_chain(cf_fusion *f, cf_dtype dt, int rank, const int64_t *sizes, cf_tv *tv[5]) {

@@ -37,6 +37,13 @@ static void schedule(cf_fusion *f, cf_tv *out) {
   cf_inline_most(f);
 }
 
+cf_fusion *cf_tool_demo_fusion(void) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a, *b;
+  schedule(f, build(f, &a, &b));
+  return f;
+}
+
 static void print_row(const char *title, const DLManagedTensor *t) {
   printf("\n=== %s: out[0, :] ===\n", title);
   for (int j = 0; j < 8; j++) printf("%s%.4f", j ? " " : "", cf_tensor_get(&t->dl_tensor, j));

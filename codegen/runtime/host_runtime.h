@@ -24,9 +24,10 @@
  *
  * Everything is static except cfh_launch, which the executor finds with dlsym. There is no
  * global mutable state: the launch in progress is reached through one thread-local
- * pointer, so different OS threads may launch kernels concurrently. Stack overflow of a
- * fiber hits a guard page (a crash, not corruption); CFUSER_HOST_STACK_KB (default 128)
- * sizes the stacks. The dtype and math helpers live in host_math.h, which codegen
+ * pointer, so different OS threads may launch kernels concurrently. Each fiber's stack
+ * holds the kernel's local arrays (their size comes from the code generator) plus
+ * CFUSER_HOST_STACK_KB (default 128) for the rest; a guard page below it turns an overflow
+ * into a crash, not corruption. The dtype and math helpers live in host_math.h, which codegen
  * prepends after this header. */
 #ifndef CFH_HOST_RUNTIME_H
 #define CFH_HOST_RUNTIME_H
@@ -60,6 +61,11 @@
 #define CFH_TMEM_COLS 512u
 #define CFH_TMEM_MAX_ALLOCS 16u /* 512 columns / 32 */
 #define CFH_DEFAULT_STACK_KB 128u
+#define CFH_MAX_LOCAL_BYTES ((size_t)256 << 20) /* a thread's local arrays, at most */
+
+/* The bytes of the kernel's local arrays per thread: a tentative definition here, the
+ * definition with the kernel's figure in the code generator's preamble (0 without one). */
+static size_t cfh__kernel_local_bytes;
 #define warpSize 32
 
 /* cfh_launch's results. */
@@ -551,13 +557,24 @@ CFH_FN bool cfh__check_config(cfh_launch_state *L, size_t smem_bytes) {
   return L->code == CFH_OK;
 }
 
-/* Stack size from CFUSER_HOST_STACK_KB, 16 KiB .. 64 MiB. */
+/* Stack size: the kernel's local arrays plus CFUSER_HOST_STACK_KB (16 KiB .. 64 MiB,
+ * default 128 KiB) for everything else a thread keeps there. */
 CFH_FN size_t cfh__stack_bytes(void) {
   const char *s = getenv("CFUSER_HOST_STACK_KB");
   unsigned long kb = s && *s ? strtoul(s, NULL, 10) : CFH_DEFAULT_STACK_KB;
   if (kb < 16) kb = 16;
   if (kb > 65536) kb = 65536;
-  return (size_t)kb * 1024;
+  return cfh__kernel_local_bytes + (size_t)kb * 1024;
+}
+
+/* A kernel whose local arrays cannot fit a thread's stack is refused before it runs. */
+CFH_FN bool cfh__check_locals(cfh_launch_state *L) {
+  if (cfh__kernel_local_bytes <= CFH_MAX_LOCAL_BYTES) return true;
+  cfh__error(L, CFH_ERR_CONFIG, "the kernel's local arrays take %zu bytes per thread, more than the "
+             "host backend's limit of %zu bytes (%zu MiB) per thread stack: schedule the fusion "
+             "(split, parallelize, inline) so each thread holds less", cfh__kernel_local_bytes,
+             CFH_MAX_LOCAL_BYTES, CFH_MAX_LOCAL_BYTES >> 20);
+  return false;
 }
 
 /* The race detector is on unless CFUSER_HOST_RACECHECK=0. */
@@ -594,7 +611,8 @@ CFH_FN bool cfh__allocate(cfh_launch_state *L, size_t smem_bytes) {
     L->fibers[i].tid = (cfh_dim3){i % L->block.x, i / L->block.x % L->block.y,
                                   i / (L->block.x * L->block.y)};
   }
-  if (!ok) cfh__error(L, CFH_ERR_NOMEM, "out of memory: cannot set up %u threads", L->nthreads);
+  if (!ok) cfh__error(L, CFH_ERR_NOMEM, "out of memory: cannot set up %u threads with %zu-byte stacks",
+                      L->nthreads, L->stack_bytes);
   return ok;
 }
 
@@ -630,7 +648,7 @@ int cfh_launch(const unsigned int grid[3], const unsigned int block[3], size_t s
   L->arg = arg;
   L->err = err;
   L->errlen = errlen;
-  if (cfh__check_config(L, smem_bytes) && cfh__allocate(L, smem_bytes)) {
+  if (cfh__check_config(L, smem_bytes) && cfh__check_locals(L) && cfh__allocate(L, smem_bytes)) {
     cfh_launch_state *outer = cfh__L;
     cfh__L = L;
     for (unsigned int z = 0; z < L->grid.z && L->code == CFH_OK; z++)

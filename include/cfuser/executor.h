@@ -135,6 +135,9 @@ CF_API cf_tmem_region_info cf_kernel_tmem_region(const cf_kernel_info *k, int i)
 
 /* ---- devices ------------------------------------------------------------------------ */
 
+/* True when NVRTC (the CUDA toolkit's runtime compiler) can be loaded, so kernels compile
+ * for CUDA with or without a device; reason (may be NULL) says why not. */
+CF_API bool cf_nvrtc_available(const char **reason);
 /* True when a CUDA driver and device are present; reason (may be NULL) says why not. */
 CF_API bool cf_cuda_available(const char **reason);
 /* Copies between host and device tensors (allocated by cf_tensor_device). */

@@ -131,6 +131,7 @@ Test(nvrtc, broken_kernel_reports_the_error_line) {
 }
 
 Test(nvrtc, malformed_architecture_is_an_invalid_argument) {
+  skip_without_nvrtc();
   const char *bad[] = {"sm_9", "compute_90a", "90a", "sm_90b", "sm_90aa", ""};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char err[ERRLEN] = "";
@@ -197,3 +198,5 @@ Test(nvrtc, tensor_struct_layout_matches_the_host_packer) {
   exec_cubin_free(&c);
   free(src);
 }
+
+#include "nvrtc_main.h"

@@ -126,6 +126,7 @@ Test(run_errors, run_without_compile) {
 }
 
 Test(run_errors, compile_only_executors_do_not_run) {
+  TU_SKIP_WITHOUT_NVRTC();
   cf_executor *c = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_CUDA, .arch = "sm_100a"});
   cr_assert_eq(cf_executor_compile(c, f), CF_OK, "%s", cf_executor_error(c));
   if (cf_executor_compile_only(c)) {

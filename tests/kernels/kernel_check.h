@@ -42,8 +42,10 @@ static inline void kc_compare(DLManagedTensor **got, DLManagedTensor **want, int
   }
 }
 
-/* Compiles for sm_90a with NVRTC; returns the generated source (caller frees). */
+/* Compiles for sm_90a with NVRTC; returns the generated source (caller frees). Without
+ * NVRTC: the kernel function's text, and the host backend still runs. */
 static inline char *kc_compile_sm90(cf_fusion *f) {
+  if (!tu_nvrtc_or_note()) return tu_cuda_kernel_text(f);
   cf_executor_options o = {.backend = CF_BACKEND_CUDA, .arch = "sm_90a"};
   cf_executor *e = cf_executor_create(&o);
   cf_status s = cf_executor_compile(e, f);
