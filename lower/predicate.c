@@ -94,6 +94,22 @@ bool lower_write_spans(const KNode *op, cf_parallel_type p) {
   return kx_uses_thread(o->index, p) || kx_uses_thread(o->lane, p) || kx_uses_thread(o->col, p);
 }
 
+/* A write done by index 0 of p alone must store what every index of p would: refused when
+ * the value read depends on p (a broadcast of an input inlined into a loop promoted onto
+ * p: each thread needs its own element, the buffer has one for all). */
+static void check_value_uniform(LowerCtx *c, const KNode *op, cf_parallel_type p) {
+  for (int i = 0; i < op->u.op.nin; i++) {
+    const KAccess *a = &op->u.op.in[i];
+    if (!kx_uses_thread(a->index, p) && !kx_uses_thread(a->lane, p) && !kx_uses_thread(a->col, p)) continue;
+    Val *tv = op->u.op.src->out[0];
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+               "compile: %s is in %s memory and holds one element for all of %s, but each index of %s computes a "
+               "different one; give %s an axis on %s or put it in local memory", TV(tv)->display_name,
+               cf_memory_type_name(TV(tv)->mem), cf_parallel_type_name(p), cf_parallel_type_name(p),
+               TV(tv)->display_name, cf_parallel_type_name(p));
+  }
+}
+
 static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
   Val *tv = op->u.op.src->out[0];
   KExpr *g = kx_const(c->a, 1);
@@ -103,6 +119,7 @@ static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
      * p but writes one place for all its indices (a broadcast inlined into a parallel
      * loop) is done by index 0 alone. */
     bool spans = lower_write_spans(op, (cf_parallel_type)p);
+    if (!spans) check_value_uniform(c, op, (cf_parallel_type)p);
     if (!spans) g = kx_bin(c->a, OP_AND, g, kx_bin(c->a, OP_EQ, kx_thread(c->a, (cf_parallel_type)p, false), kx_const(c->a, 0)));
   }
   return g;

@@ -3,6 +3,9 @@
  * that other threads wrote, and a write-after-read __syncthreads at the end of a serial
  * loop whose next iteration overwrites a buffer other threads are still reading.
  *
+ * Global tensors written and read in the kernel (an output another op consumes) are
+ * synchronized the same way within a block (validate_parallel.c refuses reads across
+ * blocks).
  * Requires: predicated ops in their loop nest. Establishes: KN_SYNC nodes.
  * Key decision: a read needs a sync only if some thread dimension maps differently on
  * the two sides (the writer's axis on threadIdx.p is not exactly mapped to the reader's,
@@ -103,7 +106,7 @@ static void visit_op(SyncCtx *s, Path *path, KNode *op) {
   if (!op->u.op.reduction_init)
     for (int i = 0; i < e->nin; i++) {
       Val *p = e->in[i];
-      if (p->kind == VAL_TV && (TV(p)->mem == CF_MEM_SHARED || TV(p)->mem == CF_MEM_TENSOR)) reader(s, path, op, p);
+      if (p->kind == VAL_TV && ir_mem_shared_across(TV(p)->mem, CF_PT_TIDX)) reader(s, path, op, p);
     }
   Path *w = ARENA_NEW(s->c->a, Path);
   w->depth = path->depth;

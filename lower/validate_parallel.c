@@ -79,6 +79,28 @@ static void check_reductions(LowerCtx *c, Val *tv) {
   }
 }
 
+/* A global tensor the kernel writes and reads: no grid synchronization exists, so every
+ * launched block type must index the write and the read alike (one loop, or exactly the
+ * same axis); otherwise some blocks would read what others write. */
+static void check_global_read(LowerCtx *c, Val *p, Val *cv) {
+  if (TV(p)->mem != CF_MEM_GLOBAL) return;
+  for (int pt = CF_PT_BIDX; pt <= CF_PT_BIDZ; pt++) {
+    int64_t ext;
+    if (!c->pdim[pt] || (kx_is_const(c->pdim[pt], &ext) && ext == 1)) continue;
+    Val *pa = NULL, *ca = NULL;
+    for (int j = 0; j < TV(p)->nloop; j++)
+      if (lower_ptype(c, TV(p)->loop[j]) == (cf_parallel_type)pt) pa = TV(p)->loop[j];
+    for (int j = 0; j < TV(cv)->nloop; j++)
+      if (lower_ptype(c, TV(cv)->loop[j]) == (cf_parallel_type)pt) ca = TV(cv)->loop[j];
+    if (pa && ca && (sched_idmap_same(c->exact, pa, ca) || lower_same_loop(c, pa, ca))) continue;
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+               "compile: %s reads %s, which this kernel writes in global memory, along %s differently from the write "
+               "(%s's blocks would read what other blocks write, and there is no grid synchronization); parallelize "
+               "%s's matching axis alike", TV(cv)->display_name, TV(p)->display_name, cf_parallel_type_name(pt),
+               TV(cv)->display_name, TV(cv)->display_name);
+  }
+}
+
 void lower_validate_parallel(LowerCtx *c) {
   for (int i = 0; i < c->ntvs; i++)
     if (!ir_tv_is_input(c->f, c->tvs[i])) {
@@ -91,6 +113,7 @@ void lower_validate_parallel(LowerCtx *c) {
       Val *p = e->in[k];
       if (p->kind != VAL_TV || ir_tv_is_input(c->f, p)) continue;
       for (int j = 0; j < TV(p)->nloop; j++) check_axis(c, p, j, e->out[0]);
+      check_global_read(c, p, e->out[0]);
       for (int j = 0; j < TV(p)->ca_pos && j < TV(e->out[0])->nloop; j++) check_shared_loop(c, p, e->out[0], j);
     }
   }
