@@ -180,7 +180,7 @@ bool exec_disk_entry_read(const char *path, const void *key, size_t keylen, void
   return ok;
 }
 
-static bool write_all(int fd, const void *data, size_t n) {
+bool exec_write_all(int fd, const void *data, size_t n) {
   const char *s = data;
   while (n) {
     ssize_t k = write(fd, s, n);
@@ -198,7 +198,7 @@ bool exec_disk_entry_write(const char *path, const void *key, size_t keylen, con
   int fd = mkstemp(tmp); /* mode 0600 */
   EntryHeader h = {{0}, keylen, size, exec_hash64(payload, size)};
   memcpy(h.magic, k_magic, sizeof k_magic);
-  bool ok = fd >= 0 && write_all(fd, &h, sizeof h) && write_all(fd, key, keylen) && write_all(fd, payload, size);
+  bool ok = fd >= 0 && exec_write_all(fd, &h, sizeof h) && exec_write_all(fd, key, keylen) && exec_write_all(fd, payload, size);
   int saved = errno;
   if (fd >= 0 && close(fd) != 0) ok = false;
   ok = ok && rename(tmp, path) == 0;

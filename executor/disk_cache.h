@@ -35,6 +35,8 @@ enum { EXEC_WARN_CUBIN_CACHE, EXEC_WARN_HOST_CACHE, EXEC_WARN_KINDS };
 
 /* 64-bit hash of bytes (a multiply-xorshift mix); for file names and corruption checks. */
 uint64_t exec_hash64(const void *p, size_t n);
+/* Writes all n bytes to fd, retrying short writes and EINTR; false on an error. */
+bool exec_write_all(int fd, const void *data, size_t n);
 
 /* Reads entry `path`: true and the payload (malloc'd) when the file is a complete entry
  * whose key equals key[0..keylen) and whose payload matches its hash; false otherwise (a

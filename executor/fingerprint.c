@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/disk_cache.h"
 #include "executor/executor_internal.h"
 
 /* A growable byte string; on allocation failure `failed` is set and appends stop. */
@@ -143,22 +144,6 @@ static void fp_fusion(Fp *b, cf_fusion *f) {
   }
 }
 
-/* 64-bit hash, eight bytes at a time (a multiply-xorshift mix): only for finding the
- * entry; the whole key is compared. */
-static uint64_t fp_hash(const unsigned char *p, size_t n) {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-  }
-  uint64_t tail = 0;
-  memcpy(&tail, p + i, n - i);
-  h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 29);
-}
 
 cf_status exec_fingerprint(cf_fusion *f, cf_backend backend, const char *arch, ExecFingerprint *out) {
   Fp b = {0};
@@ -172,6 +157,6 @@ cf_status exec_fingerprint(cf_fusion *f, cf_backend backend, const char *arch, E
     *out = (ExecFingerprint){0};
     return CF_ERR_OUT_OF_MEMORY;
   }
-  *out = (ExecFingerprint){b.p, b.len, fp_hash(b.p, b.len)};
+  *out = (ExecFingerprint){b.p, b.len, exec_hash64(b.p, b.len)};
   return CF_OK;
 }

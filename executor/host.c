@@ -142,16 +142,6 @@ static void buf_shell_quoted(Buf *b, const char *s) {
   buf_str(b, "'");
 }
 
-static bool write_all(int fd, const char *s, size_t n) {
-  while (n) {
-    ssize_t k = write(fd, s, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    s += k;
-    n -= (size_t)k;
-  }
-  return true;
-}
 
 /* ---- the cache ------------------------------------------------------------------------------- */
 
@@ -230,7 +220,7 @@ static cf_status compile_into_cache(const char *dir, const char *name, const cha
   snprintf(cpath, sizeof cpath, "%s/%s.c", dir, name);
   snprintf(sopath, sizeof sopath, "%s/%s.so", dir, name);
   int fc = mkstemps(tmpc, 2), fs = fc < 0 ? -1 : mkstemps(tmpso, 3);
-  bool wrote = fc >= 0 && fs >= 0 && write_all(fc, key->p, key->len);
+  bool wrote = fc >= 0 && fs >= 0 && exec_write_all(fc, key->p, key->len);
   if (fc >= 0) close(fc);
   if (fs >= 0) close(fs);
   if (!wrote) {
