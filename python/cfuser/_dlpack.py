@@ -104,6 +104,8 @@ def _torch_export(x: Any) -> Tuple[object, int, int]:
     to_dlpack = getattr(_module("torch.utils.dlpack"), "to_dlpack", None)
     if to_dlpack is None:  # a torch without it: the protocol
         return _generic_export(x)
+    if x.requires_grad:  # cfuser records no gradients: refused whatever torch's DLPack allows
+        raise RuntimeError("it requires grad, and cfuser records no gradients; pass x.detach()")
     if x.is_cuda:
         return to_dlpack(x), _capi.KDLCUDA, x.get_device()
     if x.device.type == "cpu":

@@ -172,7 +172,10 @@ def test_schedule_arguments_out_of_c_range():
     raises(cfuser.InvalidArgumentError, "split: factor 1180591620717411303424 is not a 64-bit integer",
            fd.sched.split, b, 0, 2**70)
     raises(cfuser.InvalidArgumentError, "merge: 4294967296 is out of range for a C int", fd.sched.merge, b, 2**32)
-    raises(cfuser.InvalidArgumentError, "split: argument 3: TypeError: wrong type", fd.sched.split, b, 0.5, 2)
+    # ctypes words the TypeError differently across Python versions: the prefix is cfuser's
+    with pytest.raises(cfuser.InvalidArgumentError) as info:
+        fd.sched.split(b, 0.5, 2)
+    assert str(info.value).startswith("split: argument 3: TypeError: ")
     fd.sched.split(b, 0, 4)  # nothing reached the C library: the definition is fine
     assert b.naxes == 2
 
