@@ -55,3 +55,10 @@ if(Python3_FOUND)
     set_tests_properties(tutorial_${name}_markdown_fresh PROPERTIES LABELS "unit")
   endforeach()
 endif()
+
+# The libFuzzer harness of the layout parser and calculator, briefly (it reports itself
+# skipped, with the reason, when clang or libFuzzer is missing); run it long by hand with
+# tests/fuzz/run_layout_fuzz.sh SECONDS.
+add_test(NAME layout_libfuzzer
+  COMMAND ${PROJECT_SOURCE_DIR}/tests/fuzz/run_layout_fuzz.sh 20 ${CMAKE_BINARY_DIR}/layout-fuzz)
+set_tests_properties(layout_libfuzzer PROPERTIES LABELS "unit;slow;fuzz" SKIP_RETURN_CODE 77)
