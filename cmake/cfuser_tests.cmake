@@ -62,3 +62,7 @@ endif()
 add_test(NAME layout_libfuzzer
   COMMAND ${PROJECT_SOURCE_DIR}/tests/fuzz/run_layout_fuzz.sh 20 ${CMAKE_BINARY_DIR}/layout-fuzz)
 set_tests_properties(layout_libfuzzer PROPERTIES LABELS "unit;slow;fuzz" SKIP_RETURN_CODE 77)
+
+# The layout fuzz runs the calculator in-process: it links the calculator's source.
+target_sources(layout_test_layout_fuzz PRIVATE ${PROJECT_SOURCE_DIR}/tools/cmd_layout.c)
+target_include_directories(layout_test_layout_fuzz PRIVATE ${PROJECT_SOURCE_DIR}/tools)

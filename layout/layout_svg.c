@@ -11,6 +11,7 @@
  * their coordinates are the rows; deeper modes are indexed by their 1-D coordinate. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "layout/layout_internal.h"
 
@@ -21,13 +22,16 @@
 static const char *const PALETTE[8] = {"#cfe2f3", "#f4cccc", "#d9ead3", "#fff2cc",
                                        "#d9d2e9", "#fce5cd", "#d0e0e3", "#ead1dc"};
 
-enum { CELL_W = 44, CELL_H = 28, MARGIN = 28, CAPTION = 22 };
+/* Pixels: a cell, the margin of the row and column numbers, the caption, one character. */
+enum { CELL_W = 44, CELL_H = 28, MARGIN = 28, CAPTION = 22, CHAR_W = 8 };
 
 static const char *color_of(int64_t k) { return PALETTE[((k % 8) + 8) % 8]; }
 
 static void svg_begin(LayText *x, int64_t rows, int64_t cols, int cell_h, const char *caption)
 {
   int64_t w = MARGIN + cols * CELL_W + 2, h = CAPTION + MARGIN + rows * cell_h + 2;
+  int64_t text_w = (int64_t)strlen(caption) * CHAR_W + 8; /* the caption fits too */
+  w = text_w > w ? text_w : w;
   lay_text_printf(x, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%lld\" height=\"%lld\" "
                      "font-family=\"monospace\" font-size=\"12\" text-anchor=\"middle\">\n",
                   (long long)w, (long long)h);

@@ -170,6 +170,7 @@ static cf_status tile_op(ModeOp op, Arrange arr, const char *what, const cf_layo
   if (arr == ARR_LOGICAL || !lay_ok(e))
     return lay_finish_layout(e, &r, out);
   zip2_by(&r, 0, &tiler->tree, 0, &z, e);
+  lay_err_context(e, what);
   if (arr == ARR_ZIPPED || !lay_ok(e))
     return lay_finish_layout(e, &z, out);
   lay_build_init(&b, &t, e);

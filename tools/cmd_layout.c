@@ -43,7 +43,7 @@ static int bad_arg(const char *op, int k, const char *message)
 static int failed(const char *op, const cf_layout_err *err)
 {
   size_t n = strlen(op);
-  if (strncmp(err->message, op, n) == 0 && err->message[n] == ':')
+  if (strncmp(err->message, op, n) == 0 && (err->message[n] == ':' || err->message[n] == '<'))
     fprintf(stderr, "cfuser layout: %s\n", err->message);
   else
     fprintf(stderr, "cfuser layout: %s: %s\n", op, err->message);
