@@ -279,6 +279,18 @@ static int run_edit(const Op *op, int nargs, char **args)
   return layout_result(op, s, &r, &err);
 }
 
+/* make_layout_right S: CuTe's make_layout(S, LayoutRight{}). */
+static int run_layout_right(const Op *op, int nargs, char **args)
+{
+  (void)nargs;
+  cf_int_tuple shape;
+  cf_layout r;
+  cf_layout_err err;
+  if (!arg_tuple(op, args, 0, &shape))
+    return 2;
+  return layout_result(op, cf_layout_from_shape(&shape, CF_LAYOUT_RIGHT, &r, &err), &r, &err);
+}
+
 static int run_make_layout(const Op *op, int nargs, char **args)
 {
   cf_layout parts[LAYOUT_MAX_INDEX_ARGS], r;
@@ -363,6 +375,7 @@ static const Op OPS[] = {
     {"prepend", 1, 2, run_edit, "A [X]", "X (default _1:_0) as a new first mode"},
     {"replace", 3, 3, run_edit, "A N X", "X as mode N"},
     {"make_layout", 1, LAYOUT_MAX_INDEX_ARGS, run_make_layout, "A...", "the layout (A,...)"},
+    {"make_layout_right", 1, 1, run_layout_right, "S", "make_layout(S, LayoutRight{})"},
     {"make_layout_like", 1, 1, run_unary, "A", "compact, strides ordered like A's"},
     {"coalesce", 1, 2, run_unary, "A [P]", "coalesce (by mode at the terminals of P)"},
     {"filter", 1, 2, run_unary, "A [P]", "coalesce without stride-0 and size-1 modes"},

@@ -172,6 +172,9 @@ Test(layout_cli, sublayouts_and_concatenation)
   expect_out("replace '(_3,_4,(_3,_4)):(_1,_3,(_1,_3))' 2 _4:_3", "(_3,_4,_4):(_1,_3,_3)\n");
   expect_out("make_layout _3:_1 '(_3):(_1)' _3:_1", "(_3,(_3),_3):(_1,(_1),_1)\n");
   expect_out("make_layout_like '(2,3,4,5):(_0,42,_1,_0)'", "(2,3,4,5):(_0,4,_1,_0)\n");
+  expect_out("make_layout_right '(_2,4)'", "(_2,4):(4,_1)\n");
+  expect_err("make_layout_right '(2,_)'", "cfuser layout: make_layout_right: make_layout: '_' is "
+                                          "not an integer\n");
   expect_err("replace 4:1 1 2:1", "cfuser layout: replace<1>: mode out of range for rank 1\n");
   expect_err("get 4:1 x", "cfuser layout: get: argument 2: expected a mode index (an integer), "
                           "got \"x\"\n");

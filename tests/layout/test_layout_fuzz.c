@@ -15,7 +15,7 @@
 static const char *const OPS[] = {
     "print", "size", "cosize", "rank", "depth", "shape", "stride", "table", "crd2idx",
     "idx2crd", "slice", "get", "select", "take", "group", "flatten", "append", "prepend",
-    "replace", "make_layout", "make_layout_like", "coalesce", "filter", "complement",
+    "replace", "make_layout", "make_layout_right", "make_layout_like", "coalesce", "filter", "complement",
     "right_inverse", "left_inverse", "composition", "logical_divide", "zipped_divide",
     "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product",
     "flat_product", "blocked_product", "raked_product", "svg", "svg-tv", "nonsense"};
