@@ -324,3 +324,45 @@ Test(layout_api_laws, underscore_in_a_tiler_is_the_identity_on_its_mode)
     check_underscore_law(ops[n % 3], &a, &b, n % 2);
   }
 }
+
+/* A random tiler element in angle-bracket notation: `_`, a bare size, a layout, or a
+ * nested tiler of two elements. */
+static void random_tiler_text(LtRng *r, int depth, char *out, size_t cap)
+{
+  size_t len = strlen(out);
+  int kind = lt_rand(r, 0, depth < 2 ? 3 : 2);
+  if (kind == 0) {
+    snprintf(out + len, cap - len, "_");
+  } else if (kind == 1) {
+    snprintf(out + len, cap - len, "%s%d", lt_rand(r, 0, 1) ? "_" : "", lt_rand(r, 1, 8));
+  } else if (kind == 2) {
+    LtModes m = lt_any_modes(r);
+    cf_layout l = lt_layout_of(r, &m, 50, 50);
+    snprintf(out + len, cap - len, "%s", lt_str(&l));
+  } else {
+    strncat(out, "<", cap - len - 1);
+    random_tiler_text(r, depth + 1, out, cap);
+    strncat(out, ",", cap - strlen(out) - 1);
+    random_tiler_text(r, depth + 1, out, cap);
+    strncat(out, ">", cap - strlen(out) - 1);
+  }
+}
+
+Test(layout_api_laws, a_tiler_in_tuple_form_is_the_same_tiler)
+{
+  LtRng r = {0x7e1e};
+  for (int n = 0; n < 300; n++) {
+    char angle[2048] = "<", tuple[2048];
+    random_tiler_text(&r, 1, angle, sizeof angle);
+    strncat(angle, ",", sizeof angle - strlen(angle) - 1);
+    random_tiler_text(&r, 1, angle, sizeof angle);
+    strncat(angle, ">", sizeof angle - strlen(angle) - 1);
+    strcpy(tuple, angle);
+    for (char *c = tuple; *c; c++)
+      *c = *c == '<' ? '(' : *c == '>' ? ')' : *c;
+    cf_layout a = lt_tiler(angle), b = lt_tiler(tuple);
+    cr_assert(cf_layout_equal(&a, &b), "%s reads as %s, but %s as %s", angle, lt_str(&a), tuple,
+              lt_str(&b));
+    cr_assert_str_eq(lt_str(&a), angle);
+  }
+}
