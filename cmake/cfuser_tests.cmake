@@ -79,3 +79,14 @@ if(Python3_FOUND)
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/executor/torch_stream.py $<TARGET_FILE:cfuser>)
   set_tests_properties(executor_torch_stream PROPERTIES LABELS "unit;gpu" SKIP_RETURN_CODE 77)
 endif()
+
+# The libFuzzer harness of the layout parser and calculator, briefly (it reports itself
+# skipped, with the reason, when clang or libFuzzer is missing); run it long by hand with
+# tests/fuzz/run_layout_fuzz.sh SECONDS.
+add_test(NAME layout_libfuzzer
+  COMMAND ${PROJECT_SOURCE_DIR}/tests/fuzz/run_layout_fuzz.sh 20 ${CMAKE_BINARY_DIR}/layout-fuzz)
+set_tests_properties(layout_libfuzzer PROPERTIES LABELS "unit;slow;fuzz" SKIP_RETURN_CODE 77)
+
+# The layout fuzz runs the calculator in-process: it links the calculator's source.
+target_sources(layout_test_layout_fuzz PRIVATE ${PROJECT_SOURCE_DIR}/tools/cmd_layout.c)
+target_include_directories(layout_test_layout_fuzz PRIVATE ${PROJECT_SOURCE_DIR}/tools)

@@ -9,7 +9,8 @@
 cfuser implements CuTe's layout algebra in C (`#include <cfuser/layout.h>`). This
 tutorial goes through every example of the CuTe documents cfuser was started from, in
 their order: the layout basics (seed 004), tensors (seeds 000 and 001) and a Python
-notebook that simulates tensors and `local_tile` (seed 002). Each printed result is the
+notebook that simulates tensors and `local_tile` (seed 002); part 4 adds more of CuTe's
+API (`filter`, `append`, tuple `idx2crd`, `_` in tilers) and pictures of layouts. Each printed result is the
 one CuTe prints, asserted exactly. Where a document disagrees with what CuTe computes,
 CuTe wins, and the example says so.
 
@@ -29,6 +30,7 @@ assignment and need no freeing. Functions that can fail return a `cf_status` and
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cfuser.h>
@@ -804,4 +806,143 @@ Test(layout_part3, flash_attention_tiling) {
     long first_row = (long)((uint16_t *)gq.data - q) / 64;
     cr_expect_eq(first_row, 128 * m_block, "m_block=%d: Q[%ld:%ld, :]", m_block, first_row, first_row + 128);
   }
+}
+
+/*
+## Part 4: more of CuTe's API, and pictures
+
+### append, prepend, replace
+
+Besides `make_layout(a, b)`, CuTe's `01_layout.md` builds layouts with `append`,
+`prepend` and `replace`. An integral layout counts as the rank-1 tuple of itself, and
+the layout appended when none is given is `_1:_0`.
+*/
+Test(layout_part4, append_prepend_replace) {
+  cf_layout a = L("_3:_1"), b = L("_4:_3"), ab, ba, c, d, pad;
+  OK(cf_layout_append(&a, &b, &ab, &err));
+  OK(cf_layout_prepend(&a, &b, &ba, &err));
+  OK(cf_layout_append(&ab, &ab, &c, &err));
+  OK(cf_layout_replace(&c, 2, &b, &d, &err));
+  OK(cf_layout_append(&a, NULL, &pad, &err));
+  cr_expect_str_eq(S(&ab), "(_3,_4):(_1,_3)");
+  cr_expect_str_eq(S(&ba), "(_4,_3):(_3,_1)");
+  cr_expect_str_eq(S(&c), "(_3,_4,(_3,_4)):(_1,_3,(_1,_3))");
+  cr_expect_str_eq(S(&d), "(_3,_4,_4):(_1,_3,_3)");
+  cr_expect_str_eq(S(&pad), "(_3,_1):(_1,_0)");
+}
+
+/*
+### filter
+
+`filter` is `coalesce` after every mode of static stride 0 has become size `_1`: what is
+left has no stride-0 and no size-1 mode, and reaches exactly the indices the layout
+reaches. `complement` starts with it; `coalesce` alone keeps the stride-0 mode.
+*/
+Test(layout_part4, filter) {
+  cf_layout a = L("(_4,(_2,_1),_3):(_1,(_0,_7),_4)"), f, c;
+  OK(cf_layout_filter(&a, &f, &err));
+  OK(cf_layout_coalesce(&a, &c, &err));
+  cr_expect_str_eq(S(&f), "_12:_1");
+  cr_expect_str_eq(S(&c), "(_4,_2,_3):(_1,_0,_4)");
+}
+
+/*
+### idx2crd with a tuple index
+
+`idx2crd(idx, shape)` maps any coordinate of a shape to its natural coordinate; the
+index may be an integer or a tuple, each of whose integers is mapped within its mode
+(`01_layout.md`, "Coordinate Mapping"). Static integers stay static.
+*/
+Test(layout_part4, idx2crd_with_tuples) {
+  const char *in[] = {"16", "_16", "(1,5)", "(_1,5)", "(1,(1,2))", "(_1,(1,_2))"};
+  const char *out[] = {"(1,(1,2))", "(_1,(_1,_2))", "(1,(1,2))",
+                       "(_1,(1,2))", "(1,(1,2))", "(_1,(1,_2))"};
+  cf_int_tuple shape = C("(_3,(_2,_3))");
+  for (int k = 0; k < 6; k++) {
+    cf_int_tuple idx = C(in[k]), crd;
+    char text[64];
+    OK(cf_tuple_idx2crd_tuple(&idx, &shape, &crd, &err));
+    cf_tuple_snprint(text, sizeof text, &crd);
+    cr_expect_str_eq(text, out[k], "idx2crd(%s, (_3,(_2,_3)))", in[k]);
+  }
+}
+
+/*
+### `_` in tilers, and tilers as CuTe prints them
+
+A tiler element `_` keeps its mode whole: `logical_divide(A, make_tile(_, 4:1))` divides
+only mode 1. CuTe's TiledMMA uses it to cut the thread mode of a
+((ThrV,FrgV),(RestM,RestN)) tensor further while leaving the atom's mode alone:
+`zipped_divide(tv, make_tile(_, make_tile(ThrM, ThrN)))`. Tilers may also be written the
+way CuTe prints them, as a tuple `(_,(_2:_1,_2:_1))`; cfuser prints them `<...>`, the
+notation of CuTe's documents, and reads both.
+*/
+Test(layout_part4, underscore_in_tilers) {
+  cf_layout a = L("(_4,_8):(_1,_4)"), r;
+  cf_layout by_mode1 = T("(_,_4:_1)");
+  OK(cf_layout_logical_divide(&a, &by_mode1, &r, &err));
+  cr_expect_str_eq(S(&r), "(_4,(_4,_2)):(_1,(_4,_16))");
+  cr_expect_str_eq(S(&by_mode1), "<_,_4:_1>");
+  cf_layout tv = L("((_32,_4),(_2,_4)):((_1,_32),(_128,_256))");
+  cf_layout thr_tile = T("(_,(_2:_1,_2:_1))");
+  OK(cf_layout_zipped_divide(&tv, &thr_tile, &r, &err));
+  cr_expect_str_eq(S(&r), "((_32,(_2,_2)),(_4,(_1,_2))):((_1,(_128,_256)),(_32,(_0,_512)))");
+}
+
+/*
+### Pictures
+
+CuTe draws layouts with `print_layout` (a table) and `print_latex` (a colored picture).
+cfuser draws them as SVG: `cfuser layout svg A` and `cfuser layout svg-tv TV M`, or
+`cf_layout_svg` and `cf_layout_svg_tv` in C. The grid of `01_layout.md`'s
+`(2,(2,2)):(4,(2,1))`, each cell (m,n) showing the index A(m,n), colored by index:
+
+![the layout (2,(2,2)):(4,(2,1)) as a grid](layout_grid.svg)
+
+A thread-value layout maps (thread, value) to an index of a tile; its picture shows,
+in the cell of each index, which thread holds it and as which of its values. Here is the
+accumulator of the SM80 16x8 MMA, `((_4,_8),(_2,_2)):((_32,_1),(_16,_8))` over the
+`(_16,_8)` tile: thread t holds rows t/4 and t/4+8, columns 2(t%4) and 2(t%4)+1.
+
+![the SM80 16x8 accumulator's thread-value layout](layout_tv.svg)
+
+Both pictures are made by the test below and must equal the files next to this
+tutorial (`CFUSER_WRITE_PICTURES=1` rewrites them).
+*/
+static char *svg_of(const cf_layout *l, const cf_int_tuple *tile) {
+  size_t len = 0;
+  OK(tile ? cf_layout_svg_tv(l, tile, NULL, 0, &len, &err) : cf_layout_svg(l, NULL, 0, &len, &err));
+  char *svg = malloc(len + 1);
+  cr_assert_not_null(svg);
+  OK(tile ? cf_layout_svg_tv(l, tile, svg, len + 1, NULL, &err)
+          : cf_layout_svg(l, svg, len + 1, NULL, &err));
+  return svg;
+}
+
+static void expect_picture(const char *svg, const char *name) {
+  const char *dir = getenv("CFUSER_SOURCE_DIR");
+  if (!dir)
+    cr_skip_test("CFUSER_SOURCE_DIR is not set: the pictures cannot be compared");
+  char path[4096], text[65536];
+  snprintf(path, sizeof path, "%s/tutorial/%s", dir, name);
+  bool write = getenv("CFUSER_WRITE_PICTURES") != NULL;
+  FILE *f = fopen(path, write ? "w" : "r");
+  cr_assert_not_null(f, "cannot open %s", path);
+  if (write)
+    fputs(svg, f);
+  size_t n = write ? 0 : fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  if (!write)
+    cr_expect_str_eq(text, svg, "%s is stale: run the tutorial with CFUSER_WRITE_PICTURES=1", path);
+}
+
+Test(layout_part4, pictures) {
+  cf_layout grid = L("(2,(2,2)):(4,(2,1))"), mma_c = L("((_4,_8),(_2,_2)):((_32,_1),(_16,_8))");
+  cf_int_tuple tile = C("(_16,_8)");
+  char *a = svg_of(&grid, NULL), *b = svg_of(&mma_c, &tile);
+  expect_picture(a, "layout_grid.svg");
+  expect_picture(b, "layout_tv.svg");
+  free(a);
+  free(b);
 }

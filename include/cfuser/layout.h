@@ -20,9 +20,19 @@
  * Tilers. A tiler (CuTe's `Tile`) is a cf_layout whose top tuple nodes are marked
  * "by-mode": `<3:4,(2,4):(1,8)>` applies 3:4 to mode 0 and (2,4):(1,8) to mode 1 of the
  * layout it is used with. A shape used as a tiler, `(4,8)`, means `<4,8>`: by-mode, each
- * integer n standing for the layout n:_1. Every function that takes a tiler also takes a
- * plain layout. Tilers print with angle brackets (`<_3:_4,_8:_2>`), the notation of
- * CuTe's documentation; CuTe's own print() would show `(_3:_4,_8:_2)`. */
+ * integer n standing for the layout n:_1. An element may be `_` (CuTe's Underscore,
+ * cf_layout_underscore): that mode is kept whole, so logical_divide(A, <_,4:1>) divides
+ * only mode 1 and composition(A, <_2:_1,_>) leaves mode 1 of A as it is. Every function
+ * that takes a tiler also takes a plain layout. Tilers print with angle brackets
+ * (`<_3:_4,_8:_2>`), the notation of CuTe's documentation; CuTe's own print() shows
+ * `(_3:_4,_8:_2)`, and that form is accepted too wherever a tiler is expected.
+ *
+ * Preconditions. Where CuTe only asserts a precondition at compile time (static values)
+ * or not at all, so that its post-conditions fail silently on bad input (composition's
+ * stride and shape divisibility, left_inverse's, complement's injectivity), cfuser checks
+ * it always and refuses the input with a message naming the condition, e.g.
+ * `composition: stride divisibility condition violated: ...`: a result is either CuTe's
+ * or an error, never a layout that breaks CuTe's stated laws. */
 #ifndef CFUSER_LAYOUT_H
 #define CFUSER_LAYOUT_H
 
@@ -129,6 +139,10 @@ CF_API cf_status cf_tuple_crd2idx(const cf_int_tuple *coord, const cf_int_tuple 
                                   cf_tuple_int *out, cf_layout_err *err);
 CF_API cf_status cf_tuple_idx2crd(cf_tuple_int idx, const cf_int_tuple *shape,
                                   cf_int_tuple *out, cf_layout_err *err);
+/* idx2crd of a tuple index: mode by mode, idx2crd((3,5), (4,(2,4))) is (3,(1,2)); an
+ * integer index is the function above. */
+CF_API cf_status cf_tuple_idx2crd_tuple(const cf_int_tuple *idx, const cf_int_tuple *shape,
+                                        cf_int_tuple *out, cf_layout_err *err);
 /* Prints in CuTe notation, like snprintf: returns the length of the whole text, writes at
  * most n bytes (NUL included). */
 CF_API int cf_tuple_snprint(char *buf, size_t n, const cf_int_tuple *t);
@@ -162,6 +176,9 @@ CF_API cf_status cf_layout_make_tiler(const cf_layout *elems, int n, cf_layout *
                                       cf_layout_err *err);
 CF_API cf_status cf_layout_tiler_from_shape(const cf_int_tuple *shape, cf_layout *out,
                                             cf_layout_err *err);
+/* The tiler element `_`: keeps its mode whole (an element of cf_layout_make_tiler, or a
+ * tiler by itself: composition(A, _) is A). */
+CF_API cf_layout cf_layout_underscore(void);
 /* make_layout_like: same shape, compact strides in the order of l's strides (static-0
  * strides stay _0); used by make_tensor_like. */
 CF_API cf_status cf_layout_make_like(const cf_layout *l, cf_layout *out, cf_layout_err *err);
@@ -200,6 +217,15 @@ CF_API cf_status cf_layout_group(const cf_layout *l, int b, int e, cf_layout *ou
                                  cf_layout_err *err);
 /* flatten(l): depth at most 1, same function. */
 CF_API cf_status cf_layout_flatten(const cf_layout *l, cf_layout *out, cf_layout_err *err);
+/* append(l, x), prepend(l, x): x becomes the last (first) mode; an integral l counts as
+ * the rank-1 tuple of itself (append(4:1, 2:4) is (4,2):(1,4)); x NULL is _1:_0. */
+CF_API cf_status cf_layout_append(const cf_layout *l, const cf_layout *x, cf_layout *out,
+                                  cf_layout_err *err);
+CF_API cf_status cf_layout_prepend(const cf_layout *l, const cf_layout *x, cf_layout *out,
+                                   cf_layout_err *err);
+/* replace<n>(l, x): mode n becomes x, 0 <= n < rank (replace<0> of an integral l is x). */
+CF_API cf_status cf_layout_replace(const cf_layout *l, int n, const cf_layout *x, cf_layout *out,
+                                   cf_layout_err *err);
 
 /* ---- coordinates ------------------------------------------------------------------- */
 
@@ -215,6 +241,10 @@ CF_API cf_status cf_layout_eval(const cf_layout *l, int64_t i, int64_t *out,
  * (idx / d) % s; exact only for compact layouts, as in CuTe. */
 CF_API cf_status cf_layout_idx2crd(const cf_layout *l, int64_t idx, cf_int_tuple *out,
                                    cf_layout_err *err);
+/* The same with a tuple index (CuTe's idx2crd(idx, shape, stride) for a tuple idx): mode
+ * by mode, each integer of idx into the matching mode of l. */
+CF_API cf_status cf_layout_idx2crd_tuple(const cf_layout *l, const cf_int_tuple *idx,
+                                         cf_int_tuple *out, cf_layout_err *err);
 /* Slicing with `_`: the modes under `_` make the new layout, the others are fixed, and
  * *offset (may be NULL) receives the index of the coordinate with `_` read as 0. */
 CF_API cf_status cf_layout_slice(const cf_layout *l, const cf_int_tuple *coord, cf_layout *out,
@@ -227,6 +257,11 @@ CF_API cf_status cf_layout_coalesce(const cf_layout *l, cf_layout *out, cf_layou
 /* coalesce(l, profile): coalesce at the terminals of profile, e.g. (1,1) by mode. */
 CF_API cf_status cf_layout_coalesce_by(const cf_layout *l, const cf_int_tuple *profile,
                                        cf_layout *out, cf_layout_err *err);
+/* filter(l): coalesce after the modes of static stride 0 become size _1, i.e. without the
+ * stride-0 and size-1 modes; same image as l. filter_by: at the terminals of profile. */
+CF_API cf_status cf_layout_filter(const cf_layout *l, cf_layout *out, cf_layout_err *err);
+CF_API cf_status cf_layout_filter_by(const cf_layout *l, const cf_int_tuple *profile,
+                                     cf_layout *out, cf_layout_err *err);
 /* composition(a, b) = a o b: out(c) = a(b(c)) for every coordinate c of b. b may be a
  * tiler, applied by mode (modes of a past the tiler's rank are dropped, as in CuTe). */
 CF_API cf_status cf_layout_composition(const cf_layout *a, const cf_layout *b, cf_layout *out,
@@ -297,6 +332,21 @@ CF_API bool cf_layout_op_takes_tiler(cf_layout_op op);
 /* Applies op to (a, b). */
 CF_API cf_status cf_layout_apply(cf_layout_op op, const cf_layout *a, const cf_layout *b,
                                  cf_layout *out, cf_layout_err *err);
+
+/* ---- pictures ---------------------------------------------------------------------- */
+
+/* SVG pictures, as CuTe's print_layout/print_latex draw them, with snprintf's contract:
+ * up to n bytes (NUL included) go to buf, and *len (may be NULL) receives the length of
+ * the whole picture, so a first call with n == 0 sizes the buffer.
+ * cf_layout_svg: the grid of a rank-2 layout (rank 1: one column), cell (m,n) showing
+ * l(m,n), colored by index. cf_layout_svg_tv: a thread-value layout (thread, value) ->
+ * index drawn over the tile shape (M,N): the cell of index i (row i % M, column i / M)
+ * shows its thread and value, colored by thread; an index outside the tile is an error.
+ * At most 4096 cells. */
+CF_API cf_status cf_layout_svg(const cf_layout *l, char *buf, size_t n, size_t *len,
+                               cf_layout_err *err);
+CF_API cf_status cf_layout_svg_tv(const cf_layout *tv, const cf_int_tuple *tile, char *buf,
+                                  size_t n, size_t *len, cf_layout_err *err);
 
 /* ---- tensors ----------------------------------------------------------------------- */
 

@@ -143,6 +143,82 @@ Test(layout_cli, an_operation_that_fails_reports_why)
   expect_err("table '(2048,2048)'", "cfuser layout: table: size 4194304 is too large (at most 1048576)\n");
 }
 
+/* The operations added for issue 15, on the examples of CuTe's 01_layout.md. */
+Test(layout_cli, inspecting_and_coordinates)
+{
+  expect_out("rank '(2,(2,2)):(4,(2,1))'", "2\n");
+  expect_out("depth '(2,(2,2)):(4,(2,1))'", "2\n");
+  expect_out("shape '(_3,(_2,_3)):(_3,(_12,_1))'", "(_3,(_2,_3))\n");
+  expect_out("stride '(_3,(_2,_3)):(_3,(_12,_1))'", "(_3,(_12,_1))\n");
+  expect_out("crd2idx '(_3,(_2,_3)):(_3,(_12,_1))' 16", "17\n");
+  expect_out("crd2idx '(_3,(_2,_3)):(_3,(_12,_1))' _16", "_17\n");
+  expect_out("crd2idx '(_3,(_2,_3)):(_3,(_12,_1))' '(_1,5)'", "17\n");
+  expect_out("idx2crd '(_3,(_2,_3))' 16", "(1,(1,2))\n");
+  expect_out("idx2crd '(_3,(_2,_3))' '(_1,5)'", "(_1,(1,2))\n");
+  expect_out("idx2crd '(_3,(_2,_3)):(_1,(_3,_6))' '(1,15)'", "(1,(1,2))\n");
+  expect_out("slice '(_4,(_3,_6)):(_1,(_4,_12))' '(_,(1,_))'", "(_4,_6):(_1,_12)\n");
+}
+
+Test(layout_cli, sublayouts_and_concatenation)
+{
+  expect_out("get '(_4,(_3,_6)):(_1,(_4,_12))' 1 0", "_3:_4\n");
+  expect_out("select '(_2,_3,_5,_7)' 0 1 3", "(_2,_3,_7):(_1,_2,_30)\n");
+  expect_out("take '(_2,_3,_5,_7)' 1 3", "(_3,_5):(_2,_6)\n");
+  expect_out("group '(_2,_3,_5,_7)' 0 2", "((_2,_3),_5,_7):((_1,_2),_6,_30)\n");
+  expect_out("flatten '((_2,_3),(_5,_7)):((_1,_2),(_6,_30))'", "(_2,_3,_5,_7):(_1,_2,_6,_30)\n");
+  expect_out("append _3:_1 _4:_3", "(_3,_4):(_1,_3)\n");
+  expect_out("prepend _3:_1 _4:_3", "(_4,_3):(_3,_1)\n");
+  expect_out("append _3:_1", "(_3,_1):(_1,_0)\n");
+  expect_out("replace '(_3,_4,(_3,_4)):(_1,_3,(_1,_3))' 2 _4:_3", "(_3,_4,_4):(_1,_3,_3)\n");
+  expect_out("make_layout _3:_1 '(_3):(_1)' _3:_1", "(_3,(_3),_3):(_1,(_1),_1)\n");
+  expect_out("make_layout_like '(2,3,4,5):(_0,42,_1,_0)'", "(2,3,4,5):(_0,4,_1,_0)\n");
+  expect_out("make_layout_right '(_2,4)'", "(_2,4):(4,_1)\n");
+  expect_err("make_layout_right '(2,_)'", "cfuser layout: make_layout_right: make_layout: '_' is "
+                                          "not an integer\n");
+  expect_err("replace 4:1 1 2:1", "cfuser layout: replace<1>: mode out of range for rank 1\n");
+  expect_err("get 4:1 x", "cfuser layout: get: argument 2: expected a mode index (an integer), "
+                          "got \"x\"\n");
+}
+
+Test(layout_cli, filter_and_tilers_with_underscore_or_in_tuple_form)
+{
+  expect_out("filter '(_4,(_2,_1),_3):(_1,(_0,_7),_4)'", "_12:_1\n");
+  expect_out("filter '((_2,_1),(_3,_2)):((_1,_0),(_0,_2))' '(_1,_1)'", "(_2,_2):(_1,_2)\n");
+  expect_out("logical_divide '(_4,_8):(_1,_4)' '(_,_4:_1)'", "(_4,(_4,_2)):(_1,(_4,_16))\n");
+  expect_out("composition '(_4,_8):(_1,_4)' '<_2:_1,_>'", "(_2,_8):(_1,_4)\n");
+  expect_out("composition '(12,(4,8)):(59,(13,1))' '(_3:_4,_8:_2)'", "(_3,(2,4)):(236,(26,1))\n");
+  expect_err("zipped_divide '(_4,_8):(_1,_4)' '(_,_2)'",
+             "cfuser layout: zipped_divide: '_' keeps a mode of rank 1 whole, but splitting it "
+             "into tile and rest needs rank 2 (as in CuTe's zip2_by)\n");
+}
+
+/* The pictures: the grid of 01_layout.md's print_layout(s2xh4), and refusals. */
+Test(layout_cli, pictures)
+{
+  Run r = run("svg '(2,(2,2)):(4,(2,1))'");
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  const char *head = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"206\" height=\"108\"";
+  cr_expect(strncmp(r.out, head, strlen(head)) == 0, "%s", r.out);
+  /* row 0 reads 0 2 1 3 and row 1 reads 4 6 5 7, as CuTe's print_layout shows */
+  static const char *const cells[] = {"x=\"50\" y=\"68\">0<", "x=\"94\" y=\"68\">2<",
+                                      "x=\"138\" y=\"68\">1<", "x=\"182\" y=\"68\">3<",
+                                      "x=\"50\" y=\"96\">4<", "x=\"94\" y=\"96\">6<",
+                                      "x=\"138\" y=\"96\">5<", "x=\"182\" y=\"96\">7<"};
+  for (int k = 0; k < 8; k++)
+    cr_expect(strstr(r.out, cells[k]), "cell %d: %s", k, cells[k]);
+  r = run("svg-tv '((_2,_2),_2):((_4,_1),_2)' '(_4,_2)'");
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, ">T3</text>") && strstr(r.out, ">V1</text>"), "%s", r.out);
+  expect_err("svg '(_2,_3,_4)'", "cfuser layout: svg: a layout of rank 3; only rank 1 and 2 can "
+                                 "be drawn (group its modes first)\n");
+  expect_err("svg '(100,100)'", "cfuser layout: svg: 100 x 100 cells are too many to draw (at "
+                                "most 4096)\n");
+  expect_err("svg-tv '(_4,_2):(_2,_1)' '(_2,_2)'",
+             "cfuser layout: svg-tv: thread 2, value 0 is at index 4, outside the 2 x 2 tile\n");
+  expect_err("svg-tv '(_4,_2):(_2,_1)' '(_2,_2,_2)'",
+             "cfuser layout: svg-tv: the tile must be a shape of rank 2, (M,N)\n");
+}
+
 Test(layout_cli, bad_operation_or_argument_count)
 {
   Run r = run("frobnicate 4:1");
