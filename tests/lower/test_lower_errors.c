@@ -216,3 +216,43 @@ Test(lower_errors, conflicting_parallel_types_through_a_serial_axis) {
                                                 "blockIdx.x) share a loop; axes that share a loop need the same "
                                                 "parallel type");
 }
+
+/* The loop model's refusals (lower/loop_model.c, predicate.c, validate_parallel.c). */
+
+/* An output read back in the same kernel by blocks that did not write it: there is no
+ * grid synchronization. */
+Test(lower_errors, a_global_tensor_read_across_blocks) {
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_fusion_add_input(f, a);
+  cf_tv *t1 = cf_neg(f, a), *t2 = cf_neg(f, t1);
+  cf_fusion_add_output(f, t1);
+  cf_fusion_add_output(f, t2);
+  cf_parallelize(f, t1, 0, CF_PT_BIDX);
+  cf_parallelize(f, t2, 1, CF_PT_BIDX);
+  expect_compile_error(CF_ERR_INVALID_SCHEDULE,
+                       "compile: T2 reads T1, which this kernel writes in global memory, along blockIdx.x differently "
+                       "from the write (T2's blocks would read what other blocks write, and there is no grid "
+                       "synchronization); parallelize T2's matching axis alike");
+}
+
+/* A shared broadcast inlined into a loop promoted onto threadIdx.x: one element for all
+ * threads, a different value for each. */
+Test(lower_errors, one_shared_element_for_values_that_differ_per_thread) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){2, 5});
+  cf_tv *row = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){5});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, row);
+  cf_tv *b = cf_broadcast(f, row, 2, (bool[]){true, false});
+  cf_tv *out = cf_add(f, x, b);
+  cf_fusion_add_output(f, out);
+  cf_set_memory_type(f, b, CF_MEM_SHARED);
+  cf_merge(f, out, 0);
+  cf_split(f, out, 0, 8);
+  cf_propagate_transforms(f, out);
+  cf_parallelize(f, out, 0, CF_PT_TIDX);
+  cf_inline_most(f);
+  expect_compile_error(CF_ERR_INVALID_SCHEDULE,
+                       "compile: T2 is in Shared memory and holds one element for all of threadIdx.x, but each index "
+                       "of threadIdx.x computes a different one; give T2 an axis on threadIdx.x or put it in local "
+                       "memory");
+}

@@ -352,3 +352,38 @@ Test(compute_at, position_out_of_range) {
   EXPECT_ERROR(cf_compute_at(f, tv[1], tv[2], 3), CF_ERR_INVALID_ARGUMENT,
                "compute_at: position 3 out of range for T2_l_float[iS4{16}, iS5{8}]");
 }
+
+/* The normalization pattern over columns: e is read by the sum and, after it, by the
+ * division; sharing e's axis 0 (the reduced one) with both would run the division inside
+ * the sum's reduction loop. inline_most stops before it. */
+Test(inline_at, not_into_a_reduction_and_its_reader) {
+  tv[0] = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_fusion_add_input(f, tv[0]);
+  tv[1] = cf_exp(f, tv[0]);
+  tv[2] = cf_sum(f, tv[1], 1, (int[]){0});
+  tv[3] = cf_div(f, tv[1], cf_broadcast(f, tv[2], 2, (bool[]){true, false}));
+  cf_fusion_add_output(f, tv[3]);
+  EXPECT_OK(cf_inline_most(f));
+  EXPECT_TV(tv[1], "T1_l_float[iS2{4}, iS3{8}]");
+  EXPECT_ERROR(cf_inline_at(f, tv[1], 1), CF_ERR_INVALID_SCHEDULE,
+               "inline_at: cannot inline T1_l_float[iS2{4}, iS3{8}] at position 1: axis 0 (iS2{4}) would share a "
+               "loop with a reduction axis of T2, and T3, which reads T2's result, runs in that loop");
+}
+
+/* row feeds a and b, and a is stored (T3) before b reads it: sharing row's innermost axis
+ * with a and b would put the store, which does not run in that loop, between them. */
+Test(inline_at, not_where_a_tensor_between_consumers_is_left_out) {
+  tv[0] = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  tv[1] = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){8});
+  cf_fusion_add_input(f, tv[0]);
+  cf_fusion_add_input(f, tv[1]);
+  cf_tv *row = cf_broadcast(f, tv[1], 2, (bool[]){true, false});
+  cf_tv *a = cf_mul(f, tv[0], row), *stored = cf_set(f, a), *b = cf_sub(f, stored, row);
+  cf_fusion_add_output(f, b);
+  cf_fusion_add_output(f, stored);
+  EXPECT_OK(cf_inline_at(f, a, 1));
+  EXPECT_OK(cf_inline_at(f, stored, 1));
+  EXPECT_ERROR(cf_inline_at(f, row, 2), CF_ERR_INVALID_SCHEDULE,
+               "inline_at: cannot inline T2_l_float[bS3{1}, iS4{8}] at position 2: axis 1 (iS4{8}) would put T2's "
+               "consumers in one loop, and T4, computed between them, has no axis in that loop");
+}
