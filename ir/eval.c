@@ -197,6 +197,9 @@ static cf_status check_input_type(Eval *ev, int i, Val *tv, const DLTensor *t) {
   if (t->ndim != TV(tv)->nlogical)
     return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has %d dimensions, expected %d", i, name, t->ndim,
                       TV(tv)->nlogical);
+  if (t->ndim > 0 && !t->shape) return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has no shape", i, name);
+  if (cf_tensor_numel(t) < 0)
+    return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has a negative size or too many elements", i, name);
   if (!t->data && cf_tensor_numel(t) > 0)
     return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has no data", i, name);
   return CF_OK;
@@ -462,7 +465,7 @@ static cf_status check_call(cf_fusion *f, int ninputs, const DLTensor *const *in
   if (!outputs) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "evaluate: argument 4 (outputs) is NULL");
   if (ninputs > 0 && !inputs) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "evaluate: argument 3 (inputs) is NULL");
   if (f->outputs.len == 0) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "evaluate: the fusion has no outputs");
-  return CF_OK;
+  return ir_verify_sources(f);
 }
 
 cf_status cf_fusion_evaluate(cf_fusion *f, int ninputs, const DLTensor *const *inputs, DLManagedTensor **outputs) {

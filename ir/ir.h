@@ -330,6 +330,10 @@ bool ir_ptype_is_thread(cf_parallel_type p); /* TID* */
 bool ir_ptype_is_block(cf_parallel_type p);  /* BID* */
 bool ir_ptype_is_device(cf_parallel_type p); /* DID* */
 
+/* The part of cf_fusion_verify about the user's graph (verify.c): every output and every
+ * operand reachable from one is computed or an input, and no tensor is both. */
+cf_status ir_verify_sources(cf_fusion *f);
+
 /* ---- printing (printer.c) ---------------------------------------------------------------- */
 
 void ir_print_scalar(StrBuf *b, const Val *v);

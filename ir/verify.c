@@ -118,7 +118,7 @@ static cf_status check_tensor_exprs(cf_fusion *f) {
  * errors): an output or an operand that nothing computes and that is not an input, and
  * a tensor that is both an input and an output. Outputs come first so the message names
  * what the user asked for. */
-static cf_status check_sources(cf_fusion *f) {
+cf_status ir_verify_sources(cf_fusion *f) {
   for (int i = 0; i < f->outputs.len; i++) {
     Val *v = f->outputs.items[i];
     if (ir_tv_is_input(f, v))
@@ -302,7 +302,7 @@ cf_status cf_fusion_verify(cf_fusion *f) {
   if (!f) return CF_ERR_INVALID_ARGUMENT;
   if (f->status) return f->status;
   cf_status s;
-  if ((s = check_ids(f)) || (s = check_links(f)) || (s = check_tensor_exprs(f)) || (s = check_sources(f))) return s;
+  if ((s = check_ids(f)) || (s = check_links(f)) || (s = check_tensor_exprs(f)) || (s = ir_verify_sources(f))) return s;
   Arena *scratch = arena_create();
   int n;
   Val **tvs = scratch ? ir_fusion_all_tvs_in(scratch, f, &n) : NULL;

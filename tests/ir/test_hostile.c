@@ -133,3 +133,25 @@ Test(hostile, compile_runs_the_verifier_first) {
                    "input; add it with cf_fusion_add_input");
   cf_executor_destroy(e);
 }
+
+Test(hostile, the_evaluator_refuses_an_output_nothing_computes) {
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){4});
+  cf_fusion_add_output(f, a);
+  DLManagedTensor *out = NULL;
+  EXPECT_ERROR(cf_fusion_evaluate(f, 0, NULL, &out), CF_ERR_INVALID_ARGUMENT,
+               "verify: output T0 is not computed by any expression and is not an input");
+  cr_expect_null(out);
+}
+
+Test(hostile, the_evaluator_refuses_negative_sizes) {
+  cf_tv *a = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, a);
+  cf_fusion_add_output(f, cf_neg(f, a));
+  float x = 0;
+  int64_t shape = -5;
+  DLTensor t = {.data = &x, .device = {kDLCPU, 0}, .ndim = 1, .dtype = {kDLFloat, 32, 1}, .shape = &shape};
+  const DLTensor *in = &t;
+  DLManagedTensor *out = NULL;
+  EXPECT_ERROR(cf_fusion_evaluate(f, 1, &in, &out), CF_ERR_INVALID_ARGUMENT,
+               "evaluate: input 0 (T0) has a negative size or too many elements");
+}
