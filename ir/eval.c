@@ -465,13 +465,14 @@ static cf_status check_call(cf_fusion *f, int ninputs, const DLTensor *const *in
   if (!outputs) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "evaluate: argument 4 (outputs) is NULL");
   if (ninputs > 0 && !inputs) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "evaluate: argument 3 (inputs) is NULL");
   if (f->outputs.len == 0) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "evaluate: the fusion has no outputs");
-  return ir_verify_sources(f);
+  return CF_OK;
 }
 
 cf_status cf_fusion_evaluate(cf_fusion *f, int ninputs, const DLTensor *const *inputs, DLManagedTensor **outputs) {
   cf_status s = check_call(f, ninputs, inputs, outputs);
   if (s) return s;
   for (int i = 0; i < f->outputs.len; i++) outputs[i] = NULL;
+  if ((s = ir_verify_sources(f))) return s;
   Eval ev = {.f = f, .bufs = calloc((size_t)f->vals.len + 1, sizeof(EvalBuf))};
   s = ev.bufs ? check_inputs(&ev, ninputs, inputs) : ir_error(f, CF_ERR_OUT_OF_MEMORY, "evaluate: out of memory");
   int n = 0;
