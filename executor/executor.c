@@ -118,6 +118,17 @@ static cf_status compile_host(cf_executor *e, Compiled *c) {
   return s;
 }
 
+/* The kernel's tensor names point at the fusion's (lower/tensors.c), but the fusion may be
+ * destroyed after compile and run-time errors name the tensors: the executor copies them
+ * into the kernel's own arena (found by fuzz_run_args: a use after free). */
+static bool own_names(KKernel *k) {
+  for (int i = 0; i < k->nparams; i++)
+    if (!(k->params[i]->name = arena_strdup(k->arena, k->params[i]->name))) return false;
+  for (int i = 0; i < k->nallocs; i++)
+    if (!(k->allocs[i]->name = arena_strdup(k->arena, k->allocs[i]->name))) return false;
+  return true;
+}
+
 /* Lowers, generates and compiles f for the chosen backend into a new Compiled. */
 static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compiled **out) {
   Compiled *c = calloc(1, sizeof *c);
@@ -134,10 +145,12 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
   cf_status s = cf_fusion_verify(f);
   if (s) msg = strdup(cf_fusion_error(f));
   else s = lower_fusion(f, &lo, &c->k, &msg);
-  if (s) {
+  if (!s && !own_names(c->k)) s = exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
+  else if (s) {
     exec_error(e, s, "%s", msg ? msg : "compile: lowering failed");
     free(msg);
-  } else {
+  }
+  if (!s) {
     c->source = backend == CF_BACKEND_HOST ? cg_host_source(c->k) : cg_cuda_source(c->k);
     s = backend == CF_BACKEND_HOST ? compile_host(e, c) : compile_cuda(e, c);
   }

@@ -185,3 +185,20 @@ Test(hostile_run, zero_size_tensors_run_on_a_split_kernel) {
   cf_executor_destroy(x);
   cf_fusion_destroy(g);
 }
+
+/* Found by fuzz_run_args: error messages read tensor names from the destroyed fusion. */
+Test(hostile_run, errors_name_tensors_after_the_fusion_is_destroyed) {
+  cf_fusion *g = cf_fusion_create();
+  cf_tv *a = cf_tensor_concrete(g, CF_FLOAT, 1, (int64_t[]){4});
+  cf_fusion_add_input(g, a);
+  cf_fusion_add_output(g, cf_neg(g, a));
+  cf_executor *x = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_executor_compile(x, g), CF_OK, "%s", cf_executor_error(x));
+  cf_fusion_destroy(g);
+  DLManagedTensor *in = cf_tensor_host(CF_INT32, 1, (int64_t[]){4}), *o = NULL;
+  const DLTensor *ins[1] = {&in->dl_tensor};
+  cr_expect_eq(cf_executor_run(x, 1, ins, 1, &o), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_executor_error(x), "run: input 0 (T0) has dtype int, expected float");
+  cf_tensor_free(in);
+  cf_executor_destroy(x);
+}

@@ -155,3 +155,15 @@ Test(hostile, the_evaluator_refuses_negative_sizes) {
   EXPECT_ERROR(cf_fusion_evaluate(f, 1, &in, &out), CF_ERR_INVALID_ARGUMENT,
                "evaluate: input 0 (T0) has a negative size or too many elements");
 }
+
+/* Found by fuzz_builder: the pointwise scheduler copied the (empty) input list from NULL. */
+Test(hostile, pointwise_scheduling_a_fusion_without_inputs) {
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){8});
+  cf_fusion_add_output(f, cf_neg(f, a));
+  cf_schedule_pointwise(f);
+  cr_expect_neq(cf_fusion_status(f), CF_ERR_INTERNAL, "%s", cf_fusion_error(f));
+  cf_fusion_clear_error(f);
+  EXPECT_ERROR(cf_fusion_verify(f), CF_ERR_INVALID_ARGUMENT,
+               "verify: T0, operand 0 of the neg defining T2, is not computed by any expression and is not an input; "
+               "add it with cf_fusion_add_input");
+}
