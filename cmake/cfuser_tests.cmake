@@ -55,3 +55,14 @@ if(Python3_FOUND)
     set_tests_properties(tutorial_${name}_markdown_fresh PROPERTIES LABELS "unit")
   endforeach()
 endif()
+
+# In the sanitizer build, part of the random-schedule seeds also run with the generated host
+# kernels instrumented (CFUSER_HOST_CFLAGS), so an out-of-bounds access or undefined
+# behaviour inside a kernel is a sanitizer report too. A range of its own, away from the
+# default seeds; more on demand with CFUSER_FUZZ_FIRST / CFUSER_FUZZ_ITERS.
+if(CFUSER_SANITIZE)
+  add_test(NAME kernels_random_schedules_instrumented
+    COMMAND kernels_test_random_schedules --jobs 1 --filter random_schedules/run_like_the_evaluator)
+  set_tests_properties(kernels_random_schedules_instrumented PROPERTIES LABELS "unit"
+    ENVIRONMENT "CFUSER_HOST_CFLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer;CFUSER_FUZZ_FIRST=5000;CFUSER_FUZZ_ITERS=40;CFUSER_VERIFY=1")
+endif()
