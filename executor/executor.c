@@ -106,8 +106,8 @@ static cf_status compile_host(cf_executor *e, Compiled *c) {
   ExecHostError err = {{0}, NULL, NULL};
   cf_status s = exec_host_compile(c->source, c->k->name, &c->host, &err);
   if (s == CF_OK) {
-    ExecHostParam params[64];
-    for (int i = 0; i < c->k->nparams && i < 64; i++)
+    ExecHostParam params[EXEC_MAX_PARAMS];
+    for (int i = 0; i < c->k->nparams; i++)
       params[i] = (ExecHostParam){true, c->k->params[i]->dtype, c->k->params[i]->rank, c->k->params[i]->alloc_rank,
                                   c->k->index32};
     s = exec_host_call_prepare(c->host, c->k->nparams, params, &c->call, &err);
@@ -145,7 +145,10 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
   cf_status s = cf_fusion_verify(f);
   if (s) msg = strdup(cf_fusion_error(f));
   else s = lower_fusion(f, &lo, &c->k, &msg);
-  if (!s && !own_names(c->k)) s = exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
+  if (!s && c->k->nparams > EXEC_MAX_PARAMS)
+    s = exec_error(e, CF_ERR_UNSUPPORTED, "compile: the kernel takes %d tensors (inputs and outputs); at most %d are "
+                   "supported", c->k->nparams, EXEC_MAX_PARAMS);
+  else if (!s && !own_names(c->k)) s = exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
   else if (s) {
     exec_error(e, s, "%s", msg ? msg : "compile: lowering failed");
     free(msg);

@@ -23,6 +23,10 @@ typedef struct Compiled {
 
 void exec_compiled_free(Compiled *c);
 
+/* The most tensor parameters (inputs and outputs) a kernel may take: run.c binds them in
+ * fixed arrays; compile refuses a kernel with more. */
+enum { EXEC_MAX_PARAMS = 64 };
+
 struct cf_executor {
   cf_executor_options opts;
   char arch[16];

@@ -12,7 +12,7 @@
 #include "ir/checked.h"
 #include "ir/dtype.h"
 
-enum { MAX_PARAMS = 64, MAX_RANK = CF_MAX_RANK };
+enum { MAX_PARAMS = EXEC_MAX_PARAMS, MAX_RANK = CF_MAX_RANK };
 
 typedef struct Binding {
   int64_t sizes[MAX_PARAMS][MAX_RANK];

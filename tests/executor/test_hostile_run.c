@@ -202,3 +202,23 @@ Test(hostile_run, errors_name_tensors_after_the_fusion_is_destroyed) {
   cf_tensor_free(in);
   cf_executor_destroy(x);
 }
+
+/* The executor binds parameters in fixed arrays: more than it can hold is refused at
+ * compile, not overrun at run. */
+Test(hostile_run, too_many_tensor_parameters_are_refused_at_compile) {
+  cf_fusion *g = cf_fusion_create();
+  cf_tv *acc = NULL;
+  for (int i = 0; i < 64; i++) {
+    cf_tv *a = cf_tensor_concrete(g, CF_FLOAT, 1, (int64_t[]){4});
+    cf_fusion_add_input(g, a);
+    acc = acc ? cf_add(g, acc, a) : a;
+  }
+  cf_fusion_add_output(g, acc);
+  cf_fusion_add_output(g, cf_neg(g, acc));
+  cf_executor *x = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_expect_eq(cf_executor_compile(x, g), CF_ERR_UNSUPPORTED);
+  cr_expect_str_eq(cf_executor_error(x), "compile: the kernel takes 66 tensors (inputs and outputs); at most 64 are "
+                                         "supported");
+  cf_executor_destroy(x);
+  cf_fusion_destroy(g);
+}
