@@ -64,5 +64,5 @@ if(CFUSER_SANITIZE)
   add_test(NAME kernels_random_schedules_instrumented
     COMMAND kernels_test_random_schedules --jobs 1 --filter random_schedules/run_like_the_evaluator)
   set_tests_properties(kernels_random_schedules_instrumented PROPERTIES LABELS "unit"
-    ENVIRONMENT "CFUSER_HOST_CFLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer;CFUSER_FUZZ_FIRST=5000;CFUSER_FUZZ_ITERS=40;CFUSER_VERIFY=1")
+    ENVIRONMENT "CFUSER_HOST_CFLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer;CFUSER_FUZZ_FIRST=5000;CFUSER_FUZZ_ITERS=30;CFUSER_VERIFY=1")
 endif()
