@@ -2,10 +2,10 @@
  * (issue 16). Builds in -> neg -> relu -> neg -> ... (N ops) -> out over [1024] floats,
  * splits the output by 128 onto blocks and threads, propagates the transforms, inlines
  * everything, verifies, lowers and prints the CUDA kernel, and with --host compiles it for
- * the host backend too. Prints one line per phase with its seconds and the process's peak
+ * the host backend too (the system C compiler), with --nvrtc for sm_90a (NVRTC, no GPU). Prints one line per phase with its seconds and the process's peak
  * resident memory so far:
  *   long_chain N=<n> phase=<name> s=<seconds> maxrss_mb=<MiB>
- * Usage: bench_long_chain [N=100000] [--host]. Runs anywhere (no GPU needed). */
+ * Usage: bench_long_chain [N=100000] [--host|--nvrtc]. Runs anywhere (no GPU needed). */
 #define _POSIX_C_SOURCE 199309L
 #include <cfuser.h>
 #include <stdio.h>
@@ -34,7 +34,7 @@ static int report(long n, const char *phase, cf_status s, const char *err) {
 
 int main(int argc, char **argv) {
   long n = argc > 1 && argv[1][0] != '-' ? strtol(argv[1], NULL, 10) : 100000;
-  bool host = argc > 1 && !strcmp(argv[argc - 1], "--host");
+  bool host = argc > 1 && !strcmp(argv[argc - 1], "--host"), nvrtc = argc > 1 && !strcmp(argv[argc - 1], "--nvrtc");
   t0 = now_s();
   cf_fusion *f = cf_fusion_create();
   cf_tv *t = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){1024});
@@ -58,6 +58,11 @@ int main(int argc, char **argv) {
   if (host && !bad) {
     cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
     bad |= report(n, "host_compile", cf_executor_compile(e, f), cf_executor_error(e));
+    cf_executor_destroy(e);
+  }
+  if (nvrtc && !bad) {
+    cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_CUDA, .arch = "sm_90a"});
+    bad |= report(n, "nvrtc_compile", cf_executor_compile(e, f), cf_executor_error(e));
     cf_executor_destroy(e);
   }
   cf_fusion_destroy(f);
