@@ -2,8 +2,8 @@
  * (issue 16). Builds in -> neg -> relu -> neg -> ... (N ops) -> out over [1024] floats,
  * splits the output by 128 onto blocks and threads, propagates the transforms, inlines
  * everything, verifies, lowers and prints the CUDA kernel, and with --host compiles it for
- * the host backend too (the system C compiler), with --nvrtc for sm_90a (NVRTC, no GPU). Prints one line per phase with its seconds and the process's peak
- * resident memory so far:
+ * the host backend too (the system C compiler), with --nvrtc for sm_90a (NVRTC, no GPU).
+ * Prints one line per phase with its seconds and the process's peak resident memory so far:
  *   long_chain N=<n> phase=<name> s=<seconds> maxrss_mb=<MiB>
  * Usage: bench_long_chain [N=100000] [--host|--nvrtc]. Runs anywhere (no GPU needed). */
 #define _POSIX_C_SOURCE 199309L

@@ -43,7 +43,8 @@ static bool device_ok(cf_backend b, DLDeviceType t) {
 static cf_status check_storage(cf_executor *e, const char *what, int i, const KTensor *p, const DLTensor *t) {
   int64_t numel;
   size_t bytes;
-  if (t->ndim > 0 && !t->shape) return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has no shape", what, i, p->name);
+  if (t->ndim > 0 && !t->shape)
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has no shape", what, i, p->name);
   for (int a = 0; a < t->ndim; a++)
     if (t->shape[a] < 0)
       return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has negative size %lld in dimension %d", what, i,

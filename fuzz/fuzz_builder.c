@@ -54,7 +54,9 @@ static void make_op(Prog *p) {
   case 1: keep(p, fz_pick(&p->in, 2) ? cf_neg(f, a) : cf_exp(f, a)); break;
   case 2: keep(p, cf_add(f, a, b)); break;
   case 3: keep(p, fz_pick(&p->in, 2) ? cf_mul(f, a, b) : cf_lt(f, a, b)); break;
-  case 4: keep(p, fz_pick(&p->in, 2) ? cf_add_scalar(f, a, fz_double(&p->in)) : cf_mul_scalar(f, a, fz_double(&p->in))); break;
+  case 4:
+    keep(p, fz_pick(&p->in, 2) ? cf_add_scalar(f, a, fz_double(&p->in)) : cf_mul_scalar(f, a, fz_double(&p->in)));
+    break;
   case 5: keep(p, cf_cast(f, a, (cf_dtype)fz_pick(&p->in, CF_DTYPE_COUNT + 1))); break;
   case 6: keep(p, cf_broadcast(f, a, out_rank < 18 ? out_rank : 18, flags)); break;
   case 7: keep(p, cf_sum(f, a, fz_pick(&p->in, 3), axes)); break;

@@ -238,7 +238,8 @@ cf_status sched_replay(cf_fusion *f, Arena *scratch, Val *src, Val *dst, int src
   ValMap protected = {.arena = scratch};
   for (int i = 0; i < src_pos; i++) {
     Val *img = sched_map_get(&r.map, s->loop[i]);
-    if (img && !sched_map_put(&protected, img, img)) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    if (img && !sched_map_put(&protected, img, img))
+      return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   }
   int n, npos = 0;
   Val **loop = keep_own_transforms(&r, &protected) ? order_loop(&r, src_pos, &n, &npos) : NULL;

@@ -129,7 +129,8 @@ Test(hostile_run, outputs_aliasing_each_other_are_refused) {
 
 Test(hostile_run, inputs_may_alias_each_other) {
   cf_fusion *g = cf_fusion_create();
-  cf_tv *a = cf_tensor_concrete(g, CF_FLOAT, 1, (int64_t[]){4}), *b = cf_tensor_concrete(g, CF_FLOAT, 1, (int64_t[]){4});
+  cf_tv *a = cf_tensor_concrete(g, CF_FLOAT, 1, (int64_t[]){4});
+  cf_tv *b = cf_tensor_concrete(g, CF_FLOAT, 1, (int64_t[]){4});
   cf_fusion_add_input(g, a);
   cf_fusion_add_input(g, b);
   cf_fusion_add_output(g, cf_add(g, a, b));
