@@ -90,3 +90,14 @@ set_tests_properties(layout_libfuzzer PROPERTIES LABELS "unit;slow;fuzz" SKIP_RE
 # The layout fuzz runs the calculator in-process: it links the calculator's source.
 target_sources(layout_test_layout_fuzz PRIVATE ${PROJECT_SOURCE_DIR}/tools/cmd_layout.c)
 target_include_directories(layout_test_layout_fuzz PRIVATE ${PROJECT_SOURCE_DIR}/tools)
+
+# In the sanitizer build, part of the random-schedule seeds also run with the generated host
+# kernels instrumented (CFUSER_HOST_CFLAGS), so an out-of-bounds access or undefined
+# behaviour inside a kernel is a sanitizer report too. A range of its own, away from the
+# default seeds; more on demand with CFUSER_FUZZ_FIRST / CFUSER_FUZZ_ITERS.
+if(CFUSER_SANITIZE)
+  add_test(NAME kernels_random_schedules_instrumented
+    COMMAND kernels_test_random_schedules --jobs 1 --filter random_schedules/run_like_the_evaluator)
+  set_tests_properties(kernels_random_schedules_instrumented PROPERTIES LABELS "unit"
+    ENVIRONMENT "CFUSER_HOST_CFLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer;CFUSER_FUZZ_FIRST=5000;CFUSER_FUZZ_ITERS=30;CFUSER_VERIFY=1")
+endif()

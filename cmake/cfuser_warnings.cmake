@@ -12,3 +12,10 @@ if(CFUSER_SANITIZE)
                       -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# The libFuzzer build (cmake/cfuser_fuzz.cmake): coverage for the fuzzer, ASan + UBSan.
+if(CFUSER_FUZZ)
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -5,6 +5,7 @@
  * delegates language-specific pieces to the Dialect.
  * Key decision: one static function per node kind; indices are printed inline from their
  * folded KExprs, with named loop variables, so the kernel reads like hand-written code. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,10 +78,22 @@ static cf_dtype compute_type(const KNode *op) {
   return CF_INT64; /* integers compute in 64 bits: one overload set for the helpers */
 }
 
+/* A scalar constant both dialects compile and keep exactly: "%.17g" round-trips finite
+ * values, but prints NaN and infinities as undeclared names and -0.0 as the integer -0;
+ * those are rebuilt from their bits by cf_f64_from_bits (in both runtimes). */
+static void print_constant(StrBuf *b, double v) {
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  if (isfinite(v) && !(v == 0 && signbit(v)))
+    sb_printf(b, "%.17g", v);
+  else
+    sb_printf(b, "cf_f64_from_bits(0x%016llxULL)", (unsigned long long)bits);
+}
+
 static char *access_str(Emitter *e, const KAccess *a, bool is_write) {
   StrBuf b = {0};
   if (!a->t) {
-    sb_printf(&b, "%.17g", a->scalar);
+    print_constant(&b, a->scalar);
     return sb_take(&b);
   }
   char *idx = cg_expr(e, a->index);

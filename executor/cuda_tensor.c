@@ -9,6 +9,7 @@
  * allocation strides), packed here byte for byte into the layout the CUDA compiler gives
  * that struct, with 64- or 32-bit indices as the kernel was generated for. */
 #include "executor/exec_cuda.h"
+#include "ir/checked.h"
 #include "ir/dtype.h"
 
 #include <stdio.h>
@@ -32,13 +33,8 @@ static size_t dl_elem_bytes(DLDataType d) {
 
 /* Element count, or -1 when a size is negative or the count overflows. */
 static int64_t dl_numel(const DLTensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) {
-    if (t->shape[i] < 0) return -1;
-    if (t->shape[i] != 0 && n > INT64_MAX / t->shape[i]) return -1;
-    n *= t->shape[i];
-  }
-  return n;
+  int64_t n;
+  return ck_numel(t->ndim, t->shape, &n) ? n : -1;
 }
 
 /* Row-major compact (sizes-1 axes may have any stride); NULL strides are compact. */
@@ -82,16 +78,13 @@ static cf_status check_new_tensor(cf_dtype dtype, int rank, const int64_t *sizes
   if (rank < 0 || (rank > 0 && sizes == NULL))
     return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "invalid rank %d%s", rank,
                      rank > 0 && sizes == NULL ? " with NULL sizes" : "");
-  size_t n = cf_dtype_size(dtype);
-  for (int i = 0; i < rank; i++) {
+  for (int i = 0; i < rank; i++)
     if (sizes[i] < 0)
       return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "negative size %lld of axis %d",
                        (long long)sizes[i], i);
-    if (sizes[i] != 0 && n > SIZE_MAX / (size_t)sizes[i])
-      return exec_fail(CF_ERR_OUT_OF_MEMORY, err, errlen, "tensor size overflows");
-    n *= (size_t)sizes[i];
-  }
-  *bytes = n;
+  int64_t numel;
+  if (!ck_numel(rank, sizes, &numel) || !ck_bytes(numel, cf_dtype_size(dtype), 1, bytes))
+    return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "the byte count of the sizes overflows int64");
   return CF_OK;
 }
 

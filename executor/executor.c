@@ -140,6 +140,7 @@ static cf_status compile_host(cf_executor *e, Compiled *c) {
   return s;
 }
 
+
 /* Lowers, generates and compiles f for the chosen backend into a new Compiled. */
 static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compiled **out) {
   Compiled *c = calloc(1, sizeof *c);
@@ -151,11 +152,16 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
     lo.hook_user = e;
   }
   char *msg = NULL;
-  cf_status s = lower_fusion(f, &lo, &c->k, &msg);
+  /* The verifier refuses graphs no builder call catches (an output nothing computes, an
+   * operand never added as an input) before they become a kernel reading garbage. */
+  cf_status s = cf_fusion_verify(f);
+  if (s) msg = strdup(cf_fusion_error(f));
+  else s = lower_fusion(f, &lo, &c->k, &msg);
   if (s) {
     exec_error(e, s, "%s", msg ? msg : "compile: lowering failed");
     free(msg);
-  } else {
+  }
+  if (!s) {
     c->source = backend == CF_BACKEND_HOST ? cg_host_source(c->k) : cg_cuda_source(c->k);
     if (!c->source) {
       s = exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory generating the source");
@@ -231,7 +237,9 @@ cf_status cf_fusion_print_kernel(cf_fusion *f, FILE *out) {
   if (!f) return CF_ERR_INVALID_ARGUMENT;
   KKernel *k = NULL;
   char *msg = NULL;
-  cf_status s = lower_fusion(f, NULL, &k, &msg);
+  cf_status s = cf_fusion_verify(f);
+  if (s) return s;
+  s = lower_fusion(f, NULL, &k, &msg);
   if (s) {
     ir_error(f, s, "%s", msg ? msg : "print_kernel: lowering failed");
     free(msg);

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "executor/executor_internal.h"
+#include "ir/checked.h"
 #include "ir/dtype.h"
 
 /* The per-executor state of a run, sized for the kernel once at compile (exec_plan_make):
@@ -33,6 +34,7 @@ struct ExecPlan {
   size_t *arg_off;
   size_t args_bytes;
   void **values;
+  int64_t *lo, *hi;         /* per parameter: its byte footprint (aliasing check) */
   KxEnv env;
   bool dims_const;          /* launch dimensions known at compile: `dims`, not evaluated */
   cf_launch_params dims;
@@ -48,6 +50,8 @@ void exec_plan_free(ExecPlan *b) {
   free(b->stride_rows);
   free(b->tensors);
   free(b->allocated);
+  free(b->lo);
+  free(b->hi);
   free(b->args);
   free(b->arg_off);
   free(b->values);
@@ -95,7 +99,9 @@ cf_status exec_plan_make(const KKernel *k, ExecPlan **out) {
   b->args = aligned_alloc(16, round16(args));
   b->arg_off = calloc(n, sizeof *b->arg_off);
   b->values = calloc(n, sizeof *b->values);
-  if (!b->off || !b->want || !b->sizes || !b->strides || !b->size_rows || !b->stride_rows || !b->tensors ||
+  b->lo = calloc(n, sizeof *b->lo);
+  b->hi = calloc(n, sizeof *b->hi);
+  if (!b->lo || !b->hi || !b->off || !b->want || !b->sizes || !b->strides || !b->size_rows || !b->stride_rows || !b->tensors ||
       !b->allocated || !b->args || !b->arg_off || !b->values) {
     exec_plan_free(b);
     return CF_ERR_OUT_OF_MEMORY;
@@ -142,6 +148,25 @@ static cf_status check_strides(cf_executor *e, const char *what, int i, const KT
   return CF_OK;
 }
 
+/* Sizes that are not negative, whose byte count fits in int64, and a data pointer for
+ * any tensor that holds an element. */
+static cf_status check_storage(cf_executor *e, const char *what, int i, const KTensor *p, const DLTensor *t) {
+  int64_t numel;
+  size_t bytes;
+  if (t->ndim > 0 && !t->shape)
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has no shape", what, i, p->name);
+  for (int a = 0; a < t->ndim; a++)
+    if (t->shape[a] < 0)
+      return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has negative size %lld in dimension %d", what, i,
+                        p->name, (long long)t->shape[a], a);
+  if (!ck_numel(t->ndim, t->shape, &numel) || !ck_bytes(numel, cf_dtype_size(p->dtype), 1, &bytes))
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has sizes whose byte count overflows int64", what, i,
+                      p->name);
+  if (numel > 0 && !t->data)
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has a NULL data pointer", what, i, p->name);
+  return CF_OK;
+}
+
 static cf_status check_tensor(cf_executor *e, const char *what, int i, int param, const DLTensor *t) {
   const KTensor *p = e->cc->k->params[param];
   const int64_t *want = e->plan->want + e->plan->off[param];
@@ -157,6 +182,8 @@ static cf_status check_tensor(cf_executor *e, const char *what, int i, int param
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) is in %s, but the %s backend needs %s", what, i,
                       p->name, device_name(t->device.device_type), e->cc->backend == CF_BACKEND_HOST ? "host" : "CUDA",
                       e->cc->backend == CF_BACKEND_HOST ? "host memory" : "device memory");
+  cf_status st = check_storage(e, what, i, p, t);
+  if (st) return st;
   for (int a = 0; a < p->rank; a++) {
     if (p->broadcast[a] && t->shape[a] != 1)
       return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has size %lld in dimension %d, a broadcast axis of size 1",
@@ -189,16 +216,45 @@ static cf_status eval(cf_executor *e, const KExpr *x, int64_t *out, const char *
   return CF_OK;
 }
 
-/* A new output for parameter p, its sizes evaluated from the bound inputs; on the device
- * of the run, in the order of its stream. */
-static cf_status make_output(cf_executor *e, const RunTarget *rt, const KTensor *p, DLManagedTensor **slot) {
-  int64_t sizes[EXEC_MAX_RANK];
+/* The sizes output p has for the bound inputs; refused when one is negative or their
+ * byte count overflows (a wrapped count would allocate a buffer the kernel overruns). */
+static cf_status output_sizes(cf_executor *e, int i, const KTensor *p, int64_t *sizes) {
   cf_status s;
+  int64_t numel;
+  size_t bytes;
   if (p->rank > EXEC_MAX_RANK)
     return exec_error(e, CF_ERR_UNSUPPORTED, "run: output %s has rank %d; a tensor may have at most %d dimensions",
                       p->name, p->rank, EXEC_MAX_RANK);
-  for (int a = 0; a < p->rank; a++)
+  for (int a = 0; a < p->rank; a++) {
     if ((s = eval(e, p->extents[a], &sizes[a], "an output size"))) return s;
+    if (sizes[a] < 0)
+      return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: output %d (%s) would have negative size %lld in dimension %d",
+                        i, p->name, (long long)sizes[a], a);
+  }
+  if (!ck_numel(p->rank, sizes, &numel) || !ck_bytes(numel, cf_dtype_size(p->dtype), 64, &bytes))
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: output %d (%s) would have a byte count that overflows int64", i,
+                      p->name);
+  return CF_OK;
+}
+
+/* A caller's output must have exactly the sizes the fusion computes: the kernel writes
+ * all of them, whatever the tensor says. */
+static cf_status check_output_sizes(cf_executor *e, int i, const KTensor *p, const DLTensor *t) {
+  int64_t sizes[EXEC_MAX_RANK];
+  cf_status s = output_sizes(e, i, p, sizes);
+  for (int a = 0; !s && a < p->rank; a++)
+    if (t->shape[a] != sizes[a])
+      s = exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: output %d (%s) has size %lld in dimension %d, but the fusion "
+                     "computes %lld for these inputs", i, p->name, (long long)t->shape[a], a, (long long)sizes[a]);
+  return s;
+}
+
+/* A new output for parameter p, its sizes evaluated from the bound inputs; on the device
+ * of the run, in the order of its stream. */
+static cf_status make_output(cf_executor *e, const RunTarget *rt, int i, const KTensor *p, DLManagedTensor **slot) {
+  int64_t sizes[EXEC_MAX_RANK];
+  cf_status s = output_sizes(e, i, p, sizes);
+  if (s) return s;
   if (e->cc->backend == CF_BACKEND_HOST) {
     *slot = cf_tensor_host(p->dtype, p->rank, sizes);
     return *slot ? CF_OK : exec_error(e, CF_ERR_OUT_OF_MEMORY, "run: out of memory allocating output %s", p->name);
@@ -225,12 +281,77 @@ static cf_status bind_outputs(cf_executor *e, const RunTarget *rt, DLManagedTens
   for (int i = 0; i < b->nparams - b->nin; i++) {
     int p = b->nin + i;
     cf_status s;
-    if (!out[i] && (s = make_output(e, rt, k->params[p], &b->allocated[p]))) return s;
+    if (!out[i] && (s = make_output(e, rt, i, k->params[p], &b->allocated[p]))) return s;
     DLManagedTensor *m = out[i] ? out[i] : b->allocated[p];
-    if ((s = check_tensor(e, "output", i, p, &m->dl_tensor))) return s;
+    if ((s = check_tensor(e, "output", i, p, &m->dl_tensor)) ||
+        (out[i] && (s = check_output_sizes(e, i, k->params[p], &m->dl_tensor))))
+      return s;
     bind(b, p, &m->dl_tensor);
     b->tensors[p] = &m->dl_tensor;
   }
+  return CF_OK;
+}
+
+/* The bytes [lo, hi) t's elements occupy (strides of any sign); empty for no elements.
+ * False when the footprint overflows. */
+static bool byte_range(const DLTensor *t, int64_t esz, int64_t *lo, int64_t *hi) {
+  int64_t neg = 0, pos = 0, row = 1;
+  *lo = *hi = 0;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    int64_t stride = t->strides ? t->strides[d] : row, step;
+    if (t->shape[d] == 0) return true;
+    if (!ck_mul(t->shape[d] - 1, stride, &step) || !ck_add(step < 0 ? neg : pos, step, step < 0 ? &neg : &pos))
+      return false;
+    if (!t->strides && !ck_mul(row, t->shape[d], &row)) return false;
+  }
+  int64_t base = (int64_t)((uintptr_t)t->data + t->byte_offset);
+  return ck_mul(neg, esz, &neg) && ck_mul(pos + 1, esz, &pos) && ck_add(base, neg, lo) && ck_add(base, pos, hi);
+}
+
+/* No output may share memory with an input or another output: a kernel reads and
+ * writes elements in any order across threads, so an alias gives wrong results (cfuser
+ * has no in-place ops to declare one). Inputs may alias each other: they are only read. */
+static cf_status check_aliasing(cf_executor *e) {
+  ExecPlan *b = e->plan;
+  const KKernel *k = e->cc->k;
+  int64_t *lo = b->lo, *hi = b->hi;
+  for (int p = 0; p < k->nparams; p++)
+    if (!byte_range(b->tensors[p], (int64_t)cf_dtype_size(k->params[p]->dtype), &lo[p], &hi[p]))
+      return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: argument %d (%s) has strides whose byte footprint overflows",
+                        p, k->params[p]->name);
+  for (int p = b->nin; p < k->nparams; p++)
+    for (int q = 0; q < p; q++)
+      if (lo[p] < hi[p] && lo[q] < hi[q] && lo[p] < hi[q] && lo[q] < hi[p])
+        return exec_error(e, CF_ERR_INVALID_ARGUMENT,
+                          "run: output %d (%s) overlaps %s %d (%s) in memory; outputs may not alias inputs or other "
+                          "outputs", p - b->nin, k->params[p]->name, q < b->nin ? "input" : "output",
+                          q < b->nin ? q : q - b->nin, k->params[q]->name);
+  return CF_OK;
+}
+
+/* CUDA's launch limits, which the host backend emulates too. */
+static const int64_t max_grid[3] = {INT32_MAX, 65535, 65535}, max_block[3] = {1024, 1024, 64};
+enum { MAX_BLOCK_THREADS = 1024 };
+
+/* True when every output is empty: there is nothing to compute, whatever the launch. */
+static bool outputs_empty(const ExecPlan *b) {
+  for (int p = b->nin; p < b->nparams; p++)
+    if (cf_tensor_numel(b->tensors[p]) != 0) return false;
+  return b->nparams > b->nin;
+}
+
+static cf_status check_launch(cf_executor *e) {
+  const int64_t *g = e->last.grid, *t = e->last.block;
+  for (int d = 0; d < 3; d++)
+    if (g[d] < 1 || g[d] > max_grid[d] || t[d] < 1 || t[d] > max_block[d] ||
+        (d == 2 && t[0] * t[1] * t[2] > MAX_BLOCK_THREADS))
+      return exec_error(e, CF_ERR_INVALID_ARGUMENT,
+                        "run: launch grid (%lld, %lld, %lld) block (%lld, %lld, %lld) for these input sizes is outside "
+                        "the limits: grid x 1..%lld, y and z 1..%lld; block x and y 1..%lld, z 1..%lld, at most %d "
+                        "threads",
+                        (long long)g[0], (long long)g[1], (long long)g[2], (long long)t[0], (long long)t[1],
+                        (long long)t[2], (long long)max_grid[0], (long long)max_grid[1], (long long)max_block[0],
+                        (long long)max_block[2], MAX_BLOCK_THREADS);
   return CF_OK;
 }
 
@@ -328,9 +449,13 @@ cf_status cf_executor_run_async(cf_executor *e, void *stream, int ninputs, const
   s = bind_inputs(e, inputs);
   if (!s && e->cc->backend == CF_BACKEND_CUDA) s = exec_run_target_cuda(e, ninputs, inputs, noutputs, outputs, &rt);
   if (!s) s = bind_outputs(e, &rt, outputs);
+  if (!s) s = check_aliasing(e);
   if (!s) s = run_checks(e);
   if (!s) s = launch_dims(e);
-  if (!s) s = timed_launch(e, &rt);
+  /* Zero-size outputs: no launch (a grid of 0 blocks is not a valid launch). */
+  bool skip = !s && outputs_empty(b);
+  if (!s && !skip) s = check_launch(e);
+  if (!s && !skip) s = timed_launch(e, &rt);
   for (int i = 0; i < noutputs; i++) {
     DLManagedTensor **a = &b->allocated[b->nin + i];
     if (s) cf_tensor_free(*a);

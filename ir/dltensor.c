@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/checked.h"
 #include "ir/dtype.h"
 
 /* ---- names of the enumerations ----------------------------------------------------------- */
@@ -248,22 +249,16 @@ static void host_deleter(DLManagedTensor *m) {
   free(m);
 }
 
+/* Sizes, strides and the byte count go through the checked helpers: a tensor whose
+ * footprint overflows int64 or size_t is refused (NULL), never given a wrapped buffer. */
 static DLManagedTensor *host_alloc(cf_dtype dtype, int rank, const int64_t *sizes, const int64_t *strides) {
-  if (!ir_dtype_valid(dtype) || rank < 0 || (rank > 0 && !sizes)) return NULL;
-  int64_t span = 1; /* elements the strided footprint covers */
-  for (int d = 0; d < rank; d++) {
-    if (sizes[d] < 0 || (strides && strides[d] < 0)) return NULL;
-    if (sizes[d] == 0) span = 0;
-  }
-  if (span) {
-    int64_t s = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-      span += (sizes[d] - 1) * (strides ? strides[d] : s);
-      s *= sizes[d];
-    }
-  }
+  if (!ir_dtype_valid(dtype) || rank < 0 || rank > CF_MAX_RANK || (rank > 0 && !sizes)) return NULL;
+  int64_t span, numel;
+  size_t bytes;
+  if (!ck_numel(rank, sizes, &numel) || !ck_span(rank, sizes, strides, &span) ||
+      !ck_bytes(span, cf_dtype_size(dtype), 64, &bytes))
+    return NULL;
   HostTensor *h = calloc(1, sizeof *h + sizeof(int64_t) * 2 * (size_t)rank);
-  size_t bytes = ((size_t)span * cf_dtype_size(dtype) + 63) / 64 * 64;
   void *data = h ? aligned_alloc(64, bytes ? bytes : 64) : NULL;
   if (!data) {
     free(h);
@@ -301,10 +296,9 @@ void cf_tensor_free(DLManagedTensor *t) {
 }
 
 int64_t cf_tensor_numel(const DLTensor *t) {
-  if (!t) return 0;
-  int64_t n = 1;
-  for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
-  return n;
+  int64_t n;
+  if (!t || t->ndim < 0 || (t->ndim > 0 && !t->shape)) return 0;
+  return ck_numel(t->ndim, t->shape, &n) ? n : -1;
 }
 
 /* Element offset of logical (row-major) index `linear`; coords[] receives the coordinate

@@ -197,6 +197,9 @@ static cf_status check_input_type(Eval *ev, int i, Val *tv, const DLTensor *t) {
   if (t->ndim != TV(tv)->nlogical)
     return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has %d dimensions, expected %d", i, name, t->ndim,
                       TV(tv)->nlogical);
+  if (t->ndim > 0 && !t->shape) return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has no shape", i, name);
+  if (cf_tensor_numel(t) < 0)
+    return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has a negative size or too many elements", i, name);
   if (!t->data && cf_tensor_numel(t) > 0)
     return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has no data", i, name);
   return CF_OK;
@@ -469,6 +472,7 @@ cf_status cf_fusion_evaluate(cf_fusion *f, int ninputs, const DLTensor *const *i
   cf_status s = check_call(f, ninputs, inputs, outputs);
   if (s) return s;
   for (int i = 0; i < f->outputs.len; i++) outputs[i] = NULL;
+  if ((s = ir_verify_sources(f))) return s;
   Eval ev = {.f = f, .bufs = calloc((size_t)f->vals.len + 1, sizeof(EvalBuf))};
   s = ev.bufs ? check_inputs(&ev, ninputs, inputs) : ir_error(f, CF_ERR_OUT_OF_MEMORY, "evaluate: out of memory");
   int n = 0;

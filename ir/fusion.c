@@ -141,6 +141,8 @@ cf_status cf_fusion_add_input(cf_fusion *f, cf_tv *t) {
   if (v->def)
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, v,
                        "add_input: T%d is computed by an expression and cannot be an input", v->name);
+  if (ir_tv_is_output(f, v))
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, v, "add_input: T%d is an output; a tensor cannot be both", v->name);
   if (!ptrvec_contains(&f->inputs, v)) ptrvec_push(f->arena, &f->inputs, v);
   TV(v)->mem = CF_MEM_GLOBAL;
   return CF_OK;
@@ -172,39 +174,69 @@ bool ir_tv_is_output(const cf_fusion *f, const Val *tv) { return ptrvec_contains
 
 static bool is_tensor_expr(const Expr *e) { return e && ir_op_kind(e->op) != OPK_TRANSFORM && e->nout > 0 && e->out[0]->kind == VAL_TV; }
 
-/* Post-order DFS from the outputs: producers before consumers, in first-use order. */
-static void visit_expr(Arena *a, const cf_fusion *f, Expr *e, char *seen, PtrVec *order) {
-  if (!is_tensor_expr(e) || e->out[0]->fusion != f || seen[e->id]) return;
-  seen[e->id] = 1;
-  for (int i = 0; i < e->nin; i++)
-    if (e->in[i]->kind == VAL_TV) visit_expr(a, f, e->in[i]->def, seen, order);
-  ptrvec_push(a, order, e);
+/* Post-order DFS from the outputs: producers before consumers, in first-use order. The
+ * walk is iterative, with an explicit stack of (expression, next operand) frames, so a
+ * chain of a million ops does not overflow the C stack. seen: 1 entered, 2 emitted. */
+typedef struct Frame {
+  Expr *e;
+  int next;
+} Frame;
+
+static void walk_from(Arena *a, const cf_fusion *f, Expr *root, char *seen, Frame *stack, PtrVec *order) {
+  int top = 0;
+  if (!is_tensor_expr(root) || root->out[0]->fusion != f || seen[root->id]) return;
+  seen[root->id] = 1;
+  stack[top++] = (Frame){root, 0};
+  while (top > 0) {
+    Frame *fr = &stack[top - 1];
+    if (fr->next < fr->e->nin) {
+      Val *in = fr->e->in[fr->next++];
+      Expr *d = in->kind == VAL_TV ? in->def : NULL;
+      if (is_tensor_expr(d) && d->out[0]->fusion == f && !seen[d->id]) {
+        seen[d->id] = 1;
+        stack[top++] = (Frame){d, 0};
+      }
+      continue;
+    }
+    seen[fr->e->id] = 2;
+    ptrvec_push(a, order, fr->e);
+    top--;
+  }
 }
 
 Expr **ir_fusion_tensor_exprs_in(Arena *a, cf_fusion *f, int *n) {
   char *seen = arena_alloc(a, (size_t)f->exprs.len + 1);
+  Frame *stack = ARENA_ARRAY(a, Frame, f->exprs.len + 1);
   PtrVec order = {0};
-  for (int i = 0; i < f->outputs.len; i++) visit_expr(a, f, ((Val *)f->outputs.items[i])->def, seen, &order);
+  for (int i = 0; seen && stack && i < f->outputs.len; i++)
+    walk_from(a, f, ((Val *)f->outputs.items[i])->def, seen, stack, &order);
   *n = order.len;
   return (Expr **)order.items;
 }
 
 Expr **ir_fusion_tensor_exprs(cf_fusion *f, int *n) { return ir_fusion_tensor_exprs_in(f->arena, f, n); }
 
+/* Linear: membership is a byte per Val id, not a search of the list so far. */
+static void push_tv_once(Arena *a, PtrVec *tvs, char *in_list, Val *tv) {
+  if (in_list[tv->id]) return;
+  in_list[tv->id] = 1;
+  ptrvec_push(a, tvs, tv);
+}
+
 Val **ir_fusion_all_tvs_in(Arena *a, cf_fusion *f, int *n) {
   int ne;
   Expr **exprs = ir_fusion_tensor_exprs_in(a, f, &ne);
   PtrVec tvs = {0};
-  for (int i = 0; i < f->inputs.len; i++) ptrvec_push(a, &tvs, f->inputs.items[i]);
+  char *in_list = arena_alloc(a, (size_t)f->vals.len + 1);
+  *n = 0;
+  if (!in_list) return NULL;
+  for (int i = 0; i < f->inputs.len; i++) push_tv_once(a, &tvs, in_list, f->inputs.items[i]);
   for (int i = 0; i < ne; i++) {
     for (int j = 0; j < exprs[i]->nin; j++)
-      if (exprs[i]->in[j]->kind == VAL_TV && !ptrvec_contains(&tvs, exprs[i]->in[j]))
-        ptrvec_push(a, &tvs, exprs[i]->in[j]);
-    for (int j = 0; j < exprs[i]->nout; j++)
-      if (!ptrvec_contains(&tvs, exprs[i]->out[j])) ptrvec_push(a, &tvs, exprs[i]->out[j]);
+      if (exprs[i]->in[j]->kind == VAL_TV) push_tv_once(a, &tvs, in_list, exprs[i]->in[j]);
+    for (int j = 0; j < exprs[i]->nout; j++) push_tv_once(a, &tvs, in_list, exprs[i]->out[j]);
   }
-  for (int i = 0; i < f->outputs.len; i++)
-    if (!ptrvec_contains(&tvs, f->outputs.items[i])) ptrvec_push(a, &tvs, f->outputs.items[i]);
+  for (int i = 0; i < f->outputs.len; i++) push_tv_once(a, &tvs, in_list, f->outputs.items[i]);
   *n = tvs.len;
   return (Val **)tvs.items;
 }

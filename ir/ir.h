@@ -343,6 +343,10 @@ bool ir_mem_distributed_across(cf_memory_type m, cf_parallel_type p);
  * TID and BID): an axis on p is always allocated, and a write done once is read by all. */
 bool ir_mem_shared_across(cf_memory_type m, cf_parallel_type p);
 
+/* The part of cf_fusion_verify about the user's graph (verify.c): every output and every
+ * operand reachable from one is computed or an input, and no tensor is both. */
+cf_status ir_verify_sources(cf_fusion *f);
+
 /* ---- printing (printer.c) ---------------------------------------------------------------- */
 
 void ir_print_scalar(StrBuf *b, const Val *v);

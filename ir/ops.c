@@ -278,8 +278,8 @@ static bool check_broadcast(cf_fusion *f, Val *tv, int n, int out_rank, const bo
     ir_error(f, CF_ERR_INVALID_ARGUMENT, "broadcast: argument 3 (is_broadcast) is NULL");
     return false;
   }
-  if (out_rank < 0) {
-    ir_error(f, CF_ERR_INVALID_ARGUMENT, "broadcast: out_rank %d is negative", out_rank);
+  if (out_rank < 0 || out_rank > CF_MAX_RANK) {
+    ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "broadcast: out_rank %d is outside 0..%d", out_rank, CF_MAX_RANK);
     return false;
   }
   int kept = 0;

@@ -7,9 +7,8 @@
  * nvFuser's makeContigConcreteTensor. */
 #include <string.h>
 
+#include "ir/checked.h"
 #include "ir/ir.h"
-
-enum { CF_MAX_RANK = 16 };
 
 Val *ir_id_new(cf_fusion *f, Val *extent, cf_iter_type type) {
   Val *id = ir_val_new(f, VAL_ID, CF_INT64);
@@ -84,6 +83,13 @@ cf_tv *cf_tensor_concrete(cf_fusion *f, cf_dtype dtype, int rank, const int64_t 
       return NULL;
     }
     ids[i] = ir_id_new(f, ir_const_int(f, sizes[i]), sizes[i] == 1 ? CF_ITER_BROADCAST : CF_ITER_ITERATION);
+  }
+  int64_t numel;
+  size_t bytes;
+  if (!ck_numel(rank, sizes, &numel) || !ck_bytes(numel, cf_dtype_size(dtype), 1, &bytes)) {
+    ir_error(f, CF_ERR_INVALID_ARGUMENT, "tensor_concrete: the sizes' product overflows int64 bytes of %s",
+             cf_dtype_name(dtype));
+    return NULL;
   }
   return ir_tv_handle(ir_tv_new(f, dtype, rank, ids));
 }

@@ -9,6 +9,7 @@
  * so a refused call leaves the tensor as it was. */
 #include <string.h>
 
+#include "ir/checked.h"
 #include "ir/ir.h"
 
 /* A broadcast axis holds one element however it is split: both halves are broadcast axes
@@ -102,6 +103,9 @@ static cf_status split_impl(cf_fusion *f, cf_tv *t, int axis, int64_t factor, bo
   if (a < 0) return f->status;
   if (factor <= 0)
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: factor %lld is not positive", what, (long long)factor);
+  if (factor > IR_MAX_SPLIT_FACTOR)
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: factor %lld exceeds the largest split factor %lld", what,
+                       (long long)factor, (long long)IR_MAX_SPLIT_FACTOR);
   if ((s = check_transformable(f, what, tv, a))) return s;
   Val *outer, *in;
   if (!ir_id_split(f, TV(tv)->loop[a], ir_const_int(f, factor), inner, &outer, &in))
@@ -139,6 +143,10 @@ cf_status cf_merge(cf_fusion *f, cf_tv *t, int axis) {
   if (rx != ry && ID(x)->iter_type != CF_ITER_BROADCAST && ID(y)->iter_type != CF_ITER_BROADCAST)
     return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv,
                        "merge: axes %d and %d mix a reduction axis with an iteration axis", a, a + 1);
+  int64_t ex, ey, prod;
+  if (ir_scalar_const_value(ID(x)->extent, &ex) && ir_scalar_const_value(ID(y)->extent, &ey) && !ck_mul(ex, ey, &prod))
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "merge: extents %lld and %lld of axes %d and %d overflow int64",
+                       (long long)ex, (long long)ey, a, a + 1);
   Val *m = ir_id_merge(f, x, y);
   if (!m) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "merge: out of memory");
   Val **ids = ARENA_ARRAY(f->arena, Val *, tvw->nloop);

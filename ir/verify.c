@@ -9,23 +9,31 @@
  * domains derive from its root/logical domain through its own transform history, that
  * every logical axis reaches the loop domain, and that its positions (compute-at,
  * max-producer, tensor-memory dim-sep) and contiguity are in range. A violation is
- * CF_ERR_INTERNAL with a message naming the invariant and the tensor. */
+ * CF_ERR_INTERNAL with a message naming the invariant and the tensor. It also refuses
+ * what a user can get wrong and no builder call catches (the executor runs it before
+ * lowering): an output or operand neither computed nor an input, a tensor both input
+ * and output (CF_ERR_INVALID_ARGUMENT), an allocation domain that does not cover a
+ * logical axis (CF_ERR_INVALID_SCHEDULE). Linear in the fusion's size: marks are cleared
+ * one by one and walks use a scratch arena. */
 #include <stdlib.h>
 
 #include "ir/ir.h"
 
-static cf_status fail(cf_fusion *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static cf_status fail(cf_fusion *f, const char *fmt, ...) {
+/* Records "verify: <message>" on f with status s. Broken invariants are CF_ERR_INTERNAL
+ * (fail); the user's own mistakes carry the status that says what they are. */
+static cf_status user_error(cf_fusion *f, cf_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static cf_status user_error(cf_fusion *f, cf_status s, const char *fmt, ...) {
   StrBuf b = {0};
   va_list ap;
   va_start(ap, fmt);
   sb_puts(&b, "verify: ");
   sb_vprintf(&b, fmt, ap);
   va_end(ap);
-  cf_status s = ir_error(f, CF_ERR_INTERNAL, "%s", b.data ? b.data : "");
+  cf_status r = ir_error(f, s, "%s", b.data ? b.data : "");
   sb_free(&b);
-  return s;
+  return r;
 }
+#define fail(f, ...) user_error((f), CF_ERR_INTERNAL, __VA_ARGS__)
 
 static bool has_ptr(Val *const *v, int n, const void *p) {
   for (int i = 0; i < n; i++)
@@ -106,6 +114,37 @@ static cf_status check_tensor_exprs(cf_fusion *f) {
   return CF_OK;
 }
 
+/* The mistakes a user can make while building (not broken invariants, so not internal
+ * errors): an output or an operand that nothing computes and that is not an input, and
+ * a tensor that is both an input and an output. Outputs come first so the message names
+ * what the user asked for. */
+cf_status ir_verify_sources(cf_fusion *f) {
+  for (int i = 0; i < f->outputs.len; i++) {
+    Val *v = f->outputs.items[i];
+    if (ir_tv_is_input(f, v))
+      return user_error(f, CF_ERR_INVALID_ARGUMENT, "%s is both an input and an output", TV(v)->display_name);
+    if (!v->def)
+      return user_error(f, CF_ERR_INVALID_ARGUMENT, "output %s is not computed by any expression and is not an input",
+                        TV(v)->display_name);
+  }
+  Arena *scratch = arena_create();
+  int n;
+  if (!scratch) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "verify: out of memory");
+  Expr **exprs = ir_fusion_tensor_exprs_in(scratch, f, &n);
+  cf_status s = CF_OK;
+  for (int i = 0; !s && i < n; i++) {
+    Expr *e = exprs[i];
+    for (int j = 0; !s && j < e->nin; j++)
+      if (!e->in[j]->def && !ir_tv_is_input(f, e->in[j]))
+        s = user_error(f, CF_ERR_INVALID_ARGUMENT,
+                       "%s, operand %d of the %s defining %s, is not computed by any expression and is not an "
+                       "input; add it with cf_fusion_add_input",
+                       TV(e->in[j])->display_name, j, ir_op_name(e->op), TV(e->out[0])->display_name);
+  }
+  arena_destroy(scratch);
+  return s;
+}
+
 /* ---- one TensorView -------------------------------------------------------------------- */
 
 static char *id_str(const Val *id) {
@@ -134,11 +173,11 @@ static cf_status check_domain(cf_fusion *f, Val *tv, const char *what, Val *cons
 }
 
 /* Loop and allocation axes must derive from the root/logical axes through the history;
- * every logical axis must reach the loop domain. `mark` is scratch indexed by Val id. */
-static cf_status check_history(cf_fusion *f, Val *tv, char *mark) {
+ * every logical axis must reach the loop domain. `mark` is scratch indexed by Val id,
+ * all zero on entry and on return (only the entries set here are cleared, so verifying a
+ * fusion stays linear in its size). */
+static cf_status check_derived(cf_fusion *f, Val *tv, char *mark, Expr **hist, int nh) {
   TensorView *t = TV(tv);
-  int nh;
-  Expr **hist = ir_tv_history(f, tv, &nh);
   for (int i = 0; i < t->nroot; i++) mark[t->root[i]->id] = 1;
   for (int i = 0; i < t->nlogical; i++) mark[t->logical[i]->id] = 1;
   for (int i = 0; i < nh; i++) {
@@ -153,17 +192,67 @@ static cf_status check_history(cf_fusion *f, Val *tv, char *mark) {
   for (int i = 0; t->alloc && i < t->nalloc; i++)
     if (!mark[t->alloc[i]->id])
       return fail_id(f, tv, "allocation axis", t->alloc[i], "is not derived from the logical domain");
-  /* Backwards from the loop domain: 2 marks what reaches it. */
-  for (int i = 0; i < t->nloop; i++) mark[t->loop[i]->id] = 2;
+  return CF_OK;
+}
+
+/* Backwards from `dom`: marks 2 on what reaches it. With `all`, an expression's inputs
+ * are reached only when all its outputs are (a split's two halves, both swizzled axes):
+ * what an allocation domain covers; without, when any is (what a loop nest visits). */
+static void mark_reaching(Val *const *dom, int n, Expr **hist, int nh, char *mark, bool all) {
+  for (int i = 0; i < n; i++) mark[dom[i]->id] = 2;
   for (int i = nh - 1; i >= 0; i--) {
-    bool reaches = false;
-    for (int j = 0; j < hist[i]->nout; j++) reaches |= mark[hist[i]->out[j]->id] == 2;
-    for (int j = 0; reaches && j < hist[i]->nin; j++) mark[hist[i]->in[j]->id] = 2;
+    int reached = 0;
+    for (int j = 0; j < hist[i]->nout; j++) reached += mark[hist[i]->out[j]->id] == 2;
+    if (all ? reached == hist[i]->nout : reached > 0)
+      for (int j = 0; j < hist[i]->nin; j++) mark[hist[i]->in[j]->id] = 2;
   }
+}
+
+static void clear_marks(TensorView *t, char *mark, Expr **hist, int nh) {
+  for (int i = 0; i < t->nroot; i++) mark[t->root[i]->id] = 0;
+  for (int i = 0; i < t->nlogical; i++) mark[t->logical[i]->id] = 0;
+  for (int i = 0; i < t->nloop; i++) mark[t->loop[i]->id] = 0;
+  for (int i = 0; t->alloc && i < t->nalloc; i++) mark[t->alloc[i]->id] = 0;
+  for (int i = 0; i < nh; i++) {
+    for (int j = 0; j < hist[i]->nin; j++) mark[hist[i]->in[j]->id] = 0;
+    for (int j = 0; j < hist[i]->nout; j++) mark[hist[i]->out[j]->id] = 0;
+  }
+}
+
+/* Every logical axis reaches the loop domain, and every one that holds data (not a
+ * broadcast or reduction axis) is covered by an allocation domain the user set: one that
+ * misses an axis would be indexed as if it were smaller than the tensor. */
+static cf_status check_reach(cf_fusion *f, Val *tv, char *mark, Expr **hist, int nh) {
+  TensorView *t = TV(tv);
+  mark_reaching(t->loop, t->nloop, hist, nh, mark, false);
   for (int i = 0; i < t->nlogical; i++)
     if (mark[t->logical[i]->id] != 2)
       return fail_id(f, tv, "logical axis", t->logical[i], "does not reach the loop domain");
+  if (!t->alloc) return CF_OK;
+  clear_marks(t, mark, hist, nh);
+  mark_reaching(t->alloc, t->nalloc, hist, nh, mark, true);
+  for (int i = 0; i < t->nlogical; i++) {
+    Val *id = t->logical[i];
+    if (mark[id->id] == 2 || ID(id)->iter_type != CF_ITER_ITERATION) continue;
+    char *s = id_str(id);
+    cf_status r = user_error(f, CF_ERR_INVALID_SCHEDULE, "%s: the allocation domain does not cover logical axis %s",
+                             t->display_name, s ? s : "?");
+    free(s);
+    return r;
+  }
   return CF_OK;
+}
+
+static cf_status check_history(cf_fusion *f, Val *tv, char *mark, Arena *scratch) {
+  int nh;
+  Expr **hist = ir_tv_history_in(scratch, tv, &nh);
+  cf_status s = check_derived(f, tv, mark, hist, nh);
+  if (!s) {
+    clear_marks(TV(tv), mark, hist, nh);
+    s = check_reach(f, tv, mark, hist, nh);
+  }
+  clear_marks(TV(tv), mark, hist, nh);
+  return s;
 }
 
 static cf_status check_positions(cf_fusion *f, Val *tv) {
@@ -190,7 +279,7 @@ static cf_status check_positions(cf_fusion *f, Val *tv) {
   return CF_OK;
 }
 
-static cf_status check_tv(cf_fusion *f, Val *tv, char *mark) {
+static cf_status check_tv(cf_fusion *f, Val *tv, char *mark, Arena *scratch) {
   TensorView *t = TV(tv);
   cf_status s;
   if ((s = check_domain(f, tv, "root", t->root, t->nroot)) ||
@@ -205,7 +294,7 @@ static cf_status check_tv(cf_fusion *f, Val *tv, char *mark) {
       return fail_id(f, tv, "logical axis", t->logical[i], "is not in the root domain");
     if (ID(t->logical[i])->tv != tv) return fail_id(f, tv, "logical axis", t->logical[i], "belongs to another tensor");
   }
-  if ((s = check_history(f, tv, mark))) return s;
+  if ((s = check_history(f, tv, mark, scratch))) return s;
   return check_positions(f, tv);
 }
 
@@ -213,15 +302,14 @@ cf_status cf_fusion_verify(cf_fusion *f) {
   if (!f) return CF_ERR_INVALID_ARGUMENT;
   if (f->status) return f->status;
   cf_status s;
-  if ((s = check_ids(f)) || (s = check_links(f)) || (s = check_tensor_exprs(f))) return s;
+  if ((s = check_ids(f)) || (s = check_links(f)) || (s = check_tensor_exprs(f)) || (s = ir_verify_sources(f))) return s;
+  Arena *scratch = arena_create();
   int n;
-  Val **tvs = ir_fusion_all_tvs(f, &n);
-  char *mark = malloc((size_t)f->vals.len + 1);
-  if (!mark) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "verify: out of memory");
-  for (int i = 0; !s && i < n; i++) {
-    for (int j = 0; j < f->vals.len; j++) mark[j] = 0;
-    s = check_tv(f, tvs[i], mark);
-  }
+  Val **tvs = scratch ? ir_fusion_all_tvs_in(scratch, f, &n) : NULL;
+  char *mark = calloc((size_t)f->vals.len + 1, 1);
+  if (!scratch || !mark) s = ir_error(f, CF_ERR_OUT_OF_MEMORY, "verify: out of memory");
+  for (int i = 0; !s && i < n; i++) s = check_tv(f, tvs[i], mark, scratch);
   free(mark);
+  arena_destroy(scratch);
   return s;
 }

@@ -85,10 +85,39 @@ static void consumer_limit(const IdMap *m, Val *tv, Val *c, bool best_effort, Li
     }                                                                                  \
   }
 
+/* What the loop-graph checks read, made once per public call and kept current as
+ * positions change (the graph is joined as each tensor is inlined). */
+typedef struct LoopCheck {
+  LoopGraph *g;
+  Arena *scratch;
+  Val **tvs;
+  int ntvs;
+  bool any_reduction; /* no reduction axis anywhere: no reduction to protect */
+} LoopCheck;
+
+static void loop_check_free(LoopCheck *lc) {
+  sched_loop_graph_free(lc->g);
+  arena_destroy(lc->scratch);
+}
+
+static bool loop_check_init(cf_fusion *f, LoopCheck *lc) {
+  *lc = (LoopCheck){sched_loop_graph_build(f), arena_create(), NULL, 0, false};
+  if (lc->g && lc->scratch) lc->tvs = ir_fusion_all_tvs_in(lc->scratch, f, &lc->ntvs);
+  for (int a = 0; a < lc->ntvs; a++)
+    for (int j = 0; j < TV(lc->tvs[a])->nloop; j++) lc->any_reduction |= ID(TV(lc->tvs[a])->loop[j])->iter_type == CF_ITER_REDUCTION;
+  if (lc->tvs) return true;
+  loop_check_free(lc);
+  ir_error(f, CF_ERR_OUT_OF_MEMORY, "scheduler: out of memory checking loops");
+  return false;
+}
+
 /* Sharing loop i with all consumers joins their loops into one: that loop must not hold a
  * reduction and a reader of its result (the normalization pattern), nor leave out a
  * tensor computed between two of its members (loop_graph.c). */
-static void reduction_limit(const LoopGraph *g, Val **tvs, int ntvs, Val *tv, Limit *l) {
+static void reduction_limit(const LoopCheck *lc, Val *tv, Limit *l) {
+  const LoopGraph *g = lc->g;
+  Val **tvs = lc->tvs;
+  int ntvs = lc->ntvs;
   int nconsumers = 0;
   FOR_CONSUMERS(tv, c, { (void)c; nconsumers++; })
   Val **ids = malloc(sizeof(Val *) * (size_t)(nconsumers + 1));
@@ -98,8 +127,10 @@ static void reduction_limit(const LoopGraph *g, Val **tvs, int ntvs, Val *tv, Li
     FOR_CONSUMERS(tv, c, {
       if (i < TV(c)->nloop) ids[n++] = TV(c)->loop[i];
     })
-    Val *s = NULL, *reader = NULL, *between = sched_loop_between(g, tvs, ntvs, ids, n);
-    if (!between && !sched_loop_conflict(g, tvs, ntvs, ids, n, &s, &reader)) continue;
+    /* With one consumer the loops joined are a producer's and its consumer's: nothing can
+     * sit between them (lowering's expression sort still refuses what cannot be nested). */
+    Val *s = NULL, *reader = NULL, *between = n > 2 ? sched_loop_between(g, tvs, ntvs, ids, n) : NULL;
+    if (!between && !(lc->any_reduction && sched_loop_conflict(g, tvs, ntvs, ids, n, &s, &reader))) continue;
     l->pos = i;
     l->why = between ? WHY_SPLITS_LOOP : WHY_READS_REDUCTION;
     l->reduction = s;
@@ -109,24 +140,21 @@ static void reduction_limit(const LoopGraph *g, Val **tvs, int ntvs, Val *tv, Li
   free(ids);
 }
 
-static Limit max_pos(const IdMap *m, Val *tv, bool best_effort) {
+static Limit max_pos(const IdMap *m, const LoopCheck *lc, Val *tv, bool best_effort) {
   Limit l;
   self_limit(tv, best_effort, &l);
   FOR_CONSUMERS(tv, c, { consumer_limit(m, tv, c, best_effort, &l); })
-  cf_fusion *f = tv->fusion;
-  LoopGraph *g = l.pos > 0 ? sched_loop_graph_build(f) : NULL;
-  Arena *scratch = g ? arena_create() : NULL;
-  if (scratch) {
-    int ntvs;
-    Val **tvs = ir_fusion_all_tvs_in(scratch, f, &ntvs);
-    reduction_limit(g, tvs, ntvs, tv, &l);
-  }
-  arena_destroy(scratch);
-  sched_loop_graph_free(g);
+  if (l.pos > 0) reduction_limit(lc, tv, &l);
   return l;
 }
 
-int sched_max_inline_pos(const IdMap *m, Val *tv, bool best_effort) { return max_pos(m, tv, best_effort).pos; }
+int sched_max_inline_pos(const IdMap *m, Val *tv, bool best_effort) {
+  LoopCheck lc;
+  if (!loop_check_init(tv->fusion, &lc)) return 0;
+  int pos = max_pos(m, &lc, tv, best_effort).pos;
+  loop_check_free(&lc);
+  return pos;
+}
 
 /* "axis 2 (iS7{4}) is a reduction axis", or the other reasons, into b. */
 static void describe_limit(StrBuf *b, Val *tv, const Limit *l) {
@@ -193,13 +221,12 @@ static void update_max_producer_pos(const IdMap *m, Val *c) {
   }
 }
 
-cf_status sched_inline_at(cf_fusion *f, const IdMap *m, Val *tv, int pos, bool best_effort, bool skip_inputs,
-                          const char *what) {
-  (void)skip_inputs;
+static cf_status inline_at(cf_fusion *f, const IdMap *m, LoopCheck *lc, Val *tv, int pos, bool best_effort,
+                           const char *what) {
   /* A fusion input is computed before the kernel: inlining it is a no-op (as in nvFuser). */
   if (ir_tv_is_input(f, tv)) return CF_OK;
   TensorView *t = TV(tv);
-  Limit l = max_pos(m, tv, best_effort);
+  Limit l = max_pos(m, lc, tv, best_effort);
   int p = best_effort && pos > l.pos ? l.pos : pos;
   /* A broadcast axis costs nothing to allocate, so inlining it gains nothing; keeping it
    * outside leaves its consumers free to schedule that axis as they like. */
@@ -207,7 +234,10 @@ cf_status sched_inline_at(cf_fusion *f, const IdMap *m, Val *tv, int pos, bool b
   if (p > l.pos) return refuse(f, what, tv, pos, &l);
   if (p <= t->ca_pos) return CF_OK;
   t->ca_pos = p;
-  FOR_CONSUMERS(tv, c, { update_max_producer_pos(m, c); })
+  FOR_CONSUMERS(tv, c, {
+    update_max_producer_pos(m, c);
+    for (int j = 0; j < p && j < TV(c)->nloop; j++) sched_loop_graph_join(lc->g, t->loop[j], TV(c)->loop[j]);
+  })
   return CF_OK;
 }
 
@@ -235,8 +265,13 @@ static cf_status inline_at_api(cf_fusion *f, cf_tv *handle, int pos, bool best_e
   int p = sched_wrap_pos(f, what, tv, pos);
   if (p < 0) return f->status;
   IdMap *m = sched_idmap_build(f, true);
-  if (!m) return f->status;
-  s = sched_inline_at(f, m, tv, p, best_effort, false, what);
+  LoopCheck lc;
+  if (!m || !loop_check_init(f, &lc)) {
+    sched_idmap_free(m);
+    return f->status;
+  }
+  s = inline_at(f, m, &lc, tv, p, best_effort, what);
+  loop_check_free(&lc);
   sched_idmap_free(m);
   return s;
 }
@@ -251,14 +286,16 @@ cf_status cf_inline_most(cf_fusion *f) {
   if (!f) return CF_ERR_INVALID_ARGUMENT;
   if (f->status) return f->status;
   IdMap *m = sched_idmap_build(f, true);
-  if (!m) return f->status;
-  int n;
-  Arena *scratch = arena_create();
-  Val **tvs = ir_fusion_all_tvs_in(scratch, f, &n);
+  LoopCheck lc;
+  if (!m || !loop_check_init(f, &lc)) {
+    sched_idmap_free(m);
+    return f->status;
+  }
   cf_status s = CF_OK;
   /* Consumers first: a producer's legality depends on the loops its consumers share. */
-  for (int i = n - 1; i >= 0 && !s; i--) s = sched_inline_at(f, m, tvs[i], TV(tvs[i])->nloop, true, true, "inline_most");
-  arena_destroy(scratch);
+  for (int i = lc.ntvs - 1; i >= 0 && !s; i--)
+    s = inline_at(f, m, &lc, lc.tvs[i], TV(lc.tvs[i])->nloop, true, "inline_most");
+  loop_check_free(&lc);
   sched_idmap_free(m);
   return s;
 }
@@ -283,13 +320,14 @@ static cf_status inline_along(cf_fusion *f, Arena *a, const SpanTree *tree, int 
     if (!sched_tab_put(&index, tv, (void *)(intptr_t)(i + 1))) s = ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   }
   /* Applied consumers first: a producer's legality depends on the loops its consumers share. */
-  int n = 0;
-  Val **tvs = s ? NULL : ir_fusion_all_tvs_in(a, f, &n);
-  for (int k = n - 1; !s && k >= 0; k--) {
-    Val *tv = tvs[k];
+  LoopCheck lc = {0};
+  if (!s && !loop_check_init(f, &lc)) s = f->status;
+  for (int k = s ? -1 : lc.ntvs - 1; !s && k >= 0; k--) {
+    Val *tv = lc.tvs[k];
     int i = (int)(intptr_t)sched_tab_get(&index, tv) - 1;
-    if (i >= 0 && (!only || sched_tab_get(only, tv))) s = sched_inline_at(f, m, tv, at[i], best_effort, true, what);
+    if (i >= 0 && (!only || sched_tab_get(only, tv))) s = inline_at(f, m, &lc, tv, at[i], best_effort, what);
   }
+  if (lc.tvs) loop_check_free(&lc);
   sched_idmap_free(m);
   return s;
 }

@@ -74,7 +74,9 @@ LoopGraph *sched_loop_graph_build(cf_fusion *f) {
   return g;
 }
 
-int sched_loop_group(const LoopGraph *g, const Val *id) { return id->id < g->n ? g->parent[id->id] : id->id; }
+int sched_loop_group(const LoopGraph *g, const Val *id) { return id->id < g->n ? find(g, id->id) : id->id; }
+
+void sched_loop_graph_join(LoopGraph *g, const Val *a, const Val *b) { join(g, a, b); }
 
 bool sched_same_loop(const LoopGraph *g, const Val *a, const Val *b) {
   return a == b || sched_loop_group(g, a) == sched_loop_group(g, b);
@@ -88,14 +90,23 @@ void sched_loop_graph_free(LoopGraph *g) {
 
 /* ---- reductions and their readers --------------------------------------------------- */
 
-/* Whether t is s or is computed from s. `mark` (by Expr id) remembers visited exprs. */
-static bool depends_on(const Val *t, const Val *s, char *mark) {
-  if (t == s) return true;
-  const Expr *d = t->def;
-  if (!is_tensor_expr(d) || mark[d->id]) return false;
-  mark[d->id] = 1;
-  for (int i = 0; i < d->nin; i++)
-    if (d->in[i]->kind == VAL_TV && depends_on(d->in[i], s, mark)) return true;
+/* Whether t is s or is computed from s: a walk up the definitions with an explicit stack
+ * (stack: room for every Val; mark, by Val id, remembers visited tensors). */
+static bool depends_on(const Val *t, const Val *s, char *mark, const Val **stack) {
+  int n = 0;
+  stack[n++] = t;
+  mark[t->id] = 1;
+  while (n) {
+    const Val *v = stack[--n];
+    if (v == s) return true;
+    const Expr *d = v->def;
+    if (!is_tensor_expr(d)) continue;
+    for (int i = 0; i < d->nin; i++)
+      if (d->in[i]->kind == VAL_TV && !mark[d->in[i]->id]) {
+        mark[d->in[i]->id] = 1;
+        stack[n++] = d->in[i];
+      }
+  }
   return false;
 }
 
@@ -115,7 +126,8 @@ static bool groups_conflict(const LoopGraph *g, Val **tvs, int ntvs, const int *
   cf_fusion *f = g->f;
   Val **members = malloc(sizeof(Val *) * (size_t)(ntvs + 1));
   bool *reduces = malloc(sizeof(bool) * (size_t)(ntvs + 1));
-  char *mark = calloc((size_t)f->exprs.len + 1, 1);
+  char *mark = calloc((size_t)f->vals.len + 1, 1);
+  const Val **stack = malloc(sizeof(Val *) * (size_t)(f->vals.len + 1));
   int n = 0;
   bool any_reduction = false, found = false;
   for (int a = 0; members && reduces && a < ntvs; a++) {
@@ -130,12 +142,12 @@ static bool groups_conflict(const LoopGraph *g, Val **tvs, int ntvs, const int *
     reduces[n++] = red;
     any_reduction |= red;
   }
-  for (int a = 0; mark && any_reduction && a < n && !found; a++) {
+  for (int a = 0; mark && stack && any_reduction && a < n && !found; a++) {
     if (!reduces[a]) continue;
     for (int b = 0; b < n && !found; b++) {
       if (b == a) continue;
-      memset(mark, 0, (size_t)f->exprs.len + 1);
-      if (depends_on(members[b], members[a], mark)) {
+      memset(mark, 0, (size_t)f->vals.len + 1);
+      if (depends_on(members[b], members[a], mark, stack)) {
         *s_out = members[a];
         *reader = members[b];
         found = true;
@@ -145,6 +157,7 @@ static bool groups_conflict(const LoopGraph *g, Val **tvs, int ntvs, const int *
   free(members);
   free(reduces);
   free(mark);
+  free(stack);
   return found;
 }
 
@@ -159,30 +172,37 @@ bool sched_loop_conflict(const LoopGraph *g, Val **tvs, int ntvs, Val *const *id
 
 /* ---- tensors that would have to run inside a loop they are not in ----------------- */
 
-/* down[t]: t is computed from a member; up[t]: a member is computed from t. By Val id. */
-static bool reaches_member_up(const Val *t, const char *member, char *memo) {
-  /* memo: 0 unknown, 1 no, 2 yes */
-  if (memo[t->id]) return memo[t->id] == 2;
-  memo[t->id] = 1;
-  bool r = false;
-  for (int u = 0; u < t->uses.len && !r; u++) {
-    const Expr *e = t->uses.items[u];
-    if (!is_tensor_expr(e)) continue;
-    for (int o = 0; o < e->nout && !r; o++) r = member[e->out[o]->id] || reaches_member_up(e->out[o], member, memo);
+/* Marks in `reach` (by Val id) every tensor from which a member is reachable going down
+ * the uses (up = true: tensors a member is computed from are marked by walking the other
+ * way). Members themselves are the seeds. An explicit stack: chains may be long. */
+static void mark_reaching(Val **tvs, int ntvs, const char *member, char *reach, Val **stack, bool up) {
+  int n = 0;
+  for (int a = 0; a < ntvs; a++)
+    if (member[tvs[a]->id]) stack[n++] = tvs[a];
+  while (n) {
+    Val *v = stack[--n];
+    if (up) {
+      /* v is a member or reaches one: its producers reach it */
+      const Expr *d = v->def;
+      for (int i = 0; is_tensor_expr(d) && i < d->nin; i++) {
+        Val *p = d->in[i];
+        if (p->kind != VAL_TV || reach[p->id]) continue;
+        reach[p->id] = 1;
+        stack[n++] = p;
+      }
+    } else {
+      for (int u = 0; u < v->uses.len; u++) {
+        const Expr *e = v->uses.items[u];
+        if (!is_tensor_expr(e)) continue;
+        for (int o = 0; o < e->nout; o++) {
+          Val *c = e->out[o];
+          if (c->kind != VAL_TV || reach[c->id]) continue;
+          reach[c->id] = 1;
+          stack[n++] = c;
+        }
+      }
+    }
   }
-  memo[t->id] = r ? 2 : 1;
-  return r;
-}
-
-static bool reaches_member_down(const Val *t, const char *member, char *memo) {
-  if (memo[t->id]) return memo[t->id] == 2;
-  memo[t->id] = 1;
-  bool r = false;
-  const Expr *d = t->def;
-  for (int i = 0; is_tensor_expr(d) && i < d->nin && !r; i++)
-    if (d->in[i]->kind == VAL_TV) r = member[d->in[i]->id] || reaches_member_down(d->in[i], member, memo);
-  memo[t->id] = r ? 2 : 1;
-  return r;
 }
 
 Val *sched_loop_between(const LoopGraph *g, Val **tvs, int ntvs, Val *const *ids, int nids) {
@@ -190,21 +210,24 @@ Val *sched_loop_between(const LoopGraph *g, Val **tvs, int ntvs, Val *const *ids
   size_t n = (size_t)f->vals.len + 1;
   char *member = calloc(n, 1), *up = calloc(n, 1), *down = calloc(n, 1);
   int *groups = malloc(sizeof(int) * (size_t)(nids + 1));
+  Val **stack = malloc(sizeof(Val *) * n);
   Val *found = NULL;
-  if (member && up && down && groups) {
+  if (member && up && down && groups && stack) {
     for (int i = 0; i < nids; i++) groups[i] = sched_loop_group(g, ids[i]);
     for (int a = 0; a < ntvs; a++)
       for (int j = 0; j < TV(tvs[a])->nloop; j++)
         if (in_groups(g, TV(tvs[a])->loop[j], groups, nids)) member[tvs[a]->id] = 1;
+    mark_reaching(tvs, ntvs, member, up, stack, true);    /* computed before a member */
+    mark_reaching(tvs, ntvs, member, down, stack, false); /* computed after a member */
     for (int a = 0; a < ntvs && !found; a++) {
       Val *t = tvs[a];
-      if (member[t->id] || ir_tv_is_input(f, t)) continue;
-      if (reaches_member_up(t, member, up) && reaches_member_down(t, member, down)) found = t;
+      if (!member[t->id] && !ir_tv_is_input(f, t) && up[t->id] && down[t->id]) found = t;
     }
   }
   free(member);
   free(up);
   free(down);
   free(groups);
+  free(stack);
   return found;
 }

@@ -77,7 +77,7 @@ static int64_t vector_width(cf_fusion *f, Val *ref) {
 static int add_caches(cf_fusion *f, Val *ref, Val **caches) {
   int n = 0;
   int nin = f->inputs.len, nout = f->outputs.len;
-  Val **ins = arena_memdup(f->arena, f->inputs.items, sizeof(Val *) * (size_t)(nin ? nin : 1));
+  Val **ins = arena_memdup(f->arena, f->inputs.items, sizeof(Val *) * (size_t)nin);
   for (int i = 0; i < nin; i++) {
     bool used = false;
     for (int k = 0; k < ins[i]->uses.len; k++) used |= ir_op_kind(((Expr *)ins[i]->uses.items[k])->op) != OPK_TRANSFORM;

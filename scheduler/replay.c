@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "scheduler/sched.h"
+#include "scheduler/val_map.h"
 
 bool sched_is_base_id(Val *tv, const Val *id) {
   TensorView *t = TV(tv);
@@ -26,12 +27,12 @@ bool sched_is_base_id(Val *tv, const Val *id) {
 }
 
 /* Post-order walk from id back to tv's base domain: inputs before the Expr. */
-static bool visit(Arena *a, Val *tv, Val *id, ValTab *seen, PtrVec *order) {
+static bool visit(Arena *a, Val *tv, Val *id, ValMap *seen, PtrVec *order) {
   Expr *e = id->def;
   if (!e || ir_op_kind(e->op) != OPK_TRANSFORM || sched_is_base_id(tv, id)) return true;
-  if (sched_tab_get(seen, e->out[0])) return true;
+  if (sched_map_get(seen, e->out[0])) return true;
   for (int i = 0; i < e->nout; i++)
-    if (!sched_tab_put(seen, e->out[i], e)) return false;
+    if (!sched_map_put(seen, e->out[i], e)) return false;
   for (int i = 0; i < e->nin; i++)
     if (!visit(a, tv, e->in[i], seen, order)) return false;
   ptrvec_push(a, order, e);
@@ -39,7 +40,7 @@ static bool visit(Arena *a, Val *tv, Val *id, ValTab *seen, PtrVec *order) {
 }
 
 Expr **sched_history_to(Arena *scratch, Val *tv, Val *const *ids, int nids, int *n) {
-  ValTab seen = {.arena = scratch};
+  ValMap seen = {.arena = scratch};
   PtrVec order = {0};
   *n = -1;
   for (int i = 0; i < nids; i++)
@@ -63,8 +64,8 @@ typedef struct Replay {
   cf_fusion *f;
   Arena *a;
   Val *src, *dst;
-  ValTab map;      /* src axis -> dst axis */
-  ValTab consumed; /* dst axes some replayed or kept Expr has used up */
+  ValMap map;      /* src axis -> dst axis */
+  ValMap consumed; /* dst axes some replayed or kept Expr has used up */
   PtrVec frontier; /* dst axes made or reached, in order; minus `consumed` = the loop set */
 } Replay;
 
@@ -109,7 +110,7 @@ static bool make_on_target(Replay *r, const Expr *e, Val *const *ins, Val **outs
 /* Records that dst axes ins were used up by a transform producing outs. */
 static bool advance(Replay *r, Val *const *ins, int nin, Val *const *outs, int nout) {
   for (int i = 0; i < nin; i++)
-    if (!sched_tab_put(&r->consumed, ins[i], r->dst)) return false;
+    if (!sched_map_put(&r->consumed, ins[i], r->dst)) return false;
   for (int o = 0; o < nout; o++) ptrvec_push(r->a, &r->frontier, outs[o]);
   return true;
 }
@@ -124,21 +125,21 @@ static bool mixes_reduction(Val *x, Val *y) {
 static bool replay_expr(Replay *r, const Expr *e) {
   Val *ins[2] = {NULL, NULL}, *outs[2] = {NULL, NULL};
   int mapped = 0;
-  for (int i = 0; i < e->nin; i++) mapped += (ins[i] = sched_tab_get(&r->map, e->in[i])) != NULL;
+  for (int i = 0; i < e->nin; i++) mapped += (ins[i] = sched_map_get(&r->map, e->in[i])) != NULL;
   if (mapped < e->nin) {
     if (e->op != OP_MERGE || mapped != 1) return true;
     int other = ins[0] ? 1 : 0;
     if (ID(e->in[other])->iter_type != CF_ITER_BROADCAST) return true;
-    return sched_tab_put(&r->map, e->out[0], ins[1 - other]);
+    return sched_map_put(&r->map, e->out[0], ins[1 - other]);
   }
   for (int i = 0; i < e->nin; i++)
-    if (sched_tab_get(&r->consumed, ins[i])) return true; /* cannot happen in a tree-shaped history */
+    if (sched_map_get(&r->consumed, ins[i])) return true; /* cannot happen in a tree-shaped history */
   /* A merge of a reduction axis with an iteration axis would reduce across the iteration
    * axis (cf_merge refuses it): the target keeps the two axes apart. */
   if (e->op == OP_MERGE && mixes_reduction(ins[0], ins[1])) return true;
   if (!make_on_target(r, e, ins, outs)) return false;
   for (int o = 0; o < e->nout; o++)
-    if (!sched_tab_put(&r->map, e->out[o], outs[o])) return false;
+    if (!sched_map_put(&r->map, e->out[o], outs[o])) return false;
   return advance(r, ins, e->nin, outs, e->nout);
 }
 
@@ -152,7 +153,7 @@ static bool seed(Replay *r) {
   if (!pi || !ci) return false;
   sched_pairwise_map(p, c, pi, ci, n);
   for (int i = 0; i < n; i++)
-    if (!sched_tab_put(&r->map, dst_is_consumer ? pi[i] : ci[i], dst_is_consumer ? ci[i] : pi[i])) return false;
+    if (!sched_map_put(&r->map, dst_is_consumer ? pi[i] : ci[i], dst_is_consumer ? ci[i] : pi[i])) return false;
   TensorView *t = TV(r->dst);
   for (int i = 0; i < t->nroot; i++) ptrvec_push(r->a, &r->frontier, t->root[i]);
   for (int i = 0; i < t->nlogical; i++)
@@ -161,12 +162,12 @@ static bool seed(Replay *r) {
 }
 
 static bool in_frontier(const Replay *r, Val *id) {
-  return !sched_tab_get(&r->consumed, id) && ptrvec_contains(&r->frontier, id);
+  return !sched_map_get(&r->consumed, id) && ptrvec_contains(&r->frontier, id);
 }
 
 /* Re-applies dst's own live transforms whose inputs the replay left alone and which do not
  * touch an image of the source's first src_pos loop axes (those now follow the source). */
-static bool keep_own_transforms(Replay *r, ValTab *protected) {
+static bool keep_own_transforms(Replay *r, ValMap *protected) {
   TensorView *t = TV(r->dst);
   int n;
   Expr **hist = sched_history_to(r->a, r->dst, t->loop, t->nloop, &n);
@@ -174,7 +175,7 @@ static bool keep_own_transforms(Replay *r, ValTab *protected) {
   for (int k = 0; k < n; k++) {
     Expr *e = hist[k];
     bool ok = true;
-    for (int i = 0; i < e->nin; i++) ok = ok && in_frontier(r, e->in[i]) && !sched_tab_get(protected, e->in[i]);
+    for (int i = 0; i < e->nin; i++) ok = ok && in_frontier(r, e->in[i]) && !sched_map_get(protected, e->in[i]);
     if (ok && !advance(r, e->in, e->nin, e->out, e->nout)) return false;
   }
   return true;
@@ -186,7 +187,7 @@ static bool keep_own_transforms(Replay *r, ValTab *protected) {
 static Val **order_loop(Replay *r, int src_pos, int *nout, int *npos) {
   TensorView *s = TV(r->src), *t = TV(r->dst);
   Val **loop = ARENA_ARRAY(r->a, Val *, r->frontier.len);
-  ValTab placed = {.arena = r->a};
+  ValMap placed = {.arena = r->a};
   int n = 0;
   if (!loop) return NULL;
   for (int pass = 0; pass < 4; pass++) {
@@ -194,9 +195,9 @@ static Val **order_loop(Replay *r, int src_pos, int *nout, int *npos) {
     for (int i = 0; i < cnt; i++) {
       if (pass == 0 && i >= src_pos) break;
       if (pass == 1 && i < src_pos) continue;
-      Val *id = pass < 2 ? sched_tab_get(&r->map, s->loop[i]) : pass == 2 ? t->loop[i] : r->frontier.items[i];
-      if (!id || sched_tab_get(&placed, id) || !in_frontier(r, id)) continue;
-      if (!sched_tab_put(&placed, id, id)) return NULL;
+      Val *id = pass < 2 ? sched_map_get(&r->map, s->loop[i]) : pass == 2 ? t->loop[i] : r->frontier.items[i];
+      if (!id || sched_map_get(&placed, id) || !in_frontier(r, id)) continue;
+      if (!sched_map_put(&placed, id, id)) return NULL;
       loop[n++] = id;
     }
     if (pass == 0) *npos = n;
@@ -242,10 +243,11 @@ cf_status sched_replay(cf_fusion *f, Arena *scratch, Val *src, Val *dst, int src
   if (nh < 0 || !seed(&r)) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   for (int k = 0; k < nh; k++)
     if (!replay_expr(&r, hist[k])) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
-  ValTab protected = {.arena = scratch};
+  ValMap protected = {.arena = scratch};
   for (int i = 0; i < src_pos; i++) {
-    Val *img = sched_tab_get(&r.map, s->loop[i]);
-    if (img && !sched_tab_put(&protected, img, img)) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    Val *img = sched_map_get(&r.map, s->loop[i]);
+    if (img && !sched_map_put(&protected, img, img))
+      return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   }
   int n, npos = 0;
   Val **loop = keep_own_transforms(&r, &protected) ? order_loop(&r, src_pos, &n, &npos) : NULL;

@@ -88,6 +88,9 @@ LoopGraph *sched_loop_graph_build(cf_fusion *f);
 int sched_loop_group(const LoopGraph *g, const Val *id);
 bool sched_same_loop(const LoopGraph *g, const Val *a, const Val *b);
 void sched_loop_graph_free(LoopGraph *g);
+/* Joins the loop groups of a and b (a producer inlined further, for callers that keep one
+ * graph across several inlining steps). */
+void sched_loop_graph_join(LoopGraph *g, const Val *a, const Val *b);
 /* Whether the loop groups of ids, joined into one, would run a reduction axis of some
  * tensor *s together with a loop axis of *reader, a tensor computed from s (which cannot
  * be: s is complete only after that loop). tvs: the fusion's TensorViews. */
@@ -157,12 +160,6 @@ cf_status sched_check_transforms(cf_fusion *f, Val *ref, const char *what);
 /* The number of leading loop axes of `to` mapped (in m) to any of the first from_pos loop
  * axes of `from` (the position of `to` matching from's position from_pos). */
 int sched_matched_pos(const IdMap *m, Val *from, int from_pos, Val *to);
-
-/* Inlines tv at pos (already wrapped to 0..nloop) with the legality checks of inline_at,
- * using the permissive map m; best_effort clamps instead of failing. Fusion inputs: an
- * error unless skip_inputs. `what` prefixes error messages. */
-cf_status sched_inline_at(cf_fusion *f, const IdMap *m, Val *tv, int pos, bool best_effort, bool skip_inputs,
-                          const char *what);
 /* The largest legal inline position of tv (before broadcast hoisting). */
 int sched_max_inline_pos(const IdMap *m, Val *tv, bool best_effort);
 

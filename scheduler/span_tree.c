@@ -8,9 +8,13 @@
  * edge first (Prim's algorithm) means a tensor reachable both ways is scheduled from the
  * side that knows the most about the reference.
  *
+ * The best edge is kept in a heap of candidates, each weighed once when its tensor is
+ * reached, so the tree is O(edges log edges) in time and linear in memory.
+ *
  * Key decision: information is tracked per reference logical axis as the single axis it
  * maps to in each tensor plus a "complete" flag, not as sets of axes; without rfactor or
  * reshape an axis never maps to more than one axis of a neighbour, so nothing is lost. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "scheduler/sched.h"
@@ -72,28 +76,68 @@ static bool for_neighbours(Tree *t, Val *tv, NeighbourFn fn, void *acc) {
   return true;
 }
 
-typedef struct Best {
+/* A candidate edge from a reached tensor to an unreached one, with the information it
+ * would carry. seq numbers candidates in the order they are found, which is the order
+ * (earlier-reached tensor, producers before consumers) ties go by. */
+typedef struct Cand {
   Val *from, *to;
   Info info;
   int ncomplete, nmapped;
-} Best;
+  long seq;
+} Cand;
 
-static bool consider(Tree *t, Val *from, Val *to, bool to_is_producer, void *acc) {
-  Best *b = acc;
+/* A max-heap of candidates: the best edge on top. Each edge is weighed once, when its
+ * tensor is reached, so the tree costs O(edges log edges) time and O(edges) memory
+ * (rescanning every reached tensor each step was quadratic in both). */
+typedef struct Heap {
+  Cand *items;
+  int len, cap;
+  long seq;
+} Heap;
+
+static bool better(const Cand *a, const Cand *b) {
+  if (a->ncomplete != b->ncomplete) return a->ncomplete > b->ncomplete;
+  if (a->nmapped != b->nmapped) return a->nmapped > b->nmapped;
+  return a->seq < b->seq;
+}
+
+static bool heap_push(Heap *h, Cand c) {
+  if (h->len == h->cap) {
+    int cap = h->cap ? h->cap * 2 : 64;
+    Cand *items = realloc(h->items, sizeof *items * (size_t)cap);
+    if (!items) return false;
+    h->items = items;
+    h->cap = cap;
+  }
+  int i = h->len++;
+  for (; i > 0 && better(&c, &h->items[(i - 1) / 2]); i = (i - 1) / 2) h->items[i] = h->items[(i - 1) / 2];
+  h->items[i] = c;
+  return true;
+}
+
+static Cand heap_pop(Heap *h) {
+  Cand top = h->items[0], last = h->items[--h->len];
+  int i = 0;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= h->len) break;
+    if (c + 1 < h->len && better(&h->items[c + 1], &h->items[c])) c++;
+    if (!better(&h->items[c], &last)) break;
+    h->items[i] = h->items[c];
+    i = c;
+  }
+  if (h->len) h->items[i] = last;
+  return top;
+}
+
+static bool offer(Tree *t, Val *from, Val *to, bool to_is_producer, void *acc) {
+  Heap *h = acc;
   if (sched_tab_get(&t->info, to)) return true;
   if (t->sel && !t->sel(t->ctx, from, to, to_is_producer)) return true;
-  Info in = {0};
-  if (!carry(t, from, to, sched_tab_get(&t->info, from), &in)) return false;
-  int nc, nm;
-  weigh(t, &in, &nc, &nm);
-  if (!b->to || nc > b->ncomplete || (nc == b->ncomplete && nm > b->nmapped)) {
-    b->from = from;
-    b->to = to;
-    b->info = in;
-    b->ncomplete = nc;
-    b->nmapped = nm;
-  }
-  return true;
+  Cand c = {.from = from, .to = to, .seq = h->seq++};
+  if (!carry(t, from, to, sched_tab_get(&t->info, from), &c.info)) return false;
+  weigh(t, &c.info, &c.ncomplete, &c.nmapped);
+  return heap_push(h, c);
 }
 
 /* The reference's logical axes that its first ref_pos loop axes derive from. */
@@ -133,18 +177,23 @@ static bool reach(Tree *t, Val *tv, Val *from, Info *in) {
   return sched_tab_put(&t->info, tv, keep);
 }
 
+static bool grow_tree(Tree *t, Val *ref, Info *root) {
+  Heap h = {0};
+  bool ok = reach(t, ref, NULL, root) && for_neighbours(t, ref, offer, &h);
+  while (ok && h.len) {
+    Cand c = heap_pop(&h);
+    if (sched_tab_get(&t->info, c.to)) continue;
+    ok = reach(t, c.to, c.from, &c.info) && for_neighbours(t, c.to, offer, &h);
+  }
+  free(h.items);
+  return ok;
+}
+
 bool sched_span_tree(Arena *scratch, Val *ref, int ref_pos, SpanSelect sel, void *ctx, SpanTree *out) {
   Tree t = {.a = scratch, .sel = sel, .ctx = ctx};
   t.info.arena = scratch;
   Info root = {0};
-  if (!reference_info(&t, ref, ref_pos, &root) || !reach(&t, ref, NULL, &root)) return false;
-  for (;;) {
-    Best b = {0};
-    for (int i = 0; i < t.tvs.len; i++)
-      if (!for_neighbours(&t, t.tvs.items[i], consider, &b)) return false;
-    if (!b.to) break;
-    if (!reach(&t, b.to, b.from, &b.info)) return false;
-  }
+  if (!reference_info(&t, ref, ref_pos, &root) || !grow_tree(&t, ref, &root)) return false;
   out->n = t.tvs.len;
   out->tvs = (Val **)t.tvs.items;
   out->from = (Val **)t.from.items;

@@ -13,6 +13,11 @@ typedef unsigned short uint16_t;
 
 #define INFINITY __int_as_float(0x7f800000)
 
+// A double from its bits: how generated code spells NaN, infinities and -0.0 exactly.
+__device__ __forceinline__ double cf_f64_from_bits(unsigned long long bits) {
+  return __longlong_as_double((long long)bits);
+}
+
 __device__ __forceinline__ float relu(float x) { return x > 0.f ? x : 0.f; }
 __device__ __forceinline__ double relu(double x) { return x > 0. ? x : 0.; }
 __device__ __forceinline__ int64_t relu(int64_t x) { return x > 0 ? x : 0; }

@@ -21,6 +21,13 @@ typedef struct __nv_bfloat16 {
   uint16_t x;
 } __nv_bfloat16;
 
+/* A double from its bits: how generated code spells NaN, infinities and -0.0 exactly. */
+CFH_INLINE double cf_f64_from_bits(uint64_t bits) {
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
 CFH_INLINE float cfh__f32(uint32_t bits) {
   float f;
   memcpy(&f, &bits, 4);

@@ -50,6 +50,15 @@
 #else
 #include <ucontext.h>
 #endif
+/* Where Debian's valgrind package is installed, the fiber stacks are registered with
+ * valgrind (VALGRIND_STACK_REGISTER), so that memcheck follows the switches between them
+ * instead of reporting each as a wild stack pointer. Costs nothing outside valgrind. */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define CFH_VALGRIND 1
+#endif
+#endif
 
 #define CFH_FN static __attribute__((unused))
 #define CFH_INLINE static inline __attribute__((unused))
@@ -119,6 +128,7 @@ typedef struct cfh_fiber {
   cfh_dim3 tid;
   unsigned int linear;
   int state;
+  unsigned int valgrind_id; /* its stack's registration, with CFH_VALGRIND */
 } cfh_fiber;
 
 /* host_race.h's shadow of one byte of shared memory: the barrier epoch of the accesses
@@ -144,6 +154,7 @@ typedef struct cfh_launch_state {
   unsigned char col_owner[CFH_TMEM_COLS];   /* 0 free, else 1 + index of its allocation */
   uint16_t alloc_start[CFH_TMEM_MAX_ALLOCS], alloc_cols[CFH_TMEM_MAX_ALLOCS];
   bool relinquished;
+  bool valgrind_registered; /* every fiber stack, with CFH_VALGRIND */
   cfh_race_cell *race; /* host_race.h's shadow, one cell per byte; NULL when off */
   uint32_t race_epoch; /* advances at every __syncthreads and block start */
   int code;
@@ -613,10 +624,21 @@ CFH_FN bool cfh__allocate(cfh_launch_state *L, size_t smem_bytes) {
   }
   if (!ok) cfh__error(L, CFH_ERR_NOMEM, "out of memory: cannot set up %u threads with %zu-byte stacks",
                       L->nthreads, L->stack_bytes);
+#ifdef CFH_VALGRIND
+  for (unsigned int i = 0; ok && i < L->nthreads; i++) {
+    unsigned char *lo = L->stacks + i * L->stack_stride + page;
+    L->fibers[i].valgrind_id = VALGRIND_STACK_REGISTER(lo, lo + L->stack_bytes);
+  }
+  L->valgrind_registered = ok;
+#endif
   return ok;
 }
 
 CFH_FN void cfh__release(cfh_launch_state *L) {
+#ifdef CFH_VALGRIND
+  for (unsigned int i = 0; L->valgrind_registered && i < L->nthreads; i++)
+    VALGRIND_STACK_DEREGISTER(L->fibers[i].valgrind_id);
+#endif
   if (L->stacks) munmap(L->stacks, L->stacks_len);
   free(L->fibers);
   free(L->queue);

@@ -72,7 +72,15 @@ CF_API cf_status cf_executor_compile(cf_executor *e, cf_fusion *f);
 /* Runs the kernel. inputs: one per fusion input, on the backend's device (host memory
  * for the host backend). outputs: ninputs... one per fusion output; each either a tensor
  * given by the caller (outputs[i] != NULL on entry) or NULL, in which case a new tensor is
- * allocated and stored there for the caller to free with cf_tensor_free. */
+ * allocated and stored there for the caller to free with cf_tensor_free.
+ * Every tensor is checked before anything is launched: sizes not negative and their byte
+ * count within int64, a data pointer wherever there is an element, and a caller's output
+ * of exactly the sizes the fusion computes for these inputs.
+ * Aliasing: no output may share any byte with an input or with another output (refused
+ * with CF_ERR_INVALID_ARGUMENT; cfuser has no in-place ops, so there is no alias to
+ * declare); inputs may share memory with each other, since they are only read.
+ * When every output has zero elements, nothing is launched and the run succeeds; launch
+ * dimensions beyond CUDA's limits for the given sizes are CF_ERR_INVALID_ARGUMENT. */
 CF_API cf_status cf_executor_run(cf_executor *e, int ninputs, const DLTensor *const *inputs,
                                  int noutputs, DLManagedTensor **outputs);
 /* The same, asynchronous: launches on `stream` (a CUstream of the tensors' device, e.g.

@@ -118,7 +118,11 @@ CF_API cf_status cf_fusion_print_math(cf_fusion *f, FILE *out);
 CF_API cf_status cf_fusion_print_transforms(cf_fusion *f, FILE *out);
 /* One TensorView: T2_s_float[iS4{2}, iblockIdx.x5{4}] ca_pos( 1 ) */
 CF_API cf_status cf_tv_print(cf_fusion *f, const cf_tv *tv, FILE *out);
-/* Checks the IR's invariants; CF_ERR_INTERNAL with a message naming the broken one. */
+/* Checks the IR's invariants; CF_ERR_INTERNAL with a message naming the broken one. Also
+ * refuses, before any code is generated (cf_executor_compile runs it): an output or an
+ * operand that no expression computes and that is not an input, and a tensor both input
+ * and output (CF_ERR_INVALID_ARGUMENT); an allocation domain that does not cover every
+ * iteration axis of the logical domain (CF_ERR_INVALID_SCHEDULE). */
 CF_API cf_status cf_fusion_verify(cf_fusion *f);
 
 #ifdef __cplusplus

@@ -16,7 +16,8 @@
 extern "C" {
 #endif
 
-/* A contiguous host tensor, zero-filled; NULL when out of memory or dtype is invalid. */
+/* A contiguous host tensor, zero-filled; NULL when out of memory, when dtype is invalid,
+ * rank is outside 0..CF_MAX_RANK, a size is negative, or its byte count overflows. */
 CF_API DLManagedTensor *cf_tensor_host(cf_dtype dtype, int rank, const int64_t *sizes);
 /* A host tensor with the given strides (in elements); the storage spans the strided
  * footprint. */
@@ -29,7 +30,8 @@ CF_API void cf_tensor_free(DLManagedTensor *t);
 CF_API cf_status cf_tensor_fill_random(DLTensor *t, uint64_t seed);
 /* Fills a host tensor with 0, 1, 2, ... in logical (row-major) order. */
 CF_API cf_status cf_tensor_fill_iota(DLTensor *t);
-/* Number of elements (product of the sizes). */
+/* Number of elements (product of the sizes); -1 when a size is negative or the product
+ * overflows int64. */
 CF_API int64_t cf_tensor_numel(const DLTensor *t);
 /* Exact equality of two host tensors of equal dtype and sizes, any strides. */
 CF_API bool cf_tensor_equal(const DLTensor *a, const DLTensor *b);

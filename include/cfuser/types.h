@@ -13,6 +13,9 @@
 extern "C" {
 #endif
 
+/* The most axes a tensor may have (tensor constructors, cf_broadcast, host tensors). */
+#define CF_MAX_RANK 16
+
 /* X(enumerator, printed name, size in bytes, C type name, DLPack type code, DLPack bits).
  * The codes are DLPack's DLDataTypeCode values as numbers (0 int, 1 uint, 2 float,
  * 4 bfloat, 6 bool) so that the table needs no particular dlpack.h version. */

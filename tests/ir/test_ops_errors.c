@@ -157,7 +157,8 @@ Test(ops_errors, broadcast_must_keep_every_input_axis) {
                "broadcast: is_broadcast keeps 1 of 3 output axes, but the input has 2 for T0_g_float[iS0{2}, iS1{3}]");
   EXPECT_OP_ERROR(f, cf_broadcast(f, a, 1, (bool[]){false}),
                "broadcast: is_broadcast keeps 1 of 1 output axes, but the input has 2 for T0_g_float[iS0{2}, iS1{3}]");
-  EXPECT_OP_ERROR(f, cf_broadcast(f, a, -1, (bool[]){false}), "broadcast: out_rank -1 is negative");
+  EXPECT_OP_ERROR(f, cf_broadcast(f, a, -1, (bool[]){false}),
+                  "broadcast: out_rank -1 is outside 0..16 for T0_g_float[iS0{2}, iS1{3}]");
   cf_fusion_destroy(f);
 }
 

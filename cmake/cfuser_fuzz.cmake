@@ -1,0 +1,20 @@
+# libFuzzer harnesses (issue 16): one program fuzz_<name> per fuzz/fuzz_*.c, built when
+# CFUSER_FUZZ is on, which needs clang. The whole library is then compiled with coverage
+# instrumentation (fuzzer-no-link) and ASan + UBSan; ./cfuser fuzz builds and runs them.
+if(NOT CFUSER_FUZZ)
+  return()
+endif()
+if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+  message(FATAL_ERROR "CFUSER_FUZZ needs clang (CC=clang); the C compiler is ${CMAKE_C_COMPILER_ID}")
+endif()
+file(GLOB CFUSER_FUZZERS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/fuzz/fuzz_*.c)
+foreach(src ${CFUSER_FUZZERS})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/fuzz)
+  target_compile_definitions(${name} PRIVATE _GNU_SOURCE)
+  target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  target_link_libraries(${name} PRIVATE cfuser_static ${FFI_LINK_LIBRARIES} ${CMAKE_DL_LIBS} m pthread)
+  cfuser_apply_warnings(${name})
+endforeach()
