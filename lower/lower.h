@@ -55,6 +55,7 @@ typedef struct LowerCtx {
   cf_parallel_type *ptype;    /* effective parallel type of every IterDomain, by Val id */
   KExpr *pdim[CF_PT_COUNT];   /* launch extent of each parallel type, NULL if unused */
   bool pdim_exact[CF_PT_COUNT];
+  unsigned *varies;            /* by Val id: the launch types (bits) a tensor's values depend on (predicate.c) */
   int next_var;
   struct IndexMaps *index_maps; /* index.c's scratch maps, made on first use */
 } LowerCtx;

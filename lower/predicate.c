@@ -94,20 +94,32 @@ bool lower_write_spans(const KNode *op, cf_parallel_type p) {
   return kx_uses_thread(o->index, p) || kx_uses_thread(o->lane, p) || kx_uses_thread(o->col, p);
 }
 
+/* The launch types (a bit each) op's value depends on: through the indices it reads at,
+ * and through what the tensors it reads hold (c->varies, filled in program order). */
+static unsigned value_varies(const LowerCtx *c, const KNode *op) {
+  unsigned m = 0;
+  for (int i = 0; i < op->u.op.nin; i++)
+    for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++) {
+      const KAccess *a = &op->u.op.in[i];
+      if (kx_uses_thread(a->index, p) || kx_uses_thread(a->lane, p) || kx_uses_thread(a->col, p)) m |= 1u << p;
+    }
+  const Expr *e = op->u.op.src;
+  for (int i = 0; i < e->nin; i++)
+    if (e->in[i]->kind == VAL_TV) m |= c->varies[e->in[i]->id];
+  return m;
+}
+
 /* A write done by index 0 of p alone must store what every index of p would: refused when
- * the value read depends on p (a broadcast of an input inlined into a loop promoted onto
- * p: each thread needs its own element, the buffer has one for all). */
+ * the value depends on p (a broadcast inlined into a loop promoted onto p, or computed
+ * from one: each thread needs its own element, the buffer has one for all). */
 static void check_value_uniform(LowerCtx *c, const KNode *op, cf_parallel_type p) {
-  for (int i = 0; i < op->u.op.nin; i++) {
-    const KAccess *a = &op->u.op.in[i];
-    if (!kx_uses_thread(a->index, p) && !kx_uses_thread(a->lane, p) && !kx_uses_thread(a->col, p)) continue;
-    Val *tv = op->u.op.src->out[0];
-    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
-               "compile: %s is in %s memory and holds one element for all of %s, but each index of %s computes a "
-               "different one; give %s an axis on %s or put it in local memory", TV(tv)->display_name,
-               cf_memory_type_name(TV(tv)->mem), cf_parallel_type_name(p), cf_parallel_type_name(p),
-               TV(tv)->display_name, cf_parallel_type_name(p));
-  }
+  if (!(value_varies(c, op) & (1u << p))) return;
+  Val *tv = op->u.op.src->out[0];
+  lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+             "compile: %s is in %s memory and holds one element for all of %s, but each index of %s computes a "
+             "different one; give %s an axis on %s or put it in local memory", TV(tv)->display_name,
+             cf_memory_type_name(TV(tv)->mem), cf_parallel_type_name(p), cf_parallel_type_name(p), TV(tv)->display_name,
+             cf_parallel_type_name(p));
 }
 
 static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
@@ -123,6 +135,15 @@ static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
     if (!spans) g = kx_bin(c->a, OP_AND, g, kx_bin(c->a, OP_EQ, kx_thread(c->a, (cf_parallel_type)p, false), kx_const(c->a, 0)));
   }
   return g;
+}
+
+/* What the op's output holds depends on: its value's dependences and where it is written
+ * (the place decides which thread's value a reader sees). */
+static void record_varies(LowerCtx *c, const KNode *op) {
+  unsigned m = value_varies(c, op);
+  for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++)
+    if (lower_write_spans(op, (cf_parallel_type)p)) m |= 1u << p;
+  c->varies[op->u.op.src->out[0]->id] |= m;
 }
 
 static KExpr *predicate_of(LowerCtx *c, const Range *r, const KNode *op) {
@@ -155,6 +176,7 @@ static void walk(LowerCtx *c, Range *r, KBlock *b) {
       continue;
     }
     if (n->kind != KN_OP) continue;
+    record_varies(c, n);
     /* A tcgen05 load or store is warp-collective, so it is never predicated; it needs no
      * predicate either: its indices stay inside the tensor-memory allocation and its
      * register side, whatever the sizes, and the global accesses around it are guarded. */
@@ -171,6 +193,7 @@ static void walk(LowerCtx *c, Range *r, KBlock *b) {
 }
 
 void lower_predicate(LowerCtx *c) {
+  c->varies = ARENA_ARRAY(c->a, unsigned, c->f->vals.len + 1);
   Range r = {.n = 0};
   walk(c, &r, &c->k->body);
 }
