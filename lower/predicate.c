@@ -137,12 +137,14 @@ static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
   return g;
 }
 
-/* What the op's output holds depends on: its value's dependences and where it is written
- * (the place decides which thread's value a reader sees). */
+/* What a reader of the op's output gets depends on, beyond the index it reads at: the
+ * value's dependences, less those the write place spells out (an element written at a
+ * place that depends on p is picked by the reader's own index; a private Local copy per
+ * thread carries its thread's value). */
 static void record_varies(LowerCtx *c, const KNode *op) {
   unsigned m = value_varies(c, op);
   for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++)
-    if (lower_write_spans(op, (cf_parallel_type)p)) m |= 1u << p;
+    if (lower_write_spans(op, (cf_parallel_type)p)) m &= ~(1u << p);
   c->varies[op->u.op.src->out[0]->id] |= m;
 }
 
