@@ -395,12 +395,16 @@ static void run_elementwise(const ExprPlan *p, NdIter *it) {
   } while (nd_next(it));
 }
 
+/* The accumulator's start in the evaluator's wide types (the op table's identity column). */
 static IrElem reduction_init(IrOp op, bool fl) {
+  static const double fident[] = {[RID_ZERO] = 0.0, [RID_ONE] = 1.0, [RID_LOWEST] = -INFINITY, [RID_HIGHEST] = INFINITY};
+  static const int64_t iident[] = {[RID_ZERO] = 0, [RID_ONE] = 1, [RID_LOWEST] = INT64_MIN, [RID_HIGHEST] = INT64_MAX};
+  ReduceIdentity r = ir_reduction_identity(op);
   IrElem v;
   if (fl)
-    v.d = op == OP_SUM ? 0.0 : op == OP_MAX_REDUCE ? -INFINITY : INFINITY;
+    v.d = fident[r];
   else
-    v.i = op == OP_SUM ? 0 : op == OP_MAX_REDUCE ? INT64_MIN : INT64_MAX;
+    v.i = iident[r];
   return v;
 }
 
@@ -410,7 +414,7 @@ static cf_status run_reduction(Eval *ev, const ExprPlan *p, NdIter *it) {
   const Expr *e = p->e;
   cf_dtype ct = p->dt[1];
   bool fl = ir_dtype_is_float(ct);
-  IrOp op = e->op == OP_SUM ? OP_ADD : e->op == OP_MAX_REDUCE ? OP_MAX : OP_MIN;
+  IrOp op = ir_reduction_combine(e->op);
   int64_t n = cf_tensor_numel(p->t[0]);
   IrElem *acc = malloc(sizeof(IrElem) * (size_t)(n > 0 ? n : 1));
   if (!acc) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");

@@ -30,6 +30,42 @@ const char *ir_op_name(IrOp op) { return op < OP_COUNT ? op_names[op] : "?"; }
 OpKind ir_op_kind(IrOp op) { return op_kinds[op]; }
 const char *ir_op_template(IrOp op) { return op_templates[op]; }
 
+bool ir_op_is_reduction(IrOp op) {
+  switch (op) {
+#define IR_X(e, combine, ident, widen) case e: return true;
+    IR_REDUCTION_TABLE(IR_X)
+#undef IR_X
+  default: return false;
+  }
+}
+
+IrOp ir_reduction_combine(IrOp op) {
+  switch (op) {
+#define IR_X(e, combine, ident, widen) case e: return combine;
+    IR_REDUCTION_TABLE(IR_X)
+#undef IR_X
+  default: return OP_COUNT;
+  }
+}
+
+ReduceIdentity ir_reduction_identity(IrOp op) {
+  switch (op) {
+#define IR_X(e, combine, ident, widen) case e: return ident;
+    IR_REDUCTION_TABLE(IR_X)
+#undef IR_X
+  default: return RID_ZERO;
+  }
+}
+
+bool ir_reduction_widens_int(IrOp op) {
+  switch (op) {
+#define IR_X(e, combine, ident, widen) case e: return widen;
+    IR_REDUCTION_TABLE(IR_X)
+#undef IR_X
+  default: return false;
+  }
+}
+
 cf_fusion *cf_fusion_create(void) {
   cf_fusion *f = calloc(1, sizeof *f);
   if (!f) return NULL;

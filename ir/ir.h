@@ -110,6 +110,7 @@ typedef enum OpKind {
   X(OP_SUM, "sum", OPK_REDUCTION, "(%0 + %1)")                           \
   X(OP_MAX_REDUCE, "max", OPK_REDUCTION, "fmax(%0, %1)")                 \
   X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "fmin(%0, %1)")                 \
+  X(OP_PROD, "prod", OPK_REDUCTION, "(%0 * %1)")                         \
   X(OP_PERMUTE, "permute", OPK_PERMUTE, "%0")                            \
   X(OP_SPLIT, "Split", OPK_TRANSFORM, "")                                \
   X(OP_MERGE, "Merge", OPK_TRANSFORM, "")                                \
@@ -121,6 +122,26 @@ typedef enum IrOp {
 #undef IR_X
   OP_COUNT
 } IrOp;
+
+/* The value an accumulator starts at: the identity of the combine op. LOWEST and HIGHEST
+ * are the dtype's (-inf and +inf for floating types). */
+typedef enum ReduceIdentity { RID_ZERO, RID_ONE, RID_LOWEST, RID_HIGHEST } ReduceIdentity;
+
+/* The reductions' columns, beside the op table: X(enumerator, combine op folding one
+ * element into the accumulator, identity, whether integer inputs widen to int64 as torch
+ * does). Every OPK_REDUCTION op has exactly one row (a test checks). */
+#define IR_REDUCTION_TABLE(X)                  \
+  X(OP_SUM, OP_ADD, RID_ZERO, true)            \
+  X(OP_PROD, OP_MUL, RID_ONE, true)            \
+  X(OP_MAX_REDUCE, OP_MAX, RID_LOWEST, false)  \
+  X(OP_MIN_REDUCE, OP_MIN, RID_HIGHEST, false)
+
+/* Columns of IR_REDUCTION_TABLE; an op without a row fails loudly (internal error
+ * message in the returned op: OP_COUNT / RID_ZERO / false). */
+bool ir_op_is_reduction(IrOp op);
+IrOp ir_reduction_combine(IrOp op);
+ReduceIdentity ir_reduction_identity(IrOp op);
+bool ir_reduction_widens_int(IrOp op);
 
 const char *ir_op_name(IrOp op);
 OpKind ir_op_kind(IrOp op);

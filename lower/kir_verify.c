@@ -33,11 +33,13 @@ static bool node(Verify *v, const KNode *n, bool under_if) {
     if (!n->u.cond.cond) return fail(v, "an if without condition");
     return block(v, &n->u.cond.then, true);
   case KN_SYNC:
+  case KN_BLOCK_REDUCE: /* it synchronizes the block */
     return under_if ? fail(v, "a __syncthreads under a condition") : true;
   case KN_OP:
     if (n->u.op.src && !n->u.op.loop_index) return fail(v, "an op without loop indices");
     /* indices exist from the index pass on: then they must name their tensor */
-    if ((n->u.op.out.index || n->u.op.out.lane) && !n->u.op.out.t) return fail(v, "an indexed op without output tensor");
+    if ((n->u.op.out.index || n->u.op.out.lane) && !n->u.op.out.t && !n->u.op.out.var)
+      return fail(v, "an indexed op without output tensor");
     return true;
   case KN_TMEM_ALLOC:
   case KN_TMEM_DEALLOC:

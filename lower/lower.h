@@ -101,6 +101,7 @@ void lower_index(LowerCtx *c);            /* index.c */
  * (tmem_pattern substitutes its own loop indices to check the TMem access pattern). */
 KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv);
 void lower_predicate(LowerCtx *c);        /* predicate.c */
+void lower_reduction(LowerCtx *c);        /* reduction.c: block reductions */
 void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
 void lower_smem_layout(LowerCtx *c);      /* smem_layout.c: offsets, dynamic size */
