@@ -188,3 +188,38 @@ Test(reductions, a_reduction_made_parallel_by_inlining) {
   cr_assert_eq(cf_inline_at(f, p, 2), CF_OK, "%s", cf_fusion_error(f));
   free(check(1e-5));
 }
+
+/* bench/reduction.c's schedules at a small size: a row cached with vector loads, then
+ * serial + warp reduction; columns with an unrolled serial loop, then over threadIdx.y. */
+Test(reductions, bench_schedules_small) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){8, 2048});
+  cf_tv *t1 = cf_set(f, a);
+  cf_tv *row = cf_sum(f, t1, 1, (int[]){1});
+  cf_fusion_add_output(f, row);
+  cf_split(f, row, 1, 4);
+  cf_split(f, row, 1, 128);
+  cf_propagate_transforms(f, row);
+  cf_parallelize(f, row, 0, CF_PT_BIDX);
+  cf_parallelize(f, row, 2, CF_PT_TIDX);
+  cf_parallelize_all_like(f, row, 0, NULL);
+  cf_parallelize(f, t1, 3, CF_PT_VECTORIZE);
+  cf_inline_most(f);
+  char *src = check(1e-4);
+  cr_expect(strstr(src, "Array<float, 4>") != NULL, "no vector load in:\n%s", src);
+  free(src);
+}
+
+Test(reductions, column_sum_unrolled_then_threadIdx_y) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){256, 64});
+  cf_tv *out = cf_sum(f, a, 1, (int[]){0});
+  cf_fusion_add_output(f, out);
+  cf_reorder(f, out, 1, (int[]){0, 1});
+  cf_split(f, out, 1, 16);
+  cf_split(f, out, 1, 4);
+  cf_split(f, out, 0, 32);
+  cf_parallelize(f, out, 0, CF_PT_BIDX);
+  cf_parallelize(f, out, 1, CF_PT_TIDX);
+  cf_parallelize(f, out, 3, CF_PT_UNROLL);
+  cf_parallelize(f, out, 4, CF_PT_TIDY);
+  free(check(1e-4));
+}
