@@ -171,6 +171,7 @@ typedef struct IterDomain {
   cf_iter_type iter_type;
   cf_parallel_type ptype;
   Val *tv;           /* the TensorView whose domain this axis belongs to (may be NULL) */
+  bool rfactor;      /* made by cf_rfactor (printed with nvFuser's "rf" suffix) */
 } IterDomain;
 
 typedef struct TensorView {
@@ -336,6 +337,9 @@ Val **ir_tv_producers(cf_fusion *f, Val *tv, int *n);
 /* The transform Exprs between tv's root/logical domain and its loop and allocation
  * domains, in topological order. */
 Expr **ir_tv_history(cf_fusion *f, Val *tv, int *n);
+/* The transforms from tv's root to its logical domain (only an rfactor tensor has any),
+ * inputs before outputs. */
+Expr **ir_tv_root_to_logical(Arena *a, Val *tv, int *n);
 /* The same with the result in arena `a` (lowering keeps the user's fusion untouched). */
 Expr **ir_tv_history_in(Arena *a, Val *tv, int *n);
 /* The root of a TensorView (root when set, else logical). */

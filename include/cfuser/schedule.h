@@ -57,6 +57,15 @@ CF_API cf_tv *cf_cache_after(cf_fusion *f, cf_tv *tv);
  * not yet scheduled. Returns the new producer, or NULL on error. */
 CF_API cf_tv *cf_cache_before(cf_fusion *f, cf_tv *tv);
 
+/* ---- reductions --------------------------------------------------------------------- */
+
+/* nvFuser's rFactor: tv = op(x) is a reduction whose reduction axes were split; returns a
+ * new tensor computing the partial reduction over tv's loop axes `axes` (its other
+ * reduction axes become iteration axes, marked "rf"), and tv now reduces that tensor
+ * over its remaining reduction axes. tv must not be inlined yet, and its iteration axes
+ * must be untransformed (schedule them after the rfactor). */
+CF_API cf_tv *cf_rfactor(cf_fusion *f, cf_tv *tv, int naxes, const int *axes);
+
 /* ---- automatic schedulers ------------------------------------------------------------ */
 
 /* Schedules a fusion of elementwise ops (set, unary, binary, where, cast, broadcast) as
