@@ -53,8 +53,9 @@ CF_API cf_status cf_fusion_group_tmem(cf_fusion *f, int n, cf_tv *const *tvs);
 CF_API cf_tv *cf_cache_after(cf_fusion *f, cf_tv *tv);
 /* Inserts a local tensor that tv's defining expression now writes, and tv becomes a copy
  * of it (nvFuser's cacheBefore). Typically used on fusion outputs, so their stores can be
- * vectorized. tv must be computed by an elementwise op (not a reduction or permute) and
- * not yet scheduled. Returns the new producer, or NULL on error. */
+ * vectorized. tv must be computed by an elementwise op or a reduction (not a permute) and
+ * not yet scheduled; the cache of a reduction keeps the reduction axes, tv keeps the
+ * others. Returns the new producer, or NULL on error. */
 CF_API cf_tv *cf_cache_before(cf_fusion *f, cf_tv *tv);
 
 /* ---- reductions --------------------------------------------------------------------- */

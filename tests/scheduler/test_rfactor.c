@@ -104,3 +104,34 @@ Test(rfactor, errors_name_the_tensor) {
   cr_expect_str_eq(cf_fusion_error(f), "rfactor: iteration axis 0 of T3 is transformed; rfactor before splitting or "
                                        "merging iteration axes for T3_g_float[iS10{2}, iS11{2}, rS8{2}, rS9{4}]");
 }
+
+/* cache_before on a reduction: the cache takes the reduction with its reduction axes,
+ * the output becomes a copy of it (what schedulers do to store results with vectors). */
+Test(rfactor, cache_before_and_after_a_reduction) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 96});
+  cf_fusion_add_input(f, x);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){1});
+  cf_tv *out = cf_neg(f, s);
+  cf_fusion_add_output(f, s);
+  cf_fusion_add_output(f, out);
+  cf_tv *c = cf_cache_before(f, s);
+  cr_assert_not_null(c, "%s", cf_fusion_error(f));
+  cf_tv *r = cf_cache_after(f, s);
+  cr_assert_not_null(r, "%s", cf_fusion_error(f));
+  char *math = tu_capture_fusion(cf_fusion_print_math, f);
+  cr_expect_str_eq(math, "Inputs:\n  T0_g_float[iS0{4}, iS1{96}]\nOutputs:\n  T1_g_float[iS6{4}]\n  T2_g_float[iS4{4}]\n\n"
+                         "%kernel_math {\n"
+                         "T3_l_float[iS5{4}, rS7{96}]\n   = sum( T0_g_float[iS0{4}, iS1{96}] );\n"
+                         "T1_g_float[iS6{4}]\n   = Set( T3_l_float[iS5{4}, rS7{96}] );\n"
+                         "T4_l_float[iS8{4}]\n   = Set( T1_g_float[iS6{4}] );\n"
+                         "T2_g_float[iS4{4}]\n   = neg( T4_l_float[iS8{4}] );\n"
+                         "} // %kernel_math\n");
+  free(math);
+  cr_expect_eq(cf_fusion_verify(f), CF_OK, "%s", cf_fusion_error(f));
+  EXPECT_OK(cf_split(f, c, 1, 32));
+  EXPECT_OK(cf_parallelize(f, c, 0, CF_PT_BIDX));
+  EXPECT_OK(cf_parallelize(f, c, 2, CF_PT_TIDX));
+  for (int i = 0; i < 3; i++) EXPECT_OK(cf_parallelize(f, i == 0 ? s : i == 1 ? r : out, 0, CF_PT_BIDX));
+  KcInput in = {CF_FLOAT, 2, {4, 96}, NULL};
+  free(kc_check(f, 1, &in, 1e-4));
+}
