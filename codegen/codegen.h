@@ -45,6 +45,11 @@ const char *cg_ctype(cf_dtype t);
 /* Pieces both dialects spell alike. */
 void cg_convert(Emitter *e, cf_dtype from, cf_dtype to, const char *v);
 void cg_sync(Emitter *e);
+/* The start value of a reduction's accumulator of dtype t (compute type ct), malloc'd. */
+char *cg_reduction_init(Emitter *e, IrOp op, cf_dtype ct, cf_dtype t);
+/* reduction.c: a reduction's accumulator declaration and its block all-reduce. */
+void cg_acc_decl(Emitter *e, const KNode *n);
+void cg_block_reduce(Emitter *e, const KNode *n);
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write);
 /* Generates the whole kernel source with the given dialect (malloc'd). */
 char *cg_generate(const KKernel *k, const Dialect *d);

@@ -68,10 +68,11 @@ static bool is_floating(cf_dtype t) { return t == CF_FLOAT || t == CF_DOUBLE || 
 static cf_dtype compute_type(const KNode *op) {
   bool any_double = op->u.op.out_dtype == CF_DOUBLE, any_float = is_floating(op->u.op.out_dtype);
   for (int i = 0; i < op->u.op.nin; i++) {
-    const KTensor *t = op->u.op.in[i].t;
-    if (!t) continue;
-    any_double |= t->dtype == CF_DOUBLE;
-    any_float |= is_floating(t->dtype);
+    const KAccess *a = &op->u.op.in[i];
+    if (!a->t && !a->var) continue;
+    cf_dtype t = a->t ? a->t->dtype : a->var_dtype;
+    any_double |= t == CF_DOUBLE;
+    any_float |= is_floating(t);
   }
   if (any_double) return CF_DOUBLE;
   if (any_float) return CF_FLOAT;
@@ -92,6 +93,7 @@ static void print_constant(StrBuf *b, double v) {
 
 static char *access_str(Emitter *e, const KAccess *a, bool is_write) {
   StrBuf b = {0};
+  if (!a->t && a->var) return strdup(a->var); /* a register: a reduction's accumulator */
   if (!a->t) {
     print_constant(&b, a->scalar);
     return sb_take(&b);
@@ -130,18 +132,36 @@ static char *apply_template(const char *tmpl, char *const *args) {
   return sb_take(&b);
 }
 
-static const char *init_value(IrOp op, cf_dtype t) {
-  if (op == OP_SUM) return "0";
-  bool fl = is_floating(t);
-  if (op == OP_MAX_REDUCE) return fl ? "-INFINITY" : t == CF_INT64 ? "(-9223372036854775807LL - 1)" : "(-2147483647 - 1)";
-  return fl ? "INFINITY" : t == CF_INT64 ? "9223372036854775807LL" : "2147483647";
+/* The lowest and highest value of an integer dtype, as C literals. */
+static const char *int_limit(cf_dtype t, bool highest) {
+  switch (t) {
+  case CF_INT8: return highest ? "127" : "(-128)";
+  case CF_INT32: return highest ? "2147483647" : "(-2147483647 - 1)";
+  case CF_UINT32: return highest ? "4294967295u" : "0u";
+  case CF_BOOL: return highest ? "1" : "0";
+  default: return highest ? "9223372036854775807LL" : "(-9223372036854775807LL - 1)";
+  }
+}
+
+/* The start of a reduction's accumulator of dtype t (the op table's identity column),
+ * printed in the compute type ct for floating types and as t's own limits for integers
+ * (the compute type of integers is int64, whose limits would not fit t). */
+char *cg_reduction_init(Emitter *e, IrOp op, cf_dtype ct, cf_dtype t) {
+  const char *v = "0";
+  switch (ir_reduction_identity(op)) {
+  case RID_ZERO: v = "0"; break;
+  case RID_ONE: v = "1"; break;
+  case RID_LOWEST: v = is_floating(t) ? "-INFINITY" : int_limit(t, false); break;
+  case RID_HIGHEST: v = is_floating(t) ? "INFINITY" : int_limit(t, true); break;
+  }
+  return is_floating(t) ? converted(e, ct, t, v) : converted(e, CF_INT64, t, v);
 }
 
 static void emit_op(Emitter *e, const KNode *n) {
   cf_dtype ct = compute_type(n);
   char *out = access_str(e, &n->u.op.out, true);
   if (n->u.op.reduction_init) {
-    char *v = converted(e, ct, n->u.op.out_dtype, init_value(n->u.op.op, ct));
+    char *v = cg_reduction_init(e, n->u.op.op, ct, n->u.op.out_dtype);
     cg_line(e, "%s = %s;", out, v);
     free(v), free(out);
     return;
@@ -151,7 +171,8 @@ static void emit_op(Emitter *e, const KNode *n) {
   if (ir_op_kind(n->u.op.op) == OPK_REDUCTION) args[k++] = converted(e, n->u.op.out_dtype, ct, out);
   for (int i = 0; i < n->u.op.nin && k < 3; i++) {
     char *a = access_str(e, &n->u.op.in[i], false);
-    cf_dtype from = n->u.op.in[i].t ? n->u.op.in[i].t->dtype : CF_DOUBLE;
+    const KAccess *in = &n->u.op.in[i];
+    cf_dtype from = in->t ? in->t->dtype : in->var ? in->var_dtype : CF_DOUBLE;
     /* where's condition stays a bool; everything else goes to the compute type */
     args[k++] = (n->u.op.op == OP_WHERE && i == 0) ? a : converted(e, from, ct, a);
     if (args[k - 1] != a) free(a);
@@ -239,6 +260,8 @@ static void emit_node(Emitter *e, const KNode *n) {
   case KN_TMEM_DEALLOC: e->d->tmem_admin(e, n); break;
   case KN_COMMENT: cg_line(e, "// %s", n->u.comment); break;
   case KN_ALLOC: break; /* buffers are declared up front by the dialect */
+  case KN_ACC_DECL: cg_acc_decl(e, n); break;
+  case KN_BLOCK_REDUCE: cg_block_reduce(e, n); break;
   }
 }
 

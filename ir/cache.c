@@ -49,10 +49,41 @@ cf_tv *cf_cache_after(cf_fusion *f, cf_tv *t) {
 }
 
 /* cache_before keeps the tensor's logical axes one to one, so the defining op must not
- * reduce or permute them. */
+ * permute them; a reduction's cache keeps its reduction axes (below). */
 static bool cacheable_definition(const Expr *d) {
   OpKind k = ir_op_kind(d->op);
-  return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST || k == OPK_BROADCAST;
+  return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST ||
+         k == OPK_BROADCAST || k == OPK_REDUCTION;
+}
+
+/* The cache of a reduction takes over the reduction with all its axes; tv, now a copy of
+ * it, keeps only the iteration and broadcast axes (fresh ones, as an op's output has). */
+static Val *reduction_cache(cf_fusion *f, Val *tv) {
+  TensorView *t = TV(tv);
+  int n = t->nlogical > 0 ? t->nlogical : 1, m = 0;
+  Val **all = ARENA_ARRAY(f->arena, Val *, n), **kept = ARENA_ARRAY(f->arena, Val *, n);
+  Val **loop = ARENA_ARRAY(f->arena, Val *, n);
+  int8_t *contig = ARENA_ARRAY(f->arena, int8_t, n);
+  if (!all || !kept || !loop || !contig) return NULL;
+  for (int i = 0; i < t->nlogical; i++) {
+    Val *l = t->logical[i];
+    if (!(all[i] = ir_id_new(f, ID(l)->extent, ID(l)->iter_type))) return NULL;
+    if (ID(l)->iter_type == CF_ITER_REDUCTION) continue;
+    if (!(kept[m] = ir_id_new(f, ID(l)->extent, ID(l)->iter_type))) return NULL;
+    ID(kept[m])->tv = tv;
+    loop[m] = kept[m];
+    contig[m] = ID(l)->iter_type == CF_ITER_BROADCAST ? -1 : 1;
+    m++;
+  }
+  Val *c = ir_tv_new(f, tv->dtype, t->nlogical, all);
+  if (!c) return NULL;
+  t->root = t->logical = kept;
+  t->loop = loop;
+  t->contiguity = contig;
+  t->nroot = t->nlogical = t->nloop = m;
+  t->alloc = NULL;
+  t->nalloc = 0;
+  return c;
 }
 
 cf_tv *cf_cache_before(cf_fusion *f, cf_tv *t) {
@@ -60,8 +91,8 @@ cf_tv *cf_cache_before(cf_fusion *f, cf_tv *t) {
   Val *tv = ir_tv(t);
   Expr *d = tv->def;
   if (!d || !cacheable_definition(d)) {
-    ir_error_tv(f, CF_ERR_UNSUPPORTED, tv, "cache_before: %s is %s; only tensors computed by elementwise ops can be "
-                "cached before", TV(tv)->display_name, d ? "a reduction or permutation" : "a fusion input");
+    ir_error_tv(f, CF_ERR_UNSUPPORTED, tv, "cache_before: %s is %s; only tensors computed by elementwise ops and "
+                "reductions can be cached before", TV(tv)->display_name, d ? "a permutation" : "a fusion input");
     return NULL;
   }
   if (TV(tv)->ca_pos > 0 || TV(tv)->max_producer_pos > 0 || TV(tv)->nloop != TV(tv)->nlogical) {
@@ -69,7 +100,7 @@ cf_tv *cf_cache_before(cf_fusion *f, cf_tv *t) {
                 TV(tv)->display_name);
     return NULL;
   }
-  Val *c = ir_tv_like(f, tv, tv->dtype);
+  Val *c = ir_op_kind(d->op) == OPK_REDUCTION ? reduction_cache(f, tv) : ir_tv_like(f, tv, tv->dtype);
   if (!c) {
     ir_error(f, CF_ERR_OUT_OF_MEMORY, "cache_before: out of memory");
     return NULL;

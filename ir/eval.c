@@ -398,12 +398,16 @@ static void run_elementwise(const ExprPlan *p, NdIter *it) {
   } while (nd_next(it));
 }
 
+/* The accumulator's start in the evaluator's wide types (the op table's identity column). */
 static IrElem reduction_init(IrOp op, bool fl) {
+  static const double fident[] = {[RID_ZERO] = 0.0, [RID_ONE] = 1.0, [RID_LOWEST] = -INFINITY, [RID_HIGHEST] = INFINITY};
+  static const int64_t iident[] = {[RID_ZERO] = 0, [RID_ONE] = 1, [RID_LOWEST] = INT64_MIN, [RID_HIGHEST] = INT64_MAX};
+  ReduceIdentity r = ir_reduction_identity(op);
   IrElem v;
   if (fl)
-    v.d = op == OP_SUM ? 0.0 : op == OP_MAX_REDUCE ? -INFINITY : INFINITY;
+    v.d = fident[r];
   else
-    v.i = op == OP_SUM ? 0 : op == OP_MAX_REDUCE ? INT64_MIN : INT64_MAX;
+    v.i = iident[r];
   return v;
 }
 
@@ -413,7 +417,7 @@ static cf_status run_reduction(Eval *ev, const ExprPlan *p, NdIter *it) {
   const Expr *e = p->e;
   cf_dtype ct = p->dt[1];
   bool fl = ir_dtype_is_float(ct);
-  IrOp op = e->op == OP_SUM ? OP_ADD : e->op == OP_MAX_REDUCE ? OP_MAX : OP_MIN;
+  IrOp op = ir_reduction_combine(e->op);
   int64_t n = cf_tensor_numel(p->t[0]);
   IrElem *acc = malloc(sizeof(IrElem) * (size_t)(n > 0 ? n : 1));
   if (!acc) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
@@ -431,7 +435,123 @@ static cf_status run_reduction(Eval *ev, const ExprPlan *p, NdIter *it) {
   return CF_OK;
 }
 
-static cf_status eval_expr(Eval *ev, const Expr *e) {
+/* ---- rfactor tensors ------------------------------------------------------------------------ */
+
+/* The index of each axis an rfactor tensor's root -> logical transforms reach, from its
+ * root indices in v (by Val id); ext holds every extent involved. */
+static void rfactor_forward(Expr *const *hist, int nh, int64_t *v, const int64_t *ext) {
+  for (int i = 0; i < nh; i++) {
+    const Expr *h = hist[i];
+    int64_t a = v[h->in[0]->id], b = h->nin > 1 ? v[h->in[1]->id] : 0;
+    switch (h->op) {
+    case OP_SPLIT:
+      v[h->out[0]->id] = a / ext[h->out[1]->id];
+      v[h->out[1]->id] = a % ext[h->out[1]->id];
+      break;
+    case OP_MERGE: v[h->out[0]->id] = a * ext[h->in[1]->id] + b; break;
+    case OP_SWIZZLE:
+      v[h->out[0]->id] = a;
+      v[h->out[1]->id] = a ^ b;
+      break;
+    default: break;
+    }
+  }
+}
+
+typedef struct RfPlan {
+  int64_t *ext, *val;    /* by Val id */
+  int64_t *rext, *ridx;  /* per root axis: extent, current index */
+  int64_t *istride;      /* per root axis: the input's stride (0 for broadcast) */
+  Expr **hist;
+  int nh;
+} RfPlan;
+
+/* Extents of every root, logical and intermediate axis, and the output buffer. */
+static cf_status rfactor_plan(Eval *ev, const Expr *e, RfPlan *p) {
+  Val *out = e->out[0], *in = e->in[0];
+  TensorView *t = TV(out);
+  const char *unbound = NULL;
+  for (int i = 0; i < ev->f->vals.len; i++) {
+    Val *v = ev->f->vals.items[i];
+    if (v->kind == VAL_ID && ID(v)->tv == out && !ir_scalar_eval(ID(v)->extent, &ev->bind, &p->ext[v->id], &unbound))
+      return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "cannot size %s: %s is unbound", t->display_name,
+                        unbound ? unbound : "?");
+  }
+  int64_t dense[t->nlogical > 0 ? t->nlogical : 1];
+  int nd = 0;
+  for (int l = 0; l < t->nlogical; l++)
+    if (ID(t->logical[l])->iter_type != CF_ITER_REDUCTION) dense[nd++] = p->ext[t->logical[l]->id];
+  DLManagedTensor *m = cf_tensor_host(out->dtype, nd, dense);
+  if (!m) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory for %s", t->display_name);
+  cf_status s = set_buf(ev, out, &m->dl_tensor, m);
+  const EvalBuf *ib = &ev->bufs[in->id];
+  for (int r = 0, k = 0; !s && r < t->nroot; r++) { /* root axis r reads the input's r-th op axis */
+    while (k < TV(in)->nlogical && ID(TV(in)->logical[k])->iter_type == CF_ITER_REDUCTION) k++;
+    if (k >= TV(in)->nlogical) return IR_INTERNAL(ev->f, k < TV(in)->nlogical);
+    int dim = 0;
+    for (int j = 0; j < k; j++) dim += ID(TV(in)->logical[j])->iter_type != CF_ITER_REDUCTION;
+    p->rext[r] = p->ext[t->root[r]->id];
+    p->istride[r] = ID(TV(in)->logical[k])->iter_type == CF_ITER_BROADCAST ? 0 : ib->strides[dim];
+    k++;
+  }
+  return s;
+}
+
+static int64_t rfactor_out_offset(const Eval *ev, const TensorView *t, const Val *out, const int64_t *val) {
+  const int64_t *st = ev->bufs[out->id].strides;
+  int64_t off = 0;
+  for (int l = 0, k = 0; l < t->nlogical; l++)
+    if (ID(t->logical[l])->iter_type != CF_ITER_REDUCTION) off += val[t->logical[l]->id] * st[k++];
+  return off;
+}
+
+/* An rfactor tensor reduces its input over the root domain while its output is indexed
+ * by its logical axes: each root element is mapped forward to its logical coordinates
+ * (positions no root element reaches, past a non-divisible split, keep the identity). */
+static cf_status run_rfactor(Eval *ev, const Expr *e, Arena *scratch) {
+  Val *out = e->out[0], *in = e->in[0];
+  TensorView *t = TV(out);
+  int nv = ev->f->vals.len, nr = t->nroot > 0 ? t->nroot : 1;
+  RfPlan p = {ARENA_ARRAY(scratch, int64_t, nv), ARENA_ARRAY(scratch, int64_t, nv), ARENA_ARRAY(scratch, int64_t, nr),
+              ARENA_ARRAY(scratch, int64_t, nr), ARENA_ARRAY(scratch, int64_t, nr), NULL, 0};
+  if (!p.ext || !p.val || !p.rext || !p.ridx || !p.istride) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
+  cf_status s = rfactor_plan(ev, e, &p);
+  if (s) return s;
+  p.hist = ir_tv_root_to_logical(scratch, out, &p.nh);
+  const DLTensor *ot = ev->bufs[out->id].t, *it = ev->bufs[in->id].t;
+  int64_t n = cf_tensor_numel(ot), total = 1;
+  bool fl = ir_dtype_is_float(in->dtype);
+  IrOp op = ir_reduction_combine(e->op);
+  IrElem *acc = ARENA_ARRAY(scratch, IrElem, n > 0 ? n : 1);
+  if (!acc) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int64_t i = 0; i < n; i++) acc[i] = reduction_init(e->op, fl);
+  for (int r = 0; r < t->nroot; r++) total *= p.rext[r], p.ridx[r] = 0;
+  for (int64_t k = 0; k < total; k++) {
+    int64_t ioff = 0;
+    for (int r = 0; r < t->nroot; r++) {
+      p.val[t->root[r]->id] = p.ridx[r];
+      ioff += p.ridx[r] * p.istride[r];
+    }
+    rfactor_forward(p.hist, p.nh, p.val, p.ext);
+    IrElem x = ir_elem_load(ir_dl_elem_ptr(it, ioff), in->dtype), *a = &acc[rfactor_out_offset(ev, t, out, p.val)];
+    if (fl)
+      a->d = ir_binary_f64(op, a->d, x.d);
+    else
+      a->i = ir_binary_i64(op, a->i, x.i);
+    for (int r = t->nroot - 1; r >= 0 && ++p.ridx[r] == p.rext[r]; r--) p.ridx[r] = 0;
+  }
+  for (int64_t i = 0; i < n; i++) ir_elem_store(ir_dl_elem_ptr(ot, i), out->dtype, acc[i], in->dtype);
+  return CF_OK;
+}
+
+static bool is_rfactor(const Val *tv) {
+  for (int i = 0; i < TV((Val *)tv)->nlogical; i++)
+    if (ID(TV((Val *)tv)->logical[i])->rfactor) return true;
+  return false;
+}
+
+static cf_status eval_expr(Eval *ev, const Expr *e, Arena *scratch) {
+  if (ir_op_kind(e->op) == OPK_REDUCTION && is_rfactor(e->out[0])) return run_rfactor(ev, e, scratch);
   int r = TV(e->out[0])->nlogical > 0 ? TV(e->out[0])->nlogical : 1;
   int64_t sizes[r], idx[r], st[r][MAX_OPERANDS], first_size[r];
   const Val *first[r];
@@ -478,7 +598,7 @@ cf_status cf_fusion_evaluate(cf_fusion *f, int ninputs, const DLTensor *const *i
   int n = 0;
   Arena *scratch = arena_create();
   Expr **exprs = s || !scratch ? NULL : ir_fusion_tensor_exprs_in(scratch, f, &n);
-  for (int i = 0; !s && i < n; i++) s = eval_expr(&ev, exprs[i]);
+  for (int i = 0; !s && i < n; i++) s = eval_expr(&ev, exprs[i], scratch);
   for (int i = 0; !s && i < f->outputs.len; i++) {
     EvalBuf *b = &ev.bufs[((Val *)f->outputs.items[i])->id];
     outputs[i] = b->owned; /* outputs are computed, never inputs: add_output refuses those */

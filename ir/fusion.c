@@ -30,6 +30,42 @@ const char *ir_op_name(IrOp op) { return op < OP_COUNT ? op_names[op] : "?"; }
 OpKind ir_op_kind(IrOp op) { return op_kinds[op]; }
 const char *ir_op_template(IrOp op) { return op_templates[op]; }
 
+bool ir_op_is_reduction(IrOp op) {
+  switch (op) {
+#define IR_X(e, combine, ident, widen) case e: return true;
+    IR_REDUCTION_TABLE(IR_X)
+#undef IR_X
+  default: return false;
+  }
+}
+
+IrOp ir_reduction_combine(IrOp op) {
+  switch (op) {
+#define IR_X(e, combine, ident, widen) case e: return combine;
+    IR_REDUCTION_TABLE(IR_X)
+#undef IR_X
+  default: return OP_COUNT;
+  }
+}
+
+ReduceIdentity ir_reduction_identity(IrOp op) {
+  switch (op) {
+#define IR_X(e, combine, ident, widen) case e: return ident;
+    IR_REDUCTION_TABLE(IR_X)
+#undef IR_X
+  default: return RID_ZERO;
+  }
+}
+
+bool ir_reduction_widens_int(IrOp op) {
+  switch (op) {
+#define IR_X(e, combine, ident, widen) case e: return widen;
+    IR_REDUCTION_TABLE(IR_X)
+#undef IR_X
+  default: return false;
+  }
+}
+
 cf_fusion *cf_fusion_create(void) {
   cf_fusion *f = calloc(1, sizeof *f);
   if (!f) return NULL;
@@ -275,7 +311,8 @@ static void visit_history(Arena *a, Val *tv, Val *id, PtrVec *seen, PtrVec *orde
   TensorView *t = TV(tv);
   Expr *e = id->def;
   if (!e || ir_op_kind(e->op) != OPK_TRANSFORM) return;
-  if (in_domain(t->root, t->nroot, id) || in_domain(t->logical, t->nlogical, id)) return;
+  /* Histories start at the root: an rfactor tensor's logical domain derives from it. */
+  if (in_domain(t->root, t->nroot, id)) return;
   if (ptrvec_contains(seen, e)) return;
   ptrvec_push(a, seen, e);
   for (int i = 0; i < e->nin; i++) visit_history(a, tv, e->in[i], seen, order);
@@ -292,6 +329,14 @@ Expr **ir_tv_history_in(Arena *a, Val *tv, int *n) {
 }
 
 Expr **ir_tv_history(cf_fusion *f, Val *tv, int *n) { return ir_tv_history_in(f->arena, tv, n); }
+
+Expr **ir_tv_root_to_logical(Arena *a, Val *tv, int *n) {
+  PtrVec seen = {0}, order = {0};
+  TensorView *t = TV(tv);
+  for (int i = 0; t->root != t->logical && i < t->nlogical; i++) visit_history(a, tv, t->logical[i], &seen, &order);
+  *n = order.len;
+  return (Expr **)order.items;
+}
 
 Val **ir_tv_alloc_domain(Val *tv, int *n) {
   TensorView *t = TV(tv);

@@ -110,6 +110,7 @@ typedef enum OpKind {
   X(OP_SUM, "sum", OPK_REDUCTION, "(%0 + %1)")                           \
   X(OP_MAX_REDUCE, "max", OPK_REDUCTION, "fmax(%0, %1)")                 \
   X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "fmin(%0, %1)")                 \
+  X(OP_PROD, "prod", OPK_REDUCTION, "(%0 * %1)")                         \
   X(OP_PERMUTE, "permute", OPK_PERMUTE, "%0")                            \
   X(OP_SPLIT, "Split", OPK_TRANSFORM, "")                                \
   X(OP_MERGE, "Merge", OPK_TRANSFORM, "")                                \
@@ -121,6 +122,26 @@ typedef enum IrOp {
 #undef IR_X
   OP_COUNT
 } IrOp;
+
+/* The value an accumulator starts at: the identity of the combine op. LOWEST and HIGHEST
+ * are the dtype's (-inf and +inf for floating types). */
+typedef enum ReduceIdentity { RID_ZERO, RID_ONE, RID_LOWEST, RID_HIGHEST } ReduceIdentity;
+
+/* The reductions' columns, beside the op table: X(enumerator, combine op folding one
+ * element into the accumulator, identity, whether integer inputs widen to int64 as torch
+ * does). Every OPK_REDUCTION op has exactly one row (a test checks). */
+#define IR_REDUCTION_TABLE(X)                  \
+  X(OP_SUM, OP_ADD, RID_ZERO, true)            \
+  X(OP_PROD, OP_MUL, RID_ONE, true)            \
+  X(OP_MAX_REDUCE, OP_MAX, RID_LOWEST, false)  \
+  X(OP_MIN_REDUCE, OP_MIN, RID_HIGHEST, false)
+
+/* Columns of IR_REDUCTION_TABLE; an op without a row fails loudly (internal error
+ * message in the returned op: OP_COUNT / RID_ZERO / false). */
+bool ir_op_is_reduction(IrOp op);
+IrOp ir_reduction_combine(IrOp op);
+ReduceIdentity ir_reduction_identity(IrOp op);
+bool ir_reduction_widens_int(IrOp op);
 
 const char *ir_op_name(IrOp op);
 OpKind ir_op_kind(IrOp op);
@@ -150,6 +171,7 @@ typedef struct IterDomain {
   cf_iter_type iter_type;
   cf_parallel_type ptype;
   Val *tv;           /* the TensorView whose domain this axis belongs to (may be NULL) */
+  bool rfactor;      /* made by cf_rfactor (printed with nvFuser's "rf" suffix) */
 } IterDomain;
 
 typedef struct TensorView {
@@ -315,6 +337,9 @@ Val **ir_tv_producers(cf_fusion *f, Val *tv, int *n);
 /* The transform Exprs between tv's root/logical domain and its loop and allocation
  * domains, in topological order. */
 Expr **ir_tv_history(cf_fusion *f, Val *tv, int *n);
+/* The transforms from tv's root to its logical domain (only an rfactor tensor has any),
+ * inputs before outputs. */
+Expr **ir_tv_root_to_logical(Arena *a, Val *tv, int *n);
 /* The same with the result in arena `a` (lowering keeps the user's fusion untouched). */
 Expr **ir_tv_history_in(Arena *a, Val *tv, int *n);
 /* The root of a TensorView (root when set, else logical). */

@@ -338,29 +338,83 @@ static bool reduction_axes(cf_fusion *f, const char *what, Val *tv, int n, int n
   return true;
 }
 
-static cf_tv *reduce(cf_fusion *f, const char *what, IrOp op, cf_tv *in, int naxes, const int *axes) {
+static cf_tv *reduce(cf_fusion *f, const char *what, IrOp op, Val *tv, int n, Val **ax, const bool *red) {
+  Val **ids = ARENA_ARRAY(f->arena, Val *, n);
+  if (!ids) return oom(f, what);
+  for (int k = 0; k < n; k++)
+    if (!(ids[k] = axis_copy(f, ax[k], red[k] ? CF_ITER_REDUCTION : ID(ax[k])->iter_type))) return oom(f, what);
+  /* Sums and products of integers and bool widen to int64, as torch and nvFuser do. */
+  cf_dtype dt = ir_reduction_widens_int(op) && !ir_dtype_is_float(tv->dtype) ? CF_INT64 : tv->dtype;
+  return result(wire(f, what, op, 1, &tv, ir_tv_new(f, dt, n, ids)));
+}
+
+/* The number of elements each output element of a mean averages: the product of the
+ * reduced extents, which must be constant (a scalar operand is a constant). */
+static bool mean_count(cf_fusion *f, Val *tv, int n, Val **ax, const bool *red, double *count) {
+  *count = 1;
+  for (int k = 0; k < n; k++) {
+    int64_t e;
+    if (!red[k]) continue;
+    if (!ir_scalar_const_value(ID(ax[k])->extent, &e)) {
+      ir_error_tv(f, CF_ERR_UNSUPPORTED, tv, "mean: axis %d has a symbolic extent; a mean over symbolic extents is "
+                  "not supported yet (divide a sum by the count)", k);
+      return false;
+    }
+    *count *= (double)e;
+  }
+  return true;
+}
+
+/* keepdim: the reduced axes come back as broadcast axes of size 1. */
+static cf_tv *keep_dims(cf_fusion *f, cf_tv *r, int n, const bool *red) { return r ? cf_broadcast(f, r, n, red) : NULL; }
+
+static const struct {
+  IrOp op;
+  const char *name;
+} reduce_ops[] = {
+    [CF_REDUCE_SUM] = {OP_SUM, "sum"},          [CF_REDUCE_PROD] = {OP_PROD, "prod"},
+    [CF_REDUCE_MAX] = {OP_MAX_REDUCE, "max_reduce"}, [CF_REDUCE_MIN] = {OP_MIN_REDUCE, "min_reduce"},
+    [CF_REDUCE_MEAN] = {OP_SUM, "mean"},
+};
+
+cf_tv *cf_reduce(cf_fusion *f, cf_reduce_op rop, cf_tv *in, int naxes, const int *axes, bool keepdim) {
   if (!f || f->status) return NULL;
+  if ((unsigned)rop >= sizeof reduce_ops / sizeof reduce_ops[0])
+    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "reduce: unknown reduction %d", (int)rop), NULL;
+  const char *what = reduce_ops[rop].name;
   Val *tv = arg_tv(f, what, 1, "in", in);
   if (!tv) return NULL;
   int n;
   Val **ax = op_axes(f, tv, &n);
   bool *red = ARENA_ARRAY(f->arena, bool, n);
-  Val **ids = ARENA_ARRAY(f->arena, Val *, n);
-  if (!ax || !red || !ids) return oom(f, what);
+  if (!ax || !red) return oom(f, what);
   if (!reduction_axes(f, what, tv, n, naxes, axes, red)) return NULL;
-  for (int k = 0; k < n; k++)
-    if (!(ids[k] = axis_copy(f, ax[k], red[k] ? CF_ITER_REDUCTION : ID(ax[k])->iter_type))) return oom(f, what);
-  /* Sums of integers and bool widen to int64, as torch and nvFuser do. */
-  cf_dtype dt = op == OP_SUM && !ir_dtype_is_float(tv->dtype) ? CF_INT64 : tv->dtype;
-  return result(wire(f, what, op, 1, &tv, ir_tv_new(f, dt, n, ids)));
+  double count = 1;
+  if (rop == CF_REDUCE_MEAN) {
+    if (!ir_dtype_is_float(tv->dtype))
+      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "mean: %s has dtype %s; a mean needs a floating-point "
+                         "input (cast it first)", TV(tv)->display_name, cf_dtype_name(tv->dtype)), NULL;
+    if (!mean_count(f, tv, n, ax, red, &count)) return NULL;
+  }
+  cf_tv *r = reduce(f, what, reduce_ops[rop].op, tv, n, ax, red);
+  if (rop == CF_REDUCE_MEAN && r) r = cf_mul_scalar(f, r, 1.0 / count);
+  return keepdim ? keep_dims(f, r, n, red) : r;
 }
 
-cf_tv *cf_sum(cf_fusion *f, cf_tv *in, int naxes, const int *axes) { return reduce(f, "sum", OP_SUM, in, naxes, axes); }
+cf_tv *cf_sum(cf_fusion *f, cf_tv *in, int naxes, const int *axes) {
+  return cf_reduce(f, CF_REDUCE_SUM, in, naxes, axes, false);
+}
+cf_tv *cf_prod(cf_fusion *f, cf_tv *in, int naxes, const int *axes) {
+  return cf_reduce(f, CF_REDUCE_PROD, in, naxes, axes, false);
+}
 cf_tv *cf_max_reduce(cf_fusion *f, cf_tv *in, int naxes, const int *axes) {
-  return reduce(f, "max_reduce", OP_MAX_REDUCE, in, naxes, axes);
+  return cf_reduce(f, CF_REDUCE_MAX, in, naxes, axes, false);
 }
 cf_tv *cf_min_reduce(cf_fusion *f, cf_tv *in, int naxes, const int *axes) {
-  return reduce(f, "min_reduce", OP_MIN_REDUCE, in, naxes, axes);
+  return cf_reduce(f, CF_REDUCE_MIN, in, naxes, axes, false);
+}
+cf_tv *cf_mean(cf_fusion *f, cf_tv *in, int naxes, const int *axes) {
+  return cf_reduce(f, CF_REDUCE_MEAN, in, naxes, axes, false);
 }
 
 /* ---- transpose and permute ------------------------------------------------------------------------- */

@@ -60,7 +60,7 @@ void ir_print_id(StrBuf *b, const Val *id) {
   static const char letters[] = {[CF_ITER_ITERATION] = 'i', [CF_ITER_REDUCTION] = 'r', [CF_ITER_BROADCAST] = 'b'};
   sb_printf(b, "%c%s%d{", letters[d->iter_type], cf_parallel_type_name(d->ptype), id->name);
   ir_print_scalar(b, d->extent);
-  sb_puts(b, "}");
+  sb_puts(b, d->rfactor ? "}rf" : "}");
 }
 
 static void print_ids(StrBuf *b, Val *const *ids, int n) {
@@ -220,10 +220,17 @@ static void print_tv_transforms(cf_fusion *f, StrBuf *b, Val *tv) {
   TensorView *t = TV(tv);
   print_tv_with_positions(b, tv);
   sb_puts(b, "\n");
+  int nrf = 0;
+  Expr **rf = ir_tv_root_to_logical(f->arena, tv, &nrf);
   if (t->root != t->logical) {
     sb_puts(b, " root domain : (");
     print_ids(b, t->root, t->nroot);
     sb_puts(b, ")\n");
+  }
+  for (int i = 0; i < nrf; i++) { /* an rfactor tensor: root -> logical */
+    sb_puts(b, "  ");
+    ir_print_transform(b, rf[i]);
+    sb_puts(b, "\n");
   }
   sb_puts(b, " logical domain : (");
   print_ids(b, t->logical, t->nlogical);
@@ -238,6 +245,9 @@ static void print_tv_transforms(cf_fusion *f, StrBuf *b, Val *tv) {
   int n;
   Expr **hist = ir_tv_history(f, tv, &n);
   for (int i = 0; i < n; i++) {
+    bool before_logical = false;
+    for (int k = 0; k < nrf; k++) before_logical |= rf[k] == hist[i];
+    if (before_logical) continue;
     sb_puts(b, "  ");
     ir_print_transform(b, hist[i]);
     sb_puts(b, "\n");

@@ -287,10 +287,13 @@ static cf_status check_tv(cf_fusion *f, Val *tv, char *mark, Arena *scratch) {
       (s = check_domain(f, tv, "loop", t->loop, t->nloop)) ||
       (t->alloc && (s = check_domain(f, tv, "allocation", t->alloc, t->nalloc))))
     return s;
-  if (t->nroot != t->nlogical)
+  /* An rfactor tensor's logical axes derive from its root through transforms. */
+  bool rfactor = false;
+  for (int i = 0; i < t->nlogical; i++) rfactor |= ID(t->logical[i])->rfactor;
+  if (t->nroot != t->nlogical && !rfactor)
     return fail(f, "%s: root has %d axes but logical has %d", t->display_name, t->nroot, t->nlogical);
   for (int i = 0; i < t->nlogical; i++) {
-    if (!has_ptr(t->root, t->nroot, t->logical[i]))
+    if (!rfactor && !has_ptr(t->root, t->nroot, t->logical[i]))
       return fail_id(f, tv, "logical axis", t->logical[i], "is not in the root domain");
     if (ID(t->logical[i])->tv != tv) return fail_id(f, tv, "logical axis", t->logical[i], "belongs to another tensor");
   }

@@ -273,6 +273,9 @@ static void collect_bounds(LowerCtx *c, IndexMap *m, KNode *op, Val *cv) {
       id = h->in[0];
     }
     if (!get(m, id) || ID(id)->iter_type == CF_ITER_BROADCAST) continue;
+    /* An initialization sits at index 0 of the reduction axes: their bounds say nothing
+     * about it, and a thread must not skip initializing what it accumulates into. */
+    if (op->u.op.reduction_init && ID(id)->iter_type == CF_ITER_REDUCTION) continue;
     op->u.op.bounds[op->u.op.nbounds++] = kx_bin(c->a, OP_LT, get(m, id), ext(c, id));
   }
 }

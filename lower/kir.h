@@ -96,7 +96,9 @@ typedef enum KnKind {
   KN_TMEM_ALLOC,       /* warp 0: tcgen05.alloc of a region into its shared slot */
   KN_TMEM_RELINQUISH,  /* warp 0: tcgen05.relinquish_alloc_permit */
   KN_TMEM_DEALLOC,     /* warp 0: tcgen05.dealloc of a region */
-  KN_COMMENT
+  KN_COMMENT,
+  KN_ACC_DECL,         /* a reduction's register accumulator: `T var = identity;` */
+  KN_BLOCK_REDUCE      /* all-reduce of an accumulator across thread dimensions (reduction.c) */
 } KnKind;
 
 typedef struct KNode KNode;
@@ -112,6 +114,8 @@ typedef struct KAccess {
   KExpr *index;     /* linear element index (not for Tensor memory) */
   KExpr *lane, *col; /* Tensor memory: lane (rounded to the warp's base) and column */
   double scalar;    /* scalar constant operand */
+  const char *var;  /* when t is NULL: a named register (a reduction's accumulator) */
+  cf_dtype var_dtype;
 } KAccess;
 
 struct KNode {
@@ -159,6 +163,14 @@ struct KNode {
       int region;
     } region;
     const char *comment;
+    struct {
+      const char *var;     /* the accumulator */
+      cf_dtype dtype;      /* its type: the reduction's compute type */
+      IrOp op;             /* the reduction (identity and combine op from its table) */
+      bool reduce[3];      /* block reduce: threadIdx.x/y/z reduced */
+      bool warp;           /* block reduce: only x, whose extent is a multiple of 32 */
+      KTensor *ws;         /* block reduce: shared workspace of blockDim.x*y*z elements */
+    } acc;
   } u;
 };
 

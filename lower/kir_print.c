@@ -12,6 +12,10 @@ static void pad(StrBuf *b, int depth) {
 static const char *const *param_names(const KKernel *k) { return k->param_names; }
 
 static void access(StrBuf *b, const KKernel *k, const KAccess *a) {
+  if (!a->t && a->var) {
+    sb_puts(b, a->var);
+    return;
+  }
   if (!a->t) {
     sb_printf(b, "%g", a->scalar);
     return;
@@ -74,6 +78,11 @@ static void node(StrBuf *b, const KKernel *k, const KNode *n, int depth) {
   case KN_TMEM_RELINQUISH: sb_puts(b, "TMEM_RELINQUISH\n"); return;
   case KN_TMEM_DEALLOC: sb_printf(b, "TMEM_DEALLOC region %d\n", n->u.region.region); return;
   case KN_COMMENT: sb_printf(b, "// %s\n", n->u.comment); return;
+  case KN_ACC_DECL: sb_printf(b, "ACC %s %s = init:%s\n", cf_dtype_name(n->u.acc.dtype), n->u.acc.var, ir_op_name(n->u.acc.op)); return;
+  case KN_BLOCK_REDUCE:
+    sb_printf(b, "BLOCK_REDUCE %s %s over%s%s%s%s\n", ir_op_name(n->u.acc.op), n->u.acc.var, n->u.acc.reduce[0] ? " x" : "",
+              n->u.acc.reduce[1] ? " y" : "", n->u.acc.reduce[2] ? " z" : "", n->u.acc.warp ? " (warp shuffles)" : "");
+    return;
   }
 }
 

@@ -118,7 +118,8 @@ static void record_write(Verify *v, const KNode *op, const KTensor *t, unsigned 
 
 static bool op_ok(Verify *v, const KNode *n) {
   if (n->u.op.src && !n->u.op.loop_index) return fail(v, "%s", "an op without loop indices");
-  if ((n->u.op.out.index || n->u.op.out.lane) && !n->u.op.out.t) return fail(v, "%s", "an indexed op without output tensor");
+  if ((n->u.op.out.index || n->u.op.out.lane) && !n->u.op.out.t && !n->u.op.out.var)
+    return fail(v, "%s", "an indexed op without output tensor");
   if (!n->u.op.out.t) return true; /* before the index pass */
   for (int i = 0; i < n->u.op.nin && !n->u.op.reduction_init; i++) {
     unsigned th = v->guard_threads;
@@ -173,6 +174,9 @@ static bool node(Verify *v, const KNode *n, bool under_if) {
     return ok;
   }
   case KN_SYNC:
+  case KN_BLOCK_REDUCE: /* it synchronizes the block */
+    v->syncs++;
+    return under_if ? fail(v, "%s", "a __syncthreads under a condition") : true;
     v->syncs++;
     return under_if ? fail(v, "%s", "a __syncthreads under a condition") : true;
   case KN_OP: return op_ok(v, n);

@@ -69,9 +69,17 @@ static int first_reduction(Val *tv) {
   return -1;
 }
 
+/* An iteration axis inside reduction loops is fine on a thread or block index (each
+ * thread owns its element, as an rfactor tensor's [rS, ithreadIdx.x] has it); a serial
+ * one would need its whole extent initialized before the reduction loops. */
+static bool parallel_iteration(LowerCtx *c, Val *id) {
+  return ID(id)->iter_type == CF_ITER_ITERATION && is_launch_type(lower_ptype(c, id));
+}
+
 static void check_reduction_order(LowerCtx *c, Val *tv, int r) {
   for (int i = r; r >= 0 && i < TV(tv)->nloop; i++)
-    if (ID(TV(tv)->loop[i])->iter_type != CF_ITER_REDUCTION && ID(TV(tv)->loop[i])->iter_type != CF_ITER_BROADCAST)
+    if (ID(TV(tv)->loop[i])->iter_type != CF_ITER_REDUCTION && ID(TV(tv)->loop[i])->iter_type != CF_ITER_BROADCAST &&
+        !parallel_iteration(c, TV(tv)->loop[i]))
       lower_fail(c, CF_ERR_UNSUPPORTED,
                  "compile: %s has iteration axis %d inside its reduction loops; reorder its reduction axes innermost",
                  TV(tv)->display_name, i);
@@ -101,7 +109,8 @@ static KNode *new_op(LowerCtx *c, const Expr *e, Nest *n, int nloop) {
 static void insert_init(LowerCtx *c, const Expr *e, Nest *n, int r) {
   KNode *init = new_op(c, e, n, TV(e->out[0])->nloop);
   init->u.op.reduction_init = true;
-  for (int j = r; j < init->u.op.nloop; j++) init->u.op.loop_index[j] = kx_const(c->a, 0);
+  for (int j = r; j < init->u.op.nloop; j++)
+    if (!parallel_iteration(c, TV(e->out[0])->loop[j])) init->u.op.loop_index[j] = kx_const(c->a, 0);
   KBlock *parent = block_at(c, n, r);
   KNode *loop = n->stack[r].node;
   for (int i = 0; i < parent->len; i++)

@@ -29,6 +29,7 @@ static const struct {
     {"validate_parallel", lower_validate_parallel},
     {"index", lower_index},
     {"predicate", lower_predicate},
+    {"reduction", lower_reduction},
     {"sync", lower_sync},
     {"tmem_lifetime", lower_tmem_lifetime},
     {"smem_layout", lower_smem_layout},

@@ -114,6 +114,7 @@ void lower_predicate(LowerCtx *c);        /* predicate.c */
 bool lower_write_guarded(const LowerCtx *c, const Val *tv, cf_parallel_type p);
 /* Whether the place op writes depends on the index of launch type p (predicate.c). */
 bool lower_write_spans(const KNode *op, cf_parallel_type p);
+void lower_reduction(LowerCtx *c);        /* reduction.c: block reductions */
 void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
 void lower_smem_layout(LowerCtx *c);      /* smem_layout.c: offsets, dynamic size */

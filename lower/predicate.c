@@ -91,6 +91,7 @@ bool lower_write_guarded(const LowerCtx *c, const Val *tv, cf_parallel_type p) {
 
 bool lower_write_spans(const KNode *op, cf_parallel_type p) {
   const KAccess *o = &op->u.op.out;
+  if (!o->t || o->var) return true; /* a register of each thread (a reduction's accumulator) */
   return kx_uses_thread(o->index, p) || kx_uses_thread(o->lane, p) || kx_uses_thread(o->col, p);
 }
 
@@ -106,6 +107,12 @@ static unsigned value_varies(const LowerCtx *c, const KNode *op) {
   const Expr *e = op->u.op.src;
   for (int i = 0; i < e->nin; i++)
     if (e->in[i]->kind == VAL_TV) m |= c->varies[e->in[i]->id];
+  /* A block reduction over p combines every index of p: its result is the same in all. */
+  Val *out = e->out[0];
+  for (int j = 0; j < TV(out)->nloop; j++) {
+    cf_parallel_type p = lower_ptype(c, TV(out)->loop[j]);
+    if (ID(TV(out)->loop[j])->iter_type == CF_ITER_REDUCTION && ir_ptype_is_thread(p)) m &= ~(1u << p);
+  }
   return m;
 }
 
@@ -122,6 +129,17 @@ static void check_value_uniform(LowerCtx *c, const KNode *op, cf_parallel_type p
              cf_parallel_type_name(p));
 }
 
+/* A block reduction over p (reduction.c splits it into a per-thread accumulation, the
+ * all-reduce and the write): every index of p takes part, none may be guarded off. */
+static bool reduces_over(const KNode *op, cf_parallel_type p) {
+  if (ir_op_kind(op->u.op.src->op) != OPK_REDUCTION || op->u.op.reduction_init) return false;
+  for (int j = 0; j < op->u.op.nloop; j++) {
+    const KNode *l = op->u.op.loops[j];
+    if (l && l->u.loop.pt == p) return true;
+  }
+  return false;
+}
+
 static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
   Val *tv = op->u.op.src->out[0];
   KExpr *g = kx_const(c->a, 1);
@@ -130,7 +148,7 @@ static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
     /* The write spans p when where it writes depends on p; an op that runs in a loop on
      * p but writes one place for all its indices (a broadcast inlined into a parallel
      * loop) is done by index 0 alone. */
-    bool spans = lower_write_spans(op, (cf_parallel_type)p);
+    bool spans = lower_write_spans(op, (cf_parallel_type)p) || reduces_over(op, (cf_parallel_type)p);
     if (!spans) check_value_uniform(c, op, (cf_parallel_type)p);
     if (!spans) g = kx_bin(c->a, OP_AND, g, kx_bin(c->a, OP_EQ, kx_thread(c->a, (cf_parallel_type)p, false), kx_const(c->a, 0)));
   }

@@ -19,6 +19,8 @@ static void check_axis(LowerCtx *c, Val *p, int j, Val *cv) {
   cf_parallel_type pt = lower_ptype(c, id);
   if (!ir_ptype_is_thread(pt) && !ir_ptype_is_block(pt)) return;
   if (ir_mem_shared_across(TV(p)->mem, pt)) return;
+  /* A block reduction leaves its result in every thread it combined (reduction.c). */
+  if (ID(id)->iter_type == CF_ITER_REDUCTION && ir_ptype_is_thread(pt)) return;
   /* Left of the compute-at position the loop is shared: the producer is computed in the
    * consumer's loop, by the consumer's threads (check_shared_loop checks their types). */
   if (j < TV(p)->ca_pos) return;
@@ -64,16 +66,16 @@ static void check_unique_types(LowerCtx *c, Val *tv) {
   }
 }
 
-/* A reduction axis that runs on a thread or block index through a loop it shares would be
- * a block or grid reduction, which needs a combining step cfuser does not generate yet
- * (a declared one is refused by the parallel_dims pass). */
+/* A reduction axis that runs on a block index through a loop it shares would be a grid
+ * reduction, which cfuser does not generate yet (a declared one is refused by the
+ * parallel_dims pass); on a thread index it is a block reduction (reduction.c). */
 static void check_reductions(LowerCtx *c, Val *tv) {
   for (int j = 0; j < TV(tv)->nloop; j++) {
     Val *id = TV(tv)->loop[j];
     cf_parallel_type p = lower_ptype(c, id);
-    if (ID(id)->iter_type != CF_ITER_REDUCTION || !launch(p)) continue;
+    if (ID(id)->iter_type != CF_ITER_REDUCTION || !ir_ptype_is_block(p)) continue;
     lower_fail(c, CF_ERR_UNSUPPORTED,
-               "compile: reduction axis %d of %s runs on %s through a loop it shares with a producer; block and grid "
+               "compile: reduction axis %d of %s runs on %s through a loop it shares with a producer; grid "
                "reductions are not supported yet: inline the producer left of the reduction axes", j,
                TV(tv)->display_name, cf_parallel_type_name(p));
   }

@@ -89,6 +89,14 @@ CF_API cf_tv *cf_broadcast(cf_fusion *f, cf_tv *in, int out_rank, const bool *is
 CF_API cf_tv *cf_sum(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
 CF_API cf_tv *cf_max_reduce(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
 CF_API cf_tv *cf_min_reduce(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
+/* prod: sums and products of integers and bool give int64. mean: sum times 1/count, for
+ * floating-point inputs whose reduced extents are constant. */
+CF_API cf_tv *cf_prod(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
+CF_API cf_tv *cf_mean(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
+typedef enum cf_reduce_op { CF_REDUCE_SUM, CF_REDUCE_PROD, CF_REDUCE_MAX, CF_REDUCE_MIN, CF_REDUCE_MEAN } cf_reduce_op;
+/* Any of the above; keepdim puts the reduced axes back as size-1 broadcast axes (a
+ * broadcast op after the reduction, as nvFuser's keep_dim does). */
+CF_API cf_tv *cf_reduce(cf_fusion *f, cf_reduce_op op, cf_tv *in, int naxes, const int *axes, bool keepdim);
 /* transpose swaps two axes; permute puts input axis perm[i] at output position i. */
 CF_API cf_tv *cf_transpose(cf_fusion *f, cf_tv *in, int axis0, int axis1);
 CF_API cf_tv *cf_permute(cf_fusion *f, cf_tv *in, int rank, const int *perm);

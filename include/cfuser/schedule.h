@@ -53,9 +53,19 @@ CF_API cf_status cf_fusion_group_tmem(cf_fusion *f, int n, cf_tv *const *tvs);
 CF_API cf_tv *cf_cache_after(cf_fusion *f, cf_tv *tv);
 /* Inserts a local tensor that tv's defining expression now writes, and tv becomes a copy
  * of it (nvFuser's cacheBefore). Typically used on fusion outputs, so their stores can be
- * vectorized. tv must be computed by an elementwise op (not a reduction or permute) and
- * not yet scheduled. Returns the new producer, or NULL on error. */
+ * vectorized. tv must be computed by an elementwise op or a reduction (not a permute) and
+ * not yet scheduled; the cache of a reduction keeps the reduction axes, tv keeps the
+ * others. Returns the new producer, or NULL on error. */
 CF_API cf_tv *cf_cache_before(cf_fusion *f, cf_tv *tv);
+
+/* ---- reductions --------------------------------------------------------------------- */
+
+/* nvFuser's rFactor: tv = op(x) is a reduction whose reduction axes were split; returns a
+ * new tensor computing the partial reduction over tv's loop axes `axes` (its other
+ * reduction axes become iteration axes, marked "rf"), and tv now reduces that tensor
+ * over its remaining reduction axes. tv must not be inlined yet, and its iteration axes
+ * must be untransformed (schedule them after the rfactor). */
+CF_API cf_tv *cf_rfactor(cf_fusion *f, cf_tv *tv, int naxes, const int *axes);
 
 /* ---- automatic schedulers ------------------------------------------------------------ */
 

@@ -186,6 +186,22 @@ class Ops:
         """The minimum over dims (a reduction; minimum is the elementwise one)."""
         return self._reduce("min", "cf_min_reduce", t, dims, keepdim)
 
+    def prod(self, t: Tensor, dims: Union[int, Sequence[int]], keepdim: bool = False) -> Tensor:
+        """The product over dims."""
+        return self._reduce("prod", "cf_prod", t, dims, keepdim)
+
+    def mean(self, t: Tensor, dims: Union[int, Sequence[int]], keepdim: bool = False) -> Tensor:
+        """The mean over dims."""
+        return self._reduce("mean", "cf_mean", t, dims, keepdim)
+
+    _REDUCE_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "mean": 4}
+
+    def reduce(self, op: str, t: Tensor, dims: Union[int, Sequence[int]], keepdim: bool = False) -> Tensor:
+        """The reduction op ("sum", "prod", "max", "min" or "mean") over dims."""
+        if op not in self._REDUCE_OPS:
+            raise ValueError(f"reduce: unknown op {op!r}; use one of {sorted(self._REDUCE_OPS)}")
+        return getattr(self, op)(t, dims, keepdim)
+
     def permute(self, t: Tensor, dims: Sequence[int]) -> Tensor:
         """Output axis i is t's axis dims[i]."""
         fd = self._fd

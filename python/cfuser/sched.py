@@ -125,6 +125,13 @@ class Sched:
         h = self._tv(t, "cache_before")
         return self._fd._new_tensor("cache_before", _capi.lib.cf_cache_before(self._fd._f, h), t.shape)
 
+    def rfactor(self, t: Tensor, axes: Sequence[int]) -> Tensor:
+        """nvFuser's rFactor: the reduction t's loop axes `axes` go to a new partial
+        reduction, which is returned; t reduces what is left."""
+        h = self._tv(t, "rfactor")
+        arr = (ctypes.c_int * max(len(axes), 1))(*axes)
+        return self._fd._new_tensor("rfactor", _capi.lib.cf_rfactor(self._fd._f, h, len(axes), arr), t.shape)
+
     def schedule_pointwise(self) -> None:
         """nvFuser's pointwise scheduler on the whole (unscheduled, elementwise) fusion."""
         self._fd._check_schedulable("schedule_pointwise")

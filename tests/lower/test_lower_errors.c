@@ -145,15 +145,15 @@ Test(lower_errors, iteration_axis_inside_reduction_loops) {
                                            "reduction axes innermost");
 }
 
-Test(lower_errors, block_parallel_reductions) {
+Test(lower_errors, grid_reductions) {
   cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
   cf_fusion_add_input(f, a);
   cf_tv *s = cf_sum(f, a, 1, (int[]){1});
   cf_fusion_add_output(f, s);
-  cf_parallelize(f, s, 1, CF_PT_TIDX);
+  cf_parallelize(f, s, 1, CF_PT_BIDX);
   expect_compile_error(CF_ERR_UNSUPPORTED,
-                       "compile: reduction axis 1 of T1 is parallelized on threadIdx.x; block and grid reductions are not "
-                       "supported yet: reduce serially and parallelize the iteration axes");
+                       "compile: reduction axis 1 of T1 is parallelized on blockIdx.x; grid reductions are not supported "
+                       "yet: reduce across threads or serially and parallelize the iteration axes on blocks");
 }
 
 Test(lower_errors, multi_device) {
@@ -187,19 +187,19 @@ Test(lower_errors, promoted_loops_with_an_own_axis_merged_from_a_broadcast) {
 }
 
 /* The shape fuzz seed 1162 found on the GPU: a producer on threadIdx.x inlined through the
- * consumer's reduction axis would make it a block reduction. */
-Test(lower_errors, a_reduction_made_parallel_by_inlining) {
+ * consumer's reduction axis makes it a block reduction (tests/kernels/test_reductions.c
+ * runs that one); on blockIdx.x it would be a grid reduction. */
+Test(lower_errors, a_reduction_made_grid_parallel_by_inlining) {
   cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
   cf_fusion_add_input(f, a);
   cf_tv *p = cf_neg(f, a);
   cf_tv *s = cf_sum(f, p, 1, (int[]){1});
   cf_fusion_add_output(f, s);
-  cf_set_memory_type(f, p, CF_MEM_SHARED);
-  cf_parallelize(f, p, 1, CF_PT_TIDX);
+  cf_parallelize(f, p, 1, CF_PT_BIDX);
   cr_assert_eq(cf_inline_at(f, p, 2), CF_OK, "%s", cf_fusion_error(f));
   expect_compile_error(CF_ERR_UNSUPPORTED,
-                       "compile: reduction axis 1 of T2 runs on threadIdx.x through a loop it shares with a producer; "
-                       "block and grid reductions are not supported yet: inline the producer left of the reduction axes");
+                       "compile: reduction axis 1 of T2 runs on blockIdx.x through a loop it shares with a producer; "
+                       "grid reductions are not supported yet: inline the producer left of the reduction axes");
 }
 
 /* Found by the fuzzer (seed 1965): a conflict passed along through a serial axis of the

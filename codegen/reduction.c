@@ -1,0 +1,133 @@
+/* codegen/reduction.c: the code of block reductions (lower/reduction.c), shared by both
+ * code generators: a reduction's register accumulator, and its all-reduce across the
+ * reduced thread dimensions of the block.
+ *
+ * Key decision: the combine is printed inline, with the reduction's combine op from the
+ * op table and the dialect's shared-memory accesses and barrier, rather than calling a
+ * runtime template. So CUDA and the host backend run the very same algorithm (C has no
+ * templates), and the host's race detector checks every workspace access. Two forms:
+ * - warp: only threadIdx.x is reduced and blockDim.x is a multiple of 32: xor shuffles
+ *   reduce each warp (every lane ends with its warp's value), lane 0 of each warp writes
+ *   it to the workspace, and after one barrier every thread folds its group's warp values;
+ * - tree: any combination of threadIdx.x/y/z: each thread writes its value at
+ *   group * R + position (R threads per group, positions and groups linearized x, y, z),
+ *   then halving steps with a barrier each fold the upper part into the lower one (the
+ *   first step folds down to a power of two, so R need not be one); every thread reads
+ *   the group's result.
+ * A barrier ends both forms, so the workspace can be reused by the next reduction. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+void cg_acc_decl(Emitter *e, const KNode *n) {
+  char *v = cg_reduction_init(e, n->u.acc.op, n->u.acc.dtype, n->u.acc.dtype);
+  cg_line(e, "%s %s = %s;", cg_ctype(n->u.acc.dtype), n->u.acc.var, v);
+  free(v);
+}
+
+/* The workspace element at `index`, as the dialect prints it (malloc'd). */
+static char *ws_at(Emitter *e, const KTensor *ws, const char *index, bool is_write) {
+  StrBuf save = e->out;
+  e->out = (StrBuf){0};
+  e->d->element(e, ws, index, is_write);
+  char *s = sb_take(&e->out);
+  e->out = save;
+  return s;
+}
+
+/* combine(a, b) with the reduction's combine op (malloc'd). */
+static char *combine(const KNode *n, const char *a, const char *b) {
+  const char *t = ir_op_template(ir_reduction_combine(n->u.acc.op));
+  StrBuf s = {0};
+  for (const char *p = t; *p; p++) {
+    if (p[0] == '%' && (p[1] == '0' || p[1] == '1')) {
+      sb_puts(&s, p[1] == '0' ? a : b);
+      p++;
+    } else {
+      sb_printf(&s, "%c", *p);
+    }
+  }
+  return sb_take(&s);
+}
+
+static const char *const dim_name[3] = {"x", "y", "z"};
+
+/* Linear index over the dimensions d with want[d] == reduced, x fastest (printed). */
+static void linear(StrBuf *b, const bool *reduced, bool want) {
+  StrBuf stride = {0};
+  bool any = false;
+  for (int d = 0; d < 3; d++) {
+    if (reduced[d] != want) continue;
+    sb_printf(b, "%s(int)threadIdx.%s%s%s", any ? " + " : "", dim_name[d], any ? " * " : "", any ? stride.data : "");
+    sb_printf(&stride, "%s(int)blockDim.%s", any ? " * " : "", dim_name[d]);
+    any = true;
+  }
+  if (!any) sb_puts(b, "0");
+  sb_free(&stride);
+}
+
+static void warp_form(Emitter *e, const KNode *n) {
+  const char *v = n->u.acc.var;
+  char *sh = combine(n, v, "__shfl_xor_sync(0xffffffffu, cf_v, cf_o)");
+  cg_line(e, "for (int cf_o = 16; cf_o > 0; cf_o >>= 1) {");
+  cg_line(e, "  %s cf_v = %s;", cg_ctype(n->u.acc.dtype), v);
+  cg_line(e, "  %s = %s;", v, sh);
+  cg_line(e, "}");
+  free(sh);
+  cg_line(e, "const int cf_nw = (int)blockDim.x / 32;");
+  cg_line(e, "const int cf_rb = ((int)threadIdx.y + (int)threadIdx.z * (int)blockDim.y) * cf_nw;");
+  char *w = ws_at(e, n->u.acc.ws, "cf_rb + (int)threadIdx.x / 32", true);
+  cg_line(e, "if ((int)threadIdx.x %% 32 == 0) %s = %s;", w, v);
+  free(w);
+  e->d->sync(e);
+  char *first = ws_at(e, n->u.acc.ws, "cf_rb", false), *other = ws_at(e, n->u.acc.ws, "cf_rb + cf_w", false);
+  char *fold = combine(n, v, other);
+  cg_line(e, "%s = %s;", v, first);
+  cg_line(e, "for (int cf_w = 1; cf_w < cf_nw; ++cf_w) %s = %s;", v, fold);
+  free(first), free(other), free(fold);
+}
+
+static void tree_form(Emitter *e, const KNode *n) {
+  const bool *red = n->u.acc.reduce;
+  StrBuf rn = {0}, ri = {0}, gi = {0};
+  for (int d = 0, any = 0; d < 3; d++)
+    if (red[d]) sb_printf(&rn, "%s(int)blockDim.%s", any++ ? " * " : "", dim_name[d]);
+  linear(&ri, red, true);
+  linear(&gi, red, false);
+  cg_line(e, "const int cf_rn = %s;", rn.data);
+  cg_line(e, "const int cf_ri = %s;", ri.data);
+  cg_line(e, "const int cf_rb = (%s) * cf_rn;", gi.data);
+  sb_free(&rn), sb_free(&ri), sb_free(&gi);
+  char *mine_w = ws_at(e, n->u.acc.ws, "cf_rb + cf_ri", true), *mine = ws_at(e, n->u.acc.ws, "cf_rb + cf_ri", false);
+  char *up = ws_at(e, n->u.acc.ws, "cf_rb + cf_ri + cf_s", false), *first = ws_at(e, n->u.acc.ws, "cf_rb", false);
+  char *fold = combine(n, mine, up);
+  cg_line(e, "%s = %s;", mine_w, n->u.acc.var);
+  e->d->sync(e);
+  cg_line(e, "int cf_s = 1;");
+  cg_line(e, "while (2 * cf_s < cf_rn) cf_s *= 2;");
+  cg_line(e, "for (; cf_s > 0; cf_s >>= 1) {");
+  e->indent++;
+  cg_line(e, "if (cf_ri < cf_s && cf_ri + cf_s < cf_rn) %s = %s;", mine_w, fold);
+  e->d->sync(e);
+  e->indent--;
+  cg_line(e, "}");
+  cg_line(e, "%s = %s;", n->u.acc.var, first);
+  free(mine_w), free(mine), free(up), free(first), free(fold);
+}
+
+void cg_block_reduce(Emitter *e, const KNode *n) {
+  StrBuf dims = {0};
+  for (int d = 0; d < 3; d++)
+    if (n->u.acc.reduce[d]) sb_printf(&dims, "%sthreadIdx.%s", dims.len ? ", " : "", dim_name[d]);
+  cg_line(e, "{ // block all-reduce of %s (%s) over %s", n->u.acc.var, ir_op_name(n->u.acc.op), dims.data);
+  sb_free(&dims);
+  e->indent++;
+  if (n->u.acc.warp)
+    warp_form(e, n);
+  else
+    tree_form(e, n);
+  e->d->sync(e);
+  e->indent--;
+  cg_line(e, "}");
+}

@@ -1,0 +1,101 @@
+/* Tests of the reduction ops of issue 10 (prod, mean, keepdim through cf_reduce) and of
+ * the reduction table's columns (combine op, identity, integer widening): their printed
+ * math, their evaluation, their errors, and the identities kernels start from. */
+#include "ops_test_util.h"
+
+static cf_tv *input(cf_fusion *f, cf_dtype dt, int rank, const int64_t *sizes) {
+  cf_tv *t = sizes ? cf_tensor_concrete(f, dt, rank, sizes) : cf_tensor_symbolic(f, dt, rank);
+  cf_fusion_add_input(f, t);
+  return t;
+}
+
+/* Reduces `vals` of shape {2, 3} with op over the given axes and checks the result. */
+static void check(cf_reduce_op op, bool keepdim, cf_dtype dt, const double *vals, int naxes, const int *axes,
+                  cf_dtype want_dt, int rank, const int64_t *sizes, const double *want) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = input(f, dt, 2, (int64_t[]){2, 3});
+  cf_fusion_add_output(f, cf_reduce(f, op, a, naxes, axes, keepdim));
+  DLManagedTensor *in = ot_tensor(dt, 2, (int64_t[]){2, 3}, vals), *out = NULL;
+  cr_assert_eq(ot_eval(f, 1, &in, &out), CF_OK, "%s", cf_fusion_error(f));
+  ot_expect_values(out, want_dt, rank, sizes, want);
+  cf_tensor_free(in);
+  cf_tensor_free(out);
+  cf_fusion_destroy(f);
+}
+
+static const double iota6[] = {0, 1, 2, 3, 4, 5};
+static const double neg6[] = {-7, -3, -9, -100, -2, -50};
+
+Test(reduce_ops, prod_multiplies_and_widens_integers) {
+  check(CF_REDUCE_PROD, false, CF_FLOAT, iota6, 1, (int[]){1}, CF_FLOAT, 1, (int64_t[]){2}, (double[]){0, 60});
+  check(CF_REDUCE_PROD, false, CF_INT32, iota6, 1, (int[]){0}, CF_INT64, 1, (int64_t[]){3}, (double[]){0, 4, 10});
+  check(CF_REDUCE_PROD, false, CF_DOUBLE, neg6, 2, (int[]){0, 1}, CF_DOUBLE, 0, NULL, (double[]){1890000});
+}
+
+Test(reduce_ops, mean_divides_by_the_reduced_count) {
+  check(CF_REDUCE_MEAN, false, CF_FLOAT, iota6, 1, (int[]){1}, CF_FLOAT, 1, (int64_t[]){2}, (double[]){1, 4});
+  check(CF_REDUCE_MEAN, false, CF_DOUBLE, iota6, 2, (int[]){1, 0}, CF_DOUBLE, 0, NULL, (double[]){2.5});
+  check(CF_REDUCE_MEAN, false, CF_HALF, iota6, 1, (int[]){0}, CF_HALF, 1, (int64_t[]){3}, (double[]){1.5, 2.5, 3.5});
+}
+
+Test(reduce_ops, max_and_min_of_negative_integers_start_at_the_dtype_limits) {
+  check(CF_REDUCE_MAX, false, CF_INT32, neg6, 1, (int[]){1}, CF_INT32, 1, (int64_t[]){2}, (double[]){-3, -2});
+  check(CF_REDUCE_MIN, false, CF_INT8, neg6, 1, (int[]){0}, CF_INT8, 1, (int64_t[]){3}, (double[]){-100, -3, -50});
+}
+
+Test(reduce_ops, keepdim_puts_reduced_axes_back_as_broadcasts) {
+  check(CF_REDUCE_SUM, true, CF_FLOAT, iota6, 1, (int[]){1}, CF_FLOAT, 2, (int64_t[]){2, 1}, (double[]){3, 12});
+  check(CF_REDUCE_MEAN, true, CF_FLOAT, iota6, 1, (int[]){0}, CF_FLOAT, 2, (int64_t[]){1, 3}, (double[]){1.5, 2.5, 3.5});
+  check(CF_REDUCE_MAX, true, CF_FLOAT, iota6, 2, (int[]){0, 1}, CF_FLOAT, 2, (int64_t[]){1, 1}, (double[]){5});
+}
+
+Test(reduce_ops, printed_math_of_mean_with_keepdim) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_tv *m = cf_reduce(f, CF_REDUCE_MEAN, a, 1, (int[]){1}, true);
+  cr_assert_not_null(m, "%s", cf_fusion_error(f));
+  cf_fusion_add_output(f, m);
+  char *s = ot_math(f);
+  cr_expect_str_eq(s, "Inputs:\n  T0_g_float[iS0{4}, iS1{8}]\nOutputs:\n  T3_g_float[iS5{4}, bS6{1}]\n\n%kernel_math {\n"
+                      "T1_l_float[iS2{4}, rS3{8}]\n   = sum( T0_g_float[iS0{4}, iS1{8}] );\n"
+                      "T2_l_float[iS4{4}]\n   = mul( T1_l_float[iS2{4}, rS3{8}], 0.125 );\n"
+                      "T3_g_float[iS5{4}, bS6{1}]\n   = broadcast( T2_l_float[iS4{4}], {false, true} );\n} // %kernel_math\n");
+  free(s);
+  cf_tv *p = cf_prod(f, a, 1, (int[]){0});
+  ot_expect_def(p, "T4_l_float[rS7{4}, iS8{8}]\n   = prod( T0_g_float[iS0{4}, iS1{8}] );\n");
+  cf_fusion_destroy(f);
+}
+
+Test(reduce_ops, errors_name_the_tensor) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *i = input(f, CF_INT32, 2, (int64_t[]){4, 8});
+  cf_tv *s = input(f, CF_FLOAT, 2, NULL);
+  cr_expect_null(cf_mean(f, i, 1, (int[]){1}));
+  cr_expect_eq(cf_fusion_status(f), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_error(f), "mean: T0 has dtype int; a mean needs a floating-point input (cast it first) "
+                                       "for T0_g_int[iS0{4}, iS1{8}]");
+  cf_fusion_clear_error(f);
+  cr_expect_null(cf_mean(f, s, 1, (int[]){1}));
+  cr_expect_eq(cf_fusion_status(f), CF_ERR_UNSUPPORTED);
+  cr_expect_str_eq(cf_fusion_error(f), "mean: axis 1 has a symbolic extent; a mean over symbolic extents is not "
+                                       "supported yet (divide a sum by the count) for T1_g_float[iS2{i0}, iS3{i1}]");
+  cf_fusion_clear_error(f);
+  cr_expect_null(cf_reduce(f, (cf_reduce_op)9, s, 1, (int[]){1}, false));
+  cr_expect_str_eq(cf_fusion_error(f), "reduce: unknown reduction 9");
+  cf_fusion_clear_error(f);
+  cr_expect_null(cf_prod(f, s, 1, (int[]){2}));
+  cr_expect_str_eq(cf_fusion_error(f), "prod: axis 2 out of range for T1_g_float[iS2{i0}, iS3{i1}]");
+  cf_fusion_destroy(f);
+}
+
+Test(reduce_ops, every_reduction_op_has_one_row_of_the_reduction_table) {
+  for (int op = 0; op < OP_COUNT; op++) {
+    bool red = ir_op_kind((IrOp)op) == OPK_REDUCTION;
+    cr_expect_eq(ir_op_is_reduction((IrOp)op), red, "op %s", ir_op_name((IrOp)op));
+    if (red) cr_expect_eq(ir_op_kind(ir_reduction_combine((IrOp)op)), OPK_BINARY, "op %s", ir_op_name((IrOp)op));
+  }
+  cr_expect_eq(ir_reduction_combine(OP_PROD), OP_MUL);
+  cr_expect_eq(ir_reduction_identity(OP_MAX_REDUCE), RID_LOWEST);
+  cr_expect(ir_reduction_widens_int(OP_SUM));
+  cr_expect(!ir_reduction_widens_int(OP_MIN_REDUCE));
+}

@@ -1,0 +1,225 @@
+/* Reductions scheduled by hand (issue 10): serial ones of every reduction op, block
+ * reductions over threadIdx.x (whole warps and not), over 2-D thread blocks and with
+ * serial axes folded first, non-divisible splits of reduction axes, symbolic sizes, half
+ * accumulated in float, and an all-reduce read back by every thread. Each is compiled
+ * with NVRTC for sm_90a and run on the host backend (and the GPU when present) against
+ * the reference evaluator, through tests/kernels/kernel_check.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_check.h"
+
+static cf_fusion *f;
+static KcInput in[4];
+static int nin;
+
+static void setup(void) {
+  f = cf_fusion_create();
+  nin = 0;
+}
+static void teardown(void) { cf_fusion_destroy(f); }
+TestSuite(reductions, .init = setup, .fini = teardown);
+
+static cf_tv *input(cf_dtype dt, int rank, const int64_t *sizes) {
+  cf_tv *t = sizes ? cf_tensor_concrete(f, dt, rank, sizes) : cf_tensor_symbolic(f, dt, rank);
+  cf_fusion_add_input(f, t);
+  in[nin] = (KcInput){dt, rank, {0}, NULL};
+  for (int i = 0; sizes && i < rank; i++) in[nin].sizes[i] = sizes[i];
+  nin++;
+  return t;
+}
+
+/* Checks and returns the CUDA source; the caller frees it. */
+static char *check(double tol) { return kc_check(f, nin, in, tol); }
+
+static cf_launch_params host_launch(void) {
+  cf_executor_options o = {.backend = CF_BACKEND_HOST};
+  cf_executor *e = cf_executor_create(&o);
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  DLManagedTensor *t[4] = {0}, *out[4] = {0};
+  const DLTensor *ins[4];
+  for (int i = 0; i < nin; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 7))->dl_tensor;
+  cr_assert_eq(cf_executor_run(e, nin, ins, cf_fusion_num_outputs(f), out), CF_OK, "%s", cf_executor_error(e));
+  cf_launch_params p = cf_executor_last_launch_params(e);
+  for (int i = 0; i < 4; i++) cf_tensor_free(t[i]), cf_tensor_free(out[i]);
+  cf_executor_destroy(e);
+  return p;
+}
+
+Test(reductions, serial_reductions_of_every_op) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){4, 6});
+  cf_reduce_op ops[] = {CF_REDUCE_SUM, CF_REDUCE_PROD, CF_REDUCE_MAX, CF_REDUCE_MIN, CF_REDUCE_MEAN};
+  for (int i = 0; i < 5; i++) {
+    cf_tv *r = cf_reduce(f, ops[i], a, 1, (int[]){1}, i == 4);
+    cf_fusion_add_output(f, r);
+    cf_parallelize(f, r, 0, CF_PT_TIDX);
+  }
+  free(check(1e-5));
+}
+
+/* The identity of max over int32 is INT32_MIN, not a converted INT64_MIN (which is 0). */
+Test(reductions, serial_max_of_negative_int32) {
+  cf_tv *a = input(CF_INT32, 2, (int64_t[]){3, 5});
+  cf_tv *r = cf_max_reduce(f, cf_neg(f, cf_abs(f, a)), 1, (int[]){1});
+  cf_fusion_add_output(f, r);
+  cf_inline_most(f);
+  char *src = check(0);
+  cr_expect(strstr(src, "(int)((-2147483647 - 1))") != NULL, "no int32 lowest in:\n%s", src);
+  free(src);
+}
+
+/* Tutorial.Reduction's TIDx schedule: one block, a thread per column, whole warps. */
+Test(reductions, warp_shuffle_block_reduction) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){10, 256});
+  cf_tv *r = cf_sum(f, a, 1, (int[]){1});
+  cf_fusion_add_output(f, r);
+  cf_parallelize(f, r, 1, CF_PT_TIDX);
+  char *src = check(1e-4);
+  cr_expect(strstr(src, "__shfl_xor_sync(0xffffffffu, cf_v, cf_o)") != NULL, "no warp shuffle in:\n%s", src);
+  free(src);
+  cf_launch_params p = host_launch();
+  cr_expect_eq(p.smem, 256 * 4, "the workspace of 256 floats is in the launch's shared memory");
+}
+
+/* 50 threads on x: not whole warps, so the tree form; max with a ragged first step. */
+Test(reductions, tree_block_reduction_of_50_threads) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){3, 50});
+  cf_tv *r = cf_max_reduce(f, a, 1, (int[]){1});
+  cf_fusion_add_output(f, r);
+  cf_parallelize(f, r, 0, CF_PT_BIDX);
+  cf_parallelize(f, r, 1, CF_PT_TIDX);
+  char *src = check(0);
+  cr_expect(strstr(src, "__shfl_xor_sync") == NULL, "a warp shuffle with 50 threads in:\n%s", src);
+  free(src);
+}
+
+/* Tutorial.Reduction's TIDy x TIDx schedule: rows on threadIdx.y, a 2-D thread block. */
+Test(reductions, two_d_block_reducing_x) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){10, 32});
+  cf_tv *r = cf_sum(f, a, 1, (int[]){1});
+  cf_fusion_add_output(f, r);
+  cf_parallelize(f, r, 0, CF_PT_TIDY);
+  cf_parallelize(f, r, 1, CF_PT_TIDX);
+  free(check(1e-5));
+}
+
+/* Two reduction axes on threadIdx.y and threadIdx.x (6 x 10 = 60 threads per group). */
+Test(reductions, two_d_block_reducing_x_and_y) {
+  cf_tv *a = input(CF_DOUBLE, 3, (int64_t[]){4, 6, 10});
+  cf_tv *r = cf_sum(f, a, 2, (int[]){1, 2});
+  cf_fusion_add_output(f, r);
+  cf_parallelize(f, r, 0, CF_PT_BIDX);
+  cf_parallelize(f, r, 1, CF_PT_TIDY);
+  cf_parallelize(f, r, 2, CF_PT_TIDX);
+  free(check(1e-12));
+}
+
+/* Reduces y with x iterating: the groups are the x threads. */
+Test(reductions, two_d_block_reducing_y_only) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){12, 8});
+  cf_tv *r = cf_sum(f, a, 1, (int[]){0});
+  cf_fusion_add_output(f, r);
+  cf_reorder(f, r, 1, (int[]){0, 1});
+  cf_parallelize(f, r, 0, CF_PT_TIDX);
+  cf_parallelize(f, r, 1, CF_PT_TIDY);
+  free(check(1e-5));
+}
+
+/* A serial loop per thread, then the block: 1000 columns split by 128 (not divisible). */
+Test(reductions, serial_then_block_with_a_non_divisible_split) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){16, 1000});
+  cf_tv *r = cf_sum(f, a, 1, (int[]){1});
+  cf_fusion_add_output(f, r);
+  cf_split(f, r, 1, 128);
+  cf_parallelize(f, r, 0, CF_PT_BIDX);
+  cf_parallelize(f, r, 2, CF_PT_TIDX);
+  free(check(1e-4));
+}
+
+Test(reductions, symbolic_sizes) {
+  cf_tv *a = input(CF_FLOAT, 2, NULL);
+  in[0].sizes[0] = 7;
+  in[0].sizes[1] = 300;
+  cf_tv *r = cf_sum(f, a, 1, (int[]){1});
+  cf_fusion_add_output(f, r);
+  cf_split(f, r, 1, 64);
+  cf_parallelize(f, r, 0, CF_PT_BIDX);
+  cf_parallelize(f, r, 2, CF_PT_TIDX);
+  free(check(1e-4));
+}
+
+/* Half and bfloat16 in, the same out, accumulated in float registers. */
+Test(reductions, half_and_bfloat16_accumulate_in_float) {
+  cf_tv *h = input(CF_HALF, 2, (int64_t[]){4, 512});
+  cf_tv *b = input(CF_BFLOAT16, 2, (int64_t[]){4, 512});
+  cf_tv *rs[2] = {cf_sum(f, h, 1, (int[]){1}), cf_sum(f, b, 1, (int[]){1})};
+  for (int i = 0; i < 2; i++) {
+    cf_fusion_add_output(f, rs[i]);
+    cf_split(f, rs[i], 1, 128);
+    cf_parallelize(f, rs[i], 2, CF_PT_TIDX);
+  }
+  char *src = check(2e-2);
+  cr_expect(strstr(src, "float a2 = 0;") != NULL, "no float accumulator in:\n%s", src);
+  free(src);
+}
+
+/* x - sum(x): every thread reads the all-reduced sum of its row in the same kernel. */
+Test(reductions, allreduce_read_back_by_every_thread) {
+  cf_tv *x = input(CF_FLOAT, 2, (int64_t[]){6, 64});
+  cf_tv *s = cf_sum(f, x, 1, (int[]){1});
+  cf_tv *d = cf_sub(f, x, cf_broadcast(f, s, 2, (bool[]){false, true}));
+  cf_fusion_add_output(f, d);
+  cf_parallelize(f, d, 0, CF_PT_BIDX);
+  cf_parallelize(f, d, 1, CF_PT_TIDX);
+  cf_parallelize_all_like(f, d, 0, NULL);
+  cf_inline_most(f);
+  free(check(1e-4));
+}
+
+/* The shape fuzz seed 1162 found: a producer on threadIdx.x inlined through the
+ * reduction axis makes the reduction a block reduction. */
+Test(reductions, a_reduction_made_parallel_by_inlining) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_tv *p = cf_neg(f, a);
+  cf_tv *s = cf_sum(f, p, 1, (int[]){1});
+  cf_fusion_add_output(f, s);
+  cf_set_memory_type(f, p, CF_MEM_SHARED);
+  cf_parallelize(f, p, 1, CF_PT_TIDX);
+  cr_assert_eq(cf_inline_at(f, p, 2), CF_OK, "%s", cf_fusion_error(f));
+  free(check(1e-5));
+}
+
+/* bench/reduction.c's schedules at a small size: a row cached with vector loads, then
+ * serial + warp reduction; columns with an unrolled serial loop, then over threadIdx.y. */
+Test(reductions, bench_schedules_small) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){8, 2048});
+  cf_tv *t1 = cf_set(f, a);
+  cf_tv *row = cf_sum(f, t1, 1, (int[]){1});
+  cf_fusion_add_output(f, row);
+  cf_split(f, row, 1, 4);
+  cf_split(f, row, 1, 128);
+  cf_propagate_transforms(f, row);
+  cf_parallelize(f, row, 0, CF_PT_BIDX);
+  cf_parallelize(f, row, 2, CF_PT_TIDX);
+  cf_parallelize_all_like(f, row, 0, NULL);
+  cf_parallelize(f, t1, 3, CF_PT_VECTORIZE);
+  cf_inline_most(f);
+  char *src = check(1e-4);
+  cr_expect(strstr(src, "Array<float, 4>") != NULL, "no vector load in:\n%s", src);
+  free(src);
+}
+
+Test(reductions, column_sum_unrolled_then_threadIdx_y) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){256, 64});
+  cf_tv *out = cf_sum(f, a, 1, (int[]){0});
+  cf_fusion_add_output(f, out);
+  cf_reorder(f, out, 1, (int[]){0, 1});
+  cf_split(f, out, 1, 16);
+  cf_split(f, out, 1, 4);
+  cf_split(f, out, 0, 32);
+  cf_parallelize(f, out, 0, CF_PT_BIDX);
+  cf_parallelize(f, out, 1, CF_PT_TIDX);
+  cf_parallelize(f, out, 3, CF_PT_UNROLL);
+  cf_parallelize(f, out, 4, CF_PT_TIDY);
+  free(check(1e-4));
+}

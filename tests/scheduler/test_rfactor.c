@@ -1,0 +1,137 @@
+/* Tests of cf_rfactor (scheduler/rfactor.c): the two tensors it makes, printed in
+ * nvFuser's notation ("rf" axes, the root -> logical split), its errors, and the kernels
+ * of rfactored schedules (per-thread partials, then a block reduction) against the
+ * reference evaluator on the host backend and NVRTC, through kernel_check.h. */
+#include "../kernels/kernel_check.h"
+#include "sched_test_util.h"
+
+static cf_fusion *f;
+static void setup(void) { f = cf_fusion_create(); }
+static void teardown(void) { cf_fusion_destroy(f); }
+TestSuite(rfactor, .init = setup, .fini = teardown);
+
+/* Tutorial.ReductionRFactor: tv1 = sum(tv0) over a symbolic 1-D tensor, split by 1024. */
+static cf_tv *tutorial_1d(cf_tv **t1) {
+  cf_tv *t0 = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, t0);
+  *t1 = cf_sum(f, t0, 1, (int[]){0});
+  cf_fusion_add_output(f, *t1);
+  EXPECT_OK(cf_split(f, *t1, 0, 1024));
+  return t0;
+}
+
+Test(rfactor, splits_a_reduction_into_a_partial_and_a_final_one) {
+  cf_tv *t1;
+  tutorial_1d(&t1);
+  cf_tv *t2 = cf_rfactor(f, t1, 1, (int[]){0});
+  cr_assert_not_null(t2, "%s", cf_fusion_error(f));
+  char *math = tu_capture_fusion(cf_fusion_print_math, f);
+  cr_expect_str_eq(math, "Inputs:\n  T0_g_float[iS0{i0}]\nOutputs:\n  T1_g_float[rS7{1024}]\n\n%kernel_math {\n"
+                         "T2_l_float[rS5{( ceilDiv(i0, 1024) )}rf, iS6{1024}rf]\n   = sum( T0_g_float[iS0{i0}] );\n"
+                         "T1_g_float[rS7{1024}]\n   = sum( T2_l_float[rS5{( ceilDiv(i0, 1024) )}rf, iS6{1024}rf] );\n"
+                         "} // %kernel_math\n");
+  free(math);
+  EXPECT_OK(cf_parallelize(f, t1, 0, CF_PT_TIDX));
+  EXPECT_OK(cf_parallelize(f, t2, 1, CF_PT_TIDX));
+  char *tr = tu_capture_fusion(cf_fusion_print_transforms, f);
+  cr_expect(strstr(tr, "T2_l_float[rS5{( ceilDiv(i0, 1024) )}rf, ithreadIdx.x6{1024}rf]\n root domain : (rS4{i0})\n"
+                       "  Split: rS4{i0} by factor 1024 -> rS5{( ceilDiv(i0, 1024) )}rf, ithreadIdx.x6{1024}rf\n"
+                       " logical domain : (rS5{( ceilDiv(i0, 1024) )}rf, ithreadIdx.x6{1024}rf)\n") != NULL,
+            "transforms:\n%s", tr);
+  free(tr);
+  cr_expect_eq(cf_fusion_verify(f), CF_OK, "%s", cf_fusion_error(f));
+}
+
+Test(rfactor, tutorial_schedule_runs_like_the_evaluator) {
+  cf_tv *t1;
+  tutorial_1d(&t1);
+  cf_tv *t2 = cf_rfactor(f, t1, 1, (int[]){0});
+  EXPECT_OK(cf_parallelize(f, t1, 0, CF_PT_TIDX));
+  EXPECT_OK(cf_parallelize(f, t2, 1, CF_PT_TIDX));
+  /* 10000 elements: 10 per thread, the last round partial; 300 < 1024: most threads
+   * hold only the identity */
+  KcInput big = {CF_FLOAT, 1, {10000}, NULL}, small = {CF_FLOAT, 1, {300}, NULL};
+  char *src = kc_check(f, 1, &big, 1e-4);
+  cr_expect(strstr(src, "  T2[0] = 0;\n") != NULL, "the partial is not initialized by every thread:\n%s", src);
+  free(src);
+  free(kc_check(f, 1, &small, 1e-4));
+}
+
+/* Rows on blockIdx.x; each row's 1000 columns split by 128 and rfactored. */
+Test(rfactor, rows_on_blocks) {
+  cf_tv *t0 = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){6, 1000});
+  cf_fusion_add_input(f, t0);
+  cf_tv *t1 = cf_sum(f, t0, 1, (int[]){1});
+  cf_fusion_add_output(f, t1);
+  EXPECT_OK(cf_split(f, t1, 1, 128));
+  cf_tv *t2 = cf_rfactor(f, t1, 1, (int[]){1});
+  cr_assert_not_null(t2, "%s", cf_fusion_error(f));
+  EXPECT_TV(t2, "T2_l_float[iS6{6}, rS8{8}rf, iS9{128}rf]");
+  EXPECT_TV(t1, "T1_g_float[iS10{6}, rS11{128}]");
+  EXPECT_OK(cf_parallelize(f, t1, 0, CF_PT_BIDX));
+  EXPECT_OK(cf_parallelize(f, t1, 1, CF_PT_TIDX));
+  EXPECT_OK(cf_parallelize(f, t2, 0, CF_PT_BIDX));
+  EXPECT_OK(cf_parallelize(f, t2, 2, CF_PT_TIDX));
+  KcInput in = {CF_FLOAT, 2, {6, 1000}, NULL};
+  free(kc_check(f, 1, &in, 1e-4));
+}
+
+Test(rfactor, errors_name_the_tensor) {
+  cf_tv *t1;
+  cf_tv *t0 = tutorial_1d(&t1);
+  cr_expect_null(cf_rfactor(f, t1, 2, (int[]){0, 1}));
+  cr_expect_str_eq(cf_fusion_error(f), "rfactor: every reduction axis is rfactored; leave at least one for T1 for "
+                                       "T1_g_float[rS2{( ceilDiv(i0, 1024) )}, rS3{1024}]");
+  cf_fusion_clear_error(f);
+  cr_expect_null(cf_rfactor(f, t1, 1, (int[]){2}));
+  cr_expect_str_eq(cf_fusion_error(f), "rfactor: axis 2 out of range for T1_g_float[rS2{( ceilDiv(i0, 1024) )}, "
+                                       "rS3{1024}]");
+  cf_fusion_clear_error(f);
+  cr_expect_null(cf_rfactor(f, t0, 1, (int[]){0}));
+  cr_expect_str_eq(cf_fusion_error(f), "rfactor: T0 is not the output of a reduction for T0_g_float[iS0{i0}]");
+  cf_fusion_clear_error(f);
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_fusion_add_input(f, x);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){1});
+  cf_fusion_add_output(f, s);
+  EXPECT_OK(cf_split(f, s, 1, 4));
+  cr_expect_null(cf_rfactor(f, s, 1, (int[]){0}));
+  cr_expect_str_eq(cf_fusion_error(f), "rfactor: axis 0 is not a reduction axis for T3_g_float[iS6{4}, rS8{2}, "
+                                       "rS9{4}]");
+  cf_fusion_clear_error(f);
+  EXPECT_OK(cf_split(f, s, 0, 2));
+  cr_expect_null(cf_rfactor(f, s, 1, (int[]){2}));
+  cr_expect_str_eq(cf_fusion_error(f), "rfactor: iteration axis 0 of T3 is transformed; rfactor before splitting or "
+                                       "merging iteration axes for T3_g_float[iS10{2}, iS11{2}, rS8{2}, rS9{4}]");
+}
+
+/* cache_before on a reduction: the cache takes the reduction with its reduction axes,
+ * the output becomes a copy of it (what schedulers do to store results with vectors). */
+Test(rfactor, cache_before_and_after_a_reduction) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 96});
+  cf_fusion_add_input(f, x);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){1});
+  cf_tv *out = cf_neg(f, s);
+  cf_fusion_add_output(f, s);
+  cf_fusion_add_output(f, out);
+  cf_tv *c = cf_cache_before(f, s);
+  cr_assert_not_null(c, "%s", cf_fusion_error(f));
+  cf_tv *r = cf_cache_after(f, s);
+  cr_assert_not_null(r, "%s", cf_fusion_error(f));
+  char *math = tu_capture_fusion(cf_fusion_print_math, f);
+  cr_expect_str_eq(math, "Inputs:\n  T0_g_float[iS0{4}, iS1{96}]\nOutputs:\n  T1_g_float[iS6{4}]\n  T2_g_float[iS4{4}]\n\n"
+                         "%kernel_math {\n"
+                         "T3_l_float[iS5{4}, rS7{96}]\n   = sum( T0_g_float[iS0{4}, iS1{96}] );\n"
+                         "T1_g_float[iS6{4}]\n   = Set( T3_l_float[iS5{4}, rS7{96}] );\n"
+                         "T4_l_float[iS8{4}]\n   = Set( T1_g_float[iS6{4}] );\n"
+                         "T2_g_float[iS4{4}]\n   = neg( T4_l_float[iS8{4}] );\n"
+                         "} // %kernel_math\n");
+  free(math);
+  cr_expect_eq(cf_fusion_verify(f), CF_OK, "%s", cf_fusion_error(f));
+  EXPECT_OK(cf_split(f, c, 1, 32));
+  EXPECT_OK(cf_parallelize(f, c, 0, CF_PT_BIDX));
+  EXPECT_OK(cf_parallelize(f, c, 2, CF_PT_TIDX));
+  for (int i = 0; i < 3; i++) EXPECT_OK(cf_parallelize(f, i == 0 ? s : i == 1 ? r : out, 0, CF_PT_BIDX));
+  KcInput in = {CF_FLOAT, 2, {4, 96}, NULL};
+  free(kc_check(f, 1, &in, 1e-4));
+}
