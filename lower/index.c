@@ -216,6 +216,9 @@ static void seed_producer(LowerCtx *c, IndexMap *cm, IndexMap *pm, const KNode *
     for (int j = 0; j < TV(cv)->nloop && j < op->u.op.nloop; j++) {
       Val *it = loop_iterates(op, cv, j);
       if (ID(it)->iter_type == CF_ITER_BROADCAST || !sched_idmap_same(c->exact, pid, it)) continue;
+      /* A positional axis's loop index stands for the promoting tensor's axis, not for the
+       * consumer's own axis (its element comes through that tensor's history). */
+      if (positional_ref(c, cv, j)) continue;
       put(pm, pid, op->u.op.loop_index[j]);
       break;
     }
