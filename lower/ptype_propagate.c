@@ -13,6 +13,12 @@ static bool launch(cf_parallel_type p) { return ir_ptype_is_thread(p) || ir_ptyp
 
 cf_parallel_type lower_ptype(const LowerCtx *c, const Val *id) { return c->ptype[id->id]; }
 
+static bool single_element(Val *id) {
+  int64_t e;
+  return ID(id)->iter_type == CF_ITER_BROADCAST ||
+         (ID(id)->iter_type == CF_ITER_REDUCTION && ir_scalar_const_value(ID(id)->extent, &e) && e == 1);
+}
+
 static int axis_pos(Val *id) {
   Val *tv = ID(id)->tv;
   for (int j = 0; tv && j < TV(tv)->nloop; j++)
@@ -33,8 +39,10 @@ void lower_ptype_propagate(LowerCtx *c) {
   Val **group_axis = ARENA_ARRAY(c->a, Val *, n + 1); /* by group: a member on a launch type */
   for (int i = 0; i < n; i++) {
     Val *v = c->f->vals.items[i];
-    /* a broadcast axis runs on nothing, whatever type it carries: it has one element */
-    c->ptype[i] = v->kind == VAL_ID && ID(v)->iter_type != CF_ITER_BROADCAST ? ID(v)->ptype : CF_PT_SERIAL;
+    /* a broadcast axis runs on nothing, whatever type it carries: it has one element; nor
+     * does a reduction over one element (a sum over a broadcast axis), which a block
+     * reduction would count once per thread */
+    c->ptype[i] = v->kind == VAL_ID && !single_element(v) ? ID(v)->ptype : CF_PT_SERIAL;
     if (!launch(c->ptype[i])) continue;
     Val **held = &group_axis[sched_loop_group(c->loops, v)];
     if (*held && ID(*held)->ptype != c->ptype[i]) refuse_conflict(c, *held, v);
@@ -44,7 +52,7 @@ void lower_ptype_propagate(LowerCtx *c) {
     Val *held = group_axis[sched_loop_group(c->loops, c->f->vals.items[i])];
     cf_parallel_type g = held ? ID(held)->ptype : CF_PT_SERIAL;
     if (launch(g) && !launch(c->ptype[i]) && c->ptype[i] != CF_PT_VECTORIZE && ((Val *)c->f->vals.items[i])->kind == VAL_ID &&
-        ID(c->f->vals.items[i])->iter_type != CF_ITER_BROADCAST)
+        !single_element(c->f->vals.items[i]))
       c->ptype[i] = g;
   }
 }
