@@ -1,0 +1,46 @@
+/* scheduler/heuristic.h: the contract between the automatic schedulers and the
+ * define-and-run executor (internal header, prefix sched_).
+ *
+ * Every automatic scheduler (pointwise, reduction, inner persistent normalization,
+ * transpose, ...) is one file of scheduler/ that fills one SchedHeuristic. The
+ * define-and-run executor holds the table of them (sched_heuristics(), in order of
+ * preference), and for each segment of a fusion asks each in turn whether it accepts the
+ * segment for the sizes of this call, then lets the first that does schedule a private
+ * copy of the segment. The user's fusion is never handed to a scheduler.
+ *
+ * Key decision: a heuristic reads the actual sizes, strides and pointer alignment of the
+ * call (SchedCall), not the fusion's symbolic extents, so a symbolic fusion is scheduled
+ * as well as a constant one; whatever it assumed about the call that a later call with
+ * the same signature might break (divisibility of a vectorized extent, alignment) must be
+ * part of the signature or be guarded by a run-time check that refuses with a message. */
+#ifndef CFUSER_SCHED_HEURISTIC_H
+#define CFUSER_SCHED_HEURISTIC_H
+
+#include <dlpack/dlpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cfuser/fusion.h"
+
+/* What one call tells the heuristics: the segment's inputs, in the order of the
+ * segment's fusion inputs (tensors; scalar inputs are 0-d tensors). */
+typedef struct SchedCall {
+  int ninputs;
+  const DLTensor *const *inputs;
+} SchedCall;
+
+/* The parameters a heuristic chose, printed for CFUSER_DUMP=segments and tests, e.g.
+ * "vector=4 threads=128 blocks=65536". */
+enum { SCHED_PARAMS_MAX = 256, SCHED_WHY_MAX = 256 };
+
+typedef struct SchedHeuristic {
+  const char *name; /* "pointwise", "reduction", "inner_persistent", "transpose" */
+  /* True when this scheduler can schedule f for this call; otherwise false with the
+   * reason in why (NUL-terminated, at most SCHED_WHY_MAX bytes). f is not modified. */
+  bool (*accepts)(cf_fusion *f, const SchedCall *call, char *why);
+  /* Schedules f (an unscheduled copy that this scheduler accepted) for this call and
+   * prints its parameters into params (at most SCHED_PARAMS_MAX bytes). */
+  cf_status (*schedule)(cf_fusion *f, const SchedCall *call, char *params);
+} SchedHeuristic;
+
+#endif
