@@ -133,9 +133,12 @@ static void check_value_uniform(LowerCtx *c, const KNode *op, cf_parallel_type p
  * all-reduce and the write): every index of p takes part, none may be guarded off. */
 static bool reduces_over(const KNode *op, cf_parallel_type p) {
   if (ir_op_kind(op->u.op.src->op) != OPK_REDUCTION || op->u.op.reduction_init) return false;
-  for (int j = 0; j < op->u.op.nloop; j++) {
+  Val *out = op->u.op.src->out[0];
+  for (int j = 0; j < op->u.op.nloop && j < TV(out)->nloop; j++) {
     const KNode *l = op->u.op.loops[j];
-    if (l && l->u.loop.pt == p) return true;
+    /* A loop on p over one of the output's iteration or broadcast axes (a loop shared
+     * with a consumer) does not combine across p: only a reduction axis does. */
+    if (l && l->u.loop.pt == p && ID(TV(out)->loop[j])->iter_type == CF_ITER_REDUCTION) return true;
   }
   return false;
 }

@@ -26,8 +26,22 @@ static void check_axis(LowerCtx *c, Val *p, int j, Val *cv) {
   if (j < TV(p)->ca_pos) return;
   /* Otherwise the producer's values must already sit in the thread that reads them: the
    * axes must be exactly the same, not merely related through a broadcast. */
-  for (int k = 0; k < TV(cv)->nloop; k++)
-    if (lower_ptype(c, TV(cv)->loop[k]) == pt && sched_idmap_same(c->exact, id, TV(cv)->loop[k])) return;
+  for (int k = 0; k < TV(cv)->nloop; k++) {
+    Val *ck = TV(cv)->loop[k];
+    if (lower_ptype(c, ck) != pt || !sched_idmap_same(c->exact, id, ck)) continue;
+    /* The same axis, but the consumer's loop may iterate a larger domain it was inlined
+     * into (a broadcast concretized): then its threads stand for elements the producer's
+     * threads never computed. */
+    Val *pp = lower_promoted(c, id), *cp = lower_promoted(c, ck);
+    if (pp == cp || sched_idmap_same(c->exact, pp, cp)) return;
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+               "compile: %s is in %s memory, but %s reads its axis %d (%s) on %s in a loop over %s, which that axis "
+               "does not iterate (the producer's %s hold other elements); inline %s into %s, or parallelize them apart",
+               TV(p)->display_name, cf_memory_type_name(TV(p)->mem), TV(cv)->display_name, j, lower_id_str(c, id),
+               cf_parallel_type_name(pt), lower_id_str(c, cp), ir_ptype_is_thread(pt) ? "threads" : "blocks",
+               TV(p)->display_name, TV(cv)->display_name);
+    return;
+  }
   lower_fail(c, CF_ERR_INVALID_SCHEDULE,
              "compile: %s is in %s memory, but %s reads its axis %d (%s) on %s from other %s; %s", TV(p)->display_name,
              cf_memory_type_name(TV(p)->mem), TV(cv)->display_name, j, lower_id_str(c, id), cf_parallel_type_name(pt),

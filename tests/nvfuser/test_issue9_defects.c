@@ -155,3 +155,43 @@ Test(issue9, defect6_cache_key_keeps_constants) {
   cf_kernel_cache_destroy(cache);
   cf_tensor_free(x), cf_tensor_free(fresh1), cf_tensor_free(fresh2), cf_tensor_free(got1), cf_tensor_free(got2);
 }
+
+/* Found by the DAG fuzzer (seed 61006): e = exp(bcast(v))[1, 8, 1] feeds s = sum(e, 2), an
+ * output, and o = x + e with o's axis 0 on threadIdx.x. e is inlined into both, so s's
+ * broadcast axis 0 shares o's threadIdx.x loop: s's update runs in a loop on threadIdx.x,
+ * but s reduces no axis on it; every thread must not add into the one global element. */
+Test(issue9, fuzz61006_reduction_in_a_parallel_loop_of_a_broadcast_axis) {
+  cf_tv *x = nv_concrete(3, (int64_t[]){3, 8, 5}), *v = nv_concrete(1, (int64_t[]){8});
+  cf_tv *e = cf_exp(f, cf_broadcast(f, v, 3, (bool[]){true, false, true}));
+  cf_tv *s = cf_sum(f, e, 1, (int[]){2});
+  cf_tv *o = cf_add(f, x, e);
+  cf_fusion_add_output(f, s);
+  cf_fusion_add_output(f, o);
+  cf_parallelize(f, o, 0, CF_PT_TIDX);
+  cf_inline_most(f);
+  nv_check(2, (KcInput[]){F32(3, 8, 5), F32(8)});
+}
+
+/* Found by the DAG fuzzer (seed 63265): t3 = t2 + t2 (t2 = bcast(v)[8, 1]) stays in local
+ * memory on blockIdx.x{8}; t6 = neg(t3) is inlined into t7 = t6 + x[8, 3], whose loop
+ * (axes merged) is blockIdx.x{24}. t6's blocks 8..23 would read a t3 no block of theirs
+ * computed: refused, naming t3, its axis and the loop. */
+Test(issue9, fuzz63265_local_read_through_a_promoted_block_loop) {
+  cf_tv *x = nv_concrete(2, (int64_t[]){8, 3}), *v = nv_concrete(1, (int64_t[]){8});
+  cf_tv *t2 = cf_broadcast(f, v, 2, (bool[]){false, true});
+  cf_tv *t3 = cf_add(f, t2, t2);
+  cf_tv *t6 = cf_neg(f, t3);
+  cf_tv *t7 = cf_add(f, t6, x);
+  cf_fusion_add_output(f, t7);
+  cf_tv *all[] = {t2, t3, t6, t7};
+  for (int i = 0; i < 4; i++) {
+    cf_merge(f, all[i], 0);
+    cf_parallelize(f, all[i], 0, CF_PT_BIDX);
+  }
+  cr_assert_eq(cf_inline_at(f, t6, 1), CF_OK, "%s", cf_fusion_error(f));
+  char *msg = nv_compile_error();
+  cr_expect_str_eq(msg, "compile: T3 is in Local memory, but T4 reads its axis 0 (iblockIdx.x12{8}) on blockIdx.x in "
+                        "a loop over iblockIdx.x14{24}, which that axis does not iterate (the producer's blocks hold "
+                        "other elements); inline T3 into T4, or parallelize them apart");
+  free(msg);
+}
