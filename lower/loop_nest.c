@@ -76,13 +76,24 @@ static bool parallel_iteration(LowerCtx *c, Val *id) {
   return ID(id)->iter_type == CF_ITER_ITERATION && is_launch_type(lower_ptype(c, id));
 }
 
+static bool block_reduced(LowerCtx *c, Val *tv) {
+  for (int i = 0; i < TV(tv)->nloop; i++)
+    if (ID(TV(tv)->loop[i])->iter_type == CF_ITER_REDUCTION && ir_ptype_is_thread(lower_ptype(c, TV(tv)->loop[i])))
+      return true;
+  return false;
+}
+
+/* A serial iteration axis inside reduction loops gets its own initialization loop
+ * (insert_init), but a block reduction keeps one register accumulator per thread, so
+ * there it must be parallel. */
 static void check_reduction_order(LowerCtx *c, Val *tv, int r) {
-  for (int i = r; r >= 0 && i < TV(tv)->nloop; i++)
+  if (r < 0 || !block_reduced(c, tv)) return;
+  for (int i = r; i < TV(tv)->nloop; i++)
     if (ID(TV(tv)->loop[i])->iter_type != CF_ITER_REDUCTION && ID(TV(tv)->loop[i])->iter_type != CF_ITER_BROADCAST &&
         !parallel_iteration(c, TV(tv)->loop[i]))
       lower_fail(c, CF_ERR_UNSUPPORTED,
-                 "compile: %s has iteration axis %d inside its reduction loops; reorder its reduction axes innermost",
-                 TV(tv)->display_name, i);
+                 "compile: %s has iteration axis %d inside its reduction loops and reduces across threads (one "
+                 "accumulator per thread); reorder its reduction axes innermost", TV(tv)->display_name, i);
 }
 
 static bool vector_copy(const Expr *e, Val *tv, int j) {
@@ -105,17 +116,34 @@ static KNode *new_op(LowerCtx *c, const Expr *e, Nest *n, int nloop) {
   return op;
 }
 
-/* The initialization of a reduction's output goes right before its first reduction loop. */
+/* The initialization of a reduction's output goes right before its first reduction loop,
+ * inside loops of its own over the serial iteration axes within the reduction loops
+ * (a [rS, iS] order: every element of iS is initialized before the reduction runs). */
 static void insert_init(LowerCtx *c, const Expr *e, Nest *n, int r) {
-  KNode *init = new_op(c, e, n, TV(e->out[0])->nloop);
+  Val *tv = e->out[0];
+  KNode *init = new_op(c, e, n, TV(tv)->nloop);
   init->u.op.reduction_init = true;
-  for (int j = r; j < init->u.op.nloop; j++)
-    if (!parallel_iteration(c, TV(e->out[0])->loop[j])) init->u.op.loop_index[j] = kx_const(c->a, 0);
+  KNode *outer = NULL, *inner = NULL;
+  for (int j = r; j < init->u.op.nloop; j++) {
+    Val *id = TV(tv)->loop[j];
+    if (parallel_iteration(c, id)) continue;
+    if (ID(id)->iter_type != CF_ITER_ITERATION) {
+      init->u.op.loop_index[j] = kx_const(c->a, 0);
+      continue;
+    }
+    KNode *l = new_loop(c, id);
+    init->u.op.loop_index[j] = l->u.loop.index;
+    init->u.op.loops[j] = l;
+    if (inner) kb_push(c->a, &inner->u.loop.body, l);
+    else outer = l;
+    inner = l;
+  }
+  if (inner) kb_push(c->a, &inner->u.loop.body, init);
   KBlock *parent = block_at(c, n, r);
   KNode *loop = n->stack[r].node;
   for (int i = 0; i < parent->len; i++)
     if (parent->items[i] == loop) {
-      kb_insert(c->a, parent, i, init);
+      kb_insert(c->a, parent, i, outer ? outer : init);
       return;
     }
 }

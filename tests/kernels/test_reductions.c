@@ -223,3 +223,26 @@ Test(reductions, column_sum_unrolled_then_threadIdx_y) {
   cf_parallelize(f, out, 4, CF_PT_TIDY);
   free(check(1e-4));
 }
+
+/* A column sum kept in nvFuser's outer-reduction order [rS, iS]: the iteration axis runs
+ * inside the reduction loop (each element of a row is accumulated in its own register),
+ * so the output gets an initialization loop of its own before the reduction loop. Serial,
+ * with the columns split onto blockIdx.x and onto threadIdx.x, and with the rows split. */
+Test(reductions, column_sum_with_iteration_axes_inside_the_reduction_loop) {
+  for (int variant = 0; variant < 4; variant++) {
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    nin = 0;
+    cf_tv *x = input(CF_FLOAT, 2, (int64_t[]){37, 19});
+    cf_tv *s = cf_sum(f, cf_exp(f, x), 1, (int[]){0});
+    cf_fusion_add_output(f, cf_mul_scalar(f, s, 2.0));
+    if (variant == 1) cf_split(f, s, 1, 4), cf_parallelize(f, s, 1, CF_PT_BIDX);
+    if (variant == 2) cf_split(f, s, 1, 4), cf_parallelize(f, s, 2, CF_PT_TIDX), cf_split(f, s, 0, 8);
+    if (variant == 3) cf_split(f, s, 0, 5);
+    if (variant > 0) cf_propagate_transforms(f, s), cf_parallelize_all_like(f, s, 0, NULL);
+    cf_inline_most(f);
+    char *src = check(1e-4);
+    cr_expect(strstr(src, "= 0;") != NULL, "variant %d: no initialization in\n%s", variant, src);
+    free(src);
+  }
+}

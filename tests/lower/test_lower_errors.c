@@ -141,8 +141,10 @@ Test(lower_errors, iteration_axis_inside_reduction_loops) {
   cf_fusion_add_input(f, a);
   cf_tv *s = cf_sum(f, a, 1, (int[]){0});
   cf_fusion_add_output(f, s);
-  expect_compile_error(CF_ERR_UNSUPPORTED, "compile: T1 has iteration axis 1 inside its reduction loops; reorder its "
-                                           "reduction axes innermost");
+  cf_parallelize(f, s, 0, CF_PT_TIDX);
+  expect_compile_error(CF_ERR_UNSUPPORTED, "compile: T1 has iteration axis 1 inside its reduction loops and reduces "
+                                           "across threads (one accumulator per thread); reorder its reduction axes "
+                                           "innermost");
 }
 
 Test(lower_errors, grid_reductions) {
