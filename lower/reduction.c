@@ -99,6 +99,31 @@ static KNode *block_reduce(LowerCtx *c, const Expr *e, const char *var, cf_dtype
   return n;
 }
 
+/* The conjunction `cond` without its terms on the reduced thread dimensions. */
+static KExpr *without_reduced_dims(LowerCtx *c, KExpr *cond, const bool red[3]) {
+  if (cond->kind == KX_BINARY && cond->op == OP_AND) {
+    KExpr *x = without_reduced_dims(c, cond->a, red), *y = without_reduced_dims(c, cond->b, red);
+    int64_t v;
+    if (kx_is_const(x, &v) && v) return y;
+    if (kx_is_const(y, &v) && v) return x;
+    return kx_bin(c->a, OP_AND, x, y);
+  }
+  for (int d = 0; d < 3; d++)
+    if (red[d] && kx_uses_thread(cond, (cf_parallel_type)(CF_PT_TIDX + d))) return kx_const(c->a, 1);
+  return cond;
+}
+
+/* Which threads store the all-reduced value: the initialization's predicate picks them
+ * for a shared or global output (index 0 of the reduced dimensions). A local output is
+ * each thread's own copy, and every thread of the reduced dimensions holds the result,
+ * also those beyond the reduction axis' extent (a block wider than the axis), which
+ * consumers on other axes of that thread type read: its bounds on the reduced dimensions
+ * are dropped. */
+static KExpr *store_predicate(LowerCtx *c, const Expr *e, KExpr *init_cond, const bool red[3]) {
+  if (TV(e->out[0])->mem != CF_MEM_LOCAL) return init_cond;
+  return without_reduced_dims(c, init_cond, red);
+}
+
 /* items[i] of b is the (possibly predicated) initialization of e; items[i + 1] its first
  * reduction loop. */
 static void lower_one(LowerCtx *c, KBlock *b, int i, KNode *init, const bool red[3]) {
@@ -119,10 +144,12 @@ static void lower_one(LowerCtx *c, KBlock *b, int i, KNode *init, const bool red
   store->u.op.nin = 1;
   store->u.op.in[0] = (KAccess){.var = var, .var_dtype = dt};
   KNode *guarded = store;
-  if (b->items[i]->kind == KN_IF) { /* the initialization's predicate picks the storing threads */
+  KExpr *cond = b->items[i]->kind == KN_IF ? store_predicate(c, e, b->items[i]->u.cond.cond, red) : NULL;
+  int64_t always;
+  if (cond && !(kx_is_const(cond, &always) && always)) {
     guarded = ARENA_NEW(c->a, KNode);
     guarded->kind = KN_IF;
-    guarded->u.cond.cond = b->items[i]->u.cond.cond;
+    guarded->u.cond.cond = cond;
     kb_push(c->a, &guarded->u.cond.then, store);
   }
   op->u.op.out = (KAccess){.var = var, .var_dtype = dt};

@@ -40,6 +40,7 @@ typedef struct DgCase {
   int rank;
   int64_t sizes[3];
   bool symbolic;
+  bool par_red;     /* mode 1: reduction axes parallelized too, max as well as sum, warp-sized rows */
   unsigned reduced; /* full-rank axes some sum reduces */
   DgVal v[DG_MAX_VALS];
   int nv;
@@ -134,7 +135,9 @@ static inline int dg_reduction(DgCase *c) {
   if (softmax) p = dg_add(c, cf_exp(c->f, c->v[p].tv), p, -1, dg_full(c));
   if (p < 0) return -1;
   c->reduced |= 1u << axis;
-  int s = dg_add(c, cf_sum(c->f, c->v[p].tv, 1, &axis), p, -1, dg_full(c) & ~(1u << axis));
+  bool max = c->par_red && dg_rnd(&c->r, 3) == 0;
+  cf_tv *r = max ? cf_max_reduce(c->f, c->v[p].tv, 1, &axis) : cf_sum(c->f, c->v[p].tv, 1, &axis);
+  int s = dg_add(c, r, p, -1, dg_full(c) & ~(1u << axis));
   if (s < 0) return -1;
   if (dg_rnd(&c->r, 4) == 0) c->v[s].output = true;
   int b = dg_broadcast(c, s);
@@ -147,6 +150,10 @@ static inline int dg_reduction(DgCase *c) {
 static inline void dg_build_math(DgCase *c) {
   c->rank = 2 + (int)dg_rnd(&c->r, 2);
   for (int a = 0; a < c->rank; a++) c->sizes[a] = 2 + (int64_t)dg_rnd(&c->r, 8);
+  if (c->par_red && dg_rnd(&c->r, 2)) { /* rows a warp or two long, for warp reductions */
+    static const int64_t warpish[] = {31, 32, 33, 64};
+    c->sizes[c->rank - 1] = warpish[dg_rnd(&c->r, 4)];
+  }
   c->symbolic = dg_rnd(&c->r, 4) == 0;
   dg_input(c, dg_full(c));
   if (dg_rnd(&c->r, 2)) dg_input(c, dg_full(c));
@@ -231,20 +238,21 @@ static inline void dg_transforms(DgCase *c, cf_tv *tv, int steps, unsigned *trac
   }
 }
 
-/* Thread types only on constant extents of at most 32 (symbolic ones could be anything);
- * reduction axes stay serial (the only reductions cfuser has): with track, axes derived
- * from a reduced full-rank axis are left alone, since parallelize_all_like would carry
- * their type to the reduction. */
+/* Thread types only on constant extents of at most 32 (64 on a reduction axis of mode 1;
+ * symbolic ones could be anything). In mode 0 reduction axes stay serial: with track,
+ * axes derived from a reduced full-rank axis are left alone, since parallelize_all_like
+ * would carry their type to the reduction. Mode 1 parallelizes them like any other axis
+ * (block reductions on threads, grid reductions on blocks). */
 static inline void dg_parallelize(DgCase *c, cf_tv *tv, const unsigned *track) {
   static const cf_parallel_type types[] = {CF_PT_BIDX, CF_PT_TIDX, CF_PT_TIDY, CF_PT_BIDY, CF_PT_UNROLL};
   bool used[5] = {false};
   for (int i = 0; i < cf_tv_naxes(tv); i++) {
     int k = (int)dg_rnd(&c->r, 8);
     cf_id *id = cf_tv_axis(tv, i);
-    if (k >= 5 || used[k] || cf_id_iter_type(id) == CF_ITER_REDUCTION) continue;
-    if (track && i < DG_MAX_AXES && (track[i] & c->reduced)) continue;
+    bool red = cf_id_iter_type(id) == CF_ITER_REDUCTION || (track && i < DG_MAX_AXES && (track[i] & c->reduced));
+    if (k >= 5 || used[k] || (red && !c->par_red)) continue;
     int64_t e = cf_id_extent(id);
-    if ((types[k] == CF_PT_TIDX || types[k] == CF_PT_TIDY) && (e > 32 || e < 0)) continue;
+    if ((types[k] == CF_PT_TIDX || types[k] == CF_PT_TIDY) && (e > (red ? 64 : 32) || e < 0)) continue;
     used[k] = true;
     cf_parallelize(c->f, tv, i, types[k]);
   }
@@ -319,9 +327,10 @@ static inline void dg_schedule(DgCase *c) {
 }
 
 /* Builds and schedules the case of one seed into c->f (a fresh fusion). */
-static inline void dg_build(DgCase *c, cf_fusion *f, uint64_t seed) {
+static inline void dg_build(DgCase *c, cf_fusion *f, uint64_t seed, int mode) {
   memset(c, 0, sizeof *c);
   c->f = f;
+  c->par_red = mode == 1;
   c->r.s = seed * 0x9E3779B97F4A7C15ULL + 7;
   dg_build_math(c);
   if (cf_fusion_status(f) == CF_OK) dg_schedule(c);

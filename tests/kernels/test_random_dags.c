@@ -16,6 +16,8 @@
  * with one line per bad seed. A long run:
  *   CFUSER_FUZZ_FIRST=0 CFUSER_FUZZ_COUNT=100000 CFUSER_FUZZ_JOBS=16 \
  *     build/kernels_test_random_dags --filter 'random_dags/run_like_the_evaluator'
+ * The test parallel_reductions_run_like_the_evaluator runs the generator's mode 1 (reduction
+ * axes parallelized too: warp, block and grid reductions) with the same variables.
  * Seeds that fail today are listed in known_failing: the CI run skips them and a disabled
  * test runs them (the loop-model work of issue 9 fixes and enables it). */
 #include <criterion/criterion.h>
@@ -30,6 +32,10 @@
 #include "kernel_check.h"
 
 enum { ST_TODO, ST_STARTED, ST_ACCEPTED, ST_REFUSED, ST_MISMATCH, ST_CRASH };
+
+/* The generator's mode for this test (dag_gen.h): 0 serial reductions, 1 parallel ones.
+ * Set before the workers fork. */
+static int fuzz_mode;
 
 #define SEED_SECONDS 60 /* a seed running longer is a hang, counted as a crash */
 #define TOL 1e-4
@@ -103,7 +109,7 @@ static int check_run(cf_fusion *f, cf_executor *e, const DgCase *c, uint64_t see
 static int run_seed(uint64_t seed) {
   cf_fusion *f = cf_fusion_create();
   DgCase c;
-  dg_build(&c, f, seed);
+  dg_build(&c, f, seed, fuzz_mode);
   int st = ST_REFUSED;
   if (cf_fusion_status(f) != CF_OK) {
     if (!*cf_fusion_error(f)) st = ST_MISMATCH;
@@ -218,11 +224,14 @@ static long env_num(const char *name, long dflt) {
   return s && *s ? strtol(s, NULL, 10) : dflt;
 }
 
-Test(random_dags, run_like_the_evaluator, .timeout = 3000) {
+/* Runs the seeds the environment asks for in `mode` (or shows one), as the two tests
+ * below do. Known-failing seeds belong to mode 0. */
+static void run_range(int mode) {
+  fuzz_mode = mode;
   if (getenv("CFUSER_FUZZ_SHOW")) {
     cf_fusion *f = cf_fusion_create();
     DgCase c;
-    dg_build(&c, f, strtoull(getenv("CFUSER_FUZZ_SHOW"), NULL, 10));
+    dg_build(&c, f, strtoull(getenv("CFUSER_FUZZ_SHOW"), NULL, 10), mode);
     printf("status: %s %s\n", cf_status_name(cf_fusion_status(f)), cf_fusion_error(f));
     cf_fusion_print_math(f, stdout);
     cf_fusion_print_transforms(f, stdout);
@@ -232,12 +241,18 @@ Test(random_dags, run_like_the_evaluator, .timeout = 3000) {
   }
   long first = env_num("CFUSER_FUZZ_FIRST", 0), count = env_num("CFUSER_FUZZ_COUNT", 400);
   cr_assert(first >= 0 && count > 0 && count <= INT32_MAX, "CFUSER_FUZZ_FIRST/COUNT out of range");
-  bool skip = !env_num("CFUSER_FUZZ_KNOWN", 1);
+  bool skip = mode == 0 && !env_num("CFUSER_FUZZ_KNOWN", 1);
   Counts c = run_seeds((uint64_t)first, (int)count, (int)env_num("CFUSER_FUZZ_JOBS", 1), known_failing, skip ? nknown : 0);
   cr_expect_eq(c.n[ST_MISMATCH], 0, "%d seeds gave wrong results (listed above)", c.n[ST_MISMATCH]);
   cr_expect_eq(c.n[ST_CRASH], 0, "%d seeds crashed (listed above)", c.n[ST_CRASH]);
   cr_expect_geq(c.n[ST_ACCEPTED], count / 5, "only %d of %ld schedules were accepted", c.n[ST_ACCEPTED], count);
 }
+
+Test(random_dags, run_like_the_evaluator, .timeout = 3000) { run_range(0); }
+
+/* The same DAGs with reduction axes parallelized too (block and warp reductions on
+ * threads, grid reductions on blocks), max as well as sum, and rows a warp long. */
+Test(random_dags, parallel_reductions_run_like_the_evaluator, .timeout = 3000) { run_range(1); }
 
 Test(random_dags, seeds_that_found_bugs, .timeout = 600) {
   Counts c = {{0}};

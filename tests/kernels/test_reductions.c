@@ -246,3 +246,18 @@ Test(reductions, column_sum_with_iteration_axes_inside_the_reduction_loop) {
     free(src);
   }
 }
+
+/* A block reduction over threadIdx.y{4} in a block of blockDim.y = 8 (another tensor
+ * runs on threadIdx.y{8}), its local result read back by every thread: threads 4..7
+ * combined nothing but hold the all-reduced value too, and must store it (DAG seed 2795
+ * of the parallel-reduction fuzzer). */
+Test(reductions, allreduce_in_a_block_wider_than_the_reduction_axis) {
+  cf_tv *x = input(CF_FLOAT, 2, (int64_t[]){3, 4}), *y = input(CF_FLOAT, 2, (int64_t[]){3, 8});
+  cf_tv *s = cf_sum(f, x, 1, (int[]){1});
+  cf_tv *o = cf_add(f, cf_broadcast(f, s, 2, (bool[]){false, true}), y);
+  cf_fusion_add_output(f, o);
+  cf_parallelize(f, s, 1, CF_PT_TIDY);
+  cf_parallelize(f, o, 1, CF_PT_TIDY);
+  cf_inline_most(f);
+  free(check(1e-5));
+}
