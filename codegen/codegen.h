@@ -40,6 +40,8 @@ struct Emitter {
 void cg_line(Emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints an index expression into a fresh malloc'd string. */
 char *cg_expr(Emitter *e, const KExpr *x);
+/* The definition of a shared buffer's symbolic offset variable, if it has one. */
+void cg_smem_offset_decl(Emitter *e, const KTensor *t);
 /* The C type name of a dtype in the dialect ("float", "__half", "int64_t"). */
 const char *cg_ctype(cf_dtype t);
 /* Pieces both dialects spell alike. */

@@ -53,6 +53,7 @@ static void buffers(Emitter *e) {
     const KTensor *t = k->allocs[i];
     char *size = cg_expr(e, t->size);
     if (t->mem == CF_MEM_SHARED) {
+      cg_smem_offset_decl(e, t);
       char *off = cg_expr(e, t->smem_offset);
       cg_line(e, "%s* %s = reinterpret_cast<%s*>(cf_smem + %s);", cg_ctype(t->dtype), t->name, cg_ctype(t->dtype), off);
       free(off);

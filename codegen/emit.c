@@ -26,6 +26,13 @@ char *cg_expr(Emitter *e, const KExpr *x) {
   return sb_take(&b);
 }
 
+void cg_smem_offset_decl(Emitter *e, const KTensor *t) {
+  if (!t->smem_offset_def) return;
+  char *def = cg_expr(e, t->smem_offset_def), *name = cg_expr(e, t->smem_offset);
+  cg_line(e, "const cf_index_t %s = %s;", name, def);
+  free(def), free(name);
+}
+
 const char *cg_ctype(cf_dtype t) {
   static const char *const names[] = {
 #define CF_X(e, name, size, ctype, dlcode, dlbits) ctype,

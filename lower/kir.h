@@ -75,7 +75,8 @@ typedef struct KTensor {
   bool *broadcast;       /* parameters: per logical axis, a broadcast axis (size 1) */
   bool contiguous;       /* parameters: promised dense row-major (strides are checked) */
   KExpr *size;           /* allocations: elements (Local, Shared); columns x lanes for Tensor */
-  KExpr *smem_offset;    /* Shared: byte offset in dynamic shared memory */
+  KExpr *smem_offset;    /* Shared: byte offset in dynamic shared memory (a constant, or a named variable) */
+  KExpr *smem_offset_def; /* Shared, symbolic offset: the variable's definition, in terms of the previous one */
   int vector_bytes;      /* parameters: widest vector access (data must be aligned to it) */
   /* Tensor memory: the region, and this tensor's lane and column offset in it. */
   int tmem_region;

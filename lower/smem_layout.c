@@ -13,14 +13,24 @@ static KExpr *align16(LowerCtx *c, KExpr *x) {
   return kx_bin(c->a, OP_MUL, kx_bin(c->a, OP_CEILDIV, x, kx_const(c->a, 16)), kx_const(c->a, 16));
 }
 
+/* Symbolic offsets are named in the kernel (`const cf_index_t cf_off_T3 = ...`), each
+ * defined from the previous one: spelled out, the n-th offset would repeat all n - 1
+ * before it, and a kernel with many symbolic shared buffers would take the C compiler
+ * minutes and gigabytes. k->smem, which the executor evaluates, stays in closed form. */
 void lower_smem_layout(LowerCtx *c) {
   KKernel *k = c->k;
-  KExpr *end = kx_const(c->a, 0);
+  KExpr *end = kx_const(c->a, 0), *end_named = end;
   for (int i = 0; i < k->nallocs; i++) {
     KTensor *t = k->allocs[i];
     if (t->mem != CF_MEM_SHARED) continue;
-    t->smem_offset = align16(c, end);
-    end = kx_bin(c->a, OP_ADD, t->smem_offset, kx_bin(c->a, OP_MUL, t->size, kx_const(c->a, (int64_t)cf_dtype_size(t->dtype))));
+    KExpr *off = align16(c, end), *bytes = kx_bin(c->a, OP_MUL, t->size, kx_const(c->a, (int64_t)cf_dtype_size(t->dtype)));
+    t->smem_offset = off;
+    if (!kx_is_const(off, NULL)) {
+      t->smem_offset_def = align16(c, end_named);
+      t->smem_offset = kx_var(c->a, arena_printf(c->a, "cf_off_%s", t->name));
+    }
+    end = kx_bin(c->a, OP_ADD, off, bytes);
+    end_named = kx_bin(c->a, OP_ADD, t->smem_offset, bytes);
   }
   k->smem = end;
 }

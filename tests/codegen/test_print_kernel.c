@@ -109,3 +109,29 @@ Test(print_kernel, a_write_by_thread_zero_alone_is_synchronized) {
   cf_executor_destroy(e);
   cf_fusion_destroy(f);
 }
+
+/* Shared buffers of symbolic size: each offset after the first is a named variable
+ * defined from the one before (spelled out, the n-th would repeat all n - 1 before it:
+ * DAG seed 28308 of the parallel-reduction fuzzer printed a kernel gcc took minutes and
+ * gigabytes on). Three blocks of [i0] on threadIdx.x, staged through shared memory. */
+Test(print_kernel, symbolic_shared_offsets_are_named_variables) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, a);
+  cf_tv *s1 = cf_neg(f, a), *s2 = cf_exp(f, s1), *s3 = cf_neg(f, s2), *out = cf_set(f, s3);
+  cf_fusion_add_output(f, out);
+  cf_tv *all[] = {s1, s2, s3};
+  for (int i = 0; i < 3; i++) cf_set_memory_type(f, all[i], CF_MEM_SHARED);
+  cf_split(f, out, 0, 32);
+  cf_propagate_transforms(f, out);
+  cf_parallelize(f, out, 1, CF_PT_TIDX);
+  cf_parallelize_all_like(f, out, 0, NULL);
+  char *k = kernel_of(f);
+  cr_expect(strstr(k, "float* T1 = reinterpret_cast<float*>(cf_smem + 0);\n") != NULL, "%s", k);
+  cr_expect(strstr(k, "  const cf_index_t cf_off_T2 = (ceilDiv(((32 * ceilDiv(T0.logical_size[0], 32)) * 4), 16) * "
+                      "16);\n  float* T2 = reinterpret_cast<float*>(cf_smem + cf_off_T2);\n") != NULL, "%s", k);
+  cr_expect(strstr(k, "  const cf_index_t cf_off_T3 = (ceilDiv((cf_off_T2 + ((32 * ceilDiv(T0.logical_size[0], 32)) "
+                      "* 4)), 16) * 16);\n") != NULL, "%s", k);
+  free(k);
+  cf_fusion_destroy(f);
+}
