@@ -121,6 +121,45 @@ static void check_no_overlap(LowerCtx *c, Cover **memo, Val *tv, int j) {
                  lower_id_str(c, TV(tv)->loop[k]), TV(tv)->display_name);
 }
 
+/* Whether every element of tv has a place of its own in tv's buffer: nothing inlined
+ * into a consumer and no axis on a thread or block index (nor a loop it shares). */
+static bool fully_allocated(LowerCtx *c, Val *tv) {
+  if (TV(tv)->ca_pos > 0) return false;
+  for (int j = 0; j < TV(tv)->nloop; j++) {
+    cf_parallel_type a = ID(TV(tv)->loop[j])->ptype, b = ID(lower_promoted(c, TV(tv)->loop[j]))->ptype;
+    if (ir_ptype_is_thread(a) || ir_ptype_is_block(a) || ir_ptype_is_thread(b) || ir_ptype_is_block(b)) return false;
+  }
+  return true;
+}
+
+/* tv's axis j right of its compute-at position runs in a loop tv shares with producers
+ * only. When that loop iterates more than the axis (promoted to a larger domain), and
+ * tv's buffer holds only part of tv (a slice per iteration of the outer shared loops, or
+ * per thread), two iterations of the larger domain may land on one element of the slice
+ * with different values, and a consumer, reading outside the loop, picks elements by
+ * tv's own domain: refused, unless the consumer runs in that loop too. A global tensor, or one with a place for every element, is
+ * written at its own coordinates whatever the loop, so it is exempt. */
+static void check_read_outside_promoted_loop(LowerCtx *c, Cover **memo, Val *tv, int j) {
+  Val *id = TV(tv)->loop[j], *p = c->promoted[id->id];
+  if (p == id || j < TV(tv)->ca_pos || TV(tv)->mem == CF_MEM_GLOBAL || fully_allocated(c, tv)) return;
+  if (covers(cover_of(c, memo, id), cover_of(c, memo, p))) return;
+  Val *reader = NULL;
+  for (int u = 0; !reader && u < tv->uses.len; u++) {
+    Expr *e = tv->uses.items[u];
+    Val *r = e->nout > 0 && e->out[0]->kind == VAL_TV ? e->out[0] : NULL;
+    /* a consumer that runs in this very loop (joined through other tensors) reads each
+     * element right after it is written */
+    if (r && !(j < TV(r)->nloop && sched_same_loop(c->loops, id, TV(r)->loop[j]))) reader = r;
+  }
+  if (!reader) return;
+  lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+             "compile: %s's axis %d (%s) runs in a loop over %s's axis %d (%s), a larger domain, but %s reads %s "
+             "outside that loop; inline %s into %s there, or lower the compute-at position of %s's producers",
+             TV(tv)->display_name, j, lower_id_str(c, id), TV(ID(p)->tv)->display_name, axis_pos(p),
+             lower_id_str(c, p), TV(reader)->display_name, TV(tv)->display_name, TV(tv)->display_name,
+             TV(reader)->display_name, TV(tv)->display_name);
+}
+
 /* For each group, the member whose cover contains every other member's. */
 static void promote(LowerCtx *c) {
   int n = c->f->vals.len;
@@ -139,6 +178,7 @@ static void promote(LowerCtx *c) {
     c->promoted[id->id] = p;
   })
   FOR_LOOP_AXES(c, tv, j, { check_no_overlap(c, memo, tv, j); })
+  FOR_LOOP_AXES(c, tv, j, { check_read_outside_promoted_loop(c, memo, tv, j); })
 }
 
 static void check_groups(LowerCtx *c) {

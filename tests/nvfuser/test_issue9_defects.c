@@ -195,3 +195,37 @@ Test(issue9, fuzz63265_local_read_through_a_promoted_block_loop) {
                         "other elements); inline T3 into T4, or parallelize them apart");
   free(msg);
 }
+
+/* Found by the DAG fuzzer (mode 1, seeds 36222 and 39199): b = bcast(v)[1, 6] feeds
+ * t = -b and u = b + x[4, 6]; every tensor merged and split by 4; b inlined at 2 (so t's
+ * inner loop is u's, over rows and columns merged), t and u at 1 into o = t + u. t holds
+ * 4 elements per outer iteration, placed by its own column, while the loop runs over
+ * positions of the merged [4, 6] that wrap rows (columns 4, 5, 0, 1): two land on one
+ * place, and o reads t after the loop. Refused; with o in the same loop, it computes. */
+static cf_tv *wrapped_rows(bool o_in_the_loop) {
+  cf_tv *x = nv_concrete(2, (int64_t[]){4, 6}), *v = nv_concrete(1, (int64_t[]){6});
+  cf_tv *b = cf_broadcast(f, v, 2, (bool[]){true, false});
+  cf_tv *t = cf_neg(f, b), *u = cf_add(f, b, x), *o = cf_add(f, t, u);
+  cf_fusion_add_output(f, o);
+  cf_tv *all[] = {b, t, u, o};
+  for (int i = 0; i < 4; i++) cf_merge(f, all[i], 0), cf_split(f, all[i], 0, 4);
+  cf_inline_at(f, b, 2);
+  cf_inline_at(f, u, o_in_the_loop ? 2 : 1);
+  cf_inline_at(f, t, 1);
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
+  return o;
+}
+
+Test(issue9, fuzz36222_partial_buffer_in_a_loop_promoted_over_wrapped_rows) {
+  wrapped_rows(false);
+  char *msg = nv_compile_error();
+  cr_expect_str_eq(msg, "compile: T3's axis 1 (iS16{4}) runs in a loop over T4's axis 1 (iS19{4}), a larger domain, "
+                        "but T5 reads T3 outside that loop; inline T3 into T5 there, or lower the compute-at "
+                        "position of T3's producers");
+  free(msg);
+}
+
+Test(issue9, fuzz36222_the_same_read_inside_the_loop) {
+  wrapped_rows(true);
+  nv_check(2, (KcInput[]){F32(4, 6), F32(6)});
+}
