@@ -218,6 +218,9 @@ static const uint64_t known_failing[] = {12,  18,  21,  25,  45,  52,  69,  77, 
                                          1162, 1485, 1503, 1592, 2186, 2298, 2386, 2888, 3209, 3307, 3700, 3929, 4156, 34562, 200558, 201969, 33649, 7692,
                                          61006, 63265};
 static const int nknown = sizeof known_failing / sizeof known_failing[0];
+/* The same for mode 1 (parallel reductions). */
+static const uint64_t known_failing_mode1[] = {2795, 28308, 36222, 39199};
+static const int nknown_mode1 = sizeof known_failing_mode1 / sizeof known_failing_mode1[0];
 
 static long env_num(const char *name, long dflt) {
   const char *s = getenv(name);
@@ -254,12 +257,19 @@ Test(random_dags, run_like_the_evaluator, .timeout = 3000) { run_range(0); }
  * threads, grid reductions on blocks), max as well as sum, and rows a warp long. */
 Test(random_dags, parallel_reductions_run_like_the_evaluator, .timeout = 3000) { run_range(1); }
 
-Test(random_dags, seeds_that_found_bugs, .timeout = 600) {
+static void run_pinned(int mode, const uint64_t *seeds, int n) {
+  fuzz_mode = mode;
   Counts c = {{0}};
-  for (int k = 0; k < nknown; k++) {
-    Counts one = run_seeds(known_failing[k], 1, 1, NULL, 0);
+  for (int k = 0; k < n; k++) {
+    Counts one = run_seeds(seeds[k], 1, 1, NULL, 0);
     for (int i = 0; i < 7; i++) c.n[i] += one.n[i];
   }
   cr_expect_eq(c.n[ST_MISMATCH] + c.n[ST_CRASH], 0, "%d of %d seeds still fail (listed above)",
-               c.n[ST_MISMATCH] + c.n[ST_CRASH], nknown);
+               c.n[ST_MISMATCH] + c.n[ST_CRASH], n);
+}
+
+Test(random_dags, seeds_that_found_bugs, .timeout = 600) { run_pinned(0, known_failing, nknown); }
+
+Test(random_dags, parallel_reduction_seeds_that_found_bugs, .timeout = 600) {
+  run_pinned(1, known_failing_mode1, nknown_mode1);
 }
