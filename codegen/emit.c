@@ -276,6 +276,8 @@ static void emit_block(Emitter *e, const KBlock *b) {
   for (int i = 0; i < b->len; i++) emit_node(e, b->items[i]);
 }
 
+void cg_node(Emitter *e, const KNode *n) { emit_node(e, n); }
+
 char *cg_generate(const KKernel *k, const Dialect *d) {
   Emitter e = {.k = k, .d = d};
   e.param_names = k->param_names;

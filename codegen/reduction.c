@@ -14,7 +14,13 @@
  *   then halving steps with a barrier each fold the upper part into the lower one (the
  *   first step folds down to a power of two, so R need not be one); every thread reads
  *   the group's result.
- * A barrier ends both forms, so the workspace can be reused by the next reduction. */
+ * A barrier ends both forms, so the workspace can be reused by the next reduction.
+ * A grid reduction (lower/reduction.c) follows with the last-block pattern: every thread
+ * stores its partial in the global work buffer, fences, and after a barrier thread 0
+ * counts the block on the group's semaphore; the block that counts last (told to its
+ * threads through a shared flag) fences again, folds the group's partials with volatile
+ * loads, resets the semaphore and runs the node's tail (the store). On the host, blocks
+ * run one after another, so the pattern cannot wait on a block that never runs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,18 +122,88 @@ static void tree_form(Emitter *e, const KNode *n) {
   free(mine_w), free(mine), free(up), free(first), free(fold);
 }
 
+/* Linear index over the block dimensions with grid[d] == want, x fastest (printed). */
+static void block_linear(StrBuf *b, const bool *grid, bool want) {
+  StrBuf stride = {0};
+  bool any = false;
+  for (int d = 0; d < 3; d++) {
+    if (grid[d] != want) continue;
+    sb_printf(b, "%s(int)blockIdx.%s%s%s", any ? " + " : "", dim_name[d], any ? " * " : "", any ? stride.data : "");
+    sb_printf(&stride, "%s(int)gridDim.%s", any ? " * " : "", dim_name[d]);
+    any = true;
+  }
+  if (!any) sb_puts(b, "0");
+  sb_free(&stride);
+}
+
+/* The grid step: partials to the work buffer, the group's last block folds them. */
+static void grid_form(Emitter *e, const KNode *n) {
+  const bool *g = n->u.acc.grid;
+  const char *v = n->u.acc.var;
+  StrBuf gn = {0}, gp = {0}, gg = {0};
+  for (int d = 0, any = 0; d < 3; d++)
+    if (g[d]) sb_printf(&gn, "%s(int)gridDim.%s", any++ ? " * " : "", dim_name[d]);
+  block_linear(&gp, g, true);
+  block_linear(&gg, g, false);
+  StrBuf groups = {0};
+  for (int d = 0, any = 0; d < 3; d++)
+    if (!g[d]) sb_printf(&groups, "%s(int)gridDim.%s", any++ ? " * " : "", dim_name[d]);
+  char *iter = cg_expr(e, n->u.acc.iter);
+  cg_line(e, "const int cf_gn = %s;", gn.data);
+  cg_line(e, "const int cf_gg = (int)(%s) * (%s) + (%s); // group of this iteration", iter, groups.len ? groups.data : "1",
+          gg.data);
+  cg_line(e, "const int cf_gb = cf_gg * cf_gn;");
+  free(iter);
+  sb_free(&groups);
+  cg_line(e, "const int cf_nt = (int)blockDim.x * (int)blockDim.y * (int)blockDim.z;");
+  cg_line(e, "const int cf_t = (int)threadIdx.x + ((int)threadIdx.y + (int)threadIdx.z * (int)blockDim.y) * (int)blockDim.x;");
+  StrBuf idx = {0};
+  sb_printf(&idx, "(cf_gb + (%s)) * cf_nt + cf_t", gp.data);
+  char *mine = ws_at(e, n->u.acc.work, idx.data, true);
+  sb_free(&gn), sb_free(&gp), sb_free(&gg), sb_free(&idx);
+  cg_line(e, "%s = %s;", mine, v);
+  free(mine);
+  cg_line(e, "__threadfence();");
+  e->d->sync(e);
+  char *sem = ws_at(e, n->u.acc.sem, "cf_gg", true), *flag_w = ws_at(e, n->u.acc.flag, "0", true);
+  char *flag = ws_at(e, n->u.acc.flag, "0", false);
+  cg_line(e, "if (cf_t == 0) %s = atomicAdd(&%s, 1u) == (unsigned)(cf_gn - 1);", flag_w, sem);
+  e->d->sync(e);
+  cg_line(e, "if (%s) { // the group's last block", flag);
+  e->indent++;
+  cg_line(e, "__threadfence();");
+  char *init = cg_reduction_init(e, n->u.acc.op, n->u.acc.dtype, n->u.acc.dtype);
+  cg_line(e, "%s = %s;", v, init);
+  char *other = ws_at(e, n->u.acc.work, "(cf_gb + cf_b) * cf_nt + cf_t", false);
+  StrBuf vol = {0};
+  sb_printf(&vol, "*(volatile %s *)&%s", cg_ctype(n->u.acc.dtype), other);
+  char *fold = combine(n, v, vol.data);
+  cg_line(e, "for (int cf_b = 0; cf_b < cf_gn; ++cf_b) %s = %s;", v, fold);
+  cg_line(e, "if (cf_t == 0) %s = 0u; // ready for the next launch", sem);
+  if (n->u.acc.tail) cg_node(e, n->u.acc.tail);
+  e->indent--;
+  cg_line(e, "}");
+  free(sem), free(flag_w), free(flag), free(init), free(other), free(fold);
+  sb_free(&vol);
+}
+
 void cg_block_reduce(Emitter *e, const KNode *n) {
   StrBuf dims = {0};
   for (int d = 0; d < 3; d++)
     if (n->u.acc.reduce[d]) sb_printf(&dims, "%sthreadIdx.%s", dims.len ? ", " : "", dim_name[d]);
-  cg_line(e, "{ // block all-reduce of %s (%s) over %s", n->u.acc.var, ir_op_name(n->u.acc.op), dims.data);
+  for (int d = 0; d < 3; d++)
+    if (n->u.acc.grid[d]) sb_printf(&dims, "%sblockIdx.%s", dims.len ? ", " : "", dim_name[d]);
+  cg_line(e, "{ // %s of %s (%s) over %s", n->u.acc.ws ? "block all-reduce" : "grid reduction", n->u.acc.var,
+          ir_op_name(n->u.acc.op), dims.data);
   sb_free(&dims);
   e->indent++;
-  if (n->u.acc.warp)
+  if (n->u.acc.ws && n->u.acc.warp)
     warp_form(e, n);
-  else
+  else if (n->u.acc.ws)
     tree_form(e, n);
-  e->d->sync(e);
+  if (n->u.acc.ws) e->d->sync(e);
+  if (n->u.acc.work) grid_form(e, n);
+  if (n->u.acc.work) e->d->sync(e);
   e->indent--;
   cg_line(e, "}");
 }

@@ -60,6 +60,7 @@ static void release(cf_executor *e) {
 void cf_executor_destroy(cf_executor *e) {
   if (!e) return;
   release(e);
+  for (int i = 0; i < EXEC_MAX_WORK; i++) cf_tensor_free(e->work[i]);
   free(e->error);
   free(e);
 }

@@ -8,6 +8,8 @@
 #include "executor/exec_host.h"
 #include "lower/lower.h"
 
+enum { EXEC_MAX_WORK = 16 }; /* grid-reduction buffers of one kernel */
+
 /* Everything a compiled kernel is: owned by one executor, or by a kernel cache that
  * lends it to every executor compiling the same fusion for the same target. */
 typedef struct Compiled {
@@ -51,6 +53,7 @@ struct cf_executor {
   /* The last asynchronous launch, for errors reported later and cf_executor_synchronize. */
   bool launched;
   RunTarget last_target;
+  DLManagedTensor *work[EXEC_MAX_WORK]; /* grid-reduction buffers, reused run after run */
 };
 
 /* The CUDA side of a run (run_cuda.c): the device of the tensors (mixed devices and a

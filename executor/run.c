@@ -23,7 +23,7 @@
  * every row, argument buffer and pointer array a run needs. Rows of parameter p start at
  * off[p] and hold max(rank, alloc_rank) entries. */
 struct ExecPlan {
-  int nin, nparams, index_bytes;
+  int nin, nout, nparams, index_bytes; /* inputs, outputs, then grid-reduction buffers */
   int *off;                 /* per parameter: its first row entry */
   int64_t *want;            /* per row entry: the constant extent, or -1 when symbolic */
   int64_t *sizes, *strides; /* bound per run */
@@ -72,7 +72,8 @@ static void plan_layout(ExecPlan *b, const KKernel *k) {
     row += t->rank > t->alloc_rank ? t->rank : t->alloc_rank;
     b->arg_off[p] = arg;
     arg += round16(exec_tensor_arg_size(t->rank, t->alloc_rank, b->index_bytes));
-    if (!t->is_output) b->nin = p + 1;
+    if (!t->is_output && !t->is_workspace) b->nin = p + 1;
+    if (t->is_output) b->nout++;
   }
 }
 
@@ -264,6 +265,50 @@ static cf_status make_output(cf_executor *e, const RunTarget *rt, int i, const K
   return s ? exec_error(e, s, "run: allocating output %s: %s", p->name, err) : CF_OK;
 }
 
+/* A zeroed buffer of n elements for workspace parameter p, kept by the executor and
+ * reused by later runs (grid reductions leave their semaphores at zero). */
+static cf_status workspace(cf_executor *e, const KTensor *p, int slot, int64_t n, DLManagedTensor **out) {
+  DLManagedTensor *w = e->work[slot];
+  if (w && w->dl_tensor.shape[0] >= n && w->dl_tensor.dtype.bits == cf_dtype_size(p->dtype) * 8) {
+    *out = w;
+    return CF_OK;
+  }
+  cf_tensor_free(w);
+  e->work[slot] = NULL;
+  DLManagedTensor *zero = cf_tensor_host(p->dtype, 1, &n);
+  if (!zero) return exec_error(e, CF_ERR_OUT_OF_MEMORY, "run: out of memory for %s", p->name);
+  memset(zero->dl_tensor.data, 0, (size_t)n * cf_dtype_size(p->dtype));
+  if (e->cc->backend == CF_BACKEND_HOST) {
+    w = zero;
+  } else {
+    char err[512] = "copy failed";
+    cf_status s = exec_tensor_device(p->dtype, 1, &n, &w, err, sizeof err);
+    if (!s) s = cf_tensor_copy(&w->dl_tensor, &zero->dl_tensor);
+    cf_tensor_free(zero);
+    if (s) return exec_error(e, s, "run: allocating %s: %s", p->name, err);
+  }
+  *out = e->work[slot] = w;
+  return CF_OK;
+}
+
+/* The grid reductions' buffers, after the outputs: sized from the bound arguments. */
+static cf_status bind_workspaces(cf_executor *e) {
+  ExecPlan *b = e->plan;
+  const KKernel *k = e->cc->k;
+  for (int p = b->nin + b->nout, slot = 0; p < k->nparams; p++) {
+    if (slot >= EXEC_MAX_WORK)
+      return exec_error(e, CF_ERR_UNSUPPORTED, "run: the kernel needs more than %d grid-reduction buffers", EXEC_MAX_WORK);
+    int64_t n;
+    DLManagedTensor *w;
+    cf_status s = eval(e, k->params[p]->extents[0], &n, "a grid-reduction buffer size");
+    if (!s) s = workspace(e, k->params[p], slot++, n > 0 ? n : 1, &w);
+    if (s) return s;
+    bind(b, p, &w->dl_tensor);
+    b->tensors[p] = &w->dl_tensor;
+  }
+  return CF_OK;
+}
+
 static cf_status bind_inputs(cf_executor *e, const DLTensor *const *in) {
   ExecPlan *b = e->plan;
   for (int i = 0; i < b->nin; i++) {
@@ -278,7 +323,7 @@ static cf_status bind_inputs(cf_executor *e, const DLTensor *const *in) {
 static cf_status bind_outputs(cf_executor *e, const RunTarget *rt, DLManagedTensor **out) {
   ExecPlan *b = e->plan;
   const KKernel *k = e->cc->k;
-  for (int i = 0; i < b->nparams - b->nin; i++) {
+  for (int i = 0; i < b->nout; i++) {
     int p = b->nin + i;
     cf_status s;
     if (!out[i] && (s = make_output(e, rt, i, k->params[p], &b->allocated[p]))) return s;
@@ -289,7 +334,7 @@ static cf_status bind_outputs(cf_executor *e, const RunTarget *rt, DLManagedTens
     bind(b, p, &m->dl_tensor);
     b->tensors[p] = &m->dl_tensor;
   }
-  return CF_OK;
+  return bind_workspaces(e);
 }
 
 /* The bytes [lo, hi) t's elements occupy (strides of any sign); empty for no elements.
@@ -319,7 +364,7 @@ static cf_status check_aliasing(cf_executor *e) {
     if (!byte_range(b->tensors[p], (int64_t)cf_dtype_size(k->params[p]->dtype), &lo[p], &hi[p]))
       return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: argument %d (%s) has strides whose byte footprint overflows",
                         p, k->params[p]->name);
-  for (int p = b->nin; p < k->nparams; p++)
+  for (int p = b->nin; p < b->nin + b->nout; p++)
     for (int q = 0; q < p; q++)
       if (lo[p] < hi[p] && lo[q] < hi[q] && lo[p] < hi[q] && lo[q] < hi[p])
         return exec_error(e, CF_ERR_INVALID_ARGUMENT,
@@ -335,9 +380,9 @@ enum { MAX_BLOCK_THREADS = 1024 };
 
 /* True when every output is empty: there is nothing to compute, whatever the launch. */
 static bool outputs_empty(const ExecPlan *b) {
-  for (int p = b->nin; p < b->nparams; p++)
+  for (int p = b->nin; p < b->nin + b->nout; p++)
     if (cf_tensor_numel(b->tensors[p]) != 0) return false;
-  return b->nparams > b->nin;
+  return b->nout > 0;
 }
 
 static cf_status check_launch(cf_executor *e) {
@@ -433,8 +478,8 @@ static cf_status check_counts(cf_executor *e, int ninputs, const DLTensor *const
   int nin = e->plan->nin;
   if (ninputs != nin || (nin && !inputs))
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: expected %d inputs, got %d", nin, ninputs);
-  if (noutputs != e->plan->nparams - nin || (noutputs && !outputs))
-    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: expected %d outputs, got %d", e->plan->nparams - nin, noutputs);
+  if (noutputs != e->plan->nout || (noutputs && !outputs))
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: expected %d outputs, got %d", e->plan->nout, noutputs);
   return CF_OK;
 }
 

@@ -265,6 +265,8 @@ static void collect_bounds(LowerCtx *c, IndexMap *m, KNode *op, Val *cv) {
   /* A thread-parallel loop shorter than its launch dimension: the extra threads idle. */
   for (int j = 0; j < op->u.op.nloop; j++) {
     const KNode *l = op->u.op.loops[j];
+    /* an initialization's thread runs at index 0 of the reduction axes, whatever its own */
+    if (op->u.op.reduction_init && j < TV(cv)->nloop && ID(TV(cv)->loop[j])->iter_type == CF_ITER_REDUCTION) continue;
     if (l && !l->u.loop.var)
       op->u.op.bounds[op->u.op.nbounds++] = kx_bin(c->a, OP_LT, l->u.loop.index, l->u.loop.extent);
   }

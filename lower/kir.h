@@ -69,6 +69,7 @@ typedef struct KTensor {
   cf_dtype dtype;
   int param;             /* index among the kernel parameters, or -1 for an allocation */
   bool is_output;
+  bool is_workspace;     /* parameters: a grid reduction's buffer the executor provides */
   int rank;              /* parameters: logical rank */
   int alloc_rank;        /* parameters: number of allocation strides passed */
   KExpr **extents;       /* parameters: logical extents (constants or input sizes) */
@@ -171,6 +172,11 @@ struct KNode {
       bool reduce[3];      /* block reduce: threadIdx.x/y/z reduced */
       bool warp;           /* block reduce: only x, whose extent is a multiple of 32 */
       KTensor *ws;         /* block reduce: shared workspace of blockDim.x*y*z elements */
+      bool grid[3];        /* blockIdx.x/y/z reduced: a grid reduction follows */
+      KTensor *work, *sem; /* grid: partials (gridDim x blockDim elements), semaphores */
+      KTensor *flag;       /* grid: shared slot saying the block is the group's last */
+      KNode *tail;         /* grid: what the last block of a group runs (the store) */
+      KExpr *iter;         /* grid: linear index of the serial loops around the reduction */
     } acc;
   } u;
 };

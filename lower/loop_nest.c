@@ -78,22 +78,23 @@ static bool parallel_iteration(LowerCtx *c, Val *id) {
 
 static bool block_reduced(LowerCtx *c, Val *tv) {
   for (int i = 0; i < TV(tv)->nloop; i++)
-    if (ID(TV(tv)->loop[i])->iter_type == CF_ITER_REDUCTION && ir_ptype_is_thread(lower_ptype(c, TV(tv)->loop[i])))
+    if (ID(TV(tv)->loop[i])->iter_type == CF_ITER_REDUCTION &&
+        (ir_ptype_is_thread(lower_ptype(c, TV(tv)->loop[i])) || ir_ptype_is_block(lower_ptype(c, TV(tv)->loop[i]))))
       return true;
   return false;
 }
 
 /* A serial iteration axis inside reduction loops gets its own initialization loop
- * (insert_init), but a block reduction keeps one register accumulator per thread, so
- * there it must be parallel. */
+ * (insert_init), but a block or grid reduction keeps one register accumulator per
+ * thread, so there it must be parallel. */
 static void check_reduction_order(LowerCtx *c, Val *tv, int r) {
   if (r < 0 || !block_reduced(c, tv)) return;
   for (int i = r; i < TV(tv)->nloop; i++)
     if (ID(TV(tv)->loop[i])->iter_type != CF_ITER_REDUCTION && ID(TV(tv)->loop[i])->iter_type != CF_ITER_BROADCAST &&
         !parallel_iteration(c, TV(tv)->loop[i]))
       lower_fail(c, CF_ERR_UNSUPPORTED,
-                 "compile: %s has iteration axis %d inside its reduction loops and reduces across threads (one "
-                 "accumulator per thread); reorder its reduction axes innermost", TV(tv)->display_name, i);
+                 "compile: %s has iteration axis %d inside its reduction loops and reduces across threads or blocks "
+                 "(one accumulator per thread); reorder its reduction axes innermost", TV(tv)->display_name, i);
 }
 
 static bool vector_copy(const Expr *e, Val *tv, int j) {

@@ -13,12 +13,7 @@ static void check_axis(LowerCtx *c, Val *tv, int i) {
   if (ir_ptype_is_device(pt))
     lower_fail(c, CF_ERR_UNSUPPORTED, "compile: axis %d of %s is parallelized on %s; multi-device fusions are not "
                "supported", i, TV(tv)->display_name, cf_parallel_type_name(pt));
-  /* Thread-parallel reduction axes are block reductions (reduction.c). */
-  if (ir_ptype_is_block(pt) && ID(id)->iter_type == CF_ITER_REDUCTION)
-    lower_fail(c, CF_ERR_UNSUPPORTED,
-               "compile: reduction axis %d of %s is parallelized on %s; grid reductions are not supported yet: "
-               "reduce across threads or serially and parallelize the iteration axes on blocks", i,
-               TV(tv)->display_name, cf_parallel_type_name(pt));
+  /* Reduction axes on thread and block indices are block and grid reductions (reduction.c). */
 }
 
 static void add_extent(LowerCtx *c, cf_parallel_type pt, KExpr *ext) {

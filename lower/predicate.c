@@ -107,11 +107,13 @@ static unsigned value_varies(const LowerCtx *c, const KNode *op) {
   const Expr *e = op->u.op.src;
   for (int i = 0; i < e->nin; i++)
     if (e->in[i]->kind == VAL_TV) m |= c->varies[e->in[i]->id];
-  /* A block reduction over p combines every index of p: its result is the same in all. */
+  /* A block (grid) reduction over p combines every index of p: its result is the same in
+   * all (in the grid case, the one block that stores it holds it). */
   Val *out = e->out[0];
   for (int j = 0; j < TV(out)->nloop; j++) {
     cf_parallel_type p = lower_ptype(c, TV(out)->loop[j]);
-    if (ID(TV(out)->loop[j])->iter_type == CF_ITER_REDUCTION && ir_ptype_is_thread(p)) m &= ~(1u << p);
+    if (ID(TV(out)->loop[j])->iter_type == CF_ITER_REDUCTION && (ir_ptype_is_thread(p) || ir_ptype_is_block(p)))
+      m &= ~(1u << p);
   }
   return m;
 }

@@ -17,21 +17,27 @@
  * consumer may read it on any thread (the basis of persistent normalization), and the
  * initialization's predicate (which holds `threadIdx.p == 0` for the reduced dimensions
  * of a shared or global output) picks the one thread that stores it. The accumulator has
- * the reduction's compute type (float for half and bfloat16). Grid reductions (block
- * indices on reduction axes) are refused by the parallel_dims pass. */
+ * the reduction's compute type (float for half and bfloat16).
+ * Grid reductions (block indices on reduction axes): after the block step (if any), each
+ * thread writes its partial to a global work buffer at (group, block in group, thread),
+ * the blocks count themselves on their group's semaphore, and the last one folds every
+ * block's partial and stores the result (the store becomes the node's tail). The last
+ * block resets the semaphore, so the executor's buffers are reused run after run without
+ * clearing. Nothing in the kernel may read a grid-reduced tensor (no grid-wide sync). */
 #include "ir/dtype.h"
 #include "lower/lower.h"
 
-/* The thread dimensions a reduction's axes run on (effective types); false if none. */
-static bool reduced_dims(LowerCtx *c, const Expr *e, bool red[3]) {
+/* The thread (red[0..2]) and block (red[3..5]) dimensions a reduction's axes run on
+ * (effective types); false if none. */
+static bool reduced_dims(LowerCtx *c, const Expr *e, bool red[6]) {
   Val *tv = e->out[0];
   bool any = false;
-  red[0] = red[1] = red[2] = false;
+  for (int d = 0; d < 6; d++) red[d] = false;
   for (int j = 0; j < TV(tv)->nloop; j++) {
     Val *id = TV(tv)->loop[j];
     cf_parallel_type p = lower_ptype(c, id);
-    if (ID(id)->iter_type != CF_ITER_REDUCTION || !ir_ptype_is_thread(p)) continue;
-    red[p - CF_PT_TIDX] = true;
+    if (ID(id)->iter_type != CF_ITER_REDUCTION || !(ir_ptype_is_thread(p) || ir_ptype_is_block(p))) continue;
+    red[p - CF_PT_TIDX] = true; /* TIDX TIDY TIDZ BIDX BIDY BIDZ are consecutive */
     any = true;
   }
   return any;
@@ -90,12 +96,12 @@ static KNode *acc_node(LowerCtx *c, KnKind kind, const Expr *e, const char *var,
 
 /* The block-reduce node; the warp-shuffle form when only threadIdx.x is reduced and its
  * extent is a constant multiple of 32 (whole warps). */
-static KNode *block_reduce(LowerCtx *c, const Expr *e, const char *var, cf_dtype dt, const bool red[3]) {
+static KNode *block_reduce(LowerCtx *c, const Expr *e, const char *var, cf_dtype dt, const bool red[6]) {
   KNode *n = acc_node(c, KN_BLOCK_REDUCE, e, var, dt);
   int64_t bx;
   for (int d = 0; d < 3; d++) n->u.acc.reduce[d] = red[d];
   n->u.acc.warp = red[0] && !red[1] && !red[2] && kx_is_const(c->pdim[CF_PT_TIDX], &bx) && bx % 32 == 0;
-  n->u.acc.ws = workspace(c, e, dt);
+  if (red[0] || red[1] || red[2]) n->u.acc.ws = workspace(c, e, dt);
   return n;
 }
 
@@ -124,9 +130,78 @@ static KExpr *store_predicate(LowerCtx *c, const Expr *e, KExpr *init_cond, cons
   return without_reduced_dims(c, init_cond, red);
 }
 
+/* A buffer of `size` elements the executor passes as an extra kernel parameter. */
+static KTensor *workspace_param(LowerCtx *c, const char *name, cf_dtype dt, KExpr *size) {
+  KKernel *k = c->k;
+  KTensor *t = ARENA_NEW(c->a, KTensor);
+  t->name = name;
+  t->fusion_tv_name = -1;
+  t->mem = CF_MEM_GLOBAL;
+  t->dtype = dt;
+  t->param = k->nparams;
+  t->is_workspace = true;
+  t->rank = t->alloc_rank = 1;
+  t->extents = ARENA_ARRAY(c->a, KExpr *, 1);
+  t->extents[0] = size;
+  t->broadcast = ARENA_ARRAY(c->a, bool, 1);
+  t->contiguous = true;
+  t->tmem_region = -1;
+  KTensor **all = ARENA_ARRAY(c->a, KTensor *, k->nparams + 1);
+  for (int i = 0; i < k->nparams; i++) all[i] = k->params[i];
+  all[k->nparams++] = t;
+  k->params = all;
+  return t;
+}
+
+/* `x` with its terms `blockIdx.p == 0` for the reduced block dimensions dropped: the last
+ * block of a group stores the result, whichever it is. */
+static KExpr *drop_block_guards(LowerCtx *c, KExpr *x, const bool grid[3]) {
+  int64_t v;
+  if (x->kind == KX_BINARY && x->op == OP_AND)
+    return kx_bin(c->a, OP_AND, drop_block_guards(c, x->a, grid), drop_block_guards(c, x->b, grid));
+  if (x->kind == KX_BINARY && x->op == OP_EQ && x->a->kind == KX_THREAD && !x->a->is_dim &&
+      ir_ptype_is_block(x->a->pt) && grid[x->a->pt - CF_PT_BIDX] && kx_is_const(x->b, &v) && v == 0)
+    return kx_const(c->a, 1);
+  return x;
+}
+
+/* A grid reduction's value is complete only in the last block of its group, so nothing
+ * in the kernel may read it. */
+static void grid_parts(LowerCtx *c, const KNode *init, KNode *br, const bool red[6]) {
+  const Expr *e = init->u.op.src;
+  Val *tv = e->out[0];
+  if (tv->uses.len > 0)
+    lower_fail(c, CF_ERR_UNSUPPORTED,
+               "compile: %s is reduced across blocks (a grid reduction) and read by %s in the same kernel; only a "
+               "tensor nothing reads in the kernel may be grid-reduced (its value is complete in one block only)",
+               TV(tv)->display_name, TV(((Expr *)tv->uses.items[0])->out[0])->display_name);
+  /* Each iteration of the serial loops around the reduction has its own partials and
+   * semaphores: otherwise a block could overwrite its partial of one iteration before the
+   * last block of the previous one read it. */
+  KExpr *iters = kx_const(c->a, 1), *iter = kx_const(c->a, 0);
+  for (int j = 0; j < init->u.op.nloop; j++) {
+    const KNode *l = init->u.op.loops[j];
+    if (!l || !l->u.loop.var || ID(TV(tv)->loop[j])->iter_type == CF_ITER_REDUCTION) continue;
+    iter = kx_bin(c->a, OP_ADD, kx_bin(c->a, OP_MUL, iter, l->u.loop.extent), l->u.loop.index);
+    iters = kx_bin(c->a, OP_MUL, iters, l->u.loop.extent);
+  }
+  br->u.acc.iter = iter;
+  KKernel *k = c->k;
+  for (int d = 0; d < 3; d++) br->u.acc.grid[d] = red[3 + d];
+  KExpr *blocks = kx_bin(c->a, OP_MUL, kx_bin(c->a, OP_MUL, kx_bin(c->a, OP_MUL, k->grid[0], k->grid[1]), k->grid[2]), iters);
+  KExpr *threads = kx_bin(c->a, OP_MUL, kx_bin(c->a, OP_MUL, k->block[0], k->block[1]), k->block[2]);
+  br->u.acc.work = workspace_param(c, arena_printf(c->a, "G%d", tv->name), br->u.acc.dtype,
+                                   kx_bin(c->a, OP_MUL, blocks, threads));
+  br->u.acc.sem = workspace_param(c, arena_printf(c->a, "S%d", tv->name), CF_UINT32, blocks);
+  KTensor *flag = workspace(c, e, CF_UINT32);
+  flag->name = arena_printf(c->a, "F%d", tv->name);
+  flag->size = kx_const(c->a, 1);
+  br->u.acc.flag = flag;
+}
+
 /* items[i] of b is the (possibly predicated) initialization of e; items[i + 1] its first
  * reduction loop. */
-static void lower_one(LowerCtx *c, KBlock *b, int i, KNode *init, const bool red[3]) {
+static void lower_one(LowerCtx *c, KBlock *b, int i, KNode *init, const bool red[6]) {
   const Expr *e = init->u.op.src;
   if (i + 1 >= b->len || b->items[i + 1]->kind != KN_FOR)
     lower_fail(c, CF_ERR_INTERNAL, "internal error at %s:%d: the initialization of %s is not before its reduction "
@@ -155,17 +230,24 @@ static void lower_one(LowerCtx *c, KBlock *b, int i, KNode *init, const bool red
   op->u.op.out = (KAccess){.var = var, .var_dtype = dt};
   op->u.op.out_dtype = dt;
   b->items[i] = acc_node(c, KN_ACC_DECL, e, var, dt);
-  kb_insert(c->a, b, i + 2, block_reduce(c, e, var, dt, red));
-  kb_insert(c->a, b, i + 3, guarded);
+  KNode *br = block_reduce(c, e, var, dt, red);
+  kb_insert(c->a, b, i + 2, br);
+  if (!red[3] && !red[4] && !red[5]) {
+    kb_insert(c->a, b, i + 3, guarded);
+    return;
+  }
+  grid_parts(c, init, br, red);
+  if (guarded != store) guarded->u.cond.cond = drop_block_guards(c, guarded->u.cond.cond, br->u.acc.grid);
+  br->u.acc.tail = guarded;
 }
 
 static void walk(LowerCtx *c, KBlock *b) {
   for (int i = 0; i < b->len; i++) {
     KNode *n = b->items[i], *op = item_op(n);
-    bool red[3];
+    bool red[6];
     if (op && op->u.op.reduction_init && reduced_dims(c, op->u.op.src, red)) {
       lower_one(c, b, i, op, red);
-      i += 3; /* past the loop, the block reduce and the store */
+      i += 2; /* past the loop and the block reduce (and the store, after a block reduce) */
       continue;
     }
     if (n->kind == KN_FOR) walk(c, &n->u.loop.body);

@@ -19,8 +19,9 @@ static void check_axis(LowerCtx *c, Val *p, int j, Val *cv) {
   cf_parallel_type pt = lower_ptype(c, id);
   if (!ir_ptype_is_thread(pt) && !ir_ptype_is_block(pt)) return;
   if (ir_mem_shared_across(TV(p)->mem, pt)) return;
-  /* A block reduction leaves its result in every thread it combined (reduction.c). */
-  if (ID(id)->iter_type == CF_ITER_REDUCTION && ir_ptype_is_thread(pt)) return;
+  /* A block reduction leaves its result in every thread it combined; a grid-reduced
+   * tensor is read by nothing in the kernel (reduction.c). */
+  if (ID(id)->iter_type == CF_ITER_REDUCTION) return;
   /* Left of the compute-at position the loop is shared: the producer is computed in the
    * consumer's loop, by the consumer's threads (check_shared_loop checks their types). */
   if (j < TV(p)->ca_pos) return;
@@ -80,21 +81,6 @@ static void check_unique_types(LowerCtx *c, Val *tv) {
   }
 }
 
-/* A reduction axis that runs on a block index through a loop it shares would be a grid
- * reduction, which cfuser does not generate yet (a declared one is refused by the
- * parallel_dims pass); on a thread index it is a block reduction (reduction.c). */
-static void check_reductions(LowerCtx *c, Val *tv) {
-  for (int j = 0; j < TV(tv)->nloop; j++) {
-    Val *id = TV(tv)->loop[j];
-    cf_parallel_type p = lower_ptype(c, id);
-    if (ID(id)->iter_type != CF_ITER_REDUCTION || !ir_ptype_is_block(p)) continue;
-    lower_fail(c, CF_ERR_UNSUPPORTED,
-               "compile: reduction axis %d of %s runs on %s through a loop it shares with a producer; grid "
-               "reductions are not supported yet: inline the producer left of the reduction axes", j,
-               TV(tv)->display_name, cf_parallel_type_name(p));
-  }
-}
-
 /* A global tensor the kernel writes and reads: no grid synchronization exists, so every
  * launched block type must index the write and the read alike (one loop, or exactly the
  * same axis); otherwise some blocks would read what others write. */
@@ -121,7 +107,6 @@ void lower_validate_parallel(LowerCtx *c) {
   for (int i = 0; i < c->ntvs; i++)
     if (!ir_tv_is_input(c->f, c->tvs[i])) {
       check_unique_types(c, c->tvs[i]);
-      check_reductions(c, c->tvs[i]);
     }
   for (int i = 0; i < c->nexprs; i++) {
     const Expr *e = c->exprs[i];

@@ -261,3 +261,69 @@ Test(reductions, allreduce_in_a_block_wider_than_the_reduction_axis) {
   cf_inline_most(f);
   free(check(1e-5));
 }
+
+/* Tutorial.Reduction's blockIdx.x schedule: one block per column, rows in a serial loop;
+ * each row is its own grid reduction (its own partials and semaphore). */
+Test(reductions, grid_reduction_in_a_serial_loop) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){6, 100});
+  cf_tv *r = cf_sum(f, a, 1, (int[]){1});
+  cf_fusion_add_output(f, r);
+  cf_parallelize(f, r, 1, CF_PT_BIDX);
+  char *src = check(1e-4);
+  cr_expect(strstr(src, "atomicAdd(&S1.data[cf_gg], 1u)") != NULL, "no semaphore in:\n%s", src);
+  free(src);
+}
+
+/* Threads, then blocks: rows on blockIdx.y, each row's 1000 columns over 8 blocks of 128
+ * threads (the last block partly idle), max of a symbolic input. */
+Test(reductions, block_then_grid_reduction) {
+  cf_tv *a = input(CF_FLOAT, 2, NULL);
+  in[0].sizes[0] = 5;
+  in[0].sizes[1] = 1000;
+  cf_tv *r = cf_max_reduce(f, a, 1, (int[]){1});
+  cf_fusion_add_output(f, r);
+  cf_split(f, r, 1, 128);
+  cf_parallelize(f, r, 0, CF_PT_BIDY);
+  cf_parallelize(f, r, 1, CF_PT_BIDX);
+  cf_parallelize(f, r, 2, CF_PT_TIDX);
+  free(check(0));
+}
+
+/* Two reduction axes on blockIdx.x and blockIdx.y, a 2-D thread block reducing y too. */
+Test(reductions, grid_reduction_over_two_block_dims) {
+  cf_tv *a = input(CF_DOUBLE, 4, (int64_t[]){3, 4, 5, 6});
+  cf_tv *r = cf_sum(f, a, 3, (int[]){0, 1, 3});
+  cf_fusion_add_output(f, r);
+  cf_reorder(f, r, 1, (int[]){2, 0}); /* [i5, r3, r4, r6] */
+  cf_parallelize(f, r, 0, CF_PT_TIDX);
+  cf_parallelize(f, r, 1, CF_PT_BIDX);
+  cf_parallelize(f, r, 2, CF_PT_BIDY);
+  cf_parallelize(f, r, 3, CF_PT_TIDY);
+  free(check(1e-12));
+}
+
+/* The executor keeps the work buffers; the last blocks leave the semaphores at zero, so a
+ * second run (and a third with other sizes) reduces correctly again. */
+Test(reductions, grid_buffers_are_reused_across_runs) {
+  cf_tv *a = input(CF_FLOAT, 2, NULL);
+  cf_tv *r = cf_sum(f, a, 1, (int[]){1});
+  cf_fusion_add_output(f, r);
+  cf_split(f, r, 1, 32);
+  cf_parallelize(f, r, 0, CF_PT_BIDY);
+  cf_parallelize(f, r, 1, CF_PT_BIDX);
+  cf_parallelize(f, r, 2, CF_PT_TIDX);
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  int64_t shapes[3][2] = {{3, 200}, {3, 200}, {7, 90}};
+  for (int k = 0; k < 3; k++) {
+    KcInput ki = {CF_FLOAT, 2, {shapes[k][0], shapes[k][1]}, NULL};
+    DLManagedTensor *x = kc_make_input(&ki, 40 + (uint64_t)k), *got = NULL, *want = NULL;
+    const DLTensor *ins[1] = {&x->dl_tensor};
+    cr_assert_eq(cf_executor_run(e, 1, ins, 1, &got), CF_OK, "%s", cf_executor_error(e));
+    cr_assert_eq(cf_fusion_evaluate(f, 1, ins, &want), CF_OK, "%s", cf_fusion_error(f));
+    char msg[256] = "";
+    cr_expect(cf_tensor_allclose(&got->dl_tensor, &want->dl_tensor, 1e-4, 1e-4, msg, sizeof msg), "run %d: %s", k, msg);
+    cf_tensor_free(x), cf_tensor_free(got), cf_tensor_free(want);
+  }
+  cf_executor_destroy(e);
+}
