@@ -147,9 +147,12 @@ static KTensor *workspace_param(LowerCtx *c, const char *name, cf_dtype dt, KExp
   t->contiguous = true;
   t->tmem_region = -1;
   KTensor **all = ARENA_ARRAY(c->a, KTensor *, k->nparams + 1);
-  for (int i = 0; i < k->nparams; i++) all[i] = k->params[i];
+  const char **names = ARENA_ARRAY(c->a, const char *, k->nparams + 1);
+  for (int i = 0; i < k->nparams; i++) all[i] = k->params[i], names[i] = k->param_names[i];
+  names[k->nparams] = name;
   all[k->nparams++] = t;
   k->params = all;
+  k->param_names = names;
   return t;
 }
 
