@@ -36,6 +36,10 @@ double ir_unary_f64(IrOp op, double x) {
   case OP_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
   case OP_SIN: return sin(x);
   case OP_COS: return cos(x);
+  case OP_TAN: return tan(x);
+  case OP_ERF: return erf(x);
+  case OP_FLOOR: return floor(x);
+  case OP_CEIL: return ceil(x);
   default: return x; /* set, cast */
   }
 }

@@ -87,6 +87,10 @@ typedef enum OpKind {
   X(OP_GELU, "gelu", OPK_UNARY, "gelu(%0)")                              \
   X(OP_SIN, "sin", OPK_UNARY, "sin(%0)")                                 \
   X(OP_COS, "cos", OPK_UNARY, "cos(%0)")                                 \
+  X(OP_TAN, "tan", OPK_UNARY, "tan(%0)")                                 \
+  X(OP_ERF, "erf", OPK_UNARY, "erf(%0)")                                 \
+  X(OP_FLOOR, "floor", OPK_UNARY, "floor(%0)")                           \
+  X(OP_CEIL, "ceil", OPK_UNARY, "ceil(%0)")                              \
   X(OP_CAST, "cast", OPK_CAST, "%0")                                     \
   X(OP_ADD, "add", OPK_BINARY, "(%0 + %1)")                              \
   X(OP_SUB, "sub", OPK_BINARY, "(%0 - %1)")                              \

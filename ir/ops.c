@@ -47,7 +47,9 @@ cf_dtype ir_dtype_promote(cf_dtype a, cf_dtype b) {
 }
 
 cf_dtype ir_unary_dtype(IrOp op, cf_dtype in) {
-  if (ir_dtype_is_float(in) || op == OP_NEG || op == OP_ABS || op == OP_RELU) return in;
+  /* floor and ceil of an integer are the integer itself (as torch has them) */
+  if (ir_dtype_is_float(in) || op == OP_NEG || op == OP_ABS || op == OP_RELU || op == OP_FLOOR || op == OP_CEIL)
+    return in;
   return CF_FLOAT;
 }
 

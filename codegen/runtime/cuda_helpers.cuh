@@ -21,6 +21,9 @@ __device__ __forceinline__ double cf_f64_from_bits(unsigned long long bits) {
 __device__ __forceinline__ float relu(float x) { return x > 0.f ? x : 0.f; }
 __device__ __forceinline__ double relu(double x) { return x > 0. ? x : 0.; }
 __device__ __forceinline__ int64_t relu(int64_t x) { return x > 0 ? x : 0; }
+/* floor and ceil of an integer are the integer itself */
+__device__ __forceinline__ int64_t floor(int64_t x) { return x; }
+__device__ __forceinline__ int64_t ceil(int64_t x) { return x; }
 __device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 __device__ __forceinline__ double sigmoid(double x) { return 1. / (1. + exp(-x)); }
 __device__ __forceinline__ float gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }

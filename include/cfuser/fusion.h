@@ -60,7 +60,7 @@ CF_API cf_tv *cf_tensor_strided(cf_fusion *f, cf_dtype dtype, int rank);
 
 #define CF_UNARY_OP_TABLE(X) \
   X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(relu) X(sigmoid) X(tanh) \
-  X(gelu) X(sin) X(cos)
+  X(gelu) X(sin) X(cos) X(tan) X(erf) X(floor) X(ceil)
 #define CF_BINARY_OP_TABLE(X) \
   X(add) X(sub) X(mul) X(div) X(max) X(min) X(pow) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
 

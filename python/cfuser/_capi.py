@@ -121,7 +121,7 @@ def _proto(name: str, restype, *argtypes) -> None:
 
 
 UNARY_OPS = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "relu", "sigmoid", "tanh",
-             "gelu", "sin", "cos")
+             "gelu", "sin", "cos", "tan", "erf", "floor", "ceil")
 BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow", "eq", "ne", "lt", "le", "gt", "ge")
 
 for _name in ("cf_status_name", "cf_dtype_name", "cf_parallel_type_name", "cf_memory_type_name"):

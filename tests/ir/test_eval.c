@@ -88,6 +88,18 @@ Test(eval, unary_transcendental_ops_on_float) {
               (double[]){-0x1.d18f6ep-1, -0x1.eaee88p-2, 0, 0x1.aed548p-1, -0x1.837b9ep-1});
   check_unary(cf_cos, CF_FLOAT, 5, ux, CF_FLOAT,
               (double[]){-0x1.aa2266p-2, 0x1.c1528p-1, 1, 0x1.14a28p-1, -0x1.4eaa6p-1});
+  check_unary(cf_tan, CF_FLOAT, 5, ux, CF_FLOAT, (double[]){(float)tan(-2.0), (float)tan(-0.5), 0, (float)tan(1.0),
+                                                            (float)tan(4.0)});
+  check_unary(cf_erf, CF_FLOAT, 5, ux, CF_FLOAT, (double[]){(float)erf(-2.0), (float)erf(-0.5), 0, (float)erf(1.0),
+                                                            (float)erf(4.0)});
+}
+
+Test(eval, floor_and_ceil) {
+  check_unary(cf_floor, CF_FLOAT, 5, (double[]){-2.5, -0.5, 0, 1, 4.75}, CF_FLOAT, (double[]){-3, -1, 0, 1, 4});
+  check_unary(cf_ceil, CF_FLOAT, 5, (double[]){-2.5, -0.5, 0, 1, 4.75}, CF_FLOAT, (double[]){-2, -0.0, 0, 1, 5});
+  /* of an integer: the integer itself, in its dtype (as torch) */
+  check_unary(cf_floor, CF_INT32, 3, (double[]){-7, 0, 9}, CF_INT32, (double[]){-7, 0, 9});
+  check_unary(cf_ceil, CF_INT32, 3, (double[]){-7, 0, 9}, CF_INT32, (double[]){-7, 0, 9});
 }
 
 Test(eval, unary_ops_on_double_keep_double_precision) {

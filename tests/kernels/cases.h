@@ -215,6 +215,26 @@ static inline void case_serial_sum(cf_fusion *f, KcInput *in, int *nin) {
   *nin = 1;
 }
 
+/* floor, ceil, tan and erf of a float tensor, and floor and ceil of an int32 one (the
+ * integer itself), on [blockIdx.x, threadIdx.x]. */
+static inline void case_rounding_and_special_functions(cf_fusion *f, KcInput *in, int *nin) {
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 33});
+  cf_tv *k = cf_tensor_concrete(f, CF_INT32, 2, (int64_t[]){4, 33});
+  cf_fusion_add_input(f, a);
+  cf_fusion_add_input(f, k);
+  cf_tv *x = cf_mul_scalar(f, a, 3.0);
+  cf_tv *s = cf_add(f, cf_add(f, cf_floor(f, x), cf_ceil(f, x)), cf_add(f, cf_tan(f, a), cf_erf(f, x)));
+  cf_fusion_add_output(f, s);
+  cf_fusion_add_output(f, cf_add(f, cf_floor(f, k), cf_ceil(f, k)));
+  cf_parallelize(f, s, 0, CF_PT_BIDX);
+  cf_parallelize(f, s, 1, CF_PT_TIDX);
+  cf_parallelize_all_like(f, s, 0, NULL);
+  cf_inline_most(f);
+  in[0] = F32(4, 33);
+  in[1] = (KcInput){CF_INT32, 2, {4, 33}, NULL};
+  *nin = 2;
+}
+
 /* The tutorial's GSGCopy: a 2x4 copy gmem -> smem -> gmem with one of six inlining and
  * parallelization strategies (bit 0: inline at 1; bit 1: axis 1 on BIDx; bit 2: axis 0
  * on TIDx). */
@@ -254,6 +274,7 @@ static const KcCase kc_cases[] = {
     {"strided", case_strided, 0},
     {"transpose_smem", case_transpose_smem, 0},
     {"serial_sum", case_serial_sum, 1e-5},
+    {"rounding_and_special_functions", case_rounding_and_special_functions, 1e-5},
     {"gsg_copy_none", case_gsg_copy_0, 0},
     {"gsg_copy_bidx", case_gsg_copy_2, 0},
     {"gsg_copy_inline", case_gsg_copy_1, 0},

@@ -32,6 +32,7 @@ CASE(6, smem_staging)
 CASE(8, symbolic)
 CASE(9, strided)
 CASE(11, serial_sum)
+CASE(12, rounding_and_special_functions)
 
 Test(scheduled, gsg_copy_all_six_strategies) {
   for (int i = 12; i < KC_NCASES; i++) free(run_case(i));
