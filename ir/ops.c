@@ -239,6 +239,14 @@ static cf_tv *scalar_rhs_op(cf_fusion *f, const char *what, IrOp op, cf_tv *a, d
 cf_tv *cf_add_scalar(cf_fusion *f, cf_tv *a, double b) { return scalar_rhs_op(f, "add_scalar", OP_ADD, a, b); }
 cf_tv *cf_mul_scalar(cf_fusion *f, cf_tv *a, double b) { return scalar_rhs_op(f, "mul_scalar", OP_MUL, a, b); }
 
+cf_tv *cf_clamp(cf_fusion *f, cf_tv *x, double lo, double hi) {
+  if (!f || f->status) return NULL;
+  if (isnan(lo) || isnan(hi) || lo > hi)
+    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "clamp: the bounds [%g, %g] are not an interval (lo <= hi, neither NaN)",
+                    lo, hi), NULL;
+  return scalar_rhs_op(f, "clamp", OP_MIN, scalar_rhs_op(f, "clamp", OP_MAX, x, lo), hi);
+}
+
 cf_tv *cf_where(cf_fusion *f, cf_tv *cond, cf_tv *a, cf_tv *b) {
   if (!f || f->status) return NULL;
   static const char *const names[3] = {"cond", "a", "b"};

@@ -78,6 +78,10 @@ CF_BINARY_OP_TABLE(CF_X)
 /* Binary ops with a scalar constant on the right (x + 2.5). */
 CF_API cf_tv *cf_add_scalar(cf_fusion *f, cf_tv *a, double b);
 CF_API cf_tv *cf_mul_scalar(cf_fusion *f, cf_tv *a, double b);
+/* min(max(x, lo), hi), printed as those two ops; lo <= hi, neither NaN. Like cf_max and
+ * cf_min (fmax, fmin), a NaN element becomes lo. An integer x keeps its dtype when both
+ * bounds are integers. */
+CF_API cf_tv *cf_clamp(cf_fusion *f, cf_tv *x, double lo, double hi);
 /* where(cond, a, b): cond must be CF_BOOL; shapes broadcast like binary ops. */
 CF_API cf_tv *cf_where(cf_fusion *f, cf_tv *cond, cf_tv *a, cf_tv *b);
 CF_API cf_tv *cf_cast(cf_fusion *f, cf_tv *in, cf_dtype to);

@@ -143,6 +143,7 @@ for _name in BINARY_OPS:
     _proto("cf_" + _name, _P, _P, _P, _P)
 _proto("cf_add_scalar", _P, _P, _P, c_double)
 _proto("cf_mul_scalar", _P, _P, _P, c_double)
+_proto("cf_clamp", _P, _P, _P, c_double, c_double)
 _proto("cf_where", _P, _P, _P, _P, _P)
 _proto("cf_cast", _P, _P, _P, c_int)
 _proto("cf_broadcast", _P, _P, _P, c_int, POINTER(c_bool))

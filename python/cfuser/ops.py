@@ -143,6 +143,13 @@ class Ops:
         return self._make("where", _capi.lib.cf_where(fd._f, hc, ha, hb),
                           broadcast_shapes((cond.shape, a.shape, b.shape)))
 
+    def clamp(self, t: Tensor, lo: float, hi: float) -> Tensor:
+        """min(max(t, lo), hi); lo <= hi. A NaN element becomes lo (as maximum/minimum)."""
+        fd = self._fd
+        fd._check_open("clamp")
+        h = fd._tv(t, "clamp")
+        return self._make("clamp", _capi.lib.cf_clamp(fd._f, h, float(lo), float(hi)), t.shape)
+
     def cast(self, t: Tensor, dtype: Union[DataType, str]) -> Tensor:
         """t converted to dtype."""
         fd = self._fd

@@ -94,6 +94,26 @@ Test(eval, unary_transcendental_ops_on_float) {
                                                             (float)erf(4.0)});
 }
 
+Test(eval, clamp) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){5});
+  cf_fusion_add_input(f, x);
+  cf_tv *c = cf_clamp(f, x, -1, 2);
+  cf_fusion_add_output(f, c);
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
+  DLManagedTensor *in = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){5}), *out = NULL;
+  float *d = in->dl_tensor.data;
+  const float v[5] = {-3, -1, 0.5f, 2, 7}, want[5] = {-1, -1, 0.5f, 2, 2};
+  memcpy(d, v, sizeof v);
+  const DLTensor *ins[1] = {&in->dl_tensor};
+  cr_assert_eq(cf_fusion_evaluate(f, 1, ins, &out), CF_OK, "%s", cf_fusion_error(f));
+  for (int i = 0; i < 5; i++) cr_expect_eq(((float *)out->dl_tensor.data)[i], want[i], "element %d", i);
+  cr_expect_null(cf_clamp(f, x, 3, 2));
+  cr_expect_str_eq(cf_fusion_error(f), "clamp: the bounds [3, 2] are not an interval (lo <= hi, neither NaN)");
+  cf_tensor_free(in), cf_tensor_free(out);
+  cf_fusion_destroy(f);
+}
+
 Test(eval, floor_and_ceil) {
   check_unary(cf_floor, CF_FLOAT, 5, (double[]){-2.5, -0.5, 0, 1, 4.75}, CF_FLOAT, (double[]){-3, -1, 0, 1, 4});
   check_unary(cf_ceil, CF_FLOAT, 5, (double[]){-2.5, -0.5, 0, 1, 4.75}, CF_FLOAT, (double[]){-2, -0.0, 0, 1, 5});

@@ -215,8 +215,8 @@ static inline void case_serial_sum(cf_fusion *f, KcInput *in, int *nin) {
   *nin = 1;
 }
 
-/* floor, ceil, tan and erf of a float tensor, and floor and ceil of an int32 one (the
- * integer itself), on [blockIdx.x, threadIdx.x]. */
+/* floor, ceil, tan and erf of a float tensor, and floor, ceil and clamp of an int32 one
+ * (floor and ceil: the integer itself), on [blockIdx.x, threadIdx.x]. */
 static inline void case_rounding_and_special_functions(cf_fusion *f, KcInput *in, int *nin) {
   cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 33});
   cf_tv *k = cf_tensor_concrete(f, CF_INT32, 2, (int64_t[]){4, 33});
@@ -225,7 +225,7 @@ static inline void case_rounding_and_special_functions(cf_fusion *f, KcInput *in
   cf_tv *x = cf_mul_scalar(f, a, 3.0);
   cf_tv *s = cf_add(f, cf_add(f, cf_floor(f, x), cf_ceil(f, x)), cf_add(f, cf_tan(f, a), cf_erf(f, x)));
   cf_fusion_add_output(f, s);
-  cf_fusion_add_output(f, cf_add(f, cf_floor(f, k), cf_ceil(f, k)));
+  cf_fusion_add_output(f, cf_add(f, cf_floor(f, k), cf_clamp(f, cf_ceil(f, k), -3, 5)));
   cf_parallelize(f, s, 0, CF_PT_BIDX);
   cf_parallelize(f, s, 1, CF_PT_TIDX);
   cf_parallelize_all_like(f, s, 0, NULL);
