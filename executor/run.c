@@ -265,24 +265,32 @@ static cf_status make_output(cf_executor *e, const RunTarget *rt, int i, const K
   return s ? exec_error(e, s, "run: allocating output %s: %s", p->name, err) : CF_OK;
 }
 
-/* A zeroed buffer of n elements for workspace parameter p, kept by the executor and
- * reused by later runs (grid reductions leave their semaphores at zero). */
-static cf_status workspace(cf_executor *e, const KTensor *p, int slot, int64_t n, DLManagedTensor **out) {
+static bool same_shape(const DLTensor *t, int rank, const int64_t *sizes) {
+  if (t->ndim != rank) return false;
+  for (int d = 0; d < rank; d++)
+    if (t->shape[d] != sizes[d]) return false;
+  return true;
+}
+
+/* A zeroed contiguous tensor of the given sizes for workspace parameter p, kept by the
+ * executor and reused by later runs of the same sizes (grid reductions leave their
+ * semaphores at zero; intermediates are written before they are read). */
+static cf_status workspace(cf_executor *e, const KTensor *p, int slot, const int64_t *sizes, DLManagedTensor **out) {
   DLManagedTensor *w = e->work[slot];
-  if (w && w->dl_tensor.shape[0] >= n && w->dl_tensor.dtype.bits == cf_dtype_size(p->dtype) * 8) {
+  if (w && w->dl_tensor.dtype.bits == cf_dtype_size(p->dtype) * 8 && same_shape(&w->dl_tensor, p->rank, sizes)) {
     *out = w;
     return CF_OK;
   }
   cf_tensor_free(w);
   e->work[slot] = NULL;
-  DLManagedTensor *zero = cf_tensor_host(p->dtype, 1, &n);
+  DLManagedTensor *zero = cf_tensor_host(p->dtype, p->rank, sizes);
   if (!zero) return exec_error(e, CF_ERR_OUT_OF_MEMORY, "run: out of memory for %s", p->name);
-  memset(zero->dl_tensor.data, 0, (size_t)n * cf_dtype_size(p->dtype));
+  memset(zero->dl_tensor.data, 0, (size_t)cf_tensor_numel(&zero->dl_tensor) * cf_dtype_size(p->dtype));
   if (e->cc->backend == CF_BACKEND_HOST) {
     w = zero;
   } else {
     char err[512] = "copy failed";
-    cf_status s = exec_tensor_device(p->dtype, 1, &n, &w, err, sizeof err);
+    cf_status s = exec_tensor_device(p->dtype, p->rank, sizes, &w, err, sizeof err);
     if (!s) s = cf_tensor_copy(&w->dl_tensor, &zero->dl_tensor);
     cf_tensor_free(zero);
     if (s) return exec_error(e, s, "run: allocating %s: %s", p->name, err);
@@ -291,17 +299,24 @@ static cf_status workspace(cf_executor *e, const KTensor *p, int slot, int64_t n
   return CF_OK;
 }
 
-/* The grid reductions' buffers, after the outputs: sized from the bound arguments. */
+/* The workspaces, after the outputs (intermediates in global memory, then the grid
+ * reductions' buffers): sized from the bound arguments. */
 static cf_status bind_workspaces(cf_executor *e) {
   ExecPlan *b = e->plan;
   const KKernel *k = e->cc->k;
   for (int p = b->nin + b->nout, slot = 0; p < k->nparams; p++) {
-    if (slot >= EXEC_MAX_WORK)
-      return exec_error(e, CF_ERR_UNSUPPORTED, "run: the kernel needs more than %d grid-reduction buffers", EXEC_MAX_WORK);
-    int64_t n;
-    DLManagedTensor *w;
-    cf_status s = eval(e, k->params[p]->extents[0], &n, "a grid-reduction buffer size");
-    if (!s) s = workspace(e, k->params[p], slot++, n > 0 ? n : 1, &w);
+    const KTensor *t = k->params[p];
+    if (slot >= EXEC_MAX_WORK || t->rank > EXEC_MAX_RANK)
+      return exec_error(e, CF_ERR_UNSUPPORTED, "run: the kernel needs more than %d workspace buffers of rank %d at "
+                        "most (global intermediates and grid-reduction buffers)", EXEC_MAX_WORK, EXEC_MAX_RANK);
+    int64_t sizes[EXEC_MAX_RANK];
+    DLManagedTensor *w = NULL;
+    cf_status s = CF_OK;
+    for (int d = 0; !s && d < t->rank; d++) {
+      s = eval(e, t->extents[d], &sizes[d], "a workspace size");
+      if (!s && sizes[d] < 1) sizes[d] = 1;
+    }
+    if (!s) s = workspace(e, t, slot++, sizes, &w);
     if (s) return s;
     bind(b, p, &w->dl_tensor);
     b->tensors[p] = &w->dl_tensor;

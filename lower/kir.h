@@ -69,7 +69,7 @@ typedef struct KTensor {
   cf_dtype dtype;
   int param;             /* index among the kernel parameters, or -1 for an allocation */
   bool is_output;
-  bool is_workspace;     /* parameters: a grid reduction's buffer the executor provides */
+  bool is_workspace;     /* parameters: a buffer the executor provides (an intermediate in global memory, a grid reduction's) */
   int rank;              /* parameters: logical rank */
   int alloc_rank;        /* parameters: number of allocation strides passed */
   KExpr **extents;       /* parameters: logical extents (constants or input sizes) */

@@ -63,9 +63,6 @@ static KExpr *row_major(LowerCtx *c, TvInfo *ti, int lo, int hi) {
 static void make_allocation(LowerCtx *c, Val *tv) {
   TvInfo *ti = lower_info(c, tv);
   TensorView *t = TV(tv);
-  if (t->mem == CF_MEM_GLOBAL)
-    lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s is an intermediate in global memory; use local, shared or tensor "
-               "memory for intermediates", t->display_name);
   ti->kt = new_tensor(c, tv);
   ti->alloc_ids = t->alloc ? t->alloc : t->loop;
   ti->nalloc_ids = t->alloc ? t->nalloc : t->nloop;
@@ -144,10 +141,19 @@ static bool fits_int32(const KKernel *k) {
   return true;
 }
 
+static bool global_intermediate(cf_fusion *f, Val *tv) {
+  return !ir_tv_is_input(f, tv) && !ir_tv_is_output(f, tv) && TV(tv)->mem == CF_MEM_GLOBAL;
+}
+
+/* Parameters: the inputs, the outputs, then the intermediates in global memory, whole
+ * tensors the executor allocates for the run like an output it does not return (a
+ * workspace; nvFuser's global buffers). */
 void lower_tensors(LowerCtx *c) {
   cf_fusion *f = c->f;
   KKernel *k = c->k;
-  k->nparams = f->inputs.len + f->outputs.len;
+  int nglobal = 0;
+  for (int t = 0; t < c->ntvs; t++) nglobal += global_intermediate(f, c->tvs[t]);
+  k->nparams = f->inputs.len + f->outputs.len + nglobal;
   k->params = ARENA_ARRAY(c->a, KTensor *, k->nparams);
   k->param_names = ARENA_ARRAY(c->a, const char *, k->nparams);
   for (int i = 0; i < f->inputs.len; i++) {
@@ -159,10 +165,17 @@ void lower_tensors(LowerCtx *c) {
     make_param(c, f->outputs.items[i], p, true);
     k->params[p] = lower_info(c, f->outputs.items[i])->kt;
   }
+  int p = f->inputs.len + f->outputs.len;
+  for (int t = 0; t < c->ntvs; t++) {
+    if (!global_intermediate(f, c->tvs[t])) continue;
+    make_param(c, c->tvs[t], p, false);
+    lower_info(c, c->tvs[t])->kt->is_workspace = true;
+    k->params[p++] = lower_info(c, c->tvs[t])->kt;
+  }
   PtrVec allocs = {0};
   for (int t = 0; t < c->ntvs; t++) {
     Val *tv = c->tvs[t];
-    if (ir_tv_is_input(f, tv) || ir_tv_is_output(f, tv)) continue;
+    if (ir_tv_is_input(f, tv) || ir_tv_is_output(f, tv) || global_intermediate(f, tv)) continue;
     make_allocation(c, tv);
     ptrvec_push(c->a, &allocs, lower_info(c, tv)->kt);
   }

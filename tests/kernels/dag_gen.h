@@ -40,7 +40,8 @@ typedef struct DgCase {
   int rank;
   int64_t sizes[3];
   bool symbolic;
-  bool par_red;     /* mode 1: reduction axes parallelized too, max as well as sum, warp-sized rows */
+  bool par_red;     /* modes 1, 2: reduction axes parallelized too, max as well as sum, warp-sized rows */
+  bool global;      /* mode 2: mode 1 with some intermediates in global memory */
   unsigned reduced; /* full-rank axes some sum reduces */
   DgVal v[DG_MAX_VALS];
   int nv;
@@ -319,6 +320,7 @@ static inline void dg_schedule(DgCase *c) {
   for (int i = 0; i < c->nv; i++) {
     if (c->v[i].input || c->v[i].output) continue;
     if (dg_rnd(&c->r, 4) == 0) cf_set_memory_type(c->f, c->v[i].tv, CF_MEM_SHARED);
+    if (c->global && dg_rnd(&c->r, 4) == 0) cf_set_memory_type(c->f, c->v[i].tv, CF_MEM_GLOBAL);
     if (dg_rnd(&c->r, 16) == 0) dg_parallelize(c, c->v[i].tv, NULL); /* may differ from ref: syncs */
   }
   int calls = (int)dg_rnd(&c->r, 4);
@@ -330,7 +332,8 @@ static inline void dg_schedule(DgCase *c) {
 static inline void dg_build(DgCase *c, cf_fusion *f, uint64_t seed, int mode) {
   memset(c, 0, sizeof *c);
   c->f = f;
-  c->par_red = mode == 1;
+  c->par_red = mode >= 1;
+  c->global = mode == 2;
   c->r.s = seed * 0x9E3779B97F4A7C15ULL + 7;
   dg_build_math(c);
   if (cf_fusion_status(f) == CF_OK) dg_schedule(c);

@@ -17,7 +17,9 @@
  *   CFUSER_FUZZ_FIRST=0 CFUSER_FUZZ_COUNT=100000 CFUSER_FUZZ_JOBS=16 \
  *     build/kernels_test_random_dags --filter 'random_dags/run_like_the_evaluator'
  * The test parallel_reductions_run_like_the_evaluator runs the generator's mode 1 (reduction
- * axes parallelized too: warp, block and grid reductions) with the same variables.
+ * axes parallelized too: warp, block and grid reductions) with the same variables, and
+ * global_intermediates_run_like_the_evaluator its mode 2 (mode 1 with some intermediates
+ * in global memory).
  * Seeds that fail today are listed in known_failing: the CI run skips them and a disabled
  * test runs them (the loop-model work of issue 9 fixes and enables it). */
 #include <criterion/criterion.h>
@@ -256,6 +258,9 @@ Test(random_dags, run_like_the_evaluator, .timeout = 3000) { run_range(0); }
 /* The same DAGs with reduction axes parallelized too (block and warp reductions on
  * threads, grid reductions on blocks), max as well as sum, and rows a warp long. */
 Test(random_dags, parallel_reductions_run_like_the_evaluator, .timeout = 3000) { run_range(1); }
+
+/* Mode 2: mode 1 with some intermediates in global memory (workspaces of the executor). */
+Test(random_dags, global_intermediates_run_like_the_evaluator, .timeout = 3000) { run_range(2); }
 
 static void run_pinned(int mode, const uint64_t *seeds, int n) {
   fuzz_mode = mode;

@@ -65,3 +65,38 @@ Test(scheduled, non_divisible_split_is_predicated) {
   cr_expect(strstr(src, "< 10)") != NULL, "no bound check in:\n%s", src);
   free(src);
 }
+
+/* Intermediates in global memory are workspaces the executor allocates per run: a chain
+ * [i0, i1] -> global T2 (split by 4 on threadIdx.x) -> T3 (split by 8 on threadIdx.x: a
+ * __syncthreads between), run at two sizes with one executor (the buffer reallocated). */
+Test(scheduled, global_intermediate_workspace_at_two_sizes) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, a);
+  cf_tv *t1 = cf_exp(f, a), *t2 = cf_neg(f, t1), *t3 = cf_set(f, t2);
+  cf_fusion_add_output(f, t3);
+  cf_set_memory_type(f, t2, CF_MEM_GLOBAL);
+  cf_split(f, t2, 0, 4);
+  cf_parallelize(f, t2, 1, CF_PT_TIDX);
+  cf_split(f, t1, 0, 4);
+  cf_parallelize(f, t1, 1, CF_PT_TIDX);
+  cf_inline_at(f, t1, 2);
+  cf_split(f, t3, 0, 8);
+  cf_parallelize(f, t3, 1, CF_PT_TIDX);
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  cr_expect(strstr(cf_executor_source(e), "__syncthreads()") || strstr(cf_executor_source(e), "cfh_syncthreads"),
+            "no sync between the global write and the read:\n%s", cf_executor_source(e));
+  for (int k = 0; k < 2; k++) {
+    KcInput ki = {CF_FLOAT, 1, {k ? 29 : 64}, NULL};
+    DLManagedTensor *x = kc_make_input(&ki, 5 + (uint64_t)k), *got = NULL, *want = NULL;
+    const DLTensor *ins[1] = {&x->dl_tensor};
+    cr_assert_eq(cf_executor_run(e, 1, ins, 1, &got), CF_OK, "%s", cf_executor_error(e));
+    cr_assert_eq(cf_fusion_evaluate(f, 1, ins, &want), CF_OK, "%s", cf_fusion_error(f));
+    char msg[256] = "";
+    cr_expect(cf_tensor_allclose(&got->dl_tensor, &want->dl_tensor, 1e-5, 1e-5, msg, sizeof msg), "run %d: %s", k, msg);
+    cf_tensor_free(x), cf_tensor_free(got), cf_tensor_free(want);
+  }
+  cf_executor_destroy(e);
+  cf_fusion_destroy(f);
+}

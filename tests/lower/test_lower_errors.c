@@ -120,11 +120,16 @@ Test(lower_errors, vectorize_across_the_outer_axis_of_global_memory) {
                        "reads is not contiguous along it");
 }
 
-Test(lower_errors, global_intermediates) {
+/* An intermediate in global memory computes (a workspace of the executor), but not when
+ * blocks read what other blocks wrote: there is no grid-wide sync. */
+Test(lower_errors, global_intermediate_read_across_blocks) {
   chain(1, (int64_t[]){8});
   cf_set_memory_type(f, t[2], CF_MEM_GLOBAL);
-  expect_compile_error(CF_ERR_UNSUPPORTED, "compile: T2 is an intermediate in global memory; use local, shared or "
-                                           "tensor memory for intermediates");
+  cf_parallelize(f, t[2], 0, CF_PT_BIDX);
+  expect_compile_error(CF_ERR_INVALID_SCHEDULE,
+                       "compile: T3 reads T2, which this kernel writes in global memory, along blockIdx.x differently "
+                       "from the write (T3's blocks would read what other blocks write, and there is no grid "
+                       "synchronization); parallelize T3's matching axis alike");
 }
 
 Test(lower_errors, registers_of_symbolic_size) {

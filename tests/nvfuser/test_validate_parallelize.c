@@ -38,8 +38,7 @@ Test(validate_parallelize, parallelize2) {
 }
 
 /* Both split by 4, inner on TIDx, tv1 in global memory: valid. */
-/* Disabled: intermediates in global memory are refused (nvFuser allocates them in global work buffers). */
-Test(validate_parallelize, parallelize3, .disabled = true) {
+Test(validate_parallelize, parallelize3) {
   cf_tv *tv1, *tv2 = chain(&tv1);
   cf_split(f, tv1, -1, 4);
   cf_parallelize(f, tv1, -1, CF_PT_TIDX);
@@ -50,8 +49,7 @@ Test(validate_parallelize, parallelize3, .disabled = true) {
 }
 
 /* Split by 4 and by 8, tv1 in global memory: valid (communication through global). */
-/* Disabled: intermediates in global memory are refused (nvFuser allocates them in global work buffers). */
-Test(validate_parallelize, parallelize4, .disabled = true) {
+Test(validate_parallelize, parallelize4) {
   cf_tv *tv1, *tv2 = chain(&tv1);
   cf_split(f, tv1, -1, 4);
   cf_parallelize(f, tv1, -1, CF_PT_TIDX);
@@ -97,7 +95,8 @@ Test(validate_parallelize, parallelize6) {
 
 /* tv1 = exp(tv0) in global memory on BIDx/TIDx, read by tv2 (TIDy) and tv3 (BIDx): a
  * grid sync makes it valid. */
-/* Disabled: intermediates in global memory are refused (nvFuser allocates them in global work buffers). */
+/* Disabled: tv2 (TIDy) reads what other blocks of tv1 wrote, which needs nvFuser's grid-wide
+ * sync (a cooperative launch); cfuser has none and refuses it, naming T2, T1 and blockIdx.x. */
 Test(validate_parallelize, parallelize7, .disabled = true) {
   cf_tv *tv0 = nv_symbolic(2);
   cf_tv *tv1 = cf_exp(f, tv0), *tv2 = cf_set(f, tv1), *tv3 = cf_set(f, tv1);
