@@ -1,7 +1,7 @@
 /* The inner-reduction scheduler (sched_reduction_heuristic): its refusals with their exact
  * reasons, its printed parameters, and fusions it scheduled run against the evaluator
  * (NVRTC for sm_90a, the host backend, the GPU when there is one) for rows shorter than,
- * not a multiple of, and longer than its 128 threads, symbolic sizes and a full
+ * not a multiple of, and longer than its 128 threads, symbolic sizes, bfloat16 and a full
  * reduction to a scalar. */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -90,4 +90,13 @@ Test(reduction_sched, refuses_broadcast_rows) {
   cf_fusion_add_input(f, x);
   cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){1}));
   refused("reduction: T1 has a broadcast axis (a constant extent of 1)");
+}
+
+/* bfloat16 in and out (accumulated in float); the rows outlast the block. */
+Test(reduction_sched, sums_bfloat16_rows) {
+  cf_tv *x = cf_tensor_concrete(f, CF_BFLOAT16, 2, (int64_t[]){3, 300});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_sum(f, cf_neg(f, x), 1, (int[]){1}));
+  schedule_ok("threads=128 rows=blockIdx.x");
+  free(kc_check(f, 1, (KcInput[]){{CF_BFLOAT16, 2, {3, 300}, NULL}}, 5e-2));
 }
