@@ -11,12 +11,15 @@
  *      block: no grid reduction);
  *   4. the split is propagated to the prologue before the rfactor, the rfactor tensor's
  *      parallel types after it, and everything is inlined as deep as legal.
- * Not yet: vectorized loads, outer (column) reductions and epilogues are refused with a
- * reason; the thread count is fixed (the call's sizes are not read). */
+ * Outer (column) reduction of a 2-D [r, i] tensor: blockIdx.x over 32-column groups,
+ * threadIdx.x over the 32 columns (coalesced), each thread folds its column serially.
+ * Not yet: vectorized loads, a threadIdx.y split of the reduced axis, other outer
+ * reductions and epilogues are refused with a reason; the thread counts are fixed (the
+ * call's sizes are not read). */
 #include "scheduler/heuristic.h"
 #include "scheduler/sched.h"
 
-enum { RED_THREADS = 128 };
+enum { RED_THREADS = 128, RED_COLUMNS = 32 };
 
 static bool red_elementwise(const Expr *e) {
   OpKind k = ir_op_kind(e->op);
@@ -45,6 +48,12 @@ static Val *find_reduction(cf_fusion *f, char *why) {
   return red;
 }
 
+/* A 2-D [r, i] reduction: a sum of columns. */
+static bool column_reduction(Val *red) {
+  return TV(red)->nlogical == 2 && ID(TV(red)->logical[0])->iter_type == CF_ITER_REDUCTION &&
+         ID(TV(red)->logical[1])->iter_type == CF_ITER_ITERATION;
+}
+
 static bool red_accepts(cf_fusion *f, const SchedCall *call, char *why) {
   (void)call;
   Val *red = find_reduction(f, why);
@@ -53,15 +62,17 @@ static bool red_accepts(cf_fusion *f, const SchedCall *call, char *why) {
     snprintf(why, SCHED_WHY_MAX, "reduction: the only output must be the reduction %s", TV(red)->display_name);
     return false;
   }
-  bool seen_reduced = false;
-  for (int a = 0; a < TV(red)->nlogical; a++) {
+  bool seen_reduced = false, outer = column_reduction(red);
+  for (int a = 0; a < TV(red)->nlogical && !outer; a++) {
     bool r = ID(TV(red)->logical[a])->iter_type == CF_ITER_REDUCTION;
     if (ID(TV(red)->logical[a])->iter_type == CF_ITER_BROADCAST) {
       snprintf(why, SCHED_WHY_MAX, "reduction: %s has a broadcast axis (a constant extent of 1)", TV(red)->display_name);
       return false;
     }
     if (seen_reduced && !r) {
-      snprintf(why, SCHED_WHY_MAX, "reduction: %s reduces an outer axis (only inner reductions are scheduled)",
+      snprintf(why, SCHED_WHY_MAX,
+               "reduction: %s reduces an axis before a kept one "
+               "(only inner reductions and 2-D column sums are scheduled)",
                TV(red)->display_name);
       return false;
     }
@@ -70,11 +81,25 @@ static bool red_accepts(cf_fusion *f, const SchedCall *call, char *why) {
   return true;
 }
 
+/* [r, i] -> [r (serial), i / 32 (blockIdx.x), 32 (threadIdx.x)]: each thread sums one
+ * column, a warp reads 32 consecutive columns of a row (coalesced). */
+static cf_status outer_schedule(cf_fusion *f, cf_tv *r, char *params) {
+  cf_split(f, r, 1, RED_COLUMNS);
+  if (cf_propagate_transforms(f, r)) return f->status;
+  cf_parallelize(f, r, 1, CF_PT_BIDX);
+  cf_parallelize(f, r, 2, CF_PT_TIDX);
+  cf_parallelize_all_like(f, r, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+  if (f->status) return f->status;
+  snprintf(params, SCHED_PARAMS_MAX, "outer columns=%d serial=rows", RED_COLUMNS);
+  return cf_inline_most(f);
+}
+
 static cf_status red_schedule(cf_fusion *f, const SchedCall *call, char *params) {
   char why[SCHED_WHY_MAX];
   if (!red_accepts(f, call, why)) return ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
   Val *red = f->outputs.items[0];
   cf_tv *r = ir_tv_handle(red);
+  if (column_reduction(red)) return outer_schedule(f, r, params);
   int niter = 0;
   while (ID(TV(red)->logical[niter])->iter_type != CF_ITER_REDUCTION) niter++;
   int nred = TV(red)->nlogical - niter;

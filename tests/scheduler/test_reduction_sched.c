@@ -2,7 +2,7 @@
  * reasons, its printed parameters, and fusions it scheduled run against the evaluator
  * (NVRTC for sm_90a, the host backend, the GPU when there is one) for rows shorter than,
  * not a multiple of, and longer than its 128 threads, symbolic sizes, bfloat16 and a full
- * reduction to a scalar. */
+ * reduction to a scalar; column sums [r, i] of several shapes. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -65,11 +65,24 @@ Test(reduction_sched, reduces_everything_to_a_scalar) {
   free(kc_check(f, 1, (KcInput[]){F32(9, 31)}, 1e-4));
 }
 
-Test(reduction_sched, refuses_outer_reductions) {
-  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+Test(reduction_sched, sums_columns) {
+  int64_t shapes[][2] = {{5, 7}, {33, 70}, {130, 3}};
+  for (int i = 0; i < 3; i++) {
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, shapes[i]);
+    cf_fusion_add_input(f, x);
+    cf_fusion_add_output(f, cf_sum(f, cf_exp(f, x), 1, (int[]){0}));
+    schedule_ok("outer columns=32 serial=rows");
+    free(kc_check(f, 1, (KcInput[]){F32(shapes[i][0], shapes[i][1])}, 1e-4));
+  }
+}
+
+Test(reduction_sched, refuses_middle_reductions) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){4, 8, 3});
   cf_fusion_add_input(f, x);
-  cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){0}));
-  refused("reduction: T1 reduces an outer axis (only inner reductions are scheduled)");
+  cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){1}));
+  refused("reduction: T1 reduces an axis before a kept one (only inner reductions and 2-D column sums are scheduled)");
 }
 
 Test(reduction_sched, refuses_epilogues_and_pointwise_fusions) {
