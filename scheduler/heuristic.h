@@ -43,4 +43,7 @@ typedef struct SchedHeuristic {
   cf_status (*schedule)(cf_fusion *f, const SchedCall *call, char *params);
 } SchedHeuristic;
 
+/* The inner-reduction scheduler (scheduler/reduction_sched.c). */
+extern const SchedHeuristic sched_reduction_heuristic;
+
 #endif
