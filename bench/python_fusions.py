@@ -9,13 +9,14 @@ Lines printed, one per fusion, size and contender (medians of --iters runs after
     <fusion> N=<elements> <contender> time_us=<t> GB/s=<bytes moved / t>
 and then:
     overhead: execute_us=<t> c_run_us=<t> python_overhead_us=<t> python_side_us=<t> (target < 20 us)
-cfuser's time is the wall-clock of fd.execute (argument export, output allocation in
-torch's caching allocator, launch and cfuser's synchronization); PyTorch's are CUDA-event
-times of its GPU work (as in bench/pointwise_torch.py), so the comparison is conservative
-for cfuser. The overhead is execute's wall-clock minus that of cf_executor_run called
-directly from ctypes with the same, already exported tensors, on a small size where the
-kernel itself is short; python_side_us is execute's wall-clock with cf_executor_run
-stubbed out (its Python work alone, a check that does not depend on the kernel's noise).
+Every contender's time on torch is the CUDA-event time of its GPU work (as in
+bench/pointwise_torch.py): fd.execute on torch CUDA tensors launches asynchronously on
+torch's current stream, as torch's ops do (on NumPy, wall-clock: the host backend runs
+synchronously). The overhead is execute's wall-clock minus that of the C call execute
+makes (cf_executor_run_async on torch's stream, cf_executor_run on NumPy) called directly
+from ctypes with the same, already exported tensors, on a small size where the kernel is
+short; python_side_us is execute's wall-clock with the C call stubbed out (its Python
+work alone, a check that does not depend on the kernel's noise).
 Every contender's result is checked against torch eager's (or
 NumPy's) before it is timed; a contender that fails (torch.compile without a compiler, say)
 prints its error and the run goes on.
@@ -139,7 +140,7 @@ def median(values: Sequence[float]) -> float:
 
 
 def wall_us(fn: Callable[[], Any], iters: int, lib: ArrayLib, warmup: int = 5) -> float:
-    """Median wall-clock of fn in us (fn synchronizes itself, as cfuser's execute does)."""
+    """Median wall-clock of fn in us: the CPU cost of a call (launches on torch are asynchronous)."""
     for _ in range(warmup):
         fn()
     lib.sync()
@@ -172,7 +173,7 @@ def event_us(fn: Callable[[], Any], iters: int, lib: ArrayLib, warmup: int = 5) 
 
 def contenders(fusion: Fusion, lib: ArrayLib, fd: FusionDefinition, compiled: Optional[Any]) -> Dict[str, Any]:
     xp = lib.xp
-    out = {"cfuser": (lambda ins: fd.execute(ins)[0], wall_us),
+    out = {"cfuser": (lambda ins: fd.execute(ins)[0], event_us),
            "torch eager" if lib.name == "torch" else "numpy": (lambda ins: fusion.math(xp, ins), event_us)}
     if compiled is not None:
         out["torch.compile"] = (compiled, event_us)
@@ -211,18 +212,23 @@ def run_fusion(fusion: Fusion, lib: ArrayLib, sizes: Sequence[int], iters: int, 
 
 
 class _StubRun:
-    """Stands for cf_executor_run: returns CF_OK at once, so that execute's own Python work
-    (exports, output allocation, the pointer arrays) can be timed alone."""
+    """Stands for cf_executor_run and cf_executor_run_async: returns CF_OK at once, so that
+    execute's own Python work (exports, output allocation, the pointer arrays) can be timed
+    alone."""
+
+    NAMES = ("cf_executor_run", "cf_executor_run_async")
 
     def __init__(self, capi: Any) -> None:
-        self.capi, self.saved = capi, None
+        self.capi, self.saved = capi, {}
 
     def __enter__(self) -> None:
-        self.saved = self.capi.lib.cf_executor_run
-        self.capi.lib.cf_executor_run = lambda *args: 0
+        for name in self.NAMES:
+            self.saved[name] = getattr(self.capi.lib, name)
+            setattr(self.capi.lib, name, lambda *args: 0)
 
     def __exit__(self, *exc: object) -> None:
-        self.capi.lib.cf_executor_run = self.saved
+        for name in self.NAMES:
+            setattr(self.capi.lib, name, self.saved[name])
 
 
 def overhead(lib: ArrayLib, iters: int, n: int = 1024) -> Tuple[float, float, float]:
@@ -239,10 +245,13 @@ def overhead(lib: ArrayLib, iters: int, n: int = 1024) -> Tuple[float, float, fl
     in_ptrs = _dlpack.pointer_array([k[1] for k in keep[:2]])
     out_ptrs = _dlpack.pointer_array([keep[2][1]])
     executor = fd._last
-    run = _capi.lib.cf_executor_run
+    stream = fd._stream(_dlpack.framework_of(ins[0]), ins, _capi.KDLCUDA) if lib.name == "torch" else None
+    run, run_async = _capi.lib.cf_executor_run, _capi.lib.cf_executor_run_async
 
-    def c_run() -> None:
-        if run(executor, 2, in_ptrs, 1, out_ptrs):
+    def c_run() -> None:  # the C call execute makes, with the same arguments
+        status = run(executor, 2, in_ptrs, 1, out_ptrs) if stream is None else \
+            run_async(executor, stream, 2, in_ptrs, 1, out_ptrs)
+        if status:
             raise RuntimeError(_capi.lib.cf_executor_error(executor).decode())
 
     t_c = wall_us(c_run, iters, lib, warmup=50)

@@ -2,12 +2,15 @@
 __dlpack__ and __dlpack_device__) in, and outputs of the same library out.
 
 Inputs: the array's own DLPack capsule is kept alive for the call and its
-DLManagedTensor* handed to cf_executor_run (a DLManagedTensor starts with its DLTensor).
-cfuser launches on the legacy default stream and synchronizes after the kernel: CUDA
-arrays of the protocol are asked for stream 1 (that stream), so the producer orders its
-pending work before the kernel; PyTorch tensors go through torch's C exporter (the
-protocol's Python-level stream handling costs microseconds per tensor) and the stream
-ordering is done once per execute (_torch_before_run). cfuser runs on CUDA device 0.
+DLManagedTensor* handed to cfuser (a DLManagedTensor starts with its DLTensor).
+Streams: when every input is a PyTorch CUDA tensor, cfuser launches asynchronously on
+torch's current stream (cf_executor_run_async), as a torch op would: outputs come from
+torch's caching allocator on that stream and are ready when the stream reaches them.
+Otherwise cfuser launches on the legacy default stream and synchronizes after the kernel:
+CUDA arrays of the protocol are asked for stream 1 (that stream), so the producer orders
+its pending work before the kernel. PyTorch tensors go through torch's C exporter (the
+protocol's Python-level stream handling costs microseconds per tensor). cfuser runs on
+CUDA device 0.
 
 Outputs: where the library can allocate (numpy.empty, torch.empty, cupy.empty), the output
 is allocated by it, in its own (caching) allocator, and given to cfuser to fill; elsewhere
@@ -114,13 +117,26 @@ def _torch_export(x: Any) -> Tuple[object, int, int]:
 
 
 def _torch_before_run(first: Any) -> None:
-    """cfuser launches on the legacy default stream and synchronizes after the kernel: make
-    that stream wait for the current one when they differ (outputs are complete on return)."""
+    """For a synchronous run on the legacy default stream: make that stream wait for the
+    current one when they differ (outputs are complete on return)."""
     if first.is_cuda:
         torch = _module("torch")
         current = torch.cuda.current_stream()
         if current.cuda_stream != 0:
             torch.cuda.default_stream().wait_stream(current)
+
+
+def _torch_stream(x: Any) -> Optional[int]:
+    """The raw handle of torch's current stream on x's CUDA device (0: the legacy default
+    stream), or None for a CPU tensor. torch's C accessor costs well under a microsecond;
+    torch.cuda.current_stream() builds a Python object."""
+    if not x.is_cuda:
+        return None
+    torch = _module("torch")
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return int(raw(x.get_device()))
+    return int(torch.cuda.current_stream(x.device).cuda_stream)
 
 
 class Framework:
@@ -129,16 +145,21 @@ class Framework:
 
     def __init__(self, name: str, empty: Optional[Callable[..., Any]], adopt: Callable[[DLPackTensor], Any],
                  export: Optional[Callable[[Any], Tuple[object, int, int]]] = None,
-                 before_run: Optional[Callable[[Any], None]] = None) -> None:
+                 before_run: Optional[Callable[[Any], None]] = None,
+                 stream: Optional[Callable[[Any], Optional[int]]] = None) -> None:
         self.name, self.empty, self.adopt = name, empty, adopt
         self.export = export or _generic_export
         self.before_run = before_run
+        # The library's current CUDA stream for an array (None: run synchronously on the
+        # legacy default stream). Where it exists, execute launches asynchronously on it,
+        # ordered with the library's own work as the library's ops are.
+        self.stream = stream
 
 
 FRAMEWORKS: Dict[str, Framework] = {
     "numpy": Framework("numpy", _numpy_empty, lambda t: _module("numpy").from_dlpack(t)),
     "torch": Framework("torch", _torch_empty, lambda t: _module("torch").from_dlpack(t), _torch_export,
-                       _torch_before_run),
+                       _torch_before_run, _torch_stream),
     "cupy": Framework("cupy", _cupy_empty, lambda t: _module("cupy").from_dlpack(t)),
     "jax": Framework("jax", None, _jax_adopt),
     "jaxlib": Framework("jax", None, _jax_adopt),

@@ -265,7 +265,12 @@ class FusionDefinition:
 
     def execute(self, inputs: Sequence[Any]) -> List[Any]:
         """Runs the fusion on a list of DLPack arrays (one per define_tensor, in order) and
-        returns its outputs as arrays of the first input's library, on its device."""
+        returns its outputs as arrays of the first input's library, on its device.
+
+        PyTorch CUDA inputs run asynchronously on torch's current stream, like a torch op:
+        the outputs are ready when that stream reaches them, and a fault of the kernel
+        itself raises from a later execute on the same definition. Every other input runs
+        synchronously (complete on return)."""
         self._check_ready("execute")
         if hasattr(inputs, "__dlpack__") or not isinstance(inputs, (list, tuple)):
             raise InvalidArgumentError(f"execute: inputs must be a list of arrays, got a {type(inputs).__name__}")
@@ -281,12 +286,9 @@ class FusionDefinition:
             keep.append(capsule)
         e = self._executor(device)
         fw = _dlpack.framework_of(inputs[0]) if n else _dlpack.GENERIC
-        ordered = set()
-        for x in inputs:  # stream ordering, once per library (torch's is done here)
-            xfw = _dlpack.framework_of(x)
-            if xfw.before_run is not None and xfw.name not in ordered:
-                ordered.add(xfw.name)
-                xfw.before_run(x)
+        stream = self._stream(fw, inputs, device)
+        if stream is None:
+            self._order_streams(inputs)
         results: List[Any] = [self._allocate(fw, t, inputs) for t in self._outputs]
         for i, r in enumerate(results):
             if r is None:
@@ -294,7 +296,10 @@ class FusionDefinition:
             else:
                 capsule, out_arr[i], _ = _dlpack.export(r, "output", i)
                 keep.append(capsule)
-        status = _capi.lib.cf_executor_run(e, n, in_arr, len(results), out_arr)
+        if stream is None:
+            status = _capi.lib.cf_executor_run(e, n, in_arr, len(results), out_arr)
+        else:
+            status = _capi.lib.cf_executor_run_async(e, stream, n, in_arr, len(results), out_arr)
         self._last = e
         if status:
             msg = _capi.lib.cf_executor_error(e).decode()
@@ -303,6 +308,26 @@ class FusionDefinition:
             if r is None:  # cfuser allocated it: the library adopts it
                 results[i] = fw.adopt(_dlpack.DLPackTensor(out_arr[i]))
         return results
+
+    @staticmethod
+    def _stream(fw: _dlpack.Framework, inputs: Sequence[Any], device: int) -> Optional[int]:
+        """The stream to launch on asynchronously: the library's current one when every
+        input is a CUDA array of that one library; None: run synchronously."""
+        if fw.stream is None or device not in (_capi.KDLCUDA, _capi.KDLCUDAMANAGED):
+            return None
+        if any(_dlpack.framework_of(x) is not fw for x in inputs):
+            return None
+        return fw.stream(inputs[0])
+
+    @staticmethod
+    def _order_streams(inputs: Sequence[Any]) -> None:
+        """Before a synchronous run: each library orders its pending work (once per library)."""
+        ordered = set()
+        for x in inputs:
+            xfw = _dlpack.framework_of(x)
+            if xfw.before_run is not None and xfw.name not in ordered:
+                ordered.add(xfw.name)
+                xfw.before_run(x)
 
     def _arrays(self) -> Tuple[Any, Any]:
         """The C pointer arrays of execute, made once (a FusionDefinition is one thread's)."""
