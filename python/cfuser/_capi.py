@@ -241,6 +241,10 @@ _capsule_get_raw = ctypes.PYFUNCTYPE(c_void_p, c_void_p, c_char_p)(("PyCapsule_G
 _DLTENSOR_NAME = ctypes.create_string_buffer(b"dltensor")
 
 
+# The same call for execute's fast path (a capsule it just made: cannot fail).
+capsule_get_fast = _capsule_get
+
+
 def capsule_pointer(capsule: object) -> Optional[int]:
     """The DLManagedTensor* of an unconsumed "dltensor" capsule, or None."""
     try:

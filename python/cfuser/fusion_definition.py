@@ -24,9 +24,10 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple, Union
 
 from . import _capi, _dlpack
 from ._tensor import Scalar, Shape, Tensor
+from ._torch_fast import TorchFastPath
 from .ops import Ops
 from .sched import Sched
-from .types import (CfuserError, DataType, as_dtype, InternalError, InvalidArgumentError,
+from .types import (ARRAY_DTYPE_NAMES, CfuserError, DataType, as_dtype, InternalError, InvalidArgumentError,
                     UnsupportedError, error_for)
 
 _BACKENDS = {"host": _capi.BACKEND_HOST, "cuda": _capi.BACKEND_CUDA}
@@ -67,6 +68,7 @@ class FusionDefinition:
         self._ninputs = 0
         self._outputs: List[Tensor] = []
         self._executors: Dict[int, int] = {}
+        self._torch_fast: Optional[TorchFastPath] = None  # set by the first torch CUDA run
         self._last: Optional[int] = None
         self._ptr_arrays: Optional[Tuple[Any, Any]] = None
         self.ops = Ops(self)
@@ -277,8 +279,15 @@ class FusionDefinition:
         n = len(inputs)
         if n != self._ninputs:
             raise InvalidArgumentError(f"execute: expected {self._ninputs} inputs, got {n}")
-        keep: List[object] = []  # the capsules: alive until the run is over
         in_arr, out_arr = self._arrays()
+        if self._torch_fast is not None and n:
+            outs, status = self._torch_fast.run(self._executors[_capi.BACKEND_CUDA], inputs, in_arr, out_arr)
+            if outs is not None:
+                self._last = self._executors[_capi.BACKEND_CUDA]
+                if status:
+                    raise self._run_error(status)
+                return outs
+        keep: List[object] = []  # the capsules: alive until the run is over
         device = _capi.KDLCPU
         for i, x in enumerate(inputs):
             capsule, in_arr[i], dev = _dlpack.export(x, "input", i)
@@ -302,12 +311,29 @@ class FusionDefinition:
             status = _capi.lib.cf_executor_run_async(e, stream, n, in_arr, len(results), out_arr)
         self._last = e
         if status:
-            msg = _capi.lib.cf_executor_error(e).decode()
-            raise error_for(status, msg.replace("make it with cf_tensor_strided", "define it with contiguity=False"))
+            raise self._run_error(status)
+        if stream is not None and self._torch_fast is None:
+            self._torch_fast = self._make_torch_fast()
         for i, r in enumerate(results):
             if r is None:  # cfuser allocated it: the library adopts it
                 results[i] = fw.adopt(_dlpack.DLPackTensor(out_arr[i]))
         return results
+
+    def _run_error(self, status: int) -> Exception:
+        msg = _capi.lib.cf_executor_error(self._last).decode()
+        return error_for(status, msg.replace("make it with cf_tensor_strided", "define it with contiguity=False"))
+
+    def _make_torch_fast(self) -> Optional[TorchFastPath]:
+        """The fast path of later torch CUDA runs, once one has run (None where an output
+        dtype has no torch twin)."""
+        torch = sys.modules.get("torch")
+        rules = []
+        for t in self._outputs:
+            tdtype = getattr(torch, ARRAY_DTYPE_NAMES[t.dtype], None)
+            if tdtype is None:
+                return None
+            rules.append((tuple(t.shape), tdtype))
+        return TorchFastPath(torch, rules) if torch is not None and self._backend in (None, _capi.BACKEND_CUDA) else None
 
     @staticmethod
     def _stream(fw: _dlpack.Framework, inputs: Sequence[Any], device: int) -> Optional[int]:
