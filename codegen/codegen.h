@@ -7,6 +7,7 @@
 #ifndef CFUSER_CODEGEN_H
 #define CFUSER_CODEGEN_H
 
+#include "ir/dtype.h"
 #include "lower/kir.h"
 
 typedef struct Emitter Emitter;

@@ -45,7 +45,11 @@ const char *cg_ctype(cf_dtype t) {
 /* Conversions are spelled alike in CUDA C++ and in the host runtime (host_math.h gives
  * __half and __nv_bfloat16 the CUDA intrinsics' names). */
 void cg_convert(Emitter *e, cf_dtype from, cf_dtype to, const char *v) {
-  if (from == CF_HALF)
+  if (ir_dtype_is_welford(to)) { /* an element folded into a Welford reduction: its one-element state */
+    sb_printf(&e->out, "%s(", to == CF_WELFORD_DOUBLE ? "cf_welford_of_d" : "cf_welford_of_f");
+    cg_convert(e, from, ir_welford_scalar(to), v);
+    sb_puts(&e->out, ")");
+  } else if (from == CF_HALF)
     sb_printf(&e->out, "(%s)__half2float(%s)", cg_ctype(to), v);
   else if (from == CF_BFLOAT16)
     sb_printf(&e->out, "(%s)__bfloat162float(%s)", cg_ctype(to), v);
@@ -70,9 +74,22 @@ void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write) 
 static bool is_float16(cf_dtype t) { return t == CF_HALF || t == CF_BFLOAT16; }
 static bool is_floating(cf_dtype t) { return t == CF_FLOAT || t == CF_DOUBLE || is_float16(t); }
 
-/* The type arithmetic is done in: double if any operand is double, float for other
- * floating types, else 64-bit integers. */
+/* The Welford state type among an op's output and operands, or CF_DTYPE_COUNT. */
+static cf_dtype welford_type(const KNode *op) {
+  if (ir_dtype_is_welford(op->u.op.out_dtype)) return op->u.op.out_dtype;
+  for (int i = 0; i < op->u.op.nin; i++) {
+    const KAccess *a = &op->u.op.in[i];
+    if (a->t && ir_dtype_is_welford(a->t->dtype)) return a->t->dtype;
+  }
+  return CF_DTYPE_COUNT;
+}
+
+/* The type arithmetic is done in: a Welford state type if the op has one (elements are
+ * folded in as one-element states, and states are read by the field ops), double if any
+ * operand is double, float for other floating types, else 64-bit integers. */
 static cf_dtype compute_type(const KNode *op) {
+  cf_dtype w = welford_type(op);
+  if (w != CF_DTYPE_COUNT) return w;
   bool any_double = op->u.op.out_dtype == CF_DOUBLE, any_float = is_floating(op->u.op.out_dtype);
   for (int i = 0; i < op->u.op.nin; i++) {
     const KAccess *a = &op->u.op.in[i];
@@ -160,6 +177,7 @@ char *cg_reduction_init(Emitter *e, IrOp op, cf_dtype ct, cf_dtype t) {
   case RID_ONE: v = "1"; break;
   case RID_LOWEST: v = is_floating(t) ? "-INFINITY" : int_limit(t, false); break;
   case RID_HIGHEST: v = is_floating(t) ? "INFINITY" : int_limit(t, true); break;
+  case RID_EMPTY: return strdup(t == CF_WELFORD_DOUBLE ? "cf_welford_empty_d()" : "cf_welford_empty_f()");
   }
   return is_floating(t) ? converted(e, ct, t, v) : converted(e, CF_INT64, t, v);
 }
@@ -190,7 +208,10 @@ static void emit_op(Emitter *e, const KNode *n) {
     free(src);
   } else {
     char *val = apply_template(ir_op_template(n->u.op.op), args);
-    cf_dtype vt = (n->u.op.op >= OP_EQ && n->u.op.op <= OP_GE) ? CF_BOOL : ct;
+    /* the template's value type: comparisons give bool, a Welford field its scalar */
+    cf_dtype vt = ir_op_is_comparison(n->u.op.op) ? CF_BOOL : ir_dtype_is_welford(ct) && ir_op_kind(n->u.op.op) == OPK_UNARY
+                                                                   ? ir_unary_dtype(n->u.op.op, ct)
+                                                                   : ct;
     char *v = converted(e, vt, n->u.op.out_dtype, val);
     cg_line(e, "%s = %s;", out, v);
     free(val), free(v);

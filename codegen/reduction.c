@@ -176,11 +176,14 @@ static void grid_form(Emitter *e, const KNode *n) {
   cg_line(e, "%s = %s;", v, init);
   char *other = ws_at(e, n->u.acc.work, "(cf_gb + cf_b) * cf_nt + cf_t", false);
   StrBuf vol = {0};
-  sb_printf(&vol, "*(volatile %s *)&%s", cg_ctype(n->u.acc.dtype), other);
+  if (ir_dtype_is_welford(n->u.acc.dtype)) /* C++ copies no volatile struct: field by field */
+    sb_printf(&vol, "cf_welford_volatile(&%s)", other);
+  else
+    sb_printf(&vol, "*(volatile %s *)&%s", cg_ctype(n->u.acc.dtype), other);
   char *fold = combine(n, v, vol.data);
   cg_line(e, "for (int cf_b = 0; cf_b < cf_gn; ++cf_b) %s = %s;", v, fold);
   cg_line(e, "if (cf_t == 0) %s = 0u; // ready for the next launch", sem);
-  if (n->u.acc.tail) cg_node(e, n->u.acc.tail);
+  for (int i = 0; i < n->u.acc.tail.len; i++) cg_node(e, n->u.acc.tail.items[i]);
   e->indent--;
   cg_line(e, "}");
   free(sem), free(flag_w), free(flag), free(init), free(other), free(fold);

@@ -72,7 +72,7 @@ DLDataType ir_dtype_to_dl(cf_dtype t) {
 bool ir_dtype_from_dl(DLDataType dl, cf_dtype *out) {
   for (int t = 0; t < CF_DTYPE_COUNT; t++) {
     DLDataType d = dtype_info[t].dl;
-    if (d.code == dl.code && d.bits == dl.bits && dl.lanes == 1) {
+    if (d.code == dl.code && d.bits == dl.bits && dl.lanes == 1 && !ir_dtype_is_welford((cf_dtype)t)) {
       *out = (cf_dtype)t;
       return true;
     }

@@ -78,6 +78,32 @@ cf_dtype ir_scalar_rhs_dtype(cf_dtype a, double b);
 /* Comparisons produce bool. */
 bool ir_op_is_comparison(IrOp op);
 
+/* ---- Welford states (welford.c) --------------------------------------------------------- */
+
+/* The state of a Welford reduction (one-pass mean and variance, Chan et al.'s parallel
+ * merge): running mean, sum of squared deviations from it, and count. The kernels' CfWelfordF
+ * and CfWelfordD (both runtimes) lay it out as {avg, m2, n} in the scalar type, n int64. */
+typedef struct IrWelford {
+  double avg, m2;
+  int64_t n;
+} IrWelford;
+
+bool ir_dtype_is_welford(cf_dtype t);
+/* The scalar type of a state's mean and M2: float or double. */
+cf_dtype ir_welford_scalar(cf_dtype state);
+/* The state dtype a Welford reduction of dtype t accumulates in (double inputs keep
+ * double; the other floating types compute in float); CF_DTYPE_COUNT for non-floating t. */
+cf_dtype ir_welford_state_of(cf_dtype t);
+/* The state of nothing: the identity of ir_welford_merge. */
+IrWelford ir_welford_empty(void);
+/* The state of one element x. */
+IrWelford ir_welford_of(double x);
+/* The state of a and b together. */
+IrWelford ir_welford_merge(IrWelford a, IrWelford b);
+IrWelford ir_welford_load(const void *p, cf_dtype state);
+/* Stores s rounded to the state's scalar type. */
+void ir_welford_store(void *p, cf_dtype state, IrWelford s);
+
 /* ---- element math (eval.c) ------------------------------------------------------------- */
 
 /* The math of each op on widened elements. Integer math wraps (two's complement), divides

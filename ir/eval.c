@@ -386,7 +386,33 @@ static IrElem apply_elementwise(const ExprPlan *p, const NdIter *it, cf_dtype ct
   }
 }
 
+/* Ops on Welford states: the fields read, or the state moved as it is (set, broadcast,
+ * permute). */
+static void run_welford_elementwise(const ExprPlan *p, NdIter *it) {
+  cf_dtype st = p->dt[1];
+  if (nd_empty(it)) return;
+  do {
+    const void *src = ir_dl_elem_ptr(p->t[1], it->off[1]);
+    void *dst = ir_dl_elem_ptr(p->t[0], it->off[0]);
+    if (ir_dtype_is_welford(p->dt[0])) {
+      memcpy(dst, src, cf_dtype_size(st));
+      continue;
+    }
+    IrWelford w = ir_welford_load(src, st);
+    IrElem v;
+    if (p->e->op == OP_WELFORD_N)
+      v.i = w.n;
+    else
+      v.d = p->e->op == OP_WELFORD_AVG ? w.avg : w.m2;
+    ir_elem_store(dst, p->dt[0], v, p->e->op == OP_WELFORD_N ? CF_INT64 : CF_DOUBLE);
+  } while (nd_next(it));
+}
+
 static void run_elementwise(const ExprPlan *p, NdIter *it) {
+  if (ir_dtype_is_welford(p->dt[1])) {
+    run_welford_elementwise(p, it);
+    return;
+  }
   cf_dtype ct = compute_dtype(p->e);
   IrElem rhs = {.i = 0};
   /* A constant right-hand side stays a double for floating types (C's x + 2.5) and is an
@@ -415,26 +441,58 @@ static IrElem reduction_init(IrOp op, bool fl) {
   return v;
 }
 
-/* Accumulates in double or int64 into a scratch array indexed like the output, then
- * rounds each result once into the output. */
+/* A reduction's accumulator in the evaluator's wide types: a value, or a Welford state. */
+typedef union EvalAcc {
+  IrElem v;
+  IrWelford w;
+} EvalAcc;
+
+static EvalAcc acc_init(IrOp op, bool fl) {
+  EvalAcc a;
+  if (op == OP_WELFORD)
+    a.w = ir_welford_empty();
+  else
+    a.v = reduction_init(op, fl);
+  return a;
+}
+
+/* Folds the element at src (of dtype in: a value, or a state for a Welford reduction of
+ * states) into a. */
+static void acc_fold(IrOp op, bool fl, EvalAcc *a, const void *src, cf_dtype in) {
+  if (op == OP_WELFORD) {
+    IrWelford x = ir_dtype_is_welford(in) ? ir_welford_load(src, in) : ir_welford_of(ir_elem_load(src, in).d);
+    a->w = ir_welford_merge(a->w, x);
+    return;
+  }
+  IrElem x = ir_elem_load(src, in);
+  IrOp c = ir_reduction_combine(op);
+  if (fl)
+    a->v.d = ir_binary_f64(c, a->v.d, x.d);
+  else
+    a->v.i = ir_binary_i64(c, a->v.i, x.i);
+}
+
+static void acc_store(void *dst, cf_dtype out, const EvalAcc *a, cf_dtype in) {
+  if (ir_dtype_is_welford(out))
+    ir_welford_store(dst, out, a->w);
+  else
+    ir_elem_store(dst, out, a->v, in);
+}
+
+/* Accumulates in double or int64 (or Welford states) into a scratch array indexed like the
+ * output, then rounds each result once into the output. */
 static cf_status run_reduction(Eval *ev, const ExprPlan *p, NdIter *it) {
   const Expr *e = p->e;
   cf_dtype ct = p->dt[1];
   bool fl = ir_dtype_is_float(ct);
-  IrOp op = ir_reduction_combine(e->op);
   int64_t n = cf_tensor_numel(p->t[0]);
-  IrElem *acc = malloc(sizeof(IrElem) * (size_t)(n > 0 ? n : 1));
+  EvalAcc *acc = malloc(sizeof(EvalAcc) * (size_t)(n > 0 ? n : 1));
   if (!acc) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
-  for (int64_t i = 0; i < n; i++) acc[i] = reduction_init(e->op, fl);
-  if (!nd_empty(it)) do {
-      IrElem x = ir_elem_load(ir_dl_elem_ptr(p->t[1], it->off[1]), ct);
-      IrElem *a = &acc[it->off[0]]; /* the output is dense: offsets are indices */
-      if (fl)
-        a->d = ir_binary_f64(op, a->d, x.d);
-      else
-        a->i = ir_binary_i64(op, a->i, x.i);
-    } while (nd_next(it));
-  for (int64_t i = 0; i < n; i++) ir_elem_store(ir_dl_elem_ptr(p->t[0], i), p->dt[0], acc[i], ct);
+  for (int64_t i = 0; i < n; i++) acc[i] = acc_init(e->op, fl);
+  if (!nd_empty(it)) do /* the output is dense: offsets are indices */
+      acc_fold(e->op, fl, &acc[it->off[0]], ir_dl_elem_ptr(p->t[1], it->off[1]), ct);
+    while (nd_next(it));
+  for (int64_t i = 0; i < n; i++) acc_store(ir_dl_elem_ptr(p->t[0], i), p->dt[0], &acc[i], ct);
   free(acc);
   return CF_OK;
 }
@@ -525,10 +583,9 @@ static cf_status run_rfactor(Eval *ev, const Expr *e, Arena *scratch) {
   const DLTensor *ot = ev->bufs[out->id].t, *it = ev->bufs[in->id].t;
   int64_t n = cf_tensor_numel(ot), total = 1;
   bool fl = ir_dtype_is_float(in->dtype);
-  IrOp op = ir_reduction_combine(e->op);
-  IrElem *acc = ARENA_ARRAY(scratch, IrElem, n > 0 ? n : 1);
+  EvalAcc *acc = ARENA_ARRAY(scratch, EvalAcc, n > 0 ? n : 1);
   if (!acc) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
-  for (int64_t i = 0; i < n; i++) acc[i] = reduction_init(e->op, fl);
+  for (int64_t i = 0; i < n; i++) acc[i] = acc_init(e->op, fl);
   for (int r = 0; r < t->nroot; r++) total *= p.rext[r], p.ridx[r] = 0;
   for (int64_t k = 0; k < total; k++) {
     int64_t ioff = 0;
@@ -537,14 +594,10 @@ static cf_status run_rfactor(Eval *ev, const Expr *e, Arena *scratch) {
       ioff += p.ridx[r] * p.istride[r];
     }
     rfactor_forward(p.hist, p.nh, p.val, p.ext);
-    IrElem x = ir_elem_load(ir_dl_elem_ptr(it, ioff), in->dtype), *a = &acc[rfactor_out_offset(ev, t, out, p.val)];
-    if (fl)
-      a->d = ir_binary_f64(op, a->d, x.d);
-    else
-      a->i = ir_binary_i64(op, a->i, x.i);
+    acc_fold(e->op, fl, &acc[rfactor_out_offset(ev, t, out, p.val)], ir_dl_elem_ptr(it, ioff), in->dtype);
     for (int r = t->nroot - 1; r >= 0 && ++p.ridx[r] == p.rext[r]; r--) p.ridx[r] = 0;
   }
-  for (int64_t i = 0; i < n; i++) ir_elem_store(ir_dl_elem_ptr(ot, i), out->dtype, acc[i], in->dtype);
+  for (int64_t i = 0; i < n; i++) acc_store(ir_dl_elem_ptr(ot, i), out->dtype, &acc[i], in->dtype);
   return CF_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "ir/ir.h"
 
 static const char *const op_names[] = {
@@ -191,6 +192,9 @@ cf_status cf_fusion_add_output(cf_fusion *f, cf_tv *t) {
   if (ir_tv_is_input(f, v))
     return ir_error_tv(f, CF_ERR_UNSUPPORTED, v,
                        "add_output: T%d is an input; outputs must be computed by the fusion", v->name);
+  if (ir_dtype_is_welford(v->dtype))
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, v, "add_output: T%d holds Welford states; output cf_welford_avg, "
+                       "cf_welford_m2 or cf_welford_n of it", v->name);
   if (!ptrvec_contains(&f->outputs, v)) ptrvec_push(f->arena, &f->outputs, v);
   TV(v)->mem = CF_MEM_GLOBAL;
   return CF_OK;
@@ -203,6 +207,20 @@ cf_tv *cf_fusion_input(const cf_fusion *f, int i) {
 }
 cf_tv *cf_fusion_output(const cf_fusion *f, int i) {
   return f && i >= 0 && i < f->outputs.len ? ir_tv_handle(f->outputs.items[i]) : NULL;
+}
+
+int cf_fusion_num_tvs(const cf_fusion *f) {
+  int n = 0;
+  for (int i = 0; f && i < f->vals.len; i++) n += ((Val *)f->vals.items[i])->kind == VAL_TV;
+  return n;
+}
+
+cf_tv *cf_fusion_tv(const cf_fusion *f, int i) {
+  for (int k = 0; f && i >= 0 && k < f->vals.len; k++) {
+    Val *v = f->vals.items[k];
+    if (v->kind == VAL_TV && i-- == 0) return ir_tv_handle(v);
+  }
+  return NULL;
 }
 
 bool ir_tv_is_input(const cf_fusion *f, const Val *tv) { return ptrvec_contains(&f->inputs, tv); }

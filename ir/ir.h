@@ -91,6 +91,9 @@ typedef enum OpKind {
   X(OP_ERF, "erf", OPK_UNARY, "erf(%0)")                                 \
   X(OP_FLOOR, "floor", OPK_UNARY, "floor(%0)")                           \
   X(OP_CEIL, "ceil", OPK_UNARY, "ceil(%0)")                              \
+  X(OP_WELFORD_AVG, "welford_avg", OPK_UNARY, "cf_welford_avg(%0)")      \
+  X(OP_WELFORD_M2, "welford_m2", OPK_UNARY, "cf_welford_m2(%0)")         \
+  X(OP_WELFORD_N, "welford_n", OPK_UNARY, "cf_welford_n(%0)")            \
   X(OP_CAST, "cast", OPK_CAST, "%0")                                     \
   X(OP_ADD, "add", OPK_BINARY, "(%0 + %1)")                              \
   X(OP_SUB, "sub", OPK_BINARY, "(%0 - %1)")                              \
@@ -115,6 +118,7 @@ typedef enum OpKind {
   X(OP_MAX_REDUCE, "max", OPK_REDUCTION, "fmax(%0, %1)")                 \
   X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "fmin(%0, %1)")                 \
   X(OP_PROD, "prod", OPK_REDUCTION, "(%0 * %1)")                         \
+  X(OP_WELFORD, "welford", OPK_REDUCTION, "cf_welford_merge(%0, %1)")    \
   X(OP_PERMUTE, "permute", OPK_PERMUTE, "%0")                            \
   X(OP_SPLIT, "Split", OPK_TRANSFORM, "")                                \
   X(OP_MERGE, "Merge", OPK_TRANSFORM, "")                                \
@@ -128,17 +132,21 @@ typedef enum IrOp {
 } IrOp;
 
 /* The value an accumulator starts at: the identity of the combine op. LOWEST and HIGHEST
- * are the dtype's (-inf and +inf for floating types). */
-typedef enum ReduceIdentity { RID_ZERO, RID_ONE, RID_LOWEST, RID_HIGHEST } ReduceIdentity;
+ * are the dtype's (-inf and +inf for floating types); EMPTY is the Welford state of no
+ * element (mean 0, M2 0, count 0). */
+typedef enum ReduceIdentity { RID_ZERO, RID_ONE, RID_LOWEST, RID_HIGHEST, RID_EMPTY } ReduceIdentity;
 
 /* The reductions' columns, beside the op table: X(enumerator, combine op folding one
  * element into the accumulator, identity, whether integer inputs widen to int64 as torch
- * does). Every OPK_REDUCTION op has exactly one row (a test checks). */
+ * does). Every OPK_REDUCTION op has exactly one row (a test checks). Welford is its own
+ * combine: its accumulator is a state (ir/dtype.h), and an element is folded by merging
+ * its one-element state (the code generators convert the element to it). */
 #define IR_REDUCTION_TABLE(X)                  \
   X(OP_SUM, OP_ADD, RID_ZERO, true)            \
   X(OP_PROD, OP_MUL, RID_ONE, true)            \
   X(OP_MAX_REDUCE, OP_MAX, RID_LOWEST, false)  \
-  X(OP_MIN_REDUCE, OP_MIN, RID_HIGHEST, false)
+  X(OP_MIN_REDUCE, OP_MIN, RID_HIGHEST, false) \
+  X(OP_WELFORD, OP_WELFORD, RID_EMPTY, false)
 
 /* Columns of IR_REDUCTION_TABLE; an op without a row fails loudly (internal error
  * message in the returned op: OP_COUNT / RID_ZERO / false). */

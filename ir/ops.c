@@ -47,6 +47,7 @@ cf_dtype ir_dtype_promote(cf_dtype a, cf_dtype b) {
 }
 
 cf_dtype ir_unary_dtype(IrOp op, cf_dtype in) {
+  if (ir_dtype_is_welford(in)) return op == OP_WELFORD_N ? CF_INT64 : ir_welford_scalar(in);
   /* floor and ceil of an integer are the integer itself (as torch has them) */
   if (ir_dtype_is_float(in) || op == OP_NEG || op == OP_ABS || op == OP_RELU || op == OP_FLOOR || op == OP_CEIL)
     return in;
@@ -98,8 +99,30 @@ static void *oom(cf_fusion *f, const char *what) {
   return NULL;
 }
 
-/* Links out to its inputs with a new Expr; NULL (after recording OOM) when out is NULL. */
+/* Ops that take a tensor of Welford states: the ones that only move elements, and the
+ * Welford reduction and its readers. */
+static bool takes_welford_states(IrOp op) {
+  switch (op) {
+  case OP_SET:
+  case OP_BROADCAST:
+  case OP_PERMUTE:
+  case OP_WELFORD:
+  case OP_WELFORD_AVG:
+  case OP_WELFORD_M2:
+  case OP_WELFORD_N: return true;
+  default: return false;
+  }
+}
+
+/* Links out to its inputs with a new Expr; NULL (after recording OOM) when out is NULL.
+ * Every op is built here, so this is where tensors of Welford states are kept to the ops
+ * that understand them. */
 static Expr *wire(cf_fusion *f, const char *what, IrOp op, int nin, Val *const *in, Val *out) {
+  for (int i = 0; i < nin; i++)
+    if (ir_dtype_is_welford(in[i]->dtype) && !takes_welford_states(op))
+      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, in[i], "%s: %s holds Welford states (mean, M2, count); read "
+                         "them with cf_welford_avg, cf_welford_m2 or cf_welford_n first", what,
+                         TV(in[i])->display_name), NULL;
   Expr *e = out ? ir_expr_new(f, op, nin, in, 1, &out) : NULL;
   return e ? e : oom(f, what);
 }
@@ -272,8 +295,9 @@ cf_tv *cf_cast(cf_fusion *f, cf_tv *in, cf_dtype to) {
   if (!f || f->status) return NULL;
   Val *tv = arg_tv(f, "cast", 1, "in", in);
   if (!tv) return NULL;
-  if (!ir_dtype_valid(to)) {
-    ir_error(f, CF_ERR_INVALID_ARGUMENT, "cast: invalid dtype %d", (int)to);
+  if (!ir_dtype_valid(to) || ir_dtype_is_welford(to)) {
+    ir_error(f, CF_ERR_INVALID_ARGUMENT, "cast: invalid dtype %d%s", (int)to,
+             ir_dtype_valid(to) ? " (Welford states are made by cf_welford)" : "");
     return NULL;
   }
   Expr *e = wire(f, "cast", OP_CAST, 1, &tv, ir_tv_like(f, tv, to));
@@ -425,6 +449,63 @@ cf_tv *cf_min_reduce(cf_fusion *f, cf_tv *in, int naxes, const int *axes) {
 }
 cf_tv *cf_mean(cf_fusion *f, cf_tv *in, int naxes, const int *axes) {
   return cf_reduce(f, CF_REDUCE_MEAN, in, naxes, axes, false);
+}
+
+/* ---- Welford ---------------------------------------------------------------------------------------- */
+
+cf_tv *cf_welford(cf_fusion *f, cf_tv *in, int naxes, const int *axes) {
+  if (!f || f->status) return NULL;
+  Val *tv = arg_tv(f, "welford", 1, "in", in);
+  if (!tv) return NULL;
+  cf_dtype st = ir_welford_state_of(tv->dtype);
+  if (st == CF_DTYPE_COUNT)
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "welford: %s has dtype %s; a mean and variance need a "
+                       "floating-point input (cast it first)", TV(tv)->display_name, cf_dtype_name(tv->dtype)), NULL;
+  int n;
+  Val **ax = op_axes(f, tv, &n);
+  bool *red = ARENA_ARRAY(f->arena, bool, n);
+  Val **ids = ARENA_ARRAY(f->arena, Val *, n);
+  if (!ax || !red || !ids) return oom(f, "welford");
+  if (!reduction_axes(f, "welford", tv, n, naxes, axes, red)) return NULL;
+  for (int k = 0; k < n; k++)
+    if (!(ids[k] = axis_copy(f, ax[k], red[k] ? CF_ITER_REDUCTION : ID(ax[k])->iter_type))) return oom(f, "welford");
+  return result(wire(f, "welford", OP_WELFORD, 1, &tv, ir_tv_new(f, st, n, ids)));
+}
+
+static cf_tv *welford_field(cf_fusion *f, const char *what, IrOp op, cf_tv *states) {
+  if (!f || f->status) return NULL;
+  Val *tv = arg_tv(f, what, 1, "states", states);
+  if (!tv) return NULL;
+  if (!ir_dtype_is_welford(tv->dtype))
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: %s has dtype %s, not Welford states; make them with "
+                       "cf_welford", what, TV(tv)->display_name, cf_dtype_name(tv->dtype)), NULL;
+  return result(wire(f, what, op, 1, &tv, ir_tv_like(f, tv, ir_unary_dtype(op, tv->dtype))));
+}
+
+cf_tv *cf_welford_avg(cf_fusion *f, cf_tv *states) { return welford_field(f, "welford_avg", OP_WELFORD_AVG, states); }
+cf_tv *cf_welford_m2(cf_fusion *f, cf_tv *states) { return welford_field(f, "welford_m2", OP_WELFORD_M2, states); }
+cf_tv *cf_welford_n(cf_fusion *f, cf_tv *states) { return welford_field(f, "welford_n", OP_WELFORD_N, states); }
+
+cf_status cf_var_mean(cf_fusion *f, cf_tv *in, int naxes, const int *axes, int64_t correction, bool keepdim,
+                      cf_tv **var, cf_tv **mean) {
+  if (!f) return CF_ERR_INVALID_ARGUMENT;
+  if (f->status) return f->status;
+  if (correction < 0)
+    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "var_mean: correction is %lld; it must be 0 or more",
+                    (long long)correction);
+  cf_tv *w = cf_welford(f, in, naxes, axes);
+  if (!w) return f->status;
+  bool red[CF_MAX_RANK] = {false};
+  int n = TV(ir_tv(w))->nlogical;
+  for (int k = 0; k < n && k < CF_MAX_RANK; k++) red[k] = ID(TV(ir_tv(w))->logical[k])->iter_type == CF_ITER_REDUCTION;
+  cf_tv *avg = cf_welford_avg(f, w);
+  cf_tv *count = cf_cast(f, cf_welford_n(f, w), ir_welford_scalar(ir_tv(w)->dtype));
+  cf_tv *v = cf_div(f, cf_welford_m2(f, w), cf_add_scalar(f, count, -(double)correction));
+  if (keepdim) avg = keep_dims(f, avg, n, red), v = keep_dims(f, v, n, red);
+  if (f->status) return f->status;
+  if (var) *var = v;
+  if (mean) *mean = avg;
+  return CF_OK;
 }
 
 /* ---- transpose and permute ------------------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ir/checked.h"
+#include "ir/dtype.h"
 #include "ir/ir.h"
 
 Val *ir_id_new(cf_fusion *f, Val *extent, cf_iter_type type) {
@@ -64,6 +65,9 @@ static cf_status check_new_tensor(cf_fusion *f, const char *what, cf_dtype dtype
   if (f->status) return f->status;
   if (!valid_dtype(dtype))
     return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: invalid dtype %d", what, (int)dtype);
+  if (ir_dtype_is_welford(dtype))
+    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: %s is the state of a Welford reduction, not an element type "
+                    "of inputs (make states with cf_welford)", what, cf_dtype_name(dtype));
   if (rank < 0 || rank > CF_MAX_RANK)
     return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: rank %d is outside 0..%d", what, rank, CF_MAX_RANK);
   return CF_OK;

@@ -222,6 +222,11 @@ void kx_print(StrBuf *b, const KExpr *e, const char *const *param_names) {
 
 void kb_push(Arena *a, KBlock *b, KNode *n) { kb_insert(a, b, b->len, n); }
 
+void kb_remove(KBlock *b, int pos) {
+  for (int i = pos; i + 1 < b->len; i++) b->items[i] = b->items[i + 1];
+  b->len--;
+}
+
 void kb_insert(Arena *a, KBlock *b, int pos, KNode *n) {
   if (b->len == b->cap) {
     int cap = b->cap ? b->cap * 2 : 4;

@@ -110,6 +110,8 @@ typedef struct KBlock {
 } KBlock;
 void kb_push(Arena *a, KBlock *b, KNode *n);
 void kb_insert(Arena *a, KBlock *b, int pos, KNode *n);
+/* Removes b->items[pos], keeping the order of the others. */
+void kb_remove(KBlock *b, int pos);
 
 typedef struct KAccess {
   KTensor *t;       /* NULL: a scalar constant operand */
@@ -175,7 +177,8 @@ struct KNode {
       bool grid[3];        /* blockIdx.x/y/z reduced: a grid reduction follows */
       KTensor *work, *sem; /* grid: partials (gridDim x blockDim elements), semaphores */
       KTensor *flag;       /* grid: shared slot saying the block is the group's last */
-      KNode *tail;         /* grid: what the last block of a group runs (the store) */
+      KBlock tail;         /* grid: what the last block of a group runs (the store, and the
+                            * readers of the value that follow it, moved in by lowering) */
       KExpr *iter;         /* grid: linear index of the serial loops around the reduction */
     } acc;
   } u;

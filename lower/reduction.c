@@ -46,6 +46,7 @@ static bool reduced_dims(LowerCtx *c, const Expr *e, bool red[6]) {
 /* The type a reduction computes in (what emit.c's compute type gives its op). */
 static cf_dtype acc_dtype(const Expr *e) {
   cf_dtype i = e->in[0]->dtype, o = e->out[0]->dtype;
+  if (ir_dtype_is_welford(o)) return o; /* a Welford reduction accumulates its states */
   if (i == CF_DOUBLE || o == CF_DOUBLE) return CF_DOUBLE;
   if (ir_dtype_is_float(i) || ir_dtype_is_float(o)) return CF_FLOAT;
   return CF_INT64;
@@ -168,16 +169,54 @@ static KExpr *drop_block_guards(LowerCtx *c, KExpr *x, const bool grid[3]) {
   return x;
 }
 
-/* A grid reduction's value is complete only in the last block of its group, so nothing
- * in the kernel may read it. */
+/* The tensor an item of a block computes, or NULL when it is not a (predicated) op. */
+static Val *item_tv(KNode *n) {
+  KNode *op = item_op(n);
+  return op && !op->u.op.reduction_init && op->u.op.src ? op->u.op.src->out[0] : NULL;
+}
+
+static bool in_list(Val *const *list, int n, const Val *v) {
+  for (int i = 0; i < n; i++)
+    if (list[i] == v) return true;
+  return false;
+}
+
+/* A grid reduction's value is complete only in the last block of its group. What reads it
+ * in the kernel must run there too: the ops that directly follow the reduction in its
+ * block (b->items from `first`), in Local or Global memory, reading only the value and
+ * each other (the fields of Welford states, var_mean's division), move into the tail when
+ * nothing else reads any of them. Returns how many items move; fails naming a reader
+ * outside them. */
+static int grid_readers(LowerCtx *c, const KBlock *b, int first, Val *tv) {
+  int n = 0;
+  Val **moved = ARENA_ARRAY(c->a, Val *, b->len + 1);
+  moved[0] = tv;
+  for (int i = first; i < b->len; i++) {
+    Val *out = item_tv(b->items[i]);
+    if (!out || (TV(out)->mem != CF_MEM_LOCAL && TV(out)->mem != CF_MEM_GLOBAL)) break;
+    const Expr *e = out->def;
+    bool reads_moved = false;
+    for (int j = 0; j < e->nin; j++) reads_moved |= in_list(moved, n + 1, e->in[j]);
+    if (!reads_moved) break;
+    moved[++n] = out;
+  }
+  for (int k = 0; k <= n; k++)
+    for (int u = 0; u < moved[k]->uses.len; u++) {
+      Val *reader = ((Expr *)moved[k]->uses.items[u])->out[0];
+      if (!in_list(moved, n + 1, reader))
+        lower_fail(c, CF_ERR_UNSUPPORTED,
+                   "compile: %s is reduced across blocks (a grid reduction) and read by %s in the same kernel "
+                   "outside the ops that follow the reduction in its loop; a grid-reduced value is complete in one "
+                   "block only, so only elementwise ops inlined right after it (in Local or Global memory) may read "
+                   "it",
+                   TV(tv)->display_name, TV(reader)->display_name);
+    }
+  return n;
+}
+
 static void grid_parts(LowerCtx *c, const KNode *init, KNode *br, const bool red[6]) {
   const Expr *e = init->u.op.src;
   Val *tv = e->out[0];
-  if (tv->uses.len > 0)
-    lower_fail(c, CF_ERR_UNSUPPORTED,
-               "compile: %s is reduced across blocks (a grid reduction) and read by %s in the same kernel; only a "
-               "tensor nothing reads in the kernel may be grid-reduced (its value is complete in one block only)",
-               TV(tv)->display_name, TV(((Expr *)tv->uses.items[0])->out[0])->display_name);
   /* Each iteration of the serial loops around the reduction has its own partials and
    * semaphores: otherwise a block could overwrite its partial of one iteration before the
    * last block of the previous one read it. */
@@ -240,8 +279,16 @@ static void lower_one(LowerCtx *c, KBlock *b, int i, KNode *init, const bool red
     return;
   }
   grid_parts(c, init, br, red);
-  if (guarded != store) guarded->u.cond.cond = drop_block_guards(c, guarded->u.cond.cond, br->u.acc.grid);
-  br->u.acc.tail = guarded;
+  kb_push(c->a, &br->u.acc.tail, guarded);
+  int nread = grid_readers(c, b, i + 3, e->out[0]);
+  for (int k = 0; k < nread; k++) {
+    kb_push(c->a, &br->u.acc.tail, b->items[i + 3]);
+    kb_remove(b, i + 3);
+  }
+  for (int k = 0; k < br->u.acc.tail.len; k++) { /* the last block stores, whichever it is */
+    KNode *t = br->u.acc.tail.items[k];
+    if (t->kind == KN_IF) t->u.cond.cond = drop_block_guards(c, t->u.cond.cond, br->u.acc.grid);
+  }
 }
 
 static void walk(LowerCtx *c, KBlock *b) {

@@ -44,6 +44,11 @@ CF_API int cf_fusion_num_inputs(const cf_fusion *f);
 CF_API int cf_fusion_num_outputs(const cf_fusion *f);
 CF_API cf_tv *cf_fusion_input(const cf_fusion *f, int i);
 CF_API cf_tv *cf_fusion_output(const cf_fusion *f, int i);
+/* Every TensorView of the fusion, inputs, intermediates (those made by composite ops such
+ * as cf_var_mean and by cf_cache_after/cf_rfactor included) and outputs, in creation order
+ * (nvFuser's allTvs). cf_fusion_tv returns NULL when i is out of range. */
+CF_API int cf_fusion_num_tvs(const cf_fusion *f);
+CF_API cf_tv *cf_fusion_tv(const cf_fusion *f, int i);
 
 /* ---- tensors ------------------------------------------------------------------------ */
 
@@ -101,6 +106,24 @@ typedef enum cf_reduce_op { CF_REDUCE_SUM, CF_REDUCE_PROD, CF_REDUCE_MAX, CF_RED
 /* Any of the above; keepdim puts the reduced axes back as size-1 broadcast axes (a
  * broadcast op after the reduction, as nvFuser's keep_dim does). */
 CF_API cf_tv *cf_reduce(cf_fusion *f, cf_reduce_op op, cf_tv *in, int naxes, const int *axes, bool keepdim);
+/* Welford: mean and variance in one pass, numerically stable (Chan et al.'s merge of
+ * partial states, in every parallel form a sum has: serial, rfactor, warp, block, grid).
+ * cf_welford reduces a floating-point tensor over the axes to a tensor of Welford states
+ * (dtype CF_WELFORD_FLOAT, or CF_WELFORD_DOUBLE for double inputs): the running mean, the
+ * sum of squared deviations M2 and the count of each reduced group. It is scheduled like
+ * any reduction; cf_set, cf_broadcast and cf_permute move states, and the states are read
+ * with cf_welford_avg (the mean), cf_welford_m2 (M2, of the state's scalar type) and
+ * cf_welford_n (the count, int64). Other ops refuse a tensor of states, and so do fusion
+ * inputs and outputs. */
+CF_API cf_tv *cf_welford(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
+CF_API cf_tv *cf_welford_avg(cf_fusion *f, cf_tv *states);
+CF_API cf_tv *cf_welford_m2(cf_fusion *f, cf_tv *states);
+CF_API cf_tv *cf_welford_n(cf_fusion *f, cf_tv *states);
+/* torch.var_mean: *var = M2 / (count - correction) and *mean, through one cf_welford
+ * (correction 1: the unbiased variance; 0: the population variance); keepdim puts the
+ * reduced axes back as size-1 broadcast axes. Either output pointer may be NULL. */
+CF_API cf_status cf_var_mean(cf_fusion *f, cf_tv *in, int naxes, const int *axes, int64_t correction, bool keepdim,
+                             cf_tv **var, cf_tv **mean);
 /* transpose swaps two axes; permute puts input axis perm[i] at output position i. */
 CF_API cf_tv *cf_transpose(cf_fusion *f, cf_tv *in, int axis0, int axis1);
 CF_API cf_tv *cf_permute(cf_fusion *f, cf_tv *in, int rank, const int *perm);

@@ -18,7 +18,10 @@ extern "C" {
 
 /* X(enumerator, printed name, size in bytes, C type name, DLPack type code, DLPack bits).
  * The codes are DLPack's DLDataTypeCode values as numbers (0 int, 1 uint, 2 float,
- * 4 bfloat, 6 bool) so that the table needs no particular dlpack.h version. */
+ * 4 bfloat, 6 bool, 3 opaque) so that the table needs no particular dlpack.h version.
+ * The last two are not element types of inputs or outputs: they are the states of a
+ * Welford reduction (cf_welford: running mean, sum of squared deviations M2, count), of
+ * float and of double inputs, read with cf_welford_avg, cf_welford_m2 and cf_welford_n. */
 #define CF_DTYPE_TABLE(X)                                    \
   X(CF_FLOAT, "float", 4, "float", 2, 32)             \
   X(CF_DOUBLE, "double", 8, "double", 2, 64)          \
@@ -28,7 +31,9 @@ extern "C" {
   X(CF_INT32, "int", 4, "int", 0, 32)                   \
   X(CF_INT64, "int64_t", 8, "int64_t", 0, 64)           \
   X(CF_UINT32, "uint32_t", 4, "uint32_t", 1, 32)       \
-  X(CF_BOOL, "bool", 1, "bool", 6, 8)
+  X(CF_BOOL, "bool", 1, "bool", 6, 8)                   \
+  X(CF_WELFORD_FLOAT, "welford_float", 16, "CfWelfordF", 3, 128) \
+  X(CF_WELFORD_DOUBLE, "welford_double", 24, "CfWelfordD", 3, 192)
 
 typedef enum cf_dtype {
 #define CF_X(e, name, size, ctype, dlcode, dlbits) e,

@@ -150,6 +150,10 @@ _proto("cf_broadcast", _P, _P, _P, c_int, POINTER(c_bool))
 for _name in ("cf_sum", "cf_max_reduce", "cf_min_reduce", "cf_prod", "cf_mean"):
     _proto(_name, _P, _P, _P, c_int, POINTER(c_int))
 _proto("cf_reduce", _P, _P, c_int, _P, c_int, POINTER(c_int), c_bool)
+_proto("cf_welford", _P, _P, _P, c_int, POINTER(c_int))
+for _name in ("cf_welford_avg", "cf_welford_m2", "cf_welford_n"):
+    _proto(_name, _P, _P, _P)
+_proto("cf_var_mean", c_int, _P, _P, c_int, POINTER(c_int), c_int64, c_bool, POINTER(c_void_p), POINTER(c_void_p))
 _proto("cf_transpose", _P, _P, _P, c_int, c_int)
 _proto("cf_permute", _P, _P, _P, c_int, POINTER(c_int))
 _proto("cf_tv_name", c_char_p, _P)
@@ -157,6 +161,8 @@ for _name in ("cf_tv_dtype", "cf_tv_logical_rank", "cf_tv_naxes", "cf_tv_memory_
               "cf_tv_compute_at_pos"):
     _proto(_name, c_int, _P)
 _proto("cf_tv_axis", _P, _P, c_int)
+_proto("cf_fusion_num_tvs", c_int, _P)
+_proto("cf_fusion_tv", _P, _P, c_int)
 _proto("cf_id_extent", c_int64, _P)
 _proto("cf_id_parallel_type", c_int, _P)
 _proto("cf_id_iter_type", c_int, _P)

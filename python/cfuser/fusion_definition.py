@@ -27,7 +27,7 @@ from ._tensor import Scalar, Shape, Tensor
 from ._torch_fast import TorchFastPath
 from .ops import Ops
 from .sched import Sched
-from .types import (ARRAY_DTYPE_NAMES, CfuserError, DataType, as_dtype, InternalError, InvalidArgumentError,
+from .types import (ARRAY_DTYPE_NAMES, CfuserError, DataType, MemoryType, as_dtype, InternalError, InvalidArgumentError,
                     UnsupportedError, error_for)
 
 _BACKENDS = {"host": _capi.BACKEND_HOST, "cuda": _capi.BACKEND_CUDA}
@@ -222,9 +222,23 @@ class FusionDefinition:
             if status == _UNSUPPORTED:  # not elementwise: refused before changing anything;
                 _capi.lib.cf_fusion_clear_error(self._f)  # serial loops, inlined as deep as legal
                 self._check(_capi.lib.cf_inline_most(self._f))
+                self._spill_whole_intermediates()
             else:
                 self._check(status)
         self._frozen = True
+
+    def _spill_whole_intermediates(self) -> None:
+        """In the default serial schedule, an intermediate that inlining left whole (its
+        readers sit in several loop nests, e.g. the states of var_mean read by both outputs)
+        and whose size is symbolic cannot be registers: it goes to global memory, which the
+        executor allocates for the run."""
+        lib, f, outputs = _capi.lib, self._f, {t.handle for t in self._outputs}
+        for i in range(lib.cf_fusion_num_tvs(f)):
+            h = lib.cf_fusion_tv(f, i)
+            if h in outputs or lib.cf_tv_compute_at_pos(h) != 0 or lib.cf_tv_memory_type(h) != int(MemoryType.local):
+                continue
+            if any(lib.cf_id_extent(lib.cf_tv_axis(h, i)) < 0 for i in range(lib.cf_tv_naxes(h))):
+                self._check(lib.cf_set_memory_type(self._f, h, int(MemoryType.global_)))
 
     def _check_ready(self, what: str) -> None:
         if self._open:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import math
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Union, cast
 
 from . import _capi
 from ._tensor import Extent, Scalar, Shape, Tensor, broadcast_shapes
@@ -204,6 +204,46 @@ class Ops:
     def mean(self, t: Tensor, dims: Union[int, Sequence[int]], keepdim: bool = False) -> Tensor:
         """The mean over dims."""
         return self._reduce("mean", "cf_mean", t, dims, keepdim)
+
+    def welford(self, t: Tensor, dims: Union[int, Sequence[int]]) -> Tensor:
+        """The Welford states (running mean, M2, count) of t over dims, one pass: schedule
+        it like any reduction and read it with welford_avg, welford_m2 and welford_n."""
+        return self._reduce("welford", "cf_welford", t, dims, False)
+
+    def _welford_field(self, what: str, states: Tensor) -> Tensor:
+        fd = self._fd
+        fd._check_open(what)
+        h = fd._tv(states, what)
+        return self._make(what, getattr(_capi.lib, "cf_" + what)(fd._f, h), states.shape)
+
+    def welford_avg(self, states: Tensor) -> Tensor:
+        """The mean of each group of Welford states."""
+        return self._welford_field("welford_avg", states)
+
+    def welford_m2(self, states: Tensor) -> Tensor:
+        """The sum of squared deviations from the mean (M2) of each group."""
+        return self._welford_field("welford_m2", states)
+
+    def welford_n(self, states: Tensor) -> Tensor:
+        """The count of each group (int64)."""
+        return self._welford_field("welford_n", states)
+
+    def var_mean(self, t: Tensor, dims: Union[int, Sequence[int]], correction: int = 1,
+                 keepdim: bool = False) -> Tuple[Tensor, Tensor]:
+        """(variance, mean) over dims as torch.var_mean, through one Welford reduction:
+        variance = M2 / (count - correction)."""
+        fd = self._fd
+        fd._check_open("var_mean")
+        h = fd._tv(t, "var_mean")
+        axes = _axes(dims, t.ndim, "var_mean", t)
+        arr = (ctypes.c_int * max(len(axes), 1))(*axes)
+        var, mean = ctypes.c_void_p(), ctypes.c_void_p()
+        if _capi.lib.cf_var_mean(fd._f, h, len(axes), arr, int(correction), bool(keepdim), ctypes.byref(var),
+                                 ctypes.byref(mean)):
+            raise fd._error("var_mean")
+        shape = tuple(1 if i in axes else e for i, e in enumerate(t.shape)) if keepdim else \
+            tuple(e for i, e in enumerate(t.shape) if i not in axes)
+        return self._make("var_mean", var.value, shape), self._make("var_mean", mean.value, shape)
 
     _REDUCE_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "mean": 4}
 

@@ -23,6 +23,9 @@ class DataType(enum.IntEnum):
     Int = 6
     UInt32 = 7
     Bool = 8
+    # The states of a Welford reduction (fd.ops.welford), never an input's or output's.
+    WelfordFloat = 9
+    WelfordDouble = 10
 
 
 # The C library's printed name of each DataType (cf_dtype_name), and the NumPy-style name
@@ -31,6 +34,7 @@ C_DTYPE_NAMES: Dict[DataType, str] = {
     DataType.Float: "float", DataType.Double: "double", DataType.Half: "__half",
     DataType.BFloat16: "__bfloat", DataType.Int8: "int8_t", DataType.Int32: "int",
     DataType.Int: "int64_t", DataType.UInt32: "uint32_t", DataType.Bool: "bool",
+    DataType.WelfordFloat: "welford_float", DataType.WelfordDouble: "welford_double",
 }
 ARRAY_DTYPE_NAMES: Dict[DataType, str] = {
     DataType.Float: "float32", DataType.Double: "float64", DataType.Half: "float16",

@@ -7,7 +7,7 @@ def test_data_types_match_the_c_table():
     names = [_capi.lib.cf_dtype_name(i).decode() for i in range(len(DataType) + 1)]
     assert names[-1] == "invalid"  # every C dtype has a Python name
     assert [types.C_DTYPE_NAMES[d] for d in DataType] == names[:-1]
-    assert [_capi.lib.cf_dtype_size(int(d)) for d in DataType] == [4, 8, 2, 2, 1, 4, 8, 4, 1]
+    assert [_capi.lib.cf_dtype_size(int(d)) for d in DataType] == [4, 8, 2, 2, 1, 4, 8, 4, 1, 16, 24]
 
 
 def test_parallel_types_match_the_c_table():

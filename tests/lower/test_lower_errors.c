@@ -160,9 +160,10 @@ Test(lower_errors, a_grid_reduction_read_in_the_same_kernel) {
   cf_fusion_add_output(f, n);
   cf_parallelize(f, s, 1, CF_PT_BIDX);
   expect_compile_error(CF_ERR_UNSUPPORTED,
-                       "compile: T1 is reduced across blocks (a grid reduction) and read by T2 in the same kernel; only "
-                       "a tensor nothing reads in the kernel may be grid-reduced (its value is complete in one block "
-                       "only)");
+                       "compile: T1 is reduced across blocks (a grid reduction) and read by T2 in the same kernel "
+                       "outside the ops that follow the reduction in its loop; a grid-reduced value is complete in one "
+                       "block only, so only elementwise ops inlined right after it (in Local or Global memory) may "
+                       "read it");
 }
 
 Test(lower_errors, multi_device) {

@@ -1,0 +1,61 @@
+/* ir/welford.c: Welford states on the host, for the reference evaluator: the merge of two
+ * states, and their memory layout, which must be the kernels' (CfWelfordF and CfWelfordD
+ * of codegen/runtime/cuda_helpers.cuh and host_math.h: {avg, m2} in the scalar type, then
+ * the count as int64).
+ *
+ * The merge is Chan, Golub and LeVeque's pairwise update: with n = na + nb and
+ * d = avg_b - avg_a, avg = avg_a + d * nb / n and m2 = m2_a + m2_b + d * d * na * nb / n.
+ * Folding one element x is merging the state {x, 0, 1}; the empty state {0, 0, 0} is the
+ * identity (merging two empty states gives the empty state, never 0/0). The kernels
+ * compute the same formula in the same order of operations. */
+#include <string.h>
+
+#include "ir/dtype.h"
+
+bool ir_dtype_is_welford(cf_dtype t) { return t == CF_WELFORD_FLOAT || t == CF_WELFORD_DOUBLE; }
+
+cf_dtype ir_welford_scalar(cf_dtype state) { return state == CF_WELFORD_DOUBLE ? CF_DOUBLE : CF_FLOAT; }
+
+cf_dtype ir_welford_state_of(cf_dtype t) {
+  if (!ir_dtype_is_float(t)) return CF_DTYPE_COUNT;
+  return t == CF_DOUBLE ? CF_WELFORD_DOUBLE : CF_WELFORD_FLOAT;
+}
+
+IrWelford ir_welford_empty(void) { return (IrWelford){0, 0, 0}; }
+
+IrWelford ir_welford_of(double x) { return (IrWelford){x, 0, 1}; }
+
+IrWelford ir_welford_merge(IrWelford a, IrWelford b) {
+  int64_t n = a.n + b.n;
+  if (n == 0) return a;
+  double d = b.avg - a.avg, nb_n = (double)b.n / (double)n;
+  return (IrWelford){a.avg + d * nb_n, a.m2 + b.m2 + d * d * (double)a.n * nb_n, n};
+}
+
+IrWelford ir_welford_load(const void *p, cf_dtype state) {
+  IrWelford s;
+  if (state == CF_WELFORD_DOUBLE) {
+    double v[2];
+    memcpy(v, p, sizeof v);
+    memcpy(&s.n, (const char *)p + sizeof v, sizeof s.n);
+    s.avg = v[0], s.m2 = v[1];
+  } else {
+    float v[2];
+    memcpy(v, p, sizeof v);
+    memcpy(&s.n, (const char *)p + 8, sizeof s.n);
+    s.avg = v[0], s.m2 = v[1];
+  }
+  return s;
+}
+
+void ir_welford_store(void *p, cf_dtype state, IrWelford s) {
+  if (state == CF_WELFORD_DOUBLE) {
+    double v[2] = {s.avg, s.m2};
+    memcpy(p, v, sizeof v);
+    memcpy((char *)p + sizeof v, &s.n, sizeof s.n);
+  } else {
+    float v[2] = {(float)s.avg, (float)s.m2};
+    memcpy(p, v, sizeof v);
+    memcpy((char *)p + 8, &s.n, sizeof s.n);
+  }
+}
