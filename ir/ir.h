@@ -366,6 +366,12 @@ int ir_wrap_axis(int axis, int n);
 cf_fusion *ir_fusion_copy_part(const cf_fusion *f, int nexprs, Expr *const *exprs, int nin, Val *const *ins, int nout,
                                Val *const *outs, const DLTensor *const *sizes, Val **map);
 
+/* Checks that the constant extents of f agree at every tensor op: each operand's kept,
+ * non-broadcast axes have the output's extent (extent_check.c); the first disagreement
+ * is recorded, prefixed by `what`:
+ *   execute: add: axis 0 has extent 6 in T1 but 5 in T2 */
+cf_status ir_check_extents(cf_fusion *f, const char *what);
+
 /* ---- rules of parallel and memory types (rules.c: one table each) ------------------- */
 
 typedef enum PtLevel { PT_LEVEL_SERIAL, PT_LEVEL_THREAD, PT_LEVEL_BLOCK, PT_LEVEL_DEVICE, PT_LEVEL_INVALID } PtLevel;
