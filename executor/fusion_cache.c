@@ -172,6 +172,14 @@ const char *cf_fusion_cache_last_scheduler(const cf_fusion_cache *c, int i) {
   return c && c->last && i >= 0 && i < c->last->nseg ? c->last->seg[i].scheduler : NULL;
 }
 
+cf_status cf_fusion_cache_synchronize(cf_fusion_cache *c) {
+  if (!c) return CF_ERR_INVALID_ARGUMENT;
+  if (!c->last) return CF_OK;
+  cf_executor *e = c->last->seg[c->last->nseg - 1].e;
+  cf_status s = cf_executor_synchronize(e);
+  return s ? fc_error(c, s, "%s", cf_executor_error(e)) : CF_OK;
+}
+
 /* ---- running an entry ------------------------------------------------------------------- */
 
 static cf_status run_kernel(cf_fusion_cache *c, cf_executor *e, void *stream, bool async, int nin,

@@ -51,6 +51,10 @@ CF_API cf_status cf_fusion_execute(cf_fusion_cache *c, int ninputs, const DLTens
 CF_API cf_status cf_fusion_execute_async(cf_fusion_cache *c, void *stream, int ninputs, const DLTensor *const *inputs,
                                          int noutputs, DLManagedTensor **outputs);
 
+/* Waits for the stream of the last asynchronous execute (see cf_executor_synchronize);
+ * CF_OK when nothing ran. */
+CF_API cf_status cf_fusion_cache_synchronize(cf_fusion_cache *c);
+
 /* Signatures compiled so far, and kernels compiled for them (one per segment). */
 CF_API int cf_fusion_cache_num_entries(const cf_fusion_cache *c);
 CF_API int cf_fusion_cache_num_kernels(const cf_fusion_cache *c);

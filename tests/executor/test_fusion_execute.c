@@ -190,6 +190,21 @@ Test(fusion_execute, fusion_destroyed_after_create) {
   check_shape(3, 1, (int64_t[]){10}, 1e-6);
 }
 
+/* The asynchronous call completes before returning on the host backend. */
+Test(fusion_execute, async_and_synchronize) {
+  build_fma(1, NULL);
+  cr_expect_eq(cf_fusion_cache_synchronize(cache()), CF_OK);
+  DLManagedTensor *a = rand_tensor(1, (int64_t[]){9}, 1), *out[1] = {0}, *want[1] = {0};
+  const DLTensor *ins[3] = {&a->dl_tensor, &a->dl_tensor, &a->dl_tensor};
+  cr_assert_eq(cf_fusion_execute_async(c, NULL, 3, ins, 1, out), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_expect_eq(cf_fusion_cache_synchronize(c), CF_OK);
+  cr_assert_eq(cf_fusion_evaluate(f, 3, ins, want), CF_OK);
+  cr_expect(cf_tensor_allclose(&out[0]->dl_tensor, &want[0]->dl_tensor, 1e-6, 1e-6, NULL, 0));
+  cf_tensor_free(out[0]);
+  cf_tensor_free(want[0]);
+  cf_tensor_free(a);
+}
+
 /* ---- reductions --------------------------------------------------------------------------- */
 
 Test(fusion_execute, row_sums_of_several_shapes) {
@@ -239,7 +254,7 @@ Test(fusion_execute, segment_reads_an_output) {
   expect_counts(1, 2, 1, 1);
 }
 
-Test(fusion_execute, dump_segments, .init = setup) {
+Test(fusion_execute, dump_segments) {
   cr_redirect_stderr();
   setenv("CFUSER_DUMP", "segments", 1);
   build_normalize(false);
