@@ -5,7 +5,8 @@
  *   2. copies the fusion with the call's sizes made constant and checks that the sizes
  *      agree at every op (ir_check_extents);
  *   3. asks the schedulers of sched_heuristics() in order for the whole copy; when none
- *      accepts, cuts it into segments (sched_segment) and asks for each;
+ *      accepts, cuts it into segments (sched_segment: the coarse cut, then the fine one
+ *      when a segment of the coarse cut has no scheduler) and asks for each;
  *   4. schedules a fresh copy of each segment with the first scheduler that accepts it
  *      (devectorized when a tensor of the call is not 16-byte aligned), compiles it with
  *      its own cf_executor, and allocates the intermediates between segments.
@@ -225,29 +226,46 @@ static cf_status alloc_bufs(Planner *p, FcEntry *en) {
   return CF_OK;
 }
 
-static cf_status plan_segments(Planner *p, FcEntry *en, const char *whole_refusals) {
+/* One cut of the fusion into segments, each planned in turn. When a segment has no
+ * scheduler (or there is nothing to cut), *refused with the message in why. */
+static cf_status plan_cut(Planner *p, FcEntry *en, bool fine, const char *whole_refusals, bool *refused, StrBuf *why) {
   SchedSegment *segs;
-  int n = sched_segment(p->a, p->w, &segs);
+  fc_entry_clear(en);
+  p->bufs.len = 0;
+  int n = sched_segment(p->a, p->w, fine, &segs);
   if (n < 0) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  if (n < 2)
-    return fc_error(p->c, CF_ERR_UNSUPPORTED, "execute: no scheduler accepts the fusion, and it has no reduction "
-                    "read by a later op to cut it at: %s", whole_refusals);
-  if (p->dump) fprintf(stderr, "=== define and run: no scheduler accepts the whole fusion (%s); %d segments ===\n",
-                       whole_refusals, n);
-  en->seg = calloc((size_t)n, sizeof *en->seg);
-  if (!en->seg) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+  if ((*refused = n < 2)) {
+    sb_printf(why, "execute: no scheduler accepts the fusion, and it has no reduction to cut it at: %s", whole_refusals);
+    return CF_OK;
+  }
+  if (p->dump) fprintf(stderr, "=== define and run: no scheduler accepts the whole fusion (%s); %d segments%s ===\n",
+                       whole_refusals, n, fine ? ", each reduction alone" : "");
+  if (!(en->seg = calloc((size_t)n, sizeof *en->seg))) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   en->nseg = n;
   for (int k = 0; k < n; k++) {
-    StrBuf why = {0};
-    bool refused = false;
-    cf_status s = plan_segment(p, &segs[k], k, n, &en->seg[k], &why, &refused);
-    if (!s && refused)
-      s = fc_error(p->c, CF_ERR_UNSUPPORTED, "execute: no scheduler accepts segment %d of %d (computing %s): %s", k, n,
-                   segs[k].nout ? TV(segs[k].outs[0])->display_name : "nothing", why.data ? why.data : "");
-    sb_free(&why);
-    if (s) return s;
+    StrBuf reasons = {0};
+    cf_status s = plan_segment(p, &segs[k], k, n, &en->seg[k], &reasons, refused);
+    if (!s && *refused)
+      sb_printf(why, "execute: no scheduler accepts segment %d of %d (computing %s): %s", k, n,
+                segs[k].nout ? TV(segs[k].outs[0])->display_name : "nothing", reasons.data ? reasons.data : "");
+    sb_free(&reasons);
+    if (s || *refused) return s;
   }
   return CF_OK;
+}
+
+/* The coarse cut, then the fine one; the last refusal is the error. */
+static cf_status plan_segments(Planner *p, FcEntry *en, const char *whole_refusals) {
+  cf_status s = CF_OK;
+  bool refused = true;
+  StrBuf why = {0};
+  for (int fine = 0; !s && refused && fine < 2; fine++) {
+    sb_free(&why);
+    s = plan_cut(p, en, fine, whole_refusals, &refused, &why);
+  }
+  if (!s && refused) s = fc_error(p->c, CF_ERR_UNSUPPORTED, "%s", why.data ? why.data : "");
+  sb_free(&why);
+  return s;
 }
 
 static cf_status plan(Planner *p, FcEntry *en) {
@@ -259,8 +277,6 @@ static cf_status plan(Planner *p, FcEntry *en) {
   bool refused = false;
   cf_status s = plan_segment(p, &whole, 0, 1, &en->seg[0], &why, &refused);
   if (!s && refused) {
-    fc_entry_clear(en);
-    p->bufs.len = 0;
     s = plan_segments(p, en, why.data ? why.data : "");
   } else {
     en->direct = !s;

@@ -77,9 +77,9 @@ typedef struct SchedSegment {
 /* The whole fusion as one segment (every fusion input, every output). */
 SchedSegment sched_whole(Arena *a, cf_fusion *f);
 /* Cuts f into segments that run in order: after each reduction whose output a later op
- * reads (the first cut that makes `y = x / broadcast(sum(x))` a reduction segment and a
- * pointwise one). Arrays in arena a; returns the number of segments (1: nothing to cut),
- * or -1 when out of memory. */
-int sched_segment(Arena *a, cf_fusion *f, SchedSegment **out);
+ * reads (the cut that makes `y = x / broadcast(sum(x))` a reduction segment and a
+ * pointwise one); `fine`: also before each reduction, alone in its segment. Arrays in
+ * arena a; returns the number of segments (1: nothing to cut), or -1 when out of memory. */
+int sched_segment(Arena *a, cf_fusion *f, bool fine, SchedSegment **out);
 
 #endif

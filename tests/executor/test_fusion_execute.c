@@ -215,6 +215,16 @@ Test(fusion_execute, row_sums_of_several_shapes) {
   expect_counts(5, 5, 0, 5);
 }
 
+/* Two kept axes: merged into one row axis after the rfactor. */
+Test(fusion_execute, row_sums_of_3d_tensors) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 3);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_sum(f, cf_exp(f, x), 1, (int[]){2}));
+  int64_t shapes[][3] = {{2, 3, 4}, {3, 5, 300}, {1, 1, 1}};
+  for (int i = 0; i < 3; i++) check_shape(1, 3, shapes[i], 1e-4);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
+}
+
 Test(fusion_execute, constant_row_sum_hits) {
   build_row_sum((int64_t[]){7, 130});
   check_shape(1, 2, (int64_t[]){7, 130}, 1e-4);
@@ -333,26 +343,24 @@ Test(fusion_execute, symbolic_sizes_that_disagree) {
   cf_tensor_free(b);
 }
 
-/* max and sum of one prologue, both outputs: no scheduler, and no cut. */
-Test(fusion_execute, nothing_accepts) {
+/* max and sum of one prologue, both outputs: the coarse cut has nothing to cut; the fine
+ * one computes exp into memory, then each reduction alone. */
+Test(fusion_execute, two_reductions_of_one_prologue) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
   cf_fusion_add_input(f, x);
   cf_tv *e = cf_exp(f, x);
   cf_fusion_add_output(f, cf_sum(f, e, 1, (int[]){1}));
   cf_fusion_add_output(f, cf_max_reduce(f, e, 1, (int[]){1}));
-  DLManagedTensor *a = rand_tensor(2, (int64_t[]){2, 3}, 1), *out[2] = {0};
-  cr_expect_eq(cf_fusion_execute(cache(), 1, (const DLTensor *[]){&a->dl_tensor}, 2, out), CF_ERR_UNSUPPORTED);
-  cr_expect_str_eq(cf_fusion_cache_error(c),
-                   "execute: no scheduler accepts the fusion, and it has no reduction read by a later op to cut it at: "
-                   "reduction: T3 is a second reduction; pointwise: T2 is computed by sum; the pointwise scheduler "
-                   "takes elementwise ops only");
-  cr_expect_null(out[0]);
-  cf_tensor_free(a);
+  check_shape(1, 2, (int64_t[]){3, 200}, 1e-4);
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 3);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "reduction");
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 2), "reduction");
 }
 
-/* softmax's middle segment (a reduction whose prologue is also read later) has no
- * scheduler yet: the error names the segment and every reason. */
-Test(fusion_execute, segment_nothing_accepts) {
+/* softmax: the coarse cut's middle segment (the sum of an exp the division reads too) has
+ * no scheduler; the fine cut runs max, exp, sum and the division in four kernels. */
+Test(fusion_execute, softmax_in_four_segments) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
   cf_fusion_add_input(f, x);
   bool keep[2] = {false, true};
@@ -360,11 +368,39 @@ Test(fusion_execute, segment_nothing_accepts) {
   cf_tv *e = cf_exp(f, cf_sub(f, x, m));
   cf_tv *s = cf_broadcast(f, cf_sum(f, e, 1, (int[]){1}), 2, keep);
   cf_fusion_add_output(f, cf_div(f, e, s));
-  DLManagedTensor *a = rand_tensor(2, (int64_t[]){2, 3}, 1), *out[1] = {0};
-  cr_expect_eq(cf_fusion_execute(cache(), 1, (const DLTensor *[]){&a->dl_tensor}, 1, out), CF_ERR_UNSUPPORTED);
+  check_shape(1, 2, (int64_t[]){5, 333}, 1e-5);
+  check_shape(1, 2, (int64_t[]){5, 333}, 1e-5);
+  const char *want[4] = {"reduction", "pointwise", "reduction", "pointwise"};
+  cr_assert_eq(cf_fusion_cache_last_segments(c), 4);
+  for (int i = 0; i < 4; i++) cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, i), want[i]);
+  expect_counts(1, 4, 1, 1);
+}
+
+/* A permute: no scheduler takes it (no transpose scheduler yet), and nothing to cut. */
+Test(fusion_execute, nothing_accepts) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_transpose(f, x, 0, 1));
+  DLManagedTensor *a = rand_tensor(2, (int64_t[]){2, 3}, 1);
+  cr_expect_eq(call_with(1, (const DLTensor *[]){&a->dl_tensor}), CF_ERR_UNSUPPORTED);
   cr_expect_str_eq(cf_fusion_cache_error(c),
-                   "execute: no scheduler accepts segment 1 of 3 (computing T5): reduction: T2 is computed by "
-                   "broadcast, not an elementwise op; pointwise: T5 is computed by sum; the pointwise scheduler takes elementwise ops "
+                   "execute: no scheduler accepts the fusion, and it has no reduction to cut it at: reduction: T1 "
+                   "is computed by permute, not an elementwise op; pointwise: T1 is computed by permute; the pointwise scheduler takes "
+                   "elementwise ops only");
+  expect_counts(0, 0, 0, 0);
+  cf_tensor_free(a);
+}
+
+/* A sum, then a permute of it: the second segment has no scheduler in either cut. */
+Test(fusion_execute, segment_nothing_accepts) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 3);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_transpose(f, cf_sum(f, x, 1, (int[]){2}), 0, 1));
+  DLManagedTensor *a = rand_tensor(3, (int64_t[]){2, 3, 4}, 1);
+  cr_expect_eq(call_with(1, (const DLTensor *[]){&a->dl_tensor}), CF_ERR_UNSUPPORTED);
+  cr_expect_str_eq(cf_fusion_cache_error(c),
+                   "execute: no scheduler accepts segment 1 of 2 (computing T2): reduction: T2 is computed by "
+                   "permute, not an elementwise op; pointwise: T2 is computed by permute; the pointwise scheduler takes elementwise ops "
                    "only");
   expect_counts(0, 0, 0, 0);
   cf_tensor_free(a);
