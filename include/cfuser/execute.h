@@ -7,8 +7,9 @@
  * is given and aligned) copies the fusion with the call's sizes made constant, asks the
  * automatic schedulers in order (reduction, pointwise, ...), lets the first that accepts
  * schedule the copy, compiles it and keeps the kernel under that signature. A fusion no
- * scheduler accepts whole is cut into segments (at reduction outputs consumed later)
- * that run one after the other, the tensors between them in memory the cache allocates.
+ * scheduler accepts whole is cut into segments (after reductions whose output a later op
+ * reads; if a segment is still refused, also before each reduction) that run one after
+ * the other, the tensors between them in memory the cache allocates.
  * Later calls with the same signature go straight to the compiled kernels: hashing the
  * signature and comparing it allocate nothing.
  * CFUSER_DUMP=segments prints each compile's segments (math, the scheduler chosen and its
