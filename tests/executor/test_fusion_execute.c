@@ -116,6 +116,13 @@ Test(fusion_execute, second_call_hits_and_new_signature_compiles) {
   expect_counts(2, 2, 2, 2);
 }
 
+/* Zero elements: compiled, nothing launched. */
+Test(fusion_execute, empty_tensors) {
+  build_fma(2, NULL);
+  check_shape(3, 2, (int64_t[]){0, 5}, 0);
+  check_shape(3, 2, (int64_t[]){3, 0}, 0);
+}
+
 /* Many signatures: the table grows, nothing is dropped. */
 Test(fusion_execute, many_signatures_are_all_kept) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 1);
@@ -209,10 +216,10 @@ Test(fusion_execute, async_and_synchronize) {
 
 Test(fusion_execute, row_sums_of_several_shapes) {
   build_row_sum(NULL);
-  int64_t shapes[][2] = {{3, 5}, {1, 1}, {2, 1000}, {4, 4099}, {129, 3}};
-  for (int i = 0; i < 5; i++) check_shape(1, 2, shapes[i], 1e-4);
+  int64_t shapes[][2] = {{3, 5}, {1, 1}, {2, 1000}, {4, 4099}, {129, 3}, {3, 0}};
+  for (int i = 0; i < 6; i++) check_shape(1, 2, shapes[i], 1e-4);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
-  expect_counts(5, 5, 0, 5);
+  expect_counts(6, 6, 0, 6);
 }
 
 /* Two kept axes: merged into one row axis after the rfactor. */
