@@ -4,6 +4,7 @@
  *   schedule.h  split, merge, reorder, swizzle, parallelize, memory types, inlining
  *   tensor.h    DLPack host tensors and the reference evaluator
  *   executor.h  compiling and running kernels (CUDA or the host backend)
+ *   execute.h   define and run: an unscheduled fusion scheduled, compiled and cached per call signature
  *   layout.h    CuTe's layout algebra */
 #ifndef CFUSER_H
 #define CFUSER_H
@@ -14,6 +15,7 @@
 #include "cfuser/schedule.h"
 #include "cfuser/tensor.h"
 #include "cfuser/executor.h"
+#include "cfuser/execute.h"
 #include "cfuser/layout.h"
 #include "cfuser/picture.h"
 

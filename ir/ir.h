@@ -363,6 +363,23 @@ static inline Val **ir_tv_root(Val *tv, int *n) {
 Val **ir_tv_alloc_domain(Val *tv, int *n);
 /* Wraps a possibly negative axis against n (for loop positions use n+1); -1 if invalid. */
 int ir_wrap_axis(int axis, int n);
+/* ---- copies (clone.c) ------------------------------------------------------------------ */
+
+/* Copies a part of f into a new unscheduled fusion (see cf_fusion_copy): exprs, tensor
+ * Exprs of f in topological order; ins, its inputs (inputs of f, or tensors of f computed
+ * outside the part, which become inputs with their kept axes, contiguous); outs, its
+ * outputs. sizes: NULL, or the tensors of a call (one per input of f), whose sizes replace
+ * every symbolic size. map: NULL, or f->vals.len zeroed entries that receive each copied
+ * Val. NULL only when out of memory; a failure is recorded on the returned fusion. */
+cf_fusion *ir_fusion_copy_part(const cf_fusion *f, int nexprs, Expr *const *exprs, int nin, Val *const *ins, int nout,
+                               Val *const *outs, const DLTensor *const *sizes, Val **map);
+
+/* Checks that the constant extents of f agree at every tensor op: each operand's kept,
+ * non-broadcast axes have the output's extent (extent_check.c); the first disagreement
+ * is recorded, prefixed by `what`:
+ *   execute: add: axis 0 has extent 6 in T1 but 5 in T2 */
+cf_status ir_check_extents(cf_fusion *f, const char *what);
+
 /* ---- rules of parallel and memory types (rules.c: one table each) ------------------- */
 
 typedef enum PtLevel { PT_LEVEL_SERIAL, PT_LEVEL_THREAD, PT_LEVEL_BLOCK, PT_LEVEL_DEVICE, PT_LEVEL_INVALID } PtLevel;

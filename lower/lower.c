@@ -109,6 +109,8 @@ static const char *const dump_extras[] = {
     "source", /* the whole generated source (CUDA C++ or host C): executor.c */
     "ptx",    /* the PTX of the CUDA kernel, from NVRTC: executor.c */
     "launch", /* grid, block, shared memory and time of each run: run.c */
+    "segments", /* each segment of a define-and-run compile, its scheduler and why others refused:
+                   executor/fusion_plan.c */
 };
 
 /* Is `name` (length n) a pass's name or one of dump_extras? */

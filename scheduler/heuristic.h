@@ -21,9 +21,11 @@
 #include <stddef.h>
 
 #include "cfuser/fusion.h"
+#include "ir/ir.h"
 
 /* What one call tells the heuristics: the segment's inputs, in the order of the
- * segment's fusion inputs (tensors; scalar inputs are 0-d tensors). */
+ * segment's fusion inputs (tensors; scalar inputs are 0-d tensors). A tensor the
+ * executor allocates between segments has its sizes and a NULL data pointer. */
 typedef struct SchedCall {
   int ninputs;
   const DLTensor *const *inputs;
@@ -45,5 +47,39 @@ typedef struct SchedHeuristic {
 
 /* The inner-reduction scheduler (scheduler/reduction_sched.c). */
 extern const SchedHeuristic sched_reduction_heuristic;
+/* The pointwise scheduler (scheduler/pointwise.c): cf_schedule_pointwise. */
+extern const SchedHeuristic sched_pointwise_heuristic;
+
+/* The table of every scheduler, in the order the define-and-run executor asks them
+ * (scheduler/heuristics.c); *n receives its length. */
+const SchedHeuristic *const *sched_heuristics(int *n);
+
+/* Whether every tensor given (n of them, NULL entries skipped) starts at a 16-byte
+ * aligned address (data + byte_offset). */
+bool sched_aligned16(int n, const DLTensor *const *t);
+/* Turns every vectorized axis of f into a serial one (always legal): the define-and-run
+ * executor does it after scheduling a call whose tensors are not all 16-byte aligned, so
+ * no heuristic has to consider alignment. */
+void sched_devectorize(cf_fusion *f);
+
+/* ---- segmentation (segment.c) ------------------------------------------------------ */
+
+/* A part of a fusion scheduled and run as one kernel: its tensor Exprs in topological
+ * order, the tensors it reads that it does not compute (fusion inputs first, in the
+ * fusion's order, then tensors of other segments), and the tensors it computes that are
+ * fusion outputs or read by a later segment. */
+typedef struct SchedSegment {
+  int nexprs, nin, nout;
+  Expr **exprs;
+  Val **ins, **outs;
+} SchedSegment;
+
+/* The whole fusion as one segment (every fusion input, every output). */
+SchedSegment sched_whole(Arena *a, cf_fusion *f);
+/* Cuts f into segments that run in order: after each reduction whose output a later op
+ * reads (the cut that makes `y = x / broadcast(sum(x))` a reduction segment and a
+ * pointwise one); `fine`: also before each reduction, alone in its segment. Arrays in
+ * arena a; returns the number of segments (1: nothing to cut), or -1 when out of memory. */
+int sched_segment(Arena *a, cf_fusion *f, bool fine, SchedSegment **out);
 
 #endif

@@ -11,9 +11,13 @@
  *      [blockIdx.x, threadIdx.x{128}, vector{v}], propagated to every tensor and
  *      parallelized alike; the caches' innermost axes are vectorized; everything is
  *      inlined as deep as legal.
+ * As sched_pointwise_heuristic (define and run), it accepts a fusion of elementwise ops
+ * whose outputs share the first one's shape (alignment is the executor's: it devectorizes
+ * the schedule of a call with a misaligned tensor).
  * Key decision: one 1-D schedule for every elementwise fusion (nvFuser's 2-D break-point
  * search is not implemented): it moves data at the device's copy bandwidth on contiguous
  * tensors (bench/pointwise.c), the case that matters most. */
+#include "scheduler/heuristic.h"
 #include "scheduler/sched.h"
 
 enum { THREADS = 128 };
@@ -23,19 +27,25 @@ static bool elementwise(const Expr *e) {
   return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST || k == OPK_BROADCAST;
 }
 
-static cf_status check_fusion(cf_fusion *f, Val *ref) {
+/* Why the pointwise scheduler cannot take f: the reason (after "schedule_pointwise: ")
+ * in why, the tensor it is about in *tv, and the status; CF_OK when it can. */
+static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
   int n;
   Expr **exprs = ir_fusion_tensor_exprs(f, &n);
   for (int i = 0; i < n; i++)
-    if (!elementwise(exprs[i]))
-      return ir_error_tv(f, CF_ERR_UNSUPPORTED, exprs[i]->out[0],
-                         "schedule_pointwise: %s is computed by %s; the pointwise scheduler takes elementwise ops only",
-                         TV(exprs[i]->out[0])->display_name, ir_op_name(exprs[i]->op));
+    if (!elementwise(exprs[i])) {
+      *tv = exprs[i]->out[0];
+      snprintf(why, SCHED_WHY_MAX, "%s is computed by %s; the pointwise scheduler takes elementwise ops only",
+               TV(*tv)->display_name, ir_op_name(exprs[i]->op));
+      return CF_ERR_UNSUPPORTED;
+    }
   Val **tvs = ir_fusion_all_tvs(f, &n);
   for (int i = 0; i < n; i++)
-    if (!ir_tv_is_input(f, tvs[i]) && (TV(tvs[i])->nloop != TV(tvs[i])->nlogical || TV(tvs[i])->ca_pos > 0))
-      return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tvs[i], "schedule_pointwise: %s is scheduled already",
-                         TV(tvs[i])->display_name);
+    if (!ir_tv_is_input(f, tvs[i]) && (TV(tvs[i])->nloop != TV(tvs[i])->nlogical || TV(tvs[i])->ca_pos > 0)) {
+      *tv = tvs[i];
+      snprintf(why, SCHED_WHY_MAX, "%s is scheduled already", TV(*tv)->display_name);
+      return CF_ERR_INVALID_SCHEDULE;
+    }
   for (int o = 1; o < f->outputs.len; o++) {
     Val *out = f->outputs.items[o];
     bool same = TV(out)->nlogical == TV(ref)->nlogical;
@@ -43,9 +53,11 @@ static cf_status check_fusion(cf_fusion *f, Val *ref) {
       same = ID(TV(out)->logical[a])->extent == ID(TV(ref)->logical[a])->extent ||
              (ir_scalar_is_const(ID(TV(out)->logical[a])->extent) &&
               SC(ID(TV(out)->logical[a])->extent)->i == SC(ID(TV(ref)->logical[a])->extent)->i);
-    if (!same)
-      return ir_error_tv(f, CF_ERR_UNSUPPORTED, out, "schedule_pointwise: output %s has another shape than %s",
-                         TV(out)->display_name, TV(ref)->display_name);
+    if (!same) {
+      *tv = out;
+      snprintf(why, SCHED_WHY_MAX, "output %s has another shape than %s", TV(out)->display_name, TV(ref)->display_name);
+      return CF_ERR_UNSUPPORTED;
+    }
   }
   return CF_OK;
 }
@@ -87,14 +99,10 @@ static int add_caches(cf_fusion *f, Val *ref, Val **caches) {
   return f->status ? 0 : n;
 }
 
-cf_status cf_schedule_pointwise(cf_fusion *f) {
-  if (!f) return CF_ERR_INVALID_ARGUMENT;
-  if (f->status) return f->status;
-  if (f->outputs.len == 0) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "schedule_pointwise: the fusion has no outputs");
+static cf_status schedule(cf_fusion *f, int64_t *vector) {
   Val *ref = f->outputs.items[0];
-  cf_status s = check_fusion(f, ref);
-  if (s) return s;
   int64_t v = vector_width(f, ref);
+  *vector = v;
   Val **caches = ARENA_ARRAY(f->arena, Val *, f->inputs.len + 1);
   int ncaches = add_caches(f, ref, caches);
   if (f->status) return f->status;
@@ -112,3 +120,59 @@ cf_status cf_schedule_pointwise(cf_fusion *f) {
   }
   return cf_inline_most(f);
 }
+
+cf_status cf_schedule_pointwise(cf_fusion *f) {
+  if (!f) return CF_ERR_INVALID_ARGUMENT;
+  if (f->status) return f->status;
+  if (f->outputs.len == 0) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "schedule_pointwise: the fusion has no outputs");
+  char why[SCHED_WHY_MAX];
+  Val *tv = NULL;
+  cf_status s = refusal(f, f->outputs.items[0], why, &tv);
+  if (s) return ir_error_tv(f, s, tv, "schedule_pointwise: %s", why);
+  int64_t v;
+  return schedule(f, &v);
+}
+
+/* ---- as a heuristic of the define-and-run executor ------------------------------------ */
+
+static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
+  (void)call;
+  if (f->outputs.len == 0) {
+    snprintf(why, SCHED_WHY_MAX, "pointwise: the fusion has no outputs");
+    return false;
+  }
+  Val *ref = f->outputs.items[0], *tv = NULL;
+  if (TV(ref)->nlogical == 0) {
+    snprintf(why, SCHED_WHY_MAX, "pointwise: output %s has no axes", TV(ref)->display_name);
+    return false;
+  }
+  char reason[SCHED_WHY_MAX];
+  if (!refusal(f, ref, reason, &tv)) return true;
+  snprintf(why, SCHED_WHY_MAX, "pointwise: %.240s", reason);
+  return false;
+}
+
+/* The number of elements of the reference, when constant (a concrete copy's is). */
+static int64_t ref_numel(Val *ref) {
+  int64_t n = 1, e;
+  for (int a = 0; a < TV(ref)->nlogical; a++) {
+    if (!ir_scalar_const_value(ID(TV(ref)->logical[a])->extent, &e)) return -1;
+    n *= e;
+  }
+  return n;
+}
+
+static cf_status pw_schedule(cf_fusion *f, const SchedCall *call, char *params) {
+  char why[SCHED_WHY_MAX];
+  if (!pw_accepts(f, call, why)) return ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
+  int64_t v, numel = ref_numel(f->outputs.items[0]);
+  cf_status s = schedule(f, &v);
+  if (numel >= 0)
+    snprintf(params, SCHED_PARAMS_MAX, "vector=%lld threads=%d blocks=%lld", (long long)v, THREADS,
+             (long long)((numel + THREADS * v - 1) / (THREADS * v)));
+  else
+    snprintf(params, SCHED_PARAMS_MAX, "vector=%lld threads=%d", (long long)v, THREADS);
+  return s;
+}
+
+const SchedHeuristic sched_pointwise_heuristic = {"pointwise", pw_accepts, pw_schedule};

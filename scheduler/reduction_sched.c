@@ -4,8 +4,9 @@
  *   1. accepts a fusion of elementwise ops and exactly one reduction whose output is the
  *      fusion's only output and whose reduced axes are its innermost ones (an inner
  *      reduction: sum/max/min/prod over the last axes, with an elementwise prologue);
- *   2. the iteration axes are merged into one (blockIdx.x: one block per row), the
- *      reduced axes into one, split into [serial, threadIdx.x{128}];
+ *   2. the reduced axes are merged into one, split into [serial, threadIdx.x{128}]; the
+ *      iteration axes are merged into one (blockIdx.x: one block per row) after step 3,
+ *      since rfactor takes iteration axes untransformed;
  *   3. the serial part is rfactored: each thread folds ceilDiv(row, 128) elements into a
  *      register, then the block all-reduces the 128 partials (a row of any length is one
  *      block: no grid reduction);
@@ -104,13 +105,15 @@ static cf_status red_schedule(cf_fusion *f, const SchedCall *call, char *params)
   while (ID(TV(red)->logical[niter])->iter_type != CF_ITER_REDUCTION) niter++;
   int nred = TV(red)->nlogical - niter;
   for (int k = 1; k < nred; k++) cf_merge(f, r, niter);
-  for (int k = 1; k < niter; k++) cf_merge(f, r, 0);
-  int ri = niter > 0 ? 1 : 0;
-  cf_split(f, r, ri, RED_THREADS);
-  /* Propagated before the rfactor: the prologue gets [rows, serial, threads] too. */
+  cf_split(f, r, niter, RED_THREADS);
+  /* Propagated before the rfactor: the prologue gets [rows.., serial, threads] too. */
   if (cf_propagate_transforms(f, r)) return f->status;
-  cf_tv *rf = cf_rfactor(f, r, 1, (int[]){ri});
+  cf_tv *rf = cf_rfactor(f, r, 1, (int[]){niter});
   if (!rf) return f->status;
+  /* rfactor takes iteration axes as they are: merged into one row axis after it. */
+  for (int k = 1; k < niter; k++) cf_merge(f, rf, 0);
+  if (niter > 1 && cf_propagate_transforms(f, rf)) return f->status;
+  int ri = niter > 0 ? 1 : 0;
   if (niter > 0) cf_parallelize(f, rf, 0, CF_PT_BIDX), cf_parallelize(f, r, 0, CF_PT_BIDX);
   cf_parallelize(f, rf, ri + 1, CF_PT_TIDX);
   cf_parallelize(f, r, ri, CF_PT_TIDX);

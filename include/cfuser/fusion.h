@@ -38,6 +38,16 @@ CF_API const char *cf_fusion_error(const cf_fusion *f);
 /* Forgets the recorded error so the fusion can be used again (e.g. after a test). */
 CF_API void cf_fusion_clear_error(cf_fusion *f);
 
+/* A deep copy of f's math in a new fusion: the inputs (same dtypes, constant or
+ * symbolic sizes, strides, contiguity), every tensor op with its attributes, and the
+ * outputs, in the same order and with the same names, so cf_fusion_print_math prints the
+ * same text. Nothing of a schedule is copied: the copy is unscheduled (loop domains are
+ * the logical ones, axes serial, intermediates local) and independent of f. NULL only
+ * when out of memory; when f has an error, or is scheduled beyond what a copy of the math
+ * can hold (rfactor domains, an allocation domain of split axes), the copy carries an
+ * error (cf_fusion_error) saying so. Free it with cf_fusion_destroy. */
+CF_API cf_fusion *cf_fusion_copy(const cf_fusion *f);
+
 CF_API cf_status cf_fusion_add_input(cf_fusion *f, cf_tv *tv);
 CF_API cf_status cf_fusion_add_output(cf_fusion *f, cf_tv *tv);
 CF_API int cf_fusion_num_inputs(const cf_fusion *f);

@@ -18,6 +18,7 @@ NOT_BOUND = {
     "cf_fusion_num_inputs": "FusionDefinition counts its inputs itself",
     "cf_fusion_input": "FusionDefinition keeps its Tensors",
     "cf_fusion_output": "FusionDefinition keeps its Tensors",
+    "cf_fusion_copy": "a copy of the math for C's define and run (execute.h); FusionDefinition keeps its record",
 }
 # Python name in fd.ops / fd.sched of each C call whose name differs (or that one Python
 # call reaches through an argument).

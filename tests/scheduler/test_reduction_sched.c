@@ -57,6 +57,15 @@ Test(reduction_sched, max_of_symbolic_rows) { run_rows(CF_REDUCE_MAX, 6, 300, tr
 /* Sizes of 1 come symbolic: a constant extent of 1 is a broadcast axis. */
 Test(reduction_sched, one_row_of_one_element) { run_rows(CF_REDUCE_SUM, 1, 1, true); }
 
+/* Two kept axes, merged into one row axis after the rfactor (which takes them untouched). */
+Test(reduction_sched, sums_rows_of_a_3d_tensor) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){3, 5, 130});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_sum(f, cf_exp(f, x), 1, (int[]){2}));
+  schedule_ok("threads=128 rows=blockIdx.x");
+  free(kc_check(f, 1, (KcInput[]){F32(3, 5, 130)}, 1e-4));
+}
+
 Test(reduction_sched, reduces_everything_to_a_scalar) {
   cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){9, 31});
   cf_fusion_add_input(f, x);

@@ -1,0 +1,73 @@
+/* cfuser/execute.h: define and run. A cf_fusion_cache runs an unscheduled fusion
+ * directly, as nvFuser's FusionExecutorCache does: the user defines the math, and each
+ * call schedules, compiles and runs it as needed.
+ *
+ * The first call with a new input signature (per input: dtype, rank, exact sizes,
+ * strides, whether its data starts 16-byte aligned, device type; per output: whether it
+ * is given and aligned) copies the fusion with the call's sizes made constant, asks the
+ * automatic schedulers in order (reduction, pointwise, ...), lets the first that accepts
+ * schedule the copy, compiles it and keeps the kernel under that signature. A fusion no
+ * scheduler accepts whole is cut into segments (after reductions whose output a later op
+ * reads; if a segment is still refused, also before each reduction) that run one after
+ * the other, the tensors between them in memory the cache allocates.
+ * Later calls with the same signature go straight to the compiled kernels: hashing the
+ * signature and comparing it allocate nothing.
+ * CFUSER_DUMP=segments prints each compile's segments (math, the scheduler chosen and its
+ * parameters, why the others refused) on stderr.
+ * The user's fusion is copied at creation and never modified; it may be destroyed after.
+ * Not thread-safe: one cache per thread. */
+#ifndef CFUSER_EXECUTE_H
+#define CFUSER_EXECUTE_H
+
+#include <dlpack/dlpack.h>
+#include <stdint.h>
+
+#include "executor.h"
+#include "fusion.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cf_fusion_cache cf_fusion_cache;
+
+/* A cache for running f (unscheduled) with the given executor options (NULL: defaults;
+ * opts->cache, when set, also shares compiled kernels with other executors). NULL only
+ * when out of memory; when f has an error or cannot be copied, the cache keeps that error
+ * and every execute returns it. */
+CF_API cf_fusion_cache *cf_fusion_cache_create(cf_fusion *f, const cf_executor_options *opts);
+CF_API void cf_fusion_cache_destroy(cf_fusion_cache *c);
+/* The message of the last failed call on c, or "". */
+CF_API const char *cf_fusion_cache_error(const cf_fusion_cache *c);
+
+/* Runs the fusion: the same conventions as cf_executor_run (one input per fusion input,
+ * on the backend's device; each output given or NULL, then allocated for the caller to
+ * free with cf_tensor_free). The first call with a signature schedules and compiles;
+ * an error of that compile is reported for each call with that signature (it is not
+ * cached). */
+CF_API cf_status cf_fusion_execute(cf_fusion_cache *c, int ninputs, const DLTensor *const *inputs, int noutputs,
+                                   DLManagedTensor **outputs);
+/* The same, asynchronous on `stream` (see cf_executor_run_async); segments run in order
+ * on that stream. */
+CF_API cf_status cf_fusion_execute_async(cf_fusion_cache *c, void *stream, int ninputs, const DLTensor *const *inputs,
+                                         int noutputs, DLManagedTensor **outputs);
+
+/* Waits for the stream of the last asynchronous execute (see cf_executor_synchronize);
+ * CF_OK when nothing ran. */
+CF_API cf_status cf_fusion_cache_synchronize(cf_fusion_cache *c);
+
+/* Signatures compiled so far, and kernels compiled for them (one per segment). */
+CF_API int cf_fusion_cache_num_entries(const cf_fusion_cache *c);
+CF_API int cf_fusion_cache_num_kernels(const cf_fusion_cache *c);
+/* Calls that found their signature compiled, and calls that compiled. */
+CF_API int64_t cf_fusion_cache_hits(const cf_fusion_cache *c);
+CF_API int64_t cf_fusion_cache_misses(const cf_fusion_cache *c);
+/* The segments of the last successful call's kernel and the scheduler of segment i
+ * ("pointwise", "reduction", ...; NULL when out of range). */
+CF_API int cf_fusion_cache_last_segments(const cf_fusion_cache *c);
+CF_API const char *cf_fusion_cache_last_scheduler(const cf_fusion_cache *c, int i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,34 @@
+/* scheduler/heuristics.c: the table of automatic schedulers the define-and-run executor
+ * asks, in order, for each segment of a fusion (see heuristic.h), and helpers about the
+ * call that several of them share.
+ * Key decision: the order is the preference: a scheduler specialized for a pattern comes
+ * before a general one that would also take it (transpose before pointwise); a new
+ * scheduler is one line here. Alignment is not theirs to check: the executor
+ * devectorizes a schedule made for a call with a misaligned tensor (sched_devectorize). */
+#include "ir/ir.h"
+#include "scheduler/heuristic.h"
+
+static const SchedHeuristic *const table[] = {
+    &sched_reduction_heuristic,
+    /* &sched_inner_persistent_heuristic, (normalizations: before pointwise) */
+    /* &sched_transpose_heuristic, (before pointwise, which refuses permutes) */
+    &sched_pointwise_heuristic,
+};
+
+const SchedHeuristic *const *sched_heuristics(int *n) {
+  *n = (int)(sizeof table / sizeof table[0]);
+  return table;
+}
+
+bool sched_aligned16(int n, const DLTensor *const *t) {
+  for (int i = 0; i < n; i++)
+    if (t[i] && ((uintptr_t)t[i]->data + t[i]->byte_offset) % 16) return false;
+  return true;
+}
+
+void sched_devectorize(cf_fusion *f) {
+  for (int i = 0; i < f->vals.len; i++) {
+    Val *v = f->vals.items[i];
+    if (v->kind == VAL_ID && ID(v)->ptype == CF_PT_VECTORIZE) ID(v)->ptype = CF_PT_SERIAL;
+  }
+}

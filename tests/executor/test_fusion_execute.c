@@ -1,0 +1,422 @@
+/* Define and run (cf_fusion_cache, cf_fusion_execute) on the host backend, against the
+ * reference evaluator: pointwise and reduction fusions of several shapes (sizes that are
+ * multiples of nothing, 1, long rows), constant and symbolic sizes, strided and
+ * misaligned inputs, given outputs; the cache (hits, a new signature compiling anew); the
+ * user's fusion unchanged; errors with their exact messages; segmentation (a reduction
+ * read by a later op) and its CFUSER_DUMP=segments report. */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+
+#include "test_util.h"
+
+static cf_fusion *f;
+static cf_fusion_cache *c;
+static void setup(void) { f = cf_fusion_create(); }
+static void teardown(void) {
+  cf_fusion_cache_destroy(c);
+  cf_fusion_destroy(f);
+}
+TestSuite(fusion_execute, .init = setup, .fini = teardown);
+
+static const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+
+static cf_fusion_cache *cache(void) {
+  if (!c) c = cf_fusion_cache_create(f, &host);
+  cr_assert(c);
+  return c;
+}
+
+/* Runs the cache on the inputs and compares every output with the evaluator's. */
+static void check_call(int nin, DLManagedTensor **in, double tol) {
+  const DLTensor *ins[8];
+  for (int i = 0; i < nin; i++) ins[i] = &in[i]->dl_tensor;
+  int nout = cf_fusion_num_outputs(f);
+  DLManagedTensor *got[4] = {0}, *want[4] = {0};
+  cr_assert_eq(cf_fusion_execute(cache(), nin, ins, nout, got), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "%s", cf_fusion_error(f));
+  for (int o = 0; o < nout; o++) {
+    char msg[256] = "";
+    cr_expect(cf_tensor_allclose(&got[o]->dl_tensor, &want[o]->dl_tensor, tol, tol, msg, sizeof msg), "output %d: %s",
+              o, msg);
+    cf_tensor_free(got[o]);
+    cf_tensor_free(want[o]);
+  }
+}
+
+static DLManagedTensor *rand_tensor(int rank, const int64_t *sizes, uint64_t seed) {
+  DLManagedTensor *t = cf_tensor_host(CF_FLOAT, rank, sizes);
+  cf_tensor_fill_random(&t->dl_tensor, seed);
+  return t;
+}
+
+/* Calls with random float inputs of the given sizes (all of one shape). */
+static void check_shape(int nin, int rank, const int64_t *sizes, double tol) {
+  DLManagedTensor *in[8];
+  for (int i = 0; i < nin; i++) in[i] = rand_tensor(rank, sizes, (uint64_t)i + 1);
+  check_call(nin, in, tol);
+  for (int i = 0; i < nin; i++) cf_tensor_free(in[i]);
+}
+
+/* out = a * b + c */
+static void build_fma(int rank, const int64_t *sizes) {
+  cf_tv *in[3];
+  for (int i = 0; i < 3; i++) {
+    in[i] = sizes ? cf_tensor_concrete(f, CF_FLOAT, rank, sizes) : cf_tensor_symbolic(f, CF_FLOAT, rank);
+    cf_fusion_add_input(f, in[i]);
+  }
+  cf_fusion_add_output(f, cf_add(f, cf_mul(f, in[0], in[1]), in[2]));
+}
+
+/* out[r] = sum(exp(x[r, :]) * 2) */
+static void build_row_sum(const int64_t *sizes) {
+  cf_tv *x = sizes ? cf_tensor_concrete(f, CF_FLOAT, 2, sizes) : cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_sum(f, cf_mul_scalar(f, cf_exp(f, x), 2.0), 1, (int[]){1}));
+}
+
+static void expect_counts(int entries, int kernels, int64_t hits, int64_t misses) {
+  cr_expect_eq(cf_fusion_cache_num_entries(c), entries, "entries %d", cf_fusion_cache_num_entries(c));
+  cr_expect_eq(cf_fusion_cache_num_kernels(c), kernels, "kernels %d", cf_fusion_cache_num_kernels(c));
+  cr_expect_eq(cf_fusion_cache_hits(c), hits, "hits %lld", (long long)cf_fusion_cache_hits(c));
+  cr_expect_eq(cf_fusion_cache_misses(c), misses, "misses %lld", (long long)cf_fusion_cache_misses(c));
+}
+
+/* ---- pointwise -------------------------------------------------------------------------- */
+
+Test(fusion_execute, pointwise_constant_shapes) {
+  int64_t shapes[][2] = {{5, 129}, {3, 4}, {1000, 3}};
+  for (int i = 0; i < 3; i++) {
+    cf_fusion_cache_destroy(c);
+    c = NULL;
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    build_fma(2, shapes[i]);
+    check_shape(3, 2, shapes[i], 1e-6);
+    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
+    cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+  }
+}
+
+Test(fusion_execute, pointwise_symbolic_sizes_of_one_and_odd) {
+  build_fma(3, NULL);
+  int64_t shapes[][3] = {{1, 1, 1}, {3, 1, 17}, {2, 7, 1001}};
+  for (int i = 0; i < 3; i++) check_shape(3, 3, shapes[i], 1e-6);
+  expect_counts(3, 3, 0, 3);
+}
+
+Test(fusion_execute, second_call_hits_and_new_signature_compiles) {
+  build_fma(1, NULL);
+  check_shape(3, 1, (int64_t[]){100}, 1e-6);
+  expect_counts(1, 1, 0, 1);
+  check_shape(3, 1, (int64_t[]){100}, 1e-6);
+  expect_counts(1, 1, 1, 1);
+  check_shape(3, 1, (int64_t[]){101}, 1e-6);
+  expect_counts(2, 2, 1, 2);
+  check_shape(3, 1, (int64_t[]){100}, 1e-6);
+  expect_counts(2, 2, 2, 2);
+}
+
+/* Zero elements: compiled, nothing launched. */
+Test(fusion_execute, empty_tensors) {
+  build_fma(2, NULL);
+  check_shape(3, 2, (int64_t[]){0, 5}, 0);
+  check_shape(3, 2, (int64_t[]){3, 0}, 0);
+}
+
+/* Many signatures: the table grows, nothing is dropped. */
+Test(fusion_execute, many_signatures_are_all_kept) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_neg(f, x));
+  for (int round = 0; round < 2; round++)
+    for (int64_t n = 1; n <= 40; n++) check_shape(1, 1, &n, 0);
+  expect_counts(40, 40, 40, 40);
+}
+
+Test(fusion_execute, given_outputs_and_a_misaligned_input) {
+  build_fma(1, (int64_t[]){64});
+  const int64_t n = 64, n1 = 65;
+  DLManagedTensor *in[3], *big = rand_tensor(1, &n1, 9), *out = cf_tensor_host(CF_FLOAT, 1, &n);
+  for (int i = 0; i < 3; i++) in[i] = rand_tensor(1, &n, (uint64_t)i + 1);
+  const DLTensor *ins[3] = {&in[0]->dl_tensor, &in[1]->dl_tensor, &in[2]->dl_tensor};
+  DLManagedTensor *outs[1] = {out}, *want[1] = {0};
+  cr_assert_eq(cf_fusion_execute(cache(), 3, ins, 1, outs), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_expect_eq(outs[0], out);
+  cr_assert_eq(cf_fusion_evaluate(f, 3, ins, want), CF_OK);
+  cr_expect(cf_tensor_allclose(&out->dl_tensor, &want[0]->dl_tensor, 1e-6, 1e-6, NULL, 0));
+  cf_tensor_free(want[0]);
+  /* Input 1 four bytes into a buffer: not 16-byte aligned, a devectorized kernel of its own. */
+  DLTensor shifted = big->dl_tensor;
+  shifted.shape = (int64_t *)&n;
+  shifted.byte_offset = 4;
+  ins[1] = &shifted;
+  cr_assert_eq(cf_fusion_execute(c, 3, ins, 1, outs), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(cf_fusion_evaluate(f, 3, ins, want), CF_OK, "%s", cf_fusion_error(f));
+  cr_expect(cf_tensor_allclose(&out->dl_tensor, &want[0]->dl_tensor, 1e-6, 1e-6, NULL, 0));
+  expect_counts(2, 2, 0, 2);
+  cf_tensor_free(want[0]);
+  for (int i = 0; i < 3; i++) cf_tensor_free(in[i]);
+  cf_tensor_free(big);
+  cf_tensor_free(out);
+}
+
+Test(fusion_execute, strided_input) {
+  cf_tv *x = cf_tensor_strided(f, CF_FLOAT, 2), *y = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, y);
+  cf_fusion_add_output(f, cf_sub(f, x, y));
+  DLManagedTensor *in[2] = {cf_tensor_host_strided(CF_FLOAT, 2, (int64_t[]){6, 5}, (int64_t[]){1, 6}),
+                            rand_tensor(2, (int64_t[]){6, 5}, 3)};
+  cf_tensor_fill_random(&in[0]->dl_tensor, 4);
+  check_call(2, in, 0);
+  cf_tensor_free(in[0]);
+  cf_tensor_free(in[1]);
+}
+
+Test(fusion_execute, users_fusion_is_unchanged) {
+  build_fma(2, NULL);
+  char *math = tu_capture_fusion(cf_fusion_print_math, f), *tr = tu_capture_fusion(cf_fusion_print_transforms, f);
+  check_shape(3, 2, (int64_t[]){4, 33}, 1e-6);
+  char *math2 = tu_capture_fusion(cf_fusion_print_math, f), *tr2 = tu_capture_fusion(cf_fusion_print_transforms, f);
+  cr_expect_str_eq(math2, math);
+  cr_expect_str_eq(tr2, tr);
+  free(math);
+  free(tr);
+  free(math2);
+  free(tr2);
+}
+
+/* The cache keeps its own copy: the user may destroy the fusion after creating it. */
+Test(fusion_execute, fusion_destroyed_after_create) {
+  build_fma(1, NULL);
+  cache();
+  cf_fusion *keep = f;
+  f = cf_fusion_create();
+  build_fma(1, NULL); /* the evaluator's copy of the same math */
+  cf_fusion_destroy(keep);
+  check_shape(3, 1, (int64_t[]){10}, 1e-6);
+}
+
+/* The asynchronous call completes before returning on the host backend. */
+Test(fusion_execute, async_and_synchronize) {
+  build_fma(1, NULL);
+  cr_expect_eq(cf_fusion_cache_synchronize(cache()), CF_OK);
+  DLManagedTensor *a = rand_tensor(1, (int64_t[]){9}, 1), *out[1] = {0}, *want[1] = {0};
+  const DLTensor *ins[3] = {&a->dl_tensor, &a->dl_tensor, &a->dl_tensor};
+  cr_assert_eq(cf_fusion_execute_async(c, NULL, 3, ins, 1, out), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_expect_eq(cf_fusion_cache_synchronize(c), CF_OK);
+  cr_assert_eq(cf_fusion_evaluate(f, 3, ins, want), CF_OK);
+  cr_expect(cf_tensor_allclose(&out[0]->dl_tensor, &want[0]->dl_tensor, 1e-6, 1e-6, NULL, 0));
+  cf_tensor_free(out[0]);
+  cf_tensor_free(want[0]);
+  cf_tensor_free(a);
+}
+
+/* ---- reductions --------------------------------------------------------------------------- */
+
+Test(fusion_execute, row_sums_of_several_shapes) {
+  build_row_sum(NULL);
+  int64_t shapes[][2] = {{3, 5}, {1, 1}, {2, 1000}, {4, 4099}, {129, 3}, {3, 0}};
+  for (int i = 0; i < 6; i++) check_shape(1, 2, shapes[i], 1e-4);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
+  expect_counts(6, 6, 0, 6);
+}
+
+/* Two kept axes: merged into one row axis after the rfactor. */
+Test(fusion_execute, row_sums_of_3d_tensors) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 3);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_sum(f, cf_exp(f, x), 1, (int[]){2}));
+  int64_t shapes[][3] = {{2, 3, 4}, {3, 5, 300}, {1, 1, 1}};
+  for (int i = 0; i < 3; i++) check_shape(1, 3, shapes[i], 1e-4);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
+}
+
+Test(fusion_execute, constant_row_sum_hits) {
+  build_row_sum((int64_t[]){7, 130});
+  check_shape(1, 2, (int64_t[]){7, 130}, 1e-4);
+  check_shape(1, 2, (int64_t[]){7, 130}, 1e-4);
+  expect_counts(1, 1, 1, 1);
+}
+
+/* ---- segmentation --------------------------------------------------------------------------- */
+
+/* y = x / broadcast(sum(x)): no scheduler takes it whole; a reduction segment and a
+ * pointwise one, the sum in an intermediate the cache allocates. */
+static void build_normalize(bool also_output_sum) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){1});
+  if (also_output_sum) cf_fusion_add_output(f, s);
+  cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, s, 2, (bool[]){false, true})));
+}
+
+Test(fusion_execute, reduction_then_pointwise_segments) {
+  build_normalize(false);
+  int64_t shapes[][2] = {{3, 5}, {1, 1}, {5, 300}};
+  for (int i = 0; i < 3; i++) check_shape(1, 2, shapes[i], 1e-5);
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 2);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "pointwise");
+  cr_expect_null(cf_fusion_cache_last_scheduler(c, 2));
+  check_shape(1, 2, shapes[2], 1e-5);
+  expect_counts(3, 6, 1, 3);
+}
+
+/* The sum is an output too: the second segment reads it from the caller's output. */
+Test(fusion_execute, segment_reads_an_output) {
+  build_normalize(true);
+  check_shape(1, 2, (int64_t[]){4, 70}, 1e-5);
+  check_shape(1, 2, (int64_t[]){4, 70}, 1e-5);
+  expect_counts(1, 2, 1, 1);
+}
+
+Test(fusion_execute, dump_segments) {
+  cr_redirect_stderr();
+  setenv("CFUSER_DUMP", "segments", 1);
+  build_normalize(false);
+  check_shape(1, 2, (int64_t[]){2, 3}, 1e-5);
+  unsetenv("CFUSER_DUMP");
+  fflush(stderr);
+  FILE *err = cr_get_redirected_stderr();
+  char text[8192] = "";
+  size_t n = fread(text, 1, sizeof text - 1, err);
+  text[n] = 0;
+  cr_expect(strstr(text, "=== define and run: no scheduler accepts the whole fusion (reduction: T2 is computed by "
+                         "broadcast, not an elementwise op; pointwise: T1 is computed by sum; the pointwise scheduler takes "
+                         "elementwise ops only); 2 segments ===\n"),
+            "%s", text);
+  cr_expect(strstr(text, "=== define and run: segment 0 of 2: scheduler reduction (threads=128 rows=blockIdx.x) ===\n"
+                         "refused by: (none)\nInputs:\n  T0_g_float[iS0{2}, iS1{3}]\nOutputs:\n"
+                         "  T1_g_float[iS2{2}, rS3{3}]\n"),
+            "%s", text);
+  cr_expect(strstr(text, "=== define and run: segment 1 of 2: scheduler pointwise (vector=1 threads=128 blocks=1) ===\n"
+                         "refused by: reduction: T2 is computed by broadcast, not an elementwise op\nInputs:\n"
+                         "  T0_g_float[iS0{2}, iS1{3}]\n  T1_g_float[iS2{2}]\n"),
+            "%s", text);
+}
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+static cf_status call_with(int nin, const DLTensor *const *ins) {
+  DLManagedTensor *out[1] = {0};
+  cf_status s = cf_fusion_execute(cache(), nin, ins, 1, out);
+  cf_tensor_free(out[0]);
+  return s;
+}
+
+Test(fusion_execute, wrong_number_of_inputs_and_outputs) {
+  build_fma(1, NULL);
+  DLManagedTensor *a = rand_tensor(1, (int64_t[]){4}, 1);
+  const DLTensor *ins[3] = {&a->dl_tensor, &a->dl_tensor, &a->dl_tensor};
+  cr_expect_eq(call_with(2, ins), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "execute: expected 3 inputs, got 2");
+  DLManagedTensor *out[2] = {0};
+  cr_expect_eq(cf_fusion_execute(c, 3, ins, 2, out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "execute: expected 1 outputs, got 2");
+  ins[2] = NULL;
+  cr_expect_eq(call_with(3, ins), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "execute: input 2 (T2) is NULL");
+  expect_counts(0, 0, 0, 0);
+  cf_tensor_free(a);
+}
+
+Test(fusion_execute, wrong_dtype_rank_and_size) {
+  build_fma(1, (int64_t[]){4});
+  DLManagedTensor *a = rand_tensor(1, (int64_t[]){4}, 1), *d = cf_tensor_host(CF_DOUBLE, 1, (int64_t[]){4});
+  DLManagedTensor *m = rand_tensor(2, (int64_t[]){4, 1}, 2), *five = rand_tensor(1, (int64_t[]){5}, 3);
+  cr_expect_eq(call_with(3, (const DLTensor *[]){&a->dl_tensor, &d->dl_tensor, &a->dl_tensor}), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "execute: input 1 (T1) has dtype double, expected float");
+  cr_expect_eq(call_with(3, (const DLTensor *[]){&a->dl_tensor, &a->dl_tensor, &m->dl_tensor}), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "execute: input 2 (T2) has 2 dimensions, expected 1");
+  cr_expect_eq(call_with(3, (const DLTensor *[]){&five->dl_tensor, &a->dl_tensor, &a->dl_tensor}), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "execute: input 0 (T0) has size 5 in dimension 0, expected 4");
+  expect_counts(0, 0, 0, 0);
+  /* The cache still works after errors. */
+  cr_expect_eq(call_with(3, (const DLTensor *[]){&a->dl_tensor, &a->dl_tensor, &a->dl_tensor}), CF_OK);
+  cf_tensor_free(a);
+  cf_tensor_free(d);
+  cf_tensor_free(m);
+  cf_tensor_free(five);
+}
+
+/* Symbolic sizes an op assumed equal, given different values. */
+Test(fusion_execute, symbolic_sizes_that_disagree) {
+  build_fma(1, NULL);
+  DLManagedTensor *a = rand_tensor(1, (int64_t[]){4}, 1), *b = rand_tensor(1, (int64_t[]){5}, 2);
+  cr_expect_eq(call_with(3, (const DLTensor *[]){&a->dl_tensor, &b->dl_tensor, &a->dl_tensor}), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "execute: mul: axis 0 has extent 5 in T1 but 4 in T3");
+  cf_tensor_free(a);
+  cf_tensor_free(b);
+}
+
+/* max and sum of one prologue, both outputs: the coarse cut has nothing to cut; the fine
+ * one computes exp into memory, then each reduction alone. */
+Test(fusion_execute, two_reductions_of_one_prologue) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x);
+  cf_tv *e = cf_exp(f, x);
+  cf_fusion_add_output(f, cf_sum(f, e, 1, (int[]){1}));
+  cf_fusion_add_output(f, cf_max_reduce(f, e, 1, (int[]){1}));
+  check_shape(1, 2, (int64_t[]){3, 200}, 1e-4);
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 3);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "reduction");
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 2), "reduction");
+}
+
+/* softmax: the coarse cut's middle segment (the sum of an exp the division reads too) has
+ * no scheduler; the fine cut runs max, exp, sum and the division in four kernels. */
+Test(fusion_execute, softmax_in_four_segments) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x);
+  bool keep[2] = {false, true};
+  cf_tv *m = cf_broadcast(f, cf_max_reduce(f, x, 1, (int[]){1}), 2, keep);
+  cf_tv *e = cf_exp(f, cf_sub(f, x, m));
+  cf_tv *s = cf_broadcast(f, cf_sum(f, e, 1, (int[]){1}), 2, keep);
+  cf_fusion_add_output(f, cf_div(f, e, s));
+  check_shape(1, 2, (int64_t[]){5, 333}, 1e-5);
+  check_shape(1, 2, (int64_t[]){5, 333}, 1e-5);
+  const char *want[4] = {"reduction", "pointwise", "reduction", "pointwise"};
+  cr_assert_eq(cf_fusion_cache_last_segments(c), 4);
+  for (int i = 0; i < 4; i++) cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, i), want[i]);
+  expect_counts(1, 4, 1, 1);
+}
+
+/* A permute: no scheduler takes it (no transpose scheduler yet), and nothing to cut. */
+Test(fusion_execute, nothing_accepts) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_transpose(f, x, 0, 1));
+  DLManagedTensor *a = rand_tensor(2, (int64_t[]){2, 3}, 1);
+  cr_expect_eq(call_with(1, (const DLTensor *[]){&a->dl_tensor}), CF_ERR_UNSUPPORTED);
+  cr_expect_str_eq(cf_fusion_cache_error(c),
+                   "execute: no scheduler accepts the fusion, and it has no reduction to cut it at: reduction: T1 "
+                   "is computed by permute, not an elementwise op; pointwise: T1 is computed by permute; the pointwise scheduler takes "
+                   "elementwise ops only");
+  expect_counts(0, 0, 0, 0);
+  cf_tensor_free(a);
+}
+
+/* A sum, then a permute of it: the second segment has no scheduler in either cut. */
+Test(fusion_execute, segment_nothing_accepts) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 3);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_transpose(f, cf_sum(f, x, 1, (int[]){2}), 0, 1));
+  DLManagedTensor *a = rand_tensor(3, (int64_t[]){2, 3, 4}, 1);
+  cr_expect_eq(call_with(1, (const DLTensor *[]){&a->dl_tensor}), CF_ERR_UNSUPPORTED);
+  cr_expect_str_eq(cf_fusion_cache_error(c),
+                   "execute: no scheduler accepts segment 1 of 2 (computing T2): reduction: T2 is computed by "
+                   "permute, not an elementwise op; pointwise: T2 is computed by permute; the pointwise scheduler takes elementwise ops "
+                   "only");
+  expect_counts(0, 0, 0, 0);
+  cf_tensor_free(a);
+}
+
+Test(fusion_execute, a_fusion_with_an_error) {
+  cf_split(f, NULL, 0, 2);
+  cr_expect_eq(call_with(0, NULL), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "fusion_copy: the fusion has an error: split: tensor is NULL");
+  cr_expect_eq(cf_fusion_execute(NULL, 0, NULL, 0, NULL), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(NULL), "fusion cache is NULL");
+}
