@@ -212,6 +212,32 @@ Test(norm_sched, softmax_of_a_vector) {
   schedule_and_check(1, &IN(CF_FLOAT, 300), "threads=96 persistent=1 vector=4 rows=1", 1e-4);
 }
 
+/* Why a symbolic row is split outer by the persistent count: the same schedule by hand
+ * with the row split inner by 128 threads leaves the per-thread part symbolic, and a
+ * register array needs a constant size. */
+Test(norm_sched, by_hand_a_symbolic_inner_split_is_refused_by_lowering) {
+  cf_tv *x = input(CF_FLOAT, 2, NULL, true);
+  cf_tv *m = cf_max_reduce(f, x, 1, (int[]){1});
+  cf_tv *e = cf_exp(f, cf_sub(f, x, back(m, 2)));
+  cf_tv *s = cf_sum(f, e, 1, (int[]){1});
+  cf_fusion_add_output(f, cf_div(f, e, back(s, 2)));
+  cf_cache_after(f, x);
+  cf_split(f, m, 1, 128);
+  cf_propagate_transforms(f, m);
+  cf_tv *mrf = cf_rfactor(f, m, 1, (int[]){1});
+  cf_rfactor(f, s, 1, (int[]){1});
+  cf_parallelize(f, mrf, 0, CF_PT_BIDX);
+  cf_parallelize(f, mrf, 2, CF_PT_TIDX);
+  cf_parallelize_all_like(f, mrf, 0, NULL);
+  cf_inline_most(f);
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
+  FILE *sink = fopen("/dev/null", "w");
+  cr_expect_neq(cf_fusion_print_kernel(f, sink), CF_OK);
+  fclose(sink);
+  cr_expect_str_eq(cf_fusion_error(f), "compile: T8 in local memory has a symbolic size; registers need a constant "
+                                       "size (inline it deeper or split by a constant)");
+}
+
 /* ---- refusals ------------------------------------------------------------------------ */
 
 Test(norm_sched, refuses_rows_longer_than_registers) {
