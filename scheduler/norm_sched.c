@@ -111,14 +111,14 @@ static bool check_broadcasts(Expr **exprs, int n, const NormPlan *p, char *why) 
     if (ir_op_kind(exprs[i]->op) != OPK_BROADCAST) continue;
     const bool *b = exprs[i]->attr.broadcast.is_broadcast;
     bool inner = exprs[i]->attr.broadcast.rank == p->rank, outer = inner;
-    for (int x = 0; x < p->rank && inner; x++) {
+    for (int x = 0; x < p->rank && (inner || outer); x++) {
       bool reduced = x >= p->rank - p->nred;
       inner = inner && b[x] == reduced;
       outer = outer && b[x] == !reduced;
     }
     if (!inner && !outer)
-      return WHY("%s broadcasts other axes than the %d reduced ones or the %d outer ones", TV(exprs[i]->out[0])->display_name,
-                 p->nred, p->rank - p->nred);
+      return WHY("%s broadcasts other axes than the %d reduced ones or the %d outer ones",
+                 TV(exprs[i]->out[0])->display_name, p->nred, p->rank - p->nred);
   }
   return true;
 }
@@ -155,11 +155,13 @@ static bool classify_inputs(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p)
 static bool check_shapes(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p, char *why) {
   for (int r = 1; r < p->nreds; r++)
     if (!rows_shape(m, p, p->reds[r]))
-      return WHY("%s reduces rows of other extents than %s", TV(p->reds[r])->display_name, TV(p->reds[0])->display_name);
+      return WHY("%s reduces rows of other extents than %s", TV(p->reds[r])->display_name,
+                 TV(p->reds[0])->display_name);
   for (int o = 0; o < f->outputs.len; o++) {
     Val *out = f->outputs.items[o];
     if (!rows_shape(m, p, out) || (out->def && ir_op_kind(out->def->op) == OPK_REDUCTION))
-      return WHY("output %s does not have the rows' shape (reduced results are not outputs yet)", TV(out)->display_name);
+      return WHY("output %s does not have the rows' shape (reduced results are not outputs yet)",
+                 TV(out)->display_name);
   }
   p->row_index = -1;
   for (int i = 0; i < f->inputs.len && p->row_index < 0; i++)

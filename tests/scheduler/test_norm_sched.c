@@ -243,11 +243,13 @@ Test(norm_sched, by_hand_a_symbolic_inner_split_is_refused_by_lowering) {
 Test(norm_sched, refuses_rows_longer_than_registers) {
   softmax(CF_FLOAT, 2, (int64_t[]){2, 16385}, false);
   refused(1, &IN(CF_FLOAT, 2, 16385),
-          "inner_persistent: rows of T0 hold 16385 elements, more than the 16384 (1024 threads x 16) kept in registers");
+          "inner_persistent: rows of T0 hold 16385 elements, more than the 16384 (1024 threads x 16) "
+          "kept in registers");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
   refused(1, &IN(CF_FLOAT, 2, 20000),
-          "inner_persistent: rows of T0 hold 20000 elements, more than the 16384 (1024 threads x 16) kept in registers");
+          "inner_persistent: rows of T0 hold 20000 elements, more than the 16384 (1024 threads x 16) "
+          "kept in registers");
   refused(0, NULL, "inner_persistent: the rows of T0 are symbolic and the call gives no sizes");
 }
 
@@ -258,7 +260,8 @@ Test(norm_sched, refuses_other_fusions) {
   fresh();
   x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
   cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){1}));
-  refused(1, &IN(CF_FLOAT, 4, 8), "inner_persistent: output T1 does not have the rows' shape (reduced results are not outputs yet)");
+  refused(1, &IN(CF_FLOAT, 4, 8),
+          "inner_persistent: output T1 does not have the rows' shape (reduced results are not outputs yet)");
   fresh();
   x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
   cf_tv *s = cf_sum(f, x, 1, (int[]){0});
@@ -273,9 +276,25 @@ Test(norm_sched, refuses_other_fusions) {
           "inner_persistent: T2 reduces 2 of 3 axes, T1 1 of 3 (every reduction must reduce the same rows)");
   fresh();
   x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
-  cf_fusion_add_output(f, cf_div(f, cf_transpose(f, x, 0, 1), cf_broadcast(f, cf_sum(f, x, 1, (int[]){1}), 2, (bool[]){true, false})));
+  cf_tv *sb = cf_broadcast(f, cf_sum(f, x, 1, (int[]){1}), 2, (bool[]){true, false});
+  cf_fusion_add_output(f, cf_div(f, cf_transpose(f, x, 0, 1), sb));
   refused(1, &IN(CF_FLOAT, 4, 8),
           "inner_persistent: T3 is computed by permute, not an elementwise op, a broadcast or a reduction");
+}
+
+Test(norm_sched, refuses_other_broadcasts_and_other_rows) {
+  cf_tv *x = input(CF_FLOAT, 3, (int64_t[]){2, 4, 4}, false);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){2});
+  cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, s, 3, (bool[]){false, true, false})));
+  refused(1, &IN(CF_FLOAT, 2, 4, 4),
+          "inner_persistent: T2 broadcasts other axes than the 1 reduced ones or the 2 outer ones");
+  fresh();
+  x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
+  cf_tv *z = input(CF_FLOAT, 2, (int64_t[]){4, 16}, false);
+  cf_fusion_add_output(f, cf_div(f, x, back(cf_sum(f, x, 1, (int[]){1}), 2)));
+  cf_fusion_add_output(f, cf_div(f, z, back(cf_sum(f, z, 1, (int[]){1}), 2)));
+  refused(2, (KcInput[]){IN(CF_FLOAT, 4, 8), IN(CF_FLOAT, 4, 16)},
+          "inner_persistent: T5 reduces rows of other extents than T2");
 }
 
 Test(norm_sched, refuses_broadcast_rows) {
