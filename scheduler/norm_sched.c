@@ -8,7 +8,8 @@
  * reduction reduces the innermost k axes of a tensor of rank N, all of the same extents
  * (one exact-map class per axis); every broadcast either puts back the k reduced axes
  * ([rows] -> [rows, 1]) or spreads a tensor of the row's shape over the outer axes (a
- * weight or bias [row] -> [1, row]); every output has the rows' shape; one input has it
+ * weight or bias [row] -> [1, row]); every output has the rows' shape or the reduced one
+ * (a layer norm's mean and rstd for the backward pass); one input has the rows' shape
  * (its sizes in the call give the row length); no constant extent of 1 (a broadcast axis)
  * in the rows' shape; rows of at most NORM_MAX_ROW elements (NORM_MAX_THREADS threads of
  * NORM_MAX_PER_THREAD elements: kept in registers). Anything else is refused with the
@@ -27,9 +28,9 @@
  *      is [p, ceilDiv(R/v, p), v] (cf_split_outer by p, so the register arrays keep the
  *      constant size p*v; the thread count follows R at run time, and the executor
  *      refuses a launch past 1024 threads);
- *   3. inputs of the rows' shape are cached after (the persistent copy in registers, read
- *      from global memory once, with vector loads), outputs cached before (vector
- *      stores) when v > 1;
+ *   3. inputs of the rows' shape and row parameters are cached after (the persistent copy
+ *      in registers, read from global memory once, with vector loads), outputs of the
+ *      rows' shape cached before (vector stores) when v > 1;
  *   4. the first reduction's loop domain [I..., p, t, v] is propagated to every tensor,
  *      each reduction is rfactored over p and v (a serial fold per thread) leaving a
  *      threadIdx.x block all-reduce whose result every thread holds; then the outer axes
@@ -41,8 +42,12 @@
  *      persistent buffer. The epilogue is inlined into the output's loops.
  * bfloat16 and half inputs are widened by the fusion's own casts; the cached input keeps
  * its type, the cast result (float) is what persists in registers.
- * Not yet: reduced results (mean, rstd) as outputs, several blocks per row, rows beyond
- * registers (shared memory persistence or a segmented fallback): refused with reasons. */
+ * A reduced output (mean, rstd) is written by thread 0 of the row's block and, when the
+ * kernel reads it too, read back by every thread after a __syncthreads (lowering's rule for
+ * a global tensor written and read in one block); a cache fork (consumers reading a
+ * register copy) would save the sync, but the public calls have none yet.
+ * Not yet: several blocks per row, rows beyond registers (shared memory persistence or a
+ * segmented fallback): refused with reasons. */
 #include "scheduler/heuristic.h"
 #include "scheduler/sched.h"
 
@@ -63,6 +68,7 @@ typedef struct NormPlan {
   int nred;   /* k: reduced innermost axes */
   Val *row_input; /* an input of the rows' shape */
   int row_index;  /* its position among the fusion's inputs */
+  bool *row_out;  /* per fusion output: of the rows' shape (else a reduced result) */
   bool *vec_in;   /* per fusion input: cached and read with vectors (inputs of the rows'
                    * shape and row parameters such as a layer norm's weight) */
   int64_t row;    /* R for this call */
@@ -152,16 +158,31 @@ static bool classify_inputs(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p)
   return true;
 }
 
+/* tv is a reduced result: its kept axes, in order, in the classes of the outer axes. */
+static bool reduced_shape(const IdMap *m, const NormPlan *p, Val *tv) {
+  int kept = 0;
+  for (int x = 0; x < TV(tv)->nlogical; x++) {
+    Val *id = TV(tv)->logical[x];
+    if (ID(id)->iter_type == CF_ITER_REDUCTION) continue;
+    if (kept >= p->rank - p->nred || !sched_idmap_same(m, id, TV(p->reds[0])->logical[kept])) return false;
+    kept++;
+  }
+  return kept == p->rank - p->nred;
+}
+
 static bool check_shapes(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p, char *why) {
   for (int r = 1; r < p->nreds; r++)
     if (!rows_shape(m, p, p->reds[r]))
       return WHY("%s reduces rows of other extents than %s", TV(p->reds[r])->display_name,
                  TV(p->reds[0])->display_name);
+  p->row_out = ARENA_ARRAY(a, bool, f->outputs.len);
+  if (!p->row_out) return WHY("out of memory");
   for (int o = 0; o < f->outputs.len; o++) {
     Val *out = f->outputs.items[o];
-    if (!rows_shape(m, p, out) || (out->def && ir_op_kind(out->def->op) == OPK_REDUCTION))
-      return WHY("output %s does not have the rows' shape (reduced results are not outputs yet)",
-                 TV(out)->display_name);
+    bool reduction = out->def && ir_op_kind(out->def->op) == OPK_REDUCTION;
+    p->row_out[o] = !reduction && rows_shape(m, p, out);
+    if (!p->row_out[o] && !reduced_shape(m, p, out))
+      return WHY("output %s has neither the rows' shape nor the reduced one", TV(out)->display_name);
   }
   p->row_index = -1;
   for (int i = 0; i < f->inputs.len && p->row_index < 0; i++)
@@ -281,7 +302,8 @@ static void norm_caches(cf_fusion *f, const NormPlan *p, Val **caches, int *ncac
     if (c) caches[(*ncaches)++] = ir_tv(c);
   }
   for (int o = 0; p->vec > 1 && o < f->outputs.len; o++)
-    if (cf_cache_before(f, ir_tv_handle(f->outputs.items[o]))) caches[(*ncaches)++] = f->outputs.items[o];
+    if (p->row_out[o] && cf_cache_before(f, ir_tv_handle(f->outputs.items[o])))
+      caches[(*ncaches)++] = f->outputs.items[o];
 }
 
 /* The reference's reduced axes merged and split into [p, t, v]; returns the position of

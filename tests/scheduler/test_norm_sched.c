@@ -2,8 +2,10 @@
  * softmax, layer norm (weight and bias broadcast over the rows) and RMS norm on rows of
  * 1 to 16384 elements and several row counts, float and bfloat16 (computed in float),
  * constant and symbolic, 2-D and 3-D, scheduled for the call's sizes and run against the
- * evaluator (NVRTC for sm_90a, the host backend, the GPU when there is one); its printed
- * parameters; its refusals with their exact reasons. */
+ * evaluator (NVRTC for sm_90a, the host backend, the GPU when there is one); layer norm
+ * with its mean and rstd as outputs; its printed parameters; the hand schedule showing why
+ * symbolic rows are split outer; its refusals with their exact reasons.
+ * NORM_PRINT=1 prints every kernel scheduled. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -105,6 +107,18 @@ static void layernorm(cf_dtype dt, int64_t rows, int64_t cols) {
   output(cf_add(f, cf_mul(f, cf_mul(f, d, rstd), w), b), dt);
 }
 
+/* layer norm that also returns the mean and the reciprocal standard deviation ([rows],
+ * what the backward pass needs): reduced results written by the row's block */
+static void layernorm_with_stats(int64_t rows, int64_t cols) {
+  cf_tv *x = input(CF_FLOAT, 2, (int64_t[]){rows, cols}, false);
+  cf_tv *mean = cf_mean(f, x, 1, (int[]){1});
+  cf_tv *d = cf_sub(f, x, back(mean, 2));
+  cf_tv *rstd = cf_rsqrt(f, cf_add_scalar(f, cf_mean(f, cf_mul(f, d, d), 1, (int[]){1}), EPS));
+  cf_fusion_add_output(f, cf_mul(f, d, back(rstd, 2)));
+  cf_fusion_add_output(f, mean);
+  cf_fusion_add_output(f, rstd);
+}
+
 /* x * rsqrt(mean(x^2) + eps) * w over [rows, cols] */
 static void rmsnorm(cf_dtype dt, int64_t rows, int64_t cols) {
   cf_tv *x = widen(input(dt, 2, (int64_t[]){rows, cols}, false));
@@ -160,6 +174,20 @@ Test(norm_sched, rmsnorm_float_and_bfloat16) {
       rmsnorm(dt, rows, cols);
       schedule_and_check(2, (KcInput[]){IN(dt, rows, cols), IN(dt, cols)}, NULL, tol(dt));
     }
+}
+
+Test(norm_sched, layernorm_with_mean_and_rstd_outputs) {
+  for (int i = 0; i < NLENGTHS; i++) {
+    fresh();
+    layernorm_with_stats(3, row_lengths[i]);
+    schedule_and_check(1, &IN(CF_FLOAT, 3, row_lengths[i]), NULL, 1e-4);
+  }
+  fresh();
+  cf_tv *x = input(CF_FLOAT, 2, (int64_t[]){5, 300}, false);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){1});
+  cf_fusion_add_output(f, cf_div(f, x, back(s, 2)));
+  cf_fusion_add_output(f, s); /* a reduction itself as an output */
+  schedule_and_check(1, &IN(CF_FLOAT, 5, 300), "threads=96 persistent=1 vector=4 rows=blockIdx.x", 1e-4);
 }
 
 /* The parameters for the rows of the benchmark and for a row that needs predicates. */
@@ -259,9 +287,11 @@ Test(norm_sched, refuses_other_fusions) {
   refused(1, &IN(CF_FLOAT, 4, 8), "inner_persistent: the fusion has no reduction");
   fresh();
   x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
-  cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){1}));
-  refused(1, &IN(CF_FLOAT, 4, 8),
-          "inner_persistent: output T1 does not have the rows' shape (reduced results are not outputs yet)");
+  cf_fusion_add_output(f, cf_div(f, x, back(cf_sum(f, x, 1, (int[]){1}), 2)));
+  cf_tv *w = input(CF_FLOAT, 1, (int64_t[]){8}, false);
+  cf_fusion_add_output(f, cf_neg(f, w));
+  refused(2, (KcInput[]){IN(CF_FLOAT, 4, 8), IN(CF_FLOAT, 8)},
+          "inner_persistent: output T5 has neither the rows' shape nor the reduced one");
   fresh();
   x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
   cf_tv *s = cf_sum(f, x, 1, (int[]){0});
