@@ -47,6 +47,10 @@ typedef struct SchedHeuristic {
 
 /* The inner-reduction scheduler (scheduler/reduction_sched.c). */
 extern const SchedHeuristic sched_reduction_heuristic;
+/* The inner persistent normalization scheduler: softmax, layer norm, RMS norm, a block
+ * per row kept in registers (scheduler/norm_sched.c). */
+extern const SchedHeuristic sched_inner_persistent_heuristic;
+
 /* The pointwise scheduler (scheduler/pointwise.c): cf_schedule_pointwise. */
 extern const SchedHeuristic sched_pointwise_heuristic;
 
