@@ -45,5 +45,7 @@ typedef struct SchedHeuristic {
 
 /* The inner-reduction scheduler (scheduler/reduction_sched.c). */
 extern const SchedHeuristic sched_reduction_heuristic;
+/* The transpose scheduler (scheduler/transpose_sched.c): tiles staged in shared memory. */
+extern const SchedHeuristic sched_transpose_heuristic;
 
 #endif

@@ -1,0 +1,203 @@
+/* The transpose scheduler (sched_transpose_heuristic): 2-D transposes of many shapes
+ * (1x1 to non-divisible and multi-tile ones, constant and symbolic), float and bfloat16,
+ * with elementwise ops before and after the transpose and an input read untransposed,
+ * N-D permutes, run against the evaluator (NVRTC for sm_90a, the host backend, the GPU
+ * when there is one); the generated kernel stages the tile in shared memory with a block
+ * sync; refusals with their exact reasons. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "kernels/kernel_check.h"
+#include "scheduler/heuristic.h"
+
+static cf_fusion *f;
+static void setup(void) { f = cf_fusion_create(); }
+static void teardown(void) { cf_fusion_destroy(f); }
+TestSuite(transpose_sched, .init = setup, .fini = teardown);
+
+static const SchedCall no_call = {0, NULL};
+
+static void schedule_ok(const char *want_params) {
+  char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
+  cr_assert(sched_transpose_heuristic.accepts(f, &no_call, why), "%s", why);
+  cr_assert_eq(sched_transpose_heuristic.schedule(f, &no_call, params), CF_OK, "%s", cf_fusion_error(f));
+  cr_expect_str_eq(params, want_params);
+}
+
+static void refused(const char *want_why) {
+  char why[SCHED_WHY_MAX] = "";
+  cr_assert_not(sched_transpose_heuristic.accepts(f, &no_call, why));
+  cr_expect_str_eq(why, want_why);
+}
+
+static void fresh(void) {
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+}
+
+static const char *const STAGED_T0 = "tile=32x32 threads=32x8 swizzle=xor staged=T0";
+
+/* out = transpose(x) of a [rows, cols] float input; sizes of 1 come symbolic (a constant
+ * extent of 1 is a broadcast axis). */
+static char *plain_transpose(int64_t rows, int64_t cols, cf_dtype dt) {
+  bool symbolic = rows == 1 || cols == 1;
+  cf_tv *x = symbolic ? cf_tensor_symbolic(f, dt, 2) : cf_tensor_concrete(f, dt, 2, (int64_t[]){rows, cols});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_transpose(f, x, 0, 1));
+  schedule_ok(STAGED_T0);
+  return kc_check(f, 1, (KcInput[]){{dt, 2, {rows, cols}, NULL}}, 0);
+}
+
+Test(transpose_sched, transposes_many_shapes) {
+  int64_t shapes[][2] = {{1, 1}, {7, 13}, {32, 32}, {33, 65}, {1000, 3}, {3, 1000}, {1, 70}, {96, 64}};
+  for (int i = 0; i < 8; i++) {
+    fresh();
+    free(plain_transpose(shapes[i][0], shapes[i][1], CF_FLOAT));
+  }
+}
+
+Test(transpose_sched, transposes_bfloat16) {
+  int64_t shapes[][2] = {{7, 13}, {64, 40}};
+  for (int i = 0; i < 2; i++) {
+    fresh();
+    free(plain_transpose(shapes[i][0], shapes[i][1], CF_BFLOAT16));
+  }
+}
+
+/* The tile goes through shared memory, written and read on both thread axes, with a
+ * block sync between. */
+Test(transpose_sched, stages_the_tile_in_shared_memory) {
+  char *src = plain_transpose(64, 64, CF_FLOAT);
+  cr_expect(strstr(src, "extern __shared__"), "%s", src);
+  cr_expect(strstr(src, "__syncthreads();"), "%s", src);
+  cr_expect(strstr(src, "^ threadIdx.x"), "the swizzle: %s", src);
+  cr_expect(strstr(src, "__launch_bounds__(256)"), "%s", src);
+  free(src);
+}
+
+Test(transpose_sched, symbolic_sizes) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_transpose(f, x, 0, 1));
+  schedule_ok(STAGED_T0);
+  free(kc_check(f, 1, (KcInput[]){F32(45, 77)}, 0));
+}
+
+/* out = transpose(exp(x) * 2) + y, y read in the output's order (not staged). */
+Test(transpose_sched, elementwise_before_and_after) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){33, 65});
+  cf_tv *y = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){65, 33});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, y);
+  cf_tv *t = cf_transpose(f, cf_mul_scalar(f, cf_exp(f, x), 2.0), 0, 1);
+  cf_fusion_add_output(f, cf_add(f, t, y));
+  schedule_ok(STAGED_T0);
+  free(kc_check(f, 2, (KcInput[]){F32(33, 65), F32(65, 33)}, 1e-5));
+}
+
+/* bfloat16 in, float math, bfloat16 out: cast(neg(transpose(cast(x)))). */
+Test(transpose_sched, bfloat16_with_casts) {
+  cf_tv *x = cf_tensor_concrete(f, CF_BFLOAT16, 2, (int64_t[]){40, 9});
+  cf_fusion_add_input(f, x);
+  cf_tv *t = cf_transpose(f, cf_cast(f, x, CF_FLOAT), 0, 1);
+  cf_fusion_add_output(f, cf_cast(f, cf_neg(f, t), CF_BFLOAT16));
+  schedule_ok(STAGED_T0);
+  free(kc_check(f, 1, (KcInput[]){{CF_BFLOAT16, 2, {40, 9}, NULL}}, 0));
+}
+
+/* Two transposed inputs, both staged: out = transpose(a) * transpose(b). */
+Test(transpose_sched, two_staged_inputs) {
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){20, 50});
+  cf_tv *b = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){20, 50});
+  cf_fusion_add_input(f, a);
+  cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_mul(f, cf_transpose(f, a, 0, 1), cf_transpose(f, b, 0, 1)));
+  schedule_ok("tile=32x32 threads=32x8 swizzle=xor staged=T0,T1");
+  free(kc_check(f, 2, (KcInput[]){F32(20, 50), F32(20, 50)}, 1e-6));
+}
+
+/* N-D: [a, b, c] -> [c, a, b] (the inner axis becomes the outermost) and a batched 2-D
+ * transpose [b, m, n] -> [b, n, m]. */
+Test(transpose_sched, permutes_of_three_axes) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){5, 6, 35});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_permute(f, x, 3, (int[]){2, 0, 1}));
+  schedule_ok(STAGED_T0);
+  free(kc_check(f, 1, (KcInput[]){F32(5, 6, 35)}, 0));
+  fresh();
+  x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){3, 40, 7});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_sigmoid(f, cf_transpose(f, x, 1, 2)));
+  schedule_ok(STAGED_T0);
+  free(kc_check(f, 1, (KcInput[]){F32(3, 40, 7)}, 1e-5));
+}
+
+/* Two permutes that compose to a transpose: [a, b, c] -> [b, c, a] -> [c, a, b]...
+ * here [a, b] transposed twice is the identity (not a transpose). */
+Test(transpose_sched, composes_permutes) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){4, 9, 33});
+  cf_fusion_add_input(f, x);
+  cf_tv *t = cf_permute(f, cf_permute(f, x, 3, (int[]){1, 2, 0}), 3, (int[]){1, 2, 0});
+  cf_fusion_add_output(f, t);
+  schedule_ok(STAGED_T0);
+  free(kc_check(f, 1, (KcInput[]){F32(4, 9, 33)}, 0));
+}
+
+Test(transpose_sched, refuses_pointwise_fusions) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_transpose(f, cf_transpose(f, cf_neg(f, x), 0, 1), 0, 1));
+  refused("transpose: no input is transposed: the innermost axis of T3 is the innermost axis of every input "
+          "(a pointwise fusion)");
+  fresh();
+  x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){4, 8, 5});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_transpose(f, x, 0, 1));
+  refused("transpose: no input is transposed: the innermost axis of T1 is the innermost axis of every input "
+          "(a pointwise fusion)");
+}
+
+Test(transpose_sched, refuses_reductions_and_broadcasts) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_sum(f, cf_transpose(f, x, 0, 1), 1, (int[]){1}));
+  refused("transpose: T2 is computed by sum, not an elementwise op or a permute");
+  fresh();
+  x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){1, 8});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_transpose(f, x, 0, 1));
+  refused("transpose: T1 has a broadcast axis (a constant extent of 1)");
+}
+
+Test(transpose_sched, refuses_other_shapes) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){8});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_neg(f, x));
+  refused("transpose: T1 has rank 1 (a transpose needs two axes)");
+  fresh();
+  x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_transpose(f, x, 0, 1));
+  cf_fusion_add_output(f, cf_neg(f, x));
+  refused("transpose: the fusion has 2 outputs (one is scheduled)");
+}
+
+/* x read as transpose(x) + x: two axis orders of one input. */
+Test(transpose_sched, refuses_an_input_read_in_two_orders) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){8, 8});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_add(f, cf_transpose(f, x, 0, 1), x));
+  refused("transpose: T0 is read in two axis orders");
+}
+
+/* [a, b, c]: x -> [c, b, a] (inner on output axis 0), y -> [a, c, b] read as [c, a, b]
+ * ... inner of y on output axis 2? No: two inputs whose inner axes land on different
+ * output axes. */
+Test(transpose_sched, refuses_inputs_transposed_along_different_axes) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){4, 4, 4});
+  cf_tv *y = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){4, 4, 4});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, y);
+  cf_fusion_add_output(f, cf_add(f, cf_transpose(f, x, 0, 2), cf_transpose(f, y, 1, 2)));
+  refused("transpose: T0 and T1 are transposed along different axes of T4");
+}
