@@ -1,10 +1,11 @@
 /* scheduler/transpose_sched.c: the automatic scheduler of transposes
  * (sched_transpose_heuristic, issue 11), a client of the public scheduling calls.
  * Heuristic, in order:
- *   1. accepts a fusion of elementwise ops and permutes (cf_transpose, cf_permute) with one
- *      output and no broadcast axis, in which some input is transposed: the output's
- *      innermost axis is not that input's innermost (contiguous) axis. Every input is
- *      traced to the output (which output axis each of its axes becomes); the transposed
+ *   1. accepts a fusion of elementwise ops and permutes (cf_transpose, cf_permute) with no
+ *      broadcast axis, in which some input is transposed: the output's innermost axis is
+ *      not that input's innermost (contiguous) axis. Every input is traced to each output
+ *      (which output axis each of its axes becomes); the outputs must read the inputs in
+ *      one order (their axes correspond; the first is the reference), and the transposed
  *      ("staged") inputs must all have their innermost axis on one output axis p;
  *   2. the output is tiled on p and its innermost axis, TILE x TILE elements (32 x 32):
  *      [others.., p, inner] -> [blockIdx.x (others x tiles), p-tile{32}, inner-tile{32}],
@@ -24,15 +25,17 @@
  *      directly in the output's order (coalesced as it is).
  * Non-divisible extents (and symbolic ones) are predicated tiles. Not yet: vectorized
  * accesses, tile sizes from the call's sizes or dtype (a bfloat16 warp moves 64 bytes),
- * several outputs, broadcasts, strided inputs' actual inner axis (the logical innermost
+ * outputs in different axis orders, broadcasts, strided inputs' actual inner axis (the logical innermost
  * is assumed contiguous; strides only change speed, not results). */
+#include <string.h>
+
 #include "scheduler/heuristic.h"
 #include "scheduler/sched.h"
 
-enum { TP_TILE = 32, TP_ROWS = 8, TP_SERIAL = TP_TILE / TP_ROWS };
+enum { TP_TILE = 32, TP_ROWS = 8 };
 
-/* What the analysis found: the output, its rank, the output axis p that is the staged
- * inputs' innermost axis, and which fusion inputs are staged (by input index). */
+/* What the analysis found: the reference output (the first), its rank, its axis p that is
+ * the staged inputs' innermost axis, and which fusion inputs are staged (by input index). */
 typedef struct TpPlan {
   Val *out;
   int rank;
@@ -57,10 +60,11 @@ static bool tp_check_tv(Val *tv, int rank, char *why) {
   return true;
 }
 
-/* map[v->id * rank + a]: the axis of tensor v that becomes output axis a (-1: none). Walks
- * the exprs from the output back, through elementwise ops (same axes) and permutes. */
-static int *tp_trace(Arena *a, cf_fusion *f, const TpPlan *p, char *why) {
-  int n, r = p->rank;
+/* map[v->id * rank + a]: the axis of tensor v that becomes axis a of output `out` (-1:
+ * none). Walks the exprs from the outputs back, through elementwise ops (same axes) and
+ * permutes. */
+static int *tp_trace(Arena *a, cf_fusion *f, Val *out, int r, char *why) {
+  int n;
   Expr **ex = ir_fusion_tensor_exprs_in(a, f, &n);
   int *map = ARENA_ARRAY(a, int, f->vals.len * r);
   if (!ex || !map) {
@@ -68,8 +72,8 @@ static int *tp_trace(Arena *a, cf_fusion *f, const TpPlan *p, char *why) {
     return NULL;
   }
   for (int i = 0; i < f->vals.len * r; i++) map[i] = -1;
-  for (int k = 0; k < r; k++) map[p->out->id * r + k] = k;
-  if (!tp_check_tv(p->out, r, why)) return NULL;
+  for (int k = 0; k < r; k++) map[out->id * r + k] = k;
+  if (!tp_check_tv(out, r, why)) return NULL;
   for (int i = n - 1; i >= 0; i--) {
     Expr *e = ex[i];
     Val *o = e->out[0];
@@ -97,6 +101,34 @@ static int *tp_trace(Arena *a, cf_fusion *f, const TpPlan *p, char *why) {
     }
   }
   return map;
+}
+
+/* Folds the inputs' maps of output k into the reference's (map): every input both read
+ * must be read in the same order (output k's axes are the reference's), and output k
+ * must read at least one input the reference reads. */
+static bool tp_join_output(cf_fusion *f, const TpPlan *p, Val *out, int *map, const int *mk, char *why) {
+  int r = p->rank;
+  bool shared = false;
+  for (int i = 0; i < f->inputs.len; i++) {
+    Val *in = f->inputs.items[i];
+    int *m0 = &map[in->id * r];
+    const int *m1 = &mk[in->id * r];
+    if (TV(in)->nlogical == 0 || m1[0] < 0) continue;
+    if (m0[0] < 0) {
+      for (int ax = 0; ax < r; ax++) m0[ax] = m1[ax];
+      continue;
+    }
+    shared = true;
+    if (memcmp(m0, m1, sizeof(int) * (size_t)r)) {
+      snprintf(why, SCHED_WHY_MAX, "transpose: outputs %s and %s read %s in different axis orders",
+               TV(p->out)->display_name, TV(out)->display_name, TV(in)->display_name);
+      return false;
+    }
+  }
+  if (!shared)
+    snprintf(why, SCHED_WHY_MAX, "transpose: output %s reads no input that %s reads", TV(out)->display_name,
+             TV(p->out)->display_name);
+  return shared;
 }
 
 /* Marks the inputs whose innermost axis is not the output's and checks that they all
@@ -129,8 +161,8 @@ static bool tp_find_staged(cf_fusion *f, TpPlan *p, const int *map, char *why) {
 }
 
 static bool tp_plan(Arena *a, cf_fusion *f, TpPlan *p, char *why) {
-  if (f->outputs.len != 1) {
-    snprintf(why, SCHED_WHY_MAX, "transpose: the fusion has %d outputs (one is scheduled)", f->outputs.len);
+  if (f->outputs.len == 0) {
+    snprintf(why, SCHED_WHY_MAX, "transpose: the fusion has no outputs");
     return false;
   }
   p->out = f->outputs.items[0];
@@ -142,8 +174,13 @@ static bool tp_plan(Arena *a, cf_fusion *f, TpPlan *p, char *why) {
     return false;
   }
   p->staged = ARENA_ARRAY(a, bool, f->inputs.len);
-  const int *map = p->staged ? tp_trace(a, f, p, why) : NULL;
+  int *map = p->staged ? tp_trace(a, f, p->out, p->rank, why) : NULL;
   if (!p->staged) snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
+  for (int k = 1; map && k < f->outputs.len; k++) {
+    Val *out = f->outputs.items[k];
+    const int *mk = tp_trace(a, f, out, p->rank, why);
+    if (!mk || !tp_join_output(f, p, out, map, mk, why)) return false;
+  }
   return map && tp_find_staged(f, p, map, why);
 }
 

@@ -174,12 +174,39 @@ Test(transpose_sched, refuses_other_shapes) {
   cf_fusion_add_input(f, x);
   cf_fusion_add_output(f, cf_neg(f, x));
   refused("transpose: T1 has rank 1 (a transpose needs two axes)");
-  fresh();
-  x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+}
+
+/* Outputs whose axes do not correspond: one reads x transposed, the other not; or they
+ * read disjoint inputs. */
+Test(transpose_sched, refuses_outputs_in_other_orders) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
   cf_fusion_add_input(f, x);
   cf_fusion_add_output(f, cf_transpose(f, x, 0, 1));
   cf_fusion_add_output(f, cf_neg(f, x));
-  refused("transpose: the fusion has 2 outputs (one is scheduled)");
+  refused("transpose: outputs T1 and T2 read T0 in different axis orders");
+  fresh();
+  x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_tv *y = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){8, 4});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, y);
+  cf_fusion_add_output(f, cf_transpose(f, x, 0, 1));
+  cf_fusion_add_output(f, cf_neg(f, y));
+  refused("transpose: output T3 reads no input that T2 reads");
+}
+
+/* Several outputs in one order: transpose(x), tanh of it (an output read by an output)
+ * and neg(transpose(x)) + y. */
+Test(transpose_sched, several_outputs) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){37, 70});
+  cf_tv *y = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){70, 37});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, y);
+  cf_tv *t = cf_transpose(f, x, 0, 1);
+  cf_fusion_add_output(f, t);
+  cf_fusion_add_output(f, cf_tanh(f, t));
+  cf_fusion_add_output(f, cf_add(f, cf_neg(f, cf_transpose(f, x, 0, 1)), y));
+  schedule_ok(STAGED_T0);
+  free(kc_check(f, 2, (KcInput[]){F32(37, 70), F32(70, 37)}, 1e-5));
 }
 
 /* x read as transpose(x) + x: two axis orders of one input. */
