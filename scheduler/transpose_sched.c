@@ -3,30 +3,32 @@
  * Heuristic, in order:
  *   1. accepts a fusion of elementwise ops and permutes (cf_transpose, cf_permute) with no
  *      broadcast axis, in which some input is transposed: the output's innermost axis is
- *      not that input's innermost (contiguous) axis. Every input is traced to each output
- *      (which output axis each of its axes becomes); the outputs must read the inputs in
- *      one order (their axes correspond; the first is the reference), and the transposed
- *      ("staged") inputs must all have their innermost axis on one output axis p;
+ *      not that input's contiguous axis (its last, or the stride-1 axis the call passes
+ *      for a strided input). Every input is traced to each output (which output axis each
+ *      of its axes becomes); the outputs must read the inputs in one order (their axes
+ *      correspond; the first is the reference), and the transposed ("staged") inputs
+ *      must all have their contiguous axis on one output axis p;
  *   2. the output is tiled on p and its innermost axis, TILE x TILE elements (32 x 32):
  *      [others.., p, inner] -> [blockIdx.x (others x tiles), p-tile{32}, inner-tile{32}],
- *      the p-tile split into [serial{4}, threadIdx.y{8}], the inner tile on threadIdx.x:
+ *      the p-tile split into [unroll{4}, threadIdx.y{8}], the inner tile on threadIdx.x:
  *      256 threads per block, 4 elements per thread, a warp writes 32 consecutive output
  *      elements (coalesced); propagated to every tensor and parallelized alike;
  *   3. each staged input is cached after, in shared memory (one tile), and that cache's
  *      tile is rescheduled in the input's own order: [inner-tile{32}, p-tile{32}] ->
- *      XOR-swizzled (i, j) -> (i, i ^ j), the first split into [serial{4}, threadIdx.y{8}],
+ *      XOR-swizzled (i, j) -> (i, i ^ j), the first split into [unroll{4}, threadIdx.y{8}],
  *      the second on threadIdx.x: a warp reads 32 consecutive input elements (coalesced,
  *      permuted within the segment). Its allocation is its loop domain, so the swizzle is
  *      the storage layout: the transposed reads (a warp over the tile's rows) hit 32
- *      distinct banks instead of one;
- *   4. everything is inlined as deep as legal: the cache at the block's tile (lowering
- *      puts the __syncthreads between its write and the reads), the prologue, the permute
- *      and the epilogue into the output's loops. Inputs that are not transposed are read
- *      directly in the output's order (coalesced as it is).
+ *      distinct banks instead of one (padding is not expressible);
+ *   4. everything is inlined as deep as legal: up to the block's tile (inlining stops at
+ *      the unrolled axis, so each tensor's 4 accesses are issued together), lowering
+ *      putting the __syncthreads between the tile's write and its reads. The prologue
+ *      runs after the tile, in the output's order (each element computed once); inputs
+ *      that are not transposed are read directly in the output's order (coalesced).
  * Non-divisible extents (and symbolic ones) are predicated tiles. Not yet: vectorized
- * accesses, tile sizes from the call's sizes or dtype (a bfloat16 warp moves 64 bytes),
- * outputs in different axis orders, broadcasts, strided inputs' actual inner axis (the logical innermost
- * is assumed contiguous; strides only change speed, not results). */
+ * accesses, tile sizes from the call's sizes or dtype (a bfloat16 warp moves 64 bytes;
+ * tiny transposed extents waste most of a tile), outputs in different axis orders,
+ * broadcasts. */
 #include <string.h>
 
 #include "scheduler/heuristic.h"
@@ -131,17 +133,29 @@ static bool tp_join_output(cf_fusion *f, const TpPlan *p, Val *out, int *map, co
   return shared;
 }
 
-/* Marks the inputs whose innermost axis is not the output's and checks that they all
- * put it on one output axis. */
-static bool tp_find_staged(cf_fusion *f, TpPlan *p, const int *map, char *why) {
+/* The contiguous axis of input i: its last, unless the call passes it strided with
+ * stride 1 on another axis of more than one element (a column-major matrix). Only the
+ * speed depends on it: indexing uses the run-time strides whatever is chosen. */
+static int tp_inner_axis(const SchedCall *call, int i, int r) {
+  const DLTensor *t = call && i < call->ninputs ? call->inputs[i] : NULL;
+  if (!t || !t->strides || t->ndim != r) return r - 1;
+  for (int a = r - 1; a >= 0; a--)
+    if (t->strides[a] == 1 && t->shape[a] > 1) return a;
+  return r - 1;
+}
+
+/* Marks the inputs whose contiguous axis is not the output's innermost and checks that
+ * they all put it on one output axis. */
+static bool tp_find_staged(cf_fusion *f, const SchedCall *call, TpPlan *p, const int *map, char *why) {
   int r = p->rank, first = -1;
   p->tile_axis = -1;
   for (int i = 0; i < f->inputs.len; i++) {
     Val *in = f->inputs.items[i];
     const int *im = &map[in->id * r];
-    if (TV(in)->nlogical != r || im[0] < 0 || im[r - 1] == r - 1) continue;
+    int inner = tp_inner_axis(call, i, r);
+    if (TV(in)->nlogical != r || im[0] < 0 || im[r - 1] == inner) continue;
     int axis = 0;
-    while (im[axis] != r - 1) axis++;
+    while (im[axis] != inner) axis++;
     if (p->tile_axis >= 0 && axis != p->tile_axis) {
       snprintf(why, SCHED_WHY_MAX, "transpose: %s and %s are transposed along different axes of %s",
                TV((Val *)f->inputs.items[first])->display_name, TV(in)->display_name, TV(p->out)->display_name);
@@ -160,7 +174,7 @@ static bool tp_find_staged(cf_fusion *f, TpPlan *p, const int *map, char *why) {
   return p->nstaged > 0;
 }
 
-static bool tp_plan(Arena *a, cf_fusion *f, TpPlan *p, char *why) {
+static bool tp_plan(Arena *a, cf_fusion *f, const SchedCall *call, TpPlan *p, char *why) {
   if (f->outputs.len == 0) {
     snprintf(why, SCHED_WHY_MAX, "transpose: the fusion has no outputs");
     return false;
@@ -181,14 +195,13 @@ static bool tp_plan(Arena *a, cf_fusion *f, TpPlan *p, char *why) {
     const int *mk = tp_trace(a, f, out, p->rank, why);
     if (!mk || !tp_join_output(f, p, out, map, mk, why)) return false;
   }
-  return map && tp_find_staged(f, p, map, why);
+  return map && tp_find_staged(f, call, p, map, why);
 }
 
 static bool tp_accepts(cf_fusion *f, const SchedCall *call, char *why) {
-  (void)call;
   Arena *a = arena_create();
   TpPlan p;
-  bool ok = a && tp_plan(a, f, &p, why);
+  bool ok = a && tp_plan(a, f, call, &p, why);
   if (!a) snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
   arena_destroy(a);
   return ok;
@@ -255,12 +268,11 @@ static cf_status tp_schedule_plan(cf_fusion *f, const TpPlan *p, char *params) {
 }
 
 static cf_status tp_schedule(cf_fusion *f, const SchedCall *call, char *params) {
-  (void)call;
   char why[SCHED_WHY_MAX];
   Arena *a = arena_create();
   TpPlan p;
   if (!a) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "transpose: out of memory");
-  cf_status s = tp_plan(a, f, &p, why) ? tp_schedule_plan(f, &p, params) : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
+  cf_status s = tp_plan(a, f, call, &p, why) ? tp_schedule_plan(f, &p, params) : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
   arena_destroy(a);
   return s;
 }

@@ -228,3 +228,24 @@ Test(transpose_sched, refuses_inputs_transposed_along_different_axes) {
   cf_fusion_add_output(f, cf_add(f, cf_transpose(f, x, 0, 2), cf_transpose(f, y, 1, 2)));
   refused("transpose: T0 and T1 are transposed along different axes of T4");
 }
+
+/* A column-major input (strides {1, rows}) copied to a row-major output: no permute, but
+ * the call's strides make its contiguous axis the output's outer one, so it is staged. A
+ * call without strides sees a pointwise fusion. */
+Test(transpose_sched, column_major_input_from_the_call) {
+  cf_tv *x = cf_tensor_strided(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_neg(f, x));
+  refused("transpose: no input is transposed: the innermost axis of T1 is the innermost axis of every input "
+          "(a pointwise fusion)");
+  static const int64_t col_major[2] = {1, 45};
+  int64_t shape[2] = {45, 70};
+  DLTensor dl = {.ndim = 2, .shape = shape, .strides = (int64_t *)col_major, .dtype = {kDLFloat, 32, 1}};
+  const DLTensor *ins[1] = {&dl};
+  SchedCall call = {1, ins};
+  char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
+  cr_assert(sched_transpose_heuristic.accepts(f, &call, why), "%s", why);
+  cr_assert_eq(sched_transpose_heuristic.schedule(f, &call, params), CF_OK, "%s", cf_fusion_error(f));
+  cr_expect_str_eq(params, STAGED_T0);
+  free(kc_check(f, 1, (KcInput[]){{CF_FLOAT, 2, {45, 70}, col_major}}, 0));
+}
