@@ -1,18 +1,19 @@
 /* scheduler/transpose_sched.c: the automatic scheduler of transposes
  * (sched_transpose_heuristic, issue 11), a client of the public scheduling calls.
  * Heuristic, in order:
- *   1. accepts a fusion of elementwise ops and permutes (cf_transpose, cf_permute) with no
- *      broadcast axis, in which some input is transposed: the output's innermost axis is
- *      not that input's contiguous axis (its last, or the stride-1 axis the call passes
- *      for a strided input). Every input is traced to each output (which output axis each
- *      of its axes becomes); the outputs must read the inputs in one order (their axes
- *      correspond; the first is the reference), and the transposed ("staged") inputs
- *      must all have their contiguous axis on one output axis p;
- *   2. the output is tiled on p and its innermost axis, TILE x TILE elements (32 x 32):
- *      [others.., p, inner] -> [blockIdx.x (others x tiles), p-tile{32}, inner-tile{32}],
- *      the p-tile split into [unroll{4}, threadIdx.y{8}], the inner tile on threadIdx.x:
- *      256 threads per block, 4 elements per thread, a warp writes 32 consecutive output
- *      elements (coalesced); propagated to every tensor and parallelized alike;
+ *   1. accepts a fusion of elementwise ops, permutes (cf_transpose, cf_permute) and
+ *      broadcasts, with no broadcast axis in its inputs and outputs, in which some input
+ *      is transposed: it varies along the output's innermost axis, which is not its
+ *      contiguous axis (its last, or the stride-1 axis the call passes for a strided
+ *      input). Every tensor is traced to each output (which output axis each of its axes
+ *      becomes); the outputs must read the tensors in one order (the first output is the
+ *      reference), and the transposed ("staged") inputs must be of the output's rank and
+ *      all have their contiguous axis on one output axis p;
+ *   2. the output is tiled on p and its innermost axis, 32 x 32 elements:
+ *      [others.., p, inner] -> [blockIdx.x (others x p tiles), blockIdx.y (inner tiles),
+ *      unroll{4}, threadIdx.y{8}, threadIdx.x{32}]: 256 threads per block, 4 elements per
+ *      thread, a warp writes 32 consecutive output elements (coalesced); propagated to
+ *      every tensor and parallelized alike;
  *   3. each staged input is cached after, in shared memory (one tile), and that cache's
  *      tile is rescheduled in the input's own order: [inner-tile{32}, p-tile{32}] ->
  *      XOR-swizzled (i, j) -> (i, i ^ j), the first split into [unroll{4}, threadIdx.y{8}],
@@ -24,11 +25,15 @@
  *      the unrolled axis, so each tensor's 4 accesses are issued together), lowering
  *      putting the __syncthreads between the tile's write and its reads. The prologue
  *      runs after the tile, in the output's order (each element computed once); inputs
- *      that are not transposed are read directly in the output's order (coalesced).
- * Non-divisible extents (and symbolic ones) are predicated tiles. Not yet: vectorized
+ *      that are not staged are read directly in the output's order.
+ * Non-divisible extents (and symbolic ones) are predicated tiles.
+ * Key decision: two grid axes, not one merged blockIdx.x: lowering cannot index a
+ * broadcast axis merged with concrete tiles ("cannot be indexed in the loops of ..."), so
+ * the tile counts stay apart; a broadcast along an axis that blockIdx.x merges with the p
+ * tiles (N-D) is refused, and so are lower-rank inputs that would need staging. The inner
+ * extent is at most 65535 tiles (gridDim.y; the launch checks it). Not yet: vectorized
  * accesses, tile sizes from the call's sizes or dtype (a bfloat16 warp moves 64 bytes;
- * tiny transposed extents waste most of a tile), outputs in different axis orders,
- * broadcasts. */
+ * tiny transposed extents waste most of a tile), outputs in different axis orders. */
 #include <string.h>
 
 #include "scheduler/heuristic.h"
@@ -46,14 +51,17 @@ typedef struct TpPlan {
   int nstaged;
 } TpPlan;
 
-static bool tp_check_tv(Val *tv, int rank, char *why) {
-  int nl = TV(tv)->nlogical;
-  if (nl != rank && nl != 0) {
-    snprintf(why, SCHED_WHY_MAX, "transpose: %s has rank %d, the output has rank %d", TV(tv)->display_name, nl,
-             rank);
-    return false;
-  }
-  for (int a = 0; a < nl; a++)
+/* Where each tensor's axes go in one output: axis[v->id * rank + a] is the axis of tensor
+ * v that becomes axis a of the output (-1: none, a broadcast or a lower rank); reached:
+ * v is read on the way to that output. */
+typedef struct TpMap {
+  int *axis;
+  bool *reached;
+} TpMap;
+
+/* Fusion inputs and outputs: a constant extent of 1 is a broadcast axis. */
+static bool tp_no_broadcast(Val *tv, char *why) {
+  for (int a = 0; a < TV(tv)->nlogical; a++)
     if (ID(TV(tv)->logical[a])->iter_type == CF_ITER_BROADCAST) {
       snprintf(why, SCHED_WHY_MAX, "transpose: %s has a broadcast axis (a constant extent of 1)",
                TV(tv)->display_name);
@@ -62,68 +70,83 @@ static bool tp_check_tv(Val *tv, int rank, char *why) {
   return true;
 }
 
-/* map[v->id * rank + a]: the axis of tensor v that becomes axis a of output `out` (-1:
- * none). Walks the exprs from the outputs back, through elementwise ops (same axes) and
- * permutes. */
-static int *tp_trace(Arena *a, cf_fusion *f, Val *out, int r, char *why) {
-  int n;
-  Expr **ex = ir_fusion_tensor_exprs_in(a, f, &n);
-  int *map = ARENA_ARRAY(a, int, f->vals.len * r);
-  if (!ex || !map) {
-    snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
-    return NULL;
-  }
-  for (int i = 0; i < f->vals.len * r; i++) map[i] = -1;
-  for (int k = 0; k < r; k++) map[out->id * r + k] = k;
-  if (!tp_check_tv(out, r, why)) return NULL;
-  for (int i = n - 1; i >= 0; i--) {
-    Expr *e = ex[i];
-    Val *o = e->out[0];
-    bool permute = ir_op_kind(e->op) == OPK_PERMUTE;
-    if (!permute && !ir_op_is_elementwise(e->op)) {
-      snprintf(why, SCHED_WHY_MAX, "transpose: %s is computed by %s, not an elementwise op or a permute",
-               TV(o)->display_name, ir_op_name(e->op));
-      return NULL;
-    }
-    const int *om = &map[o->id * r];
-    for (int k = 0; k < e->nin; k++) {
-      Val *v = e->in[k];
-      if (v->kind != VAL_TV) continue;
-      if (!tp_check_tv(v, r, why)) return NULL;
-      if (TV(v)->nlogical == 0 || om[0] < 0) continue;
-      int *vm = &map[v->id * r];
-      for (int ax = 0; ax < r; ax++) {
-        int want = permute ? e->attr.permute.perm[om[ax]] : om[ax];
-        if (vm[ax] >= 0 && vm[ax] != want) {
-          snprintf(why, SCHED_WHY_MAX, "transpose: %s is read in two axis orders", TV(v)->display_name);
-          return NULL;
-        }
-        vm[ax] = want;
-      }
-    }
-  }
-  return map;
+/* The axis of e's input that e's output axis oa reads (-1 for none or a broadcast). */
+static int tp_input_axis(const Expr *e, int oa) {
+  if (oa < 0) return -1;
+  if (ir_op_kind(e->op) == OPK_PERMUTE) return e->attr.permute.perm[oa];
+  if (ir_op_kind(e->op) != OPK_BROADCAST) return oa;
+  if (e->attr.broadcast.is_broadcast[oa]) return -1;
+  int ia = 0;
+  for (int k = 0; k < oa; k++) ia += !e->attr.broadcast.is_broadcast[k];
+  return ia;
 }
 
-/* Folds the inputs' maps of output k into the reference's (map): every input both read
- * must be read in the same order (output k's axes are the reference's), and output k
- * must read at least one input the reference reads. */
-static bool tp_join_output(cf_fusion *f, const TpPlan *p, Val *out, int *map, const int *mk, char *why) {
+/* Pushes e's output's map to its tensor inputs; an input reached twice must agree. */
+static bool tp_trace_expr(const Expr *e, int r, TpMap *m, char *why) {
+  const int *om = &m->axis[e->out[0]->id * r];
+  for (int k = 0; k < e->nin; k++) {
+    Val *v = e->in[k];
+    if (v->kind != VAL_TV || TV(v)->nlogical == 0) continue;
+    int *vm = &m->axis[v->id * r];
+    for (int ax = 0; ax < r; ax++) {
+      int want = tp_input_axis(e, om[ax]);
+      if (m->reached[v->id] && vm[ax] != want) {
+        snprintf(why, SCHED_WHY_MAX, "transpose: %s is read in two axis orders", TV(v)->display_name);
+        return false;
+      }
+      vm[ax] = want;
+    }
+    m->reached[v->id] = true;
+  }
+  return true;
+}
+
+/* The map of output `out` (rank r): walks the exprs from the output back through
+ * elementwise ops (same axes), permutes and broadcasts. */
+static bool tp_trace(Arena *a, cf_fusion *f, Val *out, int r, TpMap *m, char *why) {
+  int n;
+  Expr **ex = ir_fusion_tensor_exprs_in(a, f, &n);
+  m->axis = ARENA_ARRAY(a, int, f->vals.len * r);
+  m->reached = ARENA_ARRAY(a, bool, f->vals.len);
+  if (!ex || !m->axis || !m->reached) {
+    snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
+    return false;
+  }
+  for (int k = 0; k < r; k++) m->axis[out->id * r + k] = k;
+  m->reached[out->id] = true;
+  for (int i = n - 1; i >= 0; i--) {
+    Expr *e = ex[i];
+    OpKind kind = ir_op_kind(e->op);
+    if (kind != OPK_PERMUTE && kind != OPK_BROADCAST && !ir_op_is_elementwise(e->op)) {
+      snprintf(why, SCHED_WHY_MAX, "transpose: %s is computed by %s, not an elementwise op, a permute or a broadcast",
+               TV(e->out[0])->display_name, ir_op_name(e->op));
+      return false;
+    }
+    if (m->reached[e->out[0]->id] && !tp_trace_expr(e, r, m, why)) return false;
+  }
+  return true;
+}
+
+/* Folds the map for output k into the reference's (m): every tensor both read must be
+ * read in the same order (output k's axes are the reference's), and output k must read
+ * at least one tensor the reference reads. */
+static bool tp_join_output(cf_fusion *f, const TpPlan *p, Val *out, TpMap *m, const TpMap *mk, char *why) {
   int r = p->rank;
   bool shared = false;
-  for (int i = 0; i < f->inputs.len; i++) {
-    Val *in = f->inputs.items[i];
-    int *m0 = &map[in->id * r];
-    const int *m1 = &mk[in->id * r];
-    if (TV(in)->nlogical == 0 || m1[0] < 0) continue;
-    if (m0[0] < 0) {
-      for (int ax = 0; ax < r; ax++) m0[ax] = m1[ax];
+  for (int i = 0; i < f->vals.len; i++) {
+    Val *v = f->vals.items[i];
+    if (v->kind != VAL_TV || v == out || !mk->reached[v->id]) continue;
+    int *m0 = &m->axis[v->id * r];
+    const int *m1 = &mk->axis[v->id * r];
+    if (!m->reached[v->id]) {
+      memcpy(m0, m1, sizeof(int) * (size_t)r);
+      m->reached[v->id] = true;
       continue;
     }
     shared = true;
     if (memcmp(m0, m1, sizeof(int) * (size_t)r)) {
       snprintf(why, SCHED_WHY_MAX, "transpose: outputs %s and %s read %s in different axis orders",
-               TV(p->out)->display_name, TV(out)->display_name, TV(in)->display_name);
+               TV(p->out)->display_name, TV(out)->display_name, TV(v)->display_name);
       return false;
     }
   }
@@ -144,16 +167,25 @@ static int tp_inner_axis(const SchedCall *call, int i, int r) {
   return r - 1;
 }
 
-/* Marks the inputs whose contiguous axis is not the output's innermost and checks that
- * they all put it on one output axis. */
-static bool tp_find_staged(cf_fusion *f, const SchedCall *call, TpPlan *p, const int *map, char *why) {
+/* Marks the inputs that vary along the output's innermost axis but whose contiguous axis
+ * is another, and checks that they all put it on one output axis p. The others are read
+ * in the output's order: a warp reads consecutive elements, or one (an input broadcast
+ * along the output's innermost axis). Inputs of lower rank are not staged. */
+static bool tp_find_staged(cf_fusion *f, const SchedCall *call, TpPlan *p, const TpMap *m, char *why) {
   int r = p->rank, first = -1;
   p->tile_axis = -1;
   for (int i = 0; i < f->inputs.len; i++) {
     Val *in = f->inputs.items[i];
-    const int *im = &map[in->id * r];
-    int inner = tp_inner_axis(call, i, r);
-    if (TV(in)->nlogical != r || im[0] < 0 || im[r - 1] == inner) continue;
+    const int *im = &m->axis[in->id * r];
+    int inner = TV(in)->nlogical == r ? tp_inner_axis(call, i, r) : TV(in)->nlogical - 1;
+    if (!m->reached[in->id] || TV(in)->nlogical == 0 || im[r - 1] == inner || im[r - 1] < 0) continue;
+    if (TV(in)->nlogical != r) {
+      snprintf(why, SCHED_WHY_MAX,
+               "transpose: %s, broadcast to the rank of %s, is transposed (only inputs of the output's rank are "
+               "staged)",
+               TV(in)->display_name, TV(p->out)->display_name);
+      return false;
+    }
     int axis = 0;
     while (im[axis] != inner) axis++;
     if (p->tile_axis >= 0 && axis != p->tile_axis) {
@@ -174,6 +206,42 @@ static bool tp_find_staged(cf_fusion *f, const SchedCall *call, TpPlan *p, const
   return p->nstaged > 0;
 }
 
+/* Every output of the reference's rank, no broadcast axis in the inputs and outputs. */
+static bool tp_check_ends(cf_fusion *f, const TpPlan *p, char *why) {
+  for (int k = 0; k < f->outputs.len; k++) {
+    Val *out = f->outputs.items[k];
+    if (TV(out)->nlogical != p->rank) {
+      snprintf(why, SCHED_WHY_MAX, "transpose: output %s has rank %d, %s has rank %d", TV(out)->display_name,
+               TV(out)->nlogical, TV(p->out)->display_name, p->rank);
+      return false;
+    }
+    if (!tp_no_broadcast(out, why)) return false;
+  }
+  for (int i = 0; i < f->inputs.len; i++)
+    if (!tp_no_broadcast(f->inputs.items[i], why)) return false;
+  return true;
+}
+
+/* blockIdx.x merges the output axes other than p and the innermost with the p tiles;
+ * lowering cannot index a broadcast axis in such a merge (see docs/architecture.md). */
+static bool tp_check_broadcasts(Arena *a, cf_fusion *f, const TpPlan *p, const TpMap *m, char *why) {
+  int n, r = p->rank;
+  Expr **ex = ir_fusion_tensor_exprs_in(a, f, &n);
+  for (int i = 0; ex && i < n; i++) {
+    if (ir_op_kind(ex[i]->op) != OPK_BROADCAST) continue;
+    const int *om = &m->axis[ex[i]->out[0]->id * r];
+    for (int ax = 0; ax < r - 1; ax++)
+      if (ax != p->tile_axis && om[ax] >= 0 && ex[i]->attr.broadcast.is_broadcast[om[ax]]) {
+        snprintf(why, SCHED_WHY_MAX,
+                 "transpose: %s is broadcast along axis %d of %s, which blockIdx.x merges with the tiles of axis %d",
+                 TV(ex[i]->out[0])->display_name, ax, TV(p->out)->display_name, p->tile_axis);
+        return false;
+      }
+  }
+  if (!ex) snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
+  return ex != NULL;
+}
+
 static bool tp_plan(Arena *a, cf_fusion *f, const SchedCall *call, TpPlan *p, char *why) {
   if (f->outputs.len == 0) {
     snprintf(why, SCHED_WHY_MAX, "transpose: the fusion has no outputs");
@@ -187,15 +255,18 @@ static bool tp_plan(Arena *a, cf_fusion *f, const SchedCall *call, TpPlan *p, ch
              p->rank);
     return false;
   }
-  p->staged = ARENA_ARRAY(a, bool, f->inputs.len);
-  int *map = p->staged ? tp_trace(a, f, p->out, p->rank, why) : NULL;
-  if (!p->staged) snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
-  for (int k = 1; map && k < f->outputs.len; k++) {
+  TpMap m, mk;
+  if (!tp_check_ends(f, p, why) || !tp_trace(a, f, p->out, p->rank, &m, why)) return false;
+  for (int k = 1; k < f->outputs.len; k++) {
     Val *out = f->outputs.items[k];
-    const int *mk = tp_trace(a, f, out, p->rank, why);
-    if (!mk || !tp_join_output(f, p, out, map, mk, why)) return false;
+    if (!tp_trace(a, f, out, p->rank, &mk, why) || !tp_join_output(f, p, out, &m, &mk, why)) return false;
   }
-  return map && tp_find_staged(f, call, p, map, why);
+  p->staged = ARENA_ARRAY(a, bool, f->inputs.len);
+  if (!p->staged) {
+    snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
+    return false;
+  }
+  return tp_find_staged(f, call, p, &m, why) && tp_check_broadcasts(a, f, p, &m, why);
 }
 
 static bool tp_accepts(cf_fusion *f, const SchedCall *call, char *why) {
@@ -207,29 +278,30 @@ static bool tp_accepts(cf_fusion *f, const SchedCall *call, char *why) {
   return ok;
 }
 
-/* out [.., p, .., inner] -> [blockIdx.x, serial{4}, threadIdx.y{8}, threadIdx.x{32}]. */
+/* out [.., p, .., inner] -> [X (others x p tiles), Y (inner tiles), Tp/8, 8, Ti]. */
 static void tp_tile_output(cf_fusion *f, cf_tv *out, int r, int p) {
   cf_reorder(f, out, 1, (int[]){p, r - 2}); /* [others.., p, inner] */
   cf_split(f, out, r - 1, TP_TILE);         /* [others.., p, inner/T, T] */
   cf_split(f, out, r - 2, TP_TILE);         /* [others.., p/T, T, inner/T, T] */
   cf_reorder(f, out, 1, (int[]){r - 1, r}); /* [others.., p/T, inner/T, Tp, Ti] */
-  for (int k = 1; k < r; k++) cf_merge(f, out, 0);
-  cf_split(f, out, 1, TP_ROWS);             /* [B, Tp/8, 8, Ti] */
+  for (int k = 2; k < r; k++) cf_merge(f, out, 0);
+  cf_split(f, out, 2, TP_ROWS);             /* [X, Y, Tp/8, 8, Ti] */
 }
 
-/* The shared cache of a staged input, propagated as [B, Tp/8, 8, Ti] (Tp its innermost
- * axis), becomes [B, Ti'/8, 8 (threadIdx.y), Tp' (threadIdx.x)] with (Ti', Tp') the XOR
- * swizzle of (Ti, Tp). */
+/* The shared cache of a staged input, propagated as [X, Y, Tp/8, 8, Ti] (Tp its
+ * contiguous axis), becomes [X, Y, Ti'/8, 8 (threadIdx.y), Tp' (threadIdx.x)] with
+ * (Ti', Tp') the XOR swizzle of (Ti, Tp). */
 static void tp_schedule_cache(cf_fusion *f, cf_tv *c) {
   cf_set_memory_type(f, c, CF_MEM_SHARED);
-  cf_merge(f, c, 1);                        /* [B, Tp, Ti] */
-  cf_reorder(f, c, 1, (int[]){2, 1});       /* [B, Ti, Tp] */
-  cf_swizzle_xor(f, c, 1, 2);
-  cf_split(f, c, 1, TP_ROWS);               /* [B, Ti/8, 8, Tp] */
+  cf_merge(f, c, 2);                        /* [X, Y, Tp, Ti] */
+  cf_reorder(f, c, 1, (int[]){3, 2});       /* [X, Y, Ti, Tp] */
+  cf_swizzle_xor(f, c, 2, 3);
+  cf_split(f, c, 2, TP_ROWS);               /* [X, Y, Ti/8, 8, Tp] */
   cf_parallelize(f, c, 0, CF_PT_BIDX);
-  cf_parallelize(f, c, 1, CF_PT_UNROLL);
-  cf_parallelize(f, c, 2, CF_PT_TIDY);
-  cf_parallelize(f, c, 3, CF_PT_TIDX);
+  cf_parallelize(f, c, 1, CF_PT_BIDY);
+  cf_parallelize(f, c, 2, CF_PT_UNROLL);
+  cf_parallelize(f, c, 3, CF_PT_TIDY);
+  cf_parallelize(f, c, 4, CF_PT_TIDX);
 }
 
 /* "T0,T3": the staged inputs' names, cut short at SCHED_PARAMS_MAX / 2 bytes. */
@@ -258,11 +330,9 @@ static cf_status tp_schedule_plan(cf_fusion *f, const TpPlan *p, char *params) {
    * alike afterwards leaves them as they are. */
   for (int i = 0; i < nin; i++)
     if (p->staged[i]) tp_schedule_cache(f, caches[i]);
-  cf_parallelize(f, out, 0, CF_PT_BIDX);
-  cf_parallelize(f, out, 1, CF_PT_UNROLL);
-  cf_parallelize(f, out, 2, CF_PT_TIDY);
-  cf_parallelize(f, out, 3, CF_PT_TIDX);
-  cf_parallelize_all_like(f, out, 4, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_UNROLL, CF_PT_TIDY, CF_PT_TIDX});
+  static const cf_parallel_type pts[] = {CF_PT_BIDX, CF_PT_BIDY, CF_PT_UNROLL, CF_PT_TIDY, CF_PT_TIDX};
+  for (int k = 0; k < 5; k++) cf_parallelize(f, out, k, pts[k]);
+  cf_parallelize_all_like(f, out, 5, pts);
   if (f->status) return f->status;
   return cf_inline_most(f);
 }

@@ -1,7 +1,8 @@
 /* The transpose scheduler (sched_transpose_heuristic): 2-D transposes of many shapes
  * (1x1 to non-divisible and multi-tile ones, constant and symbolic), float and bfloat16,
- * with elementwise ops before and after the transpose and an input read untransposed,
- * N-D permutes, run against the evaluator (NVRTC for sm_90a, the host backend, the GPU
+ * with elementwise ops and broadcasts before and after the transpose, inputs read
+ * untransposed, several outputs, N-D permutes and a column-major input seen through the
+ * call's strides, run against the evaluator (NVRTC for sm_90a, the host backend, the GPU
  * when there is one); the generated kernel stages the tile in shared memory with a block
  * sync; refusals with their exact reasons. */
 #include <criterion/criterion.h>
@@ -132,8 +133,8 @@ Test(transpose_sched, permutes_of_three_axes) {
   free(kc_check(f, 1, (KcInput[]){F32(3, 40, 7)}, 1e-5));
 }
 
-/* Two permutes that compose to a transpose: [a, b, c] -> [b, c, a] -> [c, a, b]...
- * here [a, b] transposed twice is the identity (not a transpose). */
+/* Two permutes that compose to one: [a, b, c] -> [b, c, a] -> [c, a, b] (x's contiguous
+ * axis becomes the outermost). */
 Test(transpose_sched, composes_permutes) {
   cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){4, 9, 33});
   cf_fusion_add_input(f, x);
@@ -161,7 +162,7 @@ Test(transpose_sched, refuses_reductions_and_broadcasts) {
   cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
   cf_fusion_add_input(f, x);
   cf_fusion_add_output(f, cf_sum(f, cf_transpose(f, x, 0, 1), 1, (int[]){1}));
-  refused("transpose: T2 is computed by sum, not an elementwise op or a permute");
+  refused("transpose: T2 is computed by sum, not an elementwise op, a permute or a broadcast");
   fresh();
   x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){1, 8});
   cf_fusion_add_input(f, x);
@@ -217,9 +218,8 @@ Test(transpose_sched, refuses_an_input_read_in_two_orders) {
   refused("transpose: T0 is read in two axis orders");
 }
 
-/* [a, b, c]: x -> [c, b, a] (inner on output axis 0), y -> [a, c, b] read as [c, a, b]
- * ... inner of y on output axis 2? No: two inputs whose inner axes land on different
- * output axes. */
+/* Two inputs whose contiguous axes land on different output axes: x [a, b, c] read as
+ * [c, b, a] (on axis 0), y read as [a, c, b] (on axis 1). */
 Test(transpose_sched, refuses_inputs_transposed_along_different_axes) {
   cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){4, 4, 4});
   cf_tv *y = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){4, 4, 4});
@@ -248,4 +248,76 @@ Test(transpose_sched, column_major_input_from_the_call) {
   cr_assert_eq(sched_transpose_heuristic.schedule(f, &call, params), CF_OK, "%s", cf_fusion_error(f));
   cr_expect_str_eq(params, STAGED_T0);
   free(kc_check(f, 1, (KcInput[]){{CF_FLOAT, 2, {45, 70}, col_major}}, 0));
+}
+
+/* A bias along the output's rows and one along its columns, broadcast: out = transpose(x)
+ * * broadcast(r)[n, 1] + broadcast(c)[1, m]. Neither is staged (a warp reads one element
+ * of r, consecutive ones of c). */
+Test(transpose_sched, broadcast_operands) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){33, 70});
+  cf_tv *r = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){70});
+  cf_tv *c = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){33});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, r);
+  cf_fusion_add_input(f, c);
+  cf_tv *t = cf_mul(f, cf_transpose(f, x, 0, 1), cf_broadcast(f, r, 2, (bool[]){false, true}));
+  cf_fusion_add_output(f, cf_add(f, t, cf_broadcast(f, c, 2, (bool[]){true, false})));
+  schedule_ok(STAGED_T0);
+  free(kc_check(f, 3, (KcInput[]){F32(33, 70), F32(70), F32(33)}, 1e-5));
+}
+
+/* A broadcast before the transpose: transpose(x + broadcast(b)[1, n]) with x [m, n]. */
+Test(transpose_sched, broadcast_before_the_transpose) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_tv *b = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, b);
+  cf_tv *s = cf_add(f, x, cf_broadcast(f, b, 2, (bool[]){true, false}));
+  cf_fusion_add_output(f, cf_transpose(f, s, 0, 1));
+  schedule_ok(STAGED_T0);
+  free(kc_check(f, 2, (KcInput[]){F32(50, 40), F32(40)}, 1e-6));
+}
+
+Test(transpose_sched, refuses_outputs_of_other_ranks) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_tv *b = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){8});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_transpose(f, x, 0, 1));
+  cf_fusion_add_output(f, cf_neg(f, b));
+  refused("transpose: output T3 has rank 1, T2 has rank 2");
+}
+
+/* A batched transpose [b, m, n] -> [b, n, m] of x + w, w [m, n] broadcast over the batch:
+ * w would need staging too (lower rank: refused), and its broadcast batch axis would be
+ * merged into blockIdx.x with the row tiles (refused; lowering cannot index it). */
+Test(transpose_sched, refuses_broadcasts_it_cannot_tile) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){3, 40, 36});
+  cf_tv *w = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){40, 36});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, w);
+  cf_tv *s = cf_add(f, x, cf_broadcast(f, w, 3, (bool[]){true, false, false}));
+  cf_fusion_add_output(f, cf_transpose(f, s, 1, 2));
+  refused("transpose: T1, broadcast to the rank of T4, is transposed (only inputs of the output's rank are staged)");
+  fresh();
+  x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){3, 40, 36});
+  cf_tv *b = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){36});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, b);
+  s = cf_add(f, x, cf_broadcast(f, b, 3, (bool[]){true, true, false}));
+  cf_fusion_add_output(f, cf_transpose(f, s, 1, 2));
+  refused("transpose: T2 is broadcast along axis 0 of T4, which blockIdx.x merges with the tiles of axis 1");
+}
+
+/* A batched transpose [b, m, n] -> [b, n, m] of x scaled per batch, x * broadcast(s) with
+ * s [b] broadcast along the two tiled axes. */
+Test(transpose_sched, batch_scale) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){3, 40, 36});
+  cf_tv *sc = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){3});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, sc);
+  cf_tv *s = cf_mul(f, x, cf_broadcast(f, sc, 3, (bool[]){false, true, true}));
+  cf_fusion_add_output(f, cf_transpose(f, s, 1, 2));
+  schedule_ok(STAGED_T0);
+  free(kc_check(f, 2, (KcInput[]){F32(3, 40, 36), F32(3)}, 1e-6));
 }
