@@ -321,3 +321,17 @@ Test(transpose_sched, batch_scale) {
   schedule_ok(STAGED_T0);
   free(kc_check(f, 2, (KcInput[]){F32(3, 40, 36), F32(3)}, 1e-6));
 }
+
+/* The layout changes of images: NHWC -> NCHW and NCHW -> NHWC (4-D, symbolic), with a
+ * ReLU after. */
+Test(transpose_sched, channels_last_and_first) {
+  static const int perms[2][4] = {{0, 3, 1, 2}, {0, 2, 3, 1}};
+  for (int k = 0; k < 2; k++) {
+    fresh();
+    cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 4);
+    cf_fusion_add_input(f, x);
+    cf_fusion_add_output(f, cf_relu(f, cf_permute(f, x, 4, perms[k])));
+    schedule_ok(STAGED_T0);
+    free(kc_check(f, 1, (KcInput[]){F32(2, 5, 7, 35)}, 0));
+  }
+}
