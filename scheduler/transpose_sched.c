@@ -42,7 +42,7 @@
 enum { TP_TILE = 32, TP_ROWS = 8 };
 
 /* What the analysis found: the reference output (the first), its rank, its axis p that is
- * the staged inputs' innermost axis, and which fusion inputs are staged (by input index). */
+ * the staged inputs' contiguous axis, and which fusion inputs are staged (by input index). */
 typedef struct TpPlan {
   Val *out;
   int rank;

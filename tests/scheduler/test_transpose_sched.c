@@ -335,3 +335,14 @@ Test(transpose_sched, channels_last_and_first) {
     free(kc_check(f, 1, (KcInput[]){F32(2, 5, 7, 35)}, 0));
   }
 }
+
+/* A 0-d tensor broadcast along both axes: out = transpose(x) * s. */
+Test(transpose_sched, scalar_tensor_operand) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){40, 50});
+  cf_tv *s = cf_tensor_concrete(f, CF_FLOAT, 0, NULL);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, s);
+  cf_fusion_add_output(f, cf_mul(f, cf_transpose(f, x, 0, 1), cf_broadcast(f, s, 2, (bool[]){true, true})));
+  schedule_ok(STAGED_T0);
+  free(kc_check(f, 2, (KcInput[]){F32(40, 50), {CF_FLOAT, 0, {0}, NULL}}, 1e-6));
+}
