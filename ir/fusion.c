@@ -31,6 +31,11 @@ const char *ir_op_name(IrOp op) { return op < OP_COUNT ? op_names[op] : "?"; }
 OpKind ir_op_kind(IrOp op) { return op_kinds[op]; }
 const char *ir_op_template(IrOp op) { return op_templates[op]; }
 
+bool ir_op_is_elementwise(IrOp op) {
+  OpKind k = ir_op_kind(op);
+  return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST;
+}
+
 bool ir_op_is_reduction(IrOp op) {
   switch (op) {
 #define IR_X(e, combine, ident, widen) case e: return true;

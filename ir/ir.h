@@ -157,6 +157,9 @@ bool ir_reduction_widens_int(IrOp op);
 
 const char *ir_op_name(IrOp op);
 OpKind ir_op_kind(IrOp op);
+/* Elementwise ops (kinds set, unary, binary, ternary, cast): one output element from the
+ * input elements at the same index. */
+bool ir_op_is_elementwise(IrOp op);
 const char *ir_op_template(IrOp op);
 
 /* ---- values ----------------------------------------------------------------------------- */

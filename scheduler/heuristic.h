@@ -47,6 +47,9 @@ typedef struct SchedHeuristic {
 
 /* The inner-reduction scheduler (scheduler/reduction_sched.c). */
 extern const SchedHeuristic sched_reduction_heuristic;
+/* The transpose scheduler (scheduler/transpose_sched.c): tiles staged in shared memory. */
+extern const SchedHeuristic sched_transpose_heuristic;
+
 /* The inner persistent normalization scheduler: softmax, layer norm, RMS norm, a block
  * per row kept in registers (scheduler/norm_sched.c). */
 extern const SchedHeuristic sched_inner_persistent_heuristic;

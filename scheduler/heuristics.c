@@ -10,8 +10,8 @@
 
 static const SchedHeuristic *const table[] = {
     &sched_reduction_heuristic,
-    /* &sched_inner_persistent_heuristic, (normalizations: before pointwise) */
-    /* &sched_transpose_heuristic, (before pointwise, which refuses permutes) */
+    &sched_inner_persistent_heuristic, /* normalizations: several reductions broadcast back */
+    &sched_transpose_heuristic,        /* before pointwise, which would write uncoalesced */
     &sched_pointwise_heuristic,
 };
 
