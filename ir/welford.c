@@ -6,7 +6,8 @@
  * The merge is Chan, Golub and LeVeque's pairwise update: with n = na + nb and
  * d = avg_b - avg_a, avg = avg_a + d * nb / n and m2 = m2_a + m2_b + d * d * na * nb / n.
  * Folding one element x is merging the state {x, 0, 1}; the empty state {0, 0, 0} is the
- * identity (merging two empty states gives the empty state, never 0/0). The kernels
+ * identity, returned as it is (so an infinite element gives mean inf and M2 0 rather than
+ * inf * 0, and two empty states never divide 0 by 0). The kernels
  * compute the same formula in the same order of operations. */
 #include <string.h>
 
@@ -26,8 +27,9 @@ IrWelford ir_welford_empty(void) { return (IrWelford){0, 0, 0}; }
 IrWelford ir_welford_of(double x) { return (IrWelford){x, 0, 1}; }
 
 IrWelford ir_welford_merge(IrWelford a, IrWelford b) {
+  if (a.n == 0) return b; /* exact even for infinite elements (no inf * 0) */
+  if (b.n == 0) return a;
   int64_t n = a.n + b.n;
-  if (n == 0) return a;
   double d = b.avg - a.avg, nb_n = (double)b.n / (double)n;
   return (IrWelford){a.avg + d * nb_n, a.m2 + b.m2 + d * d * (double)a.n * nb_n, n};
 }

@@ -39,8 +39,9 @@ typedef struct CfWelfordD {
     return r;                                                                             \
   }                                                                                       \
   CF_WELFORD_FN S cf_welford_merge_##s(S a, S b) {                                        \
+    if (a.n == 0) return b;                                                               \
+    if (b.n == 0) return a;                                                               \
     long long n = a.n + b.n;                                                              \
-    if (n == 0) return a;                                                                 \
     T d = b.avg - a.avg, nb_n = (T)b.n / (T)n;                                            \
     S r;                                                                                  \
     r.avg = a.avg + d * nb_n;                                                             \

@@ -32,6 +32,7 @@ typedef struct DgVal {
   uint64_t anc;  /* bit i: vals[i] is this value or one of its producers */
   unsigned mask; /* full-rank axes present (bit a: axis a of the full shape) */
   bool input, output, used;
+  bool states;   /* Welford states: only their fields are read (never picked as an operand) */
 } DgVal;
 
 typedef struct DgCase {
@@ -42,6 +43,7 @@ typedef struct DgCase {
   bool symbolic;
   bool par_red;     /* modes 1, 2: reduction axes parallelized too, max as well as sum, warp-sized rows */
   bool global;      /* mode 2: mode 1 with some intermediates in global memory */
+  bool welford;     /* mode 3: mode 1 with some reductions Welford (mean or variance read back) */
   unsigned reduced; /* full-rank axes some sum reduces */
   DgVal v[DG_MAX_VALS];
   int nv;
@@ -56,7 +58,7 @@ static inline unsigned dg_full(const DgCase *c) { return (1u << c->rank) - 1; }
 static inline int dg_add(DgCase *c, cf_tv *tv, int a, int b, unsigned mask) {
   if (!tv || c->nv == DG_MAX_VALS) return -1;
   DgVal *v = &c->v[c->nv];
-  *v = (DgVal){tv, 1ULL << c->nv, mask, false, false, false};
+  *v = (DgVal){tv, 1ULL << c->nv, mask, false, false, false, false};
   if (a >= 0) v->anc |= c->v[a].anc, c->v[a].used = true;
   if (b >= 0) v->anc |= c->v[b].anc, c->v[b].used = true;
   return c->nv++;
@@ -80,7 +82,7 @@ static inline int dg_input(DgCase *c, unsigned mask) {
 static inline int dg_pick(DgCase *c, unsigned mask) {
   int cand[DG_MAX_VALS], n = 0;
   for (int i = 0; i < c->nv; i++)
-    if (!mask || c->v[i].mask == mask) cand[n++] = i;
+    if ((!mask || c->v[i].mask == mask) && !c->v[i].states) cand[n++] = i;
   return n ? cand[dg_rnd(&c->r, (uint32_t)n)] : -1;
 }
 
@@ -118,7 +120,7 @@ static inline int dg_broadcast(DgCase *c, int a) {
 static inline int dg_broadcast_op(DgCase *c) {
   int lows[DG_MAX_VALS], n = 0;
   for (int i = 0; i < c->nv; i++)
-    if (c->v[i].mask != dg_full(c)) lows[n++] = i;
+    if (c->v[i].mask != dg_full(c) && !c->v[i].states) lows[n++] = i;
   if (!n) return dg_unary(c, dg_pick(c, dg_full(c)));
   int a = lows[dg_rnd(&c->r, (uint32_t)n)];
   if (dg_rnd(&c->r, 2)) a = dg_unary(c, a);
@@ -137,8 +139,19 @@ static inline int dg_reduction(DgCase *c) {
   if (p < 0) return -1;
   c->reduced |= 1u << axis;
   bool max = c->par_red && dg_rnd(&c->r, 3) == 0;
-  cf_tv *r = max ? cf_max_reduce(c->f, c->v[p].tv, 1, &axis) : cf_sum(c->f, c->v[p].tv, 1, &axis);
-  int s = dg_add(c, r, p, -1, dg_full(c) & ~(1u << axis));
+  unsigned low = dg_full(c) & ~(1u << axis);
+  int s;
+  if (c->welford && dg_rnd(&c->r, 2)) { /* the mean or the variance, through states */
+    int w = dg_add(c, cf_welford(c->f, c->v[p].tv, 1, &axis), p, -1, low);
+    if (w < 0) return -1;
+    c->v[w].states = true;
+    cf_tv *st = c->v[w].tv, *field = cf_welford_avg(c->f, st);
+    if (dg_rnd(&c->r, 2)) field = cf_div(c->f, cf_welford_m2(c->f, st), cf_cast(c->f, cf_welford_n(c->f, st), CF_FLOAT));
+    s = dg_add(c, field, w, -1, low);
+  } else {
+    cf_tv *r = max ? cf_max_reduce(c->f, c->v[p].tv, 1, &axis) : cf_sum(c->f, c->v[p].tv, 1, &axis);
+    s = dg_add(c, r, p, -1, low);
+  }
   if (s < 0) return -1;
   if (dg_rnd(&c->r, 4) == 0) c->v[s].output = true;
   int b = dg_broadcast(c, s);
@@ -334,6 +347,7 @@ static inline void dg_build(DgCase *c, cf_fusion *f, uint64_t seed, int mode) {
   c->f = f;
   c->par_red = mode >= 1;
   c->global = mode == 2;
+  c->welford = mode == 3;
   c->r.s = seed * 0x9E3779B97F4A7C15ULL + 7;
   dg_build_math(c);
   if (cf_fusion_status(f) == CF_OK) dg_schedule(c);

@@ -19,7 +19,8 @@
  * The test parallel_reductions_run_like_the_evaluator runs the generator's mode 1 (reduction
  * axes parallelized too: warp, block and grid reductions) with the same variables, and
  * global_intermediates_run_like_the_evaluator its mode 2 (mode 1 with some intermediates
- * in global memory).
+ * in global memory), welford_reductions_run_like_the_evaluator its mode 3 (mode 1 with
+ * some reductions Welford, their mean or variance broadcast back).
  * Seeds that fail today are listed in known_failing: the CI run skips them and a disabled
  * test runs them (the loop-model work of issue 9 fixes and enables it). */
 #include <criterion/criterion.h>
@@ -223,6 +224,9 @@ static const int nknown = sizeof known_failing / sizeof known_failing[0];
 /* The same for mode 1 (parallel reductions). */
 static const uint64_t known_failing_mode1[] = {2795, 28308, 36222, 39199};
 static const int nknown_mode1 = sizeof known_failing_mode1 / sizeof known_failing_mode1[0];
+/* Mode 3 (Welford): 282 merged an infinite element into the empty state as inf * 0. */
+static const uint64_t known_failing_mode3[] = {282};
+static const int nknown_mode3 = sizeof known_failing_mode3 / sizeof known_failing_mode3[0];
 
 static long env_num(const char *name, long dflt) {
   const char *s = getenv(name);
@@ -262,6 +266,9 @@ Test(random_dags, parallel_reductions_run_like_the_evaluator, .timeout = 3000) {
 /* Mode 2: mode 1 with some intermediates in global memory (workspaces of the executor). */
 Test(random_dags, global_intermediates_run_like_the_evaluator, .timeout = 3000) { run_range(2); }
 
+/* Mode 3: mode 1 with some reductions Welford, their mean or variance broadcast back. */
+Test(random_dags, welford_reductions_run_like_the_evaluator, .timeout = 3000) { run_range(3); }
+
 static void run_pinned(int mode, const uint64_t *seeds, int n) {
   fuzz_mode = mode;
   Counts c = {{0}};
@@ -278,3 +285,5 @@ Test(random_dags, seeds_that_found_bugs, .timeout = 600) { run_pinned(0, known_f
 Test(random_dags, parallel_reduction_seeds_that_found_bugs, .timeout = 600) {
   run_pinned(1, known_failing_mode1, nknown_mode1);
 }
+
+Test(random_dags, welford_seeds_that_found_bugs, .timeout = 600) { run_pinned(3, known_failing_mode3, nknown_mode3); }
