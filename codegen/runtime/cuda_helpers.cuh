@@ -31,6 +31,16 @@ __device__ __forceinline__ double gelu(double x) { return 0.5 * x * (1. + erf(x 
 __device__ __forceinline__ float reciprocal(float x) { return 1.f / x; }
 __device__ __forceinline__ double reciprocal(double x) { return 1. / x; }
 __device__ __forceinline__ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// max and min of a 64-bit and a 32-bit index (a size against a literal in a workspace
+// offset): CUDA's own overloads make these calls ambiguous.
+__device__ __forceinline__ int64_t max(int64_t a, int b) { return a > b ? a : (int64_t)b; }
+__device__ __forceinline__ int64_t max(int a, int64_t b) { return (int64_t)a > b ? (int64_t)a : b; }
+__device__ __forceinline__ int64_t min(int64_t a, int b) { return a < b ? a : (int64_t)b; }
+__device__ __forceinline__ int64_t min(int a, int64_t b) { return (int64_t)a < b ? (int64_t)a : b; }
+__device__ __forceinline__ int64_t max(int64_t a, unsigned b) { return a > b ? a : (int64_t)b; }
+__device__ __forceinline__ int64_t max(unsigned a, int64_t b) { return (int64_t)a > b ? (int64_t)a : b; }
+__device__ __forceinline__ int64_t min(int64_t a, unsigned b) { return a < b ? a : (int64_t)b; }
+__device__ __forceinline__ int64_t min(unsigned a, int64_t b) { return (int64_t)a < b ? (int64_t)a : b; }
 __device__ __forceinline__ int64_t fabs(int64_t x) { return x < 0 ? -x : x; }
 __device__ __forceinline__ int64_t fmax(int64_t a, int64_t b) { return a > b ? a : b; }
 __device__ __forceinline__ int64_t fmin(int64_t a, int64_t b) { return a < b ? a : b; }
