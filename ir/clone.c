@@ -49,6 +49,12 @@ static Val *twin(Copier *c, const Val *v) {
 static Val *copy_scalar(Copier *c, Val *v) {
   if (c->map[v->id]) return c->map[v->id];
   const Scalar *s = SC(v);
+  if (v->def && v->def->nin == 2 && ir_op_kind(v->def->op) == OPK_BINARY && v->def->out[0] == v) {
+    /* arithmetic on sizes (a reshape's inferred extent): copied operand by operand, so it
+     * folds to a constant when the sizes are given */
+    Val *a = copy_scalar(c, v->def->in[0]), *b = a ? copy_scalar(c, v->def->in[1]) : NULL;
+    return b ? (c->map[v->id] = ir_scalar_op(c->dst, v->def->op, a, b)) : NULL;
+  }
   if (v->def) {
     ir_error(c->dst, CF_ERR_UNSUPPORTED, "fusion_copy: a derived extent (made by a split or merge) is not copied");
     return NULL;

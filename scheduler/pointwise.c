@@ -117,6 +117,26 @@ static int add_caches(cf_fusion *f, Val *ref, Val **caches) {
   return f->status ? 0 : n;
 }
 
+/* [blockIdx.x, threadIdx.x{128}, vector{v}] over tv's axes merged, propagated from tv
+ * and parallelized alike. */
+static void tile(cf_fusion *f, Val *tv, int64_t v) {
+  cf_tv *r = ir_tv_handle(tv);
+  for (int a = TV(tv)->nloop - 1; a > 0; a--) cf_merge(f, r, 0);
+  if (v > 1) cf_split(f, r, 0, v);
+  cf_split(f, r, 0, THREADS);
+  cf_propagate_transforms(f, r);
+  cf_parallelize(f, r, 0, CF_PT_BIDX);
+  cf_parallelize(f, r, 1, CF_PT_TIDX);
+  cf_parallelize_all_like(f, r, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+}
+
+static bool untransformed(Val *tv) {
+  if (TV(tv)->nloop != TV(tv)->nlogical) return false;
+  for (int a = 0; a < TV(tv)->nloop; a++)
+    if (TV(tv)->loop[a] != TV(tv)->logical[a]) return false;
+  return true;
+}
+
 static cf_status schedule(cf_fusion *f, int64_t *vector) {
   Val *ref = f->outputs.items[0];
   int64_t v = vector_width(f, ref);
@@ -124,14 +144,11 @@ static cf_status schedule(cf_fusion *f, int64_t *vector) {
   Val **caches = ARENA_ARRAY(f->arena, Val *, f->inputs.len + 1);
   int ncaches = add_caches(f, ref, caches);
   if (f->status) return f->status;
-  cf_tv *r = ir_tv_handle(ref);
-  for (int a = TV(ref)->nloop - 1; a > 0; a--) cf_merge(f, r, 0);
-  if (v > 1) cf_split(f, r, 0, v);
-  cf_split(f, r, 0, THREADS);
-  cf_propagate_transforms(f, r);
-  cf_parallelize(f, r, 0, CF_PT_BIDX);
-  cf_parallelize(f, r, 1, CF_PT_TIDX);
-  cf_parallelize_all_like(f, r, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+  tile(f, ref, v);
+  /* An output the reference's propagation does not reach (computed from a full alone:
+   * no input connects it) is tiled the same way on its own. */
+  for (int o = 1; o < f->outputs.len; o++)
+    if (untransformed(f->outputs.items[o])) tile(f, f->outputs.items[o], v);
   if (v > 1) {
     for (int i = 0; i < ncaches; i++) cf_parallelize(f, ir_tv_handle(caches[i]), -1, CF_PT_VECTORIZE);
     for (int o = 0; o < f->outputs.len; o++) cf_parallelize(f, ir_tv_handle(f->outputs.items[o]), -1, CF_PT_VECTORIZE);
