@@ -111,6 +111,11 @@ static void fp_attrs(Fp *b, const Expr *e) {
     fp_i64(b, e->attr.broadcast.rank);
     for (int i = 0; i < e->attr.broadcast.rank; i++) fp_i64(b, e->attr.broadcast.is_broadcast[i]);
     return;
+  case OP_SQUEEZE:
+    fp_i64(b, e->attr.squeeze.rank);
+    for (int i = 0; i < e->attr.squeeze.rank; i++) fp_i64(b, e->attr.squeeze.is_squeezed[i]);
+    return;
+  case OP_FULL: fp_f64(b, e->attr.full.value); return;
   case OP_PERMUTE:
     fp_i64(b, e->attr.permute.rank);
     for (int i = 0; i < e->attr.permute.rank; i++) fp_i64(b, e->attr.permute.perm[i]);

@@ -188,6 +188,29 @@ static cf_status run_kernel(cf_fusion_cache *c, cf_executor *e, void *stream, bo
   return s ? fc_error(c, s, "%s", cf_executor_error(e)) : CF_OK;
 }
 
+static bool contiguous(const DLTensor *t) {
+  if (!t->strides) return true;
+  int64_t want = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    if (t->shape[d] != 1 && t->strides[d] != want) return false;
+    want *= t->shape[d];
+  }
+  return true;
+}
+
+/* A reshape: its output intermediate becomes a view of its input's memory. */
+static cf_status run_view(cf_fusion_cache *c, FcEntry *en, const FcSegment *s, int nin, int nout) {
+  const DLTensor *src = s->ins[0];
+  DLTensor *dst = &en->bufs[s->out_ref[0] - nin - nout]->dl_tensor;
+  if (!contiguous(src))
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d is reshaped but not contiguous; a reshape is a "
+                    "view of a contiguous tensor", s->in_ref[0]);
+  dst->data = src->data;
+  dst->byte_offset = src->byte_offset;
+  dst->device = src->device;
+  return CF_OK;
+}
+
 static cf_status run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
                               const DLTensor *const *in, int nout, DLManagedTensor **out) {
   cf_status st = CF_OK;
@@ -202,7 +225,7 @@ static cf_status run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, boo
       int r = s->out_ref[j];
       s->outs[j] = r < nin + nout ? out[r - nin] : en->bufs[r - nin - nout];
     }
-    st = run_kernel(c, s->e, stream, async, s->nin, s->ins, s->nout, s->outs);
+    st = s->e ? run_kernel(c, s->e, stream, async, s->nin, s->ins, s->nout, s->outs) : run_view(c, en, s, nin, nout);
     for (int j = 0; !st && j < s->nout; j++)
       if (s->out_ref[j] < nin + nout) out[s->out_ref[j] - nin] = s->outs[j];
   }
@@ -254,7 +277,7 @@ static cf_status miss(cf_fusion_cache *c, uint64_t h, void *stream, bool async, 
     return s;
   }
   c->misses++;
-  c->nkernels += en->nseg;
+  for (int k = 0; k < en->nseg; k++) c->nkernels += en->seg[k].e != NULL; /* views are no kernels */
   return run_entry(c, en, stream, async, nin, in, nout, out);
 }
 

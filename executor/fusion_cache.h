@@ -11,7 +11,7 @@
  * (0 .. nin-1), an output (nin .. nin+nout-1), or an intermediate the entry owns
  * (nin+nout+k is bufs[k]). */
 typedef struct FcSegment {
-  cf_executor *e;
+  cf_executor *e;        /* NULL: a view (a reshape), its output buffer pointed at its input */
   const char *scheduler; /* the heuristic's name (static) */
   int nin, nout;
   int *in_ref, *out_ref;

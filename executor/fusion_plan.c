@@ -183,6 +183,25 @@ static cf_status wire(Planner *p, const SchedSegment *seg, FcSegment *out, const
   return CF_OK;
 }
 
+/* A reshape's segment: no kernel; its output, an intermediate, is pointed at its input's
+ * memory at each run (fusion_cache.c). Its input must be contiguous memory of its own (a
+ * call input, checked per run, or an intermediate) and its output an intermediate. */
+static cf_status plan_view(Planner *p, const SchedSegment *seg, int k, int nseg, FcSegment *out) {
+  Expr *e = seg->exprs[0];
+  out->scheduler = "view";
+  int r_in = out->in_ref[0], r_out = out->nout ? out->out_ref[0] : -1;
+  const char *in = TV(e->in[0])->display_name, *o = TV(e->out[0])->display_name;
+  if (r_in >= p->nin && r_in < p->nin + p->nout)
+    return fc_error(p->c, CF_ERR_UNSUPPORTED, "execute: segment %d of %d: %s = reshape(%s) reads the fusion output %s; "
+                    "a reshape is a view of a fusion input or of an intermediate", k, nseg, o, in, in);
+  if (r_out < p->nin + p->nout)
+    return fc_error(p->c, CF_ERR_UNSUPPORTED, "execute: segment %d of %d: %s = reshape(%s) is a fusion output; a "
+                    "reshape is a view between segments (compute the output after it, e.g. with cf_set)", k, nseg, o,
+                    in);
+  if (p->dump) fprintf(stderr, "=== define and run: segment %d of %d: view %s = reshape(%s) ===\n", k, nseg, o, in);
+  return CF_OK;
+}
+
 /* Schedules and compiles segment k; when no scheduler accepts it, *refused with their
  * reasons in refusals (CF_OK, no message). */
 static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int nseg, FcSegment *out, StrBuf *refusals,
@@ -191,6 +210,8 @@ static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int ns
   if (!ins || !outs) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   cf_status s = wire(p, seg, out, ins, outs);
   if (s) return s;
+  *refused = false;
+  if (seg->nexprs == 1 && seg->exprs[0]->op == OP_RESHAPE) return plan_view(p, seg, k, nseg, out);
   cf_fusion *g = ir_fusion_copy_part(p->w, seg->nexprs, seg->exprs, seg->nin, seg->ins, seg->nout, seg->outs, NULL, NULL);
   if (!g) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   if (g->status) {
@@ -209,17 +230,36 @@ static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int ns
 
 /* ---- the entry ------------------------------------------------------------------------------- */
 
+static void free_view(DLManagedTensor *m) { free(m); }
+
+/* The header of an intermediate that a reshape makes a view: its data pointer is set at
+ * each run; freeing it frees the header only. */
+static DLManagedTensor *view_header(Val *tv) {
+  DLManagedTensor *m = calloc(1, sizeof *m + sizeof(int64_t) * CF_MAX_RANK);
+  if (!m) return NULL;
+  int64_t *shape = (int64_t *)(m + 1);
+  m->dl_tensor.ndim = kept_sizes(tv, shape);
+  m->dl_tensor.shape = shape;
+  m->dl_tensor.dtype = ir_dtype_to_dl(tv->dtype);
+  m->deleter = free_view;
+  return m;
+}
+
 static cf_status alloc_bufs(Planner *p, FcEntry *en) {
   en->nbuf = p->bufs.len;
   en->bufs = calloc((size_t)en->nbuf + 1, sizeof *en->bufs);
   en->given = calloc((size_t)p->nout + 1, sizeof *en->given);
   if (!en->bufs || !en->given) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  bool host = cf_executor_backend(en->seg[0].e) == CF_BACKEND_HOST;
+  bool host = true;
+  for (int k = 0; k < en->nseg; k++)
+    if (en->seg[k].e) host = cf_executor_backend(en->seg[k].e) == CF_BACKEND_HOST;
   for (int i = 0; i < en->nbuf; i++) {
     Val *tv = p->bufs.items[i];
     int64_t sizes[CF_MAX_RANK];
     int n = kept_sizes(tv, sizes);
-    en->bufs[i] = host ? cf_tensor_host(tv->dtype, n, sizes) : cf_tensor_device(tv->dtype, n, sizes);
+    en->bufs[i] = tv->def && tv->def->op == OP_RESHAPE ? view_header(tv)
+                  : host                                 ? cf_tensor_host(tv->dtype, n, sizes)
+                                                         : cf_tensor_device(tv->dtype, n, sizes);
     if (!en->bufs[i])
       return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: cannot allocate the intermediate %s", TV(tv)->display_name);
   }

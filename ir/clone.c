@@ -49,6 +49,12 @@ static Val *twin(Copier *c, const Val *v) {
 static Val *copy_scalar(Copier *c, Val *v) {
   if (c->map[v->id]) return c->map[v->id];
   const Scalar *s = SC(v);
+  if (v->def && v->def->nin == 2 && ir_op_kind(v->def->op) == OPK_BINARY && v->def->out[0] == v) {
+    /* arithmetic on sizes (a reshape's inferred extent): copied operand by operand, so it
+     * folds to a constant when the sizes are given */
+    Val *a = copy_scalar(c, v->def->in[0]), *b = a ? copy_scalar(c, v->def->in[1]) : NULL;
+    return b ? (c->map[v->id] = ir_scalar_op(c->dst, v->def->op, a, b)) : NULL;
+  }
   if (v->def) {
     ir_error(c->dst, CF_ERR_UNSUPPORTED, "fusion_copy: a derived extent (made by a split or merge) is not copied");
     return NULL;
@@ -186,6 +192,9 @@ static cf_status copy_expr(Copier *c, const Expr *e) {
   if (ir_op_kind(e->op) == OPK_BROADCAST)
     n->attr.broadcast.is_broadcast = arena_memdup(c->dst->arena, e->attr.broadcast.is_broadcast,
                                                   sizeof(bool) * (size_t)e->attr.broadcast.rank);
+  if (ir_op_kind(e->op) == OPK_SQUEEZE)
+    n->attr.squeeze.is_squeezed = arena_memdup(c->dst->arena, e->attr.squeeze.is_squeezed,
+                                               sizeof(bool) * (size_t)(e->attr.squeeze.rank > 0 ? e->attr.squeeze.rank : 1));
   if (ir_op_kind(e->op) == OPK_PERMUTE)
     n->attr.permute.perm = arena_memdup(c->dst->arena, e->attr.permute.perm, sizeof(int) * (size_t)e->attr.permute.rank);
   return CF_OK;

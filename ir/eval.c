@@ -294,6 +294,7 @@ static cf_status plan_operand(Eval *ev, ExprPlan *p, int j, Val *in) {
       p->st[d][j] = 0;
       continue;
     }
+    while (e->op == OP_SQUEEZE && k < n && e->attr.squeeze.is_squeezed[k]) k++;
     int src = e->op == OP_PERMUTE ? e->attr.permute.perm[d] : k++;
     if (src >= n) return IR_INTERNAL(ev->f, src < n);
     bool bcast = ID(ax[src])->iter_type == CF_ITER_BROADCAST;
@@ -408,7 +409,19 @@ static void run_welford_elementwise(const ExprPlan *p, NdIter *it) {
   } while (nd_next(it));
 }
 
+/* full: every element is the value, converted as C converts a double. */
+static void run_full(const ExprPlan *p, NdIter *it) {
+  IrElem v = {.d = p->e->attr.full.value};
+  if (nd_empty(it)) return;
+  do ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], v, CF_DOUBLE);
+  while (nd_next(it));
+}
+
 static void run_elementwise(const ExprPlan *p, NdIter *it) {
+  if (p->e->op == OP_FULL) {
+    run_full(p, it);
+    return;
+  }
   if (ir_dtype_is_welford(p->dt[1])) {
     run_welford_elementwise(p, it);
     return;
@@ -607,7 +620,43 @@ static bool is_rfactor(const Val *tv) {
   return false;
 }
 
+/* reshape: the input's elements in row-major order (through its strides) copied densely
+ * under the output's sizes, whose element count must be the input's. */
+static cf_status run_reshape(Eval *ev, const Expr *e) {
+  Val *in = e->in[0], *out = e->out[0];
+  const EvalBuf *b = &ev->bufs[in->id];
+  int r = TV(out)->nlogical;
+  int64_t sizes[r > 0 ? r : 1], n_out = 1, n_in = 1;
+  for (int d = 0; d < r; d++) {
+    cf_status s = eval_extent(ev, out, d, &sizes[d]);
+    if (s) return s;
+    n_out *= sizes[d];
+  }
+  if (!b->t)
+    return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s is neither an input of the fusion nor computed by it",
+                      TV(in)->display_name);
+  for (int d = 0; d < b->t->ndim; d++) n_in *= b->t->shape[d];
+  if (n_in != n_out)
+    return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "reshape: %s has %lld elements but %s has %lld",
+                      TV(in)->display_name, (long long)n_in, TV(out)->display_name, (long long)n_out);
+  DLManagedTensor *m = cf_tensor_host(out->dtype, r, sizes);
+  if (!m) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory for %s", TV(out)->display_name);
+  cf_status s = set_buf(ev, out, &m->dl_tensor, m);
+  if (s) return s;
+  size_t bytes = cf_dtype_size(out->dtype);
+  for (int64_t i = 0; i < n_out; i++) {
+    int64_t rest = i, off = 0;
+    for (int d = b->t->ndim - 1; d >= 0; d--) {
+      off += (rest % b->t->shape[d]) * b->strides[d];
+      rest /= b->t->shape[d];
+    }
+    memcpy(ir_dl_elem_ptr(&m->dl_tensor, i), ir_dl_elem_ptr(b->t, off), bytes);
+  }
+  return CF_OK;
+}
+
 static cf_status eval_expr(Eval *ev, const Expr *e, Arena *scratch) {
+  if (e->op == OP_RESHAPE) return run_reshape(ev, e);
   if (ir_op_kind(e->op) == OPK_REDUCTION && is_rfactor(e->out[0])) return run_rfactor(ev, e, scratch);
   int r = TV(e->out[0])->nlogical > 0 ? TV(e->out[0])->nlogical : 1;
   int64_t sizes[r], idx[r], st[r][MAX_OPERANDS], first_size[r];

@@ -8,14 +8,34 @@
  * scheduling. */
 #include "ir/ir.h"
 
+static int64_t const_numel(Val *tv, bool *known) {
+  int64_t n = 1, x;
+  for (int i = 0; i < TV(tv)->nlogical; i++) {
+    if (ID(TV(tv)->logical[i])->iter_type == CF_ITER_REDUCTION) continue;
+    if (!ir_scalar_const_value(ID(TV(tv)->logical[i])->extent, &x)) *known = false;
+    n *= x;
+  }
+  return n;
+}
+
+cf_status ir_check_reshape(cf_fusion *f, const char *what, const Expr *e) {
+  bool known = true;
+  int64_t a = const_numel(e->in[0], &known), b = const_numel(e->out[0], &known);
+  if (!known || a == b) return CF_OK;
+  return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: reshape: %s has %lld elements but %s has %lld", what,
+                  TV(e->in[0])->display_name, (long long)a, TV(e->out[0])->display_name, (long long)b);
+}
+
 /* Operand `in` of e against e's output, axis by axis (as the evaluator pairs them). */
 static cf_status check_operand(cf_fusion *f, const char *what, const Expr *e, Val *in) {
   Val *out = e->out[0], *ax[CF_MAX_RANK];
+  if (e->op == OP_RESHAPE) return ir_check_reshape(f, what, e);
   int n = 0;
   for (int i = 0; i < TV(in)->nlogical && n < CF_MAX_RANK; i++)
     if (ID(TV(in)->logical[i])->iter_type != CF_ITER_REDUCTION) ax[n++] = TV(in)->logical[i];
   for (int d = 0, k = 0; d < TV(out)->nlogical; d++) {
     if (e->op == OP_BROADCAST && e->attr.broadcast.is_broadcast[d]) continue;
+    while (e->op == OP_SQUEEZE && k < n && e->attr.squeeze.is_squeezed[k]) k++;
     int src = e->op == OP_PERMUTE ? e->attr.permute.perm[d] : k++;
     if (src >= n) return IR_INTERNAL(f, src < n);
     int64_t x, y;

@@ -36,6 +36,11 @@ bool ir_op_is_elementwise(IrOp op) {
   return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST;
 }
 
+bool ir_op_is_pointwise(IrOp op) {
+  OpKind k = ir_op_kind(op);
+  return ir_op_is_elementwise(op) || k == OPK_BROADCAST || k == OPK_SQUEEZE || k == OPK_FULL;
+}
+
 bool ir_op_is_reduction(IrOp op) {
   switch (op) {
 #define IR_X(e, combine, ident, widen) case e: return true;

@@ -67,6 +67,10 @@ typedef enum OpKind {
   OPK_BROADCAST, /* inserts broadcast axes */
   OPK_REDUCTION, /* sum / max / min over reduction axes of the output */
   OPK_PERMUTE,   /* transpose / permute: output root = input order, logical permuted */
+  OPK_SQUEEZE,   /* removes broadcast or extent-1 axes of the input (attr.squeeze) */
+  OPK_FULL,      /* no tensor input: every element is attr.full.value */
+  OPK_RESHAPE,   /* the same elements in row-major order under other sizes: a view at
+                    define-and-run's segment boundaries, never inside a kernel */
   OPK_TRANSFORM  /* split / merge / swizzle of IterDomains */
 } OpKind;
 
@@ -120,6 +124,10 @@ typedef enum OpKind {
   X(OP_PROD, "prod", OPK_REDUCTION, "(%0 * %1)")                         \
   X(OP_WELFORD, "welford", OPK_REDUCTION, "cf_welford_merge(%0, %1)")    \
   X(OP_PERMUTE, "permute", OPK_PERMUTE, "%0")                            \
+  X(OP_EXPAND, "expand", OPK_SET, "%0")                                  \
+  X(OP_SQUEEZE, "squeeze", OPK_SQUEEZE, "%0")                            \
+  X(OP_FULL, "full", OPK_FULL, "%0")                                     \
+  X(OP_RESHAPE, "reshape", OPK_RESHAPE, "%0")                            \
   X(OP_SPLIT, "Split", OPK_TRANSFORM, "")                                \
   X(OP_MERGE, "Merge", OPK_TRANSFORM, "")                                \
   X(OP_SWIZZLE, "Swizzle", OPK_TRANSFORM, "")
@@ -158,8 +166,12 @@ bool ir_reduction_widens_int(IrOp op);
 const char *ir_op_name(IrOp op);
 OpKind ir_op_kind(IrOp op);
 /* Elementwise ops (kinds set, unary, binary, ternary, cast): one output element from the
- * input elements at the same index. */
+ * input elements at the same index. expand is a set whose output iterates axes that its
+ * input broadcasts. */
 bool ir_op_is_elementwise(IrOp op);
+/* Ops the pointwise scheduler takes: the elementwise ones, broadcast, squeeze and full
+ * (each output element from input elements at positionally mapped indices). */
+bool ir_op_is_pointwise(IrOp op);
 const char *ir_op_template(IrOp op);
 
 /* ---- values ----------------------------------------------------------------------------- */
@@ -240,6 +252,8 @@ struct Expr {
     struct { cf_dtype to; } cast;
     struct { bool *is_broadcast; int rank; } broadcast; /* per output logical axis */
     struct { int *perm; int rank; } permute;     /* output logical i = input axis perm[i] */
+    struct { bool *is_squeezed; int rank; } squeeze; /* per input axis (reduction axes left out) */
+    struct { double value; } full;               /* OP_FULL: the value, converted to the dtype */
     struct { double value; bool is_scalar_rhs; } scalar_rhs; /* binary op with constant b */
   } attr;
 };
@@ -382,6 +396,8 @@ cf_fusion *ir_fusion_copy_part(const cf_fusion *f, int nexprs, Expr *const *expr
  * is recorded, prefixed by `what`:
  *   execute: add: axis 0 has extent 6 in T1 but 5 in T2 */
 cf_status ir_check_extents(cf_fusion *f, const char *what);
+/* The same for one reshape: equal constant element counts of its input and output. */
+cf_status ir_check_reshape(cf_fusion *f, const char *what, const Expr *e);
 
 /* ---- rules of parallel and memory types (rules.c: one table each) ------------------- */
 

@@ -117,6 +117,24 @@ static void print_attrs(StrBuf *b, const Expr *e) {
     for (int i = 0; i < e->attr.broadcast.rank; i++) sb_printf(b, "%s%s", i ? ", " : "", e->attr.broadcast.is_broadcast[i] ? "true" : "false");
     sb_puts(b, "}");
     break;
+  case OPK_SQUEEZE:
+    sb_puts(b, ", {");
+    for (int i = 0; i < e->attr.squeeze.rank; i++) sb_printf(b, "%s%s", i ? ", " : "", e->attr.squeeze.is_squeezed[i] ? "true" : "false");
+    sb_puts(b, "}");
+    break;
+  case OPK_SET:
+  case OPK_RESHAPE:
+  case OPK_FULL:
+    if (e->op == OP_SET) break;
+    /* expand, reshape and full: the output's sizes (full: then its value and dtype) */
+    sb_puts(b, e->nin ? ", {" : "{");
+    for (int i = 0; i < TV(e->out[0])->nlogical; i++) {
+      if (i) sb_puts(b, ", ");
+      ir_print_scalar(b, ID(TV(e->out[0])->logical[i])->extent);
+    }
+    sb_puts(b, "}");
+    if (e->op == OP_FULL) sb_printf(b, ", %g, %s", e->attr.full.value, cf_dtype_name(e->out[0]->dtype));
+    break;
   case OPK_PERMUTE:
     sb_puts(b, ", {");
     for (int i = 0; i < e->attr.permute.rank; i++) sb_printf(b, "%s%d", i ? ", " : "", e->attr.permute.perm[i]);

@@ -185,6 +185,18 @@ static void release_analyses(LowerCtx *c) {
   c->loops = NULL;
 }
 
+/* A reshape moves no data in cfuser: define-and-run makes it a view between kernels
+ * (executor/fusion_plan.c), and a kernel has no form for it. */
+static void refuse_reshapes(LowerCtx *c) {
+  for (int i = 0; i < c->f->exprs.len; i++) {
+    Expr *e = c->f->exprs.items[i];
+    if (e->op == OP_RESHAPE)
+      lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s = reshape(%s) cannot run inside a kernel; a reshape is a view of "
+                 "a fusion input or of a tensor between segments of cf_fusion_execute", TV(e->out[0])->display_name,
+                 TV(e->in[0])->display_name);
+  }
+}
+
 cf_status lower_fusion(cf_fusion *f, const LowerOptions *opts, KKernel **out, char **error) {
   static const LowerOptions defaults = {0};
   *out = NULL;
@@ -203,6 +215,7 @@ cf_status lower_fusion(cf_fusion *f, const LowerOptions *opts, KKernel **out, ch
   c->k->arena = a;
   c->info = ARENA_ARRAY(a, TvInfo, f->vals.len + 1);
   if (setjmp(c->unwind) == 0) {
+    refuse_reshapes(c);
     run_passes(c);
     if (c->opts->hook) c->opts->hook(c->k, c->opts->hook_user);
   }

@@ -184,7 +184,7 @@ static KExpr *predicate_of(LowerCtx *c, const Range *r, const KNode *op) {
 
 static bool is_tmem_access(const KNode *op) {
   const Expr *e = op->u.op.src;
-  return TV(e->out[0])->mem == CF_MEM_TENSOR || (e->in[0]->kind == VAL_TV && TV(e->in[0])->mem == CF_MEM_TENSOR);
+  return TV(e->out[0])->mem == CF_MEM_TENSOR || (e->nin > 0 && e->in[0]->kind == VAL_TV && TV(e->in[0])->mem == CF_MEM_TENSOR);
 }
 
 static void walk(LowerCtx *c, Range *r, KBlock *b) {

@@ -56,11 +56,16 @@ int sched_pairwise_map(const Val *p, const Val *c, Val **p_ids, Val **c_ids, int
   /* Broadcast flags are per output logical axis; for a broadcast, root == logical. */
   const bool *is_bcast = NULL;
   if (ir_op_kind(e->op) == OPK_BROADCAST && e->attr.broadcast.rank == ct->nroot) is_bcast = e->attr.broadcast.is_broadcast;
-  int n = 0, j = 0;
+  /* Squeezed producer axes (per producer axis the op sees) have no partner either. */
+  const bool *squeezed = e->op == OP_SQUEEZE ? e->attr.squeeze.is_squeezed : NULL;
+  /* A reshape relates no axes: its output is a view of other sizes. */
+  if (e->op == OP_RESHAPE) return 0;
+  int n = 0, j = 0, seen = 0;
   for (int i = 0; i < pt->nlogical; i++) {
     Val *pid = pt->logical[i];
     /* Reduction axes of a producer are consumed by its own definition: no partner. */
     if (pid->u.id.iter_type == CF_ITER_REDUCTION) continue;
+    if (squeezed && squeezed[seen++]) continue;
     while (j < ct->nroot && is_bcast && is_bcast[j]) j++;
     if (j >= ct->nroot) break;
     if (n < cap) {

@@ -22,10 +22,7 @@
 
 enum { THREADS = 128 };
 
-static bool elementwise(const Expr *e) {
-  OpKind k = ir_op_kind(e->op);
-  return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST || k == OPK_BROADCAST;
-}
+static bool elementwise(const Expr *e) { return ir_op_is_pointwise(e->op); }
 
 /* Why the pointwise scheduler cannot take f: the reason (after "schedule_pointwise: ")
  * in why, the tensor it is about in *tv, and the status; CF_OK when it can. */
@@ -85,6 +82,27 @@ static int64_t vector_width(cf_fusion *f, Val *ref) {
   return v;
 }
 
+/* Whether a squeeze reads tv or a tensor computed from it: tv's axes then do not line up
+ * with the reference's position by position, so it is not cached for vector loads. */
+static bool reaches_squeeze(cf_fusion *f, Val *tv) {
+  bool *seen = ARENA_ARRAY(f->arena, bool, f->vals.len);
+  Val **stack = ARENA_ARRAY(f->arena, Val *, f->vals.len);
+  if (!seen || !stack) return true; /* out of memory: the safe answer */
+  int top = 0;
+  stack[top++] = tv;
+  seen[tv->id] = true;
+  while (top > 0) {
+    Val *v = stack[--top];
+    for (int k = 0; k < v->uses.len; k++) {
+      const Expr *e = v->uses.items[k];
+      if (ir_op_kind(e->op) == OPK_TRANSFORM) continue;
+      if (e->op == OP_SQUEEZE) return true;
+      if (!seen[e->out[0]->id]) seen[e->out[0]->id] = true, stack[top++] = e->out[0];
+    }
+  }
+  return false;
+}
+
 /* Caches the full-rank inputs and the outputs; returns how many caches it listed. */
 static int add_caches(cf_fusion *f, Val *ref, Val **caches) {
   int n = 0;
@@ -93,10 +111,30 @@ static int add_caches(cf_fusion *f, Val *ref, Val **caches) {
   for (int i = 0; i < nin; i++) {
     bool used = false;
     for (int k = 0; k < ins[i]->uses.len; k++) used |= ir_op_kind(((Expr *)ins[i]->uses.items[k])->op) != OPK_TRANSFORM;
-    if (used && full_rank_input(ins[i], ref)) caches[n++] = ir_tv(cf_cache_after(f, ir_tv_handle(ins[i])));
+    if (used && full_rank_input(ins[i], ref) && !reaches_squeeze(f, ins[i])) caches[n++] = ir_tv(cf_cache_after(f, ir_tv_handle(ins[i])));
   }
   for (int o = 0; o < nout; o++) cf_cache_before(f, ir_tv_handle(f->outputs.items[o]));
   return f->status ? 0 : n;
+}
+
+/* [blockIdx.x, threadIdx.x{128}, vector{v}] over tv's axes merged, propagated from tv
+ * and parallelized alike. */
+static void tile(cf_fusion *f, Val *tv, int64_t v) {
+  cf_tv *r = ir_tv_handle(tv);
+  for (int a = TV(tv)->nloop - 1; a > 0; a--) cf_merge(f, r, 0);
+  if (v > 1) cf_split(f, r, 0, v);
+  cf_split(f, r, 0, THREADS);
+  cf_propagate_transforms(f, r);
+  cf_parallelize(f, r, 0, CF_PT_BIDX);
+  cf_parallelize(f, r, 1, CF_PT_TIDX);
+  cf_parallelize_all_like(f, r, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+}
+
+static bool untransformed(Val *tv) {
+  if (TV(tv)->nloop != TV(tv)->nlogical) return false;
+  for (int a = 0; a < TV(tv)->nloop; a++)
+    if (TV(tv)->loop[a] != TV(tv)->logical[a]) return false;
+  return true;
 }
 
 static cf_status schedule(cf_fusion *f, int64_t *vector) {
@@ -106,14 +144,11 @@ static cf_status schedule(cf_fusion *f, int64_t *vector) {
   Val **caches = ARENA_ARRAY(f->arena, Val *, f->inputs.len + 1);
   int ncaches = add_caches(f, ref, caches);
   if (f->status) return f->status;
-  cf_tv *r = ir_tv_handle(ref);
-  for (int a = TV(ref)->nloop - 1; a > 0; a--) cf_merge(f, r, 0);
-  if (v > 1) cf_split(f, r, 0, v);
-  cf_split(f, r, 0, THREADS);
-  cf_propagate_transforms(f, r);
-  cf_parallelize(f, r, 0, CF_PT_BIDX);
-  cf_parallelize(f, r, 1, CF_PT_TIDX);
-  cf_parallelize_all_like(f, r, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+  tile(f, ref, v);
+  /* An output the reference's propagation does not reach (computed from a full alone:
+   * no input connects it) is tiled the same way on its own. */
+  for (int o = 1; o < f->outputs.len; o++)
+    if (untransformed(f->outputs.items[o])) tile(f, f->outputs.items[o], v);
   if (v > 1) {
     for (int i = 0; i < ncaches; i++) cf_parallelize(f, ir_tv_handle(caches[i]), -1, CF_PT_VECTORIZE);
     for (int o = 0; o < f->outputs.len; o++) cf_parallelize(f, ir_tv_handle(f->outputs.items[o]), -1, CF_PT_VECTORIZE);

@@ -8,7 +8,9 @@
  * where the operand is such a cut; a segment is the ops of one level, in topological
  * order. When a segment of that cut is refused, the fine cut also puts each reduction in
  * a segment of its own, reading its operand from memory: softmax's middle level (the sum
- * of an exp that the division reads too) becomes a pointwise segment and a reduction. */
+ * of an exp that the division reads too) becomes a pointwise segment and a reduction.
+ * A reshape is always a segment of its own, after its operand's and before its readers':
+ * the executor runs it as a view of its operand's memory (executor/fusion_plan.c). */
 #include "scheduler/heuristic.h"
 
 static bool is_tensor_expr(const Expr *e) { return e && ir_op_kind(e->op) != OPK_TRANSFORM && e->out[0]->kind == VAL_TV; }
@@ -23,8 +25,9 @@ SchedSegment sched_whole(Arena *a, cf_fusion *f) {
   return s;
 }
 
-/* Whether an op reading tv starts a new segment: tv is a reduction's output. */
-static bool is_cut(const Val *tv) { return ir_op_kind(tv->def->op) == OPK_REDUCTION; }
+/* Whether an op reading tv starts a new segment: tv is a reduction's output, or a
+ * reshape's (a view between segments, run by no kernel). */
+static bool is_cut(const Val *tv) { return ir_op_kind(tv->def->op) == OPK_REDUCTION || tv->def->op == OP_RESHAPE; }
 
 static void push_once(Arena *a, PtrVec *v, Val *tv) {
   if (!ptrvec_contains(v, tv)) ptrvec_push(a, v, tv);
@@ -67,12 +70,12 @@ static int levels(Expr **exprs, int n, bool fine, int *level) {
   int nlevels = n > 0 ? 1 : 0;
   for (int i = 0; i < n; i++) {
     Expr *e = exprs[i];
-    bool red = ir_op_kind(e->op) == OPK_REDUCTION;
+    bool red = ir_op_kind(e->op) == OPK_REDUCTION, view = e->op == OP_RESHAPE;
     level[e->id] = 0;
     for (int j = 0; j < e->nin; j++) {
       Val *in = e->in[j];
       if (in->kind != VAL_TV || !in->def) continue;
-      int l = level[in->def->id] + (is_cut(in) || (fine && red) ? 1 : 0);
+      int l = level[in->def->id] + (is_cut(in) || view || (fine && red) ? 1 : 0);
       if (l > level[e->id]) level[e->id] = l;
     }
     if (level[e->id] + 1 > nlevels) nlevels = level[e->id] + 1;
@@ -89,7 +92,7 @@ static int assign(Expr **exprs, int n, bool fine, const int *level, int nlevels,
     for (int i = 0; i < n; i++) {
       Expr *e = exprs[i];
       if (level[e->id] != l) continue;
-      if (fine && ir_op_kind(e->op) == OPK_REDUCTION) seg[e->id] = nseg++;
+      if ((fine && ir_op_kind(e->op) == OPK_REDUCTION) || e->op == OP_RESHAPE) seg[e->id] = nseg++;
       else seg[e->id] = rest >= 0 ? rest : (rest = nseg++);
     }
   }

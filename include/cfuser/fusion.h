@@ -84,7 +84,7 @@ CF_API cf_tv *cf_set(cf_fusion *f, cf_tv *in);
 #define CF_X(name) CF_API cf_tv *cf_##name(cf_fusion *f, cf_tv *in);
 CF_UNARY_OP_TABLE(CF_X)
 #undef CF_X
-/* Binary ops need equal ranks; each axis pair must have equal extents or one side must be
+/* Binary ops need equal ranks (a 0-d operand is broadcast to the other's); each axis pair must have equal extents or one side must be
  * a broadcast axis. Comparisons produce CF_BOOL. The result dtype of mixed operands is
  * the wider type (double > float > bfloat16/half, int64 > int32 > int8 > bool). */
 #define CF_X(name) CF_API cf_tv *cf_##name(cf_fusion *f, cf_tv *a, cf_tv *b);
@@ -137,6 +137,37 @@ CF_API cf_status cf_var_mean(cf_fusion *f, cf_tv *in, int naxes, const int *axes
 /* transpose swaps two axes; permute puts input axis perm[i] at output position i. */
 CF_API cf_tv *cf_transpose(cf_fusion *f, cf_tv *in, int axis0, int axis1);
 CF_API cf_tv *cf_permute(cf_fusion *f, cf_tv *in, int rank, const int *perm);
+
+/* ---- shape ops and scalar inputs --------------------------------------------------- */
+
+/* Removes the given axes of x (negative counts from the end, nvFuser's squeeze); each
+ * must be a broadcast axis or of constant extent 1, else the error names the tensor and
+ * axis: "squeeze: axis 1 (iS1{8}) of T0 is neither a broadcast axis nor of extent 1 ...". */
+CF_API cf_tv *cf_squeeze(cf_fusion *f, cf_tv *x, int naxes, const int *axes);
+/* nvFuser's expand: broadcast axes of x become iteration axes of the given concrete
+ * extents (no data is copied: every output element reads element 0 of the axis).
+ * sizes[i] == -1 keeps axis i; a non-broadcast axis must keep its extent; rank is x's.
+ * An expansion to 1 keeps the broadcast axis. */
+CF_API cf_tv *cf_expand(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes);
+/* expand to other's extents (constant or symbolic) where x is broadcast and other is not;
+ * x and other have equal ranks. */
+CF_API cf_tv *cf_expand_as(cf_fusion *f, cf_tv *x, cf_tv *other);
+/* A tensor of the given sizes filled with value (converted to dtype as C converts); no
+ * inputs. Size-1 axes are broadcast axes, as in cf_tensor_concrete. */
+CF_API cf_tv *cf_full(cf_fusion *f, int rank, const int64_t *sizes, double value, cf_dtype dtype);
+/* full with x's shape (its extents, constant or symbolic, and broadcast axes) and dtype. */
+CF_API cf_tv *cf_full_like(cf_fusion *f, cf_tv *x, double value);
+/* A scalar fusion input (e.g. an epsilon): a 0-d tensor of dtype, added to the fusion's
+ * inputs in call order and passed at run time as a 0-d DLPack tensor (ndim 0). Binary
+ * ops and where broadcast any 0-d operand to the other operands' rank (a broadcast op). */
+CF_API cf_tv *cf_scalar_input(cf_fusion *f, cf_dtype dtype);
+/* The elements of x in row-major order under new sizes (one may be -1: inferred); the
+ * element counts must match (checked here when constant, at run time otherwise). x must
+ * not be strided (cf_tensor_strided). Size-1 output axes are broadcast axes. Evaluated
+ * exactly by cf_fusion_evaluate; cf_fusion_execute runs it as a view (no data moved)
+ * where its input is a fusion input or a tensor in global memory between segments; a
+ * kernel (cf_executor_compile) refuses it. */
+CF_API cf_tv *cf_reshape(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes);
 
 /* ---- inspection ------------------------------------------------------------------- */
 

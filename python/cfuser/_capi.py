@@ -156,6 +156,13 @@ for _name in ("cf_welford_avg", "cf_welford_m2", "cf_welford_n"):
 _proto("cf_var_mean", c_int, _P, _P, c_int, POINTER(c_int), c_int64, c_bool, POINTER(c_void_p), POINTER(c_void_p))
 _proto("cf_transpose", _P, _P, _P, c_int, c_int)
 _proto("cf_permute", _P, _P, _P, c_int, POINTER(c_int))
+_proto("cf_squeeze", _P, _P, _P, c_int, POINTER(c_int))
+_proto("cf_expand", _P, _P, _P, c_int, POINTER(c_int64))
+_proto("cf_expand_as", _P, _P, _P, _P)
+_proto("cf_full", _P, _P, c_int, POINTER(c_int64), c_double, c_int)
+_proto("cf_full_like", _P, _P, _P, c_double)
+_proto("cf_scalar_input", _P, _P, c_int)
+_proto("cf_reshape", _P, _P, _P, c_int, POINTER(c_int64))
 _proto("cf_tv_name", c_char_p, _P)
 for _name in ("cf_tv_dtype", "cf_tv_logical_rank", "cf_tv_naxes", "cf_tv_memory_type",
               "cf_tv_compute_at_pos"):

@@ -43,6 +43,12 @@ def _kernel_cache() -> int:
     return _cache
 
 
+def _numpy_name(dt: DataType) -> str:
+    return {DataType.Float: "float32", DataType.Double: "float64", DataType.Half: "float16",
+            DataType.BFloat16: "bfloat16", DataType.Int: "int64", DataType.Int32: "int32", DataType.Int8: "int8", DataType.UInt32: "uint32",
+            DataType.Bool: "bool"}.get(dt, "float32")
+
+
 def _is_contiguous(array: Any) -> bool:
     """Row-major contiguity, as NumPy, PyTorch, CuPy and JAX say it."""
     if hasattr(array, "is_contiguous"):
@@ -66,6 +72,7 @@ class FusionDefinition:
             raise MemoryError("FusionDefinition: out of memory")
         self._open = self._defined = self._user_scheduled = self._frozen = False
         self._ninputs = 0
+        self._scalar_inputs: Dict[int, DataType] = {}  # input index -> dtype (define_scalar inputs)
         self._outputs: List[Tensor] = []
         self._executors: Dict[int, int] = {}
         self._torch_fast: Optional[TorchFastPath] = None  # set by the first torch CUDA run
@@ -190,14 +197,22 @@ class FusionDefinition:
 
     from_pytorch = define_tensor_like
 
-    def define_scalar(self, value: Union[int, float, bool, None] = None,
-                      dtype: Optional[Union[DataType, str]] = None) -> Scalar:
-        """A constant for add, sub, mul and div. Scalar inputs (a value given at execute)
-        are not in the C API yet."""
+    def define_scalar(self, value: Union[int, float, bool, None, DataType, str] = None,
+                      dtype: Optional[Union[DataType, str]] = None) -> Union[Scalar, Tensor]:
+        """With a value: a constant for add, sub, mul and div. Without one
+        (fd.define_scalar(DataType.Float) or define_scalar(dtype=...)): a scalar fusion
+        input (cf_scalar_input), a 0-d tensor that binary ops broadcast; execute takes its
+        value, in input order, as a Python number or a 0-d array."""
         self._check_open("define_scalar")
+        if isinstance(value, (DataType, str)) and dtype is None:
+            value, dtype = None, value
         if value is None:
-            raise UnsupportedError("define_scalar: scalar inputs (a value given at execute) are not in the C API "
-                                   "yet; give a constant value")
+            dt = as_dtype(dtype if dtype is not None else DataType.Double)
+            h = _capi.lib.cf_scalar_input(self._f, int(dt))
+            t = self._new_tensor("define_scalar", h, ())
+            self._scalar_inputs[self._ninputs] = dt
+            self._ninputs += 1
+            return t
         if dtype is None:
             dt = DataType.Bool if isinstance(value, bool) else DataType.Int if isinstance(value, int) else DataType.Double
         else:
@@ -239,6 +254,26 @@ class FusionDefinition:
                 continue
             if any(lib.cf_id_extent(lib.cf_tv_axis(h, i)) < 0 for i in range(lib.cf_tv_naxes(h))):
                 self._check(lib.cf_set_memory_type(self._f, h, int(MemoryType.global_)))
+
+    def _scalar_arrays(self, inputs: Sequence[Any]) -> List[Any]:
+        """Scalar inputs given as Python numbers become 0-d arrays of their dtype, in the
+        library and on the device of the first tensor input (NumPy when there is none)."""
+        out = list(inputs)
+        like = next((x for i, x in enumerate(inputs) if i not in self._scalar_inputs), None)
+        for i, dt in self._scalar_inputs.items():
+            if hasattr(out[i], "__dlpack__"):
+                continue
+            if not isinstance(out[i], (int, float, bool)):
+                raise InvalidArgumentError(f"execute: input {i} is a scalar input; give a number or a 0-d array, "
+                                           f"not a {type(out[i]).__name__}")
+            name = _numpy_name(dt)
+            if like is not None and type(like).__module__.startswith("torch"):
+                import torch
+                out[i] = torch.tensor(out[i], dtype=getattr(torch, name), device=like.device)
+            else:
+                import numpy
+                out[i] = numpy.array(out[i], dtype=name)
+        return out
 
     def _check_ready(self, what: str) -> None:
         if self._open:
@@ -293,6 +328,8 @@ class FusionDefinition:
         n = len(inputs)
         if n != self._ninputs:
             raise InvalidArgumentError(f"execute: expected {self._ninputs} inputs, got {n}")
+        if self._scalar_inputs:
+            inputs = self._scalar_arrays(inputs)
         in_arr, out_arr = self._arrays()
         if self._torch_fast is not None and n:
             outs, status = self._torch_fast.run(self._executors[_capi.BACKEND_CUDA], inputs, in_arr, out_arr)

@@ -274,6 +274,62 @@ class Ops:
         shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
         return self._make("transpose", _capi.lib.cf_transpose(fd._f, h, dim0, dim1), tuple(shape))
 
+    # ---- shape ops ----------------------------------------------------------------------
+
+    def squeeze(self, t: Tensor, dims: Union[int, Sequence[int]]) -> Tensor:
+        """t without the axes dims, each a broadcast axis or of extent 1 (cf_squeeze)."""
+        fd = self._fd
+        fd._check_open("squeeze")
+        h = fd._tv(t, "squeeze")
+        axes = _axes(dims, t.ndim, "squeeze", t)
+        arr = (ctypes.c_int * max(len(axes), 1))(*axes)
+        shape = tuple(e for i, e in enumerate(t.shape) if i not in axes)
+        return self._make("squeeze", _capi.lib.cf_squeeze(fd._f, h, len(axes), arr), shape)
+
+    def expand(self, t: Tensor, sizes: Sequence[int]) -> Tensor:
+        """nvFuser's expand: broadcast axes of t take the given sizes; -1 keeps an axis."""
+        fd = self._fd
+        fd._check_open("expand")
+        h = fd._tv(t, "expand")
+        sz = [int(s) for s in sizes]
+        arr = (ctypes.c_int64 * max(len(sz), 1))(*sz)
+        shape = tuple(e if s == -1 else s for e, s in zip(t.shape, sz)) if len(sz) == t.ndim else t.shape
+        return self._make("expand", _capi.lib.cf_expand(fd._f, h, len(sz), arr), shape)
+
+    def expand_as(self, t: Tensor, other: Tensor) -> Tensor:
+        """t expanded to other's sizes where t is broadcast (cf_expand_as)."""
+        fd = self._fd
+        fd._check_open("expand_as")
+        h, ho = fd._tv(t, "expand_as"), fd._tv(other, "expand_as")
+        shape = broadcast_shapes((t.shape, other.shape))
+        return self._make("expand_as", _capi.lib.cf_expand_as(fd._f, h, ho), shape)
+
+    def full(self, shape: Sequence[int], fill_value: Number, dtype: Union[DataType, str]) -> Tensor:
+        """A tensor of constant sizes filled with fill_value (cf_full)."""
+        fd = self._fd
+        fd._check_open("full")
+        sz = [int(s) for s in shape]
+        arr = (ctypes.c_int64 * max(len(sz), 1))(*sz)
+        h = _capi.lib.cf_full(fd._f, len(sz), arr, float(fill_value), int(as_dtype(dtype)))
+        return self._make("full", h, tuple(sz))
+
+    def full_like(self, t: Tensor, fill_value: Number) -> Tensor:
+        """A tensor of t's shape and dtype filled with fill_value (cf_full_like)."""
+        fd = self._fd
+        fd._check_open("full_like")
+        h = fd._tv(t, "full_like")
+        return self._make("full_like", _capi.lib.cf_full_like(fd._f, h, float(fill_value)), t.shape)
+
+    def reshape(self, t: Tensor, new_shape: Sequence[int]) -> Tensor:
+        """t's elements in row-major order under new_shape (one -1 inferred). cf_reshape:
+        run only as a view by define-and-run (cf_fusion_execute); a kernel refuses it."""
+        fd = self._fd
+        fd._check_open("reshape")
+        h = fd._tv(t, "reshape")
+        sz = [int(s) for s in new_shape]
+        arr = (ctypes.c_int64 * max(len(sz), 1))(*sz)
+        return self._make("reshape", _capi.lib.cf_reshape(fd._f, h, len(sz), arr), tuple(sz))
+
 
 def _unary(cname: str, name: str) -> Callable[[Ops, Tensor], Tensor]:
     def op(self: Ops, t: Tensor) -> Tensor:

@@ -28,6 +28,7 @@ PYTHON_NAME = {
     "cf_reorder_all": "reorder", "cf_inline_at_best_effort": "inline_at",
     "cf_propagate_transforms_checked": "propagate_transforms", "cf_fusion_group_tmem": "group_tmem",
     "cf_tensor_concrete": None, "cf_tensor_symbolic": None, "cf_tensor_strided": None,  # define_tensor
+    "cf_scalar_input": None,  # fd.define_scalar(dtype)
 }
 
 

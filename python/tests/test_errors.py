@@ -209,8 +209,6 @@ def test_definition_errors():
         raises(cfuser.InvalidArgumentError,
                "unknown dtype 'complex64'; use cfuser.DataType or a name such as 'float32'",
                fd.define_tensor, 1, None, "complex64")
-        raises(cfuser.UnsupportedError, "define_scalar: scalar inputs (a value given at execute) are not in the C "
-               "API yet; give a constant value", fd.define_scalar)
         raises(cfuser.InvalidArgumentError, "define_tensor: rank -1 is negative", fd.define_tensor, -1)
         raises(cfuser.InvalidArgumentError, "define_tensor: size -2 in dimension 1 is neither -1 (symbolic) nor a size",
                fd.define_tensor, [3, -2])
