@@ -118,6 +118,12 @@ static void print_constant(StrBuf *b, double v) {
 static char *access_str(Emitter *e, const KAccess *a, bool is_write) {
   StrBuf b = {0};
   if (!a->t && a->var) return strdup(a->var); /* a register: a reduction's accumulator */
+  if (!a->t && a->scalar_expr) { /* an integer known at run time (a mean's count) */
+    char *x = cg_expr(e, a->scalar_expr);
+    sb_printf(&b, "(double)(%s)", x);
+    free(x);
+    return sb_take(&b);
+  }
   if (!a->t) {
     print_constant(&b, a->scalar);
     return sb_take(&b);

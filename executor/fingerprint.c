@@ -124,6 +124,7 @@ static void fp_attrs(Fp *b, const Expr *e) {
     if (ir_op_kind(e->op) != OPK_BINARY) return;
     fp_i64(b, e->attr.scalar_rhs.is_scalar_rhs);
     fp_f64(b, e->attr.scalar_rhs.is_scalar_rhs ? e->attr.scalar_rhs.value : 0.0);
+    if (e->attr.scalar_rhs.is_scalar_rhs && e->attr.scalar_rhs.val) fp_ref(b, e->attr.scalar_rhs.val);
   }
 }
 

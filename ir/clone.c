@@ -195,6 +195,9 @@ static cf_status copy_expr(Copier *c, const Expr *e) {
   if (ir_op_kind(e->op) == OPK_SQUEEZE)
     n->attr.squeeze.is_squeezed = arena_memdup(c->dst->arena, e->attr.squeeze.is_squeezed,
                                                sizeof(bool) * (size_t)(e->attr.squeeze.rank > 0 ? e->attr.squeeze.rank : 1));
+  if (ir_op_kind(e->op) == OPK_BINARY && e->attr.scalar_rhs.is_scalar_rhs && e->attr.scalar_rhs.val &&
+      !(n->attr.scalar_rhs.val = copy_scalar(c, e->attr.scalar_rhs.val)))
+    return c->dst->status;
   if (ir_op_kind(e->op) == OPK_PERMUTE)
     n->attr.permute.perm = arena_memdup(c->dst->arena, e->attr.permute.perm, sizeof(int) * (size_t)e->attr.permute.rank);
   return CF_OK;

@@ -272,6 +272,7 @@ typedef struct ExprPlan {
   int64_t *first_size;
   const DLTensor *t[MAX_OPERANDS];
   cf_dtype dt[MAX_OPERANDS];
+  double rhs; /* a binary op's scalar right-hand side (attr.scalar_rhs, evaluated) */
 } ExprPlan;
 
 static cf_status extent_mismatch(Eval *ev, const Expr *e, int d, int64_t x, const Val *tx, int64_t y, const Val *ty) {
@@ -431,7 +432,7 @@ static void run_elementwise(const ExprPlan *p, NdIter *it) {
   /* A constant right-hand side stays a double for floating types (C's x + 2.5) and is an
    * exact integer otherwise (ir_scalar_rhs_dtype made the result floating if it is not). */
   if (ir_op_kind(p->e->op) == OPK_BINARY && p->e->nin == 1) { /* attr is a union: check the kind first */
-    IrElem v = {.d = p->e->attr.scalar_rhs.value};
+    IrElem v = {.d = p->rhs};
     rhs = ir_dtype_is_float(ct) ? v : ir_elem_convert(v, CF_DOUBLE, CF_INT64);
   }
   if (nd_empty(it)) return;
@@ -655,6 +656,21 @@ static cf_status run_reshape(Eval *ev, const Expr *e) {
   return CF_OK;
 }
 
+/* A binary op's scalar right-hand side: its constant, or its scalar Val evaluated with the
+ * bound sizes (a mean over symbolic extents divides by their product). */
+static cf_status scalar_rhs(Eval *ev, const Expr *e, double *out) {
+  const Val *v = e->attr.scalar_rhs.val;
+  int64_t n;
+  const char *unbound = NULL;
+  *out = e->attr.scalar_rhs.value;
+  if (!v) return CF_OK;
+  if (!ir_scalar_eval(v, &ev->bind, &n, &unbound))
+    return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s: the scalar %s is not bound", ir_op_name(e->op),
+                      unbound ? unbound : "?");
+  *out = (double)n;
+  return CF_OK;
+}
+
 static cf_status eval_expr(Eval *ev, const Expr *e, Arena *scratch) {
   if (e->op == OP_RESHAPE) return run_reshape(ev, e);
   if (ir_op_kind(e->op) == OPK_REDUCTION && is_rfactor(e->out[0])) return run_rfactor(ev, e, scratch);
@@ -669,6 +685,7 @@ static cf_status eval_expr(Eval *ev, const Expr *e, Arena *scratch) {
   memset(idx, 0, sizeof idx);
   NdIter it = {.rank = p.rank, .nops = e->nin + 1, .sizes = sizes, .idx = idx, .st = st};
   if (ir_op_kind(e->op) == OPK_REDUCTION) return run_reduction(ev, &p, &it);
+  if (ir_op_kind(e->op) == OPK_BINARY && e->nin == 1 && (s = scalar_rhs(ev, e, &p.rhs))) return s;
   run_elementwise(&p, &it);
   return CF_OK;
 }

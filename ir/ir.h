@@ -254,7 +254,10 @@ struct Expr {
     struct { int *perm; int rank; } permute;     /* output logical i = input axis perm[i] */
     struct { bool *is_squeezed; int rank; } squeeze; /* per input axis (reduction axes left out) */
     struct { double value; } full;               /* OP_FULL: the value, converted to the dtype */
-    struct { double value; bool is_scalar_rhs; } scalar_rhs; /* binary op with constant b */
+    /* A binary op with a scalar b: the constant `value`, or, when `val` is set, that
+     * integer scalar Val evaluated at run time (a mean's count over symbolic extents,
+     * e.g. i0 * i2), converted to double. */
+    struct { double value; bool is_scalar_rhs; Val *val; } scalar_rhs;
   } attr;
 };
 

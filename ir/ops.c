@@ -403,20 +403,24 @@ static cf_tv *reduce(cf_fusion *f, const char *what, IrOp op, Val *tv, int n, Va
 }
 
 /* The number of elements each output element of a mean averages: the product of the
- * reduced extents, which must be constant (a scalar operand is a constant). */
-static bool mean_count(cf_fusion *f, Val *tv, int n, Val **ax, const bool *red, double *count) {
-  *count = 1;
-  for (int k = 0; k < n; k++) {
-    int64_t e;
-    if (!red[k]) continue;
-    if (!ir_scalar_const_value(ID(ax[k])->extent, &e)) {
-      ir_error_tv(f, CF_ERR_UNSUPPORTED, tv, "mean: axis %d has a symbolic extent; a mean over symbolic extents is "
-                  "not supported yet (divide a sum by the count)", k);
-      return false;
-    }
-    *count *= (double)e;
+ * reduced extents as a scalar Val (folded to a constant when they all are; otherwise an
+ * expression of the input's symbolic sizes, e.g. i0 * i2, evaluated at run time). */
+static Val *mean_count(cf_fusion *f, int n, Val **ax, const bool *red) {
+  Val *count = ir_const_int(f, 1);
+  for (int k = 0; count && k < n; k++)
+    if (red[k]) count = ir_scalar_op(f, OP_MUL, count, ID(ax[k])->extent);
+  return count;
+}
+
+/* sum / count for a count known only at run time: `div( T1, ( i0 * i2 ) )`. */
+static cf_tv *divide_by_count(cf_fusion *f, cf_tv *sum, Val *count) {
+  if (!sum) return NULL;
+  cf_tv *r = scalar_rhs_op(f, "mean", OP_DIV, sum, 1.5); /* 1.5: a floating rhs for the dtype rule */
+  if (r) {
+    ir_tv(r)->def->attr.scalar_rhs.value = 0;
+    ir_tv(r)->def->attr.scalar_rhs.val = count;
   }
-  return true;
+  return r;
 }
 
 /* keepdim: the reduced axes come back as broadcast axes of size 1. */
@@ -443,15 +447,17 @@ cf_tv *cf_reduce(cf_fusion *f, cf_reduce_op rop, cf_tv *in, int naxes, const int
   bool *red = ARENA_ARRAY(f->arena, bool, n);
   if (!ax || !red) return oom(f, what);
   if (!reduction_axes(f, what, tv, n, naxes, axes, red)) return NULL;
-  double count = 1;
+  Val *count = NULL;
   if (rop == CF_REDUCE_MEAN) {
     if (!ir_dtype_is_float(tv->dtype))
       return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "mean: %s has dtype %s; a mean needs a floating-point "
                          "input (cast it first)", TV(tv)->display_name, cf_dtype_name(tv->dtype)), NULL;
-    if (!mean_count(f, tv, n, ax, red, &count)) return NULL;
+    if (!(count = mean_count(f, n, ax, red))) return oom(f, what);
   }
   cf_tv *r = reduce(f, what, reduce_ops[rop].op, tv, n, ax, red);
-  if (rop == CF_REDUCE_MEAN && r) r = cf_mul_scalar(f, r, 1.0 / count);
+  int64_t c;
+  if (count && ir_scalar_const_value(count, &c)) r = cf_mul_scalar(f, r, 1.0 / (double)c);
+  else if (count) r = divide_by_count(f, r, count);
   return keepdim ? keep_dims(f, r, n, red) : r;
 }
 

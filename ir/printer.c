@@ -109,7 +109,12 @@ static void print_operand(StrBuf *b, const Val *v) {
 static void print_attrs(StrBuf *b, const Expr *e) {
   switch (ir_op_kind(e->op)) {
   case OPK_BINARY:
-    if (e->attr.scalar_rhs.is_scalar_rhs) sb_printf(b, ", %g", e->attr.scalar_rhs.value);
+    if (e->attr.scalar_rhs.is_scalar_rhs && e->attr.scalar_rhs.val) {
+      sb_puts(b, ", ");
+      ir_print_scalar(b, e->attr.scalar_rhs.val);
+    } else if (e->attr.scalar_rhs.is_scalar_rhs) {
+      sb_printf(b, ", %g", e->attr.scalar_rhs.value);
+    }
     break;
   case OPK_CAST: sb_printf(b, ", %s", cf_dtype_name(e->attr.cast.to)); break;
   case OPK_BROADCAST:

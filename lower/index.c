@@ -302,7 +302,9 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
     reset(pm);
   }
   if (ir_op_kind(e->op) == OPK_BINARY && e->attr.scalar_rhs.is_scalar_rhs)
-    op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar = e->attr.scalar_rhs.value};
+    op->u.op.in[op->u.op.nin++] =
+        (KAccess){.t = NULL, .scalar = e->attr.scalar_rhs.value,
+                  .scalar_expr = e->attr.scalar_rhs.val ? lower_scalar(c, e->attr.scalar_rhs.val) : NULL};
   if (e->op == OP_FULL) op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar = e->attr.full.value};
   reset(cm);
 }

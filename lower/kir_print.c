@@ -16,6 +16,12 @@ static void access(StrBuf *b, const KKernel *k, const KAccess *a) {
     sb_puts(b, a->var);
     return;
   }
+  if (!a->t && a->scalar_expr) {
+    sb_puts(b, "(double)(");
+    kx_print(b, a->scalar_expr, param_names(k));
+    sb_puts(b, ")");
+    return;
+  }
   if (!a->t) {
     sb_printf(b, "%g", a->scalar);
     return;

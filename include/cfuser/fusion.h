@@ -108,8 +108,9 @@ CF_API cf_tv *cf_broadcast(cf_fusion *f, cf_tv *in, int out_rank, const bool *is
 CF_API cf_tv *cf_sum(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
 CF_API cf_tv *cf_max_reduce(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
 CF_API cf_tv *cf_min_reduce(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
-/* prod: sums and products of integers and bool give int64. mean: sum times 1/count, for
- * floating-point inputs whose reduced extents are constant. */
+/* prod: sums and products of integers and bool give int64. mean (floating-point inputs):
+ * the sum times 1/count when the reduced extents are constant, else the sum divided by
+ * their product at run time (printed `div( T1, ( i0 * i2 ) )`). */
 CF_API cf_tv *cf_prod(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
 CF_API cf_tv *cf_mean(cf_fusion *f, cf_tv *in, int naxes, const int *axes);
 typedef enum cf_reduce_op { CF_REDUCE_SUM, CF_REDUCE_PROD, CF_REDUCE_MAX, CF_REDUCE_MIN, CF_REDUCE_MEAN } cf_reduce_op;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ir.h"
 #include "kernel_check.h"
 
 static cf_fusion *f;
@@ -326,4 +327,96 @@ Test(reductions, grid_buffers_are_reused_across_runs) {
     cf_tensor_free(x), cf_tensor_free(got), cf_tensor_free(want);
   }
   cf_executor_destroy(e);
+}
+
+/* ---- means over symbolic extents --------------------------------------------------- */
+
+/* The sum a mean made: mean <- div <- sum, or broadcast <- div <- sum with keepdim. */
+static cf_tv *sum_of_mean(cf_tv *m, bool keepdim) {
+  Val *div = keepdim ? ir_tv(m)->def->in[0] : ir_tv(m);
+  return ir_tv_handle(div->def->in[0]);
+}
+
+/* Moves a reduction's reduced axes innermost (and its producers with it), so that every
+ * local tensor inlines into registers of constant size. */
+static void reduced_axes_last(cf_tv *sum) {
+  int n = cf_tv_naxes(sum), pos[8], k = 0;
+  for (int x = 0; x < n; x++)
+    if (cf_id_iter_type(cf_tv_axis(sum, x)) != CF_ITER_REDUCTION) pos[x] = k++;
+  for (int x = 0; x < n; x++)
+    if (cf_id_iter_type(cf_tv_axis(sum, x)) == CF_ITER_REDUCTION) pos[x] = k++;
+  cf_reorder_all(f, sum, n, pos);
+  cf_propagate_transforms(f, sum);
+}
+
+/* A mean over symbolic extents divides by the product of the reduced sizes, read from the
+ * kernel's tensor arguments at run time: 2-D and 3-D, every choice of axes, keepdim or
+ * not; the source divides by the sizes, and the host kernel equals the evaluator. */
+Test(reductions, symbolic_means_divide_by_the_run_time_sizes) {
+  static const struct {
+    int rank, naxes, axes[3];
+    int64_t sizes[3];
+  } cases[] = {
+      {2, 1, {1}, {5, 7}},        {2, 1, {0}, {5, 7}},        {2, 2, {0, 1}, {3, 11}},
+      {3, 1, {2}, {3, 4, 5}},     {3, 1, {1}, {3, 4, 5}},     {3, 1, {0}, {2, 3, 9}},
+      {3, 2, {0, 2}, {4, 3, 6}},  {3, 2, {1, 2}, {2, 5, 3}},  {3, 3, {0, 1, 2}, {3, 2, 7}},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    for (int keep = 0; keep < 2; keep++) {
+      cf_fusion_destroy(f);
+      f = cf_fusion_create();
+      nin = 0;
+      cf_tv *a = input(CF_FLOAT, cases[k].rank, NULL);
+      for (int x = 0; x < cases[k].rank; x++) in[0].sizes[x] = cases[k].sizes[x];
+      cf_tv *m = cf_reduce(f, CF_REDUCE_MEAN, cf_exp(f, a), cases[k].naxes, cases[k].axes, keep);
+      cr_assert_not_null(m, "%s", cf_fusion_error(f));
+      cf_fusion_add_output(f, m);
+      reduced_axes_last(sum_of_mean(m, keep));
+      cf_inline_most(f);
+      snprintf(kc_label, sizeof kc_label, "case %zu keepdim %d: ", k, keep);
+      char *src = check(1e-5);
+      cr_expect(strstr(src, "/ (float)((double)(") != NULL, "%sno division by the sizes in:\n%s", kc_label, src);
+      free(src);
+    }
+  kc_label[0] = 0;
+}
+
+/* The same division inside a block reduction (threadIdx.x over the reduced axis). */
+Test(reductions, symbolic_mean_after_a_block_reduction) {
+  cf_tv *a = input(CF_FLOAT, 2, NULL);
+  in[0].sizes[0] = 6;
+  in[0].sizes[1] = 77;
+  cf_tv *r = cf_reduce(f, CF_REDUCE_MEAN, a, 1, (int[]){1}, true);
+  cf_fusion_add_output(f, r);
+  cf_tv *sum = sum_of_mean(r, true);
+  cf_split(f, sum, 1, 32);
+  cf_parallelize(f, sum, 0, CF_PT_BIDX);
+  cf_parallelize(f, sum, 2, CF_PT_TIDX);
+  cf_inline_most(f);
+  free(check(1e-5));
+}
+
+/* Define and run: symbolic means through cf_fusion_execute on the host backend, with sizes
+ * changing between calls (one cache, several signatures). */
+Test(reductions, symbolic_means_through_define_and_run) {
+  cf_tv *a = input(CF_FLOAT, 3, NULL);
+  cf_fusion_add_output(f, cf_reduce(f, CF_REDUCE_MEAN, a, 2, (int[]){1, 2}, true));
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_not_null(c);
+  int64_t shapes[3][3] = {{4, 5, 6}, {2, 9, 33}, {1, 3, 130}};
+  for (int k = 0; k < 3; k++) {
+    KcInput ki = {CF_FLOAT, 3, {shapes[k][0], shapes[k][1], shapes[k][2]}, NULL};
+    DLManagedTensor *x = kc_make_input(&ki, 70 + (uint64_t)k), *got[1] = {0}, *want[1] = {0};
+    const DLTensor *ins[1] = {&x->dl_tensor};
+    cr_assert_eq(cf_fusion_execute(c, 1, ins, 1, got), CF_OK, "%s", cf_fusion_cache_error(c));
+    cr_assert_eq(cf_fusion_evaluate(f, 1, ins, want), CF_OK, "%s", cf_fusion_error(f));
+    for (int o = 0; o < 1; o++) {
+      char msg[256] = "";
+      cr_expect(cf_tensor_allclose(&got[o]->dl_tensor, &want[o]->dl_tensor, 1e-5, 1e-5, msg, sizeof msg),
+                "shape %d output %d: %s", k, o, msg);
+      cf_tensor_free(got[o]), cf_tensor_free(want[o]);
+    }
+    cf_tensor_free(x);
+  }
+  cf_fusion_cache_destroy(c);
 }
