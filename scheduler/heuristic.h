@@ -36,7 +36,7 @@ typedef struct SchedCall {
 enum { SCHED_PARAMS_MAX = 256, SCHED_WHY_MAX = 256 };
 
 typedef struct SchedHeuristic {
-  const char *name; /* "pointwise", "reduction", "inner_persistent", "transpose" */
+  const char *name; /* "pointwise", "reduction", "inner_persistent", "outer_persistent", "transpose" */
   /* True when this scheduler can schedule f for this call; otherwise false with the
    * reason in why (NUL-terminated, at most SCHED_WHY_MAX bytes). f is not modified. */
   bool (*accepts)(cf_fusion *f, const SchedCall *call, char *why);
@@ -53,6 +53,11 @@ extern const SchedHeuristic sched_transpose_heuristic;
 /* The inner persistent normalization scheduler: softmax, layer norm, RMS norm, a block
  * per row kept in registers (scheduler/norm_sched.c). */
 extern const SchedHeuristic sched_inner_persistent_heuristic;
+
+/* The outer persistent normalization scheduler: batch norm and kin, statistics over the
+ * outer axes of each column, a block per column group with the column's reduced axes
+ * split over threadIdx.y and kept in registers (scheduler/outer_persistent_sched.c). */
+extern const SchedHeuristic sched_outer_persistent_heuristic;
 
 /* The pointwise scheduler (scheduler/pointwise.c): cf_schedule_pointwise. */
 extern const SchedHeuristic sched_pointwise_heuristic;

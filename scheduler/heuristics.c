@@ -11,6 +11,8 @@
 static const SchedHeuristic *const table[] = {
     &sched_reduction_heuristic,
     &sched_inner_persistent_heuristic, /* normalizations: several reductions broadcast back */
+    &sched_outer_persistent_heuristic, /* the same over outer axes (batch norm); after the two
+                                        * above, which refuse outer normalizations */
     &sched_transpose_heuristic,        /* before pointwise, which would write uncoalesced */
     &sched_pointwise_heuristic,
 };

@@ -290,7 +290,8 @@ Test(fusion_execute, dump_segments) {
   text[n] = 0;
   cr_expect(strstr(text, "=== define and run: no scheduler accepts the whole fusion (reduction: T2 is computed by "
                          "broadcast, not an elementwise op; inner_persistent: rows of T0 hold 17000 elements, more than "
-                         "the 16384 (1024 threads x 16) kept in registers; transpose: T1 is computed by sum, not an "
+                         "the 16384 (1024 threads x 16) kept in registers; outer_persistent: T1 reduces an axis after a "
+                         "kept one (only outermost axes); transpose: T1 is computed by sum, not an "
                          "elementwise op, a permute or a broadcast; pointwise: T1 is computed by sum; the pointwise "
                          "scheduler takes elementwise ops only); 2 segments ===\n"),
             "%s", text);
@@ -300,7 +301,8 @@ Test(fusion_execute, dump_segments) {
             "%s", text);
   cr_expect(strstr(text, "=== define and run: segment 1 of 2: scheduler pointwise (vector=4 threads=128 blocks=67) ===\n"
                          "refused by: reduction: T2 is computed by broadcast, not an elementwise op; inner_persistent: "
-                         "the fusion has no reduction; transpose: no input is transposed: the innermost axis of T3 is "
+                         "the fusion has no reduction; outer_persistent: the fusion has no reduction; transpose: no "
+                         "input is transposed: the innermost axis of T3 is "
                          "the innermost axis of every input (a pointwise fusion)\nInputs:\n"
                          "  T0_g_float[iS0{2}, iS1{17000}]\n  T1_g_float[iS2{2}]\n"),
             "%s", text);
@@ -411,6 +413,7 @@ Test(fusion_execute, nothing_accepts) {
   cr_expect_str_eq(cf_fusion_cache_error(c),
                    "execute: no scheduler accepts the fusion, and it has no reduction to cut it at: reduction: T1 "
                    "is computed by permute, not an elementwise op; inner_persistent: T1 is computed by permute, not "
+                   "an elementwise op, a broadcast or a reduction; outer_persistent: T1 is computed by permute, not "
                    "an elementwise op, a broadcast or a reduction; transpose: T0 is read in two axis orders; "
                    "pointwise: T1 is computed by permute; the pointwise scheduler takes elementwise ops only");
   expect_counts(0, 0, 0, 0);
@@ -428,6 +431,7 @@ Test(fusion_execute, segment_nothing_accepts) {
   cr_expect_str_eq(cf_fusion_cache_error(c),
                    "execute: no scheduler accepts segment 1 of 2 (computing T3): reduction: T2 is computed by "
                    "permute, not an elementwise op; inner_persistent: T2 is computed by permute, not an elementwise "
+                   "op, a broadcast or a reduction; outer_persistent: T2 is computed by permute, not an elementwise "
                    "op, a broadcast or a reduction; transpose: T1 is read in two axis orders; pointwise: T2 is "
                    "computed by permute; the pointwise scheduler takes elementwise ops only");
   expect_counts(0, 0, 0, 0);

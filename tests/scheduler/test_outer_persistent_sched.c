@@ -1,0 +1,331 @@
+/* The outer persistent normalization scheduler (sched_outer_persistent_heuristic):
+ * x - sum over the outer axis broadcast back, batch norm over [N, C] and [N, H, W, C]
+ * (statistics over every axis but the last, weight and bias per column), with the batch
+ * mean and rstd as outputs, float and bfloat16 (computed in float), constant and symbolic
+ * sizes, N and C of 1 and not multiples of anything; scheduled for the call's sizes and
+ * run against the evaluator (NVRTC for sm_90a, the host backend, the GPU when there is
+ * one); its printed parameters; its refusals with their exact reasons; define and run
+ * choosing it for batch norm (and the other schedulers keeping theirs), and segmenting a
+ * batch norm whose columns do not fit registers. OUTER_PRINT=1 prints every kernel. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "kernels/kernel_check.h"
+#include "scheduler/heuristic.h"
+
+static cf_fusion *f;
+static void setup(void) { f = cf_fusion_create(); }
+static void teardown(void) { cf_fusion_destroy(f); }
+TestSuite(outer_sched, .init = setup, .fini = teardown);
+
+static const double EPS = 1e-5;
+
+static void fresh(void) {
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+}
+
+/* The call: host tensors of the inputs' sizes (their data is not read). */
+typedef struct Call {
+  SchedCall call;
+  DLManagedTensor *t[4];
+  const DLTensor *dl[4];
+} Call;
+
+static void call_make(Call *c, int n, const KcInput *in) {
+  for (int i = 0; i < n; i++) {
+    c->t[i] = cf_tensor_host(in[i].dtype, in[i].rank, in[i].sizes);
+    c->dl[i] = &c->t[i]->dl_tensor;
+  }
+  c->call = (SchedCall){n, c->dl};
+}
+
+static void call_free(Call *c) {
+  for (int i = 0; i < c->call.ninputs; i++) cf_tensor_free(c->t[i]);
+}
+
+/* Accepts, schedules (params checked when want_params is not NULL) and checks f. */
+static void schedule_and_check(int n, const KcInput *in, const char *want_params, double tol) {
+  Call c;
+  call_make(&c, n, in);
+  char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
+  cr_assert(sched_outer_persistent_heuristic.accepts(f, &c.call, why), "%s", why);
+  cr_assert_eq(sched_outer_persistent_heuristic.schedule(f, &c.call, params), CF_OK, "%s", cf_fusion_error(f));
+  call_free(&c);
+  if (want_params) cr_expect_str_eq(params, want_params);
+  if (getenv("OUTER_PRINT")) cf_fusion_print_transforms(f, stdout), cf_fusion_print_kernel(f, stdout);
+  free(kc_check(f, n, in, tol));
+}
+
+static void refused(int n, const KcInput *in, const char *want_why) {
+  Call c;
+  call_make(&c, n, in);
+  char why[SCHED_WHY_MAX] = "";
+  cr_expect_not(sched_outer_persistent_heuristic.accepts(f, &c.call, why));
+  cr_expect_str_eq(why, want_why);
+  call_free(&c);
+}
+
+/* ---- the fusions --------------------------------------------------------------------- */
+
+static cf_tv *input(cf_dtype dt, int rank, const int64_t *sizes, bool symbolic) {
+  cf_tv *x = symbolic ? cf_tensor_symbolic(f, dt, rank) : cf_tensor_concrete(f, dt, rank, sizes);
+  cf_fusion_add_input(f, x);
+  return x;
+}
+
+static cf_tv *widen(cf_tv *x) { return cf_tv_dtype(x) == CF_FLOAT ? x : cf_cast(f, x, CF_FLOAT); }
+static void output(cf_tv *y, cf_dtype dt) { cf_fusion_add_output(f, dt == CF_FLOAT ? y : cf_cast(f, y, dt)); }
+
+/* The k outermost axes of a rank-`rank` shape put back: [C] -> [1, C], [C] -> [1, 1, 1, C]. */
+static cf_tv *back(cf_tv *r, int rank, int k) {
+  bool b[8] = {false};
+  for (int x = 0; x < k; x++) b[x] = true;
+  return cf_broadcast(f, r, rank, b);
+}
+
+static const int outer_axes[] = {0, 1, 2, 3, 4, 5};
+
+/* x - sum over the k outer axes, broadcast back. */
+static void minus_column_sum(int rank, const int64_t *sizes, bool symbolic) {
+  cf_tv *x = input(CF_FLOAT, rank, sizes, symbolic);
+  cf_fusion_add_output(f, cf_sub(f, x, back(cf_sum(f, x, rank - 1, outer_axes), rank, rank - 1)));
+}
+
+/* Batch norm over every axis but the last (channels last): (x - mean) * rsqrt(var + eps) *
+ * w + b, the statistics of each channel over N (and H, W); with_stats: the batch mean and
+ * rstd ([C]) are outputs too. */
+static void batchnorm(cf_dtype dt, int rank, const int64_t *sizes, bool symbolic, bool with_stats) {
+  cf_tv *x = widen(input(dt, rank, sizes, symbolic));
+  int k = rank - 1;
+  int64_t c = sizes ? sizes[rank - 1] : 0;
+  cf_tv *w = widen(input(dt, 1, &c, symbolic)), *b = widen(input(dt, 1, &c, symbolic));
+  cf_tv *mean = cf_mean(f, x, k, outer_axes);
+  cf_tv *d = cf_sub(f, x, back(mean, rank, k));
+  cf_tv *rstd = cf_rsqrt(f, cf_add_scalar(f, cf_mean(f, cf_mul(f, d, d), k, outer_axes), EPS));
+  cf_tv *y = cf_mul(f, cf_mul(f, d, back(rstd, rank, k)), back(w, rank, k));
+  output(cf_add(f, y, back(b, rank, k)), dt);
+  if (with_stats) cf_fusion_add_output(f, mean), cf_fusion_add_output(f, rstd);
+}
+
+#define IN(dt, ...) ((KcInput){dt, sizeof((int64_t[]){__VA_ARGS__}) / 8, {__VA_ARGS__}, NULL})
+
+static double tol(cf_dtype dt) { return dt == CF_FLOAT ? 1e-4 : 5e-2; }
+
+/* {N, C}: ones, primes, a multiple of the vector, a column group and more, the most rows. */
+static const int64_t shapes_2d[][2] = {{1, 1}, {1, 7}, {5, 1}, {3, 3},    {7, 13}, {64, 32},
+                                       {33, 100}, {100, 33}, {129, 4}, {512, 33}, {513, 1}};
+enum { NSHAPES = sizeof shapes_2d / sizeof shapes_2d[0] };
+
+/* ---- results ------------------------------------------------------------------------- */
+
+Test(outer_sched, minus_the_column_sum_of_many_shapes) {
+  for (int i = 0; i < NSHAPES; i++) {
+    int64_t n = shapes_2d[i][0], c = shapes_2d[i][1];
+    fresh();
+    minus_column_sum(2, NULL, true); /* symbolic: sizes of 1 are not broadcast axes */
+    schedule_and_check(1, &IN(CF_FLOAT, n, c), NULL, 1e-4);
+    if (n == 1 || c == 1) continue;
+    fresh();
+    minus_column_sum(2, (int64_t[]){n, c}, false);
+    schedule_and_check(1, &IN(CF_FLOAT, n, c), NULL, 1e-4);
+  }
+}
+
+Test(outer_sched, batchnorm_2d_float_and_bfloat16) {
+  for (int d = 0; d < 2; d++)
+    for (int i = 0; i < NSHAPES; i++) {
+      cf_dtype dt = d ? CF_BFLOAT16 : CF_FLOAT;
+      int64_t n = shapes_2d[i][0], c = shapes_2d[i][1];
+      if (n == 1 || c == 1) continue; /* constant extents of 1 are broadcast axes */
+      fresh();
+      batchnorm(dt, 2, (int64_t[]){n, c}, false, false);
+      schedule_and_check(3, (KcInput[]){IN(dt, n, c), IN(dt, c), IN(dt, c)}, NULL, tol(dt));
+    }
+}
+
+Test(outer_sched, batchnorm_symbolic_with_mean_and_rstd_outputs) {
+  for (int i = 0; i < NSHAPES; i++) {
+    int64_t n = shapes_2d[i][0], c = shapes_2d[i][1];
+    fresh();
+    batchnorm(CF_FLOAT, 2, NULL, true, true);
+    schedule_and_check(3, (KcInput[]){IN(CF_FLOAT, n, c), IN(CF_FLOAT, c), IN(CF_FLOAT, c)}, NULL, 1e-4);
+  }
+}
+
+/* [N, H, W, C]: the statistics over N, H and W (merged into one reduced axis). */
+Test(outer_sched, batchnorm_4d_channels_last) {
+  int64_t shapes[][4] = {{2, 3, 5, 8}, {3, 4, 4, 7}, {4, 6, 5, 64}};
+  for (int i = 0; i < 3; i++) {
+    int64_t *s = shapes[i];
+    fresh();
+    batchnorm(CF_FLOAT, 4, s, false, i == 1);
+    schedule_and_check(3, (KcInput[]){IN(CF_FLOAT, s[0], s[1], s[2], s[3]), IN(CF_FLOAT, s[3]), IN(CF_FLOAT, s[3])},
+                       NULL, 1e-4);
+  }
+  fresh();
+  batchnorm(CF_FLOAT, 4, NULL, true, false);
+  schedule_and_check(3, (KcInput[]){IN(CF_FLOAT, 2, 3, 3, 5), IN(CF_FLOAT, 5), IN(CF_FLOAT, 5)}, NULL, 1e-4);
+}
+
+/* Two kept axes: [N, H, C] with statistics over N alone, columns H x C merged. */
+Test(outer_sched, two_kept_axes) {
+  cf_tv *x = input(CF_FLOAT, 3, (int64_t[]){9, 5, 12}, false);
+  cf_tv *m = cf_mean(f, x, 1, outer_axes);
+  cf_fusion_add_output(f, cf_div(f, x, cf_add_scalar(f, back(m, 3, 1), 100.0)));
+  schedule_and_check(1, &IN(CF_FLOAT, 9, 5, 12), "threads=8x9 persistent=1 vector=4 columns=blockIdx.x", 1e-4);
+}
+
+/* The parameters: columns on threadIdx.x (32 elements a block), the rows on threadIdx.y. */
+Test(outer_sched, parameters) {
+  minus_column_sum(2, (int64_t[]){64, 32}, false);
+  schedule_and_check(1, &IN(CF_FLOAT, 64, 32), "threads=8x64 persistent=1 vector=4 columns=blockIdx.x", 1e-4);
+  fresh();
+  minus_column_sum(2, (int64_t[]){512, 33}, false);
+  schedule_and_check(1, &IN(CF_FLOAT, 512, 33), "threads=32x32 persistent=16 vector=1 columns=blockIdx.x", 1e-4);
+  fresh();
+  minus_column_sum(2, (int64_t[]){100, 3}, false);
+  schedule_and_check(1, &IN(CF_FLOAT, 100, 3), "threads=4x100 persistent=1 vector=1 columns=blockIdx.x", 1e-4);
+  fresh();
+  minus_column_sum(2, NULL, true);
+  schedule_and_check(1, &IN(CF_FLOAT, 1000, 2),
+                     "threads=2x250 (ceilDiv(rows, persistent) at run time) persistent=4 vector=1 columns=blockIdx.x",
+                     1e-4);
+}
+
+/* ---- refusals ------------------------------------------------------------------------ */
+
+Test(outer_sched, refuses_columns_longer_than_registers) {
+  minus_column_sum(2, (int64_t[]){513, 33}, false);
+  refused(1, &IN(CF_FLOAT, 513, 33),
+          "outer_persistent: columns of T0 hold 513 elements over the reduced axes, more than the 512 (32 threads "
+          "of threadIdx.y x 16) kept in registers");
+  fresh();
+  minus_column_sum(2, (int64_t[]){1024, 64}, false);
+  refused(1, &IN(CF_FLOAT, 1024, 64),
+          "outer_persistent: columns of T0 hold 1024 elements over the reduced axes, more than the 512 (128 threads "
+          "of threadIdx.y x 4) kept in registers");
+  fresh();
+  minus_column_sum(2, NULL, true);
+  refused(1, &IN(CF_FLOAT, 20000, 1),
+          "outer_persistent: columns of T0 hold 20000 elements over the reduced axes, more than the 16384 (1024 "
+          "threads of threadIdx.y x 16) kept in registers");
+  refused(0, NULL, "outer_persistent: the sizes of T0 are symbolic and the call gives none");
+}
+
+Test(outer_sched, refuses_other_fusions) {
+  cf_tv *x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
+  cf_fusion_add_output(f, cf_neg(f, x));
+  refused(1, &IN(CF_FLOAT, 4, 8), "outer_persistent: the fusion has no reduction");
+  fresh();
+  x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
+  cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, cf_sum(f, x, 1, (int[]){1}), 2, (bool[]){false, true})));
+  refused(1, &IN(CF_FLOAT, 4, 8), "outer_persistent: T1 reduces an axis after a kept one (only outermost axes)");
+  fresh();
+  x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
+  cf_fusion_add_output(f, cf_sum(f, x, 2, (int[]){0, 1}));
+  refused(1, &IN(CF_FLOAT, 4, 8), "outer_persistent: T1 reduces every axis (no column is kept)");
+  fresh();
+  x = input(CF_FLOAT, 3, (int64_t[]){2, 4, 8}, false);
+  cf_tv *s1 = cf_sum(f, x, 1, (int[]){0}), *s2 = cf_sum(f, x, 2, (int[]){0, 1});
+  cf_tv *y = cf_div(f, x, back(s1, 3, 1));
+  cf_fusion_add_output(f, cf_div(f, y, back(s2, 3, 2)));
+  refused(1, &IN(CF_FLOAT, 2, 4, 8),
+          "outer_persistent: T2 reduces 2 of 3 axes, T1 1 of 3 (every reduction must reduce the same columns)");
+  fresh();
+  x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
+  cf_tv *sb = back(cf_sum(f, x, 1, (int[]){0}), 2, 1);
+  cf_fusion_add_output(f, cf_div(f, cf_transpose(f, cf_transpose(f, x, 0, 1), 0, 1), sb));
+  refused(1, &IN(CF_FLOAT, 4, 8),
+          "outer_persistent: T3 is computed by permute, not an elementwise op, a broadcast or a reduction");
+}
+
+Test(outer_sched, refuses_other_broadcasts_outputs_and_columns) {
+  cf_tv *x = input(CF_FLOAT, 3, (int64_t[]){4, 4, 4}, false);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){0});
+  cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, s, 3, (bool[]){false, true, false})));
+  refused(1, &IN(CF_FLOAT, 4, 4, 4), "outer_persistent: T2 broadcasts other axes than the 1 reduced outer ones");
+  fresh();
+  x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
+  cf_fusion_add_output(f, cf_sub(f, x, back(cf_sum(f, x, 1, (int[]){0}), 2, 1)));
+  cf_tv *z = input(CF_FLOAT, 1, (int64_t[]){4}, false);
+  cf_fusion_add_output(f, cf_neg(f, z));
+  refused(2, (KcInput[]){IN(CF_FLOAT, 4, 8), IN(CF_FLOAT, 4)},
+          "outer_persistent: output T5 has neither the full shape nor the reduced one");
+  fresh();
+  x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
+  z = input(CF_FLOAT, 2, (int64_t[]){6, 8}, false);
+  cf_fusion_add_output(f, cf_sub(f, x, back(cf_sum(f, x, 1, (int[]){0}), 2, 1)));
+  cf_fusion_add_output(f, cf_sub(f, z, back(cf_sum(f, z, 1, (int[]){0}), 2, 1)));
+  refused(2, (KcInput[]){IN(CF_FLOAT, 4, 8), IN(CF_FLOAT, 6, 8)},
+          "outer_persistent: T5 reduces columns of other extents than T2");
+  fresh();
+  minus_column_sum(2, (int64_t[]){1, 8}, false);
+  refused(1, &IN(CF_FLOAT, 1, 8), "outer_persistent: no input has the full shape"); /* T0's 1 is a broadcast */
+}
+
+/* ---- define and run ------------------------------------------------------------------ */
+
+static const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+
+/* Runs f through cf_fusion_execute on the host backend, compares with the evaluator and
+ * returns the cache (the caller reads its scheduler names and destroys it). */
+static cf_fusion_cache *execute_vs_eval(int n, const KcInput *in) {
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
+  cr_assert_not_null(c);
+  DLManagedTensor *t[4] = {0}, *got[4] = {0}, *want[4] = {0};
+  const DLTensor *ins[4];
+  for (int i = 0; i < n; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 90 + (uint64_t)i))->dl_tensor;
+  int nout = cf_fusion_num_outputs(f);
+  cr_assert_eq(cf_fusion_execute(c, n, ins, nout, got), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(cf_fusion_evaluate(f, n, ins, want), CF_OK, "%s", cf_fusion_error(f));
+  for (int o = 0; o < nout; o++) {
+    char msg[256] = "";
+    cr_expect(cf_tensor_allclose(&got[o]->dl_tensor, &want[o]->dl_tensor, 1e-4, 1e-4, msg, sizeof msg), "output %d: %s",
+              o, msg);
+  }
+  for (int i = 0; i < 4; i++) cf_tensor_free(t[i]), cf_tensor_free(got[i]), cf_tensor_free(want[i]);
+  return c;
+}
+
+Test(outer_sched, define_and_run_chooses_it_for_batchnorm) {
+  batchnorm(CF_FLOAT, 2, NULL, true, true);
+  cf_fusion_cache *c = execute_vs_eval(3, (KcInput[]){IN(CF_FLOAT, 37, 20), IN(CF_FLOAT, 20), IN(CF_FLOAT, 20)});
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "outer_persistent");
+  cf_fusion_cache_destroy(c);
+  fresh();
+  batchnorm(CF_FLOAT, 4, (int64_t[]){2, 3, 4, 16}, false, false);
+  c = execute_vs_eval(3, (KcInput[]){IN(CF_FLOAT, 2, 3, 4, 16), IN(CF_FLOAT, 16), IN(CF_FLOAT, 16)});
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "outer_persistent");
+  cf_fusion_cache_destroy(c);
+}
+
+/* The schedulers before it keep their fusions: a column sum alone is a reduction, x minus
+ * its row sum (softmax's shape) is inner persistent. */
+Test(outer_sched, define_and_run_leaves_the_others_theirs) {
+  cf_tv *x = input(CF_FLOAT, 2, NULL, true);
+  cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){0}));
+  cf_fusion_cache *c = execute_vs_eval(1, &IN(CF_FLOAT, 40, 24));
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
+  cf_fusion_cache_destroy(c);
+  fresh();
+  x = input(CF_FLOAT, 2, NULL, true);
+  cf_fusion_add_output(f, cf_sub(f, x, cf_broadcast(f, cf_sum(f, x, 1, (int[]){1}), 2, (bool[]){false, true})));
+  c = execute_vs_eval(1, &IN(CF_FLOAT, 40, 24));
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent");
+  cf_fusion_cache_destroy(c);
+}
+
+/* Columns longer than a block's registers: refused, so the executor segments the fusion
+ * at its reduction (a column sum, then a pointwise kernel) and the result still holds. */
+Test(outer_sched, define_and_run_segments_columns_beyond_registers) {
+  minus_column_sum(2, NULL, true);
+  cf_fusion_cache *c = execute_vs_eval(1, &IN(CF_FLOAT, 2000, 40));
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 2);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "pointwise");
+  cf_fusion_cache_destroy(c);
+}
