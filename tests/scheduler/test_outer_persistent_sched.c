@@ -329,3 +329,39 @@ Test(outer_sched, define_and_run_segments_columns_beyond_registers) {
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "pointwise");
   cf_fusion_cache_destroy(c);
 }
+
+/* On the GPU: batch norm through define and run on the CUDA backend, the statistics of
+ * 300 rows per column (threadIdx.y all-reduce across warps), against the evaluator.
+ * Skipped, with the reason, without a CUDA device. (The scheduled kernels of the tests
+ * above also run there through kc_check when a device is present.) */
+Test(outer_sched, gpu_batchnorm_through_define_and_run) {
+  const char *reason = NULL;
+  if (!cf_cuda_available(&reason)) cr_skip_test("no CUDA device: %s", reason);
+  batchnorm(CF_FLOAT, 2, NULL, true, true);
+  KcInput in[3] = {IN(CF_FLOAT, 300, 70), IN(CF_FLOAT, 70), IN(CF_FLOAT, 70)};
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_CUDA});
+  cr_assert_not_null(c);
+  DLManagedTensor *h[3], *d[3], *got[3] = {0}, *want[3] = {0};
+  DLTensor views[3];
+  const DLTensor *hins[3], *dins[3];
+  for (int i = 0; i < 3; i++) {
+    h[i] = kc_make_input(&in[i], 7 + (uint64_t)i);
+    hins[i] = &h[i]->dl_tensor;
+    d[i] = kc_to_device(hins[i], CF_FLOAT, &views[i]);
+    dins[i] = &views[i];
+  }
+  cr_assert_eq(cf_fusion_execute(c, 3, dins, 3, got), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "outer_persistent");
+  cr_assert_eq(cf_fusion_evaluate(f, 3, hins, want), CF_OK, "%s", cf_fusion_error(f));
+  for (int o = 0; o < 3; o++) {
+    DLTensor *g = &got[o]->dl_tensor;
+    DLManagedTensor *back = cf_tensor_host(CF_FLOAT, g->ndim, g->shape);
+    cf_tensor_copy(&back->dl_tensor, g);
+    char msg[256] = "";
+    cr_expect(cf_tensor_allclose(&back->dl_tensor, &want[o]->dl_tensor, 1e-4, 1e-4, msg, sizeof msg), "output %d: %s",
+              o, msg);
+    cf_tensor_free(back);
+  }
+  for (int i = 0; i < 3; i++) cf_tensor_free(h[i]), cf_tensor_free(d[i]), cf_tensor_free(got[i]), cf_tensor_free(want[i]);
+  cf_fusion_cache_destroy(c);
+}
