@@ -269,6 +269,38 @@ Test(fusion_execute, reduction_then_pointwise_segments) {
   expect_counts(3, 4, 1, 3);
 }
 
+/* Each segment of the last call: its executor (launch parameters, source) and its CUDA
+ * kernel printed from the scheduled copy it kept; out of range is NULL or an error. */
+Test(fusion_execute, last_executor_and_print_kernel_per_segment) {
+  build_normalize(false);
+  cr_expect_null(cf_fusion_cache_last_executor(cache(), 0));
+  cr_expect_eq(cf_fusion_cache_print_kernel(c, 0, NULL), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "print_kernel: segment 0 out of range: the last call ran 0");
+  check_shape(1, 2, (int64_t[]){2, 17000}, 1e-4);
+  for (int i = 0; i < 2; i++) {
+    cf_executor *e = cf_fusion_cache_last_executor(c, i);
+    cr_assert(e);
+    cr_expect_eq(cf_executor_backend(e), CF_BACKEND_HOST);
+    cr_expect(cf_executor_last_launch_params(e).block[0] > 1, "segment %d: %lld threads", i,
+              (long long)cf_executor_last_launch_params(e).block[0]);
+    cr_expect(strstr(cf_executor_source(e), "cfuser_kernel"), "segment %d", i);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    cr_assert_eq(cf_fusion_cache_print_kernel(c, i, m), CF_OK, "%s", cf_fusion_cache_error(c));
+    fclose(m);
+    cr_expect(strncmp(text, "extern \"C\" __global__", 21) == 0, "segment %d: %s", i, text);
+    cr_expect(strstr(text, i == 0 ? "block all-reduce" : "threadIdx.x") != NULL, "segment %d: %s", i, text);
+    free(text);
+  }
+  cr_expect_null(cf_fusion_cache_last_executor(c, 2));
+  cr_expect_null(cf_fusion_cache_last_executor(c, -1));
+  cr_expect_null(cf_fusion_cache_last_executor(NULL, 0));
+  cr_expect_eq(cf_fusion_cache_print_kernel(c, 2, NULL), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "print_kernel: segment 2 out of range: the last call ran 2");
+  cr_expect_eq(cf_fusion_cache_print_kernel(NULL, 0, NULL), CF_ERR_INVALID_ARGUMENT);
+}
+
 /* The sum is an output too: the second segment reads it from the caller's output. */
 Test(fusion_execute, segment_reads_an_output) {
   build_normalize(true);
