@@ -9,8 +9,9 @@
  *      stores);
  *   4. the reference's axes are merged into one and split into
  *      [blockIdx.x, threadIdx.x{128}, vector{v}], propagated to every tensor and
- *      parallelized alike; the caches' innermost axes are vectorized; everything is
- *      inlined as deep as legal.
+ *      parallelized alike (an output the propagation does not reach, of another
+ *      connected component, gets the same from itself); the caches' innermost axes are
+ *      vectorized; everything is inlined as deep as legal.
  * As sched_pointwise_heuristic (define and run), it accepts a fusion of elementwise ops
  * whose outputs share the first one's shape (alignment is the executor's: it devectorizes
  * the schedule of a call with a misaligned tensor).
@@ -99,13 +100,9 @@ static int add_caches(cf_fusion *f, Val *ref, Val **caches) {
   return f->status ? 0 : n;
 }
 
-static cf_status schedule(cf_fusion *f, int64_t *vector) {
-  Val *ref = f->outputs.items[0];
-  int64_t v = vector_width(f, ref);
-  *vector = v;
-  Val **caches = ARENA_ARRAY(f->arena, Val *, f->inputs.len + 1);
-  int ncaches = add_caches(f, ref, caches);
-  if (f->status) return f->status;
+/* [blockIdx.x, threadIdx.x{128}, vector{v}] on ref, propagated to every tensor it reaches
+ * and parallelized alike. */
+static void transform(cf_fusion *f, Val *ref, int64_t v) {
   cf_tv *r = ir_tv_handle(ref);
   for (int a = TV(ref)->nloop - 1; a > 0; a--) cf_merge(f, r, 0);
   if (v > 1) cf_split(f, r, 0, v);
@@ -114,6 +111,27 @@ static cf_status schedule(cf_fusion *f, int64_t *vector) {
   cf_parallelize(f, r, 0, CF_PT_BIDX);
   cf_parallelize(f, r, 1, CF_PT_TIDX);
   cf_parallelize_all_like(f, r, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+}
+
+static bool untransformed(Val *tv) {
+  if (TV(tv)->nlogical == 0 || TV(tv)->nloop != TV(tv)->nlogical) return false;
+  for (int a = 0; a < TV(tv)->nloop; a++)
+    if (TV(tv)->loop[a] != TV(tv)->logical[a]) return false;
+  return true;
+}
+
+static cf_status schedule(cf_fusion *f, int64_t *vector) {
+  Val *ref = f->outputs.items[0];
+  int64_t v = vector_width(f, ref);
+  *vector = v;
+  Val **caches = ARENA_ARRAY(f->arena, Val *, f->inputs.len + 1);
+  int ncaches = add_caches(f, ref, caches);
+  if (f->status) return f->status;
+  transform(f, ref, v);
+  /* An output the propagation did not reach (another connected component: outputs of
+   * inputs that share no op) is the reference of its own component. */
+  for (int o = 1; o < f->outputs.len; o++)
+    if (untransformed(f->outputs.items[o])) transform(f, f->outputs.items[o], v);
   if (v > 1) {
     for (int i = 0; i < ncaches; i++) cf_parallelize(f, ir_tv_handle(caches[i]), -1, CF_PT_VECTORIZE);
     for (int o = 0; o < f->outputs.len; o++) cf_parallelize(f, ir_tv_handle(f->outputs.items[o]), -1, CF_PT_VECTORIZE);

@@ -116,6 +116,21 @@ Test(fusion_execute, second_call_hits_and_new_signature_compiles) {
   expect_counts(2, 2, 2, 2);
 }
 
+/* Two outputs of inputs that share no op: the pointwise scheduler's propagation from the
+ * first output does not reach the second, which once kept its whole axis and had it
+ * vectorized ("cannot vectorize axis 0 (iV5{64}) ..."); each component is now scheduled
+ * from its own output. */
+Test(fusion_execute, pointwise_of_two_unconnected_components) {
+  cf_tv *a = cf_tensor_symbolic(f, CF_FLOAT, 1), *b = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, a);
+  cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_add(f, a, a));
+  cf_fusion_add_output(f, cf_mul(f, b, b));
+  int64_t shapes[][1] = {{64}, {1000}, {7}};
+  for (int i = 0; i < 3; i++) check_shape(2, 1, shapes[i], 1e-6);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
+}
+
 /* Zero elements: compiled, nothing launched. */
 Test(fusion_execute, empty_tensors) {
   build_fma(2, NULL);
