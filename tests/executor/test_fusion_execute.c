@@ -481,6 +481,25 @@ Test(fusion_execute, segment_nothing_accepts) {
   cf_tensor_free(a);
 }
 
+/* var_mean over a kept axis: no scheduler takes it whole, and the cut after the Welford
+ * reduction once made its states a segment's output ("add_output: T1 holds Welford
+ * states"); the states now stay with their fields, so the refusal is the schedulers'. */
+Test(fusion_execute, welford_states_never_cross_a_cut) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 3), *var = NULL, *mean = NULL;
+  cf_fusion_add_input(f, x);
+  cr_assert_eq(cf_var_mean(f, x, 2, (int[]){0, 2}, 1, false, &var, &mean), CF_OK, "%s", cf_fusion_error(f));
+  cf_fusion_add_output(f, var);
+  cf_fusion_add_output(f, mean);
+  DLManagedTensor *a = rand_tensor(3, (int64_t[]){4, 7, 33}, 1);
+  DLManagedTensor *out[2] = {0};
+  cr_expect_eq(cf_fusion_execute(cache(), 1, (const DLTensor *[]){&a->dl_tensor}, 2, out), CF_ERR_UNSUPPORTED, "%s",
+               cf_fusion_cache_error(c));
+  cr_expect_null(strstr(cf_fusion_cache_error(c), "Welford states"), "%s", cf_fusion_cache_error(c));
+  cr_expect(strstr(cf_fusion_cache_error(c), "execute: no scheduler accepts segment 0 of "), "%s",
+            cf_fusion_cache_error(c));
+  cf_tensor_free(a);
+}
+
 Test(fusion_execute, a_fusion_with_an_error) {
   cf_split(f, NULL, 0, 2);
   cr_expect_eq(call_with(0, NULL), CF_ERR_INVALID_ARGUMENT);
