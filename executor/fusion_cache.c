@@ -16,13 +16,10 @@
 #include "executor/fusion_cache.h"
 
 cf_status fc_error(cf_fusion_cache *c, cf_status s, const char *fmt, ...) {
-  StrBuf b = {0};
   va_list ap;
   va_start(ap, fmt);
-  sb_vprintf(&b, fmt, ap);
+  sb_vset(&c->error, fmt, ap);
   va_end(ap);
-  free(c->error);
-  c->error = sb_take(&b);
   return s;
 }
 
