@@ -3,14 +3,11 @@
 # bench/define_and_run_torch.py (PyTorch eager, torch.compile, device copy) one after the
 # other on the same GPU, then prints one table of both.
 # Usage: bench/run_define_and_run.sh [build-dir] [iterations] [--mean]
-set -uo pipefail
-build="${1:-build}"
-iters="${2:-50}"
+source "$(dirname "$0")/run_common.sh"
+set +e # a failed half still leaves the other and the table
 mean="${3:-}"
-here="$(cd "$(dirname "$0")" && pwd)"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-nvidia-smi -L 2>/dev/null || true
 status=0
 "$build/bench_define_and_run" "$iters" $mean | tee "$out/cfuser.txt" || status=1
 python3 "$here/define_and_run_torch.py" "$iters" $mean | tee "$out/torch.txt" || status=1
