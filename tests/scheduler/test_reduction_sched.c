@@ -74,17 +74,21 @@ Test(reduction_sched, reduces_everything_to_a_scalar) {
   free(kc_check(f, 1, (KcInput[]){F32(9, 31)}, 1e-4));
 }
 
-Test(reduction_sched, sums_columns) {
-  int64_t shapes[][2] = {{5, 7}, {33, 70}, {130, 3}};
-  for (int i = 0; i < 3; i++) {
+/* Sums of the columns of exp(x) for each [rows, cols] shape, scheduled with these params. */
+static void sum_columns(int n, int64_t (*shapes)[2], const char *want_params, double tol) {
+  for (int i = 0; i < n; i++) {
     cf_fusion_destroy(f);
     f = cf_fusion_create();
     cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, shapes[i]);
     cf_fusion_add_input(f, x);
     cf_fusion_add_output(f, cf_sum(f, cf_exp(f, x), 1, (int[]){0}));
-    schedule_ok("outer columns=32 serial=rows");
-    free(kc_check(f, 1, (KcInput[]){F32(shapes[i][0], shapes[i][1])}, 1e-4));
+    schedule_ok(want_params);
+    free(kc_check(f, 1, (KcInput[]){F32(shapes[i][0], shapes[i][1])}, tol));
   }
+}
+
+Test(reduction_sched, sums_columns) {
+  sum_columns(3, (int64_t[][2]){{5, 7}, {33, 70}, {130, 3}}, "outer columns=32 serial=rows", 1e-4);
 }
 
 /* Rows of at least 2048 elements whose innermost extent takes a vector: the inputs are
@@ -119,16 +123,7 @@ Test(reduction_sched, vector_width_follows_the_innermost_extent_and_dtype) {
 
 /* Tall columns: 16 rows at a time on threadIdx.y, unrolled by 4, a block reduction. */
 Test(reduction_sched, sums_tall_columns_over_threadidx_y) {
-  int64_t shapes[][2] = {{1024, 33}, {1030, 70}};
-  for (int i = 0; i < 2; i++) {
-    cf_fusion_destroy(f);
-    f = cf_fusion_create();
-    cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, shapes[i]);
-    cf_fusion_add_input(f, x);
-    cf_fusion_add_output(f, cf_sum(f, cf_exp(f, x), 1, (int[]){0}));
-    schedule_ok("outer columns=32 rows=threadIdx.y{16} unroll=4");
-    free(kc_check(f, 1, (KcInput[]){F32(shapes[i][0], shapes[i][1])}, 1e-3));
-  }
+  sum_columns(2, (int64_t[][2]){{1024, 33}, {1030, 70}}, "outer columns=32 rows=threadIdx.y{16} unroll=4", 1e-3);
 }
 
 Test(reduction_sched, refuses_middle_reductions) {
