@@ -43,6 +43,9 @@ except ImportError as e:  # run from a checkout: use its python/ package
 
 from cfuser import DataType, FusionDefinition
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/, when imported from elsewhere
+import torch_common  # noqa: E402
+
 # ---- the reference fusions ---------------------------------------------------------------
 
 
@@ -168,7 +171,7 @@ class ArrayLib:
 
 def median(values: Sequence[float]) -> float:
     s = sorted(values)
-    return s[len(s) // 2]
+    return s[len(s) // 2]  # as torch_common.median_us takes it
 
 
 def wall_us(fn: Callable[[], Any], iters: int, lib: ArrayLib, warmup: int = 5) -> float:
@@ -188,19 +191,7 @@ def event_us(fn: Callable[[], Any], iters: int, lib: ArrayLib, warmup: int = 5) 
     """Median CUDA-event time of fn's GPU work in us (torch); wall-clock on the host."""
     if lib.name != "torch":
         return wall_us(fn, iters, lib, warmup)
-    torch = lib.torch
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return median(times)
+    return torch_common.median_us(fn, iters, warmup)
 
 
 def contenders(fusion: Fusion, lib: ArrayLib, fd: FusionDefinition, compiled: Optional[Any]) -> Dict[str, Any]:

@@ -341,7 +341,7 @@ Test(fusion_execute, dump_segments) {
                          "elementwise op, a permute or a broadcast; pointwise: T1 is computed by sum; the pointwise "
                          "scheduler takes elementwise ops only); 2 segments ===\n"),
             "%s", text);
-  cr_expect(strstr(text, "=== define and run: segment 0 of 2: scheduler reduction (threads=128 rows=blockIdx.x) ===\n"
+  cr_expect(strstr(text, "=== define and run: segment 0 of 2: scheduler reduction (threads=128 vector=4 rows=blockIdx.x) ===\n"
                          "refused by: (none)\nInputs:\n  T0_g_float[iS0{2}, iS1{17000}]\nOutputs:\n"
                          "  T1_g_float[iS2{2}, rS3{17000}]\n"),
             "%s", text);
