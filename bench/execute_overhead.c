@@ -13,16 +13,11 @@
 #include <cfuser.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "bench_util.h"
 
 enum { N_CUDA = 4096, N_HOST = 128, CALLS = 10000, DRAIN = 256 };
 static int64_t n_elems = N_CUDA;
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
 
 /* Symbolic for the cache; concrete for the direct executor, which then compiles the
  * kernel the cache makes of the symbolic one for this call (its copy takes the call's
@@ -62,9 +57,9 @@ static double mean_cost(Bench *b, bool cached) {
   double total = 0;
   for (int i = 0; i < CALLS; i++) {
     if (b->cuda && i % DRAIN == 0 && drain(b, cached)) return -1;
-    double t0 = now_us();
+    double t0 = bu_now_us();
     cf_status s = call(b, cached);
-    total += now_us() - t0;
+    total += bu_now_us() - t0;
     if (s) return -1;
   }
   if (b->cuda && drain(b, cached)) return -1;

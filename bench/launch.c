@@ -12,20 +12,10 @@
 #include <cfuser.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "bench_util.h"
 
 enum { N = 4096, LAUNCHES = 10000, BACK_TO_BACK = 1000, DRAIN = 256 };
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 static cf_fusion *build(void) {
   cf_fusion *f = cf_fusion_create();
@@ -51,26 +41,25 @@ static double launch_cost(cf_executor *e, const DLTensor *const *ins, DLManagedT
   for (int i = 0; i < LAUNCHES; i++) {
     if (i % DRAIN == 0 && cf_executor_synchronize(e)) return -1;
     DLManagedTensor *out = own_output ? NULL : given;
-    double t0 = now_us();
+    double t0 = bu_now_us();
     cf_status s = cf_executor_run_async(e, NULL, 3, ins, 1, &out);
-    t[i] = now_us() - t0;
+    t[i] = bu_now_us() - t0;
     if (s) return -1;
     if (own_output) cf_tensor_free(out);
   }
   if (cf_executor_synchronize(e)) return -1;
-  qsort(t, LAUNCHES, sizeof *t, cmp_double);
-  return t[LAUNCHES / 2];
+  return bu_median(t, LAUNCHES);
 }
 
 static double back_to_back(cf_executor *e, const DLTensor *const *ins, DLManagedTensor *given) {
   if (cf_executor_synchronize(e)) return -1;
-  double t0 = now_us();
+  double t0 = bu_now_us();
   for (int i = 0; i < BACK_TO_BACK; i++) {
     DLManagedTensor *out = given;
     if (cf_executor_run_async(e, NULL, 3, ins, 1, &out)) return -1;
   }
   if (cf_executor_synchronize(e)) return -1;
-  return now_us() - t0;
+  return bu_now_us() - t0;
 }
 
 int main(void) {

@@ -14,22 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "bench_util.h"
 
 #include "scheduler/heuristic.h"
 
 enum { ROWS = 16384, COLS = 4096 };
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 static cf_tv *widen(cf_fusion *f, cf_tv *x) { return cf_tv_dtype(x) == CF_FLOAT ? x : cf_cast(f, x, CF_FLOAT); }
 static cf_tv *back(cf_fusion *f, cf_tv *r) { return cf_broadcast(f, r, 2, (bool[]){false, true}); }
@@ -99,24 +89,6 @@ static int schedule(const char *name, cf_fusion *f, int n, DLManagedTensor **t, 
   return 0;
 }
 
-static double median_run(cf_executor *e, int n, DLManagedTensor **t, DLManagedTensor *out, int iters) {
-  const DLTensor *ins[4];
-  for (int i = 0; i < n; i++) ins[i] = &t[i]->dl_tensor;
-  double *times = calloc((size_t)iters, sizeof *times), med = -1;
-  for (int i = -5; times && i < iters; i++) { /* 5 warm-ups */
-    double t0 = now_us();
-    if (cf_executor_run(e, n, ins, 1, &out)) {
-      fprintf(stderr, "bench: %s\n", cf_executor_error(e));
-      free(times);
-      return -1;
-    }
-    if (i >= 0) times[i] = now_us() - t0;
-  }
-  if (times) qsort(times, (size_t)iters, sizeof *times, cmp_double), med = times[iters / 2];
-  free(times);
-  return med;
-}
-
 /* Compiles and times the scheduled f; prints its line. */
 static int run_timed(const char *name, cf_fusion *f, int n, DLManagedTensor **t, double bytes, int iters,
                      const char *params) {
@@ -127,11 +99,13 @@ static int run_timed(const char *name, cf_fusion *f, int n, DLManagedTensor **t,
     return 1;
   }
   DLManagedTensor *out = cf_tensor_device(cf_tv_dtype(cf_fusion_output(f, 0)), 2, (int64_t[]){ROWS, COLS});
-  double med = median_run(e, n, t, out, iters);
+  const DLTensor *ins[4];
+  for (int i = 0; i < n; i++) ins[i] = &t[i]->dl_tensor;
+  double med = bu_median_run(e, n, ins, 1, &out, iters);
   cf_tensor_free(out);
   cf_executor_destroy(e);
   if (med < 0) return 1;
-  printf("cfuser %s %dx%d time_us=%.1f GB/s=%.0f params=%s\n", name, ROWS, COLS, med, bytes / med / 1e3, params);
+  printf("cfuser %s %dx%d time_us=%.1f GB/s=%.0f params=%s\n", name, ROWS, COLS, med, bu_gbps(bytes, med), params);
   return 0;
 }
 
@@ -150,12 +124,8 @@ static int bench(const char *name, cf_fusion *f, double bytes, int iters, bool p
 
 int main(int argc, char **argv) {
   bool print = argc > 1 && !strcmp(argv[1], "--print"); /* the kernels, without a device */
-  const char *reason = NULL;
-  if (!print && !cf_cuda_available(&reason)) {
-    printf("skipped: no CUDA device: %s\n", reason);
-    return 77;
-  }
-  int iters = argc > 1 && !print ? atoi(argv[1]) : 50;
+  if (!print && bu_skip_without_cuda()) return 77;
+  int iters = bu_parse_args(argc, argv, 50).iters;
   double elems = (double)ROWS * COLS;
   int rc = bench("softmax_f32", softmax(CF_FLOAT), 8 * elems, iters, print);
   rc |= bench("layernorm_f32", layernorm(), 8 * elems + 8.0 * COLS, iters, print);

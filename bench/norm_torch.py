@@ -3,27 +3,11 @@
 device's copy bandwidth (a clone), each the median of timed runs with CUDA events after
 warm-ups. Prints lines in the same form as bench/norm.c; GB/s counts the matrix read and
 written once (plus the layer norm's weight and bias)."""
-import sys
-
 import torch
 
+from torch_common import eager_and_compiled, iters_arg, median_us, timed_line
+
 ROWS, COLS = 16384, 4096
-
-
-def median_us(fn, iters):
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def softmax(x):
@@ -39,7 +23,7 @@ def layernorm(x, w, b):
 
 
 def main():
-    iters = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    iters = iters_arg()
     x = torch.rand(ROWS, COLS, device="cuda")
     xb = x.to(torch.bfloat16)
     w, b = torch.rand(COLS, device="cuda"), torch.rand(COLS, device="cuda")
@@ -50,12 +34,9 @@ def main():
         ("softmax_bf16", softmax_bf16, (xb,), 4 * elems),
     )
     for name, fn, args, nbytes in cases:
-        compiled = torch.compile(fn)
-        for label, f in (("torch eager", fn), ("torch.compile", compiled)):
-            t = median_us(lambda: f(*args), iters)
-            print(f"{label} {name} {ROWS}x{COLS} time_us={t:.1f} GB/s={nbytes / t / 1e3:.0f}")
-    t = median_us(lambda: x.clone(), iters)
-    print(f"device copy {ROWS}x{COLS} time_us={t:.1f} GB/s={8 * elems / t / 1e3:.0f}")
+        for label, f in eager_and_compiled(fn):
+            print(timed_line(label, f"{name} {ROWS}x{COLS}", median_us(lambda: f(*args), iters), nbytes))
+    print(timed_line("device copy", f"{ROWS}x{COLS}", median_us(lambda: x.clone(), iters), 8 * elems))
 
 
 if __name__ == "__main__":

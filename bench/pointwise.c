@@ -12,18 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+#include "bench_util.h"
 
 /* a, b -> ta, tb (vector loads) -> relu(ta * tb + ta) -> out (vector stores) */
 static cf_fusion *build(int64_t n) {
@@ -74,20 +64,10 @@ static int bench(int64_t n, int iters, int print_kernel, bool automatic) {
   cf_tensor_copy(&a->dl_tensor, &h->dl_tensor);
   cf_tensor_copy(&b->dl_tensor, &h->dl_tensor);
   const DLTensor *ins[2] = {&a->dl_tensor, &b->dl_tensor};
-  double *t = calloc((size_t)iters, sizeof *t);
-  for (int i = -5; i < iters; i++) { /* 5 warm-ups */
-    double t0 = now_us();
-    if (cf_executor_run(e, 2, ins, 1, &out)) {
-      fprintf(stderr, "bench: %s\n", cf_executor_error(e));
-      return 1;
-    }
-    if (i >= 0) t[i] = now_us() - t0;
-  }
-  qsort(t, (size_t)iters, sizeof *t, cmp_double);
-  double med = t[iters / 2];
+  double med = bu_median_run(e, 2, ins, 1, &out, iters);
+  if (med < 0) return 1;
   printf("%s pointwise N=%lld time_us=%.1f GB/s=%.0f\n", automatic ? "cfuser (schedule_pointwise)" : "cfuser",
-         (long long)n, med, 12.0 * (double)n / med / 1e3);
-  free(t);
+         (long long)n, med, bu_gbps(12.0 * (double)n, med));
   cf_tensor_free(h), cf_tensor_free(a), cf_tensor_free(b), cf_tensor_free(out);
   cf_executor_destroy(e);
   cf_fusion_destroy(f);
@@ -104,12 +84,8 @@ int main(int argc, char **argv) {
     }
     return s ? 1 : 0;
   }
-  const char *reason = NULL;
-  if (!cf_cuda_available(&reason)) {
-    printf("skipped: no CUDA device: %s\n", reason);
-    return 77;
-  }
-  int iters = argc > 1 ? atoi(argv[1]) : 50;
+  if (bu_skip_without_cuda()) return 77;
+  int iters = bu_parse_args(argc, argv, 50).iters;
   static const int64_t sizes[] = {1 << 20, 1 << 24, 1 << 26, 1 << 28};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     if (bench(sizes[i], iters, i == 0, false) || bench(sizes[i], iters, 0, true)) return 1;

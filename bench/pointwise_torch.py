@@ -2,25 +2,9 @@
 eager and torch.compile, plus the device's copy bandwidth (a clone: N floats read and
 written), each the median of timed runs with CUDA events after warm-ups.
 Prints lines in the same form as bench/pointwise.c."""
-import sys
-
 import torch
 
-
-def median_us(fn, iters):
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
+from torch_common import iters_arg, median_us, timed_line
 
 
 def op(a, b):
@@ -28,7 +12,7 @@ def op(a, b):
 
 
 def main():
-    iters = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    iters = iters_arg()
     compiled = torch.compile(op)
     for n in (1 << 20, 1 << 24, 1 << 26, 1 << 28):
         a = torch.rand(n, device="cuda")
@@ -38,8 +22,7 @@ def main():
             ("torch.compile", lambda: compiled(a, b), 12 * n),
             ("device copy", lambda: a.clone(), 8 * n),
         ):
-            t = median_us(fn, iters)
-            print(f"{name} pointwise N={n} time_us={t:.1f} GB/s={nbytes / t / 1e3:.0f}")
+            print(timed_line(name, f"pointwise N={n}", median_us(fn, iters), nbytes))
         del a, b
         torch.cuda.empty_cache()
 

@@ -1,6 +1,9 @@
 """The reference fusions defined and run from Python (cfuser.FusionDefinition) on PyTorch
 CUDA tensors, next to torch eager and torch.compile on the same tensors, in one run; and
-the Python overhead of a cached execute (target: under 20 us).
+the Python overhead of a cached execute (target: under 20 us). The definitions are not
+scheduled: execute runs them by define and run (cf_fusion_cache), each with the automatic
+schedulers (softmax and layer_norm: the inner persistent scheduler, or reduction and
+pointwise segments for long rows).
 
     python3 bench/python_fusions.py                      # the GPU run: torch CUDA tensors
     python3 bench/python_fusions.py --library numpy      # the host backend (no GPU needed)
@@ -13,7 +16,7 @@ Every contender's time on torch is the CUDA-event time of its GPU work (as in
 bench/pointwise_torch.py): fd.execute on torch CUDA tensors launches asynchronously on
 torch's current stream, as torch's ops do (on NumPy, wall-clock: the host backend runs
 synchronously). The overhead is execute's wall-clock minus that of the C call execute
-makes (cf_executor_run_async on torch's stream, cf_executor_run on NumPy) called directly
+makes (cf_fusion_execute_async on torch's stream, cf_fusion_execute on NumPy) called directly
 from ctypes with the same, already exported tensors, on a small size where the kernel is
 short; python_side_us is execute's wall-clock with the C call stubbed out (its Python
 work alone, a check that does not depend on the kernel's noise).
@@ -40,6 +43,9 @@ except ImportError as e:  # run from a checkout: use its python/ package
 
 from cfuser import DataType, FusionDefinition
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/, when imported from elsewhere
+import torch_common  # noqa: E402
+
 # ---- the reference fusions ---------------------------------------------------------------
 
 
@@ -55,15 +61,30 @@ def bias_gelu(fd: FusionDefinition) -> None:
     fd.add_output(fd.ops.gelu(x + fd.ops.broadcast(bias, [True, False])))
 
 
+def softmax(fd: FusionDefinition) -> None:
+    """out = softmax(x, -1), x [rows, 4096] (N=2**26: 16384 x 4096)."""
+    x = fd.define_tensor(2)
+    e = fd.ops.exp(x - fd.ops.max(x, -1, keepdim=True))
+    fd.add_output(e / fd.ops.sum(e, -1, keepdim=True))
+
+
+def layer_norm(fd: FusionDefinition) -> None:
+    """out = layer_norm(x, weight, bias, eps=1e-5) over rows of 4096: x [rows, 4096]."""
+    x, w, b = fd.define_tensor(2), fd.define_tensor(1), fd.define_tensor(1)
+    var, mean = fd.ops.var_mean(x, 1, correction=0, keepdim=True)
+    y = (x - mean) * fd.ops.rsqrt(var + 1e-5)
+    fd.add_output(y * fd.ops.broadcast(w, [True, False]) + fd.ops.broadcast(b, [True, False]))
+
+
 class Fusion:
     """A reference fusion: its definition, its inputs for n elements, and the same math in
     the array library's namespace (for eager, torch.compile and the check)."""
 
     def __init__(self, name: str, define: Callable[[FusionDefinition], None],
                  inputs: Callable[[Any, int], List[Any]], math: Callable[[Any, List[Any]], Any],
-                 bytes_per_element: int) -> None:
+                 bytes_per_element: int, tol: float = 1e-5) -> None:
         self.name, self.define, self.inputs, self.math = name, define, inputs, math
-        self.bytes_per_element = bytes_per_element
+        self.bytes_per_element, self.tol = bytes_per_element, tol
 
 
 def _rand(lib: "ArrayLib", shape: Tuple[int, ...]) -> Any:
@@ -77,6 +98,11 @@ FUSIONS: Dict[str, Fusion] = {
     "bias_gelu": Fusion("bias_gelu", bias_gelu,
                         lambda lib, n: [_rand(lib, (max(n // 1024, 1), 1024)), _rand(lib, (1024,))],
                         lambda xp, t: xp.gelu(t[0] + t[1]), 8),
+    "softmax": Fusion("softmax", softmax, lambda lib, n: [_rand(lib, (max(n // 4096, 1), 4096))],
+                      lambda xp, t: xp.softmax(t[0], -1), 8),
+    "layer_norm": Fusion("layer_norm", layer_norm,
+                         lambda lib, n: [_rand(lib, (max(n // 4096, 1), 4096)), _rand(lib, (4096,)), _rand(lib, (4096,))],
+                         lambda xp, t: xp.layer_norm(t[0], (t[0].shape[-1],), t[1], t[2], eps=1e-5), 8, 1e-4),
 }
 
 # ---- array libraries -----------------------------------------------------------------------
@@ -116,19 +142,28 @@ class ArrayLib:
 
         np = self.np
         erf = np.vectorize(math.erf, otypes=[np.float32])
+        def softmax(x: Any, axis: int) -> Any:
+            e = np.exp(x - x.max(axis, keepdims=True))
+            return e / e.sum(axis, keepdims=True)
+
+        def layer_norm(x: Any, shape: Any, w: Any, b: Any, eps: float) -> Any:
+            y = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + np.float32(eps))
+            return (y * w + b).astype(np.float32)
+
         return argparse.Namespace(relu=lambda x: np.maximum(x, 0),
-                                  gelu=lambda x: (0.5 * x * (1 + erf(x / np.float32(math.sqrt(2))))).astype(np.float32))
+                                  gelu=lambda x: (0.5 * x * (1 + erf(x / np.float32(math.sqrt(2))))).astype(np.float32),
+                                  softmax=softmax, layer_norm=layer_norm)
 
     def sync(self) -> None:
         if self.name == "torch":
             self.torch.cuda.synchronize()
 
-    def close(self, got: Any, want: Any) -> Optional[str]:
+    def close(self, got: Any, want: Any, tol: float = 1e-5) -> Optional[str]:
         """None when got matches want (float32 tolerances), else what differs."""
         if self.name == "torch":
-            ok = self.torch.allclose(got, want, rtol=1e-5, atol=1e-5)
+            ok = self.torch.allclose(got, want, rtol=tol, atol=tol)
             return None if ok else f"max |diff| {(got - want).abs().max().item():.3g}"
-        ok = self.np.allclose(got, want, rtol=1e-5, atol=1e-5)
+        ok = self.np.allclose(got, want, rtol=tol, atol=tol)
         return None if ok else f"max |diff| {float(abs(got - want).max()):.3g}"
 
 # ---- timing --------------------------------------------------------------------------------
@@ -136,7 +171,7 @@ class ArrayLib:
 
 def median(values: Sequence[float]) -> float:
     s = sorted(values)
-    return s[len(s) // 2]
+    return s[len(s) // 2]  # as torch_common.median_us takes it
 
 
 def wall_us(fn: Callable[[], Any], iters: int, lib: ArrayLib, warmup: int = 5) -> float:
@@ -156,19 +191,7 @@ def event_us(fn: Callable[[], Any], iters: int, lib: ArrayLib, warmup: int = 5) 
     """Median CUDA-event time of fn's GPU work in us (torch); wall-clock on the host."""
     if lib.name != "torch":
         return wall_us(fn, iters, lib, warmup)
-    torch = lib.torch
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return median(times)
+    return torch_common.median_us(fn, iters, warmup)
 
 
 def contenders(fusion: Fusion, lib: ArrayLib, fd: FusionDefinition, compiled: Optional[Any]) -> Dict[str, Any]:
@@ -195,7 +218,7 @@ def run_fusion(fusion: Fusion, lib: ArrayLib, sizes: Sequence[int], iters: int, 
         want = fusion.math(lib.xp, ins)
         for name, (fn, timer) in contenders(fusion, lib, fd, compiled).items():
             try:
-                diff = lib.close(fn(ins), want)
+                diff = lib.close(fn(ins), want, fusion.tol)
                 if diff:
                     raise RuntimeError(f"wrong result: {diff}")
                 t = timer(lambda: fn(ins), iters, lib)
@@ -212,28 +235,29 @@ def run_fusion(fusion: Fusion, lib: ArrayLib, sizes: Sequence[int], iters: int, 
 
 
 class _StubRun:
-    """Stands for cf_executor_run and cf_executor_run_async: returns CF_OK at once, so that
+    """Stands for the C call of a definition's runner (cf_fusion_execute(_async), or
+    cf_executor_run(_async) for one scheduled by hand): returns CF_OK at once, so that
     execute's own Python work (exports, output allocation, the pointer arrays) can be timed
     alone."""
 
-    NAMES = ("cf_executor_run", "cf_executor_run_async")
+    NAMES = ("run", "run_async")
 
-    def __init__(self, capi: Any) -> None:
-        self.capi, self.saved = capi, {}
+    def __init__(self, runner: Any) -> None:
+        self.runner, self.saved = runner, {}
 
     def __enter__(self) -> None:
         for name in self.NAMES:
-            self.saved[name] = getattr(self.capi.lib, name)
-            setattr(self.capi.lib, name, lambda *args: 0)
+            self.saved[name] = getattr(self.runner, name)
+            setattr(self.runner, name, lambda *args: 0)
 
     def __exit__(self, *exc: object) -> None:
         for name in self.NAMES:
-            setattr(self.capi.lib, name, self.saved[name])
+            setattr(self.runner, name, self.saved[name])
 
 
 def overhead(lib: ArrayLib, iters: int, n: int = 1024) -> Tuple[float, float, float]:
-    """(execute's wall-clock, cf_executor_run's wall-clock, execute's with the run stubbed
-    out) in us, medians, cached."""
+    """(execute's wall-clock, the wall-clock of the C call it makes (cf_fusion_execute(_async):
+    a cached define-and-run call), execute's with that call stubbed out) in us, medians."""
     from cfuser import _capi, _dlpack
 
     with FusionDefinition() as fd:
@@ -244,18 +268,19 @@ def overhead(lib: ArrayLib, iters: int, n: int = 1024) -> Tuple[float, float, fl
     keep = [_dlpack.export(x, "input", i) for i, x in enumerate(ins + [out])]
     in_ptrs = _dlpack.pointer_array([k[1] for k in keep[:2]])
     out_ptrs = _dlpack.pointer_array([keep[2][1]])
-    executor = fd._last
+    runner = fd._last
+    handle = runner.handle
     stream = fd._stream(_dlpack.framework_of(ins[0]), ins, _capi.KDLCUDA) if lib.name == "torch" else None
-    run, run_async = _capi.lib.cf_executor_run, _capi.lib.cf_executor_run_async
+    run, run_async = runner.run, runner.run_async
 
     def c_run() -> None:  # the C call execute makes, with the same arguments
-        status = run(executor, 2, in_ptrs, 1, out_ptrs) if stream is None else \
-            run_async(executor, stream, 2, in_ptrs, 1, out_ptrs)
+        status = run(handle, 2, in_ptrs, 1, out_ptrs) if stream is None else \
+            run_async(handle, stream, 2, in_ptrs, 1, out_ptrs)
         if status:
-            raise RuntimeError(_capi.lib.cf_executor_error(executor).decode())
+            raise RuntimeError(runner.error())
 
     t_c = wall_us(c_run, iters, lib, warmup=50)
-    with _StubRun(_capi):
+    with _StubRun(runner):
         t_python = wall_us(lambda: fd.execute(ins), iters, lib, warmup=50)
     return t_execute, t_c, t_python
 

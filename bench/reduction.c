@@ -16,20 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "bench_util.h"
 
 enum { N = 16384, ROW_THREADS = 512, VEC = 4, COL_X = 32, COL_Y = 16, COL_UNROLL = 4 };
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 /* T0 -> T1 (registers, vector loads) -> T2 = sum over axis 1:
  * T2 [iblockIdx.x{N}, rS{N/512/4}, rthreadIdx.x{512}, rS{4}] */
@@ -83,19 +73,9 @@ static int bench(const char *name, cf_fusion *f, int iters, int print_kernel) {
   cf_tensor_fill_random(&h->dl_tensor, 1);
   cf_tensor_copy(&a->dl_tensor, &h->dl_tensor);
   const DLTensor *ins[1] = {&a->dl_tensor};
-  double *t = calloc((size_t)iters, sizeof *t);
-  for (int i = -5; i < iters; i++) { /* 5 warm-ups */
-    double t0 = now_us();
-    if (cf_executor_run(e, 1, ins, 1, &out)) {
-      fprintf(stderr, "bench: %s\n", cf_executor_error(e));
-      return 1;
-    }
-    if (i >= 0) t[i] = now_us() - t0;
-  }
-  qsort(t, (size_t)iters, sizeof *t, cmp_double);
-  double med = t[iters / 2];
-  printf("cfuser %s N=%d time_us=%.1f GB/s=%.0f\n", name, N, med, 4.0 * N * (double)N / med / 1e3);
-  free(t);
+  double med = bu_median_run(e, 1, ins, 1, &out, iters);
+  if (med < 0) return 1;
+  printf("cfuser %s N=%d time_us=%.1f GB/s=%.0f\n", name, N, med, bu_gbps(4.0 * N * (double)N, med));
   cf_tensor_free(h), cf_tensor_free(a), cf_tensor_free(out);
   cf_executor_destroy(e);
   cf_fusion_destroy(f);
@@ -113,12 +93,8 @@ int main(int argc, char **argv) {
     }
     return s ? 1 : 0;
   }
-  const char *reason = NULL;
-  if (!cf_cuda_available(&reason)) {
-    printf("skipped: no CUDA device: %s\n", reason);
-    return 77;
-  }
-  int iters = argc > 1 ? atoi(argv[1]) : 50;
+  if (bu_skip_without_cuda()) return 77;
+  int iters = bu_parse_args(argc, argv, 50).iters;
   if (bench("row_sum", build_row(), iters, 1) || bench("col_sum", build_col(), iters, 1)) return 1;
   return 0;
 }

@@ -3,27 +3,11 @@
 clone: the matrix read and written), each the median of timed runs with CUDA events after
 warm-ups. Prints lines in the same form as bench/reduction.c; GB/s counts the matrix read
 once (4 * N * N bytes) for the sums and read plus written for the copy."""
-import sys
-
 import torch
 
+from torch_common import eager_and_compiled, iters_arg, median_us, timed_line
+
 N = 16384
-
-
-def median_us(fn, iters):
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def row_sum(a):
@@ -35,16 +19,13 @@ def col_sum(a):
 
 
 def main():
-    iters = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    iters = iters_arg()
     a = torch.rand(N, N, device="cuda")
     nbytes = 4 * N * N
     for name, fn in (("row_sum", row_sum), ("col_sum", col_sum)):
-        compiled = torch.compile(fn)
-        for label, f in (("torch eager", fn), ("torch.compile", compiled)):
-            t = median_us(lambda: f(a), iters)
-            print(f"{label} {name} N={N} time_us={t:.1f} GB/s={nbytes / t / 1e3:.0f}")
-    t = median_us(lambda: a.clone(), iters)
-    print(f"device copy N={N} time_us={t:.1f} GB/s={2 * nbytes / t / 1e3:.0f}")
+        for label, f in eager_and_compiled(fn):
+            print(timed_line(label, f"{name} N={N}", median_us(lambda: f(a), iters), nbytes))
+    print(timed_line("device copy", f"N={N}", median_us(lambda: a.clone(), iters), 2 * nbytes))
 
 
 if __name__ == "__main__":

@@ -17,22 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "bench_util.h"
 
 #include "scheduler/heuristic.h"
 
 enum { N = 8192 };
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 /* out = transpose(x), scheduled by the heuristic; NULL (message printed) if refused. */
 static cf_fusion *build(void) {
@@ -54,24 +44,6 @@ static cf_fusion *build(void) {
   }
   printf("transpose heuristic: %s\n", params);
   return f;
-}
-
-static int time_runs(cf_executor *e, const DLTensor *in, DLManagedTensor *out, int iters, double *med) {
-  double *t = calloc((size_t)iters, sizeof *t);
-  const DLTensor *ins[1] = {in};
-  for (int i = -5; i < iters; i++) { /* 5 warm-ups */
-    double t0 = now_us();
-    if (cf_executor_run(e, 1, ins, 1, &out)) {
-      fprintf(stderr, "bench: %s\n", cf_executor_error(e));
-      free(t);
-      return 1;
-    }
-    if (i >= 0) t[i] = now_us() - t0;
-  }
-  qsort(t, (size_t)iters, sizeof *t, cmp_double);
-  *med = t[iters / 2];
-  free(t);
-  return 0;
 }
 
 /* The first k x k corner of the result against the host transpose of the input. */
@@ -101,9 +73,10 @@ static int bench(cf_fusion *f, int iters) {
   DLManagedTensor *out = cf_tensor_device(CF_FLOAT, 2, sizes);
   cf_tensor_fill_random(&h->dl_tensor, 1);
   cf_tensor_copy(&a->dl_tensor, &h->dl_tensor);
-  double med = 0;
-  int rc = time_runs(e, &a->dl_tensor, out, iters, &med) || check(h, out, 256);
-  if (!rc) printf("cfuser transpose N=%d time_us=%.1f GB/s=%.0f\n", N, med, 8.0 * N * (double)N / med / 1e3);
+  const DLTensor *ins[1] = {&a->dl_tensor};
+  double med = bu_median_run(e, 1, ins, 1, &out, iters);
+  int rc = med < 0 || check(h, out, 256);
+  if (!rc) printf("cfuser transpose N=%d time_us=%.1f GB/s=%.0f\n", N, med, bu_gbps(8.0 * N * (double)N, med));
   cf_tensor_free(h), cf_tensor_free(a), cf_tensor_free(out);
   cf_executor_destroy(e);
   return rc;
@@ -117,13 +90,8 @@ int main(int argc, char **argv) {
     rc = cf_fusion_print_kernel(f, stdout) != CF_OK;
     if (rc) fprintf(stderr, "bench: %s\n", cf_fusion_error(f));
   } else {
-    const char *reason = NULL;
-    if (!cf_cuda_available(&reason)) {
-      printf("skipped: no CUDA device: %s\n", reason);
-      rc = 77;
-    } else {
-      rc = bench(f, argc > 1 ? atoi(argv[1]) : 50);
-    }
+    rc = bu_skip_without_cuda();
+    if (!rc) rc = bench(f, bu_parse_args(argc, argv, 50).iters);
   }
   cf_fusion_destroy(f);
   return rc;

@@ -14,13 +14,10 @@
 #include "executor/executor_internal.h"
 
 cf_status exec_error(cf_executor *e, cf_status s, const char *fmt, ...) {
-  StrBuf b = {0};
   va_list ap;
   va_start(ap, fmt);
-  sb_vprintf(&b, fmt, ap);
+  sb_vset(&e->error, fmt, ap);
   va_end(ap);
-  free(e->error);
-  e->error = sb_take(&b);
   return s;
 }
 

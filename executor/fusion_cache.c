@@ -16,13 +16,10 @@
 #include "executor/fusion_cache.h"
 
 cf_status fc_error(cf_fusion_cache *c, cf_status s, const char *fmt, ...) {
-  StrBuf b = {0};
   va_list ap;
   va_start(ap, fmt);
-  sb_vprintf(&b, fmt, ap);
+  sb_vset(&c->error, fmt, ap);
   va_end(ap);
-  free(c->error);
-  c->error = sb_take(&b);
   return s;
 }
 
@@ -131,6 +128,7 @@ void fc_entry_clear(FcEntry *en) {
   for (int i = 0; i < en->nseg; i++) {
     FcSegment *s = &en->seg[i];
     cf_executor_destroy(s->e);
+    cf_fusion_destroy(s->scheduled);
     free(s->in_ref);
     free(s->out_ref);
     free(s->ins);
@@ -172,10 +170,30 @@ const char *cf_fusion_cache_last_scheduler(const cf_fusion_cache *c, int i) {
   return c && c->last && i >= 0 && i < c->last->nseg ? c->last->seg[i].scheduler : NULL;
 }
 
+cf_executor *cf_fusion_cache_last_executor(const cf_fusion_cache *c, int i) {
+  return c && c->last && i >= 0 && i < c->last->nseg ? c->last->seg[i].e : NULL;
+}
+
+cf_status cf_fusion_cache_print_kernel(cf_fusion_cache *c, int i, FILE *out) {
+  if (!c) return CF_ERR_INVALID_ARGUMENT;
+  if (!c->last || i < 0 || i >= c->last->nseg)
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "print_kernel: segment %d out of range: the last call ran %d", i,
+                    cf_fusion_cache_last_segments(c));
+  if (!c->last->seg[i].e) { /* a view: a reshape runs no kernel */
+    fprintf(out, "// segment %d: a view (reshape), no kernel\n", i);
+    return CF_OK;
+  }
+  cf_fusion *g = c->last->seg[i].scheduled;
+  cf_status s = cf_fusion_print_kernel(g, out);
+  return s ? fc_error(c, s, "%s", cf_fusion_error(g)) : CF_OK;
+}
+
 cf_status cf_fusion_cache_synchronize(cf_fusion_cache *c) {
   if (!c) return CF_ERR_INVALID_ARGUMENT;
   if (!c->last) return CF_OK;
-  cf_executor *e = c->last->seg[c->last->nseg - 1].e;
+  cf_executor *e = NULL; /* the last segment that launched (views launch nothing) */
+  for (int i = c->last->nseg - 1; i >= 0 && !e; i--) e = c->last->seg[i].e;
+  if (!e) return CF_OK;
   cf_status s = cf_executor_synchronize(e);
   return s ? fc_error(c, s, "%s", cf_executor_error(e)) : CF_OK;
 }

@@ -12,6 +12,7 @@
  * (nin+nout+k is bufs[k]). */
 typedef struct FcSegment {
   cf_executor *e;        /* NULL: a view (a reshape), its output buffer pointed at its input */
+  cf_fusion *scheduled;  /* the scheduled copy e compiled (for cf_fusion_cache_print_kernel); NULL for a view */
   const char *scheduler; /* the heuristic's name (static) */
   int nin, nout;
   int *in_ref, *out_ref;

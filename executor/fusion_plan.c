@@ -224,7 +224,8 @@ static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int ns
   bool aligned = sched_aligned16(seg->nin, ins) && sched_aligned16(seg->nout, outs);
   *refused = !h;
   s = h ? compile(p, g, h, &call, aligned, k, nseg, refusals->data ? refusals->data : "", out) : CF_OK;
-  cf_fusion_destroy(g);
+  if (!s && h) out->scheduled = g; /* kept for cf_fusion_cache_print_kernel */
+  else cf_fusion_destroy(g);
   return s;
 }
 

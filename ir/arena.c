@@ -135,3 +135,10 @@ char *sb_take(StrBuf *b) {
   b->len = b->cap = 0;
   return s;
 }
+
+void sb_vset(char **slot, const char *fmt, va_list ap) {
+  StrBuf b = {0};
+  sb_vprintf(&b, fmt, ap);
+  free(*slot);
+  *slot = sb_take(&b);
+}

@@ -55,6 +55,8 @@ void sb_puts(StrBuf *b, const char *s);
 void sb_free(StrBuf *b);
 /* Returns the text and leaves b empty; the caller frees it. */
 char *sb_take(StrBuf *b);
+/* Frees the malloc'd message *slot (an error slot) and puts the formatted text there. */
+void sb_vset(char **slot, const char *fmt, va_list ap);
 
 /* ---- operations ----------------------------------------------------------------------- */
 

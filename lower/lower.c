@@ -36,13 +36,10 @@ static const struct {
 };
 
 _Noreturn void lower_fail(LowerCtx *c, cf_status s, const char *fmt, ...) {
-  StrBuf b = {0};
   va_list ap;
   va_start(ap, fmt);
-  sb_vprintf(&b, fmt, ap);
+  sb_vset(&c->error, fmt, ap);
   va_end(ap);
-  free(c->error);
-  c->error = sb_take(&b);
   c->status = s;
   longjmp(c->unwind, 1);
 }

@@ -9,8 +9,9 @@
  *      stores);
  *   4. the reference's axes are merged into one and split into
  *      [blockIdx.x, threadIdx.x{128}, vector{v}], propagated to every tensor and
- *      parallelized alike; the caches' innermost axes are vectorized; everything is
- *      inlined as deep as legal.
+ *      parallelized alike (an output the propagation does not reach, of another
+ *      connected component, gets the same from itself); the caches' innermost axes are
+ *      vectorized; everything is inlined as deep as legal.
  * As sched_pointwise_heuristic (define and run), it accepts a fusion of elementwise ops
  * whose outputs share the first one's shape (alignment is the executor's: it devectorizes
  * the schedule of a call with a misaligned tensor).
@@ -131,7 +132,7 @@ static void tile(cf_fusion *f, Val *tv, int64_t v) {
 }
 
 static bool untransformed(Val *tv) {
-  if (TV(tv)->nloop != TV(tv)->nlogical) return false;
+  if (TV(tv)->nlogical == 0 || TV(tv)->nloop != TV(tv)->nlogical) return false;
   for (int a = 0; a < TV(tv)->nloop; a++)
     if (TV(tv)->loop[a] != TV(tv)->logical[a]) return false;
   return true;
@@ -145,8 +146,9 @@ static cf_status schedule(cf_fusion *f, int64_t *vector) {
   int ncaches = add_caches(f, ref, caches);
   if (f->status) return f->status;
   tile(f, ref, v);
-  /* An output the reference's propagation does not reach (computed from a full alone:
-   * no input connects it) is tiled the same way on its own. */
+  /* An output the reference's propagation does not reach (another connected component:
+   * outputs of inputs that share no op, or of a full alone) is tiled the same way on its
+   * own. */
   for (int o = 1; o < f->outputs.len; o++)
     if (untransformed(f->outputs.items[o])) tile(f, f->outputs.items[o], v);
   if (v > 1) {

@@ -12,15 +12,34 @@
  *      block: no grid reduction);
  *   4. the split is propagated to the prologue before the rfactor, the rfactor tensor's
  *      parallel types after it, and everything is inlined as deep as legal.
+ *   Long rows (constant, at least RED_VEC_MIN_ROW elements, the innermost extent a
+ *   multiple of the vector): the inputs are cached with 16-byte vector loads
+ *   (cf_cache_after), the reduced axis split [serial, threadIdx.x{128}, vector] and both
+ *   serial and vector rfactored, as the inner persistent scheduler does: a row of 16384
+ *   floats is 32 vector loads per thread instead of 128 scalar ones.
  * Outer (column) reduction of a 2-D [r, i] tensor: blockIdx.x over 32-column groups,
  * threadIdx.x over the 32 columns (coalesced), each thread folds its column serially.
- * Not yet: vectorized loads, a threadIdx.y split of the reduced axis, other outer
- * reductions and epilogues are refused with a reason; the thread counts are fixed (the
- * call's sizes are not read). */
+ * Tall columns (constant, at least RED_TALL_ROWS rows): the rows are also split over
+ * threadIdx.y{16} and unrolled by 4 ([i/32, 32, r/64, unroll 4, threadIdx.y 16], as
+ * bench/reduction.c's hand schedule), so a block of 512 threads keeps 16 rows in flight
+ * and 16384 columns give 512 blocks (a wave of 132 SMs at 4 blocks each); the 16 partial
+ * sums of a column meet in a block reduction over threadIdx.y.
+ * Not yet: other outer reductions and epilogues are refused with a reason; no grid
+ * reduction (a few long rows, or few columns, leave SMs idle). */
+#include <stdlib.h>
+
 #include "scheduler/heuristic.h"
 #include "scheduler/sched.h"
 
-enum { RED_THREADS = 128, RED_COLUMNS = 32 };
+enum {
+  RED_THREADS = 128,
+  RED_COLUMNS = 32,
+  RED_VECTOR_BYTES = 16,
+  RED_VEC_MIN_ROW = RED_THREADS * 4 * 4, /* 4 vectors of 4 floats per thread at the least */
+  RED_COL_TIDY = 16,
+  RED_COL_UNROLL = 4,
+  RED_TALL_ROWS = RED_COL_TIDY * RED_COL_UNROLL * 16,
+};
 
 static bool red_elementwise(const Expr *e) {
   OpKind k = ir_op_kind(e->op);
@@ -82,9 +101,31 @@ static bool red_accepts(cf_fusion *f, const SchedCall *call, char *why) {
   return true;
 }
 
+/* Tall columns: [r, i] -> [i/32 (blockIdx.x), 32 (threadIdx.x), r/64, 4 (unrolled),
+ * 16 (threadIdx.y)]. */
+static cf_status tall_outer_schedule(cf_fusion *f, cf_tv *r, char *params) {
+  cf_split(f, r, 1, RED_COLUMNS);    /* [r, i/32, 32] */
+  cf_split(f, r, 0, RED_COL_TIDY);   /* [r/16, 16, i/32, 32] */
+  cf_split(f, r, 0, RED_COL_UNROLL); /* [r/64, 4, 16, i/32, 32] */
+  cf_reorder_all(f, r, 5, (int[]){2, 3, 4, 0, 1});
+  if (cf_propagate_transforms(f, r)) return f->status;
+  cf_parallelize(f, r, 0, CF_PT_BIDX);
+  cf_parallelize(f, r, 1, CF_PT_TIDX);
+  cf_parallelize(f, r, 3, CF_PT_UNROLL);
+  cf_parallelize(f, r, 4, CF_PT_TIDY);
+  cf_parallelize_all_like(f, r, 4, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX, CF_PT_TIDY, CF_PT_UNROLL});
+  if (f->status) return f->status;
+  snprintf(params, SCHED_PARAMS_MAX, "outer columns=%d rows=threadIdx.y{%d} unroll=%d", RED_COLUMNS, RED_COL_TIDY,
+           RED_COL_UNROLL);
+  return cf_inline_most(f);
+}
+
 /* [r, i] -> [r (serial), i / 32 (blockIdx.x), 32 (threadIdx.x)]: each thread sums one
  * column, a warp reads 32 consecutive columns of a row (coalesced). */
 static cf_status outer_schedule(cf_fusion *f, cf_tv *r, char *params) {
+  int64_t rows;
+  if (ir_scalar_const_value(ID(TV(ir_tv(r))->logical[0])->extent, &rows) && rows >= RED_TALL_ROWS)
+    return tall_outer_schedule(f, r, params);
   cf_split(f, r, 1, RED_COLUMNS);
   if (cf_propagate_transforms(f, r)) return f->status;
   cf_parallelize(f, r, 1, CF_PT_BIDX);
@@ -93,6 +134,39 @@ static cf_status outer_schedule(cf_fusion *f, cf_tv *r, char *params) {
   if (f->status) return f->status;
   snprintf(params, SCHED_PARAMS_MAX, "outer columns=%d serial=rows", RED_COLUMNS);
   return cf_inline_most(f);
+}
+
+/* The vector width of long rows: 16 bytes over the widest input, halved until it divides
+ * the innermost extent; 1 when a reduced extent is symbolic, the row shorter than
+ * RED_VEC_MIN_ROW or an input strided. (A misaligned call is the executor's: it
+ * devectorizes.) */
+static int64_t row_vector(cf_fusion *f, Val *red, int niter) {
+  int64_t row = 1, inner = 1;
+  for (int a = niter; a < TV(red)->nlogical; a++) {
+    if (!ir_scalar_const_value(ID(TV(red)->logical[a])->extent, &inner)) return 1;
+    row *= inner;
+  }
+  size_t widest = 1;
+  for (int i = 0; i < f->inputs.len; i++) {
+    Val *in = f->inputs.items[i];
+    if (TV(in)->has_strides) return 1;
+    if (cf_dtype_size(in->dtype) > widest) widest = cf_dtype_size(in->dtype);
+  }
+  int64_t v = RED_VECTOR_BYTES / (int64_t)widest;
+  while (v > 1 && inner % v != 0) v /= 2;
+  return row >= RED_VEC_MIN_ROW && v > 1 ? v : 1;
+}
+
+/* Caches every input (all of the reduction's shape: the prologue is elementwise) for
+ * vector loads; the caches, into caches[], are vectorized once their loops are final. */
+static int cache_inputs(cf_fusion *f, cf_tv **caches) {
+  int n = 0;
+  int nin = f->inputs.len;
+  for (int i = 0; i < nin; i++) {
+    cf_tv *c = cf_cache_after(f, ir_tv_handle(f->inputs.items[i]));
+    if (c) caches[n++] = c;
+  }
+  return n;
 }
 
 static cf_status red_schedule(cf_fusion *f, const SchedCall *call, char *params) {
@@ -104,22 +178,30 @@ static cf_status red_schedule(cf_fusion *f, const SchedCall *call, char *params)
   int niter = 0;
   while (ID(TV(red)->logical[niter])->iter_type != CF_ITER_REDUCTION) niter++;
   int nred = TV(red)->nlogical - niter;
+  int64_t vec = row_vector(f, red, niter);
+  cf_tv **caches = vec > 1 ? calloc((size_t)f->inputs.len + 1, sizeof *caches) : NULL;
+  if (vec > 1 && !caches) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "reduction: out of memory");
+  int ncaches = vec > 1 ? cache_inputs(f, caches) : 0;
   for (int k = 1; k < nred; k++) cf_merge(f, r, niter);
+  if (vec > 1) cf_split(f, r, niter, vec);
   cf_split(f, r, niter, RED_THREADS);
-  /* Propagated before the rfactor: the prologue gets [rows.., serial, threads] too. */
-  if (cf_propagate_transforms(f, r)) return f->status;
-  cf_tv *rf = cf_rfactor(f, r, 1, (int[]){niter});
-  if (!rf) return f->status;
+  /* Propagated before the rfactor: the prologue gets [rows.., serial, threads(, vector)]. */
+  cf_tv *rf = cf_propagate_transforms(f, r) ? NULL : cf_rfactor(f, r, vec > 1 ? 2 : 1, (int[]){niter, niter + 2});
+  if (!rf) return free(caches), f->status;
   /* rfactor takes iteration axes as they are: merged into one row axis after it. */
   for (int k = 1; k < niter; k++) cf_merge(f, rf, 0);
-  if (niter > 1 && cf_propagate_transforms(f, rf)) return f->status;
+  if (niter > 1 && cf_propagate_transforms(f, rf)) return free(caches), f->status;
   int ri = niter > 0 ? 1 : 0;
   if (niter > 0) cf_parallelize(f, rf, 0, CF_PT_BIDX), cf_parallelize(f, r, 0, CF_PT_BIDX);
   cf_parallelize(f, rf, ri + 1, CF_PT_TIDX);
   cf_parallelize(f, r, ri, CF_PT_TIDX);
   cf_parallelize_all_like(f, rf, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+  for (int c = 0; c < ncaches; c++) cf_parallelize(f, caches[c], -1, CF_PT_VECTORIZE);
+  free(caches);
   if (f->status) return f->status;
-  snprintf(params, SCHED_PARAMS_MAX, "threads=%d rows=%s", RED_THREADS, niter > 0 ? "blockIdx.x" : "1");
+  if (vec > 1) snprintf(params, SCHED_PARAMS_MAX, "threads=%d vector=%lld rows=%s", RED_THREADS, (long long)vec,
+                        niter > 0 ? "blockIdx.x" : "1");
+  else snprintf(params, SCHED_PARAMS_MAX, "threads=%d rows=%s", RED_THREADS, niter > 0 ? "blockIdx.x" : "1");
   return cf_inline_most(f);
 }
 

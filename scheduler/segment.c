@@ -10,7 +10,10 @@
  * a segment of its own, reading its operand from memory: softmax's middle level (the sum
  * of an exp that the division reads too) becomes a pointwise segment and a reduction.
  * A reshape is always a segment of its own, after its operand's and before its readers':
- * the executor runs it as a view of its operand's memory (executor/fusion_plan.c). */
+ * the executor runs it as a view of its operand's memory (executor/fusion_plan.c).
+ * Welford states never cross a cut: the fields read from them (welford_avg, _m2, _n)
+ * stay in their reduction's segment, and the cut falls after them. */
+#include "ir/dtype.h"
 #include "scheduler/heuristic.h"
 
 static bool is_tensor_expr(const Expr *e) { return e && ir_op_kind(e->op) != OPK_TRANSFORM && e->out[0]->kind == VAL_TV; }
@@ -25,9 +28,19 @@ SchedSegment sched_whole(Arena *a, cf_fusion *f) {
   return s;
 }
 
-/* Whether an op reading tv starts a new segment: tv is a reduction's output, or a
+/* A field of Welford states (welford_avg, _m2, _n): it stays with the Welford reduction
+ * it reads, for states are not a tensor a segment can output. */
+static bool welford_field(const Expr *e) {
+  return e && e->nin == 1 && e->in[0]->kind == VAL_TV && ir_dtype_is_welford(e->in[0]->dtype);
+}
+
+/* Whether an op reading tv starts a new segment: tv is a reduction's output, a field of
+ * Welford states (the cut after a Welford reduction falls after its fields), or a
  * reshape's (a view between segments, run by no kernel). */
-static bool is_cut(const Val *tv) { return ir_op_kind(tv->def->op) == OPK_REDUCTION || tv->def->op == OP_RESHAPE; }
+static bool is_cut(const Val *tv) {
+  if (ir_dtype_is_welford(tv->dtype)) return false;
+  return ir_op_kind(tv->def->op) == OPK_REDUCTION || welford_field(tv->def) || tv->def->op == OP_RESHAPE;
+}
 
 static void push_once(Arena *a, PtrVec *v, Val *tv) {
   if (!ptrvec_contains(v, tv)) ptrvec_push(a, v, tv);
@@ -93,6 +106,7 @@ static int assign(Expr **exprs, int n, bool fine, const int *level, int nlevels,
       Expr *e = exprs[i];
       if (level[e->id] != l) continue;
       if ((fine && ir_op_kind(e->op) == OPK_REDUCTION) || e->op == OP_RESHAPE) seg[e->id] = nseg++;
+      else if (fine && welford_field(e)) seg[e->id] = seg[e->in[0]->def->id];
       else seg[e->id] = rest >= 0 ? rest : (rest = nseg++);
     }
   }

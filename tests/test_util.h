@@ -54,11 +54,17 @@ static inline bool tu_nvrtc_or_note(void) {
 /* The CUDA kernel function of f, as cf_fusion_print_kernel prints it (caller frees). */
 static inline char *tu_cuda_kernel_text(cf_fusion *f) { return tu_capture_fusion(cf_fusion_print_kernel, f); }
 
+/* A fusion input of dtype dt: of the given sizes, or symbolic when sizes is NULL. */
+static inline cf_tv *tu_input(cf_fusion *f, cf_dtype dt, int rank, const int64_t *sizes) {
+  cf_tv *t = sizes ? cf_tensor_concrete(f, dt, rank, sizes) : cf_tensor_symbolic(f, dt, rank);
+  cf_fusion_add_input(f, t);
+  return t;
+}
+
 /* The tutorials' chain tv0 (input) -> tv1 -> tv2 -> tv3 -> tv4 (output) of sets, each
  * stored in tv[0..4]. */
 static inline void tu_set_chain(cf_fusion *f, cf_dtype dt, int rank, const int64_t *sizes, cf_tv *tv[5]) {
-  tv[0] = sizes ? cf_tensor_concrete(f, dt, rank, sizes) : cf_tensor_symbolic(f, dt, rank);
-  cf_fusion_add_input(f, tv[0]);
+  tv[0] = tu_input(f, dt, rank, sizes);
   for (int i = 1; i < 5; i++) tv[i] = cf_set(f, tv[i - 1]);
   cf_fusion_add_output(f, tv[4]);
 }

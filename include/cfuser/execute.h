@@ -66,6 +66,13 @@ CF_API int64_t cf_fusion_cache_misses(const cf_fusion_cache *c);
  * ("pointwise", "reduction", ...; NULL when out of range). */
 CF_API int cf_fusion_cache_last_segments(const cf_fusion_cache *c);
 CF_API const char *cf_fusion_cache_last_scheduler(const cf_fusion_cache *c, int i);
+/* The executor that ran segment i of the last call (NULL when out of range), owned by c:
+ * for cf_executor_last_launch_params and cf_executor_source of each segment. */
+CF_API cf_executor *cf_fusion_cache_last_executor(const cf_fusion_cache *c, int i);
+/* Prints the CUDA kernel of segment i of the last call as cf_fusion_print_kernel prints
+ * a scheduled fusion (whatever the backend that ran it); an error when i is out of range.
+ * Each compiled segment keeps its scheduled fusion for this. */
+CF_API cf_status cf_fusion_cache_print_kernel(cf_fusion_cache *c, int i, FILE *out);
 
 #ifdef __cplusplus
 }

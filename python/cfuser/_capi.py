@@ -218,6 +218,20 @@ _proto("cf_kernel_cache_create", _P)
 _proto("cf_kernel_cache_hits", c_int64, _P)
 _proto("cf_kernel_cache_misses", c_int64, _P)
 _proto("cf_cuda_available", c_bool, POINTER(c_char_p))
+# execute.h: define and run
+_proto("cf_fusion_cache_create", _P, _P, POINTER(ExecutorOptions))
+_proto("cf_fusion_cache_destroy", None, _P)
+_proto("cf_fusion_cache_error", c_char_p, _P)
+_proto("cf_fusion_execute", c_int, _P, c_int, POINTER(c_void_p), c_int, POINTER(c_void_p))
+_proto("cf_fusion_execute_async", c_int, _P, c_void_p, c_int, POINTER(c_void_p), c_int, POINTER(c_void_p))
+_proto("cf_fusion_cache_synchronize", c_int, _P)
+for _name in ("cf_fusion_cache_num_entries", "cf_fusion_cache_num_kernels", "cf_fusion_cache_last_segments"):
+    _proto(_name, c_int, _P)
+for _name in ("cf_fusion_cache_hits", "cf_fusion_cache_misses"):
+    _proto(_name, c_int64, _P)
+_proto("cf_fusion_cache_last_scheduler", c_char_p, _P, c_int)
+_proto("cf_fusion_cache_last_executor", _P, _P, c_int)
+_proto("cf_fusion_cache_print_kernel", c_int, _P, c_int, _P)
 
 # ---- printing through a FILE* ---------------------------------------------------------------
 

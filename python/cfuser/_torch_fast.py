@@ -7,7 +7,8 @@ execute first tries this path: every input a plain torch CUDA tensor on device 0
 grad (anything else, and every error, goes to the general path, which reports it), each
 exported with torch's C exporter, the outputs allocated with Tensor.new_empty (no dtype
 or device parsing) in shapes computed by a precompiled rule, and one asynchronous launch
-on torch's current stream.
+on torch's current stream through the definition's runner (_runner.py: a compiled
+executor or a define-and-run cache, the same call either way).
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ ShapeRule = Tuple[Tuple[Any, ...], Any]  # (per-axis int or (input, axis), torch
 class TorchFastPath:
     """The torch objects and per-definition rules the fast path needs, looked up once."""
 
-    def __init__(self, torch: Any, out_rules: Sequence[ShapeRule]) -> None:
+    def __init__(self, torch: Any, out_rules: Sequence[ShapeRule], runner: Any) -> None:
+        self.runner = runner  # what runs the CUDA backend (replaced when it falls back)
         self.tensor_type = torch.Tensor
         self.to_dlpack: Callable[[Any], object] = torch._C._to_dlpack
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -30,7 +32,7 @@ class TorchFastPath:
         self.out_rules = list(out_rules)
         self.capsule_get = _capi.capsule_get_fast
 
-    def run(self, executor: int, inputs: Sequence[Any], in_arr: Any, out_arr: Any) -> Tuple[Optional[List[Any]], int]:
+    def run(self, inputs: Sequence[Any], in_arr: Any, out_arr: Any) -> Tuple[Optional[List[Any]], int]:
         """(outputs, cfuser's status of the launch); (None, 0) when the inputs are not all
         plain torch CUDA tensors on device 0 or their ranks do not fit (the caller then
         takes the general path, which reports what is wrong)."""
@@ -54,5 +56,6 @@ class TorchFastPath:
             keep.append(cap)
             out_arr[i] = get(cap, b"dltensor")
             outs.append(out)
-        status = _capi.lib.cf_executor_run_async(executor, self.stream(0), len(inputs), in_arr, len(outs), out_arr)
+        r = self.runner
+        status = r.run_async(r.handle, self.stream(0), len(inputs), in_arr, len(outs), out_arr)
         return outs, status

@@ -9,11 +9,16 @@ on its first execute and run on DLPack arrays (NumPy, PyTorch, CuPy, JAX) withou
 
 Life cycle: ops are made inside the with block (or in an overridden definition()); the
 schedule may be set by fd.sched between the end of the block and the first execute (or in
-an overridden schedule()); the first execute on a backend freezes the schedule and
-compiles, later ones reuse the compiled kernel. The backend follows the inputs' device
-(host memory: the host backend; CUDA memory: the CUDA backend) unless one is named.
-Compiled kernels are shared between definitions with the same fusion through one
-process-wide kernel cache. A FusionDefinition is not thread-safe; use one per thread.
+an overridden schedule()); the first execute freezes the schedule. A definition scheduled
+by hand compiles at its first execute on a backend and reuses that kernel. One the user
+did not schedule runs by define and run (cf_fusion_cache, include/cfuser/execute.h): each
+new input signature (dtypes, sizes, strides) is scheduled by the automatic schedulers
+(reduction, normalization, transpose, pointwise), cut into segments where none takes it
+whole, compiled and kept; a fusion no scheduler accepts falls back to a default serial
+schedule. The backend follows the inputs' device (host memory: the host backend; CUDA
+memory: the CUDA backend) unless one is named. Hand-scheduled kernels are shared between
+definitions with the same fusion through one process-wide kernel cache. A
+FusionDefinition is not thread-safe; use one per thread.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple, Union
 
 from . import _capi, _dlpack
+from ._runner import CacheRunner, ExecutorRunner
 from ._tensor import Scalar, Shape, Tensor
 from ._torch_fast import TorchFastPath
 from .ops import Ops
@@ -71,12 +77,14 @@ class FusionDefinition:
         if not self._f:
             raise MemoryError("FusionDefinition: out of memory")
         self._open = self._defined = self._user_scheduled = self._frozen = False
+        self._auto = False  # frozen unscheduled: define and run (until a fallback)
+        self._default_scheduled = False  # the fallback's default schedule is applied to _f
         self._ninputs = 0
         self._scalar_inputs: Dict[int, DataType] = {}  # input index -> dtype (define_scalar inputs)
         self._outputs: List[Tensor] = []
-        self._executors: Dict[int, int] = {}
+        self._runners: Dict[int, Any] = {}  # per backend: ExecutorRunner or CacheRunner
         self._torch_fast: Optional[TorchFastPath] = None  # set by the first torch CUDA run
-        self._last: Optional[int] = None
+        self._last: Any = None  # the runner of the last execute
         self._ptr_arrays: Optional[Tuple[Any, Any]] = None
         self.ops = Ops(self)
         self.sched = Sched(self)
@@ -107,8 +115,8 @@ class FusionDefinition:
         lib = getattr(_capi, "lib", None)
         if lib is None or not getattr(self, "_f", None):
             return
-        for e in self._executors.values():
-            lib.cf_executor_destroy(e)
+        for r in self._runners.values():
+            r.destroy()
         lib.cf_fusion_destroy(self._f)
         self._f = None
 
@@ -228,11 +236,19 @@ class FusionDefinition:
     # ---- compiling --------------------------------------------------------------------------
 
     def _freeze_schedule(self) -> None:
+        """Runs an overridden schedule(); a definition that then has no fd.sched call is
+        unscheduled: define and run."""
         if self._frozen:
             return
         if not self._user_scheduled and type(self).schedule is not FusionDefinition.schedule:
             self.schedule()
-        if not self._user_scheduled:
+        self._auto = not self._user_scheduled
+        self._frozen = True
+
+    def _default_schedule(self) -> None:
+        """The fallback of an unscheduled fusion that no automatic scheduler accepts: the
+        pointwise schedule, else serial loops inlined as deep as legal (applied once)."""
+        if not self._default_scheduled:
             status = _capi.lib.cf_schedule_pointwise(self._f)
             if status == _UNSUPPORTED:  # not elementwise: refused before changing anything;
                 _capi.lib.cf_fusion_clear_error(self._f)  # serial loops, inlined as deep as legal
@@ -240,7 +256,7 @@ class FusionDefinition:
                 self._spill_whole_intermediates()
             else:
                 self._check(status)
-        self._frozen = True
+            self._default_scheduled = True
 
     def _spill_whole_intermediates(self) -> None:
         """In the default serial schedule, an intermediate that inlining left whole (its
@@ -283,7 +299,7 @@ class FusionDefinition:
         if not self._outputs:
             raise InvalidArgumentError(f"{what}: the definition has no outputs; call fd.add_output(tensor)")
 
-    def _executor(self, device_type: int) -> int:
+    def _runner(self, device_type: int) -> Any:
         backend = self._backend
         if backend is None:
             if device_type in (_capi.KDLCPU, _capi.KDLCUDAHOST):
@@ -293,11 +309,17 @@ class FusionDefinition:
             else:
                 raise InvalidArgumentError(f"execute: input 0 is on DLPack device type {device_type}; cfuser runs "
                                            "on host memory (kDLCPU) or CUDA memory (kDLCUDA)")
-        e = self._executors.get(backend)
-        return e if e is not None else self._compile(backend)
+        r = self._runners.get(backend)
+        if r is None:
+            self._freeze_schedule()
+            if self._auto:
+                r = CacheRunner(self._f, backend)
+            else:
+                r = ExecutorRunner(self._compile(backend), backend, "default" if self._default_scheduled else "user")
+            self._runners[backend] = r
+        return r
 
     def _compile(self, backend: int) -> int:
-        self._freeze_schedule()
         lib = _capi.lib
         with _compile_lock:
             opts = _capi.ExecutorOptions(backend, None, False, _kernel_cache())
@@ -309,8 +331,27 @@ class FusionDefinition:
                 err = error_for(status, lib.cf_executor_error(e).decode())
                 lib.cf_executor_destroy(e)
                 raise err
-        self._executors[backend] = e
         return e
+
+    def _fall_back(self, runner: CacheRunner) -> None:
+        """After the cache refused the fusion (CF_ERR_UNSUPPORTED: no scheduler accepts it
+        or a segment of it), the definition runs the default schedule from now on, on
+        every backend, so that nothing that ran before define and run stops running. When
+        that fails too, the cache's refusal is raised with the fallback's message."""
+        why = runner.error()
+        try:
+            self._default_schedule()
+            e = self._compile(runner.backend)
+        except CfuserError as err:
+            raise UnsupportedError(f"{why} (the default serial schedule failed too: {err})") from None
+        new = ExecutorRunner(e, runner.backend, "default")
+        self._runners[runner.backend] = new
+        self._auto = False
+        if self._torch_fast is not None and self._torch_fast.runner is runner:
+            self._torch_fast.runner = new
+        if self._last is runner:
+            self._last = new
+        runner.destroy()
 
     # ---- running ------------------------------------------------------------------------------
 
@@ -331,12 +372,13 @@ class FusionDefinition:
         if self._scalar_inputs:
             inputs = self._scalar_arrays(inputs)
         in_arr, out_arr = self._arrays()
-        if self._torch_fast is not None and n:
-            outs, status = self._torch_fast.run(self._executors[_capi.BACKEND_CUDA], inputs, in_arr, out_arr)
+        fast = self._torch_fast
+        if fast is not None and n:
+            outs, status = fast.run(inputs, in_arr, out_arr)
             if outs is not None:
-                self._last = self._executors[_capi.BACKEND_CUDA]
+                self._last = fast.runner
                 if status:
-                    raise self._run_error(status)
+                    return self._failed(status, inputs)
                 return outs
         keep: List[object] = []  # the capsules: alive until the run is over
         device = _capi.KDLCPU
@@ -344,7 +386,7 @@ class FusionDefinition:
             capsule, in_arr[i], dev = _dlpack.export(x, "input", i)
             device = dev if i == 0 else device
             keep.append(capsule)
-        e = self._executor(device)
+        runner = self._runner(device)
         fw = _dlpack.framework_of(inputs[0]) if n else _dlpack.GENERIC
         stream = self._stream(fw, inputs, device)
         if stream is None:
@@ -357,12 +399,12 @@ class FusionDefinition:
                 capsule, out_arr[i], _ = _dlpack.export(r, "output", i)
                 keep.append(capsule)
         if stream is None:
-            status = _capi.lib.cf_executor_run(e, n, in_arr, len(results), out_arr)
+            status = runner.run(runner.handle, n, in_arr, len(results), out_arr)
         else:
-            status = _capi.lib.cf_executor_run_async(e, stream, n, in_arr, len(results), out_arr)
-        self._last = e
+            status = runner.run_async(runner.handle, stream, n, in_arr, len(results), out_arr)
+        self._last = runner
         if status:
-            raise self._run_error(status)
+            return self._failed(status, inputs)
         if stream is not None and self._torch_fast is None:
             self._torch_fast = self._make_torch_fast()
         for i, r in enumerate(results):
@@ -370,8 +412,16 @@ class FusionDefinition:
                 results[i] = fw.adopt(_dlpack.DLPackTensor(out_arr[i]))
         return results
 
+    def _failed(self, status: int, inputs: Sequence[Any]) -> List[Any]:
+        """A failed run: the cache's refusal falls back to the default schedule and runs
+        again; anything else raises."""
+        if status == _UNSUPPORTED and self._last.cached:
+            self._fall_back(self._last)
+            return self.execute(inputs)
+        raise self._run_error(status)
+
     def _run_error(self, status: int) -> Exception:
-        msg = _capi.lib.cf_executor_error(self._last).decode()
+        msg = self._last.error()
         return error_for(status, msg.replace("make it with cf_tensor_strided", "define it with contiguity=False"))
 
     def _make_torch_fast(self) -> Optional[TorchFastPath]:
@@ -384,7 +434,7 @@ class FusionDefinition:
             if tdtype is None:
                 return None
             rules.append((tuple(t.shape), tdtype))
-        return TorchFastPath(torch, rules) if torch is not None and self._backend in (None, _capi.BACKEND_CUDA) else None
+        return TorchFastPath(torch, rules, self._last) if torch is not None and self._backend in (None, _capi.BACKEND_CUDA) else None
 
     @staticmethod
     def _stream(fw: _dlpack.Framework, inputs: Sequence[Any], device: int) -> Optional[int]:
@@ -425,18 +475,51 @@ class FusionDefinition:
             return None
         return fw.empty(shape, t.dtype, inputs[0])
 
-    def last_launch_params(self) -> Dict[str, Any]:
-        """{"grid": (x, y, z), "block": (x, y, z), "smem": bytes} of the last execute."""
+    def _last_executors(self, what: str) -> List[int]:
         if self._last is None:
-            raise InvalidArgumentError("last_launch_params: nothing was executed yet")
-        p = _capi.lib.cf_executor_last_launch_params(self._last)
+            raise InvalidArgumentError(f"{what}: nothing was executed yet")
+        return self._last.executors()
+
+    def _segment(self, what: str, segment: Optional[int]) -> int:
+        executors = self._last_executors(what)
+        i = len(executors) - 1 if segment is None else segment
+        if not 0 <= i < len(executors):
+            raise InvalidArgumentError(f"{what}: segment {segment} out of range: the last execute ran "
+                                       f"{len(executors)} kernel(s)")
+        return executors[i]
+
+    def last_launch_params(self, segment: Optional[int] = None) -> Dict[str, Any]:
+        """{"grid": (x, y, z), "block": (x, y, z), "smem": bytes} of the last execute's
+        kernel (of segment i when define and run cut the fusion; by default the last)."""
+        p = _capi.lib.cf_executor_last_launch_params(self._segment("last_launch_params", segment))
         return {"grid": tuple(p.grid), "block": tuple(p.block), "smem": int(p.smem)}
 
-    def kernel_source(self) -> str:
-        """The whole generated source (CUDA C++ or host C) of the last execute's kernel."""
+    def kernel_source(self, segment: Optional[int] = None) -> str:
+        """The whole generated source (CUDA C++ or host C) of the last execute's kernel; of
+        every segment's, one after the other, when the fusion ran in segments (or of
+        segment i)."""
+        if segment is not None:
+            return (_capi.lib.cf_executor_source(self._segment("kernel_source", segment)) or b"").decode()
+        return "\n".join((_capi.lib.cf_executor_source(e) or b"").decode()
+                         for e in self._last_executors("kernel_source"))
+
+    def last_schedulers(self) -> List[str]:
+        """The scheduler of each kernel of the last execute, in the order they ran
+        ("reduction", "inner_persistent", "pointwise", ...; "user" for a definition
+        scheduled by hand, "default" for the fallback's serial schedule)."""
         if self._last is None:
-            raise InvalidArgumentError("kernel_source: nothing was executed yet")
-        return (_capi.lib.cf_executor_source(self._last) or b"").decode()
+            raise InvalidArgumentError("last_schedulers: nothing was executed yet")
+        return self._last.schedulers()
+
+    def cache_info(self) -> Dict[str, Any]:
+        """The define-and-run cache of the last execute's backend: {"entries": input
+        signatures compiled, "kernels": kernels compiled for them, "hits": calls that
+        found their signature, "misses": calls that compiled, "schedulers": of the last
+        call's segments}."""
+        if self._last is None or not self._last.cached:
+            raise InvalidArgumentError("cache_info: the last execute did not run by define and run (the "
+                                       "definition is scheduled by hand, fell back, or has not run)")
+        return self._last.info()
 
     # ---- printing ------------------------------------------------------------------------------
 
@@ -450,9 +533,25 @@ class FusionDefinition:
         return self._print(_capi.lib.cf_fusion_print_math)
 
     def kernel_text(self) -> str:
-        """The CUDA kernel execute runs (freezes the schedule, as execute does)."""
+        """The CUDA kernel execute runs (freezes the schedule, as execute does). For a
+        definition run by define and run: the kernels of the last execute, each segment's
+        after a comment line naming it when there are several."""
         self._check_ready("print_kernel")
         self._freeze_schedule()
+        r = self._last
+        if r is not None and r.cached:
+            n = len(r.executors())
+            texts = []
+            for i in range(n):
+                text = r.kernel_text(i)
+                if text is None:
+                    raise InternalError(f"print_kernel: {r.error()}")
+                texts.append(text if n == 1 else f"// segment {i} of {n}: {r.schedulers()[i]}\n{text}")
+            return "\n".join(texts)
+        if self._auto:
+            raise InvalidArgumentError("print_kernel: an unscheduled definition is scheduled for the input shapes "
+                                       "of each execute (define and run); call execute first, or schedule it by "
+                                       "hand with fd.sched")
         return self._print(_capi.lib.cf_fusion_print_kernel)
 
     def tensor_text(self, t: Tensor) -> str:

@@ -21,9 +21,10 @@ def test_bench_runs_on_the_host_backend(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("cfuser 0.1.0 (")
     timed = [l for l in lines[1:-1]]
-    assert len(timed) == 4  # 2 fusions x (cfuser, numpy), one size
+    assert len(timed) == 8  # 4 fusions x (cfuser, numpy), one size
     for line in timed:
-        assert re.fullmatch(r"(relu_mul_add|bias_gelu) N=2048 (cfuser|numpy) time_us=[0-9.]+ GB/s=[0-9]+", line), line
+        assert re.fullmatch(r"(relu_mul_add|bias_gelu) N=2048 (cfuser|numpy) time_us=[0-9.]+ GB/s=[0-9]+|"
+                            r"(softmax|layer_norm) N=4096 (cfuser|numpy) time_us=[0-9.]+ GB/s=[0-9]+", line), line
     assert re.fullmatch(r"overhead: execute_us=[0-9.]+ c_run_us=[0-9.]+ python_overhead_us=-?[0-9.]+ "
                         r"python_side_us=[0-9.]+ \(target < 20 us\)", lines[-1]), lines[-1]
 

@@ -27,7 +27,7 @@ def test_an_installed_package_finds_the_recorded_build_dir(tmp_path):
     pkg = tmp_path / "lib" / "cfuser"
     assert (pkg / "_install_info.py").read_text().endswith(f"BUILD_DIR = {str(build_dir)!r}\n")
     assert sorted(p.name for p in pkg.iterdir()) == [
-        "__init__.py", "_capi.py", "_dlpack.py", "_install_info.py", "_tensor.py", "_torch_fast.py",
+        "__init__.py", "_capi.py", "_dlpack.py", "_install_info.py", "_runner.py", "_tensor.py", "_torch_fast.py",
         "fusion_definition.py",
         "ops.py", "py.typed", "sched.py", "types.py"]
     env = {k: v for k, v in os.environ.items() if k not in ("CFUSER_LIBRARY", "CFUSER_BUILD_DIR", "PYTHONPATH")}

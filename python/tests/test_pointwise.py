@@ -156,21 +156,32 @@ def test_half_and_int_dtypes(rng):
 
 
 def test_cached_execute_reuses_the_kernel(rng):
-    def define():
+    def define(by_hand):
         with FusionDefinition() as fd:
             a = fd.define_tensor(1)
             fd.add_output(fd.ops.exp(a) * 3)
+        if by_hand:
+            fd.sched.schedule_pointwise()
         return fd
 
-    fd1, fd2 = define(), define()
+    fd = define(False)  # define and run: one kernel per input signature
+    for n in (10, 1000, 3, 10, 1000):
+        y = rng.standard_normal(n, dtype=np.float32)
+        out, = fd.execute([y])
+        np.testing.assert_allclose(out, np.exp(y) * 3, rtol=RTOL)
+    info = fd.cache_info()
+    assert (info["entries"], info["kernels"], info["hits"], info["misses"]) == (3, 3, 2, 3)
+    assert info["schedulers"] == ["pointwise"]
+
+    fd1, fd2 = define(True), define(True)  # by hand: symbolic sizes, one kernel for every size
     x = rng.standard_normal(10, dtype=np.float32)
     fd1.execute([x])
-    compiled = dict(fd1._executors)
-    for n in (10, 1000, 3):  # symbolic sizes: one kernel for every size
+    compiled = dict(fd1._runners)
+    for n in (10, 1000, 3):
         y = rng.standard_normal(n, dtype=np.float32)
         out, = fd1.execute([y])
         np.testing.assert_allclose(out, np.exp(y) * 3, rtol=RTOL)
-    assert fd1._executors == compiled
+    assert fd1._runners == compiled and fd1.last_schedulers() == ["user"]
     hits = cfuser.fusion_definition._capi.lib.cf_kernel_cache_hits(cfuser.fusion_definition._kernel_cache())
     fd2.execute([x])  # the same fusion in another definition: a cache hit
     assert cfuser.fusion_definition._capi.lib.cf_kernel_cache_hits(cfuser.fusion_definition._kernel_cache()) == hits + 1
@@ -183,10 +194,10 @@ def test_wrong_dtype_and_shape_on_every_library(lib):
     x = lib.asarray(np.ones((3, 4), dtype=np.float32))
     with pytest.raises(cfuser.InvalidArgumentError) as info:
         fd.execute([x, lib.asarray(np.ones((3, 4), dtype=np.float64))])
-    assert str(info.value) == "run: input 1 (T1) has dtype double, expected float"
+    assert str(info.value) == "execute: input 1 (T1) has dtype double, expected float"
     with pytest.raises(cfuser.InvalidArgumentError) as info:
         fd.execute([x, lib.asarray(np.ones((3, 5), dtype=np.float32))])
-    assert str(info.value) == "run: input 1 (T1) has size 5 in dimension 1, expected 4"
+    assert str(info.value) == "execute: input 1 (T1) has size 5 in dimension 1, expected 4"
     out, = fd.execute([x, x])  # and the definition still runs
     close(lib, out, x * x)
 

@@ -80,11 +80,15 @@ def test_print_math_and_transforms():
     assert buf.getvalue() == text
     fd.sched.print_transforms(file=buf)
     assert "logical domain : (iS0{2}, iS1{3})" in buf.getvalue()
-    buf = io.StringIO()
-    fd.print_kernel(file=buf)  # the automatic pointwise schedule: 128 threads
-    assert buf.getvalue().startswith('extern "C" __global__ void __launch_bounds__(128) cfuser_kernel(')
+    with pytest.raises(cfuser.InvalidArgumentError, match="print_kernel: an unscheduled definition is scheduled "
+                       "for the input shapes of each execute"):
+        fd.print_kernel()  # define and run: the kernel depends on the call
     with pytest.raises(cfuser.InvalidArgumentError):
         fd.sched.inline_most()  # print_kernel froze the schedule
+    fd.execute([np.zeros((2, 3), dtype=np.float32)])
+    buf = io.StringIO()
+    fd.print_kernel(file=buf)  # the pointwise scheduler's: 128 threads
+    assert buf.getvalue().startswith('extern "C" __global__ void __launch_bounds__(128) cfuser_kernel(')
 
 
 class Softplusish(FusionDefinition):

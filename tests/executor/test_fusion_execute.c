@@ -116,6 +116,21 @@ Test(fusion_execute, second_call_hits_and_new_signature_compiles) {
   expect_counts(2, 2, 2, 2);
 }
 
+/* Two outputs of inputs that share no op: the pointwise scheduler's propagation from the
+ * first output does not reach the second, which once kept its whole axis and had it
+ * vectorized ("cannot vectorize axis 0 (iV5{64}) ..."); each component is now scheduled
+ * from its own output. */
+Test(fusion_execute, pointwise_of_two_unconnected_components) {
+  cf_tv *a = cf_tensor_symbolic(f, CF_FLOAT, 1), *b = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, a);
+  cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_add(f, a, a));
+  cf_fusion_add_output(f, cf_mul(f, b, b));
+  int64_t shapes[][1] = {{64}, {1000}, {7}};
+  for (int i = 0; i < 3; i++) check_shape(2, 1, shapes[i], 1e-6);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
+}
+
 /* Zero elements: compiled, nothing launched. */
 Test(fusion_execute, empty_tensors) {
   build_fma(2, NULL);
@@ -269,6 +284,38 @@ Test(fusion_execute, reduction_then_pointwise_segments) {
   expect_counts(3, 4, 1, 3);
 }
 
+/* Each segment of the last call: its executor (launch parameters, source) and its CUDA
+ * kernel printed from the scheduled copy it kept; out of range is NULL or an error. */
+Test(fusion_execute, last_executor_and_print_kernel_per_segment) {
+  build_normalize(false);
+  cr_expect_null(cf_fusion_cache_last_executor(cache(), 0));
+  cr_expect_eq(cf_fusion_cache_print_kernel(c, 0, NULL), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "print_kernel: segment 0 out of range: the last call ran 0");
+  check_shape(1, 2, (int64_t[]){2, 17000}, 1e-4);
+  for (int i = 0; i < 2; i++) {
+    cf_executor *e = cf_fusion_cache_last_executor(c, i);
+    cr_assert(e);
+    cr_expect_eq(cf_executor_backend(e), CF_BACKEND_HOST);
+    cr_expect(cf_executor_last_launch_params(e).block[0] > 1, "segment %d: %lld threads", i,
+              (long long)cf_executor_last_launch_params(e).block[0]);
+    cr_expect(strstr(cf_executor_source(e), "cfuser_kernel"), "segment %d", i);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    cr_assert_eq(cf_fusion_cache_print_kernel(c, i, m), CF_OK, "%s", cf_fusion_cache_error(c));
+    fclose(m);
+    cr_expect(strncmp(text, "extern \"C\" __global__", 21) == 0, "segment %d: %s", i, text);
+    cr_expect(strstr(text, i == 0 ? "block all-reduce" : "threadIdx.x") != NULL, "segment %d: %s", i, text);
+    free(text);
+  }
+  cr_expect_null(cf_fusion_cache_last_executor(c, 2));
+  cr_expect_null(cf_fusion_cache_last_executor(c, -1));
+  cr_expect_null(cf_fusion_cache_last_executor(NULL, 0));
+  cr_expect_eq(cf_fusion_cache_print_kernel(c, 2, NULL), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "print_kernel: segment 2 out of range: the last call ran 2");
+  cr_expect_eq(cf_fusion_cache_print_kernel(NULL, 0, NULL), CF_ERR_INVALID_ARGUMENT);
+}
+
 /* The sum is an output too: the second segment reads it from the caller's output. */
 Test(fusion_execute, segment_reads_an_output) {
   build_normalize(true);
@@ -295,7 +342,7 @@ Test(fusion_execute, dump_segments) {
                          "elementwise op, a permute or a broadcast; pointwise: T1 is computed by sum; the pointwise "
                          "scheduler takes elementwise ops only); 2 segments ===\n"),
             "%s", text);
-  cr_expect(strstr(text, "=== define and run: segment 0 of 2: scheduler reduction (threads=128 rows=blockIdx.x) ===\n"
+  cr_expect(strstr(text, "=== define and run: segment 0 of 2: scheduler reduction (threads=128 vector=4 rows=blockIdx.x) ===\n"
                          "refused by: (none)\nInputs:\n  T0_g_float[iS0{2}, iS1{17000}]\nOutputs:\n"
                          "  T1_g_float[iS2{2}, rS3{17000}]\n"),
             "%s", text);
@@ -435,6 +482,25 @@ Test(fusion_execute, segment_nothing_accepts) {
                    "op, a broadcast or a reduction; transpose: T1 is read in two axis orders; pointwise: T2 is "
                    "computed by permute; the pointwise scheduler takes elementwise ops only");
   expect_counts(0, 0, 0, 0);
+  cf_tensor_free(a);
+}
+
+/* var_mean over a kept axis: no scheduler takes it whole, and the cut after the Welford
+ * reduction once made its states a segment's output ("add_output: T1 holds Welford
+ * states"); the states now stay with their fields, so the refusal is the schedulers'. */
+Test(fusion_execute, welford_states_never_cross_a_cut) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 3), *var = NULL, *mean = NULL;
+  cf_fusion_add_input(f, x);
+  cr_assert_eq(cf_var_mean(f, x, 2, (int[]){0, 2}, 1, false, &var, &mean), CF_OK, "%s", cf_fusion_error(f));
+  cf_fusion_add_output(f, var);
+  cf_fusion_add_output(f, mean);
+  DLManagedTensor *a = rand_tensor(3, (int64_t[]){4, 7, 33}, 1);
+  DLManagedTensor *out[2] = {0};
+  cr_expect_eq(cf_fusion_execute(cache(), 1, (const DLTensor *[]){&a->dl_tensor}, 2, out), CF_ERR_UNSUPPORTED, "%s",
+               cf_fusion_cache_error(c));
+  cr_expect_null(strstr(cf_fusion_cache_error(c), "Welford states"), "%s", cf_fusion_cache_error(c));
+  cr_expect(strstr(cf_fusion_cache_error(c), "execute: no scheduler accepts segment 0 of "), "%s",
+            cf_fusion_cache_error(c));
   cf_tensor_free(a);
 }
 

@@ -7,17 +7,12 @@
 typedef cf_tv *(*unary_fn)(cf_fusion *, cf_tv *);
 typedef cf_tv *(*binary_fn)(cf_fusion *, cf_tv *, cf_tv *);
 
-static cf_tv *input(cf_fusion *f, cf_dtype dt, int rank, const int64_t *sizes) {
-  cf_tv *t = sizes ? cf_tensor_concrete(f, dt, rank, sizes) : cf_tensor_symbolic(f, dt, rank);
-  cf_fusion_add_input(f, t);
-  return t;
-}
 
 /* Builds out = op(in) on one input of dtype dt holding vals, evaluates it and checks the
  * output's dtype and values. */
 static void check_unary(unary_fn op, cf_dtype dt, int n, const double *vals, cf_dtype want_dt, const double *want) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, dt, 1, (int64_t[]){n});
+  cf_tv *a = tu_input(f, dt, 1, (int64_t[]){n});
   cf_fusion_add_output(f, op(f, a));
   DLManagedTensor *in = ot_tensor(dt, 1, (int64_t[]){n}, vals), *out = NULL;
   cr_assert_eq(ot_eval(f, 1, &in, &out), CF_OK, "%s", cf_fusion_error(f));
@@ -30,8 +25,8 @@ static void check_unary(unary_fn op, cf_dtype dt, int n, const double *vals, cf_
 static void check_binary(binary_fn op, cf_dtype da, cf_dtype db, int n, const double *a, const double *b,
                          cf_dtype want_dt, const double *want) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *ta = input(f, da, 1, (int64_t[]){n});
-  cf_tv *tb = input(f, db, 1, (int64_t[]){n});
+  cf_tv *ta = tu_input(f, da, 1, (int64_t[]){n});
+  cf_tv *tb = tu_input(f, db, 1, (int64_t[]){n});
   cf_fusion_add_output(f, op(f, ta, tb));
   DLManagedTensor *in[2] = {ot_tensor(da, 1, (int64_t[]){n}, a), ot_tensor(db, 1, (int64_t[]){n}, b)}, *out = NULL;
   cr_assert_eq(ot_eval(f, 2, in, &out), CF_OK, "%s", cf_fusion_error(f));
@@ -48,7 +43,7 @@ Test(eval, set_copies_every_dtype_exactly) {
                                  CF_INT32, CF_INT64,  CF_UINT32, CF_BOOL};
   for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
     cf_fusion *f = cf_fusion_create();
-    cf_tv *a = input(f, dts[i], 2, (int64_t[]){3, 5});
+    cf_tv *a = tu_input(f, dts[i], 2, (int64_t[]){3, 5});
     cf_fusion_add_output(f, cf_set(f, a));
     DLManagedTensor *in = cf_tensor_host(dts[i], 2, (int64_t[]){3, 5}), *out = NULL;
     cf_tensor_fill_random(&in->dl_tensor, 7 + i);
@@ -230,7 +225,7 @@ Test(eval, bool_arithmetic_converts_like_c) {
 static void check_scalar(cf_tv *(*op)(cf_fusion *, cf_tv *, double), cf_dtype dt, double x, double s, cf_dtype want_dt,
                          double want) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, dt, 1, (int64_t[]){1});
+  cf_tv *a = tu_input(f, dt, 1, (int64_t[]){1});
   cf_fusion_add_output(f, op(f, a, s));
   DLManagedTensor *in = ot_tensor(dt, 1, (int64_t[]){1}, &x), *out = NULL;
   cr_assert_eq(ot_eval(f, 1, &in, &out), CF_OK, "%s", cf_fusion_error(f));
@@ -255,9 +250,9 @@ Test(eval, scalar_rhs_ops) {
 
 Test(eval, where_selects_with_broadcast_operands) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *c = input(f, CF_BOOL, 2, (int64_t[]){2, 1});
-  cf_tv *a = input(f, CF_INT32, 2, (int64_t[]){2, 3});
-  cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){1, 1});
+  cf_tv *c = tu_input(f, CF_BOOL, 2, (int64_t[]){2, 1});
+  cf_tv *a = tu_input(f, CF_INT32, 2, (int64_t[]){2, 3});
+  cf_tv *b = tu_input(f, CF_FLOAT, 2, (int64_t[]){1, 1});
   cf_fusion_add_output(f, cf_where(f, c, a, b));
   DLManagedTensor *in[3] = {ot_tensor(CF_BOOL, 2, (int64_t[]){2, 1}, (double[]){1, 0}),
                             ot_tensor(CF_INT32, 2, (int64_t[]){2, 3}, (double[]){0, 1, 2, 3, 4, 5}),
@@ -276,7 +271,7 @@ Test(eval, cast_float_to_integers_truncates_and_saturates) {
   const double want[3][5] = {{3, -3, 2147483647, 0, -2147483648.0}, {3, -3, 127, 0, -128}, {3, 0, 4294967295.0, 0, 0}};
   for (int i = 0; i < 3; i++) {
     cf_fusion *f = cf_fusion_create();
-    cf_tv *a = input(f, CF_FLOAT, 1, (int64_t[]){5});
+    cf_tv *a = tu_input(f, CF_FLOAT, 1, (int64_t[]){5});
     cf_fusion_add_output(f, cf_cast(f, a, dts[i]));
     DLManagedTensor *in = ot_tensor(CF_FLOAT, 1, (int64_t[]){5}, x), *out = NULL;
     cr_assert_eq(ot_eval(f, 1, &in, &out), CF_OK, "%s", cf_fusion_error(f));
@@ -289,7 +284,7 @@ Test(eval, cast_float_to_integers_truncates_and_saturates) {
 
 static void check_cast(cf_dtype from, cf_dtype to, int n, const double *x, const double *want) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, from, 1, (int64_t[]){n});
+  cf_tv *a = tu_input(f, from, 1, (int64_t[]){n});
   cf_fusion_add_output(f, cf_cast(f, a, to));
   DLManagedTensor *in = ot_tensor(from, 1, (int64_t[]){n}, x), *out = NULL;
   cr_assert_eq(ot_eval(f, 1, &in, &out), CF_OK, "%s", cf_fusion_error(f));
@@ -321,8 +316,8 @@ Test(eval, cast_to_and_from_bool_and_integers) {
 
 Test(eval, broadcast_axes_read_index_zero) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 1, (int64_t[]){3});
-  cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){1, 4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 1, (int64_t[]){3});
+  cf_tv *b = tu_input(f, CF_FLOAT, 2, (int64_t[]){1, 4});
   cf_tv *ab = cf_broadcast(f, a, 2, (bool[]){false, true});
   cf_fusion_add_output(f, ab);
   cf_fusion_add_output(f, cf_add(f, ab, b));
@@ -341,7 +336,7 @@ Test(eval, broadcast_axes_read_index_zero) {
 static void check_reduce(cf_tv *(*op)(cf_fusion *, cf_tv *, int, const int *), cf_dtype dt, int naxes, const int *axes,
                          cf_dtype want_dt, int rank, const int64_t *sizes, const double *want) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, dt, 2, (int64_t[]){2, 3});
+  cf_tv *a = tu_input(f, dt, 2, (int64_t[]){2, 3});
   cf_fusion_add_output(f, op(f, a, naxes, axes));
   DLManagedTensor *in = cf_tensor_host(dt, 2, (int64_t[]){2, 3}), *out = NULL;
   cf_tensor_fill_iota(&in->dl_tensor);
@@ -372,8 +367,8 @@ Test(eval, reductions_accumulate_wide_and_round_once) {
   /* 2048 + 1 + 1 in half: one add at a time gives 2048 (2049 rounds to even), but the
    * evaluator accumulates in double and rounds 2050 once. int8 sums widen to int64. */
   cf_fusion *f = cf_fusion_create();
-  cf_tv *h = input(f, CF_HALF, 1, (int64_t[]){3});
-  cf_tv *i = input(f, CF_INT8, 1, (int64_t[]){3});
+  cf_tv *h = tu_input(f, CF_HALF, 1, (int64_t[]){3});
+  cf_tv *i = tu_input(f, CF_INT8, 1, (int64_t[]){3});
   cf_fusion_add_output(f, cf_sum(f, h, 1, (int[]){0}));
   cf_fusion_add_output(f, cf_sum(f, i, 1, (int[]){0}));
   DLManagedTensor *in[2] = {ot_tensor(CF_HALF, 1, (int64_t[]){3}, (double[]){2048, 1, 1}),
@@ -389,8 +384,8 @@ Test(eval, reductions_accumulate_wide_and_round_once) {
 
 Test(eval, reduction_outputs_feed_elementwise_ops) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
-  cf_tv *b = input(f, CF_FLOAT, 1, (int64_t[]){2});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
+  cf_tv *b = tu_input(f, CF_FLOAT, 1, (int64_t[]){2});
   cf_tv *s = cf_sum(f, a, 1, (int[]){1});
   cf_fusion_add_output(f, cf_sub(f, s, b));
   cf_fusion_add_output(f, cf_broadcast(f, s, 2, (bool[]){false, true}));
@@ -409,7 +404,7 @@ Test(eval, reduction_outputs_feed_elementwise_ops) {
 Test(eval, reducing_a_broadcast_axis) {
   check_reduce(cf_sum, CF_FLOAT, 1, (int[]){0}, CF_FLOAT, 1, (int64_t[]){3}, (double[]){3, 5, 7});
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_INT32, 2, (int64_t[]){1, 3});
+  cf_tv *a = tu_input(f, CF_INT32, 2, (int64_t[]){1, 3});
   cf_fusion_add_output(f, cf_sum(f, a, 1, (int[]){0}));
   DLManagedTensor *in = ot_tensor(CF_INT32, 2, (int64_t[]){1, 3}, (double[]){4, 5, 6}), *out = NULL;
   cr_assert_eq(ot_eval(f, 1, &in, &out), CF_OK, "%s", cf_fusion_error(f));
@@ -421,7 +416,7 @@ Test(eval, reducing_a_broadcast_axis) {
 
 Test(eval, transpose_of_a_matrix) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_INT64, 2, (int64_t[]){2, 3});
+  cf_tv *a = tu_input(f, CF_INT64, 2, (int64_t[]){2, 3});
   cf_fusion_add_output(f, cf_transpose(f, a, 0, 1));
   DLManagedTensor *in = cf_tensor_host(CF_INT64, 2, (int64_t[]){2, 3}), *out = NULL;
   cf_tensor_fill_iota(&in->dl_tensor);
@@ -435,7 +430,7 @@ Test(eval, transpose_of_a_matrix) {
 Test(eval, permute_of_three_axes) {
   /* out[i][j][k] = in[j][k][i] for perm {2, 0, 1} of a {2, 3, 4} iota: in[j][k][i] = 12j + 4k + i. */
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_INT32, 3, (int64_t[]){2, 3, 4});
+  cf_tv *a = tu_input(f, CF_INT32, 3, (int64_t[]){2, 3, 4});
   cf_tv *p = cf_permute(f, a, 3, (int[]){2, 0, 1});
   cf_fusion_add_output(f, cf_add(f, p, p));
   DLManagedTensor *in = cf_tensor_host(CF_INT32, 3, (int64_t[]){2, 3, 4}), *out = NULL;
@@ -454,7 +449,7 @@ Test(eval, permute_of_three_axes) {
 Test(eval, permute_of_a_reduction_output) {
   /* sum over axis 1 of a {2, 3, 4} iota: s[i][k] = sum_j 12i + 4j + k = 36i + 12 + 3k; then transposed. */
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_INT64, 3, (int64_t[]){2, 3, 4});
+  cf_tv *a = tu_input(f, CF_INT64, 3, (int64_t[]){2, 3, 4});
   cf_fusion_add_output(f, cf_transpose(f, cf_sum(f, a, 1, (int[]){1}), 0, 1));
   DLManagedTensor *in = cf_tensor_host(CF_INT64, 3, (int64_t[]){2, 3, 4}), *out = NULL;
   cf_tensor_fill_iota(&in->dl_tensor);
@@ -467,7 +462,7 @@ Test(eval, permute_of_a_reduction_output) {
 
 Test(eval, schedules_do_not_change_results) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){3, 5});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){3, 5});
   cf_tv *b = cf_exp(f, a);
   cf_tv *c = cf_mul_scalar(f, b, 2);
   cf_fusion_add_output(f, c);
@@ -496,7 +491,7 @@ static DLManagedTensor *strided_iota(const int64_t *strides, int64_t storage) {
 
 Test(eval, strided_inputs_are_read_in_logical_order) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
   cf_fusion_add_output(f, cf_set(f, a));
   DLManagedTensor *cm = strided_iota((int64_t[]){1, 2}, 6), *padded = strided_iota((int64_t[]){4, 1}, 7), *out = NULL;
   cr_assert_eq(ot_eval(f, 1, &cm, &out), CF_OK, "%s", cf_fusion_error(f));
@@ -531,8 +526,8 @@ Test(eval, strided_fusion_inputs_bind_their_strides) {
 
 Test(eval, symbolic_sizes_are_bound_per_call) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_INT32, 2, NULL);
-  cf_tv *b = input(f, CF_INT32, 2, NULL);
+  cf_tv *a = tu_input(f, CF_INT32, 2, NULL);
+  cf_tv *b = tu_input(f, CF_INT32, 2, NULL);
   cf_fusion_add_output(f, cf_sum(f, cf_mul(f, a, b), 1, (int[]){1}));
   static const int64_t shapes[3][2] = {{2, 3}, {4, 1}, {0, 5}};
   for (int s = 0; s < 3; s++) {
@@ -551,7 +546,7 @@ Test(eval, symbolic_sizes_are_bound_per_call) {
 
 Test(eval, rank_zero_tensors) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_DOUBLE, 0, (int64_t[]){0});
+  cf_tv *a = tu_input(f, CF_DOUBLE, 0, (int64_t[]){0});
   cf_fusion_add_output(f, cf_neg(f, a));
   DLManagedTensor *in = ot_tensor(CF_DOUBLE, 0, NULL, (double[]){2.5}), *out = NULL;
   cr_assert_eq(ot_eval(f, 1, &in, &out), CF_OK, "%s", cf_fusion_error(f));
@@ -563,7 +558,7 @@ Test(eval, rank_zero_tensors) {
 
 Test(eval, every_intermediate_is_rounded_to_its_dtype) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 1, (int64_t[]){1});
+  cf_tv *a = tu_input(f, CF_FLOAT, 1, (int64_t[]){1});
   cf_tv *h = cf_cast(f, a, CF_HALF);
   cf_fusion_add_output(f, cf_cast(f, h, CF_FLOAT));
   cf_fusion_add_output(f, cf_set(f, a));
@@ -581,8 +576,8 @@ Test(eval, every_intermediate_is_rounded_to_its_dtype) {
 /* A fusion out = a + b of two {2, 4} float inputs (symbolic when sym). */
 static cf_fusion *add_fusion(bool sym) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, sym ? NULL : (int64_t[]){2, 4});
-  cf_tv *b = input(f, CF_FLOAT, 2, sym ? NULL : (int64_t[]){2, 4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, sym ? NULL : (int64_t[]){2, 4});
+  cf_tv *b = tu_input(f, CF_FLOAT, 2, sym ? NULL : (int64_t[]){2, 4});
   cf_fusion_add_output(f, cf_add(f, a, b));
   return f;
 }

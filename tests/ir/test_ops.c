@@ -23,15 +23,10 @@ static const struct {
 };
 enum { NUNARY = sizeof unary_ops / sizeof unary_ops[0], NBINARY = sizeof binary_ops / sizeof binary_ops[0] };
 
-static cf_tv *input(cf_fusion *f, cf_dtype dt, int rank, const int64_t *sizes) {
-  cf_tv *t = sizes ? cf_tensor_concrete(f, dt, rank, sizes) : cf_tensor_symbolic(f, dt, rank);
-  cf_fusion_add_input(f, t);
-  return t;
-}
 
 Test(ops, set_copies_shape_and_dtype) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_BFLOAT16, 3, (int64_t[]){2, 1, 5});
+  cf_tv *a = tu_input(f, CF_BFLOAT16, 3, (int64_t[]){2, 1, 5});
   cf_tv *b = cf_set(f, a);
   cf_fusion_add_output(f, b);
   char *m = ot_math(f);
@@ -53,7 +48,7 @@ Test(ops, set_copies_shape_and_dtype) {
 Test(ops, every_unary_op_on_float_keeps_shape_and_dtype) {
   for (int i = 0; i < NUNARY; i++) {
     cf_fusion *f = cf_fusion_create();
-    cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
+    cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
     cf_tv *b = unary_ops[i].fn(f, a);
     cr_assert_not_null(b, "%s: %s", unary_ops[i].name, cf_fusion_error(f));
     char want[256];
@@ -68,8 +63,8 @@ Test(ops, every_unary_op_on_float_keeps_shape_and_dtype) {
 
 Test(ops, unary_math_on_integers_gives_float) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *i = input(f, CF_INT32, 1, (int64_t[]){4});
-  cf_tv *b = input(f, CF_BOOL, 1, (int64_t[]){4});
+  cf_tv *i = tu_input(f, CF_INT32, 1, (int64_t[]){4});
+  cf_tv *b = tu_input(f, CF_BOOL, 1, (int64_t[]){4});
   cr_expect_eq(cf_tv_dtype(cf_exp(f, i)), CF_FLOAT);
   cr_expect_eq(cf_tv_dtype(cf_gelu(f, i)), CF_FLOAT);
   cr_expect_eq(cf_tv_dtype(cf_sqrt(f, b)), CF_FLOAT);
@@ -77,7 +72,7 @@ Test(ops, unary_math_on_integers_gives_float) {
   cr_expect_eq(cf_tv_dtype(cf_abs(f, i)), CF_INT32);
   cr_expect_eq(cf_tv_dtype(cf_relu(f, i)), CF_INT32);
   cr_expect_eq(cf_tv_dtype(cf_abs(f, b)), CF_BOOL);
-  cr_expect_eq(cf_tv_dtype(cf_exp(f, input(f, CF_HALF, 1, (int64_t[]){4}))), CF_HALF);
+  cr_expect_eq(cf_tv_dtype(cf_exp(f, tu_input(f, CF_HALF, 1, (int64_t[]){4}))), CF_HALF);
   cr_expect_eq(cf_fusion_status(f), CF_OK);
   cf_fusion_destroy(f);
 }
@@ -85,8 +80,8 @@ Test(ops, unary_math_on_integers_gives_float) {
 Test(ops, every_binary_op_records_both_operands) {
   for (int i = 0; i < NBINARY; i++) {
     cf_fusion *f = cf_fusion_create();
-    cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
-    cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
+    cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
+    cf_tv *b = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
     cf_tv *c = binary_ops[i].fn(f, a, b);
     cr_assert_not_null(c, "%s: %s", binary_ops[i].name, cf_fusion_error(f));
     bool cmp = i >= 7; /* eq ne lt le gt ge */
@@ -120,8 +115,8 @@ Test(ops, binary_dtype_promotion) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     cf_fusion *f = cf_fusion_create();
-    cf_tv *a = input(f, cases[i].a, 1, (int64_t[]){3});
-    cf_tv *b = input(f, cases[i].b, 1, (int64_t[]){3});
+    cf_tv *a = tu_input(f, cases[i].a, 1, (int64_t[]){3});
+    cf_tv *b = tu_input(f, cases[i].b, 1, (int64_t[]){3});
     cr_expect_eq(cf_tv_dtype(cf_mul(f, a, b)), cases[i].want, "case %zu", i);
     cr_expect_eq(cf_tv_dtype(cf_mul(f, b, a)), cases[i].want, "case %zu swapped", i);
     cr_expect_eq(cf_tv_dtype(cf_lt(f, a, b)), CF_BOOL, "case %zu", i);
@@ -131,8 +126,8 @@ Test(ops, binary_dtype_promotion) {
 
 Test(ops, binary_broadcasts_size_one_axes) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 3, (int64_t[]){2, 1, 1});
-  cf_tv *b = input(f, CF_FLOAT, 3, (int64_t[]){1, 4, 1});
+  cf_tv *a = tu_input(f, CF_FLOAT, 3, (int64_t[]){2, 1, 1});
+  cf_tv *b = tu_input(f, CF_FLOAT, 3, (int64_t[]){1, 4, 1});
   cf_tv *c = cf_add(f, a, b);
   ot_expect_tv(f, c, "T2_l_float[iS6{2}, iS7{4}, bS8{1}]");
   cr_expect_eq(cf_id_iter_type(cf_tv_axis(c, 0)), CF_ITER_ITERATION);
@@ -143,9 +138,9 @@ Test(ops, binary_broadcasts_size_one_axes) {
 
 Test(ops, binary_symbolic_extents_come_from_an_operand) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, NULL);
-  cf_tv *b = input(f, CF_FLOAT, 2, NULL);
-  cf_tv *c = input(f, CF_FLOAT, 2, (int64_t[]){3, 1});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, NULL);
+  cf_tv *b = tu_input(f, CF_FLOAT, 2, NULL);
+  cf_tv *c = tu_input(f, CF_FLOAT, 2, (int64_t[]){3, 1});
   ot_expect_tv(f, cf_add(f, a, b), "T3_l_float[iS6{i0}, iS7{i1}]");
   /* A constant extent wins over a symbolic one; a broadcast side gives way. */
   ot_expect_tv(f, cf_add(f, a, c), "T4_l_float[iS8{3}, iS9{i1}]");
@@ -155,8 +150,8 @@ Test(ops, binary_symbolic_extents_come_from_an_operand) {
 
 Test(ops, operands_are_seen_without_their_reduction_axes) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
-  cf_tv *b = input(f, CF_FLOAT, 1, (int64_t[]){2});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
+  cf_tv *b = tu_input(f, CF_FLOAT, 1, (int64_t[]){2});
   cf_tv *s = cf_sum(f, a, 1, (int[]){1});
   cf_tv *c = cf_add(f, s, b);
   ot_expect_tv(f, c, "T3_l_float[iS5{2}]");
@@ -166,7 +161,7 @@ Test(ops, operands_are_seen_without_their_reduction_axes) {
 
 Test(ops, scalar_rhs_ops_print_the_constant) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 1, (int64_t[]){4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 1, (int64_t[]){4});
   cf_tv *b = cf_add_scalar(f, a, 2.5);
   cf_tv *c = cf_mul_scalar(f, b, -3);
   ot_expect_def(b, "T1_l_float[iS1{4}]\n   = add( T0_g_float[iS0{4}], 2.5 );\n");
@@ -181,9 +176,9 @@ Test(ops, scalar_rhs_ops_print_the_constant) {
 
 Test(ops, scalar_rhs_dtype_rules) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *i = input(f, CF_INT32, 1, (int64_t[]){4});
-  cf_tv *b = input(f, CF_BOOL, 1, (int64_t[]){4});
-  cf_tv *h = input(f, CF_HALF, 1, (int64_t[]){4});
+  cf_tv *i = tu_input(f, CF_INT32, 1, (int64_t[]){4});
+  cf_tv *b = tu_input(f, CF_BOOL, 1, (int64_t[]){4});
+  cf_tv *h = tu_input(f, CF_HALF, 1, (int64_t[]){4});
   cr_expect_eq(cf_tv_dtype(cf_add_scalar(f, i, 2)), CF_INT32);
   cr_expect_eq(cf_tv_dtype(cf_mul_scalar(f, i, 0.5)), CF_FLOAT);
   cr_expect_eq(cf_tv_dtype(cf_add_scalar(f, b, 1)), CF_INT64);
@@ -195,9 +190,9 @@ Test(ops, scalar_rhs_dtype_rules) {
 
 Test(ops, where_broadcasts_three_operands_and_promotes) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *c = input(f, CF_BOOL, 2, (int64_t[]){2, 1});
-  cf_tv *a = input(f, CF_HALF, 2, (int64_t[]){1, 3});
-  cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){1, 1});
+  cf_tv *c = tu_input(f, CF_BOOL, 2, (int64_t[]){2, 1});
+  cf_tv *a = tu_input(f, CF_HALF, 2, (int64_t[]){1, 3});
+  cf_tv *b = tu_input(f, CF_FLOAT, 2, (int64_t[]){1, 1});
   cf_tv *w = cf_where(f, c, a, b);
   ot_expect_def(w, "T3_l_float[iS6{2}, iS7{3}]\n"
                    "   = where( T0_g_bool[iS0{2}, bS1{1}],\n"
@@ -210,7 +205,7 @@ Test(ops, where_broadcasts_three_operands_and_promotes) {
 
 Test(ops, cast_records_the_target_dtype) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
   cf_tv *b = cf_cast(f, a, CF_HALF);
   cf_tv *c = cf_cast(f, b, CF_INT64);
   ot_expect_def(b, "T1_l___half[iS2{2}, iS3{3}]\n   = cast( T0_g_float[iS0{2}, iS1{3}], __half );\n");
@@ -222,7 +217,7 @@ Test(ops, cast_records_the_target_dtype) {
 
 Test(ops, broadcast_inserts_size_one_axes) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
   cf_tv *b = cf_broadcast(f, a, 4, (bool[]){true, false, true, false});
   ot_expect_def(b, "T1_l_float[bS2{1}, iS3{2}, bS4{1}, iS5{3}]\n"
                    "   = broadcast( T0_g_float[iS0{2}, iS1{3}], {true, false, true, false} );\n");
@@ -240,7 +235,7 @@ Test(ops, broadcast_inserts_size_one_axes) {
 
 Test(ops, sum_keeps_reduced_axes_as_reduction_axes) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 3, (int64_t[]){2, 3, 4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 3, (int64_t[]){2, 3, 4});
   cf_tv *s = cf_sum(f, a, 2, (int[]){0, -1});
   ot_expect_def(s, "T1_l_float[rS3{2}, iS4{3}, rS5{4}]\n   = sum( T0_g_float[iS0{2}, iS1{3}, iS2{4}] );\n");
   cr_expect_eq(cf_id_iter_type(cf_tv_axis(s, 0)), CF_ITER_REDUCTION);
@@ -255,9 +250,9 @@ Test(ops, sum_keeps_reduced_axes_as_reduction_axes) {
 
 Test(ops, reduction_dtypes) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *i = input(f, CF_INT8, 1, (int64_t[]){4});
-  cf_tv *b = input(f, CF_BOOL, 1, (int64_t[]){4});
-  cf_tv *h = input(f, CF_HALF, 1, (int64_t[]){4});
+  cf_tv *i = tu_input(f, CF_INT8, 1, (int64_t[]){4});
+  cf_tv *b = tu_input(f, CF_BOOL, 1, (int64_t[]){4});
+  cf_tv *h = tu_input(f, CF_HALF, 1, (int64_t[]){4});
   int ax[] = {0};
   cr_expect_eq(cf_tv_dtype(cf_sum(f, i, 1, ax)), CF_INT64);
   cr_expect_eq(cf_tv_dtype(cf_sum(f, b, 1, ax)), CF_INT64);
@@ -269,7 +264,7 @@ Test(ops, reduction_dtypes) {
 
 Test(ops, max_and_min_reductions) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_DOUBLE, 2, (int64_t[]){5, 6});
+  cf_tv *a = tu_input(f, CF_DOUBLE, 2, (int64_t[]){5, 6});
   cf_tv *mx = cf_max_reduce(f, a, 1, (int[]){1});
   cf_tv *mn = cf_min_reduce(f, a, 1, (int[]){-2});
   ot_expect_def(mx, "T1_l_double[iS2{5}, rS3{6}]\n   = max( T0_g_double[iS0{5}, iS1{6}] );\n");
@@ -281,14 +276,14 @@ Test(ops, max_and_min_reductions) {
 
 Test(ops, reducing_a_broadcast_axis) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){1, 3});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){1, 3});
   ot_expect_tv(f, cf_sum(f, a, 1, (int[]){0}), "T1_l_float[rS2{1}, iS3{3}]");
   cf_fusion_destroy(f);
 }
 
 Test(ops, permute_has_root_in_input_order) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 3, (int64_t[]){2, 3, 4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 3, (int64_t[]){2, 3, 4});
   cf_tv *p = cf_permute(f, a, 3, (int[]){2, 0, 1});
   ot_expect_def(p, "T1_l_float[iS5{4}, iS3{2}, iS4{3}]\n"
                    "   = permute( T0_g_float[iS0{2}, iS1{3}, iS2{4}], {2, 0, 1} );\n");
@@ -307,7 +302,7 @@ Test(ops, permute_has_root_in_input_order) {
 
 Test(ops, permute_accepts_negative_axes) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
   cf_tv *p = cf_permute(f, a, 2, (int[]){-1, -2});
   cr_expect_eq(ir_tv(p)->def->attr.permute.perm[0], 1);
   cr_expect_eq(cf_id_extent(cf_tv_axis(p, 0)), 3);
@@ -316,7 +311,7 @@ Test(ops, permute_accepts_negative_axes) {
 
 Test(ops, transpose_swaps_two_axes) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_INT32, 3, (int64_t[]){2, 3, 4});
+  cf_tv *a = tu_input(f, CF_INT32, 3, (int64_t[]){2, 3, 4});
   cf_tv *t = cf_transpose(f, a, 0, -1);
   ot_expect_def(t, "T1_l_int[iS5{4}, iS4{3}, iS3{2}]\n"
                    "   = permute( T0_g_int[iS0{2}, iS1{3}, iS2{4}], {2, 1, 0} );\n");
@@ -326,7 +321,7 @@ Test(ops, transpose_swaps_two_axes) {
 
 Test(ops, outputs_are_local_with_serial_axes) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
   cf_tv *outs[] = {cf_set(f, a),
                    cf_exp(f, a),
                    cf_add(f, a, a),
@@ -350,8 +345,8 @@ Test(ops, outputs_are_local_with_serial_axes) {
 
 Test(ops, a_fusion_of_every_op_verifies) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, NULL);
-  cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){1, 8});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, NULL);
+  cf_tv *b = tu_input(f, CF_FLOAT, 2, (int64_t[]){1, 8});
   cf_tv *x = a;
   for (int i = 0; i < NUNARY; i++) x = unary_ops[i].fn(f, x);
   for (int i = 0; i < 7; i++) x = binary_ops[i].fn(f, x, b);
@@ -368,8 +363,8 @@ Test(ops, a_fusion_of_every_op_verifies) {
 
 Test(ops, math_of_a_fusion_prints_in_nvfuser_notation) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
-  cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){1, 4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
+  cf_tv *b = tu_input(f, CF_FLOAT, 2, (int64_t[]){1, 4});
   cf_tv *c = cf_add(f, a, b);
   cf_tv *s = cf_sum(f, c, 1, (int[]){1});
   cf_fusion_add_output(f, cf_broadcast(f, s, 2, (bool[]){false, true}));

@@ -2,11 +2,6 @@
  * sticky error model (nothing happens after the first error). */
 #include "ops_test_util.h"
 
-static cf_tv *input(cf_fusion *f, cf_dtype dt, int rank, const int64_t *sizes) {
-  cf_tv *t = sizes ? cf_tensor_concrete(f, dt, rank, sizes) : cf_tensor_symbolic(f, dt, rank);
-  cf_fusion_add_input(f, t);
-  return t;
-}
 
 /* Expects the call to have returned NULL with `msg` recorded, then clears the error. */
 #define EXPECT_OP_ERROR(f, call, msg)                                                                                     \
@@ -32,8 +27,8 @@ Test(ops_errors, null_fusion_returns_null) {
 
 Test(ops_errors, null_tensor_arguments_are_named) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 1, (int64_t[]){4});
-  cf_tv *c = input(f, CF_BOOL, 1, (int64_t[]){4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 1, (int64_t[]){4});
+  cf_tv *c = tu_input(f, CF_BOOL, 1, (int64_t[]){4});
   EXPECT_OP_ERROR(f, cf_set(f, NULL), "set: argument 1 (in) is NULL");
   EXPECT_OP_ERROR(f, cf_neg(f, NULL), "neg: argument 1 (in) is NULL");
   EXPECT_OP_ERROR(f, cf_gelu(f, NULL), "gelu: argument 1 (in) is NULL");
@@ -55,7 +50,7 @@ Test(ops_errors, null_tensor_arguments_are_named) {
 
 Test(ops_errors, null_array_arguments_are_named) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){4, 2});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){4, 2});
   EXPECT_OP_ERROR(f, cf_broadcast(f, a, 3, NULL), "broadcast: argument 3 (is_broadcast) is NULL");
   EXPECT_OP_ERROR(f, cf_sum(f, a, 1, NULL), "sum: argument 3 (axes) is NULL");
   EXPECT_OP_ERROR(f, cf_min_reduce(f, a, 2, NULL), "min_reduce: argument 3 (axes) is NULL");
@@ -65,10 +60,10 @@ Test(ops_errors, null_array_arguments_are_named) {
 
 Test(ops_errors, tensors_of_another_fusion) {
   cf_fusion *f = cf_fusion_create(), *g = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 1, (int64_t[]){4});
-  cf_tv *other0 = input(g, CF_FLOAT, 1, (int64_t[]){4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 1, (int64_t[]){4});
+  cf_tv *other0 = tu_input(g, CF_FLOAT, 1, (int64_t[]){4});
   cf_tv *other = cf_set(g, other0);
-  cf_tv *cond = input(g, CF_BOOL, 1, (int64_t[]){4});
+  cf_tv *cond = tu_input(g, CF_BOOL, 1, (int64_t[]){4});
   EXPECT_OP_ERROR(f, cf_add(f, a, other), "add: T1 belongs to another fusion");
   EXPECT_OP_ERROR(f, cf_add(f, other0, a), "add: T0 belongs to another fusion");
   EXPECT_OP_ERROR(f, cf_exp(f, other), "exp: T1 belongs to another fusion");
@@ -82,8 +77,8 @@ Test(ops_errors, tensors_of_another_fusion) {
 
 Test(ops_errors, binary_rank_mismatch) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
-  cf_tv *b = input(f, CF_FLOAT, 1, (int64_t[]){4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
+  cf_tv *b = tu_input(f, CF_FLOAT, 1, (int64_t[]){4});
   EXPECT_OP_ERROR(f, cf_add(f, a, b),
                "add: rank mismatch: T0_g_float[iS0{2}, iS1{4}] has 2 axes but T1_g_float[iS2{4}] has 1; "
                "insert broadcast axes with cf_broadcast");
@@ -92,8 +87,8 @@ Test(ops_errors, binary_rank_mismatch) {
 
 Test(ops_errors, binary_extent_mismatch_names_both_tensors_and_the_axis) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
-  cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){2, 8});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
+  cf_tv *b = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 8});
   EXPECT_OP_ERROR(f, cf_add(f, a, b),
                "add: axis 1 has extent 4 in T0_g_float[iS0{2}, iS1{4}] but 8 in T1_g_float[iS2{2}, iS3{8}]");
   EXPECT_OP_ERROR(f, cf_lt(f, b, a),
@@ -103,7 +98,7 @@ Test(ops_errors, binary_extent_mismatch_names_both_tensors_and_the_axis) {
 
 Test(ops_errors, reduction_axes_do_not_count_for_shapes) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
   cf_tv *s = cf_sum(f, a, 1, (int[]){0});
   EXPECT_OP_ERROR(f, cf_add(f, s, a),
                "add: rank mismatch: T1_l_float[rS2{2}, iS3{4}] has 1 axes but T0_g_float[iS0{2}, iS1{4}] has 2; "
@@ -113,8 +108,8 @@ Test(ops_errors, reduction_axes_do_not_count_for_shapes) {
 
 Test(ops_errors, symbolic_extents_are_checked_when_bound_not_when_built) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, NULL);
-  cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){2, 8});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, NULL);
+  cf_tv *b = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 8});
   cr_expect_not_null(cf_add(f, a, b));
   cr_expect_eq(cf_fusion_status(f), CF_OK);
   cf_fusion_destroy(f);
@@ -122,13 +117,13 @@ Test(ops_errors, symbolic_extents_are_checked_when_bound_not_when_built) {
 
 Test(ops_errors, where_shapes_and_condition_dtype) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *c = input(f, CF_BOOL, 2, (int64_t[]){2, 1});
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
-  cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){5, 3});
+  cf_tv *c = tu_input(f, CF_BOOL, 2, (int64_t[]){2, 1});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
+  cf_tv *b = tu_input(f, CF_FLOAT, 2, (int64_t[]){5, 3});
   EXPECT_OP_ERROR(f, cf_where(f, a, a, a), "where: condition T1_g_float[iS2{2}, iS3{3}] has dtype float, expected bool");
   EXPECT_OP_ERROR(f, cf_where(f, c, a, b),
                "where: axis 0 has extent 2 in T0_g_bool[iS0{2}, bS1{1}] but 5 in T2_g_float[iS4{5}, iS5{3}]");
-  EXPECT_OP_ERROR(f, cf_where(f, c, a, input(f, CF_FLOAT, 1, (int64_t[]){3})),
+  EXPECT_OP_ERROR(f, cf_where(f, c, a, tu_input(f, CF_FLOAT, 1, (int64_t[]){3})),
                "where: rank mismatch: T0_g_bool[iS0{2}, bS1{1}] has 2 axes but T3_g_float[iS6{3}] has 1; "
                "insert broadcast axes with cf_broadcast");
   cf_fusion_destroy(f);
@@ -136,7 +131,7 @@ Test(ops_errors, where_shapes_and_condition_dtype) {
 
 Test(ops_errors, cast_to_an_invalid_dtype) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 1, (int64_t[]){4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 1, (int64_t[]){4});
   EXPECT_OP_ERROR(f, cf_cast(f, a, (cf_dtype)42), "cast: invalid dtype 42");
   EXPECT_OP_ERROR(f, cf_cast(f, a, (cf_dtype)-1), "cast: invalid dtype -1");
   EXPECT_OP_ERROR(f, cf_cast(f, a, CF_DTYPE_COUNT), "cast: invalid dtype 11");
@@ -146,14 +141,14 @@ Test(ops_errors, cast_to_an_invalid_dtype) {
 
 Test(ops_errors, negating_a_bool_tensor) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_BOOL, 1, (int64_t[]){4});
+  cf_tv *a = tu_input(f, CF_BOOL, 1, (int64_t[]){4});
   EXPECT_OP_ERROR(f, cf_neg(f, a), "neg: cannot negate a bool tensor; cast it first for T0_g_bool[iS0{4}]");
   cf_fusion_destroy(f);
 }
 
 Test(ops_errors, broadcast_must_keep_every_input_axis) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 3});
   EXPECT_OP_ERROR(f, cf_broadcast(f, a, 3, (bool[]){true, true, false}),
                "broadcast: is_broadcast keeps 1 of 3 output axes, but the input has 2 for T0_g_float[iS0{2}, iS1{3}]");
   EXPECT_OP_ERROR(f, cf_broadcast(f, a, 1, (bool[]){false}),
@@ -165,7 +160,7 @@ Test(ops_errors, broadcast_must_keep_every_input_axis) {
 
 Test(ops_errors, reduction_axes_out_of_range_or_repeated) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
   EXPECT_OP_ERROR(f, cf_sum(f, a, 1, (int[]){2}), "sum: axis 2 out of range for T0_g_float[iS0{2}, iS1{4}]");
   EXPECT_OP_ERROR(f, cf_sum(f, a, 1, (int[]){-3}), "sum: axis -3 out of range for T0_g_float[iS0{2}, iS1{4}]");
   EXPECT_OP_ERROR(f, cf_max_reduce(f, a, 2, (int[]){1, -1}),
@@ -177,7 +172,7 @@ Test(ops_errors, reduction_axes_out_of_range_or_repeated) {
 
 Test(ops_errors, reduced_axes_cannot_be_reduced_again) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
   cf_tv *s = cf_sum(f, a, 1, (int[]){0});
   EXPECT_OP_ERROR(f, cf_sum(f, s, 1, (int[]){1}), "sum: axis 1 out of range for T1_l_float[rS2{2}, iS3{4}]");
   cf_fusion_destroy(f);
@@ -185,7 +180,7 @@ Test(ops_errors, reduced_axes_cannot_be_reduced_again) {
 
 Test(ops_errors, permute_checks_its_permutation) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
   EXPECT_OP_ERROR(f, cf_permute(f, a, 3, (int[]){0, 1, 2}),
                "permute: perm has 3 axes, expected 2 for T0_g_float[iS0{2}, iS1{4}]");
   EXPECT_OP_ERROR(f, cf_permute(f, a, 2, (int[]){0, 2}), "permute: axis 2 out of range for T0_g_float[iS0{2}, iS1{4}]");
@@ -195,7 +190,7 @@ Test(ops_errors, permute_checks_its_permutation) {
 
 Test(ops_errors, transpose_axes_out_of_range) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
   EXPECT_OP_ERROR(f, cf_transpose(f, a, 0, 2), "transpose: axis 2 out of range for T0_g_float[iS0{2}, iS1{4}]");
   EXPECT_OP_ERROR(f, cf_transpose(f, a, -3, 1), "transpose: axis -3 out of range for T0_g_float[iS0{2}, iS1{4}]");
   cf_fusion_destroy(f);
@@ -203,8 +198,8 @@ Test(ops_errors, transpose_axes_out_of_range) {
 
 Test(ops_errors, errors_are_sticky) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
-  cf_tv *b = input(f, CF_FLOAT, 2, (int64_t[]){2, 8});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 4});
+  cf_tv *b = tu_input(f, CF_FLOAT, 2, (int64_t[]){2, 8});
   int nexprs = f->exprs.len, nvals = f->vals.len;
   cr_expect_null(cf_mul(f, a, b));
   const char *first = "mul: axis 1 has extent 4 in T0_g_float[iS0{2}, iS1{4}] but 8 in T1_g_float[iS2{2}, iS3{8}]";

@@ -3,17 +3,12 @@
  * math, their evaluation, their errors, and the identities kernels start from. */
 #include "ops_test_util.h"
 
-static cf_tv *input(cf_fusion *f, cf_dtype dt, int rank, const int64_t *sizes) {
-  cf_tv *t = sizes ? cf_tensor_concrete(f, dt, rank, sizes) : cf_tensor_symbolic(f, dt, rank);
-  cf_fusion_add_input(f, t);
-  return t;
-}
 
 /* Reduces `vals` of shape {2, 3} with op over the given axes and checks the result. */
 static void check(cf_reduce_op op, bool keepdim, cf_dtype dt, const double *vals, int naxes, const int *axes,
                   cf_dtype want_dt, int rank, const int64_t *sizes, const double *want) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, dt, 2, (int64_t[]){2, 3});
+  cf_tv *a = tu_input(f, dt, 2, (int64_t[]){2, 3});
   cf_fusion_add_output(f, cf_reduce(f, op, a, naxes, axes, keepdim));
   DLManagedTensor *in = ot_tensor(dt, 2, (int64_t[]){2, 3}, vals), *out = NULL;
   cr_assert_eq(ot_eval(f, 1, &in, &out), CF_OK, "%s", cf_fusion_error(f));
@@ -51,7 +46,7 @@ Test(reduce_ops, keepdim_puts_reduced_axes_back_as_broadcasts) {
 
 Test(reduce_ops, printed_math_of_mean_with_keepdim) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){4, 8});
   cf_tv *m = cf_reduce(f, CF_REDUCE_MEAN, a, 1, (int[]){1}, true);
   cr_assert_not_null(m, "%s", cf_fusion_error(f));
   cf_fusion_add_output(f, m);
@@ -109,8 +104,8 @@ Test(reduce_ops, mean_over_symbolic_extents_divides_by_the_bound_sizes) {
 
 Test(reduce_ops, errors_name_the_tensor) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *i = input(f, CF_INT32, 2, (int64_t[]){4, 8});
-  cf_tv *s = input(f, CF_FLOAT, 2, NULL);
+  cf_tv *i = tu_input(f, CF_INT32, 2, (int64_t[]){4, 8});
+  cf_tv *s = tu_input(f, CF_FLOAT, 2, NULL);
   cr_expect_null(cf_mean(f, i, 1, (int[]){1}));
   cr_expect_eq(cf_fusion_status(f), CF_ERR_INVALID_ARGUMENT);
   cr_expect_str_eq(cf_fusion_error(f), "mean: T0 has dtype int; a mean needs a floating-point input (cast it first) "

@@ -30,6 +30,15 @@ static inline DLManagedTensor *kc_make_input(const KcInput *in, uint64_t seed) {
   return t;
 }
 
+/* A fusion input (tu_input) also recorded as in[*nin] for kc_check; sizes NULL: symbolic
+ * (kc_check then needs in[]'s sizes set by the caller). */
+static inline cf_tv *kc_input(cf_fusion *f, KcInput *in, int *nin, cf_dtype dt, int rank, const int64_t *sizes) {
+  in[*nin] = (KcInput){dt, rank, {0}, NULL};
+  for (int i = 0; sizes && i < rank; i++) in[*nin].sizes[i] = sizes[i];
+  (*nin)++;
+  return tu_input(f, dt, rank, sizes);
+}
+
 /* Names the case in the harness's failure messages (the fuzz test sets its seed here). */
 static char kc_label[64] = "";
 

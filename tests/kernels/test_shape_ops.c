@@ -18,11 +18,7 @@ static void teardown(void) {
 }
 TestSuite(shape_ops, .init = setup, .fini = teardown);
 
-static cf_tv *input(cf_dtype dt, int rank, const int64_t *sizes) {
-  cf_tv *t = sizes ? cf_tensor_concrete(f, dt, rank, sizes) : cf_tensor_symbolic(f, dt, rank);
-  cf_fusion_add_input(f, t);
-  return t;
-}
+static cf_tv *input(cf_dtype dt, int rank, const int64_t *sizes) { return tu_input(f, dt, rank, sizes); }
 
 /* out = expand(broadcast(squeeze(x) + eps)) * full(2.5), x[4, 1, 8], eps a scalar input */
 static void build_squeeze_expand_full(const int64_t *xs) {

@@ -22,14 +22,7 @@ static void setup(void) {
 static void teardown(void) { cf_fusion_destroy(f); }
 TestSuite(welford, .init = setup, .fini = teardown);
 
-static cf_tv *input(cf_dtype dt, int rank, const int64_t *sizes) {
-  cf_tv *t = sizes ? cf_tensor_concrete(f, dt, rank, sizes) : cf_tensor_symbolic(f, dt, rank);
-  cf_fusion_add_input(f, t);
-  in[nin] = (KcInput){dt, rank, {0}, NULL};
-  for (int i = 0; sizes && i < rank; i++) in[nin].sizes[i] = sizes[i];
-  nin++;
-  return t;
-}
+static cf_tv *input(cf_dtype dt, int rank, const int64_t *sizes) { return kc_input(f, in, &nin, dt, rank, sizes); }
 
 static char *check(double tol) { return kc_check(f, nin, in, tol); }
 

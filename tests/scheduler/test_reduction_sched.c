@@ -74,17 +74,56 @@ Test(reduction_sched, reduces_everything_to_a_scalar) {
   free(kc_check(f, 1, (KcInput[]){F32(9, 31)}, 1e-4));
 }
 
-Test(reduction_sched, sums_columns) {
-  int64_t shapes[][2] = {{5, 7}, {33, 70}, {130, 3}};
-  for (int i = 0; i < 3; i++) {
+/* Sums of the columns of exp(x) for each [rows, cols] shape, scheduled with these params. */
+static void sum_columns(int n, int64_t (*shapes)[2], const char *want_params, double tol) {
+  for (int i = 0; i < n; i++) {
     cf_fusion_destroy(f);
     f = cf_fusion_create();
     cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, shapes[i]);
     cf_fusion_add_input(f, x);
     cf_fusion_add_output(f, cf_sum(f, cf_exp(f, x), 1, (int[]){0}));
-    schedule_ok("outer columns=32 serial=rows");
-    free(kc_check(f, 1, (KcInput[]){F32(shapes[i][0], shapes[i][1])}, 1e-4));
+    schedule_ok(want_params);
+    free(kc_check(f, 1, (KcInput[]){F32(shapes[i][0], shapes[i][1])}, tol));
   }
+}
+
+Test(reduction_sched, sums_columns) {
+  sum_columns(3, (int64_t[][2]){{5, 7}, {33, 70}, {130, 3}}, "outer columns=32 serial=rows", 1e-4);
+}
+
+/* Rows of at least 2048 elements whose innermost extent takes a vector: the inputs are
+ * read with 16-byte loads; the rows need not be a multiple of threads x vector. */
+Test(reduction_sched, sums_long_rows_with_vector_loads) {
+  int64_t shapes[][2] = {{3, 2048}, {2, 2052}, {2, 4100}};
+  for (int i = 0; i < 3; i++) {
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    row_reduction(CF_REDUCE_SUM, shapes[i][0], shapes[i][1], false);
+    schedule_ok("threads=128 vector=4 rows=blockIdx.x");
+    free(kc_check(f, 1, (KcInput[]){F32(shapes[i][0], shapes[i][1])}, 1e-3));
+  }
+}
+
+/* An innermost extent of 2 (merged with the rows before it) takes vectors of 2; bfloat16
+ * vectors of 8. */
+Test(reduction_sched, vector_width_follows_the_innermost_extent_and_dtype) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){2, 1100, 2});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_sum(f, x, 2, (int[]){1, 2}));
+  schedule_ok("threads=128 vector=2 rows=blockIdx.x");
+  free(kc_check(f, 1, (KcInput[]){F32(2, 1100, 2)}, 1e-3));
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+  x = cf_tensor_concrete(f, CF_BFLOAT16, 2, (int64_t[]){2, 4096});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_sum(f, cf_neg(f, x), 1, (int[]){1}));
+  schedule_ok("threads=128 vector=8 rows=blockIdx.x");
+  free(kc_check(f, 1, (KcInput[]){{CF_BFLOAT16, 2, {2, 4096}, NULL}}, 5e-1));
+}
+
+/* Tall columns: 16 rows at a time on threadIdx.y, unrolled by 4, a block reduction. */
+Test(reduction_sched, sums_tall_columns_over_threadidx_y) {
+  sum_columns(2, (int64_t[][2]){{1024, 33}, {1030, 70}}, "outer columns=32 rows=threadIdx.y{16} unroll=4", 1e-3);
 }
 
 Test(reduction_sched, refuses_middle_reductions) {

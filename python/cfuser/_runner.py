@@ -1,0 +1,89 @@
+"""What execute calls to run a definition on one backend: a compiled executor (a definition
+scheduled by hand, or the fallback below) or a define-and-run cache (an unscheduled one).
+
+Both kinds take the same arguments, (handle, [stream,] ninputs, inputs, noutputs, outputs),
+so a runner is the handle and its two C functions looked up once; execute and the torch
+fast path make one call through it, whichever kind it is, and nothing else per call.
+
+- ``ExecutorRunner``: ``cf_executor_run(_async)`` of one compiled kernel, scheduled by the
+  user (or by the old default schedule, see FusionDefinition._fall_back).
+- ``CacheRunner``: ``cf_fusion_execute(_async)`` of a ``cf_fusion_cache``
+  (include/cfuser/execute.h): each new input signature is scheduled by the automatic
+  schedulers (reduction, inner persistent, transpose, pointwise), segmented when none
+  takes the whole fusion, compiled and kept; later calls with the signature only run.
+  Its cache has no shared kernel cache (each cf_fusion_cache owns its executors), so a
+  cached call needs no lock.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from . import _capi
+
+
+class ExecutorRunner:
+    """One compiled cf_executor."""
+
+    __slots__ = ("handle", "backend", "run", "run_async", "label")
+    cached = False
+
+    def __init__(self, handle: int, backend: int, label: str) -> None:
+        lib = _capi.lib
+        self.handle, self.backend, self.label = handle, backend, label
+        self.run, self.run_async = lib.cf_executor_run, lib.cf_executor_run_async
+
+    def error(self) -> str:
+        return (_capi.lib.cf_executor_error(self.handle) or b"").decode()
+
+    def executors(self) -> List[int]:
+        return [self.handle]
+
+    def schedulers(self) -> List[str]:
+        return [self.label]  # "user", or "default" (the fallback's serial schedule)
+
+    def destroy(self) -> None:
+        _capi.lib.cf_executor_destroy(self.handle)
+
+
+class CacheRunner:
+    """One cf_fusion_cache: define and run."""
+
+    __slots__ = ("handle", "backend", "run", "run_async")
+    cached = True
+
+    def __init__(self, f: int, backend: int) -> None:
+        lib = _capi.lib
+        opts = _capi.ExecutorOptions(backend, None, False, None)
+        handle = lib.cf_fusion_cache_create(f, opts)
+        if not handle:
+            raise MemoryError("execute: out of memory creating a fusion cache")
+        self.handle, self.backend = handle, backend
+        self.run, self.run_async = lib.cf_fusion_execute, lib.cf_fusion_execute_async
+
+    def error(self) -> str:
+        return (_capi.lib.cf_fusion_cache_error(self.handle) or b"").decode()
+
+    def executors(self) -> List[int]:
+        """The executor of each segment of the last call, in the order they ran."""
+        lib = _capi.lib
+        return [lib.cf_fusion_cache_last_executor(self.handle, i)
+                for i in range(lib.cf_fusion_cache_last_segments(self.handle))]
+
+    def schedulers(self) -> List[str]:
+        lib = _capi.lib
+        return [lib.cf_fusion_cache_last_scheduler(self.handle, i).decode()
+                for i in range(lib.cf_fusion_cache_last_segments(self.handle))]
+
+    def kernel_text(self, i: int) -> Optional[str]:
+        """Segment i's CUDA kernel of the last call; None with the error in error()."""
+        status, text = _capi.print_to_string(_capi.lib.cf_fusion_cache_print_kernel, self.handle, i)
+        return None if status else text
+
+    def info(self) -> Dict[str, Any]:
+        lib, h = _capi.lib, self.handle
+        return {"entries": lib.cf_fusion_cache_num_entries(h), "kernels": lib.cf_fusion_cache_num_kernels(h),
+                "hits": lib.cf_fusion_cache_hits(h), "misses": lib.cf_fusion_cache_misses(h),
+                "schedulers": self.schedulers()}
+
+    def destroy(self) -> None:
+        _capi.lib.cf_fusion_cache_destroy(self.handle)
