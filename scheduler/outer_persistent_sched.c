@@ -394,7 +394,9 @@ static cf_status outer_schedule(cf_fusion *f, const SchedCall *call, char *param
   order_rows_inner(f, &p, rf);
   cf_parallelize(f, rf, 0, CF_PT_BIDX);
   cf_parallelize(f, rf, 1, CF_PT_TIDX);
-  cf_parallelize(f, rf, 3, CF_PT_TIDY);
+  /* A column of one row (sizes made constant by define and run) leaves ty serial: an
+   * extent-1 threadIdx.y axis is not one the reduction reads across threads. */
+  if (p.symbolic_rows || p.ty > 1) cf_parallelize(f, rf, 3, CF_PT_TIDY);
   cf_parallelize_all_like(f, rf, 3, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX, CF_PT_TIDY});
   for (int c = 0; c < ncaches && p.vec > 1; c++) cf_parallelize(f, ir_tv_handle(caches[c]), -1, CF_PT_VECTORIZE);
   arena_destroy(a);

@@ -65,7 +65,7 @@ Test(reduce_ops, printed_math_of_mean_with_keepdim) {
  * input's sizes divided by at run time; printed as that scalar. */
 Test(reduce_ops, printed_math_of_mean_over_symbolic_extents) {
   cf_fusion *f = cf_fusion_create();
-  cf_tv *a = input(f, CF_FLOAT, 3, NULL);
+  cf_tv *a = tu_input(f, CF_FLOAT, 3, NULL);
   cf_tv *m = cf_reduce(f, CF_REDUCE_MEAN, a, 2, (int[]){0, 2}, true);
   cr_assert_not_null(m, "%s", cf_fusion_error(f));
   cf_fusion_add_output(f, m);
@@ -91,7 +91,7 @@ Test(reduce_ops, mean_over_symbolic_extents_divides_by_the_bound_sizes) {
       {1, {1}, 1, {2}, {1, 4}}, {1, {0}, 1, {3}, {1.5, 2.5, 3.5}}, {2, {0, 1}, 0, {0}, {2.5}}};
   for (int c = 0; c < 3; c++) {
     cf_fusion *f = cf_fusion_create();
-    cf_tv *a = input(f, CF_DOUBLE, 2, NULL);
+    cf_tv *a = tu_input(f, CF_DOUBLE, 2, NULL);
     cf_fusion_add_output(f, cf_reduce(f, op, a, cases[c].naxes, cases[c].axes, false));
     DLManagedTensor *in = ot_tensor(CF_DOUBLE, 2, sizes, iota6), *out = NULL;
     cr_assert_eq(ot_eval(f, 1, &in, &out), CF_OK, "%s", cf_fusion_error(f));

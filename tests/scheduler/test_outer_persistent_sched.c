@@ -168,6 +168,18 @@ Test(outer_sched, batchnorm_4d_channels_last) {
   schedule_and_check(3, (KcInput[]){IN(CF_FLOAT, 2, 3, 3, 5), IN(CF_FLOAT, 5), IN(CF_FLOAT, 5)}, NULL, 1e-4);
 }
 
+/* A mean over the outer axis alone (no broadcast back): a column sum and a division by
+ * the run-time count, one block-reduced kernel. */
+Test(outer_sched, column_means) {
+  int64_t shapes[][2] = {{1, 4}, {3, 5}, {7, 129}, {300, 2}};
+  for (int i = 0; i < 4; i++) {
+    fresh();
+    cf_tv *x = input(CF_FLOAT, 2, NULL, true);
+    cf_fusion_add_output(f, cf_mean(f, x, 1, outer_axes));
+    schedule_and_check(1, &IN(CF_FLOAT, shapes[i][0], shapes[i][1]), NULL, 1e-4);
+  }
+}
+
 /* Two kept axes: [N, H, C] with statistics over N alone, columns H x C merged. */
 Test(outer_sched, two_kept_axes) {
   cf_tv *x = input(CF_FLOAT, 3, (int64_t[]){9, 5, 12}, false);
@@ -300,6 +312,19 @@ Test(outer_sched, define_and_run_chooses_it_for_batchnorm) {
   cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "outer_persistent");
   cf_fusion_cache_destroy(c);
+}
+
+/* Define and run makes the sizes constant: a column of one row gives threadIdx.y one
+ * thread (left serial, no cross-thread reduction), and columns of 1 are columns too. */
+Test(outer_sched, define_and_run_column_means_of_one_row) {
+  int64_t shapes[][2] = {{1, 4}, {5, 1}, {1, 1}, {6, 9}};
+  for (int i = 0; i < 4; i++) {
+    fresh();
+    cf_tv *x = input(CF_FLOAT, 2, NULL, true);
+    cf_fusion_add_output(f, cf_mean(f, x, 1, outer_axes));
+    cf_fusion_cache *c = execute_vs_eval(1, &IN(CF_FLOAT, shapes[i][0], shapes[i][1]));
+    cf_fusion_cache_destroy(c);
+  }
 }
 
 /* The schedulers before it keep their fusions: a column sum alone is a reduction, x minus
