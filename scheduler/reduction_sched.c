@@ -3,7 +3,9 @@
  * Heuristic, in order:
  *   1. accepts a fusion of elementwise ops and exactly one reduction whose output is the
  *      fusion's only output and whose reduced axes are its innermost ones (an inner
- *      reduction: sum/max/min/prod over the last axes, with an elementwise prologue);
+ *      reduction: sum/max/min/prod over the last axes, with an elementwise prologue); a
+ *      Welford reduction instead ends with its fields (welford_avg, _m2, _n) as the
+ *      outputs, as the segmenter cuts var_mean of rows too long to keep on chip;
  *   2. the reduced axes are merged into one, split into [serial, threadIdx.x{128}]; the
  *      iteration axes are merged into one (blockIdx.x: one block per row) after step 3,
  *      since rfactor takes iteration axes untransformed;
@@ -28,6 +30,7 @@
  * reduction (a few long rows, or few columns, leave SMs idle). */
 #include <stdlib.h>
 
+#include "ir/dtype.h"
 #include "scheduler/heuristic.h"
 #include "scheduler/sched.h"
 
@@ -43,6 +46,7 @@ enum {
 
 static bool red_elementwise(const Expr *e) {
   OpKind k = ir_op_kind(e->op);
+  if (e->nin == 1 && e->in[0]->kind == VAL_TV && ir_dtype_is_welford(e->in[0]->dtype)) return false; /* a field */
   return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST;
 }
 
@@ -58,6 +62,8 @@ static Val *find_reduction(cf_fusion *f, char *why) {
         return NULL;
       }
       red = exprs[i]->out[0];
+    } else if (red && exprs[i]->nin == 1 && exprs[i]->in[0] == red && ir_dtype_is_welford(red->dtype)) {
+      continue; /* a field of the states: an output, checked by red_accepts */
     } else if (!red_elementwise(exprs[i])) {
       snprintf(why, SCHED_WHY_MAX, "reduction: %s is computed by %s, not an elementwise op",
                TV(exprs[i]->out[0])->display_name, ir_op_name(exprs[i]->op));
@@ -74,12 +80,24 @@ static bool column_reduction(Val *red) {
          ID(TV(red)->logical[1])->iter_type == CF_ITER_ITERATION;
 }
 
+/* Whether output o is what the reduction red may end with: red itself, or a field
+ * (welford_avg, _m2, _n) read from red's Welford states. */
+static bool red_output(const Val *o, const Val *red) {
+  if (o == red) return !ir_dtype_is_welford(red->dtype);
+  return ir_dtype_is_welford(red->dtype) && o->def && o->def->nin == 1 && o->def->in[0] == red;
+}
+
 static bool red_accepts(cf_fusion *f, const SchedCall *call, char *why) {
   (void)call;
   Val *red = find_reduction(f, why);
   if (!red) return false;
-  if (f->outputs.len != 1 || f->outputs.items[0] != red) {
-    snprintf(why, SCHED_WHY_MAX, "reduction: the only output must be the reduction %s", TV(red)->display_name);
+  bool ok = f->outputs.len >= 1;
+  for (int o = 0; o < f->outputs.len; o++) ok = ok && red_output(f->outputs.items[o], red);
+  if (!ok) {
+    snprintf(why, SCHED_WHY_MAX,
+             ir_dtype_is_welford(red->dtype) ? "reduction: the outputs must be fields of the Welford states %s"
+                                             : "reduction: the only output must be the reduction %s",
+             TV(red)->display_name);
     return false;
   }
   bool seen_reduced = false, outer = column_reduction(red);
@@ -172,7 +190,7 @@ static int cache_inputs(cf_fusion *f, cf_tv **caches) {
 static cf_status red_schedule(cf_fusion *f, const SchedCall *call, char *params) {
   char why[SCHED_WHY_MAX];
   if (!red_accepts(f, call, why)) return ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
-  Val *red = f->outputs.items[0];
+  Val *red = find_reduction(f, why);
   cf_tv *r = ir_tv_handle(red);
   if (column_reduction(red)) return outer_schedule(f, r, params);
   int niter = 0;

@@ -504,6 +504,22 @@ Test(fusion_execute, welford_states_never_cross_a_cut) {
   cf_tensor_free(a);
 }
 
+/* var_mean over rows too long for the inner persistent scheduler: the reduction scheduler
+ * takes the Welford reduction with its fields as outputs (one block per row), and the
+ * variance's division runs in a pointwise segment after it. */
+Test(fusion_execute, var_mean_of_long_rows_runs_under_the_reduction_scheduler) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2), *var = NULL, *mean = NULL;
+  cf_fusion_add_input(f, x);
+  cr_assert_eq(cf_var_mean(f, x, 1, (int[]){1}, 1, true, &var, &mean), CF_OK, "%s", cf_fusion_error(f));
+  cf_fusion_add_output(f, var);
+  cf_fusion_add_output(f, mean);
+  const int64_t shapes[][2] = {{2, 17000}, {3, 20000}, {1, 16384}, {5, 9001}};
+  for (int k = 0; k < 4; k++) {
+    check_shape(1, 2, shapes[k], 1e-4);
+    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction", "rows of %lld", (long long)shapes[k][1]);
+  }
+}
+
 Test(fusion_execute, a_fusion_with_an_error) {
   cf_split(f, NULL, 0, 2);
   cr_expect_eq(call_with(0, NULL), CF_ERR_INVALID_ARGUMENT);
