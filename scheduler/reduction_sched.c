@@ -1,9 +1,12 @@
 /* scheduler/reduction_sched.c: the automatic scheduler of inner reductions
  * (sched_reduction_heuristic, issue 11), a client of the public scheduling calls.
  * Heuristic, in order:
- *   1. accepts a fusion of elementwise ops and exactly one reduction whose output is the
- *      fusion's only output and whose reduced axes are its innermost ones (an inner
- *      reduction: sum/max/min/prod over the last axes, with an elementwise prologue);
+ *   1. accepts a fusion of elementwise ops and exactly one reduction whose reduced axes
+ *      are its innermost ones (an inner reduction: sum/max/min/prod/welford over the last
+ *      axes, with an elementwise prologue), whose outputs are the reduction or an
+ *      elementwise epilogue on the reduced shape computed from it alone (Welford's fields,
+ *      var_mean's division; inner reductions only), computed by the block after its
+ *      all-reduce;
  *   2. the reduced axes are merged into one, split into [serial, threadIdx.x{128}]; the
  *      iteration axes are merged into one (blockIdx.x: one block per row) after step 3,
  *      since rfactor takes iteration axes untransformed;
@@ -74,12 +77,49 @@ static bool column_reduction(Val *red) {
          ID(TV(red)->logical[1])->iter_type == CF_ITER_ITERATION;
 }
 
+/* The kept (non-reduction) axes of tv. */
+static int kept_rank(Val *tv) {
+  int n = 0;
+  for (int a = 0; a < TV(tv)->nlogical; a++) n += ID(TV(tv)->logical[a])->iter_type != CF_ITER_REDUCTION;
+  return n;
+}
+
+/* The outputs: the reduction alone, or an epilogue of elementwise ops on the reduced
+ * shape that reads only the reduction and tensors computed from it (Welford's fields and
+ * var_mean's division: the states themselves cannot be outputs); every input of the
+ * reduction's shape (they are all cached as rows). */
+static bool red_outputs(cf_fusion *f, Val *red, char *why) {
+  if (f->outputs.len == 1 && f->outputs.items[0] == red) return true;
+  int n;
+  Expr **exprs = ir_fusion_tensor_exprs(f, &n);
+  bool *after = calloc((size_t)f->vals.len + 1, 1);
+  if (!after) return snprintf(why, SCHED_WHY_MAX, "reduction: out of memory"), false;
+  after[red->id] = true;
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) {
+    Expr *e = exprs[i];
+    bool reads = false, other = false;
+    for (int j = 0; j < e->nin; j++)
+      if (e->in[j]->kind == VAL_TV) after[e->in[j]->id] ? (reads = true) : (other = true);
+    if (!reads || e->out[0] == red) continue;
+    after[e->out[0]->id] = true;
+    ok = !other && kept_rank(e->out[0]) == kept_rank(red);
+  }
+  for (int o = 0; o < f->outputs.len && ok; o++) ok = after[((Val *)f->outputs.items[o])->id];
+  for (int i = 0; i < f->inputs.len && ok; i++) ok = TV((Val *)f->inputs.items[i])->nlogical == TV(red)->nlogical;
+  free(after);
+  if (!ok)
+    snprintf(why, SCHED_WHY_MAX, "reduction: the outputs must be the reduction %s or computed from it alone",
+             TV(red)->display_name);
+  return ok;
+}
+
 static bool red_accepts(cf_fusion *f, const SchedCall *call, char *why) {
   (void)call;
   Val *red = find_reduction(f, why);
-  if (!red) return false;
-  if (f->outputs.len != 1 || f->outputs.items[0] != red) {
-    snprintf(why, SCHED_WHY_MAX, "reduction: the only output must be the reduction %s", TV(red)->display_name);
+  if (!red || !red_outputs(f, red, why)) return false;
+  if (column_reduction(red) && !(f->outputs.len == 1 && f->outputs.items[0] == red)) {
+    snprintf(why, SCHED_WHY_MAX, "reduction: a column reduction must be the only output");
     return false;
   }
   bool seen_reduced = false, outer = column_reduction(red);
@@ -172,7 +212,7 @@ static int cache_inputs(cf_fusion *f, cf_tv **caches) {
 static cf_status red_schedule(cf_fusion *f, const SchedCall *call, char *params) {
   char why[SCHED_WHY_MAX];
   if (!red_accepts(f, call, why)) return ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
-  Val *red = f->outputs.items[0];
+  Val *red = find_reduction(f, why);
   cf_tv *r = ir_tv_handle(red);
   if (column_reduction(red)) return outer_schedule(f, r, params);
   int niter = 0;
