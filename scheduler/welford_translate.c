@@ -135,7 +135,12 @@ static bool translate(cf_fusion *g, Expr *e) {
   int64_t count;
   int nax = reduced_axes(w, axes, red, &count, &constant), rank = TV(w)->nlogical;
   cf_dtype acc = ir_welford_scalar(w->dtype);
-  cf_tv *xc = x->dtype == acc ? ir_tv_handle(x) : cf_cast(g, ir_tv_handle(x), acc);
+  cf_tv *xc = x->dtype == acc ? ir_tv_handle(x) : NULL;
+  for (int i = 0; i < x->uses.len && !xc; i++) { /* the fusion's own widening, if any: one register copy */
+    Expr *u = x->uses.items[i];
+    if (u->op == OP_CAST && u->out[0]->dtype == acc) xc = ir_tv_handle(u->out[0]);
+  }
+  if (!xc) xc = cf_cast(g, ir_tv_handle(x), acc);
   cf_tv *avg = cf_reduce(g, CF_REDUCE_MEAN, xc, nax, axes, false);
   cf_tv *d = cf_sub(g, xc, cf_broadcast(g, avg, rank, red));
   cf_tv *m2 = cf_sum(g, cf_mul(g, d, d), nax, axes);
