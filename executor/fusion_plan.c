@@ -4,7 +4,9 @@
  *      naming the input and its tensor;
  *   2. copies the fusion with the call's sizes made constant and checks that the sizes
  *      agree at every op (ir_check_extents);
- *   3. asks the schedulers of sched_heuristics() in order for the whole copy; when none
+ *   3. asks the schedulers of sched_heuristics() in order for the whole copy (a copy with
+ *      Welford reductions is first translated to two sums and offered to the inner
+ *      persistent scheduler: sched_translate_welford); when none
  *      accepts, cuts it into segments (sched_segment: the coarse cut, then the fine one
  *      when a segment of the coarse cut has no scheduler) and asks for each;
  *   4. schedules a fresh copy of each segment with the first scheduler that accepts it
@@ -202,6 +204,26 @@ static cf_status plan_view(Planner *p, const SchedSegment *seg, int k, int nseg,
   return CF_OK;
 }
 
+/* A segment with Welford reductions that the inner persistent scheduler takes once they
+ * are translated to two sums (scheduler/welford_translate.c): *g becomes the translated
+ * copy and the inner persistent scheduler is returned; otherwise NULL and *g unchanged
+ * (Welford stays for the reduction scheduler and rows longer than registers, where the
+ * two-pass form would read the input twice). */
+static const SchedHeuristic *translated(Planner *p, cf_fusion **g, const SchedCall *call, StrBuf *refusals) {
+  cf_fusion *t = sched_translate_welford(*g);
+  char why[SCHED_WHY_MAX] = "";
+  if (!t) return NULL;
+  if (!sched_inner_persistent_heuristic.accepts(t, call, why)) {
+    if (p->dump) fprintf(stderr, "=== define and run: Welford translated to two sums, but %s ===\n", why);
+    cf_fusion_destroy(t);
+    return NULL;
+  }
+  cf_fusion_destroy(*g);
+  *g = t;
+  sb_printf(refusals, "(none: Welford translated to two sums)");
+  return &sched_inner_persistent_heuristic;
+}
+
 /* Schedules and compiles segment k; when no scheduler accepts it, *refused with their
  * reasons in refusals (CF_OK, no message). */
 static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int nseg, FcSegment *out, StrBuf *refusals,
@@ -220,7 +242,8 @@ static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int ns
     return s;
   }
   SchedCall call = {seg->nin, ins};
-  const SchedHeuristic *h = choose(g, &call, refusals);
+  const SchedHeuristic *h = translated(p, &g, &call, refusals);
+  if (!h) h = choose(g, &call, refusals);
   bool aligned = sched_aligned16(seg->nin, ins) && sched_aligned16(seg->nout, outs);
   *refused = !h;
   s = h ? compile(p, g, h, &call, aligned, k, nseg, refusals->data ? refusals->data : "", out) : CF_OK;

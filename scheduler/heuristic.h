@@ -59,6 +59,13 @@ extern const SchedHeuristic sched_inner_persistent_heuristic;
  * split over threadIdx.y and kept in registers (scheduler/outer_persistent_sched.c). */
 extern const SchedHeuristic sched_outer_persistent_heuristic;
 
+/* The Welford translation (welford_translate.c): a new copy of the unscheduled fusion g
+ * in which each Welford reduction whose states are only read by their fields (and whose
+ * count, if read, folds into constants) is two sums, mean(x) and sum((x - mean)^2); NULL
+ * when there is none to translate (or out of memory). g is not modified. Define and run
+ * offers the copy to the inner persistent scheduler before the table. */
+cf_fusion *sched_translate_welford(const cf_fusion *g);
+
 /* The pointwise scheduler (scheduler/pointwise.c): cf_schedule_pointwise. */
 extern const SchedHeuristic sched_pointwise_heuristic;
 

@@ -1,11 +1,12 @@
 /* scheduler/reduction_sched.c: the automatic scheduler of inner reductions
  * (sched_reduction_heuristic, issue 11), a client of the public scheduling calls.
  * Heuristic, in order:
- *   1. accepts a fusion of elementwise ops and exactly one reduction whose output is the
- *      fusion's only output and whose reduced axes are its innermost ones (an inner
- *      reduction: sum/max/min/prod over the last axes, with an elementwise prologue); a
- *      Welford reduction instead ends with its fields (welford_avg, _m2, _n) as the
- *      outputs, as the segmenter cuts var_mean of rows too long to keep on chip;
+ *   1. accepts a fusion of elementwise ops and exactly one reduction whose reduced axes
+ *      are its innermost ones (an inner reduction: sum/max/min/prod/welford over the last
+ *      axes, with an elementwise prologue), whose outputs are the reduction or an
+ *      elementwise epilogue on the reduced shape computed from it alone (Welford's fields,
+ *      var_mean's division; inner reductions only), computed by the block after its
+ *      all-reduce;
  *   2. the reduced axes are merged into one, split into [serial, threadIdx.x{128}]; the
  *      iteration axes are merged into one (blockIdx.x: one block per row) after step 3,
  *      since rfactor takes iteration axes untransformed;
@@ -30,7 +31,6 @@
  * reduction (a few long rows, or few columns, leave SMs idle). */
 #include <stdlib.h>
 
-#include "ir/dtype.h"
 #include "scheduler/heuristic.h"
 #include "scheduler/sched.h"
 
@@ -46,7 +46,6 @@ enum {
 
 static bool red_elementwise(const Expr *e) {
   OpKind k = ir_op_kind(e->op);
-  if (e->nin == 1 && e->in[0]->kind == VAL_TV && ir_dtype_is_welford(e->in[0]->dtype)) return false; /* a field */
   return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST;
 }
 
@@ -62,8 +61,6 @@ static Val *find_reduction(cf_fusion *f, char *why) {
         return NULL;
       }
       red = exprs[i]->out[0];
-    } else if (red && exprs[i]->nin == 1 && exprs[i]->in[0] == red && ir_dtype_is_welford(red->dtype)) {
-      continue; /* a field of the states: an output, checked by red_accepts */
     } else if (!red_elementwise(exprs[i])) {
       snprintf(why, SCHED_WHY_MAX, "reduction: %s is computed by %s, not an elementwise op",
                TV(exprs[i]->out[0])->display_name, ir_op_name(exprs[i]->op));
@@ -80,24 +77,49 @@ static bool column_reduction(Val *red) {
          ID(TV(red)->logical[1])->iter_type == CF_ITER_ITERATION;
 }
 
-/* Whether output o is what the reduction red may end with: red itself, or a field
- * (welford_avg, _m2, _n) read from red's Welford states. */
-static bool red_output(const Val *o, const Val *red) {
-  if (o == red) return !ir_dtype_is_welford(red->dtype);
-  return ir_dtype_is_welford(red->dtype) && o->def && o->def->nin == 1 && o->def->in[0] == red;
+/* The kept (non-reduction) axes of tv. */
+static int kept_rank(Val *tv) {
+  int n = 0;
+  for (int a = 0; a < TV(tv)->nlogical; a++) n += ID(TV(tv)->logical[a])->iter_type != CF_ITER_REDUCTION;
+  return n;
+}
+
+/* The outputs: the reduction alone, or an epilogue of elementwise ops on the reduced
+ * shape that reads only the reduction and tensors computed from it (Welford's fields and
+ * var_mean's division: the states themselves cannot be outputs); every input of the
+ * reduction's shape (they are all cached as rows). */
+static bool red_outputs(cf_fusion *f, Val *red, char *why) {
+  if (f->outputs.len == 1 && f->outputs.items[0] == red) return true;
+  int n;
+  Expr **exprs = ir_fusion_tensor_exprs(f, &n);
+  bool *after = calloc((size_t)f->vals.len + 1, 1);
+  if (!after) return snprintf(why, SCHED_WHY_MAX, "reduction: out of memory"), false;
+  after[red->id] = true;
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) {
+    Expr *e = exprs[i];
+    bool reads = false, other = false;
+    for (int j = 0; j < e->nin; j++)
+      if (e->in[j]->kind == VAL_TV) after[e->in[j]->id] ? (reads = true) : (other = true);
+    if (!reads || e->out[0] == red) continue;
+    after[e->out[0]->id] = true;
+    ok = !other && kept_rank(e->out[0]) == kept_rank(red);
+  }
+  for (int o = 0; o < f->outputs.len && ok; o++) ok = after[((Val *)f->outputs.items[o])->id];
+  for (int i = 0; i < f->inputs.len && ok; i++) ok = TV((Val *)f->inputs.items[i])->nlogical == TV(red)->nlogical;
+  free(after);
+  if (!ok)
+    snprintf(why, SCHED_WHY_MAX, "reduction: the outputs must be the reduction %s or computed from it alone",
+             TV(red)->display_name);
+  return ok;
 }
 
 static bool red_accepts(cf_fusion *f, const SchedCall *call, char *why) {
   (void)call;
   Val *red = find_reduction(f, why);
-  if (!red) return false;
-  bool ok = f->outputs.len >= 1;
-  for (int o = 0; o < f->outputs.len; o++) ok = ok && red_output(f->outputs.items[o], red);
-  if (!ok) {
-    snprintf(why, SCHED_WHY_MAX,
-             ir_dtype_is_welford(red->dtype) ? "reduction: the outputs must be fields of the Welford states %s"
-                                             : "reduction: the only output must be the reduction %s",
-             TV(red)->display_name);
+  if (!red || !red_outputs(f, red, why)) return false;
+  if (column_reduction(red) && !(f->outputs.len == 1 && f->outputs.items[0] == red)) {
+    snprintf(why, SCHED_WHY_MAX, "reduction: a column reduction must be the only output");
     return false;
   }
   bool seen_reduced = false, outer = column_reduction(red);

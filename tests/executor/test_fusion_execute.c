@@ -505,8 +505,8 @@ Test(fusion_execute, welford_states_never_cross_a_cut) {
 }
 
 /* var_mean over rows too long for the inner persistent scheduler: the reduction scheduler
- * takes the Welford reduction with its fields as outputs (one block per row), and the
- * variance's division runs in a pointwise segment after it. */
+ * takes the Welford reduction (one block per row), its fields and the variance's
+ * division as its epilogue. */
 Test(fusion_execute, var_mean_of_long_rows_runs_under_the_reduction_scheduler) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2), *var = NULL, *mean = NULL;
   cf_fusion_add_input(f, x);
@@ -519,6 +519,154 @@ Test(fusion_execute, var_mean_of_long_rows_runs_under_the_reduction_scheduler) {
     cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction", "rows of %lld", (long long)shapes[k][1]);
   }
 }
+
+
+/* ---- the Welford translation ----------------------------------------------------------------- */
+
+/* The kernel of segment i of the last call, printed from the copy it scheduled. */
+static char *kernel_text(int i) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  cr_assert_eq(cf_fusion_cache_print_kernel(c, i, m), CF_OK, "%s", cf_fusion_cache_error(c));
+  fclose(m);
+  return text;
+}
+
+/* Whether segment i of the last call still merges Welford states. */
+static bool runs_welford(int i) {
+  char *text = kernel_text(i);
+  bool w = strstr(text, "welford") != NULL;
+  free(text);
+  return w;
+}
+
+/* layer norm as users write it: var, mean = var_mean(x, -1, correction=0, keepdim=True);
+ * y = (x - mean) * rsqrt(var + eps) * w + b, over symbolic [rows, cols] of dtype dt
+ * (computed in float: Welford folds half and bfloat16 into float states). */
+static void build_var_mean_layer_norm(cf_dtype dt) {
+  cf_tv *x = cf_tensor_symbolic(f, dt, 2), *w = cf_tensor_symbolic(f, dt, 1), *b = cf_tensor_symbolic(f, dt, 1);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, w);
+  cf_fusion_add_input(f, b);
+  cf_tv *var = NULL, *mean = NULL;
+  cr_assert_eq(cf_var_mean(f, x, 1, (int[]){-1}, 0, true, &var, &mean), CF_OK, "%s", cf_fusion_error(f));
+  cf_tv *xf = dt == CF_FLOAT ? x : cf_cast(f, x, CF_FLOAT);
+  bool outer[2] = {true, false};
+  cf_tv *wf = cf_broadcast(f, dt == CF_FLOAT ? w : cf_cast(f, w, CF_FLOAT), 2, outer);
+  cf_tv *bf = cf_broadcast(f, dt == CF_FLOAT ? b : cf_cast(f, b, CF_FLOAT), 2, outer);
+  cf_tv *y = cf_add(f, cf_mul(f, cf_mul(f, cf_sub(f, xf, mean), cf_rsqrt(f, cf_add_scalar(f, var, 1e-5))), wf), bf);
+  cf_fusion_add_output(f, dt == CF_FLOAT ? y : cf_cast(f, y, dt));
+}
+
+static DLManagedTensor *rand_of(cf_dtype dt, int rank, const int64_t *sizes, uint64_t seed) {
+  DLManagedTensor *t = cf_tensor_host(dt, rank, sizes);
+  cf_tensor_fill_random(&t->dl_tensor, seed);
+  return t;
+}
+
+static void check_layer_norm(cf_dtype dt, int64_t rows, int64_t cols, double tol) {
+  DLManagedTensor *in[3] = {rand_of(dt, 2, (int64_t[]){rows, cols}, 1), rand_of(dt, 1, &cols, 2),
+                            rand_of(dt, 1, &cols, 3)};
+  check_call(3, in, tol);
+  for (int i = 0; i < 3; i++) cf_tensor_free(in[i]);
+}
+
+/* Rows kept in registers: one inner persistent kernel of two sums, no Welford merge. */
+Test(fusion_execute, var_mean_layer_norm_is_translated_to_two_sums) {
+  build_var_mean_layer_norm(CF_FLOAT);
+  int64_t shapes[][2] = {{5, 4096}, {7, 1000}, {1, 4096}, {3, 1}, {4, 16384}};
+  for (int i = 0; i < 5; i++) {
+    check_layer_norm(CF_FLOAT, shapes[i][0], shapes[i][1], 1e-4);
+    cr_expect_eq(cf_fusion_cache_last_segments(c), 1, "%lld x %lld", (long long)shapes[i][0], (long long)shapes[i][1]);
+    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent", "%lld x %lld",
+                     (long long)shapes[i][0], (long long)shapes[i][1]);
+    cr_expect_not(runs_welford(0), "%lld x %lld", (long long)shapes[i][0], (long long)shapes[i][1]);
+  }
+}
+
+/* Rows longer than registers: segmented at the reduction, which stays a Welford one for
+ * the reduction scheduler (one read of the input), and still equal to the evaluator. */
+Test(fusion_execute, var_mean_layer_norm_of_long_rows_stays_welford) {
+  build_var_mean_layer_norm(CF_FLOAT);
+  check_layer_norm(CF_FLOAT, 2, 17000, 1e-4);
+  cr_expect_geq(cf_fusion_cache_last_segments(c), 2);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
+  cr_expect(runs_welford(0));
+}
+
+Test(fusion_execute, var_mean_layer_norm_of_half_and_bfloat16) {
+  for (int d = 0; d < 2; d++) {
+    cf_dtype dt = d ? CF_BFLOAT16 : CF_HALF;
+    cf_fusion_cache_destroy(c), c = NULL;
+    cf_fusion_destroy(f), f = cf_fusion_create();
+    build_var_mean_layer_norm(dt);
+    check_layer_norm(dt, 6, 2048, 5e-2);
+    check_layer_norm(dt, 3, 1000, 5e-2);
+    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent", "%s", cf_dtype_name(dt));
+    cr_expect_not(runs_welford(0), "%s", cf_dtype_name(dt));
+  }
+}
+
+/* var and mean as the outputs (unbiased and population variance; half input, float
+ * statistics): the count folds into var's division; the user's fusion keeps its Welford. */
+Test(fusion_execute, var_mean_outputs_are_translated) {
+  for (int k = 0; k < 3; k++) {
+    cf_dtype dt = k == 2 ? CF_HALF : CF_FLOAT;
+    cf_fusion_cache_destroy(c), c = NULL;
+    cf_fusion_destroy(f), f = cf_fusion_create();
+    cf_tv *x = cf_tensor_symbolic(f, dt, 2), *var = NULL, *mean = NULL;
+    cf_fusion_add_input(f, x);
+    cr_assert_eq(cf_var_mean(f, x, 1, (int[]){1}, k == 1 ? 0 : 1, false, &var, &mean), CF_OK, "%s", cf_fusion_error(f));
+    cf_fusion_add_output(f, var);
+    cf_fusion_add_output(f, mean);
+    int64_t shapes[][2] = {{4, 1000}, {3, 4096}, {2, 7}};
+    for (int i = 0; i < 3; i++) {
+      DLManagedTensor *in = rand_of(dt, 2, shapes[i], 7);
+      check_call(1, &in, dt == CF_FLOAT ? 1e-4 : 1e-3);
+      cf_tensor_free(in);
+      cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent");
+      cr_expect_not(runs_welford(0), "case %d shape %d", k, i);
+    }
+    char *math = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&math, &len);
+    cf_fusion_print_math(f, m);
+    fclose(m);
+    cr_expect(strstr(math, "welford(") != NULL, "%s", math);
+    free(math);
+  }
+}
+
+/* The count read other than by casts and arithmetic (here a fusion output): that Welford
+ * stays, and the result is still right. */
+Test(fusion_execute, welford_count_as_an_output_keeps_welford) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x);
+  cf_tv *w = cf_welford(f, x, 1, (int[]){1});
+  cf_fusion_add_output(f, cf_welford_avg(f, w));
+  cf_fusion_add_output(f, cf_cast(f, cf_welford_n(f, w), CF_FLOAT));
+  cf_fusion_add_output(f, cf_welford_m2(f, w));
+  check_shape(1, 2, (int64_t[]){3, 500}, 1e-4);
+  cr_expect(runs_welford(0));
+}
+
+Test(fusion_execute, dump_segments_says_welford_translated) {
+  cr_redirect_stderr();
+  setenv("CFUSER_DUMP", "segments", 1);
+  build_var_mean_layer_norm(CF_FLOAT);
+  check_layer_norm(CF_FLOAT, 2, 512, 1e-4);
+  unsetenv("CFUSER_DUMP");
+  fflush(stderr);
+  FILE *err = cr_get_redirected_stderr();
+  char text[16384] = "";
+  size_t n = fread(text, 1, sizeof text - 1, err);
+  text[n] = 0;
+  cr_expect(strstr(text, "=== define and run: segment 0 of 1: scheduler inner_persistent (") != NULL, "%s", text);
+  cr_expect(strstr(text, "refused by: (none: Welford translated to two sums)\n") != NULL, "%s", text);
+  cr_expect(strstr(text, "welford") == NULL, "%s", text);
+}
+
 
 Test(fusion_execute, a_fusion_with_an_error) {
   cf_split(f, NULL, 0, 2);

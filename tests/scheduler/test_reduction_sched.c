@@ -142,8 +142,35 @@ Test(reduction_sched, refuses_epilogues_and_pointwise_fusions) {
   f = cf_fusion_create();
   x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
   cf_fusion_add_input(f, x);
-  cf_fusion_add_output(f, cf_neg(f, cf_sum(f, x, 1, (int[]){1})));
-  refused("reduction: the only output must be the reduction T1");
+  cf_tv *s = cf_sum(f, x, 1, (int[]){1});
+  cf_fusion_add_output(f, cf_neg(f, s));
+  cf_fusion_add_output(f, cf_neg(f, x)); /* an output of the rows' shape */
+  refused("reduction: the outputs must be the reduction T1 or computed from it alone");
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+  x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_fusion_add_input(f, x);
+  s = cf_sum(f, x, 1, (int[]){1});
+  cf_fusion_add_output(f, cf_add(f, s, cf_sum(f, x, 1, (int[]){1})));
+  refused("reduction: T2 is a second reduction");
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+  x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){8, 4});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_neg(f, cf_sum(f, x, 1, (int[]){0})));
+  refused("reduction: a column reduction must be the only output");
+}
+
+/* An elementwise epilogue on the reduced shape (Welford's fields and var_mean's division
+ * are one): computed after the block's all-reduce, several outputs. */
+Test(reduction_sched, schedules_an_epilogue_on_the_reduced_shape) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){5, 3000}), *var = NULL, *mean = NULL;
+  cf_fusion_add_input(f, x);
+  cr_assert_eq(cf_var_mean(f, x, 1, (int[]){1}, 1, false, &var, &mean), CF_OK, "%s", cf_fusion_error(f));
+  cf_fusion_add_output(f, var);
+  cf_fusion_add_output(f, cf_neg(f, mean));
+  schedule_ok("threads=128 vector=4 rows=blockIdx.x");
+  free(kc_check(f, 1, (KcInput[]){{CF_FLOAT, 2, {5, 3000}, NULL}}, 1e-4));
 }
 
 Test(reduction_sched, refuses_broadcast_rows) {
