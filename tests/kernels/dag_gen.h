@@ -146,7 +146,11 @@ static inline int dg_reduction(DgCase *c) {
     if (w < 0) return -1;
     c->v[w].states = true;
     cf_tv *st = c->v[w].tv, *field = cf_welford_avg(c->f, st);
-    if (dg_rnd(&c->r, 2)) field = cf_div(c->f, cf_welford_m2(c->f, st), cf_cast(c->f, cf_welford_n(c->f, st), CF_FLOAT));
+    if (dg_rnd(&c->r, 2)) { /* the variance + 1, as layer norm's var + eps: a division by a variance of
+                              * equal values (rounding noise) would be ill-conditioned (seed 300759) */
+      cf_tv *var = cf_div(c->f, cf_welford_m2(c->f, st), cf_cast(c->f, cf_welford_n(c->f, st), CF_FLOAT));
+      field = cf_add_scalar(c->f, var, 1.0);
+    }
     s = dg_add(c, field, w, -1, low);
   } else {
     cf_tv *r = max ? cf_max_reduce(c->f, c->v[p].tv, 1, &axis) : cf_sum(c->f, c->v[p].tv, 1, &axis);
