@@ -193,19 +193,19 @@ Test(norm_sched, layernorm_with_mean_and_rstd_outputs) {
 /* The parameters for the rows of the benchmark and for a row that needs predicates. */
 Test(norm_sched, parameters) {
   softmax(CF_FLOAT, 2, (int64_t[]){2, 4096}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 2, 4096), "threads=512 persistent=2 vector=4 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 2, 4096), "threads=128 persistent=8 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){2, 16384}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 2, 16384), "threads=1024 persistent=4 vector=4 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 2, 16384), "threads=512 persistent=8 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
   softmax(CF_BFLOAT16, 2, (int64_t[]){2, 4096}, false);
-  schedule_and_check(1, &IN(CF_BFLOAT16, 2, 4096), "threads=512 persistent=1 vector=8 rows=blockIdx.x", 5e-2);
+  schedule_and_check(1, &IN(CF_BFLOAT16, 2, 4096), "threads=128 persistent=4 vector=8 rows=blockIdx.x", 5e-2);
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){3, 1000}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 3, 1000), "threads=256 persistent=1 vector=4 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 3, 1000), "threads=128 persistent=2 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){3, 4097}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 3, 4097), "threads=480 persistent=9 vector=1 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 3, 4097), "threads=160 persistent=26 vector=1 rows=blockIdx.x", 1e-4);
 }
 
 /* Symbolic sizes: the call gives the row length; rows of one element come this way (a
@@ -220,7 +220,7 @@ Test(norm_sched, softmax_symbolic_rows) {
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
   schedule_and_check(1, &IN(CF_FLOAT, 2, 1000),
-                     "threads=500 (ceilDiv(row, persistent) at run time) persistent=2 vector=1 rows=blockIdx.x", 1e-4);
+                     "threads=125 (ceilDiv(row, persistent) at run time) persistent=8 vector=1 rows=blockIdx.x", 1e-4);
 }
 
 /* 3-D: the outer axes are merged onto blockIdx.x; the last one or two axes are the row. */
