@@ -36,7 +36,7 @@ static void fresh(void) {
   f = cf_fusion_create();
 }
 
-static const char *const STAGED_T0 = "tile=32x32 threads=32x8 swizzle=xor staged=T0";
+static const char *const STAGED_T0 = "tile=64x64 threads=64x8 swizzle=xor staged=T0";
 
 /* out = transpose(x) of a [rows, cols] float input; sizes of 1 come symbolic (a constant
  * extent of 1 is a broadcast axis). */
@@ -72,7 +72,7 @@ Test(transpose_sched, stages_the_tile_in_shared_memory) {
   cr_expect(strstr(src, "extern __shared__"), "%s", src);
   cr_expect(strstr(src, "__syncthreads();"), "%s", src);
   cr_expect(strstr(src, "^ threadIdx.x"), "the swizzle: %s", src);
-  cr_expect(strstr(src, "__launch_bounds__(256)"), "%s", src);
+  cr_expect(strstr(src, "__launch_bounds__(512)"), "%s", src);
   free(src);
 }
 
@@ -113,7 +113,7 @@ Test(transpose_sched, two_staged_inputs) {
   cf_fusion_add_input(f, a);
   cf_fusion_add_input(f, b);
   cf_fusion_add_output(f, cf_mul(f, cf_transpose(f, a, 0, 1), cf_transpose(f, b, 0, 1)));
-  schedule_ok("tile=32x32 threads=32x8 swizzle=xor staged=T0,T1");
+  schedule_ok("tile=64x64 threads=64x8 swizzle=xor staged=T0,T1");
   free(kc_check(f, 2, (KcInput[]){F32(20, 50), F32(20, 50)}, 1e-6));
 }
 
