@@ -74,24 +74,21 @@ static cf_tv *softmax(cf_fusion *f, const Case *c, const int64_t *s, bool sym) {
   return narrow(f, cf_div(f, e, col_bcast(f, cf_sum(f, e, 1, (int[]){1}))), c->dt);
 }
 
-/* The mean over the rows, as a sum times 1/cols: cf_mean refuses symbolic extents, and
- * both variants run the same math. */
-static cf_tv *row_mean(cf_fusion *f, cf_tv *x, const int64_t *s) {
-  return cf_mul_scalar(f, cf_sum(f, x, 1, (int[]){1}), 1.0 / (double)s[1]);
-}
+/* The mean over the rows (over a symbolic extent, a division by its run-time size). */
+static cf_tv *row_mean(cf_fusion *f, cf_tv *x) { return cf_mean(f, x, 1, (int[]){1}); }
 
 static cf_tv *layernorm(cf_fusion *f, const Case *c, const int64_t *s, bool sym) {
   cf_tv *x = widen(f, input(f, c, 2, s, sym));
   cf_tv *w = widen(f, input(f, c, 1, s, sym)), *b = widen(f, input(f, c, 1, s, sym));
-  cf_tv *d = cf_sub(f, x, col_bcast(f, row_mean(f, x, s)));
-  cf_tv *var = row_mean(f, cf_mul(f, d, d), s);
+  cf_tv *d = cf_sub(f, x, col_bcast(f, row_mean(f, x)));
+  cf_tv *var = row_mean(f, cf_mul(f, d, d));
   cf_tv *y = cf_mul(f, d, col_bcast(f, cf_rsqrt(f, cf_add_scalar(f, var, 1e-5))));
   return narrow(f, cf_add(f, cf_mul(f, y, row_bcast(f, w)), row_bcast(f, b)), c->dt);
 }
 
 static cf_tv *rmsnorm(cf_fusion *f, const Case *c, const int64_t *s, bool sym) {
   cf_tv *x = widen(f, input(f, c, 2, s, sym)), *w = widen(f, input(f, c, 1, s, sym));
-  cf_tv *ms = row_mean(f, cf_mul(f, x, x), s);
+  cf_tv *ms = row_mean(f, cf_mul(f, x, x));
   cf_tv *y = cf_mul(f, x, col_bcast(f, cf_rsqrt(f, cf_add_scalar(f, ms, 1e-6))));
   return narrow(f, cf_mul(f, y, row_bcast(f, w)), c->dt);
 }
