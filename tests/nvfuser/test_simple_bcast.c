@@ -9,8 +9,9 @@
 TestSuite(simple_bcast, .init = nv_setup, .fini = nv_teardown);
 
 /* tv7[x,y,z] = bcast(tv0 + 1.5)[x,y,b] + bcast(tv2 - tv3)[b,y,z], split twice. */
-/* Disabled: loops are shared position by position: T4's axis 0 cannot skip T6's broadcast axis 0, as nvFuser's inlining does. */
-Test(simple_bcast, bcast1, .disabled = true) {
+/* A gap: loops are shared position by position, so T4's axis 0 cannot skip T6's broadcast
+ * axis 0 as nvFuser's inlining does; refused. */
+Test(simple_bcast, bcast1) {
   cf_tv *tv0 = nv_symbolic(2);
   cf_tv *tv1 = cf_add_scalar(f, tv0, 1.5);
   cf_tv *tv2 = nv_symbolic(2), *tv3 = nv_symbolic(2);
@@ -25,7 +26,8 @@ Test(simple_bcast, bcast1, .disabled = true) {
   cf_compute_at(f, tv2, tv7, -1);
   cf_parallelize(f, tv7, 0, CF_PT_BIDX);
   cf_parallelize(f, tv7, -1, CF_PT_TIDX);
-  nv_check(3, (KcInput[]){F32(63, 33), F32(33, 15), F32(33, 15)});
+  nv_expect_gap("compute_at: cannot inline T4_l_float[iS8{i2}, iS35{( ceilDiv(i3, 4) )}, iS36{4}] at position 3: "
+                "axis 0 (iS8{i2}) does not map to T6's axis 0 (bS31{1})");
 }
 
 /* tv7 = bcast(tv0 + tv1)[x,y,b] + bcast(tv4 - 0.1)[b,y,z], the outer two axes merged. */

@@ -95,9 +95,9 @@ Test(validate_parallelize, parallelize6) {
 
 /* tv1 = exp(tv0) in global memory on BIDx/TIDx, read by tv2 (TIDy) and tv3 (BIDx): a
  * grid sync makes it valid. */
-/* Disabled: tv2 (TIDy) reads what other blocks of tv1 wrote, which needs nvFuser's grid-wide
+/* A gap: tv2 (TIDy) reads what other blocks of tv1 wrote, which needs nvFuser's grid-wide
  * sync (a cooperative launch); cfuser has none and refuses it, naming T2, T1 and blockIdx.x. */
-Test(validate_parallelize, parallelize7, .disabled = true) {
+Test(validate_parallelize, parallelize7) {
   cf_tv *tv0 = nv_symbolic(2);
   cf_tv *tv1 = cf_exp(f, tv0), *tv2 = cf_set(f, tv1), *tv3 = cf_set(f, tv1);
   cf_fusion_add_output(f, tv2);
@@ -107,15 +107,18 @@ Test(validate_parallelize, parallelize7, .disabled = true) {
   cf_parallelize(f, tv1, 1, CF_PT_TIDX);
   cf_parallelize(f, tv2, 1, CF_PT_TIDY);
   cf_parallelize(f, tv3, 0, CF_PT_BIDX);
-  nv_check(1, (KcInput[]){F32(3, 5)});
+  nv_expect_gap("compile: T2 reads T1, which this kernel writes in global memory, along blockIdx.x differently "
+                "from the write (T2's blocks would read what other blocks write, and there is no grid "
+                "synchronization); parallelize T2's matching axis alike");
 }
 
 /* tv4 = bcast(set(tv1))[i, b] + tv0, tv3 scheduled, propagated and parallelized alike;
  * tv2 inlined at 1 only while tv3 is fully inlined: tv2 and tv3 are indexed differently
  * on TIDx, which needs shared memory ("Inconsistent parallelization found between T2
  * ... T3"); inlining tv2 fully makes it valid (nvFuser issue #1880). */
-/* Disabled: loops are shared position by position: T2's axis 1 cannot skip T3's broadcast axis 1, as nvFuser's inlining does. */
-Test(validate_parallelize, parallelize8, .disabled = true) {
+/* A gap: loops are shared position by position, so T2's axis 1 cannot skip T3's broadcast
+ * axis 1 as nvFuser's inlining does; the last compute_at is refused. */
+Test(validate_parallelize, parallelize8) {
   cf_tv *tv0 = nv_symbolic(2), *tv1 = nv_symbolic(1);
   cf_tv *tv2 = cf_set(f, tv1);
   cf_tv *tv3 = cf_broadcast(f, tv2, 2, (bool[]){false, true});
@@ -134,7 +137,8 @@ Test(validate_parallelize, parallelize8, .disabled = true) {
   cf_compute_at(f, tv3, tv4, -1);
   NV_EXPECT_REFUSED("T2", "T3", "axis");
   cf_compute_at(f, tv2, tv4, -1);
-  nv_check(2, (KcInput[]){F32(32, 2), F32(32)});
+  nv_expect_gap("compute_at: cannot inline T2_l_float[iS29{( ceilDiv(i2, 32) )}, ithreadIdx.x31{2}, iS32{16}] at "
+                "position 3: axis 1 (ithreadIdx.x31{2}) does not map to T3's axis 1 (bS10{1})");
 }
 
 /* tv4[10, 5] = bcast(set(tv0)) + 1, merged and split by 4, propagated, the inner axes on
@@ -169,8 +173,10 @@ static void build10(cf_tv **tv) {
   cf_fusion_add_output(f, tv[5]);
 }
 
-/* Disabled: T3 (Local) is read across threads through a merged broadcast axis: validate_parallel refuses what nvFuser accepts. */
-Test(validate_parallelize, parallelize10, .disabled = true) {
+/* Where nvFuser throws, cfuser refuses too, naming T3 (Local) and its reader T4 (nvFuser
+ * names T2 and T3). A gap: with tv2 also at tv5, 1 nvFuser accepts, but T3 is still read
+ * across threads through the merged broadcast axis and cfuser refuses. */
+Test(validate_parallelize, parallelize10) {
   cf_tv *tv[6];
   build10(tv);
   cf_merge(f, tv[5], 0);
@@ -179,15 +185,17 @@ Test(validate_parallelize, parallelize10, .disabled = true) {
   cf_compute_at(f, tv[3], tv[5], 1);
   cf_parallelize(f, tv[5], -1, CF_PT_TIDX);
   cf_parallelize_all_like(f, tv[5], 0, NULL);
-  NV_EXPECT_REFUSED("T2", "T3", "axis");
+  NV_EXPECT_REFUSED("T3", "T4", "axis");
   cf_compute_at(f, tv[2], tv[5], 1);
-  nv_check(2, (KcInput[]){F32(10), F32(10, 5)});
+  nv_expect_gap("compile: T3 is in Local memory, but T4 reads its axis 1 (ithreadIdx.x19{4}) on threadIdx.x from "
+                "other threads; put it in shared memory or parallelize the consumer's matching axis alike");
 }
 
 /* As 10 with a further split by 2 and tv2 computed at tv5, 1: tv2 and tv3 share axis 0,
  * so they are indexed alike and no sync is needed. */
-/* Disabled: T3 (Local) is read across threads through a merged broadcast axis: validate_parallel refuses what nvFuser accepts. */
-Test(validate_parallelize, parallelize11, .disabled = true) {
+/* A gap: T3 (Local) is read across threads through the merged broadcast axis; cfuser
+ * refuses what nvFuser accepts. */
+Test(validate_parallelize, parallelize11) {
   cf_tv *tv[6];
   build10(tv);
   cf_merge(f, tv[5], 0);
@@ -197,5 +205,6 @@ Test(validate_parallelize, parallelize11, .disabled = true) {
   cf_compute_at(f, tv[2], tv[5], 1);
   cf_parallelize(f, tv[5], -1, CF_PT_TIDX);
   cf_parallelize_all_like(f, tv[5], 0, NULL);
-  nv_check(2, (KcInput[]){F32(10), F32(10, 5)});
+  nv_expect_gap("compile: T3 is in Local memory, but T4 reads its axis 2 (ithreadIdx.x25{4}) on threadIdx.x from "
+                "other threads; put it in shared memory or parallelize the consumer's matching axis alike");
 }
