@@ -118,17 +118,45 @@ static int add_caches(cf_fusion *f, Val *ref, Val **caches) {
   return f->status ? 0 : n;
 }
 
-/* [blockIdx.x, threadIdx.x{128}, vector{v}] over tv's axes merged, propagated from tv
- * and parallelized alike. */
+/* Moves tv's broadcast axes (an output of extent 1 along them) to the front, left out of
+ * the tile; returns how many. Merged in, they would index the rest through a modulo
+ * (x % extent), and a row that is one vector would lose its thread index. All broadcast:
+ * none move. */
+static int broadcasts_first(cf_fusion *f, Val *tv) {
+  int n = TV(tv)->nloop, nb = 0, order[CF_MAX_RANK];
+  if (n > CF_MAX_RANK) return 0;
+  for (int a = 0; a < n; a++)
+    if (ID(TV(tv)->loop[a])->iter_type == CF_ITER_BROADCAST) order[a] = nb++;
+  if (nb == 0 || nb == n) return 0;
+  for (int a = 0, k = nb; a < n; a++)
+    if (ID(TV(tv)->loop[a])->iter_type != CF_ITER_BROADCAST) order[a] = k++;
+  cf_reorder_all(f, ir_tv_handle(tv), n, order);
+  return nb;
+}
+
+/* [broadcasts.., blockIdx.x, threadIdx.x{128}, vector{v}] over tv's other axes merged,
+ * propagated from tv and parallelized alike. */
 static void tile(cf_fusion *f, Val *tv, int64_t v) {
   cf_tv *r = ir_tv_handle(tv);
-  for (int a = TV(tv)->nloop - 1; a > 0; a--) cf_merge(f, r, 0);
-  if (v > 1) cf_split(f, r, 0, v);
-  cf_split(f, r, 0, THREADS);
+  int nb = broadcasts_first(f, tv);
+  for (int a = TV(tv)->nloop - 1; a > nb; a--) cf_merge(f, r, nb);
+  if (v > 1) cf_split(f, r, nb, v);
+  cf_split(f, r, nb, THREADS);
   cf_propagate_transforms(f, r);
-  cf_parallelize(f, r, 0, CF_PT_BIDX);
-  cf_parallelize(f, r, 1, CF_PT_TIDX);
+  cf_parallelize(f, r, nb, CF_PT_BIDX);
+  cf_parallelize(f, r, nb + 1, CF_PT_TIDX);
   cf_parallelize_all_like(f, r, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+}
+
+/* Vectorizes tv's innermost axis where the split by v reached it. A tensor the propagation
+ * reached only through a broadcast (an input of lower rank between it and the reference)
+ * keeps axes the reference's merge never saw, its innermost of any extent: it stays
+ * scalar. */
+static void vectorize_split(cf_fusion *f, Val *tv, int64_t v) {
+  int64_t e;
+  int n = TV(tv)->nloop;
+  if (n > 0 && ir_scalar_const_value(ID(TV(tv)->loop[n - 1])->extent, &e) && e == v)
+    cf_parallelize(f, ir_tv_handle(tv), -1, CF_PT_VECTORIZE);
 }
 
 static bool untransformed(Val *tv) {
@@ -152,8 +180,8 @@ static cf_status schedule(cf_fusion *f, int64_t *vector) {
   for (int o = 1; o < f->outputs.len; o++)
     if (untransformed(f->outputs.items[o])) tile(f, f->outputs.items[o], v);
   if (v > 1) {
-    for (int i = 0; i < ncaches; i++) cf_parallelize(f, ir_tv_handle(caches[i]), -1, CF_PT_VECTORIZE);
-    for (int o = 0; o < f->outputs.len; o++) cf_parallelize(f, ir_tv_handle(f->outputs.items[o]), -1, CF_PT_VECTORIZE);
+    for (int i = 0; i < ncaches; i++) vectorize_split(f, caches[i], v);
+    for (int o = 0; o < f->outputs.len; o++) vectorize_split(f, f->outputs.items[o], v);
   }
   return cf_inline_most(f);
 }

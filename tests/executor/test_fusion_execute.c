@@ -668,6 +668,17 @@ Test(fusion_execute, dump_segments_says_welford_translated) {
 }
 
 
+/* An output that broadcasts an input ([2] -> [1, 1, 2]): the pointwise tile leaves the
+ * broadcast axes out (merged in, a row of one vector lost its thread index and was
+ * refused). */
+Test(fusion_execute, output_broadcast_of_an_input) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_broadcast(f, x, 3, (bool[]){true, true, false}));
+  for (int64_t n = 1; n <= 9; n++) check_shape(1, 1, (int64_t[]){n}, 0);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
+}
+
 Test(fusion_execute, a_fusion_with_an_error) {
   cf_split(f, NULL, 0, 2);
   cr_expect_eq(call_with(0, NULL), CF_ERR_INVALID_ARGUMENT);

@@ -43,7 +43,7 @@ typedef struct DgCase {
   bool symbolic;
   bool par_red;     /* modes 1, 2: reduction axes parallelized too, max as well as sum, warp-sized rows */
   bool global;      /* mode 2: mode 1 with some intermediates in global memory */
-  bool welford;     /* mode 3: mode 1 with some reductions Welford (mean or variance read back) */
+  bool welford;     /* modes 3, 4: mode 1 with some reductions Welford (mean or variance read back) */
   unsigned reduced; /* full-rank axes some sum reduces */
   DgVal v[DG_MAX_VALS];
   int nv;
@@ -345,16 +345,19 @@ static inline void dg_schedule(DgCase *c) {
   if (c->symbolic && dg_rnd(&c->r, 4)) cf_inline_most(c->f); /* registers need constant sizes */
 }
 
+/* Mode 4: mode 3's math left unscheduled, for define and run (cf_fusion_execute). */
+enum { DG_UNSCHEDULED = 4 };
+
 /* Builds and schedules the case of one seed into c->f (a fresh fusion). */
 static inline void dg_build(DgCase *c, cf_fusion *f, uint64_t seed, int mode) {
   memset(c, 0, sizeof *c);
   c->f = f;
   c->par_red = mode >= 1;
   c->global = mode == 2;
-  c->welford = mode == 3;
+  c->welford = mode >= 3;
   c->r.s = seed * 0x9E3779B97F4A7C15ULL + 7;
   dg_build_math(c);
-  if (cf_fusion_status(f) == CF_OK) dg_schedule(c);
+  if (cf_fusion_status(f) == CF_OK && mode != DG_UNSCHEDULED) dg_schedule(c);
 }
 
 #endif

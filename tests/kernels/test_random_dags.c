@@ -20,9 +20,11 @@
  * axes parallelized too: warp, block and grid reductions) with the same variables, and
  * global_intermediates_run_like_the_evaluator its mode 2 (mode 1 with some intermediates
  * in global memory), welford_reductions_run_like_the_evaluator its mode 3 (mode 1 with
- * some reductions Welford, their mean or variance broadcast back).
- * Seeds that fail today are listed in known_failing: the CI run skips them and a disabled
- * test runs them (the loop-model work of issue 9 fixes and enables it). */
+ * some reductions Welford, their mean or variance broadcast back), and
+ * define_and_run_like_the_evaluator its mode 4 (mode 3's fusions unscheduled, through
+ * cf_fusion_execute: the automatic schedulers and segmentation, each fusion called twice).
+ * Seeds that once failed are pinned per mode (known_failing...) and rerun by the
+ * *_seeds_that_found_bugs tests. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cfuser/execute.h"
 #include "dag_gen.h"
 #include "kernel_check.h"
 
@@ -126,13 +129,70 @@ static int check_run(cf_fusion *f, cf_executor *e, const DgCase *c, uint64_t see
   return st;
 }
 
+/* One call of the cache on backend b (inputs copied to the device for CUDA) compared with
+ * the evaluator's want; ST_ outcome. No scheduler accepting is a refusal. */
+static int execute_once(cf_fusion_cache *cache, cf_backend b, const DgCase *c, DLManagedTensor **x,
+                        DLManagedTensor **want, int nout, uint64_t seed) {
+  DLManagedTensor *dev[DG_MAX_INPUTS] = {0}, *got[DG_MAX_VALS] = {0};
+  DLTensor views[DG_MAX_INPUTS];
+  const DLTensor *ins[DG_MAX_INPUTS];
+  for (int i = 0; i < c->nin; i++) {
+    if (b == CF_BACKEND_CUDA) dev[i] = kc_to_device(&x[i]->dl_tensor, CF_FLOAT, &views[i]);
+    else views[i] = x[i]->dl_tensor;
+    ins[i] = &views[i];
+  }
+  const char *where = b == CF_BACKEND_CUDA ? "cuda define and run" : "host define and run";
+  int st = ST_ACCEPTED;
+  cf_status s = cf_fusion_execute(cache, c->nin, ins, nout, got);
+  if (s != CF_OK) {
+    const char *m = cf_fusion_cache_error(cache);
+    st = s == CF_ERR_UNSUPPORTED && *m ? ST_REFUSED : ST_MISMATCH;
+    if (st == ST_MISMATCH || getenv("CFUSER_FUZZ_VERBOSE"))
+      fprintf(stderr, "seed %llu: %s: %s\n", (unsigned long long)seed, where, m);
+  }
+  for (int i = 0; st == ST_ACCEPTED && i < nout; i++) {
+    DLTensor *d = &got[i]->dl_tensor;
+    DLManagedTensor *back = cf_tensor_host(cf_tv_dtype(cf_fusion_output(c->f, i)), d->ndim, d->shape);
+    cf_tensor_copy(&back->dl_tensor, d);
+    if (!same(&back->dl_tensor, &want[i]->dl_tensor, seed, where, i)) st = ST_MISMATCH;
+    cf_tensor_free(back);
+  }
+  for (int i = 0; i < DG_MAX_INPUTS; i++) cf_tensor_free(dev[i]);
+  for (int i = 0; i < nout; i++) cf_tensor_free(got[i]);
+  return st;
+}
+
+/* Mode 4: the unscheduled fusion through define and run, twice (a compile, then a cache
+ * hit), on the host backend and on CUDA when a device is present. */
+static int run_define_and_run(cf_fusion *f, const DgCase *c, uint64_t seed) {
+  DLManagedTensor *x[DG_MAX_INPUTS] = {0}, *want[DG_MAX_VALS] = {0};
+  const DLTensor *ins[DG_MAX_INPUTS];
+  make_inputs(c, seed, x, ins);
+  int nout = cf_fusion_num_outputs(f), st = ST_ACCEPTED;
+  if (cf_fusion_evaluate(f, c->nin, ins, want) != CF_OK) {
+    fprintf(stderr, "seed %llu: evaluator: %s\n", (unsigned long long)seed, cf_fusion_error(f));
+    st = ST_MISMATCH;
+  }
+  cf_backend backends[2] = {CF_BACKEND_HOST, CF_BACKEND_CUDA};
+  for (int k = 0; st == ST_ACCEPTED && k < (cf_cuda_available(NULL) ? 2 : 1); k++) {
+    cf_fusion_cache *cache = cf_fusion_cache_create(f, &(cf_executor_options){.backend = backends[k]});
+    for (int call = 0; st == ST_ACCEPTED && call < 2; call++) st = execute_once(cache, backends[k], c, x, want, nout, seed);
+    cf_fusion_cache_destroy(cache);
+  }
+  for (int i = 0; i < DG_MAX_INPUTS; i++) cf_tensor_free(x[i]);
+  for (int i = 0; i < nout; i++) cf_tensor_free(want[i]);
+  return st;
+}
+
 /* Builds, compiles and runs one seed; returns its ST_ outcome. */
 static int run_seed(uint64_t seed) {
   cf_fusion *f = cf_fusion_create();
   DgCase c;
   dg_build(&c, f, seed, fuzz_mode);
   int st = ST_REFUSED;
-  if (cf_fusion_status(f) != CF_OK) {
+  if (cf_fusion_status(f) == CF_OK && fuzz_mode == DG_UNSCHEDULED) {
+    st = run_define_and_run(f, &c, seed);
+  } else if (cf_fusion_status(f) != CF_OK) {
     if (!*cf_fusion_error(f)) st = ST_MISMATCH;
     if (getenv("CFUSER_FUZZ_VERBOSE")) fprintf(stderr, "seed %llu: refused: %s\n", (unsigned long long)seed, cf_fusion_error(f));
   } else {
@@ -246,6 +306,12 @@ static const int nknown_mode1 = sizeof known_failing_mode1 / sizeof known_failin
  * 300759 divided by the variance of equal values (the generator now adds 1 to it). */
 static const uint64_t known_failing_mode3[] = {282, 300759};
 static const int nknown_mode3 = sizeof known_failing_mode3 / sizeof known_failing_mode3[0];
+/* Mode 4 (define and run): 89 made a broadcast of an input a segment's output, whose rows of
+ * one vector lost their thread index through the merged broadcast axes (refused); 122
+ * vectorized an axis of 6 that the pointwise split never reached (a lower-rank input
+ * between it and the reference). */
+static const uint64_t known_failing_mode4[] = {89, 122};
+static const int nknown_mode4 = sizeof known_failing_mode4 / sizeof known_failing_mode4[0];
 
 static long env_num(const char *name, long dflt) {
   const char *s = getenv(name);
@@ -301,6 +367,10 @@ static void run_pinned(int mode, const uint64_t *seeds, int n) {
                c.n[ST_MISMATCH] + c.n[ST_CRASH], n);
 }
 
+/* Mode 4: mode 3's fusions unscheduled, through define and run (the automatic schedulers
+ * and segmentation): every call that runs must equal the evaluator. */
+Test(random_dags, define_and_run_like_the_evaluator, .timeout = 3000) { run_range(DG_UNSCHEDULED); }
+
 Test(random_dags, seeds_that_found_bugs, .timeout = 600) { run_pinned(0, known_failing, nknown); }
 
 Test(random_dags, parallel_reduction_seeds_that_found_bugs, .timeout = 600) {
@@ -308,3 +378,7 @@ Test(random_dags, parallel_reduction_seeds_that_found_bugs, .timeout = 600) {
 }
 
 Test(random_dags, welford_seeds_that_found_bugs, .timeout = 600) { run_pinned(3, known_failing_mode3, nknown_mode3); }
+
+Test(random_dags, define_and_run_seeds_that_found_bugs, .timeout = 600) {
+  run_pinned(DG_UNSCHEDULED, known_failing_mode4, nknown_mode4);
+}
