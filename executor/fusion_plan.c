@@ -292,18 +292,20 @@ static cf_status alloc_bufs(Planner *p, FcEntry *en) {
 
 /* One cut of the fusion into segments, each planned in turn. When a segment has no
  * scheduler (or there is nothing to cut), *refused with the message in why. */
-static cf_status plan_cut(Planner *p, FcEntry *en, bool fine, const char *whole_refusals, bool *refused, StrBuf *why) {
+static cf_status plan_cut(Planner *p, FcEntry *en, SchedCut cut, const char *whole_refusals, bool *refused,
+                          StrBuf *why) {
   SchedSegment *segs;
   fc_entry_clear(en);
   p->bufs.len = 0;
-  int n = sched_segment(p->a, p->w, fine, &segs);
+  int n = sched_segment(p->a, p->w, cut, &segs);
   if (n < 0) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   if ((*refused = n < 2)) {
     sb_printf(why, "execute: no scheduler accepts the fusion, and it has no reduction to cut it at: %s", whole_refusals);
     return CF_OK;
   }
   if (p->dump) fprintf(stderr, "=== define and run: no scheduler accepts the whole fusion (%s); %d segments%s ===\n",
-                       whole_refusals, n, fine ? ", each reduction alone" : "");
+                       whole_refusals, n,
+                       cut == SCHED_CUT_FINE ? ", each reduction alone" : cut == SCHED_CUT_EACH_OP ? ", each op alone" : "");
   if (!(en->seg = calloc((size_t)n, sizeof *en->seg))) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   en->nseg = n;
   for (int k = 0; k < n; k++) {
@@ -318,14 +320,14 @@ static cf_status plan_cut(Planner *p, FcEntry *en, bool fine, const char *whole_
   return CF_OK;
 }
 
-/* The coarse cut, then the fine one; the last refusal is the error. */
+/* The coarse cut, then the finer ones (SchedCut); the last refusal is the error. */
 static cf_status plan_segments(Planner *p, FcEntry *en, const char *whole_refusals) {
   cf_status s = CF_OK;
   bool refused = true;
   StrBuf why = {0};
-  for (int fine = 0; !s && refused && fine < 2; fine++) {
+  for (int cut = SCHED_CUT_COARSE; !s && refused && cut < SCHED_NCUTS; cut++) {
     sb_free(&why);
-    s = plan_cut(p, en, fine, whole_refusals, &refused, &why);
+    s = plan_cut(p, en, (SchedCut)cut, whole_refusals, &refused, &why);
   }
   if (!s && refused) s = fc_error(p->c, CF_ERR_UNSUPPORTED, "%s", why.data ? why.data : "");
   sb_free(&why);

@@ -95,10 +95,15 @@ typedef struct SchedSegment {
 
 /* The whole fusion as one segment (every fusion input, every output). */
 SchedSegment sched_whole(Arena *a, cf_fusion *f);
-/* Cuts f into segments that run in order: after each reduction whose output a later op
- * reads (the cut that makes `y = x / broadcast(sum(x))` a reduction segment and a
- * pointwise one); `fine`: also before each reduction, alone in its segment. Arrays in
- * arena a; returns the number of segments (1: nothing to cut), or -1 when out of memory. */
-int sched_segment(Arena *a, cf_fusion *f, bool fine, SchedSegment **out);
+/* How finely sched_segment cuts, each tried when the one before leaves a segment no
+ * scheduler takes: COARSE after each reduction whose output a later op reads (the cut
+ * that makes `y = x / broadcast(sum(x))` a reduction segment and a pointwise one); FINE
+ * also before each reduction, alone in its segment; EACH_OP every op alone (a Welford's
+ * fields with it), the last resort: slow, but no two output shapes share a segment. */
+typedef enum SchedCut { SCHED_CUT_COARSE, SCHED_CUT_FINE, SCHED_CUT_EACH_OP, SCHED_NCUTS } SchedCut;
+
+/* Cuts f into segments that run in order (see SchedCut). Arrays in arena a; returns the
+ * number of segments (1: nothing to cut), or -1 when out of memory. */
+int sched_segment(Arena *a, cf_fusion *f, SchedCut cut, SchedSegment **out);
 
 #endif

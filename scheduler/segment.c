@@ -9,6 +9,8 @@
  * order. When a segment of that cut is refused, the fine cut also puts each reduction in
  * a segment of its own, reading its operand from memory: softmax's middle level (the sum
  * of an exp that the division reads too) becomes a pointwise segment and a reduction.
+ * When that is refused too (a level computing outputs of two shapes, which no scheduler
+ * takes together), every op becomes a segment of its own.
  * A reshape is always a segment of its own, after its operand's and before its readers':
  * the executor runs it as a view of its operand's memory (executor/fusion_plan.c).
  * Welford states never cross a cut: the fields read from them (welford_avg, _m2, _n)
@@ -79,7 +81,7 @@ static void boundaries(Arena *a, cf_fusion *f, Expr **exprs, int n, const int *s
 
 /* Levels of the coarse cut: an op reading a reduction's output starts a new level. In
  * the fine cut a reduction also starts one after any op it reads from. */
-static int levels(Expr **exprs, int n, bool fine, int *level) {
+static int levels(Expr **exprs, int n, bool fine, int *level) { /* fine: FINE or EACH_OP */
   int nlevels = n > 0 ? 1 : 0;
   for (int i = 0; i < n; i++) {
     Expr *e = exprs[i];
@@ -97,29 +99,31 @@ static int levels(Expr **exprs, int n, bool fine, int *level) {
 }
 
 /* Segment ids in topological order: per level, (fine) each reduction alone, then the
- * other ops together; (coarse) the whole level. */
-static int assign(Expr **exprs, int n, bool fine, const int *level, int nlevels, int *seg) {
+ * other ops together; (coarse) the whole level; (each op) every op alone. */
+static int assign(Expr **exprs, int n, SchedCut cut, const int *level, int nlevels, int *seg) {
   int nseg = 0;
+  bool fine = cut != SCHED_CUT_COARSE;
   for (int l = 0; l < nlevels; l++) {
     int rest = -1;
     for (int i = 0; i < n; i++) {
       Expr *e = exprs[i];
       if (level[e->id] != l) continue;
-      if ((fine && ir_op_kind(e->op) == OPK_REDUCTION) || e->op == OP_RESHAPE) seg[e->id] = nseg++;
-      else if (fine && welford_field(e)) seg[e->id] = seg[e->in[0]->def->id];
+      if (fine && welford_field(e)) seg[e->id] = seg[e->in[0]->def->id];
+      else if (cut == SCHED_CUT_EACH_OP || (fine && ir_op_kind(e->op) == OPK_REDUCTION) || e->op == OP_RESHAPE)
+        seg[e->id] = nseg++;
       else seg[e->id] = rest >= 0 ? rest : (rest = nseg++);
     }
   }
   return nseg;
 }
 
-int sched_segment(Arena *a, cf_fusion *f, bool fine, SchedSegment **out) {
+int sched_segment(Arena *a, cf_fusion *f, SchedCut cut, SchedSegment **out) {
   int n;
   Expr **exprs = ir_fusion_tensor_exprs_in(a, f, &n);
   int *level = ARENA_ARRAY(a, int, f->exprs.len + 1), *seg = ARENA_ARRAY(a, int, f->exprs.len + 1);
   if (!level || !seg || (n && !exprs)) return -1;
   for (int i = 0; i <= f->exprs.len; i++) seg[i] = -1; /* not reachable from an output */
-  int nseg = assign(exprs, n, fine, level, levels(exprs, n, fine, level), seg);
+  int nseg = assign(exprs, n, cut, level, levels(exprs, n, cut != SCHED_CUT_COARSE, level), seg);
   SchedSegment *segs = ARENA_ARRAY(a, SchedSegment, nseg);
   if (!segs) return -1;
   for (int k = 0; k < nseg; k++) {

@@ -127,15 +127,25 @@ def test_print_kernel_and_launch_params_per_segment():
     assert fd.kernel_text().startswith('extern "C" __global__')
 
 
-def test_a_fusion_no_scheduler_accepts_falls_back():
+def test_two_axis_orders_run_op_by_op():
     with FusionDefinition() as fd:
         x = fd.define_tensor(2)
         fd.add_output(x + fd.ops.transpose(x, 0, 1))
     a = _x((5, 5))
     out, = fd.execute([a])
     np.testing.assert_allclose(out, a + a.T)
+    assert fd.last_schedulers() == ["transpose", "pointwise"]
+
+
+def test_a_fusion_no_scheduler_accepts_falls_back():
+    with FusionDefinition() as fd:  # a sum over the middle axis: no scheduler takes it
+        x = fd.define_tensor(3)
+        fd.add_output(fd.ops.sum(x, [1]))
+    a = _x((3, 4, 5))
+    out, = fd.execute([a])
+    np.testing.assert_allclose(out, a.sum(1), rtol=1e-5)
     assert fd.last_schedulers() == ["default"]
-    out, = fd.execute([_x((3, 3))])  # and stays there
+    out, = fd.execute([_x((2, 3, 4))])  # and stays there
     assert fd.last_schedulers() == ["default"]
     assert "cfuser_kernel" in fd.kernel_text()
     with pytest.raises(cfuser.InvalidArgumentError, match="cache_info: the last execute did not run by define"):

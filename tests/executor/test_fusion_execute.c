@@ -449,38 +449,62 @@ Test(fusion_execute, softmax_in_four_segments) {
   expect_counts(2, 5, 1, 2);
 }
 
-/* x + transpose(x): x read in two axis orders, which no scheduler takes, and nothing to
- * cut. */
-Test(fusion_execute, nothing_accepts) {
+/* x + transpose(x): x read in two axis orders, which no scheduler takes whole and neither
+ * cut at a reduction splits: every op alone, the permute under the transpose scheduler. */
+Test(fusion_execute, two_axis_orders_run_op_by_op) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
   cf_fusion_add_input(f, x);
   cf_fusion_add_output(f, cf_add(f, x, cf_transpose(f, x, 0, 1)));
-  DLManagedTensor *a = rand_tensor(2, (int64_t[]){3, 3}, 1);
-  cr_expect_eq(call_with(1, (const DLTensor *[]){&a->dl_tensor}), CF_ERR_UNSUPPORTED);
-  cr_expect_str_eq(cf_fusion_cache_error(c),
-                   "execute: no scheduler accepts the fusion, and it has no reduction to cut it at: reduction: T1 "
-                   "is computed by permute, not an elementwise op; inner_persistent: T1 is computed by permute, not "
-                   "an elementwise op, a broadcast or a reduction; outer_persistent: T1 is computed by permute, not "
-                   "an elementwise op, a broadcast or a reduction; transpose: T0 is read in two axis orders; "
-                   "pointwise: T1 is computed by permute; the pointwise scheduler takes elementwise ops only");
-  expect_counts(0, 0, 0, 0);
-  cf_tensor_free(a);
+  const int64_t shapes[][2] = {{3, 3}, {1, 1}, {33, 33}};
+  for (int k = 0; k < 3; k++) check_shape(1, 2, shapes[k], 0);
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 2);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "transpose");
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "pointwise");
 }
 
-/* A sum, then a permute of it: the second segment has no scheduler in either cut. */
-Test(fusion_execute, segment_nothing_accepts) {
+/* A sum, then a permute of it added to it: the second level has no scheduler until each op
+ * runs alone. */
+Test(fusion_execute, a_level_of_two_axis_orders_runs_op_by_op) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 3);
   cf_fusion_add_input(f, x);
   cf_tv *s = cf_sum(f, x, 1, (int[]){2});
   cf_fusion_add_output(f, cf_add(f, s, cf_transpose(f, s, 0, 1)));
-  DLManagedTensor *a = rand_tensor(3, (int64_t[]){3, 3, 4}, 1);
+  check_shape(1, 3, (int64_t[]){3, 3, 4}, 1e-5);
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 3);
+}
+
+/* A sum over the middle axis of a 3-D tensor: no scheduler takes it, and it is the only op. */
+Test(fusion_execute, nothing_accepts) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 3);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){1}));
+  DLManagedTensor *a = rand_tensor(3, (int64_t[]){3, 4, 5}, 1);
   cr_expect_eq(call_with(1, (const DLTensor *[]){&a->dl_tensor}), CF_ERR_UNSUPPORTED);
   cr_expect_str_eq(cf_fusion_cache_error(c),
-                   "execute: no scheduler accepts segment 1 of 2 (computing T3): reduction: T2 is computed by "
-                   "permute, not an elementwise op; inner_persistent: T2 is computed by permute, not an elementwise "
-                   "op, a broadcast or a reduction; outer_persistent: T2 is computed by permute, not an elementwise "
-                   "op, a broadcast or a reduction; transpose: T1 is read in two axis orders; pointwise: T2 is "
-                   "computed by permute; the pointwise scheduler takes elementwise ops only");
+                   "execute: no scheduler accepts the fusion, and it has no reduction to cut it at: reduction: T1 reduces an axis before a kept one (only inner reductions and 2-D column sums are "
+                   "scheduled); inner_persistent: T1 reduces an axis before a kept one (only innermost axes); "
+                   "outer_persistent: T1 reduces an axis after a kept one (only outermost axes); transpose: T1 is "
+                   "computed by sum, not an elementwise op, a permute or a broadcast; pointwise: T1 is computed by "
+                   "sum; the pointwise scheduler takes elementwise ops only");
+  expect_counts(0, 0, 0, 0);
+  cf_tensor_free(a);
+}
+
+/* exp(x) + broadcast(sum over x's middle axis): the sum's segment has no scheduler in any
+ * cut. */
+Test(fusion_execute, segment_nothing_accepts) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 3);
+  cf_fusion_add_input(f, x);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){1});
+  cf_fusion_add_output(f, cf_add(f, cf_exp(f, x), cf_broadcast(f, s, 3, (bool[]){false, true, false})));
+  DLManagedTensor *a = rand_tensor(3, (int64_t[]){3, 4, 5}, 1);
+  cr_expect_eq(call_with(1, (const DLTensor *[]){&a->dl_tensor}), CF_ERR_UNSUPPORTED);
+  cr_expect_str_eq(cf_fusion_cache_error(c),
+                   "execute: no scheduler accepts segment 1 of 4 (computing T1): reduction: T1 reduces an axis before a kept one (only inner reductions and 2-D column sums are "
+                   "scheduled); inner_persistent: T1 reduces an axis before a kept one (only innermost axes); "
+                   "outer_persistent: T1 reduces an axis after a kept one (only outermost axes); transpose: T1 is "
+                   "computed by sum, not an elementwise op, a permute or a broadcast; pointwise: T1 is computed by "
+                   "sum; the pointwise scheduler takes elementwise ops only");
   expect_counts(0, 0, 0, 0);
   cf_tensor_free(a);
 }
