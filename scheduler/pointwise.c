@@ -7,11 +7,11 @@
  *      innermost extent, which must be a constant; 1 when a touched tensor is strided;
  *   3. those inputs are cached after (vector loads), the outputs cached before (vector
  *      stores);
- *   4. the reference's axes are merged into one and split into
+ *   4. without a break point (5), the reference's axes are merged into one and split into
  *      [blockIdx.x, threadIdx.x{128}, vector{v}], propagated to every tensor and
  *      parallelized alike (an output the propagation does not reach, of another
  *      connected component, gets the same from itself); the caches' innermost axes are
- *      vectorized; everything is inlined as deep as legal.
+ *      vectorized; everything is inlined as deep as legal;
  *   5. the 2-D break point (nvFuser's idea, our own rule): when some input broadcasts
  *      along some of the reference's axes (it varies along a non-empty strict subset of
  *      them, by the exact IterDomain map: a bias [N] broadcast as [1, N], a column
