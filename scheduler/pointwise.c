@@ -7,21 +7,46 @@
  *      innermost extent, which must be a constant; 1 when a touched tensor is strided;
  *   3. those inputs are cached after (vector loads), the outputs cached before (vector
  *      stores);
- *   4. the reference's axes are merged into one and split into
+ *   4. without a break point (5), the reference's axes are merged into one and split into
  *      [blockIdx.x, threadIdx.x{128}, vector{v}], propagated to every tensor and
  *      parallelized alike (an output the propagation does not reach, of another
  *      connected component, gets the same from itself); the caches' innermost axes are
- *      vectorized; everything is inlined as deep as legal.
+ *      vectorized; everything is inlined as deep as legal;
+ *   5. the 2-D break point (nvFuser's idea, our own rule): when some input broadcasts
+ *      along some of the reference's axes (it varies along a non-empty strict subset of
+ *      them, by the exact IterDomain map: a bias [N] broadcast as [1, N], a column
+ *      [M, 1]), a break point b in [1, rank) cuts the reference into an outer half
+ *      [0, b) and an inner half [b, rank), merged separately: [outer -> blockIdx.y,
+ *      inner -> [blockIdx.x, threadIdx.x{128}, vector{v}]], so each broadcast input is
+ *      indexed from the half (or halves) it varies along, never by a div/mod of the
+ *      whole merged extent. The rule: with L(b) and R(b) the element counts of the two
+ *      halves, a tensor (input or output) "crosses" a half when it varies along some axis
+ *      of it; the bytes moved for b are estimated as L(b) x (bytes per element of the
+ *      tensors crossing the outer half) + R(b) x (those crossing the inner half), each
+ *      half's index enumerating its elements once for every tensor it addresses; a
+ *      tensor broadcast along a whole half costs nothing there (it is reused). b
+ *      minimizes that estimate (ties: the larger inner half), among the break points
+ *      whose inner half has at least 128 elements (a block of threads; symbolic extents
+ *      count as 1024). An outer half of more than 65535 elements (gridDim.y's limit)
+ *      is split, the blocks of blockIdx.y each running a serial loop over F rows; a
+ *      symbolic outer half is bound to blockIdx.y whole, the launch checking the limit.
+ *      No eligible break point, or an input axis that maps to no axis of the reference
+ *      (a squeeze), keeps the 1-D schedule, the reason recorded in the parameters
+ *      ("break=none (reason) ..."). Without a broadcasting input (0-d inputs broadcast
+ *      along everything and do not count) the 1-D schedule and its parameters are as
+ *      before.
  * As sched_pointwise_heuristic (define and run), it accepts a fusion of elementwise ops
  * whose outputs share the first one's shape (alignment is the executor's: it devectorizes
  * the schedule of a call with a misaligned tensor).
- * Key decision: one 1-D schedule for every elementwise fusion (nvFuser's 2-D break-point
- * search is not implemented): it moves data at the device's copy bandwidth on contiguous
- * tensors (bench/pointwise.c), the case that matters most. */
+ * Key decision: the 1-D schedule for every fusion without broadcasting inputs (it moves
+ * data at the device's copy bandwidth on contiguous tensors, bench/pointwise.c), the 2-D
+ * one with a fixed block of 128 threads along the inner half (nvFuser adapts blockDim.x
+ * and blockDim.y to the halves' sizes: not yet); the two grid axes stay apart because
+ * lowering cannot index a broadcast axis merged with concrete tiles (transpose_sched.c). */
 #include "scheduler/heuristic.h"
 #include "scheduler/sched.h"
 
-enum { THREADS = 128 };
+enum { THREADS = 128, GRID_Y_MAX = 65535, SYMBOLIC_GUESS = 1024 };
 
 static bool elementwise(const Expr *e) { return ir_op_is_pointwise(e->op); }
 
@@ -166,19 +191,150 @@ static bool untransformed(Val *tv) {
   return true;
 }
 
-static cf_status schedule(cf_fusion *f, int64_t *vector) {
+/* ---- the 2-D break point ---------------------------------------------------------------- */
+
+/* The break point chosen: at 0 is the 1-D schedule; broadcasting: some input varies along
+ * a non-empty strict subset of the reference's axes (why then says why 1-D was kept). */
+typedef struct PwBreak {
+  int at;
+  bool broadcasting;
+  char why[SCHED_WHY_MAX / 2];
+} PwBreak;
+
+static int64_t pw_extent(Val *id) {
+  int64_t e;
+  return ir_scalar_const_value(ID(id)->extent, &e) ? e : -1;
+}
+
+/* varies[a]: whether input `in` varies along reference axis a (one of its non-broadcast
+ * logical axes is exactly mapped to it); false when an axis of in maps to none. */
+static bool pw_varies(const IdMap *m, Val *in, Val *ref, bool *varies) {
+  int r = TV(ref)->nlogical;
+  for (int a = 0; a < r; a++) varies[a] = false;
+  for (int k = 0; k < TV(in)->nlogical; k++) {
+    Val *id = TV(in)->logical[k];
+    if (ID(id)->iter_type == CF_ITER_BROADCAST || ID(id)->iter_type == CF_ITER_REDUCTION) continue;
+    bool found = false;
+    for (int a = 0; a < r && !found; a++)
+      if (sched_idmap_same(m, id, TV(ref)->logical[a])) varies[a] = found = true;
+    if (!found) return false;
+  }
+  return true;
+}
+
+/* The estimate of the header for break point b: L(b) x bytes crossing the outer half +
+ * R(b) x bytes crossing the inner half; vary[t * r + a] for the n tensors of bytes[t]. */
+static double pw_cost(const double *ext, int r, int b, int n, const bool *vary, const double *bytes) {
+  double left = 1, right = 1, lb = 0, rb = 0;
+  for (int a = 0; a < r; a++) *(a < b ? &left : &right) *= ext[a];
+  for (int t = 0; t < n; t++) {
+    bool l = false, rr = false;
+    for (int a = 0; a < r; a++) *(a < b ? &l : &rr) |= vary[t * r + a];
+    lb += l ? bytes[t] : 0;
+    rb += rr ? bytes[t] : 0;
+  }
+  return left * lb + right * rb;
+}
+
+/* Fills vary/bytes for the inputs (then the outputs, varying everywhere); false with the
+ * reason when an input axis maps to no reference axis. */
+static bool pw_tensor_table(cf_fusion *f, Val *ref, bool *vary, double *bytes, PwBreak *bp) {
+  int r = TV(ref)->nlogical, nin = f->inputs.len;
+  IdMap *m = sched_idmap_build(f, false);
+  if (!m) return false;
+  bool ok = true;
+  for (int i = 0; i < nin + f->outputs.len; i++) {
+    Val *t = i < nin ? f->inputs.items[i] : f->outputs.items[i - nin];
+    bytes[i] = t->kind == VAL_TV ? (double)cf_dtype_size(t->dtype) : 0;
+    bool *v = &vary[i * r];
+    for (int a = 0; a < r; a++) v[a] = i >= nin && ID(TV(ref)->logical[a])->iter_type != CF_ITER_BROADCAST;
+    if (i >= nin || t->kind != VAL_TV) continue;
+    if (!pw_varies(m, t, ref, v)) {
+      ok = false;
+      snprintf(bp->why, sizeof bp->why, "an axis of %s maps to no axis of %s", TV(t)->display_name,
+               TV(ref)->display_name);
+      break;
+    }
+    int nv = 0, nconcrete = 0;
+    for (int a = 0; a < r; a++) nv += v[a], nconcrete += ID(TV(ref)->logical[a])->iter_type != CF_ITER_BROADCAST;
+    bp->broadcasting |= nv > 0 && nv < nconcrete;
+  }
+  sched_idmap_free(m);
+  return ok;
+}
+
+/* The break point of the header's rule (0: the 1-D schedule). */
+static PwBreak pw_break_point(cf_fusion *f, Val *ref) {
+  PwBreak bp = {0, false, ""};
+  int r = TV(ref)->nlogical, n = f->inputs.len + f->outputs.len;
+  bool *vary = ARENA_ARRAY(f->arena, bool, (size_t)(n * r) + 1);
+  double *bytes = ARENA_ARRAY(f->arena, double, n), *ext = ARENA_ARRAY(f->arena, double, r + 1);
+  if (r < 2 || !vary || !bytes || !ext || !pw_tensor_table(f, ref, vary, bytes, &bp) || !bp.broadcasting) {
+    bp.broadcasting &= r >= 2;
+    return bp;
+  }
+  for (int a = 0; a < r; a++) {
+    int64_t e = pw_extent(TV(ref)->logical[a]);
+    ext[a] = e < 0 ? SYMBOLIC_GUESS : (double)e;
+  }
+  double best = 0;
+  for (int b = 1; b < r; b++) {
+    double inner = 1;
+    for (int a = b; a < r; a++) inner *= ext[a];
+    if (inner < THREADS) continue;
+    double c = pw_cost(ext, r, b, n, vary, bytes);
+    if (bp.at == 0 || c < best) best = c, bp.at = b;
+  }
+  if (bp.at == 0) snprintf(bp.why, sizeof bp.why, "every inner half has fewer than %d elements", THREADS);
+  return bp;
+}
+
+/* How many rows of the outer half each blockIdx.y runs (1 when it fits gridDim.y or is
+ * symbolic). */
+static int64_t pw_rows_per_block(Val *ref, int b) {
+  int64_t left = 1;
+  for (int a = 0; a < b; a++) {
+    int64_t e = pw_extent(TV(ref)->logical[a]);
+    if (e < 0) return 1;
+    left *= e;
+  }
+  return (left + GRID_Y_MAX - 1) / GRID_Y_MAX;
+}
+
+/* [blockIdx.y (outer half), (S{rows}), blockIdx.x, threadIdx.x{128}, vector{v}] over tv's
+ * two halves at break point b, propagated from tv and parallelized alike. */
+static void tile_2d(cf_fusion *f, Val *tv, int b, int64_t rows, int64_t v) {
+  cf_tv *t = ir_tv_handle(tv);
+  for (int a = TV(tv)->nloop - 1; a > b; a--) cf_merge(f, t, b);
+  for (int a = b - 1; a > 0; a--) cf_merge(f, t, 0);
+  if (v > 1) cf_split(f, t, 1, v);
+  cf_split(f, t, 1, THREADS); /* [outer, inner/128v, 128, v] */
+  int x = 1;
+  if (rows > 1) cf_split(f, t, 0, rows), x = 2;
+  cf_propagate_transforms(f, t);
+  cf_parallelize(f, t, 0, CF_PT_BIDY);
+  cf_parallelize(f, t, x, CF_PT_BIDX);
+  cf_parallelize(f, t, x + 1, CF_PT_TIDX);
+  cf_parallelize_all_like(f, t, 3, (cf_parallel_type[]){CF_PT_BIDY, CF_PT_BIDX, CF_PT_TIDX});
+}
+
+static cf_status schedule(cf_fusion *f, int64_t *vector, PwBreak *bp) {
   Val *ref = f->outputs.items[0];
-  int64_t v = vector_width(f, ref);
+  *bp = pw_break_point(f, ref);
+  if (f->status) return f->status;
+  int64_t v = vector_width(f, ref), rows = bp->at ? pw_rows_per_block(ref, bp->at) : 1;
   *vector = v;
   Val **caches = ARENA_ARRAY(f->arena, Val *, f->inputs.len + 1);
   int ncaches = add_caches(f, ref, caches);
   if (f->status) return f->status;
-  tile(f, ref, v);
   /* An output the reference's propagation does not reach (another connected component:
    * outputs of inputs that share no op, or of a full alone) is tiled the same way on its
    * own. */
-  for (int o = 1; o < f->outputs.len; o++)
-    if (untransformed(f->outputs.items[o])) tile(f, f->outputs.items[o], v);
+  for (int o = 0; o < f->outputs.len; o++)
+    if (o == 0 || untransformed(f->outputs.items[o])) {
+      if (bp->at) tile_2d(f, f->outputs.items[o], bp->at, rows, v);
+      else tile(f, f->outputs.items[o], v);
+    }
   if (v > 1) {
     for (int i = 0; i < ncaches; i++) vectorize_split(f, caches[i], v);
     for (int o = 0; o < f->outputs.len; o++) vectorize_split(f, f->outputs.items[o], v);
@@ -195,7 +351,8 @@ cf_status cf_schedule_pointwise(cf_fusion *f) {
   cf_status s = refusal(f, f->outputs.items[0], why, &tv);
   if (s) return ir_error_tv(f, s, tv, "schedule_pointwise: %s", why);
   int64_t v;
-  return schedule(f, &v);
+  PwBreak bp;
+  return schedule(f, &v, &bp);
 }
 
 /* ---- as a heuristic of the define-and-run executor ------------------------------------ */
@@ -217,26 +374,48 @@ static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
   return false;
 }
 
-/* The number of elements of the reference, when constant (a concrete copy's is). */
-static int64_t ref_numel(Val *ref) {
-  int64_t n = 1, e;
-  for (int a = 0; a < TV(ref)->nlogical; a++) {
-    if (!ir_scalar_const_value(ID(TV(ref)->logical[a])->extent, &e)) return -1;
+/* The element count of ref's axes [from, to), when constant (-1 otherwise). */
+static int64_t pw_numel(Val *ref, int from, int to) {
+  int64_t n = 1;
+  for (int a = from; a < to; a++) {
+    int64_t e = pw_extent(TV(ref)->logical[a]);
+    if (e < 0) return -1;
     n *= e;
   }
   return n;
 }
 
+/* "break=1 vector=4 threads=128 blocks=8x64" (gridDim.x x gridDim.y, then " rows=F"
+ * when each blockIdx.y runs F rows); the 1-D form as before, after "break=none (why) "
+ * when an input broadcasts. */
+static void pw_params(Val *ref, const PwBreak *bp, int64_t v, char *params) {
+  int r = TV(ref)->nlogical, len = 0;
+  int64_t tile = THREADS * v;
+  if (!bp->at) {
+    int64_t numel = pw_numel(ref, 0, r);
+    if (bp->broadcasting) len = snprintf(params, SCHED_PARAMS_MAX, "break=none (%s) ", bp->why);
+    if (numel >= 0)
+      snprintf(params + len, SCHED_PARAMS_MAX - (size_t)len, "vector=%lld threads=%d blocks=%lld", (long long)v, THREADS,
+               (long long)((numel + tile - 1) / tile));
+    else
+      snprintf(params + len, SCHED_PARAMS_MAX - (size_t)len, "vector=%lld threads=%d", (long long)v, THREADS);
+    return;
+  }
+  int64_t left = pw_numel(ref, 0, bp->at), right = pw_numel(ref, bp->at, r), rows = pw_rows_per_block(ref, bp->at);
+  len = snprintf(params, SCHED_PARAMS_MAX, "break=%d vector=%lld threads=%d", bp->at, (long long)v, THREADS);
+  if (left >= 0 && right >= 0)
+    len += snprintf(params + len, SCHED_PARAMS_MAX - (size_t)len, " blocks=%lldx%lld", (long long)((right + tile - 1) / tile),
+                    (long long)((left + rows - 1) / rows));
+  if (rows > 1) snprintf(params + len, SCHED_PARAMS_MAX - (size_t)len, " rows=%lld", (long long)rows);
+}
+
 static cf_status pw_schedule(cf_fusion *f, const SchedCall *call, char *params) {
   char why[SCHED_WHY_MAX];
   if (!pw_accepts(f, call, why)) return ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
-  int64_t v, numel = ref_numel(f->outputs.items[0]);
-  cf_status s = schedule(f, &v);
-  if (numel >= 0)
-    snprintf(params, SCHED_PARAMS_MAX, "vector=%lld threads=%d blocks=%lld", (long long)v, THREADS,
-             (long long)((numel + THREADS * v - 1) / (THREADS * v)));
-  else
-    snprintf(params, SCHED_PARAMS_MAX, "vector=%lld threads=%d", (long long)v, THREADS);
+  int64_t v;
+  PwBreak bp;
+  cf_status s = schedule(f, &v, &bp);
+  pw_params(f->outputs.items[0], &bp, v, params);
   return s;
 }
 

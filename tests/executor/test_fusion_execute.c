@@ -131,6 +131,29 @@ Test(fusion_execute, pointwise_of_two_unconnected_components) {
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
 }
 
+/* bias + gelu (a [rows, cols] input, a [cols] bias): the pointwise scheduler takes the 2-D
+ * break point, rows on blockIdx.y and each row's columns on blockIdx.x; with short rows
+ * (under a block of threads) it stays 1-D. */
+Test(fusion_execute, bias_gelu_takes_the_break_point) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2), *b = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_gelu(f, cf_add(f, x, cf_broadcast(f, b, 2, (bool[]){true, false}))));
+  int64_t shapes[][2] = {{64, 1024}, {3, 1001}, {5, 17}};
+  int64_t want_grid[][2] = {{2, 64}, {8, 3}, {1, 1}};
+  for (int i = 0; i < 3; i++) {
+    DLManagedTensor *in[2] = {rand_tensor(2, shapes[i], 1), rand_tensor(1, &shapes[i][1], 2)};
+    check_call(2, in, 1e-5);
+    cf_tensor_free(in[0]);
+    cf_tensor_free(in[1]);
+    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
+    cf_launch_params lp = cf_executor_last_launch_params(cf_fusion_cache_last_executor(c, 0));
+    cr_expect(lp.grid[0] == want_grid[i][0] && lp.grid[1] == want_grid[i][1] && lp.block[0] == 128,
+              "shape %d: grid %lldx%lld, block %lld", i, (long long)lp.grid[0], (long long)lp.grid[1],
+              (long long)lp.block[0]);
+  }
+}
+
 /* Zero elements: compiled, nothing launched. */
 Test(fusion_execute, empty_tensors) {
   build_fma(2, NULL);
@@ -346,7 +369,7 @@ Test(fusion_execute, dump_segments) {
                          "refused by: (none)\nInputs:\n  T0_g_float[iS0{2}, iS1{17000}]\nOutputs:\n"
                          "  T1_g_float[iS2{2}, rS3{17000}]\n"),
             "%s", text);
-  cr_expect(strstr(text, "=== define and run: segment 1 of 2: scheduler pointwise (vector=4 threads=128 blocks=67) ===\n"
+  cr_expect(strstr(text, "=== define and run: segment 1 of 2: scheduler pointwise (break=1 vector=4 threads=128 blocks=34x2) ===\n"
                          "refused by: reduction: T2 is computed by broadcast, not an elementwise op; inner_persistent: "
                          "the fusion has no reduction; outer_persistent: the fusion has no reduction; transpose: no "
                          "input is transposed: the innermost axis of T3 is "

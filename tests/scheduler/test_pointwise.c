@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/kernel_check.h"
+#include "scheduler/heuristic.h"
 
 static cf_fusion *f;
 static void setup(void) { f = cf_fusion_create(); }
@@ -167,4 +168,133 @@ Test(pointwise, runs_symbolic_sizes) {
   cf_fusion_add_input(f, a);
   cf_fusion_add_output(f, cf_exp(f, cf_neg(f, a)));
   check(1, (KcInput[]){F32(300, 17)}, 1e-6);
+}
+
+/* ---- the 2-D break point ---------------------------------------------------------------- */
+
+static const SchedCall no_call = {0, NULL};
+
+/* Schedules f with the define-and-run heuristic, expects its parameters, then checks the
+ * kernel against the evaluator (NVRTC for sm_90a, host backend, GPU when present). */
+static void check_2d(const char *want_params, int nin, const KcInput *in, double tol) {
+  char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
+  cr_assert(sched_pointwise_heuristic.accepts(f, &no_call, why), "%s", why);
+  cr_assert_eq(sched_pointwise_heuristic.schedule(f, &no_call, params), CF_OK, "%s", cf_fusion_error(f));
+  cr_expect_str_eq(params, want_params);
+  free(kc_check(f, nin, in, tol));
+}
+
+/* out = gelu(x + broadcast(bias, {true, false})) for x [rows, cols], bias [cols]. */
+static void bias_row(int64_t rows, int64_t cols) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){rows, cols});
+  cf_tv *b = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){cols});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_gelu(f, cf_add(f, x, cf_broadcast(f, b, 2, (bool[]){true, false}))));
+}
+
+Test(pointwise, break_point_bias_row) {
+  bias_row(37, 1000);
+  check_2d("break=1 vector=4 threads=128 blocks=2x37", 2, (KcInput[]){F32(37, 1000), F32(1000)}, 1e-5);
+}
+
+Test(pointwise, break_point_bias_row_kernel_indexes_each_half) {
+  bias_row(37, 1000);
+  char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
+  cr_assert(sched_pointwise_heuristic.accepts(f, &no_call, why), "%s", why);
+  cr_assert_eq(sched_pointwise_heuristic.schedule(f, &no_call, params), CF_OK, "%s", cf_fusion_error(f));
+  char *k = tu_capture_fusion(cf_fusion_print_kernel, f);
+  cr_expect(strstr(k, "blockIdx.y") != NULL, "%s", k);
+  cr_expect(strstr(k, "% 1000") == NULL && strstr(k, "/ 1000") == NULL, "no div/mod by the row:\n%s", k);
+  free(k);
+}
+
+/* A constant extent of 1 is a broadcast axis of the output too: nothing broadcasts along
+ * the one concrete axis, so the schedule is 1-D. */
+Test(pointwise, one_row_is_no_break_point) {
+  bias_row(1, 1000);
+  check_2d("vector=4 threads=128 blocks=2", 2, (KcInput[]){F32(1, 1000), F32(1000)}, 1e-5);
+}
+
+Test(pointwise, break_point_bias_column) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){301, 129});
+  cf_tv *c = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){301});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, c);
+  cf_fusion_add_output(f, cf_mul(f, x, cf_broadcast(f, c, 2, (bool[]){false, true})));
+  check_2d("break=1 vector=1 threads=128 blocks=2x301", 2, (KcInput[]){F32(301, 129), F32(301)}, 1e-6);
+}
+
+Test(pointwise, break_point_column_given_as_size_one_axis) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){7, 260});
+  cf_tv *c = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){7, 1});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, c);
+  cf_fusion_add_output(f, cf_sub(f, x, c));
+  check_2d("break=1 vector=4 threads=128 blocks=1x7", 2, (KcInput[]){F32(7, 260), F32(7, 1)}, 1e-6);
+}
+
+/* x [6, 50, 130] with y [6, 130] broadcast along the middle axis and z [50] along the
+ * outer and inner ones: the outer half [6, 50] on blockIdx.y, the inner [130] on x. */
+Test(pointwise, break_point_3d_middle_broadcast) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){6, 50, 130});
+  cf_tv *y = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){6, 130});
+  cf_tv *z = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){50});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, y);
+  cf_fusion_add_input(f, z);
+  cf_tv *s = cf_add(f, x, cf_broadcast(f, y, 3, (bool[]){false, true, false}));
+  cf_fusion_add_output(f, cf_mul(f, s, cf_broadcast(f, z, 3, (bool[]){true, false, true})));
+  check_2d("break=2 vector=2 threads=128 blocks=1x300", 3, (KcInput[]){F32(6, 50, 130), F32(6, 130), F32(50)}, 1e-6);
+}
+
+/* A bias along the innermost axis of [5, 3, 700]: the smaller outer half is [5, 3]. */
+Test(pointwise, break_point_3d_bias_picks_the_cheaper_break) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){5, 3, 700});
+  cf_tv *b = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){700});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_add(f, x, cf_broadcast(f, b, 3, (bool[]){true, true, false})));
+  check_2d("break=2 vector=4 threads=128 blocks=2x15", 2, (KcInput[]){F32(5, 3, 700), F32(700)}, 1e-6);
+}
+
+Test(pointwise, break_point_symbolic_sizes) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_tv *b = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_gelu(f, cf_add(f, x, cf_broadcast(f, b, 2, (bool[]){true, false}))));
+  check_2d("break=1 vector=1 threads=128", 2, (KcInput[]){F32(33, 301), F32(301)}, 1e-5);
+}
+
+Test(pointwise, break_point_symbolic_sizes_of_one) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_tv *b = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_add(f, x, cf_broadcast(f, b, 2, (bool[]){false, true})));
+  check_2d("break=1 vector=1 threads=128", 2, (KcInput[]){F32(1, 1), F32(1)}, 1e-6);
+}
+
+/* Inner halves under a block of threads keep the 1-D schedule, saying why. */
+Test(pointwise, break_point_none_for_short_rows) {
+  demo_fusion(33, 100);
+  check_2d("break=none (every inner half has fewer than 128 elements) vector=4 threads=128 blocks=7", 2,
+           (KcInput[]){F32(33, 100), F32(100)}, 1e-6);
+}
+
+/* No broadcasting input: the 1-D parameters as before (a 0-d input does not count). */
+Test(pointwise, no_break_point_without_broadcasts) {
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){64, 1000});
+  cf_tv *s = cf_tensor_concrete(f, CF_FLOAT, 0, NULL);
+  cf_fusion_add_input(f, a);
+  cf_fusion_add_input(f, s);
+  cf_fusion_add_output(f, cf_mul(f, a, cf_broadcast(f, s, 2, (bool[]){true, true})));
+  check_2d("vector=4 threads=128 blocks=125", 2, (KcInput[]){F32(64, 1000), {CF_FLOAT, 0, {0}, NULL}}, 1e-6);
+}
+
+/* More than 65535 rows: blockIdx.y runs 2 rows each, the last one predicated (gridDim.y's limit). */
+Test(pointwise, break_point_splits_outer_half_over_grid_y_limit) {
+  bias_row(70001, 128);
+  check_2d("break=1 vector=4 threads=128 blocks=1x35001 rows=2", 2, (KcInput[]){F32(70001, 128), F32(128)}, 1e-5);
 }
