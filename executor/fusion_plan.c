@@ -166,6 +166,10 @@ static cf_status compile(Planner *p, cf_fusion *g, const SchedHeuristic *h, cons
   return CF_OK;
 }
 
+/* Whether a failed compile means the scheduler's schedule is one lowering refuses (the
+ * segment is then refused, and a finer cut tried), not an error of the call. */
+static bool schedule_refused(cf_status s) { return s == CF_ERR_INVALID_SCHEDULE || s == CF_ERR_UNSUPPORTED; }
+
 /* The slots of a segment's tensors and the view of them the heuristics get. */
 static cf_status wire(Planner *p, const SchedSegment *seg, FcSegment *out, const DLTensor **ins, const DLTensor **outs) {
   out->nin = seg->nin;
@@ -247,7 +251,16 @@ static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int ns
   bool aligned = sched_aligned16(seg->nin, ins) && sched_aligned16(seg->nout, outs);
   *refused = !h;
   s = h ? compile(p, g, h, &call, aligned, k, nseg, refusals->data ? refusals->data : "", out) : CF_OK;
-  if (!s && h) out->scheduled = g; /* kept for cf_fusion_cache_print_kernel */
+  if (s && schedule_refused(s)) { /* e.g. a broadcast inlined into two consumers' loops of other domains */
+    sb_printf(refusals, "%s%s", refusals->len ? "; " : "", p->c->error);
+    free(p->c->error); /* a refusal now, not the call's error */
+    p->c->error = NULL;
+    cf_executor_destroy(out->e);
+    out->e = NULL;
+    *refused = true;
+    s = CF_OK;
+  }
+  if (!s && h && !*refused) out->scheduled = g; /* kept for cf_fusion_cache_print_kernel */
   else cf_fusion_destroy(g);
   return s;
 }

@@ -726,6 +726,27 @@ Test(fusion_execute, output_broadcast_of_an_input) {
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
 }
 
+/* A broadcast read by two outputs computed from different inputs (DAG fuzzer mode 4, seed
+ * 438): the pointwise schedule inlines it into both outputs' loops, whose domains lowering
+ * cannot prove equal; that segment is refused and the op-by-op cut runs it. */
+Test(fusion_execute, a_schedule_lowering_refuses_runs_in_a_finer_cut) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){2, 9, 33});
+  cf_tv *y = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){2, 9, 33});
+  cf_tv *v = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){2, 9});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, y);
+  cf_fusion_add_input(f, v);
+  cf_tv *b = cf_broadcast(f, v, 3, (bool[]){false, false, true});
+  cf_fusion_add_output(f, cf_sub(f, x, b));
+  cf_fusion_add_output(f, cf_mul(f, b, cf_set(f, y)));
+  DLManagedTensor *in[3] = {rand_tensor(3, (int64_t[]){2, 9, 33}, 1), rand_tensor(3, (int64_t[]){2, 9, 33}, 2),
+                            rand_tensor(2, (int64_t[]){2, 9}, 3)};
+  check_call(3, in, 0);
+  cr_expect_gt(cf_fusion_cache_last_segments(c), 1);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "");
+  for (int i = 0; i < 3; i++) cf_tensor_free(in[i]);
+}
+
 Test(fusion_execute, a_fusion_with_an_error) {
   cf_split(f, NULL, 0, 2);
   cr_expect_eq(call_with(0, NULL), CF_ERR_INVALID_ARGUMENT);
