@@ -1,12 +1,16 @@
 /* scheduler/persistent.c: what the inner and the outer persistent normalization
- * schedulers (norm_sched.c, outer_persistent_sched.c) share: the frame of planning (the
- * Exprs and the exact IdMap of the fusion handed to the scheduler's checks, in a scratch
- * arena), the shape questions both ask of a tensor against the first reduction's domain,
- * the vector width read from the call, and the caches of what persists. They sit between
- * the define-and-run table (heuristics.c) and the public scheduling calls.
- * Key decision: a scheduler keeps its own plan struct and its own refusals, word for
- * word; this file only answers questions about shapes and calls, so each scheduler's
- * header comment still says everything it accepts and why. */
+ * schedulers (norm_sched.c, outer_persistent_sched.c) share. The frame of their planning:
+ * every op elementwise, a broadcast or a reduction, the reductions all reducing the same
+ * axes of one shape (which axes: the scheduler's reduced_axes), then the scheduler's
+ * check of each broadcast and of the shapes and the call, with the fusion's exact IdMap,
+ * in a scratch arena. Then the shape questions both ask of a tensor against the first
+ * reduction's domain, the vector width read from the call, and the caches of what
+ * persists. It sits below the define-and-run table (heuristics.c) and above the public
+ * scheduling calls.
+ * Key decision: each scheduler keeps its own plan struct (its first member the
+ * SchedReductions filled here) and its header comment says everything it accepts; the
+ * refusals given here carry the scheduler's name and words ("rows", "columns"), so every
+ * reason reads word for word as it did when each scheduler had its own copy. */
 #include <stdarg.h>
 
 #include "scheduler/persistent.h"
