@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "executor/fusion_cache.h"
+#include "scheduler/heuristic.h"
 
 cf_status fc_error(cf_fusion_cache *c, cf_status s, const char *fmt, ...) {
   va_list ap;
@@ -206,21 +207,11 @@ static cf_status run_kernel(cf_fusion_cache *c, cf_executor *e, void *stream, bo
   return s ? fc_error(c, s, "%s", cf_executor_error(e)) : CF_OK;
 }
 
-static bool contiguous(const DLTensor *t) {
-  if (!t->strides) return true;
-  int64_t want = 1;
-  for (int d = t->ndim - 1; d >= 0; d--) {
-    if (t->shape[d] != 1 && t->strides[d] != want) return false;
-    want *= t->shape[d];
-  }
-  return true;
-}
-
 /* A reshape: its output intermediate becomes a view of its input's memory. */
 static cf_status run_view(cf_fusion_cache *c, FcEntry *en, const FcSegment *s, int nin, int nout) {
   const DLTensor *src = s->ins[0];
   DLTensor *dst = &en->bufs[s->out_ref[0] - nin - nout]->dl_tensor;
-  if (!contiguous(src))
+  if (!sched_dl_contiguous(src))
     return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d is reshaped but not contiguous; a reshape is a "
                     "view of a contiguous tensor", s->in_ref[0]);
   dst->data = src->data;

@@ -6,16 +6,17 @@
  * elementwise with the columns they came from, e.g.
  *   y = (x - mean_N(x)) * rsqrt(mean_N((x - mean)^2) + eps) * w[C] + b[C].
  *
- * Accepted (outer_plan): elementwise ops, broadcasts and at least one reduction; every
- * reduction reduces the outermost k axes of a rank-N tensor (k < N: some column is kept),
- * all with the same extents (one exact-map class per axis); every broadcast has rank N and
- * puts back exactly the k outer axes ([C] -> [1, C]: a reduced result or a column
- * parameter such as a weight); every output has the full shape or the reduced one (the
- * batch statistics); one input has the full shape, without broadcast axes; the reduced
- * axes of a column hold at most what one block keeps in registers (below). Anything else
- * is refused with the reason. It comes after the reduction and inner persistent schedulers
- * in the table: a plain column sum stays the reduction scheduler's, softmax and layer norm
- * the inner one's (both refuse outer-reduced normalizations).
+ * Accepted (outer_checks, run by scheduler/persistent.c): elementwise ops, broadcasts and
+ * at least one reduction; every reduction reduces the outermost k axes of a rank-N tensor
+ * (k < N: some column is kept), all with the same extents (one exact-map class per axis);
+ * every broadcast has rank N and puts back exactly the k outer axes ([C] -> [1, C]: a
+ * reduced result or a column parameter such as a weight); every output has the full shape
+ * or the reduced one (the batch statistics); one input has the full shape, without
+ * broadcast axes; the reduced axes of a column hold at most what one block keeps in
+ * registers (below). Anything else is refused with the reason. It comes after the
+ * reduction and inner persistent schedulers in the table: a plain column sum stays the
+ * reduction scheduler's, softmax and layer norm the inner one's (both refuse outer-reduced
+ * normalizations).
  *
  * Heuristic (outer_schedule), for R = the product of the reduced extents (rows of a
  * column) and I = the product of the kept ones (columns), read from the call's sizes:
@@ -47,23 +48,18 @@
  * Not yet: a grid-persistent form (several blocks per column group, a grid all-reduce)
  * for columns longer than a block's registers: refused with the reason, and the
  * define-and-run executor then segments the fusion at its reductions. */
-#include "scheduler/heuristic.h"
-#include "scheduler/sched.h"
+#include "scheduler/persistent.h"
 
 enum {
   OUTER_MAX_THREADS = 1024,   /* threads of one block */
   OUTER_TARGET_THREADS = 512, /* preferred block size */
   OUTER_MAX_PER_THREAD = 16,  /* elements of a column one thread keeps in registers */
   OUTER_BLOCK_COLUMNS = 32,   /* elements of a row one block reads (threadIdx.x x vector) */
-  OUTER_VECTOR_BYTES = 16,
 };
 
 /* What accepts() found and the parameters for this call. */
 typedef struct OuterPlan {
-  Val **reds; /* the reductions' outputs, in topological order */
-  int nreds;
-  int rank;   /* N: logical rank of the full shape */
-  int nred;   /* k: reduced outermost axes */
+  SchedReductions r; /* first (persistent.h): the reductions, all of rank N, reducing k axes */
   Val *full_input; /* an input of the full shape */
   int full_index;  /* its position among the fusion's inputs */
   bool *full_out;  /* per fusion output: of the full shape (else a reduced result) */
@@ -76,11 +72,6 @@ typedef struct OuterPlan {
 } OuterPlan;
 
 #define WHY(...) (snprintf(why, SCHED_WHY_MAX, "outer_persistent: " __VA_ARGS__), false)
-
-static bool outer_elementwise(const Expr *e) {
-  OpKind k = ir_op_kind(e->op);
-  return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST;
-}
 
 /* The number of reduced axes of a reduction output, all outermost; -1 (why set) if not. */
 static int outer_reduced_axes(Val *out, char *why) {
@@ -102,99 +93,34 @@ static int outer_reduced_axes(Val *out, char *why) {
   return nr;
 }
 
-/* The reductions, each of the outermost k axes of a rank-N tensor; other ops elementwise
- * or broadcasts. */
-static bool check_exprs(Arena *a, Expr **exprs, int n, OuterPlan *p, char *why) {
-  p->reds = ARENA_ARRAY(a, Val *, n);
-  if (!p->reds) return WHY("out of memory");
-  for (int i = 0; i < n; i++) {
-    Val *out = exprs[i]->out[0];
-    OpKind k = ir_op_kind(exprs[i]->op);
-    if (k != OPK_REDUCTION && k != OPK_BROADCAST && !outer_elementwise(exprs[i]))
-      return WHY("%s is computed by %s, not an elementwise op, a broadcast or a reduction", TV(out)->display_name,
-                 ir_op_name(exprs[i]->op));
-    if (k != OPK_REDUCTION) continue;
-    int nr = outer_reduced_axes(out, why), rank = TV(out)->nlogical;
-    if (nr < 0) return false;
-    if (p->nreds > 0 && (rank != p->rank || nr != p->nred))
-      return WHY("%s reduces %d of %d axes, %s %d of %d (every reduction must reduce the same columns)",
-                 TV(out)->display_name, nr, rank, TV(p->reds[0])->display_name, p->nred, p->rank);
-    p->rank = rank, p->nred = nr;
-    p->reds[p->nreds++] = out;
-  }
-  return p->nreds > 0 ? true : WHY("the fusion has no reduction");
+/* A broadcast puts back exactly the reduced outer axes. */
+static bool check_broadcast(const Expr *e, const void *plan, char *why) {
+  const OuterPlan *p = plan;
+  const bool *b = e->attr.broadcast.is_broadcast;
+  bool ok = e->attr.broadcast.rank == p->r.rank;
+  for (int x = 0; x < p->r.rank && ok; x++) ok = b[x] == (x < p->r.nred);
+  return ok ? true
+            : WHY("%s broadcasts other axes than the %d reduced outer ones", TV(e->out[0])->display_name, p->r.nred);
 }
 
-/* Broadcasts put back exactly the reduced outer axes. */
-static bool check_broadcasts(Expr **exprs, int n, const OuterPlan *p, char *why) {
-  for (int i = 0; i < n; i++) {
-    if (ir_op_kind(exprs[i]->op) != OPK_BROADCAST) continue;
-    const bool *b = exprs[i]->attr.broadcast.is_broadcast;
-    bool ok = exprs[i]->attr.broadcast.rank == p->rank;
-    for (int x = 0; x < p->rank && ok; x++) ok = b[x] == (x < p->nred);
-    if (!ok)
-      return WHY("%s broadcasts other axes than the %d reduced outer ones", TV(exprs[i]->out[0])->display_name,
-                 p->nred);
-  }
-  return true;
-}
-
-/* tv has the full shape: rank N, axis by axis in the first reduction's exact class. */
-static bool full_shape(const IdMap *m, const OuterPlan *p, Val *tv) {
-  if (TV(tv)->nlogical != p->rank) return false;
-  for (int x = 0; x < p->rank; x++)
-    if (!sched_idmap_same(m, TV(tv)->logical[x], TV(p->reds[0])->logical[x])) return false;
-  return true;
-}
-
-/* tv has the columns' shape (a column parameter, or a reduced result without its
- * reduction axes): its non-reduction axes, in order, in the classes of the kept axes. */
-static bool column_shape(const IdMap *m, const OuterPlan *p, Val *tv) {
-  int kept = 0, ncols = p->rank - p->nred;
-  for (int x = 0; x < TV(tv)->nlogical; x++) {
-    Val *id = TV(tv)->logical[x];
-    if (ID(id)->iter_type == CF_ITER_REDUCTION) continue;
-    if (kept >= ncols || !sched_idmap_same(m, id, TV(p->reds[0])->logical[p->nred + kept])) return false;
-    kept++;
-  }
-  return kept == ncols;
-}
-
-/* Inputs to cache after (read once, with vectors); false when out of memory. */
-static bool classify_inputs(cf_fusion *f, Arena *a, const IdMap *m, OuterPlan *p) {
-  p->cached = ARENA_ARRAY(a, bool, f->inputs.len);
-  if (!p->cached) return false;
-  for (int i = 0; i < f->inputs.len; i++) {
-    Val *in = f->inputs.items[i];
-    bool has_bcast = false;
-    for (int x = 0; x < TV(in)->nlogical; x++) has_bcast |= ID(TV(in)->logical[x])->iter_type == CF_ITER_BROADCAST;
-    p->cached[i] = !has_bcast && in->uses.len > 0 && (full_shape(m, p, in) || column_shape(m, p, in));
-  }
-  return true;
-}
-
+/* The full shape is the first reduction's (axis by axis in its exact classes), the
+ * columns' shape its kept axes in order (a column parameter, or a reduced result without
+ * its reduction axes). An input of the full shape without broadcast axes; outputs of the
+ * full shape or the reduced one; inputs of either shape are cached after (read once,
+ * with vectors). */
 static bool check_shapes(cf_fusion *f, Arena *a, const IdMap *m, OuterPlan *p, char *why) {
-  for (int r = 1; r < p->nreds; r++)
-    if (!full_shape(m, p, p->reds[r]))
-      return WHY("%s reduces columns of other extents than %s", TV(p->reds[r])->display_name,
-                 TV(p->reds[0])->display_name);
-  p->full_index = -1;
-  for (int i = 0; i < f->inputs.len && p->full_index < 0; i++)
-    if (full_shape(m, p, f->inputs.items[i])) p->full_index = i, p->full_input = f->inputs.items[i];
+  Val *ref = p->r.reds[0];
+  int ncols = p->r.rank - p->r.nred, bad;
+  p->full_index = sched_input_like(f, m, ref);
   if (p->full_index < 0) return WHY("no input has the full shape");
-  for (int x = 0; x < p->rank; x++)
-    if (ID(TV(p->full_input)->logical[x])->iter_type == CF_ITER_BROADCAST)
-      return WHY("%s has a broadcast axis (a constant extent of 1)", TV(p->full_input)->display_name);
-  p->full_out = ARENA_ARRAY(a, bool, f->outputs.len);
-  if (!p->full_out) return WHY("out of memory");
-  for (int o = 0; o < f->outputs.len; o++) {
-    Val *out = f->outputs.items[o];
-    bool reduction = out->def && ir_op_kind(out->def->op) == OPK_REDUCTION;
-    p->full_out[o] = !reduction && full_shape(m, p, out);
-    if (!p->full_out[o] && !column_shape(m, p, out))
-      return WHY("output %s has neither the full shape nor the reduced one", TV(out)->display_name);
-  }
-  return classify_inputs(f, a, m, p) ? true : WHY("out of memory");
+  p->full_input = f->inputs.items[p->full_index];
+  if (sched_has_broadcast(p->full_input))
+    return WHY("%s has a broadcast axis (a constant extent of 1)", TV(p->full_input)->display_name);
+  p->full_out = sched_full_outputs(f, a, m, ref, p->r.nred, ncols, &bad);
+  if (!p->full_out && bad >= 0)
+    return WHY("output %s has neither the full shape nor the reduced one", TV(f->outputs.items[bad])->display_name);
+  p->cached = p->full_out ? sched_cached_inputs(f, a, m, ref, p->r.nred, ncols) : NULL;
+  return p->cached ? true : WHY("out of memory");
 }
 
 /* R and I: the call's sizes of the full input, else the fusion's constants. */
@@ -202,12 +128,12 @@ static bool read_sizes(const SchedCall *call, OuterPlan *p, char *why) {
   bool have_call = call && call->ninputs > p->full_index && call->inputs;
   p->rows = p->cols = 1;
   p->symbolic_rows = p->symbolic_inner = false;
-  for (int x = 0; x < p->rank; x++) {
+  for (int x = 0; x < p->r.rank; x++) {
     int64_t e;
     bool c = ir_scalar_const_value(ID(TV(p->full_input)->logical[x])->extent, &e);
     if (have_call) e = call->inputs[p->full_index]->shape[x];
     else if (!c) return WHY("the sizes of %s are symbolic and the call gives none", TV(p->full_input)->display_name);
-    if (x < p->nred) p->rows *= e, p->symbolic_rows |= !c;
+    if (x < p->r.nred) p->rows *= e, p->symbolic_rows |= !c;
     else p->cols *= e, p->inner = e, p->symbolic_inner = !c;
   }
   if (p->rows < 1 || p->cols < 1) return WHY("%s is empty", TV(p->full_input)->display_name);
@@ -216,49 +142,10 @@ static bool read_sizes(const SchedCall *call, OuterPlan *p, char *why) {
 
 /* ---- parameters ---------------------------------------------------------------------- */
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/* A DLTensor laid out row-major without gaps. */
-static bool dl_contiguous(const DLTensor *t) {
-  if (!t->strides) return true;
-  int64_t want = 1;
-  for (int x = t->ndim - 1; x >= 0; x--) {
-    if (t->shape[x] != 1 && t->strides[x] != want) return false;
-    want *= t->shape[x];
-  }
-  return true;
-}
-
-/* The vector width in elements (1 for a symbolic innermost extent or a strided input). */
-static int64_t vector_width(cf_fusion *f, const SchedCall *call, const OuterPlan *p) {
-  if (p->symbolic_inner) return 1;
-  size_t widest = 1;
-  for (int o = 0; o < f->outputs.len; o++) {
-    Val *out = f->outputs.items[o];
-    if (cf_dtype_size(out->dtype) > widest) widest = cf_dtype_size(out->dtype);
-  }
-  bool have_call = call && call->ninputs == f->inputs.len && call->inputs;
-  for (int i = 0; i < f->inputs.len; i++) {
-    Val *in = f->inputs.items[i];
-    if (!p->cached[i]) continue;
-    if (TV(in)->has_strides || (have_call && !dl_contiguous(call->inputs[i]))) return 1;
-    if (cf_dtype_size(in->dtype) > widest) widest = cf_dtype_size(in->dtype);
-  }
-  int64_t v = OUTER_VECTOR_BYTES / (int64_t)widest;
-  for (int i = 0; have_call && i < f->inputs.len; i++) {
-    Val *in = f->inputs.items[i];
-    if (!p->cached[i]) continue;
-    uintptr_t addr = (uintptr_t)call->inputs[i]->data + (uintptr_t)call->inputs[i]->byte_offset;
-    while (v > 1 && addr % (uintptr_t)(v * (int64_t)cf_dtype_size(in->dtype)) != 0) v /= 2;
-  }
-  while (v > 1 && p->inner % v != 0) v /= 2;
-  return v < 1 ? 1 : v;
-}
-
 /* tx, ty and p (see the heuristic above); false with the reason when the column's
  * reduced axes do not fit one block's registers. */
 static bool choose_block(OuterPlan *p, char *why) {
-  int64_t vcols = ceil_div(p->cols, p->vec), max_tx = OUTER_BLOCK_COLUMNS / p->vec;
+  int64_t vcols = sched_ceil_div(p->cols, p->vec), max_tx = OUTER_BLOCK_COLUMNS / p->vec;
   p->tx = 1;
   while (p->tx < vcols && p->tx < max_tx) p->tx *= 2;
   int64_t ty_max = OUTER_MAX_THREADS / p->tx, per = OUTER_MAX_PER_THREAD / p->vec;
@@ -267,55 +154,34 @@ static bool choose_block(OuterPlan *p, char *why) {
                "threadIdx.y x %lld) kept in registers",
                TV(p->full_input)->display_name, (long long)p->rows, (long long)(ty_max * per), (long long)ty_max,
                (long long)per);
-  p->persist = ceil_div(p->rows, OUTER_TARGET_THREADS / p->tx);
-  if (p->persist > per) p->persist = ceil_div(p->rows, ty_max);
-  p->ty = ceil_div(p->rows, p->persist);
-  if (!p->symbolic_rows) p->persist = ceil_div(p->rows, p->ty);
+  p->persist = sched_ceil_div(p->rows, OUTER_TARGET_THREADS / p->tx);
+  if (p->persist > per) p->persist = sched_ceil_div(p->rows, ty_max);
+  p->ty = sched_ceil_div(p->rows, p->persist);
+  if (!p->symbolic_rows) p->persist = sched_ceil_div(p->rows, p->ty);
   return true;
 }
 
-static bool outer_plan(cf_fusion *f, Arena *a, const SchedCall *call, OuterPlan *p, char *why) {
-  *p = (OuterPlan){0};
-  int n;
-  Expr **exprs = ir_fusion_tensor_exprs_in(a, f, &n);
-  if (!exprs) return WHY("out of memory");
-  if (!check_exprs(a, exprs, n, p, why) || !check_broadcasts(exprs, n, p, why)) return false;
-  IdMap *m = sched_idmap_build(f, false);
-  if (!m) return WHY("out of memory");
-  bool ok = check_shapes(f, a, m, p, why) && read_sizes(call, p, why);
-  sched_idmap_free(m);
-  if (!ok) return false;
-  p->vec = vector_width(f, call, p);
+/* The shapes and sizes, then the parameters (refused when a column does not fit). */
+static bool outer_shapes(cf_fusion *f, Arena *a, const IdMap *m, const SchedCall *call, void *plan, char *why) {
+  OuterPlan *p = plan;
+  if (!check_shapes(f, a, m, p, why) || !read_sizes(call, p, why)) return false;
+  p->vec = p->symbolic_inner ? 1 : sched_vector_width(f, call, p->cached, p->inner);
   return choose_block(p, why);
 }
 
+static const SchedPersistent outer_checks = {"outer_persistent", "columns", outer_reduced_axes, check_broadcast,
+                                              outer_shapes};
+
 static bool outer_accepts(cf_fusion *f, const SchedCall *call, char *why) {
-  Arena *a = arena_create();
-  if (!a) return WHY("out of memory");
-  OuterPlan p;
-  bool ok = outer_plan(f, a, call, &p, why);
-  arena_destroy(a);
-  return ok;
+  OuterPlan p = {0};
+  return sched_persistent_accepts(&outer_checks, f, call, &p, why);
 }
 
 /* ---- the schedule -------------------------------------------------------------------- */
 
-/* Caches the cached inputs and, for vector stores, the full-shape outputs. */
-static void outer_caches(cf_fusion *f, const OuterPlan *p, Val **caches, int *ncaches) {
-  *ncaches = 0;
-  for (int i = 0; i < f->inputs.len; i++) {
-    if (!p->cached[i]) continue;
-    cf_tv *c = cf_cache_after(f, ir_tv_handle(f->inputs.items[i]));
-    if (c) caches[(*ncaches)++] = ir_tv(c);
-  }
-  for (int o = 0; p->vec > 1 && o < f->outputs.len; o++)
-    if (p->full_out[o] && cf_cache_before(f, ir_tv_handle(f->outputs.items[o])))
-      caches[(*ncaches)++] = f->outputs.items[o];
-}
-
 /* The reference's reduced axes merged and split into [p, ty]. */
 static void split_rows(cf_fusion *f, const OuterPlan *p, cf_tv *ref) {
-  for (int k = 1; k < p->nred; k++) cf_merge(f, ref, 0);
+  for (int k = 1; k < p->r.nred; k++) cf_merge(f, ref, 0);
   if (p->symbolic_rows) cf_split_outer(f, ref, 0, p->persist);
   else cf_split(f, ref, 0, p->ty);
 }
@@ -326,7 +192,7 @@ static void split_rows(cf_fusion *f, const OuterPlan *p, cf_tv *ref) {
  * the reduction it feeds (rf's ty is an iteration axis, the reduction's a reduced one:
  * they cannot share a loop), and the vector innermost. */
 static void split_columns(cf_fusion *f, const OuterPlan *p, cf_tv *rf) {
-  for (int k = 1; k < p->rank - p->nred; k++) cf_merge(f, rf, 2);
+  for (int k = 1; k < p->r.rank - p->r.nred; k++) cf_merge(f, rf, 2);
   if (p->vec > 1) cf_split(f, rf, 2, p->vec);
   cf_split(f, rf, 2, p->tx);
   cf_reorder_all(f, rf, p->vec > 1 ? 5 : 4, (int[]){2, 3, 0, 1, 4});
@@ -338,9 +204,9 @@ static bool from_columns(const OuterPlan *p, Val *tv, Val *id) {
   while (id->def && (id->def->op == OP_SPLIT || id->def->op == OP_MERGE)) id = id->def->in[0];
   TensorView *t = TV(tv);
   for (int x = 0; x < t->nroot; x++)
-    if (t->root[x] == id) return x >= p->nred;
+    if (t->root[x] == id) return x >= p->r.nred;
   for (int x = 0; x < t->nlogical; x++)
-    if (t->logical[x] == id) return x >= p->nred;
+    if (t->logical[x] == id) return x >= p->r.nred;
   return false;
 }
 
@@ -360,8 +226,8 @@ static void order_rows_inner(cf_fusion *f, const OuterPlan *p, cf_tv *rf) {
         break;
       }
   }
-  for (int r = 0; r < p->nreds && !f->status; r++) {
-    Val *red = p->reds[r];
+  for (int r = 0; r < p->r.nreds && !f->status; r++) {
+    Val *red = p->r.reds[r];
     int n = TV(red)->nloop;
     for (int x = 0; x < n - 1; x++)
       if (ID(TV(red)->loop[x])->iter_type == CF_ITER_REDUCTION) {
@@ -372,20 +238,18 @@ static void order_rows_inner(cf_fusion *f, const OuterPlan *p, cf_tv *rf) {
 }
 
 static cf_status outer_schedule(cf_fusion *f, const SchedCall *call, char *params) {
-  char why[SCHED_WHY_MAX];
-  Arena *a = arena_create();
-  OuterPlan p;
-  if (!a) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "outer_persistent: out of memory");
-  if (!outer_plan(f, a, call, &p, why)) return arena_destroy(a), ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
+  OuterPlan p = {0};
+  Arena *a = sched_persistent_begin(&outer_checks, f, call, &p);
+  if (!a) return f->status;
   Val **caches = ARENA_ARRAY(a, Val *, f->inputs.len + f->outputs.len);
   int ncaches = 0;
-  if (caches) outer_caches(f, &p, caches, &ncaches);
-  cf_tv *ref = ir_tv_handle(p.reds[0]);
+  if (caches) sched_persistent_caches(f, p.cached, p.full_out, p.vec > 1, caches, &ncaches);
+  cf_tv *ref = ir_tv_handle(p.r.reds[0]);
   split_rows(f, &p, ref);
   cf_propagate_transforms(f, ref);
   cf_tv *rf = NULL;
-  for (int r = 0; r < p.nreds && !f->status; r++) {
-    cf_tv *t = cf_rfactor(f, ir_tv_handle(p.reds[r]), 1, (int[]){0});
+  for (int r = 0; r < p.r.nreds && !f->status; r++) {
+    cf_tv *t = cf_rfactor(f, ir_tv_handle(p.r.reds[r]), 1, (int[]){0});
     if (r == 0) rf = t;
   }
   if (f->status) return arena_destroy(a), f->status;

@@ -9,72 +9,13 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "kernels/kernel_check.h"
-#include "scheduler/heuristic.h"
+#define SC_HEURISTIC sched_inner_persistent_heuristic
+#define SC_PRINT "NORM_PRINT"
+#include "scheduler/sched_check.h"
 
-static cf_fusion *f;
-static void setup(void) { f = cf_fusion_create(); }
-static void teardown(void) { cf_fusion_destroy(f); }
 TestSuite(norm_sched, .init = setup, .fini = teardown);
 
-static const double EPS = 1e-5;
-
-static void fresh(void) {
-  cf_fusion_destroy(f);
-  f = cf_fusion_create();
-}
-
-/* The call: host tensors of the inputs' sizes (their data is not read). */
-typedef struct Call {
-  SchedCall call;
-  DLManagedTensor *t[4];
-  const DLTensor *dl[4];
-} Call;
-
-static void call_make(Call *c, int n, const KcInput *in) {
-  for (int i = 0; i < n; i++) {
-    c->t[i] = cf_tensor_host(in[i].dtype, in[i].rank, in[i].sizes);
-    c->dl[i] = &c->t[i]->dl_tensor;
-  }
-  c->call = (SchedCall){n, c->dl};
-}
-
-static void call_free(Call *c) {
-  for (int i = 0; i < c->call.ninputs; i++) cf_tensor_free(c->t[i]);
-}
-
-/* Accepts, schedules (params checked when want_params is not NULL) and checks f. */
-static void schedule_and_check(int n, const KcInput *in, const char *want_params, double tol) {
-  Call c;
-  call_make(&c, n, in);
-  char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
-  cr_assert(sched_inner_persistent_heuristic.accepts(f, &c.call, why), "%s", why);
-  cr_assert_eq(sched_inner_persistent_heuristic.schedule(f, &c.call, params), CF_OK, "%s", cf_fusion_error(f));
-  call_free(&c);
-  if (want_params) cr_expect_str_eq(params, want_params);
-  if (getenv("NORM_PRINT")) cf_fusion_print_kernel(f, stdout);
-  free(kc_check(f, n, in, tol));
-}
-
-static void refused(int n, const KcInput *in, const char *want_why) {
-  Call c;
-  call_make(&c, n, in);
-  char why[SCHED_WHY_MAX] = "";
-  cr_expect_not(sched_inner_persistent_heuristic.accepts(f, &c.call, why));
-  cr_expect_str_eq(why, want_why);
-  call_free(&c);
-}
-
 /* ---- the fusions --------------------------------------------------------------------- */
-
-static cf_tv *input(cf_dtype dt, int rank, const int64_t *sizes, bool symbolic) {
-  cf_tv *x = symbolic ? cf_tensor_symbolic(f, dt, rank) : cf_tensor_concrete(f, dt, rank, sizes);
-  cf_fusion_add_input(f, x);
-  return x;
-}
-
-static cf_tv *widen(cf_tv *x) { return cf_tv_dtype(x) == CF_FLOAT ? x : cf_cast(f, x, CF_FLOAT); }
-static void output(cf_tv *y, cf_dtype dt) { cf_fusion_add_output(f, dt == CF_FLOAT ? y : cf_cast(f, y, dt)); }
 
 /* [rows] -> [rows, 1] (the reduced last axis put back) for a rank-`rank` row shape. */
 static cf_tv *back(cf_tv *r, int rank) {
@@ -126,10 +67,6 @@ static void rmsnorm(cf_dtype dt, int64_t rows, int64_t cols) {
   cf_tv *ms = cf_mean(f, cf_mul(f, x, x), 1, (int[]){1});
   output(cf_mul(f, cf_mul(f, x, back(cf_rsqrt(f, cf_add_scalar(f, ms, EPS)), 2)), w), dt);
 }
-
-#define IN(dt, ...) ((KcInput){dt, sizeof((int64_t[]){__VA_ARGS__}) / 8, {__VA_ARGS__}, NULL})
-
-static double tol(cf_dtype dt) { return dt == CF_FLOAT ? 1e-4 : 5e-2; }
 
 static const int64_t row_lengths[] = {7, 100, 1000, 1024, 4097, 16384};
 enum { NLENGTHS = sizeof row_lengths / sizeof row_lengths[0] };
@@ -282,11 +219,9 @@ Test(norm_sched, refuses_rows_longer_than_registers) {
 }
 
 Test(norm_sched, refuses_other_fusions) {
-  cf_tv *x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
-  cf_fusion_add_output(f, cf_neg(f, x));
-  refused(1, &IN(CF_FLOAT, 4, 8), "inner_persistent: the fusion has no reduction");
+  refused_without_reduction("inner_persistent: the fusion has no reduction");
   fresh();
-  x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
+  cf_tv *x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
   cf_fusion_add_output(f, cf_div(f, x, back(cf_sum(f, x, 1, (int[]){1}), 2)));
   cf_tv *w = input(CF_FLOAT, 1, (int64_t[]){8}, false);
   cf_fusion_add_output(f, cf_neg(f, w));

@@ -10,72 +10,14 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "kernels/kernel_check.h"
-#include "scheduler/heuristic.h"
+#define SC_HEURISTIC sched_outer_persistent_heuristic
+#define SC_PRINT "OUTER_PRINT"
+#define SC_PRINT_TRANSFORMS 1
+#include "scheduler/sched_check.h"
 
-static cf_fusion *f;
-static void setup(void) { f = cf_fusion_create(); }
-static void teardown(void) { cf_fusion_destroy(f); }
 TestSuite(outer_sched, .init = setup, .fini = teardown);
 
-static const double EPS = 1e-5;
-
-static void fresh(void) {
-  cf_fusion_destroy(f);
-  f = cf_fusion_create();
-}
-
-/* The call: host tensors of the inputs' sizes (their data is not read). */
-typedef struct Call {
-  SchedCall call;
-  DLManagedTensor *t[4];
-  const DLTensor *dl[4];
-} Call;
-
-static void call_make(Call *c, int n, const KcInput *in) {
-  for (int i = 0; i < n; i++) {
-    c->t[i] = cf_tensor_host(in[i].dtype, in[i].rank, in[i].sizes);
-    c->dl[i] = &c->t[i]->dl_tensor;
-  }
-  c->call = (SchedCall){n, c->dl};
-}
-
-static void call_free(Call *c) {
-  for (int i = 0; i < c->call.ninputs; i++) cf_tensor_free(c->t[i]);
-}
-
-/* Accepts, schedules (params checked when want_params is not NULL) and checks f. */
-static void schedule_and_check(int n, const KcInput *in, const char *want_params, double tol) {
-  Call c;
-  call_make(&c, n, in);
-  char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
-  cr_assert(sched_outer_persistent_heuristic.accepts(f, &c.call, why), "%s", why);
-  cr_assert_eq(sched_outer_persistent_heuristic.schedule(f, &c.call, params), CF_OK, "%s", cf_fusion_error(f));
-  call_free(&c);
-  if (want_params) cr_expect_str_eq(params, want_params);
-  if (getenv("OUTER_PRINT")) cf_fusion_print_transforms(f, stdout), cf_fusion_print_kernel(f, stdout);
-  free(kc_check(f, n, in, tol));
-}
-
-static void refused(int n, const KcInput *in, const char *want_why) {
-  Call c;
-  call_make(&c, n, in);
-  char why[SCHED_WHY_MAX] = "";
-  cr_expect_not(sched_outer_persistent_heuristic.accepts(f, &c.call, why));
-  cr_expect_str_eq(why, want_why);
-  call_free(&c);
-}
-
 /* ---- the fusions --------------------------------------------------------------------- */
-
-static cf_tv *input(cf_dtype dt, int rank, const int64_t *sizes, bool symbolic) {
-  cf_tv *x = symbolic ? cf_tensor_symbolic(f, dt, rank) : cf_tensor_concrete(f, dt, rank, sizes);
-  cf_fusion_add_input(f, x);
-  return x;
-}
-
-static cf_tv *widen(cf_tv *x) { return cf_tv_dtype(x) == CF_FLOAT ? x : cf_cast(f, x, CF_FLOAT); }
-static void output(cf_tv *y, cf_dtype dt) { cf_fusion_add_output(f, dt == CF_FLOAT ? y : cf_cast(f, y, dt)); }
 
 /* The k outermost axes of a rank-`rank` shape put back: [C] -> [1, C], [C] -> [1, 1, 1, C]. */
 static cf_tv *back(cf_tv *r, int rank, int k) {
@@ -107,10 +49,6 @@ static void batchnorm(cf_dtype dt, int rank, const int64_t *sizes, bool symbolic
   output(cf_add(f, y, back(b, rank, k)), dt);
   if (with_stats) cf_fusion_add_output(f, mean), cf_fusion_add_output(f, rstd);
 }
-
-#define IN(dt, ...) ((KcInput){dt, sizeof((int64_t[]){__VA_ARGS__}) / 8, {__VA_ARGS__}, NULL})
-
-static double tol(cf_dtype dt) { return dt == CF_FLOAT ? 1e-4 : 5e-2; }
 
 /* {N, C}: ones, primes, a multiple of the vector, a column group and more, the most rows. */
 static const int64_t shapes_2d[][2] = {{1, 1}, {1, 7}, {5, 1}, {3, 3},    {7, 13}, {64, 32},
@@ -226,11 +164,9 @@ Test(outer_sched, refuses_columns_longer_than_registers) {
 }
 
 Test(outer_sched, refuses_other_fusions) {
-  cf_tv *x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
-  cf_fusion_add_output(f, cf_neg(f, x));
-  refused(1, &IN(CF_FLOAT, 4, 8), "outer_persistent: the fusion has no reduction");
+  refused_without_reduction("outer_persistent: the fusion has no reduction");
   fresh();
-  x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
+  cf_tv *x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
   cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, cf_sum(f, x, 1, (int[]){1}), 2, (bool[]){false, true})));
   refused(1, &IN(CF_FLOAT, 4, 8), "outer_persistent: T1 reduces an axis after a kept one (only outermost axes)");
   fresh();

@@ -1,0 +1,100 @@
+/* tests/scheduler/sched_check.h: the harness of the automatic schedulers' tests (the inner
+ * and outer persistent ones): a fixture fusion f, the fusion's inputs and outputs, and
+ * the two checks of a scheduler on f for a call of given sizes: accepted, scheduled (its
+ * printed parameters compared) and run against the evaluator (kc_check), or refused with
+ * an exact reason. Header-only; a test includes it once, after defining
+ *   SC_HEURISTIC  the SchedHeuristic under test,
+ *   SC_PRINT      the environment variable that prints every kernel it schedules,
+ * and SC_PRINT_TRANSFORMS (1) to print the loop transforms too; then declares its suite
+ * with TestSuite(name, .init = setup, .fini = teardown). */
+#ifndef CFUSER_SCHED_CHECK_H
+#define CFUSER_SCHED_CHECK_H
+
+#include "kernels/kernel_check.h"
+#include "scheduler/heuristic.h"
+
+#ifndef SC_PRINT_TRANSFORMS
+#define SC_PRINT_TRANSFORMS 0
+#endif
+
+static cf_fusion *f;
+static inline void setup(void) { f = cf_fusion_create(); }
+static inline void teardown(void) { cf_fusion_destroy(f); }
+
+static const double EPS = 1e-5;
+
+static inline void fresh(void) {
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+}
+
+/* The call: host tensors of the inputs' sizes (their data is not read). */
+typedef struct Call {
+  SchedCall call;
+  DLManagedTensor *t[4];
+  const DLTensor *dl[4];
+} Call;
+
+static inline void call_make(Call *c, int n, const KcInput *in) {
+  for (int i = 0; i < n; i++) {
+    c->t[i] = cf_tensor_host(in[i].dtype, in[i].rank, in[i].sizes);
+    c->dl[i] = &c->t[i]->dl_tensor;
+  }
+  c->call = (SchedCall){n, c->dl};
+}
+
+static inline void call_free(Call *c) {
+  for (int i = 0; i < c->call.ninputs; i++) cf_tensor_free(c->t[i]);
+}
+
+/* Accepts, schedules (params checked when want_params is not NULL) and checks f. */
+static inline void schedule_and_check(int n, const KcInput *in, const char *want_params, double tol) {
+  Call c;
+  call_make(&c, n, in);
+  char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
+  cr_assert(SC_HEURISTIC.accepts(f, &c.call, why), "%s", why);
+  cr_assert_eq(SC_HEURISTIC.schedule(f, &c.call, params), CF_OK, "%s", cf_fusion_error(f));
+  call_free(&c);
+  if (want_params) cr_expect_str_eq(params, want_params);
+  if (getenv(SC_PRINT)) {
+    if (SC_PRINT_TRANSFORMS) cf_fusion_print_transforms(f, stdout);
+    cf_fusion_print_kernel(f, stdout);
+  }
+  free(kc_check(f, n, in, tol));
+}
+
+static inline void refused(int n, const KcInput *in, const char *want_why) {
+  Call c;
+  call_make(&c, n, in);
+  char why[SCHED_WHY_MAX] = "";
+  cr_expect_not(SC_HEURISTIC.accepts(f, &c.call, why));
+  cr_expect_str_eq(why, want_why);
+  call_free(&c);
+}
+
+/* A fusion input, symbolic (sizes NULL) or of the given sizes. */
+static inline cf_tv *input(cf_dtype dt, int rank, const int64_t *sizes, bool symbolic) {
+  cf_tv *x = symbolic ? cf_tensor_symbolic(f, dt, rank) : cf_tensor_concrete(f, dt, rank, sizes);
+  cf_fusion_add_input(f, x);
+  return x;
+}
+
+/* Computed in float: bfloat16 (and half) inputs widened, outputs narrowed back. */
+static inline cf_tv *widen(cf_tv *x) { return cf_tv_dtype(x) == CF_FLOAT ? x : cf_cast(f, x, CF_FLOAT); }
+static inline void output(cf_tv *y, cf_dtype dt) {
+  cf_fusion_add_output(f, dt == CF_FLOAT ? y : cf_cast(f, y, dt));
+}
+
+/* An input of dtype dt and the given sizes: IN(CF_BFLOAT16, 4, 8). */
+#define IN(dt, ...) ((KcInput){dt, sizeof((int64_t[]){__VA_ARGS__}) / 8, {__VA_ARGS__}, NULL})
+
+/* f, a fusion without a reduction (-x over [4, 8]), is refused with want_why. */
+static inline void refused_without_reduction(const char *want_why) {
+  cf_tv *x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
+  cf_fusion_add_output(f, cf_neg(f, x));
+  refused(1, &IN(CF_FLOAT, 4, 8), want_why);
+}
+
+static inline double tol(cf_dtype dt) { return dt == CF_FLOAT ? 1e-4 : 5e-2; }
+
+#endif
