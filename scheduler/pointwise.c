@@ -42,7 +42,10 @@
  * data at the device's copy bandwidth on contiguous tensors, bench/pointwise.c), the 2-D
  * one with a fixed block of 128 threads along the inner half (nvFuser adapts blockDim.x
  * and blockDim.y to the halves' sizes: not yet); the two grid axes stay apart because
- * lowering cannot index a broadcast axis merged with concrete tiles (transpose_sched.c). */
+ * lowering cannot index a broadcast axis merged with concrete tiles (transpose_sched.c).
+ * Measured on an H200 (bench/run_define_and_run.sh, device copy 4185-4200 GB/s):
+ * relu(a*b+c) over 2^28 floats 4472 GB/s (1-D); bias+gelu 16384x4096 4082 GB/s with the
+ * 1-D tile, 3948 with the break point (its bias indexed from one half; no faster). */
 #include "scheduler/heuristic.h"
 #include "scheduler/sched.h"
 
