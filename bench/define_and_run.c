@@ -9,6 +9,9 @@
  *   relu(a*b+c)              2^28 floats
  *   bias_gelu                gelu(x + bias) over 16384 x 4096 floats, bias a row broadcast
  *   copy                     set(x) over 2^28 floats (what define and run makes of a copy)
+ *   batchnorm                512 x 65536 float forward in training mode: per-column
+ *                            mean and variance over the 512 rows, weight and bias (the
+ *                            outer persistent scheduler)
  * Per fusion and kind of sizes it prints
  *   cfuser <name> <shape> constant time_us=<t> GB/s=<g> segments=<n> schedulers=<a,b>
  * then `cfuser <name> <shape> symbolic/constant=<ratio> check=ok` (issue 11: the symbolic
@@ -34,7 +37,7 @@
 
 enum { CHECK_ROWS = 64, CHECK_CORNER = 256, MAX_IN = 4 };
 
-typedef enum { CHECK_BY_ROWS, CHECK_COLSUM, CHECK_TRANSPOSE } CheckKind;
+typedef enum { CHECK_BY_ROWS, CHECK_COLSUM, CHECK_TRANSPOSE, CHECK_BNORM } CheckKind;
 
 typedef struct Case Case;
 struct Case {
@@ -109,6 +112,15 @@ static cf_tv *bias_gelu(cf_fusion *f, const Case *c, const int64_t *s, bool sym)
 
 static cf_tv *copy(cf_fusion *f, const Case *c, const int64_t *s, bool sym) { return cf_set(f, input(f, c, 1, s, sym)); }
 
+/* Batch norm forward (training): statistics of each column over the rows. */
+static cf_tv *batchnorm(cf_fusion *f, const Case *c, const int64_t *s, bool sym) {
+  cf_tv *x = input(f, c, 2, s, sym), *w = input(f, c, 1, s, sym), *b = input(f, c, 1, s, sym);
+  cf_tv *d = cf_sub(f, x, row_bcast(f, cf_mean(f, x, 1, (int[]){0})));
+  cf_tv *var = cf_mean(f, cf_mul(f, d, d), 1, (int[]){0});
+  cf_tv *y = cf_mul(f, d, row_bcast(f, cf_rsqrt(f, cf_add_scalar(f, var, 1e-5))));
+  return cf_add(f, cf_mul(f, y, row_bcast(f, w)), row_bcast(f, b));
+}
+
 #define SQ 16384, 16384
 #define NORM 16384, 4096
 static const Case cases[] = {
@@ -123,6 +135,7 @@ static const Case cases[] = {
     {"relu_mul_add", CF_FLOAT, 1, {1 << 28}, {5000}, relu_mul_add, CHECK_BY_ROWS, 1e-6, 1e-6},
     {"bias_gelu", CF_FLOAT, 2, {NORM}, {16, 1024}, bias_gelu, CHECK_BY_ROWS, 1e-5, 1e-6},
     {"copy", CF_FLOAT, 1, {1 << 28}, {5000}, copy, CHECK_BY_ROWS, 0, 0},
+    {"batchnorm", CF_FLOAT, 2, {512, 65536}, {37, 300}, batchnorm, CHECK_BNORM, 1e-3, 1e-4},
 };
 
 static cf_fusion *build(const Case *c, const int64_t *sizes, bool symbolic) {
@@ -226,6 +239,29 @@ static bool check_colsum(const Run *r, const DLManagedTensor *got, char *msg, si
   return true;
 }
 
+/* A CPU loop over the first columns (all rows, in double): the output's first rows. */
+static bool check_bnorm(const Run *r, const DLManagedTensor *got, char *msg, size_t len) {
+  const DLTensor *x = &r->host[0]->dl_tensor, *w = &r->host[1]->dl_tensor, *b = &r->host[2]->dl_tensor;
+  int64_t rows = x->shape[0], cols = x->shape[1], k = got->dl_tensor.shape[0];
+  for (int64_t j = 0; j < cols && j < CHECK_ROWS; j++) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < rows; i++) mean += cf_tensor_get(x, i * cols + j);
+    mean /= (double)rows;
+    for (int64_t i = 0; i < rows; i++) {
+      double d = cf_tensor_get(x, i * cols + j) - mean;
+      var += d * d;
+    }
+    var /= (double)rows;
+    for (int64_t i = 0; i < k; i++) {
+      double want = (cf_tensor_get(x, i * cols + j) - mean) / sqrt(var + 1e-5) * cf_tensor_get(w, j) + cf_tensor_get(b, j);
+      double g = cf_tensor_get(&got->dl_tensor, i * cols + j);
+      if (fabs(g - want) > r->c->atol + r->c->rtol * fabs(want))
+        return snprintf(msg, len, "out[%lld][%lld]: %g, expected %g", (long long)i, (long long)j, g, want), false;
+    }
+  }
+  return true;
+}
+
 /* The k x k corner of the output (its first k rows, fetched) against the input's. */
 static bool check_transpose(const Run *r, const DLManagedTensor *got, char *msg, size_t len) {
   const DLTensor *x = &r->host[0]->dl_tensor, *y = &got->dl_tensor;
@@ -248,6 +284,7 @@ static bool check(const Run *r, cf_fusion *sym, char *msg, size_t len) {
   if (!got) return snprintf(msg, len, "could not copy the output to the host"), false;
   bool ok = c->check == CHECK_COLSUM      ? check_colsum(r, got, msg, len)
             : c->check == CHECK_TRANSPOSE ? check_transpose(r, got, msg, len)
+            : c->check == CHECK_BNORM     ? check_bnorm(r, got, msg, len)
                                           : check_rows(r, sym, got, msg, len);
   cf_tensor_free(got);
   return ok;

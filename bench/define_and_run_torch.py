@@ -18,6 +18,7 @@ import sys
 import torch_common
 
 ROWS, COLS, SQ, TR, PW = 16384, 4096, 16384, 8192, 1 << 28
+BN_ROWS, BN_COLS = 512, 65536
 
 
 def cases(torch):
@@ -48,6 +49,8 @@ def cases(torch):
         ("relu_mul_add", lambda a, b, c: torch.relu(a * b + c), f"{PW}", lambda: (rand(PW), rand(PW), rand(PW))),
         ("bias_gelu", lambda x, b: F.gelu(x + b), f"{ROWS}x{COLS}", lambda: (rand(ROWS, COLS), rand(COLS))),
         ("copy", lambda x: x.clone(), f"{PW}", lambda: (rand(PW),)),
+        ("batchnorm", lambda x, w, b: F.batch_norm(x, None, None, w, b, True, 0.1, 1e-5), f"{BN_ROWS}x{BN_COLS}",
+         lambda: (rand(BN_ROWS, BN_COLS), rand(BN_COLS), rand(BN_COLS))),
     )
 
 
