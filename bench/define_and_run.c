@@ -25,7 +25,8 @@
  * same work; bench/run_define_and_run.sh runs both and prints one table.
  * Usage: bench_define_and_run [iterations] [--mean] [--small]. --small runs small sizes on
  * the host backend (wall-clock times; a ctest), anywhere; without it a GPU is needed
- * (exit 77 without one). Exit status 1 when a result is wrong or a run fails otherwise. */
+ * (exit 77 without one). Exit status 1 when a result is wrong or a run fails otherwise.
+ * CFUSER_BENCH_ONLY=<name> runs that fusion alone (and the copy). */
 #define _POSIX_C_SOURCE 199309L
 #include <cfuser.h>
 #include <math.h>
@@ -396,7 +397,9 @@ int main(int argc, char **argv) {
   }
   printf("# define and run, %s, %s of %d runs%s\n", cuda ? "CUDA events" : "host backend (wall-clock)",
          a.mean ? "mean" : "median", a.iters, a.small ? ", small sizes" : "");
+  const char *only = getenv("CFUSER_BENCH_ONLY"); /* one fusion by name, e.g. while tuning */
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (only && *only && strcmp(only, cases[i].name)) continue;
     rc |= bench_case(&cases[i], &a, ev, cuda);
     fflush(stdout);
   }

@@ -28,9 +28,10 @@
  *      blockIdx.x takes ceilDiv(I/v, tx) column groups;
  *   3. the reduced axis on threadIdx.y, kept in registers: with ty_max = 1024/tx, the
  *      persistent count p (rows per thread) is the fewest giving at most
- *      OUTER_TARGET_THREADS/tx threads of threadIdx.y, or ty_max ones when p*v would pass
- *      OUTER_MAX_PER_THREAD; refused when even ty_max threads need more than
- *      OUTER_MAX_PER_THREAD registers each (R > ty_max * OUTER_MAX_PER_THREAD / v);
+ *      OUTER_TARGET_THREADS/tx threads of threadIdx.y, capped so that p*v stays within
+ *      OUTER_MAX_PER_THREAD (more threads then); refused when the column is longer than
+ *      ty_max threads of OUTER_ROW_PER_THREAD elements (R > ty_max * OUTER_ROW_PER_THREAD
+ *      / v: a block of 1024 threads could not hold more registers each);
  *      constant R: ty = ceilDiv(R, p), split by ty (predicated where it does not divide),
  *      p recomputed; symbolic R: cf_split_outer by p (constant-size register arrays,
  *      ty = ceilDiv(R, p) at run time);
@@ -45,6 +46,11 @@
  *      is computed from that reduction stays whole per thread (the loop graph's rule), a
  *      register array of p*v elements: the persistent slab of the column.
  * Reduced outputs (mean, rstd of the batch) are written by the threads of threadIdx.y 0.
+ * Tuned on an H200 (bench/define_and_run.c's batch norm, 512 x 65536 float; torch.compile
+ * 1758 GB/s, the device copy 4213), target threads / elements per thread / block columns:
+ * 512/16/32 (8x128 threads of 4 rows) 1251 GB/s; 256/64/32 (8x32 of 16) 2901; 128/128/32
+ * (8x16 of 32) 3321; 256/32/64 1602; 64/64/128 1418. Few rows of threads, each folding
+ * many rows, make the threadIdx.y all-reduce short and keep loads in flight.
  * Not yet: a grid-persistent form (several blocks per column group, a grid all-reduce)
  * for columns longer than a block's registers: refused with the reason, and the
  * define-and-run executor then segments the fusion at its reductions. */
@@ -52,8 +58,9 @@
 
 enum {
   OUTER_MAX_THREADS = 1024,   /* threads of one block */
-  OUTER_TARGET_THREADS = 512, /* preferred block size */
-  OUTER_MAX_PER_THREAD = 16,  /* elements of a column one thread keeps in registers */
+  OUTER_TARGET_THREADS = 128, /* preferred block size (tuned below) */
+  OUTER_MAX_PER_THREAD = 128, /* elements of a column one thread may keep in registers */
+  OUTER_ROW_PER_THREAD = 16,  /* what the column limit allows a thread of a full block */
   OUTER_BLOCK_COLUMNS = 32,   /* elements of a row one block reads (threadIdx.x x vector) */
 };
 
@@ -148,14 +155,15 @@ static bool choose_block(OuterPlan *p, char *why) {
   int64_t vcols = sched_ceil_div(p->cols, p->vec), max_tx = OUTER_BLOCK_COLUMNS / p->vec;
   p->tx = 1;
   while (p->tx < vcols && p->tx < max_tx) p->tx *= 2;
-  int64_t ty_max = OUTER_MAX_THREADS / p->tx, per = OUTER_MAX_PER_THREAD / p->vec;
+  int64_t ty_max = OUTER_MAX_THREADS / p->tx, per = OUTER_ROW_PER_THREAD / p->vec;
   if (p->rows > ty_max * per)
     return WHY("columns of %s hold %lld elements over the reduced axes, more than the %lld (%lld threads of "
                "threadIdx.y x %lld) kept in registers",
                TV(p->full_input)->display_name, (long long)p->rows, (long long)(ty_max * per), (long long)ty_max,
                (long long)per);
+  int64_t cap = OUTER_MAX_PER_THREAD / p->vec;
   p->persist = sched_ceil_div(p->rows, OUTER_TARGET_THREADS / p->tx);
-  if (p->persist > per) p->persist = sched_ceil_div(p->rows, ty_max);
+  if (p->persist > cap) p->persist = cap;
   p->ty = sched_ceil_div(p->rows, p->persist);
   if (!p->symbolic_rows) p->persist = sched_ceil_div(p->rows, p->ty);
   return true;

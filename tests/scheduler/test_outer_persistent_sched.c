@@ -129,17 +129,17 @@ Test(outer_sched, two_kept_axes) {
 /* The parameters: columns on threadIdx.x (32 elements a block), the rows on threadIdx.y. */
 Test(outer_sched, parameters) {
   minus_column_sum(2, (int64_t[]){64, 32}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 64, 32), "threads=8x64 persistent=1 vector=4 columns=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 64, 32), "threads=8x16 persistent=4 vector=4 columns=blockIdx.x", 1e-4);
   fresh();
   minus_column_sum(2, (int64_t[]){512, 33}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 512, 33), "threads=32x32 persistent=16 vector=1 columns=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 512, 33), "threads=32x4 persistent=128 vector=1 columns=blockIdx.x", 1e-4);
   fresh();
   minus_column_sum(2, (int64_t[]){100, 3}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 100, 3), "threads=4x100 persistent=1 vector=1 columns=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 100, 3), "threads=4x25 persistent=4 vector=1 columns=blockIdx.x", 1e-4);
   fresh();
   minus_column_sum(2, NULL, true);
   schedule_and_check(1, &IN(CF_FLOAT, 1000, 2),
-                     "threads=2x250 (ceilDiv(rows, persistent) at run time) persistent=4 vector=1 columns=blockIdx.x",
+                     "threads=2x63 (ceilDiv(rows, persistent) at run time) persistent=16 vector=1 columns=blockIdx.x",
                      1e-4);
 }
 
