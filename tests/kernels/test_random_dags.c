@@ -103,14 +103,22 @@ static bool run_cuda(cf_fusion *f, const DgCase *c, uint64_t seed, DLManagedTens
   return ok;
 }
 
+/* The seed's random inputs and the evaluator's outputs for them; false (said) when the
+ * evaluator fails. */
+static bool reference(cf_fusion *f, const DgCase *c, uint64_t seed, DLManagedTensor **x, const DLTensor **ins,
+                      DLManagedTensor **want) {
+  make_inputs(c, seed, x, ins);
+  if (cf_fusion_evaluate(f, c->nin, ins, want) == CF_OK) return true;
+  fprintf(stderr, "seed %llu: evaluator: %s\n", (unsigned long long)seed, cf_fusion_error(f));
+  return false;
+}
+
 /* Runs the compiled case on the host and compares with the evaluator. */
 static int check_run(cf_fusion *f, cf_executor *e, const DgCase *c, uint64_t seed) {
   DLManagedTensor *x[DG_MAX_INPUTS] = {0}, *got[DG_MAX_VALS] = {0}, *want[DG_MAX_VALS] = {0};
   const DLTensor *ins[DG_MAX_INPUTS];
-  make_inputs(c, seed, x, ins);
   int nout = cf_fusion_num_outputs(f), st = ST_ACCEPTED;
-  if (cf_fusion_evaluate(f, c->nin, ins, want) != CF_OK) {
-    fprintf(stderr, "seed %llu: evaluator: %s\n", (unsigned long long)seed, cf_fusion_error(f));
+  if (!reference(f, c, seed, x, ins, want)) {
     st = ST_MISMATCH;
   } else if (cf_executor_run(e, c->nin, ins, nout, got) != CF_OK) {
     const char *m = cf_executor_error(e);
@@ -167,12 +175,7 @@ static int execute_once(cf_fusion_cache *cache, cf_backend b, const DgCase *c, D
 static int run_define_and_run(cf_fusion *f, const DgCase *c, uint64_t seed) {
   DLManagedTensor *x[DG_MAX_INPUTS] = {0}, *want[DG_MAX_VALS] = {0};
   const DLTensor *ins[DG_MAX_INPUTS];
-  make_inputs(c, seed, x, ins);
-  int nout = cf_fusion_num_outputs(f), st = ST_ACCEPTED;
-  if (cf_fusion_evaluate(f, c->nin, ins, want) != CF_OK) {
-    fprintf(stderr, "seed %llu: evaluator: %s\n", (unsigned long long)seed, cf_fusion_error(f));
-    st = ST_MISMATCH;
-  }
+  int nout = cf_fusion_num_outputs(f), st = reference(f, c, seed, x, ins, want) ? ST_ACCEPTED : ST_MISMATCH;
   cf_backend backends[2] = {CF_BACKEND_HOST, CF_BACKEND_CUDA};
   for (int k = 0; st == ST_ACCEPTED && k < (cf_cuda_available(NULL) ? 2 : 1); k++) {
     cf_fusion_cache *cache = cf_fusion_cache_create(f, &(cf_executor_options){.backend = backends[k]});
