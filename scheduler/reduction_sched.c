@@ -30,6 +30,10 @@
  * Measured on an H200 (bench/run_define_and_run.sh, device copy 4185 GB/s): row sum of
  * 16384x16384 floats 4499 GB/s (vector 4), column sum 4305 GB/s (threadIdx.y 16, unroll
  * 4); the thresholds RED_VEC_MIN_ROW and RED_TALL_ROWS are not swept yet.
+ * A reduction of middle axes ([a, r, b] over r) with no epilogue: its loop axes are
+ * reordered kept-first ([a, b, r]) and scheduled as an inner reduction without vectors;
+ * correct, but each warp reads with the stride of b (uncoalesced): a batched form of the
+ * column schedule would be the fast one (not measured).
  * Not yet: other outer reductions and epilogues are refused with a reason; no grid
  * reduction (a few long rows, or few columns, leave SMs idle). */
 #include <stdlib.h>
@@ -117,6 +121,9 @@ static bool red_outputs(cf_fusion *f, Val *red, char *why) {
   return ok;
 }
 
+/* Whether the reduction is the only output (no epilogue). */
+static bool red_outputs_single(cf_fusion *f, Val *red) { return f->outputs.len == 1 && f->outputs.items[0] == red; }
+
 static bool red_accepts(cf_fusion *f, const SchedCall *call, char *why) {
   (void)call;
   Val *red = find_reduction(f, why);
@@ -132,10 +139,10 @@ static bool red_accepts(cf_fusion *f, const SchedCall *call, char *why) {
       snprintf(why, SCHED_WHY_MAX, "reduction: %s has a broadcast axis (a constant extent of 1)", TV(red)->display_name);
       return false;
     }
-    if (seen_reduced && !r) {
+    if (seen_reduced && !r && !red_outputs_single(f, red)) {
       snprintf(why, SCHED_WHY_MAX,
-               "reduction: %s reduces an axis before a kept one "
-               "(only inner reductions and 2-D column sums are scheduled)",
+               "reduction: %s reduces an axis before a kept one and has an epilogue "
+               "(a middle reduction is scheduled alone)",
                TV(red)->display_name);
       return false;
     }
@@ -218,10 +225,15 @@ static cf_status red_schedule(cf_fusion *f, const SchedCall *call, char *params)
   Val *red = find_reduction(f, why);
   cf_tv *r = ir_tv_handle(red);
   if (column_reduction(red)) return outer_schedule(f, r, params);
-  int niter = 0;
-  while (ID(TV(red)->logical[niter])->iter_type != CF_ITER_REDUCTION) niter++;
-  int nred = TV(red)->nlogical - niter;
-  int64_t vec = row_vector(f, red, niter);
+  int n = TV(red)->nlogical, niter = 0, order[CF_MAX_RANK];
+  bool middle = false; /* a reduced axis before a kept one: the kept ones go first */
+  for (int a = 0; a < n; a++)
+    if (ID(TV(red)->logical[a])->iter_type != CF_ITER_REDUCTION) middle |= niter != a, order[a] = niter++;
+  for (int a = 0, k = niter; a < n; a++)
+    if (ID(TV(red)->logical[a])->iter_type == CF_ITER_REDUCTION) order[a] = k++;
+  if (middle) cf_reorder_all(f, r, n, order);
+  int nred = n - niter;
+  int64_t vec = middle ? 1 : row_vector(f, red, niter);
   cf_tv **caches = vec > 1 ? calloc((size_t)f->inputs.len + 1, sizeof *caches) : NULL;
   if (vec > 1 && !caches) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "reduction: out of memory");
   int ncaches = vec > 1 ? cache_inputs(f, caches) : 0;
@@ -244,7 +256,8 @@ static cf_status red_schedule(cf_fusion *f, const SchedCall *call, char *params)
   if (f->status) return f->status;
   if (vec > 1) snprintf(params, SCHED_PARAMS_MAX, "threads=%d vector=%lld rows=%s", RED_THREADS, (long long)vec,
                         niter > 0 ? "blockIdx.x" : "1");
-  else snprintf(params, SCHED_PARAMS_MAX, "threads=%d rows=%s", RED_THREADS, niter > 0 ? "blockIdx.x" : "1");
+  else snprintf(params, SCHED_PARAMS_MAX, "threads=%d rows=%s%s", RED_THREADS, niter > 0 ? "blockIdx.x" : "1",
+                middle ? " kept-axes-first" : "");
   return cf_inline_most(f);
 }
 

@@ -126,11 +126,34 @@ Test(reduction_sched, sums_tall_columns_over_threadidx_y) {
   sum_columns(2, (int64_t[][2]){{1024, 33}, {1030, 70}}, "outer columns=32 rows=threadIdx.y{16} unroll=4", 1e-3);
 }
 
-Test(reduction_sched, refuses_middle_reductions) {
+/* A middle axis ([a, r, b] over r), and two reduced axes around a kept one: the kept axes
+ * go first, an inner reduction without vectors. */
+Test(reduction_sched, sums_middle_axes_kept_axes_first) {
+  int64_t shapes[][3] = {{4, 8, 3}, {2, 300, 7}, {3, 129, 2}};
+  for (int i = 0; i < 3; i++) {
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, shapes[i]);
+    cf_fusion_add_input(f, x);
+    cf_fusion_add_output(f, cf_sum(f, cf_exp(f, x), 1, (int[]){1}));
+    schedule_ok("threads=128 rows=blockIdx.x kept-axes-first");
+    free(kc_check(f, 1, (KcInput[]){F32(shapes[i][0], shapes[i][1], shapes[i][2])}, 1e-4));
+  }
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){5, 6, 7});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_reduce(f, CF_REDUCE_MAX, x, 2, (int[]){0, 2}, false));
+  schedule_ok("threads=128 rows=blockIdx.x kept-axes-first");
+  free(kc_check(f, 1, (KcInput[]){F32(5, 6, 7)}, 1e-4));
+}
+
+Test(reduction_sched, refuses_middle_reductions_with_an_epilogue) {
   cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){4, 8, 3});
   cf_fusion_add_input(f, x);
-  cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){1}));
-  refused("reduction: T1 reduces an axis before a kept one (only inner reductions and 2-D column sums are scheduled)");
+  cf_fusion_add_output(f, cf_neg(f, cf_sum(f, x, 1, (int[]){1})));
+  refused("reduction: T1 reduces an axis before a kept one and has an epilogue (a middle reduction is scheduled "
+          "alone)");
 }
 
 Test(reduction_sched, refuses_epilogues_and_pointwise_fusions) {
