@@ -12,7 +12,7 @@
  * shape or the reduced one (a layer norm's mean and rstd for the backward pass); one input
  * has the rows' shape (its sizes in the call give the row length); no constant extent of 1
  * (a broadcast axis) in the rows' shape; rows of at most NORM_MAX_ROW elements
- * (NORM_MAX_THREADS threads of NORM_ROW_PER_THREAD elements: kept in registers; a block
+ * (NORM_MAX_THREADS threads of SCHED_FULL_BLOCK_PER_THREAD elements: kept in registers; a block
  * may give a thread up to NORM_MAX_PER_THREAD of a shorter row). Anything else is refused
  * with the reason.
  *
@@ -60,8 +60,7 @@ enum {
   NORM_MAX_THREADS = 1024,   /* threads of one block */
   NORM_TARGET_THREADS = 128, /* preferred block size (tuned below) */
   NORM_MAX_PER_THREAD = 32,  /* elements of a row one thread keeps in registers */
-  NORM_ROW_PER_THREAD = 16,  /* what the row limit allows a thread: longer rows are not measured */
-  NORM_MAX_ROW = NORM_MAX_THREADS * NORM_ROW_PER_THREAD,
+  NORM_MAX_ROW = NORM_MAX_THREADS * SCHED_FULL_BLOCK_PER_THREAD,
   NORM_WARP = 32,
 };
 
@@ -150,7 +149,8 @@ static bool read_row(const SchedCall *call, NormPlan *p, char *why) {
   if (p->row < 1) return WHY("the rows of %s are empty", TV(p->row_input)->display_name);
   if (p->row > NORM_MAX_ROW)
     return WHY("rows of %s hold %lld elements, more than the %d (%d threads x %d) kept in registers",
-               TV(p->row_input)->display_name, (long long)p->row, NORM_MAX_ROW, NORM_MAX_THREADS, NORM_ROW_PER_THREAD);
+               TV(p->row_input)->display_name, (long long)p->row, NORM_MAX_ROW, NORM_MAX_THREADS,
+               SCHED_FULL_BLOCK_PER_THREAD);
   return true;
 }
 

@@ -30,7 +30,7 @@
  *      persistent count p (rows per thread) is the fewest giving at most
  *      OUTER_TARGET_THREADS/tx threads of threadIdx.y, capped so that p*v stays within
  *      OUTER_MAX_PER_THREAD (more threads then); refused when the column is longer than
- *      ty_max threads of OUTER_ROW_PER_THREAD elements (R > ty_max * OUTER_ROW_PER_THREAD
+ *      ty_max threads of SCHED_FULL_BLOCK_PER_THREAD elements (R > ty_max * SCHED_FULL_BLOCK_PER_THREAD
  *      / v: a block of 1024 threads could not hold more registers each);
  *      constant R: ty = ceilDiv(R, p), split by ty (predicated where it does not divide),
  *      p recomputed; symbolic R: cf_split_outer by p (constant-size register arrays,
@@ -60,7 +60,6 @@ enum {
   OUTER_MAX_THREADS = 1024,   /* threads of one block */
   OUTER_TARGET_THREADS = 128, /* preferred block size (tuned below) */
   OUTER_MAX_PER_THREAD = 128, /* elements of a column one thread may keep in registers */
-  OUTER_ROW_PER_THREAD = 16,  /* what the column limit allows a thread of a full block */
   OUTER_BLOCK_COLUMNS = 32,   /* elements of a row one block reads (threadIdx.x x vector) */
 };
 
@@ -155,7 +154,7 @@ static bool choose_block(OuterPlan *p, char *why) {
   int64_t vcols = sched_ceil_div(p->cols, p->vec), max_tx = OUTER_BLOCK_COLUMNS / p->vec;
   p->tx = 1;
   while (p->tx < vcols && p->tx < max_tx) p->tx *= 2;
-  int64_t ty_max = OUTER_MAX_THREADS / p->tx, per = OUTER_ROW_PER_THREAD / p->vec;
+  int64_t ty_max = OUTER_MAX_THREADS / p->tx, per = SCHED_FULL_BLOCK_PER_THREAD / p->vec;
   if (p->rows > ty_max * per)
     return WHY("columns of %s hold %lld elements over the reduced axes, more than the %lld (%lld threads of "
                "threadIdx.y x %lld) kept in registers",

@@ -11,6 +11,9 @@
 #include "scheduler/sched.h"
 
 enum { SCHED_VECTOR_BYTES = 16 }; /* the widest vector access */
+/* Elements of a row (column) one thread of a full block of 1024 threads keeps in
+ * registers: both persistent schedulers refuse rows (columns) beyond it. */
+enum { SCHED_FULL_BLOCK_PER_THREAD = 16 };
 
 /* The reductions a persistent scheduler found; the first member of its plan struct. */
 typedef struct SchedReductions {
