@@ -76,7 +76,7 @@ static int make_inputs(cf_fusion *f, bool device, DLManagedTensor **t) {
 static int schedule(const char *name, cf_fusion *f, int n, DLManagedTensor **t, char *params) {
   const DLTensor *dl[4];
   for (int i = 0; i < n; i++) dl[i] = &t[i]->dl_tensor;
-  SchedCall call = {n, dl};
+  SchedCall call = {n, dl, sched_device_default()};
   char why[SCHED_WHY_MAX] = "";
   if (!sched_inner_persistent_heuristic.accepts(f, &call, why)) {
     fprintf(stderr, "bench: %s refused: %s\n", name, why);

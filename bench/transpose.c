@@ -31,7 +31,7 @@ static cf_fusion *build(void) {
   cf_fusion_add_input(f, x);
   cf_fusion_add_output(f, cf_transpose(f, x, 0, 1));
   char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
-  SchedCall call = {0, NULL};
+  SchedCall call = {0, NULL, sched_device_default()};
   if (!sched_transpose_heuristic.accepts(f, &call, why)) {
     fprintf(stderr, "bench: refused: %s\n", why);
     cf_fusion_destroy(f);

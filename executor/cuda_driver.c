@@ -142,6 +142,11 @@ static CUresult read_attributes(CUdevice dev, ExecDeviceInfo *in) {
       {&in->num_sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
       {&in->max_smem_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK},
       {&in->max_smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN},
+      {&in->max_smem_per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR},
+      {&in->max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
+      {&in->max_threads_per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR},
+      {&in->regs_per_sm, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR},
+      {&in->l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE},
   };
   for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
     CUresult r = CU->cuDeviceGetAttribute(q[i].out, q[i].a, dev);

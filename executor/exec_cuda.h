@@ -33,6 +33,10 @@ typedef struct ExecDeviceInfo {
   int num_sms;
   int max_smem_per_block;  /* bytes of static + dynamic shared memory without opt-in */
   int max_smem_optin;      /* bytes a kernel may use after raising its dynamic limit */
+  int max_smem_per_sm;     /* bytes of shared memory of one SM */
+  int max_threads_per_block, max_threads_per_sm;
+  int regs_per_sm;         /* 32-bit registers of one SM */
+  int l2_bytes;            /* the L2 cache */
   int driver_version;      /* e.g. 13000 */
   char name[128];          /* "NVIDIA H100 80GB HBM3" */
   char arch[16];           /* "sm_90a": what NVRTC compiles for on this device */

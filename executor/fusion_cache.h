@@ -6,6 +6,7 @@
 
 #include "cfuser/execute.h"
 #include "ir/ir.h"
+#include "scheduler/heuristic.h"
 
 /* Where a segment's tensor comes from, relative to a call: an input of the call
  * (0 .. nin-1), an output (nin .. nin+nout-1), or an intermediate the entry owns
@@ -41,7 +42,13 @@ struct cf_fusion_cache {
   int cap, len, nkernels;
   int64_t hits, misses;
   const FcEntry *last;
+  const SchedDevice *dev_override; /* tests: the device description the heuristics get (fc_set_device) */
 };
+
+/* Tests: plan every later signature of c for this device description instead of the one
+ * the executor reads from the GPU (or the default on the host); NULL restores that. Reaches
+ * each heuristic branch with small shapes by scaling the device down. */
+void fc_set_device(cf_fusion_cache *c, const SchedDevice *dev);
 
 /* Records a message on c and returns s. */
 cf_status fc_error(cf_fusion_cache *c, cf_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/exec_cuda.h"
 #include "executor/fusion_cache.h"
+#include "executor/exec_host.h"
 #include "ir/dtype.h"
 #include "lower/lower.h"
 #include "scheduler/heuristic.h"
@@ -33,6 +35,7 @@ typedef struct Planner {
   DLManagedTensor **out;
   PtrVec bufs;                /* Vals of w held in intermediates, by index */
   bool dump;
+  SchedDevice dev;            /* what the heuristics plan for (plan_device) */
 } Planner;
 
 /* ---- 1. the inputs ------------------------------------------------------------------------ */
@@ -71,6 +74,34 @@ static cf_status check_inputs(cf_fusion_cache *c, const DLTensor *const *in) {
     if (s) return s;
   }
   return CF_OK;
+}
+
+/* ---- the device the heuristics plan for -------------------------------------------------- */
+
+void fc_set_device(cf_fusion_cache *c, const SchedDevice *dev) { c->dev_override = dev; }
+
+static bool cuda_usable(const char **reason) { return cf_cuda_available(reason); }
+
+/* The test override; else the CUDA device the segments will compile for; else (the host
+ * backend, or a device whose attributes cannot be read) the default description. */
+static SchedDevice plan_device(const cf_fusion_cache *c) {
+  if (c->dev_override) return *c->dev_override;
+  SchedDevice d = *sched_device_default();
+  cf_backend b;
+  char err[256];
+  const ExecDeviceInfo *in = NULL;
+  if (exec_backend_choose(c->opts.backend, cuda_usable, &b, err, sizeof err) == CF_OK && b == CF_BACKEND_CUDA)
+    in = exec_device_info();
+  if (!in || in->num_sms <= 0) return d;
+  d.sm_count = in->num_sms;
+  if (in->max_threads_per_block > 0) d.max_threads_per_block = in->max_threads_per_block;
+  if (in->max_threads_per_sm > 0) d.max_threads_per_sm = in->max_threads_per_sm;
+  if (in->regs_per_sm > 0) d.regs_per_sm = in->regs_per_sm;
+  if (in->max_smem_optin > 0) d.smem_per_block = in->max_smem_optin;
+  if (in->max_smem_per_sm > 0) d.smem_per_sm = in->max_smem_per_sm;
+  if (in->l2_bytes > 0) d.l2_bytes = in->l2_bytes;
+  if (in->cc_major < 9) d.max_cluster = 1;
+  return d;
 }
 
 /* ---- where a segment's tensors come from --------------------------------------------------- */
@@ -245,7 +276,7 @@ static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int ns
     cf_fusion_destroy(g);
     return s;
   }
-  SchedCall call = {seg->nin, ins};
+  SchedCall call = {seg->nin, ins, &p->dev};
   const SchedHeuristic *h = translated(p, &g, &call, refusals);
   if (!h) h = choose(g, &call, refusals);
   bool aligned = sched_aligned16(seg->nin, ins) && sched_aligned16(seg->nout, outs);
@@ -369,7 +400,8 @@ cf_status fc_plan(cf_fusion_cache *c, const DLTensor *const *in, int nout, DLMan
   if (s || !en) return s ? s : fc_error(c, CF_ERR_INTERNAL, "internal error: execute: a call unreadable for its "
                                         "signature passed the checks; please report this bug");
   cf_fusion *w = NULL;
-  Planner p = {c, NULL, arena_create(), in, c->f->inputs.len, nout, out, {0}, lower_dump_requested("segments")};
+  Planner p = {c, NULL, arena_create(), in, c->f->inputs.len, nout, out, {0}, lower_dump_requested("segments"),
+               plan_device(c)};
   Arena *scratch = arena_create();
   int n = 0;
   Expr **exprs = scratch ? ir_fusion_tensor_exprs_in(scratch, c->f, &n) : NULL;

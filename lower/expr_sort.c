@@ -1,7 +1,7 @@
 /* lower/expr_sort.c: orders the fusion's tensor expressions so that every shared loop is
  * opened once and holds exactly the expressions the loop model puts in it.
  *
- * Requires: the loop model (c->loops). Establishes: c->exprs, producers before consumers,
+ * Requires: the loop model (c->model.loops). Establishes: c->exprs, producers before consumers,
  * and the expressions whose output has an axis in one loop group contiguous, level by
  * level (the loop-nest pass then reuses open loops and never reopens a closed one).
  * Key decision: the shared loops form a forest: an expression's shared depth is the number
@@ -27,7 +27,7 @@ typedef struct Sort {
 
 static bool is_tensor_expr(const Expr *e) { return e && ir_op_kind(e->op) != OPK_TRANSFORM && e->out[0]->kind == VAL_TV; }
 
-static int group_of(const Sort *s, Val *tv, int j) { return sched_loop_group(s->c->loops, TV(tv)->loop[j]); }
+static int group_of(const Sort *s, Val *tv, int j) { return an_loop_group(s->c->model.loops, TV(tv)->loop[j]); }
 
 /* How many leading loops of e's output it shares with another tensor. */
 static int shared_depth(const Sort *s, const Expr *e) {

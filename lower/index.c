@@ -96,14 +96,14 @@ static Val *loop_iterates(const KNode *op, Val *tv, int j) {
 
 static bool runs_own_axis(LowerCtx *c, const KNode *op, Val *tv, int j) {
   Val *p = loop_iterates(op, tv, j), *id = TV(tv)->loop[j];
-  return p == id || sched_idmap_same(c->exact, p, id);
+  return p == id || an_idmap_same(c->model.exact, p, id);
 }
 
 /* The tensor whose IterDomain the loop of tv's axis j iterates when that is not tv's own
  * axis (promotion), else NULL. */
 static Val *promoting_tensor(LowerCtx *c, Val *tv, int j) {
   Val *p = lower_promoted(c, TV(tv)->loop[j]);
-  return p == TV(tv)->loop[j] || sched_idmap_same(c->exact, p, TV(tv)->loop[j]) ? NULL : ID(p)->tv;
+  return p == TV(tv)->loop[j] || an_idmap_same(c->model.exact, p, TV(tv)->loop[j]) ? NULL : ID(p)->tv;
 }
 
 /* Whether tv's own (unpromoted) axis j stands, position for position, for axis j of ref, a
@@ -116,14 +116,14 @@ static Val *promoting_tensor(LowerCtx *c, Val *tv, int j) {
 static bool stands_for(LowerCtx *c, Val *tv, Val *ref, int j) {
   if (j >= TV(ref)->nloop || promoting_tensor(c, tv, j)) return false;
   Val *id = TV(tv)->loop[j], *rid = TV(ref)->loop[j];
-  if (sched_idmap_same(c->exact, rid, id) || !sched_idmap_same(c->loop_map, rid, id) ||
+  if (an_idmap_same(c->model.exact, rid, id) || !an_idmap_same(c->model.permissive, rid, id) ||
       !kx_equal(ext(c, rid), ext(c, id)))
     return false;
   for (int u = 0; u < tv->uses.len; u++) {
     const Expr *e = tv->uses.items[u];
     if (ir_op_kind(e->op) == OPK_TRANSFORM || e->out[0]->kind != VAL_TV) continue;
     Val *cv = e->out[0];
-    if (j >= TV(cv)->nloop || !sched_idmap_same(c->exact, lower_promoted(c, TV(cv)->loop[j]), rid)) return false;
+    if (j >= TV(cv)->nloop || !an_idmap_same(c->model.exact, lower_promoted(c, TV(cv)->loop[j]), rid)) return false;
   }
   return true;
 }
@@ -146,7 +146,7 @@ static void seed_through(LowerCtx *c, IndexMap *m, IndexMap *scratch, const KNod
   for (int k = 0; k < TV(ref)->nloop; k++)
     for (int j = 0; j < op->u.op.nloop && j < TV(tv)->nloop; j++) {
       Val *p = loop_iterates(op, tv, j);
-      if (p == TV(ref)->loop[k] || sched_idmap_same(c->exact, p, TV(ref)->loop[k])) {
+      if (p == TV(ref)->loop[k] || an_idmap_same(c->model.exact, p, TV(ref)->loop[k])) {
         put(scratch, TV(ref)->loop[k], op->u.op.loop_index[j]);
         break;
       }
@@ -163,7 +163,7 @@ static void seed_through(LowerCtx *c, IndexMap *m, IndexMap *scratch, const KNod
       continue;
     }
     for (int k = 0; k < TV(ref)->nroot; k++)
-      if (get(scratch, TV(ref)->root[k]) && sched_idmap_same(c->exact, r, TV(ref)->root[k])) {
+      if (get(scratch, TV(ref)->root[k]) && an_idmap_same(c->model.exact, r, TV(ref)->root[k])) {
         put(m, r, get(scratch, TV(ref)->root[k]));
         break;
       }
@@ -215,7 +215,7 @@ static void seed_producer(LowerCtx *c, IndexMap *cm, IndexMap *pm, const KNode *
     if (get(pm, pid) || ID(pid)->iter_type == CF_ITER_BROADCAST) continue;
     for (int j = 0; j < TV(cv)->nloop && j < op->u.op.nloop; j++) {
       Val *it = loop_iterates(op, cv, j);
-      if (ID(it)->iter_type == CF_ITER_BROADCAST || !sched_idmap_same(c->exact, pid, it)) continue;
+      if (ID(it)->iter_type == CF_ITER_BROADCAST || !an_idmap_same(c->model.exact, pid, it)) continue;
       /* A positional axis's loop index stands for the promoting tensor's axis, not for the
        * consumer's own axis (its element comes through that tensor's history). */
       if (positional_ref(c, cv, j)) continue;

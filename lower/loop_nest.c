@@ -1,8 +1,8 @@
 /* lower/loop_nest.c: builds the kernel's loop nests from the loop model, one op node per
  * tensor expression.
  *
- * Requires: c->exprs in loop-nest order (expr_sort.c), the loop model (c->loops,
- * c->promoted) and effective parallel types (ptype_propagate.c). Establishes: c->k->body,
+ * Requires: c->exprs in loop-nest order (expr_sort.c), the loop model (c->model.loops,
+ * promotion) and effective parallel types (c->model, analysis/). Establishes: c->k->body,
  * a tree of KN_FOR loops (thread-parallel axes are kept as trivial loops whose index is
  * the thread index) with a KN_OP per expression, carrying its loops and loop indices (one
  * per loop axis of the expression's output), and a reduction-initialization op before the
@@ -59,7 +59,7 @@ static KNode *new_loop(LowerCtx *c, Val *id) {
 /* How many of tv's leading loop axes run in the open loops. */
 static int shared_depth(LowerCtx *c, Nest *n, Val *tv) {
   int d = 0;
-  while (d < n->depth && d < TV(tv)->nloop && n->stack[d].group == sched_loop_group(c->loops, TV(tv)->loop[d])) d++;
+  while (d < n->depth && d < TV(tv)->nloop && n->stack[d].group == an_loop_group(c->model.loops, TV(tv)->loop[d])) d++;
   return d;
 }
 
@@ -164,7 +164,7 @@ static void place_expr(LowerCtx *c, const Expr *e, Nest *n) {
     nloops--;
   }
   for (int j = reuse; j < nloops; j++) {
-    int g = sched_loop_group(c->loops, t->loop[j]);
+    int g = an_loop_group(c->model.loops, t->loop[j]);
     if (n->opened[g])
       lower_fail(c, CF_ERR_INTERNAL, "internal error: the loop of %s's axis %d was closed before %s ran in it; "
                  "please report this bug", t->display_name, j, t->display_name);

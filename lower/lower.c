@@ -18,7 +18,6 @@ static const struct {
 } passes[] = {
     {"loop_model", lower_loop_model},
     {"sort_exprs", lower_sort_exprs},
-    {"ptype_propagate", lower_ptype_propagate},
     {"parallel_dims", lower_parallel_dims},
     {"tensors", lower_tensors},
     {"extent_checks", lower_extent_checks},
@@ -175,11 +174,7 @@ static void run_passes(LowerCtx *c) {
 }
 
 static void release_analyses(LowerCtx *c) {
-  sched_idmap_free(c->exact);
-  sched_idmap_free(c->loop_map);
-  sched_loop_graph_free(c->loops);
-  c->exact = c->loop_map = NULL;
-  c->loops = NULL;
+  an_loop_model_free(&c->model);
 }
 
 /* A reshape moves no data in cfuser: define-and-run makes it a view between kernels

@@ -11,6 +11,7 @@
 #include <setjmp.h>
 
 #include "lower/kir.h"
+#include "analysis/analysis.h"
 #include "scheduler/sched.h"
 
 typedef struct LowerOptions {
@@ -42,17 +43,12 @@ typedef struct LowerCtx {
   jmp_buf unwind;
   cf_status status;
   char *error;            /* malloc'd */
-  /* analyses */
-  IdMap *exact;           /* exact IterDomain map */
-  IdMap *loop_map;        /* permissive map (positional pairing of own loops with a promoting tensor's) */
-  LoopGraph *loops;       /* which loop axes share one for-loop (loop_model.c) */
-  Val **promoted;         /* by Val id of a loop axis: the IterDomain its loop iterates */
+  LoopModel model;        /* analysis/: maps, loop graph, promotion, parallel types (loop_model.c) */
   Expr **exprs;           /* tensor exprs in the order their loop nests are built */
   int nexprs;
   Val **tvs;
   int ntvs;
   TvInfo *info;           /* by Val id */
-  cf_parallel_type *ptype;    /* effective parallel type of every IterDomain, by Val id */
   KExpr *pdim[CF_PT_COUNT];   /* launch extent of each parallel type, NULL if unused */
   bool pdim_exact[CF_PT_COUNT];
   unsigned *varies;            /* by Val id: the launch types (bits) a tensor's values depend on (predicate.c) */
@@ -77,23 +73,21 @@ KExpr *lower_scalar(LowerCtx *c, const Val *v);
 /* Extent of an IterDomain as a kernel expression. */
 static inline KExpr *lower_extent(LowerCtx *c, const Val *id) { return lower_scalar(c, ID((Val *)id)->extent); }
 
-/* The loop model (loop_model.c): the IterDomain the loop of loop axis `id` iterates (id
- * itself unless its loop is promoted to a concrete member of its group), and whether two
- * loop axes share one for-loop. */
-Val *lower_promoted(const LowerCtx *c, const Val *id);
-/* The pairwise map of producer p and consumer cv (sched_pairwise_map) in the kernel's
+/* The loop model (analysis/loop_model.c), as the passes ask it: the IterDomain the loop of
+ * loop axis `id` iterates (id itself unless promoted), whether two loop axes share one
+ * for-loop, and the parallel type an IterDomain runs on. */
+static inline Val *lower_promoted(const LowerCtx *c, const Val *id) { return an_promoted(&c->model, id); }
+static inline bool lower_same_loop(const LowerCtx *c, const Val *a, const Val *b) {
+  return an_same_loop(c->model.loops, a, b);
+}
+static inline cf_parallel_type lower_ptype(const LowerCtx *c, const Val *id) { return an_ptype(&c->model, id); }
+/* The pairwise map of producer p and consumer cv (an_pairwise_map) in the kernel's
  * arena, as long as the tensors' ranks: returns the count (0 when p is no producer of cv). */
 int lower_pairwise(LowerCtx *c, const Val *p, const Val *cv, Val ***pids, Val ***cids);
-bool lower_same_loop(const LowerCtx *c, const Val *a, const Val *b);
-
-/* The parallel type an IterDomain runs on: its own, or the one of a parallel axis it
- * shares a loop with; serial for broadcast axes, which have one element (ptype_propagate.c). */
-cf_parallel_type lower_ptype(const LowerCtx *c, const Val *id);
 
 /* The passes, in order (lower.c holds the table). */
-void lower_loop_model(LowerCtx *c);       /* loop_model.c: maps, loop groups, promotion */
+void lower_loop_model(LowerCtx *c);       /* loop_model.c: analysis/'s loop model, histories */
 void lower_sort_exprs(LowerCtx *c);       /* expr_sort.c */
-void lower_ptype_propagate(LowerCtx *c);  /* ptype_propagate.c: loop groups share types */
 void lower_parallel_dims(LowerCtx *c);    /* parallel_dims.c */
 void lower_tensors(LowerCtx *c);          /* tensors.c: params, allocation rule, sizes */
 void lower_extent_checks(LowerCtx *c);    /* extent_checks.c: mapped axes agree */

@@ -67,7 +67,7 @@ static bool thread_dims_match(LowerCtx *c, const KNode *wop, const KNode *rop) {
       if (!w0 || !r0) return false;
       continue;
     }
-    if (!wl || !rl || !(wl == rl || sched_idmap_same(c->exact, wl->u.loop.concrete, rl->u.loop.concrete))) return false;
+    if (!wl || !rl || !(wl == rl || an_idmap_same(c->model.exact, wl->u.loop.concrete, rl->u.loop.concrete))) return false;
   }
   return true;
 }

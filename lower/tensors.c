@@ -7,7 +7,7 @@
  *      (Shared and Tensor across TID);
  *   3. otherwise axes right of the compute-at position are allocated, those left of it
  *      are not; broadcast, reduction and extent-1 axes never are.
- * Requires: c->tvs, c->exact. Establishes: TvInfo (kernel tensor, allocation domain,
+ * Requires: c->tvs, c->model.exact. Establishes: TvInfo (kernel tensor, allocation domain,
  * allocated flags, strides) for every TensorView; c->k->params and c->k->allocs.
  * Key decision: an intermediate's allocation domain is its loop domain unless the user
  * set one; strides are row-major over the allocated axes (per side of the dim-sep
@@ -22,7 +22,7 @@
 static bool left_of_ca(LowerCtx *c, Val *tv, Val *id) {
   TensorView *t = TV(tv);
   for (int i = 0; i < t->ca_pos; i++)
-    if (t->loop[i] == id || sched_idmap_same(c->exact, t->loop[i], id)) return true;
+    if (t->loop[i] == id || an_idmap_same(c->model.exact, t->loop[i], id)) return true;
   return false;
 }
 

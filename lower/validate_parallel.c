@@ -5,7 +5,7 @@
  * another parallel type reads what other threads wrote. That needs shared memory across
  * threads (plus a sync, which the sync pass inserts) and global memory across blocks,
  * which cfuser does not offer for intermediates.
- * Requires: c->exprs, c->exact. Establishes: nothing; fails with a message naming the
+ * Requires: c->exprs, c->model.exact. Establishes: nothing; fails with a message naming the
  * producer, its axis and the consumer.
  * Key decision: nvFuser's rule, checked on loop axes: each launch-parallel axis of a
  * producer right of its compute-at position must map exactly to a consumer loop axis of
@@ -29,12 +29,12 @@ static void check_axis(LowerCtx *c, Val *p, int j, Val *cv) {
    * axes must be exactly the same, not merely related through a broadcast. */
   for (int k = 0; k < TV(cv)->nloop; k++) {
     Val *ck = TV(cv)->loop[k];
-    if (lower_ptype(c, ck) != pt || !sched_idmap_same(c->exact, id, ck)) continue;
+    if (lower_ptype(c, ck) != pt || !an_idmap_same(c->model.exact, id, ck)) continue;
     /* The same axis, but the consumer's loop may iterate a larger domain it was inlined
      * into (a broadcast concretized): then its threads stand for elements the producer's
      * threads never computed. */
     Val *pp = lower_promoted(c, id), *cp = lower_promoted(c, ck);
-    if (pp == cp || sched_idmap_same(c->exact, pp, cp)) return;
+    if (pp == cp || an_idmap_same(c->model.exact, pp, cp)) return;
     lower_fail(c, CF_ERR_INVALID_SCHEDULE,
                "compile: %s is in %s memory, but %s reads its axis %d (%s) on %s in a loop over %s, which that axis "
                "does not iterate (the producer's %s hold other elements); inline %s into %s, or parallelize them apart",
@@ -94,7 +94,7 @@ static void check_global_read(LowerCtx *c, Val *p, Val *cv) {
       if (lower_ptype(c, TV(p)->loop[j]) == (cf_parallel_type)pt) pa = TV(p)->loop[j];
     for (int j = 0; j < TV(cv)->nloop; j++)
       if (lower_ptype(c, TV(cv)->loop[j]) == (cf_parallel_type)pt) ca = TV(cv)->loop[j];
-    if (pa && ca && (sched_idmap_same(c->exact, pa, ca) || lower_same_loop(c, pa, ca))) continue;
+    if (pa && ca && (an_idmap_same(c->model.exact, pa, ca) || lower_same_loop(c, pa, ca))) continue;
     lower_fail(c, CF_ERR_INVALID_SCHEDULE,
                "compile: %s reads %s, which this kernel writes in global memory, along %s differently from the write "
                "(%s's blocks would read what other blocks write, and there is no grid synchronization); parallelize "

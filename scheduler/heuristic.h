@@ -23,12 +23,35 @@
 #include "cfuser/fusion.h"
 #include "ir/ir.h"
 
+/* The device a heuristic plans for: what nvFuser's heuristics read of the GPU (SM count,
+ * registers, shared memory, the L2). The define-and-run executor fills it from the CUDA
+ * device it compiles for, and uses sched_device_default() on the host backend (the
+ * kernels it runs there are the ones a GPU would run). Tests scale it down (two SMs, a
+ * small shared memory) to reach every heuristic branch with small shapes. */
+typedef struct SchedDevice {
+  int sm_count;              /* streaming multiprocessors */
+  int max_threads_per_block; /* 1024 */
+  int max_threads_per_sm;    /* 2048 on Hopper */
+  int regs_per_sm;           /* 32-bit registers per SM: 65536 */
+  int max_regs_per_thread;   /* 255 */
+  int64_t smem_per_block;    /* shared memory one block may use (opt-in limit), bytes */
+  int64_t smem_per_sm;       /* shared memory of an SM, bytes */
+  int64_t l2_bytes;          /* the L2 cache, bytes */
+  int max_cluster;           /* blocks per thread-block cluster (8 portable on Hopper; 1: none) */
+} SchedDevice;
+
+/* An H100 SXM (132 SMs, 227 KiB of shared memory per block, 50 MiB of L2): the
+ * description of the host backend, and of a device whose attributes cannot be read. */
+extern const SchedDevice sched_device_h100;
+const SchedDevice *sched_device_default(void);
+
 /* What one call tells the heuristics: the segment's inputs, in the order of the
- * segment's fusion inputs (tensors; scalar inputs are 0-d tensors). A tensor the
- * executor allocates between segments has its sizes and a NULL data pointer. */
+ * segment's fusion inputs (tensors; scalar inputs are 0-d tensors), and the device. A
+ * tensor the executor allocates between segments has its sizes and a NULL data pointer. */
 typedef struct SchedCall {
   int ninputs;
   const DLTensor *const *inputs;
+  const SchedDevice *dev;    /* never NULL */
 } SchedCall;
 
 /* The parameters a heuristic chose, printed for CFUSER_DUMP=segments and tests, e.g.

@@ -22,6 +22,20 @@ const SchedHeuristic *const *sched_heuristics(int *n) {
   return table;
 }
 
+const SchedDevice sched_device_h100 = {
+    .sm_count = 132,
+    .max_threads_per_block = 1024,
+    .max_threads_per_sm = 2048,
+    .regs_per_sm = 65536,
+    .max_regs_per_thread = 255,
+    .smem_per_block = 227 * 1024,
+    .smem_per_sm = 228 * 1024,
+    .l2_bytes = 50 * 1024 * 1024,
+    .max_cluster = 8,
+};
+
+const SchedDevice *sched_device_default(void) { return &sched_device_h100; }
+
 bool sched_aligned16(int n, const DLTensor *const *t) {
   for (int i = 0; i < n; i++)
     if (t[i] && ((uintptr_t)t[i]->data + t[i]->byte_offset) % 16) return false;

@@ -62,7 +62,7 @@ static void consumer_limit(const IdMap *m, Val *tv, Val *c, bool best_effort, Li
   TensorView *t = TV(tv), *ct = TV(c);
   for (int i = 0; i < l->pos; i++) {
     Why w = i >= ct->nloop                                ? WHY_NOAXIS
-            : !sched_idmap_same(m, t->loop[i], ct->loop[i]) ? WHY_NOMAP
+            : !an_idmap_same(m, t->loop[i], ct->loop[i]) ? WHY_NOMAP
             : blocks_inlining(ct->loop[i], best_effort)      ? WHY_CONSUMER_PT
                                                             : WHY_NONE;
     if (w != WHY_NONE) {
@@ -96,12 +96,12 @@ typedef struct LoopCheck {
 } LoopCheck;
 
 static void loop_check_free(LoopCheck *lc) {
-  sched_loop_graph_free(lc->g);
+  an_loop_graph_free(lc->g);
   arena_destroy(lc->scratch);
 }
 
 static bool loop_check_init(cf_fusion *f, LoopCheck *lc) {
-  *lc = (LoopCheck){sched_loop_graph_build(f), arena_create(), NULL, 0, false};
+  *lc = (LoopCheck){an_loop_graph_build(f), arena_create(), NULL, 0, false};
   if (lc->g && lc->scratch) lc->tvs = ir_fusion_all_tvs_in(lc->scratch, f, &lc->ntvs);
   for (int a = 0; a < lc->ntvs; a++)
     for (int j = 0; j < TV(lc->tvs[a])->nloop; j++) lc->any_reduction |= ID(TV(lc->tvs[a])->loop[j])->iter_type == CF_ITER_REDUCTION;
@@ -129,8 +129,8 @@ static void reduction_limit(const LoopCheck *lc, Val *tv, Limit *l) {
     })
     /* With one consumer the loops joined are a producer's and its consumer's: nothing can
      * sit between them (lowering's expression sort still refuses what cannot be nested). */
-    Val *s = NULL, *reader = NULL, *between = n > 2 ? sched_loop_between(g, tvs, ntvs, ids, n) : NULL;
-    if (!between && !(lc->any_reduction && sched_loop_conflict(g, tvs, ntvs, ids, n, &s, &reader))) continue;
+    Val *s = NULL, *reader = NULL, *between = n > 2 ? an_loop_between(g, tvs, ntvs, ids, n) : NULL;
+    if (!between && !(lc->any_reduction && an_loop_conflict(g, tvs, ntvs, ids, n, &s, &reader))) continue;
     l->pos = i;
     l->why = between ? WHY_SPLITS_LOOP : WHY_READS_REDUCTION;
     l->reduction = s;
@@ -205,7 +205,7 @@ static int aligned_consumer_pos(const IdMap *m, Val *c, Val *p, int p_pos) {
   int pos = ct->nloop;
   for (; pos > 0; pos--)
     for (int k = 0; k < p_pos; k++)
-      if (sched_idmap_same(m, ct->loop[pos - 1], pt->loop[k])) return pos;
+      if (an_idmap_same(m, ct->loop[pos - 1], pt->loop[k])) return pos;
   return 0;
 }
 
@@ -236,7 +236,7 @@ static cf_status inline_at(cf_fusion *f, const IdMap *m, LoopCheck *lc, Val *tv,
   t->ca_pos = p;
   FOR_CONSUMERS(tv, c, {
     update_max_producer_pos(m, c);
-    for (int j = 0; j < p && j < TV(c)->nloop; j++) sched_loop_graph_join(lc->g, t->loop[j], TV(c)->loop[j]);
+    for (int j = 0; j < p && j < TV(c)->nloop; j++) an_loop_graph_join(lc->g, t->loop[j], TV(c)->loop[j]);
   })
   return CF_OK;
 }
@@ -252,7 +252,7 @@ int sched_matched_pos(const IdMap *m, Val *from, int from_pos, Val *to) {
   int k = 0;
   for (; k < tt->nloop; k++) {
     bool found = false;
-    for (int j = 0; j < from_pos && !found; j++) found = sched_idmap_same(m, tt->loop[k], ft->loop[j]);
+    for (int j = 0; j < from_pos && !found; j++) found = an_idmap_same(m, tt->loop[k], ft->loop[j]);
     if (!found) break;
   }
   return k;
@@ -264,15 +264,15 @@ static cf_status inline_at_api(cf_fusion *f, cf_tv *handle, int pos, bool best_e
   Val *tv = ir_tv(handle);
   int p = sched_wrap_pos(f, what, tv, pos);
   if (p < 0) return f->status;
-  IdMap *m = sched_idmap_build(f, true);
+  IdMap *m = an_idmap_build(f, true);
   LoopCheck lc;
   if (!m || !loop_check_init(f, &lc)) {
-    sched_idmap_free(m);
+    an_idmap_free(m);
     return f->status;
   }
   s = inline_at(f, m, &lc, tv, p, best_effort, what);
   loop_check_free(&lc);
-  sched_idmap_free(m);
+  an_idmap_free(m);
   return s;
 }
 
@@ -285,10 +285,10 @@ cf_status cf_inline_at_best_effort(cf_fusion *f, cf_tv *tv, int pos) {
 cf_status cf_inline_most(cf_fusion *f) {
   if (!f) return CF_ERR_INVALID_ARGUMENT;
   if (f->status) return f->status;
-  IdMap *m = sched_idmap_build(f, true);
+  IdMap *m = an_idmap_build(f, true);
   LoopCheck lc;
   if (!m || !loop_check_init(f, &lc)) {
-    sched_idmap_free(m);
+    an_idmap_free(m);
     return f->status;
   }
   cf_status s = CF_OK;
@@ -296,7 +296,7 @@ cf_status cf_inline_most(cf_fusion *f) {
   for (int i = lc.ntvs - 1; i >= 0 && !s; i--)
     s = inline_at(f, m, &lc, lc.tvs[i], TV(lc.tvs[i])->nloop, true, "inline_most");
   loop_check_free(&lc);
-  sched_idmap_free(m);
+  an_idmap_free(m);
   return s;
 }
 
@@ -304,7 +304,7 @@ cf_status cf_inline_most(cf_fusion *f) {
  * ref's position pos along the tree. */
 static cf_status inline_along(cf_fusion *f, Arena *a, const SpanTree *tree, int pos, const ValTab *only,
                               bool best_effort, const char *what) {
-  IdMap *m = sched_idmap_build(f, true);
+  IdMap *m = an_idmap_build(f, true);
   if (!m) return f->status;
   int *at = ARENA_ARRAY(a, int, tree->n);
   ValTab index = {.arena = a};
@@ -314,21 +314,21 @@ static cf_status inline_along(cf_fusion *f, Arena *a, const SpanTree *tree, int 
     if (i == 0) {
       at[i] = pos;
     } else {
-      int from = (int)(intptr_t)sched_tab_get(&index, tree->from[i]) - 1;
+      int from = (int)(intptr_t)an_tab_get(&index, tree->from[i]) - 1;
       at[i] = sched_matched_pos(m, tree->from[i], at[from], tv);
     }
-    if (!sched_tab_put(&index, tv, (void *)(intptr_t)(i + 1))) s = ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    if (!an_tab_put(&index, tv, (void *)(intptr_t)(i + 1))) s = ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   }
   /* Applied consumers first: a producer's legality depends on the loops its consumers share. */
   LoopCheck lc = {0};
   if (!s && !loop_check_init(f, &lc)) s = f->status;
   for (int k = s ? -1 : lc.ntvs - 1; !s && k >= 0; k--) {
     Val *tv = lc.tvs[k];
-    int i = (int)(intptr_t)sched_tab_get(&index, tv) - 1;
-    if (i >= 0 && (!only || sched_tab_get(only, tv))) s = inline_at(f, m, &lc, tv, at[i], best_effort, what);
+    int i = (int)(intptr_t)an_tab_get(&index, tv) - 1;
+    if (i >= 0 && (!only || an_tab_get(only, tv))) s = inline_at(f, m, &lc, tv, at[i], best_effort, what);
   }
   if (lc.tvs) loop_check_free(&lc);
-  sched_idmap_free(m);
+  an_idmap_free(m);
   return s;
 }
 
@@ -353,8 +353,8 @@ cf_status cf_inline_all_at(cf_fusion *f, cf_tv *ref_handle, int pos) {
 
 /* Marks in `mark` the tensors from which `tv` is reachable through definitions. */
 static bool mark_ancestors(ValTab *mark, Val *tv) {
-  if (sched_tab_get(mark, tv)) return true;
-  if (!sched_tab_put(mark, tv, tv)) return false;
+  if (an_tab_get(mark, tv)) return true;
+  if (!an_tab_put(mark, tv, tv)) return false;
   Expr *d = tv->def;
   if (d && ir_op_kind(d->op) != OPK_TRANSFORM)
     for (int i = 0; i < d->nin; i++)
@@ -364,8 +364,8 @@ static bool mark_ancestors(ValTab *mark, Val *tv) {
 
 /* Marks in `sel` the tensors on paths from tv down to the ancestors marked in `anc`. */
 static bool mark_between(ValTab *sel, const ValTab *anc, Val *tv) {
-  if (!sched_tab_get(anc, tv) || sched_tab_get(sel, tv)) return true;
-  if (!sched_tab_put(sel, tv, tv)) return false;
+  if (!an_tab_get(anc, tv) || an_tab_get(sel, tv)) return true;
+  if (!an_tab_put(sel, tv, tv)) return false;
   bool ok = true;
   FOR_CONSUMERS(tv, c, { ok = ok && mark_between(sel, anc, c); })
   return ok;
@@ -375,8 +375,8 @@ static bool mark_between(ValTab *sel, const ValTab *anc, Val *tv) {
  * them, so other consumers of selected tensors follow along. */
 static bool select_between(void *ctx, Val *from, Val *to, bool to_is_producer) {
   const ValTab *sel = ctx;
-  if (to_is_producer) return sched_tab_get(sel, to) != NULL;
-  return sched_tab_get(sel, from) || sched_tab_get(sel, to);
+  if (to_is_producer) return an_tab_get(sel, to) != NULL;
+  return an_tab_get(sel, from) || an_tab_get(sel, to);
 }
 
 /* Whether a tensor with no uses is reachable from `from` without passing through `avoid`
@@ -405,7 +405,7 @@ static Val *common_consumer(cf_fusion *f, Arena *a, Val *producer, Val *consumer
   char *memo = arena_alloc(a, (size_t)f->vals.len + 1);
   for (int i = 0; i < n && memo; i++) {
     Val *t = tvs[i];
-    if (t == producer || (t != consumer && sched_tab_get(between, t))) continue;
+    if (t == producer || (t != consumer && an_tab_get(between, t))) continue;
     memset(memo, 0, (size_t)f->vals.len + 1);
     if (!reaches_leaf_avoiding(producer, t, memo)) return t;
   }
@@ -414,10 +414,10 @@ static Val *common_consumer(cf_fusion *f, Arena *a, Val *producer, Val *consumer
 
 /* Marks in `mark` tv and the tensors computed from it that have uses themselves. */
 static bool mark_dependents(ValTab *mark, Val *tv) {
-  if (sched_tab_get(mark, tv)) return true;
+  if (an_tab_get(mark, tv)) return true;
   int uses = 0;
   FOR_CONSUMERS(tv, c, { (void)c; uses++; })
-  if (uses && !sched_tab_put(mark, tv, tv)) return false;
+  if (uses && !an_tab_put(mark, tv, tv)) return false;
   bool ok = true;
   FOR_CONSUMERS(tv, c, { ok = ok && mark_dependents(mark, c); })
   return ok;
@@ -430,14 +430,14 @@ static bool select_subgraph(cf_fusion *f, Arena *a, Val *producer, Val *consumer
   if (!cc) return mark_dependents(sel, producer);
   ValTab anc = {.arena = a};
   if (!mark_ancestors(&anc, cc) || !mark_between(sel, &anc, producer)) return false;
-  return sched_tab_put(sel, cc, NULL);
+  return an_tab_put(sel, cc, NULL);
 }
 
 static cf_status compute_at_impl(cf_fusion *f, Arena *a, Val *producer, Val *consumer, int pos, const char *what) {
   ValTab anc = {.arena = a}, between = {.arena = a}, sel = {.arena = a};
   if (!mark_ancestors(&anc, consumer) || !mark_between(&between, &anc, producer))
     return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
-  if (producer == consumer || !sched_tab_get(&anc, producer))
+  if (producer == consumer || !an_tab_get(&anc, producer))
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, consumer, "%s: %s does not depend on %s", what,
                        TV(consumer)->display_name, TV(producer)->display_name);
   if (!select_subgraph(f, a, producer, consumer, &between, &sel))
@@ -450,10 +450,10 @@ static cf_status compute_at_impl(cf_fusion *f, Arena *a, Val *producer, Val *con
   if (!at) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   at[0] = pos;
   for (int i = 0; i < tree.n; i++) {
-    if (!sched_tab_put(&index, tree.tvs[i], (void *)(intptr_t)(i + 1)))
+    if (!an_tab_put(&index, tree.tvs[i], (void *)(intptr_t)(i + 1)))
       return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
     if (i == 0) continue;
-    int from = (int)(intptr_t)sched_tab_get(&index, tree.from[i]) - 1;
+    int from = (int)(intptr_t)an_tab_get(&index, tree.from[i]) - 1;
     cf_status s = sched_replay(f, a, tree.from[i], tree.tvs[i], at[from], what, &at[i]);
     if (s) return s;
   }

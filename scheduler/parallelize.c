@@ -28,7 +28,7 @@ cf_status cf_parallelize_all_like(cf_fusion *f, cf_tv *ref_handle, int ntypes, c
     if ((unsigned)types[i] >= CF_PT_COUNT)
       return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: invalid parallel type %d", what, (int)types[i]);
   Val *ref = ir_tv(ref_handle);
-  IdMap *m = sched_idmap_build(f, true);
+  IdMap *m = an_idmap_build(f, true);
   if (!m) return f->status;
   int n;
   Arena *scratch = arena_create();
@@ -41,7 +41,7 @@ cf_status cf_parallelize_all_like(cf_fusion *f, cf_tv *ref_handle, int ntypes, c
     TensorView *t = TV(tv);
     for (int k = 0; k < t->nloop; k++) {
       for (int j = 0; j < r->nloop; j++) {
-        if (!sched_idmap_same(m, t->loop[k], r->loop[j])) continue;
+        if (!an_idmap_same(m, t->loop[k], r->loop[j])) continue;
         cf_parallel_type p = ID(r->loop[j])->ptype;
         if (type_selected(p, ntypes, types)) ID(t->loop[k])->ptype = p;
         break;
@@ -49,6 +49,6 @@ cf_status cf_parallelize_all_like(cf_fusion *f, cf_tv *ref_handle, int ntypes, c
     }
   }
   arena_destroy(scratch);
-  sched_idmap_free(m);
+  an_idmap_free(m);
   return CF_OK;
 }

@@ -68,10 +68,10 @@ static bool persistent_plan(const SchedPersistent *s, cf_fusion *f, Arena *a, co
   if (!find_reductions(s, a, exprs, n, plan, why)) return false;
   for (int i = 0; i < n; i++)
     if (ir_op_kind(exprs[i]->op) == OPK_BROADCAST && !s->broadcast(exprs[i], plan, why)) return false;
-  IdMap *m = sched_idmap_build(f, false);
+  IdMap *m = an_idmap_build(f, false);
   if (!m) return out_of_memory(s, why);
   bool ok = same_reductions(s, m, plan, why) && s->shapes(f, a, m, call, plan, why);
-  sched_idmap_free(m);
+  an_idmap_free(m);
   return ok;
 }
 
@@ -109,7 +109,7 @@ bool sched_has_broadcast(Val *tv) {
 bool sched_same_shape(const IdMap *m, Val *ref, Val *tv) {
   if (TV(tv)->nlogical != TV(ref)->nlogical) return false;
   for (int x = 0; x < TV(ref)->nlogical; x++)
-    if (!sched_idmap_same(m, TV(tv)->logical[x], TV(ref)->logical[x])) return false;
+    if (!an_idmap_same(m, TV(tv)->logical[x], TV(ref)->logical[x])) return false;
   return true;
 }
 
@@ -118,7 +118,7 @@ bool sched_kept_shape(const IdMap *m, Val *ref, int first, int n, Val *tv) {
   for (int x = 0; x < TV(tv)->nlogical; x++) {
     Val *id = TV(tv)->logical[x];
     if (ID(id)->iter_type == CF_ITER_REDUCTION) continue;
-    if (kept >= n || !sched_idmap_same(m, id, TV(ref)->logical[first + kept])) return false;
+    if (kept >= n || !an_idmap_same(m, id, TV(ref)->logical[first + kept])) return false;
     kept++;
   }
   return kept == n;

@@ -219,7 +219,7 @@ static bool pw_varies(const IdMap *m, Val *in, Val *ref, bool *varies) {
     if (ID(id)->iter_type == CF_ITER_BROADCAST || ID(id)->iter_type == CF_ITER_REDUCTION) continue;
     bool found = false;
     for (int a = 0; a < r && !found; a++)
-      if (sched_idmap_same(m, id, TV(ref)->logical[a])) varies[a] = found = true;
+      if (an_idmap_same(m, id, TV(ref)->logical[a])) varies[a] = found = true;
     if (!found) return false;
   }
   return true;
@@ -243,7 +243,7 @@ static double pw_cost(const double *ext, int r, int b, int n, const bool *vary, 
  * reason when an input axis maps to no reference axis. */
 static bool pw_tensor_table(cf_fusion *f, Val *ref, bool *vary, double *bytes, PwBreak *bp) {
   int r = TV(ref)->nlogical, nin = f->inputs.len;
-  IdMap *m = sched_idmap_build(f, false);
+  IdMap *m = an_idmap_build(f, false);
   if (!m) return false;
   bool ok = true;
   for (int i = 0; i < nin + f->outputs.len; i++) {
@@ -262,7 +262,7 @@ static bool pw_tensor_table(cf_fusion *f, Val *ref, bool *vary, double *bytes, P
     for (int a = 0; a < r; a++) nv += v[a], nconcrete += ID(TV(ref)->logical[a])->iter_type != CF_ITER_BROADCAST;
     bp->broadcasting |= nv > 0 && nv < nconcrete;
   }
-  sched_idmap_free(m);
+  an_idmap_free(m);
   return ok;
 }
 

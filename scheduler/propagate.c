@@ -49,7 +49,7 @@ cf_status cf_propagate_transforms_checked(cf_fusion *f, cf_tv *ref) {
 
 static int find_mapped(const IdMap *m, Val *const *ids, int n, const Val *id) {
   for (int i = 0; i < n; i++)
-    if (sched_idmap_same(m, ids[i], id)) return i;
+    if (an_idmap_same(m, ids[i], id)) return i;
   return -1;
 }
 
@@ -67,7 +67,7 @@ static bool should_reach(Arena *a, Val *parent, Val *tv, Val *pid) {
   int mapped = 0;
   for (int i = 0; i < bases.len; i++) {
     Val *b = bases.items[i];
-    if (sched_pairwise_partner(parent, tv, b))
+    if (an_pairwise_partner(parent, tv, b))
       mapped++;
     else if (ID(b)->iter_type != CF_ITER_BROADCAST)
       return false;
@@ -115,7 +115,7 @@ static cf_status check_pair(cf_fusion *f, Arena *a, const IdMap *m, Val *parent,
     /* pid maps to some axis of tv, so tv has at least k+1 axes unless an earlier axis of
      * tv matched two parent axes; report that as an order mismatch at its last axis. */
     if (k >= t->nloop) return mismatch(f, what, tv, t->nloop - 1, parent, j, MM_ORDER);
-    if (!sched_idmap_same(m, t->loop[k], pid)) return mismatch(f, what, tv, k, parent, j, MM_ORDER);
+    if (!an_idmap_same(m, t->loop[k], pid)) return mismatch(f, what, tv, k, parent, j, MM_ORDER);
     if (extents_differ(parent, pid, tv, t->loop[k])) return mismatch(f, what, tv, k, parent, j, MM_EXTENT);
     k++;
   }
@@ -125,13 +125,13 @@ static cf_status check_pair(cf_fusion *f, Arena *a, const IdMap *m, Val *parent,
 cf_status sched_check_transforms(cf_fusion *f, Val *ref, const char *what) {
   if (f->status) return f->status;
   Arena *a = arena_create();
-  IdMap *m = sched_idmap_build(f, true);
+  IdMap *m = an_idmap_build(f, true);
   SpanTree tree;
   cf_status s = CF_OK;
   if (!a || !m || !sched_span_tree(a, ref, TV(ref)->nloop, NULL, NULL, &tree))
     s = ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   for (int i = 1; !s && i < tree.n; i++) s = check_pair(f, a, m, tree.from[i], tree.tvs[i], what);
-  sched_idmap_free(m);
+  an_idmap_free(m);
   arena_destroy(a);
   return s;
 }

@@ -146,12 +146,12 @@ static bool replay_expr(Replay *r, const Expr *e) {
 /* Maps src's base axes to dst's through the pairwise map, and seeds the frontier with
  * dst's base domain. */
 static bool seed(Replay *r) {
-  bool dst_is_consumer = sched_is_producer_of(r->src, r->dst);
+  bool dst_is_consumer = an_is_producer_of(r->src, r->dst);
   Val *p = dst_is_consumer ? r->src : r->dst, *c = dst_is_consumer ? r->dst : r->src;
-  int n = sched_pairwise_map(p, c, NULL, NULL, 0);
+  int n = an_pairwise_map(p, c, NULL, NULL, 0);
   Val **pi = ARENA_ARRAY(r->a, Val *, n), **ci = ARENA_ARRAY(r->a, Val *, n);
   if (!pi || !ci) return false;
-  sched_pairwise_map(p, c, pi, ci, n);
+  an_pairwise_map(p, c, pi, ci, n);
   for (int i = 0; i < n; i++)
     if (!sched_map_put(&r->map, dst_is_consumer ? pi[i] : ci[i], dst_is_consumer ? ci[i] : pi[i])) return false;
   TensorView *t = TV(r->dst);
@@ -238,7 +238,7 @@ cf_status sched_replay(cf_fusion *f, Arena *scratch, Val *src, Val *dst, int src
   TensorView *s = TV(src);
   if (src_pos > s->nloop) src_pos = s->nloop;
   int nh;
-  if (!sched_is_producer_of(src, dst) && !sched_is_producer_of(dst, src)) return IR_INTERNAL(f, adjacent(src, dst));
+  if (!an_is_producer_of(src, dst) && !an_is_producer_of(dst, src)) return IR_INTERNAL(f, adjacent(src, dst));
   Expr **hist = sched_history_to(scratch, src, s->loop, src_pos, &nh);
   if (nh < 0 || !seed(&r)) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   for (int k = 0; k < nh; k++)

@@ -1,10 +1,8 @@
 /* scheduler/sched.h: the scheduler's internal toolkit (internal header, prefix sched_).
  *
- * Four tools, each in its own file, used by the public scheduling calls of
- * include/cfuser/schedule.h and reused by lowering:
- *   id_map.c     the pairwise map between a producer's logical axes and a consumer's root
- *                axes through one tensor Expr, and IdMap, a union-find over every
- *                IterDomain of a fusion ("exact" or "permissive");
+ * The tools the public scheduling calls of include/cfuser/schedule.h are built on, each
+ * in its own file (the IterDomain graphs they ask, pairwise, exact, permissive and loop,
+ * live below in analysis/, which lowering reads too):
  *   span_tree.c  the maximum-information spanning tree of the tensor graph from a
  *                reference tensor (nvFuser's MaxLogicalDomainInfoSpanningTree);
  *   replay.c     replaying one tensor's transforms onto an adjacent tensor;
@@ -15,90 +13,8 @@
 #ifndef CFUSER_SCHED_H
 #define CFUSER_SCHED_H
 
+#include "analysis/analysis.h"
 #include "ir/ir.h"
-
-/* ---- small tables keyed by Val id (id_map.c) ------------------------------------------ */
-
-/* A map from Vals to pointers, indexed by the dense Val id and grown on demand, so that it
- * accepts Vals created after it was made (replay creates IterDomains as it goes). Storage
- * lives in the arena given at the first put. A NULL value means "absent". */
-typedef struct ValTab {
-  Arena *arena;
-  void **v;
-  int cap;
-} ValTab;
-/* false only when out of memory */
-bool sched_tab_put(ValTab *t, const Val *k, void *value);
-void *sched_tab_get(const ValTab *t, const Val *k);
-
-/* ---- the pairwise map (id_map.c) ------------------------------------------------------- */
-
-/* True when p is a TensorView input of c's defining tensor Expr. */
-bool sched_is_producer_of(const Val *p, const Val *c);
-
-/* Pairs producer p's logical axes with consumer c's root axes through c's definition:
- * elementwise ops, cast, where, reductions and permute pair the producer's i-th
- * non-reduction logical axis with the consumer's i-th root axis; broadcast skips the
- * consumer's new broadcast axes. Writes up to `cap` pairs to p_ids/c_ids (either may be
- * NULL to only count) and returns the count, or -1 when p is not a producer of c. */
-int sched_pairwise_map(const Val *p, const Val *c, Val **p_ids, Val **c_ids, int cap);
-
-/* The partner of `id` (an axis of `from`) in the adjacent tensor `to` through the
- * pairwise map, whichever of the two is the producer; NULL when it has none. */
-Val *sched_pairwise_partner(const Val *from, const Val *to, const Val *id);
-
-/* ---- IdMap: equivalence classes of IterDomains (id_map.c) ------------------------------ */
-
-/* A union-find over every IterDomain of a fusion, a snapshot taken at build time.
- * Built in two steps:
- *  1. pairwise-mapped axes of every producer/consumer pair are joined; a broadcast axis
- *     is joined with a non-broadcast axis only when `permissive`;
- *  2. forward propagation to a fixpoint: two splits with joined inputs, equal factors
- *     and equal inner flags join their outputs pairwise; likewise merges (inputs joined
- *     pairwise) and swizzles of the same type. When `permissive`, a merge with a
- *     broadcast input is also joined with its other input (broadcast forwarding: merging
- *     with a size-1 axis does not change which loop it is).
- * The exact map relates axes of provably equal extent and index; the permissive map
- * relates axes that may share a loop (what inlining and parallelize_all_like use; lowering
- * promotes a loop to its concrete, non-broadcast member). The permissive map may be
- * loose: through a broadcast it can relate a merge of i0 and b1 to both i0 and i0*i1. */
-typedef struct IdMap IdMap;
-/* NULL when out of memory (also recorded on f). */
-IdMap *sched_idmap_build(cf_fusion *f, bool permissive);
-/* Whether two IterDomains are in one class. Vals made after the build are in classes of
- * their own. */
-bool sched_idmap_same(const IdMap *m, const Val *a, const Val *b);
-/* A representative of id's class (the Val id of one member); stable for the map's
- * lifetime, so it can key per-class tables (loop groups, parallel-dimension map). */
-int sched_idmap_class(const IdMap *m, const Val *id);
-/* Joins the classes of a and b and re-runs forward propagation to a fixpoint. For
- * clients building a finer or coarser relation on top (e.g. lowering's loop groups). */
-void sched_idmap_join(IdMap *m, const Val *a, const Val *b);
-void sched_idmap_free(IdMap *m);
-
-/* ---- the loop graph (loop_graph.c) -------------------------------------------------- */
-/* Which IterDomains share one for-loop under the current compute-at positions: producer
- * loop axis j and consumer loop axis j for j < the producer's compute-at position (fusion
- * inputs never), and the outputs of one expression, closed transitively. A snapshot
- * taken at build time; IterDomains made later are groups of their own. */
-typedef struct LoopGraph LoopGraph;
-/* NULL when out of memory (also recorded on f). */
-LoopGraph *sched_loop_graph_build(cf_fusion *f);
-/* A representative of id's loop group (the Val id of one member). */
-int sched_loop_group(const LoopGraph *g, const Val *id);
-bool sched_same_loop(const LoopGraph *g, const Val *a, const Val *b);
-void sched_loop_graph_free(LoopGraph *g);
-/* Joins the loop groups of a and b (a producer inlined further, for callers that keep one
- * graph across several inlining steps). */
-void sched_loop_graph_join(LoopGraph *g, const Val *a, const Val *b);
-/* Whether the loop groups of ids, joined into one, would run a reduction axis of some
- * tensor *s together with a loop axis of *reader, a tensor computed from s (which cannot
- * be: s is complete only after that loop). tvs: the fusion's TensorViews. */
-bool sched_loop_conflict(const LoopGraph *g, Val **tvs, int ntvs, Val *const *ids, int nids, Val **s, Val **reader);
-/* A tensor computed from one member of the joined loop groups of ids and used (maybe
- * through others) by another, with no axis in them: it would have to run inside that loop
- * and outside it at once. NULL when there is none. */
-Val *sched_loop_between(const LoopGraph *g, Val **tvs, int ntvs, Val *const *ids, int nids);
 
 /* ---- transform histories (replay.c) ----------------------------------------------------- */
 

@@ -49,7 +49,7 @@ static bool carry(Tree *t, Val *from, Val *to, const Info *src, Info *dst) {
   if (!dst->ids || !dst->complete) return false;
   for (int k = 0; k < t->nref; k++) {
     if (!src->ids[k]) continue;
-    Val *id = sched_pairwise_partner(from, to, src->ids[k]);
+    Val *id = an_pairwise_partner(from, to, src->ids[k]);
     if (!id) continue;
     dst->ids[k] = id;
     dst->complete[k] = src->complete[k] &&
@@ -132,10 +132,10 @@ static Cand heap_pop(Heap *h) {
 
 static bool offer(Tree *t, Val *from, Val *to, bool to_is_producer, void *acc) {
   Heap *h = acc;
-  if (sched_tab_get(&t->info, to)) return true;
+  if (an_tab_get(&t->info, to)) return true;
   if (t->sel && !t->sel(t->ctx, from, to, to_is_producer)) return true;
   Cand c = {.from = from, .to = to, .seq = h->seq++};
-  if (!carry(t, from, to, sched_tab_get(&t->info, from), &c.info)) return false;
+  if (!carry(t, from, to, an_tab_get(&t->info, from), &c.info)) return false;
   weigh(t, &c.info, &c.ncomplete, &c.nmapped);
   return heap_push(h, c);
 }
@@ -148,20 +148,20 @@ static bool reference_info(Tree *t, Val *ref, int ref_pos, Info *out) {
   ValTab used = {.arena = t->a};
   if (nh < 0) return false;
   for (int i = 0; i < ref_pos; i++)
-    if (!sched_tab_put(&used, r->loop[i], ref)) return false;
+    if (!an_tab_put(&used, r->loop[i], ref)) return false;
   for (int k = nh - 1; k >= 0; k--) {
     Expr *e = hist[k];
     bool any = false;
-    for (int o = 0; o < e->nout; o++) any = any || sched_tab_get(&used, e->out[o]);
+    for (int o = 0; o < e->nout; o++) any = any || an_tab_get(&used, e->out[o]);
     for (int i = 0; any && i < e->nin; i++)
-      if (!sched_tab_put(&used, e->in[i], ref)) return false;
+      if (!an_tab_put(&used, e->in[i], ref)) return false;
   }
   t->nref = r->nlogical;
   out->ids = ARENA_ARRAY(t->a, Val *, t->nref);
   out->complete = ARENA_ARRAY(t->a, bool, t->nref);
   if (!out->ids || !out->complete) return false;
   for (int k = 0; k < t->nref; k++) {
-    if (!sched_tab_get(&used, r->logical[k])) continue;
+    if (!an_tab_get(&used, r->logical[k])) continue;
     out->ids[k] = r->logical[k];
     out->complete[k] = true;
   }
@@ -174,7 +174,7 @@ static bool reach(Tree *t, Val *tv, Val *from, Info *in) {
   *keep = *in;
   ptrvec_push(t->a, &t->tvs, tv);
   ptrvec_push(t->a, &t->from, from);
-  return sched_tab_put(&t->info, tv, keep);
+  return an_tab_put(&t->info, tv, keep);
 }
 
 static bool grow_tree(Tree *t, Val *ref, Info *root) {
@@ -182,7 +182,7 @@ static bool grow_tree(Tree *t, Val *ref, Info *root) {
   bool ok = reach(t, ref, NULL, root) && for_neighbours(t, ref, offer, &h);
   while (ok && h.len) {
     Cand c = heap_pop(&h);
-    if (sched_tab_get(&t->info, c.to)) continue;
+    if (an_tab_get(&t->info, c.to)) continue;
     ok = reach(t, c.to, c.from, &c.info) && for_neighbours(t, c.to, offer, &h);
   }
   free(h.items);

@@ -80,7 +80,7 @@ Test(dump, an_unknown_name_is_an_error_listing_the_valid_ones) {
   cr_assert_eq(cf_executor_compile(e, f), CF_ERR_INVALID_ARGUMENT);
   cr_expect_str_eq(cf_executor_error(e),
                    "CFUSER_DUMP: unknown name \"indx\"; the valid names are all, source, ptx, launch, segments, loop_model, "
-                   "sort_exprs, ptype_propagate, parallel_dims, tensors, extent_checks, validate_vectorize, "
+                   "sort_exprs, parallel_dims, tensors, extent_checks, validate_vectorize, "
                    "tmem_info, loop_nest, tmem_pattern, validate_parallel, index, predicate, reduction, sync, "
                    "tmem_lifetime, smem_layout");
   cf_executor_destroy(e);

@@ -40,7 +40,7 @@ static inline void call_make(Call *c, int n, const KcInput *in) {
     c->t[i] = cf_tensor_host(in[i].dtype, in[i].rank, in[i].sizes);
     c->dl[i] = &c->t[i]->dl_tensor;
   }
-  c->call = (SchedCall){n, c->dl};
+  c->call = (SchedCall){n, c->dl, sched_device_default()};
 }
 
 static inline void call_free(Call *c) {

@@ -172,7 +172,7 @@ Test(pointwise, runs_symbolic_sizes) {
 
 /* ---- the 2-D break point ---------------------------------------------------------------- */
 
-static const SchedCall no_call = {0, NULL};
+static const SchedCall no_call = {0, NULL, &sched_device_h100};
 
 /* Schedules f with the define-and-run heuristic, expects its parameters, then checks the
  * kernel against the evaluator (NVRTC for sm_90a, host backend, GPU when present). */

@@ -14,7 +14,7 @@ static void setup(void) { f = cf_fusion_create(); }
 static void teardown(void) { cf_fusion_destroy(f); }
 TestSuite(reduction_sched, .init = setup, .fini = teardown);
 
-static const SchedCall no_call = {0, NULL};
+static const SchedCall no_call = {0, NULL, &sched_device_h100};
 
 static void schedule_ok(const char *want_params) {
   char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";

@@ -16,7 +16,7 @@ static void setup(void) { f = cf_fusion_create(); }
 static void teardown(void) { cf_fusion_destroy(f); }
 TestSuite(transpose_sched, .init = setup, .fini = teardown);
 
-static const SchedCall no_call = {0, NULL};
+static const SchedCall no_call = {0, NULL, &sched_device_h100};
 
 static void schedule_ok(const char *want_params) {
   char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
@@ -242,7 +242,7 @@ Test(transpose_sched, column_major_input_from_the_call) {
   int64_t shape[2] = {45, 70};
   DLTensor dl = {.ndim = 2, .shape = shape, .strides = (int64_t *)col_major, .dtype = {kDLFloat, 32, 1}};
   const DLTensor *ins[1] = {&dl};
-  SchedCall call = {1, ins};
+  SchedCall call = {1, ins, sched_device_default()};
   char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
   cr_assert(sched_transpose_heuristic.accepts(f, &call, why), "%s", why);
   cr_assert_eq(sched_transpose_heuristic.schedule(f, &call, params), CF_OK, "%s", cf_fusion_error(f));

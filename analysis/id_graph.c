@@ -1,4 +1,4 @@
-/* scheduler/id_map.c: which IterDomains of a fusion stand for the same axis.
+/* analysis/id_graph.c: which IterDomains of a fusion stand for the same axis.
  *
  * Two layers. The pairwise map relates, through one tensor Expr, a producer's logical
  * axes to the consumer's root axes: that is all an op says about axes. IdMap closes it
@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/sched.h"
+#include "analysis/analysis.h"
 
 /* ---- ValTab ---------------------------------------------------------------------------- */
 
-bool sched_tab_put(ValTab *t, const Val *k, void *value) {
+bool an_tab_put(ValTab *t, const Val *k, void *value) {
   if (k->id >= t->cap) {
     int cap = t->cap ? t->cap : 64;
     while (cap <= k->id) cap *= 2;
@@ -33,7 +33,7 @@ bool sched_tab_put(ValTab *t, const Val *k, void *value) {
   return true;
 }
 
-void *sched_tab_get(const ValTab *t, const Val *k) { return k && k->id < t->cap ? t->v[k->id] : NULL; }
+void *an_tab_get(const ValTab *t, const Val *k) { return k && k->id < t->cap ? t->v[k->id] : NULL; }
 
 /* ---- the pairwise map ------------------------------------------------------------------ */
 
@@ -41,7 +41,7 @@ static bool is_tensor_expr(const Expr *e) {
   return e && ir_op_kind(e->op) != OPK_TRANSFORM && e->nout > 0 && e->out[0]->kind == VAL_TV;
 }
 
-bool sched_is_producer_of(const Val *p, const Val *c) {
+bool an_is_producer_of(const Val *p, const Val *c) {
   const Expr *e = c->def;
   if (!is_tensor_expr(e)) return false;
   for (int i = 0; i < e->nin; i++)
@@ -49,8 +49,8 @@ bool sched_is_producer_of(const Val *p, const Val *c) {
   return false;
 }
 
-int sched_pairwise_map(const Val *p, const Val *c, Val **p_ids, Val **c_ids, int cap) {
-  if (!sched_is_producer_of(p, c)) return -1;
+int an_pairwise_map(const Val *p, const Val *c, Val **p_ids, Val **c_ids, int cap) {
+  if (!an_is_producer_of(p, c)) return -1;
   const Expr *e = c->def;
   const TensorView *pt = &p->u.tv, *ct = &c->u.tv;
   /* Broadcast flags are per output logical axis; for a broadcast, root == logical. */
@@ -78,15 +78,15 @@ int sched_pairwise_map(const Val *p, const Val *c, Val **p_ids, Val **c_ids, int
   return n;
 }
 
-Val *sched_pairwise_partner(const Val *from, const Val *to, const Val *id) {
-  bool to_is_consumer = sched_is_producer_of(from, to);
+Val *an_pairwise_partner(const Val *from, const Val *to, const Val *id) {
+  bool to_is_consumer = an_is_producer_of(from, to);
   const Val *p = to_is_consumer ? from : to, *c = to_is_consumer ? to : from;
-  int n = sched_pairwise_map(p, c, NULL, NULL, 0);
+  int n = an_pairwise_map(p, c, NULL, NULL, 0);
   if (n <= 0) return NULL;
   Val **pi = malloc(sizeof(Val *) * (size_t)n), **ci = malloc(sizeof(Val *) * (size_t)n);
   Val *r = NULL;
   if (pi && ci) {
-    sched_pairwise_map(p, c, pi, ci, n);
+    an_pairwise_map(p, c, pi, ci, n);
     for (int i = 0; i < n && !r; i++) {
       if (to_is_consumer && pi[i] == id) r = ci[i];
       if (!to_is_consumer && ci[i] == id) r = pi[i];
@@ -138,7 +138,7 @@ static bool join_pairwise(IdMap *m) {
     for (int k = 0; k < e->nin; k++) {
       Val *p = e->in[k];
       if (p->kind != VAL_TV) continue;
-      int n = sched_pairwise_map(p, c, NULL, NULL, 0);
+      int n = an_pairwise_map(p, c, NULL, NULL, 0);
       if (n <= 0) continue;
       Val **pa = malloc(sizeof(Val *) * (size_t)n), **ca = malloc(sizeof(Val *) * (size_t)n);
       if (!pa || !ca) {
@@ -146,7 +146,7 @@ static bool join_pairwise(IdMap *m) {
         free(ca);
         return false;
       }
-      sched_pairwise_map(p, c, pa, ca, n);
+      an_pairwise_map(p, c, pa, ca, n);
       for (int j = 0; j < n; j++)
         if (m->permissive || is_bcast(pa[j]) == is_bcast(ca[j])) uf_union(m, pa[j]->id, ca[j]->id);
       free(pa);
@@ -242,7 +242,7 @@ static bool propagate_forward(IdMap *m) {
   return true;
 }
 
-IdMap *sched_idmap_build(cf_fusion *f, bool permissive) {
+IdMap *an_idmap_build(cf_fusion *f, bool permissive) {
   IdMap *m = calloc(1, sizeof *m);
   if (m) m->parent = malloc(sizeof(int) * (size_t)(f->vals.len + 1));
   if (!m || !m->parent) {
@@ -257,7 +257,7 @@ IdMap *sched_idmap_build(cf_fusion *f, bool permissive) {
   bool ok = join_pairwise(m);
   if (ok && permissive) forward_broadcast_merges(m);
   if (!ok || !propagate_forward(m)) {
-    sched_idmap_free(m);
+    an_idmap_free(m);
     ir_error(f, CF_ERR_OUT_OF_MEMORY, "scheduler: out of memory building the IterDomain map");
     return NULL;
   }
@@ -266,24 +266,24 @@ IdMap *sched_idmap_build(cf_fusion *f, bool permissive) {
   return m;
 }
 
-int sched_idmap_class(const IdMap *m, const Val *id) {
+int an_idmap_class(const IdMap *m, const Val *id) {
   if (id->id >= m->n) return id->id;
   return m->parent[id->id];
 }
 
-bool sched_idmap_same(const IdMap *m, const Val *a, const Val *b) {
+bool an_idmap_same(const IdMap *m, const Val *a, const Val *b) {
   if (a == b) return true;
-  return sched_idmap_class(m, a) == sched_idmap_class(m, b);
+  return an_idmap_class(m, a) == an_idmap_class(m, b);
 }
 
-void sched_idmap_join(IdMap *m, const Val *a, const Val *b) {
+void an_idmap_join(IdMap *m, const Val *a, const Val *b) {
   if (a->id >= m->n || b->id >= m->n) return;
   if (!uf_union(m, a->id, b->id)) return;
   if (!propagate_forward(m)) ir_error(m->f, CF_ERR_OUT_OF_MEMORY, "scheduler: out of memory joining IterDomains");
   for (int i = 0; i < m->n; i++) m->parent[i] = uf_find(m, i);
 }
 
-void sched_idmap_free(IdMap *m) {
+void an_idmap_free(IdMap *m) {
   if (!m) return;
   free(m->parent);
   free(m);

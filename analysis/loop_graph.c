@@ -1,4 +1,4 @@
-/* scheduler/loop_graph.c: the loop graph, which IterDomains share one for-loop.
+/* analysis/loop_graph.c: the loop graph, which IterDomains share one for-loop.
  *
  * A producer inlined at compute-at position k shares its first k loops with each of its
  * consumers, position by position (inline.c's contract): producer loop axis j and the
@@ -12,14 +12,14 @@
  * parallel types) read it, so the rule that decides loop sharing is written once, here.
  * Fusion inputs are computed before the kernel: their positions never share a loop.
  *
- * The one legality rule the graph decides on its own (sched_loop_conflict): a loop that
+ * The one legality rule the graph decides on its own (an_loop_conflict): a loop that
  * is a reduction axis of some tensor s cannot also run a tensor that reads s's result,
  * since s is complete only after that loop ends (nvFuser's "unmappable" axes: the
  * normalization pattern, a value read inside a reduction and again after it). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/sched.h"
+#include "analysis/analysis.h"
 
 struct LoopGraph {
   cf_fusion *f;
@@ -57,7 +57,7 @@ static void join_expr(LoopGraph *g, const Expr *e) {
   }
 }
 
-LoopGraph *sched_loop_graph_build(cf_fusion *f) {
+LoopGraph *an_loop_graph_build(cf_fusion *f) {
   LoopGraph *g = calloc(1, sizeof *g);
   if (g) g->parent = malloc(sizeof(int) * (size_t)(f->vals.len + 1));
   if (!g || !g->parent) {
@@ -74,15 +74,15 @@ LoopGraph *sched_loop_graph_build(cf_fusion *f) {
   return g;
 }
 
-int sched_loop_group(const LoopGraph *g, const Val *id) { return id->id < g->n ? find(g, id->id) : id->id; }
+int an_loop_group(const LoopGraph *g, const Val *id) { return id->id < g->n ? find(g, id->id) : id->id; }
 
-void sched_loop_graph_join(LoopGraph *g, const Val *a, const Val *b) { join(g, a, b); }
+void an_loop_graph_join(LoopGraph *g, const Val *a, const Val *b) { join(g, a, b); }
 
-bool sched_same_loop(const LoopGraph *g, const Val *a, const Val *b) {
-  return a == b || sched_loop_group(g, a) == sched_loop_group(g, b);
+bool an_same_loop(const LoopGraph *g, const Val *a, const Val *b) {
+  return a == b || an_loop_group(g, a) == an_loop_group(g, b);
 }
 
-void sched_loop_graph_free(LoopGraph *g) {
+void an_loop_graph_free(LoopGraph *g) {
   if (!g) return;
   free(g->parent);
   free(g);
@@ -112,7 +112,7 @@ static bool depends_on(const Val *t, const Val *s, char *mark, const Val **stack
 
 /* Whether loop axis `id` is in one of the groups. */
 static bool in_groups(const LoopGraph *g, const Val *id, const int *groups, int ngroups) {
-  int k = sched_loop_group(g, id);
+  int k = an_loop_group(g, id);
   for (int i = 0; i < ngroups; i++)
     if (groups[i] == k) return true;
   return false;
@@ -161,10 +161,10 @@ static bool groups_conflict(const LoopGraph *g, Val **tvs, int ntvs, const int *
   return found;
 }
 
-bool sched_loop_conflict(const LoopGraph *g, Val **tvs, int ntvs, Val *const *ids, int nids, Val **s, Val **reader) {
+bool an_loop_conflict(const LoopGraph *g, Val **tvs, int ntvs, Val *const *ids, int nids, Val **s, Val **reader) {
   int *groups = malloc(sizeof(int) * (size_t)(nids + 1));
   if (!groups) return false;
-  for (int i = 0; i < nids; i++) groups[i] = sched_loop_group(g, ids[i]);
+  for (int i = 0; i < nids; i++) groups[i] = an_loop_group(g, ids[i]);
   bool r = groups_conflict(g, tvs, ntvs, groups, nids, s, reader);
   free(groups);
   return r;
@@ -205,7 +205,7 @@ static void mark_reaching(Val **tvs, int ntvs, const char *member, char *reach, 
   }
 }
 
-Val *sched_loop_between(const LoopGraph *g, Val **tvs, int ntvs, Val *const *ids, int nids) {
+Val *an_loop_between(const LoopGraph *g, Val **tvs, int ntvs, Val *const *ids, int nids) {
   cf_fusion *f = g->f;
   size_t n = (size_t)f->vals.len + 1;
   char *member = calloc(n, 1), *up = calloc(n, 1), *down = calloc(n, 1);
@@ -213,7 +213,7 @@ Val *sched_loop_between(const LoopGraph *g, Val **tvs, int ntvs, Val *const *ids
   Val **stack = malloc(sizeof(Val *) * n);
   Val *found = NULL;
   if (member && up && down && groups && stack) {
-    for (int i = 0; i < nids; i++) groups[i] = sched_loop_group(g, ids[i]);
+    for (int i = 0; i < nids; i++) groups[i] = an_loop_group(g, ids[i]);
     for (int a = 0; a < ntvs; a++)
       for (int j = 0; j < TV(tvs[a])->nloop; j++)
         if (in_groups(g, TV(tvs[a])->loop[j], groups, nids)) member[tvs[a]->id] = 1;

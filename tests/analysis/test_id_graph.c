@@ -1,4 +1,4 @@
-/* Tests of the pairwise map and IdMap (scheduler/id_map.c), the IterDomain relations that
+/* Tests of the pairwise map and IdMap (analysis/id_graph.c), the IterDomain relations that
  * inlining, propagation checks, parallelize_all_like and lowering rely on. */
 #include "ir/ir.h"
 #include "scheduler/sched.h"
@@ -20,14 +20,14 @@ Test(id_map, pairwise_through_a_broadcast_skips_new_axes) {
   cf_fusion_add_input(f, tv[0]);
   tv[1] = cf_broadcast(f, tv[0], 3, (bool[]){true, false, false});
   Val *p[3], *c[3];
-  cr_assert_eq(sched_pairwise_map(ir_tv(tv[0]), ir_tv(tv[1]), p, c, 3), 2);
+  cr_assert_eq(an_pairwise_map(ir_tv(tv[0]), ir_tv(tv[1]), p, c, 3), 2);
   cr_expect_eq(p[0], logical(tv[0], 0));
   cr_expect_eq(c[0], logical(tv[1], 1));
   cr_expect_eq(c[1], logical(tv[1], 2));
-  cr_expect_eq(sched_pairwise_partner(ir_tv(tv[1]), ir_tv(tv[0]), logical(tv[1], 0)), NULL);
-  cr_expect_eq(sched_pairwise_partner(ir_tv(tv[1]), ir_tv(tv[0]), logical(tv[1], 2)), logical(tv[0], 1));
+  cr_expect_eq(an_pairwise_partner(ir_tv(tv[1]), ir_tv(tv[0]), logical(tv[1], 0)), NULL);
+  cr_expect_eq(an_pairwise_partner(ir_tv(tv[1]), ir_tv(tv[0]), logical(tv[1], 2)), logical(tv[0], 1));
   /* Not producer and consumer: no map. */
-  cr_expect_eq(sched_pairwise_map(ir_tv(tv[1]), ir_tv(tv[0]), NULL, NULL, 0), -1);
+  cr_expect_eq(an_pairwise_map(ir_tv(tv[1]), ir_tv(tv[0]), NULL, NULL, 0), -1);
 }
 
 /* A permute pairs the producer's axes with the consumer's root, which is in input order. */
@@ -35,8 +35,8 @@ Test(id_map, pairwise_through_a_permute_uses_the_root) {
   tv[0] = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
   cf_fusion_add_input(f, tv[0]);
   tv[1] = cf_transpose(f, tv[0], 0, 1);
-  cr_expect_eq(sched_pairwise_partner(ir_tv(tv[0]), ir_tv(tv[1]), logical(tv[0], 0)), logical(tv[1], 1));
-  cr_expect_eq(sched_pairwise_partner(ir_tv(tv[1]), ir_tv(tv[0]), logical(tv[1], 0)), logical(tv[0], 1));
+  cr_expect_eq(an_pairwise_partner(ir_tv(tv[0]), ir_tv(tv[1]), logical(tv[0], 0)), logical(tv[1], 1));
+  cr_expect_eq(an_pairwise_partner(ir_tv(tv[1]), ir_tv(tv[0]), logical(tv[1], 0)), logical(tv[0], 1));
 }
 
 /* A reduction's consumer has no partner for the reduced axis. */
@@ -45,9 +45,9 @@ Test(id_map, pairwise_skips_producer_reduction_axes) {
   cf_fusion_add_input(f, tv[0]);
   tv[1] = cf_sum(f, tv[0], 1, (int[]){0});
   tv[2] = cf_set(f, tv[1]);
-  cr_expect_eq(sched_pairwise_map(ir_tv(tv[1]), ir_tv(tv[2]), NULL, NULL, 0), 1);
-  cr_expect_eq(sched_pairwise_partner(ir_tv(tv[1]), ir_tv(tv[2]), logical(tv[1], 1)), logical(tv[2], 0));
-  cr_expect_eq(sched_pairwise_partner(ir_tv(tv[0]), ir_tv(tv[1]), logical(tv[0], 0)), logical(tv[1], 0));
+  cr_expect_eq(an_pairwise_map(ir_tv(tv[1]), ir_tv(tv[2]), NULL, NULL, 0), 1);
+  cr_expect_eq(an_pairwise_partner(ir_tv(tv[1]), ir_tv(tv[2]), logical(tv[1], 1)), logical(tv[2], 0));
+  cr_expect_eq(an_pairwise_partner(ir_tv(tv[0]), ir_tv(tv[1]), logical(tv[0], 0)), logical(tv[1], 0));
 }
 
 Test(id_map, exact_relates_chains_and_equal_splits) {
@@ -55,15 +55,15 @@ Test(id_map, exact_relates_chains_and_equal_splits) {
   cf_split(f, tv[1], 1, 2);
   cf_split(f, tv[3], 1, 2);
   cf_split(f, tv[2], 1, 4);
-  IdMap *m = sched_idmap_build(f, false);
+  IdMap *m = an_idmap_build(f, false);
   cr_assert(m);
-  cr_expect(sched_idmap_same(m, ax(tv[0], 0), ax(tv[4], 0)));
-  cr_expect(sched_idmap_same(m, ax(tv[1], 1), ax(tv[3], 1)));
-  cr_expect(sched_idmap_same(m, ax(tv[1], 2), ax(tv[3], 2)));
-  cr_expect(!sched_idmap_same(m, ax(tv[1], 1), ax(tv[2], 1)));
-  cr_expect(!sched_idmap_same(m, ax(tv[1], 1), ax(tv[1], 2)));
-  cr_expect_eq(sched_idmap_class(m, ax(tv[1], 1)), sched_idmap_class(m, ax(tv[3], 1)));
-  sched_idmap_free(m);
+  cr_expect(an_idmap_same(m, ax(tv[0], 0), ax(tv[4], 0)));
+  cr_expect(an_idmap_same(m, ax(tv[1], 1), ax(tv[3], 1)));
+  cr_expect(an_idmap_same(m, ax(tv[1], 2), ax(tv[3], 2)));
+  cr_expect(!an_idmap_same(m, ax(tv[1], 1), ax(tv[2], 1)));
+  cr_expect(!an_idmap_same(m, ax(tv[1], 1), ax(tv[1], 2)));
+  cr_expect_eq(an_idmap_class(m, ax(tv[1], 1)), an_idmap_class(m, ax(tv[3], 1)));
+  an_idmap_free(m);
 }
 
 /* Inner and outer splits by the same factor are different axes. */
@@ -71,10 +71,10 @@ Test(id_map, split_direction_matters) {
   tu_set_chain(f, CF_FLOAT, 1, (int64_t[]){16}, tv);
   cf_split(f, tv[1], 0, 2);
   cf_split_outer(f, tv[2], 0, 2);
-  IdMap *m = sched_idmap_build(f, false);
-  cr_expect(!sched_idmap_same(m, ax(tv[1], 0), ax(tv[2], 0)));
-  cr_expect(!sched_idmap_same(m, ax(tv[1], 1), ax(tv[2], 1)));
-  sched_idmap_free(m);
+  IdMap *m = an_idmap_build(f, false);
+  cr_expect(!an_idmap_same(m, ax(tv[1], 0), ax(tv[2], 0)));
+  cr_expect(!an_idmap_same(m, ax(tv[1], 1), ax(tv[2], 1)));
+  an_idmap_free(m);
 }
 
 Test(id_map, merges_and_swizzles_propagate) {
@@ -84,10 +84,10 @@ Test(id_map, merges_and_swizzles_propagate) {
     cf_merge(f, tv[i], 0);
   }
   cf_merge(f, tv[3], 0);
-  IdMap *m = sched_idmap_build(f, false);
-  cr_expect(sched_idmap_same(m, ax(tv[1], 0), ax(tv[2], 0)));
-  cr_expect(!sched_idmap_same(m, ax(tv[2], 0), ax(tv[3], 0)));
-  sched_idmap_free(m);
+  IdMap *m = an_idmap_build(f, false);
+  cr_expect(an_idmap_same(m, ax(tv[1], 0), ax(tv[2], 0)));
+  cr_expect(!an_idmap_same(m, ax(tv[2], 0), ax(tv[3], 0)));
+  an_idmap_free(m);
 }
 
 /* A broadcast axis is related to the concrete axis it stands in for only permissively,
@@ -103,16 +103,16 @@ Test(id_map, broadcasts_are_permissive_only) {
   cf_fusion_add_output(f, tv[4]);
   cf_merge(f, tv[2], 0);
   cf_merge(f, tv[4], 0);
-  IdMap *exact = sched_idmap_build(f, false), *perm = sched_idmap_build(f, true);
+  IdMap *exact = an_idmap_build(f, false), *perm = an_idmap_build(f, true);
   Val *b = logical(tv[2], 1), *i = logical(tv[4], 1);
-  cr_expect(!sched_idmap_same(exact, b, i));
-  cr_expect(sched_idmap_same(perm, b, i));
-  cr_expect(!sched_idmap_same(exact, ax(tv[2], 0), ax(tv[1], 0)));
-  cr_expect(sched_idmap_same(perm, ax(tv[2], 0), ax(tv[1], 0)));
-  cr_expect(!sched_idmap_same(exact, ax(tv[2], 0), ax(tv[4], 0)));
-  cr_expect(sched_idmap_same(perm, ax(tv[2], 0), ax(tv[4], 0)));
-  sched_idmap_free(exact);
-  sched_idmap_free(perm);
+  cr_expect(!an_idmap_same(exact, b, i));
+  cr_expect(an_idmap_same(perm, b, i));
+  cr_expect(!an_idmap_same(exact, ax(tv[2], 0), ax(tv[1], 0)));
+  cr_expect(an_idmap_same(perm, ax(tv[2], 0), ax(tv[1], 0)));
+  cr_expect(!an_idmap_same(exact, ax(tv[2], 0), ax(tv[4], 0)));
+  cr_expect(an_idmap_same(perm, ax(tv[2], 0), ax(tv[4], 0)));
+  an_idmap_free(exact);
+  an_idmap_free(perm);
 }
 
 /* The map is a snapshot; join adds a relation and closes it forward again. */
@@ -122,12 +122,12 @@ Test(id_map, join_closes_forward) {
   Val *t1_outer = ax(tv[1], 0);
   cf_tv *other = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){16});
   cf_split(f, other, 0, 4);
-  IdMap *m = sched_idmap_build(f, false);
-  cr_expect(!sched_idmap_same(m, t1_outer, ax(other, 0)));
-  sched_idmap_join(m, logical(tv[1], 0), logical(other, 0));
-  cr_expect(sched_idmap_same(m, t1_outer, ax(other, 0)));
+  IdMap *m = an_idmap_build(f, false);
+  cr_expect(!an_idmap_same(m, t1_outer, ax(other, 0)));
+  an_idmap_join(m, logical(tv[1], 0), logical(other, 0));
+  cr_expect(an_idmap_same(m, t1_outer, ax(other, 0)));
   cf_split(f, tv[2], 0, 4);
-  cr_expect(!sched_idmap_same(m, ax(tv[2], 0), t1_outer));
-  cr_expect(sched_idmap_same(m, ax(tv[2], 0), ax(tv[2], 0)));
-  sched_idmap_free(m);
+  cr_expect(!an_idmap_same(m, ax(tv[2], 0), t1_outer));
+  cr_expect(an_idmap_same(m, ax(tv[2], 0), ax(tv[2], 0)));
+  an_idmap_free(m);
 }

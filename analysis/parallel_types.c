@@ -1,0 +1,60 @@
+/* analysis/parallel_types.c: axes that share a loop share its parallel type: a serial axis
+ * in a loop group with a thread- or block-parallel axis runs on that thread or block
+ * index. The second half of the loop model (loop_model.c calls it) gives every IterDomain
+ * its effective parallel type, so that the allocation rule, the synchronization analysis
+ * and the validations judge what the kernel will run, not what the tensor declared.
+ * Key decision: one pass over the loop groups (nvFuser's propagation within loop groups):
+ * a group's type is the launch type of its non-broadcast members; two members declared on
+ * different launch types are refused, naming both. */
+#include "analysis/analysis.h"
+
+static bool launch(cf_parallel_type p) { return ir_ptype_is_thread(p) || ir_ptype_is_block(p); }
+
+static bool single_element(Val *id) {
+  int64_t e;
+  return ID(id)->iter_type == CF_ITER_BROADCAST ||
+         (ID(id)->iter_type == CF_ITER_REDUCTION && ir_scalar_const_value(ID(id)->extent, &e) && e == 1);
+}
+
+static int axis_pos(Val *id) {
+  Val *tv = ID(id)->tv;
+  for (int j = 0; tv && j < TV(tv)->nloop; j++)
+    if (TV(tv)->loop[j] == id) return j;
+  return -1;
+}
+
+static char *conflict(Val *a, Val *b) {
+  StrBuf s = {0};
+  sb_printf(&s,
+            "compile: axis %d of %s (on %s) and axis %d of %s (on %s) share a loop; axes that share a loop need the "
+            "same parallel type", axis_pos(a), TV(ID(a)->tv)->display_name, cf_parallel_type_name(ID(a)->ptype),
+            axis_pos(b), TV(ID(b)->tv)->display_name, cf_parallel_type_name(ID(b)->ptype));
+  return sb_take(&s);
+}
+
+bool an_parallel_types(LoopModel *m, Arena *a, char **error) {
+  int n = m->f->vals.len;
+  cf_parallel_type *pt = ARENA_ARRAY(a, cf_parallel_type, n + 1);
+  Val **group_axis = ARENA_ARRAY(a, Val *, n + 1); /* by group: a member on a launch type */
+  *error = NULL;
+  if (!pt || !group_axis) return false;
+  for (int i = 0; i < n; i++) {
+    Val *v = m->f->vals.items[i];
+    /* a broadcast axis runs on nothing, whatever type it carries: it has one element; nor
+     * does a reduction over one element (a sum over a broadcast axis), which a block
+     * reduction would count once per thread */
+    pt[i] = v->kind == VAL_ID && !single_element(v) ? ID(v)->ptype : CF_PT_SERIAL;
+    if (!launch(pt[i])) continue;
+    Val **held = &group_axis[an_loop_group(m->loops, v)];
+    if (*held && ID(*held)->ptype != pt[i]) return (*error = conflict(*held, v)), false;
+    *held = v;
+  }
+  for (int i = 0; i < n; i++) {
+    Val *v = m->f->vals.items[i];
+    Val *held = group_axis[an_loop_group(m->loops, v)];
+    cf_parallel_type g = held ? ID(held)->ptype : CF_PT_SERIAL;
+    if (launch(g) && !launch(pt[i]) && pt[i] != CF_PT_VECTORIZE && v->kind == VAL_ID && !single_element(v)) pt[i] = g;
+  }
+  m->ptype = pt;
+  return true;
+}
