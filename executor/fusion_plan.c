@@ -25,6 +25,7 @@
 #include "ir/dtype.h"
 #include "lower/lower.h"
 #include "scheduler/heuristic.h"
+#include "scheduler/persistent.h"
 
 typedef struct Planner {
   cf_fusion_cache *c;
@@ -239,16 +240,16 @@ static cf_status plan_view(Planner *p, const SchedSegment *seg, int k, int nseg,
   return CF_OK;
 }
 
-/* A segment with Welford reductions that the inner persistent scheduler takes once they
- * are translated to two sums (scheduler/welford_translate.c): *g becomes the translated
- * copy and the inner persistent scheduler is returned; otherwise NULL and *g unchanged
- * (Welford stays for the reduction scheduler and rows longer than registers, where the
- * two-pass form would read the input twice). */
+/* A segment with Welford reductions that the inner persistent scheduler keeps in registers
+ * or shared memory once they are translated to two sums (scheduler/welford_translate.c):
+ * *g becomes the translated copy and the inner persistent scheduler is returned; otherwise
+ * NULL and *g unchanged (Welford stays for the reduction scheduler and for rows read again
+ * per pass, multipass, where the two-sum form would add a pass). */
 static const SchedHeuristic *translated(Planner *p, cf_fusion **g, const SchedCall *call, StrBuf *refusals) {
   cf_fusion *t = sched_translate_welford(*g);
   char why[SCHED_WHY_MAX] = "";
   if (!t) return NULL;
-  if (!sched_inner_persistent_heuristic.accepts(t, call, why)) {
+  if (!sched_inner_persistent_resident(t, call, why)) {
     if (p->dump) fprintf(stderr, "=== define and run: Welford translated to two sums, but %s ===\n", why);
     cf_fusion_destroy(t);
     return NULL;

@@ -1,82 +1,81 @@
 /* scheduler/norm_sched.c: the inner persistent normalization scheduler
- * (sched_inner_persistent_heuristic, issue 11), a client of the public scheduling calls.
- * It schedules softmax, layer norm, RMS norm and their kin: fusions whose reductions all
- * reduce the same innermost axes of one N-D shape and whose results are broadcast back
- * and combined elementwise with the rows they came from.
+ * (sched_inner_persistent_heuristic): its checks and its parameters
+ * (sched_inner_persistent_plan); norm_apply.c schedules a copy with them. It takes
+ * softmax, layer norm, RMS norm and their kin: fusions whose reductions all reduce the
+ * same innermost axes of one N-D shape and whose results are broadcast back and combined
+ * elementwise with the rows they came from.
  *
  * Accepted (norm_checks, run by scheduler/persistent.c): elementwise ops, broadcasts and
- * at least one reduction; every reduction reduces the innermost k axes of a tensor of rank
- * N, all of the same extents (one exact-map class per axis); every broadcast either puts
- * back the k reduced axes ([rows] -> [rows, 1]) or spreads a tensor of the row's shape
- * over the outer axes (a weight or bias [row] -> [1, row]); every output has the rows'
- * shape or the reduced one (a layer norm's mean and rstd for the backward pass); one input
- * has the rows' shape (its sizes in the call give the row length); no constant extent of 1
- * (a broadcast axis) in the rows' shape; rows of at most NORM_MAX_ROW elements
- * (NORM_MAX_THREADS threads of SCHED_FULL_BLOCK_PER_THREAD elements: kept in registers; a block
- * may give a thread up to NORM_MAX_PER_THREAD of a shorter row). Anything else is refused
- * with the reason.
+ * at least one reduction (sum, max, Welford, ...); every reduction reduces the innermost
+ * k axes of a tensor of rank N, all of the same extents (one exact-map class per axis);
+ * every broadcast either puts back the k reduced axes ([rows] -> [rows, 1]) or spreads a
+ * tensor of the row's shape over the outer axes (a weight [row] -> [1, row]); every
+ * output has the rows' shape or the reduced one, with or without the reduced axes kept as
+ * broadcast axes (a layer norm's mean and invstd, keepdim or not); one input has the
+ * rows' shape (its sizes in the call give the row length); no constant extent of 1 (a
+ * broadcast axis) in the rows' shape; at most SCHED_MAX_PERSISTENT_REDUCTIONS reductions.
+ * Rows of any length: where registers and shared memory cannot hold one, the row is read
+ * again for each pass (multipass). Anything else is refused with the reason.
  *
- * Heuristic (norm_schedule), for a row of length R (the inner axes merged) and the outer
- * axes merged into I:
- *   1. vector width v: 16 bytes over the widest element of the inputs of the rows' shape
- *      and the outputs, halved until it divides a constant R and the call's pointers are
- *      aligned; 1 for a symbolic R or a non-contiguous input;
- *   2. persistent count p (vectors per thread): the fewest that give at most
- *      NORM_TARGET_THREADS threads, capped so that p*v stays within NORM_MAX_PER_THREAD
- *      (more threads then); for a constant R the thread count t is rounded up to whole
- *      warps (warp-shuffle all-reduce) and p recomputed: the row is [p, t{32k}, v]
- *      (cf_split by t, predicated where t*v does not divide R); for a symbolic R the row
- *      is [p, ceilDiv(R/v, p), v] (cf_split_outer by p, so the register arrays keep the
- *      constant size p*v; the thread count follows R at run time, and the executor
- *      refuses a launch past 1024 threads);
- *   3. inputs of the rows' shape and row parameters are cached after (the persistent copy
- *      in registers, read from global memory once, with vector loads), outputs of the
- *      rows' shape cached before (vector stores) when v > 1;
- *   4. the first reduction's loop domain [I..., p, t, v] is propagated to every tensor,
- *      each reduction is rfactored over p and v (a serial fold per thread) leaving a
- *      threadIdx.x block all-reduce whose result every thread holds; then the outer axes
- *      are merged (after the rfactor: its iteration axes must be untransformed) and
- *      propagated; blockIdx.x takes I, threadIdx.x t, v is vectorized on the caches;
- *   5. everything is inlined as deep as legal: the loop graph stops every tensor that a
- *      reduction and the tensors computed from that reduction both read at the row
- *      (position 1), which makes it a per-thread register array of p*v elements: the
- *      persistent buffer. The epilogue is inlined into the output's loops.
+ * Parameters (plan_*), for a row of R elements (the inner axes merged), I rows, the call's
+ * device (SchedDevice) and the bytes kept per row element (scheduler/buffers.c: `live`,
+ * the tensors as computed, or `projected`, the inputs they derive from, recomputing the
+ * rest: scheduler/recompute.c). Every limit below is a function of the device:
+ *   vector width v: 16 bytes over the widest element of the cached inputs and the
+ *     outputs, halved until it divides a constant innermost extent and the call's
+ *     pointers are aligned; 1 for a symbolic extent or a non-contiguous input;
+ *     n = ceil(R / v) vectors per row; t_max = the device's threads per block (whole warps);
+ *   registers per thread at block size T: min(max_regs_per_thread, regs_per_sm / T) -
+ *     NORM_REG_RESERVE (what the kernel needs besides the buffers: indices, pointers, the
+ *     reduction's values); a thread keeps E(T, b) = that x 4 / b elements of b bytes;
+ *   1. registers, bytes b = min(live, projected) + params (projected when smaller: a
+ *      bfloat16 row kept as its input, the float casts recomputed); persistent count
+ *      p = min(ceil(n / NORM_TARGET_THREADS), NORM_PREFERRED_ELEMS / v), threads
+ *      t = ceil(n / p) in whole warps (p recomputed), or t = t_max and p = ceil(n / t)
+ *      when more are needed; rows on threadIdx.y ty = the largest power of two with
+ *      t * ty <= NORM_TARGET_THREADS and ty <= I (short rows fill a block); taken when
+ *      p * v <= E(t * ty, b). With row parameters (a weight), a block runs s rows one
+ *      after another, s = ceil(blocks / resident blocks) (blocks = ceil(I / ty), resident =
+ *      SMs x the blocks per SM that threads and registers allow): one wave, the weight
+ *      loaded once per thread for s rows;
+ *   2. shared memory, the projected inputs' rows: t = min(t_max, n in whole warps),
+ *      p = ceil(n / t); taken when p * t * v * projected bytes plus the reductions'
+ *      workspaces (NORM_WORKSPACE_BYTES per thread each) fit smem_per_block. Each thread
+ *      writes its vectors of the row into shared memory and reads back only those (no
+ *      barrier), through a register copy per reader (vector loads, no bank conflicts);
+ *      parameters are read from global memory by the pass that needs them;
+ *   3. multipass: t = min(t_max, n in whole warps, max_threads_per_sm /
+ *      NORM_MULTIPASS_BLOCKS_PER_SM), p = ceil(n / t) chunks per thread; every tensor is
+ *      recomputed from the inputs at each reader (refused past SCHED_RECOMPUTE_MAX_OPS
+ *      added ops): one kernel, each pass over the row (one per reduction, then the
+ *      epilogue) reading the inputs again, from L2 when the rows in flight fit it.
+ *      A Welford reduction (var_mean) makes layer norm two passes.
+ * A symbolic R (a fusion scheduled for the call's sizes but not made constant) keeps v = 1
+ * and, in registers, splits the row outer by p, so register arrays keep the constant size
+ * p (threads = ceilDiv(R, p) at run time, refused by the executor past 1024).
  * Tuned on an H200 (bench/norm.c, 16384x4096, GB/s of softmax f32 / layer norm f32 /
  * softmax bf16; the device copies at 3938): 512 threads and 16 per thread 3595 / 3493 /
  * 1929; 256 and 16: 3820 / 3857 / 2723; 128 and 32: 3829 / 3835 / 3195; 64 and 64:
- * 3787 / 3820 / 2945. Fewer threads with more of the row each make the block all-reduce
- * cheaper and keep more loads in flight per thread.
- * bfloat16 and half inputs are widened by the fusion's own casts; the cached input keeps
- * its type, the cast result (float) is what persists in registers.
- * A reduced output (mean, rstd) is written by thread 0 of the row's block and, when the
- * kernel reads it too, read back by every thread after a __syncthreads (lowering's rule for
- * a global tensor written and read in one block); a cache fork (consumers reading a
- * register copy) would save the sync, but the public calls have none yet.
- * Not yet: several blocks per row, rows beyond registers (shared memory persistence or a
- * segmented fallback): refused with reasons. */
-#include "scheduler/persistent.h"
+ * 3787 / 3820 / 2945 (NORM_TARGET_THREADS and NORM_PREFERRED_ELEMS). Fewer threads with
+ * more of the row each make the block all-reduce cheaper and keep more loads in flight.
+ * Not measured yet: the shared-memory, multipass and multi-row forms (bench/sweep). A
+ * cluster of blocks sharing a row through distributed shared memory is not used: it needs
+ * cluster launches, cluster barriers and DSMEM addressing in lowering and both backends,
+ * and the multipass form already covers rows past shared memory.
+ * A reduced output (mean, invstd) is written by thread 0 of the row's threads and, when the
+ * kernel reads it too, read back after a __syncthreads (lowering's rule for a global tensor
+ * written and read in one block). */
+#include <stdlib.h>
+#include "scheduler/norm.h"
 
 enum {
-  NORM_MAX_THREADS = 1024,   /* threads of one block */
-  NORM_TARGET_THREADS = 128, /* preferred block size (tuned below) */
-  NORM_MAX_PER_THREAD = 32,  /* elements of a row one thread keeps in registers */
-  NORM_MAX_ROW = NORM_MAX_THREADS * SCHED_FULL_BLOCK_PER_THREAD,
+  NORM_TARGET_THREADS = 128,   /* preferred threads of a block (tuned above) */
+  NORM_PREFERRED_ELEMS = 32,   /* preferred elements of a row per thread (tuned above) */
+  NORM_REG_RESERVE = 48,       /* registers per thread besides the buffers: E(1024, 4) = 16 */
+  NORM_WORKSPACE_BYTES = 8,    /* shared memory per thread of a block all-reduce (double) */
+  NORM_MULTIPASS_BLOCKS_PER_SM = 4, /* multipass: blocks per SM the block size leaves room for */
   NORM_WARP = 32,
 };
-
-/* What accepts() found and the parameters for this call. */
-typedef struct NormPlan {
-  SchedReductions r; /* first (persistent.h): the reductions, all of rank N, reducing k axes */
-  Val *row_input; /* an input of the rows' shape */
-  int row_index;  /* its position among the fusion's inputs */
-  bool *row_out;  /* per fusion output: of the rows' shape (else a reduced result) */
-  bool *vec_in;   /* per fusion input: cached and read with vectors (inputs of the rows'
-                   * shape and row parameters such as a layer norm's weight) */
-  int64_t row;    /* R for this call */
-  int64_t inner;  /* the innermost extent for this call (what a vector must divide) */
-  bool symbolic;  /* R is not a constant of the fusion */
-  int64_t vec, persist, threads;
-} NormPlan;
 
 #define WHY(...) (snprintf(why, SCHED_WHY_MAX, "inner_persistent: " __VA_ARGS__), false)
 
@@ -110,14 +109,36 @@ static bool check_broadcast(const Expr *e, const void *plan, char *why) {
   return true;
 }
 
+/* Per fusion input: of the rows' shape. */
+static bool *full_inputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref) {
+  bool *full = ARENA_ARRAY(a, bool, f->inputs.len);
+  for (int i = 0; full && i < f->inputs.len; i++) full[i] = sched_same_shape(m, ref, f->inputs.items[i]);
+  return full;
+}
+
+/* What is kept of a row and what recomputing would cost (buffers.c, recompute.c). */
+static bool measure_buffers(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p, char *why) {
+  Val *ref = p->r.reds[0];
+  int first = p->r.rank - p->r.nred;
+  bool *row = sched_row_tensors(f, a, m, ref, first, p->r.nred);
+  p->full_in = full_inputs(f, a, m, ref);
+  if (!row || !p->full_in || !sched_buffers(f, a, &p->r, row, p->full_in, p->vec_in, &p->buf)) return WHY("out of memory");
+  if (getenv("NORM_DEBUG")) fprintf(stderr, "buffers live=%lld projected=%lld params=%lld\n", (long long)p->buf.live, (long long)p->buf.projected, (long long)p->buf.params);
+  p->clones[0] = sched_recompute_count(f, a, row, SCHED_KEEP_CACHES);
+  p->clones[1] = sched_recompute_count(f, a, row, SCHED_CLONE_CACHES);
+  return p->clones[0] >= 0 && p->clones[1] >= 0 ? true : WHY("out of memory");
+}
+
 /* The tensors of the rows' shape (the first reduction's, axis by axis in its exact
  * classes); outputs of that shape or the reduced one (the outer axes kept, in order); an
- * input of the rows' shape without broadcast axes. The inputs cached with vector loads
- * are those of the rows' shape and the row parameters (rank k, in the classes of the
- * reduced axes). */
+ * input of the rows' shape without broadcast axes. The cacheable inputs are those of the
+ * rows' shape and the row parameters (rank k, in the classes of the reduced axes). */
 static bool check_shapes(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p, char *why) {
   Val *ref = p->r.reds[0];
   int bad;
+  if (p->r.nreds > SCHED_MAX_PERSISTENT_REDUCTIONS)
+    return WHY("the fusion has %d reductions, more than the %d one kernel plans for", p->r.nreds,
+               SCHED_MAX_PERSISTENT_REDUCTIONS);
   p->row_out = sched_full_outputs(f, a, m, ref, 0, p->r.rank - p->r.nred, &bad);
   if (!p->row_out)
     return bad < 0 ? WHY("out of memory")
@@ -129,101 +150,182 @@ static bool check_shapes(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p, ch
   if (sched_has_broadcast(p->row_input))
     return WHY("%s has a broadcast axis (a constant extent of 1)", TV(p->row_input)->display_name);
   p->vec_in = sched_cached_inputs(f, a, m, ref, p->r.rank - p->r.nred, p->r.nred);
-  return p->vec_in ? true : WHY("out of memory");
+  return p->vec_in ? measure_buffers(f, a, m, p, why) : WHY("out of memory");
 }
 
-/* The row length: the call's sizes of the row input, else the fusion's constants. */
-static bool read_row(const SchedCall *call, NormPlan *p, char *why) {
+/* R, the innermost extent and I: the call's sizes of the row input, else the fusion's
+ * constants (I unknown, 0, when symbolic without a call). */
+static bool read_sizes(const SchedCall *call, NormPlan *p, char *why) {
   bool have_call = call && call->ninputs > p->row_index && call->inputs;
-  p->row = 1;
+  p->row = p->outer = 1;
   p->symbolic = false;
-  for (int x = p->r.rank - p->r.nred; x < p->r.rank; x++) {
+  for (int x = 0; x < p->r.rank; x++) {
     int64_t e;
-    bool c = ir_scalar_const_value(ID(TV(p->row_input)->logical[x])->extent, &e);
-    p->symbolic |= !c;
+    bool c = ir_scalar_const_value(ID(TV(p->row_input)->logical[x])->extent, &e), inner = x >= p->r.rank - p->r.nred;
     if (have_call) e = call->inputs[p->row_index]->shape[x];
-    else if (!c) return WHY("the rows of %s are symbolic and the call gives no sizes", TV(p->row_input)->display_name);
+    else if (!c && inner) return WHY("the rows of %s are symbolic and the call gives no sizes", TV(p->row_input)->display_name);
+    if (!inner) {
+      p->outer = c || have_call ? p->outer * e : 0;
+      continue;
+    }
+    p->symbolic |= !c;
     p->row *= e;
     p->inner = e;
   }
-  if (p->row < 1) return WHY("the rows of %s are empty", TV(p->row_input)->display_name);
-  if (p->row > NORM_MAX_ROW)
-    return WHY("rows of %s hold %lld elements, more than the %d (%d threads x %d) kept in registers",
-               TV(p->row_input)->display_name, (long long)p->row, NORM_MAX_ROW, NORM_MAX_THREADS,
-               SCHED_FULL_BLOCK_PER_THREAD);
+  return p->row < 1 ? WHY("the rows of %s are empty", TV(p->row_input)->display_name) : true;
+}
+
+/* ---- parameters (the rules of the file's comment) ------------------------------------------ */
+
+static int64_t round_warps(int64_t t) { return sched_ceil_div(t, NORM_WARP) * NORM_WARP; }
+
+static int64_t max_threads(const SchedDevice *d) {
+  int64_t t = d->max_threads_per_block / NORM_WARP * NORM_WARP;
+  return t > 0 ? t : d->max_threads_per_block;
+}
+
+/* Registers per thread for buffers at block size `threads`. */
+static int64_t buffer_regs(const SchedDevice *d, int64_t threads) {
+  int64_t r = d->regs_per_sm / threads;
+  if (r > d->max_regs_per_thread) r = d->max_regs_per_thread;
+  return r - NORM_REG_RESERVE;
+}
+
+/* E(T, b): elements of b bytes one thread of a block of T keeps. */
+static int64_t reg_elems(const SchedDevice *d, int64_t threads, int64_t bytes) {
+  int64_t r = buffer_regs(d, threads);
+  return r > 0 ? r * 4 / bytes : 0;
+}
+
+/* Blocks of `threads` threads using `regs_each` registers each that one SM holds. */
+static int64_t blocks_per_sm(const SchedDevice *d, int64_t threads, int64_t regs_each) {
+  int64_t by_threads = d->max_threads_per_sm / threads, by_regs = d->regs_per_sm / (threads * regs_each);
+  int64_t n = by_threads < by_regs ? by_threads : by_regs;
+  return n > 0 ? n : 1;
+}
+
+/* Whether p * v elements of b bytes per thread fit a block of `threads` (b = 0: nothing
+ * is kept). */
+static bool fits(const SchedDevice *d, const SchedInnerParams *q, int64_t threads, int64_t bytes) {
+  return bytes == 0 || q->persist * q->vec <= reg_elems(d, threads, bytes);
+}
+
+/* Rows on threadIdx.y and rows per block in series (rule 1). */
+static void plan_rows(const SchedDevice *d, NormPlan *p, int64_t bytes) {
+  SchedInnerParams *q = &p->q;
+  q->rows_y = q->rows_serial = 1;
+  if (p->symbolic || p->outer < 2) return;
+  while (q->threads * q->rows_y * 2 <= NORM_TARGET_THREADS && q->rows_y * 2 <= p->outer &&
+         fits(d, q, q->threads * q->rows_y * 2, bytes))
+    q->rows_y *= 2;
+  if (p->buf.params == 0) return;
+  int64_t regs = (q->persist * q->vec * bytes + 3) / 4 + NORM_REG_RESERVE;
+  int64_t resident = (int64_t)d->sm_count * blocks_per_sm(d, q->threads * q->rows_y, regs);
+  q->rows_serial = sched_ceil_div(sched_ceil_div(p->outer, q->rows_y), resident);
+}
+
+/* Rule 1: the row in registers; false when it does not fit. */
+static bool plan_registers(const SchedDevice *d, NormPlan *p) {
+  SchedInnerParams *q = &p->q;
+  int64_t n = sched_ceil_div(p->row, q->vec), cap = NORM_PREFERRED_ELEMS / q->vec, tmax = max_threads(d);
+  q->project = p->buf.projected < p->buf.live;
+  int64_t bytes = (q->project ? p->buf.projected : p->buf.live) + p->buf.params;
+  q->persist = sched_ceil_div(n, NORM_TARGET_THREADS);
+  if (q->persist > cap) q->persist = cap > 1 ? cap : 1;
+  q->threads = sched_ceil_div(n, q->persist);
+  if (p->symbolic && q->threads > tmax) { /* threads = ceilDiv(n, persist) at run time */
+    q->persist = sched_ceil_div(n, tmax);
+    q->threads = sched_ceil_div(n, q->persist);
+  } else if (!p->symbolic) {
+    q->threads = round_warps(q->threads);
+    if (q->threads > tmax) q->threads = tmax;
+    q->persist = sched_ceil_div(n, q->threads);
+  }
+  if (!fits(d, q, q->threads, bytes)) return false;
+  plan_rows(d, p, bytes);
   return true;
 }
 
-static bool norm_shapes(cf_fusion *f, Arena *a, const IdMap *m, const SchedCall *call, void *p, char *why) {
-  return check_shapes(f, a, m, p, why) && read_row(call, p, why);
+/* Rule 2: the inputs' rows in shared memory. */
+static bool plan_shared(const SchedDevice *d, NormPlan *p) {
+  SchedInnerParams *q = &p->q;
+  int64_t n = sched_ceil_div(p->row, q->vec), tmax = max_threads(d);
+  q->threads = round_warps(n) < tmax ? round_warps(n) : tmax;
+  q->persist = sched_ceil_div(n, q->threads);
+  q->rows_y = q->rows_serial = 1;
+  q->project = true;
+  int64_t bytes = q->persist * q->threads * q->vec * p->buf.projected + 16 * (int64_t)p->r.nreds +
+                  NORM_WORKSPACE_BYTES * q->threads * p->r.nreds;
+  return p->buf.projected > 0 && bytes <= d->smem_per_block;
+}
+
+/* Rule 3: one pass over the row per reduction, then the epilogue. */
+static bool plan_multipass(const SchedDevice *d, NormPlan *p, char *why) {
+  SchedInnerParams *q = &p->q;
+  if (p->clones[1] > SCHED_RECOMPUTE_MAX_OPS)
+    return WHY("rows of %s hold %lld elements, more than registers and shared memory keep, and reading them "
+               "again for each pass would recompute more than %d ops",
+               TV(p->row_input)->display_name, (long long)p->row, SCHED_RECOMPUTE_MAX_OPS);
+  int64_t n = sched_ceil_div(p->row, q->vec), t = max_threads(d);
+  int64_t per_sm = round_warps(d->max_threads_per_sm / NORM_MULTIPASS_BLOCKS_PER_SM);
+  if (t > per_sm) t = per_sm;
+  if (t > round_warps(n)) t = round_warps(n);
+  q->threads = t;
+  q->persist = sched_ceil_div(n, t);
+  q->rows_y = q->rows_serial = 1;
+  q->project = true;
+  return true;
+}
+
+static bool plan_params(const SchedCall *call, NormPlan *p, cf_fusion *f, char *why) {
+  const SchedDevice *d = call && call->dev ? call->dev : sched_device_default();
+  SchedInnerParams *q = &p->q;
+  q->symbolic = p->symbolic;
+  q->vec = p->symbolic ? 1 : sched_vector_width(f, call, p->vec_in, p->inner);
+  q->mode = SCHED_NORM_REGISTERS;
+  if (plan_registers(d, p)) return true;
+  q->symbolic = false; /* shared memory and multipass split by threads: a symbolic count of chunks */
+  q->mode = SCHED_NORM_SHARED;
+  if (!p->symbolic && plan_shared(d, p)) return true;
+  q->mode = SCHED_NORM_MULTIPASS;
+  q->vec = p->symbolic ? 1 : q->vec;
+  return plan_multipass(d, p, why);
+}
+
+static bool norm_shapes(cf_fusion *f, Arena *a, const IdMap *m, const SchedCall *call, void *plan, char *why) {
+  return check_shapes(f, a, m, plan, why) && read_sizes(call, plan, why) && plan_params(call, plan, f, why);
 }
 
 static const SchedPersistent norm_checks = {"inner_persistent", "rows", inner_reduced_axes, check_broadcast,
                                              norm_shapes};
 
-static bool norm_accepts(cf_fusion *f, const SchedCall *call, char *why) {
+Arena *sched_norm_begin(cf_fusion *f, const SchedCall *call, NormPlan *p) {
+  return sched_persistent_begin(&norm_checks, f, call, p);
+}
+
+bool sched_inner_persistent_plan(cf_fusion *f, const SchedCall *call, SchedInnerParams *q, char *why) {
   NormPlan p = {0};
-  return sched_persistent_accepts(&norm_checks, f, call, &p, why);
+  if (!sched_persistent_accepts(&norm_checks, f, call, &p, why)) return false;
+  *q = p.q;
+  return true;
 }
 
-/* ---- parameters ---------------------------------------------------------------------- */
-
-/* Persistent vectors per thread and threads per row (see the heuristic above). */
-static void choose_threads(NormPlan *p) {
-  int64_t n = p->row / p->vec, cap = NORM_MAX_PER_THREAD / p->vec;
-  p->persist = sched_ceil_div(n, NORM_TARGET_THREADS);
-  if (p->persist > cap) p->persist = cap > 1 ? cap : 1;
-  p->threads = sched_ceil_div(n, p->persist);
-  if (p->symbolic) return;
-  p->threads = sched_ceil_div(p->threads, NORM_WARP) * NORM_WARP;
-  p->persist = sched_ceil_div(n, p->threads);
+bool sched_inner_persistent_resident(cf_fusion *f, const SchedCall *call, char *why) {
+  SchedInnerParams q;
+  if (!sched_inner_persistent_plan(f, call, &q, why)) return false;
+  return q.mode != SCHED_NORM_MULTIPASS ? true : WHY("rows past registers and shared memory (multipass)");
 }
 
-/* ---- the schedule -------------------------------------------------------------------- */
-
-/* The reference's reduced axes merged and split into [p, t, v]; returns the position of
- * p (0, then the outer axes are merged after the rfactor). */
-static int split_row(cf_fusion *f, const NormPlan *p, cf_tv *ref) {
-  int ri = p->r.rank - p->r.nred;
-  for (int k = 1; k < p->r.nred; k++) cf_merge(f, ref, ri);
-  if (p->vec > 1) cf_split(f, ref, ri, p->vec);
-  if (p->symbolic) cf_split_outer(f, ref, ri, p->persist);
-  else cf_split(f, ref, ri, p->threads);
-  return ri;
+static bool norm_accepts(cf_fusion *f, const SchedCall *call, char *why) {
+  SchedInnerParams q;
+  return sched_inner_persistent_plan(f, call, &q, why);
 }
 
 static cf_status norm_schedule(cf_fusion *f, const SchedCall *call, char *params) {
-  NormPlan p = {0};
-  Arena *a = sched_persistent_begin(&norm_checks, f, call, &p);
-  if (!a) return f->status;
-  p.vec = p.symbolic ? 1 : sched_vector_width(f, call, p.vec_in, p.inner);
-  choose_threads(&p);
-  Val **caches = ARENA_ARRAY(a, Val *, f->inputs.len + f->outputs.len);
-  int ncaches = 0;
-  if (caches) sched_persistent_caches(f, p.vec_in, p.row_out, p.vec > 1, caches, &ncaches);
-  cf_tv *ref = ir_tv_handle(p.r.reds[0]);
-  int ri = split_row(f, &p, ref);
-  cf_propagate_transforms(f, ref);
-  int rf_axes[2] = {ri, ri + 2};
-  cf_tv *rf = NULL;
-  for (int r = 0; r < p.r.nreds && !f->status; r++) {
-    cf_tv *t = cf_rfactor(f, ir_tv_handle(p.r.reds[r]), p.vec > 1 ? 2 : 1, rf_axes);
-    if (r == 0) rf = t;
-  }
-  if (f->status) return arena_destroy(a), f->status;
-  for (int k = 1; k < ri; k++) cf_merge(f, rf, 0);
-  if (ri > 1) cf_propagate_transforms(f, rf);
-  int pi = ri > 0 ? 1 : 0; /* p's position once the outer axes are one */
-  if (ri > 0) cf_parallelize(f, rf, 0, CF_PT_BIDX);
-  cf_parallelize(f, rf, pi + 1, CF_PT_TIDX);
-  cf_parallelize_all_like(f, rf, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
-  for (int c = 0; c < ncaches && p.vec > 1; c++) cf_parallelize(f, ir_tv_handle(caches[c]), -1, CF_PT_VECTORIZE);
-  arena_destroy(a);
-  if (f->status) return f->status;
-  snprintf(params, SCHED_PARAMS_MAX, "threads=%lld%s persistent=%lld vector=%lld rows=%s", (long long)p.threads,
-           p.symbolic ? " (ceilDiv(row, persistent) at run time)" : "", (long long)p.persist, (long long)p.vec,
-           ri > 0 ? "blockIdx.x" : "1");
-  return cf_inline_most(f);
+  SchedInnerParams q;
+  char why[SCHED_WHY_MAX];
+  if (!sched_inner_persistent_plan(f, call, &q, why)) return ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
+  return sched_inner_persistent_apply(f, call, &q, params);
 }
 
 const SchedHeuristic sched_inner_persistent_heuristic = {"inner_persistent", norm_accepts, norm_schedule};

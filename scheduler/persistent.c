@@ -113,16 +113,22 @@ bool sched_same_shape(const IdMap *m, Val *ref, Val *tv) {
   return true;
 }
 
-bool sched_kept_shape(const IdMap *m, Val *ref, int first, int n, Val *tv) {
+/* sched_kept_shape, with broadcast axes that match no kept axis skipped when `keepdim`
+ * (a reduced result with its reduced axes kept as broadcast axes). */
+static bool kept_shape(const IdMap *m, Val *ref, int first, int n, Val *tv, bool keepdim) {
   int kept = 0;
   for (int x = 0; x < TV(tv)->nlogical; x++) {
     Val *id = TV(tv)->logical[x];
     if (ID(id)->iter_type == CF_ITER_REDUCTION) continue;
-    if (kept >= n || !an_idmap_same(m, id, TV(ref)->logical[first + kept])) return false;
+    bool same = kept < n && an_idmap_same(m, id, TV(ref)->logical[first + kept]);
+    if (!same && keepdim && ID(id)->iter_type == CF_ITER_BROADCAST) continue;
+    if (!same) return false;
     kept++;
   }
   return kept == n;
 }
+
+bool sched_kept_shape(const IdMap *m, Val *ref, int first, int n, Val *tv) { return kept_shape(m, ref, first, n, tv, false); }
 
 int sched_input_like(cf_fusion *f, const IdMap *m, Val *ref) {
   for (int i = 0; i < f->inputs.len; i++)
@@ -147,7 +153,7 @@ bool *sched_full_outputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int f
     Val *out = f->outputs.items[o];
     bool reduction = out->def && ir_op_kind(out->def->op) == OPK_REDUCTION;
     full[o] = !reduction && sched_same_shape(m, ref, out);
-    if (!full[o] && !sched_kept_shape(m, ref, first, n, out)) return *bad = o, NULL;
+    if (!full[o] && !kept_shape(m, ref, first, n, out, true)) return *bad = o, NULL;
   }
   return full;
 }

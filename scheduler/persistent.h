@@ -63,7 +63,8 @@ int sched_input_like(cf_fusion *f, const IdMap *m, Val *ref);
  * of memory. */
 bool *sched_cached_inputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int first, int n);
 /* Per fusion output: of ref's shape (true) or a reduced result with ref's logical axes
- * first to first + n - 1 kept (false). NULL when out of memory (*bad -1) or when output
+ * first to first + n - 1 kept (false; its reduced axes dropped or kept as broadcast axes,
+ * keepdim). NULL when out of memory (*bad -1) or when output
  * *bad is neither. */
 bool *sched_full_outputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int first, int n, int *bad);
 
@@ -76,6 +77,80 @@ int64_t sched_vector_width(cf_fusion *f, const SchedCall *call, const bool *cach
  * to vectorize, *n their count. */
 void sched_persistent_caches(cf_fusion *f, const bool *cached, const bool *full_out, bool cache_outputs,
                              Val **caches, int *n);
+
+/* ---- the inner persistent scheduler's parameters (norm_sched.c, norm_apply.c) ---------- */
+
+/* Where the rows live while their reductions complete. */
+typedef enum SchedNormMode {
+  SCHED_NORM_REGISTERS, /* per thread, p*v elements of each kept tensor */
+  SCHED_NORM_SHARED,    /* the inputs' rows in shared memory, read through register copies */
+  SCHED_NORM_MULTIPASS  /* nowhere: each pass over the row reads the inputs again */
+} SchedNormMode;
+
+/* What sched_inner_persistent_plan chose for a call; sched_inner_persistent_apply
+ * schedules a copy of the fusion with it. */
+typedef struct SchedInnerParams {
+  SchedNormMode mode;
+  bool project;   /* registers: the kept tensors are the inputs' (the rest recomputed) */
+  bool symbolic;  /* the row's length is symbolic: split outer by persist (registers) */
+  int64_t vec;    /* vector width in elements */
+  int64_t persist; /* vectors of a row per thread (multipass: chunks of the row) */
+  int64_t threads; /* threads of a row (threadIdx.x) */
+  int64_t rows_y;  /* rows per block on threadIdx.y */
+  int64_t rows_serial; /* rows a block runs one after another (parameters read once) */
+} SchedInnerParams;
+
+/* Checks f and plans its parameters for the call (norm_sched.c's rules); false with the
+ * reason in why. f is not modified. */
+bool sched_inner_persistent_plan(cf_fusion *f, const SchedCall *call, SchedInnerParams *q, char *why);
+/* Schedules f (accepted by the plan for this call) with q, printing the parameters. */
+cf_status sched_inner_persistent_apply(cf_fusion *f, const SchedCall *call, const SchedInnerParams *q, char *params);
+/* Whether the plan keeps the rows (registers or shared memory, not multipass): define
+ * and run's Welford translation pays off only then. */
+bool sched_inner_persistent_resident(cf_fusion *f, const SchedCall *call, char *why);
+
+/* ---- what persists (buffers.c) ----------------------------------------------------------- */
+
+/* A named limit of the analysis: reductions are bits of a 64-bit set. */
+enum { SCHED_MAX_PERSISTENT_REDUCTIONS = 64 };
+
+/* Bytes per element of a row (column) that a persistent schedule keeps (buffers.c). */
+typedef struct SchedBuffers {
+  int64_t live;      /* the tensors as computed: most bytes live across one reduction */
+  int64_t projected; /* every computed tensor recomputed: the inputs read across a reduction */
+  int64_t params;    /* cached row parameters (a weight), kept by every thread too */
+} SchedBuffers;
+
+/* Per Val id: a tensor with an iteration axis in the classes of ref's logical axes first
+ * to first + n - 1 (the reduced ones: it holds a row). NULL when out of memory. */
+bool *sched_row_tensors(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int first, int n);
+/* The buffers of f: reductions r, row tensors row (sched_row_tensors), per fusion input
+ * whether it has the full shape and whether it is cached. False when out of memory. */
+bool sched_buffers(cf_fusion *f, Arena *a, const SchedReductions *r, const bool *row, const bool *full_input,
+                   const bool *cached, SchedBuffers *b);
+/* Per Val id: a row tensor live across some reduction (read before and after it). */
+bool *sched_live_tensors(cf_fusion *f, Arena *a, const SchedReductions *r, const bool *row, const bool *full_input);
+
+/* ---- recomputation (recompute.c) --------------------------------------------------------- */
+
+/* The most ops sched_recompute may add (a DAG of shared subexpressions can need
+ * exponentially many clones). */
+enum { SCHED_RECOMPUTE_MAX_OPS = 1024 };
+
+typedef enum SchedRecompute {
+  SCHED_KEEP_CACHES,  /* computed row tensors recomputed; the inputs' caches persist */
+  SCHED_CLONE_CACHES, /* the caches too: every pass reads the inputs again */
+} SchedRecompute;
+
+/* How many ops sched_recompute would add (past SCHED_RECOMPUTE_MAX_OPS: some count above
+ * it); -1 when out of memory. row: by Val id (tensors made later count as rows). */
+int64_t sched_recompute_count(cf_fusion *f, Arena *a, const bool *row, SchedRecompute mode);
+/* Clones the defining op of every computed row tensor (elementwise or broadcast) for each
+ * of its readers but the first, consumers first, so that each is read once. */
+cf_status sched_recompute(cf_fusion *f, Arena *a, const bool *row, SchedRecompute mode);
+/* Every reader of tv reads a register copy of its own (a Set) instead; copies (room for
+ * tv's readers) receives them after *ncopies. */
+cf_status sched_copy_reads(cf_fusion *f, Val *tv, Val **copies, int *ncopies);
 
 static inline int64_t sched_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

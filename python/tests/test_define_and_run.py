@@ -103,17 +103,19 @@ def test_the_cache_hits_and_a_new_shape_compiles():
     out, = fd.execute([_x((7, 333), 2)])
     np.testing.assert_allclose(out, softmax_np(_x((7, 333), 2)), rtol=1e-5, atol=1e-7)
     assert fd.cache_info()["hits"] == 1 and fd.cache_info()["misses"] == 1
-    fd.execute([_x((2, 17000))])  # a new shape: compiled anew, in segments
+    fd.execute([_x((2, 17000))])  # a new shape: compiled anew
     info = fd.cache_info()
     assert (info["entries"], info["hits"], info["misses"]) == (2, 1, 2)
-    assert info["kernels"] == 1 + len(info["schedulers"]) and len(info["schedulers"]) > 1
+    assert info["kernels"] == 2 and info["schedulers"] == ["inner_persistent"]
     fd.execute([_x((7, 333))])
     assert fd.cache_info()["hits"] == 2
 
 
 def test_print_kernel_and_launch_params_per_segment():
-    fd = softmax_fd()
-    fd.execute([_x((2, 17000))])
+    with FusionDefinition() as fd:  # no scheduler takes it whole: a reduction, then a transpose
+        x = fd.define_tensor(2)
+        fd.add_output(fd.ops.permute(x / fd.ops.sum(x, -1, keepdim=True), [1, 0]))
+    fd.execute([_x((2, 170))])
     n = len(fd.last_schedulers())
     text = fd.kernel_text()
     assert text.count('extern "C" __global__') == n and "// segment 0 of" in text
@@ -123,8 +125,9 @@ def test_print_kernel_and_launch_params_per_segment():
     assert fd.last_launch_params() == fd.last_launch_params(segment=n - 1)
     with pytest.raises(cfuser.InvalidArgumentError, match=f"last_launch_params: segment {n} out of range"):
         fd.last_launch_params(segment=n)
-    fd.execute([_x((3, 64))])  # one kernel: printed alone
-    assert fd.kernel_text().startswith('extern "C" __global__')
+    sm = softmax_fd()
+    sm.execute([_x((3, 64))])  # one kernel: printed alone
+    assert sm.kernel_text().startswith('extern "C" __global__')
 
 
 def test_two_axis_orders_run_op_by_op():

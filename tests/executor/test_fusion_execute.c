@@ -279,38 +279,43 @@ Test(fusion_execute, constant_row_sum_hits) {
 
 /* ---- segmentation --------------------------------------------------------------------------- */
 
-/* y = x / broadcast(sum(x)): the inner persistent scheduler takes it whole for rows up to
- * 16384 elements; for longer rows no scheduler does, and it runs as a reduction segment
- * and a pointwise one, the sum in an intermediate the cache allocates. */
-static void build_normalize(bool also_output_sum) {
+/* y = x / broadcast(sum(x)): the inner persistent scheduler takes it whole for rows of any
+ * length (registers, shared memory, then multipass). Transposed (the output y^T), no
+ * scheduler takes it whole: it runs as a reduction segment and a transpose one, the sum in
+ * an intermediate the cache allocates. */
+static void build_normalize(bool also_output_sum, bool transposed) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
   cf_fusion_add_input(f, x);
   cf_tv *s = cf_sum(f, x, 1, (int[]){1});
   if (also_output_sum) cf_fusion_add_output(f, s);
-  cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, s, 2, (bool[]){false, true})));
+  cf_tv *y = cf_div(f, x, cf_broadcast(f, s, 2, (bool[]){false, true}));
+  cf_fusion_add_output(f, transposed ? cf_transpose(f, y, 0, 1) : y);
 }
 
 Test(fusion_execute, reduction_then_pointwise_segments) {
-  build_normalize(false);
-  int64_t shapes[][2] = {{3, 5}, {1, 1}, {2, 17000}};
-  for (int i = 0; i < 2; i++) {
-    check_shape(1, 2, shapes[i], 1e-5);
+  build_normalize(false, false);
+  int64_t shapes[][2] = {{3, 5}, {1, 1}, {2, 17000}, {2, 70000}};
+  for (int i = 0; i < 4; i++) {
+    check_shape(1, 2, shapes[i], 1e-4);
     cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
     cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent");
   }
+  cf_fusion_cache_destroy(c), c = NULL;
+  cf_fusion_destroy(f), f = cf_fusion_create();
+  build_normalize(false, true);
   check_shape(1, 2, shapes[2], 1e-4);
   cr_expect_eq(cf_fusion_cache_last_segments(c), 2);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
-  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "pointwise");
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "transpose");
   cr_expect_null(cf_fusion_cache_last_scheduler(c, 2));
   check_shape(1, 2, shapes[2], 1e-4);
-  expect_counts(3, 4, 1, 3);
+  expect_counts(1, 2, 1, 1);
 }
 
 /* Each segment of the last call: its executor (launch parameters, source) and its CUDA
  * kernel printed from the scheduled copy it kept; out of range is NULL or an error. */
 Test(fusion_execute, last_executor_and_print_kernel_per_segment) {
-  build_normalize(false);
+  build_normalize(false, true);
   cr_expect_null(cf_fusion_cache_last_executor(cache(), 0));
   cr_expect_eq(cf_fusion_cache_print_kernel(c, 0, NULL), CF_ERR_INVALID_ARGUMENT);
   cr_expect_str_eq(cf_fusion_cache_error(c), "print_kernel: segment 0 out of range: the last call ran 0");
@@ -341,7 +346,7 @@ Test(fusion_execute, last_executor_and_print_kernel_per_segment) {
 
 /* The sum is an output too: the second segment reads it from the caller's output. */
 Test(fusion_execute, segment_reads_an_output) {
-  build_normalize(true);
+  build_normalize(true, true);
   check_shape(1, 2, (int64_t[]){2, 17000}, 1e-4);
   check_shape(1, 2, (int64_t[]){2, 17000}, 1e-4);
   expect_counts(1, 2, 1, 1);
@@ -350,8 +355,8 @@ Test(fusion_execute, segment_reads_an_output) {
 Test(fusion_execute, dump_segments) {
   cr_redirect_stderr();
   setenv("CFUSER_DUMP", "segments", 1);
-  build_normalize(false);
-  check_shape(1, 2, (int64_t[]){2, 17000}, 1e-4);
+  build_normalize(false, true);
+  check_shape(1, 2, (int64_t[]){2, 170}, 1e-4);
   unsetenv("CFUSER_DUMP");
   fflush(stderr);
   FILE *err = cr_get_redirected_stderr();
@@ -359,22 +364,23 @@ Test(fusion_execute, dump_segments) {
   size_t n = fread(text, 1, sizeof text - 1, err);
   text[n] = 0;
   cr_expect(strstr(text, "=== define and run: no scheduler accepts the whole fusion (reduction: T2 is computed by "
-                         "broadcast, not an elementwise op; inner_persistent: rows of T0 hold 17000 elements, more than "
-                         "the 16384 (1024 threads x 16) kept in registers; outer_persistent: T1 reduces an axis after a "
+                         "broadcast, not an elementwise op; inner_persistent: T4 is computed by permute, not an "
+                         "elementwise op, a broadcast or a reduction; outer_persistent: T1 reduces an axis after a "
                          "kept one (only outermost axes); transpose: T1 is computed by sum, not an "
                          "elementwise op, a permute or a broadcast; pointwise: T1 is computed by sum; the pointwise "
                          "scheduler takes elementwise ops only); 2 segments ===\n"),
             "%s", text);
-  cr_expect(strstr(text, "=== define and run: segment 0 of 2: scheduler reduction (threads=128 vector=4 rows=blockIdx.x) ===\n"
-                         "refused by: (none)\nInputs:\n  T0_g_float[iS0{2}, iS1{17000}]\nOutputs:\n"
-                         "  T1_g_float[iS2{2}, rS3{17000}]\n"),
+  cr_expect(strstr(text, "=== define and run: segment 0 of 2: scheduler reduction (threads=128 rows=blockIdx.x) ===\n"
+                         "refused by: (none)\nInputs:\n  T0_g_float[iS0{2}, iS1{170}]\nOutputs:\n"
+                         "  T1_g_float[iS2{2}, rS3{170}]\n"),
             "%s", text);
-  cr_expect(strstr(text, "=== define and run: segment 1 of 2: scheduler pointwise (break=1 vector=4 threads=128 blocks=34x2) ===\n"
+  cr_expect(strstr(text, "=== define and run: segment 1 of 2: scheduler transpose (tile=64x64 threads=64x8 swizzle=xor "
+                         "staged=T0) ===\n"
                          "refused by: reduction: T2 is computed by broadcast, not an elementwise op; inner_persistent: "
-                         "the fusion has no reduction; outer_persistent: the fusion has no reduction; transpose: no "
-                         "input is transposed: the innermost axis of T3 is "
-                         "the innermost axis of every input (a pointwise fusion)\nInputs:\n"
-                         "  T0_g_float[iS0{2}, iS1{17000}]\n  T1_g_float[iS2{2}]\n"),
+                         "T4 is computed by permute, not an elementwise op, a broadcast or a reduction; "
+                         "outer_persistent: T4 is computed by permute, not an elementwise op, a broadcast or a "
+                         "reduction\nInputs:\n"
+                         "  T0_g_float[iS0{2}, iS1{170}]\n  T1_g_float[iS2{2}]\n"),
             "%s", text);
 }
 
@@ -432,28 +438,26 @@ Test(fusion_execute, symbolic_sizes_that_disagree) {
   cf_tensor_free(b);
 }
 
-/* max and sum of one prologue, both outputs: the coarse cut has nothing to cut; the fine
- * one computes exp into memory, then each reduction alone. */
+/* max and sum of one prologue, both outputs: one inner persistent kernel for rows of any
+ * length (the exp recomputed by each pass past shared memory). */
 Test(fusion_execute, two_reductions_of_one_prologue) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
   cf_fusion_add_input(f, x);
   cf_tv *e = cf_exp(f, x);
   cf_fusion_add_output(f, cf_sum(f, e, 1, (int[]){1}));
   cf_fusion_add_output(f, cf_max_reduce(f, e, 1, (int[]){1}));
-  check_shape(1, 2, (int64_t[]){3, 200}, 1e-4); /* whole, rows kept in registers */
-  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
-  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent");
-  check_shape(1, 2, (int64_t[]){2, 17000}, 1e-4); /* rows too long for registers: cut */
-  cr_expect_eq(cf_fusion_cache_last_segments(c), 3);
-  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
-  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "reduction");
-  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 2), "reduction");
+  const int64_t shapes[][2] = {{3, 200}, {2, 17000}, {2, 70000}};
+  for (int k = 0; k < 3; k++) {
+    check_shape(1, 2, shapes[k], 1e-4);
+    cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent");
+  }
 }
 
-/* softmax: one inner persistent kernel for rows that fit in registers; for longer rows the
- * coarse cut's middle segment (the sum of an exp the division reads too) has no scheduler,
- * and the fine cut runs max, exp, sum and the division in four kernels. */
-Test(fusion_execute, softmax_in_four_segments) {
+/* softmax: one inner persistent kernel for rows of any length: registers, shared memory
+ * (17000 floats), multipass (70000: each pass reads the row again), never a cascade of
+ * kernels. */
+Test(fusion_execute, softmax_in_one_kernel) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
   cf_fusion_add_input(f, x);
   bool keep[2] = {false, true};
@@ -461,15 +465,13 @@ Test(fusion_execute, softmax_in_four_segments) {
   cf_tv *e = cf_exp(f, cf_sub(f, x, m));
   cf_tv *s = cf_broadcast(f, cf_sum(f, e, 1, (int[]){1}), 2, keep);
   cf_fusion_add_output(f, cf_div(f, e, s));
-  check_shape(1, 2, (int64_t[]){5, 333}, 1e-5);
-  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
-  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent");
-  check_shape(1, 2, (int64_t[]){2, 17000}, 1e-5);
-  check_shape(1, 2, (int64_t[]){2, 17000}, 1e-5);
-  const char *want[4] = {"reduction", "pointwise", "reduction", "pointwise"};
-  cr_assert_eq(cf_fusion_cache_last_segments(c), 4);
-  for (int i = 0; i < 4; i++) cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, i), want[i]);
-  expect_counts(2, 5, 1, 2);
+  const int64_t shapes[][2] = {{5, 333}, {2, 17000}, {2, 70000}};
+  for (int k = 0; k < 3; k++) {
+    check_shape(1, 2, shapes[k], 1e-5);
+    cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent");
+  }
+  expect_counts(3, 3, 0, 3);
 }
 
 /* x + transpose(x): x read in two axis orders, which no scheduler takes whole and neither
@@ -551,22 +553,23 @@ Test(fusion_execute, welford_states_never_cross_a_cut) {
   cf_tensor_free(a);
 }
 
-/* var_mean over rows too long for the inner persistent scheduler: the reduction scheduler
- * takes the Welford reduction (one block per row), its fields and the variance's
- * division as its epilogue. */
+/* var_mean over long rows: while registers or shared memory hold a row, translated to two
+ * sums under the inner persistent scheduler (the row read once); past them the reduction
+ * scheduler takes the Welford reduction (one block per row), its fields and the
+ * variance's division as its epilogue. */
 Test(fusion_execute, var_mean_of_long_rows_runs_under_the_reduction_scheduler) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2), *var = NULL, *mean = NULL;
   cf_fusion_add_input(f, x);
-  cr_assert_eq(cf_var_mean(f, x, 1, (int[]){1}, 1, true, &var, &mean), CF_OK, "%s", cf_fusion_error(f));
+  cr_assert_eq(cf_var_mean(f, x, 1, (int[]){1}, 1, false, &var, &mean), CF_OK, "%s", cf_fusion_error(f));
   cf_fusion_add_output(f, var);
   cf_fusion_add_output(f, mean);
-  const int64_t shapes[][2] = {{2, 17000}, {3, 20000}, {1, 16384}, {5, 9001}};
-  for (int k = 0; k < 4; k++) {
+  const int64_t shapes[][2] = {{2, 17000}, {3, 20000}, {1, 16384}, {5, 9001}, {2, 70000}};
+  for (int k = 0; k < 5; k++) {
     check_shape(1, 2, shapes[k], 1e-4);
-    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction", "rows of %lld", (long long)shapes[k][1]);
+    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), k < 4 ? "inner_persistent" : "reduction", "rows of %lld",
+                     (long long)shapes[k][1]);
   }
 }
-
 
 /* ---- the Welford translation ----------------------------------------------------------------- */
 
@@ -632,13 +635,18 @@ Test(fusion_execute, var_mean_layer_norm_is_translated_to_two_sums) {
   }
 }
 
-/* Rows longer than registers: segmented at the reduction, which stays a Welford one for
- * the reduction scheduler (one read of the input), and still equal to the evaluator. */
+/* Rows longer than registers: in shared memory, translated (two sums, the row read from
+ * memory once); past shared memory, multipass keeps the Welford reduction (two passes over
+ * the row, not three); one kernel either way, equal to the evaluator. */
 Test(fusion_execute, var_mean_layer_norm_of_long_rows_stays_welford) {
   build_var_mean_layer_norm(CF_FLOAT);
   check_layer_norm(CF_FLOAT, 2, 17000, 1e-4);
-  cr_expect_geq(cf_fusion_cache_last_segments(c), 2);
-  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent");
+  cr_expect_not(runs_welford(0));
+  check_layer_norm(CF_FLOAT, 2, 70000, 1e-4);
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent");
   cr_expect(runs_welford(0));
 }
 

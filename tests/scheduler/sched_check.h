@@ -18,6 +18,9 @@
 #endif
 
 static cf_fusion *f;
+/* The device the calls describe: NULL for the default (an H100); tests scale it down to
+ * reach each heuristic branch with small shapes. */
+static const SchedDevice *sc_dev;
 static inline void setup(void) { f = cf_fusion_create(); }
 static inline void teardown(void) { cf_fusion_destroy(f); }
 
@@ -40,7 +43,7 @@ static inline void call_make(Call *c, int n, const KcInput *in) {
     c->t[i] = cf_tensor_host(in[i].dtype, in[i].rank, in[i].sizes);
     c->dl[i] = &c->t[i]->dl_tensor;
   }
-  c->call = (SchedCall){n, c->dl, sched_device_default()};
+  c->call = (SchedCall){n, c->dl, sc_dev ? sc_dev : sched_device_default()};
 }
 
 static inline void call_free(Call *c) {
@@ -61,6 +64,17 @@ static inline void schedule_and_check(int n, const KcInput *in, const char *want
     cf_fusion_print_kernel(f, stdout);
   }
   free(kc_check(f, n, in, tol));
+}
+
+/* Accepts and schedules f, comparing the printed parameters, without running it. */
+static inline void planned(int n, const KcInput *in, const char *want_params) {
+  Call c;
+  call_make(&c, n, in);
+  char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
+  cr_assert(SC_HEURISTIC.accepts(f, &c.call, why), "%s", why);
+  cr_assert_eq(SC_HEURISTIC.schedule(f, &c.call, params), CF_OK, "%s", cf_fusion_error(f));
+  call_free(&c);
+  cr_expect_str_eq(params, want_params);
 }
 
 static inline void refused(int n, const KcInput *in, const char *want_why) {

@@ -124,25 +124,25 @@ Test(norm_sched, layernorm_with_mean_and_rstd_outputs) {
   cf_tv *s = cf_sum(f, x, 1, (int[]){1});
   cf_fusion_add_output(f, cf_div(f, x, back(s, 2)));
   cf_fusion_add_output(f, s); /* a reduction itself as an output */
-  schedule_and_check(1, &IN(CF_FLOAT, 5, 300), "threads=96 persistent=1 vector=4 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 5, 300), "registers threads=96 persistent=1 vector=4 rows=blockIdx.x", 1e-4);
 }
 
 /* The parameters for the rows of the benchmark and for a row that needs predicates. */
 Test(norm_sched, parameters) {
   softmax(CF_FLOAT, 2, (int64_t[]){2, 4096}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 2, 4096), "threads=128 persistent=8 vector=4 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 2, 4096), "registers threads=128 persistent=8 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){2, 16384}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 2, 16384), "threads=512 persistent=8 vector=4 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 2, 16384), "registers threads=512 persistent=8 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
   softmax(CF_BFLOAT16, 2, (int64_t[]){2, 4096}, false);
-  schedule_and_check(1, &IN(CF_BFLOAT16, 2, 4096), "threads=128 persistent=4 vector=8 rows=blockIdx.x", 5e-2);
+  schedule_and_check(1, &IN(CF_BFLOAT16, 2, 4096), "registers threads=128 persistent=4 vector=8 rows=blockIdx.x buffers=inputs", 5e-2);
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){3, 1000}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 3, 1000), "threads=128 persistent=2 vector=4 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 3, 1000), "registers threads=128 persistent=2 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){3, 4097}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 3, 4097), "threads=160 persistent=26 vector=1 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 3, 4097), "registers threads=160 persistent=26 vector=1 rows=blockIdx.x", 1e-4);
 }
 
 /* Symbolic sizes: the call gives the row length; rows of one element come this way (a
@@ -157,24 +157,24 @@ Test(norm_sched, softmax_symbolic_rows) {
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
   schedule_and_check(1, &IN(CF_FLOAT, 2, 1000),
-                     "threads=125 (ceilDiv(row, persistent) at run time) persistent=8 vector=1 rows=blockIdx.x", 1e-4);
+                     "registers threads=125 (ceilDiv(row, persistent) at run time) persistent=8 vector=1 rows=blockIdx.x", 1e-4);
 }
 
 /* 3-D: the outer axes are merged onto blockIdx.x; the last one or two axes are the row. */
 Test(norm_sched, softmax_3d) {
   softmax(CF_FLOAT, 3, (int64_t[]){2, 3, 100}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 2, 3, 100), "threads=32 persistent=1 vector=4 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 2, 3, 100), "registers threads=32x4 persistent=1 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
   cf_tv *x = input(CF_FLOAT, 3, (int64_t[]){3, 4, 50}, false);
   cf_tv *s = cf_sum(f, x, 2, (int[]){1, 2});
   cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, s, 3, (bool[]){false, true, true})));
-  schedule_and_check(1, &IN(CF_FLOAT, 3, 4, 50), "threads=128 persistent=1 vector=2 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 3, 4, 50), "registers threads=128 persistent=1 vector=2 rows=blockIdx.x", 1e-4);
 }
 
 /* One row: no outer axis, no blockIdx.x. */
 Test(norm_sched, softmax_of_a_vector) {
   softmax(CF_FLOAT, 1, (int64_t[]){300}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 300), "threads=96 persistent=1 vector=4 rows=1", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 300), "registers threads=96 persistent=1 vector=4 rows=1", 1e-4);
 }
 
 /* Why a symbolic row is split outer by the persistent count: the same schedule by hand
@@ -203,18 +203,188 @@ Test(norm_sched, by_hand_a_symbolic_inner_split_is_refused_by_lowering) {
                                        "size (inline it deeper or split by a constant)");
 }
 
+/* ---- each branch, on a device scaled down ----------------------------------------------- */
+
+/* 64 threads per block, 4096 registers per SM (64 per thread at 64 threads: 16 left for
+ * buffers, so registers hold rows of 1024 floats), 8 KiB of shared memory per block (rows
+ * up to about 1700 floats), 2 SMs. */
+static const SchedDevice tiny = {.sm_count = 2,
+                                 .max_threads_per_block = 64,
+                                 .max_threads_per_sm = 128,
+                                 .regs_per_sm = 4096,
+                                 .max_regs_per_thread = 255,
+                                 .smem_per_block = 8192,
+                                 .smem_per_sm = 8192,
+                                 .l2_bytes = 1 << 20,
+                                 .max_cluster = 1};
+
+/* Softmax in float, bfloat16 and half through registers, shared memory and multipass:
+ * primes (vector 1), multiples of 4 and 8, 1 to 5 rows. */
+Test(norm_sched, softmax_each_branch) {
+  sc_dev = &tiny;
+  static const struct {
+    cf_dtype dt;
+    int64_t rows, cols;
+    const char *params;
+  } cases[] = {
+      {CF_FLOAT, 3, 1000, "registers threads=64 persistent=4 vector=4 rows=blockIdx.x"},
+      {CF_FLOAT, 2, 1009, "registers threads=64 persistent=16 vector=1 rows=blockIdx.x"},
+      {CF_FLOAT, 5, 1031, "shared threads=64 persistent=17 vector=1 rows=blockIdx.x"},
+      {CF_FLOAT, 4, 1500, "shared threads=64 persistent=6 vector=4 rows=blockIdx.x"},
+      {CF_FLOAT, 3, 1999, "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x"},
+      {CF_FLOAT, 2, 4096, "multipass threads=32 chunks=32 vector=4 rows=blockIdx.x"},
+      {CF_BFLOAT16, 3, 2048, "registers threads=64 persistent=4 vector=8 rows=blockIdx.x buffers=inputs"},
+      {CF_BFLOAT16, 2, 2053, "shared threads=64 persistent=33 vector=1 rows=blockIdx.x"},
+      {CF_BFLOAT16, 2, 5000, "multipass threads=32 chunks=20 vector=8 rows=blockIdx.x"},
+      {CF_HALF, 3, 1024, "registers threads=64 persistent=2 vector=8 rows=blockIdx.x buffers=inputs"},
+      {CF_HALF, 2, 3001, "shared threads=64 persistent=47 vector=1 rows=blockIdx.x"},
+      {CF_HALF, 2, 8191, "multipass threads=32 chunks=256 vector=1 rows=blockIdx.x"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fresh();
+    softmax(cases[i].dt, 2, (int64_t[]){cases[i].rows, cases[i].cols}, false);
+    schedule_and_check(1, &IN(cases[i].dt, cases[i].rows, cases[i].cols), cases[i].params, tol(cases[i].dt));
+  }
+}
+
+/* Symbolic rows: the call picks the branch; rows of one element. */
+Test(norm_sched, softmax_each_branch_symbolic) {
+  sc_dev = &tiny;
+  static const struct {
+    int64_t rows, cols;
+    const char *params;
+  } cases[] = {
+      {4, 1, "registers threads=1 (ceilDiv(row, persistent) at run time) persistent=1 vector=1 rows=blockIdx.x"},
+      {3, 997, "registers threads=63 (ceilDiv(row, persistent) at run time) persistent=16 vector=1 rows=blockIdx.x"},
+      {2, 3001, "multipass threads=32 chunks=94 vector=1 rows=blockIdx.x"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fresh();
+    softmax(CF_FLOAT, 2, NULL, true);
+    schedule_and_check(1, &IN(CF_FLOAT, cases[i].rows, cases[i].cols), cases[i].params, 1e-4);
+  }
+}
+
+/* Layer norm (weight and bias) and RMS norm through each branch; in shared memory and
+ * multipass the weights are read by the last pass. */
+Test(norm_sched, layernorm_and_rmsnorm_each_branch) {
+  sc_dev = &tiny;
+  static const struct {
+    cf_dtype dt;
+    int64_t rows, cols;
+    const char *ln, *rms;
+  } cases[] = {
+      {CF_FLOAT, 3, 256, "registers threads=64 persistent=1 vector=4 rows=blockIdx.x serial=2",
+       "registers threads=64 persistent=1 vector=4 rows=blockIdx.x serial=2"},
+      {CF_FLOAT, 2, 1000, "shared threads=64 persistent=4 vector=4 rows=blockIdx.x",
+       "shared threads=64 persistent=4 vector=4 rows=blockIdx.x"},
+      {CF_FLOAT, 2, 2011, "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x",
+       "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x"},
+      {CF_BFLOAT16, 3, 512, "registers threads=64 persistent=1 vector=8 rows=blockIdx.x serial=2 buffers=inputs",
+       "registers threads=64 persistent=1 vector=8 rows=blockIdx.x serial=2 buffers=inputs"},
+      {CF_BFLOAT16, 2, 3000, "shared threads=64 persistent=6 vector=8 rows=blockIdx.x",
+       "shared threads=64 persistent=6 vector=8 rows=blockIdx.x"},
+      {CF_HALF, 2, 4099, "multipass threads=32 chunks=129 vector=1 rows=blockIdx.x",
+       "multipass threads=32 chunks=129 vector=1 rows=blockIdx.x"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cf_dtype dt = cases[i].dt;
+    int64_t r = cases[i].rows, c = cases[i].cols;
+    fresh();
+    layernorm(dt, r, c);
+    schedule_and_check(3, (KcInput[]){IN(dt, r, c), IN(dt, c), IN(dt, c)}, cases[i].ln, tol(dt));
+    fresh();
+    rmsnorm(dt, r, c);
+    schedule_and_check(2, (KcInput[]){IN(dt, r, c), IN(dt, c)}, cases[i].rms, tol(dt));
+  }
+}
+
+/* RMS norm of short rows: several rows per block on threadIdx.y, and several in series
+ * per block so the weight is read once per thread for all of them (the grid one wave). */
+Test(norm_sched, rmsnorm_several_rows_per_block) {
+  sc_dev = &tiny;
+  rmsnorm(CF_BFLOAT16, 37, 64);
+  schedule_and_check(2, (KcInput[]){IN(CF_BFLOAT16, 37, 64), IN(CF_BFLOAT16, 64)},
+                     "registers threads=32x2 persistent=1 vector=8 rows=blockIdx.x serial=10 buffers=inputs", 5e-2);
+  fresh();
+  rmsnorm(CF_FLOAT, 2, 64);
+  schedule_and_check(2, (KcInput[]){IN(CF_FLOAT, 2, 64), IN(CF_FLOAT, 64)},
+                     "registers threads=32x2 persistent=1 vector=4 rows=blockIdx.x", 1e-4);
+  fresh();
+  rmsnorm(CF_FLOAT, 7, 24);
+  schedule_and_check(2, (KcInput[]){IN(CF_FLOAT, 7, 24), IN(CF_FLOAT, 24)},
+                     "registers threads=32x2 persistent=1 vector=4 rows=blockIdx.x serial=2", 1e-4);
+}
+
+/* Layer norm as nvFuser's users write it: var_mean (one Welford reduction) with keepdim,
+ * casts, and the mean and invstd as outputs of shape [rows, 1]; in shared memory and
+ * multipass too (multipass keeps the Welford reduction: two passes over the row). */
+static void layernorm_var_mean(cf_dtype dt, int64_t rows, int64_t cols) {
+  cf_tv *x = widen(input(dt, 2, (int64_t[]){rows, cols}, false));
+  cf_tv *var, *mean;
+  cf_var_mean(f, x, 1, (int[]){1}, 0, true, &var, &mean);
+  cf_tv *invstd = cf_rsqrt(f, cf_add_scalar(f, var, EPS));
+  output(cf_mul(f, cf_sub(f, x, mean), invstd), dt);
+  cf_fusion_add_output(f, mean);
+  cf_fusion_add_output(f, invstd);
+}
+
+Test(norm_sched, layernorm_with_keepdim_mean_and_invstd_outputs) {
+  sc_dev = &tiny;
+  static const struct {
+    cf_dtype dt;
+    int64_t rows, cols;
+    const char *params;
+  } cases[] = {
+      {CF_FLOAT, 3, 100, "registers threads=32x2 persistent=1 vector=4 rows=blockIdx.x"},
+      {CF_BFLOAT16, 2, 1024, "registers threads=64 persistent=4 vector=4 rows=blockIdx.x buffers=inputs"},
+      {CF_FLOAT, 2, 1500, "shared threads=64 persistent=6 vector=4 rows=blockIdx.x"},
+      {CF_HALF, 3, 3001, "shared threads=64 persistent=47 vector=1 rows=blockIdx.x"},
+      {CF_HALF, 3, 4099, "multipass threads=32 chunks=129 vector=1 rows=blockIdx.x"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fresh();
+    layernorm_var_mean(cases[i].dt, cases[i].rows, cases[i].cols);
+    schedule_and_check(1, &IN(cases[i].dt, cases[i].rows, cases[i].cols), cases[i].params, tol(cases[i].dt));
+  }
+}
+
 /* ---- refusals ------------------------------------------------------------------------ */
 
-Test(norm_sched, refuses_rows_longer_than_registers) {
+/* Where the rows live on an H100 (132 SMs, 64K registers and 227 KiB of shared memory per
+ * block): registers while a block's threads keep what their registers hold (544 threads of
+ * 31 floats; 1024 threads hold 16 floats each, 32 of a bfloat16 row kept as its input),
+ * then shared memory, then multipass; vocabulary sizes. */
+Test(norm_sched, vocabulary_rows_on_an_h100) {
+  softmax(CF_FLOAT, 2, (int64_t[]){2, 16384}, false);
+  planned(1, &IN(CF_FLOAT, 2, 16384), "registers threads=512 persistent=8 vector=4 rows=blockIdx.x");
+  fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){2, 16385}, false);
-  refused(1, &IN(CF_FLOAT, 2, 16385),
-          "inner_persistent: rows of T0 hold 16385 elements, more than the 16384 (1024 threads x 16) "
-          "kept in registers");
+  planned(1, &IN(CF_FLOAT, 2, 16385), "registers threads=544 persistent=31 vector=1 rows=blockIdx.x");
+  fresh();
+  softmax(CF_FLOAT, 2, (int64_t[]){4, 32000}, false);
+  planned(1, &IN(CF_FLOAT, 4, 32000), "shared threads=1024 persistent=8 vector=4 rows=blockIdx.x");
+  fresh();
+  softmax(CF_BFLOAT16, 2, (int64_t[]){4, 32000}, false);
+  planned(1, &IN(CF_BFLOAT16, 4, 32000), "registers threads=1024 persistent=4 vector=8 rows=blockIdx.x buffers=inputs");
+  fresh();
+  softmax(CF_FLOAT, 2, (int64_t[]){4, 50257}, false);
+  planned(1, &IN(CF_FLOAT, 4, 50257), "shared threads=1024 persistent=50 vector=1 rows=blockIdx.x");
+  fresh();
+  softmax(CF_FLOAT, 2, (int64_t[]){4, 128256}, false);
+  planned(1, &IN(CF_FLOAT, 4, 128256), "multipass threads=512 chunks=63 vector=4 rows=blockIdx.x");
+  fresh();
+  softmax(CF_BFLOAT16, 2, (int64_t[]){4, 128256}, false);
+  planned(1, &IN(CF_BFLOAT16, 4, 128256), "multipass threads=512 chunks=32 vector=8 rows=blockIdx.x");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
-  refused(1, &IN(CF_FLOAT, 2, 20000),
-          "inner_persistent: rows of T0 hold 20000 elements, more than the 16384 (1024 threads x 16) "
-          "kept in registers");
+  planned(1, &IN(CF_FLOAT, 2, 20000),
+          "registers threads=625 (ceilDiv(row, persistent) at run time) persistent=32 vector=1 rows=blockIdx.x");
+  fresh();
+  softmax(CF_FLOAT, 2, NULL, true);
+  planned(1, &IN(CF_FLOAT, 2, 50000), "multipass threads=512 chunks=98 vector=1 rows=blockIdx.x");
+  fresh();
+  softmax(CF_FLOAT, 2, NULL, true);
   refused(0, NULL, "inner_persistent: the rows of T0 are symbolic and the call gives no sizes");
 }
 
