@@ -65,7 +65,6 @@
  * A reduced output (mean, invstd) is written by thread 0 of the row's threads and, when the
  * kernel reads it too, read back after a __syncthreads (lowering's rule for a global tensor
  * written and read in one block). */
-#include <stdlib.h>
 #include "scheduler/norm.h"
 
 enum {
@@ -123,7 +122,6 @@ static bool measure_buffers(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p,
   bool *row = sched_row_tensors(f, a, m, ref, first, p->r.nred);
   p->full_in = full_inputs(f, a, m, ref);
   if (!row || !p->full_in || !sched_buffers(f, a, &p->r, row, p->full_in, p->vec_in, &p->buf)) return WHY("out of memory");
-  if (getenv("NORM_DEBUG")) fprintf(stderr, "buffers live=%lld projected=%lld params=%lld\n", (long long)p->buf.live, (long long)p->buf.projected, (long long)p->buf.params);
   p->clones[0] = sched_recompute_count(f, a, row, SCHED_KEEP_CACHES);
   p->clones[1] = sched_recompute_count(f, a, row, SCHED_CLONE_CACHES);
   return p->clones[0] >= 0 && p->clones[1] >= 0 ? true : WHY("out of memory");
