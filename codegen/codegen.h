@@ -48,6 +48,9 @@ const char *cg_ctype(cf_dtype t);
 /* Pieces both dialects spell alike. */
 void cg_convert(Emitter *e, cf_dtype from, cf_dtype to, const char *v);
 void cg_sync(Emitter *e);
+/* A grid-wide sync on the kernel's counter (cf_grid_sync of runtime/grid_sync.cuh and
+ * host_grid.h): every thread of every block arrives before any goes on. */
+void cg_grid_sync(Emitter *e);
 /* The start value of a reduction's accumulator of dtype t (compute type ct), malloc'd. */
 char *cg_reduction_init(Emitter *e, IrOp op, cf_dtype ct, cf_dtype t);
 /* reduction.c: a reduction's accumulator declaration and its block all-reduce. */

@@ -26,6 +26,7 @@ static void preamble(Emitter *e) {
   sb_puts(&e->out, cg_embedded_file("cuda_helpers.cuh"));
   if (uses_dtype(e->k, CF_WELFORD_FLOAT) || uses_dtype(e->k, CF_WELFORD_DOUBLE))
     sb_puts(&e->out, cg_embedded_file("welford.h"));
+  if (e->k->grid_sem) sb_puts(&e->out, cg_embedded_file("grid_sync.cuh"));
   sb_puts(&e->out, "\n");
 }
 

@@ -63,6 +63,16 @@ void cg_convert(Emitter *e, cf_dtype from, cf_dtype to, const char *v) {
 
 void cg_sync(Emitter *e) { cg_line(e, "__syncthreads();"); }
 
+void cg_grid_sync(Emitter *e) {
+  StrBuf save = e->out;
+  e->out = (StrBuf){0};
+  e->d->element(e, e->k->grid_sem, "0", true);
+  char *sem = sb_take(&e->out);
+  e->out = save;
+  cg_line(e, "cf_grid_sync(&%s);", sem);
+  free(sem);
+}
+
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write) {
   (void)is_write;
   if (t->param >= 0)
@@ -288,7 +298,10 @@ static void emit_node(Emitter *e, const KNode *n) {
   case KN_OP: emit_op(e, n); break;
   case KN_TMEM_LD:
   case KN_TMEM_ST: emit_tmem(e, n); break;
-  case KN_SYNC: e->d->sync(e); break;
+  case KN_SYNC:
+    if (n->u.sync.grid) cg_grid_sync(e);
+    else e->d->sync(e);
+    break;
   case KN_TMEM_ALLOC:
   case KN_TMEM_RELINQUISH:
   case KN_TMEM_DEALLOC: e->d->tmem_admin(e, n); break;

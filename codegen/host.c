@@ -56,6 +56,7 @@ static void preamble(Emitter *e) {
   }
   sb_printf(&e->out, "\n#include <string.h>\ntypedef %s cf_index_t;\n", e->k->index32 ? "int" : "long long");
   sb_printf(&e->out, "static size_t cfh__kernel_local_bytes = %lldu;\n", (long long)local_bytes(e->k));
+  sb_printf(&e->out, "static int cfh__kernel_cooperative = %d;\n", e->k->grid_sem != NULL);
   sb_puts(&e->out, "static inline unsigned cf_linear_tid(void) {\n"
                    "  return threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;\n}\n");
   tensor_typedefs(e);

@@ -20,7 +20,10 @@
  * counts the block on the group's semaphore; the block that counts last (told to its
  * threads through a shared flag) fences again, folds the group's partials with volatile
  * loads, resets the semaphore and runs the node's tail (the store). On the host, blocks
- * run one after another, so the pattern cannot wait on a block that never runs. */
+ * run one after another, so the pattern cannot wait on a block that never runs. A grid
+ * all-reduce (all_blocks) writes the partials the same way, then a grid sync (every
+ * block resident: a cooperative launch; on the host all blocks run as fibers at once),
+ * then every block folds the group's partials itself. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,7 +139,26 @@ static void block_linear(StrBuf *b, const bool *grid, bool want) {
   sb_free(&stride);
 }
 
-/* The grid step: partials to the work buffer, the group's last block folds them. */
+/* The fold of the group's partials into the accumulator (volatile loads: other blocks
+ * wrote them). */
+static void fold_partials(Emitter *e, const KNode *n) {
+  const char *v = n->u.acc.var;
+  char *init = cg_reduction_init(e, n->u.acc.op, n->u.acc.dtype, n->u.acc.dtype);
+  cg_line(e, "%s = %s;", v, init);
+  char *other = ws_at(e, n->u.acc.work, "(cf_gb + cf_b) * cf_nt + cf_t", false);
+  StrBuf vol = {0};
+  if (ir_dtype_is_welford(n->u.acc.dtype)) /* C++ copies no volatile struct: field by field */
+    sb_printf(&vol, "cf_welford_volatile(&%s)", other);
+  else
+    sb_printf(&vol, "*(volatile %s *)&%s", cg_ctype(n->u.acc.dtype), other);
+  char *fold = combine(n, v, vol.data);
+  cg_line(e, "for (int cf_b = 0; cf_b < cf_gn; ++cf_b) %s = %s;", v, fold);
+  free(init), free(other), free(fold);
+  sb_free(&vol);
+}
+
+/* The grid step: partials to the work buffer, the group's last block folds them (or,
+ * all_blocks, every block after a grid sync). */
 static void grid_form(Emitter *e, const KNode *n) {
   const bool *g = n->u.acc.grid;
   const char *v = n->u.acc.var;
@@ -163,6 +185,11 @@ static void grid_form(Emitter *e, const KNode *n) {
   sb_free(&gn), sb_free(&gp), sb_free(&gg), sb_free(&idx);
   cg_line(e, "%s = %s;", mine, v);
   free(mine);
+  if (n->u.acc.all_blocks) {
+    cg_grid_sync(e); /* fences, then every block's partials are in place */
+    fold_partials(e, n);
+    return;
+  }
   cg_line(e, "__threadfence();");
   e->d->sync(e);
   char *sem = ws_at(e, n->u.acc.sem, "cf_gg", true), *flag_w = ws_at(e, n->u.acc.flag, "0", true);
@@ -172,22 +199,12 @@ static void grid_form(Emitter *e, const KNode *n) {
   cg_line(e, "if (%s) { // the group's last block", flag);
   e->indent++;
   cg_line(e, "__threadfence();");
-  char *init = cg_reduction_init(e, n->u.acc.op, n->u.acc.dtype, n->u.acc.dtype);
-  cg_line(e, "%s = %s;", v, init);
-  char *other = ws_at(e, n->u.acc.work, "(cf_gb + cf_b) * cf_nt + cf_t", false);
-  StrBuf vol = {0};
-  if (ir_dtype_is_welford(n->u.acc.dtype)) /* C++ copies no volatile struct: field by field */
-    sb_printf(&vol, "cf_welford_volatile(&%s)", other);
-  else
-    sb_printf(&vol, "*(volatile %s *)&%s", cg_ctype(n->u.acc.dtype), other);
-  char *fold = combine(n, v, vol.data);
-  cg_line(e, "for (int cf_b = 0; cf_b < cf_gn; ++cf_b) %s = %s;", v, fold);
+  fold_partials(e, n);
   cg_line(e, "if (cf_t == 0) %s = 0u; // ready for the next launch", sem);
   for (int i = 0; i < n->u.acc.tail.len; i++) cg_node(e, n->u.acc.tail.items[i]);
   e->indent--;
   cg_line(e, "}");
-  free(sem), free(flag_w), free(flag), free(init), free(other), free(fold);
-  sb_free(&vol);
+  free(sem), free(flag_w), free(flag);
 }
 
 void cg_block_reduce(Emitter *e, const KNode *n) {
@@ -196,7 +213,8 @@ void cg_block_reduce(Emitter *e, const KNode *n) {
     if (n->u.acc.reduce[d]) sb_printf(&dims, "%sthreadIdx.%s", dims.len ? ", " : "", dim_name[d]);
   for (int d = 0; d < 3; d++)
     if (n->u.acc.grid[d]) sb_printf(&dims, "%sblockIdx.%s", dims.len ? ", " : "", dim_name[d]);
-  cg_line(e, "{ // %s of %s (%s) over %s", n->u.acc.ws ? "block all-reduce" : "grid reduction", n->u.acc.var,
+  cg_line(e, "{ // %s of %s (%s) over %s",
+          n->u.acc.all_blocks ? "grid all-reduce" : n->u.acc.ws ? "block all-reduce" : "grid reduction", n->u.acc.var,
           ir_op_name(n->u.acc.op), dims.data);
   sb_free(&dims);
   e->indent++;

@@ -108,6 +108,13 @@ cf_status exec_launch(const ExecKernel *k, const int64_t grid[3], const int64_t 
 cf_status exec_launch_async(const ExecKernel *k, const ExecDeviceInfo *info, const int64_t grid[3],
                             const int64_t block[3], int64_t smem, void *stream, void **args,
                             char *err, size_t errlen);
+/* exec_launch_async for a kernel with grid syncs: refused (CF_ERR_INVALID_ARGUMENT, the
+ * counts in the message) unless every block of the grid can be resident at once
+ * (cuOccupancyMaxActiveBlocksPerMultiprocessor x SMs), then cuLaunchCooperativeKernel. */
+cf_status exec_launch_cooperative_async(const ExecKernel *k, const ExecDeviceInfo *info, const int64_t grid[3],
+                                        const int64_t block[3], int64_t smem, void *stream, void **args, char *err,
+                                        size_t errlen);
+
 /* cuCtxSynchronize: where faults of launched kernels are reported. */
 cf_status exec_synchronize(char *err, size_t errlen);
 

@@ -83,8 +83,11 @@ cf_status exec_run_target_cuda(cf_executor *e, int nin, const DLTensor *const *i
 
 cf_status exec_run_launch_cuda(cf_executor *e, const RunTarget *rt, void **values) {
   char err[1024];
-  cf_status s = exec_launch_async(rt->kernel, rt->info, e->last.grid, e->last.block, e->last.smem, rt->stream, values, err,
-                                  sizeof err);
+  cf_status s = e->cc->k->grid_sem /* grid syncs: every block resident at once */
+                    ? exec_launch_cooperative_async(rt->kernel, rt->info, e->last.grid, e->last.block, e->last.smem,
+                                                    rt->stream, values, err, sizeof err)
+                    : exec_launch_async(rt->kernel, rt->info, e->last.grid, e->last.block, e->last.smem, rt->stream,
+                                        values, err, sizeof err);
   if (s && e->launched)
     return exec_error(e, s, "run: launching kernel %s on cuda:%d: %s (the error may come from this executor's "
                       "earlier asynchronous launch of kernel %s on cuda:%d)", e->cc->k->name, rt->device, err,

@@ -94,7 +94,7 @@ typedef enum KnKind {
   KN_TMEM_LD,          /* tcgen05.ld 32x32b: registers <- tensor memory */
   KN_TMEM_ST,          /* tcgen05.st 32x32b: tensor memory <- registers */
   KN_ALLOC,            /* declaration of a Local/Shared/Tensor buffer */
-  KN_SYNC,             /* __syncthreads */
+  KN_SYNC,             /* __syncthreads, or a grid-wide sync (u.sync.grid) */
   KN_TMEM_ALLOC,       /* warp 0: tcgen05.alloc of a region into its shared slot */
   KN_TMEM_RELINQUISH,  /* warp 0: tcgen05.relinquish_alloc_permit */
   KN_TMEM_DEALLOC,     /* warp 0: tcgen05.dealloc of a region */
@@ -170,6 +170,9 @@ struct KNode {
     } region;
     const char *comment;
     struct {
+      bool grid;           /* every thread of every block (a cooperative launch) */
+    } sync;
+    struct {
       const char *var;     /* the accumulator */
       cf_dtype dtype;      /* its type: the reduction's compute type */
       IrOp op;             /* the reduction (identity and combine op from its table) */
@@ -182,6 +185,8 @@ struct KNode {
       KBlock tail;         /* grid: what the last block of a group runs (the store, and the
                             * readers of the value that follow it, moved in by lowering) */
       KExpr *iter;         /* grid: linear index of the serial loops around the reduction */
+      bool all_blocks;     /* grid: every block folds the partials after a grid sync (a grid
+                            * all-reduce, read in the kernel), instead of the last one */
     } acc;
   } u;
 };
@@ -221,6 +226,8 @@ typedef struct KKernel {
   KCheck *checks;
   int nchecks;
   bool index32;               /* every tensor fits in 32-bit indexing */
+  KTensor *grid_sem;          /* the grid syncs' counter (a workspace parameter), or NULL: a
+                               * kernel with grid syncs needs a cooperative launch */
   bool uses_tmem;
 } KKernel;
 

@@ -96,6 +96,14 @@ void lower_tmem_info(LowerCtx *c);        /* tmem_info.c: regions, lanes, column
 void lower_loop_nest(LowerCtx *c);        /* loop_nest.c */
 void lower_tmem_pattern(LowerCtx *c);     /* tmem_pattern.c: 32x32b validation */
 void lower_validate_parallel(LowerCtx *c); /* validate_parallel.c: no cross-thread registers */
+/* Whether consumer cv reads global tensor p along a launched block type differently from
+ * p's write (validate_parallel.c): some block reads what other blocks wrote, which needs
+ * a grid sync between them (sync.c). */
+bool lower_reads_across_blocks(LowerCtx *c, Val *p, Val *cv);
+/* The kernel's grid-sync counter (one int64 workspace parameter, zero before the first
+ * launch; the sync flips its top bit, so it needs no reset), made on first use: the
+ * kernel then needs a cooperative launch (reduction.c). */
+KTensor *lower_grid_semaphore(LowerCtx *c);
 void lower_index(LowerCtx *c);            /* index.c */
 /* index.c: the access of `tv` (the output or an input of op's expression) computed from
  * op's loop indices as the index pass does, for analyses that evaluate indices

@@ -23,7 +23,11 @@
  * the blocks count themselves on their group's semaphore, and the last one folds every
  * block's partial and stores the result (the store becomes the node's tail). The last
  * block resets the semaphore, so the executor's buffers are reused run after run without
- * clearing. Nothing in the kernel may read a grid-reduced tensor (no grid-wide sync). */
+ * clearing. When the kernel reads the grid-reduced value elsewhere (grid persistence: a
+ * batch norm's statistics over blocks of rows, normalizing the rows each block keeps),
+ * the reduction is a grid all-reduce: after the partials, a grid sync, then every block
+ * folds them (each thread of a group its own column of partials) and holds the result,
+ * like a block all-reduce; the kernel then needs a cooperative launch (kir.h's grid_sem). */
 #include "ir/dtype.h"
 #include "lower/lower.h"
 
@@ -181,12 +185,12 @@ static bool in_list(Val *const *list, int n, const Val *v) {
   return false;
 }
 
-/* A grid reduction's value is complete only in the last block of its group. What reads it
- * in the kernel must run there too: the ops that directly follow the reduction in its
- * block (b->items from `first`), in Local or Global memory, reading only the value and
- * each other (the fields of Welford states, var_mean's division), move into the tail when
- * nothing else reads any of them. Returns how many items move; fails naming a reader
- * outside them. */
+/* A grid reduction's value is complete only in the last block of its group, unless every
+ * block folds the partials after a grid sync. The ops that directly follow the reduction
+ * in its block (b->items from `first`), in Local or Global memory, reading only the value
+ * and each other (the fields of Welford states, var_mean's division), can move into the
+ * last block's tail when nothing else reads any of them: returns how many, or -1 when
+ * something else reads them (the reduction then becomes a grid all-reduce). */
 static int grid_readers(LowerCtx *c, const KBlock *b, int first, Val *tv) {
   int n = 0;
   Val **moved = ARENA_ARRAY(c->a, Val *, b->len + 1);
@@ -203,18 +207,17 @@ static int grid_readers(LowerCtx *c, const KBlock *b, int first, Val *tv) {
   for (int k = 0; k <= n; k++)
     for (int u = 0; u < moved[k]->uses.len; u++) {
       Val *reader = ((Expr *)moved[k]->uses.items[u])->out[0];
-      if (!in_list(moved, n + 1, reader))
-        lower_fail(c, CF_ERR_UNSUPPORTED,
-                   "compile: %s is reduced across blocks (a grid reduction) and read by %s in the same kernel "
-                   "outside the ops that follow the reduction in its loop; a grid-reduced value is complete in one "
-                   "block only, so only elementwise ops inlined right after it (in Local or Global memory) may read "
-                   "it",
-                   TV(tv)->display_name, TV(reader)->display_name);
+      if (!in_list(moved, n + 1, reader)) return -1;
     }
   return n;
 }
 
-static void grid_parts(LowerCtx *c, const KNode *init, KNode *br, const bool red[6]) {
+KTensor *lower_grid_semaphore(LowerCtx *c) {
+  if (!c->k->grid_sem) c->k->grid_sem = workspace_param(c, "GS", CF_INT64, kx_const(c->a, 1));
+  return c->k->grid_sem;
+}
+
+static void grid_parts(LowerCtx *c, const KNode *init, KNode *br, const bool red[6], bool all_blocks) {
   const Expr *e = init->u.op.src;
   Val *tv = e->out[0];
   /* Each iteration of the serial loops around the reduction has its own partials and
@@ -234,6 +237,11 @@ static void grid_parts(LowerCtx *c, const KNode *init, KNode *br, const bool red
   KExpr *threads = kx_bin(c->a, OP_MUL, kx_bin(c->a, OP_MUL, k->block[0], k->block[1]), k->block[2]);
   br->u.acc.work = workspace_param(c, arena_printf(c->a, "G%d", tv->name), br->u.acc.dtype,
                                    kx_bin(c->a, OP_MUL, blocks, threads));
+  br->u.acc.all_blocks = all_blocks;
+  if (all_blocks) {
+    lower_grid_semaphore(c);
+    return;
+  }
   br->u.acc.sem = workspace_param(c, arena_printf(c->a, "S%d", tv->name), CF_UINT32, blocks);
   KTensor *flag = workspace(c, e, CF_UINT32);
   flag->name = arena_printf(c->a, "F%d", tv->name);
@@ -278,9 +286,13 @@ static void lower_one(LowerCtx *c, KBlock *b, int i, KNode *init, const bool red
     kb_insert(c->a, b, i + 3, guarded);
     return;
   }
-  grid_parts(c, init, br, red);
-  kb_push(c->a, &br->u.acc.tail, guarded);
   int nread = grid_readers(c, b, i + 3, e->out[0]);
+  grid_parts(c, init, br, red, nread < 0);
+  if (nread < 0) { /* a grid all-reduce: every block stores and reads the value */
+    kb_insert(c->a, b, i + 3, guarded);
+    return;
+  }
+  kb_push(c->a, &br->u.acc.tail, guarded);
   for (int k = 0; k < nread; k++) {
     kb_push(c->a, &br->u.acc.tail, b->items[i + 3]);
     kb_remove(b, i + 3);

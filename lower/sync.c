@@ -4,8 +4,12 @@
  * loop whose next iteration overwrites a buffer other threads are still reading.
  *
  * Global tensors written and read in the kernel (an output another op consumes) are
- * synchronized the same way within a block (validate_parallel.c refuses reads across
- * blocks).
+ * synchronized the same way within a block; where the read takes what other blocks wrote
+ * (lower_reads_across_blocks) the sync is a grid sync (nvFuser's grid-wide sync, for
+ * ValidateParallelize7's kind of schedule): every thread of every block waits there, so
+ * the kernel needs a cooperative launch whose blocks are all resident at once (the
+ * executor checks it), and the sync may not sit under a condition (refused: not every
+ * thread would reach it).
  * Requires: predicated ops in their loop nest. Establishes: KN_SYNC nodes.
  * Key decision: a read needs a sync only if some thread dimension maps differently on
  * the two sides (the writer's axis on threadIdx.p is not exactly mapped to the reader's,
@@ -28,6 +32,7 @@ typedef struct Path {
 typedef struct Request {
   KBlock *block;
   KNode *before; /* insert before this node; NULL: append at the end */
+  bool grid;     /* a grid sync: the write was made by other blocks */
 } Request;
 
 typedef struct SyncCtx {
@@ -72,29 +77,45 @@ static bool thread_dims_match(LowerCtx *c, const KNode *wop, const KNode *rop) {
   return true;
 }
 
-static void request(SyncCtx *s, KBlock *b, KNode *before) {
+static void request(SyncCtx *s, KBlock *b, KNode *before, bool grid) {
   for (int i = 0; i < s->requests.len; i++) {
     Request *r = s->requests.items[i];
-    if (r->block == b && r->before == before) return;
+    if (r->block == b && r->before == before) {
+      r->grid |= grid;
+      return;
+    }
   }
   Request *r = ARENA_NEW(s->c->a, Request);
   r->block = b;
   r->before = before;
+  r->grid = grid;
   ptrvec_push(s->c->a, &s->requests, r);
 }
 
-static void reader(SyncCtx *s, const Path *rp, const KNode *rop, Val *p) {
+/* A grid sync must be reached by every thread of every block: none of the nodes that
+ * enclose it (rp's first d) may be a condition. */
+static void check_unconditional(SyncCtx *s, const Path *rp, int d, const KNode *rop, Val *p) {
+  for (int k = 0; k < d; k++)
+    if (rp->node[k]->kind == KN_IF)
+      lower_fail(s->c, CF_ERR_UNSUPPORTED,
+                 "compile: %s reads %s, which other blocks write in global memory: that needs a grid sync between "
+                 "the write and the read, but both run under a condition that not every thread reaches",
+                 TV(rop->u.op.src->out[0])->display_name, TV(p)->display_name);
+}
+
+static void reader(SyncCtx *s, const Path *rp, const KNode *rop, Val *p, bool grid) {
   const Path *wp = s->writer[p->id];
-  if (!wp || thread_dims_match(s->c, wp->op, rop)) return;
+  if (!wp || (!grid && thread_dims_match(s->c, wp->op, rop))) return;
   int d = 0;
   while (d < wp->depth && d < rp->depth && wp->node[d] == rp->node[d]) d++;
-  request(s, rp->block[d], rp->node[d]);
+  if (grid) check_unconditional(s, rp, d, rop, p);
+  request(s, rp->block[d], rp->node[d], grid);
   /* The innermost serial loop around both accesses iterates: guard its next write. */
   for (int k = d - 1; k >= 0; k--) {
     KNode *l = rp->node[k];
     if (l->kind == KN_FOR && l->u.loop.var && l->u.loop.pt != CF_PT_VECTORIZE) {
       int64_t ext;
-      if (!(kx_is_const(l->u.loop.extent, &ext) && ext == 1)) request(s, &l->u.loop.body, NULL);
+      if (!(kx_is_const(l->u.loop.extent, &ext) && ext == 1)) request(s, &l->u.loop.body, NULL, grid);
       break;
     }
   }
@@ -106,7 +127,8 @@ static void visit_op(SyncCtx *s, Path *path, KNode *op) {
   if (!op->u.op.reduction_init)
     for (int i = 0; i < e->nin; i++) {
       Val *p = e->in[i];
-      if (p->kind == VAL_TV && ir_mem_shared_across(TV(p)->mem, CF_PT_TIDX)) reader(s, path, op, p);
+      if (p->kind == VAL_TV && ir_mem_shared_across(TV(p)->mem, CF_PT_TIDX))
+        reader(s, path, op, p, lower_reads_across_blocks(s->c, p, cv));
     }
   Path *w = ARENA_NEW(s->c->a, Path);
   w->depth = path->depth;
@@ -134,19 +156,25 @@ static void walk(SyncCtx *s, Path *path, KBlock *b) {
   }
 }
 
-static KNode *sync_node(LowerCtx *c) {
+static KNode *sync_node(LowerCtx *c, bool grid) {
   KNode *n = ARENA_NEW(c->a, KNode);
   n->kind = KN_SYNC;
+  n->u.sync.grid = grid;
+  if (grid) lower_grid_semaphore(c);
   return n;
 }
 
+/* A grid sync is a block sync too: it replaces one requested at the same place. */
 static void apply(LowerCtx *c, Request *r) {
   KBlock *b = r->block;
   int pos = b->len;
   for (int i = 0; r->before && i < b->len; i++)
     if (b->items[i] == r->before) pos = i;
-  if (pos > 0 && b->items[pos - 1]->kind == KN_SYNC) return;
-  kb_insert(c->a, b, pos, sync_node(c));
+  if (pos > 0 && b->items[pos - 1]->kind == KN_SYNC) {
+    if (r->grid && !b->items[pos - 1]->u.sync.grid) b->items[pos - 1] = sync_node(c, true);
+    return;
+  }
+  kb_insert(c->a, b, pos, sync_node(c, r->grid));
 }
 
 static int nest_depth(const KBlock *b) {

@@ -3,8 +3,8 @@
  * memory that cannot carry it. A tensor's axis parallelized on a thread or block type is
  * held by different threads (or blocks); a consumer that reads it along an axis of
  * another parallel type reads what other threads wrote. That needs shared memory across
- * threads (plus a sync, which the sync pass inserts) and global memory across blocks,
- * which cfuser does not offer for intermediates.
+ * threads (plus a sync, which the sync pass inserts) and global memory across blocks
+ * (plus a grid sync, which the sync pass inserts: lower_reads_across_blocks says where).
  * Requires: c->exprs, c->model.exact. Establishes: nothing; fails with a message naming the
  * producer, its axis and the consumer.
  * Key decision: nvFuser's rule, checked on loop axes: each launch-parallel axis of a
@@ -81,11 +81,8 @@ static void check_unique_types(LowerCtx *c, Val *tv) {
   }
 }
 
-/* A global tensor the kernel writes and reads: no grid synchronization exists, so every
- * launched block type must index the write and the read alike (one loop, or exactly the
- * same axis); otherwise some blocks would read what others write. */
-static void check_global_read(LowerCtx *c, Val *p, Val *cv) {
-  if (TV(p)->mem != CF_MEM_GLOBAL) return;
+bool lower_reads_across_blocks(LowerCtx *c, Val *p, Val *cv) {
+  if (TV(p)->mem != CF_MEM_GLOBAL) return false;
   for (int pt = CF_PT_BIDX; pt <= CF_PT_BIDZ; pt++) {
     int64_t ext;
     if (!c->pdim[pt] || (kx_is_const(c->pdim[pt], &ext) && ext == 1)) continue;
@@ -94,13 +91,9 @@ static void check_global_read(LowerCtx *c, Val *p, Val *cv) {
       if (lower_ptype(c, TV(p)->loop[j]) == (cf_parallel_type)pt) pa = TV(p)->loop[j];
     for (int j = 0; j < TV(cv)->nloop; j++)
       if (lower_ptype(c, TV(cv)->loop[j]) == (cf_parallel_type)pt) ca = TV(cv)->loop[j];
-    if (pa && ca && (an_idmap_same(c->model.exact, pa, ca) || lower_same_loop(c, pa, ca))) continue;
-    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
-               "compile: %s reads %s, which this kernel writes in global memory, along %s differently from the write "
-               "(%s's blocks would read what other blocks write, and there is no grid synchronization); parallelize "
-               "%s's matching axis alike", TV(cv)->display_name, TV(p)->display_name, cf_parallel_type_name(pt),
-               TV(cv)->display_name, TV(cv)->display_name);
+    if (!(pa && ca && (an_idmap_same(c->model.exact, pa, ca) || lower_same_loop(c, pa, ca)))) return true;
   }
+  return false;
 }
 
 void lower_validate_parallel(LowerCtx *c) {
@@ -114,7 +107,6 @@ void lower_validate_parallel(LowerCtx *c) {
       Val *p = e->in[k];
       if (p->kind != VAL_TV || ir_tv_is_input(c->f, p)) continue;
       for (int j = 0; j < TV(p)->nloop; j++) check_axis(c, p, j, e->out[0]);
-      check_global_read(c, p, e->out[0]);
       for (int j = 0; j < TV(p)->ca_pos && j < TV(e->out[0])->nloop; j++) check_shared_loop(c, p, e->out[0], j);
     }
   }

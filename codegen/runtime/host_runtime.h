@@ -3,7 +3,8 @@
  * compiles header + kernel into a shared object and calls cfh_launch in it.
  *
  * It emulates CUDA's execution model on one CPU thread. The blocks of the grid run one
- * after another; within a block every CUDA thread is a fiber (its own mmap'd stack, a
+ * after another (all at once for a kernel with grid syncs, host_grid.h); within a block
+ * every CUDA thread is a fiber (its own mmap'd stack, a
  * hand-rolled register switch on x86-64, ucontext elsewhere or with -DCFH_USE_UCONTEXT)
  * scheduled round-robin from a run queue, so that __syncthreads and warp-collective
  * instructions behave as on the GPU. Key decision: a warp collective is a rendezvous. Each
@@ -75,6 +76,9 @@
 /* The bytes of the kernel's local arrays per thread: a tentative definition here, the
  * definition with the kernel's figure in the code generator's preamble (0 without one). */
 static size_t cfh__kernel_local_bytes;
+/* Whether the kernel has grid syncs (a cooperative launch: every block resident at once,
+ * host_grid.h): tentative here too, set by the code generator's preamble. */
+static int cfh__kernel_cooperative;
 #define warpSize 32
 
 /* cfh_launch's results. */
@@ -86,7 +90,7 @@ typedef struct cfh_dim3 {
 typedef cfh_dim3 dim3;
 typedef cfh_dim3 uint3;
 
-enum { CFH_RUNNABLE, CFH_AT_BARRIER, CFH_AT_WARP, CFH_EXITED };
+enum { CFH_RUNNABLE, CFH_AT_BARRIER, CFH_AT_WARP, CFH_AT_GRID, CFH_EXITED };
 
 /* Warp-collective instructions, by the names messages print. */
 #define CFH_OPS(X)                                                                        \
@@ -147,6 +151,7 @@ typedef struct cfh_launch_state {
   cfh_fiber *fibers, *cur;
   unsigned int *queue, qhead, qcount;
   unsigned int bar_count, exited;
+  unsigned int grid_waiting; /* threads at a grid sync (host_grid.h) */
   cfh_warp *warps;
   unsigned char *smem, *stacks;
   size_t smem_bytes, stack_bytes, stack_stride, stacks_len;
@@ -525,9 +530,9 @@ CFH_FN void cfh__diagnose_deadlock(cfh_launch_state *L) {
              cfh__threads(m2, sizeof m2, L, CFH_EXITED));
 }
 
-/* Runs one block to completion: every thread from the start of body, round-robin. */
-CFH_FN void cfh__run_block(cfh_launch_state *L) {
-  L->bar_count = L->exited = L->qhead = L->qcount = 0;
+/* Starts a block: every thread queued at the start of body. */
+CFH_FN void cfh__block_start(cfh_launch_state *L) {
+  L->bar_count = L->exited = L->grid_waiting = L->qhead = L->qcount = 0;
   for (unsigned int w = 0; w < L->nwarps; w++) L->warps[w].op = CFH_OP_NONE;
   if (L->smem_bytes) memset(L->smem, 0xFF, L->smem_bytes);
   cfh__tmem_block_start(L);
@@ -537,6 +542,11 @@ CFH_FN void cfh__run_block(cfh_launch_state *L) {
                     L->stack_bytes), L->stack_bytes);
     cfh__push(L, i);
   }
+}
+
+/* Runs the block's threads round-robin until none can run: all exited, or waiting (at a
+ * grid sync, or deadlocked). */
+CFH_FN void cfh__block_drain(cfh_launch_state *L) {
   while (L->qcount && L->code == CFH_OK) {
     unsigned int i = L->queue[L->qhead];
     L->qhead = (L->qhead + 1) % L->nthreads;
@@ -544,9 +554,21 @@ CFH_FN void cfh__run_block(cfh_launch_state *L) {
     cfh__to_fiber(L, &L->fibers[i]);
   }
   L->cur = NULL;
+}
+
+/* The block is done: every thread exited (else the deadlock is reported), tensor memory
+ * released. */
+CFH_FN void cfh__block_finish(cfh_launch_state *L) {
   if (L->code != CFH_OK) return;
   if (L->exited != L->nthreads) cfh__diagnose_deadlock(L);
   else cfh__tmem_block_end(L);
+}
+
+/* Runs one block to completion: every thread from the start of body, round-robin. */
+CFH_FN void cfh__run_block(cfh_launch_state *L) {
+  cfh__block_start(L);
+  cfh__block_drain(L);
+  cfh__block_finish(L);
 }
 
 /* Checks the launch configuration against CUDA's limits. */
@@ -650,6 +672,9 @@ CFH_FN void cfh__release(cfh_launch_state *L) {
   free(L);
 }
 
+/* Defined in host_grid.h: a launch whose blocks all run at once (grid syncs). */
+CFH_FN void cfh__run_cooperative(cfh_launch_state *L, size_t smem_bytes);
+
 /* Runs body(arg) as every thread of every block of the grid. Returns CFH_OK, or an error
  * code with its message in err (CFH_ERR_CONFIG: bad dimensions; CFH_ERR_RUNTIME: a
  * violated rule or a deadlock; CFH_ERR_NOMEM). */
@@ -671,7 +696,9 @@ int cfh_launch(const unsigned int grid[3], const unsigned int block[3], size_t s
   L->arg = arg;
   L->err = err;
   L->errlen = errlen;
-  if (cfh__check_config(L, smem_bytes) && cfh__check_locals(L) && cfh__allocate(L, smem_bytes)) {
+  if (cfh__kernel_cooperative) {
+    if (cfh__check_config(L, smem_bytes) && cfh__check_locals(L)) cfh__run_cooperative(L, smem_bytes);
+  } else if (cfh__check_config(L, smem_bytes) && cfh__check_locals(L) && cfh__allocate(L, smem_bytes)) {
     cfh_launch_state *outer = cfh__L;
     cfh__L = L;
     for (unsigned int z = 0; z < L->grid.z && L->code == CFH_OK; z++)

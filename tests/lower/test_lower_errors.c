@@ -120,18 +120,6 @@ Test(lower_errors, vectorize_across_the_outer_axis_of_global_memory) {
                        "reads is not contiguous along it");
 }
 
-/* An intermediate in global memory computes (a workspace of the executor), but not when
- * blocks read what other blocks wrote: there is no grid-wide sync. */
-Test(lower_errors, global_intermediate_read_across_blocks) {
-  chain(1, (int64_t[]){8});
-  cf_set_memory_type(f, t[2], CF_MEM_GLOBAL);
-  cf_parallelize(f, t[2], 0, CF_PT_BIDX);
-  expect_compile_error(CF_ERR_INVALID_SCHEDULE,
-                       "compile: T3 reads T2, which this kernel writes in global memory, along blockIdx.x differently "
-                       "from the write (T3's blocks would read what other blocks write, and there is no grid "
-                       "synchronization); parallelize T3's matching axis alike");
-}
-
 Test(lower_errors, registers_of_symbolic_size) {
   t[0] = cf_tensor_symbolic(f, CF_FLOAT, 1);
   cf_fusion_add_input(f, t[0]);
@@ -150,20 +138,6 @@ Test(lower_errors, iteration_axis_inside_reduction_loops) {
   expect_compile_error(CF_ERR_UNSUPPORTED, "compile: T1 has iteration axis 1 inside its reduction loops and reduces "
                                            "across threads or blocks (one accumulator per thread); reorder its "
                                            "reduction axes innermost");
-}
-
-Test(lower_errors, a_grid_reduction_read_in_the_same_kernel) {
-  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
-  cf_fusion_add_input(f, a);
-  cf_tv *s = cf_sum(f, a, 1, (int[]){1});
-  cf_tv *n = cf_neg(f, s);
-  cf_fusion_add_output(f, n);
-  cf_parallelize(f, s, 1, CF_PT_BIDX);
-  expect_compile_error(CF_ERR_UNSUPPORTED,
-                       "compile: T1 is reduced across blocks (a grid reduction) and read by T2 in the same kernel "
-                       "outside the ops that follow the reduction in its loop; a grid-reduced value is complete in one "
-                       "block only, so only elementwise ops inlined right after it (in Local or Global memory) may "
-                       "read it");
 }
 
 Test(lower_errors, multi_device) {
@@ -212,22 +186,6 @@ Test(lower_errors, conflicting_parallel_types_through_a_serial_axis) {
 }
 
 /* The loop model's refusals (lower/loop_model.c, predicate.c, validate_parallel.c). */
-
-/* An output read back in the same kernel by blocks that did not write it: there is no
- * grid synchronization. */
-Test(lower_errors, a_global_tensor_read_across_blocks) {
-  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
-  cf_fusion_add_input(f, a);
-  cf_tv *t1 = cf_neg(f, a), *t2 = cf_neg(f, t1);
-  cf_fusion_add_output(f, t1);
-  cf_fusion_add_output(f, t2);
-  cf_parallelize(f, t1, 0, CF_PT_BIDX);
-  cf_parallelize(f, t2, 1, CF_PT_BIDX);
-  expect_compile_error(CF_ERR_INVALID_SCHEDULE,
-                       "compile: T2 reads T1, which this kernel writes in global memory, along blockIdx.x differently "
-                       "from the write (T2's blocks would read what other blocks write, and there is no grid "
-                       "synchronization); parallelize T2's matching axis alike");
-}
 
 /* A shared broadcast inlined into a loop promoted onto threadIdx.x: one element for all
  * threads, a different value for each. */
