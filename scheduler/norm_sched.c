@@ -26,8 +26,8 @@
  *     pointers are aligned; 1 for a symbolic extent or a non-contiguous input;
  *     n = ceil(R / v) vectors per row; t_max = the device's threads per block (whole warps);
  *   registers per thread at block size T: min(max_regs_per_thread, regs_per_sm / T) -
- *     NORM_REG_RESERVE (what the kernel needs besides the buffers: indices, pointers, the
- *     reduction's values); a thread keeps E(T, b) = that x 4 / b elements of b bytes;
+ *     SCHED_REG_RESERVE (persistent.h: what the kernel needs besides the buffers: indices,
+ *     pointers, the reduction's values); a thread keeps E(T, b) = that x 4 / b elements of b bytes;
  *   1. registers, bytes b = min(live, projected) + params (projected when smaller: a
  *      bfloat16 row kept as its input, the float casts recomputed); persistent count
  *      p = min(ceil(n / NORM_TARGET_THREADS), NORM_PREFERRED_ELEMS / v), threads
@@ -70,7 +70,6 @@
 enum {
   NORM_TARGET_THREADS = 128,   /* preferred threads of a block (tuned above) */
   NORM_PREFERRED_ELEMS = 32,   /* preferred elements of a row per thread (tuned above) */
-  NORM_REG_RESERVE = 48,       /* registers per thread besides the buffers: E(1024, 4) = 16 */
   NORM_WORKSPACE_BYTES = 8,    /* shared memory per thread of a block all-reduce (double) */
   NORM_MULTIPASS_BLOCKS_PER_SM = 4, /* multipass: blocks per SM the block size leaves room for */
   NORM_WARP = 32,
@@ -182,30 +181,10 @@ static int64_t max_threads(const SchedDevice *d) {
   return t > 0 ? t : d->max_threads_per_block;
 }
 
-/* Registers per thread for buffers at block size `threads`. */
-static int64_t buffer_regs(const SchedDevice *d, int64_t threads) {
-  int64_t r = d->regs_per_sm / threads;
-  if (r > d->max_regs_per_thread) r = d->max_regs_per_thread;
-  return r - NORM_REG_RESERVE;
-}
-
-/* E(T, b): elements of b bytes one thread of a block of T keeps. */
-static int64_t reg_elems(const SchedDevice *d, int64_t threads, int64_t bytes) {
-  int64_t r = buffer_regs(d, threads);
-  return r > 0 ? r * 4 / bytes : 0;
-}
-
-/* Blocks of `threads` threads using `regs_each` registers each that one SM holds. */
-static int64_t blocks_per_sm(const SchedDevice *d, int64_t threads, int64_t regs_each) {
-  int64_t by_threads = d->max_threads_per_sm / threads, by_regs = d->regs_per_sm / (threads * regs_each);
-  int64_t n = by_threads < by_regs ? by_threads : by_regs;
-  return n > 0 ? n : 1;
-}
-
 /* Whether p * v elements of b bytes per thread fit a block of `threads` (b = 0: nothing
  * is kept). */
 static bool fits(const SchedDevice *d, const SchedInnerParams *q, int64_t threads, int64_t bytes) {
-  return bytes == 0 || q->persist * q->vec <= reg_elems(d, threads, bytes);
+  return bytes == 0 || q->persist * q->vec <= sched_reg_elems(d, threads, bytes);
 }
 
 /* Rows on threadIdx.y and rows per block in series (rule 1). */
@@ -217,8 +196,8 @@ static void plan_rows(const SchedDevice *d, NormPlan *p, int64_t bytes) {
          fits(d, q, q->threads * q->rows_y * 2, bytes))
     q->rows_y *= 2;
   if (p->buf.params == 0) return;
-  int64_t regs = (q->persist * q->vec * bytes + 3) / 4 + NORM_REG_RESERVE;
-  int64_t resident = (int64_t)d->sm_count * blocks_per_sm(d, q->threads * q->rows_y, regs);
+  int64_t regs = (q->persist * q->vec * bytes + 3) / 4 + SCHED_REG_RESERVE;
+  int64_t resident = (int64_t)d->sm_count * sched_blocks_per_sm(d, q->threads * q->rows_y, regs, 0);
   q->rows_serial = sched_ceil_div(sched_ceil_div(p->outer, q->rows_y), resident);
 }
 

@@ -195,3 +195,19 @@ void sched_persistent_caches(cf_fusion *f, const bool *cached, const bool *full_
   for (int o = 0; cache_outputs && o < f->outputs.len; o++)
     if (full_out[o] && cf_cache_before(f, ir_tv_handle(f->outputs.items[o]))) caches[(*n)++] = f->outputs.items[o];
 }
+
+/* ---- register budgets ------------------------------------------------------------------ */
+
+int64_t sched_reg_elems(const SchedDevice *d, int64_t threads, int64_t bytes) {
+  int64_t r = d->regs_per_sm / threads;
+  if (r > d->max_regs_per_thread) r = d->max_regs_per_thread;
+  r -= SCHED_REG_RESERVE;
+  return r > 0 ? r * 4 / bytes : 0;
+}
+
+int64_t sched_blocks_per_sm(const SchedDevice *d, int64_t threads, int64_t regs_each, int64_t smem) {
+  int64_t n = d->max_threads_per_sm / threads, by_regs = d->regs_per_sm / (threads * regs_each);
+  if (by_regs < n) n = by_regs;
+  if (smem > 0 && d->smem_per_sm / smem < n) n = d->smem_per_sm / smem;
+  return n > 0 ? n : 1;
+}

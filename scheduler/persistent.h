@@ -109,6 +109,44 @@ cf_status sched_inner_persistent_apply(cf_fusion *f, const SchedCall *call, cons
  * and run's Welford translation pays off only then. */
 bool sched_inner_persistent_resident(cf_fusion *f, const SchedCall *call, char *why);
 
+/* ---- the outer persistent scheduler's parameters (outer_persistent_sched.c, outer_apply.c) */
+
+/* How a column's rows are spread and where they live while the statistics complete. */
+typedef enum SchedOuterMode {
+  SCHED_OUTER_BLOCK,           /* a block per column group, the rows in its registers */
+  SCHED_OUTER_BLOCK_MULTIPASS, /* a block per column group, each pass reading the rows again */
+  SCHED_OUTER_GRID,            /* blocks of rows (blockIdx.y) in registers, grid all-reduces */
+  SCHED_OUTER_GRID_MULTIPASS   /* blocks of rows, each pass reading them again, grid all-reduces */
+} SchedOuterMode;
+
+/* What sched_outer_persistent_plan chose for a call. */
+typedef struct SchedOuterParams {
+  SchedOuterMode mode;
+  bool project;       /* registers: the kept tensors are the inputs' (the rest recomputed) */
+  bool symbolic_rows; /* rows split outer by persist (a symbolic count, block registers) */
+  int64_t vec, tx, ty, persist;
+  int64_t grid_y;     /* blocks of rows (grid modes), 1 otherwise */
+} SchedOuterParams;
+
+/* The most threads of a cooperative launch (grid modes): what the host backend keeps
+ * resident at once (host_grid.h); on a GPU, blocks per SM x SMs bound it too. */
+enum { SCHED_MAX_COOPERATIVE_THREADS = 65536 };
+
+bool sched_outer_persistent_plan(cf_fusion *f, const SchedCall *call, SchedOuterParams *q, char *why);
+cf_status sched_outer_persistent_apply(cf_fusion *f, const SchedCall *call, const SchedOuterParams *q, char *params);
+
+/* ---- register budgets (persistent.c) ------------------------------------------------------ */
+
+/* Registers per thread besides the buffers (indices, pointers, a reduction's values): 1024
+ * threads then keep 16 floats each (the limit measured spill-free on an H200). */
+enum { SCHED_REG_RESERVE = 48 };
+/* Elements of `bytes` bytes one thread of a block of `threads` keeps in registers:
+ * (min(max_regs_per_thread, regs_per_sm / threads) - SCHED_REG_RESERVE) x 4 / bytes. */
+int64_t sched_reg_elems(const SchedDevice *d, int64_t threads, int64_t bytes);
+/* Blocks of `threads` threads using `regs_each` registers and `smem` bytes of shared
+ * memory each that one SM holds (at least 1). */
+int64_t sched_blocks_per_sm(const SchedDevice *d, int64_t threads, int64_t regs_each, int64_t smem);
+
 /* ---- what persists (buffers.c) ----------------------------------------------------------- */
 
 /* A named limit of the analysis: reductions are bits of a 64-bit set. */

@@ -15,9 +15,10 @@
  * (a barrier of the whole grid, which orders shared memory like __syncthreads). A thread
  * that exits or waits at __syncthreads while others wait at the grid sync is a deadlock,
  * reported with the block and threads. Key decision: the co-resident grid is bounded by
- * CFH_MAX_RESIDENT_THREADS (each thread is a fiber with its own stack): a larger grid is
- * refused before anything runs, as the GPU refuses a cooperative launch whose blocks do
- * not all fit. */
+ * CFH_MAX_RESIDENT_THREADS (each thread is a fiber with its own stack, about a page of it
+ * touched; no guard page, which would pass the kernel's count of memory maps): a larger
+ * grid is refused before anything runs, as the GPU refuses a cooperative launch whose
+ * blocks do not all fit. */
 #ifndef CFH_HOST_GRID_H
 #define CFH_HOST_GRID_H
 #ifndef CFH_HOST_RUNTIME_H
@@ -115,7 +116,7 @@ CFH_FN bool cfh__grid_start(cfh_grid *g, cfh_launch_state *L, size_t smem_bytes)
         B->grid = L->grid, B->block = L->block, B->body = L->body, B->arg = L->arg;
         B->err = L->err, B->errlen = L->errlen;
         B->bid = (cfh_dim3){x, y, z};
-        if (!cfh__allocate(B, smem_bytes)) return L->code = B->code, false;
+        if (!cfh__allocate(B, smem_bytes, false)) return L->code = B->code, false;
         cfh__L = B;
         cfh__block_start(B);
       }

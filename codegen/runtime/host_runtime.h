@@ -618,8 +618,10 @@ CFH_FN bool cfh__racecheck(void) {
 }
 
 /* Allocates what every block of the launch reuses: fibers and their stacks (each with a
- * guard page below it), the run queue, the warps, the shared memory and its race shadow. */
-CFH_FN bool cfh__allocate(cfh_launch_state *L, size_t smem_bytes) {
+ * guard page below it unless !guard: a cooperative launch's tens of thousands of fibers
+ * would pass the kernel's count of memory maps), the run queue, the warps, the shared
+ * memory and its race shadow. */
+CFH_FN bool cfh__allocate(cfh_launch_state *L, size_t smem_bytes, bool guard) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   L->nthreads = L->block.x * L->block.y * L->block.z;
   L->nwarps = (L->nthreads + CFH_WARP - 1) / CFH_WARP;
@@ -640,7 +642,7 @@ CFH_FN bool cfh__allocate(cfh_launch_state *L, size_t smem_bytes) {
   }
   bool ok = L->fibers && L->queue && L->warps && L->smem && L->stacks && (L->race || !race);
   for (unsigned int i = 0; ok && i < L->nthreads; i++) {
-    ok = mprotect(L->stacks + i * L->stack_stride, page, PROT_NONE) == 0;
+    ok = !guard || mprotect(L->stacks + i * L->stack_stride, page, PROT_NONE) == 0;
     L->fibers[i].linear = i;
     L->fibers[i].tid = (cfh_dim3){i % L->block.x, i / L->block.x % L->block.y,
                                   i / (L->block.x * L->block.y)};
@@ -698,7 +700,7 @@ int cfh_launch(const unsigned int grid[3], const unsigned int block[3], size_t s
   L->errlen = errlen;
   if (cfh__kernel_cooperative) {
     if (cfh__check_config(L, smem_bytes) && cfh__check_locals(L)) cfh__run_cooperative(L, smem_bytes);
-  } else if (cfh__check_config(L, smem_bytes) && cfh__check_locals(L) && cfh__allocate(L, smem_bytes)) {
+  } else if (cfh__check_config(L, smem_bytes) && cfh__check_locals(L) && cfh__allocate(L, smem_bytes, true)) {
     cfh_launch_state *outer = cfh__L;
     cfh__L = L;
     for (unsigned int z = 0; z < L->grid.z && L->code == CFH_OK; z++)

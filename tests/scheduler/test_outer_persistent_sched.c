@@ -5,8 +5,10 @@
  * sizes, N and C of 1 and not multiples of anything; scheduled for the call's sizes and
  * run against the evaluator (NVRTC for sm_90a, the host backend, the GPU when there is
  * one); its printed parameters; its refusals with their exact reasons; define and run
- * choosing it for batch norm (and the other schedulers keeping theirs), and segmenting a
- * batch norm whose columns do not fit registers. OUTER_PRINT=1 prints every kernel. */
+ * choosing it for batch norm (and the other schedulers keeping theirs), one kernel for
+ * columns past registers; each form (block, grid, their multipass) on a device scaled
+ * down, and the forms an H100 gets for channels-last activations. OUTER_PRINT=1 prints
+ * every kernel. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -123,43 +125,116 @@ Test(outer_sched, two_kept_axes) {
   cf_tv *x = input(CF_FLOAT, 3, (int64_t[]){9, 5, 12}, false);
   cf_tv *m = cf_mean(f, x, 1, outer_axes);
   cf_fusion_add_output(f, cf_div(f, x, cf_add_scalar(f, back(m, 3, 1), 100.0)));
-  schedule_and_check(1, &IN(CF_FLOAT, 9, 5, 12), "threads=8x9 persistent=1 vector=4 columns=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 9, 5, 12), "block threads=8x9 persistent=1 vector=4 columns=blockIdx.x", 1e-4);
 }
 
-/* The parameters: columns on threadIdx.x (32 elements a block), the rows on threadIdx.y. */
+/* The parameters on an H100: columns on threadIdx.x (32 elements a block), the rows on
+ * threadIdx.y; two column groups of 512 rows spread over blocks of rows (blockIdx.y). */
 Test(outer_sched, parameters) {
   minus_column_sum(2, (int64_t[]){64, 32}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 64, 32), "threads=8x16 persistent=4 vector=4 columns=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 64, 32), "block threads=8x16 persistent=4 vector=4 columns=blockIdx.x", 1e-4);
   fresh();
   minus_column_sum(2, (int64_t[]){512, 33}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 512, 33), "threads=32x4 persistent=128 vector=1 columns=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 512, 33), "grid threads=32x4 persistent=8 vector=1 columns=blockIdx.x rows=blockIdx.y{16}", 1e-4);
   fresh();
   minus_column_sum(2, (int64_t[]){100, 3}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 100, 3), "threads=4x25 persistent=4 vector=1 columns=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 100, 3), "block threads=4x25 persistent=4 vector=1 columns=blockIdx.x", 1e-4);
   fresh();
   minus_column_sum(2, NULL, true);
   schedule_and_check(1, &IN(CF_FLOAT, 1000, 2),
-                     "threads=2x63 (ceilDiv(rows, persistent) at run time) persistent=16 vector=1 columns=blockIdx.x",
+                     "block threads=2x63 (ceilDiv(rows, persistent) at run time) persistent=16 vector=1 columns=blockIdx.x",
                      1e-4);
 }
 
 /* ---- refusals ------------------------------------------------------------------------ */
 
-Test(outer_sched, refuses_columns_longer_than_registers) {
-  minus_column_sum(2, (int64_t[]){513, 33}, false);
-  refused(1, &IN(CF_FLOAT, 513, 33),
-          "outer_persistent: columns of T0 hold 513 elements over the reduced axes, more than the 512 (32 threads "
-          "of threadIdx.y x 16) kept in registers");
-  fresh();
-  minus_column_sum(2, (int64_t[]){1024, 64}, false);
-  refused(1, &IN(CF_FLOAT, 1024, 64),
-          "outer_persistent: columns of T0 hold 1024 elements over the reduced axes, more than the 512 (128 threads "
-          "of threadIdx.y x 4) kept in registers");
+/* ---- each branch, on a device scaled down ----------------------------------------------- */
+
+/* 8 SMs of 256 threads, 8192 registers each (64 per thread at 128 threads: 16 left for
+ * buffers), 8 KiB of shared memory: block (registers, multipass), grid (registers,
+ * multipass) with small shapes. */
+static const SchedDevice tiny = {.sm_count = 8,
+                                 .max_threads_per_block = 128,
+                                 .max_threads_per_sm = 256,
+                                 .regs_per_sm = 8192,
+                                 .max_regs_per_thread = 255,
+                                 .smem_per_block = 8192,
+                                 .smem_per_sm = 8192,
+                                 .l2_bytes = 1 << 20,
+                                 .max_cluster = 1};
+
+Test(outer_sched, batchnorm_each_branch) {
+  sc_dev = &tiny;
+  static const struct {
+    cf_dtype dt;
+    int64_t rows, cols;
+    bool stats;
+    const char *params;
+  } cases[] = {
+      {CF_FLOAT, 600, 4, false, "block threads=1x120 persistent=5 vector=4 columns=blockIdx.x"},
+      {CF_FLOAT, 3001, 4, true, "grid multipass threads=1x128 chunks=8 vector=4 columns=blockIdx.x rows=blockIdx.y{3}"},
+      {CF_FLOAT, 300, 512, false, "block multipass threads=8x16 chunks=19 vector=4 columns=blockIdx.x"},
+      {CF_FLOAT, 2999, 520, false, "block multipass threads=8x16 chunks=188 vector=4 columns=blockIdx.x"},
+      {CF_BFLOAT16, 2000, 8, true,
+       "grid threads=2x64 persistent=8 vector=4 columns=blockIdx.x rows=blockIdx.y{4} buffers=inputs"},
+      {CF_BFLOAT16, 7919, 8, false,
+       "grid multipass threads=1x128 chunks=8 vector=8 columns=blockIdx.x rows=blockIdx.y{8}"},
+      {CF_HALF, 1000, 24, false, "grid multipass threads=4x32 chunks=8 vector=8 columns=blockIdx.x rows=blockIdx.y{4}"},
+      {CF_HALF, 4001, 3, true,
+       "grid threads=4x32 persistent=16 vector=1 columns=blockIdx.x rows=blockIdx.y{8} buffers=inputs"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cf_dtype dt = cases[i].dt;
+    int64_t n = cases[i].rows, c = cases[i].cols;
+    fresh();
+    batchnorm(dt, 2, (int64_t[]){n, c}, false, cases[i].stats);
+    schedule_and_check(3, (KcInput[]){IN(dt, n, c), IN(dt, c), IN(dt, c)}, cases[i].params, tol(dt));
+  }
+}
+
+/* Channels-last activations of 64 channels on an H100: blocks of rows over the grid,
+ * in registers while they hold the rows, else each pass reading them again (never a
+ * refusal, never a serial kernel); a wide batch (65536 channels) a block per group. */
+Test(outer_sched, channels_last_activations_on_an_h100) {
+  static const struct {
+    cf_dtype dt;
+    int64_t rows, cols;
+    const char *params;
+  } cases[] = {
+      {CF_BFLOAT16, 8192, 64,
+       "grid threads=4x32 persistent=8 vector=8 columns=blockIdx.x rows=blockIdx.y{32} buffers=inputs"},
+      {CF_BFLOAT16, 65536, 64,
+       "grid threads=4x32 persistent=8 vector=8 columns=blockIdx.x rows=blockIdx.y{256} buffers=inputs"},
+      {CF_BFLOAT16, 802816, 64,
+       "grid multipass threads=4x32 chunks=98 vector=8 columns=blockIdx.x rows=blockIdx.y{256}"},
+      {CF_FLOAT, 802816, 64, "grid multipass threads=8x16 chunks=196 vector=4 columns=blockIdx.x rows=blockIdx.y{256}"},
+      {CF_FLOAT, 512, 65536, "block threads=8x16 persistent=32 vector=4 columns=blockIdx.x"},
+      {CF_BFLOAT16, 100352, 256,
+       "grid multipass threads=4x32 chunks=49 vector=8 columns=blockIdx.x rows=blockIdx.y{64}"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cf_dtype dt = cases[i].dt;
+    int64_t n = cases[i].rows, c = cases[i].cols;
+    fresh();
+    batchnorm(dt, 2, (int64_t[]){n, c}, false, false);
+    planned(3, (KcInput[]){IN(dt, n, c), IN(dt, c), IN(dt, c)}, cases[i].params);
+  }
+}
+
+/* Symbolic sizes take the block forms: registers split outer by p, or multipass. */
+Test(outer_sched, symbolic_columns_each_branch) {
+  sc_dev = &tiny;
+  minus_column_sum(2, NULL, true);
+  schedule_and_check(1, &IN(CF_FLOAT, 1000, 2),
+                     "block threads=2x63 (ceilDiv(rows, persistent) at run time) persistent=16 vector=1 "
+                     "columns=blockIdx.x",
+                     1e-4);
   fresh();
   minus_column_sum(2, NULL, true);
-  refused(1, &IN(CF_FLOAT, 20000, 1),
-          "outer_persistent: columns of T0 hold 20000 elements over the reduced axes, more than the 16384 (1024 "
-          "threads of threadIdx.y x 16) kept in registers");
+  schedule_and_check(1, &IN(CF_FLOAT, 20000, 1), "block multipass threads=1x128 chunks=157 vector=1 columns=blockIdx.x",
+                     1e-4);
+  fresh();
+  minus_column_sum(2, NULL, true);
   refused(0, NULL, "outer_persistent: the sizes of T0 are symbolic and the call gives none");
 }
 
@@ -280,14 +355,13 @@ Test(outer_sched, define_and_run_leaves_the_others_theirs) {
   cf_fusion_cache_destroy(c);
 }
 
-/* Columns longer than a block's registers: refused, so the executor segments the fusion
- * at its reduction (a column sum, then a pointwise kernel) and the result still holds. */
-Test(outer_sched, define_and_run_segments_columns_beyond_registers) {
+/* Columns longer than a block's registers: one kernel still (blocks of rows over the grid,
+ * a grid sync for each statistic; the host runs every block at once). */
+Test(outer_sched, define_and_run_one_kernel_for_long_columns) {
   minus_column_sum(2, NULL, true);
   cf_fusion_cache *c = execute_vs_eval(1, &IN(CF_FLOAT, 2000, 40));
-  cr_expect_eq(cf_fusion_cache_last_segments(c), 2);
-  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
-  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "pointwise");
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "outer_persistent");
   cf_fusion_cache_destroy(c);
 }
 
