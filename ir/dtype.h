@@ -104,6 +104,16 @@ IrWelford ir_welford_load(const void *p, cf_dtype state);
 /* Stores s rounded to the state's scalar type. */
 void ir_welford_store(void *p, cf_dtype state, IrWelford s);
 
+/* The online softmax (OP_ONLINE_SOFTMAX, made by the inner persistent scheduler's
+ * multipass form): one pass giving a row's max m and the sum S of exp(x - m), each partial
+ * state rescaled to the larger max as it merges. It keeps the Welford layout, so every
+ * state path (rfactor, shuffles, grid folds) carries it unchanged: avg is m, m2 is S - 1
+ * (so that the one-element state {x, 0, 1} of any Welford element is {x, S = 1, 1}, and
+ * S >= 1 is rebuilt as m2 + 1 without cancellation), n the count (0: the empty state, the
+ * identity). Read with welford_avg (m) and welford_m2 + 1 (S). Equal maxes, -inf ones
+ * included, scale by exactly 1. */
+IrWelford ir_softmax_merge(IrWelford a, IrWelford b);
+
 /* ---- element math (eval.c) ------------------------------------------------------------- */
 
 /* The math of each op on widened elements. Integer math wraps (two's complement), divides

@@ -463,7 +463,7 @@ typedef union EvalAcc {
 
 static EvalAcc acc_init(IrOp op, bool fl) {
   EvalAcc a;
-  if (op == OP_WELFORD)
+  if (op == OP_WELFORD || op == OP_ONLINE_SOFTMAX)
     a.w = ir_welford_empty();
   else
     a.v = reduction_init(op, fl);
@@ -473,9 +473,9 @@ static EvalAcc acc_init(IrOp op, bool fl) {
 /* Folds the element at src (of dtype in: a value, or a state for a Welford reduction of
  * states) into a. */
 static void acc_fold(IrOp op, bool fl, EvalAcc *a, const void *src, cf_dtype in) {
-  if (op == OP_WELFORD) {
+  if (op == OP_WELFORD || op == OP_ONLINE_SOFTMAX) {
     IrWelford x = ir_dtype_is_welford(in) ? ir_welford_load(src, in) : ir_welford_of(ir_elem_load(src, in).d);
-    a->w = ir_welford_merge(a->w, x);
+    a->w = op == OP_WELFORD ? ir_welford_merge(a->w, x) : ir_softmax_merge(a->w, x);
     return;
   }
   IrElem x = ir_elem_load(src, in);

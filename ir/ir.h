@@ -125,6 +125,7 @@ typedef enum OpKind {
   X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "fmin(%0, %1)")                 \
   X(OP_PROD, "prod", OPK_REDUCTION, "(%0 * %1)")                         \
   X(OP_WELFORD, "welford", OPK_REDUCTION, "cf_welford_merge(%0, %1)")    \
+  X(OP_ONLINE_SOFTMAX, "online_softmax", OPK_REDUCTION, "cf_softmax_merge(%0, %1)") \
   X(OP_PERMUTE, "permute", OPK_PERMUTE, "%0")                            \
   X(OP_EXPAND, "expand", OPK_SET, "%0")                                  \
   X(OP_SQUEEZE, "squeeze", OPK_SQUEEZE, "%0")                            \
@@ -150,13 +151,16 @@ typedef enum ReduceIdentity { RID_ZERO, RID_ONE, RID_LOWEST, RID_HIGHEST, RID_EM
  * element into the accumulator, identity, whether integer inputs widen to int64 as torch
  * does). Every OPK_REDUCTION op has exactly one row (a test checks). Welford is its own
  * combine: its accumulator is a state (ir/dtype.h), and an element is folded by merging
- * its one-element state (the code generators convert the element to it). */
+ * its one-element state (the code generators convert the element to it). So is the online
+ * softmax (the schedulers' one-pass max and sum of exponentials, ir_softmax_merge), whose
+ * state keeps the Welford layout: {max, sum - 1, count}. */
 #define IR_REDUCTION_TABLE(X)                  \
   X(OP_SUM, OP_ADD, RID_ZERO, true)            \
   X(OP_PROD, OP_MUL, RID_ONE, true)            \
   X(OP_MAX_REDUCE, OP_MAX, RID_LOWEST, false)  \
   X(OP_MIN_REDUCE, OP_MIN, RID_HIGHEST, false) \
-  X(OP_WELFORD, OP_WELFORD, RID_EMPTY, false)
+  X(OP_WELFORD, OP_WELFORD, RID_EMPTY, false) \
+  X(OP_ONLINE_SOFTMAX, OP_ONLINE_SOFTMAX, RID_EMPTY, false)
 
 /* Columns of IR_REDUCTION_TABLE; an op without a row fails loudly (internal error
  * message in the returned op: OP_COUNT / RID_ZERO / false). */

@@ -107,6 +107,7 @@ static bool takes_welford_states(IrOp op) {
   case OP_BROADCAST:
   case OP_PERMUTE:
   case OP_WELFORD:
+  case OP_ONLINE_SOFTMAX:
   case OP_WELFORD_AVG:
   case OP_WELFORD_M2:
   case OP_WELFORD_N: return true;

@@ -8,7 +8,9 @@
  * Folding one element x is merging the state {x, 0, 1}; the empty state {0, 0, 0} is the
  * identity, returned as it is (so an infinite element gives mean inf and M2 0 rather than
  * inf * 0, and two empty states never divide 0 by 0). The kernels
- * compute the same formula in the same order of operations. */
+ * compute the same formula in the same order of operations. The online softmax's merge
+ * (ir_softmax_merge) shares the layout. */
+#include <math.h>
 #include <string.h>
 
 #include "ir/dtype.h"
@@ -60,4 +62,12 @@ void ir_welford_store(void *p, cf_dtype state, IrWelford s) {
     memcpy(p, v, sizeof v);
     memcpy((char *)p + 8, &s.n, sizeof s.n);
   }
+}
+
+IrWelford ir_softmax_merge(IrWelford a, IrWelford b) {
+  if (a.n == 0) return b;
+  if (b.n == 0) return a;
+  double m = a.avg > b.avg ? a.avg : b.avg;
+  double fa = a.avg == m ? 1.0 : exp(a.avg - m), fb = b.avg == m ? 1.0 : exp(b.avg - m);
+  return (IrWelford){m, (a.m2 + 1.0) * fa + (b.m2 + 1.0) * fb - 1.0, a.n + b.n};
 }

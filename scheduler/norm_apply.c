@@ -122,11 +122,11 @@ static void print_params(const NormPlan *p, bool blocks, char *params) {
   char y[32] = "", serial[32] = "";
   if (q->rows_y > 1) snprintf(y, sizeof y, "x%lld", (long long)q->rows_y);
   if (q->rows_serial > 1) snprintf(serial, sizeof serial, " serial=%lld", (long long)q->rows_serial);
-  snprintf(params, SCHED_PARAMS_MAX, "%s threads=%lld%s%s %s=%lld vector=%lld rows=%s%s%s", mode[q->mode],
+  snprintf(params, SCHED_PARAMS_MAX, "%s threads=%lld%s%s %s=%lld vector=%lld rows=%s%s%s%s", mode[q->mode],
            (long long)q->threads, y, q->symbolic ? " (ceilDiv(row, persistent) at run time)" : "",
            q->mode == SCHED_NORM_MULTIPASS ? "chunks" : "persistent", (long long)q->persist, (long long)q->vec,
            blocks ? "blockIdx.x" : "1", serial,
-           q->mode == SCHED_NORM_REGISTERS && q->project ? " buffers=inputs" : "");
+           q->mode == SCHED_NORM_REGISTERS && q->project ? " buffers=inputs" : "", q->online ? " online_softmax" : "");
 }
 
 /* Steps 4 and 5 on the rewritten fusion. */
@@ -158,6 +158,12 @@ static cf_status schedule_loops(cf_fusion *f, const NormPlan *p, const Vectors *
 
 cf_status sched_inner_persistent_apply(cf_fusion *f, const SchedCall *call, const SchedInnerParams *q, char *params) {
   NormPlan p = {0};
+  if (q->online) { /* before the checks: they find the reductions of the rewritten fusion */
+    Arena *s = arena_create();
+    cf_status st = s ? sched_online_softmax(f, s) : ir_error(f, CF_ERR_OUT_OF_MEMORY, "inner_persistent: out of memory");
+    arena_destroy(s);
+    if (st) return st;
+  }
   Arena *a = sched_norm_begin(f, call, &p);
   if (!a) return f->status;
   p.q = *q;

@@ -123,6 +123,10 @@ static bool measure_buffers(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p,
   if (!row || !p->full_in || !sched_buffers(f, a, &p->r, row, p->full_in, p->vec_in, &p->buf)) return WHY("out of memory");
   p->clones[0] = sched_recompute_count(f, a, row, SCHED_KEEP_CACHES);
   p->clones[1] = sched_recompute_count(f, a, row, SCHED_CLONE_CACHES);
+  int n;
+  Expr **exprs = ir_fusion_tensor_exprs_in(a, f, &n);
+  if (!exprs) return WHY("out of memory");
+  p->online = sched_online_softmax_count(exprs, n);
   return p->clones[0] >= 0 && p->clones[1] >= 0 ? true : WHY("out of memory");
 }
 
@@ -251,6 +255,7 @@ static bool plan_multipass(const SchedDevice *d, NormPlan *p, char *why) {
   q->persist = sched_ceil_div(n, t);
   q->rows_y = q->rows_serial = 1;
   q->project = true;
+  q->online = p->online > 0;
   return true;
 }
 

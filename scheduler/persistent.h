@@ -93,6 +93,7 @@ typedef struct SchedInnerParams {
   SchedNormMode mode;
   bool project;   /* registers: the kept tensors are the inputs' (the rest recomputed) */
   bool symbolic;  /* the row's length is symbolic: split outer by persist (registers) */
+  bool online;    /* multipass: softmax's max and sum of exponentials in one pass (online_softmax.c) */
   int64_t vec;    /* vector width in elements */
   int64_t persist; /* vectors of a row per thread (multipass: chunks of the row) */
   int64_t threads; /* threads of a row (threadIdx.x) */
@@ -189,6 +190,13 @@ cf_status sched_recompute(cf_fusion *f, Arena *a, const bool *row, SchedRecomput
 /* Every reader of tv reads a register copy of its own (a Set) instead; copies (room for
  * tv's readers) receives them after *ncopies. */
 cf_status sched_copy_reads(cf_fusion *f, Val *tv, Val **copies, int *ncopies);
+
+/* ---- the online softmax (online_softmax.c) ------------------------------------------------ */
+
+/* How many max -> exp(x - max) -> sum chains of float tensors exprs (a fusion's tensor
+ * exprs) hold; sched_online_softmax rewrites each into one online softmax reduction. */
+int sched_online_softmax_count(Expr *const *exprs, int n);
+cf_status sched_online_softmax(cf_fusion *f, Arena *a);
 
 static inline int64_t sched_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

@@ -8,7 +8,9 @@
  * n = na + nb, d = avg_b - avg_a, avg = avg_a + d * nb / n, m2 = m2_a + m2_b + d * d * na *
  * nb / n; the empty state merges as the identity. The generic names the code generators
  * print (cf_welford_merge, cf_welford_avg, cf_welford_m2, cf_welford_n, cf_welford_volatile,
- * and __shfl_xor_sync of a state) are overloads in C++ and _Generic selections in C. */
+ * and __shfl_xor_sync of a state) are overloads in C++ and _Generic selections in C.
+ * cf_softmax_merge is the online softmax's merge of two states of the same layout ({max,
+ * sum - 1, count}; ir/dtype.h), in ir/welford.c's order of operations. */
 #ifndef CF_WELFORD_H
 #define CF_WELFORD_H
 
@@ -56,13 +58,29 @@ typedef struct CfWelfordD {
     S r;                                                                                  \
     r.avg = p->avg, r.m2 = p->m2, r.n = p->n;                                             \
     return r;                                                                             \
+  }                                                                                       \
+  CF_WELFORD_FN S cf_softmax_merge_##s(S a, S b) {                                        \
+    if (a.n == 0) return b;                                                               \
+    if (b.n == 0) return a;                                                               \
+    T m = a.avg > b.avg ? a.avg : b.avg;                                                  \
+    T fa = a.avg == m ? (T)1 : CF_WELFORD_EXP(a.avg - m), fb = b.avg == m ? (T)1 : CF_WELFORD_EXP(b.avg - m);   \
+    S r;                                                                                  \
+    r.avg = m;                                                                            \
+    r.m2 = (a.m2 + (T)1) * fa + (b.m2 + (T)1) * fb - (T)1;                                \
+    r.n = a.n + b.n;                                                                      \
+    return r;                                                                             \
   }
+#define CF_WELFORD_EXP expf
 CF_WELFORD_DEFINE(f, CfWelfordF, float)
+#undef CF_WELFORD_EXP
+#define CF_WELFORD_EXP exp
 CF_WELFORD_DEFINE(d, CfWelfordD, double)
+#undef CF_WELFORD_EXP
 
 #ifdef __cplusplus
 #define CF_WELFORD_OVERLOADS(s, S)                                                           \
   CF_WELFORD_FN S cf_welford_merge(S a, S b) { return cf_welford_merge_##s(a, b); }          \
+  CF_WELFORD_FN S cf_softmax_merge(S a, S b) { return cf_softmax_merge_##s(a, b); }          \
   CF_WELFORD_FN auto cf_welford_avg(S a) { return cf_welford_avg_##s(a); }                   \
   CF_WELFORD_FN auto cf_welford_m2(S a) { return cf_welford_m2_##s(a); }                     \
   CF_WELFORD_FN long long cf_welford_n(S a) { return cf_welford_n_##s(a); }                  \
@@ -87,6 +105,7 @@ CF_WELFORD_SHFL(f, CfWelfordF, float)
 CF_WELFORD_SHFL(d, CfWelfordD, double)
 #define CF_WELFORD_GENERIC(name, x) _Generic((x), CfWelfordF: name##_f, CfWelfordD: name##_d)
 #define cf_welford_merge(a, b) CF_WELFORD_GENERIC(cf_welford_merge, a)((a), (b))
+#define cf_softmax_merge(a, b) CF_WELFORD_GENERIC(cf_softmax_merge, a)((a), (b))
 #define cf_welford_avg(a) CF_WELFORD_GENERIC(cf_welford_avg, a)(a)
 #define cf_welford_m2(a) CF_WELFORD_GENERIC(cf_welford_m2, a)(a)
 #define cf_welford_n(a) CF_WELFORD_GENERIC(cf_welford_n, a)(a)

@@ -231,14 +231,14 @@ Test(norm_sched, softmax_each_branch) {
       {CF_FLOAT, 2, 1009, "registers threads=64 persistent=16 vector=1 rows=blockIdx.x"},
       {CF_FLOAT, 5, 1031, "shared threads=64 persistent=17 vector=1 rows=blockIdx.x"},
       {CF_FLOAT, 4, 1500, "shared threads=64 persistent=6 vector=4 rows=blockIdx.x"},
-      {CF_FLOAT, 3, 1999, "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x"},
-      {CF_FLOAT, 2, 4096, "multipass threads=32 chunks=32 vector=4 rows=blockIdx.x"},
+      {CF_FLOAT, 3, 1999, "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x online_softmax"},
+      {CF_FLOAT, 2, 4096, "multipass threads=32 chunks=32 vector=4 rows=blockIdx.x online_softmax"},
       {CF_BFLOAT16, 3, 2048, "registers threads=64 persistent=4 vector=8 rows=blockIdx.x buffers=inputs"},
       {CF_BFLOAT16, 2, 2053, "shared threads=64 persistent=33 vector=1 rows=blockIdx.x"},
-      {CF_BFLOAT16, 2, 5000, "multipass threads=32 chunks=20 vector=8 rows=blockIdx.x"},
+      {CF_BFLOAT16, 2, 5000, "multipass threads=32 chunks=20 vector=8 rows=blockIdx.x online_softmax"},
       {CF_HALF, 3, 1024, "registers threads=64 persistent=2 vector=8 rows=blockIdx.x buffers=inputs"},
       {CF_HALF, 2, 3001, "shared threads=64 persistent=47 vector=1 rows=blockIdx.x"},
-      {CF_HALF, 2, 8191, "multipass threads=32 chunks=256 vector=1 rows=blockIdx.x"},
+      {CF_HALF, 2, 8191, "multipass threads=32 chunks=256 vector=1 rows=blockIdx.x online_softmax"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     fresh();
@@ -256,7 +256,7 @@ Test(norm_sched, softmax_each_branch_symbolic) {
   } cases[] = {
       {4, 1, "registers threads=1 (ceilDiv(row, persistent) at run time) persistent=1 vector=1 rows=blockIdx.x"},
       {3, 997, "registers threads=63 (ceilDiv(row, persistent) at run time) persistent=16 vector=1 rows=blockIdx.x"},
-      {2, 3001, "multipass threads=32 chunks=94 vector=1 rows=blockIdx.x"},
+      {2, 3001, "multipass threads=32 chunks=94 vector=1 rows=blockIdx.x online_softmax"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     fresh();
@@ -349,6 +349,33 @@ Test(norm_sched, layernorm_with_keepdim_mean_and_invstd_outputs) {
   }
 }
 
+/* Define and run on the scaled-down device, checked against the evaluator of the fusion
+ * as written (the recomputation and the online softmax rewrite change the math the kernel
+ * computes, not its result): softmax and log-softmax through every branch, the online
+ * form for rows past shared memory, in float, bfloat16 and half. */
+static void log_softmax(cf_dtype dt) {
+  cf_tv *x = widen(input(dt, 2, NULL, true));
+  cf_tv *d = cf_sub(f, x, back(cf_max_reduce(f, x, 1, (int[]){1}), 2));
+  output(cf_sub(f, d, back(cf_log(f, cf_sum(f, cf_exp(f, d), 1, (int[]){1})), 2)), dt);
+}
+
+Test(norm_sched, define_and_run_softmax_and_log_softmax_each_branch) {
+  sc_dev = &tiny;
+  static const int64_t cols[] = {1, 1000, 1031, 1999, 8191};
+  for (int d = 0; d < 3; d++)
+    for (int k = 0; k < 2; k++)
+      for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
+        cf_dtype dt = d == 0 ? CF_FLOAT : d == 1 ? CF_BFLOAT16 : CF_HALF;
+        fresh();
+        if (k) log_softmax(dt);
+        else softmax(dt, 2, NULL, true);
+        cf_fusion_cache *c = execute_vs_eval(1, &IN(dt, 3, cols[i]), tol(dt));
+        cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+        cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent");
+        cf_fusion_cache_destroy(c);
+      }
+}
+
 /* ---- refusals ------------------------------------------------------------------------ */
 
 /* Where the rows live on an H100 (132 SMs, 64K registers and 227 KiB of shared memory per
@@ -372,17 +399,17 @@ Test(norm_sched, vocabulary_rows_on_an_h100) {
   planned(1, &IN(CF_FLOAT, 4, 50257), "shared threads=1024 persistent=50 vector=1 rows=blockIdx.x");
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){4, 128256}, false);
-  planned(1, &IN(CF_FLOAT, 4, 128256), "multipass threads=512 chunks=63 vector=4 rows=blockIdx.x");
+  planned(1, &IN(CF_FLOAT, 4, 128256), "multipass threads=512 chunks=63 vector=4 rows=blockIdx.x online_softmax");
   fresh();
   softmax(CF_BFLOAT16, 2, (int64_t[]){4, 128256}, false);
-  planned(1, &IN(CF_BFLOAT16, 4, 128256), "multipass threads=512 chunks=32 vector=8 rows=blockIdx.x");
+  planned(1, &IN(CF_BFLOAT16, 4, 128256), "multipass threads=512 chunks=32 vector=8 rows=blockIdx.x online_softmax");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
   planned(1, &IN(CF_FLOAT, 2, 20000),
           "registers threads=625 (ceilDiv(row, persistent) at run time) persistent=32 vector=1 rows=blockIdx.x");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
-  planned(1, &IN(CF_FLOAT, 2, 50000), "multipass threads=512 chunks=98 vector=1 rows=blockIdx.x");
+  planned(1, &IN(CF_FLOAT, 2, 50000), "multipass threads=512 chunks=98 vector=1 rows=blockIdx.x online_softmax");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
   refused(0, NULL, "inner_persistent: the rows of T0 are symbolic and the call gives no sizes");

@@ -221,6 +221,22 @@ Test(outer_sched, channels_last_activations_on_an_h100) {
   }
 }
 
+/* Batch norm through define and run on the scaled-down device, each form, against the
+ * evaluator of the fusion as written. */
+Test(outer_sched, define_and_run_batchnorm_each_branch) {
+  sc_dev = &tiny;
+  static const int64_t shapes[][2] = {{600, 4}, {3001, 4}, {300, 512}, {2000, 8}, {4001, 3}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    int64_t n = shapes[i][0], c = shapes[i][1];
+    fresh();
+    batchnorm(CF_FLOAT, 2, NULL, true, true);
+    cf_fusion_cache *fc = execute_vs_eval(3, (KcInput[]){IN(CF_FLOAT, n, c), IN(CF_FLOAT, c), IN(CF_FLOAT, c)}, 1e-4);
+    cr_expect_eq(cf_fusion_cache_last_segments(fc), 1);
+    cr_expect_str_eq(cf_fusion_cache_last_scheduler(fc, 0), "outer_persistent");
+    cf_fusion_cache_destroy(fc);
+  }
+}
+
 /* Symbolic sizes take the block forms: registers split outer by p, or multipass. */
 Test(outer_sched, symbolic_columns_each_branch) {
   sc_dev = &tiny;
@@ -289,37 +305,15 @@ Test(outer_sched, refuses_other_broadcasts_outputs_and_columns) {
 
 /* ---- define and run ------------------------------------------------------------------ */
 
-static const cf_executor_options host = {.backend = CF_BACKEND_HOST};
-
-/* Runs f through cf_fusion_execute on the host backend, compares with the evaluator and
- * returns the cache (the caller reads its scheduler names and destroys it). */
-static cf_fusion_cache *execute_vs_eval(int n, const KcInput *in) {
-  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
-  cr_assert_not_null(c);
-  DLManagedTensor *t[4] = {0}, *got[4] = {0}, *want[4] = {0};
-  const DLTensor *ins[4];
-  for (int i = 0; i < n; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 90 + (uint64_t)i))->dl_tensor;
-  int nout = cf_fusion_num_outputs(f);
-  cr_assert_eq(cf_fusion_execute(c, n, ins, nout, got), CF_OK, "%s", cf_fusion_cache_error(c));
-  cr_assert_eq(cf_fusion_evaluate(f, n, ins, want), CF_OK, "%s", cf_fusion_error(f));
-  for (int o = 0; o < nout; o++) {
-    char msg[256] = "";
-    cr_expect(cf_tensor_allclose(&got[o]->dl_tensor, &want[o]->dl_tensor, 1e-4, 1e-4, msg, sizeof msg), "output %d: %s",
-              o, msg);
-  }
-  for (int i = 0; i < 4; i++) cf_tensor_free(t[i]), cf_tensor_free(got[i]), cf_tensor_free(want[i]);
-  return c;
-}
-
 Test(outer_sched, define_and_run_chooses_it_for_batchnorm) {
   batchnorm(CF_FLOAT, 2, NULL, true, true);
-  cf_fusion_cache *c = execute_vs_eval(3, (KcInput[]){IN(CF_FLOAT, 37, 20), IN(CF_FLOAT, 20), IN(CF_FLOAT, 20)});
+  cf_fusion_cache *c = execute_vs_eval(3, (KcInput[]){IN(CF_FLOAT, 37, 20), IN(CF_FLOAT, 20), IN(CF_FLOAT, 20)}, 1e-4);
   cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "outer_persistent");
   cf_fusion_cache_destroy(c);
   fresh();
   batchnorm(CF_FLOAT, 4, (int64_t[]){2, 3, 4, 16}, false, false);
-  c = execute_vs_eval(3, (KcInput[]){IN(CF_FLOAT, 2, 3, 4, 16), IN(CF_FLOAT, 16), IN(CF_FLOAT, 16)});
+  c = execute_vs_eval(3, (KcInput[]){IN(CF_FLOAT, 2, 3, 4, 16), IN(CF_FLOAT, 16), IN(CF_FLOAT, 16)}, 1e-4);
   cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "outer_persistent");
   cf_fusion_cache_destroy(c);
@@ -333,7 +327,7 @@ Test(outer_sched, define_and_run_column_means_of_one_row) {
     fresh();
     cf_tv *x = input(CF_FLOAT, 2, NULL, true);
     cf_fusion_add_output(f, cf_mean(f, x, 1, outer_axes));
-    cf_fusion_cache *c = execute_vs_eval(1, &IN(CF_FLOAT, shapes[i][0], shapes[i][1]));
+    cf_fusion_cache *c = execute_vs_eval(1, &IN(CF_FLOAT, shapes[i][0], shapes[i][1]), 1e-4);
     cf_fusion_cache_destroy(c);
   }
 }
@@ -343,13 +337,13 @@ Test(outer_sched, define_and_run_column_means_of_one_row) {
 Test(outer_sched, define_and_run_leaves_the_others_theirs) {
   cf_tv *x = input(CF_FLOAT, 2, NULL, true);
   cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){0}));
-  cf_fusion_cache *c = execute_vs_eval(1, &IN(CF_FLOAT, 40, 24));
+  cf_fusion_cache *c = execute_vs_eval(1, &IN(CF_FLOAT, 40, 24), 1e-4);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
   cf_fusion_cache_destroy(c);
   fresh();
   x = input(CF_FLOAT, 2, NULL, true);
   cf_fusion_add_output(f, cf_sub(f, x, cf_broadcast(f, cf_sum(f, x, 1, (int[]){1}), 2, (bool[]){false, true})));
-  c = execute_vs_eval(1, &IN(CF_FLOAT, 40, 24));
+  c = execute_vs_eval(1, &IN(CF_FLOAT, 40, 24), 1e-4);
   cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "inner_persistent");
   cf_fusion_cache_destroy(c);
@@ -359,7 +353,7 @@ Test(outer_sched, define_and_run_leaves_the_others_theirs) {
  * a grid sync for each statistic; the host runs every block at once). */
 Test(outer_sched, define_and_run_one_kernel_for_long_columns) {
   minus_column_sum(2, NULL, true);
-  cf_fusion_cache *c = execute_vs_eval(1, &IN(CF_FLOAT, 2000, 40));
+  cf_fusion_cache *c = execute_vs_eval(1, &IN(CF_FLOAT, 2000, 40), 1e-4);
   cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "outer_persistent");
   cf_fusion_cache_destroy(c);
