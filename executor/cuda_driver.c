@@ -386,14 +386,20 @@ cf_status exec_launch(const ExecKernel *k, const int64_t grid[3], const int64_t 
   return exec_launch_async(k, info, grid, block, smem, NULL, args, err, errlen);
 }
 
+/* What every launch checks first: a loaded kernel, CUDA's limits, the dynamic shared memory. */
+static cf_status launch_ready(const ExecKernel *k, const ExecDeviceInfo *info, const int64_t grid[3],
+                              const int64_t block[3], int64_t smem, char *err, size_t errlen) {
+  if (k == NULL || k->function == NULL || info == NULL)
+    return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "launch: no kernel loaded");
+  cf_status st = check_launch_dims(info, grid, block, smem, err, errlen);
+  return st != CF_OK ? st : fit_dynamic_smem(k, smem, err, errlen);
+}
+
 cf_status exec_launch_async(const ExecKernel *k, const ExecDeviceInfo *info, const int64_t grid[3],
                             const int64_t block[3], int64_t smem, void *stream, void **args,
                             char *err, size_t errlen) {
-  if (k == NULL || k->function == NULL || info == NULL)
-    return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "launch: no kernel loaded");
-  cf_status st;
-  if ((st = check_launch_dims(info, grid, block, smem, err, errlen)) != CF_OK) return st;
-  if ((st = fit_dynamic_smem(k, smem, err, errlen)) != CF_OK) return st;
+  cf_status st = launch_ready(k, info, grid, block, smem, err, errlen);
+  if (st != CF_OK) return st;
   CUresult r = CU->cuLaunchKernel((CUfunction)k->function, (unsigned)grid[0], (unsigned)grid[1],
                                  (unsigned)grid[2], (unsigned)block[0], (unsigned)block[1],
                                  (unsigned)block[2], (unsigned)smem, (CUstream)stream, args, NULL);
@@ -408,11 +414,8 @@ cf_status exec_launch_async(const ExecKernel *k, const ExecDeviceInfo *info, con
 cf_status exec_launch_cooperative_async(const ExecKernel *k, const ExecDeviceInfo *info, const int64_t grid[3],
                                         const int64_t block[3], int64_t smem, void *stream, void **args, char *err,
                                         size_t errlen) {
-  if (k == NULL || k->function == NULL || info == NULL)
-    return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "launch: no kernel loaded");
-  cf_status st;
-  if ((st = check_launch_dims(info, grid, block, smem, err, errlen)) != CF_OK) return st;
-  if ((st = fit_dynamic_smem(k, smem, err, errlen)) != CF_OK) return st;
+  cf_status st = launch_ready(k, info, grid, block, smem, err, errlen);
+  if (st != CF_OK) return st;
   int per_sm = 0;
   long long threads = (long long)(block[0] * block[1] * block[2]), blocks = (long long)(grid[0] * grid[1] * grid[2]);
   CUresult r = CU->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)k->function, (int)threads,
@@ -595,31 +598,9 @@ cf_status exec_launch(const ExecKernel *k, const int64_t grid[3], const int64_t 
 cf_status exec_launch_cooperative_async(const ExecKernel *k, const ExecDeviceInfo *info, const int64_t grid[3],
                                         const int64_t block[3], int64_t smem, void *stream, void **args, char *err,
                                         size_t errlen) {
-  if (k == NULL || k->function == NULL || info == NULL)
-    return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "launch: no kernel loaded");
-  cf_status st;
-  if ((st = check_launch_dims(info, grid, block, smem, err, errlen)) != CF_OK) return st;
-  if ((st = fit_dynamic_smem(k, smem, err, errlen)) != CF_OK) return st;
-  int per_sm = 0;
-  long long threads = (long long)(block[0] * block[1] * block[2]), blocks = (long long)(grid[0] * grid[1] * grid[2]);
-  CUresult r = CU->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)k->function, (int)threads,
-                                                               (size_t)smem);
-  if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-  if (blocks > (long long)per_sm * info->num_sms)
-    return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen,
-                     "cooperative launch: the grid has %lld blocks of %lld threads (%lld bytes of shared memory "
-                     "each), but only %d per SM x %d SMs can be resident at once, and a grid sync needs them all",
-                     blocks, threads, (long long)smem, per_sm, info->num_sms);
-  r = CU->cuLaunchCooperativeKernel((CUfunction)k->function, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
-                                    (unsigned)block[0], (unsigned)block[1], (unsigned)block[2], (unsigned)smem,
-                                    (CUstream)stream, args);
-  if (r != CUDA_SUCCESS)
-    return cu_fail(r, err, errlen, "cuLaunchCooperativeKernel(grid %lldx%lldx%lld, block %lldx%lldx%lld, "
-                   "%lld bytes of shared memory)", (long long)grid[0], (long long)grid[1], (long long)grid[2],
-                   (long long)block[0], (long long)block[1], (long long)block[2], (long long)smem);
-  return CF_OK;
+  (void)k, (void)info, (void)grid, (void)block, (void)smem, (void)stream, (void)args;
+  return no_device(err, errlen);
 }
-
 cf_status exec_synchronize(char *err, size_t errlen) { return no_device(err, errlen); }
 cf_status exec_device_open(int ordinal, const ExecDeviceInfo **info, char *err, size_t errlen) {
   (void)ordinal;

@@ -2,6 +2,8 @@
  * (sched_inner_persistent_apply), a client of the public scheduling calls: it applies the
  * parameters norm_sched.c planned (SchedInnerParams) to an unscheduled copy of a fusion
  * that scheduler accepted.
+ *   0. multipass: each softmax's max and sum of exponentials become one online softmax
+ *      reduction (online_softmax.c), before the checks find the reductions;
  *   1. inputs of the rows' shape are cached after (read with vector loads), and in
  *      registers mode the row parameters too (read once per thread, kept for every row
  *      the thread runs); outputs of the rows' shape are cached before (vector stores)
@@ -160,7 +162,8 @@ cf_status sched_inner_persistent_apply(cf_fusion *f, const SchedCall *call, cons
   NormPlan p = {0};
   if (q->online) { /* before the checks: they find the reductions of the rewritten fusion */
     Arena *s = arena_create();
-    cf_status st = s ? sched_online_softmax(f, s) : ir_error(f, CF_ERR_OUT_OF_MEMORY, "inner_persistent: out of memory");
+    cf_status st = s ? sched_online_softmax(f, s)
+                     : ir_error(f, CF_ERR_OUT_OF_MEMORY, "inner_persistent: out of memory");
     arena_destroy(s);
     if (st) return st;
   }

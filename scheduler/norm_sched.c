@@ -49,7 +49,9 @@
  *      recomputed from the inputs at each reader (refused past SCHED_RECOMPUTE_MAX_OPS
  *      added ops): one kernel, each pass over the row (one per reduction, then the
  *      epilogue) reading the inputs again, from L2 when the rows in flight fit it.
- *      A Welford reduction (var_mean) makes layer norm two passes.
+ *      A Welford reduction (var_mean) makes layer norm two passes; a softmax's max and
+ *      sum of exponentials of a float row become one online softmax reduction
+ *      (online_softmax.c): softmax and log-softmax in two passes.
  * A symbolic R (a fusion scheduled for the call's sizes but not made constant) keeps v = 1
  * and, in registers, splits the row outer by p, so register arrays keep the constant size
  * p (threads = ceilDiv(R, p) at run time, refused by the executor past 1024).
@@ -120,7 +122,8 @@ static bool measure_buffers(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p,
   int first = p->r.rank - p->r.nred;
   bool *row = sched_row_tensors(f, a, m, ref, first, p->r.nred);
   p->full_in = full_inputs(f, a, m, ref);
-  if (!row || !p->full_in || !sched_buffers(f, a, &p->r, row, p->full_in, p->vec_in, &p->buf)) return WHY("out of memory");
+  if (!row || !p->full_in || !sched_buffers(f, a, &p->r, row, p->full_in, p->vec_in, &p->buf))
+    return WHY("out of memory");
   p->clones[0] = sched_recompute_count(f, a, row, SCHED_KEEP_CACHES);
   p->clones[1] = sched_recompute_count(f, a, row, SCHED_CLONE_CACHES);
   int n;
@@ -164,7 +167,8 @@ static bool read_sizes(const SchedCall *call, NormPlan *p, char *why) {
     int64_t e;
     bool c = ir_scalar_const_value(ID(TV(p->row_input)->logical[x])->extent, &e), inner = x >= p->r.rank - p->r.nred;
     if (have_call) e = call->inputs[p->row_index]->shape[x];
-    else if (!c && inner) return WHY("the rows of %s are symbolic and the call gives no sizes", TV(p->row_input)->display_name);
+    else if (!c && inner)
+      return WHY("the rows of %s are symbolic and the call gives no sizes", TV(p->row_input)->display_name);
     if (!inner) {
       p->outer = c || have_call ? p->outer * e : 0;
       continue;

@@ -20,7 +20,8 @@
 static bool same_reduced_axes(Val *a, Val *b) {
   if (TV(a)->nlogical != TV(b)->nlogical) return false;
   for (int x = 0; x < TV(a)->nlogical; x++)
-    if ((ID(TV(a)->logical[x])->iter_type == CF_ITER_REDUCTION) != (ID(TV(b)->logical[x])->iter_type == CF_ITER_REDUCTION))
+    if ((ID(TV(a)->logical[x])->iter_type == CF_ITER_REDUCTION) !=
+        (ID(TV(b)->logical[x])->iter_type == CF_ITER_REDUCTION))
       return false;
   return true;
 }
@@ -90,7 +91,8 @@ static cf_status rewrite(cf_fusion *f, Expr *mx, Expr *sum) {
   Val *x = mx->in[0], *m = mx->out[0], *ids[CF_MAX_RANK];
   for (int a = 0; a < TV(m)->nlogical; a++) {
     Val *l = TV(m)->logical[a];
-    if (!(ids[a] = ir_id_new(f, ID(l)->extent, ID(l)->iter_type))) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "online softmax: out of memory");
+    if (!(ids[a] = ir_id_new(f, ID(l)->extent, ID(l)->iter_type)))
+      return ir_error(f, CF_ERR_OUT_OF_MEMORY, "online softmax: out of memory");
   }
   Val *st = ir_tv_new(f, CF_WELFORD_FLOAT, TV(m)->nlogical, ids);
   if (!st || !ir_expr_new(f, OP_ONLINE_SOFTMAX, 1, &x, 1, &st))

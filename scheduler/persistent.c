@@ -128,7 +128,9 @@ static bool kept_shape(const IdMap *m, Val *ref, int first, int n, Val *tv, bool
   return kept == n;
 }
 
-bool sched_kept_shape(const IdMap *m, Val *ref, int first, int n, Val *tv) { return kept_shape(m, ref, first, n, tv, false); }
+bool sched_kept_shape(const IdMap *m, Val *ref, int first, int n, Val *tv) {
+  return kept_shape(m, ref, first, n, tv, false);
+}
 
 int sched_input_like(cf_fusion *f, const IdMap *m, Val *ref) {
   for (int i = 0; i < f->inputs.len; i++)

@@ -122,7 +122,8 @@ cf_status sched_copy_reads(cf_fusion *f, Val *tv, Val **copies, int *ncopies) {
     if (ir_op_kind(((Expr *)tv->uses.items[i])->op) != OPK_TRANSFORM) readers[n++] = tv->uses.items[i];
   for (int i = 0; i < n; i++) {
     Val *c = ir_tv_like(f, tv, tv->dtype);
-    if (!c || !ir_expr_new(f, OP_SET, 1, &tv, 1, &c)) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "copy reads: out of memory");
+    if (!c || !ir_expr_new(f, OP_SET, 1, &tv, 1, &c))
+      return ir_error(f, CF_ERR_OUT_OF_MEMORY, "copy reads: out of memory");
     retarget(f, readers[i], tv, c);
     copies[(*ncopies)++] = c;
   }

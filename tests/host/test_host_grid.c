@@ -25,7 +25,8 @@ static const char *rounds_kernel =
     "  for (int r = 0; r < 3; r++) {\n"
     "    buf.data[(r * nb + b) * n + t] = (float)(b + r);\n"
     "    cf_grid_sync((int64_t *)sem.data);\n"
-    "    for (unsigned k = 0; k < nb; k++) cfh_smem_w(total, t) = cfh_smem_r(total, t) + buf.data[(r * nb + k) * n + t];\n"
+    "    for (unsigned k = 0; k < nb; k++)\n"
+    "      cfh_smem_w(total, t) = cfh_smem_r(total, t) + buf.data[(r * nb + k) * n + t];\n"
     "  }\n"
     "  out.data[b * n + t] = cfh_smem_r(total, t);\n"
     "}\n";

@@ -136,7 +136,8 @@ Test(norm_sched, parameters) {
   schedule_and_check(1, &IN(CF_FLOAT, 2, 16384), "registers threads=512 persistent=8 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
   softmax(CF_BFLOAT16, 2, (int64_t[]){2, 4096}, false);
-  schedule_and_check(1, &IN(CF_BFLOAT16, 2, 4096), "registers threads=128 persistent=4 vector=8 rows=blockIdx.x buffers=inputs", 5e-2);
+  schedule_and_check(1, &IN(CF_BFLOAT16, 2, 4096),
+                     "registers threads=128 persistent=4 vector=8 rows=blockIdx.x buffers=inputs", 5e-2);
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){3, 1000}, false);
   schedule_and_check(1, &IN(CF_FLOAT, 3, 1000), "registers threads=128 persistent=2 vector=4 rows=blockIdx.x", 1e-4);
@@ -157,7 +158,9 @@ Test(norm_sched, softmax_symbolic_rows) {
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
   schedule_and_check(1, &IN(CF_FLOAT, 2, 1000),
-                     "registers threads=125 (ceilDiv(row, persistent) at run time) persistent=8 vector=1 rows=blockIdx.x", 1e-4);
+                     "registers threads=125 (ceilDiv(row, persistent) at run time) persistent=8 vector=1 "
+                     "rows=blockIdx.x",
+                     1e-4);
 }
 
 /* 3-D: the outer axes are merged onto blockIdx.x; the last one or two axes are the row. */
@@ -218,15 +221,29 @@ static const SchedDevice tiny = {.sm_count = 2,
                                  .l2_bytes = 1 << 20,
                                  .max_cluster = 1};
 
+/* A case of a table: a fusion of one input [rows, cols] and the parameters it gets. */
+typedef struct Case {
+  cf_dtype dt;
+  int64_t rows, cols;
+  const char *params;
+} Case;
+
+/* Builds each case with `build` (constant sizes) and checks it against the evaluator. */
+static void run_cases(const Case *cases, size_t n, void (*build)(cf_dtype, int64_t, int64_t)) {
+  for (size_t i = 0; i < n; i++) {
+    fresh();
+    build(cases[i].dt, cases[i].rows, cases[i].cols);
+    schedule_and_check(1, &IN(cases[i].dt, cases[i].rows, cases[i].cols), cases[i].params, tol(cases[i].dt));
+  }
+}
+
+static void softmax_2d(cf_dtype dt, int64_t rows, int64_t cols) { softmax(dt, 2, (int64_t[]){rows, cols}, false); }
+
 /* Softmax in float, bfloat16 and half through registers, shared memory and multipass:
  * primes (vector 1), multiples of 4 and 8, 1 to 5 rows. */
 Test(norm_sched, softmax_each_branch) {
   sc_dev = &tiny;
-  static const struct {
-    cf_dtype dt;
-    int64_t rows, cols;
-    const char *params;
-  } cases[] = {
+  static const Case cases[] = {
       {CF_FLOAT, 3, 1000, "registers threads=64 persistent=4 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, 2, 1009, "registers threads=64 persistent=16 vector=1 rows=blockIdx.x"},
       {CF_FLOAT, 5, 1031, "shared threads=64 persistent=17 vector=1 rows=blockIdx.x"},
@@ -240,11 +257,7 @@ Test(norm_sched, softmax_each_branch) {
       {CF_HALF, 2, 3001, "shared threads=64 persistent=47 vector=1 rows=blockIdx.x"},
       {CF_HALF, 2, 8191, "multipass threads=32 chunks=256 vector=1 rows=blockIdx.x online_softmax"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    fresh();
-    softmax(cases[i].dt, 2, (int64_t[]){cases[i].rows, cases[i].cols}, false);
-    schedule_and_check(1, &IN(cases[i].dt, cases[i].rows, cases[i].cols), cases[i].params, tol(cases[i].dt));
-  }
+  run_cases(cases, sizeof cases / sizeof cases[0], softmax_2d);
 }
 
 /* Symbolic rows: the call picks the branch; rows of one element. */
@@ -331,22 +344,14 @@ static void layernorm_var_mean(cf_dtype dt, int64_t rows, int64_t cols) {
 
 Test(norm_sched, layernorm_with_keepdim_mean_and_invstd_outputs) {
   sc_dev = &tiny;
-  static const struct {
-    cf_dtype dt;
-    int64_t rows, cols;
-    const char *params;
-  } cases[] = {
+  static const Case cases[] = {
       {CF_FLOAT, 3, 100, "registers threads=32x2 persistent=1 vector=4 rows=blockIdx.x"},
       {CF_BFLOAT16, 2, 1024, "registers threads=64 persistent=4 vector=4 rows=blockIdx.x buffers=inputs"},
       {CF_FLOAT, 2, 1500, "shared threads=64 persistent=6 vector=4 rows=blockIdx.x"},
       {CF_HALF, 3, 3001, "shared threads=64 persistent=47 vector=1 rows=blockIdx.x"},
       {CF_HALF, 3, 4099, "multipass threads=32 chunks=129 vector=1 rows=blockIdx.x"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    fresh();
-    layernorm_var_mean(cases[i].dt, cases[i].rows, cases[i].cols);
-    schedule_and_check(1, &IN(cases[i].dt, cases[i].rows, cases[i].cols), cases[i].params, tol(cases[i].dt));
-  }
+  run_cases(cases, sizeof cases / sizeof cases[0], layernorm_var_mean);
 }
 
 /* Define and run on the scaled-down device, checked against the evaluator of the fusion

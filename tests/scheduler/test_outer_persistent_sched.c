@@ -135,14 +135,16 @@ Test(outer_sched, parameters) {
   schedule_and_check(1, &IN(CF_FLOAT, 64, 32), "block threads=8x16 persistent=4 vector=4 columns=blockIdx.x", 1e-4);
   fresh();
   minus_column_sum(2, (int64_t[]){512, 33}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 512, 33), "grid threads=32x4 persistent=8 vector=1 columns=blockIdx.x rows=blockIdx.y{16}", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 512, 33),
+                     "grid threads=32x4 persistent=8 vector=1 columns=blockIdx.x rows=blockIdx.y{16}", 1e-4);
   fresh();
   minus_column_sum(2, (int64_t[]){100, 3}, false);
   schedule_and_check(1, &IN(CF_FLOAT, 100, 3), "block threads=4x25 persistent=4 vector=1 columns=blockIdx.x", 1e-4);
   fresh();
   minus_column_sum(2, NULL, true);
   schedule_and_check(1, &IN(CF_FLOAT, 1000, 2),
-                     "block threads=2x63 (ceilDiv(rows, persistent) at run time) persistent=16 vector=1 columns=blockIdx.x",
+                     "block threads=2x63 (ceilDiv(rows, persistent) at run time) persistent=16 vector=1 "
+                     "columns=blockIdx.x",
                      1e-4);
 }
 
