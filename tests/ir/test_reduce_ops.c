@@ -1,6 +1,10 @@
 /* Tests of the reduction ops of issue 10 (prod, mean, keepdim through cf_reduce) and of
  * the reduction table's columns (combine op, identity, integer widening): their printed
- * math, their evaluation, their errors, and the identities kernels start from. */
+ * math, their evaluation, their errors, and the identities kernels start from; the online
+ * softmax's state merge. */
+#include <math.h>
+
+#include "ir/dtype.h"
 #include "ops_test_util.h"
 
 
@@ -123,11 +127,37 @@ Test(reduce_ops, every_reduction_op_has_one_row_of_the_reduction_table) {
   for (int op = 0; op < OP_COUNT; op++) {
     bool red = ir_op_kind((IrOp)op) == OPK_REDUCTION;
     cr_expect_eq(ir_op_is_reduction((IrOp)op), red, "op %s", ir_op_name((IrOp)op));
-    if (red && op != OP_WELFORD) /* Welford is its own combine (states merge) */
+    /* Welford and the online softmax are their own combines (states merge) */
+    if (red && op != OP_WELFORD && op != OP_ONLINE_SOFTMAX)
       cr_expect_eq(ir_op_kind(ir_reduction_combine((IrOp)op)), OPK_BINARY, "op %s", ir_op_name((IrOp)op));
   }
   cr_expect_eq(ir_reduction_combine(OP_PROD), OP_MUL);
   cr_expect_eq(ir_reduction_identity(OP_MAX_REDUCE), RID_LOWEST);
   cr_expect(ir_reduction_widens_int(OP_SUM));
   cr_expect(!ir_reduction_widens_int(OP_MIN_REDUCE));
+  cr_expect_eq(ir_reduction_combine(OP_ONLINE_SOFTMAX), OP_ONLINE_SOFTMAX);
+  cr_expect_eq(ir_reduction_identity(OP_ONLINE_SOFTMAX), RID_EMPTY);
+}
+
+/* The online softmax's merge ({max, sum - 1, count}): against the two-pass max and sum of
+ * exponentials, merged in any grouping; -inf elements and the empty state. */
+Test(reduce_ops, online_softmax_merge) {
+  const double x[] = {0.5, -2.0, 3.0, 3.0, -INFINITY, 1.25};
+  IrWelford all = ir_welford_empty(), left = ir_welford_empty(), right = ir_welford_empty();
+  for (int i = 0; i < 6; i++) {
+    all = ir_softmax_merge(all, ir_welford_of(x[i]));
+    if (i < 3) left = ir_softmax_merge(ir_welford_of(x[i]), left);
+    else right = ir_softmax_merge(right, ir_welford_of(x[i]));
+  }
+  double sum = 0;
+  for (int i = 0; i < 6; i++) sum += exp(x[i] - 3.0);
+  IrWelford tree = ir_softmax_merge(left, right);
+  cr_expect_eq(all.avg, 3.0);
+  cr_expect_float_eq(all.m2 + 1, sum, 1e-12);
+  cr_expect_float_eq(tree.m2 + 1, sum, 1e-12);
+  cr_expect_eq(all.n, 6);
+  IrWelford ninf = ir_softmax_merge(ir_welford_of(-INFINITY), ir_welford_of(-INFINITY));
+  cr_expect_eq(ninf.m2 + 1, 2.0); /* equal maxes scale by exactly 1, -inf ones too */
+  cr_expect_float_eq(ir_softmax_merge(ninf, ir_welford_of(0.0)).m2 + 1, 1.0, 1e-12);
+  cr_expect_eq(ir_softmax_merge(ir_welford_empty(), all).m2, all.m2);
 }
