@@ -5,7 +5,8 @@
  *   tensor.h    DLPack host tensors and the reference evaluator
  *   executor.h  compiling and running kernels (CUDA or the host backend)
  *   execute.h   define and run: an unscheduled fusion scheduled, compiled and cached per call signature
- *   layout.h    CuTe's layout algebra */
+ *   layout.h    CuTe's layout algebra
+ *   cache.h     the on-disk kernel cache: its size, `cfuser cache info|clear` */
 #ifndef CFUSER_H
 #define CFUSER_H
 
@@ -18,5 +19,6 @@
 #include "cfuser/execute.h"
 #include "cfuser/layout.h"
 #include "cfuser/picture.h"
+#include "cfuser/cache.h"
 
 #endif

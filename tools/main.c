@@ -1,5 +1,5 @@
 /* tools/main.c: the `cfuser` command-line program: dispatches to one subcommand per file
- * (demo, layout, picture). `./cfuser ARGS` at the repository root builds and then runs this. */
+ * (demo, layout, picture, cache). `./cfuser ARGS` at the repository root builds and then runs this. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +13,7 @@ static const struct {
     {"demo", cf_tool_demo, "build, schedule, print and run a small fusion"},
     {"layout", cf_tool_layout, "CuTe layout calculator: cfuser layout OP ARG... (cfuser layout help)"},
     {"picture", cf_tool_picture, "draw an example: cfuser picture transforms|tmem [svg|dot] (cfuser picture help)"},
+    {"cache", cf_tool_cache, "the kernel cache on disk: cfuser cache info|clear"},
 };
 
 static int usage(FILE *out) {
