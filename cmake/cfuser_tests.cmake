@@ -1,7 +1,10 @@
 # Test registration: every tests/<dir>/test_*.c and every tutorial/*.c is one Criterion
 # executable and one ctest test. Labels: `unit` for tests/, `tutorial` for tutorial/, plus
-# any listed on a first line of the form `// labels: gpu slow`. Tests may include internal
-# headers and link the static library so they can reach hidden symbols.
+# any listed on a first line of the form `// labels: gpu slow`. The label `split` makes
+# one ctest test per Criterion Test(suite, name) of the file instead, named
+# <dir>_<file>.<name>, so that ctest -j runs a long file's tests (the DAG fuzzer's modes)
+# side by side. Tests may include internal headers and link the static library so they
+# can reach hidden symbols.
 find_path(CRITERION_INCLUDE_DIR criterion/criterion.h REQUIRED)
 find_library(CRITERION_LIBRARY criterion REQUIRED)
 
@@ -14,7 +17,7 @@ function(cfuser_add_test src base_label)
   target_include_directories(${tname} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/tests
                                               ${CRITERION_INCLUDE_DIR})
   target_compile_definitions(${tname} PRIVATE _GNU_SOURCE)
-  target_link_libraries(${tname} PRIVATE cfuser_static ${CRITERION_LIBRARY} ${FFI_LINK_LIBRARIES}
+  target_link_libraries(${tname} PRIVATE cfuser_static ${CRITERION_LIBRARY} LibFFI::LibFFI
                                          ${CMAKE_DL_LIBS} m pthread)
   cfuser_apply_warnings(${tname})
   file(STRINGS ${src} first LIMIT_COUNT 1)
@@ -23,10 +26,26 @@ function(cfuser_add_test src base_label)
     string(REPLACE " " ";" extra "${CMAKE_MATCH_1}")
     list(APPEND labels ${extra})
   endif()
-  add_test(NAME ${tname} COMMAND ${tname} --jobs 1)
-  set_tests_properties(${tname} PROPERTIES LABELS "${labels}"
-    ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1"
-    SKIP_RETURN_CODE 77)
+  set(names ${tname})
+  set(commands "${tname} --jobs 1")
+  if("split" IN_LIST labels)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src})
+    file(STRINGS ${src} decls REGEX "^Test\\([a-z_0-9]+, *[a-z_0-9]+")
+    set(names "")
+    set(commands "")
+    foreach(d ${decls})
+      string(REGEX MATCH "^Test\\(([a-z_0-9]+), *([a-z_0-9]+)" _ "${d}")
+      list(APPEND names "${tname}.${CMAKE_MATCH_2}")
+      list(APPEND commands "${tname} --jobs 1 --filter ${CMAKE_MATCH_1}/${CMAKE_MATCH_2}")
+    endforeach()
+  endif()
+  foreach(n c IN ZIP_LISTS names commands)
+    separate_arguments(c)
+    add_test(NAME ${n} COMMAND ${c})
+    set_tests_properties(${n} PROPERTIES LABELS "${labels}"
+      ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1"
+      SKIP_RETURN_CODE 77)
+  endforeach()
 endfunction()
 
 file(GLOB CFUSER_UNIT_TESTS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/*/test_*.c)
@@ -41,7 +60,7 @@ endforeach()
 # The install test builds a tiny outside program against the installed package, through
 # pkg-config and through find_package.
 add_test(NAME install_consumers
-  COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${CMAKE_BINARY_DIR}
+  COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${PROJECT_BINARY_DIR}
           -P ${PROJECT_SOURCE_DIR}/tests/install/check_install.cmake)
 set_tests_properties(install_consumers PROPERTIES LABELS "unit;slow")
 
@@ -52,7 +71,7 @@ if(CFUSER_SANITIZE)
   set(_tour_flags "-fsanitize=address,undefined")
 endif()
 add_test(NAME readme_tour
-  COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${CMAKE_BINARY_DIR}
+  COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${PROJECT_BINARY_DIR}
           -DLIB=$<TARGET_FILE:cfuser> -DDLPACK=${DLPACK_INCLUDE_DIR} -DFLAGS=${_tour_flags}
           -P ${PROJECT_SOURCE_DIR}/tests/readme/check_tour.cmake)
 set_tests_properties(readme_tour PROPERTIES LABELS "unit")
@@ -84,7 +103,7 @@ endif()
 # skipped, with the reason, when clang or libFuzzer is missing); run it long by hand with
 # tests/fuzz/run_layout_fuzz.sh SECONDS.
 add_test(NAME layout_libfuzzer
-  COMMAND ${PROJECT_SOURCE_DIR}/tests/fuzz/run_layout_fuzz.sh 20 ${CMAKE_BINARY_DIR}/layout-fuzz)
+  COMMAND ${PROJECT_SOURCE_DIR}/tests/fuzz/run_layout_fuzz.sh 20 ${PROJECT_BINARY_DIR}/layout-fuzz)
 set_tests_properties(layout_libfuzzer PROPERTIES LABELS "unit;slow;fuzz" SKIP_RETURN_CODE 77)
 
 # The layout fuzz runs the calculator in-process: it links the calculator's source.

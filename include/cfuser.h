@@ -6,7 +6,8 @@
  *   executor.h  compiling and running kernels (CUDA or the host backend)
  *   execute.h   define and run: an unscheduled fusion scheduled, compiled and cached per call signature
  *   layout.h    CuTe's layout algebra
- *   cache.h     the on-disk kernel cache: its size, `cfuser cache info|clear` */
+ *   cache.h     the on-disk kernel cache: its size, `cfuser cache info|clear`
+ *   version.h   CF_VERSION_MAJOR/MINOR/PATCH, CF_VERSION_STRING, cf_version() */
 #ifndef CFUSER_H
 #define CFUSER_H
 
@@ -20,5 +21,6 @@
 #include "cfuser/layout.h"
 #include "cfuser/picture.h"
 #include "cfuser/cache.h"
+#include "cfuser/version.h"
 
 #endif

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cfuser/version.h>
+
 #include "tools.h"
 
 static const struct {
@@ -17,7 +19,7 @@ static const struct {
 };
 
 static int usage(FILE *out) {
-  fprintf(out, "usage: cfuser COMMAND [ARGS]\n\ncommands:\n");
+  fprintf(out, "usage: cfuser COMMAND [ARGS]  (cfuser --version: the version)\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
   return out == stderr ? 2 : 0;
@@ -26,6 +28,10 @@ static int usage(FILE *out) {
 int main(int argc, char **argv) {
   if (argc < 2) return usage(stderr);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return usage(stdout);
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+    printf("cfuser %s\n", cf_version()); /* the library's, which the header's must equal */
+    return strcmp(cf_version(), CF_VERSION_STRING) ? 1 : 0;
+  }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
   fprintf(stderr, "cfuser: unknown command '%s'\n\n", argv[1]);
