@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "executor/executor_internal.h"
+#include "executor/repro.h"
 
 cf_status exec_error(cf_executor *e, cf_status s, const char *fmt, ...) {
   va_list ap;
@@ -197,6 +198,7 @@ cf_status cf_executor_compile(cf_executor *e, cf_fusion *f) {
   } else {
     s = build(e, f, backend, &e->cc);
     if (!s && cached) e->borrowed = exec_cache_store(e->opts.cache, &key, e->cc);
+    if (s) exec_repro_failed(f, 0, NULL, false, e->opts.backend, s, cf_executor_error(e)); /* $CFUSER_REPRO_DIR */
   }
   free(key.bytes);
   if (!s && exec_plan_make(e->cc->k, &e->plan)) {

@@ -7,7 +7,8 @@
  *   execute.h   define and run: an unscheduled fusion scheduled, compiled and cached per call signature
  *   layout.h    CuTe's layout algebra
  *   cache.h     the on-disk kernel cache: its size, `cfuser cache info|clear`
- *   version.h   CF_VERSION_MAJOR/MINOR/PATCH, CF_VERSION_STRING, cf_version() */
+ *   version.h   CF_VERSION_MAJOR/MINOR/PATCH, CF_VERSION_STRING, cf_version()
+ *   repro.h     a standalone C reproducer of a fusion and its call (cf_fusion_write_repro) */
 #ifndef CFUSER_H
 #define CFUSER_H
 
@@ -21,6 +22,7 @@
 #include "cfuser/layout.h"
 #include "cfuser/picture.h"
 #include "cfuser/cache.h"
+#include "cfuser/repro.h"
 #include "cfuser/version.h"
 
 #endif
