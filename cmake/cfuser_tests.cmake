@@ -79,6 +79,15 @@ set_tests_properties(readme_tour PROPERTIES LABELS "unit")
 # The rendered tutorials (tutorial/x.md) must match their sources (tutorial/x.c).
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
+  # Every C and Python block of the docs runs (tests/readme/check_blocks.py), and
+  # python/README.md's ops table is what tools/gen_ops_table.py generates from fd.ops.
+  add_test(NAME docs_code_blocks
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/readme/check_blocks.py ${PROJECT_SOURCE_DIR}
+            $<TARGET_FILE:cfuser>)
+  add_test(NAME python_ops_table_fresh
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/gen_ops_table.py --check)
+  set_tests_properties(docs_code_blocks python_ops_table_fresh PROPERTIES LABELS "python"
+    ENVIRONMENT "CFUSER_LIBRARY=$<TARGET_FILE:cfuser>")
   foreach(t ${CFUSER_TUTORIALS})
     get_filename_component(name ${t} NAME_WE)
     add_test(NAME tutorial_${name}_markdown_fresh

@@ -14,7 +14,7 @@ static const struct {
 } commands[] = {
     {"demo", cf_tool_demo, "build, schedule, print and run a small fusion"},
     {"layout", cf_tool_layout, "CuTe layout calculator: cfuser layout OP ARG... (cfuser layout help)"},
-    {"picture", cf_tool_picture, "draw an example: cfuser picture transforms|tmem [svg|dot] (cfuser picture help)"},
+    {"picture", cf_tool_picture, "draw an example: cfuser picture transforms|dataflow|segments|tmem [svg|dot] (cfuser picture help)"},
     {"cache", cf_tool_cache, "the kernel cache on disk: cfuser cache info|clear"},
 };
 

@@ -232,6 +232,10 @@ for _name in ("cf_fusion_cache_hits", "cf_fusion_cache_misses"):
 _proto("cf_fusion_cache_last_scheduler", c_char_p, _P, c_int)
 _proto("cf_fusion_cache_last_executor", _P, _P, c_int)
 _proto("cf_fusion_cache_print_kernel", c_int, _P, c_int, _P)
+# pictures and reproducers (cfuser/_show.py): (handle, format, FILE*); (f, n, inputs, dar, backend, FILE*)
+_proto("cf_fusion_draw_dataflow", c_int, _P, c_int, _P)
+_proto("cf_fusion_cache_draw_segments", c_int, _P, c_int, _P)
+_proto("cf_fusion_write_repro", c_int, _P, c_int, _P, c_bool, c_int, _P)
 
 # ---- printing through a FILE* ---------------------------------------------------------------
 
