@@ -44,7 +44,7 @@ static FileKind classify(const char *name) {
     if (strstr(ext, ".tmp.")) return F_TEMP;
     return F_OTHER;
   }
-  if (n > 16 && hex_run(name, 16) && name[16] == '.' && !hex_run(name, 17)) {
+  if (n > 16 && hex_run(name, 16) && name[16] == '.') {
     static const char *const old[] = {".c", ".so", ".idx", ".cubin"};
     for (size_t i = 0; i < sizeof old / sizeof old[0]; i++)
       if (!strcmp(name + 16, old[i])) return F_OLD;
@@ -171,13 +171,21 @@ void exec_disk_cache_trim(const char *dir, int64_t cap) {
   close(fd); /* releases the lock */
 }
 
-/* The checked directory for the public calls (the caller frees it). */
-static cf_status public_dir(char **dir, char *err, size_t errlen) {
+/* The checked directory (*dir, the caller frees it) and its scan, for the public calls. */
+static cf_status public_scan(char **dir, Scan *s, char *err, size_t errlen) {
   char why[4600];
   bool too_long = false;
-  cf_status s = exec_disk_cache_dir(dir, &too_long, why, sizeof why);
-  if (s && err && errlen) snprintf(err, errlen, "%s", why);
-  return s;
+  *s = (Scan){0};
+  cf_status st = exec_disk_cache_dir(dir, &too_long, why, sizeof why);
+  if (st) {
+    if (err && errlen) snprintf(err, errlen, "%s", why);
+    return st;
+  }
+  if (scan_dir(*dir, s)) return CF_OK;
+  if (err && errlen) snprintf(err, errlen, "cannot read the kernel cache directory %s: %s", *dir, strerror(errno));
+  free(*dir);
+  *dir = NULL;
+  return CF_ERR_IO;
 }
 
 cf_status cf_disk_cache_stat(cf_disk_cache_stats *out, char *err, size_t errlen) {
@@ -185,15 +193,10 @@ cf_status cf_disk_cache_stat(cf_disk_cache_stats *out, char *err, size_t errlen)
   if (!out) return CF_ERR_INVALID_ARGUMENT;
   *out = (cf_disk_cache_stats){.enabled = exec_disk_cache_enabled(), .cap_bytes = exec_disk_cache_cap()};
   char *dir = NULL;
-  cf_status st = public_dir(&dir, err, errlen);
+  Scan s;
+  cf_status st = public_scan(&dir, &s, err, errlen);
   if (st) return st;
   snprintf(out->dir, sizeof out->dir, "%s", dir);
-  Scan s;
-  if (!scan_dir(dir, &s)) {
-    if (err && errlen) snprintf(err, errlen, "cannot read the kernel cache directory %s: %s", dir, strerror(errno));
-    free(dir);
-    return CF_ERR_IO;
-  }
   for (size_t i = 0; i < s.n; i++) {
     FileKind k = s.files[i].kind;
     int64_t *count = k == F_HOST ? &out->host_kernels : k == F_CUBIN ? &out->cubins : k == F_OLD ? &out->old_entries
@@ -210,14 +213,9 @@ cf_status cf_disk_cache_clear(int64_t *removed, char *err, size_t errlen) {
   if (err && errlen) err[0] = 0;
   if (removed) *removed = 0;
   char *dir = NULL;
-  cf_status st = public_dir(&dir, err, errlen);
-  if (st) return st;
   Scan s;
-  if (!scan_dir(dir, &s)) {
-    if (err && errlen) snprintf(err, errlen, "cannot read the kernel cache directory %s: %s", dir, strerror(errno));
-    free(dir);
-    return CF_ERR_IO;
-  }
+  cf_status st = public_scan(&dir, &s, err, errlen);
+  if (st) return st;
   for (size_t i = 0; i < s.n; i++) {
     remove_file(dir, s.files[i].name);
     if (removed) (*removed)++;

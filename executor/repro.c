@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *dtype_enum(cf_dtype t) {
+const char *exec_repro_dtype_enum(cf_dtype t) {
   static const char *const names[] = {
 #define CF_X(e, name, size, ctype, dlcode, dlbits) #e,
       CF_DTYPE_TABLE(CF_X)
@@ -77,15 +77,15 @@ static void emit_input(ReproWalk *w, Val *tv) {
   sb_puts(b, "  cf_tv *");
   tv_var(b, tv);
   if (t->nlogical == 0) {
-    sb_printf(b, " = cf_scalar_input(f, %s);\n", dtype_enum(tv->dtype));
+    sb_printf(b, " = cf_scalar_input(f, %s);\n", exec_repro_dtype_enum(tv->dtype));
     return;
   }
   bool concrete = true;
   for (int i = 0; i < t->nlogical; i++) concrete &= ir_scalar_is_const(ID(t->logical[i])->extent);
-  if (t->has_strides) sb_printf(b, " = cf_tensor_strided(f, %s, %d);\n", dtype_enum(tv->dtype), t->nlogical);
-  else if (!concrete) sb_printf(b, " = cf_tensor_symbolic(f, %s, %d);\n", dtype_enum(tv->dtype), t->nlogical);
+  if (t->has_strides) sb_printf(b, " = cf_tensor_strided(f, %s, %d);\n", exec_repro_dtype_enum(tv->dtype), t->nlogical);
+  else if (!concrete) sb_printf(b, " = cf_tensor_symbolic(f, %s, %d);\n", exec_repro_dtype_enum(tv->dtype), t->nlogical);
   else {
-    sb_printf(b, " = cf_tensor_concrete(f, %s, %d, ", dtype_enum(tv->dtype), t->nlogical);
+    sb_printf(b, " = cf_tensor_concrete(f, %s, %d, ", exec_repro_dtype_enum(tv->dtype), t->nlogical);
     extents(b, t->logical, t->nlogical, w);
     sb_puts(b, ");\n");
   }
@@ -152,7 +152,7 @@ static void emit_shape_op(ReproWalk *w, const Expr *e, Val *out) {
   default: /* OP_FULL */
     sb_printf(b, "cf_full(f, %d, ", o->nlogical);
     extents(b, o->logical, o->nlogical, w);
-    sb_printf(b, ", %.17g, %s)", e->attr.full.value, dtype_enum(out->dtype));
+    sb_printf(b, ", %.17g, %s)", e->attr.full.value, exec_repro_dtype_enum(out->dtype));
     return;
   }
   extents(b, o->logical, o->nlogical, w);
@@ -195,7 +195,7 @@ static void emit_expr(ReproWalk *w, const Expr *e) {
   } else if (e->op == OP_SET) {
     sb_printf(b, "cf_set(f, t%d)", e->in[0]->name);
   } else if (e->op == OP_CAST) {
-    sb_printf(b, "cf_cast(f, t%d, %s)", e->in[0]->name, dtype_enum(e->attr.cast.to));
+    sb_printf(b, "cf_cast(f, t%d, %s)", e->in[0]->name, exec_repro_dtype_enum(e->attr.cast.to));
   } else if (k == OPK_UNARY) {
     sb_printf(b, "cf_%s(f, t%d)", ir_op_name(e->op), e->in[0]->name);
   } else if (k == OPK_BINARY) {

@@ -16,6 +16,8 @@ typedef struct ReproWalk {
 } ReproWalk;
 
 cf_status exec_repro_walk(cf_fusion *f, ReproWalk *w);
+/* The enumerator's name of a dtype, e.g. "CF_FLOAT". */
+const char *exec_repro_dtype_enum(cf_dtype t);
 
 /* Called where a compile or a define-and-run call fails: with $CFUSER_REPRO_DIR set, writes
  * the reproducer there (repro-<hash>.c) and says so on stderr; otherwise nothing. */

@@ -17,22 +17,13 @@ static const char *backend_enum(cf_backend b) {
   return b == CF_BACKEND_CUDA ? "CF_BACKEND_CUDA" : b == CF_BACKEND_HOST ? "CF_BACKEND_HOST" : "CF_BACKEND_AUTO";
 }
 
-static const char *dtype_enum(cf_dtype t) {
-  static const char *const names[] = {
-#define CF_X(e, name, size, ctype, dlcode, dlbits) #e,
-      CF_DTYPE_TABLE(CF_X)
-#undef CF_X
-  };
-  return (unsigned)t < CF_DTYPE_COUNT ? names[t] : "CF_FLOAT";
-}
-
 /* One input's shape: the call's tensor when given, else the fusion's extents (8 where symbolic). */
 static void input_shape(StrBuf *b, cf_fusion *f, int i, int ninputs, const DLTensor *const *inputs) {
   Val *tv = f->inputs.items[i];
   TensorView *t = TV(tv);
   const DLTensor *x = i < ninputs && inputs ? inputs[i] : NULL;
   int rank = x ? x->ndim : t->nlogical;
-  sb_printf(b, "  in[%d] = cf_tensor_host(%s, %d, (int64_t[]){", i, dtype_enum(tv->dtype), rank);
+  sb_printf(b, "  in[%d] = cf_tensor_host(%s, %d, (int64_t[]){", i, exec_repro_dtype_enum(tv->dtype), rank);
   for (int k = 0; k < rank; k++) {
     Val *e = !x && k < t->nlogical ? ID(t->logical[k])->extent : NULL;
     long long n = x ? (long long)x->shape[k] : e && ir_scalar_is_const(e) ? (long long)SC(e)->i : 8;

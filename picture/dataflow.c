@@ -214,20 +214,14 @@ static void draw_svg(StrBuf *b, DfPanel *panels, int n, const char *title) {
 
 /* ---- DOT ---------------------------------------------------------------------------------- */
 
-static void dot_quoted(StrBuf *b, const char *s) {
-  sb_puts(b, "\"");
-  for (; s && *s; s++) sb_printf(b, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-  sb_puts(b, "\"");
-}
-
 static void dot_panel(StrBuf *b, DfPanel *p, int k) {
   sb_printf(b, "  subgraph cluster_%d {\n    label=", k);
-  dot_quoted(b, p->title);
+  pic_dot_quoted(b, p->title);
   sb_puts(b, ";\n");
   for (int i = 0; i < p->n; i++) {
     DfNode *n = &p->nodes[i];
     sb_printf(b, "    p%d_%c%d [label=", k, n->tv ? 'v' : 'e', n->tv ? n->tv->id : n->e->id);
-    dot_quoted(b, n->label);
+    pic_dot_quoted(b, n->label);
     sb_printf(b, ", fillcolor=\"%s\"%s];\n", fill_of(p, n), n->tv ? "" : ", shape=ellipse");
   }
   for (int i = 0; i < p->n; i++) {

@@ -28,6 +28,8 @@ void pic_text(StrBuf *b, double x, double y, const char *anchor, const char *wei
 /* A <title> (a tooltip) for the element opened by pic_group_begin. */
 void pic_group_begin(StrBuf *b, const char *title);
 void pic_group_end(StrBuf *b);
+/* Appends s as a DOT string: in double quotes, " and \ escaped (NULL: ""). */
+void pic_dot_quoted(StrBuf *b, const char *s);
 /* Appends s with &, <, >, " escaped. */
 void pic_escape(StrBuf *b, const char *s);
 /* The fill color of an IterDomain of parallel type p (one helper beside the table). */

@@ -35,9 +35,7 @@ static void fresh_cache(void) {
 /* Compiles kernel k (a hit when cached); its entry's path into path. */
 static bool compile_kernel(int k, char *path, size_t len) {
   char kernel[256], name[32];
-  snprintf(name, sizeof name, "k%d", k);
-  snprintf(kernel, sizeof kernel, "void %s(T1f out);\nvoid %s(T1f out) { out.data[threadIdx.x] = %d.0f; }\n", name,
-           name, k);
+  kernel_writing(k, name, kernel);
   ExecHostModule *m = compile_ok(kernel, name);
   bool hit = exec_host_module_cache_hit(m);
   snprintf(path, len, "%s", exec_host_module_path(m));

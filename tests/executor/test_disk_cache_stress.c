@@ -52,9 +52,7 @@ static void fresh_cache(void) {
 /* Compiles kernel k (it writes k into its 8 outputs), runs it; 0 when the output is right. */
 static int compile_and_check(int k) {
   char kernel[256], name[32];
-  snprintf(name, sizeof name, "k%d", k);
-  snprintf(kernel, sizeof kernel, "void %s(T1f out);\nvoid %s(T1f out) { out.data[threadIdx.x] = %d.0f; }\n", name,
-           name, k);
+  kernel_writing(k, name, kernel);
   char *src = with_runtime(kernel);
   ExecHostError err = {{0}, NULL, NULL};
   ExecHostModule *m = NULL;
@@ -89,9 +87,7 @@ static const char *in_child(int k) {
 /* The path of kernel k's entry: compiled once, so the cache names it. */
 static void entry_of(int k, char *path, size_t len) {
   char kernel[256], name[32];
-  snprintf(name, sizeof name, "k%d", k);
-  snprintf(kernel, sizeof kernel, "void %s(T1f out);\nvoid %s(T1f out) { out.data[threadIdx.x] = %d.0f; }\n", name,
-           name, k);
+  kernel_writing(k, name, kernel);
   ExecHostModule *m = compile_ok(kernel, name);
   snprintf(path, len, "%s", exec_host_module_path(m));
   exec_host_module_free(m);
