@@ -9,7 +9,8 @@
  * the lowest of its inputs and its outputs one row below it; each node wants to be centered
  * under what it comes from, and each row is swept left to right so that no two overlap.
  * Key decision: nothing but the IR decides the picture (deterministic; tests compare it
- * byte for byte), and the labels are the printed math's (T3, float, logical extents). */
+ * byte for byte), and the labels are the printed math's (T3, float, logical extents, r for a
+ * reduced axis and b for a broadcast one). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +38,9 @@ static void tv_label(StrBuf *b, Val *tv) {
   TensorView *t = TV(tv);
   sb_printf(b, "%s %s[", t->display_name, cf_dtype_name(tv->dtype));
   for (int i = 0; i < t->nlogical; i++) {
-    if (i) sb_puts(b, ", ");
+    cf_iter_type it = ID(t->logical[i])->iter_type;
+    sb_puts(b, i ? ", " : "");
+    sb_puts(b, it == CF_ITER_REDUCTION ? "r" : it == CF_ITER_BROADCAST ? "b" : ""); /* as the printed math marks them */
     ir_print_scalar(b, ID(t->logical[i])->extent);
   }
   sb_puts(b, "]");

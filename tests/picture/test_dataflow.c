@@ -31,15 +31,15 @@ Test(dataflow, a_small_fusion_as_dot) {
   cr_expect_str_eq(dot,
                    "digraph dataflow {\n  node [shape=box, style=filled, fontname=\"monospace\"];\n"
                    "  subgraph cluster_0 {\n    label=\"the fusion\";\n"
-                   "    p0_v0 [label=\"T0 float[4, 8]\", fillcolor=\"#e6f4ea\"];\n"
+                   "    p0_v4 [label=\"T0 float[4, 8]\", fillcolor=\"#e6f4ea\"];\n"
                    "    p0_e0 [label=\"exp\", fillcolor=\"#eeeeee\", shape=ellipse];\n"
-                   "    p0_v3 [label=\"T1 float[4, 8]\", fillcolor=\"#ffffff\"];\n"
+                   "    p0_v7 [label=\"T1 float[4, 8]\", fillcolor=\"#ffffff\"];\n"
                    "    p0_e1 [label=\"sum\", fillcolor=\"#fde7c8\", shape=ellipse];\n"
-                   "    p0_v6 [label=\"T2 float[4, 8]\", fillcolor=\"#e3ecfd\"];\n"
+                   "    p0_v10 [label=\"T2 float[4, r8]\", fillcolor=\"#e3ecfd\"];\n"
                    "    p0_e2 [label=\"add\", fillcolor=\"#eeeeee\", shape=ellipse];\n"
-                   "    p0_v9 [label=\"T3 float[4, 8]\", fillcolor=\"#e3ecfd\"];\n"
-                   "    p0_v0 -> p0_e0;\n    p0_e0 -> p0_v3;\n    p0_v3 -> p0_e1;\n    p0_e1 -> p0_v6;\n"
-                   "    p0_v0 -> p0_e2;\n    p0_e2 -> p0_v9;\n  }\n}\n");
+                   "    p0_v13 [label=\"T3 float[4, 8]\", fillcolor=\"#e3ecfd\"];\n"
+                   "    p0_v4 -> p0_e0;\n    p0_e0 -> p0_v7;\n    p0_v7 -> p0_e1;\n    p0_e1 -> p0_v10;\n"
+                   "    p0_v4 -> p0_e2;\n    p0_e2 -> p0_v13;\n  }\n}\n");
   free(dot);
   cf_fusion_destroy(f);
 }
@@ -49,7 +49,7 @@ Test(dataflow, a_small_fusion_as_svg) {
   char *svg = tu_capture_fusion(dataflow_svg, f);
   cr_expect(!strncmp(svg, "<svg ", 5) || !strncmp(svg, "<?xml", 5), "%.80s", svg);
   cr_expect_not_null(strstr(svg, "</svg>"));
-  static const char *const texts[] = {">T0 float[4, 8]<", ">exp<", ">T1 float[4, 8]<", ">sum<", ">T2 float[4, 8]<",
+  static const char *const texts[] = {">T0 float[4, 8]<", ">exp<", ">T1 float[4, 8]<", ">sum<", ">T2 float[4, r8]<",
                                       ">add<", ">T3 float[4, 8]<", ">reduction<"};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) cr_expect_not_null(strstr(svg, texts[i]), "%s", texts[i]);
   char path[] = "/tmp/cfuser-dataflow-XXXXXX";
