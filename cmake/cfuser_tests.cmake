@@ -1,7 +1,10 @@
 # Test registration: every tests/<dir>/test_*.c and every tutorial/*.c is one Criterion
 # executable and one ctest test. Labels: `unit` for tests/, `tutorial` for tutorial/, plus
-# any listed on a first line of the form `// labels: gpu slow`. Tests may include internal
-# headers and link the static library so they can reach hidden symbols.
+# any listed on a first line of the form `// labels: gpu slow`. The label `split` makes
+# one ctest test per Criterion Test(suite, name) of the file instead, named
+# <dir>_<file>.<name>, so that ctest -j runs a long file's tests (the DAG fuzzer's modes)
+# side by side. Tests may include internal headers and link the static library so they
+# can reach hidden symbols.
 find_path(CRITERION_INCLUDE_DIR criterion/criterion.h REQUIRED)
 find_library(CRITERION_LIBRARY criterion REQUIRED)
 
@@ -14,7 +17,7 @@ function(cfuser_add_test src base_label)
   target_include_directories(${tname} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/tests
                                               ${CRITERION_INCLUDE_DIR})
   target_compile_definitions(${tname} PRIVATE _GNU_SOURCE)
-  target_link_libraries(${tname} PRIVATE cfuser_static ${CRITERION_LIBRARY} ${FFI_LINK_LIBRARIES}
+  target_link_libraries(${tname} PRIVATE cfuser_static ${CRITERION_LIBRARY} LibFFI::LibFFI
                                          ${CMAKE_DL_LIBS} m pthread)
   cfuser_apply_warnings(${tname})
   file(STRINGS ${src} first LIMIT_COUNT 1)
@@ -23,10 +26,26 @@ function(cfuser_add_test src base_label)
     string(REPLACE " " ";" extra "${CMAKE_MATCH_1}")
     list(APPEND labels ${extra})
   endif()
-  add_test(NAME ${tname} COMMAND ${tname} --jobs 1)
-  set_tests_properties(${tname} PROPERTIES LABELS "${labels}"
-    ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1"
-    SKIP_RETURN_CODE 77)
+  set(names ${tname})
+  set(commands "${tname} --jobs 1")
+  if("split" IN_LIST labels)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src})
+    file(STRINGS ${src} decls REGEX "^Test\\([a-z_0-9]+, *[a-z_0-9]+")
+    set(names "")
+    set(commands "")
+    foreach(d ${decls})
+      string(REGEX MATCH "^Test\\(([a-z_0-9]+), *([a-z_0-9]+)" _ "${d}")
+      list(APPEND names "${tname}.${CMAKE_MATCH_2}")
+      list(APPEND commands "${tname} --jobs 1 --filter ${CMAKE_MATCH_1}/${CMAKE_MATCH_2}")
+    endforeach()
+  endif()
+  foreach(n c IN ZIP_LISTS names commands)
+    separate_arguments(c)
+    add_test(NAME ${n} COMMAND ${c})
+    set_tests_properties(${n} PROPERTIES LABELS "${labels}"
+      ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1"
+      SKIP_RETURN_CODE 77)
+  endforeach()
 endfunction()
 
 file(GLOB CFUSER_UNIT_TESTS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/*/test_*.c)
@@ -41,7 +60,7 @@ endforeach()
 # The install test builds a tiny outside program against the installed package, through
 # pkg-config and through find_package.
 add_test(NAME install_consumers
-  COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${CMAKE_BINARY_DIR}
+  COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${PROJECT_BINARY_DIR}
           -P ${PROJECT_SOURCE_DIR}/tests/install/check_install.cmake)
 set_tests_properties(install_consumers PROPERTIES LABELS "unit;slow")
 
@@ -52,7 +71,7 @@ if(CFUSER_SANITIZE)
   set(_tour_flags "-fsanitize=address,undefined")
 endif()
 add_test(NAME readme_tour
-  COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${CMAKE_BINARY_DIR}
+  COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${PROJECT_BINARY_DIR}
           -DLIB=$<TARGET_FILE:cfuser> -DDLPACK=${DLPACK_INCLUDE_DIR} -DFLAGS=${_tour_flags}
           -P ${PROJECT_SOURCE_DIR}/tests/readme/check_tour.cmake)
 set_tests_properties(readme_tour PROPERTIES LABELS "unit")
@@ -60,6 +79,15 @@ set_tests_properties(readme_tour PROPERTIES LABELS "unit")
 # The rendered tutorials (tutorial/x.md) must match their sources (tutorial/x.c).
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
+  # Every C and Python block of the docs runs (tests/readme/check_blocks.py), and
+  # python/README.md's ops table is what tools/gen_ops_table.py generates from fd.ops.
+  add_test(NAME docs_code_blocks
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/readme/check_blocks.py ${PROJECT_SOURCE_DIR}
+            $<TARGET_FILE:cfuser>)
+  add_test(NAME python_ops_table_fresh
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/gen_ops_table.py --check)
+  set_tests_properties(docs_code_blocks python_ops_table_fresh PROPERTIES LABELS "python"
+    ENVIRONMENT "CFUSER_LIBRARY=$<TARGET_FILE:cfuser>")
   foreach(t ${CFUSER_TUTORIALS})
     get_filename_component(name ${t} NAME_WE)
     add_test(NAME tutorial_${name}_markdown_fresh
@@ -84,7 +112,7 @@ endif()
 # skipped, with the reason, when clang or libFuzzer is missing); run it long by hand with
 # tests/fuzz/run_layout_fuzz.sh SECONDS.
 add_test(NAME layout_libfuzzer
-  COMMAND ${PROJECT_SOURCE_DIR}/tests/fuzz/run_layout_fuzz.sh 20 ${CMAKE_BINARY_DIR}/layout-fuzz)
+  COMMAND ${PROJECT_SOURCE_DIR}/tests/fuzz/run_layout_fuzz.sh 20 ${PROJECT_BINARY_DIR}/layout-fuzz)
 set_tests_properties(layout_libfuzzer PROPERTIES LABELS "unit;slow;fuzz" SKIP_RETURN_CODE 77)
 
 # The layout fuzz runs the calculator in-process: it links the calculator's source.
@@ -101,3 +129,19 @@ if(CFUSER_SANITIZE)
   set_tests_properties(kernels_random_schedules_instrumented PROPERTIES LABELS "unit"
     ENVIRONMENT "CFUSER_HOST_CFLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer;CFUSER_FUZZ_FIRST=5000;CFUSER_FUZZ_ITERS=30;CFUSER_VERIFY=1")
 endif()
+
+# Long tests first: ctest -j starts tests in decreasing COST (later runs use the times it
+# recorded), so on a fresh build directory these would otherwise start last and run alone
+# at the end. Figures: seconds on 2 cores, cold kernel cache.
+foreach(pair "kernels_test_random_dags.define_and_run_like_the_evaluator:250" "tutorial_tmem:175"
+             "executor_test_fusion_execute:130" "kernels_test_reductions:120" "python_tests:120"
+             "kernels_test_random_dags.define_and_run_seeds_that_found_bugs:120" "scheduler_test_norm_sched:118"
+             "scheduler_test_outer_persistent_sched:116" "kernels_test_random_dags.parallel_reduction_seeds_that_found_bugs:105"
+             "kernels_test_random_schedules.run_like_the_evaluator:88" "kernels_test_random_dags.seeds_that_found_bugs:83")
+  string(REPLACE ":" ";" pair "${pair}")
+  list(GET pair 0 name)
+  list(GET pair 1 cost)
+  if(TEST ${name})
+    set_tests_properties(${name} PROPERTIES COST ${cost})
+  endif()
+endforeach()

@@ -44,7 +44,7 @@ static void store(const char *path, const char *key, const ExecCubin *c) {
   memcpy(p, &h, sizeof h);
   if (name) memcpy(p + sizeof h, c->lowered_name, name);
   memcpy(p + sizeof h + name, c->data, c->size);
-  if (!exec_disk_entry_write(path, key, strlen(key), p, n)) {
+  if (!exec_disk_entry_write(path, EXEC_RECORD_FIRST, key, strlen(key), p, n)) {
     char msg[4400];
     snprintf(msg, sizeof msg, "cannot write the cubin cache entry %s; kernels are compiled without the disk cache "
              "where it fails", path);
@@ -69,7 +69,7 @@ static bool entry_for(const char *source, const ExecNvrtcOptions *o, char **path
   }
   bool ok = asprintf(key, "cfuser cubin 1\n%s\n%s", prefix, source) >= 0;
   if (!ok) *key = NULL;
-  ok = ok && asprintf(path, "%s/%016llx.cubin", dir, (unsigned long long)exec_hash64(*key, strlen(*key))) >= 0;
+  ok = ok && (*path = exec_disk_entry_path(dir, *key, strlen(*key), ".cubin")) != NULL;
   if (!ok) {
     free(*key);
     *path = *key = NULL;
@@ -89,7 +89,7 @@ cf_status exec_nvrtc_compile_cached(const char *source, const char *program_name
   void *payload = NULL;
   size_t n = 0;
   memset(out, 0, sizeof *out);
-  if (exec_disk_entry_read(path, key, strlen(key), &payload, &n) && decode(payload, n, out)) {
+  if (exec_disk_entry_read(path, EXEC_RECORD_FIRST, key, strlen(key), &payload, &n) && decode(payload, n, out)) {
     *hit = true;
   } else {
     exec_cubin_free(out);

@@ -4,16 +4,21 @@
  * Key decisions: the directory must be the user's own and writable by nobody else, because
  * a shared object found there is loaded into the process (another user able to write there
  * could plant code); a directory that fails the check is never "fixed" in place, it is
- * refused and the caller compiles without it, with one warning. Entries carry the whole key
- * and a hash of the payload, so reading one verifies it completely before anything trusts
- * it: a truncated file (a full disk, a killed process) is a miss, not a crash. */
+ * refused and the caller compiles without it, with one warning. An entry carries the
+ * SHA-256 of its key (never the key: a host kernel's source is most of its size) and a
+ * hash of the payload, and is opened as untrusted input (non-blocking, no link followed, a
+ * regular file of a sane size, its record read before its payload), so a FIFO, a link to
+ * /dev/zero, a huge or truncated file (a full disk, a killed process) is a miss, not a hang
+ * or a crash. The cap and the eviction live in disk_cache_evict.c. */
 #include "executor/disk_cache.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 bool exec_disk_cache_enabled(void) {
@@ -122,62 +127,67 @@ cf_status exec_disk_cache_dir(char **dir, bool *too_long, char *err, size_t errl
   return s;
 }
 
-char *exec_read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  size_t len = 0, cap = 0, k;
-  bool bad = false;
-  do {
-    if (len + 65536 + 1 > cap) {
-      cap = cap ? 2 * cap : 65536 * 2;
-      char *p = realloc(buf, cap);
-      if (!p) {
-        bad = true;
-        break;
-      }
-      buf = p;
-    }
-    k = fread(buf + len, 1, 65536, f);
-    len += k;
-  } while (k > 0);
-  bad = bad || ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    return NULL;
+int exec_disk_open_regular(const char *path, uint64_t *size) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size > EXEC_CACHE_ENTRY_MAX) {
+    close(fd);
+    return -1;
   }
-  buf[len] = 0;
-  if (size) *size = len;
-  return buf;
+  *size = (uint64_t)st.st_size;
+  return fd;
 }
 
-/* The header of an entry; the key, then the payload, follow it. */
-typedef struct EntryHeader {
-  char magic[8]; /* "CFUSERK1" */
-  uint64_t key_len, payload_len, payload_hash;
-} EntryHeader;
-
-static const char k_magic[8] = {'C', 'F', 'U', 'S', 'E', 'R', 'K', '1'};
-
-bool exec_disk_entry_read(const char *path, const void *key, size_t keylen, void **payload, size_t *size) {
-  size_t n = 0;
-  char *file = exec_read_file(path, &n);
-  EntryHeader h;
-  bool ok = file && n >= sizeof h;
-  if (ok) memcpy(&h, file, sizeof h);
-  ok = ok && !memcmp(h.magic, k_magic, sizeof k_magic) && h.key_len == keylen && h.payload_len <= n - sizeof h &&
-       n - sizeof h - h.payload_len == keylen && !memcmp(file + sizeof h, key, keylen);
-  const char *body = ok ? file + sizeof h + keylen : NULL;
-  ok = ok && exec_hash64(body, h.payload_len) == h.payload_hash;
-  if (ok && (*payload = malloc(h.payload_len ? h.payload_len : 1))) {
-    memcpy(*payload, body, h.payload_len);
-    *size = h.payload_len;
-  } else {
-    ok = false;
+/* Reads exactly n bytes at off; false on an error or a short file. */
+static bool read_at(int fd, void *buf, size_t n, uint64_t off) {
+  char *p = buf;
+  while (n) {
+    ssize_t k = pread(fd, p, n, (off_t)off);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k, n -= (size_t)k, off += (uint64_t)k;
   }
-  free(file);
-  return ok;
+  return true;
+}
+
+/* The record of an entry: before its payload (a cubin) or after it (a shared object). */
+typedef struct EntryRecord {
+  char magic[8]; /* "CFUSERK2" */
+  unsigned char key[EXEC_SHA256_BYTES];
+  uint64_t payload_len, payload_hash;
+} EntryRecord;
+
+static const char k_magic[8] = {'C', 'F', 'U', 'S', 'E', 'R', 'K', '2'};
+
+char *exec_disk_entry_path(const char *dir, const void *key, size_t keylen, const char *suffix) {
+  char hex[2 * EXEC_SHA256_BYTES + 1], *path = NULL;
+  exec_sha256_hex(key, keylen, hex);
+  return asprintf(&path, "%s/%s%s", dir, hex, suffix) < 0 ? NULL : path;
+}
+
+bool exec_disk_entry_read(const char *path, ExecRecordPlace place, const void *key, size_t keylen, void **payload,
+                          size_t *size) {
+  uint64_t n = 0;
+  int fd = exec_disk_open_regular(path, &n);
+  if (fd < 0) return false;
+  EntryRecord r;
+  unsigned char want[EXEC_SHA256_BYTES];
+  exec_sha256(key, keylen, want);
+  uint64_t rec_at = place == EXEC_RECORD_FIRST ? 0 : n - sizeof r, body_at = place == EXEC_RECORD_FIRST ? sizeof r : 0;
+  bool ok = n >= sizeof r && read_at(fd, &r, sizeof r, rec_at) && !memcmp(r.magic, k_magic, sizeof k_magic) &&
+            !memcmp(r.key, want, sizeof want) && r.payload_len == n - sizeof r;
+  char *body = ok ? malloc(r.payload_len ? r.payload_len : 1) : NULL;
+  ok = ok && body && read_at(fd, body, r.payload_len, body_at) && exec_hash64(body, r.payload_len) == r.payload_hash;
+  if (ok) futimens(fd, NULL); /* used now: the eviction order (best effort) */
+  close(fd);
+  if (!ok) {
+    free(body);
+    return false;
+  }
+  *payload = body;
+  *size = r.payload_len;
+  return true;
 }
 
 bool exec_write_all(int fd, const void *data, size_t n) {
@@ -192,13 +202,17 @@ bool exec_write_all(int fd, const void *data, size_t n) {
   return true;
 }
 
-bool exec_disk_entry_write(const char *path, const void *key, size_t keylen, const void *payload, size_t size) {
+bool exec_disk_entry_write(const char *path, ExecRecordPlace place, const void *key, size_t keylen,
+                           const void *payload, size_t size) {
   char *tmp = NULL;
   if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) return false;
-  int fd = mkstemp(tmp); /* mode 0600 */
-  EntryHeader h = {{0}, keylen, size, exec_hash64(payload, size)};
-  memcpy(h.magic, k_magic, sizeof k_magic);
-  bool ok = fd >= 0 && exec_write_all(fd, &h, sizeof h) && exec_write_all(fd, key, keylen) && exec_write_all(fd, payload, size);
+  int fd = mkostemp(tmp, O_CLOEXEC); /* mode 0600 */
+  EntryRecord r = {{0}, {0}, size, exec_hash64(payload, size)};
+  memcpy(r.magic, k_magic, sizeof k_magic);
+  exec_sha256(key, keylen, r.key);
+  bool first = place == EXEC_RECORD_FIRST;
+  bool ok = fd >= 0 && (!first || exec_write_all(fd, &r, sizeof r)) && exec_write_all(fd, payload, size) &&
+            (first || exec_write_all(fd, &r, sizeof r));
   int saved = errno;
   if (fd >= 0 && close(fd) != 0) ok = false;
   ok = ok && rename(tmp, path) == 0;
@@ -208,5 +222,10 @@ bool exec_disk_entry_write(const char *path, const void *key, size_t keylen, con
     errno = saved;
   }
   free(tmp);
+  if (ok) {
+    char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+    if (slash) *slash = 0, exec_disk_cache_trim(dir, exec_disk_cache_cap());
+    free(dir);
+  }
   return ok;
 }

@@ -38,11 +38,12 @@ typedef struct ExecHostModule ExecHostModule;
 
 /* Compiles `source` (runtime included) with `$CC` (default cc) -std=c11 -O2 -shared -fPIC
  * -fno-strict-aliasing, plus the words of $CFUSER_HOST_CFLAGS, and loads it. The shared
- * object is cached in the checked cache directory of disk_cache.h under a hash of the
- * compile command and the source, with an index entry <hash>.idx holding that whole text
- * and the object's size and hash: a hit needs an exact key and an object that verifies
- * before it is loaded, so a truncated or foreign object is compiled again. An unusable
- * cache directory (or CFUSER_CACHE=0) compiles in a private temporary directory instead,
+ * object is cached in the checked cache directory of disk_cache.h as one entry,
+ * <SHA-256 of the compile command and the source>.so, the object followed by a record of
+ * that hash and the object's size and hash: a hit needs an entry that verifies before it
+ * is loaded, so a truncated or foreign object is compiled again. A miss compiles in a
+ * private temporary directory and then stores the object; an unusable cache directory
+ * (or CFUSER_CACHE=0) only skips the cache,
  * after one warning. kernel_name: the kernel's (exported) function. On success *out owns
  * the loaded module. Errors: CF_ERR_COMPILE (compiler failed: err->compiler_output and
  * err->source are set; or the object does not load or lacks the kernel or cfh_launch),
@@ -55,7 +56,8 @@ void exec_host_module_free(ExecHostModule *m);
 bool exec_host_module_cache_hit(const ExecHostModule *m);
 /* Seconds spent in exec_host_compile (hash, cache lookup, compile, dlopen). */
 double exec_host_module_compile_seconds(const ExecHostModule *m);
-/* The shared object's path in the cache. */
+/* The shared object's path in the cache (where it was stored; a private path, since removed,
+ * when it could not be). */
 const char *exec_host_module_path(const ExecHostModule *m);
 /* The shared object's bytes, read on first call and owned by m. */
 cf_status exec_host_module_binary(ExecHostModule *m, const void **data, size_t *size,

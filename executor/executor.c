@@ -10,8 +10,10 @@
  * NVRTC log or the C compiler's output in the error message. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "executor/executor_internal.h"
+#include "executor/repro.h"
 
 cf_status exec_error(cf_executor *e, cf_status s, const char *fmt, ...) {
   va_list ap;
@@ -85,9 +87,9 @@ static bool cuda_usable(const char **reason) { return cf_cuda_available(reason);
 static void dump_ptx(const Compiled *c) {
   char err[512], *ptx = NULL;
   if (exec_nvrtc_ptx(c->source, c->cubin.arch, &ptx, err, sizeof err) == CF_OK)
-    fprintf(stderr, "=== PTX of %s (%s) ===\n%s\n", c->k->name, c->cubin.arch, ptx);
+    fprintf(lower_dump_out(), "=== PTX of %s (%s) ===\n%s\n", c->k->name, c->cubin.arch, ptx);
   else
-    fprintf(stderr, "=== PTX of %s: unavailable: %s ===\n", c->k->name, err);
+    fprintf(lower_dump_out(), "=== PTX of %s: unavailable: %s ===\n", c->k->name, err);
   free(ptx);
 }
 
@@ -139,6 +141,31 @@ static cf_status compile_host(cf_executor *e, Compiled *c) {
 }
 
 
+static double seconds_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A compile slower than this says so on stderr, even without CFUSER_DUMP=times (a
+ * 3,000-op fusion compiled for 20 s without a word). */
+#define SLOW_COMPILE_SECONDS 5.0
+
+/* CFUSER_DUMP=times: each kernel's compile time by stage; a slow compile: a note. t[0..3]:
+ * before lowering, after lowering, after codegen, after the compile. */
+static void report_times(const Compiled *c, cf_backend backend, const double t[4]) {
+  const char *tool = backend == CF_BACKEND_HOST ? "C compiler" : "NVRTC";
+  bool hit = backend == CF_BACKEND_HOST && exec_host_module_cache_hit(c->host);
+  if (lower_dump_requested("times"))
+    fprintf(lower_dump_out(), "=== compile of %s (%s): lowering %.1f ms, codegen %.1f ms, %s %.1f ms%s ===\n",
+            c->k->name, backend == CF_BACKEND_HOST ? "host" : "CUDA", (t[1] - t[0]) * 1e3, (t[2] - t[1]) * 1e3,
+            tool, (t[3] - t[2]) * 1e3, hit ? " (disk cache hit)" : "");
+  if (t[3] - t[0] > SLOW_COMPILE_SECONDS)
+    fprintf(stderr, "cfuser: note: compiling %s took %.1f s (lowering %.1f s, codegen %.1f s, %s %.1f s); "
+            "CFUSER_DUMP=times reports every compile\n", c->k->name, t[3] - t[0], t[1] - t[0], t[2] - t[1], tool,
+            t[3] - t[2]);
+}
+
 /* Lowers, generates and compiles f for the chosen backend into a new Compiled. */
 static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compiled **out) {
   Compiled *c = calloc(1, sizeof *c);
@@ -150,6 +177,7 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
     lo.hook_user = e;
   }
   char *msg = NULL;
+  double t[4] = {seconds_now(), 0, 0, 0};
   /* The verifier refuses graphs no builder call catches (an output nothing computes, an
    * operand never added as an input) before they become a kernel reading garbage. */
   cf_status s = cf_fusion_verify(f);
@@ -160,14 +188,18 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
     free(msg);
   }
   if (!s) {
+    t[1] = seconds_now();
     c->source = backend == CF_BACKEND_HOST ? cg_host_source(c->k) : cg_cuda_source(c->k);
+    t[2] = seconds_now();
     if (!c->source) {
       s = exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory generating the source");
     } else {
       if (lower_dump_requested("source"))
-        fprintf(stderr, "=== %s source of %s ===\n%s\n", backend == CF_BACKEND_HOST ? "host C" : "CUDA",
+        fprintf(lower_dump_out(), "=== %s source of %s ===\n%s\n", backend == CF_BACKEND_HOST ? "host C" : "CUDA",
                 c->k->name, c->source);
       s = backend == CF_BACKEND_HOST ? compile_host(e, c) : compile_cuda(e, c);
+      t[3] = seconds_now();
+      if (!s) report_times(c, backend, t);
     }
   }
   if (s) {
@@ -197,6 +229,7 @@ cf_status cf_executor_compile(cf_executor *e, cf_fusion *f) {
   } else {
     s = build(e, f, backend, &e->cc);
     if (!s && cached) e->borrowed = exec_cache_store(e->opts.cache, &key, e->cc);
+    if (s) exec_repro_failed(f, 0, NULL, false, e->opts.backend, s, cf_executor_error(e)); /* $CFUSER_REPRO_DIR */
   }
   free(key.bytes);
   if (!s && exec_plan_make(e->cc->k, &e->plan)) {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "executor/fusion_cache.h"
+#include "executor/repro.h"
 #include "scheduler/heuristic.h"
 
 cf_status fc_error(cf_fusion_cache *c, cf_status s, const char *fmt, ...) {
@@ -305,7 +306,9 @@ static cf_status execute(cf_fusion_cache *c, void *stream, bool async, int nin, 
 
 cf_status cf_fusion_execute(cf_fusion_cache *c, int ninputs, const DLTensor *const *inputs, int noutputs,
                             DLManagedTensor **outputs) {
-  return execute(c, NULL, false, ninputs, inputs, noutputs, outputs);
+  cf_status s = execute(c, NULL, false, ninputs, inputs, noutputs, outputs);
+  if (s && c) exec_repro_failed(c->f, ninputs, inputs, true, c->opts.backend, s, c->error); /* $CFUSER_REPRO_DIR */
+  return s;
 }
 
 cf_status cf_fusion_execute_async(cf_fusion_cache *c, void *stream, int ninputs, const DLTensor *const *inputs,

@@ -173,8 +173,8 @@ static char *math_text(cf_fusion *g) {
 }
 
 static void dump(int k, int nseg, const SchedHeuristic *h, const char *params, const char *refusals, const char *math) {
-  fprintf(stderr, "=== define and run: segment %d of %d: scheduler %s (%s) ===\n", k, nseg, h->name, params);
-  fprintf(stderr, "refused by: %s\n%s", *refusals ? refusals : "(none)", math ? math : "");
+  fprintf(lower_dump_out(), "=== define and run: segment %d of %d: scheduler %s (%s) ===\n", k, nseg, h->name, params);
+  fprintf(lower_dump_out(), "refused by: %s\n%s", *refusals ? refusals : "(none)", math ? math : "");
 }
 
 static cf_status compile(Planner *p, cf_fusion *g, const SchedHeuristic *h, const SchedCall *call, bool aligned, int k,
@@ -236,7 +236,7 @@ static cf_status plan_view(Planner *p, const SchedSegment *seg, int k, int nseg,
     return fc_error(p->c, CF_ERR_UNSUPPORTED, "execute: segment %d of %d: %s = reshape(%s) is a fusion output; a "
                     "reshape is a view between segments (compute the output after it, e.g. with cf_set)", k, nseg, o,
                     in);
-  if (p->dump) fprintf(stderr, "=== define and run: segment %d of %d: view %s = reshape(%s) ===\n", k, nseg, o, in);
+  if (p->dump) fprintf(lower_dump_out(), "=== define and run: segment %d of %d: view %s = reshape(%s) ===\n", k, nseg, o, in);
   return CF_OK;
 }
 
@@ -250,7 +250,7 @@ static const SchedHeuristic *translated(Planner *p, cf_fusion **g, const SchedCa
   char why[SCHED_WHY_MAX] = "";
   if (!t) return NULL;
   if (!sched_inner_persistent_resident(t, call, why)) {
-    if (p->dump) fprintf(stderr, "=== define and run: Welford translated to two sums, but %s ===\n", why);
+    if (p->dump) fprintf(lower_dump_out(), "=== define and run: Welford translated to two sums, but %s ===\n", why);
     cf_fusion_destroy(t);
     return NULL;
   }
@@ -348,7 +348,7 @@ static cf_status plan_cut(Planner *p, FcEntry *en, SchedCut cut, const char *who
     sb_printf(why, "execute: no scheduler accepts the fusion, and it has no reduction to cut it at: %s", whole_refusals);
     return CF_OK;
   }
-  if (p->dump) fprintf(stderr, "=== define and run: no scheduler accepts the whole fusion (%s); %d segments%s ===\n",
+  if (p->dump) fprintf(lower_dump_out(), "=== define and run: no scheduler accepts the whole fusion (%s); %d segments%s ===\n",
                        whole_refusals, n,
                        cut == SCHED_CUT_FINE ? ", each reduction alone" : cut == SCHED_CUT_EACH_OP ? ", each op alone" : "");
   if (!(en->seg = calloc((size_t)n, sizeof *en->seg))) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");

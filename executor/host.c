@@ -4,10 +4,12 @@
  * host runtime (codegen/runtime/host_*.h); this file compiles it with the system C compiler
  * into a shared object, caches the object on disk, dlopens it, and launches the kernel
  * through libffi (see exec_host.h for the API). Key decisions: the cache key is the exact
- * text compiled — a comment carrying the compile command, then the source — hashed for the
- * file name and stored beside the object as <hash>.c, which a hit compares byte for byte,
- * so a hash collision or a changed $CC recompiles instead of loading a wrong kernel; every
- * file appears by rename, so concurrent processes never see half-written objects. The
+ * text compiled — a comment carrying the compile command, then the source — whose SHA-256
+ * names the entry and is stored in it (never the text: one file per kernel, the object and
+ * a 56-byte record), so a changed $CC is another entry; a miss compiles in a private
+ * temporary directory, loads the object from there and only then stores it into the cache
+ * (by rename), so nothing the cache directory does (removed, full, a FIFO or a link where an
+ * entry belongs) can make a compile fail or hang: at worst it is a miss. The
  * compiler runs through /bin/sh (so $CC may carry words, e.g. "ccache gcc") with its
  * output captured from a pipe. Each emulated CUDA thread calls the kernel with ffi_call:
  * the by-value tensor structs are described to libffi as struct types, so the kernel
@@ -210,32 +212,27 @@ static const char *first_error_line(const char *output) {
   return e;
 }
 
-/* Writes key to a temporary .c, compiles it to a temporary .so, then renames both into
- * place (the object first: a present <hash>.c means its object is complete). */
-static cf_status compile_into_cache(const char *dir, const char *name, const char *command,
-                                    const Buf *key, const char *source, ExecHostError *err) {
-  char tmpc[4096], tmpso[4096], cpath[4096], sopath[4096];
-  snprintf(tmpc, sizeof tmpc, "%s/%s.tmp.XXXXXX.c", dir, name);
-  snprintf(tmpso, sizeof tmpso, "%s/%s.tmp.XXXXXX.so", dir, name);
-  snprintf(cpath, sizeof cpath, "%s/%s.c", dir, name);
-  snprintf(sopath, sizeof sopath, "%s/%s.so", dir, name);
-  int fc = mkstemps(tmpc, 2), fs = fc < 0 ? -1 : mkstemps(tmpso, 3);
-  bool wrote = fc >= 0 && fs >= 0 && exec_write_all(fc, key->p, key->len);
-  if (fc >= 0) close(fc);
-  if (fs >= 0) close(fs);
+/* Compiles key (the text compiled) in the private directory priv into <priv>/<hex>.so, the
+ * compiler writing nothing anywhere else: so a cache directory removed, full or unwritable
+ * never makes a compile fail. */
+static cf_status compile_private(const char *priv, const char *hex, const char *command, const Buf *key,
+                                 const char *source, char *sopath, size_t sopath_len, ExecHostError *err) {
+  char cpath[4200];
+  snprintf(cpath, sizeof cpath, "%s/%s.c", priv, hex);
+  snprintf(sopath, sopath_len, "%s/%s.so", priv, hex);
+  int fc = open(cpath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  bool wrote = fc >= 0 && exec_write_all(fc, key->p, key->len);
+  if (fc >= 0 && close(fc) != 0) wrote = false;
   if (!wrote) {
-    set_error(err, "cannot write a host kernel into the cache directory %s: %s", dir,
-              strerror(errno));
-    if (fc >= 0) unlink(tmpc);
-    if (fs >= 0) unlink(tmpso);
+    set_error(err, "cannot write a host kernel into the private directory %s: %s", priv, strerror(errno));
     return CF_ERR_IO;
   }
   Buf cmd = {0};
   buf_str(&cmd, command);
   buf_str(&cmd, " -o ");
-  buf_shell_quoted(&cmd, tmpso);
+  buf_shell_quoted(&cmd, sopath);
   buf_str(&cmd, " ");
-  buf_shell_quoted(&cmd, tmpc);
+  buf_shell_quoted(&cmd, cpath);
   buf_str(&cmd, " -lm");
   char *output = NULL;
   int status = 0;
@@ -250,14 +247,10 @@ static cf_status compile_into_cache(const char *dir, const char *name, const cha
       output = NULL;
     }
     st = CF_ERR_COMPILE;
-  } else if (st == CF_OK && (rename(tmpso, sopath) != 0 || rename(tmpc, cpath) != 0)) {
-    set_error(err, "cannot rename a compiled host kernel into %s: %s", dir, strerror(errno));
-    st = CF_ERR_IO;
   }
   free(output);
   free(cmd.p);
-  unlink(tmpc); /* no-ops after the renames */
-  unlink(tmpso);
+  unlink(cpath);
   return st;
 }
 
@@ -265,7 +258,8 @@ static cf_status compile_into_cache(const char *dir, const char *name, const cha
 
 /* Loads the object at sopath, whose bytes were just read and verified (m->binary). By path,
  * not through /proc/self/fd: the dynamic loader takes an object already loaded under the
- * same name for the same one, and every fd path of a process looks alike. Between the check
+ * same name for the same one, and every fd path of a process looks alike; a name here is
+ * the SHA-256 of the kernel's key, so the same name is the same kernel. Between the check
  * and the load only cfuser processes of this user write to the directory (it is private),
  * and what they rename in under this name is the same kernel. */
 static cf_status load_module(const char *sopath, const char *kernel_name, ExecHostModule *m,
@@ -287,106 +281,106 @@ static cf_status load_module(const char *sopath, const char *kernel_name, ExecHo
   }
   memcpy(&m->kernel, &kernel, sizeof kernel); /* object to function pointer, as POSIX allows */
   memcpy(&m->launch, &launch, sizeof launch);
+  free(m->path);
   m->path = strdup(sopath);
   return m->path ? CF_OK : CF_ERR_OUT_OF_MEMORY;
 }
 
-/* What the index entry <name>.idx holds about the object: its size and hash. */
-typedef struct ObjectSum {
-  uint64_t size, hash;
-} ObjectSum;
-
-/* Reads the object through one open file into m->binary; true when it matches sum (or,
- * sum NULL, always), with *fd left open (the caller closes it). */
-static bool read_object(const char *sopath, const ObjectSum *sum, ExecHostModule *m, int *fd) {
-  *fd = open(sopath, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  bool ok = *fd >= 0 && fstat(*fd, &st) == 0 && S_ISREG(st.st_mode) && (!sum || (uint64_t)st.st_size == sum->size);
-  free(m->binary);
-  m->binary = ok ? malloc((size_t)st.st_size + 1) : NULL;
-  ok = ok && m->binary && pread(*fd, m->binary, (size_t)st.st_size, 0) == (ssize_t)st.st_size;
-  ok = ok && (!sum || exec_hash64(m->binary, (size_t)st.st_size) == sum->hash);
-  m->binary_size = ok ? (size_t)st.st_size : 0;
-  if (!ok && *fd >= 0) close(*fd);
-  if (!ok) *fd = -1;
-  return ok;
-}
-
-/* A hit: an index entry for exactly this key, and an object matching it, loaded. */
-static bool try_cached(const char *idxpath, const char *sopath, const Buf *key, const char *kernel_name,
-                       ExecHostModule *m) {
+/* A hit: the entry of exactly this key, its object verified (disk_cache.c), then loaded. */
+static bool try_cached(const char *entry, const Buf *key, const char *kernel_name, ExecHostModule *m) {
   void *payload = NULL;
   size_t n = 0;
-  if (!exec_disk_entry_read(idxpath, key->p, key->len, &payload, &n)) return false;
-  ObjectSum sum = {0, 0};
-  bool ok = n == sizeof sum;
-  if (ok) memcpy(&sum, payload, sizeof sum);
-  free(payload);
-  int fd = -1;
-  ok = ok && read_object(sopath, &sum, m, &fd);
+  if (!exec_disk_entry_read(entry, EXEC_RECORD_LAST, key->p, key->len, &payload, &n)) return false;
+  free(m->binary);
+  m->binary = payload;
+  m->binary_size = n;
   ExecHostError ignored = {{0}, NULL, NULL};
-  ok = ok && load_module(sopath, kernel_name, m, &ignored) == CF_OK;
-  if (fd >= 0) close(fd);
+  bool ok = load_module(entry, kernel_name, m, &ignored) == CF_OK;
   exec_host_error_clear(&ignored);
   return ok;
 }
 
-/* Compiles into dir and loads the object; records its index entry when `index`. */
-static cf_status compile_fresh(const char *dir, const char *name, const char *command, const Buf *key,
-                               const char *source, const char *kernel_name, bool index, ExecHostModule *m,
-                               ExecHostError *err) {
-  char sopath[4200], idxpath[4200];
-  snprintf(sopath, sizeof sopath, "%s/%s.so", dir, name);
-  snprintf(idxpath, sizeof idxpath, "%s/%s.idx", dir, name);
-  cf_status st = compile_into_cache(dir, name, command, key, source, err);
-  int fd = -1;
-  if (st == CF_OK && !read_object(sopath, NULL, m, &fd)) {
-    set_error(err, "cannot read the compiled host kernel %s: %s", sopath, strerror(errno));
-    st = CF_ERR_IO;
-  }
-  ObjectSum sum = {m->binary_size, exec_hash64(m->binary, m->binary_size)};
-  if (st == CF_OK && index) exec_disk_entry_write(idxpath, key->p, key->len, &sum, sizeof sum); /* best effort */
-  if (st == CF_OK) st = load_module(sopath, kernel_name, m, err);
+/* Reads the freshly compiled object into m->binary (a regular file of a sane size). */
+static cf_status read_object(const char *sopath, ExecHostModule *m, ExecHostError *err) {
+  uint64_t n = 0;
+  int fd = exec_disk_open_regular(sopath, &n);
+  char *bytes = fd >= 0 ? malloc(n ? n : 1) : NULL;
+  bool ok = bytes && pread(fd, bytes, n, 0) == (ssize_t)n;
+  int saved = errno;
   if (fd >= 0) close(fd);
+  if (!ok) {
+    free(bytes);
+    set_error(err, "cannot read the compiled host kernel %s: %s", sopath, strerror(saved));
+    return CF_ERR_IO;
+  }
+  free(m->binary);
+  m->binary = bytes;
+  m->binary_size = n;
+  return CF_OK;
+}
+
+/* A private directory for one compile under $TMPDIR (else /tmp), malloc'd. */
+static cf_status private_dir(char **dir, ExecHostError *err) {
+  const char *t = getenv("TMPDIR");
+  if (asprintf(dir, "%s/cfuser-XXXXXX", t && *t && strlen(t) < 1024 ? t : "/tmp") < 0) {
+    *dir = NULL;
+    set_error(err, "out of memory");
+    return CF_ERR_OUT_OF_MEMORY;
+  }
+  if (mkdtemp(*dir)) return CF_OK;
+  set_error(err, "cannot create a private directory %s for a host kernel: %s", *dir, strerror(errno));
+  free(*dir);
+  *dir = NULL;
+  return CF_ERR_IO;
+}
+
+/* Stores the loaded object as the cache entry (best effort: a failure warns once). */
+static void publish(const char *entry, const Buf *key, ExecHostModule *m) {
+  if (exec_disk_entry_write(entry, EXEC_RECORD_LAST, key->p, key->len, m->binary, m->binary_size)) {
+    char *p = strdup(entry);
+    if (p) free(m->path), m->path = p;
+    return;
+  }
+  char msg[4600];
+  snprintf(msg, sizeof msg, "cannot write the kernel cache entry %s (%s); host kernels are compiled privately "
+           "where it fails", entry, strerror(errno));
+  exec_disk_cache_warn_once(EXEC_WARN_HOST_CACHE, msg);
+}
+
+/* A miss: compiles privately, loads the object from there, stores it into the cache under
+ * `entry` (NULL: no cache) and removes the private files. */
+static cf_status compile_fresh(const char *entry, const char *command, const Buf *key, const char *source,
+                               const char *kernel_name, ExecHostModule *m, ExecHostError *err) {
+  char *priv = NULL, sopath[4200], hex[2 * EXEC_SHA256_BYTES + 1];
+  cf_status st = private_dir(&priv, err);
+  if (st) return st;
+  exec_sha256_hex(key->p, key->len, hex);
+  st = compile_private(priv, hex, command, key, source, sopath, sizeof sopath, err);
+  if (st == CF_OK) st = read_object(sopath, m, err);
+  if (st == CF_OK) st = load_module(sopath, kernel_name, m, err);
+  if (st == CF_OK && entry) publish(entry, key, m);
+  unlink(sopath); /* the mapping outlives the file */
+  rmdir(priv);
+  free(priv);
   return st;
 }
 
-/* Removes the files of a private temporary directory, then the directory. */
-static void remove_private_dir(const char *dir, const char *name) {
-  static const char *const ext[] = {".c", ".so", ".idx"};
-  char path[4200];
-  for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
-    snprintf(path, sizeof path, "%s/%s%s", dir, name, ext[i]);
-    unlink(path);
-  }
-  rmdir(dir);
-}
-
-/* The cache directory; or, when the cache is off or its directory unusable (one warning),
- * a private temporary directory (*temporary set) that the caller removes after loading. */
-static cf_status choose_dir(char **dir, bool *temporary, ExecHostError *err) {
+/* The cache directory (malloc'd), or NULL when the cache is off or its directory unusable
+ * (one warning). Only a path too long, or no memory, is an error. */
+static cf_status cache_dir(char **dir, ExecHostError *err) {
   char why[4400];
   bool too_long = false;
-  *temporary = false;
-  cf_status st = exec_disk_cache_enabled() ? exec_disk_cache_dir(dir, &too_long, why, sizeof why) : CF_ERR_IO;
-  if (st == CF_OK || st == CF_ERR_OUT_OF_MEMORY || too_long) {
-    if (st) set_error(err, "%s", why);
+  *dir = NULL;
+  if (!exec_disk_cache_enabled()) return CF_OK;
+  cf_status st = exec_disk_cache_dir(dir, &too_long, why, sizeof why);
+  if (st == CF_OK) return CF_OK;
+  if (st == CF_ERR_OUT_OF_MEMORY || too_long) {
+    set_error(err, "%s", why);
     return st;
   }
-  if (exec_disk_cache_enabled()) {
-    char msg[4600];
-    snprintf(msg, sizeof msg, "%s; host kernels are compiled in private temporary directories instead", why);
-    exec_disk_cache_warn_once(EXEC_WARN_HOST_CACHE, msg);
-  }
-  const char *t = getenv("TMPDIR");
-  if (asprintf(dir, "%s/cfuser-XXXXXX", t && *t && strlen(t) < 1024 ? t : "/tmp") < 0) return CF_ERR_OUT_OF_MEMORY;
-  if (!mkdtemp(*dir)) {
-    set_error(err, "cannot create a private directory %s for a host kernel: %s", *dir, strerror(errno));
-    free(*dir);
-    *dir = NULL;
-    return CF_ERR_IO;
-  }
-  *temporary = true;
+  char msg[4600];
+  snprintf(msg, sizeof msg, "%s; host kernels are compiled in private temporary directories instead", why);
+  exec_disk_cache_warn_once(EXEC_WARN_HOST_CACHE, msg);
   return CF_OK;
 }
 
@@ -394,24 +388,21 @@ static cf_status choose_dir(char **dir, bool *temporary, ExecHostError *err) {
  * verify or load), and loads the object. */
 static cf_status compile_and_load(const char *source, const char *kernel_name, ExecHostModule *m,
                                   ExecHostError *err) {
-  char *dir = NULL, name[17], sopath[4200], idxpath[4200];
-  bool temporary = false;
-  cf_status st = choose_dir(&dir, &temporary, err);
+  char *dir = NULL, *entry = NULL;
+  cf_status st = cache_dir(&dir, err);
   if (st != CF_OK) return st;
   Buf command = {0}, key = {0};
   compiler_command(&command);
   if (!command.failed) cache_key(&key, command.p, source);
-  if (command.failed || key.failed) {
+  if (!command.failed && !key.failed && dir) entry = exec_disk_entry_path(dir, key.p, key.len, ".so");
+  if (command.failed || key.failed || (dir && !entry)) {
     set_error(err, "out of memory");
     st = CF_ERR_OUT_OF_MEMORY;
   } else {
-    snprintf(name, sizeof name, "%016llx", (unsigned long long)exec_hash64(key.p, key.len));
-    snprintf(sopath, sizeof sopath, "%s/%s.so", dir, name);
-    snprintf(idxpath, sizeof idxpath, "%s/%s.idx", dir, name);
-    m->cache_hit = !temporary && try_cached(idxpath, sopath, &key, kernel_name, m);
-    if (!m->cache_hit) st = compile_fresh(dir, name, command.p, &key, source, kernel_name, !temporary, m, err);
+    m->cache_hit = entry && try_cached(entry, &key, kernel_name, m);
+    if (!m->cache_hit) st = compile_fresh(entry, command.p, &key, source, kernel_name, m, err);
   }
-  if (temporary) remove_private_dir(dir, name);
+  free(entry);
   free(dir);
   free(command.p);
   free(key.p);
@@ -458,9 +449,9 @@ const char *exec_host_module_path(const ExecHostModule *m) { return m ? m->path 
 cf_status exec_host_module_binary(ExecHostModule *m, const void **data, size_t *size,
                                   ExecHostError *err) {
   if (!m || !data || !size) return CF_ERR_INVALID_ARGUMENT;
-  if (!m->binary && !(m->binary = exec_read_file(m->path, &m->binary_size))) {
-    set_error(err, "cannot read the compiled host kernel %s: %s", m->path, strerror(errno));
-    return CF_ERR_IO;
+  if (!m->binary) {
+    set_error(err, "the compiled host kernel %s was not kept in memory", m->path ? m->path : "");
+    return CF_ERR_INTERNAL;
   }
   *data = m->binary;
   *size = m->binary_size;

@@ -475,7 +475,7 @@ static cf_status timed_launch(cf_executor *e, const RunTarget *rt) {
   cf_status s = launch(e, rt);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   const cf_launch_params *p = &e->last;
-  fprintf(stderr, "=== launch of %s (%s): grid (%lld, %lld, %lld), block (%lld, %lld, %lld), %lld bytes of "
+  fprintf(lower_dump_out(), "=== launch of %s (%s): grid (%lld, %lld, %lld), block (%lld, %lld, %lld), %lld bytes of "
           "dynamic shared memory: %.1f us%s ===\n", e->cc->k->name,
           e->cc->backend == CF_BACKEND_HOST ? "host" : "cuda", (long long)p->grid[0], (long long)p->grid[1],
           (long long)p->grid[2], (long long)p->block[0], (long long)p->block[1], (long long)p->block[2],

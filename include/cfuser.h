@@ -5,7 +5,10 @@
  *   tensor.h    DLPack host tensors and the reference evaluator
  *   executor.h  compiling and running kernels (CUDA or the host backend)
  *   execute.h   define and run: an unscheduled fusion scheduled, compiled and cached per call signature
- *   layout.h    CuTe's layout algebra */
+ *   layout.h    CuTe's layout algebra
+ *   cache.h     the on-disk kernel cache: its size, `cfuser cache info|clear`
+ *   version.h   CF_VERSION_MAJOR/MINOR/PATCH, CF_VERSION_STRING, cf_version()
+ *   repro.h     a standalone C reproducer of a fusion and its call (cf_fusion_write_repro) */
 #ifndef CFUSER_H
 #define CFUSER_H
 
@@ -18,5 +21,8 @@
 #include "cfuser/execute.h"
 #include "cfuser/layout.h"
 #include "cfuser/picture.h"
+#include "cfuser/cache.h"
+#include "cfuser/repro.h"
+#include "cfuser/version.h"
 
 #endif

@@ -99,7 +99,7 @@ KExpr *lower_scalar(LowerCtx *c, const Val *v) {
 }
 
 /* What CFUSER_DUMP names besides the passes, each printed once per compile (launch: once
- * per run) on stderr. "all" is every pass and every one of these. */
+ * per run) on stderr or $CFUSER_DUMP_FILE. "all" is every pass and every one of these. */
 static const char *const dump_extras[] = {
     "all",    /* everything below and every pass */
     "source", /* the whole generated source (CUDA C++ or host C): executor.c */
@@ -107,6 +107,7 @@ static const char *const dump_extras[] = {
     "launch", /* grid, block, shared memory and time of each run: run.c */
     "segments", /* each segment of a define-and-run compile, its scheduler and why others refused:
                    executor/fusion_plan.c */
+    "times",  /* each kernel's compile time: lowering, codegen, NVRTC or the C compiler: executor.c */
 };
 
 /* Is `name` (length n) a pass's name or one of dump_extras? */
@@ -153,7 +154,7 @@ static void after_pass(LowerCtx *c, const char *name) {
   if (lower_dump_requested(name)) {
     StrBuf b = {0};
     kir_print(&b, c->k);
-    fprintf(stderr, "=== kernel IR after %s ===\n%s", name, b.data ? b.data : "");
+    fprintf(lower_dump_out(), "=== kernel IR after %s ===\n%s", name, b.data ? b.data : "");
     sb_free(&b);
   }
   const char *verify = getenv("CFUSER_VERIFY");

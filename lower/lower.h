@@ -8,6 +8,7 @@
 #ifndef CFUSER_LOWER_H
 #define CFUSER_LOWER_H
 
+#include <stdio.h>
 #include <setjmp.h>
 
 #include "lower/kir.h"
@@ -57,6 +58,8 @@ typedef struct LowerCtx {
 } LowerCtx;
 
 cf_status lower_fusion(cf_fusion *f, const LowerOptions *opts, KKernel **out, char **error);
+/* Where dumps go: $CFUSER_DUMP_FILE (appended to), else stderr (lower/dump_file.c). */
+FILE *lower_dump_out(void);
 /* Is `name` (a pass, "source", "ptx" or "launch") listed in CFUSER_DUMP, or is "all"? */
 bool lower_dump_requested(const char *name);
 _Noreturn void lower_fail(LowerCtx *c, cf_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

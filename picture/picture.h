@@ -7,6 +7,7 @@
 #ifndef CFUSER_PICTURE_H
 #define CFUSER_PICTURE_H
 
+#include "cfuser/picture.h"
 #include "ir/ir.h"
 
 enum { PIC_FONT_PX = 12 };
@@ -27,10 +28,16 @@ void pic_text(StrBuf *b, double x, double y, const char *anchor, const char *wei
 /* A <title> (a tooltip) for the element opened by pic_group_begin. */
 void pic_group_begin(StrBuf *b, const char *title);
 void pic_group_end(StrBuf *b);
+/* Appends s as a DOT string: in double quotes, " and \ escaped (NULL: ""). */
+void pic_dot_quoted(StrBuf *b, const char *s);
 /* Appends s with &, <, >, " escaped. */
 void pic_escape(StrBuf *b, const char *s);
 /* The fill color of an IterDomain of parallel type p (one helper beside the table). */
 const char *pic_ptype_fill(cf_parallel_type p);
+/* The dataflow of n fusions, one panel each under its title (picture/dataflow.c); a NULL
+ * fusion is a panel of its title only. CF_ERR_OUT_OF_MEMORY (b partly written) or CF_OK. */
+cf_status pic_dataflow(StrBuf *b, cf_picture_format format, int n, cf_fusion **fusions, const char **titles,
+                       const char *title);
 /* Writes b to out (or fails when out is NULL) and frees it. */
 cf_status pic_emit(StrBuf *b, FILE *out);
 

@@ -89,3 +89,9 @@ cf_status pic_emit(StrBuf *b, FILE *out) {
   sb_free(b);
   return CF_OK;
 }
+
+void pic_dot_quoted(StrBuf *b, const char *s) {
+  sb_puts(b, "\"");
+  for (; s && *s; s++) sb_printf(b, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+  sb_puts(b, "\"");
+}

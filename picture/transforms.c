@@ -240,31 +240,25 @@ static void draw_svg(StrBuf *b, Panel *panels, int n) {
 
 /* ---- DOT ------------------------------------------------------------------------------- */
 
-static void dot_quoted(StrBuf *b, const char *s) {
-  sb_puts(b, "\"");
-  for (; *s; s++) sb_printf(b, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-  sb_puts(b, "\"");
-}
-
 static void dot_panel(StrBuf *b, Panel *p) {
   const char *tv = TV(p->tv)->display_name;
   StrBuf head = {0};
   ir_print_tv(&head, p->tv);
   sb_printf(b, "  subgraph cluster_%s {\n    label=", tv);
-  dot_quoted(b, head.data);
+  pic_dot_quoted(b, head.data);
   sb_puts(b, ";\n");
   sb_free(&head);
   for (int i = 0; i < p->n; i++) {
     const Node *n = &p->nodes[i];
     if (!n->id) {
       sb_printf(b, "    %s_e%d [label=", tv, n->e->id);
-      dot_quoted(b, n->label);
+      pic_dot_quoted(b, n->label);
       sb_puts(b, ", shape=ellipse, fillcolor=\"#eeeeee\"];\n");
       continue;
     }
     int pos = loop_position(TV(p->tv), n->id);
     sb_printf(b, "    %s_v%d [label=", tv, n->id->id);
-    dot_quoted(b, n->label);
+    pic_dot_quoted(b, n->label);
     if (pos >= 0) /* DOT's \n: a second line */
       sb_printf(b, " + \"\\nloop %d\", penwidth=2, fillcolor=\"%s\"", pos, pic_ptype_fill(ID(n->id)->ptype));
     sb_puts(b, "];\n");

@@ -11,9 +11,11 @@
 #   4. with build/CMakeCache.txt corrupted, likewise;
 #   5. with the cache's generator changed under it (CMAKE_GENERATOR=Ninja on a Makefiles
 #      build directory, then a fresh one), likewise.
-# Prints one line per step and "fresh-debian: N passed, N failed" at the end; exits 1 if a
-# step failed. Needs root, debootstrap and git on this machine, and a Debian mirror
-# (default: the first one in this machine's apt sources). Takes ~10 minutes on 2 cores.
+# Prints one line per step with its wall time, the time of the README's two commands
+# (`./cfuser test` and `./cfuser demo` on the fresh clone; the goal: 15 minutes on 2 cores)
+# and "fresh-debian: N passed, N failed" at the end; exits 1 if a step failed. Needs root,
+# debootstrap and git on this machine, and a Debian mirror (default: the first one in this
+# machine's apt sources). Takes ~15 minutes on 2 cores.
 #
 #   tools/fresh_debian_check.sh [chroot-dir] [mirror]
 # CFUSER_FRESH_REUSE=1 reuses an existing chroot-dir (faster; no longer a fresh system).
@@ -29,23 +31,25 @@ first_mirror() {
 mirror="${2:-$(first_mirror)}"
 mirror="${mirror:-http://deb.debian.org/debian}"
 log="$root.log"
-passed=0 failed=0
+passed=0 failed=0 last_seconds=0 readme_seconds=0
 
 say() { printf 'fresh-debian: %s\n' "$*"; }
 # step NAME EXPECT COMMAND...: runs COMMAND in the chroot's clone. EXPECT: pass (exit 0),
 # fail (exit != 0 with a "cfuser:" line at the end), loud (either).
 step() {
   local name="$1" expect="$2"; shift 2
-  local rc loud_failure=false
+  local rc loud_failure=false start
+  start=$(date +%s)
   printf '\n===== %s: %s\n' "$name" "$*" >>"$log"
   chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb \
     /bin/bash -c "cd /root/cfuser && $*" >>"$log" 2>&1
   rc=$?
+  last_seconds=$(( $(date +%s) - start ))
   [ "$rc" != 0 ] && tail -5 "$log" | grep -q 'cfuser:' && loud_failure=true
   if { [ "$rc" = 0 ] && [ "$expect" != fail ]; } || { $loud_failure && [ "$expect" != pass ]; }; then
-    say "ok   $name (exit $rc)"; passed=$((passed + 1))
+    say "ok   $name (exit $rc, ${last_seconds} s)"; passed=$((passed + 1))
   else
-    say "FAIL $name (exit $rc; see $log)"; failed=$((failed + 1))
+    say "FAIL $name (exit $rc, ${last_seconds} s; see $log)"; failed=$((failed + 1))
   fi
 }
 
@@ -77,8 +81,11 @@ say "cloned $(git -C "$repo" rev-parse --short HEAD) into $root/root/cfuser; log
 step "CFUSER_NO_INSTALL=1 on a fresh system says what is missing" fail 'CFUSER_NO_INSTALL=1 ./cfuser test'
 grep -m1 'missing Debian packages' "$log" | sed 's/^/  /'
 step "./cfuser test on a fresh system" pass 'CFUSER_JOBS=2 ./cfuser test'
-grep -E 'tests passed|Skipped|skipped:' "$log" | sed 's/^/  /' | head -20
+readme_seconds=$last_seconds
+grep -E 'tests passed|Skipped|skipped:|Total Test time' "$log" | sed 's/^/  /' | head -20
 step "./cfuser demo" pass './cfuser demo'
+readme_seconds=$((readme_seconds + last_seconds))
+say "the README's two commands on a fresh system: ${readme_seconds} s ($((readme_seconds / 60)) min $((readme_seconds % 60)) s; goal: 15 min on 2 cores)"
 step "make deleted" loud 'rm -f /usr/bin/make && ./cfuser demo'
 step "CMakeCache.txt corrupted" loud 'head -c 2000 build/CMakeCache.txt >c && { cat c; echo "CMAKE_HOME_DIRECTORY:INTERNAL=/nowhere"; echo "((garbage"; } >build/CMakeCache.txt && ./cfuser demo'
 step "generator changed to Ninja (existing Makefiles build kept)" loud 'CMAKE_GENERATOR=Ninja ./cfuser demo'

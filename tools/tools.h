@@ -7,6 +7,7 @@
 int cf_tool_demo(int argc, char **argv);
 int cf_tool_layout(int argc, char **argv);
 int cf_tool_picture(int argc, char **argv);
+int cf_tool_cache(int argc, char **argv);
 
 /* The demo's fusion, scheduled (the caller destroys it). */
 struct cf_fusion *cf_tool_demo_fusion(void);

@@ -300,7 +300,7 @@ right are for the column.
 In the above example, the allocation domain, contiguity, and stride of the
 tensor could be:
 
-```python
+```text
 allocation domain: [ BIDx,  4, 16, | , BIDy, 8 ]
        contiguity: [    ?,  F,  T, | ,    ?, T ]
            stride: [    ?, 32,  1, | ,    ?, 1 ]
@@ -362,7 +362,7 @@ Test(TMemTutorialC, TooManyLanes) {
 
 /*
 In the above example, the fusion is scheduled as:
-```python
+```text
 [BIDx{2}, TIDx{3}, 5, (CA), BIDy{7}, TIDy{11}, 13, (DimSep), 17]
 ```
 (Note that, when the allocation domain is not set, cfuser takes the loop domain as
@@ -398,7 +398,7 @@ Test(TMemTutorialC, TooManyCols) {
 
 /*
 In the above example, the fusion is scheduled as:
-```python
+```text
 [TIDx{32}, (DimSep), BIDx{3}, TIDy{5}, 7, (CA), BIDy{11}, TIDz{13}, 17]
 ```
 

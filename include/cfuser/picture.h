@@ -11,12 +11,20 @@
  * tensor lives where, which index of which lane and column axis each band of lanes and
  * columns holds, and the columns allocated but unused. Each tensor's box carries a
  * tooltip with the whole mapping. A kernel without tensor memory gives a picture saying
- * so. Both functions only read the fusion. */
+ * so.
+ *
+ * cf_fusion_draw_dataflow draws the fusion's dataflow: its tensors (inputs green, outputs
+ * blue) and the ops between them (reductions orange), inputs at the top.
+ * cf_fusion_cache_draw_segments draws the segments of the last cf_fusion_execute call of
+ * a define-and-run cache, in the order they run: each its scheduled fusion's dataflow,
+ * titled with the scheduler that took it and the tensors it reads and writes (the call's
+ * inputs and outputs, or intermediates). These functions only read what they draw. */
 #ifndef CFUSER_PICTURE_H_PUBLIC
 #define CFUSER_PICTURE_H_PUBLIC
 
 #include <stdio.h>
 
+#include "execute.h"
 #include "fusion.h"
 
 #ifdef __cplusplus
@@ -30,6 +38,9 @@ typedef enum cf_picture_format {
 
 CF_API cf_status cf_fusion_draw_transforms(cf_fusion *f, cf_picture_format format, FILE *out);
 CF_API cf_status cf_fusion_draw_tmem(cf_fusion *f, FILE *out);
+CF_API cf_status cf_fusion_draw_dataflow(cf_fusion *f, cf_picture_format format, FILE *out);
+/* CF_ERR_INVALID_ARGUMENT (message on c) when no call has run yet. */
+CF_API cf_status cf_fusion_cache_draw_segments(cf_fusion_cache *c, cf_picture_format format, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@
 PyTorch, CuPy and JAX arrays through DLPack, over the C library with ctypes.
 
 See python/README.md for a tutorial and for how libcfuser.so is found."""
-from ._capi import LibraryNotFoundError, cuda_available, library_path
+from ._capi import LibraryNotFoundError, cuda_available, library_path, library_version
 from ._dlpack import DLPackTensor
 from ._tensor import Scalar, Tensor
 from .fusion_definition import FusionDefinition
@@ -16,6 +16,6 @@ __all__ = [
     "FusionDefinition", "Tensor", "Scalar", "Ops", "Sched", "DLPackTensor", "DataType", "ParallelType",
     "MemoryType", "CfuserError", "InvalidArgumentError", "InvalidScheduleError", "UnsupportedError",
     "CompileError", "CudaError", "NoDeviceError", "OutOfMemoryError", "KernelRuntimeError", "InternalError",
-    "LibraryNotFoundError", "cuda_available", "library_path",
+    "LibraryNotFoundError", "cuda_available", "library_path", "library_version",
 ]
 __version__ = "0.1.0"

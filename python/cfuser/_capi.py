@@ -7,10 +7,9 @@ No other module of the package touches ctypes function objects, so a change of t
 The library is found by this rule, first match wins:
 
 1. ``CFUSER_LIBRARY``: the path of the library file itself;
-2. ``libcfuser.so`` next to this package (a packager's copy);
+2. ``libcfuser.so`` next to this package (where the wheel puts it);
 3. the build directory: ``$CFUSER_BUILD_DIR``, else ``build/`` of the checkout this
-   package lives in (``python/cfuser/../../build``), else the one recorded when the package
-   was installed with pip from a checkout (``_install_info.BUILD_DIR``);
+   package lives in (``python/cfuser/../../build``);
 4. the system's loader (``libcfuser.so.0`` installed by ``cmake --install``).
 """
 from __future__ import annotations
@@ -34,12 +33,6 @@ def _build_dirs() -> List[str]:
     if os.environ.get("CFUSER_BUILD_DIR"):
         dirs.append(os.environ["CFUSER_BUILD_DIR"])
     dirs.append(os.path.join(_HERE, os.pardir, os.pardir, "build"))
-    try:
-        from . import _install_info  # type: ignore[attr-defined]  # written by setup.py
-
-        dirs.append(_install_info.BUILD_DIR)
-    except ImportError:
-        pass
     return dirs
 
 
@@ -69,6 +62,13 @@ def _load() -> Tuple[ctypes.CDLL, str]:
 
 
 lib, library_path = _load()
+
+
+def library_version() -> str:
+    """The loaded libcfuser's version (``cf_version``, include/cfuser/version.h)."""
+    lib.cf_version.restype = c_char_p
+    lib.cf_version.argtypes = []
+    return lib.cf_version().decode()
 
 # ---- DLPack ------------------------------------------------------------------------------
 
@@ -232,6 +232,10 @@ for _name in ("cf_fusion_cache_hits", "cf_fusion_cache_misses"):
 _proto("cf_fusion_cache_last_scheduler", c_char_p, _P, c_int)
 _proto("cf_fusion_cache_last_executor", _P, _P, c_int)
 _proto("cf_fusion_cache_print_kernel", c_int, _P, c_int, _P)
+# pictures and reproducers (cfuser/_show.py): (handle, format, FILE*); (f, n, inputs, dar, backend, FILE*)
+_proto("cf_fusion_draw_dataflow", c_int, _P, c_int, _P)
+_proto("cf_fusion_cache_draw_segments", c_int, _P, c_int, _P)
+_proto("cf_fusion_write_repro", c_int, _P, c_int, _P, c_bool, c_int, _P)
 
 # ---- printing through a FILE* ---------------------------------------------------------------
 

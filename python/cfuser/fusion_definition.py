@@ -521,6 +521,20 @@ class FusionDefinition:
                                        "definition is scheduled by hand, fell back, or has not run)")
         return self._last.info()
 
+    # ---- pictures and reproducers (cfuser/_show.py) ------------------------------------------------
+
+    def show(self, what: str = "dataflow", format: str = "svg") -> Any:
+        """A picture of the dataflow (or, what="segments", of the last execute's define-and-run
+        segments) that Jupyter renders; .text is the SVG (or DOT, format="dot")."""
+        from ._show import show
+        return show(self, what, format)
+
+    def repro(self, inputs: Optional[Sequence[Any]] = None, path: Optional[str] = None) -> str:
+        """A standalone C reproducer of this definition (and of inputs' shapes and dtypes), for a
+        bug report; written to path when given. See include/cfuser/repro.h."""
+        from ._show import repro
+        return repro(self, inputs, path)
+
     # ---- printing ------------------------------------------------------------------------------
 
     def _print(self, fn: Any, *args: Any) -> str:

@@ -1,37 +1,68 @@
-"""Installing the package (setup.py's build step, which `pip install ./python` runs)
-records the checkout's build directory, so that the installed cfuser finds libcfuser.so
-there with nothing in the environment, and ships the package's files."""
+"""The wheel: python/build_wheel.py (the offline builder; `pip install ./python` builds the
+same layout with scikit-build-core) packs the package and libcfuser.so inside it; installed
+into a fresh virtual environment it loads its own library, with no checkout, build
+directory or environment variable to find one, declares numpy, and runs the README's
+examples. The venv sees the system's site-packages only for numpy (offline machines), and
+the test checks that cfuser itself comes from the venv."""
 import os
-import shutil
+import re
 import subprocess
 import sys
-
-import pytest
+import zipfile
 
 import cfuser
 
 PYTHON_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
+# Runs the README's python blocks in order, then says where the library came from.
+RUN_README = r"""
+import re, sys, contextlib, io
+text = open(sys.argv[1]).read()
+ns = {}
+with contextlib.redirect_stdout(io.StringIO()):
+    for block in re.findall(r"```python\n(.*?)```", text, re.S):
+        exec(compile(block, "README.md", "exec"), ns)
+import cfuser
+print(cfuser.__file__)
+print(cfuser.library_path)
+print(cfuser.__version__)
+"""
 
-def test_an_installed_package_finds_the_recorded_build_dir(tmp_path):
-    pytest.importorskip("setuptools", reason="setuptools is not installed")
-    src = tmp_path / "src"  # a copy: building writes beside setup.py
-    shutil.copytree(PYTHON_DIR, src, ignore=shutil.ignore_patterns("tests", "build", "*.egg-info", "__pycache__"))
-    build_dir = tmp_path / "the-build"
-    build_dir.mkdir()
-    os.symlink(os.path.realpath(cfuser.library_path), build_dir / "libcfuser.so")
-    env = dict(os.environ, CFUSER_BUILD_DIR=str(build_dir))
-    r = subprocess.run([sys.executable, "setup.py", "-q", "build", "--build-base", str(tmp_path / "b"),
-                        "--build-lib", str(tmp_path / "lib")], cwd=src, env=env, capture_output=True, text=True)
+
+def clean_env():
+    return {k: v for k, v in os.environ.items() if k not in ("CFUSER_LIBRARY", "CFUSER_BUILD_DIR", "PYTHONPATH")}
+
+
+def test_the_wheel_carries_the_library_and_runs_the_readme_in_a_fresh_venv(tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(PYTHON_DIR, "build_wheel.py"), "--out", str(tmp_path / "dist"),
+                        "--lib", os.path.realpath(cfuser.library_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
-    pkg = tmp_path / "lib" / "cfuser"
-    assert (pkg / "_install_info.py").read_text().endswith(f"BUILD_DIR = {str(build_dir)!r}\n")
-    assert sorted(p.name for p in pkg.iterdir()) == [
-        "__init__.py", "_capi.py", "_dlpack.py", "_install_info.py", "_runner.py", "_tensor.py", "_torch_fast.py",
-        "fusion_definition.py",
-        "ops.py", "py.typed", "sched.py", "types.py"]
-    env = {k: v for k, v in os.environ.items() if k not in ("CFUSER_LIBRARY", "CFUSER_BUILD_DIR", "PYTHONPATH")}
-    r = subprocess.run([sys.executable, "-c", "import cfuser; print(cfuser.library_path)"], env=env,
-                       cwd=tmp_path / "lib", capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == str(build_dir / "libcfuser.so")
+    wheel = r.stdout.strip()
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "cfuser/libcfuser.so" in names and "cfuser/fusion_definition.py" in names
+    meta = zipfile.ZipFile(wheel).read(f"cfuser-{cfuser.__version__}.dist-info/METADATA").decode()
+    assert "Requires-Dist: numpy" in meta.splitlines()
+    assert f"Version: {cfuser.__version__}" in meta.splitlines()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    r = subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel], capture_output=True,
+                       text=True, env=clean_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    work = tmp_path / "elsewhere"  # not the checkout: nothing of it on sys.path
+    work.mkdir()
+    r = subprocess.run([py, "-c", RUN_README, os.path.join(PYTHON_DIR, "README.md")], cwd=work, env=clean_env(),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    module, library, version = r.stdout.split()
+    site = str(venv)
+    assert module.startswith(site), module
+    assert library == os.path.join(os.path.dirname(module), "libcfuser.so")
+    assert version == cfuser.__version__
+
+
+def test_the_version_is_the_headers_everywhere():
+    header = open(os.path.join(PYTHON_DIR, os.pardir, "include", "cfuser", "version.h")).read()
+    want = re.search(r'#define CF_VERSION_STRING "([^"]+)"', header).group(1)
+    assert cfuser.__version__ == want
+    assert cfuser.library_version() == want

@@ -2,7 +2,9 @@
  * compiles nothing, eight processes compiling at once all succeed, a truncated or foreign
  * entry is compiled again, and the cache directory is used only when it is the user's own:
  * created 0700, refused when another user owns it or others may write it (the /tmp
- * fallback included), an error when its path is too long, off with CFUSER_CACHE=0. */
+ * fallback included), an error when its path is too long, off with CFUSER_CACHE=0; an
+ * entry holds its key's SHA-256, never the key (tests/executor/test_disk_cache_stress.c:
+ * FIFOs, links, huge files, the directory removed; test_disk_cache_cap.c: the cap). */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -170,8 +172,8 @@ Test(disk_cache, eight_processes_compiling_at_once_all_succeed) {
     cr_assert_eq(waitpid(pids[i], &ws, 0), pids[i]);
     cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "process %d failed", i);
   }
-  cr_expect_eq(count_files(dir, ".idx", NULL, 0), 1);
-  cr_expect_eq(count_files(dir, ".so", NULL, 0), 1);
+  cr_expect_eq(count_files(dir, ".so", NULL, 0), 1, "one file per host kernel");
+  cr_expect_eq(count_files(dir, ".idx", NULL, 0) + count_files(dir, ".c", NULL, 0), 0, "no index, no source");
   cr_expect_eq(count_files(dir, ".cubin", NULL, 0), nvrtc ? 1 : 0);
   DIR *d = opendir(dir);
   for (struct dirent *x; d && (x = readdir(d));) cr_expect(!strstr(x->d_name, ".tmp."), "left behind: %s", x->d_name);
@@ -292,36 +294,56 @@ Test(disk_cache, a_cache_path_too_long_is_an_error) {
   free(dir);
 }
 
-Test(disk_cache, an_entry_reads_back_only_whole_and_under_its_own_key) {
+/* An entry's record (56 bytes: magic, the key's SHA-256, length and hash of the payload)
+ * leads or trails its payload; the key itself is not in the file. */
+static void entry_round_trip(ExecRecordPlace place) {
   char *dir = fresh_cache(), *path = NULL;
   cr_assert(asprintf(&path, "%s/e.bin", dir) > 0);
   const char payload[] = "the payload of an entry";
-  cr_assert(exec_disk_entry_write(path, "key A", 5, payload, sizeof payload));
+  cr_assert(exec_disk_entry_write(path, place, "key A", 5, payload, sizeof payload));
   void *got = NULL;
   size_t n = 0;
-  cr_assert(exec_disk_entry_read(path, "key A", 5, &got, &n));
+  cr_assert(exec_disk_entry_read(path, place, "key A", 5, &got, &n));
   cr_expect_eq(n, sizeof payload);
   cr_expect_str_eq(got, payload);
   free(got);
-  cr_expect_not(exec_disk_entry_read(path, "key B", 5, &got, &n), "another key under the same name");
-  cr_expect_not(exec_disk_entry_read(path, "key", 3, &got, &n), "a prefix of the key");
   struct stat st;
   cr_assert_eq(stat(path, &st), 0);
+  cr_expect_eq(st.st_size, (off_t)sizeof payload + 56, "the payload and a 56-byte record, not the key");
   cr_expect_eq(st.st_mode & 0777, 0600);
+  cr_expect_not(exec_disk_entry_read(path, place, "key B", 5, &got, &n), "another key under the same name");
+  cr_expect_not(exec_disk_entry_read(path, place, "key", 3, &got, &n), "a prefix of the key");
+  cr_expect_not(exec_disk_entry_read(path, 1 - place, "key A", 5, &got, &n), "the record in the other place");
   int fd = open(path, O_RDWR); /* one payload byte flipped */
+  off_t at = place == EXEC_RECORD_FIRST ? st.st_size - 3 : 3;
   char c;
-  cr_assert_eq(pread(fd, &c, 1, st.st_size - 3), 1);
+  cr_assert_eq(pread(fd, &c, 1, at), 1);
   c ^= 1;
-  cr_assert_eq(pwrite(fd, &c, 1, st.st_size - 3), 1);
+  cr_assert_eq(pwrite(fd, &c, 1, at), 1);
   close(fd);
-  cr_expect_not(exec_disk_entry_read(path, "key A", 5, &got, &n), "a corrupted payload");
-  cr_assert(exec_disk_entry_write(path, "key A", 5, payload, sizeof payload));
+  cr_expect_not(exec_disk_entry_read(path, place, "key A", 5, &got, &n), "a corrupted payload");
+  cr_assert(exec_disk_entry_write(path, place, "key A", 5, payload, sizeof payload));
   cr_assert_eq(truncate(path, st.st_size - 1), 0);
-  cr_expect_not(exec_disk_entry_read(path, "key A", 5, &got, &n), "a truncated entry");
+  cr_expect_not(exec_disk_entry_read(path, place, "key A", 5, &got, &n), "a truncated entry");
   cr_assert_eq(truncate(path, 3), 0);
-  cr_expect_not(exec_disk_entry_read(path, "key A", 5, &got, &n), "less than a header");
+  cr_expect_not(exec_disk_entry_read(path, place, "key A", 5, &got, &n), "less than a record");
   free(path);
   free(dir);
+}
+
+Test(disk_cache, an_entry_reads_back_only_whole_and_under_its_own_key) { entry_round_trip(EXEC_RECORD_FIRST); }
+Test(disk_cache, an_entry_with_its_record_last_likewise) { entry_round_trip(EXEC_RECORD_LAST); }
+
+/* SHA-256 against the standard's examples (FIPS 180-2, appendix B), and a two-block tail. */
+Test(disk_cache, sha256_of_the_standard_examples) {
+  char hex[65];
+  exec_sha256_hex("abc", 3, hex);
+  cr_expect_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  exec_sha256_hex("", 0, hex);
+  cr_expect_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  exec_sha256_hex(two, strlen(two), hex);
+  cr_expect_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
 Test(disk_cache, a_corrupted_cubin_is_compiled_again) {

@@ -79,7 +79,7 @@ Test(dump, an_unknown_name_is_an_error_listing_the_valid_ones) {
   cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
   cr_assert_eq(cf_executor_compile(e, f), CF_ERR_INVALID_ARGUMENT);
   cr_expect_str_eq(cf_executor_error(e),
-                   "CFUSER_DUMP: unknown name \"indx\"; the valid names are all, source, ptx, launch, segments, loop_model, "
+                   "CFUSER_DUMP: unknown name \"indx\"; the valid names are all, source, ptx, launch, segments, times, loop_model, "
                    "sort_exprs, parallel_dims, tensors, extent_checks, validate_vectorize, "
                    "tmem_info, loop_nest, tmem_pattern, validate_parallel, index, predicate, reduction, sync, "
                    "tmem_lifetime, smem_layout");

@@ -6,6 +6,7 @@
 #define CFUSER_TESTS_HOST_TEST_UTIL_H
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,6 +35,13 @@ static inline char *with_runtime(const char *kernel) {
   strcat(s, kernel);
   free(rt);
   return s;
+}
+
+/* The kernel k<k> that writes k into each of its threads' elements: distinct kernels by k
+ * (name into name[32], its source into kernel[256]). */
+static inline void kernel_writing(int k, char *name, char *kernel) {
+  snprintf(name, 32, "k%d", k);
+  snprintf(kernel, 256, "void %s(T1f out);\nvoid %s(T1f out) { out.data[threadIdx.x] = %d.0f; }\n", name, name, k);
 }
 
 static inline ExecHostModule *compile_ok(const char *kernel, const char *name) {

@@ -1,5 +1,9 @@
 # Installs the build tree into a scratch prefix, then builds a tiny outside program
-# against it twice: with pkg-config and a plain C compiler, and with find_package(cfuser).
+# against it: with pkg-config and a plain C compiler, and with find_package(cfuser 0.1)
+# (shared and static: the static one needs find_dependency(LibFFI)); the same pkg-config
+# file logic for the library directories distributions use (lib64, lib/x86_64-linux-gnu),
+# by moving the installed tree; the version everywhere; and cfuser configured as a
+# subproject, which must define no test.
 set(prefix ${BIN}/install-test/prefix)
 file(REMOVE_RECURSE ${BIN}/install-test)
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BIN} --prefix ${prefix}
@@ -8,39 +12,96 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed")
 endif()
 set(consumer ${SRC}/tests/install/consumer)
-# 1. pkg-config
+file(STRINGS ${SRC}/include/cfuser/version.h vline REGEX "define CF_VERSION_STRING")
+string(REGEX MATCH "\"(.*)\"" _ "${vline}")
+set(version ${CMAKE_MATCH_1})
+
+function(run_checked what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}): ${out}${err}")
+  endif()
+  set(out "${out}" PARENT_SCOPE)
+endfunction()
+
+# 1. pkg-config, for the tree as installed and moved under other library directories.
 find_program(PKGCONFIG pkg-config REQUIRED)
-# prepended: cfuser's own dependencies (libffi) are found where the system keeps them
-set(ENV{PKG_CONFIG_PATH} "${prefix}/lib/pkgconfig:${prefix}/lib64/pkgconfig:$ENV{PKG_CONFIG_PATH}")
-execute_process(COMMAND ${PKGCONFIG} --cflags --libs cfuser OUTPUT_VARIABLE flags
-                RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "pkg-config --cflags --libs cfuser failed")
+file(GLOB pcfile ${prefix}/lib*/pkgconfig/cfuser.pc ${prefix}/lib/*/pkgconfig/cfuser.pc)
+file(RELATIVE_PATH libdir ${prefix} ${pcfile})
+string(REGEX REPLACE "/pkgconfig/cfuser.pc$" "" libdir "${libdir}")
+file(STRINGS ${pcfile} cflags REGEX "^Cflags:")
+string(REGEX REPLACE ".* -I" "" dlpack "${cflags}")
+function(check_pkgconfig root lib)
+  set(ENV{PKG_CONFIG_PATH} "${root}/${lib}/pkgconfig:$ENV{PKG_CONFIG_PATH}")
+  run_checked("pkg-config under ${lib}" ${PKGCONFIG} --cflags --libs cfuser)
+  string(STRIP "${out}" flags)
+  string(REGEX MATCH "-I([^ ]+)" _ "${flags}")
+  file(REAL_PATH "${CMAKE_MATCH_1}" inc)
+  string(REGEX MATCH "-L([^ ]+)" _ "${flags}")
+  file(REAL_PATH "${CMAKE_MATCH_1}" libpath)
+  file(REAL_PATH "${root}" real_root)
+  if(NOT inc STREQUAL "${real_root}/include" OR NOT libpath STREQUAL "${real_root}/${lib}")
+    message(FATAL_ERROR "pkg-config under ${lib} gives '${flags}', not ${root}/include and ${root}/${lib}")
+  endif()
+  run_checked("pkg-config --modversion" ${PKGCONFIG} --modversion cfuser)
+  if(NOT out MATCHES "^${version}")
+    message(FATAL_ERROR "pkg-config says version ${out}, the header ${version}")
+  endif()
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  string(MAKE_C_IDENTIFIER "${lib}" tag)
+  run_checked("building the consumer with pkg-config flags (${lib})"
+              cc -std=c11 ${consumer}/main.c ${flags} -o ${BIN}/install-test/by_pkgconfig_${tag})
+  set(ENV{LD_LIBRARY_PATH} ${root}/${lib})
+  run_checked("the pkg-config consumer (${lib})" ${BIN}/install-test/by_pkgconfig_${tag})
+  if(NOT out MATCHES "T1_g_float")
+    message(FATAL_ERROR "the pkg-config consumer (${lib}) printed: ${out}")
+  endif()
+endfunction()
+check_pkgconfig(${prefix} ${libdir})
+foreach(lib lib64 lib/x86_64-linux-gnu)
+  set(moved ${BIN}/install-test/moved-${lib})
+  string(REPLACE "/" "_" moved "${moved}")
+  file(MAKE_DIRECTORY ${moved}/${lib})
+  file(COPY ${prefix}/include DESTINATION ${moved})
+  file(GLOB libs ${prefix}/${libdir}/libcfuser*)
+  file(COPY ${libs} DESTINATION ${moved}/${lib})
+  run_checked("writing cfuser.pc for ${lib}" ${CMAKE_COMMAND} -DOUT=${moved}/${lib}/pkgconfig/cfuser.pc
+              -DLIBDIR=${lib} -DINCLUDEDIR=include -DVERSION=${version} -DDLPACK=${dlpack} -DSRC=${SRC}
+              -P ${SRC}/cmake/cfuser_pkgconfig.cmake)
+  check_pkgconfig(${moved} ${lib})
+endforeach()
+
+# 2. find_package: shared and static, no absolute libffi path in the exported targets.
+file(GLOB targets ${prefix}/${libdir}/cmake/cfuser/cfuserTargets*.cmake)
+foreach(t ${targets})
+  file(READ ${t} text)
+  if(text MATCHES "libffi\\.(so|a)")
+    message(FATAL_ERROR "${t} names a libffi file: ${CMAKE_MATCH_0} (it must come from find_dependency)")
+  endif()
+endforeach()
+run_checked("configuring the find_package consumer" ${CMAKE_COMMAND} -S ${consumer}
+            -B ${BIN}/install-test/cmake-build -DCMAKE_PREFIX_PATH=${prefix})
+if(NOT out MATCHES "found cfuser ${version}")
+  message(FATAL_ERROR "find_package(cfuser 0.1) did not report version ${version}: ${out}")
 endif()
-separate_arguments(flags UNIX_COMMAND "${flags}")
-execute_process(COMMAND cc -std=c11 ${consumer}/main.c ${flags} -o ${BIN}/install-test/by_pkgconfig
-                RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "building the consumer with pkg-config flags failed")
+run_checked("building the find_package consumers" ${CMAKE_COMMAND} --build ${BIN}/install-test/cmake-build)
+foreach(exe consumer consumer_static)
+  run_checked("the find_package ${exe}" ${BIN}/install-test/cmake-build/${exe})
+  if(NOT out MATCHES "T1_g_float")
+    message(FATAL_ERROR "the find_package ${exe} printed: ${out}")
+  endif()
+endforeach()
+run_checked("cfuser --version" ${prefix}/bin/cfuser --version)
+if(NOT out STREQUAL "cfuser ${version}\n")
+  message(FATAL_ERROR "cfuser --version printed '${out}', not 'cfuser ${version}'")
 endif()
-set(ENV{LD_LIBRARY_PATH} ${prefix}/lib:${prefix}/lib64)
-execute_process(COMMAND ${BIN}/install-test/by_pkgconfig RESULT_VARIABLE rc OUTPUT_VARIABLE out)
-if(NOT rc EQUAL 0 OR NOT out MATCHES "T1_g_float")
-  message(FATAL_ERROR "the pkg-config consumer failed (${rc}): ${out}")
+
+# 3. cfuser as a subproject: configured only (no tests, no benchmarks defined).
+run_checked("configuring cfuser as a subproject" ${CMAKE_COMMAND} -S ${SRC}/tests/install/subproject
+            -B ${BIN}/install-test/subproject -DCFUSER_SRC=${SRC})
+run_checked("listing the parent's tests" ${CMAKE_CTEST_COMMAND} -N --test-dir ${BIN}/install-test/subproject)
+if(NOT out MATCHES "Total Tests: 0")
+  message(FATAL_ERROR "cfuser as a subproject defines tests: ${out}")
 endif()
-# 2. find_package
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${consumer} -B ${BIN}/install-test/cmake-build
-                        -DCMAKE_PREFIX_PATH=${prefix} RESULT_VARIABLE rc OUTPUT_QUIET)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "configuring the find_package consumer failed")
-endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${BIN}/install-test/cmake-build
-                RESULT_VARIABLE rc OUTPUT_QUIET)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "building the find_package consumer failed")
-endif()
-execute_process(COMMAND ${BIN}/install-test/cmake-build/consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out)
-if(NOT rc EQUAL 0 OR NOT out MATCHES "T1_g_float")
-  message(FATAL_ERROR "the find_package consumer failed (${rc}): ${out}")
-endif()
-message(STATUS "install consumers: pkg-config and find_package both build and run")
+message(STATUS "install consumers: pkg-config (${libdir}, lib64, lib/x86_64-linux-gnu) and find_package "
+               "(shared, static) build and run; version ${version}; no tests as a subproject")

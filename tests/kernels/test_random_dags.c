@@ -1,4 +1,4 @@
-// labels: slow
+// labels: slow split
 /* Random DAGs with random schedules (tests/kernels/dag_gen.h), run on the host backend
  * against the reference evaluator, and on CUDA too when a device is present. A schedule
  * the compiler refuses with a message is fine (counted as refused); a wrong result, an
@@ -7,11 +7,12 @@
  * Seeds run in forked workers (crash isolation): a worker that dies is a crash at the
  * seed it was running, and the next worker goes on after it. Environment:
  *   CFUSER_FUZZ_FIRST  first seed (default 0)
- *   CFUSER_FUZZ_COUNT  number of seeds (default 400, the CI run)
+ *   CFUSER_FUZZ_COUNT  number of seeds (default DEFAULT_COUNT, the CI run; ./cfuser fuzz runs more)
  *   CFUSER_FUZZ_JOBS   workers at once (default 1)
  *   CFUSER_FUZZ_KNOWN  0: leave the pinned seeds out of the range run (default 1: run them)
  *   CFUSER_FUZZ_VERBOSE 1: print every refusal's message as well
  *   CFUSER_FUZZ_SHOW   print one seed's math, transforms and kernel instead
+ *   CFUSER_FUZZ_PROGRESS  print a progress line every that many seconds (default 0: none)
  * and it prints "random_dags: seeds A..B: accepted A, refused R, mismatches M, crashes C",
  * with one line per bad seed. A long run:
  *   CFUSER_FUZZ_FIRST=0 CFUSER_FUZZ_COUNT=100000 CFUSER_FUZZ_JOBS=16 \
@@ -31,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cfuser/execute.h"
@@ -42,6 +44,11 @@ enum { ST_TODO, ST_STARTED, ST_ACCEPTED, ST_REFUSED, ST_MISMATCH, ST_CRASH };
 /* The generator's mode for this test (dag_gen.h): 0 serial reductions, 1 parallel ones.
  * Set before the workers fork. */
 static int fuzz_mode;
+
+/* Seeds per mode in the default (CI) run: each mode is its own ctest entry (one per Test
+ * below, registered by tests/CMakeLists' "split" label), sized so that `./cfuser test`
+ * stays within its budget; ./cfuser fuzz runs long ranges. */
+#define DEFAULT_COUNT 24
 
 #define SEED_SECONDS 180 /* a seed running longer is a hang, counted as a crash (NVRTC, where a
                             * device runs the kernels, takes a minute on mode 2 seed 20) */
@@ -240,6 +247,27 @@ static void worker(unsigned char *st, uint64_t first, int lo, int hi) {
   _exit(0);
 }
 
+/* wait() for a worker; under CFUSER_FUZZ_PROGRESS=S, a progress line every S seconds. */
+static pid_t wait_reporting(int *ws, const unsigned char *st, int count) {
+  const char *env = getenv("CFUSER_FUZZ_PROGRESS");
+  long every = env ? atol(env) : 0;
+  if (every <= 0) return wait(ws);
+  for (time_t last = time(NULL);; usleep(100000)) {
+    pid_t p = waitpid(-1, ws, WNOHANG);
+    if (p != 0 || time(NULL) - last < every) {
+      if (p != 0) return p;
+      continue;
+    }
+    int n[7] = {0};
+    for (int i = 0; i < count; i++) n[st[i]]++;
+    printf("random_dags mode %d: %d of %d seeds done: accepted %d, refused %d, mismatches %d, crashes %d\n", fuzz_mode,
+           n[ST_ACCEPTED] + n[ST_REFUSED] + n[ST_MISMATCH] + n[ST_CRASH], count, n[ST_ACCEPTED], n[ST_REFUSED],
+           n[ST_MISMATCH], n[ST_CRASH]);
+    fflush(stdout);
+    last = time(NULL);
+  }
+}
+
 static pid_t spawn(unsigned char *st, uint64_t first, int lo, int hi) {
   fflush(NULL);
   pid_t pid = fork();
@@ -265,7 +293,7 @@ static Counts run_seeds(uint64_t first, int count, int jobs, const uint64_t *ski
       next += BATCH;
     }
     int ws;
-    pid_t done = wait(&ws);
+    pid_t done = wait_reporting(&ws, st, count);
     int k = 0;
     while (k < nact && pids[k] != done) k++;
     if (k == nact) continue;
@@ -338,7 +366,7 @@ static void run_range(int mode) {
     cf_fusion_destroy(f);
     return;
   }
-  long first = env_num("CFUSER_FUZZ_FIRST", 0), count = env_num("CFUSER_FUZZ_COUNT", 400);
+  long first = env_num("CFUSER_FUZZ_FIRST", 0), count = env_num("CFUSER_FUZZ_COUNT", DEFAULT_COUNT);
   cr_assert(first >= 0 && count > 0 && count <= INT32_MAX, "CFUSER_FUZZ_FIRST/COUNT out of range");
   bool skip = mode == 0 && !env_num("CFUSER_FUZZ_KNOWN", 1);
   fuzz_nvrtc = env_num("CFUSER_FUZZ_NVRTC", 0) != 0;
