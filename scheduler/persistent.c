@@ -140,6 +140,18 @@ bool *sched_cached_inputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int 
   return cached;
 }
 
+/* A reduced result as keepdim leaves it: ref's rank, ref's kept axes (first .. first + n
+ * - 1) and broadcast axes where ref reduces (a layer norm's invstd [rows, 1]). */
+static bool keepdim_shape(const IdMap *m, Val *ref, int first, int n, Val *tv) {
+  if (TV(tv)->nlogical != TV(ref)->nlogical) return false;
+  for (int x = 0; x < TV(ref)->nlogical; x++) {
+    Val *id = TV(tv)->logical[x];
+    bool kept = x >= first && x < first + n;
+    if (kept ? !an_idmap_same(m, id, TV(ref)->logical[x]) : ID(id)->iter_type != CF_ITER_BROADCAST) return false;
+  }
+  return true;
+}
+
 bool *sched_full_outputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int first, int n, int *bad) {
   bool *full = ARENA_ARRAY(a, bool, f->outputs.len);
   *bad = -1;
@@ -147,7 +159,8 @@ bool *sched_full_outputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int f
     Val *out = f->outputs.items[o];
     bool reduction = out->def && ir_op_kind(out->def->op) == OPK_REDUCTION;
     full[o] = !reduction && sched_same_shape(m, ref, out);
-    if (!full[o] && !sched_kept_shape(m, ref, first, n, out)) return *bad = o, NULL;
+    if (!full[o] && !sched_kept_shape(m, ref, first, n, out) && !keepdim_shape(m, ref, first, n, out))
+      return *bad = o, NULL;
   }
   return full;
 }

@@ -56,9 +56,20 @@ CF_API cf_status cf_fusion_execute_async(cf_fusion_cache *c, void *stream, int n
  * CF_OK when nothing ran. */
 CF_API cf_status cf_fusion_cache_synchronize(cf_fusion_cache *c);
 
-/* Signatures compiled so far, and kernels compiled for them (one per segment). */
+/* Signatures held (at most the bound below), and kernels compiled for them so far: a
+ * segment whose plan agrees with one of an earlier signature shares its kernel (see the
+ * top of this file) and compiles nothing. */
 CF_API int cf_fusion_cache_num_entries(const cf_fusion_cache *c);
 CF_API int cf_fusion_cache_num_kernels(const cf_fusion_cache *c);
+/* Kernels held now (compiled ones less those released with evicted entries), segments
+ * that found their kernel compiled already, and entries evicted. */
+CF_API int cf_fusion_cache_num_live_kernels(const cf_fusion_cache *c);
+CF_API int64_t cf_fusion_cache_kernel_reuses(const cf_fusion_cache *c);
+CF_API int64_t cf_fusion_cache_evictions(const cf_fusion_cache *c);
+/* Bounds the signatures c keeps (default 256): past it, the least recently used one is
+ * evicted, and the kernels only it held are destroyed (their host shared objects and
+ * CUDA modules unloaded). An error for n < 1. */
+CF_API cf_status cf_fusion_cache_set_max_entries(cf_fusion_cache *c, int n);
 /* Calls that found their signature compiled, and calls that compiled. */
 CF_API int64_t cf_fusion_cache_hits(const cf_fusion_cache *c);
 CF_API int64_t cf_fusion_cache_misses(const cf_fusion_cache *c);
@@ -66,6 +77,9 @@ CF_API int64_t cf_fusion_cache_misses(const cf_fusion_cache *c);
  * ("pointwise", "reduction", ...; NULL when out of range). */
 CF_API int cf_fusion_cache_last_segments(const cf_fusion_cache *c);
 CF_API const char *cf_fusion_cache_last_scheduler(const cf_fusion_cache *c, int i);
+/* The parameters its scheduler planned for segment i ("vector=4 threads=128"), owned by
+ * c until the entry is evicted; NULL when out of range. */
+CF_API const char *cf_fusion_cache_last_params(const cf_fusion_cache *c, int i);
 /* The executor that ran segment i of the last call (NULL when out of range), owned by c:
  * for cf_executor_last_launch_params and cf_executor_source of each segment. */
 CF_API cf_executor *cf_fusion_cache_last_executor(const cf_fusion_cache *c, int i);
