@@ -422,6 +422,30 @@ cf_status cf_schedule_pointwise(cf_fusion *f) {
 
 /* ---- as a heuristic of the define-and-run executor ------------------------------------ */
 
+/* Whether tv has broadcast and other axes both in [from, to). */
+static bool mixed(Val *tv, int from, int to) {
+  int nb = 0;
+  for (int a = from; a < to; a++) nb += ID(TV(tv)->logical[a])->iter_type == CF_ITER_BROADCAST;
+  return nb > 0 && nb < to - from;
+}
+
+/* A lower-rank tensor computed in the fusion and broadcast within a half of the tile
+ * (the whole, without a break point) is tiled on its own extent, not inlined into the
+ * half's merged loop, and read from other blocks (lowering refuses: DAG seeds 148, 152
+ * of the registry's invariant test); the first such broadcast result, or NULL. A
+ * broadcast input is read from global memory and is fine. */
+static Val *computed_broadcast_in_half(cf_fusion *f, Val *ref) {
+  int n, r = TV(ref)->nlogical, at = -1;
+  Expr **exprs = ir_fusion_tensor_exprs(f, &n);
+  for (int i = 0; i < n; i++) {
+    Val *b = exprs[i]->out[0];
+    if (ir_op_kind(exprs[i]->op) != OPK_BROADCAST || !exprs[i]->in[0]->def) continue;
+    if (at < 0) at = pw_break_point(f, ref).at;
+    if (TV(b)->nlogical != r || mixed(b, 0, at ? at : r) || (at && mixed(b, at, r))) return b;
+  }
+  return NULL;
+}
+
 static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
   (void)call;
   if (f->outputs.len == 0) {
@@ -434,9 +458,13 @@ static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
     return false;
   }
   char reason[SCHED_WHY_MAX];
-  if (!refusal(f, ref, reason, &tv)) return true;
-  snprintf(why, SCHED_WHY_MAX, "pointwise: %.240s", reason);
-  return false;
+  if (refusal(f, ref, reason, &tv)) {
+    snprintf(why, SCHED_WHY_MAX, "pointwise: %.240s", reason);
+    return false;
+  }
+  return !(tv = computed_broadcast_in_half(f, ref)) ||
+         (snprintf(why, SCHED_WHY_MAX, "pointwise: %s broadcasts a tensor computed in the fusion along part of a "
+                   "half of the tile (its own tile would run in other blocks)", TV(tv)->display_name), false);
 }
 
 /* "break=1 vector=4 threads=128" (then " rows=F" when each blockIdx.y runs F rows of the
