@@ -227,38 +227,61 @@ static bool applied(cf_fusion **g, const SchedCall *call, const SchedPlan *plan,
   return s == CF_OK && sched_params_equal(&used, &plan->params);
 }
 
-/* The scheduled copy of segment seg: with free sizes where the row applies its plan to
- * it, else concrete; NULL with the error set. *shared_sizes says which. */
-static cf_fusion *scheduled_copy(Planner *p, const SchedSegment *seg, const SchedCall *call, const SchedPlan *plan,
-                                 int k, int nseg, bool *shared_sizes) {
+static bool lowering_refused(cf_status s) { return s == CF_ERR_INVALID_SCHEDULE || s == CF_ERR_UNSUPPORTED; }
+
+/* The kernel of segment seg with free sizes: the plan applied to the copy whose free sizes
+ * are symbolic, then a shared kernel or a new compile. False (nothing kept, no error)
+ * when the row does not apply its plan there, or lowering wants the sizes constant (a
+ * register array the size of a free axis): the caller then uses the concrete copy. */
+static bool shared_kernel(Planner *p, const SchedSegment *seg, const SchedCall *call, bool aligned, FcSegment *out,
+                          cf_status *s) {
   char why[SCHED_WHY_MAX] = "";
+  const char *err;
   cf_fusion *g = fc_reuse_copy(p->c, p->w, p->fmap, seg);
-  if ((*shared_sizes = applied(&g, call, plan, why))) return g;
-  cf_fusion_destroy(g);
-  g = copy_segment(p, seg);
-  if (applied(&g, call, plan, why)) return g;
-  cf_fusion_destroy(g);
-  fc_error(p->c, CF_ERR_INTERNAL, "internal error: execute: the %s row accepted segment %d of %d but did not schedule "
-           "it: %s; please report this bug", plan->row->name, k, nseg, why);
-  return NULL;
+  *s = CF_OK;
+  if (!applied(&g, call, &out->plan, why)) {
+    cf_fusion_destroy(g);
+    return false;
+  }
+  if (!aligned) sched_devectorize(g);
+  *s = fc_kernel_get(p->c, g, &out->k, &err);
+  if (!lowering_refused(*s)) return true;
+  fc_kernel_release(p->c, out->k);
+  out->k = NULL;
+  *s = CF_OK;
+  return false;
 }
 
-/* The kernel of a planned segment: scheduled, devectorized when misaligned, then a
- * shared kernel or a new compile. */
-static cf_status segment_kernel(Planner *p, const SchedSegment *seg, const SchedCall *call, bool aligned, int k,
-                                int nseg, FcSegment *out) {
-  bool shared_sizes;
-  cf_fusion *g = scheduled_copy(p, seg, call, &out->plan, k, nseg, &shared_sizes);
-  if (!g) return CF_ERR_INTERNAL;
-  if (!aligned) sched_devectorize(g);
-  int64_t before = p->c->reuses;
+/* The kernel of segment seg from its concrete copy, the plan applied. */
+static cf_status concrete_kernel(Planner *p, const SchedSegment *seg, const SchedCall *call, bool aligned, int k,
+                                 int nseg, FcSegment *out) {
+  char why[SCHED_WHY_MAX] = "";
   const char *err;
+  cf_fusion *g = copy_segment(p, seg);
+  if (!applied(&g, call, &out->plan, why)) {
+    cf_fusion_destroy(g);
+    return fc_error(p->c, CF_ERR_INTERNAL, "internal error: execute: the %s row accepted segment %d of %d but did "
+                    "not schedule it: %s; please report this bug", out->plan.row->name, k, nseg, why);
+  }
+  if (!aligned) sched_devectorize(g);
   cf_status s = fc_kernel_get(p->c, g, &out->k, &err);
-  if (s == CF_ERR_INVALID_SCHEDULE || s == CF_ERR_UNSUPPORTED)
+  if (lowering_refused(s))
     s = fc_error(p->c, CF_ERR_INTERNAL, "internal error: execute: the %s row's schedule of segment %d of %d is "
                  "refused by lowering: %s; please report this bug", out->plan.row->name, k, nseg, err);
   else if (s)
     s = fc_error(p->c, s, "execute: compiling segment %d of %d (%s): %s", k, nseg, out->plan.row->name, err);
+  return s;
+}
+
+/* The kernel of a planned segment: shared across sizes where it can be, else concrete. */
+static cf_status segment_kernel(Planner *p, const SchedSegment *seg, const SchedCall *call, bool aligned, int k,
+                                int nseg, FcSegment *out) {
+  int64_t before = p->c->reuses;
+  cf_status s;
+  bool shared = shared_kernel(p, seg, call, aligned, out, &s);
+  if (!shared && !s) s = concrete_kernel(p, seg, call, aligned, k, nseg, out);
+  else if (s) s = fc_error(p->c, s, "execute: compiling segment %d of %d (%s): %s", k, nseg, out->plan.row->name,
+                           cf_executor_error(out->k ? out->k->e : NULL));
   if (s) {
     fc_kernel_release(p->c, out->k);
     out->k = NULL;
@@ -267,7 +290,7 @@ static cf_status segment_kernel(Planner *p, const SchedSegment *seg, const Sched
   out->e = out->k->e;
   if (p->dump)
     fprintf(stderr, "kernel: %s%s\n", p->c->reuses > before ? "shared with an earlier signature" : "new",
-            shared_sizes ? "" : " (constant sizes: the row needs them)");
+            shared ? "" : " (constant sizes)");
   return CF_OK;
 }
 
