@@ -236,6 +236,16 @@ int cf_fusion_cache_num_kernels(const cf_fusion_cache *c) { return c ? c->nkerne
 int cf_fusion_cache_num_live_kernels(const cf_fusion_cache *c) { return c ? c->nlive : 0; }
 int64_t cf_fusion_cache_evictions(const cf_fusion_cache *c) { return c ? c->evictions : 0; }
 int64_t cf_fusion_cache_kernel_reuses(const cf_fusion_cache *c) { return c ? c->reuses : 0; }
+int64_t cf_fusion_cache_graph_captures(const cf_fusion_cache *c) { return c ? c->graph_captures : 0; }
+int64_t cf_fusion_cache_graph_replays(const cf_fusion_cache *c) { return c ? c->graph_replays : 0; }
+
+cf_status cf_fusion_cache_set_cuda_graphs(cf_fusion_cache *c, int mode) {
+  if (!c) return CF_ERR_INVALID_ARGUMENT;
+  if (mode < -1 || mode > 1)
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "set_cuda_graphs: mode %d; use -1 (off), 0 (the default rule) or 1", mode);
+  c->graphs = mode;
+  return CF_OK;
+}
 int64_t cf_fusion_cache_hits(const cf_fusion_cache *c) { return c ? c->hits : 0; }
 int64_t cf_fusion_cache_misses(const cf_fusion_cache *c) { return c ? c->misses : 0; }
 int cf_fusion_cache_last_segments(const cf_fusion_cache *c) { return c && c->last ? c->last->nseg : 0; }
@@ -295,8 +305,8 @@ static cf_status run_view(cf_fusion_cache *c, FcEntry *en, const FcSegment *s, i
   return CF_OK;
 }
 
-static cf_status run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
-                              const DLTensor *const *in, int nout, DLManagedTensor **out) {
+cf_status fc_run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
+                          const DLTensor *const *in, int nout, DLManagedTensor **out) {
   cf_status st = CF_OK;
   for (int o = 0; o < nout; o++) en->given[o] = out[o] != NULL;
   for (int k = 0; !st && k < en->nseg; k++) {
@@ -325,7 +335,9 @@ static cf_status run_entry(cf_fusion_cache *c, FcEntry *en, void *stream, bool a
                            const DLTensor *const *in, int nout, DLManagedTensor **out) {
   c->last = en;
   if (en->direct) return run_kernel(c, en->seg[0].e, stream, async, nin, in, nout, out);
-  return run_segments(c, en, stream, async, nin, in, nout, out);
+  bool ran = false;
+  cf_status s = async ? fc_graph_run(c, en, stream, nin, in, nout, out, &ran) : CF_OK;
+  return s || ran ? s : fc_run_segments(c, en, stream, async, nin, in, nout, out);
 }
 
 /* ---- a call ------------------------------------------------------------------------------ */

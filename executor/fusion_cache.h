@@ -68,7 +68,8 @@ struct cf_fusion_cache {
   bool *free_sym;        /* per Val id of f: a size symbol a shared kernel leaves symbolic */
   const FcEntry *last;
   const SchedDevice *dev_override; /* tests: the device description the heuristics get (fc_set_device) */
-  int graphs;            /* CUDA graphs: -1 off, 1 on, 0 the default rule (fusion_graph.c) */
+  int graphs;            /* CUDA graphs: -1 off, 1 capture at once, 0 the default rule (fusion_graph.c) */
+  int64_t graph_captures, graph_replays;
 };
 
 /* Tests: plan every later signature of c for this device description instead of the one
@@ -102,7 +103,35 @@ cf_fusion *fc_reuse_copy(const cf_fusion_cache *c, cf_fusion *w, Val *const *fma
 cf_status fc_kernel_get(cf_fusion_cache *c, cf_fusion *g, FcKernel **out, const char **error);
 void fc_kernel_release(cf_fusion_cache *c, FcKernel *k);
 
+/* Runs en's segments one by one (fusion_cache.c), asynchronously on stream when async. */
+cf_status fc_run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
+                          const DLTensor *const *in, int nout, DLManagedTensor **out);
+
 /* ---- CUDA graphs (fusion_graph.c) -------------------------------------------------------- */
+
+/* What the graph rule reads of an entry and a call. */
+typedef struct FcGraphFacts {
+  int mode;           /* the cache's setting: -1 off, 0 the default rule, 1 capture at once */
+  bool cuda;          /* every kernel of the entry runs on the CUDA backend */
+  bool stream;        /* the call gives a stream (not the legacy default one) */
+  int kernels;        /* kernels the entry launches */
+  bool outputs_given; /* the caller gives every output */
+  bool workspaces;    /* a kernel needs workspaces (grid-reduction buffers, global intermediates) */
+  bool failed;        /* a capture of this entry failed before */
+  bool captured;      /* the entry holds a graph */
+  bool same_pointers; /* the call's tensors are where the entry's previous call had them */
+} FcGraphFacts;
+
+typedef enum FcGraphStep {
+  FC_GRAPH_NO,       /* run kernel by kernel */
+  FC_GRAPH_REMEMBER, /* run kernel by kernel, noting the tensors' addresses */
+  FC_GRAPH_CAPTURE,  /* capture the launches, then replay the graph */
+  FC_GRAPH_REPLAY    /* one launch of the captured graph */
+} FcGraphStep;
+
+/* The rule (fusion_graph.c's header); *why receives the reason, a static string. */
+FcGraphStep fc_graph_step(const FcGraphFacts *f, const char **why);
+const char *fc_graph_step_name(FcGraphStep s);
 
 /* Runs en's segments on stream, as a graph replay where the rule allows (fusion_graph.c);
  * *ran false when it did not (the caller launches the segments itself). */

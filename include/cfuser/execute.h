@@ -52,6 +52,19 @@ CF_API cf_status cf_fusion_execute(cf_fusion_cache *c, int ninputs, const DLTens
 CF_API cf_status cf_fusion_execute_async(cf_fusion_cache *c, void *stream, int ninputs, const DLTensor *const *inputs,
                                          int noutputs, DLManagedTensor **outputs);
 
+/* CUDA graphs: an asynchronous execute on the CUDA backend whose plan launches several
+ * kernels is captured once as a CUDA graph and replayed as one launch when its tensors
+ * stay where they were (the graph bakes in their addresses): the call gives a stream (not
+ * the legacy default stream) and every output, no kernel of the plan has workspaces (grid
+ * reductions), and the tensors are where the same signature's previous call had them:
+ * that repeat captures, later ones replay; tensors elsewhere run kernel by kernel. A
+ * failed capture runs the kernels and is not tried again for the signature. mode: 0 this
+ * rule (the default), -1 never, 1 capture at the first eligible call. */
+CF_API cf_status cf_fusion_cache_set_cuda_graphs(cf_fusion_cache *c, int mode);
+/* Graphs captured, and calls that replayed one. */
+CF_API int64_t cf_fusion_cache_graph_captures(const cf_fusion_cache *c);
+CF_API int64_t cf_fusion_cache_graph_replays(const cf_fusion_cache *c);
+
 /* Waits for the stream of the last asynchronous execute (see cf_executor_synchronize);
  * CF_OK when nothing ran. */
 CF_API cf_status cf_fusion_cache_synchronize(cf_fusion_cache *c);
