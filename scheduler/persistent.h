@@ -63,8 +63,8 @@ int sched_input_like(cf_fusion *f, const IdMap *m, Val *ref);
  * of memory. */
 bool *sched_cached_inputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int first, int n);
 /* Per fusion output: of ref's shape (true) or a reduced result with ref's logical axes
- * first to first + n - 1 kept (false). NULL when out of memory (*bad -1) or when output
- * *bad is neither. */
+ * first to first + n - 1 kept (false), without or (keepdim) with broadcast axes in place
+ * of the reduced ones. NULL when out of memory (*bad -1) or when output *bad is neither. */
 bool *sched_full_outputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int first, int n, int *bad);
 
 /* The vector width in elements: SCHED_VECTOR_BYTES over the widest element of the cached

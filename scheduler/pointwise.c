@@ -35,9 +35,15 @@
  *      ("break=none (reason) ..."). Without a broadcasting input (0-d inputs broadcast
  *      along everything and do not count) the 1-D schedule and its parameters are as
  *      before.
- * As sched_pointwise_heuristic (define and run), it accepts a fusion of elementwise ops
- * whose outputs share the first one's shape (alignment is the executor's: it devectorizes
- * the schedule of a call with a misaligned tensor).
+ * As the registry's pointwise row (sched_pointwise_row: plan, then apply), it accepts a
+ * fusion of elementwise ops, broadcasts, squeezes and fulls whose outputs share the first
+ * one's shape, except where lowering could not share a loop: a broadcast result two
+ * readers concretize against unrelated axes, or a tensor computed in the fusion and
+ * broadcast along part of a half of the tile (alignment is the executor's: it
+ * devectorizes the schedule of a call with a misaligned tensor). Its plan (break point,
+ * vector width, rows per blockIdx.y) is read from the constant sizes of define and run's
+ * copy; apply takes it as it is, so the schedule also fits a copy whose outer sizes are
+ * symbolic (a kernel shared across sizes).
  * Key decision: the 1-D schedule for every fusion without broadcasting inputs (it moves
  * data at the device's copy bandwidth on contiguous tensors, bench/pointwise.c), the 2-D
  * one with a fixed block of 128 threads along the inner half (nvFuser adapts blockDim.x
@@ -420,7 +426,7 @@ cf_status cf_schedule_pointwise(cf_fusion *f) {
   return pw_plan_of(f, &p) ? f->status : pw_apply_plan(f, &p);
 }
 
-/* ---- as a heuristic of the define-and-run executor ------------------------------------ */
+/* ---- as a row of the registry ------------------------------------------------------------ */
 
 /* Whether tv has broadcast and other axes both in [from, to). */
 static bool mixed(Val *tv, int from, int to) {

@@ -4,16 +4,23 @@
  *
  * The first call with a new input signature (per input: dtype, rank, exact sizes,
  * strides, whether its data starts 16-byte aligned, device type; per output: whether it
- * is given and aligned) copies the fusion with the call's sizes made constant, asks the
- * automatic schedulers in order (reduction, pointwise, ...), lets the first that accepts
- * schedule the copy, compiles it and keeps the kernel under that signature. A fusion no
- * scheduler accepts whole is cut into segments (after reductions whose output a later op
- * reads; if a segment is still refused, also before each reduction) that run one after
- * the other, the tensors between them in memory the cache allocates.
+ * is given and aligned) copies the fusion with the call's sizes made constant and asks
+ * the scheduler registry for a plan: the automatic schedulers in order (reduction,
+ * normalizations, transpose, pointwise, ...), the first that accepts scheduling it. A
+ * fusion no scheduler accepts whole is segmented by a greedy merge of neighbouring ops
+ * (a merge made only where a scheduler takes the merged part, the one removing the most
+ * intermediate bytes first); segments run one after the other, the tensors between them
+ * in memory the cache allocates. The last resort is a parallel kernel per op, so every
+ * fusion the evaluator computes runs. A reshape is a view (no kernel).
+ * A segment's kernel is shared with every signature whose plan agrees: it is scheduled on
+ * a copy whose free sizes (never a reduced or innermost extent: the rows of a softmax,
+ * the batch of a layer norm) stay symbolic, and compiled once per exact schedule.
  * Later calls with the same signature go straight to the compiled kernels: hashing the
- * signature and comparing it allocate nothing.
+ * signature and comparing it allocate nothing. Signatures are bounded (see
+ * cf_fusion_cache_set_max_entries): the least recently used is evicted with the kernels
+ * only it held.
  * CFUSER_DUMP=segments prints each compile's segments (math, the scheduler chosen and its
- * parameters, why the others refused) on stderr.
+ * parameters, why the others refused, whether the kernel is new or shared) on stderr.
  * The user's fusion is copied at creation and never modified; it may be destroyed after.
  * Not thread-safe: one cache per thread. */
 #ifndef CFUSER_EXECUTE_H
