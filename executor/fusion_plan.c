@@ -36,6 +36,7 @@ typedef struct Planner {
   int nin, nout;
   DLManagedTensor **out;
   PtrVec bufs;                /* Vals of w held in intermediates, by index */
+  PtrVec views;               /* those a view row makes (a header pointed at its input) */
   bool dump;
   SchedDevice dev;            /* what the heuristics plan for (plan_device) */
 } Planner;
@@ -314,8 +315,10 @@ static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int ns
     dump_segment(k, nseg, &out->plan, refusals.data ? refusals.data : "", g);
   sb_free(&refusals);
   cf_fusion_destroy(g);
-  if (s || out->plan.row->kind == SCHED_ROW_VIEW) return s;
-  return segment_kernel(p, seg, &call, aligned, k, nseg, out);
+  if (s) return s;
+  if (out->plan.row->kind != SCHED_ROW_VIEW) return segment_kernel(p, seg, &call, aligned, k, nseg, out);
+  for (int j = 0; j < seg->nout; j++) ptrvec_push(p->a, &p->views, seg->outs[j]);
+  return CF_OK;
 }
 
 /* ---- the entry ------------------------------------------------------------------------------- */
@@ -347,9 +350,9 @@ static cf_status alloc_bufs(Planner *p, FcEntry *en) {
     Val *tv = p->bufs.items[i];
     int64_t sizes[CF_MAX_RANK];
     int n = kept_sizes(tv, sizes);
-    en->bufs[i] = tv->def && tv->def->op == OP_RESHAPE ? view_header(tv)
-                  : host                                 ? cf_tensor_host(tv->dtype, n, sizes)
-                                                         : cf_tensor_device(tv->dtype, n, sizes);
+    en->bufs[i] = ptrvec_contains(&p->views, tv) ? view_header(tv)
+                  : host                          ? cf_tensor_host(tv->dtype, n, sizes)
+                                                  : cf_tensor_device(tv->dtype, n, sizes);
     if (!en->bufs[i])
       return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: cannot allocate the intermediate %s", TV(tv)->display_name);
   }
@@ -414,7 +417,7 @@ cf_status fc_plan(cf_fusion_cache *c, const DLTensor *const *in, int nout, DLMan
   if (s || !en) return s ? s : fc_error(c, CF_ERR_INTERNAL, "internal error: execute: a call unreadable for its "
                                         "signature passed the checks; please report this bug");
   Planner p = {c, NULL, calloc((size_t)c->f->vals.len + 1, sizeof(Val *)), arena_create(), in, c->f->inputs.len, nout,
-               out, {0}, lower_dump_requested("segments"), plan_device(c)};
+               out, {0}, {0}, lower_dump_requested("segments"), plan_device(c)};
   cf_fusion *w = p.fmap && p.a ? concrete_copy(c, in, p.fmap) : NULL;
   if (!w) s = fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   else if (ir_check_extents(w, "execute") || sched_prepare_views(w, in)) s = fc_error(c, w->status, "%s", cf_fusion_error(w));
