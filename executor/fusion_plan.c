@@ -151,6 +151,18 @@ static const DLTensor *describe(Planner *p, Val *tv) {
   return t;
 }
 
+/* Whether lowering accepts a scheduled copy (the registry's trial of a trial row). */
+static bool lowers(cf_fusion *g, char *why) {
+  KKernel *k = NULL;
+  char *msg = NULL;
+  cf_status s = cf_fusion_verify(g);
+  if (!s) s = lower_fusion(g, NULL, &k, &msg);
+  if (s) snprintf(why, SCHED_WHY_MAX, "%.240s", msg ? msg : cf_fusion_error(g));
+  kkernel_free(k);
+  free(msg);
+  return s == CF_OK;
+}
+
 /* The call of segment seg: its inputs described (ins: room for seg->nin), the device. */
 static bool segment_call(Planner *p, const SchedSegment *seg, const DLTensor **ins, SchedCall *call) {
   for (int i = 0; i < seg->nin; i++)
@@ -170,7 +182,7 @@ static bool group_accepts(void *ctx, const SchedSegment *seg) {
   SchedCall call;
   if (!ins || !segment_call(p, seg, ins, &call)) return false;
   cf_fusion *g = copy_segment(p, seg);
-  bool ok = g && !g->status && sched_any_accepts(g, &call);
+  bool ok = g && !g->status && sched_any_accepts(g, &call, lowers);
   cf_fusion_destroy(g);
   return ok;
 }
@@ -308,7 +320,7 @@ static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int ns
     return s;
   }
   StrBuf refusals = {0};
-  if (!sched_choose(g, &call, &out->plan, &refusals))
+  if (!sched_choose(g, &call, lowers, &out->plan, &refusals))
     s = fc_error(p->c, CF_ERR_UNSUPPORTED, "execute: no scheduler accepts segment %d of %d (computing %s): %s", k, nseg,
                  seg->nout ? TV(seg->outs[0])->display_name : "nothing", refusals.data ? refusals.data : "");
   else if (p->dump)
@@ -375,7 +387,7 @@ static int segments(Planner *p, SchedSegment **segs) {
     SchedCall call;
     SchedPlan none;
     cf_fusion *g = copy_segment(p, &whole);
-    if (g && ins && segment_call(p, &whole, ins, &call)) sched_choose(g, &call, &none, &why);
+    if (g && ins && segment_call(p, &whole, ins, &call)) sched_choose(g, &call, lowers, &none, &why);
     cf_fusion_destroy(g);
     fprintf(stderr, "=== define and run: no scheduler accepts the whole fusion (%s); %d segments ===\n",
             why.data ? why.data : "", n);

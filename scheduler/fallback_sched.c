@@ -118,4 +118,4 @@ static cf_status fb_apply(cf_fusion **f, const SchedCall *call, const SchedParam
   return sched_fallback_schedule(*f);
 }
 
-const SchedRow sched_fallback_row = {"fallback", SCHED_ROW_KERNEL, fb_can, fb_plan, fb_apply};
+const SchedRow sched_fallback_row = {"fallback", SCHED_ROW_KERNEL, false, fb_can, fb_plan, fb_apply};

@@ -504,7 +504,7 @@ static cf_status pw_apply(cf_fusion **f, const SchedCall *call, const SchedParam
   return pw_apply_plan(*f, &p);
 }
 
-const SchedRow sched_pointwise_row = {"pointwise", SCHED_ROW_KERNEL, pw_accepts, pw_plan, pw_apply};
+const SchedRow sched_pointwise_row = {"pointwise", SCHED_ROW_KERNEL, false, pw_accepts, pw_plan, pw_apply};
 
 /* The scheduler's own entry points (tests, benches): plan and apply at once. */
 static cf_status pw_schedule(cf_fusion *f, const SchedCall *call, char *params) {

@@ -8,7 +8,10 @@
  * before pointwise), the view of a reshape, and the fallback last (it takes any one op).
  * A wrapped scheduler's parameters are the text its schedule prints, so its plan
  * schedules a scratch copy; its apply schedules again and reports what it printed, which
- * the caller compares with the plan. Alignment is not the rows' to check: the executor
+ * the caller compares with the plan. Wrapped rows are trial rows (registry.h): their
+ * accepts is not exact (the invariant test and DAG seed 1996 found inner persistent
+ * schedules lowering refuses: a 3-D fusion with two reductions, one of exp(y), and exp(y)
+ * computed again after them), so the registry asks lowering about a trial schedule. Alignment is not the rows' to check: the executor
  * devectorizes a schedule made for a call with a misaligned tensor (sched_devectorize). */
 #include <stdarg.h>
 #include <string.h>
@@ -69,7 +72,7 @@ static cf_status wrapped_apply(const SchedHeuristic *h, cf_fusion **f, const Sch
     return wrapped_apply(&heuristic, f, call, used);                                                             \
   }                                                                                                              \
   static bool row##_can(cf_fusion *f, const SchedCall *call, char *why) { return heuristic.accepts(f, call, why); } \
-  static const SchedRow row = {#row, SCHED_ROW_KERNEL, row##_can, row##_plan, row##_apply};
+  static const SchedRow row = {#row, SCHED_ROW_KERNEL, true, row##_can, row##_plan, row##_apply};
 
 WRAPPED_ROW(reduction, sched_reduction_heuristic)
 WRAPPED_ROW(inner_persistent, sched_inner_persistent_heuristic)
@@ -100,10 +103,27 @@ const SchedRow *sched_row_named(const char *name) {
   return NULL;
 }
 
-bool sched_choose(cf_fusion *f, const SchedCall *call, SchedPlan *out, StrBuf *refusals) {
+/* A trial row's schedule of a scratch copy of f, given to lowers. */
+static bool trial(const SchedRow *r, cf_fusion *f, const SchedCall *call, SchedLowers lowers, char *why) {
+  SchedParams p, used;
+  char low[SCHED_WHY_MAX] = "";
+  if (!r->plan(f, call, &p, why)) return false;
+  cf_fusion *g = cf_fusion_copy(f);
+  bool ok = g && !g->status && r->apply(&g, call, &p, &used) == CF_OK && lowers(g, low);
+  if (!ok) snprintf(why, SCHED_WHY_MAX, "%s: its schedule is refused by lowering: %.170s", r->name,
+                    *low ? low : g ? cf_fusion_error(g) : "out of memory");
+  cf_fusion_destroy(g);
+  return ok;
+}
+
+bool sched_row_accepts(const SchedRow *r, cf_fusion *f, const SchedCall *call, SchedLowers lowers, char *why) {
+  return r->can_schedule(f, call, why) && (!r->trial || !lowers || trial(r, f, call, lowers, why));
+}
+
+bool sched_choose(cf_fusion *f, const SchedCall *call, SchedLowers lowers, SchedPlan *out, StrBuf *refusals) {
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
     char why[SCHED_WHY_MAX] = "";
-    if (table[i]->can_schedule(f, call, why) && table[i]->plan(f, call, &out->params, why)) {
+    if (sched_row_accepts(table[i], f, call, lowers, why) && table[i]->plan(f, call, &out->params, why)) {
       out->row = table[i];
       return true;
     }
@@ -113,10 +133,10 @@ bool sched_choose(cf_fusion *f, const SchedCall *call, SchedPlan *out, StrBuf *r
   return false;
 }
 
-bool sched_any_accepts(cf_fusion *f, const SchedCall *call) {
+bool sched_any_accepts(cf_fusion *f, const SchedCall *call, SchedLowers lowers) {
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
     char why[SCHED_WHY_MAX];
-    if (table[i]->can_schedule(f, call, why)) return true;
+    if (sched_row_accepts(table[i], f, call, lowers, why)) return true;
   }
   return false;
 }

@@ -15,7 +15,9 @@
  *                 and a row that must re-derive them (a wrapped scheduler) says so when
  *                 they differ, so the caller falls back to the concrete copy.
  * Invariant (tests/scheduler/test_registry.c): a row that accepts a segment schedules it,
- * and lowering accepts the schedule. Define and run never retries a refused schedule
+ * and lowering accepts the schedule. A row whose can_schedule is not yet exact is marked
+ * trial, and the registry then accepts its segment only when lowering accepts a trial
+ * schedule (define and run hands lowering down as SchedLowers). Define and run never retries a refused schedule
  * with a finer cut; a failure there is an internal error naming the row.
  *
  * Segmentation (segment.c) is nvFuser's greedy merge: start from one group per op (a
@@ -53,6 +55,11 @@ typedef enum SchedRowKind {
 typedef struct SchedRow {
   const char *name;
   SchedRowKind kind;
+  /* Not yet exact: the registry accepts this row's segment only when lowering (the
+   * caller's SchedLowers) accepts a trial schedule of it. The rows wrapping schedulers
+   * whose owners have not split them into plan and apply (reduction, the persistent ones
+   * and the Welford translation, which hands its copy to one). */
+  bool trial;
   /* Whether the row takes f (unscheduled, not modified) for this call; otherwise false
    * with the reason in why (NUL-terminated, at most SCHED_WHY_MAX bytes, starting with the
    * row's name). */
@@ -65,6 +72,10 @@ typedef struct SchedRow {
    * failure. */
   cf_status (*apply)(cf_fusion **f, const SchedCall *call, const SchedParams *p, SchedParams *used);
 } SchedRow;
+
+/* Whether lowering accepts a scheduled fusion (false with the reason in why); define and
+ * run hands it down (scheduler/ sits below lower/). NULL: rows are taken at their word. */
+typedef bool (*SchedLowers)(cf_fusion *scheduled, char *why);
 
 /* A segment's plan: the row and its parameters. */
 typedef struct SchedPlan {
@@ -87,9 +98,13 @@ const SchedRow *const *sched_rows(int *n);
 const SchedRow *sched_row_named(const char *name);
 /* Plans f with the first row that accepts it (true, *out filled), else false with every
  * row's reason, separated by "; ", appended to refusals. */
-bool sched_choose(cf_fusion *f, const SchedCall *call, SchedPlan *out, StrBuf *refusals);
+bool sched_choose(cf_fusion *f, const SchedCall *call, SchedLowers lowers, SchedPlan *out, StrBuf *refusals);
+/* Whether row r takes f for this call: its can_schedule, then for a trial row a plan, a
+ * schedule of a scratch copy and lowers' answer on it ("name: its schedule is refused by
+ * lowering: ..." in why when not). */
+bool sched_row_accepts(const SchedRow *r, cf_fusion *f, const SchedCall *call, SchedLowers lowers, char *why);
 /* Whether some row takes f (segmentation's question; no plan is made). */
-bool sched_any_accepts(cf_fusion *f, const SchedCall *call);
+bool sched_any_accepts(cf_fusion *f, const SchedCall *call, SchedLowers lowers);
 
 /* The rows defined beside their schedulers. */
 extern const SchedRow sched_pointwise_row;         /* pointwise.c */

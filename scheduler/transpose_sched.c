@@ -373,7 +373,7 @@ static cf_status tp_row_apply(cf_fusion **pf, const SchedCall *call, const Sched
   return s;
 }
 
-const SchedRow sched_transpose_row = {"transpose", SCHED_ROW_KERNEL, tp_accepts, tp_row_plan, tp_row_apply};
+const SchedRow sched_transpose_row = {"transpose", SCHED_ROW_KERNEL, false, tp_accepts, tp_row_plan, tp_row_apply};
 
 static cf_status tp_schedule(cf_fusion *f, const SchedCall *call, char *params) {
   SchedParams used;

@@ -42,7 +42,7 @@ static cf_status view_apply(cf_fusion **f, const SchedCall *call, const SchedPar
   return CF_OK;
 }
 
-const SchedRow sched_view_row = {"view", SCHED_ROW_VIEW, view_can, view_plan, view_apply};
+const SchedRow sched_view_row = {"view", SCHED_ROW_VIEW, false, view_can, view_plan, view_apply};
 
 /* ---- the rewrite ------------------------------------------------------------------------- */
 

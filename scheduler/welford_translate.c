@@ -200,12 +200,6 @@ static cf_fusion *translated(cf_fusion *f, const SchedCall *call, char *why) {
   return NULL;
 }
 
-static bool wf_can(cf_fusion *f, const SchedCall *call, char *why) {
-  cf_fusion *t = translated(f, call, why);
-  cf_fusion_destroy(t);
-  return t != NULL;
-}
-
 static bool wf_plan(cf_fusion *f, const SchedCall *call, SchedParams *p, char *why) {
   cf_fusion *t = translated(f, call, why);
   *p = (SchedParams){0};
@@ -213,6 +207,12 @@ static bool wf_plan(cf_fusion *f, const SchedCall *call, SchedParams *p, char *w
   if (t && s) snprintf(why, SCHED_WHY_MAX, "welford_translate: accepted, but its schedule failed: %.180s", cf_fusion_error(t));
   cf_fusion_destroy(t);
   return s == CF_OK;
+}
+
+static bool wf_can(cf_fusion *f, const SchedCall *call, char *why) {
+  cf_fusion *t = translated(f, call, why);
+  cf_fusion_destroy(t);
+  return t != NULL;
 }
 
 static cf_status wf_apply(cf_fusion **f, const SchedCall *call, const SchedParams *p, SchedParams *used) {
@@ -225,4 +225,5 @@ static cf_status wf_apply(cf_fusion **f, const SchedCall *call, const SchedParam
   return sched_inner_persistent_heuristic.schedule(t, call, used->text);
 }
 
-const SchedRow sched_welford_row = {"welford_translate", SCHED_ROW_KERNEL, wf_can, wf_plan, wf_apply};
+/* A trial row (registry.h), as the inner persistent row it hands its copy to. */
+const SchedRow sched_welford_row = {"welford_translate", SCHED_ROW_KERNEL, true, wf_can, wf_plan, wf_apply};

@@ -6,7 +6,8 @@
  * the greedy merge's segments) of the model fusions (tests/executor/model_fusions.h) at
  * several shapes, dtypes and two device descriptions (an H100 and one scaled down to two
  * SMs and 16 KiB of shared memory), and of random DAGs (tests/kernels/dag_gen.h, mode 4:
- * CFUSER_REGISTRY_SEEDS seeds, 60 by default). */
+ * CFUSER_REGISTRY_SEEDS seeds, 60 by default, and the seeds that found bugs). The
+ * registry gets lowering's answer as define and run gives it (trial rows ask it). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,13 @@ static const SchedDevice small_device = {
     .max_cluster = 1,
 };
 
+/* Lowering's answer, handed to the rows as define and run hands it. */
+static bool lowers(cf_fusion *g, char *why) {
+  bool ok = cf_fusion_print_kernel(g, NULL) == CF_OK;
+  if (!ok) snprintf(why, SCHED_WHY_MAX, "%s", cf_fusion_error(g));
+  return ok;
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 Test(registry, rows_in_order_of_preference) {
@@ -28,11 +36,13 @@ Test(registry, rows_in_order_of_preference) {
   const SchedRow *const *rows = sched_rows(&n);
   const char *want[] = {"welford_translate", "reduction", "inner_persistent", "outer_persistent",
                         "transpose", "pointwise", "view", "fallback"};
+  const bool trial[] = {true, true, true, true, false, false, false, false};
   cr_assert_eq(n, 8);
   for (int i = 0; i < n; i++) {
     cr_expect_str_eq(rows[i]->name, want[i]);
     cr_expect_eq(sched_row_named(want[i]), rows[i]);
     cr_expect_eq(rows[i]->kind, strcmp(want[i], "view") ? SCHED_ROW_KERNEL : SCHED_ROW_VIEW);
+    cr_expect_eq(rows[i]->trial, trial[i], "%s", want[i]);
   }
   cr_expect_null(sched_row_named("serial"));
 }
@@ -45,7 +55,7 @@ Test(registry, plans_print_and_compare) {
   cf_fusion_add_output(f, cf_relu(f, x));
   SchedPlan a, b;
   StrBuf why = {0};
-  cr_assert(sched_choose(f, &(SchedCall){0, NULL, sched_device_default()}, &a, &why));
+  cr_assert(sched_choose(f, &(SchedCall){0, NULL, sched_device_default()}, lowers, &a, &why));
   cr_expect_str_eq(why.data, "welford_translate: no Welford reduction whose states only its fields read; reduction: "
                              "the fusion has no reduction; inner_persistent: the fusion has no reduction; "
                              "outer_persistent: the fusion has no reduction; transpose: no input is transposed: the "
@@ -99,7 +109,8 @@ static cf_fusion *copy_of(Inv *v, const SchedSegment *s) {
   return ir_fusion_copy_part(v->w, s->nexprs, s->exprs, s->nin, s->ins, s->nout, s->outs, NULL, NULL);
 }
 
-/* Every row that accepts segment s plans it, applies the plan, and lowering accepts. */
+/* Every row that accepts segment s (as the registry asks, with lowering's answer for a
+ * trial row) plans it, applies the plan, and lowering accepts. */
 static void check_segment(Inv *v, const SchedSegment *s) {
   int n;
   const SchedRow *const *rows = sched_rows(&n);
@@ -108,7 +119,7 @@ static void check_segment(Inv *v, const SchedSegment *s) {
   cr_assert(g && !g->status, "%s", v->what);
   for (int r = 0; r < n; r++) {
     char why[SCHED_WHY_MAX] = "";
-    if (!rows[r]->can_schedule(g, &call, why)) continue;
+    if (!sched_row_accepts(rows[r], g, &call, lowers, why)) continue;
     SchedParams p, used;
     char *math = NULL;
     size_t len = 0;
@@ -139,7 +150,7 @@ static bool any_row(void *ctx, const SchedSegment *s) {
   Inv *v = ctx;
   SchedCall call = call_of(v, s);
   cf_fusion *g = copy_of(v, s);
-  bool ok = g && !g->status && sched_any_accepts(g, &call);
+  bool ok = g && !g->status && sched_any_accepts(g, &call, lowers);
   cf_fusion_destroy(g);
   return ok;
 }
@@ -197,25 +208,34 @@ Test(registry, accepted_schedules_lower_for_model_fusions, .timeout = 600) {
   cr_expect_gt(accepted, MF_NCASES * 2 * MF_NSHAPES * 3, "only %d (segment, row) pairs accepted", accepted);
 }
 
-Test(registry, accepted_schedules_lower_for_random_dags, .timeout = 600) {
-  const char *env = getenv("CFUSER_REGISTRY_SEEDS");
-  int seeds = env ? atoi(env) : 60, accepted = 0;
-  for (int seed = 0; seed < seeds; seed++) {
-    cf_fusion *f = cf_fusion_create();
-    DgCase c;
-    dg_build(&c, f, (uint64_t)seed, DG_UNSCHEDULED);
-    if (cf_fusion_status(f) != CF_OK) {
-      cf_fusion_destroy(f);
-      continue;
-    }
+/* The invariant on the random DAG of one seed (mode 4); the (segment, row) pairs checked. */
+static int check_seed(uint64_t seed) {
+  cf_fusion *f = cf_fusion_create();
+  DgCase c;
+  int accepted = 0;
+  dg_build(&c, f, seed, DG_UNSCHEDULED);
+  if (cf_fusion_status(f) == CF_OK) {
     DLManagedTensor *t[DG_MAX_INPUTS];
     const DLTensor *in[DG_MAX_INPUTS];
     for (int i = 0; i < c.nin; i++) t[i] = tensor(CF_FLOAT, c.in_rank[i], c.in_sizes[i]), in[i] = &t[i]->dl_tensor;
     char what[64];
-    snprintf(what, sizeof what, "random DAG seed %d", seed);
-    accepted += check_fusion(f, in, seed % 2 ? &small_device : sched_device_default(), what);
+    snprintf(what, sizeof what, "random DAG seed %llu", (unsigned long long)seed);
+    accepted = check_fusion(f, in, seed % 2 ? &small_device : sched_device_default(), what);
     for (int i = 0; i < c.nin; i++) cf_tensor_free(t[i]);
-    cf_fusion_destroy(f);
   }
+  cf_fusion_destroy(f);
+  return accepted;
+}
+
+Test(registry, accepted_schedules_lower_for_random_dags, .timeout = 600) {
+  const char *env = getenv("CFUSER_REGISTRY_SEEDS");
+  int seeds = env ? atoi(env) : 60, accepted = 0;
+  for (int seed = 0; seed < seeds; seed++) accepted += check_seed((uint64_t)seed);
   cr_expect_gt(accepted, seeds, "only %d (segment, row) pairs accepted", accepted);
+}
+
+/* Seeds of the DAG fuzzer's define-and-run mode that found bugs (test_random_dags.c). */
+Test(registry, accepted_schedules_lower_for_the_fuzzers_pinned_seeds) {
+  const uint64_t seeds[] = {89, 122, 401, 438, 1996};
+  for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) cr_expect_gt(check_seed(seeds[i]), 0);
 }
