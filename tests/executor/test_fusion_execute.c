@@ -9,14 +9,7 @@
 
 #include "test_util.h"
 
-static cf_fusion *f;
-static cf_fusion_cache *c;
-static void setup(void) { f = cf_fusion_create(); }
-static void teardown(void) {
-  cf_fusion_cache_destroy(c);
-  cf_fusion_destroy(f);
-}
-TestSuite(fusion_execute, .init = setup, .fini = teardown);
+TU_CACHE_SUITE(fusion_execute);
 
 static const cf_executor_options host = {.backend = CF_BACKEND_HOST};
 

@@ -16,15 +16,9 @@
 
 #include "cfuser/execute.h"
 #include "executor/model_fusions.h"
+#include "test_util.h"
 
-static cf_fusion *f;
-static cf_fusion_cache *c;
-static void setup(void) { f = cf_fusion_create(); }
-static void teardown(void) {
-  cf_fusion_cache_destroy(c);
-  cf_fusion_destroy(f);
-}
-TestSuite(segments, .init = setup, .fini = teardown);
+TU_CACHE_SUITE(segments);
 
 static const cf_executor_options host = {.backend = CF_BACKEND_HOST};
 

@@ -9,14 +9,7 @@
 
 #include "kernel_check.h"
 
-static cf_fusion *f;
-static cf_fusion_cache *c;
-static void setup(void) { f = cf_fusion_create(); }
-static void teardown(void) {
-  cf_fusion_cache_destroy(c);
-  cf_fusion_destroy(f);
-}
-TestSuite(shape_ops, .init = setup, .fini = teardown);
+TU_CACHE_SUITE(shape_ops);
 
 static cf_tv *input(cf_dtype dt, int rank, const int64_t *sizes) { return tu_input(f, dt, rank, sizes); }
 
