@@ -6,9 +6,15 @@
  * or given misaligned). One walk over the call feeds the words to a sink that hashes
  * them, compares them with a stored key, or stores them, so a cached call hashes and
  * compares without building the key anywhere and allocates nothing.
- * Key decision: entries live in an open-addressing table of pointers that doubles at
- * half load; no entry is ever dropped (a workload has few signatures, and dropping one
- * would silently recompile). */
+ * Entries live in an open-addressing table of pointers that doubles at half load, and in
+ * a recency list: a hit moves its entry to the front, and a miss beyond the bound
+ * (cf_fusion_cache_set_max_entries, FC_DEFAULT_MAX_ENTRIES) evicts the least recently
+ * used entry, whose segments release their kernels (fusion_reuse.c: a kernel no entry
+ * holds is destroyed, and with it its host shared object or CUDA module).
+ * Key decision: the bound is on entries (signatures), the unit a workload of many sizes
+ * grows; kernels are shared by entries whose plans agree, so they are bounded by it too,
+ * and an evicted signature that comes back is planned again and usually finds its kernel
+ * still held by another entry. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +112,57 @@ static bool insert(cf_fusion_cache *c, FcEntry *en) {
   return true;
 }
 
+/* Removes en from the table (backward-shift deletion: the entries after it in its probe
+ * run move up, so no tombstone is needed). */
+static void unplace(cf_fusion_cache *c, const FcEntry *en) {
+  int i = (int)(en->hash & (uint64_t)(c->cap - 1)), mask = c->cap - 1;
+  while (c->slots[i] != en) i = (i + 1) & mask;
+  for (int j = (i + 1) & mask; c->slots[j]; j = (j + 1) & mask) {
+    int home = (int)(c->slots[j]->hash & (uint64_t)mask);
+    /* slots[j] may fill the hole at i when its home is not in (i, j] cyclically */
+    bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+    if (!stays) c->slots[i] = c->slots[j], i = j;
+  }
+  c->slots[i] = NULL;
+  c->len--;
+}
+
+/* ---- recency ------------------------------------------------------------------------------ */
+
+static void unlink_entry(cf_fusion_cache *c, FcEntry *en) {
+  if (en->newer) en->newer->older = en->older;
+  else if (c->newest == en) c->newest = en->older;
+  if (en->older) en->older->newer = en->newer;
+  else if (c->oldest == en) c->oldest = en->newer;
+  en->newer = en->older = NULL;
+}
+
+static void push_newest(cf_fusion_cache *c, FcEntry *en) {
+  en->older = c->newest;
+  en->newer = NULL;
+  if (c->newest) c->newest->newer = en;
+  c->newest = en;
+  if (!c->oldest) c->oldest = en;
+}
+
+static void touch(cf_fusion_cache *c, FcEntry *en) {
+  if (c->newest == en) return;
+  unlink_entry(c, en);
+  push_newest(c, en);
+}
+
+/* Evicts the least recently used entries until at most keep remain. */
+static void evict_to(cf_fusion_cache *c, int keep) {
+  while (c->len > keep && c->oldest) {
+    FcEntry *en = c->oldest;
+    unlink_entry(c, en);
+    unplace(c, en);
+    if (c->last == en) c->last = NULL;
+    fc_entry_free(c, en);
+    c->evictions++;
+  }
+}
+
 /* ---- the object ------------------------------------------------------------------------- */
 
 cf_fusion_cache *cf_fusion_cache_create(cf_fusion *f, const cf_executor_options *opts) {
@@ -117,20 +174,30 @@ cf_fusion_cache *cf_fusion_cache_create(cf_fusion *f, const cf_executor_options 
     return c;
   }
   c->f = cf_fusion_copy(f);
+  c->max_entries = FC_DEFAULT_MAX_ENTRIES;
   if (!c->f) {
     free(c);
     return NULL;
   }
   if (c->f->status) c->status = fc_error(c, c->f->status, "%s", cf_fusion_error(c->f));
   else if (!c->f->outputs.len) c->status = fc_error(c, CF_ERR_INVALID_ARGUMENT, "fusion_cache_create: the fusion has no outputs");
+  else c->status = fc_find_free_symbols(c);
   return c;
 }
 
-void fc_entry_clear(FcEntry *en) {
+cf_status cf_fusion_cache_set_max_entries(cf_fusion_cache *c, int n) {
+  if (!c) return CF_ERR_INVALID_ARGUMENT;
+  if (n < 1) return fc_error(c, CF_ERR_INVALID_ARGUMENT, "set_max_entries: %d entries; keep at least 1", n);
+  c->max_entries = n;
+  evict_to(c, n);
+  return CF_OK;
+}
+
+void fc_entry_clear(cf_fusion_cache *c, FcEntry *en) {
+  fc_graph_free(en->graph);
   for (int i = 0; i < en->nseg; i++) {
     FcSegment *s = &en->seg[i];
-    cf_executor_destroy(s->e);
-    cf_fusion_destroy(s->scheduled);
+    fc_kernel_release(c, s->k);
     free(s->in_ref);
     free(s->out_ref);
     free(s->ins);
@@ -140,20 +207,22 @@ void fc_entry_clear(FcEntry *en) {
   free(en->seg);
   free(en->bufs);
   free(en->given);
-  *en = (FcEntry){.hash = en->hash, .key = en->key, .nkey = en->nkey};
+  *en = (FcEntry){.hash = en->hash, .key = en->key, .nkey = en->nkey, .newer = en->newer, .older = en->older};
 }
 
-void fc_entry_free(FcEntry *en) {
+void fc_entry_free(cf_fusion_cache *c, FcEntry *en) {
   if (!en) return;
-  fc_entry_clear(en);
+  fc_entry_clear(c, en);
   free(en->key);
   free(en);
 }
 
 void cf_fusion_cache_destroy(cf_fusion_cache *c) {
   if (!c) return;
-  for (int i = 0; i < c->cap; i++) fc_entry_free(c->slots[i]);
+  for (int i = 0; i < c->cap; i++) fc_entry_free(c, c->slots[i]);
   free(c->slots);
+  free(c->kernels); /* empty: every kernel was released with its last segment */
+  free(c->free_sym);
   cf_fusion_destroy(c->f);
   free(c->error);
   free(c);
@@ -165,11 +234,27 @@ const char *cf_fusion_cache_error(const cf_fusion_cache *c) {
 }
 int cf_fusion_cache_num_entries(const cf_fusion_cache *c) { return c ? c->len : 0; }
 int cf_fusion_cache_num_kernels(const cf_fusion_cache *c) { return c ? c->nkernels : 0; }
+int cf_fusion_cache_num_live_kernels(const cf_fusion_cache *c) { return c ? c->nlive : 0; }
+int64_t cf_fusion_cache_evictions(const cf_fusion_cache *c) { return c ? c->evictions : 0; }
+int64_t cf_fusion_cache_kernel_reuses(const cf_fusion_cache *c) { return c ? c->reuses : 0; }
+int64_t cf_fusion_cache_graph_captures(const cf_fusion_cache *c) { return c ? c->graph_captures : 0; }
+int64_t cf_fusion_cache_graph_replays(const cf_fusion_cache *c) { return c ? c->graph_replays : 0; }
+
+cf_status cf_fusion_cache_set_cuda_graphs(cf_fusion_cache *c, int mode) {
+  if (!c) return CF_ERR_INVALID_ARGUMENT;
+  if (mode < -1 || mode > 1)
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "set_cuda_graphs: mode %d; use -1 (off), 0 (the default rule) or 1", mode);
+  c->graphs = mode;
+  return CF_OK;
+}
 int64_t cf_fusion_cache_hits(const cf_fusion_cache *c) { return c ? c->hits : 0; }
 int64_t cf_fusion_cache_misses(const cf_fusion_cache *c) { return c ? c->misses : 0; }
 int cf_fusion_cache_last_segments(const cf_fusion_cache *c) { return c && c->last ? c->last->nseg : 0; }
 const char *cf_fusion_cache_last_scheduler(const cf_fusion_cache *c, int i) {
-  return c && c->last && i >= 0 && i < c->last->nseg ? c->last->seg[i].scheduler : NULL;
+  return c && c->last && i >= 0 && i < c->last->nseg ? c->last->seg[i].plan.row->name : NULL;
+}
+const char *cf_fusion_cache_last_params(const cf_fusion_cache *c, int i) {
+  return c && c->last && i >= 0 && i < c->last->nseg ? c->last->seg[i].plan.params.text : NULL;
 }
 
 cf_executor *cf_fusion_cache_last_executor(const cf_fusion_cache *c, int i) {
@@ -185,7 +270,7 @@ cf_status cf_fusion_cache_print_kernel(cf_fusion_cache *c, int i, FILE *out) {
     fprintf(out, "// segment %d: a view (reshape), no kernel\n", i);
     return CF_OK;
   }
-  cf_fusion *g = c->last->seg[i].scheduled;
+  cf_fusion *g = c->last->seg[i].k->scheduled;
   cf_status s = cf_fusion_print_kernel(g, out);
   return s ? fc_error(c, s, "%s", cf_fusion_error(g)) : CF_OK;
 }
@@ -221,8 +306,8 @@ static cf_status run_view(cf_fusion_cache *c, FcEntry *en, const FcSegment *s, i
   return CF_OK;
 }
 
-static cf_status run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
-                              const DLTensor *const *in, int nout, DLManagedTensor **out) {
+cf_status fc_run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
+                          const DLTensor *const *in, int nout, DLManagedTensor **out) {
   cf_status st = CF_OK;
   for (int o = 0; o < nout; o++) en->given[o] = out[o] != NULL;
   for (int k = 0; !st && k < en->nseg; k++) {
@@ -251,7 +336,9 @@ static cf_status run_entry(cf_fusion_cache *c, FcEntry *en, void *stream, bool a
                            const DLTensor *const *in, int nout, DLManagedTensor **out) {
   c->last = en;
   if (en->direct) return run_kernel(c, en->seg[0].e, stream, async, nin, in, nout, out);
-  return run_segments(c, en, stream, async, nin, in, nout, out);
+  bool ran = false;
+  cf_status s = async ? fc_graph_run(c, en, stream, nin, in, nout, out, &ran) : CF_OK;
+  return s || ran ? s : fc_run_segments(c, en, stream, async, nin, in, nout, out);
 }
 
 /* ---- a call ------------------------------------------------------------------------------ */
@@ -273,7 +360,7 @@ static cf_status miss(cf_fusion_cache *c, uint64_t h, void *stream, bool async, 
   walk(&probe, nin, in, nout, out);
   if (en) en->key = malloc(sizeof(int64_t) * (size_t)(probe.n ? probe.n : 1));
   if (!en || !en->key) {
-    fc_entry_free(en);
+    fc_entry_free(c, en);
     return fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   }
   Sink store = {0, NULL, 0, en->key, 0, true};
@@ -281,13 +368,14 @@ static cf_status miss(cf_fusion_cache *c, uint64_t h, void *stream, bool async, 
   en->hash = h;
   en->nkey = store.n;
   cf_status s = fc_plan(c, in, nout, out, en);
+  if (!s) evict_to(c, c->max_entries - 1);
   if (!s && !insert(c, en)) s = fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   if (s) {
-    fc_entry_free(en);
+    fc_entry_free(c, en);
     return s;
   }
+  push_newest(c, en);
   c->misses++;
-  for (int k = 0; k < en->nseg; k++) c->nkernels += en->seg[k].e != NULL; /* views are no kernels */
   return run_entry(c, en, stream, async, nin, in, nout, out);
 }
 
@@ -301,6 +389,7 @@ static cf_status execute(cf_fusion_cache *c, void *stream, bool async, int nin, 
   FcEntry *en = lookup(c, hash.h, nin, in, nout, out);
   if (!en) return miss(c, hash.h, stream, async, nin, in, nout, out);
   c->hits++;
+  touch(c, en);
   return run_entry(c, en, stream, async, nin, in, nout, out);
 }
 

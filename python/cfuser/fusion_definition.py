@@ -14,8 +14,8 @@ by hand compiles at its first execute on a backend and reuses that kernel. One t
 did not schedule runs by define and run (cf_fusion_cache, include/cfuser/execute.h): each
 new input signature (dtypes, sizes, strides) is scheduled by the automatic schedulers
 (reduction, normalization, transpose, pointwise), cut into segments where none takes it
-whole, compiled and kept; a fusion no scheduler accepts falls back to a default serial
-schedule. The backend follows the inputs' device (host memory: the host backend; CUDA
+whole, compiled and kept (the last resort, in C: a parallel kernel per op, so every
+fusion the evaluator computes runs). The backend follows the inputs' device (host memory: the host backend; CUDA
 memory: the CUDA backend) unless one is named. Hand-scheduled kernels are shared between
 definitions with the same fusion through one process-wide kernel cache. A
 FusionDefinition is not thread-safe; use one per thread.
@@ -33,11 +33,10 @@ from ._tensor import Scalar, Shape, Tensor
 from ._torch_fast import TorchFastPath
 from .ops import Ops
 from .sched import Sched
-from .types import (ARRAY_DTYPE_NAMES, CfuserError, DataType, MemoryType, as_dtype, InternalError, InvalidArgumentError,
+from .types import (ARRAY_DTYPE_NAMES, CfuserError, DataType, as_dtype, InternalError, InvalidArgumentError,
                     UnsupportedError, error_for)
 
 _BACKENDS = {"host": _capi.BACKEND_HOST, "cuda": _capi.BACKEND_CUDA}
-_UNSUPPORTED = 3  # CF_ERR_UNSUPPORTED
 _compile_lock = threading.Lock()  # the kernel cache is not thread-safe
 _cache: Optional[int] = None
 
@@ -77,8 +76,7 @@ class FusionDefinition:
         if not self._f:
             raise MemoryError("FusionDefinition: out of memory")
         self._open = self._defined = self._user_scheduled = self._frozen = False
-        self._auto = False  # frozen unscheduled: define and run (until a fallback)
-        self._default_scheduled = False  # the fallback's default schedule is applied to _f
+        self._auto = False  # frozen unscheduled: define and run
         self._ninputs = 0
         self._scalar_inputs: Dict[int, DataType] = {}  # input index -> dtype (define_scalar inputs)
         self._outputs: List[Tensor] = []
@@ -245,32 +243,6 @@ class FusionDefinition:
         self._auto = not self._user_scheduled
         self._frozen = True
 
-    def _default_schedule(self) -> None:
-        """The fallback of an unscheduled fusion that no automatic scheduler accepts: the
-        pointwise schedule, else serial loops inlined as deep as legal (applied once)."""
-        if not self._default_scheduled:
-            status = _capi.lib.cf_schedule_pointwise(self._f)
-            if status == _UNSUPPORTED:  # not elementwise: refused before changing anything;
-                _capi.lib.cf_fusion_clear_error(self._f)  # serial loops, inlined as deep as legal
-                self._check(_capi.lib.cf_inline_most(self._f))
-                self._spill_whole_intermediates()
-            else:
-                self._check(status)
-            self._default_scheduled = True
-
-    def _spill_whole_intermediates(self) -> None:
-        """In the default serial schedule, an intermediate that inlining left whole (its
-        readers sit in several loop nests, e.g. the states of var_mean read by both outputs)
-        and whose size is symbolic cannot be registers: it goes to global memory, which the
-        executor allocates for the run."""
-        lib, f, outputs = _capi.lib, self._f, {t.handle for t in self._outputs}
-        for i in range(lib.cf_fusion_num_tvs(f)):
-            h = lib.cf_fusion_tv(f, i)
-            if h in outputs or lib.cf_tv_compute_at_pos(h) != 0 or lib.cf_tv_memory_type(h) != int(MemoryType.local):
-                continue
-            if any(lib.cf_id_extent(lib.cf_tv_axis(h, i)) < 0 for i in range(lib.cf_tv_naxes(h))):
-                self._check(lib.cf_set_memory_type(self._f, h, int(MemoryType.global_)))
-
     def _scalar_arrays(self, inputs: Sequence[Any]) -> List[Any]:
         """Scalar inputs given as Python numbers become 0-d arrays of their dtype, in the
         library and on the device of the first tensor input (NumPy when there is none)."""
@@ -315,7 +287,7 @@ class FusionDefinition:
             if self._auto:
                 r = CacheRunner(self._f, backend)
             else:
-                r = ExecutorRunner(self._compile(backend), backend, "default" if self._default_scheduled else "user")
+                r = ExecutorRunner(self._compile(backend), backend, "user")
             self._runners[backend] = r
         return r
 
@@ -332,26 +304,6 @@ class FusionDefinition:
                 lib.cf_executor_destroy(e)
                 raise err
         return e
-
-    def _fall_back(self, runner: CacheRunner) -> None:
-        """After the cache refused the fusion (CF_ERR_UNSUPPORTED: no scheduler accepts it
-        or a segment of it), the definition runs the default schedule from now on, on
-        every backend, so that nothing that ran before define and run stops running. When
-        that fails too, the cache's refusal is raised with the fallback's message."""
-        why = runner.error()
-        try:
-            self._default_schedule()
-            e = self._compile(runner.backend)
-        except CfuserError as err:
-            raise UnsupportedError(f"{why} (the default serial schedule failed too: {err})") from None
-        new = ExecutorRunner(e, runner.backend, "default")
-        self._runners[runner.backend] = new
-        self._auto = False
-        if self._torch_fast is not None and self._torch_fast.runner is runner:
-            self._torch_fast.runner = new
-        if self._last is runner:
-            self._last = new
-        runner.destroy()
 
     # ---- running ------------------------------------------------------------------------------
 
@@ -413,11 +365,8 @@ class FusionDefinition:
         return results
 
     def _failed(self, status: int, inputs: Sequence[Any]) -> List[Any]:
-        """A failed run: the cache's refusal falls back to the default schedule and runs
-        again; anything else raises."""
-        if status == _UNSUPPORTED and self._last.cached:
-            self._fall_back(self._last)
-            return self.execute(inputs)
+        """A failed run raises cfuser's error (define and run has no fallback of its own in
+        Python: the C library's last resort runs every fusion the evaluator computes)."""
         raise self._run_error(status)
 
     def _run_error(self, status: int) -> Exception:
@@ -505,8 +454,8 @@ class FusionDefinition:
 
     def last_schedulers(self) -> List[str]:
         """The scheduler of each kernel of the last execute, in the order they ran
-        ("reduction", "inner_persistent", "pointwise", ...; "user" for a definition
-        scheduled by hand, "default" for the fallback's serial schedule)."""
+        ("reduction", "inner_persistent", "pointwise", ..., "fallback" for an op no
+        other scheduler takes; "user" for a definition scheduled by hand)."""
         if self._last is None:
             raise InvalidArgumentError("last_schedulers: nothing was executed yet")
         return self._last.schedulers()
@@ -518,7 +467,7 @@ class FusionDefinition:
         call's segments}."""
         if self._last is None or not self._last.cached:
             raise InvalidArgumentError("cache_info: the last execute did not run by define and run (the "
-                                       "definition is scheduled by hand, fell back, or has not run)")
+                                       "definition is scheduled by hand, or has not run)")
         return self._last.info()
 
     # ---- pictures and reproducers (cfuser/_show.py) ------------------------------------------------
