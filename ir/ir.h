@@ -121,8 +121,8 @@ typedef enum OpKind {
   X(OP_WHERE, "where", OPK_TERNARY, "(%0 ? %1 : %2)")                    \
   X(OP_BROADCAST, "broadcast", OPK_BROADCAST, "%0")                      \
   X(OP_SUM, "sum", OPK_REDUCTION, "(%0 + %1)")                           \
-  X(OP_MAX_REDUCE, "max", OPK_REDUCTION, "fmax(%0, %1)")                 \
-  X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "fmin(%0, %1)")                 \
+  X(OP_MAX_REDUCE, "max", OPK_REDUCTION, "cf_max_nan(%0, %1)")           \
+  X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "cf_min_nan(%0, %1)")           \
   X(OP_PROD, "prod", OPK_REDUCTION, "(%0 * %1)")                         \
   X(OP_WELFORD, "welford", OPK_REDUCTION, "cf_welford_merge(%0, %1)")    \
   X(OP_PERMUTE, "permute", OPK_PERMUTE, "%0")                            \
@@ -150,12 +150,14 @@ typedef enum ReduceIdentity { RID_ZERO, RID_ONE, RID_LOWEST, RID_HIGHEST, RID_EM
  * element into the accumulator, identity, whether integer inputs widen to int64 as torch
  * does). Every OPK_REDUCTION op has exactly one row (a test checks). Welford is its own
  * combine: its accumulator is a state (ir/dtype.h), and an element is folded by merging
- * its one-element state (the code generators convert the element to it). */
-#define IR_REDUCTION_TABLE(X)                  \
-  X(OP_SUM, OP_ADD, RID_ZERO, true)            \
-  X(OP_PROD, OP_MUL, RID_ONE, true)            \
-  X(OP_MAX_REDUCE, OP_MAX, RID_LOWEST, false)  \
-  X(OP_MIN_REDUCE, OP_MIN, RID_HIGHEST, false) \
+ * its one-element state (the code generators convert the element to it). Max and min are
+ * their own combines too: they keep NaN (a row with a NaN reduces to NaN, as torch's
+ * amax/amin do), where the binary max and min (fmax, fmin) drop it. */
+#define IR_REDUCTION_TABLE(X)                         \
+  X(OP_SUM, OP_ADD, RID_ZERO, true)                   \
+  X(OP_PROD, OP_MUL, RID_ONE, true)                   \
+  X(OP_MAX_REDUCE, OP_MAX_REDUCE, RID_LOWEST, false)  \
+  X(OP_MIN_REDUCE, OP_MIN_REDUCE, RID_HIGHEST, false) \
   X(OP_WELFORD, OP_WELFORD, RID_EMPTY, false)
 
 /* Columns of IR_REDUCTION_TABLE; an op without a row fails loudly (internal error
