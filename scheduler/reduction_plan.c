@@ -10,9 +10,8 @@
  * The layout: INNER when the innermost axis of extent other than 1 is reduced (the kept
  * axes move first), OUTER when it is kept (the reduced axes move first); the sizes come
  * from the fusion's constants and, for symbolic extents, from the call's inputs.
- * Key decision: axes of extent 1 do not decide the layout and never block a vector (a
- * [rows, 1] sum is a full reduction of each column, read as rows), since moving them
- * changes no address. */
+ * Key decision: axes of extent 1 do not decide the layout (a [rows, 1] sum is a full
+ * reduction of each column, read as a row), since moving them changes no address. */
 #include <stdlib.h>
 
 #include "scheduler/persistent.h"
@@ -116,31 +115,24 @@ static int innermost_axis(Val *red, const int64_t *ext) {
   return -1;
 }
 
-/* Fills the layout, order and numels; whether the axes of extent other than 1 are already
- * in the layout's order (so the vector axis stays contiguous). */
-static bool layout_of(Val *red, const int64_t *ext, RedShape *s) {
+/* Fills the layout, order and numels. */
+static void layout_of(Val *red, const int64_t *ext, RedShape *s) {
   int n = TV(red)->nlogical, inner = innermost_axis(red, ext);
-  bool first_group_reduced;
   s->rank = n;
   s->layout = inner < 0 || ID(TV(red)->logical[inner])->iter_type == CF_ITER_REDUCTION ? RED_INNER : RED_OUTER;
-  first_group_reduced = s->layout == RED_OUTER;
+  bool first_reduced = s->layout == RED_OUTER;
   s->nkept = kept_rank(red);
   s->iter = s->red = 1;
-  int first = 0, second = first_group_reduced ? n - s->nkept : s->nkept;
-  bool in_order = true, seen_second = false;
+  int first = 0, second = first_reduced ? n - s->nkept : s->nkept;
+  s->reordered = false;
   for (int a = 0; a < n; a++) {
     bool r = ID(TV(red)->logical[a])->iter_type == CF_ITER_REDUCTION;
-    bool in_first = r == first_group_reduced;
-    s->order[a] = (int8_t)(in_first ? first++ : second++);
+    s->order[a] = (int8_t)(r == first_reduced ? first++ : second++);
+    s->reordered |= s->order[a] != a;
     if (r) s->red = numel_mul(s->red, ext[a]);
     else s->iter = numel_mul(s->iter, ext[a]);
-    if (ext[a] != 1 && seen_second && in_first) in_order = false;
-    seen_second |= ext[a] != 1 && !in_first;
   }
-  s->reordered = false;
-  for (int a = 0; a < n; a++) s->reordered |= s->order[a] != a;
   s->inner = inner < 0 ? 1 : ext[inner];
-  return in_order;
 }
 
 /* ---- the inputs --------------------------------------------------------------------------- */
@@ -180,11 +172,13 @@ bool sched_reduction_shape(cf_fusion *f, const SchedCall *call, RedShape *s, cha
   int64_t ext[CF_MAX_RANK];
   for (int a = 0; a < n; a++) ext[a] = extent_of(TV(red)->logical[a], &b);
   free(b.ids), free(b.values);
-  bool in_order = layout_of(red, ext, s);
+  layout_of(red, ext, s);
   int inner = innermost_axis(red, ext);
   int64_t c;
-  /* the vector axis is the last one (lowering proves no contiguity across a trailing 1) */
-  s->can_vectorize = in_order && inner == n - 1 && ir_scalar_const_value(ID(TV(red)->logical[inner])->extent, &c) &&
+  /* The vector axis is the last one (no contiguity across a trailing 1 is proven), and
+   * stays the innermost part of its merged group after the reorder, so a vector that
+   * divides its extent is contiguous. */
+  s->can_vectorize = inner == n - 1 && ir_scalar_const_value(ID(TV(red)->logical[inner])->extent, &c) &&
                      contiguous_inputs(f, call);
   read_inputs(f, s);
   return true;

@@ -71,7 +71,7 @@ Test(reduction_sched, sizes_of_one_and_symbolic_sizes) {
 }
 
 /* Two kept axes (merged into the rows after the rfactor), prod, and kept axes after a
- * reduced one (moved first: no vector). */
+ * reduced one (moved first; vectors along the last axis when its extent takes them). */
 Test(reduction_sched, rows_of_3d_tensors) {
   KcInput in = IN(CF_FLOAT, 3, 5, 130);
   cf_tv *x = input_of(&in, false);
@@ -87,6 +87,11 @@ Test(reduction_sched, rows_of_3d_tensors) {
   x = input_of(&in, false);
   cf_fusion_add_output(f, cf_reduce(f, CF_REDUCE_MAX, x, 2, (int[]){0, 2}, false));
   rc_run(1, &in, &tiny, "inner vector=1 unroll=1 block=64x1 grid=6x1 kept-axes-first", 1e-4);
+  fresh();
+  in = IN(CF_FLOAT, 4, 3, 8);
+  x = input_of(&in, false);
+  cf_fusion_add_output(f, cf_sum(f, x, 2, (int[]){0, 2}));
+  rc_run(1, &in, &tiny, "inner vector=4 unroll=1 block=8x3 grid=1x1 kept-axes-first", 1e-4);
 }
 
 /* A column of extent 1 is not a layout: [rows, 1] summed over rows reads as a row. */
