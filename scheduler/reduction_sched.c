@@ -3,28 +3,34 @@
  * to an unscheduled fusion with the public scheduling calls, and builds the accepts and
  * schedule entry points of the define-and-run table on plan + apply.
  *
- * INNER, the reduction's axes reordered kept-first, the reduced ones merged into one row
- * axis R and split
- *     [kept..., grid (blockIdx.x, outer split), serial, unroll, threadIdx.x, vector];
+ * INNER: the reduction's axes reordered kept-first, the reduced ones merged into one row
+ * axis and split
+ *     [kept..., serial, grid (blockIdx.x, an outer split), unroll, threadIdx.x, vector];
  * the split is propagated to the prologue, serial, unroll and vector are rfactored (each
- * thread folds its part of the row into a register: the partial is in the reduction's
- * accumulation type, float for half and bfloat16), then the kept axes (which rfactor
+ * thread folds its part of the row into a register), then the kept axes (which rfactor
  * takes untransformed) are merged into one and split [blocks, threadIdx.y] (rows on
  * blockIdx.y when a grid splits them, else on blockIdx.x). The final reduction is a block
  * reduction over threadIdx.x and, with a grid, a grid reduction over blockIdx.x.
- * OUTER, the axes reordered reduced-first, the reduced ones merged into R and split
- *     [grid (blockIdx.y, outer split), serial, unroll, threadIdx.y, kept...],
+ * OUTER: the axes reordered reduced-first, the reduced ones merged and split
+ *     [serial, grid (blockIdx.y, an outer split), unroll, threadIdx.y, kept...],
  * serial and unroll rfactored, then the kept axes merged into one column axis and split
  * [blocks (blockIdx.x), threadIdx.x, vector]; the partial reduction runs
- *     [blockIdx.x, blockIdx.y, threadIdx.x, serial, unroll, threadIdx.y, vector]
+ *     [blockIdx.x, threadIdx.x, serial, blockIdx.y, unroll, threadIdx.y, vector]
  * (each thread folds a vector of adjacent columns down its rows: coalesced loads) and the
- * final one reduces threadIdx.y in the block and blockIdx.y across the grid, one column
- * of the vector at a time.
- * The inputs are cached (cf_cache_after) so their loads are vectors, and each cache is
- * computed at the unroll axis: a thread issues all its loads of a step before using them.
- * Key decision: the rfactor partial is what every thread keeps between the serial fold and
+ * final one [blockIdx.x, threadIdx.x, vector, blockIdx.y, threadIdx.y] reduces threadIdx.y
+ * in the block and blockIdx.y across the grid, one column of the vector at a time.
+ * A reduction no thread shares (INNER rows of one vector, OUTER columns of one row) is
+ * folded serially by each thread, without rfactor.
+ * The inputs are cached (cf_cache_after) so their loads are vectors; inline_most stops
+ * the caches and the prologue before the unroll axis, so a thread issues all its loads of
+ * a step before using them.
+ * Key decisions: the rfactor partial is what every thread keeps between the serial fold and
  * the block/grid combine, so it is retyped to the accumulation type (a bfloat16 sum
- * otherwise rounds every thread's partial to 8 bits of mantissa). */
+ * otherwise rounds every thread's partial to 8 bits of mantissa). The grid axis stands
+ * after the serial one: the partial's iteration axis on a block index must not be
+ * inlined into the final reduction's reduction axis on that index (lowering refuses one
+ * loop over both), and the partial's first serial reduction axis stops its inlining
+ * before it. */
 #include <stdlib.h>
 
 #include "scheduler/persistent.h"
