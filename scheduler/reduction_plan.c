@@ -2,7 +2,7 @@
  * heuristic reads (sched_reduction_shape), the first of its three steps (see
  * reduction_heuristic.h).
  * Accepted: elementwise ops (set, unary, binary, ternary, cast) and exactly one reduction
- * (sum, max, min, prod, Welford) of any axes of a tensor without broadcast axes; every
+ * (sum, max, min, prod, Welford) of any axes; every
  * input of the reduction's rank (an elementwise prologue); outputs the reduction or an
  * elementwise epilogue on the reduced shape computed from it alone (Welford's fields,
  * var_mean's division), which runs after the block (or grid) reduction. Anything else is
@@ -11,7 +11,10 @@
  * axes move first), OUTER when it is kept (the reduced axes move first); the sizes come
  * from the fusion's constants and, for symbolic extents, from the call's inputs.
  * Key decision: axes of extent 1 do not decide the layout (a [rows, 1] sum is a full
- * reduction of each column, read as a row), since moving them changes no address. */
+ * reduction of each column, read as a row), since moving them changes no address;
+ * broadcast axes (a constant 1) are kept axes like the others, merged with them. The
+ * reorder keeps the kept axes in their order: rfactor makes the reduction's logical domain
+ * its loop order, so the output's shape would change otherwise. */
 #include <stdlib.h>
 
 #include "scheduler/persistent.h"
@@ -164,9 +167,6 @@ bool sched_reduction_shape(cf_fusion *f, const SchedCall *call, RedShape *s, cha
   if (!red || !check_outputs(f, red, why)) return false;
   int n = TV(red)->nlogical;
   if (n > CF_MAX_RANK) return WHY("%s has %d axes, more than %d", TV(red)->display_name, n, CF_MAX_RANK);
-  for (int a = 0; a < n; a++)
-    if (ID(TV(red)->logical[a])->iter_type == CF_ITER_BROADCAST)
-      return WHY("%s has a broadcast axis (a constant extent of 1)", TV(red)->display_name);
   ScalarBindings b;
   if (!call_bindings(f, call, &b)) return WHY("out of memory");
   int64_t ext[CF_MAX_RANK];

@@ -119,7 +119,7 @@ static bool make_final(cf_fusion *f, Val *tv, Val *t2) {
   int8_t *contig = ARENA_ARRAY(f->arena, int8_t, n > 0 ? n : 1);
   Val **loop = ids ? arena_memdup(f->arena, ids, sizeof(Val *) * (size_t)(n > 0 ? n : 1)) : NULL;
   if (!contig || !loop) return false;
-  for (int i = 0; i < n; i++) contig[i] = 1;
+  for (int i = 0; i < n; i++) contig[i] = ID(ids[i])->iter_type == CF_ITER_BROADCAST ? -1 : 1; /* as ir_tv_new */
   t->root = t->logical = ids;
   t->nroot = t->nlogical = t->nloop = n;
   t->loop = loop;

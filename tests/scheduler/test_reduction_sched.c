@@ -209,11 +209,29 @@ Test(reduction_sched, refusals) {
   cf_fusion_add_output(f, cf_sum(f, cf_broadcast(f, cf_sum(f, x, 1, (int[]){1}), 2, (bool[]){false, true}), 1,
                                  (int[]){1}));
   rc_refused(1, &in, "reduction: T2 is computed by broadcast, not an elementwise op");
+}
+
+/* Constant extents of 1 are broadcast axes, kept axes merged with the others in their
+ * order: [1, n] a full reduction of one row, [n, 1] of one column, [1, n] over its
+ * broadcast axis a copy, broadcasts between kept axes. */
+static void constant_ones(KcInput in, int naxes, const int *axes, const char *want) {
   fresh();
-  in = IN(CF_FLOAT, 1, 8);
-  x = input_of(&in, false);
-  cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){1}));
-  rc_refused(1, &in, "reduction: T1 has a broadcast axis (a constant extent of 1)");
+  cf_tv *x = input_of(&in, false);
+  cf_fusion_add_output(f, cf_sum(f, cf_exp(f, x), naxes, axes));
+  rc_run(1, &in, &tiny, want, 1e-3);
+}
+
+Test(reduction_sched, broadcast_axes) {
+  constant_ones(IN(CF_FLOAT, 1, 8), 1, (int[]){1}, "inner vector=4 unroll=1 block=2x1 grid=1x1");
+  constant_ones(IN(CF_FLOAT, 1, 5000), 1, (int[]){1}, "inner vector=4 unroll=2 block=64x1 grid=1x2");
+  constant_ones(IN(CF_FLOAT, 5000, 1), 1, (int[]){0}, "inner vector=1 unroll=8 block=64x1 grid=1x2 kept-axes-first");
+  constant_ones(IN(CF_FLOAT, 1, 300), 1, (int[]){0}, "outer vector=4 unroll=1 block=32x1 grid=3x1");
+  constant_ones(IN(CF_FLOAT, 6, 1, 7), 2, (int[]){0, 2}, "inner vector=1 unroll=1 block=64x1 grid=1x1 kept-axes-first");
+  constant_ones(IN(CF_FLOAT, 300, 1, 8), 1, (int[]){0}, "outer vector=4 unroll=2 block=2x32 grid=1x1");
+  constant_ones(IN(CF_FLOAT, 1, 2000, 3), 1, (int[]){1}, "outer vector=1 unroll=8 block=4x16 grid=1x4 reduced-axes-first");
+  constant_ones(IN(CF_FLOAT, 4, 1, 60, 1), 1, (int[]){2}, "inner vector=1 unroll=1 block=64x1 grid=4x1 kept-axes-first");
+  constant_ones(IN(CF_FLOAT, 1, 7, 1, 9), 2, (int[]){1, 3}, "inner vector=1 unroll=1 block=64x1 grid=1x1 kept-axes-first");
+  constant_ones(IN(CF_FLOAT, 5, 1, 33), 1, (int[]){0}, "outer vector=1 unroll=3 block=32x2 grid=2x1");
 }
 
 /* An elementwise epilogue on the reduced shape (Welford's fields and var_mean's division
