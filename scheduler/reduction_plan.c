@@ -1,9 +1,9 @@
 /* scheduler/reduction_plan.c: what the reduction scheduler accepts and the shape its
  * heuristic reads (sched_reduction_shape), the first of its three steps (see
  * reduction_heuristic.h).
- * Accepted: elementwise ops (set, unary, binary, ternary, cast) and exactly one reduction
- * (sum, max, min, prod, Welford) of any axes; every
- * input of the reduction's rank (an elementwise prologue); outputs the reduction or an
+ * Accepted: elementwise ops (set, unary, binary, ternary, cast), broadcasts before the
+ * reduction (a bias, a scale, a scalar brought to its shape) and exactly one reduction
+ * (sum, max, min, prod, Welford) of any axes; outputs the reduction or an
  * elementwise epilogue on the reduced shape computed from it alone (Welford's fields,
  * var_mean's division), which runs after the block (or grid) reduction. Anything else is
  * refused with the reason.
@@ -34,8 +34,8 @@ static Val *find_reduction(cf_fusion *f, char *why) {
         return NULL;
       }
       red = exprs[i]->out[0];
-    } else if (!sched_elementwise(exprs[i])) {
-      (void)WHY("%s is computed by %s, not an elementwise op", TV(exprs[i]->out[0])->display_name,
+    } else if (!sched_elementwise(exprs[i]) && ir_op_kind(exprs[i]->op) != OPK_BROADCAST) {
+      (void)WHY("%s is computed by %s, not an elementwise op or a broadcast", TV(exprs[i]->out[0])->display_name,
                 ir_op_name(exprs[i]->op));
       return NULL;
     }
@@ -52,8 +52,7 @@ static int kept_rank(Val *tv) {
 
 /* The outputs: the reduction alone, or an epilogue of elementwise ops on the reduced
  * shape that reads only the reduction and tensors computed from it (Welford's fields and
- * var_mean's division: the states themselves cannot be outputs); every input of the
- * reduction's rank. */
+ * var_mean's division: the states themselves cannot be outputs). */
 static bool check_outputs(cf_fusion *f, Val *red, char *why) {
   int n;
   Expr **exprs = ir_fusion_tensor_exprs(f, &n);
@@ -67,11 +66,15 @@ static bool check_outputs(cf_fusion *f, Val *red, char *why) {
     for (int j = 0; j < e->nin; j++)
       if (e->in[j]->kind == VAL_TV) after[e->in[j]->id] ? (reads = true) : (other = true);
     if (!reads || e->out[0] == red) continue;
+    if (ir_op_kind(e->op) == OPK_BROADCAST) {
+      free(after);
+      return WHY("%s broadcasts a result of the reduction %s (a normalization)", TV(e->out[0])->display_name,
+                 TV(red)->display_name);
+    }
     after[e->out[0]->id] = true;
     ok = !other && kept_rank(e->out[0]) == kept_rank(red);
   }
   for (int o = 0; o < f->outputs.len && ok; o++) ok = after[((Val *)f->outputs.items[o])->id];
-  for (int i = 0; i < f->inputs.len && ok; i++) ok = TV((Val *)f->inputs.items[i])->nlogical == TV(red)->nlogical;
   free(after);
   if (!ok) return WHY("the outputs must be the reduction %s or computed from it alone", TV(red)->display_name);
   return true;

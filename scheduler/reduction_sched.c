@@ -87,11 +87,15 @@ static cf_tv *rfactor(cf_fusion *f, cf_tv *r, int n, const int *axes) {
   return rf;
 }
 
-/* Every input cached for vector loads (all of the reduction's shape), into caches. */
-static int cache_inputs(cf_fusion *f, Val **caches) {
+/* The inputs that vary along the innermost axis (the reduction's rank, the last axis not
+ * a broadcast) cached for vector loads, into caches; the others (scalars, a column
+ * scale, a row bias broadcast in the fusion) are read as they are. */
+static int cache_inputs(cf_fusion *f, int rank, Val **caches) {
   int n = 0, nin = f->inputs.len;
   for (int i = 0; i < nin; i++) {
-    if (((Val *)f->inputs.items[i])->uses.len == 0) continue;
+    Val *in = f->inputs.items[i];
+    if (in->uses.len == 0 || TV(in)->nlogical != rank || ID(TV(in)->logical[rank - 1])->iter_type == CF_ITER_BROADCAST)
+      continue;
     cf_tv *c = cf_cache_after(f, ir_tv_handle(f->inputs.items[i]));
     if (c) caches[n++] = ir_tv(c);
   }
@@ -227,7 +231,7 @@ cf_status sched_reduction_apply(cf_fusion *f, const RedParams *p) {
   cf_tv *r = ir_tv_handle(red);
   Val **caches = calloc((size_t)f->inputs.len + 1, sizeof *caches);
   if (!caches) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "reduction: out of memory");
-  int ncaches = p->vec > 1 || p->unroll > 1 ? cache_inputs(f, caches) : 0;
+  int ncaches = p->vec > 1 || p->unroll > 1 ? cache_inputs(f, p->rank, caches) : 0;
   if (p->reordered) {
     int order[CF_MAX_RANK];
     for (int a = 0; a < p->rank; a++) order[a] = p->order[a];

@@ -206,9 +206,51 @@ Test(reduction_sched, refusals) {
   rc_refused(1, &in, "reduction: T2 is a second reduction");
   fresh();
   x = input_of(&in, false);
+  cf_tv *row = input_of(&IN(CF_FLOAT, 8), false);
+  cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){1}));
+  cf_fusion_add_output(f, cf_neg(f, row));
+  rc_refused(2, (KcInput[]){in, IN(CF_FLOAT, 8)}, "reduction: the outputs must be the reduction T2 or computed from it alone");
+  fresh();
+  x = input_of(&in, false);
+  cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, cf_sum(f, x, 1, (int[]){1}), 2, (bool[]){false, true})));
+  rc_refused(1, &in, "reduction: T2 broadcasts a result of the reduction T1 (a normalization)");
+  fresh();
+  x = input_of(&in, false);
+  cf_fusion_add_output(f, cf_sum(f, cf_transpose(f, x, 0, 1), 1, (int[]){1}));
+  rc_refused(1, &in, "reduction: T1 is computed by permute, not an elementwise op or a broadcast");
+  fresh();
+  x = input_of(&in, false);
   cf_fusion_add_output(f, cf_sum(f, cf_broadcast(f, cf_sum(f, x, 1, (int[]){1}), 2, (bool[]){false, true}), 1,
                                  (int[]){1}));
-  rc_refused(1, &in, "reduction: T2 is computed by broadcast, not an elementwise op");
+  rc_refused(1, &in, "reduction: T3 is a second reduction");
+}
+
+/* A prologue with operands that broadcast: of the rows' rank (a row bias [1, n], a column
+ * scale [m, 1]), a scalar, and lower-rank ones broadcast in the fusion (a bias [n] over
+ * the rows, a scale [m] over the columns), in row and column reductions. */
+Test(reduction_sched, broadcast_operands_in_the_prologue) {
+  KcInput in[2] = {IN(CF_FLOAT, 6, 1000), IN(CF_FLOAT, 1, 1000)};
+  cf_tv *x = input_of(&in[0], false), *bias = input_of(&in[1], false);
+  cf_fusion_add_output(f, cf_sum(f, cf_add(f, x, bias), 1, (int[]){1}));
+  rc_run(2, in, &tiny, "inner vector=4 unroll=1 block=64x1 grid=6x1", 1e-3);
+  fresh();
+  in[1] = IN(CF_FLOAT, 6, 1);
+  x = input_of(&in[0], false), bias = input_of(&in[1], false);
+  cf_fusion_add_output(f, cf_sum(f, cf_mul(f, x, bias), 1, (int[]){0}));
+  rc_run(2, in, &tiny, "outer vector=4 unroll=1 block=32x2 grid=8x1", 1e-3);
+  fresh();
+  in[1] = (KcInput){CF_FLOAT, 0, {0}, NULL};
+  x = input_of(&in[0], false), bias = input_of(&in[1], false);
+  cf_fusion_add_output(f, cf_reduce(f, CF_REDUCE_MAX, cf_mul(f, x, bias), 1, (int[]){1}, false));
+  rc_run(2, in, &tiny, "inner vector=4 unroll=1 block=64x1 grid=6x1", 1e-3);
+  for (int axis = 0; axis < 2; axis++) {
+    fresh();
+    in[1] = IN(CF_FLOAT, in[0].sizes[axis]);
+    x = input_of(&in[0], false), bias = input_of(&in[1], false);
+    cf_tv *b = cf_broadcast(f, bias, 2, axis ? (bool[]){true, false} : (bool[]){false, true});
+    cf_fusion_add_output(f, cf_sum(f, cf_add(f, x, b), 1, (int[]){axis}));
+    rc_run(2, in, &tiny, axis ? "inner vector=4 unroll=1 block=64x1 grid=6x1" : "outer vector=4 unroll=1 block=32x2 grid=8x1", 1e-3);
+  }
 }
 
 /* Constant extents of 1 are broadcast axes, kept axes merged with the others in their
