@@ -18,10 +18,11 @@
  * initialization's predicate (which holds `threadIdx.p == 0` for the reduced dimensions
  * of a shared or global output) picks the one thread that stores it. The accumulator has
  * the reduction's compute type (float for half and bfloat16).
- * Grid reductions (block indices on reduction axes): after the block step (if any), each
- * thread writes its partial to a global work buffer at (group, block in group, thread),
- * the blocks count themselves on their group's semaphore, and the last one folds every
- * block's partial and stores the result (the store becomes the node's tail). The last
+ * Grid reductions (block indices on reduction axes): after the block step (if any), one
+ * thread of the reduced thread dimensions per kept place writes the block's partial to a
+ * global work buffer at (group, block in group, place), the blocks count themselves on
+ * their group's semaphore, and the last one folds every block's partial and stores the
+ * result (the store becomes the node's tail; codegen/reduction.c). The last
  * block resets the semaphore, so the executor's buffers are reused run after run without
  * clearing. Nothing in the kernel may read a grid-reduced tensor (no grid-wide sync). */
 #include "ir/dtype.h"
