@@ -48,6 +48,15 @@ Test(reduction_sched, vector_loads_unrolled) {
   rows(CF_REDUCE_SUM, IN(CF_FLOAT, 70, 4), false, "inner vector=4 unroll=1 block=1x64 grid=2x1");
 }
 
+/* Constant sizes under 2^31 elements index in 32 bits (the preamble NVRTC compiles says so). */
+Test(reduction_sched, indexes_in_32_bits) {
+  KcInput in = IN(CF_FLOAT, 2, 8191);
+  row_reduction(CF_REDUCE_SUM, &in, false);
+  char *src = rc_check(1, &in, &tiny, "inner vector=1 unroll=8 block=64x1 grid=2x2", 1e-3);
+  if (cf_nvrtc_available(NULL)) cr_expect(strstr(src, "#define CF_INDEX_TYPE int\n"), "%.300s", src);
+  free(src);
+}
+
 /* A 1-D tensor reduced to a scalar: the row split over blocks, vectors of 4. */
 Test(reduction_sched, full_reduction_to_a_scalar) {
   KcInput in = IN(CF_FLOAT, 5000);
