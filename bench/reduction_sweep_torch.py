@@ -26,7 +26,6 @@ import torch_common
 
 CASE = re.compile(r"^cfuser (row_sum|col_sum|row_max|col_max) (float32|bfloat16|float16) (\d+)x(\d+) (.*)$")
 TORCH = re.compile(r"^(torch eager|torch\.compile) (\S+) (\S+) (\S+) (.*)$")
-COPY = re.compile(r"^device copy \((\S+)\) (\S+) time_us=([0-9.]+) GB/s=([0-9]+)")
 TIMED = re.compile(r"^time_us=([0-9.]+) GB/s=([0-9.]+)(?: kernels=(\d+) plan=(\S+))?")
 PW = 1 << 28
 
@@ -71,20 +70,10 @@ def run(cases, iters, mean, dynamic):
             comp = torch.compile(function(kind), dynamic=False)
         what = f"{kind} {dtype} {rows}x{cols}"
         for label, f in (("torch eager", eager), ("torch.compile", comp)):
-            try:
-                out = f(x)
-                if label != "torch eager":
-                    torch.testing.assert_close(out, eager(x), rtol=1e-2, atol=1e-2)
-                us = stat(lambda: f(x))
-                nbytes = x.numel() * x.element_size() + out.numel() * out.element_size()
-                print(torch_common.timed_line(label, what, us, nbytes), flush=True)
-            except Exception as e:  # noqa: BLE001: one case's failure is its row, not the run's
-                failures += 1
-                print(f"{label} {what} failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
+            failures += torch_common.time_one(label, what, f, (x,), eager, stat, atol=1e-2)
     del x
     torch.cuda.empty_cache()
-    y = torch.rand(PW, device="cuda")
-    print(torch_common.timed_line("device copy (clone)", f"{PW}", stat(lambda: y.clone()), 2 * y.numel() * 4))
+    torch_common.print_copy(stat, PW)
     return 1 if failures else 0
 
 
@@ -94,25 +83,21 @@ def run(cases, iters, mean, dynamic):
 def read_results(paths):
     """{(kind, dtype, shape): {column: (gbps, kernels, plan, us) or message}} and the copies."""
     rows, copies = {}, {}
-    for path in paths:
-        with open(path) as fh:
-            for line in fh:
-                line = line.rstrip("\n")
-                m = COPY.match(line)
-                if m:
-                    copies[m.group(1)] = float(m.group(4))
-                    continue
-                m = CASE.match(line)
-                if m:
-                    key, label, rest = (m.group(1), m.group(2), f"{m.group(3)}x{m.group(4)}"), "cfuser", m.group(5)
-                else:
-                    m = TORCH.match(line)
-                    if not m:
-                        continue
-                    key, label, rest = (m.group(2), m.group(3), m.group(4)), m.group(1), m.group(5)
-                t = TIMED.match(rest)
-                cell = (float(t.group(2)), t.group(3), t.group(4), float(t.group(1))) if t else rest
-                rows.setdefault(key, {})[label] = cell
+    for line in torch_common.result_lines(paths):
+        m = torch_common.COPY.match(line)
+        if m:
+            copies[m.group(1)] = float(m.group(4))
+            continue
+        m = CASE.match(line)
+        if m:
+            key, label, rest = (m.group(1), m.group(2), f"{m.group(3)}x{m.group(4)}"), "cfuser", m.group(5)
+        else:
+            m = TORCH.match(line)
+            if not m:
+                continue
+            key, label, rest = (m.group(2), m.group(3), m.group(4)), m.group(1), m.group(5)
+        t = TIMED.match(rest)
+        rows.setdefault(key, {})[label] = (float(t.group(2)), t.group(3), t.group(4), float(t.group(1))) if t else rest
     return rows, copies
 
 
