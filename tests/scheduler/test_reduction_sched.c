@@ -79,6 +79,32 @@ Test(reduction_sched, sizes_of_one_and_symbolic_sizes) {
   rows(CF_REDUCE_SUM, IN(CF_FLOAT, 4, 64), true, "inner vector=1 unroll=1 block=64x1 grid=4x1");
 }
 
+/* A symbolic fusion planned without the call's sizes (unknown: a million of each, no grid,
+ * no vector) runs for any sizes. */
+Test(reduction_sched, unknown_sizes_plan_for_any) {
+  KcInput in = IN(CF_FLOAT, 5, 1001);
+  row_reduction(CF_REDUCE_SUM, &in, true);
+  SchedCall none = {0, NULL, &tiny};
+  char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
+  cr_assert(sched_reduction_heuristic.accepts(f, &none, why), "%s", why);
+  cr_assert_eq(sched_reduction_heuristic.schedule(f, &none, params), CF_OK, "%s", cf_fusion_error(f));
+  cr_expect_str_eq(params, "inner vector=1 unroll=8 block=64x1 grid=1048576x1");
+  free(kc_check(f, 1, &in, 1e-3));
+}
+
+/* Integer sums widen to int64 (as torch's) and match exactly, across blocks too. */
+Test(reduction_sched, integer_sums_are_exact) {
+  KcInput in = IN(CF_INT32, 2, 8191);
+  cf_tv *x = input_of(&in, false);
+  cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){1}));
+  rc_run(1, &in, &tiny, "inner vector=1 unroll=8 block=64x1 grid=2x2", 0);
+  fresh();
+  in = IN(CF_INT32, 1030, 40);
+  x = input_of(&in, false);
+  cf_fusion_add_output(f, cf_reduce(f, CF_REDUCE_MAX, x, 1, (int[]){0}, false));
+  rc_run(1, &in, &tiny, "outer vector=4 unroll=2 block=16x4 grid=1x4", 0);
+}
+
 /* Two kept axes (merged into the rows after the rfactor), prod, and kept axes after a
  * reduced one (moved first; vectors along the last axis when its extent takes them). */
 Test(reduction_sched, rows_of_3d_tensors) {
