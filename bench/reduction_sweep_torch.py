@@ -135,7 +135,7 @@ def table(paths):
     every = [r for rs in ratios.values() for r in rs]
     for kind, rs in ratios.items():
         print(f"- geometric mean over torch.compile, {kind}: {geomean(rs):.2f}x ({len(rs)} cases)")
-    print(f"- geometric mean over torch.compile, all: " +
+    print("- geometric mean over torch.compile, all: " +
           (f"{geomean(every):.2f}x ({len(every)} cases)" if every else "no case has both timings"))
     print(f"- below 0.9x torch.compile: {len(slow)}" + "".join(f"\n  - {s}" for s in slow))
     return 0
