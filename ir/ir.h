@@ -166,6 +166,11 @@ bool ir_op_is_reduction(IrOp op);
 IrOp ir_reduction_combine(IrOp op);
 ReduceIdentity ir_reduction_identity(IrOp op);
 bool ir_reduction_widens_int(IrOp op);
+/* The type a reduction of `in` elements producing `out` accumulates in: a Welford state
+ * its own, double if either is double, float for the other floating types (half and
+ * bfloat16 never hold a partial), else int64. Lowering's accumulators and the partials a
+ * scheduler's rfactor keeps both take it. */
+cf_dtype ir_reduction_acc_dtype(cf_dtype in, cf_dtype out);
 
 const char *ir_op_name(IrOp op);
 OpKind ir_op_kind(IrOp op);

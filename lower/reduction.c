@@ -45,13 +45,7 @@ static bool reduced_dims(LowerCtx *c, const Expr *e, bool red[6]) {
 }
 
 /* The type a reduction computes in (what emit.c's compute type gives its op). */
-static cf_dtype acc_dtype(const Expr *e) {
-  cf_dtype i = e->in[0]->dtype, o = e->out[0]->dtype;
-  if (ir_dtype_is_welford(o)) return o; /* a Welford reduction accumulates its states */
-  if (i == CF_DOUBLE || o == CF_DOUBLE) return CF_DOUBLE;
-  if (ir_dtype_is_float(i) || ir_dtype_is_float(o)) return CF_FLOAT;
-  return CF_INT64;
-}
+static cf_dtype acc_dtype(const Expr *e) { return ir_reduction_acc_dtype(e->in[0]->dtype, e->out[0]->dtype); }
 
 /* The op node an item of a block stands for: itself, or the op its predicate wraps. */
 static KNode *item_op(KNode *n) {

@@ -74,16 +74,15 @@ static Val *the_reduction(cf_fusion *f) {
   return NULL;
 }
 
-/* The accumulation type of a reduction producing dt: float for 16-bit floats. */
-static cf_dtype acc_type(cf_dtype dt) { return dt == CF_HALF || dt == CF_BFLOAT16 ? CF_FLOAT : dt; }
-
-/* rfactor of r over the given loop axes (those < 0 skipped), the partial retyped. */
+/* rfactor of r over the given loop axes (those < 0 skipped), the partial retyped to the
+ * reduction's accumulation type. */
 static cf_tv *rfactor(cf_fusion *f, cf_tv *r, int n, const int *axes) {
   int list[4], k = 0;
   for (int i = 0; i < n; i++)
     if (axes[i] >= 0) list[k++] = axes[i];
+  cf_dtype in = ir_tv(r)->def->in[0]->dtype, out = ir_tv(r)->dtype;
   cf_tv *rf = cf_rfactor(f, r, k, list);
-  if (rf) ir_tv(rf)->dtype = acc_type(ir_tv(rf)->dtype);
+  if (rf) ir_tv(rf)->dtype = ir_reduction_acc_dtype(in, out);
   return rf;
 }
 
