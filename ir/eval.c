@@ -73,6 +73,8 @@ double ir_binary_f64(IrOp op, double a, double b) {
   case OP_DIV: return a / b;
   case OP_MAX: return fmax(a, b);
   case OP_MIN: return fmin(a, b);
+  case OP_MAX_REDUCE: return isnan(a) ? a : isnan(b) ? b : fmax(a, b); /* reductions keep NaN */
+  case OP_MIN_REDUCE: return isnan(a) ? a : isnan(b) ? b : fmin(a, b);
   case OP_POW: return pow(a, b);
   case OP_EQ: return a == b;
   case OP_NE: return a != b;
@@ -96,8 +98,10 @@ int64_t ir_binary_i64(IrOp op, int64_t a, int64_t b) {
   case OP_DIV: return b == 0 ? 0 : overflow ? a : a / b;
   case OP_MOD: return b == 0 || overflow ? 0 : a % b;
   case OP_CEILDIV: return b == 0 ? 0 : overflow ? a : wrap_sub(wrap_add(a, b), 1) / b;
-  case OP_MAX: return a > b ? a : b;
-  case OP_MIN: return a < b ? a : b;
+  case OP_MAX:
+  case OP_MAX_REDUCE: return a > b ? a : b;
+  case OP_MIN:
+  case OP_MIN_REDUCE: return a < b ? a : b;
   case OP_POW: return ipow(a, b);
   case OP_EQ: return a == b;
   case OP_NE: return a != b;

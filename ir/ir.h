@@ -121,8 +121,8 @@ typedef enum OpKind {
   X(OP_WHERE, "where", OPK_TERNARY, "(%0 ? %1 : %2)")                    \
   X(OP_BROADCAST, "broadcast", OPK_BROADCAST, "%0")                      \
   X(OP_SUM, "sum", OPK_REDUCTION, "(%0 + %1)")                           \
-  X(OP_MAX_REDUCE, "max", OPK_REDUCTION, "fmax(%0, %1)")                 \
-  X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "fmin(%0, %1)")                 \
+  X(OP_MAX_REDUCE, "max", OPK_REDUCTION, "cf_max_nan(%0, %1)")           \
+  X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "cf_min_nan(%0, %1)")           \
   X(OP_PROD, "prod", OPK_REDUCTION, "(%0 * %1)")                         \
   X(OP_WELFORD, "welford", OPK_REDUCTION, "cf_welford_merge(%0, %1)")    \
   X(OP_ONLINE_SOFTMAX, "online_softmax", OPK_REDUCTION, "cf_softmax_merge(%0, %1)") \
@@ -153,13 +153,15 @@ typedef enum ReduceIdentity { RID_ZERO, RID_ONE, RID_LOWEST, RID_HIGHEST, RID_EM
  * combine: its accumulator is a state (ir/dtype.h), and an element is folded by merging
  * its one-element state (the code generators convert the element to it). So is the online
  * softmax (the schedulers' one-pass max and sum of exponentials, ir_softmax_merge), whose
- * state keeps the Welford layout: {max, sum - 1, count}. */
-#define IR_REDUCTION_TABLE(X)                  \
-  X(OP_SUM, OP_ADD, RID_ZERO, true)            \
-  X(OP_PROD, OP_MUL, RID_ONE, true)            \
-  X(OP_MAX_REDUCE, OP_MAX, RID_LOWEST, false)  \
-  X(OP_MIN_REDUCE, OP_MIN, RID_HIGHEST, false) \
-  X(OP_WELFORD, OP_WELFORD, RID_EMPTY, false) \
+ * state keeps the Welford layout: {max, sum - 1, count}. Max and min are their own
+ * combines too: they keep NaN (a row with a NaN reduces to NaN, as torch's amax/amin do),
+ * where the binary max and min (fmax, fmin) drop it. */
+#define IR_REDUCTION_TABLE(X)                         \
+  X(OP_SUM, OP_ADD, RID_ZERO, true)                   \
+  X(OP_PROD, OP_MUL, RID_ONE, true)                   \
+  X(OP_MAX_REDUCE, OP_MAX_REDUCE, RID_LOWEST, false)  \
+  X(OP_MIN_REDUCE, OP_MIN_REDUCE, RID_HIGHEST, false) \
+  X(OP_WELFORD, OP_WELFORD, RID_EMPTY, false)         \
   X(OP_ONLINE_SOFTMAX, OP_ONLINE_SOFTMAX, RID_EMPTY, false)
 
 /* Columns of IR_REDUCTION_TABLE; an op without a row fails loudly (internal error
@@ -168,6 +170,11 @@ bool ir_op_is_reduction(IrOp op);
 IrOp ir_reduction_combine(IrOp op);
 ReduceIdentity ir_reduction_identity(IrOp op);
 bool ir_reduction_widens_int(IrOp op);
+/* The type a reduction of `in` elements producing `out` accumulates in: a Welford state
+ * its own, double if either is double, float for the other floating types (half and
+ * bfloat16 never hold a partial), else int64. Lowering's accumulators and the partials a
+ * scheduler's rfactor keeps both take it. */
+cf_dtype ir_reduction_acc_dtype(cf_dtype in, cf_dtype out);
 
 const char *ir_op_name(IrOp op);
 OpKind ir_op_kind(IrOp op);

@@ -18,10 +18,11 @@
  * initialization's predicate (which holds `threadIdx.p == 0` for the reduced dimensions
  * of a shared or global output) picks the one thread that stores it. The accumulator has
  * the reduction's compute type (float for half and bfloat16).
- * Grid reductions (block indices on reduction axes): after the block step (if any), each
- * thread writes its partial to a global work buffer at (group, block in group, thread),
- * the blocks count themselves on their group's semaphore, and the last one folds every
- * block's partial and stores the result (the store becomes the node's tail). The last
+ * Grid reductions (block indices on reduction axes): after the block step (if any), one
+ * thread of the reduced thread dimensions per kept place writes the block's partial to a
+ * global work buffer at (group, block in group, place), the blocks count themselves on
+ * their group's semaphore, and the last one folds every block's partial and stores the
+ * result (the store becomes the node's tail; codegen/reduction.c). The last
  * block resets the semaphore, so the executor's buffers are reused run after run without
  * clearing. When the kernel reads the grid-reduced value elsewhere (grid persistence: a
  * batch norm's statistics over blocks of rows, normalizing the rows each block keeps),
@@ -48,13 +49,7 @@ static bool reduced_dims(LowerCtx *c, const Expr *e, bool red[6]) {
 }
 
 /* The type a reduction computes in (what emit.c's compute type gives its op). */
-static cf_dtype acc_dtype(const Expr *e) {
-  cf_dtype i = e->in[0]->dtype, o = e->out[0]->dtype;
-  if (ir_dtype_is_welford(o)) return o; /* a Welford reduction accumulates its states */
-  if (i == CF_DOUBLE || o == CF_DOUBLE) return CF_DOUBLE;
-  if (ir_dtype_is_float(i) || ir_dtype_is_float(o)) return CF_FLOAT;
-  return CF_INT64;
-}
+static cf_dtype acc_dtype(const Expr *e) { return ir_reduction_acc_dtype(e->in[0]->dtype, e->out[0]->dtype); }
 
 /* The op node an item of a block stands for: itself, or the op its predicate wraps. */
 static KNode *item_op(KNode *n) {

@@ -44,6 +44,13 @@ __device__ __forceinline__ int64_t min(unsigned a, int64_t b) { return (int64_t)
 __device__ __forceinline__ int64_t fabs(int64_t x) { return x < 0 ? -x : x; }
 __device__ __forceinline__ int64_t fmax(int64_t a, int64_t b) { return a > b ? a : b; }
 __device__ __forceinline__ int64_t fmin(int64_t a, int64_t b) { return a < b ? a : b; }
+// The combines of max and min reductions: they keep NaN (torch's amax/amin), fmax drops it.
+__device__ __forceinline__ float cf_max_nan(float a, float b) { return a != a ? a : b != b ? b : fmaxf(a, b); }
+__device__ __forceinline__ float cf_min_nan(float a, float b) { return a != a ? a : b != b ? b : fminf(a, b); }
+__device__ __forceinline__ double cf_max_nan(double a, double b) { return a != a ? a : b != b ? b : fmax(a, b); }
+__device__ __forceinline__ double cf_min_nan(double a, double b) { return a != a ? a : b != b ? b : fmin(a, b); }
+__device__ __forceinline__ int64_t cf_max_nan(int64_t a, int64_t b) { return a > b ? a : b; }
+__device__ __forceinline__ int64_t cf_min_nan(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // A register array of N elements aligned for one vector access.
 template <typename T, int N>

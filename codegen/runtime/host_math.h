@@ -149,6 +149,17 @@ CFH_INLINE double cfh__min_d(double a, double b) { return fmin(a, b); }
 CFH_INLINE float cfh__cdiv_f(float a, float b) { return ceilf(a / b); }
 CFH_INLINE double cfh__cdiv_d(double a, double b) { return ceil(a / b); }
 
+/* The combines of max and min reductions: they keep NaN (torch's amax/amin), fmax drops
+ * it. Compute types: float, double, 64-bit integers. */
+CFH_INLINE float cfh__max_nan_f(float a, float b) { return a != a ? a : b != b ? b : fmaxf(a, b); }
+CFH_INLINE float cfh__min_nan_f(float a, float b) { return a != a ? a : b != b ? b : fminf(a, b); }
+CFH_INLINE double cfh__max_nan_d(double a, double b) { return a != a ? a : b != b ? b : fmax(a, b); }
+CFH_INLINE double cfh__min_nan_d(double a, double b) { return a != a ? a : b != b ? b : fmin(a, b); }
+CFH_INLINE long long cfh__max_nan_ll(long long a, long long b) { return a > b ? a : b; }
+CFH_INLINE long long cfh__min_nan_ll(long long a, long long b) { return a < b ? a : b; }
+#define cf_max_nan(a, b) _Generic((a) + (b), float: cfh__max_nan_f, double: cfh__max_nan_d, default: cfh__max_nan_ll)((a), (b))
+#define cf_min_nan(a, b) _Generic((a) + (b), float: cfh__min_nan_f, double: cfh__min_nan_d, default: cfh__min_nan_ll)((a), (b))
+
 /* ceilDiv(a, b) = (a + b - 1) / b, max and min: on the type of a + b, as in CUDA. */
 #define ceilDiv(a, b) CFH_BY_INT_TYPE(cdiv, a, b)((a), (b))
 #define max(a, b) CFH_BY_INT_TYPE(max, a, b)((a), (b))
