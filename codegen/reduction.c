@@ -19,7 +19,8 @@
  * stores its partial in the global work buffer, fences, and after a barrier thread 0
  * counts the block on the group's semaphore; the block that counts last (told to its
  * threads through a shared flag) fences again, folds the group's partials with volatile
- * loads, resets the semaphore and runs the node's tail (the store). On the host, blocks
+ * loads, resets the semaphore and runs the node's tail (the store: the shared walk prints
+ * it between cg_block_reduce and cg_block_reduce_end). On the host, blocks
  * run one after another, so the pattern cannot wait on a block that never runs. */
 #include <stdlib.h>
 #include <string.h>
@@ -183,11 +184,9 @@ static void grid_form(Emitter *e, const KNode *n) {
   char *fold = combine(n, v, vol.data);
   cg_line(e, "for (int cf_b = 0; cf_b < cf_gn; ++cf_b) %s = %s;", v, fold);
   cg_line(e, "if (cf_t == 0) %s = 0u; // ready for the next launch", sem);
-  for (int i = 0; i < n->u.acc.tail.len; i++) cg_node(e, n->u.acc.tail.items[i]);
-  e->indent--;
-  cg_line(e, "}");
   free(sem), free(flag_w), free(flag), free(init), free(other), free(fold);
   sb_free(&vol);
+  /* the node's tail (the store) follows, printed by the walk; cg_block_reduce_end closes */
 }
 
 void cg_block_reduce(Emitter *e, const KNode *n) {
@@ -206,7 +205,14 @@ void cg_block_reduce(Emitter *e, const KNode *n) {
     tree_form(e, n);
   if (n->u.acc.ws) e->d->sync(e);
   if (n->u.acc.work) grid_form(e, n);
-  if (n->u.acc.work) e->d->sync(e);
+}
+
+void cg_block_reduce_end(Emitter *e, const KNode *n) {
+  if (n->u.acc.work) {
+    e->indent--;
+    cg_line(e, "}"); /* the group's last block */
+    e->d->sync(e);
+  }
   e->indent--;
   cg_line(e, "}");
 }
