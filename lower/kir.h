@@ -259,9 +259,10 @@ typedef struct KPath {
   int depth, cap;
 } KPath;
 
-/* A read-only walk (it may change nodes' fields, not the tree's shape), depth first in
- * program order. Callbacks are per node kind (NULL: nothing); `pre` returning false skips
- * the node's blocks. `between` runs before block i >= 1 of a node (an if's else branch). A
+/* A walk, depth first in program order, that may change nodes' fields but not the tree's
+ * shape, except that `pre` may rewrite the node's own blocks (they are walked after it
+ * returns). Callbacks are per node kind (NULL: nothing); `pre` returning false skips the
+ * node's blocks. `between` runs before block i >= 1 of a node (an if's else branch). A
  * callback ends the walk by setting `stop`. */
 typedef struct KVisitor KVisitor;
 struct KVisitor {
