@@ -293,7 +293,8 @@ struct KMutator {
   void *user;
   KPath path;   /* the enclosing nodes, as for the visitor */
 };
-/* Mutates b in place; returns whether it changed. */
+/* Mutates b in place; returns whether b's own items changed (blocks below it may have
+ * changed in place either way). */
 bool kir_mutate(KMutator *m, KBlock *b);
 /* The default recursion: mutates each block of n. */
 void kir_mutate_children(KMutator *m, KNode *n);

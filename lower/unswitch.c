@@ -48,6 +48,7 @@ typedef struct Nest {
   NestVar *vars;
   int nvars, capvars;
   bool uniform;
+  bool never; /* a hoisted term is false for every tile */
   KExpr **terms;
   int nterms, capterms;
 } Nest;
@@ -169,20 +170,55 @@ static bool reads_thread_index(const KExpr *e) {
   return false;
 }
 
+/* Whether a >= b wherever both are evaluated, seen from their shapes alone (both
+ * non-negative): equal, a = b' + c with b' >= b and c >= 0, or the same operation over
+ * larger operands (the same divisor). It lets a hoisted `x < n` drop for a `x + 3 < n`. */
+static bool dominates(const KExpr *a, const KExpr *b) {
+  int64_t u, v;
+  if (kx_equal(a, b)) return true;
+  if (kx_is_const(a, &u) && kx_is_const(b, &v)) return u >= v;
+  if (a->kind != KX_BINARY) return false;
+  if (a->op == OP_ADD && ((kx_is_const(a->b, &u) && u >= 0 && dominates(a->a, b)) ||
+                          (kx_is_const(a->a, &u) && u >= 0 && dominates(a->b, b))))
+    return true;
+  if (b->kind != KX_BINARY || a->op != b->op) return false;
+  switch (a->op) {
+  case OP_ADD:
+  case OP_MUL: return dominates(a->a, b->a) && dominates(a->b, b->b);
+  case OP_DIV:
+  case OP_CEILDIV: return dominates(a->a, b->a) && kx_equal(a->b, b->b);
+  default: return false;
+  }
+}
+
+/* Records the hoisted term `x < y` unless a recorded one implies it (same y, a larger x);
+ * drops the recorded ones it implies. */
+static void record(Nest *n, KExpr *t) {
+  for (int i = 0; i < n->nterms; i++)
+    if (kx_equal(n->terms[i]->b, t->b) && dominates(n->terms[i]->a, t->a)) return;
+  int kept = 0;
+  for (int i = 0; i < n->nterms; i++)
+    if (!(kx_equal(n->terms[i]->b, t->b) && dominates(t->a, n->terms[i]->a))) n->terms[kept++] = n->terms[i];
+  n->nterms = kept;
+  grow(n->c->a, (void **)&n->terms, n->nterms, &n->capterms, sizeof(KExpr *));
+  n->terms[n->nterms++] = t;
+}
+
 /* Hoists `term` when the header's rule allows: records its bound over the nest (unless
- * always true, or already recorded) and returns true; false leaves it on its op. */
+ * always true, or implied by one recorded) and returns true; false leaves it on its op. */
 static bool hoist(Nest *n, KExpr *term) {
   Arena *a = n->c->a;
   if (term->kind != KX_BINARY || term->op != OP_LT || varies(n, term->b)) return false;
+  /* a % b < b holds wherever it is evaluated (a merge's inner index; b is an extent, not
+   * zero where the nest runs) */
+  if (term->a->kind == KX_BINARY && term->a->op == OP_MOD && nonneg(term->a->a) && kx_equal(term->a->b, term->b)) return true;
   KExpr *x = upper(n, term->a);
   if (!x || (n->uniform && (reads_thread_index(x) || reads_thread_index(term->b)))) return false;
   KExpr *t = kx_bin(a, OP_LT, x, term->b);
   int64_t v;
   if ((kx_is_const(t, &v) && v) || kx_equal(x, kx_bin(a, OP_SUB, term->b, kx_const(a, 1)))) return true;
-  for (int i = 0; i < n->nterms; i++)
-    if (kx_equal(n->terms[i], t)) return true;
-  grow(a, (void **)&n->terms, n->nterms, &n->capterms, sizeof(KExpr *));
-  n->terms[n->nterms++] = t;
+  if (kx_is_const(t, NULL)) n->never = true; /* folded to false: the fast copy could never run */
+  else record(n, t);
   return true;
 }
 
@@ -217,10 +253,9 @@ static KNode *unswitch(LowerCtx *c, KNode *loop) {
   KBlock copy = {&fast, 1, 1};
   KMutator m = {.arena = c->a, .fn = {[KN_IF] = strip_if}, .user = &n};
   kir_mutate(&m, &copy);
-  KExpr *cond = kx_const(c->a, 1);
-  for (int i = 0; i < n.nterms; i++) cond = kx_bin(c->a, OP_AND, cond, n.terms[i]);
-  int64_t v;
-  if (n.nterms == 0 || (kx_is_const(cond, &v) && !v)) return loop;
+  if (n.nterms == 0 || n.never) return loop;
+  KExpr *cond = n.terms[0];
+  for (int i = 1; i < n.nterms; i++) cond = kx_bin(c->a, OP_AND, cond, n.terms[i]);
   KNode *ite = ARENA_NEW(c->a, KNode);
   ite->kind = KN_IF;
   ite->u.cond.cond = cond;
