@@ -45,8 +45,11 @@ bool an_parallel_types(LoopModel *m, Arena *a, char **error) {
     Val *v = m->f->vals.items[i];
     /* a broadcast axis runs on nothing, whatever type it carries: it has one element; nor
      * does a reduction over one element (a sum over a broadcast axis), which a block
-     * reduction would count once per thread */
-    pt[i] = v->kind == VAL_ID && !single_element(v) ? ID(v)->ptype : CF_PT_SERIAL;
+     * reduction would count once per thread, unless unrolled or unswitched: a loop of one
+     * iteration still holds a nest (nvFuser's split by 1 to unswitch) */
+    bool keeps = v->kind == VAL_ID && (!single_element(v) || (ID(v)->iter_type == CF_ITER_REDUCTION &&
+                                                              ir_ptype_shapes_loop(ID(v)->ptype)));
+    pt[i] = keeps ? ID(v)->ptype : CF_PT_SERIAL;
     if (!launch(pt[i]) && !ir_ptype_shapes_loop(pt[i])) continue;
     Val **held = &(launch(pt[i]) ? group_axis : group_loop)[an_loop_group(m->loops, v)];
     if (*held && ID(*held)->ptype != pt[i]) return (*error = conflict(*held, v)), false;
