@@ -19,6 +19,17 @@ static char *kernel_text(void) {
   return tu_capture_fusion(cf_fusion_print_kernel, f);
 }
 
+/* The math of FusionLoopUnroll, FusionSimplePWise, FusionExecKernel and
+ * FusionSimpleVectorizeUnroll: tv3 = tv0 + (tv1 + 2) over two symbolic inputs of the rank;
+ * tv2 in *t2, the inputs in in[2]. */
+static cf_tv *add_plus_two(int rank, cf_tv **t2, cf_tv **in) {
+  in[0] = nv_symbolic(rank), in[1] = nv_symbolic(rank);
+  *t2 = cf_add_scalar(f, in[1], 2.0);
+  cf_tv *tv3 = cf_add(f, in[0], *t2);
+  cf_fusion_add_output(f, tv3);
+  return tv3;
+}
+
 /* FusionLoopUnswitch: tv2 = tv0 + 1 + 1, split by 32, tv1 at -1, the inner axis unswitched. */
 Test(unswitch_unroll, loop_unswitch) {
   cf_tv *tv0 = nv_symbolic(1);
@@ -231,15 +242,13 @@ Test(unswitch_unroll, unroll_with_alloc) {
 /* FusionLoopUnroll: tv3 = tv0 + (tv1 + 2) over [129, 13, 3] merged, split by 16 then 4:
  * [blockIdx.x, Unroll{4}, threadIdx.x{16}], the inputs computed at 1. */
 Test(unswitch_unroll, loop_unroll) {
-  cf_tv *tv0 = nv_symbolic(3), *tv1 = nv_symbolic(3);
-  cf_tv *tv2 = cf_add_scalar(f, tv1, 2.0), *tv3 = cf_add(f, tv0, tv2);
-  cf_fusion_add_output(f, tv3);
+  cf_tv *in[2], *tv2, *tv3 = add_plus_two(3, &tv2, in);
   cf_merge(f, tv3, 0);
   cf_merge(f, tv3, 0);
   cf_split(f, tv3, 0, 16);
   cf_split(f, tv3, 0, 4);
-  cf_compute_at(f, tv0, tv3, 1);
-  cf_compute_at(f, tv1, tv3, 1);
+  cf_compute_at(f, in[0], tv3, 1);
+  cf_compute_at(f, in[1], tv3, 1);
   cf_parallelize(f, tv2, 1, CF_PT_UNROLL);
   cf_parallelize(f, tv3, 1, CF_PT_UNROLL);
   cf_parallelize(f, tv2, -1, CF_PT_TIDX);
@@ -248,13 +257,11 @@ Test(unswitch_unroll, loop_unroll) {
   nv_check(2, (KcInput[]){F32(129, 13, 3), F32(129, 13, 3)});
 }
 
-/* FusionSimplePWise: tv3 = tv0 + (tv1 + 2) over [64, 2, 128] merged whole, split by 128
+/* FusionSimplePWise: tv3 = in[0] + (in[1] + 2) over [64, 2, 128] merged whole, split by 128
  * then 4, propagated: [blockIdx.x, Unroll{4}, threadIdx.x{128}], inlined most. nvFuser
  * checks equality exactly. */
 Test(unswitch_unroll, simple_pwise) {
-  cf_tv *tv0 = nv_symbolic(3), *tv1 = nv_symbolic(3);
-  cf_tv *tv2 = cf_add_scalar(f, tv1, 2.0), *tv3 = cf_add(f, tv0, tv2);
-  cf_fusion_add_output(f, tv3);
+  cf_tv *in[2], *tv2, *tv3 = add_plus_two(3, &tv2, in);
   cf_merge(f, tv3, 1);
   cf_merge(f, tv3, 0);
   cf_split(f, tv3, 0, 128);
@@ -268,12 +275,10 @@ Test(unswitch_unroll, simple_pwise) {
   nv_check(2, (KcInput[]){F32(64, 2, 128), F32(64, 2, 128)});
 }
 
-/* FusionExecKernel: tv3 = tv0 + (tv1 + 2) over [1, 128] merged, split by 128 then 4,
+/* FusionExecKernel: tv3 = in[0] + (in[1] + 2) over [1, 128] merged, split by 128 then 4,
  * propagated, tv2 and tv3 each [blockIdx.x, Unroll, threadIdx.x], inlined most. */
 Test(unswitch_unroll, exec_kernel) {
-  cf_tv *tv0 = nv_symbolic(2), *tv1 = nv_symbolic(2);
-  cf_tv *tv2 = cf_add_scalar(f, tv1, 2.0), *tv3 = cf_add(f, tv0, tv2);
-  cf_fusion_add_output(f, tv3);
+  cf_tv *in[2], *tv2, *tv3 = add_plus_two(2, &tv2, in);
   cf_merge(f, tv3, 0);
   cf_split(f, tv3, 0, 128);
   cf_split(f, tv3, 0, 4);
@@ -287,17 +292,15 @@ Test(unswitch_unroll, exec_kernel) {
   nv_check(2, (KcInput[]){F32(1, 128), F32(1, 128)});
 }
 
-/* FusionSimpleVectorizeUnroll: tv3 = tv0 + (tv1 + 2) over contiguous [64, 2, 128], inputs
+/* FusionSimpleVectorizeUnroll: tv3 = in[0] + (in[1] + 2) over contiguous [64, 2, 128], inputs
  * cached after, the output cached before; the inner two axes merged and split by 2, the
  * outer by 3 then 1: [blockIdx.x, Unswitch, Unroll{3}, threadIdx.x, vector{2}], the vector
  * axis then reordered to position 2, propagated and parallelized alike, the caches and
  * tv3 vectorized at axis 2, inlined most. A gap: cfuser vectorizes only the innermost loop
  * axis (nvFuser also takes a vector axis with loops inside it). */
 Test(unswitch_unroll, simple_vectorize_unroll) {
-  cf_tv *tv0 = nv_symbolic(3), *tv1 = nv_symbolic(3);
-  cf_tv *tv2 = cf_add_scalar(f, tv1, 2.0), *tv3 = cf_add(f, tv0, tv2);
-  cf_fusion_add_output(f, tv3);
-  cf_tv *c0 = cf_cache_after(f, tv0), *c1 = cf_cache_after(f, tv1);
+  cf_tv *in[2], *tv2, *tv3 = add_plus_two(3, &tv2, in);
+  cf_tv *c0 = cf_cache_after(f, in[0]), *c1 = cf_cache_after(f, in[1]);
   cf_cache_before(f, tv3);
   cf_merge(f, tv3, 1);
   cf_split(f, tv3, 1, 2);
@@ -318,7 +321,7 @@ Test(unswitch_unroll, simple_vectorize_unroll) {
                 "iV41{2}, iUR36{3}, ithreadIdx.x40{( ceilDiv(( i1 * i2 ), 2) )}]: it is not the innermost loop axis");
 }
 
-/* GridAllreduce1: tv3 = tv0 + bcast(sum(tv0)) over [999], split by 128, 4 and 1:
+/* GridAllreduce1: tv3 = in[0] + bcast(sum(in[0])) over [999], split by 128, 4 and 1:
  * [blockIdx.y, Unswitch{1}, blockIdx.x{4}, threadIdx.x{128}] propagated and parallelized
  * alike, the sum's unswitch axis as nvFuser marks it: a grid all-reduce read by every block
  * in the same kernel. A gap: cfuser's grid reduction completes in one block only (no grid
