@@ -19,7 +19,9 @@ typedef enum KxKind {
   KX_PARAM_SIZE,   /* kernel parameter `param`'s logical size along `axis` */
   KX_PARAM_STRIDE, /* kernel parameter `param`'s allocation stride along `axis` */
   KX_BINARY,       /* op in {ADD SUB MUL DIV MOD CEILDIV MAX MIN LT LE GT GE EQ NE AND XOR} */
-  KX_SELECT        /* a ? b : c */
+  KX_SELECT,       /* a ? b : c */
+  KX_BLOCK_ALL     /* whether a != 0 in every thread of the block: a barrier every thread of
+                    * the block must reach (__syncthreads_and); its value is the same in all */
 } KxKind;
 
 typedef struct KExpr KExpr;
@@ -42,8 +44,11 @@ KExpr *kx_param_stride(Arena *a, int param, int axis);
 /* Folds constants and identities (x*1, x+0, x*0, x/1, x%1, ceilDiv(x,1), c1<c2, a&&true). */
 KExpr *kx_bin(Arena *a, IrOp op, KExpr *x, KExpr *y);
 KExpr *kx_select(Arena *a, KExpr *c, KExpr *x, KExpr *y);
+/* The block vote over x (a constant folds to itself). */
+KExpr *kx_block_all(Arena *a, KExpr *x);
 bool kx_is_const(const KExpr *e, int64_t *v);
-/* Whether e reads threadIdx/blockIdx of pt (not its extent). */
+/* Whether e's value depends on the index of pt (reads threadIdx/blockIdx of pt, not its
+ * extent, outside a block vote). */
 bool kx_uses_thread(const KExpr *e, cf_parallel_type pt);
 /* Structural equality (for hoisting and predicate de-duplication). */
 bool kx_equal(const KExpr *x, const KExpr *y);

@@ -81,6 +81,10 @@ static bool single_thread(const Verify *v, cf_parallel_type pt) {
 static bool expr_in(Verify *v, const KExpr *e, unsigned *threads, int upto) {
   if (!e) return true;
   if (e->kind == KX_VAR && !var_in_scope(v, e->name, upto)) return fail(v, "loop variable %s used outside its loop", e->name);
+  if (e->kind == KX_BLOCK_ALL) { /* a barrier, whose value every thread shares */
+    if (v->thread_ifs) return fail(v, "%s", "a block vote under a condition that depends on the thread index");
+    return expr_in(v, e->a, NULL, upto);
+  }
   /* only thread indices of a dimension launched wider than 1: a block's shared memory is
    * its own, whatever its blockIdx */
   if (e->kind == KX_THREAD && !e->is_dim && ir_ptype_is_thread(e->pt) && threads && !single_thread(v, e->pt))

@@ -26,8 +26,10 @@
  *    is not a positive constant becomes max(d, 1) in the condition, which runs even where
  *    the nest would not (an empty tensor);
  *  - a nest that holds a collective node (a barrier, a block reduction, a tcgen05
- *    instruction: kn_is_collective) hoists only terms that read no thread index, so that
- *    the whole block takes one branch (nvFuser relies on barriers counting threads instead);
+ *    instruction: kn_is_collective) must be entered by the whole block or by none: its
+ *    hoisted terms that read a thread index are put to a block vote (`__syncthreads_and`,
+ *    one barrier per entry) after those that read none, so every thread takes the same
+ *    branch (nvFuser lets threads part and relies on barriers counting threads);
  *  - the else branch is always kept when something was hoisted (nvFuser omits it when
  *    every loop of the nest runs once; not proven here for nests writing several tensors);
  *    a nest with nothing to hoist, or whose hoisted condition is constant false, stays as
@@ -43,14 +45,18 @@ typedef struct NestVar {
   KExpr *max;
 } NestVar;
 
+typedef struct KTerms {
+  KExpr **items;
+  int n, cap;
+} KTerms;
+
 typedef struct Nest {
   LowerCtx *c;
   NestVar *vars;
   int nvars, capvars;
-  bool uniform;
+  bool collective; /* the nest holds a collective node: thread bounds go to a block vote */
   bool never; /* a hoisted term is false for every tile */
-  KExpr **terms;
-  int nterms, capterms;
+  KTerms block, thread; /* hoisted terms that read no thread index, and the others */
 } Nest;
 
 static void grow(Arena *a, void **items, int n, int *cap, size_t size) {
@@ -64,7 +70,7 @@ static void grow(Arena *a, void **items, int n, int *cap, size_t size) {
 
 static bool scan(KVisitor *v, KNode *n) {
   Nest *nest = v->user;
-  nest->uniform |= kn_is_collective(n->kind);
+  nest->collective |= kn_is_collective(n->kind);
   if (n->kind == KN_FOR && n->u.loop.var) {
     grow(nest->c->a, (void **)&nest->vars, nest->nvars, &nest->capvars, sizeof(NestVar));
     nest->vars[nest->nvars++] =
@@ -95,6 +101,7 @@ static bool nonneg(const KExpr *e) {
   case KX_PARAM_SIZE: return true;
   case KX_PARAM_STRIDE: return false;
   case KX_SELECT: return nonneg(e->b) && nonneg(e->c);
+  case KX_BLOCK_ALL: return true;
   case KX_BINARY:
     switch (e->op) {
     case OP_ADD:
@@ -160,6 +167,7 @@ static KExpr *upper(const Nest *n, const KExpr *e) {
     return x && y && !varies(n, e->a) ? kx_bin(n->c->a, OP_MAX, x, y) : NULL;
   }
   case KX_BINARY: return upper_binary(n, e);
+  case KX_BLOCK_ALL: return NULL;
   }
   return NULL;
 }
@@ -193,15 +201,21 @@ static bool dominates(const KExpr *a, const KExpr *b) {
 
 /* Records the hoisted term `x < y` unless a recorded one implies it (same y, a larger x);
  * drops the recorded ones it implies. */
-static void record(Nest *n, KExpr *t) {
-  for (int i = 0; i < n->nterms; i++)
-    if (kx_equal(n->terms[i]->b, t->b) && dominates(n->terms[i]->a, t->a)) return;
+static void record(Arena *a, KTerms *ts, KExpr *t) {
+  for (int i = 0; i < ts->n; i++)
+    if (kx_equal(ts->items[i]->b, t->b) && dominates(ts->items[i]->a, t->a)) return;
   int kept = 0;
-  for (int i = 0; i < n->nterms; i++)
-    if (!(kx_equal(n->terms[i]->b, t->b) && dominates(t->a, n->terms[i]->a))) n->terms[kept++] = n->terms[i];
-  n->nterms = kept;
-  grow(n->c->a, (void **)&n->terms, n->nterms, &n->capterms, sizeof(KExpr *));
-  n->terms[n->nterms++] = t;
+  for (int i = 0; i < ts->n; i++)
+    if (!(kx_equal(ts->items[i]->b, t->b) && dominates(t->a, ts->items[i]->a))) ts->items[kept++] = ts->items[i];
+  ts->n = kept;
+  grow(a, (void **)&ts->items, ts->n, &ts->cap, sizeof(KExpr *));
+  ts->items[ts->n++] = t;
+}
+
+static KExpr *conjunction(Arena *a, const KTerms *ts) {
+  KExpr *c = kx_const(a, 1);
+  for (int i = 0; i < ts->n; i++) c = i ? kx_bin(a, OP_AND, c, ts->items[i]) : ts->items[i];
+  return c;
 }
 
 /* Hoists `term` when the header's rule allows: records its bound over the nest (unless
@@ -213,12 +227,12 @@ static bool hoist(Nest *n, KExpr *term) {
    * zero where the nest runs) */
   if (term->a->kind == KX_BINARY && term->a->op == OP_MOD && nonneg(term->a->a) && kx_equal(term->a->b, term->b)) return true;
   KExpr *x = upper(n, term->a);
-  if (!x || (n->uniform && (reads_thread_index(x) || reads_thread_index(term->b)))) return false;
+  if (!x) return false;
   KExpr *t = kx_bin(a, OP_LT, x, term->b);
   int64_t v;
   if ((kx_is_const(t, &v) && v) || kx_equal(x, kx_bin(a, OP_SUB, term->b, kx_const(a, 1)))) return true;
   if (kx_is_const(t, NULL)) n->never = true; /* folded to false: the fast copy could never run */
-  else record(n, t);
+  else record(a, n->collective && reads_thread_index(t) ? &n->thread : &n->block, t);
   return true;
 }
 
@@ -253,9 +267,9 @@ static KNode *unswitch(LowerCtx *c, KNode *loop) {
   KBlock copy = {&fast, 1, 1};
   KMutator m = {.arena = c->a, .fn = {[KN_IF] = strip_if}, .user = &n};
   kir_mutate(&m, &copy);
-  if (n.nterms == 0 || n.never) return loop;
-  KExpr *cond = n.terms[0];
-  for (int i = 1; i < n.nterms; i++) cond = kx_bin(c->a, OP_AND, cond, n.terms[i]);
+  if (n.block.n + n.thread.n == 0 || n.never) return loop;
+  /* the vote last: a block-uniform term false skips it in every thread alike */
+  KExpr *cond = kx_bin(c->a, OP_AND, conjunction(c->a, &n.block), kx_block_all(c->a, conjunction(c->a, &n.thread)));
   KNode *ite = ARENA_NEW(c->a, KNode);
   ite->kind = KN_IF;
   ite->u.cond.cond = cond;

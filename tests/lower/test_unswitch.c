@@ -1,7 +1,8 @@
 /* The unswitch pass (lower/unswitch.c) as printed kernels, exact: an Unswitch or Unroll
- * nest printed twice under its hoisted bounds, a nest with a barrier hoisting only
- * block-uniform terms, nests left alone (nothing to hoist, a tile that never fits), the
- * pointwise scheduler's unswitched tile, the IR dump and the host dialect; and results
+ * nest printed twice under its hoisted bounds, a nest with barriers voting on its thread
+ * bounds, nests left alone (nothing to hoist, a tile that never fits), the
+ * pointwise scheduler's unswitched tile, the IR dump and the host dialect; a block vote
+ * that sends a whole block to the predicated copy; and results
  * equal to the reference evaluator on the host backend (and compiled by NVRTC for sm_90a)
  * for divisible and non-divisible splits, symbolic sizes, merges, vector accesses, serial,
  * block and grid reductions under an unswitched loop. */
@@ -97,9 +98,9 @@ Test(unswitch, an_unrolled_loop_is_unrolled_in_both_copies) {
 }
 
 /* nvFuser's FusionUnswitchPredicate: tv1 in shared memory, written and read with threadIdx
- * x and y swapped, so the nest holds two barriers: only the bound on the unswitched rows,
- * which no thread index enters, is hoisted, and every thread of the block takes the same
- * branch. */
+ * x and y swapped, so the nest holds two barriers: the bound on the unswitched rows, which
+ * no thread index enters, is hoisted as it is, the thread bounds through a block vote, so
+ * every thread of the block takes the same branch. */
 static void smem_transposed(void) {
   cf_tv *t0 = input(2, NULL);
   cf_tv *t1 = cf_add_scalar(f, t0, 1.0), *t2 = cf_add_scalar(f, t1, 1.0);
@@ -116,21 +117,17 @@ static void smem_transposed(void) {
   cf_set_memory_type(f, t1, CF_MEM_SHARED);
 }
 
-Test(unswitch, a_nest_with_barriers_hoists_only_block_uniform_bounds) {
+Test(unswitch, a_nest_with_barriers_puts_its_thread_bounds_to_a_block_vote) {
   smem_transposed();
   expect_kernel("extern \"C\" __global__ void cfuser_kernel(Tensor<float, 2, 2> T0, Tensor<float, 2, 2> T2) {\n"
                 "  alignas(16) extern __shared__ char cf_smem[];\n"
                 "  float* T1 = reinterpret_cast<float*>(cf_smem + 0);\n"
                 "  for (cf_index_t i0 = 0; i0 < ceilDiv(T0.logical_size[0], 4); ++i0) {\n"
-                "    if ((((i0 * 4) + 3) < T0.logical_size[0])) {\n"
+                "    if (((((i0 * 4) + 3) < T0.logical_size[0]) && __syncthreads_and(((((((((threadIdx.x * 8) + threadIdx.y) < T0.logical_size[1]) && (threadIdx.y < 8)) && (threadIdx.x < ceilDiv(T0.logical_size[1], 8))) && (((threadIdx.y * 8) + threadIdx.x) < T0.logical_size[1])) && (threadIdx.x < 8)) && (threadIdx.y < ceilDiv(T0.logical_size[1], 8)))))) {\n"
                 "      for (cf_index_t i1 = 0; i1 < 4; ++i1) {\n"
-                "        if ((((threadIdx.x < ceilDiv(T0.logical_size[1], 8)) && (threadIdx.y < 8)) && (((threadIdx.x * 8) + threadIdx.y) < T0.logical_size[1]))) {\n"
-                "          T1[((threadIdx.x * 8) + threadIdx.y)] = (T0.data[((((i0 * 4) + i1) * T0.alloc_stride[0]) + (((threadIdx.x * 8) + threadIdx.y) * T0.alloc_stride[1]))] + (float)(1));\n"
-                "        }\n"
+                "        T1[((threadIdx.x * 8) + threadIdx.y)] = (T0.data[((((i0 * 4) + i1) * T0.alloc_stride[0]) + (((threadIdx.x * 8) + threadIdx.y) * T0.alloc_stride[1]))] + (float)(1));\n"
                 "        __syncthreads();\n"
-                "        if ((((threadIdx.y < ceilDiv(T0.logical_size[1], 8)) && (threadIdx.x < 8)) && (((threadIdx.y * 8) + threadIdx.x) < T0.logical_size[1]))) {\n"
-                "          T2.data[((((i0 * 4) + i1) * T2.alloc_stride[0]) + (((threadIdx.y * 8) + threadIdx.x) * T2.alloc_stride[1]))] = (T1[((threadIdx.y * 8) + threadIdx.x)] + (float)(1));\n"
-                "        }\n"
+                "        T2.data[((((i0 * 4) + i1) * T2.alloc_stride[0]) + (((threadIdx.y * 8) + threadIdx.x) * T2.alloc_stride[1]))] = (T1[((threadIdx.y * 8) + threadIdx.x)] + (float)(1));\n"
                 "        __syncthreads();\n"
                 "      }\n"
                 "    } else {\n"
@@ -402,4 +399,23 @@ Test(unswitch, a_grid_reduction_nest) {
 Test(unswitch, a_nest_with_barriers_on_a_partial_tile) {
   smem_transposed();
   check(1, (KcInput[]){F32(7, 13)});
+}
+
+/* Row sums of a [5, 24] on threadIdx.x while another output launches 32 threads: threads
+ * 24..31 fail the row bound, so the block vote sends every block to the predicated copy
+ * (were it to run the fast one, they would add elements of the next row). */
+Test(unswitch, a_block_vote_sends_the_whole_block_to_the_predicated_copy) {
+  cf_tv *t0 = input(2, (int64_t[]){5, 24}), *t1 = cf_sum(f, t0, 1, (int[]){1});
+  cf_fusion_add_output(f, t1);
+  cf_tv *w = input(1, (int64_t[]){32}), *w1 = cf_set(f, w);
+  cf_fusion_add_output(f, w1);
+  cf_split(f, t1, 0, 2);
+  cf_parallelize(f, t1, 0, CF_PT_BIDX);
+  cf_parallelize(f, t1, 1, CF_PT_UNSWITCH);
+  cf_parallelize(f, t1, 2, CF_PT_TIDX);
+  cf_parallelize(f, w1, 0, CF_PT_TIDX);
+  char *k = kernel();
+  cr_expect(strstr(k, "__syncthreads_and((threadIdx.x < 24))") != NULL, "%s", k);
+  free(k);
+  check(2, (KcInput[]){F32(5, 24), F32(32)});
 }
