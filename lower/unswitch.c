@@ -38,8 +38,7 @@
 
 #include "lower/lower.h"
 
-/* The nest being unswitched: its loop variables with their largest values, whether it
- * holds a collective node, and the terms hoisted so far. */
+/* A loop variable of the nest and its largest value. */
 typedef struct NestVar {
   const char *name;
   KExpr *max;
@@ -50,6 +49,8 @@ typedef struct KTerms {
   int n, cap;
 } KTerms;
 
+/* The nest being unswitched: its loop variables, whether it holds a collective node, and
+ * the terms hoisted so far. */
 typedef struct Nest {
   LowerCtx *c;
   NestVar *vars;
