@@ -352,6 +352,6 @@ static bool on_op(KVisitor *v, KNode *n) {
 
 void lower_index(LowerCtx *c) {
   index_maps(c);
-  KVisitor v = {.pre = {[KN_OP] = on_op}, .user = c};
+  KVisitor v = {.pre = {[KN_OP] = on_op}, .user = c, .arena = c->a};
   kir_visit(&v, &c->k->body);
 }

@@ -275,9 +275,12 @@ struct KVisitor {
   void (*post[KN_KIND_COUNT])(KVisitor *v, KNode *n);
   void (*between)(KVisitor *v, KNode *n, int block);
   void *user;
+  /* Where the path grows: a lowering pass gives the kernel's arena (a lower_fail from a
+   * callback unwinds past the walk); NULL: malloc'd and freed when the walk returns. */
+  Arena *arena;
   bool stop;
   bool oom;     /* the path could not grow: the walk stopped */
-  KPath path;   /* kept by the walk; freed when it returns */
+  KPath path;   /* kept by the walk */
 };
 /* Walks b; false when a callback (or running out of memory) stopped the walk. */
 bool kir_visit(KVisitor *v, KBlock *b);

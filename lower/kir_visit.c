@@ -37,8 +37,8 @@ int kn_blocks(KNode *n, KBlock *out[KN_MAX_BLOCKS]) {
 
 /* ---- the path of enclosing nodes -------------------------------------------------------- */
 
-/* Grows p by one entry: in arena a, or with realloc when a is NULL (the visitor, which
- * also serves the const printers and the verifier). False when out of memory. */
+/* Grows p by one entry: in arena a, or with realloc when a is NULL (the printers and the
+ * verifier, which have no arena and never unwind). False when out of memory. */
 static bool path_push(KPath *p, Arena *a, KBlock *b, KNode *n) {
   if (p->depth == p->cap) {
     int cap = p->cap ? 2 * p->cap : 16;
@@ -73,7 +73,7 @@ static bool path_push(KPath *p, Arena *a, KBlock *b, KNode *n) {
 static void visit_block(KVisitor *v, KBlock *b);
 
 static void visit_node(KVisitor *v, KBlock *b, KNode *n) {
-  if (!path_push(&v->path, NULL, b, n)) {
+  if (!path_push(&v->path, v->arena, b, n)) {
     v->stop = v->oom = true;
     return;
   }
@@ -98,8 +98,7 @@ bool kir_visit(KVisitor *v, KBlock *b) {
   v->stop = v->oom = false;
   visit_block(v, b);
   if (outermost) {
-    free(v->path.node);
-    free(v->path.block);
+    if (!v->arena) free(v->path.node), free(v->path.block);
     v->path = (KPath){0};
   }
   return !v->stop;
@@ -219,7 +218,7 @@ static bool remap_loops(KVisitor *v, KNode *op) {
 static void finish(CloneMap *cm, KBlock *copy) {
   if (cm->n == 0) return;
   qsort(cm->pairs, (size_t)cm->n, sizeof(LoopPair), by_address);
-  KVisitor v = {.pre = {[KN_OP] = remap_loops}, .user = cm};
+  KVisitor v = {.pre = {[KN_OP] = remap_loops}, .user = cm, .arena = cm->a};
   kir_visit(&v, copy);
 }
 

@@ -324,6 +324,6 @@ static bool on_loop(KVisitor *v, KNode *n) {
 
 void lower_reduction(LowerCtx *c) {
   lower_block(c, &c->k->body);
-  KVisitor v = {.pre = {[KN_FOR] = on_loop}, .user = c};
+  KVisitor v = {.pre = {[KN_FOR] = on_loop}, .user = c, .arena = c->a};
   kir_visit(&v, &c->k->body);
 }

@@ -141,7 +141,7 @@ static void apply(LowerCtx *c, Request *r) {
 
 void lower_sync(LowerCtx *c) {
   SyncCtx s = {c, ARENA_ARRAY(c->a, Path *, c->f->vals.len + 1), {0}};
-  KVisitor v = {.pre = {[KN_OP] = on_op}, .user = &s};
+  KVisitor v = {.pre = {[KN_OP] = on_op}, .user = &s, .arena = c->a};
   kir_visit(&v, &c->k->body);
   for (int i = 0; i < s.requests.len; i++) apply(c, s.requests.items[i]);
   c->k->synced = true;

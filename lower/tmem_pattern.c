@@ -341,6 +341,6 @@ static bool on_op(KVisitor *v, KNode *n) {
 }
 
 void lower_tmem_pattern(LowerCtx *c) {
-  KVisitor v = {.pre = {[KN_OP] = on_op}, .user = c};
+  KVisitor v = {.pre = {[KN_OP] = on_op}, .user = c, .arena = c->a};
   kir_visit(&v, &c->k->body);
 }

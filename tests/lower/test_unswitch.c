@@ -263,7 +263,6 @@ Test(unswitch, the_pointwise_scheduler_unswitches_its_tile) {
 }
 
 Test(unswitch, the_ir_dump_shows_the_hoisted_if_and_its_else, .init = cr_redirect_stderr) {
-  setup();
   cf_tv *t0 = input(1, (int64_t[]){10}), *t1 = cf_add_scalar(f, t0, 1.0);
   cf_fusion_add_output(f, t1);
   cf_split(f, t1, 0, 4);
