@@ -21,7 +21,8 @@
  * group's semaphore; the block that counts last (told to its threads through a shared
  * flag) fences again, folds the group's partials with volatile loads (the threads of the
  * reduced dimensions share the blocks, then all-reduce them again), resets the semaphore
- * and runs the node's tail (the store). On the host, blocks run one after another, so the
+ * and runs the node's tail (the store: the shared walk prints it between cg_block_reduce
+ * and cg_block_reduce_end). On the host, blocks run one after another, so the
  * pattern cannot wait on a block that never runs. A grid all-reduce (all_blocks) writes the
  * partials the same way, then a grid sync (every block resident: a cooperative launch; on
  * the host all blocks run as fibers at once), then every block folds the group's partials
@@ -221,10 +222,8 @@ static void grid_form(Emitter *e, const KNode *n) {
   cg_line(e, "__threadfence();");
   grid_fold(e, n, "(cf_gb + cf_b) * cf_gnk + cf_gki");
   cg_line(e, "if (cf_t == 0) %s = 0u; // ready for the next launch", sem);
-  for (int i = 0; i < n->u.acc.tail.len; i++) cg_node(e, n->u.acc.tail.items[i]);
-  e->indent--;
-  cg_line(e, "}");
   free(sem), free(flag_w), free(flag);
+  /* the node's tail (the store) follows, printed by the walk; cg_block_reduce_end closes */
 }
 
 void cg_block_reduce(Emitter *e, const KNode *n) {
@@ -244,7 +243,14 @@ void cg_block_reduce(Emitter *e, const KNode *n) {
     tree_form(e, n);
   if (n->u.acc.ws) e->d->sync(e);
   if (n->u.acc.work) grid_form(e, n);
-  if (n->u.acc.work) e->d->sync(e);
+}
+
+void cg_block_reduce_end(Emitter *e, const KNode *n) {
+  if (n->u.acc.work && !n->u.acc.all_blocks) { /* a grid all-reduce opened no last-block branch */
+    e->indent--;
+    cg_line(e, "}"); /* the group's last block */
+    e->d->sync(e);
+  }
   e->indent--;
   cg_line(e, "}");
 }

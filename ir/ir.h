@@ -418,10 +418,14 @@ cf_status ir_check_reshape(cf_fusion *f, const char *what, const Expr *e);
 /* ---- rules of parallel and memory types (rules.c: one table each) ------------------- */
 
 typedef enum PtLevel { PT_LEVEL_SERIAL, PT_LEVEL_THREAD, PT_LEVEL_BLOCK, PT_LEVEL_DEVICE, PT_LEVEL_INVALID } PtLevel;
-/* serial (also Vectorize, Unroll) < thread < block < device; INVALID for an unknown value */
+/* serial (also Vectorize, Unroll, Unswitch) < thread < block < device; INVALID for an unknown value */
 PtLevel ir_ptype_level(cf_parallel_type p);
 /* The launch dimension (0 x, 1 y, 2 z) a thread/block/device type indexes, else -1. */
 int ir_ptype_launch_dim(cf_parallel_type p);
+/* Unroll and Unswitch: serial, but they say how the loop runs, so every axis sharing the
+ * loop takes them (analysis/parallel_types.c) and the outermost such loop of a nest has its
+ * predicates hoisted over a fallback copy (lower/unswitch.c). */
+bool ir_ptype_shapes_loop(cf_parallel_type p);
 bool ir_ptype_is_thread(cf_parallel_type p); /* TID* */
 bool ir_ptype_is_block(cf_parallel_type p);  /* BID* */
 bool ir_ptype_is_device(cf_parallel_type p); /* DID* */

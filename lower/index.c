@@ -1,4 +1,4 @@
-/* lower/index.c: pass 8. Computes the index of every tensor access of every op.
+/* lower/index.c: the index pass. Computes the index of every tensor access of every op.
  *
  * Requires: the loop nest with each op's loop indices; TvInfo allocation domains and
  * strides. Establishes: KAccess (tensor, linear index; lane and column for tensor
@@ -344,16 +344,14 @@ KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv) {
   return acc;
 }
 
-static void walk(LowerCtx *c, IndexMap *cm, IndexMap *pm, KBlock *b) {
-  for (int i = 0; i < b->len; i++) {
-    KNode *n = b->items[i];
-    if (n->kind == KN_FOR) walk(c, cm, pm, &n->u.loop.body);
-    else if (n->kind == KN_IF) walk(c, cm, pm, &n->u.cond.then);
-    else if (n->kind == KN_OP) index_op(c, cm, pm, n);
-  }
+static bool on_op(KVisitor *v, KNode *n) {
+  LowerCtx *c = v->user;
+  index_op(c, &c->index_maps->cm, &c->index_maps->pm, n);
+  return true;
 }
 
 void lower_index(LowerCtx *c) {
-  IndexMaps *m = index_maps(c);
-  walk(c, &m->cm, &m->pm, &c->k->body);
+  index_maps(c);
+  KVisitor v = {.pre = {[KN_OP] = on_op}, .user = c, .arena = c->a};
+  kir_visit(&v, &c->k->body);
 }

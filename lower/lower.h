@@ -122,6 +122,7 @@ bool lower_write_spans(const KNode *op, cf_parallel_type p);
 void lower_reduction(LowerCtx *c);        /* reduction.c: block reductions */
 void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
+void lower_unswitch(LowerCtx *c);         /* unswitch.c: Unswitch/Unroll nests: hoisted predicates, fallback copy */
 void lower_smem_layout(LowerCtx *c);      /* smem_layout.c: offsets, dynamic size */
 
 /* Kernel IR dump for CFUSER_DUMP (kir_print.c). */

@@ -1,10 +1,12 @@
-/* lower/predicate.c: pass 9. Guards each op with the predicate it needs, and only that:
+/* lower/predicate.c: the predicate pass. Guards each op with the predicate it needs, and only that:
  * the bounds of non-divisible splits and of threads beyond a tensor's extent on a
  * parallel dimension, and `threadIdx == 0` for shared or global writes that threads of
  * an unused parallel dimension would repeat.
  *
  * Requires: ops with their bound terms (index < extent) from the index pass. Establishes:
- * ops that need a predicate are wrapped in a KN_IF.
+ * ops that need a predicate are wrapped in a KN_IF whose condition is the conjunction of
+ * the write guard's terms (`threadIdx.p == 0`) and the bound terms (`index < extent`), in
+ * that order: the unswitch pass reads those terms back from the condition.
  * Key decision: a small interval analysis proves terms true and drops them: every loop
  * variable lies in [0, extent), every thread index in [0, launch extent), and upper
  * bounds propagate through +, *, /, % and ^ (all operands are non-negative). A divisible
@@ -187,38 +189,47 @@ static bool is_tmem_access(const KNode *op) {
   return TV(e->out[0])->mem == CF_MEM_TENSOR || (e->nin > 0 && e->in[0]->kind == VAL_TV && TV(e->in[0])->mem == CF_MEM_TENSOR);
 }
 
-static void walk(LowerCtx *c, Range *r, KBlock *b) {
-  for (int i = 0; i < b->len; i++) {
-    KNode *n = b->items[i];
-    if (n->kind == KN_FOR) {
-      int64_t ext;
-      bool pushed = n->u.loop.var && kx_is_const(n->u.loop.extent, &ext);
-      if (pushed) {
-        range_push(c, r, n->u.loop.var, ext - 1);
-      }
-      walk(c, r, &n->u.loop.body);
-      if (pushed) r->n--;
-      continue;
-    }
-    if (n->kind != KN_OP) continue;
-    record_varies(c, n);
-    /* A tcgen05 load or store is warp-collective, so it is never predicated; it needs no
-     * predicate either: its indices stay inside the tensor-memory allocation and its
-     * register side, whatever the sizes, and the global accesses around it are guarded. */
-    if (is_tmem_access(n)) continue;
-    KExpr *p = predicate_of(c, r, n);
-    int64_t v;
-    if (kx_is_const(p, &v) && v) continue;
-    KNode *guard = ARENA_NEW(c->a, KNode);
-    guard->kind = KN_IF;
-    guard->u.cond.cond = p;
-    kb_push(c->a, &guard->u.cond.then, n);
-    b->items[i] = guard;
+typedef struct PredWalk {
+  LowerCtx *c;
+  Range r;
+} PredWalk;
+
+/* A loop of constant extent bounds its variable for the ops inside it. */
+static void on_loop(KMutator *m, KNode *n, KBlock *out) {
+  PredWalk *w = m->user;
+  int64_t ext;
+  bool pushed = n->u.loop.var && kx_is_const(n->u.loop.extent, &ext);
+  if (pushed) range_push(w->c, &w->r, n->u.loop.var, ext - 1);
+  kir_mutate_children(m, n);
+  if (pushed) w->r.n--;
+  kb_push(m->arena, out, n);
+}
+
+/* An op is replaced by its guard holding it, unless its predicate is always true. */
+static void on_op(KMutator *m, KNode *n, KBlock *out) {
+  PredWalk *w = m->user;
+  LowerCtx *c = w->c;
+  record_varies(c, n);
+  KExpr *p = NULL;
+  int64_t v;
+  /* A tcgen05 load or store is warp-collective, so it is never predicated; it needs no
+   * predicate either: its indices stay inside the tensor-memory allocation and its
+   * register side, whatever the sizes, and the global accesses around it are guarded. */
+  if (!is_tmem_access(n)) p = predicate_of(c, &w->r, n);
+  if (!p || (kx_is_const(p, &v) && v)) {
+    kb_push(m->arena, out, n);
+    return;
   }
+  KNode *guard = ARENA_NEW(c->a, KNode);
+  guard->kind = KN_IF;
+  guard->u.cond.cond = p;
+  kb_push(c->a, &guard->u.cond.then, n);
+  kb_push(m->arena, out, guard);
 }
 
 void lower_predicate(LowerCtx *c) {
   c->varies = ARENA_ARRAY(c->a, unsigned, c->f->vals.len + 1);
-  Range r = {.n = 0};
-  walk(c, &r, &c->k->body);
+  PredWalk w = {c, {.n = 0}};
+  KMutator m = {.arena = c->a, .fn = {[KN_FOR] = on_loop, [KN_OP] = on_op}, .user = &w};
+  kir_mutate(&m, &c->k->body);
 }

@@ -57,15 +57,26 @@ static KNode *item_op(KNode *n) {
   return n->kind == KN_OP ? n : NULL;
 }
 
-static KNode *find_reduction_op(KBlock *b, const Expr *e) {
-  for (int i = 0; i < b->len; i++) {
-    KNode *n = b->items[i], *found = NULL;
-    if (n->kind == KN_OP && n->u.op.src == e && !n->u.op.reduction_init) return n;
-    if (n->kind == KN_FOR) found = find_reduction_op(&n->u.loop.body, e);
-    if (n->kind == KN_IF) found = find_reduction_op(&n->u.cond.then, e);
-    if (found) return found;
+typedef struct Find {
+  const Expr *e;
+  KNode *found;
+} Find;
+
+static bool find_pre(KVisitor *v, KNode *n) {
+  Find *f = v->user;
+  if (n->u.op.src == f->e && !n->u.op.reduction_init) {
+    f->found = n;
+    v->stop = true;
   }
-  return NULL;
+  return true;
+}
+
+/* The op accumulating reduction e in b (its initialization excluded), or NULL. */
+static KNode *find_reduction_op(KBlock *b, const Expr *e) {
+  Find f = {e, NULL};
+  KVisitor v = {.pre = {[KN_OP] = find_pre}, .user = &f};
+  kir_visit(&v, b);
+  return f.found;
 }
 
 static KTensor *workspace(LowerCtx *c, const Expr *e, cf_dtype dt) {
@@ -298,17 +309,28 @@ static void lower_one(LowerCtx *c, KBlock *b, int i, KNode *init, const bool red
   }
 }
 
-static void walk(LowerCtx *c, KBlock *b) {
+/* Lowers the block reductions initialized in b (b's own items: each initialization sits
+ * right before its reduction loop). */
+static void lower_block(LowerCtx *c, KBlock *b) {
   for (int i = 0; i < b->len; i++) {
-    KNode *n = b->items[i], *op = item_op(n);
+    KNode *op = item_op(b->items[i]);
     bool red[6];
     if (op && op->u.op.reduction_init && reduced_dims(c, op->u.op.src, red)) {
       lower_one(c, b, i, op, red);
       i += 2; /* past the loop and the block reduce (and the store, after a block reduce) */
-      continue;
     }
-    if (n->kind == KN_FOR) walk(c, &n->u.loop.body);
   }
 }
 
-void lower_reduction(LowerCtx *c) { walk(c, &c->k->body); }
+/* Each loop's body is lowered before the walk enters it (the walk then sees what was
+ * inserted). */
+static bool on_loop(KVisitor *v, KNode *n) {
+  lower_block(v->user, &n->u.loop.body);
+  return true;
+}
+
+void lower_reduction(LowerCtx *c) {
+  lower_block(c, &c->k->body);
+  KVisitor v = {.pre = {[KN_FOR] = on_loop}, .user = c, .arena = c->a};
+  kir_visit(&v, &c->k->body);
+}

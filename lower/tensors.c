@@ -1,4 +1,4 @@
-/* lower/tensors.c: pass 3. Makes the kernel's tensors: a parameter for each fusion input
+/* lower/tensors.c: the tensors pass. Makes the kernel's tensors: a parameter for each fusion input
  * and output, an allocation for each intermediate, and decides which axes of each
  * intermediate are allocated (the allocation rule of DESIGN.md section 5):
  *   1. axes on a parallel type across which the memory is distributed are not allocated

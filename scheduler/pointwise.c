@@ -217,18 +217,20 @@ static int broadcasts_first(cf_fusion *f, Val *tv) {
   return nb;
 }
 
-/* [broadcasts.., blockIdx.x, threadIdx.x{128}, vector{v}] over tv's other axes merged,
- * propagated from tv and parallelized alike. */
+/* [broadcasts.., blockIdx.x, unswitch{1}, threadIdx.x{128}, vector{v}] over tv's other
+ * axes merged, propagated from tv and parallelized alike. */
 static void tile(cf_fusion *f, Val *tv, int64_t v) {
   cf_tv *r = ir_tv_handle(tv);
   int nb = broadcasts_first(f, tv);
   for (int a = TV(tv)->nloop - 1; a > nb; a--) cf_merge(f, r, nb);
   if (v > 1) cf_split(f, r, nb, v);
   cf_split(f, r, nb, THREADS);
+  cf_split(f, r, nb, 1);
   cf_propagate_transforms(f, r);
   cf_parallelize(f, r, nb, CF_PT_BIDX);
-  cf_parallelize(f, r, nb + 1, CF_PT_TIDX);
-  cf_parallelize_all_like(f, r, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+  cf_parallelize(f, r, nb + 1, CF_PT_UNSWITCH);
+  cf_parallelize(f, r, nb + 2, CF_PT_TIDX);
+  cf_parallelize_all_like(f, r, 3, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_UNSWITCH, CF_PT_TIDX});
 }
 
 /* Vectorizes tv's innermost axis where the split by v reached it. A tensor the propagation
@@ -359,21 +361,24 @@ static int64_t pw_rows_per_block(Val *ref, int b) {
   return (left + GRID_Y_MAX - 1) / GRID_Y_MAX;
 }
 
-/* [blockIdx.y (outer half), (S{rows}), blockIdx.x, threadIdx.x{128}, vector{v}] over tv's
- * two halves at break point b, propagated from tv and parallelized alike. */
+/* [blockIdx.y (outer half), (S{rows}), blockIdx.x, unswitch{1}, threadIdx.x{128},
+ * vector{v}] over tv's two halves at break point b, propagated from tv and parallelized
+ * alike. */
 static void tile_2d(cf_fusion *f, Val *tv, int b, int64_t rows, int64_t v) {
   cf_tv *t = ir_tv_handle(tv);
   for (int a = TV(tv)->nloop - 1; a > b; a--) cf_merge(f, t, b);
   for (int a = b - 1; a > 0; a--) cf_merge(f, t, 0);
   if (v > 1) cf_split(f, t, 1, v);
   cf_split(f, t, 1, THREADS); /* [outer, inner/128v, 128, v] */
+  cf_split(f, t, 1, 1);       /* [outer, inner/128v, 1, 128, v] */
   int x = 1;
   if (rows > 1) cf_split(f, t, 0, rows), x = 2;
   cf_propagate_transforms(f, t);
   cf_parallelize(f, t, 0, CF_PT_BIDY);
   cf_parallelize(f, t, x, CF_PT_BIDX);
-  cf_parallelize(f, t, x + 1, CF_PT_TIDX);
-  cf_parallelize_all_like(f, t, 3, (cf_parallel_type[]){CF_PT_BIDY, CF_PT_BIDX, CF_PT_TIDX});
+  cf_parallelize(f, t, x + 1, CF_PT_UNSWITCH);
+  cf_parallelize(f, t, x + 2, CF_PT_TIDX);
+  cf_parallelize_all_like(f, t, 4, (cf_parallel_type[]){CF_PT_BIDY, CF_PT_BIDX, CF_PT_UNSWITCH, CF_PT_TIDX});
 }
 
 /* The parameters: the break point (0: the 1-D schedule), the vector width and the rows

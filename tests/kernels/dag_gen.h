@@ -5,7 +5,7 @@
  * whose results are broadcast back (x - sum(x), softmax), sometimes symbolic sizes and
  * several outputs. It then schedules it at random: splits, merges and reorders on a
  * reference, propagation, sometimes transforms on another tensor, thread and block
- * parallelization, memory types, and a random sequence of inlining calls (inline_most,
+ * parallelization, Unroll and Unswitch, memory types, and a random sequence of inlining calls (inline_most,
  * inline_at, inline_at_best_effort, inline_all_at, compute_at) at random positions.
  * Header-only; only the fuzz test includes it. */
 #ifndef CFUSER_DAG_GEN_H
@@ -38,6 +38,8 @@ typedef struct DgVal {
 typedef struct DgCase {
   cf_fusion *f;
   DgRng r;
+  DgRng ru;         /* a second stream for the Unswitch choice, so that adding it changed no
+                     * other choice of a seed (the pinned seeds keep their schedules) */
   int rank;
   int64_t sizes[3];
   bool symbolic;
@@ -276,6 +278,16 @@ static inline void dg_parallelize(DgCase *c, cf_tv *tv, const unsigned *track) {
   }
 }
 
+/* Half of the hand schedules unswitch one serial loop axis of the reference (nvFuser's
+ * split-by-1 unswitch included: the axis may have extent one); parallelize_all_like then
+ * carries it, and loops shared with it take it. */
+static inline void dg_unswitch(DgCase *c, cf_tv *tv) {
+  int n = cf_tv_naxes(tv);
+  if (n == 0 || dg_rnd(&c->ru, 2)) return;
+  int i = (int)dg_rnd(&c->ru, (uint32_t)n);
+  if (cf_id_parallel_type(cf_tv_axis(tv, i)) == CF_PT_SERIAL) cf_parallelize(c->f, tv, i, CF_PT_UNSWITCH);
+}
+
 /* A random position of tv for an inlining call: -1 (all), 0..naxes, sometimes past it. */
 static inline int dg_pos(DgCase *c, cf_tv *tv) {
   int n = cf_tv_naxes(tv);
@@ -333,6 +345,7 @@ static inline void dg_schedule(DgCase *c) {
     if (!c->v[o].input) dg_transforms(c, c->v[o].tv, 1 + (int)dg_rnd(&c->r, 2), NULL);
   }
   dg_parallelize(c, rt, track);
+  dg_unswitch(c, rt);
   if (dg_rnd(&c->r, 16)) cf_parallelize_all_like(c->f, rt, 0, NULL);
   for (int i = 0; i < c->nv; i++) {
     if (c->v[i].input || c->v[i].output) continue;
@@ -356,6 +369,7 @@ static inline void dg_build(DgCase *c, cf_fusion *f, uint64_t seed, int mode) {
   c->global = mode == 2;
   c->welford = mode >= 3;
   c->r.s = seed * 0x9E3779B97F4A7C15ULL + 7;
+  c->ru.s = seed * 0xD1B54A32D192ED03ULL + 11;
   dg_build_math(c);
   if (cf_fusion_status(f) == CF_OK && mode != DG_UNSCHEDULED) dg_schedule(c);
 }
