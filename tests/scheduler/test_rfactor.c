@@ -99,10 +99,41 @@ Test(rfactor, errors_name_the_tensor) {
   cr_expect_str_eq(cf_fusion_error(f), "rfactor: axis 0 is not a reduction axis for T3_g_float[iS6{4}, rS8{2}, "
                                        "rS9{4}]");
   cf_fusion_clear_error(f);
-  EXPECT_OK(cf_split(f, s, 0, 2));
-  cr_expect_null(cf_rfactor(f, s, 1, (int[]){2}));
-  cr_expect_str_eq(cf_fusion_error(f), "rfactor: iteration axis 0 of T3 is transformed; rfactor before splitting or "
-                                       "merging iteration axes for T3_g_float[iS10{2}, iS11{2}, rS8{2}, rS9{4}]");
+  cf_tv *p = cf_rfactor(f, s, 1, (int[]){1});
+  cr_assert_not_null(p, "%s", cf_fusion_error(f));
+  cr_expect_null(cf_rfactor(f, p, 1, (int[]){1}));
+  cr_expect_str_eq(cf_fusion_error(f), "rfactor: T4 is the partial result of an rfactor already; rfactor the tensor "
+                                       "it feeds instead for T4_l_float[iS10{4}, rS12{2}rf, iS13{4}rf]");
+}
+
+/* Iteration axes split and merged before the rfactor (nvFuser's FusionReduction2 and
+ * FusionReductionTFT do this): T2's logical domain applies only the transforms the
+ * rfactored axis derives from, both tensors keep the iteration axes' transforms. */
+Test(rfactor, iteration_axes_split_before_the_rfactor) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){6, 5, 40});
+  cf_fusion_add_input(f, x);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){2});
+  cf_fusion_add_output(f, s);
+  EXPECT_OK(cf_merge(f, s, 0));
+  EXPECT_OK(cf_split(f, s, 0, 4));
+  EXPECT_OK(cf_split(f, s, 2, 8));
+  EXPECT_TV(s, "T1_g_float[iS7{8}, iS8{4}, rS9{5}, rS10{8}]");
+  cf_tv *p = cf_rfactor(f, s, 1, (int[]){2});
+  cr_assert_not_null(p, "%s", cf_fusion_error(f));
+  EXPECT_TV(p, "T2_l_float[iS15{8}, iS16{4}, rS17{5}rf, iS18{8}rf]");
+  EXPECT_TV(s, "T1_g_float[iS23{8}, iS24{4}, rS21{8}]");
+  char *tr = tu_capture_fusion(cf_fusion_print_transforms, f);
+  cr_expect(strstr(tr, "T2_l_float[iS15{8}, iS16{4}, rS17{5}rf, iS18{8}rf]\n root domain : (iS11{6}, iS12{5}, "
+                       "rS13{40})\n  Split: rS13{40} by factor 8 -> rS17{5}rf, iS18{8}rf\n logical domain : (iS11{6}, "
+                       "iS12{5}, rS17{5}rf, iS18{8}rf)\n") != NULL, "transforms:\n%s", tr);
+  free(tr);
+  cr_expect_eq(cf_fusion_verify(f), CF_OK, "%s", cf_fusion_error(f));
+  EXPECT_OK(cf_parallelize(f, s, 0, CF_PT_BIDX));
+  EXPECT_OK(cf_parallelize(f, p, 0, CF_PT_BIDX));
+  EXPECT_OK(cf_parallelize(f, s, 2, CF_PT_TIDX));
+  EXPECT_OK(cf_parallelize(f, p, 3, CF_PT_TIDX));
+  KcInput in = {CF_FLOAT, 3, {6, 5, 40}, NULL};
+  free(kc_check(f, 1, &in, 1e-4));
 }
 
 /* cache_before on a reduction: the cache takes the reduction with its reduction axes,
