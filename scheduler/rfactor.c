@@ -193,6 +193,7 @@ static Val *make_partial(Rf *rf) {
   TV(t2)->root = root;
   TV(t2)->nroot = t->nroot;
   TV(t2)->loop = loop;
+  TV(t2)->nloop = t->nloop;
   TV(t2)->max_producer_pos = t->max_producer_pos;
   for (int i = 0; i < t->nroot; i++) ID(root[i])->tv = t2;
   for (int k = 0; k < rf->nh; k++)

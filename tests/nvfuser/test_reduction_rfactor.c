@@ -20,3 +20,185 @@ Test(reduction_rfactor, compute_at_from_rfactor_into_its_consumer) {
   cr_expect_eq(cf_tv_naxes(t2), 3, "%s", tu_tv_str(f, t2));
   nv_check(1, (KcInput[]){F32(7, 129)});
 }
+
+/* FusionReduction1: a row sum split by 128 and 4, rfactored twice (the outer part, then the
+ * unrolled part), every tensor computed at the next at 1, then all at once again; rows on
+ * blockIdx.x, the 128 on threadIdx.x. nvFuser's input is 65000 x 1025; 130 x 1025 here
+ * (the schedule does not depend on the row count). */
+Test(reduction_rfactor, FusionReduction1) {
+  cf_tv *tv0 = nv_symbolic(2);
+  cf_tv *tv1 = cf_sum(f, tv0, 1, (int[]){1});
+  cf_fusion_add_output(f, tv1);
+  cf_split(f, tv1, 1, 128);
+  cf_split(f, tv1, 1, 4);
+  cf_tv *tv2 = cf_rfactor(f, tv1, 1, (int[]){1});
+  cf_tv *tv3 = cf_rfactor(f, tv1, 1, (int[]){1});
+  cf_compute_at(f, tv0, tv2, 1);
+  cf_compute_at(f, tv2, tv3, 1);
+  cf_compute_at(f, tv3, tv1, 1);
+  cf_compute_at(f, tv0, tv1, 1);
+  cf_parallelize(f, tv2, 2, CF_PT_UNROLL);
+  cf_parallelize(f, tv1, 0, CF_PT_BIDX);
+  nv_parallelize_each(3, (cf_tv *[]){tv1, tv2, tv3}, -1, CF_PT_TIDX);
+  NV_EXPECT_POS(tv2, 1, -1);
+  NV_EXPECT_POS(tv3, 1, -1);
+  nv_check(1, (KcInput[]){F32(130, 1025)});
+}
+
+/* FusionReduction2: rows split by tidy{8} too, before the two rfactors (rows on
+ * [blockIdx.x, threadIdx.y], the row over unroll{4} x threadIdx.x{16}); tv0 computed at
+ * tv1, -2. */
+Test(reduction_rfactor, FusionReduction2) {
+  cf_tv *tv0 = nv_symbolic(2);
+  cf_tv *tv1 = cf_sum(f, tv0, 1, (int[]){1});
+  cf_fusion_add_output(f, tv1);
+  cf_split(f, tv1, 1, 16);
+  cf_split(f, tv1, 1, 4);
+  cf_split(f, tv1, 0, 8);
+  cf_tv *tv2 = cf_rfactor(f, tv1, 1, (int[]){-3});
+  cf_tv *tv3 = cf_rfactor(f, tv1, 1, (int[]){-2});
+  cf_compute_at(f, tv0, tv1, -2);
+  cf_parallelize(f, tv2, -2, CF_PT_UNROLL);
+  cf_parallelize(f, tv1, 0, CF_PT_BIDX);
+  cf_parallelize(f, tv1, 1, CF_PT_TIDY);
+  nv_parallelize_each(3, (cf_tv *[]){tv2, tv3, tv1}, -1, CF_PT_TIDX);
+  nv_check(1, (KcInput[]){F32(1025, 129)});
+}
+
+/* FusionReduction3: threadIdx.z takes part in the reduction with threadIdx.x. */
+Test(reduction_rfactor, FusionReduction3) {
+  cf_tv *tv0 = nv_symbolic(2);
+  cf_tv *tv1 = cf_sum(f, tv0, 1, (int[]){1});
+  cf_fusion_add_output(f, tv1);
+  cf_split(f, tv1, 1, 8);
+  cf_split(f, tv1, 1, 16);
+  cf_tv *tv2 = cf_rfactor(f, tv1, 1, (int[]){-3});
+  cf_compute_at(f, tv0, tv1, -3);
+  cf_parallelize(f, tv1, 0, CF_PT_BIDX);
+  cf_parallelize(f, tv1, -2, CF_PT_TIDX);
+  cf_parallelize(f, tv1, -1, CF_PT_TIDZ);
+  cf_parallelize(f, tv2, -2, CF_PT_TIDX);
+  cf_parallelize(f, tv2, -1, CF_PT_TIDZ);
+  nv_check(1, (KcInput[]){F32(1025, 129)});
+}
+
+/* FusionReduction4 (the wrong result of issue 23: -823.9 where the answer was -5.72):
+ * tv5 = sum(tv0 + tv1, 1) * tv4, the sum rfactored over its outer split part, tv2 computed
+ * at the partial tv6, tv6 at tv3, tv3 at tv5, each at 1 or 2. */
+Test(reduction_rfactor, FusionReduction4) {
+  cf_tv *tv0 = nv_symbolic(2), *tv1 = nv_symbolic(2);
+  cf_tv *tv2 = cf_add(f, tv0, tv1);
+  cf_tv *tv3 = cf_sum(f, tv2, 1, (int[]){1});
+  cf_tv *tv4 = nv_symbolic(1);
+  cf_tv *tv5 = cf_mul(f, tv3, tv4);
+  cf_fusion_add_output(f, tv5);
+  cf_split(f, tv3, 1, 16);
+  cf_tv *tv6 = cf_rfactor(f, tv3, 1, (int[]){-2});
+  cf_compute_at(f, tv2, tv6, 2);
+  cf_compute_at(f, tv6, tv3, 1);
+  cf_compute_at(f, tv3, tv5, 1);
+  cf_parallelize(f, tv5, 0, CF_PT_BIDX);
+  nv_parallelize_each(3, (cf_tv *[]){tv2, tv3, tv6}, -1, CF_PT_TIDX);
+  NV_EXPECT_POS(tv2, 2, -1);
+  NV_EXPECT_POS(tv6, 1, -1);
+  NV_EXPECT_POS(tv3, 1, -1);
+  nv_check(3, (KcInput[]){F32(1025, 129), F32(1025, 129), F32(1025)});
+}
+
+/* FusionReductionOuterSplit: FusionReduction4 with the row split outer (16 parts). */
+Test(reduction_rfactor, FusionReductionOuterSplit) {
+  cf_tv *tv0 = nv_symbolic(2), *tv1 = nv_symbolic(2);
+  cf_tv *tv2 = cf_add(f, tv0, tv1);
+  cf_tv *tv3 = cf_sum(f, tv2, 1, (int[]){1});
+  cf_tv *tv4 = nv_symbolic(1);
+  cf_tv *tv5 = cf_mul(f, tv3, tv4);
+  cf_fusion_add_output(f, tv5);
+  cf_split_outer(f, tv3, 1, 16);
+  cf_tv *tv6 = cf_rfactor(f, tv3, 1, (int[]){-2});
+  cf_compute_at(f, tv2, tv6, 2);
+  cf_compute_at(f, tv6, tv3, 1);
+  cf_compute_at(f, tv3, tv5, 1);
+  cf_parallelize(f, tv5, 0, CF_PT_BIDX);
+  nv_parallelize_each(3, (cf_tv *[]){tv2, tv3, tv6}, -1, CF_PT_TIDX);
+  nv_check(3, (KcInput[]){F32(1025, 129), F32(1025, 129), F32(1025)});
+}
+
+/* FusionReduction5: a middle-axis sum of [2, 11, 5] split by threadIdx.y{4}, rows on
+ * blockIdx.y, the kept inner axis on threadIdx.x. */
+Test(reduction_rfactor, FusionReduction5) {
+  cf_tv *tv0 = nv_symbolic(3);
+  cf_tv *tv1 = cf_sum(f, tv0, 1, (int[]){1});
+  cf_fusion_add_output(f, tv1);
+  cf_split(f, tv1, -2, 4);
+  cf_tv *tv2 = cf_rfactor(f, tv1, 1, (int[]){-3});
+  cf_compute_at(f, tv0, tv1, 1);
+  cf_parallelize(f, tv1, 0, CF_PT_BIDY);
+  nv_parallelize_each(2, (cf_tv *[]){tv1, tv2}, -1, CF_PT_TIDX);
+  cf_parallelize(f, tv2, -2, CF_PT_TIDY);
+  cf_parallelize(f, tv1, -2, CF_PT_TIDY);
+  nv_check(1, (KcInput[]){F32(2, 11, 5)});
+}
+
+/* FusionReduction6: a sum over two axes, each split, rfactored twice; [650, 1000, 4] in
+ * nvFuser, [65, 1000, 4] here. */
+Test(reduction_rfactor, FusionReduction6) {
+  cf_tv *tv0 = nv_symbolic(3);
+  cf_tv *tv1 = cf_sum(f, tv0, 2, (int[]){1, 2});
+  cf_fusion_add_output(f, tv1);
+  cf_split(f, tv1, 2, 64);
+  cf_split(f, tv1, 1, 8);
+  cf_tv *tv2 = cf_rfactor(f, tv1, 1, (int[]){3});
+  cf_tv *tv3 = cf_rfactor(f, tv1, 1, (int[]){1});
+  cf_compute_at(f, tv3, tv1, 1);
+  cf_compute_at(f, tv2, tv3, 2);
+  nv_parallelize_each(3, (cf_tv *[]){tv1, tv2, tv3}, 0, CF_PT_BIDX);
+  nv_parallelize_each(3, (cf_tv *[]){tv1, tv2, tv3}, -1, CF_PT_TIDX);
+  cf_parallelize(f, tv1, -2, CF_PT_TIDY);
+  cf_parallelize(f, tv3, -2, CF_PT_TIDY);
+  cf_parallelize(f, tv2, -3, CF_PT_TIDY);
+  nv_check(1, (KcInput[]){F32(65, 1000, 4)});
+}
+
+/* FusionReductionTFT: rows split by threadIdx.y{8}, the row by threadIdx.z{8} x
+ * threadIdx.x{16}, rfactored over the serial part, tv2 computed at tv1, 2. */
+Test(reduction_rfactor, FusionReductionTFT) {
+  cf_tv *tv0 = nv_symbolic(2);
+  cf_tv *tv1 = cf_sum(f, tv0, 1, (int[]){1});
+  cf_fusion_add_output(f, tv1);
+  cf_split(f, tv1, 1, 16);
+  cf_split(f, tv1, 1, 8);
+  cf_split(f, tv1, 0, 8);
+  cf_tv *tv2 = cf_rfactor(f, tv1, 1, (int[]){2});
+  cf_compute_at(f, tv2, tv1, 2);
+  cf_parallelize(f, tv1, 1, CF_PT_TIDY);
+  cf_parallelize(f, tv2, -1, CF_PT_TIDX);
+  cf_parallelize(f, tv1, -1, CF_PT_TIDX);
+  cf_parallelize(f, tv1, -2, CF_PT_TIDZ);
+  cf_parallelize(f, tv2, -2, CF_PT_TIDZ);
+  nv_check(1, (KcInput[]){F32(1025, 129)});
+}
+
+/* FusionMultiGridReduction: a max and a sum over axis 0 of the same input, both on
+ * [blockIdx.x, threadIdx.x]. */
+Test(reduction_rfactor, FusionMultiGridReduction) {
+  cf_tv *tv0 = nv_symbolic(2);
+  cf_tv *tv1 = cf_max_reduce(f, tv0, 1, (int[]){0});
+  cf_tv *tv2 = cf_sum(f, tv0, 1, (int[]){0});
+  cf_fusion_add_output(f, tv1);
+  cf_fusion_add_output(f, tv2);
+  nv_parallelize_each(2, (cf_tv *[]){tv1, tv2}, 0, CF_PT_BIDX);
+  nv_parallelize_each(2, (cf_tv *[]){tv1, tv2}, 1, CF_PT_TIDX);
+  nv_check(1, (KcInput[]){F32(4, 2)});
+}
+
+/* FusionMultiGridReduction2: two grid reductions in a row (the second over blockIdx.y). */
+Test(reduction_rfactor, FusionMultiGridReduction2) {
+  cf_tv *tv0 = nv_symbolic(2);
+  cf_tv *tv1 = cf_sum(f, tv0, 1, (int[]){0});
+  cf_tv *tv2 = cf_sum(f, tv1, 1, (int[]){0});
+  cf_fusion_add_output(f, tv2);
+  cf_parallelize(f, tv1, 0, CF_PT_BIDX);
+  cf_parallelize(f, tv1, 1, CF_PT_BIDY);
+  cf_parallelize(f, tv2, 0, CF_PT_BIDY);
+  nv_check(1, (KcInput[]){F32(4, 8)});
+}
