@@ -11,6 +11,7 @@
 #ifndef CFUSER_NVF_UTIL_H
 #define CFUSER_NVF_UTIL_H
 
+#include "cfuser/execute.h"
 #include "kernels/kernel_check.h"
 
 static cf_fusion *f;
@@ -44,6 +45,43 @@ static inline void nv_check_tol(int nin, const KcInput *inputs, double tol) {
   for (int i = 0; i < 16; i++) cf_tensor_free(in[i]), cf_tensor_free(want[i]);
 }
 static inline void nv_check(int nin, const KcInput *inputs) { nv_check_tol(nin, inputs, 1e-5); }
+
+/* Runs the unscheduled fusion through define and run (cf_fusion_execute: the automatic
+ * schedulers, nvFuser's FusionExecutorCache) on the host backend, comparing every output
+ * with the evaluator. */
+static inline void nv_execute_check(int nin, const KcInput *inputs) {
+  DLManagedTensor *in[16] = {0}, *want[16] = {0}, *got[16] = {0};
+  const DLTensor *ins[16];
+  for (int i = 0; i < nin; i++) {
+    in[i] = kc_make_input(&inputs[i], 77 + (uint64_t)i);
+    ins[i] = &in[i]->dl_tensor;
+  }
+  int nout = cf_fusion_num_outputs(f);
+  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_fusion_execute(c, nin, ins, nout, got), CF_OK, "execute: %s", cf_fusion_cache_error(c));
+  kc_compare(got, want, nout, 1e-5, "define and run");
+  cf_fusion_cache_destroy(c);
+  for (int i = 0; i < 16; i++) cf_tensor_free(in[i]), cf_tensor_free(want[i]), cf_tensor_free(got[i]);
+}
+
+/* nv_expect_gap for define and run: the first call through cf_fusion_execute fails with
+ * exactly msg. */
+static inline void nv_execute_gap(int nin, const KcInput *inputs, const char *msg) {
+  DLManagedTensor *in[16] = {0}, *got[16] = {0};
+  const DLTensor *ins[16];
+  for (int i = 0; i < nin; i++) {
+    in[i] = kc_make_input(&inputs[i], 77 + (uint64_t)i);
+    ins[i] = &in[i]->dl_tensor;
+  }
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cf_status s = cf_fusion_execute(c, nin, ins, cf_fusion_num_outputs(f), got);
+  const char *got_msg = s == CF_OK ? "" : cf_fusion_cache_error(c);
+  cr_expect_str_eq(got_msg, msg, "the refusal changed (or the gap closed: check the results with nv_execute_check): "
+                   "%s", got_msg);
+  cf_fusion_cache_destroy(c);
+  for (int i = 0; i < 16; i++) cf_tensor_free(in[i]), cf_tensor_free(got[i]);
+}
 
 /* The error of compiling f for the host backend ("" when it compiled); caller frees. */
 static inline char *nv_compile_error(void) {
