@@ -446,18 +446,9 @@ static cf_status compute_at_impl(cf_fusion *f, Arena *a, Val *producer, Val *con
   if (!sched_span_tree(a, consumer, pos, select_between, &sel, &tree))
     return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   int *at = ARENA_ARRAY(a, int, tree.n);
-  ValTab index = {.arena = a};
   if (!at) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
-  at[0] = pos;
-  for (int i = 0; i < tree.n; i++) {
-    if (!an_tab_put(&index, tree.tvs[i], (void *)(intptr_t)(i + 1)))
-      return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
-    if (i == 0) continue;
-    int from = (int)(intptr_t)an_tab_get(&index, tree.from[i]) - 1;
-    cf_status s = sched_replay(f, a, tree.from[i], tree.tvs[i], at[from], what, &at[i]);
-    if (s) return s;
-  }
-  return inline_along(f, a, &tree, pos, &sel, false, what);
+  cf_status s = sched_replay_along(f, a, &tree, pos, what, at);
+  return s ? s : inline_along(f, a, &tree, pos, &sel, false, what);
 }
 
 cf_status cf_compute_at(cf_fusion *f, cf_tv *producer, cf_tv *consumer, int pos) {

@@ -64,6 +64,11 @@ typedef struct SpanTree {
  * scratch; false when out of memory. */
 bool sched_span_tree(Arena *scratch, Val *ref, int ref_pos, SpanSelect sel, void *ctx, SpanTree *out);
 
+/* Replays along tree (propagate.c): each tensor from its tree parent, matching the
+ * position the parent reached (at[0] = pos for the reference); at (tree->n entries)
+ * receives each tensor's position. */
+cf_status sched_replay_along(cf_fusion *f, Arena *a, const SpanTree *tree, int pos, const char *what, int *at);
+
 /* ---- checks shared by the public calls (propagate.c, inline.c) ------------------------- */
 
 /* Checks that every tensor of the tree from ref has a loop domain that matches its tree

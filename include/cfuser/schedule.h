@@ -100,6 +100,13 @@ CF_API cf_status cf_propagate_transforms(cf_fusion *f, cf_tv *ref);
 /* The same, then checks that every tensor's loop domain matches ref's where it maps
  * (TransformPropagatorWithCheck); a mismatch is an error naming the tensor. */
 CF_API cf_status cf_propagate_transforms_checked(cf_fusion *f, cf_tv *ref);
+/* Replays only ref's first pos loop axes (pos -1: all; nvFuser's TransformPropagator with a
+ * position), onto the ntvs tensors tvs (ntvs == 0: every tensor) along the spanning tree
+ * that enters only them: each tensor's leading axes become the images of its tree parent's
+ * replayed ones, its other axes keep their order (a tensor already matching is left as
+ * it is). Refused as compute_at's replays are: changing axes left of a compute-at or
+ * max-producer position. */
+CF_API cf_status cf_propagate_transforms_to(cf_fusion *f, cf_tv *ref, int pos, int ntvs, cf_tv *const *tvs);
 /* Copies ref's parallel types onto the mapped loop axes of every tensor; ntypes == 0 means
  * every type, else only the listed ones (scheduler_utils::parallelizeAllLike). */
 CF_API cf_status cf_parallelize_all_like(cf_fusion *f, cf_tv *ref, int ntypes,

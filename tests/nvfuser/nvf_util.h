@@ -107,7 +107,7 @@ static inline void nv_expect_refused(int nwords, const char *const *words) {
  * wrong result. When a gap closes this fails, and the test goes back to nv_check. */
 static inline void nv_expect_gap(const char *msg) {
   char *got = nv_compile_error();
-  cr_expect_str_eq(got, msg, "the refusal changed (or the gap closed: check the results with nv_check)");
+  cr_expect_str_eq(got, msg, "the refusal changed (or the gap closed: check the results with nv_check): %s", got);
   free(got);
 }
 

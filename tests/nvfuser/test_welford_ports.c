@@ -1,0 +1,145 @@
+/* Ports of nvFuser's hand-scheduled Welford tests (test_welford.cpp) and the Welford grid
+ * all-reduces of test_reduction.cpp. nvFuser's Welford has three sibling outputs (avg,
+ * var_sum, N) scheduled as one; cfuser's is one tensor of states w whose fields are read by
+ * cf_welford_avg/m2/n, so w gets nvFuser's schedule of the siblings and each field follows
+ * it (welford_fields: w's transforms propagated to the fields, its parallel types copied,
+ * w inlined into them), which computes the fields in w's loops as nvFuser's siblings are. */
+#include "nvfuser/nvf_util.h"
+
+TestSuite(welford_ports, .init = nv_setup, .fini = nv_teardown);
+
+/* The three outputs of nvFuser's Welford(tv, axes): states w and its fields. */
+static cf_tv *welford_outputs(cf_tv *tv, int naxes, const int *axes, cf_tv **fields) {
+  cf_tv *w = cf_welford(f, tv, naxes, axes);
+  fields[0] = cf_welford_avg(f, w);
+  fields[1] = cf_welford_m2(f, w);
+  fields[2] = cf_welford_n(f, w);
+  for (int i = 0; i < 3; i++) cf_fusion_add_output(f, fields[i]);
+  return w;
+}
+
+/* The fields scheduled as siblings of w. */
+static void welford_fields(cf_tv *w, cf_tv *const *fields, int nfields) {
+  cr_assert_eq(cf_propagate_transforms_to(f, w, -1, nfields, fields), CF_OK, "%s", cf_fusion_error(f));
+  cr_assert_eq(cf_parallelize_all_like(f, w, 0, NULL), CF_OK, "%s", cf_fusion_error(f));
+  cr_assert_eq(cf_inline_at_best_effort(f, w, -1), CF_OK, "%s", cf_fusion_error(f));
+}
+
+/* WelfordOp: rows split by 32 and 4, the row by 32, reordered, tv1 computed at w, -1. */
+Test(welford_ports, WelfordOp) {
+  cf_tv *tv0 = nv_symbolic(2), *fields[3];
+  cf_tv *tv1 = cf_mul_scalar(f, tv0, 1.0);
+  cf_tv *w = welford_outputs(tv1, 1, (int[]){1}, fields);
+  cf_split(f, w, 1, 32);
+  cf_split(f, w, 0, 32);
+  cf_split(f, w, 0, 4);
+  cf_reorder(f, w, 2, (int[]){-1, -3, -3, -1});
+  cf_compute_at(f, tv1, w, -1);
+  welford_fields(w, fields, 3);
+  nv_check(1, (KcInput[]){F32(64, 128)});
+}
+
+/* BlockWelfordOp: the row on threadIdx.x (a block Welford). */
+Test(welford_ports, BlockWelfordOp) {
+  cf_tv *tv0 = nv_symbolic(2), *fields[3];
+  cf_tv *tv1 = cf_mul_scalar(f, tv0, 1.0);
+  cf_tv *w = welford_outputs(tv1, 1, (int[]){1}, fields);
+  cf_parallelize(f, w, -1, CF_PT_TIDX);
+  cf_compute_at(f, tv1, w, -1);
+  welford_fields(w, fields, 3);
+  nv_check(1, (KcInput[]){F32(64, 128)});
+}
+
+/* GridWelfordOp: rows on threadIdx.x, the row on blockIdx.x (a grid Welford). */
+Test(welford_ports, GridWelfordOp) {
+  cf_tv *tv0 = nv_symbolic(2), *fields[3];
+  cf_tv *tv1 = cf_mul_scalar(f, tv0, 1.0);
+  cf_tv *w = welford_outputs(tv1, 1, (int[]){1}, fields);
+  cf_parallelize(f, w, 0, CF_PT_TIDX);
+  cf_parallelize(f, w, -1, CF_PT_BIDX);
+  cf_compute_at(f, tv1, w, -1);
+  welford_fields(w, fields, 3);
+  nv_check(1, (KcInput[]){F32(64, 128)});
+}
+
+/* RfactorWelfordOp: the row split by 4 and the inner part rfactored (partial states). */
+Test(welford_ports, RfactorWelfordOp) {
+  cf_tv *tv0 = nv_symbolic(2), *fields[3];
+  cf_tv *tv1 = cf_mul_scalar(f, tv0, 1.0);
+  cf_tv *w = welford_outputs(tv1, 1, (int[]){1}, fields);
+  cf_split(f, w, 1, 4);
+  cr_assert_not_null(cf_rfactor(f, w, 1, (int[]){2}), "%s", cf_fusion_error(f));
+  cf_compute_at(f, tv1, w, -1);
+  welford_fields(w, fields, 3);
+  nv_check(1, (KcInput[]){F32(64, 128)});
+}
+
+/* WelfordSchedule: the reduction scheduler (define and run). */
+Test(welford_ports, WelfordSchedule) {
+  cf_tv *tv0 = nv_symbolic(2), *fields[3];
+  cf_tv *tv1 = cf_mul_scalar(f, tv0, 1.0);
+  welford_outputs(tv1, 1, (int[]){1}, fields);
+  nv_execute_check(1, (KcInput[]){F32(64, 128)});
+}
+
+/* WelfordPersistence: avg + M2 broadcast back and added to the input, every tensor split
+ * by 2 onto [blockIdx.x, blockIdx.y] (a grid Welford read back in the same kernel). A gap:
+ * nvFuser runs it as a grid-persistent kernel (a grid synchronization); cfuser has none,
+ * and refuses a grid-reduced value read beyond the ops inlined after it. */
+Test(welford_ports, WelfordPersistence) {
+  cf_tv *tv0 = nv_symbolic(1);
+  cf_tv *w = cf_welford(f, tv0, 1, (int[]){0});
+  cf_tv *avg = cf_welford_avg(f, w), *m2 = cf_welford_m2(f, w);
+  cf_tv *tv4 = cf_add(f, avg, m2);
+  cf_tv *tv5 = cf_broadcast(f, tv4, 1, (bool[]){true});
+  cf_tv *tv6 = cf_add(f, tv0, tv5);
+  cf_fusion_add_output(f, tv6);
+  cf_tv *sched[] = {w, tv5, tv6}, *fields[] = {avg, m2};
+  for (int i = 0; i < 3; i++) {
+    cf_split(f, sched[i], 0, 2);
+    cf_parallelize(f, sched[i], 0, CF_PT_BIDX);
+    cf_parallelize(f, sched[i], 1, CF_PT_BIDY);
+  }
+  welford_fields(w, fields, 2);
+  nv_expect_gap("compile: T1 is reduced across blocks (a grid reduction) and read by T5 in the same kernel outside "
+                "the ops that follow the reduction in its loop; a grid-reduced value is complete in one block only, so "
+                "only elementwise ops inlined right after it (in Local or Global memory) may read it");
+}
+
+/* WelfordPersistence2: the same over axis 0 of [10, 3], [blockIdx.x, threadIdx.y,
+ * threadIdx.x], tv4 on threadIdx.x. The same gap. */
+Test(welford_ports, WelfordPersistence2) {
+  cf_tv *tv0 = nv_symbolic(2);
+  cf_tv *w = cf_welford(f, tv0, 1, (int[]){0});
+  cf_tv *avg = cf_welford_avg(f, w), *m2 = cf_welford_m2(f, w);
+  cf_tv *tv4 = cf_add(f, avg, m2);
+  cf_tv *tv5 = cf_broadcast(f, tv4, 2, (bool[]){true, false});
+  cf_tv *tv6 = cf_add(f, tv0, tv5);
+  cf_fusion_add_output(f, tv6);
+  cf_tv *sched[] = {w, tv5, tv6}, *fields[] = {avg, m2};
+  for (int i = 0; i < 3; i++) {
+    cf_split(f, sched[i], 0, 2);
+    cf_parallelize(f, sched[i], 0, CF_PT_BIDX);
+    cf_parallelize(f, sched[i], 1, CF_PT_TIDY);
+    cf_parallelize(f, sched[i], 2, CF_PT_TIDX);
+  }
+  cf_parallelize(f, tv4, 0, CF_PT_TIDX);
+  welford_fields(w, fields, 2);
+  nv_expect_gap("compile: T1 is reduced across blocks (a grid reduction) and read by T2 in the same kernel outside "
+                "the ops that follow the reduction in its loop; a grid-reduced value is complete in one block only, so "
+                "only elementwise ops inlined right after it (in Local or Global memory) may read it");
+}
+
+/* BlockWelfordInSerialLoop: a Welford over [N, K] per row, K on threadIdx.x inside the
+ * serial loop over N, rows on blockIdx.x. */
+Test(welford_ports, BlockWelfordInSerialLoop) {
+  cf_tv *tv0 = nv_symbolic(3);
+  cf_tv *w = cf_welford(f, tv0, 2, (int[]){1, 2});
+  cf_tv *fields[2] = {cf_welford_avg(f, w), cf_welford_m2(f, w)};
+  cf_fusion_add_output(f, fields[0]);
+  cf_fusion_add_output(f, fields[1]);
+  cf_parallelize(f, w, -1, CF_PT_TIDX);
+  cf_parallelize(f, w, 0, CF_PT_BIDX);
+  welford_fields(w, fields, 2);
+  nv_check(1, (KcInput[]){F32(10, 20, 20)});
+}
