@@ -439,3 +439,105 @@ Test(reduction_rfactor, FusionRfactorIndirectRoot) {
   cf_compute_at(f, rf, tv1, -1);
   nv_check(1, (KcInput[]){F32(6, 6, 6)});
 }
+
+/* ReplayRFactorMergeBcast: [256, 1, 1, 4] summed over the last axis; the two size-1 axes
+ * merged (a broadcast merge stays a broadcast), merged into the rows, the row split by 2
+ * and rfactored; then run. */
+Test(reduction_rfactor, ReplayRFactorMergeBcast) {
+  cf_tv *tv0 = nv_concrete(4, (int64_t[]){256, 1, 1, 4});
+  cf_tv *tv1 = cf_sum(f, tv0, 1, (int[]){-1});
+  cf_fusion_add_output(f, tv1);
+  cf_merge(f, tv1, 1);
+  cf_merge(f, tv1, 0);
+  cf_split(f, tv1, -1, 2);
+  cf_tv *tv2 = cf_rfactor(f, tv1, 1, (int[]){-2});
+  char *tr = tu_capture_fusion(cf_fusion_print_transforms, f);
+  cr_expect(strstr(tr, "  Merge: bS13{1} and bS14{1} -> bS16{1}\n") != NULL, "a broadcast merge is a broadcast:\n%s", tr);
+  free(tr);
+  cf_parallelize(f, tv1, 0, CF_PT_TIDX);
+  cf_parallelize(f, tv2, 0, CF_PT_TIDX);
+  cf_compute_at(f, tv2, tv1, 1);
+  nv_check(1, (KcInput[]){F32(256, 1, 1, 4)});
+}
+
+/* RfactorIntermediateIDs: the two reduced axes merged and split by 4, the inner part
+ * rfactored: in the partial, the merge's output stays a reduction (the rfactored axis
+ * derives from it) and the split's outer output becomes an iteration axis. */
+Test(reduction_rfactor, RfactorIntermediateIDs) {
+  cf_tv *tv0 = nv_concrete(3, (int64_t[]){5, 6, 7}); /* symbolic in nvFuser, which does not run it */
+  cf_tv *tv1 = cf_sum(f, tv0, 2, (int[]){1, 2});
+  cf_fusion_add_output(f, tv1);
+  cf_merge(f, tv1, 1);
+  cf_split(f, tv1, 1, 4);
+  cf_tv *tv2 = cf_rfactor(f, tv1, 1, (int[]){-1});
+  cr_expect_eq(cf_id_iter_type(cf_tv_axis(tv2, -1)), CF_ITER_REDUCTION);
+  cr_expect_eq(cf_id_iter_type(cf_tv_axis(tv2, -2)), CF_ITER_ITERATION);
+  char *tr = tu_capture_fusion(cf_fusion_print_transforms, f);
+  cr_expect(strstr(tr, "  Merge: rS10{6} and rS11{7} -> rS12{42}rf\n"
+                       "  Split: rS12{42}rf by factor 4 -> iS13{11}rf, rS14{4}rf\n")
+                != NULL, "transforms:\n%s", tr);
+  free(tr);
+  cf_compute_at(f, tv2, tv1, 1);
+  nv_check(1, (KcInput[]){F32(5, 6, 7)});
+}
+
+/* The reduction scheduler's inner-reduction schedule written by hand (nvFuser's
+ * FusionReductionScheduler and reduction heuristics): rows on blockIdx.x, the row split
+ * [serial, unroll{4}, threadIdx.x{32}], the serial and unrolled parts rfactored, the input
+ * cached after and computed at the partial, everything inlined as deep as legal. */
+Test(reduction_rfactor, hand_schedule_inner_reduction_like_the_scheduler) {
+  cf_tv *tv0 = nv_symbolic(2);
+  cf_tv *tv1 = cf_sum(f, cf_mul_scalar(f, tv0, 2.0), 1, (int[]){1});
+  cf_fusion_add_output(f, tv1);
+  cf_tv *c = cf_cache_after(f, tv0);
+  cf_split(f, tv1, 1, 32);
+  cf_split(f, tv1, 1, 4);
+  cf_tv *rf = cf_rfactor(f, tv1, 2, (int[]){1, 2});
+  cf_parallelize(f, rf, 0, CF_PT_BIDX);
+  cf_parallelize(f, rf, 2, CF_PT_UNROLL);
+  cf_parallelize(f, rf, 3, CF_PT_TIDX);
+  cf_propagate_transforms(f, rf);
+  cf_parallelize_all_like(f, rf, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+  cf_compute_at(f, c, rf, -1);
+  cf_inline_most(f);
+  cr_expect_eq(cf_tv_compute_at_pos(rf), 1);
+  nv_check(1, (KcInput[]){F32(33, 1000)});
+}
+
+/* The outer-reduction schedule (a column sum): columns on [blockIdx.x, threadIdx.x{32}],
+ * rows split [serial, threadIdx.y{8}], the serial part rfactored, a block reduction over
+ * threadIdx.y. */
+Test(reduction_rfactor, hand_schedule_outer_reduction_like_the_scheduler) {
+  cf_tv *tv0 = nv_symbolic(2);
+  cf_tv *tv1 = cf_sum(f, tv0, 1, (int[]){0});
+  cf_fusion_add_output(f, tv1);
+  cf_split(f, tv1, 1, 32);
+  cf_split(f, tv1, 0, 8);
+  cf_reorder_all(f, tv1, 4, (int[]){2, 3, 0, 1}); /* [I1o, I1i{32}, R0o, R0i{8}] */
+  cf_tv *rf = cf_rfactor(f, tv1, 1, (int[]){2});
+  nv_parallelize_each(2, (cf_tv *[]){tv1, rf}, 0, CF_PT_BIDX);
+  nv_parallelize_each(2, (cf_tv *[]){tv1, rf}, 1, CF_PT_TIDX);
+  nv_parallelize_each(2, (cf_tv *[]){tv1, rf}, -1, CF_PT_TIDY);
+  cf_compute_at(f, rf, tv1, 2);
+  nv_check(1, (KcInput[]){F32(1000, 70)});
+}
+
+/* A cross-block (grid) split of a long row, as the scheduler splits rows longer than a
+ * block: [blockIdx.x{4} x serial x threadIdx.x{64}] with the serial part rfactored, then a
+ * block and grid reduction, the epilogue computed after it in the same kernel. */
+Test(reduction_rfactor, hand_schedule_grid_split_reduction_with_epilogue) {
+  cf_tv *tv0 = nv_symbolic(2), *tv2 = nv_symbolic(1);
+  cf_tv *tv1 = cf_sum(f, tv0, 1, (int[]){1});
+  cf_tv *tv3 = cf_add(f, tv1, tv2);
+  cf_fusion_add_output(f, tv3);
+  cf_split(f, tv1, 1, 64);
+  cf_split_outer(f, tv1, 1, 4);
+  cf_tv *rf = cf_rfactor(f, tv1, 1, (int[]){2});
+  nv_parallelize_each(2, (cf_tv *[]){tv1, rf}, 0, CF_PT_BIDY);
+  nv_parallelize_each(2, (cf_tv *[]){tv1, rf}, 1, CF_PT_BIDX);
+  nv_parallelize_each(2, (cf_tv *[]){tv1, rf}, -1, CF_PT_TIDX);
+  cf_parallelize(f, tv3, 0, CF_PT_BIDY);
+  cf_compute_at(f, rf, tv1, 1);
+  cf_compute_at(f, tv1, tv3, 1);
+  nv_check_tol(3 - 1, (KcInput[]){F32(6, 3000), F32(6)}, 1e-4);
+}
