@@ -6,7 +6,8 @@
  *   span_tree.c  the maximum-information spanning tree of the tensor graph from a
  *                reference tensor (nvFuser's MaxLogicalDomainInfoSpanningTree);
  *   replay.c     replaying one tensor's transforms onto an adjacent tensor;
- *   propagate.c, parallelize.c, inline.c: the public calls built on them.
+ *   propagate.c, parallelize.c, inline.c, rfactor.c, cache.c, domain.c: the public
+ *                calls built on them.
  *
  * Scratch memory: every public call makes one scratch Arena and destroys it on return,
  * so nothing but the IR the call means to create grows the fusion's arena. */
