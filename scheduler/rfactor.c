@@ -71,14 +71,26 @@ static bool check_reduction(cf_fusion *f, Val *tv) {
 }
 
 /* Closes rf->dep over the history: an input of a transform with a marked output is marked
- * (the IterDomains between the root and the rfactored axes). */
+ * (the IterDomains between the root and the rfactored axes). A broadcast axis merged into
+ * them (cf_merge lets a reduction absorb one; nvFuser refuses such merges) would vanish
+ * from both tensors' shapes: refused. */
 static bool mark_dependencies(Rf *rf) {
   for (int k = rf->nh - 1; k >= 0; k--) {
     Expr *e = rf->hist[k];
     bool any = false;
     for (int o = 0; o < e->nout; o++) any |= an_tab_get(&rf->dep, e->out[o]) != NULL;
-    for (int i = 0; any && i < e->nin; i++)
+    for (int i = 0; any && i < e->nin; i++) {
+      if (ID(e->in[i])->iter_type == CF_ITER_BROADCAST) {
+        StrBuf b = {0};
+        ir_print_id(&b, e->in[i]);
+        ir_error_tv(rf->f, CF_ERR_UNSUPPORTED, rf->tv, "rfactor: the broadcast axis %s of %s is merged into the axes "
+                    "the rfactored ones derive from; merge it after the rfactor", b.data ? b.data : "",
+                    TV(rf->tv)->display_name);
+        sb_free(&b);
+        return false;
+      }
       if (!an_tab_put(&rf->dep, e->in[i], rf->tv)) return oom(rf->f);
+    }
   }
   return true;
 }

@@ -166,3 +166,18 @@ Test(rfactor, cache_before_and_after_a_reduction) {
   KcInput in = {CF_FLOAT, 2, {4, 96}, NULL};
   free(kc_check(f, 1, &in, 1e-4));
 }
+
+/* A broadcast axis merged into the axes the rfactored ones derive from would vanish from
+ * both tensors' shapes (DAG fuzzer mode 5, seeds 505 and 1647): refused, naming it. */
+Test(rfactor, a_broadcast_merged_into_the_rfactored_axes_is_refused) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){6, 1});
+  cf_fusion_add_input(f, x);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){0});
+  cf_fusion_add_output(f, s);
+  EXPECT_OK(cf_merge(f, s, 0));
+  EXPECT_OK(cf_split(f, s, 0, 4));
+  cr_expect_null(cf_rfactor(f, s, 1, (int[]){1}));
+  cr_expect_str_eq(cf_fusion_error(f), "rfactor: the broadcast axis bS3{1} of T1 is merged into the axes the "
+                                       "rfactored ones derive from; merge it after the rfactor for "
+                                       "T1_g_float[rS5{2}, rS6{4}]");
+}
