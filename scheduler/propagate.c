@@ -61,11 +61,10 @@ static bool select_set(void *ctx, Val *from, Val *to, bool to_is_producer) {
 
 cf_status cf_propagate_transforms_to(cf_fusion *f, cf_tv *ref_handle, int pos, int ntvs, cf_tv *const *tvs) {
   const char *what = "propagate_transforms_to";
-  cf_status s = ir_check_tv(f, what, ref_handle);
-  if (s) return s;
+  int p = sched_wrap_pos(f, what, ref_handle, pos);
+  if (p < 0) return f ? f->status : CF_ERR_INVALID_ARGUMENT;
   Val *ref = ir_tv(ref_handle);
-  int p = sched_wrap_pos(f, what, ref, pos);
-  if (p < 0) return f->status;
+  cf_status s;
   if (ntvs < 0 || (ntvs > 0 && !tvs))
     return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: %d tensors given%s", what, ntvs, tvs ? "" : " and tvs is NULL");
   for (int i = 0; i < ntvs; i++)

@@ -85,8 +85,9 @@ int sched_matched_pos(const IdMap *m, Val *from, int from_pos, Val *to);
 /* The largest legal inline position of tv (before broadcast hoisting). */
 int sched_max_inline_pos(const IdMap *m, Val *tv, bool best_effort);
 
-/* Shared entry checks: f usable and pos (possibly negative, counting from nloop+1) a
- * valid loop position of tv; returns the wrapped position or -1 with the error recorded. */
-int sched_wrap_pos(cf_fusion *f, const char *what, Val *tv, int pos);
+/* Shared entry checks: f usable, tv a tensor of f (ir_check_tv) and pos (possibly
+ * negative, counting from nloop+1) a valid loop position of tv; returns the wrapped
+ * position or -1 with the error recorded. */
+int sched_wrap_pos(cf_fusion *f, const char *what, cf_tv *tv, int pos);
 
 #endif
