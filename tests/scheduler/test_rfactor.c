@@ -181,3 +181,24 @@ Test(rfactor, a_broadcast_merged_into_the_rfactored_axes_is_refused) {
                                        "rfactored ones derive from; merge it after the rfactor for "
                                        "T1_g_float[rS5{2}, rS6{4}]");
 }
+
+/* compute_at into an rfactor tensor replays the tensor's root -> logical split onto the
+ * producer: the producer reaches the requested position (it stopped at 1 before issue 23,
+ * the split's outputs having no counterpart), and runs like the evaluator. */
+Test(rfactor, compute_at_into_an_rfactor_tensor_goes_past_its_split) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){5, 70});
+  cf_fusion_add_input(f, x);
+  cf_tv *e = cf_exp(f, x);
+  cf_tv *s = cf_sum(f, e, 1, (int[]){1});
+  cf_fusion_add_output(f, s);
+  EXPECT_OK(cf_split(f, s, 1, 16));
+  cf_tv *p = cf_rfactor(f, s, 1, (int[]){1});
+  EXPECT_OK(cf_compute_at(f, e, p, 3));
+  cr_expect_eq(cf_tv_compute_at_pos(e), 3);
+  EXPECT_TV(e, "T1_l_float[iS2{5}, iS14{5}, iS15{16}] ca_pos( 3 )");
+  EXPECT_OK(cf_compute_at(f, p, s, 1));
+  EXPECT_OK(cf_parallelize(f, s, 1, CF_PT_TIDX));
+  EXPECT_OK(cf_parallelize(f, p, 2, CF_PT_TIDX));
+  KcInput in = {CF_FLOAT, 2, {5, 70}, NULL};
+  free(kc_check(f, 1, &in, 1e-4));
+}
