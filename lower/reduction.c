@@ -297,6 +297,9 @@ static void walk(LowerCtx *c, KBlock *b) {
     bool red[6];
     if (op && op->u.op.reduction_init && reduced_dims(c, op->u.op.src, red)) {
       lower_one(c, b, i, op, red);
+      /* a reduction inlined into this one's loops (a producer computed at a consumer's
+       * reduction axis: an rfactor partial at its final reduction) is lowered too */
+      walk(c, &b->items[i + 1]->u.loop.body);
       i += 2; /* past the loop and the block reduce (and the store, after a block reduce) */
       continue;
     }

@@ -202,3 +202,65 @@ Test(rfactor, compute_at_into_an_rfactor_tensor_goes_past_its_split) {
   KcInput in = {CF_FLOAT, 2, {5, 70}, NULL};
   free(kc_check(f, 1, &in, 1e-4));
 }
+
+/* A block reduction computed inside another reduction's thread loop (an rfactor partial
+ * over threadIdx.y inlined at its final reduction's threadIdx.x axis): the inner one was
+ * left a per-thread sum (the reduction pass skipped the outer reduction's loop body), and
+ * rows came out a third of their sums (DAG fuzzer mode 5, seed 8962). */
+Test(rfactor, a_block_reduction_inside_another_reductions_loop) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){3, 64});
+  cf_fusion_add_input(f, x);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){1});
+  cf_fusion_add_output(f, s);
+  EXPECT_OK(cf_split(f, s, 1, 3));
+  cf_tv *p = cf_rfactor(f, s, 1, (int[]){2});
+  EXPECT_OK(cf_parallelize(f, p, 1, CF_PT_TIDX));
+  EXPECT_OK(cf_parallelize(f, p, 2, CF_PT_TIDY));
+  EXPECT_OK(cf_parallelize(f, s, 1, CF_PT_TIDX));
+  EXPECT_OK(cf_inline_at(f, p, 2));
+  KcInput in = {CF_FLOAT, 2, {3, 64}, NULL};
+  free(kc_check(f, 1, &in, 1e-4));
+}
+
+/* The same without an rfactor: y = sum(x[3, 22, 3], 2) on threadIdx.y inlined into
+ * z = sum(y, 1) on threadIdx.x. */
+Test(rfactor, a_reduction_inlined_into_a_block_reduction_loop) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){3, 22, 3});
+  cf_fusion_add_input(f, x);
+  cf_tv *y = cf_sum(f, x, 1, (int[]){2}), *z = cf_sum(f, y, 1, (int[]){1});
+  cf_fusion_add_output(f, z);
+  EXPECT_OK(cf_parallelize(f, y, 1, CF_PT_TIDX));
+  EXPECT_OK(cf_parallelize(f, y, 2, CF_PT_TIDY));
+  EXPECT_OK(cf_parallelize(f, z, 1, CF_PT_TIDX));
+  EXPECT_OK(cf_inline_at(f, y, 2));
+  KcInput in = {CF_FLOAT, 3, {3, 22, 3}, NULL};
+  free(kc_check(f, 1, &in, 1e-4));
+}
+
+/* A reduction axis of one element (a row of 8 split by 8) in a loop of one iteration on
+ * blockIdx.x, shared with its rfactor partial, read back in a consumer whose columns run on
+ * blockIdx.x{3}: only block 0 runs the loop, so the reduction is a grid reduction of one
+ * element whose result only block 0 holds, and the read in other blocks is refused. (It
+ * was a serial reduction every block started from the empty value, block 0 alone folding
+ * the partial: the other blocks read 0; DAG fuzzer mode 5, seed 6905.) */
+Test(rfactor, a_one_element_reduction_in_a_one_block_loop) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){5, 8}), *v = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){5, 3});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, v);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){1});
+  cf_tv *o = cf_add(f, cf_broadcast(f, s, 2, (bool[]){false, true}), v);
+  cf_fusion_add_output(f, o);
+  EXPECT_OK(cf_split(f, s, 1, 8));
+  cf_tv *p = cf_rfactor(f, s, 1, (int[]){2});
+  EXPECT_OK(cf_parallelize(f, p, 1, CF_PT_BIDX));
+  EXPECT_OK(cf_parallelize(f, s, 1, CF_PT_BIDX));
+  EXPECT_OK(cf_parallelize(f, o, 1, CF_PT_BIDX));
+  EXPECT_OK(cf_compute_at(f, p, s, 2));
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_expect_neq(cf_executor_compile(e, f), CF_OK);
+  cr_expect_str_eq(cf_executor_error(e), "compile: T2 is reduced across blocks (a grid reduction) and read by T3 in "
+                                         "the same kernel outside the ops that follow the reduction in its loop; a "
+                                         "grid-reduced value is complete in one block only, so only elementwise ops "
+                                         "inlined right after it (in Local or Global memory) may read it");
+  cf_executor_destroy(e);
+}
