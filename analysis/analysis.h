@@ -134,7 +134,8 @@ void an_loop_model_free(LoopModel *m);
  * promoted to a concrete member of its group. */
 Val *an_promoted(const LoopModel *m, const Val *id);
 /* The parallel type an IterDomain runs on: its own, or the one of a parallel axis it
- * shares a loop with; serial for broadcast axes and reductions over one element. */
+ * shares a loop with; serial for broadcast axes and reductions over one element (unless
+ * such a reduction runs in a one-iteration loop of a launch type: then that type). */
 cf_parallel_type an_ptype(const LoopModel *m, const Val *id);
 
 /* positional.c: the positional reading of promoted loops (what indexing asks; see the
