@@ -136,6 +136,19 @@ static inline int nv_produce_pos(cf_tv *tv) {
                    nv_produce_pos(tv), (pp));                                                         \
   } while (0)
 
+/* nvFuser's gemm as a fusion (FusionSimpleGemm, FusionSmemIndexing): tv[0] = A[M, K] and
+ * tv[1] = B[K, N] (symbolic inputs), tv[2] = A[M, K, 1], tv[3] = B[1, K, N], tv[4] their
+ * product, tv[5] = sum(tv[4], 1) (the output). */
+static inline void nv_gemm(cf_tv **tv) {
+  tv[0] = nv_symbolic(2);
+  tv[1] = nv_symbolic(2);
+  tv[2] = cf_broadcast(f, tv[0], 3, (bool[]){false, false, true});
+  tv[3] = cf_broadcast(f, tv[1], 3, (bool[]){true, false, false});
+  tv[4] = cf_mul(f, tv[2], tv[3]);
+  tv[5] = cf_sum(f, tv[4], 1, (int[]){1});
+  cf_fusion_add_output(f, tv[5]);
+}
+
 /* Parallelizes axis `axis` of each of the n tensors (nvFuser's loops over fusion.vals()). */
 static inline void nv_parallelize_each(int n, cf_tv *const *tvs, int axis, cf_parallel_type p) {
   for (int i = 0; i < n; i++) cf_parallelize(f, tvs[i], axis, p);

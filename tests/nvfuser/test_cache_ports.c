@@ -172,12 +172,9 @@ Test(cache_ports, FusionSmemIndexingSimple) {
  * tensor reordered after a compute_at. nvFuser's split factors are run-time scalars
  * (3, 4, 5 at the run); cfuser's splits take constants, so the run's values are given. */
 Test(cache_ports, FusionSmemIndexing) {
-  cf_tv *tv0 = nv_symbolic(2), *tv1 = nv_symbolic(2);
-  cf_tv *tv2 = cf_broadcast(f, tv0, 3, (bool[]){false, false, true});
-  cf_tv *tv3 = cf_broadcast(f, tv1, 3, (bool[]){true, false, false});
-  cf_tv *tv4 = cf_mul(f, tv2, tv3);
-  cf_tv *tv5 = cf_sum(f, tv4, 1, (int[]){1});
-  cf_fusion_add_output(f, tv5);
+  cf_tv *tv[6];
+  nv_gemm(tv);
+  cf_tv *tv0 = tv[0], *tv1 = tv[1], *tv2 = tv[2], *tv3 = tv[3], *tv4 = tv[4], *tv5 = tv[5];
   cf_split(f, tv5, 2, 32);
   cf_split(f, tv5, 1, 5);
   cf_split(f, tv5, 1, 4);

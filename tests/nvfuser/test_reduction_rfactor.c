@@ -83,16 +83,18 @@ Test(reduction_rfactor, FusionReduction3) {
 }
 
 /* FusionReduction4 (the wrong result of issue 23: -823.9 where the answer was -5.72):
- * tv5 = sum(tv0 + tv1, 1) * tv4, the sum rfactored over its outer split part, tv2 computed
- * at the partial tv6, tv6 at tv3, tv3 at tv5, each at 1 or 2. */
-Test(reduction_rfactor, FusionReduction4) {
+ * tv5 = sum(tv0 + tv1, 1) * tv4, the sum's row split by 16 (inner, or outer for
+ * FusionReductionOuterSplit) and rfactored over its serial part, tv2 computed at the
+ * partial tv6, tv6 at tv3, tv3 at tv5, each at 1 or 2. */
+static void reduction4(bool outer) {
   cf_tv *tv0 = nv_symbolic(2), *tv1 = nv_symbolic(2);
   cf_tv *tv2 = cf_add(f, tv0, tv1);
   cf_tv *tv3 = cf_sum(f, tv2, 1, (int[]){1});
   cf_tv *tv4 = nv_symbolic(1);
   cf_tv *tv5 = cf_mul(f, tv3, tv4);
   cf_fusion_add_output(f, tv5);
-  cf_split(f, tv3, 1, 16);
+  if (outer) cf_split_outer(f, tv3, 1, 16);
+  else cf_split(f, tv3, 1, 16);
   cf_tv *tv6 = cf_rfactor(f, tv3, 1, (int[]){-2});
   cf_compute_at(f, tv2, tv6, 2);
   cf_compute_at(f, tv6, tv3, 1);
@@ -105,23 +107,8 @@ Test(reduction_rfactor, FusionReduction4) {
   nv_check(3, (KcInput[]){F32(1025, 129), F32(1025, 129), F32(1025)});
 }
 
-/* FusionReductionOuterSplit: FusionReduction4 with the row split outer (16 parts). */
-Test(reduction_rfactor, FusionReductionOuterSplit) {
-  cf_tv *tv0 = nv_symbolic(2), *tv1 = nv_symbolic(2);
-  cf_tv *tv2 = cf_add(f, tv0, tv1);
-  cf_tv *tv3 = cf_sum(f, tv2, 1, (int[]){1});
-  cf_tv *tv4 = nv_symbolic(1);
-  cf_tv *tv5 = cf_mul(f, tv3, tv4);
-  cf_fusion_add_output(f, tv5);
-  cf_split_outer(f, tv3, 1, 16);
-  cf_tv *tv6 = cf_rfactor(f, tv3, 1, (int[]){-2});
-  cf_compute_at(f, tv2, tv6, 2);
-  cf_compute_at(f, tv6, tv3, 1);
-  cf_compute_at(f, tv3, tv5, 1);
-  cf_parallelize(f, tv5, 0, CF_PT_BIDX);
-  nv_parallelize_each(3, (cf_tv *[]){tv2, tv3, tv6}, -1, CF_PT_TIDX);
-  nv_check(3, (KcInput[]){F32(1025, 129), F32(1025, 129), F32(1025)});
-}
+Test(reduction_rfactor, FusionReduction4) { reduction4(false); }
+Test(reduction_rfactor, FusionReductionOuterSplit) { reduction4(true); }
 
 /* FusionReduction5: a middle-axis sum of [2, 11, 5] split by threadIdx.y{4}, rows on
  * blockIdx.y, the kept inner axis on threadIdx.x. */
@@ -324,12 +311,9 @@ Test(reduction_rfactor, FusionGridReduction6) {
  * at the output and at the rfactor tensor, -1; [blockIdx.z, threadIdx.z, threadIdx.x,
  * blockIdx.y, threadIdx.y]. */
 Test(reduction_rfactor, FusionSimpleGemm) {
-  cf_tv *tv0 = nv_symbolic(2), *tv1 = nv_symbolic(2);
-  cf_tv *tv2 = cf_broadcast(f, tv0, 3, (bool[]){false, false, true});
-  cf_tv *tv3 = cf_broadcast(f, tv1, 3, (bool[]){true, false, false});
-  cf_tv *tv4 = cf_mul(f, tv2, tv3);
-  cf_tv *tv5 = cf_sum(f, tv4, 1, (int[]){1});
-  cf_fusion_add_output(f, tv5);
+  cf_tv *tv[6];
+  nv_gemm(tv);
+  cf_tv *tv0 = tv[0], *tv1 = tv[1], *tv4 = tv[4], *tv5 = tv[5];
   cf_split(f, tv5, 1, 32);
   cf_tv *tv6 = cf_rfactor(f, tv5, 1, (int[]){1});
   cf_split(f, tv5, 0, 4);

@@ -25,54 +25,44 @@ static void welford_fields(cf_tv *w, cf_tv *const *fields, int nfields) {
   cr_assert_eq(cf_inline_at_best_effort(f, w, -1), CF_OK, "%s", cf_fusion_error(f));
 }
 
-/* WelfordOp: rows split by 32 and 4, the row by 32, reordered, tv1 computed at w, -1. */
-Test(welford_ports, WelfordOp) {
+/* The WelfordOp tests: w = Welford(tv1 = tv0 * 1, 1) over [64, 128] with the three fields
+ * as outputs, w scheduled by `schedule`, tv1 computed at w, -1, the fields following w. */
+static void welford_op(void (*schedule)(cf_tv *w)) {
   cf_tv *tv0 = nv_symbolic(2), *fields[3];
   cf_tv *tv1 = cf_mul_scalar(f, tv0, 1.0);
   cf_tv *w = welford_outputs(tv1, 1, (int[]){1}, fields);
+  schedule(w);
+  cf_compute_at(f, tv1, w, -1);
+  welford_fields(w, fields, 3);
+  nv_check(1, (KcInput[]){F32(64, 128)});
+}
+
+/* WelfordOp: rows split by 32 and 4, the row by 32, reordered. */
+static void split_and_reorder(cf_tv *w) {
   cf_split(f, w, 1, 32);
   cf_split(f, w, 0, 32);
   cf_split(f, w, 0, 4);
   cf_reorder(f, w, 2, (int[]){-1, -3, -3, -1});
-  cf_compute_at(f, tv1, w, -1);
-  welford_fields(w, fields, 3);
-  nv_check(1, (KcInput[]){F32(64, 128)});
 }
+Test(welford_ports, WelfordOp) { welford_op(split_and_reorder); }
 
 /* BlockWelfordOp: the row on threadIdx.x (a block Welford). */
-Test(welford_ports, BlockWelfordOp) {
-  cf_tv *tv0 = nv_symbolic(2), *fields[3];
-  cf_tv *tv1 = cf_mul_scalar(f, tv0, 1.0);
-  cf_tv *w = welford_outputs(tv1, 1, (int[]){1}, fields);
-  cf_parallelize(f, w, -1, CF_PT_TIDX);
-  cf_compute_at(f, tv1, w, -1);
-  welford_fields(w, fields, 3);
-  nv_check(1, (KcInput[]){F32(64, 128)});
-}
+static void row_on_threads(cf_tv *w) { cf_parallelize(f, w, -1, CF_PT_TIDX); }
+Test(welford_ports, BlockWelfordOp) { welford_op(row_on_threads); }
 
 /* GridWelfordOp: rows on threadIdx.x, the row on blockIdx.x (a grid Welford). */
-Test(welford_ports, GridWelfordOp) {
-  cf_tv *tv0 = nv_symbolic(2), *fields[3];
-  cf_tv *tv1 = cf_mul_scalar(f, tv0, 1.0);
-  cf_tv *w = welford_outputs(tv1, 1, (int[]){1}, fields);
+static void row_on_blocks(cf_tv *w) {
   cf_parallelize(f, w, 0, CF_PT_TIDX);
   cf_parallelize(f, w, -1, CF_PT_BIDX);
-  cf_compute_at(f, tv1, w, -1);
-  welford_fields(w, fields, 3);
-  nv_check(1, (KcInput[]){F32(64, 128)});
 }
+Test(welford_ports, GridWelfordOp) { welford_op(row_on_blocks); }
 
 /* RfactorWelfordOp: the row split by 4 and the inner part rfactored (partial states). */
-Test(welford_ports, RfactorWelfordOp) {
-  cf_tv *tv0 = nv_symbolic(2), *fields[3];
-  cf_tv *tv1 = cf_mul_scalar(f, tv0, 1.0);
-  cf_tv *w = welford_outputs(tv1, 1, (int[]){1}, fields);
+static void rfactor_inner(cf_tv *w) {
   cf_split(f, w, 1, 4);
   cr_assert_not_null(cf_rfactor(f, w, 1, (int[]){2}), "%s", cf_fusion_error(f));
-  cf_compute_at(f, tv1, w, -1);
-  welford_fields(w, fields, 3);
-  nv_check(1, (KcInput[]){F32(64, 128)});
 }
+Test(welford_ports, RfactorWelfordOp) { welford_op(rfactor_inner); }
 
 /* WelfordSchedule: the reduction scheduler (define and run). */
 Test(welford_ports, WelfordSchedule) {
