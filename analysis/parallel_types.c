@@ -18,6 +18,17 @@ static bool single_element(Val *id) {
          (ID(id)->iter_type == CF_ITER_REDUCTION && ir_scalar_const_value(ID(id)->extent, &e) && e == 1);
 }
 
+/* A reduction over one element in a loop of one iteration that runs on a launch type:
+ * only index 0 of that type runs it, so it is a block or grid reduction of that type (its
+ * result complete there alone, which lowering then handles or refuses), not a serial one
+ * every thread or block would start from the empty value (DAG fuzzer mode 5, seed 6905:
+ * an rfactor partial on blockIdx.x{1} read by its final reduction in every block). A
+ * loop over a larger domain would fold the element once per index: it stays serial. */
+static bool in_unit_loop(const LoopModel *m, Val *v) {
+  int64_t e;
+  return ID(v)->iter_type == CF_ITER_REDUCTION && ir_scalar_const_value(ID(an_promoted(m, v))->extent, &e) && e == 1;
+}
+
 static int axis_pos(Val *id) {
   Val *tv = ID(id)->tv;
   for (int j = 0; tv && j < TV(tv)->nloop; j++)
@@ -60,7 +71,8 @@ bool an_parallel_types(LoopModel *m, Arena *a, char **error) {
     int grp = an_loop_group(m->loops, v);
     Val *held = group_axis[grp] ? group_axis[grp] : group_loop[grp];
     cf_parallel_type g = held ? ID(held)->ptype : CF_PT_SERIAL;
-    if (g == CF_PT_SERIAL || launch(pt[i]) || pt[i] == CF_PT_VECTORIZE || v->kind != VAL_ID || single_element(v)) continue;
+    if (g == CF_PT_SERIAL || launch(pt[i]) || pt[i] == CF_PT_VECTORIZE || v->kind != VAL_ID) continue;
+    if (single_element(v) && !(launch(g) && in_unit_loop(m, v))) continue;
     if (launch(g) || pt[i] == CF_PT_SERIAL) pt[i] = g;
   }
   m->ptype = pt;

@@ -43,7 +43,7 @@ function(cfuser_add_test src base_label)
     separate_arguments(c)
     add_test(NAME ${n} COMMAND ${c})
     set_tests_properties(${n} PROPERTIES LABELS "${labels}"
-      ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1"
+      ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1;CFUSER_CC_FLAGS=$<$<BOOL:${CFUSER_SANITIZE}>:-fsanitize=address,undefined>"
       SKIP_RETURN_CODE 77)
   endforeach()
 endfunction()

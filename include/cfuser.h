@@ -2,6 +2,7 @@
  *
  *   fusion.h    building a Fusion of TensorViews, printing it
  *   schedule.h  split, merge, reorder, swizzle, parallelize, memory types, inlining
+ *   domain.h    a tensor's root, logical, allocation and loop domains; IterDomain maps
  *   tensor.h    DLPack host tensors and the reference evaluator
  *   executor.h  compiling and running kernels (CUDA or the host backend)
  *   execute.h   define and run: an unscheduled fusion scheduled, compiled and cached per call signature
@@ -16,6 +17,7 @@
 #include "cfuser/types.h"
 #include "cfuser/fusion.h"
 #include "cfuser/schedule.h"
+#include "cfuser/domain.h"
 #include "cfuser/tensor.h"
 #include "cfuser/executor.h"
 #include "cfuser/execute.h"

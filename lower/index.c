@@ -99,43 +99,9 @@ static bool runs_own_axis(LowerCtx *c, const KNode *op, Val *tv, int j) {
   return p == id || an_idmap_same(c->model.exact, p, id);
 }
 
-/* The tensor whose IterDomain the loop of tv's axis j iterates when that is not tv's own
- * axis (promotion), else NULL. */
-static Val *promoting_tensor(LowerCtx *c, Val *tv, int j) {
-  Val *p = lower_promoted(c, TV(tv)->loop[j]);
-  return p == TV(tv)->loop[j] || an_idmap_same(c->model.exact, p, TV(tv)->loop[j]) ? NULL : ID(p)->tv;
-}
-
-/* Whether tv's own (unpromoted) axis j stands, position for position, for axis j of ref, a
- * tensor its promoted loops iterate: the two are one axis up to broadcasts (permissive
- * map), of equal extent, and every consumer of tv reads it in a loop over ref's axis j.
- * Such an axis (a cache of a broadcast's input, vectorized like the concrete tensor it
- * feeds) is written and read at the loop's index: its logical index, computed through
- * ref's history, may repeat within the loop. Pure function of the loop model, so that the
- * writer and every reader agree. */
-static bool stands_for(LowerCtx *c, Val *tv, Val *ref, int j) {
-  if (j >= TV(ref)->nloop || promoting_tensor(c, tv, j)) return false;
-  Val *id = TV(tv)->loop[j], *rid = TV(ref)->loop[j];
-  if (an_idmap_same(c->model.exact, rid, id) || !an_idmap_same(c->model.permissive, rid, id) ||
-      !kx_equal(ext(c, rid), ext(c, id)))
-    return false;
-  for (int u = 0; u < tv->uses.len; u++) {
-    const Expr *e = tv->uses.items[u];
-    if (ir_op_kind(e->op) == OPK_TRANSFORM || e->out[0]->kind != VAL_TV) continue;
-    Val *cv = e->out[0];
-    if (j >= TV(cv)->nloop || !an_idmap_same(c->model.exact, lower_promoted(c, TV(cv)->loop[j]), rid)) return false;
-  }
-  return true;
-}
-
-/* A promoting tensor of tv that its own axis j stands for, or NULL. */
-static Val *positional_ref(LowerCtx *c, Val *tv, int j) {
-  for (int k = 0; k < TV(tv)->nloop; k++) {
-    Val *ref = promoting_tensor(c, tv, k);
-    if (ref && stands_for(c, tv, ref, j)) return ref;
-  }
-  return NULL;
-}
+/* The positional reading of promoted loops is the loop model's (analysis/positional.c). */
+static bool stands_for(LowerCtx *c, Val *tv, Val *ref, int j) { return an_stands_for(&c->model, tv, ref, j); }
+static Val *positional_ref(LowerCtx *c, Val *tv, int j) { return an_positional_ref(&c->model, tv, j); }
 
 /* Indices of tv's root axes through the history of `ref`, the tensor whose IterDomain a
  * promoted loop of the op iterates: ref's loop axes take the indices of the loops over

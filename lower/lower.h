@@ -52,7 +52,7 @@ typedef struct LowerCtx {
   TvInfo *info;           /* by Val id */
   KExpr *pdim[CF_PT_COUNT];   /* launch extent of each parallel type, NULL if unused */
   bool pdim_exact[CF_PT_COUNT];
-  unsigned *varies;            /* by Val id: the launch types (bits) a tensor's values depend on (predicate.c) */
+  Uniformity uniform;          /* per-thread uniformity (analysis/uniformity.c), recorded by predicate.c */
   int next_var;
   struct IndexMaps *index_maps; /* index.c's scratch maps, made on first use */
 } LowerCtx;

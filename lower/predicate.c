@@ -97,27 +97,20 @@ bool lower_write_spans(const KNode *op, cf_parallel_type p) {
   return kx_uses_thread(o->index, p) || kx_uses_thread(o->lane, p) || kx_uses_thread(o->col, p);
 }
 
-/* The launch types (a bit each) op's value depends on: through the indices it reads at,
- * and through what the tensors it reads hold (c->varies, filled in program order). */
-static unsigned value_varies(const LowerCtx *c, const KNode *op) {
+/* The launch types (a bit each) op's read indices use; the rest of its value's dependences
+ * is the uniformity analysis' (analysis/uniformity.c). */
+static unsigned reads_on(const KNode *op) {
   unsigned m = 0;
   for (int i = 0; i < op->u.op.nin; i++)
     for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++) {
       const KAccess *a = &op->u.op.in[i];
       if (kx_uses_thread(a->index, p) || kx_uses_thread(a->lane, p) || kx_uses_thread(a->col, p)) m |= 1u << p;
     }
-  const Expr *e = op->u.op.src;
-  for (int i = 0; i < e->nin; i++)
-    if (e->in[i]->kind == VAL_TV) m |= c->varies[e->in[i]->id];
-  /* A block (grid) reduction over p combines every index of p: its result is the same in
-   * all (in the grid case, the one block that stores it holds it). */
-  Val *out = e->out[0];
-  for (int j = 0; j < TV(out)->nloop; j++) {
-    cf_parallel_type p = lower_ptype(c, TV(out)->loop[j]);
-    if (ID(TV(out)->loop[j])->iter_type == CF_ITER_REDUCTION && (ir_ptype_is_thread(p) || ir_ptype_is_block(p)))
-      m &= ~(1u << p);
-  }
   return m;
+}
+
+static unsigned value_varies(const LowerCtx *c, const KNode *op) {
+  return an_value_varies(&c->model, &c->uniform, op->u.op.src, reads_on(op));
 }
 
 /* A write done by index 0 of p alone must store what every index of p would: refused when
@@ -162,15 +155,13 @@ static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
   return g;
 }
 
-/* What a reader of the op's output gets depends on, beyond the index it reads at: the
- * value's dependences, less those the write place spells out (an element written at a
- * place that depends on p is picked by the reader's own index; a private Local copy per
- * thread carries its thread's value). */
+/* Records the op in the uniformity analysis: its value's dependences and the launch types
+ * its write place spells out. */
 static void record_varies(LowerCtx *c, const KNode *op) {
-  unsigned m = value_varies(c, op);
+  unsigned spans = 0;
   for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++)
-    if (lower_write_spans(op, (cf_parallel_type)p)) m &= ~(1u << p);
-  c->varies[op->u.op.src->out[0]->id] |= m;
+    if (lower_write_spans(op, (cf_parallel_type)p)) spans |= 1u << p;
+  an_uniformity_record(&c->uniform, op->u.op.src, value_varies(c, op), spans);
 }
 
 static KExpr *predicate_of(LowerCtx *c, const Range *r, const KNode *op) {
@@ -228,7 +219,7 @@ static void on_op(KMutator *m, KNode *n, KBlock *out) {
 }
 
 void lower_predicate(LowerCtx *c) {
-  c->varies = ARENA_ARRAY(c->a, unsigned, c->f->vals.len + 1);
+  if (!an_uniformity_init(&c->uniform, c->a, c->f->vals.len)) lower_fail(c, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
   PredWalk w = {c, {.n = 0}};
   KMutator m = {.arena = c->a, .fn = {[KN_FOR] = on_loop, [KN_OP] = on_op}, .user = &w};
   kir_mutate(&m, &c->k->body);

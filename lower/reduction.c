@@ -316,6 +316,9 @@ static void lower_block(LowerCtx *c, KBlock *b) {
     KNode *op = item_op(b->items[i]);
     bool red[6];
     if (op && op->u.op.reduction_init && reduced_dims(c, op->u.op.src, red)) {
+      /* a reduction inlined into this one's loops (a producer computed at a consumer's
+       * reduction axis: an rfactor partial at its final reduction) is lowered when the
+       * visitor enters the loop (on_loop), as every loop's body is */
       lower_one(c, b, i, op, red);
       i += 2; /* past the loop and the block reduce (and the store, after a block reduce) */
     }

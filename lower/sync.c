@@ -41,10 +41,16 @@ typedef struct SyncCtx {
   PtrVec requests;
 } SyncCtx;
 
+/* Whether the write of op's output spans pt, as the uniformity analysis recorded it
+ * (predicate.c records every op in program order). */
+static bool write_spans(LowerCtx *c, const KNode *op, int pt) {
+  return an_write_spans(&c->uniform, op->u.op.src->out[0], (cf_parallel_type)pt);
+}
+
 /* Whether op runs on index 0 of pt alone (predicate.c's guard of a write that does not
  * span pt). */
 static bool only_thread0(LowerCtx *c, const KNode *op, int pt) {
-  return lower_write_guarded(c, op->u.op.src->out[0], (cf_parallel_type)pt) && !lower_write_spans(op, (cf_parallel_type)pt);
+  return lower_write_guarded(c, op->u.op.src->out[0], (cf_parallel_type)pt) && !write_spans(c, op, pt);
 }
 
 /* The loop of op on thread type pt, or NULL when the op runs on no pt loop. */
@@ -65,7 +71,7 @@ static bool thread_dims_match(LowerCtx *c, const KNode *wop, const KNode *rop) {
   for (int pt = CF_PT_TIDX; pt <= CF_PT_TIDZ; pt++) {
     int64_t ext;
     if (!c->pdim[pt] || (kx_is_const(c->pdim[pt], &ext) && ext == 1)) continue;
-    bool wd = lower_write_spans(wop, (cf_parallel_type)pt);
+    bool wd = write_spans(c, wop, pt);
     const KNode *wl = thread_loop(wop, pt), *rl = thread_loop(rop, pt);
     if (!wd) {
       bool w0 = only_thread0(c, wop, pt), r0 = only_thread0(c, rop, pt);

@@ -241,7 +241,9 @@ static cf_status inline_at(cf_fusion *f, const IdMap *m, LoopCheck *lc, Val *tv,
   return CF_OK;
 }
 
-int sched_wrap_pos(cf_fusion *f, const char *what, Val *tv, int pos) {
+int sched_wrap_pos(cf_fusion *f, const char *what, cf_tv *handle, int pos) {
+  if (ir_check_tv(f, what, handle)) return -1;
+  Val *tv = ir_tv(handle);
   int p = ir_wrap_axis(pos, TV(tv)->nloop + 1);
   if (p < 0) ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: position %d out of range", what, pos);
   return p;
@@ -259,11 +261,10 @@ int sched_matched_pos(const IdMap *m, Val *from, int from_pos, Val *to) {
 }
 
 static cf_status inline_at_api(cf_fusion *f, cf_tv *handle, int pos, bool best_effort, const char *what) {
-  cf_status s = ir_check_tv(f, what, handle);
-  if (s) return s;
+  int p = sched_wrap_pos(f, what, handle, pos);
+  if (p < 0) return f ? f->status : CF_ERR_INVALID_ARGUMENT;
   Val *tv = ir_tv(handle);
-  int p = sched_wrap_pos(f, what, tv, pos);
-  if (p < 0) return f->status;
+  cf_status s;
   IdMap *m = an_idmap_build(f, true);
   LoopCheck lc;
   if (!m || !loop_check_init(f, &lc)) {
@@ -334,11 +335,10 @@ static cf_status inline_along(cf_fusion *f, Arena *a, const SpanTree *tree, int 
 
 cf_status cf_inline_all_at(cf_fusion *f, cf_tv *ref_handle, int pos) {
   const char *what = "inline_all_at";
-  cf_status s = ir_check_tv(f, what, ref_handle);
-  if (s) return s;
+  int p = sched_wrap_pos(f, what, ref_handle, pos);
+  if (p < 0) return f ? f->status : CF_ERR_INVALID_ARGUMENT;
   Val *ref = ir_tv(ref_handle);
-  int p = sched_wrap_pos(f, what, ref, pos);
-  if (p < 0) return f->status;
+  cf_status s;
   Arena *a = arena_create();
   SpanTree tree;
   if (!a || !sched_span_tree(a, ref, TV(ref)->nloop, NULL, NULL, &tree))
@@ -446,18 +446,9 @@ static cf_status compute_at_impl(cf_fusion *f, Arena *a, Val *producer, Val *con
   if (!sched_span_tree(a, consumer, pos, select_between, &sel, &tree))
     return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   int *at = ARENA_ARRAY(a, int, tree.n);
-  ValTab index = {.arena = a};
   if (!at) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
-  at[0] = pos;
-  for (int i = 0; i < tree.n; i++) {
-    if (!an_tab_put(&index, tree.tvs[i], (void *)(intptr_t)(i + 1)))
-      return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
-    if (i == 0) continue;
-    int from = (int)(intptr_t)an_tab_get(&index, tree.from[i]) - 1;
-    cf_status s = sched_replay(f, a, tree.from[i], tree.tvs[i], at[from], what, &at[i]);
-    if (s) return s;
-  }
-  return inline_along(f, a, &tree, pos, &sel, false, what);
+  cf_status s = sched_replay_along(f, a, &tree, pos, what, at);
+  return s ? s : inline_along(f, a, &tree, pos, &sel, false, what);
 }
 
 cf_status cf_compute_at(cf_fusion *f, cf_tv *producer, cf_tv *consumer, int pos) {
@@ -465,7 +456,7 @@ cf_status cf_compute_at(cf_fusion *f, cf_tv *producer, cf_tv *consumer, int pos)
   cf_status s = ir_check_tv(f, what, producer);
   if (!s) s = ir_check_tv(f, what, consumer);
   if (s) return s;
-  int p = sched_wrap_pos(f, what, ir_tv(consumer), pos);
+  int p = sched_wrap_pos(f, what, consumer, pos);
   if (p < 0) return f->status;
   Arena *a = arena_create();
   if (!a) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);

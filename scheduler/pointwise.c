@@ -158,7 +158,10 @@ static int64_t vector_width(cf_fusion *f, Val *ref) {
   for (int i = 0; i < f->inputs.len + f->outputs.len; i++) {
     Val *t = i < f->inputs.len ? f->inputs.items[i] : f->outputs.items[i - f->inputs.len];
     if (i < f->inputs.len && !full_rank_input(t, ref)) continue;
-    if (TV(t)->has_strides) return 1;
+    /* a symbolic innermost extent (an input the output's constant one is checked against
+     * at run time) proves no divisibility */
+    int64_t e;
+    if (TV(t)->has_strides || !ir_scalar_const_value(ID(TV(t)->logical[TV(t)->nlogical - 1])->extent, &e)) return 1;
     if (cf_dtype_size(t->dtype) > widest) widest = cf_dtype_size(t->dtype);
   }
   int64_t v = (int64_t)(16 / widest);

@@ -200,6 +200,7 @@ _proto("cf_inline_all_at", c_int, _P, _P, c_int)
 _proto("cf_compute_at", c_int, _P, _P, _P, c_int)
 _proto("cf_propagate_transforms", c_int, _P, _P)
 _proto("cf_propagate_transforms_checked", c_int, _P, _P)
+_proto("cf_propagate_transforms_to", c_int, _P, _P, c_int, c_int, POINTER(c_void_p))
 _proto("cf_parallelize_all_like", c_int, _P, _P, c_int, POINTER(c_int))
 _proto("cf_fusion_clear_error", None, _P)
 # tensor.h and executor.h

@@ -33,6 +33,7 @@ typedef struct DgVal {
   unsigned mask; /* full-rank axes present (bit a: axis a of the full shape) */
   bool input, output, used;
   bool states;   /* Welford states: only their fields are read (never picked as an operand) */
+  bool red;      /* made by a reduction (sum, max, Welford): mode 5 rfactors it */
 } DgVal;
 
 typedef struct DgCase {
@@ -60,7 +61,7 @@ static inline unsigned dg_full(const DgCase *c) { return (1u << c->rank) - 1; }
 static inline int dg_add(DgCase *c, cf_tv *tv, int a, int b, unsigned mask) {
   if (!tv || c->nv == DG_MAX_VALS) return -1;
   DgVal *v = &c->v[c->nv];
-  *v = (DgVal){tv, 1ULL << c->nv, mask, false, false, false, false};
+  *v = (DgVal){tv, 1ULL << c->nv, mask, false, false, false, false, false};
   if (a >= 0) v->anc |= c->v[a].anc, c->v[a].used = true;
   if (b >= 0) v->anc |= c->v[b].anc, c->v[b].used = true;
   return c->nv++;
@@ -146,7 +147,7 @@ static inline int dg_reduction(DgCase *c) {
   if (c->welford && dg_rnd(&c->r, 2)) { /* the mean or the variance, through states */
     int w = dg_add(c, cf_welford(c->f, c->v[p].tv, 1, &axis), p, -1, low);
     if (w < 0) return -1;
-    c->v[w].states = true;
+    c->v[w].states = c->v[w].red = true;
     cf_tv *st = c->v[w].tv, *field = cf_welford_avg(c->f, st);
     if (dg_rnd(&c->r, 2)) { /* the variance + 1, as layer norm's var + eps: a division by a variance of
                               * equal values (rounding noise) would be ill-conditioned (seed 300759) */
@@ -157,6 +158,7 @@ static inline int dg_reduction(DgCase *c) {
   } else {
     cf_tv *r = max ? cf_max_reduce(c->f, c->v[p].tv, 1, &axis) : cf_sum(c->f, c->v[p].tv, 1, &axis);
     s = dg_add(c, r, p, -1, low);
+    if (s >= 0) c->v[s].red = true;
   }
   if (s < 0) return -1;
   if (dg_rnd(&c->r, 4) == 0) c->v[s].output = true;
@@ -306,9 +308,9 @@ static inline void dg_inline_call(DgCase *c, int ref) {
   case 3: cf_inline_at_best_effort(c->f, tv, dg_pos(c, tv)); break;
   case 4: cf_inline_all_at(c->f, c->v[ref].tv, (int)dg_rnd(&c->r, (uint32_t)cf_tv_naxes(c->v[ref].tv) + 1)); break;
   default: {
-    int cand[DG_MAX_VALS], n = 0;
-    for (int i = a + 1; i < c->nv; i++)
-      if (c->v[i].anc & (1ULL << a)) cand[n++] = i;
+    int cand[DG_MAX_VALS], n = 0; /* mode 5 inserts producers after their consumers */
+    for (int i = 0; i < c->nv; i++)
+      if (i != a && (c->v[i].anc & (1ULL << a))) cand[n++] = i;
     if (!n) break;
     cf_tv *consumer = c->v[cand[dg_rnd(&c->r, (uint32_t)n)]].tv;
     cf_compute_at(c->f, tv, consumer, dg_pos(c, consumer));
@@ -326,16 +328,15 @@ static inline void dg_reduced_innermost(DgCase *c, cf_tv *tv, unsigned *track) {
   if (cf_reorder_all(c->f, tv, c->rank, new_pos) == CF_OK) memcpy(track, t, (size_t)n * sizeof *t);
 }
 
-/* The schedule: transforms on a reference (an output, or any full-rank value),
- * propagation, sometimes transforms on another tensor, parallelization, memory types,
- * 0-3 inlining calls. */
-static inline void dg_schedule(DgCase *c) {
+/* The schedule's first half: transforms on a reference (an output, or any full-rank
+ * value), propagation, sometimes transforms on another tensor. Returns the reference;
+ * track[i] follows the full-rank axes its loop axis i derives from. */
+static inline int dg_schedule_transforms(DgCase *c, unsigned *track) {
   int outs[DG_MAX_VALS], nout = 0;
   for (int i = 0; i < c->nv; i++)
     if (c->v[i].output && c->v[i].mask == dg_full(c)) outs[nout++] = i;
   int ref = nout && dg_rnd(&c->r, 5) < 3 ? outs[dg_rnd(&c->r, (uint32_t)nout)] : dg_pick(c, dg_full(c));
   cf_tv *rt = c->v[ref].tv;
-  unsigned track[DG_MAX_AXES];
   for (int a = 0; a < c->rank; a++) track[a] = 1u << a;
   if (!dg_order_ok(c, track, c->rank) && dg_rnd(&c->r, 4)) dg_reduced_innermost(c, rt, track);
   dg_transforms(c, rt, 1 + (int)dg_rnd(&c->r, 4), track);
@@ -344,6 +345,12 @@ static inline void dg_schedule(DgCase *c) {
     int o = (int)dg_rnd(&c->r, (uint32_t)c->nv);
     if (!c->v[o].input) dg_transforms(c, c->v[o].tv, 1 + (int)dg_rnd(&c->r, 2), NULL);
   }
+  return ref;
+}
+
+/* The second half: parallelization, memory types, 0-3 inlining calls. */
+static inline void dg_schedule_finish(DgCase *c, int ref, const unsigned *track) {
+  cf_tv *rt = c->v[ref].tv;
   dg_parallelize(c, rt, track);
   dg_unswitch(c, rt);
   if (dg_rnd(&c->r, 16)) cf_parallelize_all_like(c->f, rt, 0, NULL);
@@ -356,6 +363,12 @@ static inline void dg_schedule(DgCase *c) {
   int calls = (int)dg_rnd(&c->r, 4);
   for (int i = 0; i < calls; i++) dg_inline_call(c, ref);
   if (c->symbolic && dg_rnd(&c->r, 4)) cf_inline_most(c->f); /* registers need constant sizes */
+}
+
+/* The schedule of modes 0-3: both halves. */
+static inline void dg_schedule(DgCase *c) {
+  unsigned track[DG_MAX_AXES];
+  dg_schedule_finish(c, dg_schedule_transforms(c, track), track);
 }
 
 /* Mode 4: mode 3's math left unscheduled, for define and run (cf_fusion_execute). */

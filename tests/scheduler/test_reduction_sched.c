@@ -256,8 +256,12 @@ Test(reduction_sched, refusals) {
   fresh();
   x = input_of(&in, false);
   cf_fusion_add_output(f, cf_sum(f, cf_broadcast(f, cf_sum(f, x, 1, (int[]){1}), 2, (bool[]){false, true}), 1,
-                                 (int[]){1}));
-  rc_refused(1, &in, "reduction: T3 is a second reduction");
+                                 (int[]){1})); /* a sum over a broadcast axis is a squeeze (nvFuser's trivial reduction) */
+  rc_refused(1, &in, "reduction: T3 is computed by squeeze, not an elementwise op or a broadcast");
+  fresh();
+  x = input_of(&IN(CF_FLOAT, 1, 300), false);
+  cf_fusion_add_output(f, cf_sum(f, cf_exp(f, x), 1, (int[]){0})); /* a squeeze alone: the pointwise scheduler's */
+  rc_refused(1, &IN(CF_FLOAT, 1, 300), "reduction: T2 is computed by squeeze, not an elementwise op or a broadcast");
 }
 
 /* A prologue with operands that broadcast: of the rows' rank (a row bias [1, n], a column
@@ -302,7 +306,6 @@ Test(reduction_sched, broadcast_axes) {
   constant_ones(IN(CF_FLOAT, 1, 8), 1, (int[]){1}, "inner vector=4 unroll=1 block=2x1 grid=1x1");
   constant_ones(IN(CF_FLOAT, 1, 5000), 1, (int[]){1}, "inner vector=4 unroll=2 block=64x1 grid=1x2");
   constant_ones(IN(CF_FLOAT, 5000, 1), 1, (int[]){0}, "inner vector=1 unroll=8 block=64x1 grid=1x2 kept-axes-first");
-  constant_ones(IN(CF_FLOAT, 1, 300), 1, (int[]){0}, "outer vector=4 unroll=1 block=32x1 grid=3x1");
   constant_ones(IN(CF_FLOAT, 6, 1, 7), 2, (int[]){0, 2}, "inner vector=1 unroll=1 block=64x1 grid=1x1 kept-axes-first");
   constant_ones(IN(CF_FLOAT, 300, 1, 8), 1, (int[]){0}, "outer vector=4 unroll=2 block=2x32 grid=1x1");
   constant_ones(IN(CF_FLOAT, 1, 2000, 3), 1, (int[]){1}, "outer vector=1 unroll=8 block=4x16 grid=1x4 reduced-axes-first");
