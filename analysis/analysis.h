@@ -35,6 +35,11 @@ void *an_tab_get(const ValTab *t, const Val *k);
 
 /* ---- the pairwise map (id_graph.c) ------------------------------------------------------- */
 
+/* By Expr id, 1 for the tensor ops some fusion output depends on (the live ops; the only
+ * ones lowering computes, so the only ones the maps, the loop graph and inlining read),
+ * 0 for the rest: dead ops, transforms. malloc'd (caller frees); NULL when out of memory. */
+char *an_live_exprs(cf_fusion *f);
+
 /* True when p is a TensorView input of c's defining tensor Expr. */
 bool an_is_producer_of(const Val *p, const Val *c);
 
@@ -53,8 +58,10 @@ Val *an_pairwise_partner(const Val *from, const Val *to, const Val *id);
 
 /* A union-find over every IterDomain of a fusion, a snapshot taken at build time.
  * Built in two steps:
- *  1. pairwise-mapped axes of every producer/consumer pair are joined; a broadcast axis
- *     is joined with a non-broadcast axis only when `permissive`;
+ *  1. pairwise-mapped axes of every live producer/consumer pair are joined; a broadcast
+ *     axis is joined with a non-broadcast axis only when `permissive`; a join that would
+ *     put two logical or root axes of one tensor in one class (a transpose added to its
+ *     own input: `x^T + x`) is left out, so no tensor ever maps onto itself;
  *  2. forward propagation to a fixpoint: two splits with joined inputs, equal factors
  *     and equal inner flags join their outputs pairwise; likewise merges (inputs joined
  *     pairwise) and swizzles of the same type. When `permissive`, a merge with a
