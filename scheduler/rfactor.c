@@ -10,6 +10,7 @@
  * reduce. Key decision: T1's iteration axes must be untransformed (each logical one is
  * itself a loop axis), so T1's shape, what the fusion computes, does not change; schedule
  * iteration axes after the rfactor (nvFuser's schedulers do likewise). */
+#include "ir/dtype.h"
 #include "scheduler/sched.h"
 
 /* Marks the loop axes to rfactor; false after recording an error. */
@@ -92,7 +93,8 @@ static Val *make_partial(cf_fusion *f, Val *tv, const bool *rf, Val **map) {
       ID(id)->rfactor = true;
     }
   }
-  Val *t2 = logical ? ir_tv_new(f, tv->dtype, t->nloop, logical) : NULL;
+  /* The partials are sums in the accumulation type (float for half and bfloat16). */
+  Val *t2 = logical ? ir_tv_new(f, ir_dtype_accumulate(tv->dtype), t->nloop, logical) : NULL;
   if (!t2) return NULL;
   TV(t2)->root = root;
   TV(t2)->nroot = t->nlogical;
