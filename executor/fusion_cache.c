@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "executor/fusion_cache.h"
+#include "ir/dtype.h"
 #include "scheduler/heuristic.h"
 
 cf_status fc_error(cf_fusion_cache *c, cf_status s, const char *fmt, ...) {
@@ -135,6 +136,10 @@ void fc_entry_clear(FcEntry *en) {
     free(s->ins);
     free(s->outs);
   }
+  for (int i = 0; i < en->nseg; i++) {
+    for (int j = 0; en->seg[i].empty && j < en->seg[i].nout; j++) cf_tensor_free(en->seg[i].empty[j]);
+    free(en->seg[i].empty);
+  }
   for (int i = 0; i < en->nbuf; i++) cf_tensor_free(en->bufs[i]);
   free(en->seg);
   free(en->bufs);
@@ -180,8 +185,8 @@ cf_status cf_fusion_cache_print_kernel(cf_fusion_cache *c, int i, FILE *out) {
   if (!c->last || i < 0 || i >= c->last->nseg)
     return fc_error(c, CF_ERR_INVALID_ARGUMENT, "print_kernel: segment %d out of range: the last call ran %d", i,
                     cf_fusion_cache_last_segments(c));
-  if (!c->last->seg[i].e) { /* a view: a reshape runs no kernel */
-    fprintf(out, "// segment %d: a view (reshape), no kernel\n", i);
+  if (!c->last->seg[i].e) { /* a view (a reshape) or outputs with no element run no kernel */
+    fprintf(out, "// segment %d: %s, no kernel\n", i, c->last->seg[i].empty ? "empty outputs" : "a view (reshape)");
     return CF_OK;
   }
   cf_fusion *g = c->last->seg[i].scheduled;
@@ -220,6 +225,29 @@ static cf_status run_view(cf_fusion_cache *c, FcEntry *en, const FcSegment *s, i
   return CF_OK;
 }
 
+/* A segment whose outputs are all empty: a fusion output the caller did not give is
+ * allocated empty, one it gave must have the output's sizes; nothing runs. */
+static cf_status run_empty(cf_fusion_cache *c, FcSegment *s, int nin) {
+  for (int j = 0; j < s->nout; j++) {
+    const DLTensor *want = s->empty[j] ? &s->empty[j]->dl_tensor : NULL;
+    if (!want) continue;
+    if (!s->outs[j]) {
+      cf_dtype dt = CF_FLOAT;
+      ir_dtype_from_dl(want->dtype, &dt);
+      s->outs[j] = s->on_host ? cf_tensor_host(dt, want->ndim, want->shape) : cf_tensor_device(dt, want->ndim, want->shape);
+      if (!s->outs[j]) return fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+      continue;
+    }
+    const DLTensor *got = &s->outs[j]->dl_tensor;
+    bool same = got->ndim == want->ndim;
+    for (int d = 0; same && d < want->ndim; d++) same = got->shape && got->shape[d] == want->shape[d];
+    if (!same)
+      return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: output %d does not have the output's sizes (an empty "
+                      "tensor of rank %d)", s->out_ref[j] - nin, want->ndim);
+  }
+  return CF_OK;
+}
+
 static cf_status run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
                               const DLTensor *const *in, int nout, DLManagedTensor **out) {
   cf_status st = CF_OK;
@@ -234,7 +262,9 @@ static cf_status run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, boo
       int r = s->out_ref[j];
       s->outs[j] = r < nin + nout ? out[r - nin] : en->bufs[r - nin - nout];
     }
-    st = s->e ? run_kernel(c, s->e, stream, async, s->nin, s->ins, s->nout, s->outs) : run_view(c, en, s, nin, nout);
+    st = s->e       ? run_kernel(c, s->e, stream, async, s->nin, s->ins, s->nout, s->outs)
+         : s->empty ? run_empty(c, s, nin)
+                    : run_view(c, en, s, nin, nout);
     for (int j = 0; !st && j < s->nout; j++)
       if (s->out_ref[j] < nin + nout) out[s->out_ref[j] - nin] = s->outs[j];
   }

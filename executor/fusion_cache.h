@@ -19,6 +19,11 @@ typedef struct FcSegment {
   int *in_ref, *out_ref;
   const DLTensor **ins;  /* filled per run */
   DLManagedTensor **outs;
+  /* A segment whose outputs all have no element runs no kernel (e NULL, scheduler
+   * "empty"): per output, an empty host tensor of its dtype and sizes that a fusion output
+   * the caller did not give is made like (on the backend's device); NULL for intermediates. */
+  DLManagedTensor **empty;
+  bool on_host;          /* an empty segment: its outputs are host tensors */
 } FcSegment;
 
 /* The compiled plan of one signature. */

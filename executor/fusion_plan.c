@@ -36,6 +36,7 @@ typedef struct Planner {
   PtrVec bufs;                /* Vals of w held in intermediates, by index */
   bool dump;
   SchedDevice dev;            /* what the heuristics plan for (plan_device) */
+  bool host;                  /* the backend the segments run on is the host */
 } Planner;
 
 /* ---- 1. the inputs ------------------------------------------------------------------------ */
@@ -102,6 +103,13 @@ static SchedDevice plan_device(const cf_fusion_cache *c) {
   if (in->l2_bytes > 0) d.l2_bytes = in->l2_bytes;
   if (in->cc_major < 9) d.max_cluster = 1;
   return d;
+}
+
+/* Whether the segments run on the host backend (where their buffers live). */
+static bool plan_on_host(const cf_fusion_cache *c) {
+  cf_backend b;
+  char err[256];
+  return exec_backend_choose(c->opts.backend, cuda_usable, &b, err, sizeof err) != CF_OK || b == CF_BACKEND_HOST;
 }
 
 /* ---- where a segment's tensors come from --------------------------------------------------- */
@@ -239,6 +247,34 @@ static cf_status plan_view(Planner *p, const SchedSegment *seg, int k, int nseg,
   return CF_OK;
 }
 
+/* Whether every output of the segment has an axis of size 0 (nothing to compute). */
+static bool all_empty(const SchedSegment *seg) {
+  for (int j = 0; j < seg->nout; j++) {
+    int64_t sizes[CF_MAX_RANK], numel = 1;
+    int n = kept_sizes(seg->outs[j], sizes);
+    for (int a = 0; a < n; a++) numel *= sizes[a];
+    if (numel) return false;
+  }
+  return seg->nout > 0;
+}
+
+/* A segment whose outputs are all empty: no scheduler, no kernel; each fusion output it
+ * computes is allocated empty at each run (fusion_cache.c), intermediates with the entry. */
+static cf_status plan_empty(Planner *p, const SchedSegment *seg, FcSegment *out) {
+  out->scheduler = "empty";
+  out->on_host = p->host;
+  out->empty = calloc((size_t)seg->nout + 1, sizeof *out->empty);
+  if (!out->empty) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+  for (int j = 0; j < seg->nout; j++) {
+    int64_t sizes[CF_MAX_RANK];
+    int n = kept_sizes(seg->outs[j], sizes);
+    if (out->out_ref[j] >= p->nin + p->nout) continue;
+    if (!(out->empty[j] = cf_tensor_host(seg->outs[j]->dtype, n, sizes)))
+      return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+  }
+  return CF_OK;
+}
+
 /* A segment with Welford reductions that the inner persistent scheduler takes once they
  * are translated to two sums (scheduler/welford_translate.c): *g becomes the translated
  * copy and the inner persistent scheduler is returned; otherwise NULL and *g unchanged
@@ -269,6 +305,7 @@ static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int ns
   if (s) return s;
   *refused = false;
   if (seg->nexprs == 1 && seg->exprs[0]->op == OP_RESHAPE) return plan_view(p, seg, k, nseg, out);
+  if (all_empty(seg)) return plan_empty(p, seg, out);
   cf_fusion *g = ir_fusion_copy_part(p->w, seg->nexprs, seg->exprs, seg->nin, seg->ins, seg->nout, seg->outs, NULL, NULL);
   if (!g) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   if (g->status) {
@@ -318,9 +355,7 @@ static cf_status alloc_bufs(Planner *p, FcEntry *en) {
   en->bufs = calloc((size_t)en->nbuf + 1, sizeof *en->bufs);
   en->given = calloc((size_t)p->nout + 1, sizeof *en->given);
   if (!en->bufs || !en->given) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  bool host = true;
-  for (int k = 0; k < en->nseg; k++)
-    if (en->seg[k].e) host = cf_executor_backend(en->seg[k].e) == CF_BACKEND_HOST;
+  bool host = p->host;
   for (int i = 0; i < en->nbuf; i++) {
     Val *tv = p->bufs.items[i];
     int64_t sizes[CF_MAX_RANK];
@@ -389,7 +424,7 @@ static cf_status plan(Planner *p, FcEntry *en) {
   if (!s && refused) {
     s = plan_segments(p, en, why.data ? why.data : "");
   } else {
-    en->direct = !s;
+    en->direct = !s && en->seg[0].e;
   }
   sb_free(&why);
   return s ? s : alloc_bufs(p, en);
@@ -401,7 +436,7 @@ cf_status fc_plan(cf_fusion_cache *c, const DLTensor *const *in, int nout, DLMan
                                         "signature passed the checks; please report this bug");
   cf_fusion *w = NULL;
   Planner p = {c, NULL, arena_create(), in, c->f->inputs.len, nout, out, {0}, lower_dump_requested("segments"),
-               plan_device(c)};
+               plan_device(c), plan_on_host(c)};
   Arena *scratch = arena_create();
   int n = 0;
   Expr **exprs = scratch ? ir_fusion_tensor_exprs_in(scratch, c->f, &n) : NULL;
