@@ -43,7 +43,7 @@ typedef struct RunTarget {
 struct cf_executor {
   cf_executor_options opts;
   char arch[16];
-  char *error;          /* malloc'd message of the last failure */
+  ErrMsg error;         /* the message of the last failure (ir.h: kept one call longer) */
   cf_lowering_hook hook;
   void *hook_user;
   Compiled *cc;         /* NULL until compiled */

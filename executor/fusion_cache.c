@@ -20,7 +20,7 @@
 cf_status fc_error(cf_fusion_cache *c, cf_status s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  sb_vset(&c->error, fmt, ap);
+  errmsg_vset(&c->error, fmt, ap);
   va_end(ap);
   return s;
 }
@@ -50,10 +50,12 @@ static void put_tensor(Sink *s, const DLTensor *t) {
   put(s, (int64_t)t->dtype.code | (int64_t)t->dtype.bits << 8 | (int64_t)t->dtype.lanes << 16 |
              (int64_t)t->ndim << 32 | (int64_t)(t->device.device_type & 0xff) << 40 | aligned16(t) << 48);
   for (int d = 0; d < t->ndim; d++) put(s, t->shape[d]);
-  int64_t stride = 1;
+  /* Unsigned: the row-major stride of absurd sizes wraps instead of overflowing (UB); such
+   * a call is refused by the checks after the lookup anyway. */
+  uint64_t stride = 1;
   for (int d = t->ndim - 1; d >= 0; d--) {
-    put(s, t->shape[d] == 1 ? 0 : t->strides ? t->strides[d] : stride);
-    stride *= t->shape[d];
+    put(s, t->shape[d] == 1 ? 0 : t->strides ? t->strides[d] : (int64_t)stride);
+    stride *= (uint64_t)t->shape[d];
   }
 }
 
@@ -159,13 +161,13 @@ void cf_fusion_cache_destroy(cf_fusion_cache *c) {
   for (int i = 0; i < c->cap; i++) fc_entry_free(c->slots[i]);
   free(c->slots);
   cf_fusion_destroy(c->f);
-  free(c->error);
+  errmsg_free(&c->error);
   free(c);
 }
 
 const char *cf_fusion_cache_error(const cf_fusion_cache *c) {
   if (!c) return "fusion cache is NULL";
-  return c->error ? c->error : "";
+  return errmsg_get(&c->error);
 }
 int cf_fusion_cache_num_entries(const cf_fusion_cache *c) { return c ? c->len : 0; }
 int cf_fusion_cache_num_kernels(const cf_fusion_cache *c) { return c ? c->nkernels : 0; }
@@ -182,6 +184,7 @@ cf_executor *cf_fusion_cache_last_executor(const cf_fusion_cache *c, int i) {
 
 cf_status cf_fusion_cache_print_kernel(cf_fusion_cache *c, int i, FILE *out) {
   if (!c) return CF_ERR_INVALID_ARGUMENT;
+  errmsg_begin(&c->error);
   if (!c->last || i < 0 || i >= c->last->nseg)
     return fc_error(c, CF_ERR_INVALID_ARGUMENT, "print_kernel: segment %d out of range: the last call ran %d", i,
                     cf_fusion_cache_last_segments(c));
@@ -196,6 +199,7 @@ cf_status cf_fusion_cache_print_kernel(cf_fusion_cache *c, int i, FILE *out) {
 
 cf_status cf_fusion_cache_synchronize(cf_fusion_cache *c) {
   if (!c) return CF_ERR_INVALID_ARGUMENT;
+  errmsg_begin(&c->error);
   if (!c->last) return CF_OK;
   cf_executor *e = NULL; /* the last segment that launched (views launch nothing) */
   for (int i = c->last->nseg - 1; i >= 0 && !e; i--) e = c->last->seg[i].e;
@@ -287,10 +291,18 @@ static cf_status run_entry(cf_fusion_cache *c, FcEntry *en, void *stream, bool a
 
 static cf_status check_counts(cf_fusion_cache *c, int nin, const DLTensor *const *in, int nout, DLManagedTensor **out) {
   if (c->status) return c->status;
-  if (nin != c->f->inputs.len || (nin && !in))
+  if (nin != c->f->inputs.len)
     return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: expected %d inputs, got %d", c->f->inputs.len, nin);
-  if (nout != c->f->outputs.len || !out)
+  if (nin && !in) return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: the array of %d inputs is NULL", nin);
+  for (int i = 0; i < nin; i++)
+    if (!in[i])
+      return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) is NULL", i,
+                      TV((Val *)c->f->inputs.items[i])->display_name);
+  if (nout != c->f->outputs.len)
     return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: expected %d outputs, got %d", c->f->outputs.len, nout);
+  if (!out)
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: the array of %d outputs is NULL (pass an array of NULL "
+                    "pointers for outputs the cache allocates)", nout);
   return CF_OK;
 }
 
@@ -323,6 +335,7 @@ static cf_status miss(cf_fusion_cache *c, uint64_t h, void *stream, bool async, 
 static cf_status execute(cf_fusion_cache *c, void *stream, bool async, int nin, const DLTensor *const *in, int nout,
                          DLManagedTensor **out) {
   if (!c) return CF_ERR_INVALID_ARGUMENT;
+  errmsg_begin(&c->error);
   cf_status s = check_counts(c, nin, in, nout, out);
   if (s) return s;
   Sink hash = {0xcbf29ce484222325ull, NULL, 0, NULL, 0, true};

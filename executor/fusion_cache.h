@@ -42,7 +42,7 @@ struct cf_fusion_cache {
   cf_fusion *f;          /* the user's math, copied at creation */
   cf_executor_options opts;
   cf_status status;      /* sticky: the copy failed */
-  char *error;           /* malloc'd message of the last failure */
+  ErrMsg error;          /* the message of the last failure (ir.h: kept one call longer) */
   FcEntry **slots;       /* open addressing, power-of-two capacity */
   int cap, len, nkernels;
   int64_t hits, misses;

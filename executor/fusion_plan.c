@@ -22,6 +22,7 @@
 #include "executor/exec_cuda.h"
 #include "executor/fusion_cache.h"
 #include "executor/exec_host.h"
+#include "ir/checked.h"
 #include "ir/dtype.h"
 #include "lower/lower.h"
 #include "scheduler/heuristic.h"
@@ -51,6 +52,11 @@ static cf_status check_sizes(cf_fusion_cache *c, int i, Val *tv, const DLTensor 
       return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) has size %lld in dimension %d, expected %lld",
                       i, TV(tv)->display_name, (long long)t->shape[d], d, (long long)want);
   }
+  int64_t numel;
+  size_t bytes;
+  if (!ck_numel(t->ndim, t->shape, &numel) || !ck_bytes(numel, cf_dtype_size(tv->dtype), 1, &bytes))
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) has sizes whose byte count overflows int64", i,
+                    TV(tv)->display_name);
   return CF_OK;
 }
 
@@ -320,9 +326,8 @@ static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int ns
   *refused = !h;
   s = h ? compile(p, g, h, &call, aligned, k, nseg, refusals->data ? refusals->data : "", out) : CF_OK;
   if (s && schedule_refused(s)) { /* e.g. a broadcast inlined into two consumers' loops of other domains */
-    sb_printf(refusals, "%s%s", refusals->len ? "; " : "", p->c->error);
-    free(p->c->error); /* a refusal now, not the call's error */
-    p->c->error = NULL;
+    sb_printf(refusals, "%s%s", refusals->len ? "; " : "", errmsg_get(&p->c->error));
+    errmsg_retract(&p->c->error); /* a refusal now, not the call's error */
     cf_executor_destroy(out->e);
     out->e = NULL;
     *refused = true;
