@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/executor_internal.h"
 #include "executor/fusion_cache.h"
 #include "ir/dtype.h"
 #include "scheduler/heuristic.h"
@@ -252,9 +253,40 @@ static cf_status run_empty(cf_fusion_cache *c, FcSegment *s, int nin) {
   return CF_OK;
 }
 
+/* Whether the call's tensor t (NULL: an output the cache allocates) has a readable
+ * footprint, written to lo and hi; an unreadable one is left to the segments' checks. */
+static bool footprint(const DLTensor *t, int64_t *lo, int64_t *hi) {
+  cf_dtype dt;
+  if (!t || t->ndim < 0 || t->ndim > CF_MAX_RANK || (t->ndim > 0 && !t->shape) || !ir_dtype_from_dl(t->dtype, &dt))
+    return false;
+  return exec_byte_range(t, (int64_t)cf_dtype_size(dt), lo, hi) && *lo < *hi;
+}
+
+/* Over the whole plan, as cf_executor_run does for one kernel: no output the caller gives
+ * may share memory with an input or another output. Each segment's run checks only its
+ * own tensors, but a segment may write an output over an input (or another output) that
+ * only a later segment reads, which then reads what was written. */
+static cf_status check_plan_aliasing(cf_fusion_cache *c, int nin, const DLTensor *const *in, int nout,
+                                     DLManagedTensor *const *out) {
+  for (int o = 0; o < nout; o++) {
+    int64_t lo, hi, qlo, qhi;
+    if (!out[o] || !footprint(&out[o]->dl_tensor, &lo, &hi)) continue;
+    for (int q = 0; q < nin + o; q++) {
+      const DLTensor *t = q < nin ? in[q] : out[q - nin] ? &out[q - nin]->dl_tensor : NULL;
+      if (!footprint(t, &qlo, &qhi) || !(lo < qhi && qlo < hi)) continue;
+      Val *ov = c->f->outputs.items[o], *qv = q < nin ? c->f->inputs.items[q] : c->f->outputs.items[q - nin];
+      return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: output %d (%s) overlaps %s %d (%s) in memory; outputs may "
+                      "not alias inputs or other outputs", o, TV(ov)->display_name, q < nin ? "input" : "output",
+                      q < nin ? q : q - nin, TV(qv)->display_name);
+    }
+  }
+  return CF_OK;
+}
+
 static cf_status run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
                               const DLTensor *const *in, int nout, DLManagedTensor **out) {
-  cf_status st = CF_OK;
+  cf_status st = check_plan_aliasing(c, nin, in, nout, out);
+  if (st) return st;
   for (int o = 0; o < nout; o++) en->given[o] = out[o] != NULL;
   for (int k = 0; !st && k < en->nseg; k++) {
     FcSegment *s = &en->seg[k];

@@ -369,9 +369,7 @@ static cf_status bind_outputs(cf_executor *e, const RunTarget *rt, DLManagedTens
   return bind_workspaces(e);
 }
 
-/* The bytes [lo, hi) t's elements occupy (strides of any sign); empty for no elements.
- * False when the footprint overflows. */
-static bool byte_range(const DLTensor *t, int64_t esz, int64_t *lo, int64_t *hi) {
+bool exec_byte_range(const DLTensor *t, int64_t esz, int64_t *lo, int64_t *hi) {
   int64_t neg = 0, pos = 0, row = 1;
   *lo = *hi = 0;
   for (int d = t->ndim - 1; d >= 0; d--) {
@@ -393,7 +391,7 @@ static cf_status check_aliasing(cf_executor *e) {
   const KKernel *k = e->cc->k;
   int64_t *lo = b->lo, *hi = b->hi;
   for (int p = 0; p < k->nparams; p++)
-    if (!byte_range(b->tensors[p], (int64_t)cf_dtype_size(k->params[p]->dtype), &lo[p], &hi[p]))
+    if (!exec_byte_range(b->tensors[p], (int64_t)cf_dtype_size(k->params[p]->dtype), &lo[p], &hi[p]))
       return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: argument %d (%s) has strides whose byte footprint overflows",
                         p, k->params[p]->name);
   for (int p = b->nin; p < b->nin + b->nout; p++)

@@ -176,3 +176,49 @@ Test(execute_hostile, an_error_message_outlives_the_next_failing_call) {
   cr_expect_str_eq(cf_executor_error(e), "run: the array of 1 inputs is NULL");
   cf_executor_destroy(e);
 }
+
+static DLManagedTensor *ones(int rank, const int64_t *sizes) {
+  DLManagedTensor *t = cf_tensor_host(CF_FLOAT, rank, sizes);
+  float *p = t->dl_tensor.data;
+  for (int64_t i = 0; i < cf_tensor_numel(&t->dl_tensor); i++) p[i] = 1;
+  return t;
+}
+
+/* s = sum(a, 1) and y = b * s (two segments: the reduction, then the product). A caller's
+ * s over b's first row is written by segment 0, which reads only a, and b is read by
+ * segment 1: each segment's own check passes, y's first row would be 200 * 200. */
+Test(execute_hostile, an_output_over_an_input_a_later_segment_reads_is_refused) {
+  cf_tv *a = cf_tensor_symbolic(f, CF_FLOAT, 2), *b = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, a);
+  cf_fusion_add_input(f, b);
+  cf_tv *s = cf_sum(f, a, 1, (int[]){1});
+  cf_fusion_add_output(f, s);
+  cf_fusion_add_output(f, cf_mul(f, b, cf_broadcast(f, s, 2, (bool[]){false, true})));
+  int64_t sz[2] = {100, 200};
+  DLManagedTensor *x = ones(2, sz), *z = ones(2, sz), *out[2] = {NULL, NULL};
+  const DLTensor *ins[2] = {&x->dl_tensor, &z->dl_tensor};
+  cr_assert_eq(cf_fusion_execute(cache(), 2, ins, 2, out), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(cf_fusion_cache_last_segments(c), 2);
+  cr_expect_eq(cf_tensor_get(&out[1]->dl_tensor, 0), 200);
+  cf_tensor_free(out[0]), cf_tensor_free(out[1]);
+  DLManagedTensor over_b = *z; /* s given as a view of b's first 100 floats */
+  int64_t n = 100;
+  over_b.dl_tensor.ndim = 1;
+  over_b.dl_tensor.shape = &n;
+  over_b.dl_tensor.strides = NULL;
+  over_b.deleter = NULL;
+  DLManagedTensor *given[2] = {&over_b, NULL};
+  EXPECT_EXEC_ERROR(cf_fusion_execute(c, 2, ins, 2, given), "execute: output 0 (T2) overlaps input 1 (T1) in memory; "
+                                                            "outputs may not alias inputs or other outputs");
+  cr_expect_eq(cf_tensor_get(&z->dl_tensor, 0), 1, "b was written");
+  /* Two outputs of different segments over one buffer. */
+  DLManagedTensor *big = ones(2, sz), s_view = *big;
+  s_view.dl_tensor.ndim = 1;
+  s_view.dl_tensor.shape = &n;
+  s_view.dl_tensor.strides = NULL;
+  s_view.deleter = NULL;
+  DLManagedTensor *both[2] = {&s_view, big};
+  EXPECT_EXEC_ERROR(cf_fusion_execute(c, 2, ins, 2, both), "execute: output 1 (T4) overlaps output 0 (T2) in memory; "
+                                                           "outputs may not alias inputs or other outputs");
+  cf_tensor_free(big), cf_tensor_free(x), cf_tensor_free(z);
+}
