@@ -114,6 +114,7 @@ void lower_reduction(LowerCtx *c);        /* reduction.c: block reductions */
 bool lower_widened_reduction(const Val *tv);
 void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
+void lower_local_reuse(LowerCtx *c);      /* local_reuse.c: local buffers shared by lifetime, the local limit */
 void lower_smem_layout(LowerCtx *c);      /* smem_layout.c: offsets, dynamic size */
 
 /* Kernel IR dump for CFUSER_DUMP (kir_print.c). */
