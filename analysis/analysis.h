@@ -74,6 +74,10 @@ Val *an_pairwise_partner(const Val *from, const Val *to, const Val *id);
 typedef struct IdMap IdMap;
 /* NULL when out of memory (also recorded on f). */
 IdMap *an_idmap_build(cf_fusion *f, bool permissive);
+/* The first join the build left out because it would map a tensor onto itself: op
+ * pairs axes that other ops already relate to tensor tv's axes a and b (a tensor read in
+ * two orders, x^T + x). False when there was none. */
+bool an_idmap_self_mapping(const IdMap *m, const Expr **op, const Val **tv, const Val **a, const Val **b);
 /* Whether two IterDomains are in one class. Vals made after the build are in classes of
  * their own. */
 bool an_idmap_same(const IdMap *m, const Val *a, const Val *b);

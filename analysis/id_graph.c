@@ -18,10 +18,12 @@
  * axes is not a loop anyone runs. And a join through an op never puts two logical (or
  * root) axes of one tensor in one class (nvFuser's "self mapping"): in `x^T + x` the add
  * pairs x's axis 0 with the sum's axis 0, which the transpose pairs with x's axis 1, and
- * equal extents let both stand; closing that cycle would make x's two axes one loop. The
- * join that would close it is left out (ops are joined in definition order, so the
- * transposing path, defined first, is the one kept); inlining then refuses to share those
- * loops, and each read is indexed through its own op's pairwise map. */
+ * equal extents let both stand; closing that cycle would make x's two axes one loop
+ * (cf_inline_most computed a^T + a in one loop, transposed). The join that would close
+ * it is left out and recorded (an_idmap_self_mapping): no class relation can be right for
+ * a tensor read in two orders in one kernel (its axis 0 is the sum's axis 0 and 1 at
+ * once), so lowering refuses such a kernel, as nvFuser does, and define and run cuts the
+ * fusion until no segment reads a tensor in two orders. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +118,9 @@ struct IdMap {
   int *parent;
   int *next;   /* while joining ops: the members of each class as a circular list */
   int *size;   /* while joining ops: class sizes, by representative */
+  /* The first join left out: op would have put axes a and b of tensor tv in one class. */
+  const Expr *self_op;
+  const Val *self_tv, *self_a, *self_b;
 };
 
 static int uf_find(IdMap *m, int x) {
@@ -167,7 +172,7 @@ static bool is_tensor_axis(const Val *id, const TensorView *t) {
 /* Whether joining the classes of representatives a and b would put two logical or root
  * axes of one tensor in one class: walks the smaller class's members and asks, for each
  * tensor axis among them, whether another axis of its tensor is in the other class. */
-static bool self_maps(IdMap *m, int a, int b) {
+static bool self_maps(IdMap *m, int a, int b, const Expr *op) {
   if (m->size[a] > m->size[b]) {
     int t = a;
     a = b;
@@ -181,7 +186,9 @@ static bool self_maps(IdMap *m, int a, int b) {
       const TensorView *t = TV((Val *)tv);
       for (int k = 0; k < t->nlogical + t->nroot; k++) {
         const Val *o = k < t->nlogical ? t->logical[k] : t->root[k - t->nlogical];
-        if (o != id && o->id < m->n && uf_find(m, o->id) == b) return true;
+        if (o == id || o->id >= m->n || uf_find(m, o->id) != b) continue;
+        if (!m->self_op) m->self_op = op, m->self_tv = tv, m->self_a = id, m->self_b = o;
+        return true;
       }
     }
     x = m->next[x];
@@ -190,9 +197,9 @@ static bool self_maps(IdMap *m, int a, int b) {
 }
 
 /* Joins two axes paired by an op unless that would map a tensor onto itself. */
-static void join_op_pair(IdMap *m, const Val *p, const Val *c) {
+static void join_op_pair(IdMap *m, const Val *p, const Val *c, const Expr *op) {
   int a = uf_find(m, p->id), b = uf_find(m, c->id);
-  if (a == b || self_maps(m, a, b)) return;
+  if (a == b || self_maps(m, a, b, op)) return;
   int na = m->next[a];
   m->next[a] = m->next[b];
   m->next[b] = na;
@@ -220,7 +227,7 @@ static bool join_pairwise(IdMap *m) {
       ok = pa && ca;
       if (ok) an_pairwise_map(p, c, pa, ca, n);
       for (int j = 0; ok && j < n; j++)
-        if (m->permissive || is_bcast(pa[j]) == is_bcast(ca[j])) join_op_pair(m, pa[j], ca[j]);
+        if (m->permissive || is_bcast(pa[j]) == is_bcast(ca[j])) join_op_pair(m, pa[j], ca[j], e);
       free(pa);
       free(ca);
     }
@@ -340,6 +347,12 @@ IdMap *an_idmap_build(cf_fusion *f, bool permissive) {
   /* Flatten so that queries never write: the map can then be shared read-only. */
   for (int i = 0; i < m->n; i++) m->parent[i] = uf_find(m, i);
   return m;
+}
+
+bool an_idmap_self_mapping(const IdMap *m, const Expr **op, const Val **tv, const Val **a, const Val **b) {
+  if (!m->self_op) return false;
+  *op = m->self_op, *tv = m->self_tv, *a = m->self_a, *b = m->self_b;
+  return true;
 }
 
 int an_idmap_class(const IdMap *m, const Val *id) {

@@ -151,6 +151,11 @@ Test(id_map, a_tensor_never_maps_onto_itself) {
     cr_expect(an_idmap_same(m, logical(tv[2], 0), logical(tv[3], 0)));
     cr_expect(an_idmap_same(m, logical(tv[1], 1), logical(tv[3], 0)));
     cr_expect(!an_idmap_same(m, logical(tv[1], 0), logical(tv[3], 0)));
+    const Expr *op;
+    const Val *t, *a, *b;
+    cr_assert(an_idmap_self_mapping(m, &op, &t, &a, &b), "the join left out is recorded");
+    cr_expect_eq(op, ir_tv(tv[3])->def);
+    cr_expect_eq(t, ir_tv(tv[0]));
     an_idmap_free(m);
   }
 }
@@ -168,6 +173,9 @@ Test(id_map, dead_ops_join_nothing) {
   cr_assert(m);
   cr_expect(!an_idmap_same(m, logical(tv[1], 0), logical(tv[3], 0)));
   cr_expect(an_idmap_same(m, logical(tv[0], 0), logical(tv[2], 0)));
+  const Expr *op;
+  const Val *t, *a, *b;
+  cr_expect(!an_idmap_self_mapping(m, &op, &t, &a, &b), "the dead add does not count");
   an_idmap_free(m);
   char *live = an_live_exprs(f);
   cr_assert(live);
