@@ -168,15 +168,24 @@ static cf_status check_storage(cf_executor *e, const char *what, int i, const KT
   return CF_OK;
 }
 
-/* Where element 0 is: data + byte_offset must not wrap around the address space (a
- * byte_offset of 2^63 would be read anyway) and must be a multiple of the element size
- * (a GPU faults on a float at a 2-byte boundary; the host would read it torn). */
+/* The largest address user memory has on today's 64-bit machines (x86-64 and AArch64 with
+ * 5-level page tables; CUDA's unified address space lies below): bytes beyond it exist
+ * nowhere. */
+#define EXEC_MAX_ADDRESS ((uint64_t)1 << 57)
+
+/* Where the elements are: data + byte_offset, and every byte the strides reach from it,
+ * must lie in the address space (a byte_offset of 2^62 or 2^63 was read anyway), and
+ * element 0 must sit at a multiple of the element size (a GPU faults on a float at a
+ * 2-byte boundary; the host would read it torn). */
 static cf_status check_address(cf_executor *e, const char *what, int i, const KTensor *p, const DLTensor *t) {
   uint64_t base = (uint64_t)(uintptr_t)t->data, addr = base + t->byte_offset;
   size_t esz = cf_dtype_size(p->dtype);
-  if (t->byte_offset > (uint64_t)INT64_MAX || addr < base || addr > (uint64_t)INT64_MAX)
-    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has byte_offset %llu, which puts its data outside "
-                      "the address space", what, i, p->name, (unsigned long long)t->byte_offset);
+  int64_t lo = 0, hi = 0;
+  if (t->byte_offset > EXEC_MAX_ADDRESS || addr < base || addr > EXEC_MAX_ADDRESS ||
+      !exec_byte_range(t, (int64_t)esz, &lo, &hi) || lo < 0 || (uint64_t)hi > EXEC_MAX_ADDRESS)
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has byte_offset %llu, which with its sizes and "
+                      "strides puts its data outside the address space", what, i, p->name,
+                      (unsigned long long)t->byte_offset);
   if (esz > 1 && addr % esz)
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) starts %llu bytes past a multiple of %zu bytes; its "
                       "%s elements must be aligned to their size", what, i, p->name, (unsigned long long)(addr % esz),
