@@ -88,6 +88,30 @@ static void check_guards(const Arg *args, int n) {
       }
 }
 
+/* One call's arguments: give_in inputs (a few of them NULL) then give_out outputs, each
+ * given (its DLManagedTensor) or left to the callee (NULL). */
+static void describe_call(FuzzIn *in, Arg *args, int give_in, int give_out, const DLTensor **ins,
+                          DLManagedTensor **outs) {
+  for (int i = 0; i < give_in; i++) {
+    describe(in, &args[i], args, i);
+    ins[i] = fz_byte(in) < 250 ? &args[i].t : NULL;
+  }
+  for (int o = 0; o < give_out; o++) {
+    Arg *a = &args[give_in + o];
+    describe(in, a, args, give_in + o);
+    outs[o] = fz_pick(in, 3) ? &a->m : NULL;
+  }
+}
+
+/* After the call: the guards checked, the outputs the callee allocated and the buffers
+ * freed. */
+static void finish_call(Arg *args, int give_in, int give_out, DLManagedTensor **outs) {
+  check_guards(args, give_in + give_out);
+  for (int o = 0; outs && o < give_out; o++)
+    if (outs[o] && outs[o] != &args[give_in + o].m) cf_tensor_free(outs[o]);
+  for (int i = 0; i < give_in + give_out; i++) free(args[i].buf);
+}
+
 /* Under CFUSER_FUZZ_PRINT: the arguments of a call (replaying a finding). */
 static void print_args(const char *what, const Arg *args, int n) {
   if (!getenv("CFUSER_FUZZ_PRINT")) return;

@@ -70,15 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Arg args[MAX_ARGS + 1];
   const DLTensor *ins[MAX_ARGS];
   DLManagedTensor *outs[MAX_ARGS];
-  for (int i = 0; i < give_in; i++) {
-    describe(&in, &args[i], args, i);
-    ins[i] = fz_byte(&in) < 250 ? &args[i].t : NULL;
-  }
-  for (int o = 0; o < give_out; o++) {
-    Arg *a = &args[give_in + o];
-    describe(&in, a, args, give_in + o);
-    outs[o] = fz_pick(&in, 3) ? &a->m : NULL;
-  }
+  describe_call(&in, args, give_in, give_out, ins, outs);
   cf_executor *e = execs[which];
   cf_status s = cf_executor_run(e, give_in, ins, give_out, outs);
   static long runs, accepted;
@@ -89,9 +81,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fprintf(stderr, "fuzz_run_args: internal error: %s\n", cf_executor_error(e));
     abort();
   }
-  check_guards(args, give_in + give_out);
-  for (int o = 0; o < give_out; o++)
-    if (outs[o] && outs[o] != &args[give_in + o].m) cf_tensor_free(outs[o]);
-  for (int i = 0; i < give_in + give_out; i++) free(args[i].buf);
+  finish_call(args, give_in, give_out, outs);
   return 0;
 }

@@ -187,6 +187,16 @@ static DLManagedTensor *ones(int rank, const int64_t *sizes) {
   return t;
 }
 
+/* A view of t's first *n elements as a 1-D tensor (not owned: no deleter). */
+static DLManagedTensor first_floats(const DLManagedTensor *t, int64_t *n) {
+  DLManagedTensor v = *t;
+  v.dl_tensor.ndim = 1;
+  v.dl_tensor.shape = n;
+  v.dl_tensor.strides = NULL;
+  v.deleter = NULL;
+  return v;
+}
+
 /* s = sum(a, 1) and y = b * s (two segments: the reduction, then the product). A caller's
  * s over b's first row is written by segment 0, which reads only a, and b is read by
  * segment 1: each segment's own check passes, y's first row would be 200 * 200. */
@@ -204,22 +214,14 @@ Test(execute_hostile, an_output_over_an_input_a_later_segment_reads_is_refused) 
   cr_assert_eq(cf_fusion_cache_last_segments(c), 2);
   cr_expect_eq(cf_tensor_get(&out[1]->dl_tensor, 0), 200);
   cf_tensor_free(out[0]), cf_tensor_free(out[1]);
-  DLManagedTensor over_b = *z; /* s given as a view of b's first 100 floats */
   int64_t n = 100;
-  over_b.dl_tensor.ndim = 1;
-  over_b.dl_tensor.shape = &n;
-  over_b.dl_tensor.strides = NULL;
-  over_b.deleter = NULL;
+  DLManagedTensor over_b = first_floats(z, &n); /* s given as a view of b's first 100 floats */
   DLManagedTensor *given[2] = {&over_b, NULL};
   EXPECT_EXEC_ERROR(cf_fusion_execute(c, 2, ins, 2, given), "execute: output 0 (T2) overlaps input 1 (T1) in memory; "
                                                             "outputs may not alias inputs or other outputs");
   cr_expect_eq(cf_tensor_get(&z->dl_tensor, 0), 1, "b was written");
   /* Two outputs of different segments over one buffer. */
-  DLManagedTensor *big = ones(2, sz), s_view = *big;
-  s_view.dl_tensor.ndim = 1;
-  s_view.dl_tensor.shape = &n;
-  s_view.dl_tensor.strides = NULL;
-  s_view.deleter = NULL;
+  DLManagedTensor *big = ones(2, sz), s_view = first_floats(big, &n);
   DLManagedTensor *both[2] = {&s_view, big};
   EXPECT_EXEC_ERROR(cf_fusion_execute(c, 2, ins, 2, both), "execute: output 1 (T4) overlaps output 0 (T2) in memory; "
                                                            "outputs may not alias inputs or other outputs");

@@ -38,14 +38,21 @@ static void *schedule(void *arg) {
   return NULL;
 }
 
-Test(scale, a_long_chain_schedules_on_a_small_stack_in_linear_memory) {
-  long before = peak_rss_kb();
+/* in -> neg -> relu -> neg -> ... (n ops) -> out over [1024] floats, in job->f. */
+static void chain(Job *job, int n) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *t = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){1024});
   cf_fusion_add_input(f, t);
-  for (int i = 0; i < CHAIN; i++) t = i % 2 ? cf_relu(f, t) : cf_neg(f, t);
+  for (int i = 0; i < n; i++) t = i % 2 ? cf_relu(f, t) : cf_neg(f, t);
   cf_fusion_add_output(f, t);
-  Job job = {f, t, -1, -1, -1};
+  *job = (Job){f, t, -1, -1, -1};
+}
+
+Test(scale, a_long_chain_schedules_on_a_small_stack_in_linear_memory) {
+  long before = peak_rss_kb();
+  Job job;
+  chain(&job, CHAIN);
+  cf_fusion *f = job.f;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, SMALL_STACK);
@@ -79,12 +86,9 @@ static double cpu_seconds(void) {
 Test(scale, lowering_a_40000_op_chain_takes_seconds) {
   enum { LONG_CHAIN = 40000 };
   double t0 = cpu_seconds();
-  cf_fusion *f = cf_fusion_create();
-  cf_tv *t = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){1024});
-  cf_fusion_add_input(f, t);
-  for (int i = 0; i < LONG_CHAIN; i++) t = i % 2 ? cf_relu(f, t) : cf_neg(f, t);
-  cf_fusion_add_output(f, t);
-  Job job = {f, t, -1, -1, -1};
+  Job job;
+  chain(&job, LONG_CHAIN);
+  cf_fusion *f = job.f;
   schedule(&job);
   cr_expect_eq(job.inline_most, CF_OK, "%s", cf_fusion_error(f));
   FILE *null = fopen("/dev/null", "w");
