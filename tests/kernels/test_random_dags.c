@@ -464,7 +464,9 @@ static void run_range_extra(int mode, unsigned extra, long default_count) {
   Counts c = run_seeds((uint64_t)first, (int)count, (int)env_num("CFUSER_FUZZ_JOBS", 1), known_failing, skip ? nknown : 0);
   cr_expect_eq(c.n[ST_MISMATCH], 0, "%d seeds gave wrong results (listed above)", c.n[ST_MISMATCH]);
   cr_expect_eq(c.n[ST_CRASH], 0, "%d seeds crashed (listed above)", c.n[ST_CRASH]);
-  cr_expect_geq(c.n[ST_ACCEPTED], count / 5, "only %d of %ld schedules were accepted", c.n[ST_ACCEPTED], count);
+  /* Issue 28's options refuse more (tensors read in two orders, symbolic local sizes). */
+  long floor = fuzz_extra ? count / 10 : count / 5;
+  cr_expect_geq(c.n[ST_ACCEPTED], floor, "only %d of %ld schedules were accepted", c.n[ST_ACCEPTED], count);
 }
 
 static void run_range(int mode) { run_range_extra(mode, 0, 400); }
@@ -474,13 +476,13 @@ Test(random_dags, run_like_the_evaluator, .timeout = 3000) { run_range(0); }
 /* Issue 28's options (dag_gen.h's DG_X_*) on mode 1's scheduled DAGs: transposes and
  * permutes under every inlining call, dead ops, half, bfloat16 and int32 inputs,
  * strided inputs of sizes 0 and 1 passed as reversed, broadcast or transposed views, and
- * an output given over an input (refused). CI runs 150 seeds; CFUSER_FUZZ_EXTRA picks
+ * an output given over an input (refused). CI runs 100 seeds; CFUSER_FUZZ_EXTRA picks
  * other options (a bit mask). */
-Test(random_dags, hostile_dags_run_like_the_evaluator, .timeout = 3000) { run_range_extra(1, DG_X_ALL, 150); }
+Test(random_dags, hostile_dags_run_like_the_evaluator, .timeout = 3000) { run_range_extra(1, DG_X_ALL, 100); }
 
 /* The same options on mode 4: unscheduled, through define and run. */
 Test(random_dags, hostile_define_and_run_like_the_evaluator, .timeout = 3000) {
-  run_range_extra(DG_UNSCHEDULED, DG_X_ALL, 150);
+  run_range_extra(DG_UNSCHEDULED, DG_X_ALL, 100);
 }
 
 /* The same DAGs with reduction axes parallelized too (block and warp reductions on
