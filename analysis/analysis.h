@@ -38,6 +38,11 @@ void *an_tab_get(const ValTab *t, const Val *k);
 
 /* ---- the pairwise map (id_graph.c) ------------------------------------------------------- */
 
+/* By Expr id, 1 for the tensor ops some fusion output depends on (the live ops; the only
+ * ones lowering computes, so the only ones the maps, the loop graph and inlining read),
+ * 0 for the rest: dead ops, transforms. malloc'd (caller frees); NULL when out of memory. */
+char *an_live_exprs(cf_fusion *f);
+
 /* True when p is a TensorView input of c's defining tensor Expr. */
 bool an_is_producer_of(const Val *p, const Val *c);
 
@@ -56,8 +61,10 @@ Val *an_pairwise_partner(const Val *from, const Val *to, const Val *id);
 
 /* A union-find over every IterDomain of a fusion, a snapshot taken at build time.
  * Built in two steps:
- *  1. pairwise-mapped axes of every producer/consumer pair are joined; a broadcast axis
- *     is joined with a non-broadcast axis only when `permissive`;
+ *  1. pairwise-mapped axes of every live producer/consumer pair are joined; a broadcast
+ *     axis is joined with a non-broadcast axis only when `permissive`; a join that would
+ *     put two logical or root axes of one tensor in one class (a transpose added to its
+ *     own input: `x^T + x`) is left out, so no tensor ever maps onto itself;
  *  2. forward propagation to a fixpoint: two splits with joined inputs, equal factors
  *     and equal inner flags join their outputs pairwise; likewise merges (inputs joined
  *     pairwise) and swizzles of the same type. When `permissive`, a merge with a
@@ -70,6 +77,10 @@ Val *an_pairwise_partner(const Val *from, const Val *to, const Val *id);
 typedef struct IdMap IdMap;
 /* NULL when out of memory (also recorded on f). */
 IdMap *an_idmap_build(cf_fusion *f, bool permissive);
+/* The first join the build left out because it would map a tensor onto itself: op
+ * pairs axes that other ops already relate to tensor tv's axes a and b (a tensor read in
+ * two orders, x^T + x). False when there was none. */
+bool an_idmap_self_mapping(const IdMap *m, const Expr **op, const Val **tv, const Val **a, const Val **b);
 /* Whether two IterDomains are in one class. Vals made after the build are in classes of
  * their own. */
 bool an_idmap_same(const IdMap *m, const Val *a, const Val *b);

@@ -264,6 +264,22 @@ static void check_groups(Build *c) {
   })
 }
 
+/* A tensor read in two orders in one kernel (x^T + x: x's axis 0 is the sum's axis 0
+ * through the add and its axis 1 through the transpose) has no loop, index or parallel
+ * type that is right for both reads: refused, as nvFuser refuses a self mapping. */
+static void check_self_mapping(Build *c) {
+  const Expr *op;
+  const Val *tv, *a, *b;
+  if (!an_idmap_self_mapping(c->m->exact, &op, &tv, &a, &b) && !an_idmap_self_mapping(c->m->permissive, &op, &tv, &a, &b))
+    return;
+  fail_status(c, CF_ERR_UNSUPPORTED,
+              "compile: %s's axes %s and %s are one axis through %s = %s(...) and the ops before it: the kernel "
+              "reads %s in two orders (as in x^T + x), which no loop nest computes; compute the transposed value in "
+              "a kernel of its own (define and run cuts the fusion there)",
+              TV((Val *)tv)->display_name, id_str(c, a), id_str(c, b), TV(op->out[0])->display_name,
+              ir_op_name(op->op), TV((Val *)tv)->display_name);
+}
+
 static void build(Build *c, cf_fusion *f) {
   LoopModel *m = c->m;
   m->tvs = ir_fusion_all_tvs_in(c->a, f, &m->ntvs);
@@ -272,6 +288,7 @@ static void build(Build *c, cf_fusion *f) {
   m->loops = an_loop_graph_build(f);
   if (!m->exact || !m->permissive || !m->loops || (f->vals.len && !m->tvs))
     fail_status(c, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
+  check_self_mapping(c);
   check_groups(c);
   promote(c);
   char *err = NULL;

@@ -19,14 +19,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/executor_internal.h"
 #include "executor/fusion_cache.h"
 #include "executor/repro.h"
+#include "ir/dtype.h"
 #include "scheduler/heuristic.h"
 
 cf_status fc_error(cf_fusion_cache *c, cf_status s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  sb_vset(&c->error, fmt, ap);
+  errmsg_vset(&c->error, fmt, ap);
   va_end(ap);
   return s;
 }
@@ -56,10 +58,12 @@ static void put_tensor(Sink *s, const DLTensor *t) {
   put(s, (int64_t)t->dtype.code | (int64_t)t->dtype.bits << 8 | (int64_t)t->dtype.lanes << 16 |
              (int64_t)t->ndim << 32 | (int64_t)(t->device.device_type & 0xff) << 40 | aligned16(t) << 48);
   for (int d = 0; d < t->ndim; d++) put(s, t->shape[d]);
-  int64_t stride = 1;
+  /* Unsigned: the row-major stride of absurd sizes wraps instead of overflowing (UB); such
+   * a call is refused by the checks after the lookup anyway. */
+  uint64_t stride = 1;
   for (int d = t->ndim - 1; d >= 0; d--) {
-    put(s, t->shape[d] == 1 ? 0 : t->strides ? t->strides[d] : stride);
-    stride *= t->shape[d];
+    put(s, t->shape[d] == 1 ? 0 : t->strides ? t->strides[d] : (int64_t)stride);
+    stride *= (uint64_t)t->shape[d];
   }
 }
 
@@ -203,6 +207,10 @@ void fc_entry_clear(cf_fusion_cache *c, FcEntry *en) {
     free(s->ins);
     free(s->outs);
   }
+  for (int i = 0; i < en->nseg; i++) {
+    for (int j = 0; en->seg[i].empty && j < en->seg[i].nout; j++) cf_tensor_free(en->seg[i].empty[j]);
+    free(en->seg[i].empty);
+  }
   for (int i = 0; i < en->nbuf; i++) cf_tensor_free(en->bufs[i]);
   free(en->seg);
   free(en->bufs);
@@ -224,13 +232,13 @@ void cf_fusion_cache_destroy(cf_fusion_cache *c) {
   free(c->kernels); /* empty: every kernel was released with its last segment */
   free(c->free_sym);
   cf_fusion_destroy(c->f);
-  free(c->error);
+  errmsg_free(&c->error);
   free(c);
 }
 
 const char *cf_fusion_cache_error(const cf_fusion_cache *c) {
   if (!c) return "fusion cache is NULL";
-  return c->error ? c->error : "";
+  return errmsg_get(&c->error);
 }
 int cf_fusion_cache_num_entries(const cf_fusion_cache *c) { return c ? c->len : 0; }
 int cf_fusion_cache_num_kernels(const cf_fusion_cache *c) { return c ? c->nkernels : 0; }
@@ -263,11 +271,12 @@ cf_executor *cf_fusion_cache_last_executor(const cf_fusion_cache *c, int i) {
 
 cf_status cf_fusion_cache_print_kernel(cf_fusion_cache *c, int i, FILE *out) {
   if (!c) return CF_ERR_INVALID_ARGUMENT;
+  errmsg_begin(&c->error);
   if (!c->last || i < 0 || i >= c->last->nseg)
     return fc_error(c, CF_ERR_INVALID_ARGUMENT, "print_kernel: segment %d out of range: the last call ran %d", i,
                     cf_fusion_cache_last_segments(c));
-  if (!c->last->seg[i].e) { /* a view: a reshape runs no kernel */
-    fprintf(out, "// segment %d: a view (reshape), no kernel\n", i);
+  if (!c->last->seg[i].e) { /* a view (a reshape) or outputs with no element run no kernel */
+    fprintf(out, "// segment %d: %s, no kernel\n", i, c->last->seg[i].empty ? "empty outputs" : "a view (reshape)");
     return CF_OK;
   }
   cf_fusion *g = c->last->seg[i].k->scheduled;
@@ -277,6 +286,7 @@ cf_status cf_fusion_cache_print_kernel(cf_fusion_cache *c, int i, FILE *out) {
 
 cf_status cf_fusion_cache_synchronize(cf_fusion_cache *c) {
   if (!c) return CF_ERR_INVALID_ARGUMENT;
+  errmsg_begin(&c->error);
   if (!c->last) return CF_OK;
   cf_executor *e = NULL; /* the last segment that launched (views launch nothing) */
   for (int i = c->last->nseg - 1; i >= 0 && !e; i--) e = c->last->seg[i].e;
@@ -306,6 +316,59 @@ static cf_status run_view(cf_fusion_cache *c, FcEntry *en, const FcSegment *s, i
   return CF_OK;
 }
 
+/* A segment whose outputs are all empty: a fusion output the caller did not give is
+ * allocated empty, one it gave must have the output's sizes; nothing runs. */
+static cf_status run_empty(cf_fusion_cache *c, FcSegment *s, int nin) {
+  for (int j = 0; j < s->nout; j++) {
+    const DLTensor *want = s->empty[j] ? &s->empty[j]->dl_tensor : NULL;
+    if (!want) continue;
+    if (!s->outs[j]) {
+      cf_dtype dt = CF_FLOAT;
+      ir_dtype_from_dl(want->dtype, &dt);
+      s->outs[j] = s->on_host ? cf_tensor_host(dt, want->ndim, want->shape) : cf_tensor_device(dt, want->ndim, want->shape);
+      if (!s->outs[j]) return fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+      continue;
+    }
+    const DLTensor *got = &s->outs[j]->dl_tensor;
+    bool same = got->ndim == want->ndim;
+    for (int d = 0; same && d < want->ndim; d++) same = got->shape && got->shape[d] == want->shape[d];
+    if (!same)
+      return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: output %d does not have the output's sizes (an empty "
+                      "tensor of rank %d)", s->out_ref[j] - nin, want->ndim);
+  }
+  return CF_OK;
+}
+
+/* Whether the call's tensor t (NULL: an output the cache allocates) has a readable
+ * footprint, written to lo and hi; an unreadable one is left to the segments' checks. */
+static bool footprint(const DLTensor *t, int64_t *lo, int64_t *hi) {
+  cf_dtype dt;
+  if (!t || t->ndim < 0 || t->ndim > CF_MAX_RANK || (t->ndim > 0 && !t->shape) || !ir_dtype_from_dl(t->dtype, &dt))
+    return false;
+  return exec_byte_range(t, (int64_t)cf_dtype_size(dt), lo, hi) && *lo < *hi;
+}
+
+/* Over the whole plan, as cf_executor_run does for one kernel: no output the caller gives
+ * may share memory with an input or another output. Each segment's run checks only its
+ * own tensors, but a segment may write an output over an input (or another output) that
+ * only a later segment reads, which then reads what was written. */
+static cf_status check_plan_aliasing(cf_fusion_cache *c, int nin, const DLTensor *const *in, int nout,
+                                     DLManagedTensor *const *out) {
+  for (int o = 0; o < nout; o++) {
+    int64_t lo, hi, qlo, qhi;
+    if (!out[o] || !footprint(&out[o]->dl_tensor, &lo, &hi)) continue;
+    for (int q = 0; q < nin + o; q++) {
+      const DLTensor *t = q < nin ? in[q] : out[q - nin] ? &out[q - nin]->dl_tensor : NULL;
+      if (!footprint(t, &qlo, &qhi) || !(lo < qhi && qlo < hi)) continue;
+      Val *ov = c->f->outputs.items[o], *qv = q < nin ? c->f->inputs.items[q] : c->f->outputs.items[q - nin];
+      return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: output %d (%s) overlaps %s %d (%s) in memory; outputs may "
+                      "not alias inputs or other outputs", o, TV(ov)->display_name, q < nin ? "input" : "output",
+                      q < nin ? q : q - nin, TV(qv)->display_name);
+    }
+  }
+  return CF_OK;
+}
+
 cf_status fc_run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
                           const DLTensor *const *in, int nout, DLManagedTensor **out) {
   cf_status st = CF_OK;
@@ -320,7 +383,9 @@ cf_status fc_run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool as
       int r = s->out_ref[j];
       s->outs[j] = r < nin + nout ? out[r - nin] : en->bufs[r - nin - nout];
     }
-    st = s->e ? run_kernel(c, s->e, stream, async, s->nin, s->ins, s->nout, s->outs) : run_view(c, en, s, nin, nout);
+    st = s->e       ? run_kernel(c, s->e, stream, async, s->nin, s->ins, s->nout, s->outs)
+         : s->empty ? run_empty(c, s, nin)
+                    : run_view(c, en, s, nin, nout);
     for (int j = 0; !st && j < s->nout; j++)
       if (s->out_ref[j] < nin + nout) out[s->out_ref[j] - nin] = s->outs[j];
   }
@@ -337,7 +402,8 @@ static cf_status run_entry(cf_fusion_cache *c, FcEntry *en, void *stream, bool a
   c->last = en;
   if (en->direct) return run_kernel(c, en->seg[0].e, stream, async, nin, in, nout, out);
   bool ran = false;
-  cf_status s = async ? fc_graph_run(c, en, stream, nin, in, nout, out, &ran) : CF_OK;
+  cf_status s = check_plan_aliasing(c, nin, in, nout, out); /* for the graph's launches too */
+  if (!s && async) s = fc_graph_run(c, en, stream, nin, in, nout, out, &ran);
   return s || ran ? s : fc_run_segments(c, en, stream, async, nin, in, nout, out);
 }
 
@@ -345,10 +411,18 @@ static cf_status run_entry(cf_fusion_cache *c, FcEntry *en, void *stream, bool a
 
 static cf_status check_counts(cf_fusion_cache *c, int nin, const DLTensor *const *in, int nout, DLManagedTensor **out) {
   if (c->status) return c->status;
-  if (nin != c->f->inputs.len || (nin && !in))
+  if (nin != c->f->inputs.len)
     return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: expected %d inputs, got %d", c->f->inputs.len, nin);
-  if (nout != c->f->outputs.len || !out)
+  if (nin && !in) return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: the array of %d inputs is NULL", nin);
+  for (int i = 0; i < nin; i++)
+    if (!in[i])
+      return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) is NULL", i,
+                      TV((Val *)c->f->inputs.items[i])->display_name);
+  if (nout != c->f->outputs.len)
     return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: expected %d outputs, got %d", c->f->outputs.len, nout);
+  if (!out)
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: the array of %d outputs is NULL (pass an array of NULL "
+                    "pointers for outputs the cache allocates)", nout);
   return CF_OK;
 }
 
@@ -382,6 +456,7 @@ static cf_status miss(cf_fusion_cache *c, uint64_t h, void *stream, bool async, 
 static cf_status execute(cf_fusion_cache *c, void *stream, bool async, int nin, const DLTensor *const *in, int nout,
                          DLManagedTensor **out) {
   if (!c) return CF_ERR_INVALID_ARGUMENT;
+  errmsg_begin(&c->error);
   cf_status s = check_counts(c, nin, in, nout, out);
   if (s) return s;
   Sink hash = {0xcbf29ce484222325ull, NULL, 0, NULL, 0, true};
@@ -396,7 +471,7 @@ static cf_status execute(cf_fusion_cache *c, void *stream, bool async, int nin, 
 cf_status cf_fusion_execute(cf_fusion_cache *c, int ninputs, const DLTensor *const *inputs, int noutputs,
                             DLManagedTensor **outputs) {
   cf_status s = execute(c, NULL, false, ninputs, inputs, noutputs, outputs);
-  if (s && c) exec_repro_failed(c->f, ninputs, inputs, true, c->opts.backend, s, c->error); /* $CFUSER_REPRO_DIR */
+  if (s && c) exec_repro_failed(c->f, ninputs, inputs, true, c->opts.backend, s, errmsg_get(&c->error)); /* $CFUSER_REPRO_DIR */
   return s;
 }
 

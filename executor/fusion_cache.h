@@ -32,6 +32,11 @@ typedef struct FcSegment {
   int *in_ref, *out_ref;
   const DLTensor **ins;  /* filled per run */
   DLManagedTensor **outs;
+  /* A segment whose outputs all have no element runs no kernel (e NULL, scheduler
+   * "empty"): per output, an empty host tensor of its dtype and sizes that a fusion output
+   * the caller did not give is made like (on the backend's device); NULL for intermediates. */
+  DLManagedTensor **empty;
+  bool on_host;          /* an empty segment: its outputs are host tensors */
 } FcSegment;
 
 typedef struct FcGraph FcGraph; /* fusion_graph.c */
@@ -57,7 +62,7 @@ struct cf_fusion_cache {
   cf_fusion *f;          /* the user's math, copied at creation */
   cf_executor_options opts;
   cf_status status;      /* sticky: the copy failed */
-  char *error;           /* malloc'd message of the last failure */
+  ErrMsg error;          /* the message of the last failure (ir.h: kept one call longer) */
   FcEntry **slots;       /* open addressing, power-of-two capacity */
   int cap, len, nkernels;
   int max_entries;       /* entries kept; the least recently used beyond it is evicted */

@@ -112,8 +112,7 @@ static cf_status capture(cf_fusion_cache *c, FcEntry *en, void *stream, int nin,
   cf_status s = fc_run_segments(c, en, stream, true, nin, in, nout, out);
   if (exec_graph_end(device, stream, s == CF_OK, &g->exec, err, sizeof err) || s || !g->exec.exec) {
     exec_graph_destroy(&g->exec);
-    free(c->error);
-    c->error = NULL; /* nothing ran: the caller runs the kernels and reports their errors */
+    errmsg_retract(&c->error); /* nothing ran: the caller runs the kernels and reports their errors */
     return g->failed = true, CF_OK;
   }
   remember(g, stream, nin, in, nout, out);

@@ -24,6 +24,7 @@
 #include "executor/exec_cuda.h"
 #include "executor/fusion_cache.h"
 #include "executor/exec_host.h"
+#include "ir/checked.h"
 #include "ir/dtype.h"
 #include "lower/lower.h"
 
@@ -39,6 +40,7 @@ typedef struct Planner {
   PtrVec views;               /* those a view row makes (a header pointed at its input) */
   bool dump;
   SchedDevice dev;            /* what the heuristics plan for (plan_device) */
+  bool host;                  /* the backend the segments run on is the host */
 } Planner;
 
 /* ---- 1. the inputs ------------------------------------------------------------------------ */
@@ -53,6 +55,11 @@ static cf_status check_sizes(cf_fusion_cache *c, int i, Val *tv, const DLTensor 
       return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) has size %lld in dimension %d, expected %lld",
                       i, TV(tv)->display_name, (long long)t->shape[d], d, (long long)want);
   }
+  int64_t numel;
+  size_t bytes;
+  if (!ck_numel(t->ndim, t->shape, &numel) || !ck_bytes(numel, cf_dtype_size(tv->dtype), 1, &bytes))
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) has sizes whose byte count overflows int64", i,
+                    TV(tv)->display_name);
   return CF_OK;
 }
 
@@ -105,6 +112,13 @@ static SchedDevice plan_device(const cf_fusion_cache *c) {
   if (in->l2_bytes > 0) d.l2_bytes = in->l2_bytes;
   if (in->cc_major < 9) d.max_cluster = 1;
   return d;
+}
+
+/* Whether the segments run on the host backend (where their buffers live). */
+static bool plan_on_host(const cf_fusion_cache *c) {
+  cf_backend b;
+  char err[256];
+  return exec_backend_choose(c->opts.backend, cuda_usable, &b, err, sizeof err) != CF_OK || b == CF_BACKEND_HOST;
 }
 
 /* ---- where a segment's tensors come from --------------------------------------------------- */
@@ -240,6 +254,37 @@ static bool applied(cf_fusion **g, const SchedCall *call, const SchedPlan *plan,
   return s == CF_OK && sched_params_equal(&used, &plan->params);
 }
 
+/* Whether every output of the segment has an axis of size 0 (nothing to compute). */
+static bool all_empty(const SchedSegment *seg) {
+  for (int j = 0; j < seg->nout; j++) {
+    int64_t sizes[CF_MAX_RANK], numel = 1;
+    int n = kept_sizes(seg->outs[j], sizes);
+    for (int a = 0; a < n; a++) numel *= sizes[a];
+    if (numel) return false;
+  }
+  return seg->nout > 0;
+}
+
+/* The row of a segment whose outputs are all empty: no scheduler, no kernel. */
+static const SchedRow empty_row = {.name = "empty", .kind = SCHED_ROW_VIEW};
+
+/* A segment whose outputs are all empty: no scheduler, no kernel; each fusion output it
+ * computes is allocated empty at each run (fusion_cache.c), intermediates with the entry. */
+static cf_status plan_empty(Planner *p, const SchedSegment *seg, FcSegment *out) {
+  out->plan.row = &empty_row;
+  out->on_host = p->host;
+  out->empty = calloc((size_t)seg->nout + 1, sizeof *out->empty);
+  if (!out->empty) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+  for (int j = 0; j < seg->nout; j++) {
+    int64_t sizes[CF_MAX_RANK];
+    int n = kept_sizes(seg->outs[j], sizes);
+    if (out->out_ref[j] >= p->nin + p->nout) continue;
+    if (!(out->empty[j] = cf_tensor_host(seg->outs[j]->dtype, n, sizes)))
+      return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+  }
+  return CF_OK;
+}
+
 static bool lowering_refused(cf_status s) { return s == CF_ERR_INVALID_SCHEDULE || s == CF_ERR_UNSUPPORTED; }
 
 /* The kernel of segment seg with free sizes: the plan applied to the copy whose free sizes
@@ -313,6 +358,7 @@ static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int ns
   bool aligned = true;
   cf_status s = wire(p, seg, out, &call, &aligned);
   if (s) return s;
+  if (all_empty(seg)) return plan_empty(p, seg, out);
   cf_fusion *g = copy_segment(p, seg);
   if (!g || g->status) {
     s = g ? fc_error(p->c, g->status, "execute: %s", cf_fusion_error(g)) : fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
@@ -355,9 +401,7 @@ static cf_status alloc_bufs(Planner *p, FcEntry *en) {
   en->bufs = calloc((size_t)en->nbuf + 1, sizeof *en->bufs);
   en->given = calloc((size_t)p->nout + 1, sizeof *en->given);
   if (!en->bufs || !en->given) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  bool host = true;
-  for (int k = 0; k < en->nseg; k++)
-    if (en->seg[k].e) host = cf_executor_backend(en->seg[k].e) == CF_BACKEND_HOST;
+  bool host = p->host;
   for (int i = 0; i < en->nbuf; i++) {
     Val *tv = p->bufs.items[i];
     int64_t sizes[CF_MAX_RANK];
@@ -429,7 +473,8 @@ cf_status fc_plan(cf_fusion_cache *c, const DLTensor *const *in, int nout, DLMan
   if (s || !en) return s ? s : fc_error(c, CF_ERR_INTERNAL, "internal error: execute: a call unreadable for its "
                                         "signature passed the checks; please report this bug");
   Planner p = {c, NULL, calloc((size_t)c->f->vals.len + 1, sizeof(Val *)), arena_create(), in, c->f->inputs.len, nout,
-               out, {0}, {0}, lower_dump_requested("segments"), plan_device(c)};
+               out, {0}, {0}, lower_dump_requested("segments"), plan_device(c),
+               plan_on_host(c)};
   cf_fusion *w = p.fmap && p.a ? concrete_copy(c, in, p.fmap) : NULL;
   if (!w) s = fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   else if (ir_check_extents(w, "execute") || sched_prepare_views(w, in)) s = fc_error(c, w->status, "%s", cf_fusion_error(w));

@@ -77,13 +77,6 @@ bool ir_reduction_widens_int(IrOp op) {
   }
 }
 
-cf_dtype ir_reduction_acc_dtype(cf_dtype in, cf_dtype out) {
-  if (ir_dtype_is_welford(out)) return out;
-  if (in == CF_DOUBLE || out == CF_DOUBLE) return CF_DOUBLE;
-  if (ir_dtype_is_float(in) || ir_dtype_is_float(out)) return CF_FLOAT;
-  return CF_INT64;
-}
-
 cf_fusion *cf_fusion_create(void) {
   cf_fusion *f = calloc(1, sizeof *f);
   if (!f) return NULL;

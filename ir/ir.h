@@ -58,6 +58,24 @@ char *sb_take(StrBuf *b);
 /* Frees the malloc'd message *slot (an error slot) and puts the formatted text there. */
 void sb_vset(char **slot, const char *fmt, va_list ap);
 
+/* The last error message of an object whose errors are not sticky (an executor, a fusion
+ * cache), kept so that `check(call(o), error(o))` never reads freed memory whichever
+ * argument C evaluates first: a message stays valid until the end of the object's second
+ * public call after the one that set it. Each public call begins with errmsg_begin; its
+ * first errmsg_set moves the current message aside (freeing the one before), later sets
+ * in the same call replace only the current one. */
+typedef struct ErrMsg {
+  char *cur, *prev; /* malloc'd, or NULL */
+  bool fresh;       /* cur was set by the call in progress */
+} ErrMsg;
+void errmsg_begin(ErrMsg *m);
+void errmsg_vset(ErrMsg *m, const char *fmt, va_list ap);
+/* Forgets what the call in progress set (a refusal it recovered from): the message
+ * before it is current again. */
+void errmsg_retract(ErrMsg *m);
+const char *errmsg_get(const ErrMsg *m); /* "" when there is none */
+void errmsg_free(ErrMsg *m);
+
 /* ---- operations ----------------------------------------------------------------------- */
 
 typedef enum OpKind {
@@ -170,11 +188,6 @@ bool ir_op_is_reduction(IrOp op);
 IrOp ir_reduction_combine(IrOp op);
 ReduceIdentity ir_reduction_identity(IrOp op);
 bool ir_reduction_widens_int(IrOp op);
-/* The type a reduction of `in` elements producing `out` accumulates in: a Welford state
- * its own, double if either is double, float for the other floating types (half and
- * bfloat16 never hold a partial), else int64. Lowering's accumulators and the partials a
- * scheduler's rfactor keeps both take it. */
-cf_dtype ir_reduction_acc_dtype(cf_dtype in, cf_dtype out);
 
 const char *ir_op_name(IrOp op);
 OpKind ir_op_kind(IrOp op);

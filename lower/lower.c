@@ -32,6 +32,7 @@ static const struct {
     {"sync", lower_sync},
     {"tmem_lifetime", lower_tmem_lifetime},
     {"unswitch", lower_unswitch},
+    {"local_reuse", lower_local_reuse},
     {"smem_layout", lower_smem_layout},
 };
 

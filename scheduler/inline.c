@@ -93,16 +93,26 @@ typedef struct LoopCheck {
   Val **tvs;
   int ntvs;
   bool any_reduction; /* no reduction axis anywhere: no reduction to protect */
+  char *live;         /* by Expr id: ops an output depends on (an_live_exprs) */
 } LoopCheck;
+
+/* The consumers inlining is decided by: a dead op (nothing the outputs need) computes
+ * nothing, so it neither limits nor shares a producer's loops (the loop graph and the
+ * maps leave it out too). */
+#define FOR_LIVE_CONSUMERS(lc, tv, c, body)                                            \
+  FOR_CONSUMERS(tv, c, {                                                               \
+    if ((lc)->live[c->def->id]) body                                                   \
+  })
 
 static void loop_check_free(LoopCheck *lc) {
   an_loop_graph_free(lc->g);
   arena_destroy(lc->scratch);
+  free(lc->live);
 }
 
 static bool loop_check_init(cf_fusion *f, LoopCheck *lc) {
-  *lc = (LoopCheck){an_loop_graph_build(f), arena_create(), NULL, 0, false};
-  if (lc->g && lc->scratch) lc->tvs = ir_fusion_all_tvs_in(lc->scratch, f, &lc->ntvs);
+  *lc = (LoopCheck){an_loop_graph_build(f), arena_create(), NULL, 0, false, an_live_exprs(f)};
+  if (lc->g && lc->scratch && lc->live) lc->tvs = ir_fusion_all_tvs_in(lc->scratch, f, &lc->ntvs);
   for (int a = 0; a < lc->ntvs; a++)
     for (int j = 0; j < TV(lc->tvs[a])->nloop; j++) lc->any_reduction |= ID(TV(lc->tvs[a])->loop[j])->iter_type == CF_ITER_REDUCTION;
   if (lc->tvs) return true;
@@ -119,12 +129,12 @@ static void reduction_limit(const LoopCheck *lc, Val *tv, Limit *l) {
   Val **tvs = lc->tvs;
   int ntvs = lc->ntvs;
   int nconsumers = 0;
-  FOR_CONSUMERS(tv, c, { (void)c; nconsumers++; })
+  FOR_LIVE_CONSUMERS(lc, tv, c, { (void)c; nconsumers++; })
   Val **ids = malloc(sizeof(Val *) * (size_t)(nconsumers + 1));
   for (int i = 0; ids && i < l->pos; i++) {
     int n = 0;
     ids[n++] = TV(tv)->loop[i];
-    FOR_CONSUMERS(tv, c, {
+    FOR_LIVE_CONSUMERS(lc, tv, c, {
       if (i < TV(c)->nloop) ids[n++] = TV(c)->loop[i];
     })
     /* With one consumer the loops joined are a producer's and its consumer's: nothing can
@@ -143,7 +153,7 @@ static void reduction_limit(const LoopCheck *lc, Val *tv, Limit *l) {
 static Limit max_pos(const IdMap *m, const LoopCheck *lc, Val *tv, bool best_effort) {
   Limit l;
   self_limit(tv, best_effort, &l);
-  FOR_CONSUMERS(tv, c, { consumer_limit(m, tv, c, best_effort, &l); })
+  FOR_LIVE_CONSUMERS(lc, tv, c, { consumer_limit(m, tv, c, best_effort, &l); })
   if (l.pos > 0) reduction_limit(lc, tv, &l);
   return l;
 }
@@ -234,7 +244,7 @@ static cf_status inline_at(cf_fusion *f, const IdMap *m, LoopCheck *lc, Val *tv,
   if (p > l.pos) return refuse(f, what, tv, pos, &l);
   if (p <= t->ca_pos) return CF_OK;
   t->ca_pos = p;
-  FOR_CONSUMERS(tv, c, {
+  FOR_LIVE_CONSUMERS(lc, tv, c, {
     update_max_producer_pos(m, c);
     for (int j = 0; j < p && j < TV(c)->nloop; j++) an_loop_graph_join(lc->g, t->loop[j], TV(c)->loop[j]);
   })

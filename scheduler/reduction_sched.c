@@ -74,16 +74,13 @@ static Val *the_reduction(cf_fusion *f) {
   return NULL;
 }
 
-/* rfactor of r over the given loop axes (those < 0 skipped), the partial retyped to the
- * reduction's accumulation type. */
+/* rfactor of r over the given loop axes (those < 0 skipped); the partial is in the
+ * reduction's accumulation type (cf_rfactor: float for half and bfloat16). */
 static cf_tv *rfactor(cf_fusion *f, cf_tv *r, int n, const int *axes) {
   int list[4], k = 0;
   for (int i = 0; i < n; i++)
     if (axes[i] >= 0) list[k++] = axes[i];
-  cf_dtype in = ir_tv(r)->def->in[0]->dtype, out = ir_tv(r)->dtype;
-  cf_tv *rf = cf_rfactor(f, r, k, list);
-  if (rf) ir_tv(rf)->dtype = ir_reduction_acc_dtype(in, out);
-  return rf;
+  return cf_rfactor(f, r, k, list);
 }
 
 /* The inputs that vary along the innermost axis (the reduction's rank, the last axis not

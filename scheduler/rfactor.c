@@ -20,6 +20,7 @@
  * inlined into T1 before stays inlined into T2 at the same positions. */
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "scheduler/sched.h"
 
 typedef struct Rf {
@@ -200,7 +201,8 @@ static Val *make_partial(Rf *rf) {
     loop[a] = an_tab_get(&rf->p, t->loop[a]);
     ID(loop[a])->ptype = ID(t->loop[a])->ptype;
   }
-  Val *t2 = ir_tv_new(f, rf->tv->dtype, nl, logical);
+  /* The partials are sums in the accumulation type (float for half and bfloat16). */
+  Val *t2 = ir_tv_new(f, ir_dtype_accumulate(rf->tv->dtype), nl, logical);
   if (!t2) return oom(f), NULL;
   TV(t2)->root = root;
   TV(t2)->nroot = t->nroot;

@@ -44,7 +44,8 @@ typedef struct cf_fusion_cache cf_fusion_cache;
  * and every execute returns it. */
 CF_API cf_fusion_cache *cf_fusion_cache_create(cf_fusion *f, const cf_executor_options *opts);
 CF_API void cf_fusion_cache_destroy(cf_fusion_cache *c);
-/* The message of the last failed call on c, or "". */
+/* The message of the last failed call on c, or "". It stays valid until the second
+ * failing call on c after it (or cf_fusion_cache_destroy), as cf_executor_error's does. */
 CF_API const char *cf_fusion_cache_error(const cf_fusion_cache *c);
 
 /* Runs the fusion: the same conventions as cf_executor_run (one input per fusion input,

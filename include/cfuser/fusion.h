@@ -33,7 +33,8 @@ CF_API cf_fusion *cf_fusion_create(void);
 CF_API void cf_fusion_destroy(cf_fusion *f);
 /* CF_OK, or the status of the first failed call on f. */
 CF_API cf_status cf_fusion_status(const cf_fusion *f);
-/* The message of the first failed call on f, or "" when there was none. */
+/* The message of the first failed call on f, or "" when there was none. Errors are
+ * sticky, so it stays valid until cf_fusion_clear_error or cf_fusion_destroy. */
 CF_API const char *cf_fusion_error(const cf_fusion *f);
 /* Forgets the recorded error so the fusion can be used again (e.g. after a test). */
 CF_API void cf_fusion_clear_error(cf_fusion *f);

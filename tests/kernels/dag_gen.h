@@ -7,6 +7,13 @@
  * reference, propagation, sometimes transforms on another tensor, thread and block
  * parallelization, Unroll and Unswitch, memory types, and a random sequence of inlining calls (inline_most,
  * inline_at, inline_at_best_effort, inline_all_at, compute_at) at random positions.
+ * Issue 28's options (DgCase.extra, on top of any mode; none is on in modes 0-4, whose
+ * seeds draw exactly what they drew before): transposes and permutes (of axes of equal
+ * sizes, so the result combines with untransposed values: x^T + x) and double
+ * transposes; dead ops (values nothing uses); half, bfloat16 and int32 inputs; strided
+ * inputs of symbolic sizes, some 0 or 1, which the test passes as reversed (negative
+ * stride), broadcast (zero stride) or transposed views; and (the test's part) a caller
+ * output aliasing an input, which must be refused.
  * Header-only; only the fuzz test includes it. */
 #ifndef CFUSER_DAG_GEN_H
 #define CFUSER_DAG_GEN_H
@@ -53,7 +60,21 @@ typedef struct DgCase {
   int nin;
   int64_t in_sizes[DG_MAX_INPUTS][3];
   int in_rank[DG_MAX_INPUTS];
+  unsigned extra;                  /* DG_X_* options (issue 28) */
+  bool strided;                    /* DG_X_SHAPES: inputs of arbitrary strides */
+  cf_dtype in_dtype[DG_MAX_INPUTS]; /* each input's dtype (float unless DG_X_DTYPES) */
+  cf_dtype low;                    /* DG_X_DTYPES: the case's other dtype */
 } DgCase;
+
+/* Issue 28's generator options, bits of DgCase.extra. */
+enum {
+  DG_X_TRANSPOSE = 1, /* transposes and permutes under every inlining call */
+  DG_X_DEAD = 2,      /* dead ops */
+  DG_X_DTYPES = 4,    /* half, bfloat16 and int32 inputs, reduced like the others */
+  DG_X_SHAPES = 8,    /* strided symbolic inputs: sizes 0 and 1, negative and zero strides */
+  DG_X_ALIAS = 16,    /* (the test) a caller output over an input, which must be refused */
+  DG_X_ALL = 31
+};
 
 static inline unsigned dg_full(const DgCase *c) { return (1u << c->rank) - 1; }
 
@@ -67,12 +88,22 @@ static inline int dg_add(DgCase *c, cf_tv *tv, int a, int b, unsigned mask) {
   return c->nv++;
 }
 
+/* DG_X_DTYPES: the dtype of a new input: float half the time, else half, bfloat16 or
+ * int32 (one per case, so values of one 16-bit type meet float ones). */
+static inline cf_dtype dg_input_dtype(DgCase *c) {
+  if (!(c->extra & DG_X_DTYPES)) return CF_FLOAT;
+  return dg_rnd(&c->r, 2) ? CF_FLOAT : c->low;
+}
+
 static inline int dg_input(DgCase *c, unsigned mask) {
   int64_t sizes[3];
   int n = 0;
   for (int a = 0; a < c->rank; a++)
     if (mask & (1u << a)) sizes[n++] = c->sizes[a];
-  cf_tv *tv = c->symbolic ? cf_tensor_symbolic(c->f, CF_FLOAT, n) : cf_tensor_concrete(c->f, CF_FLOAT, n, sizes);
+  cf_dtype dt = c->nin < DG_MAX_INPUTS ? c->in_dtype[c->nin] = dg_input_dtype(c) : CF_FLOAT;
+  cf_tv *tv = c->strided    ? cf_tensor_strided(c->f, dt, n)
+              : c->symbolic ? cf_tensor_symbolic(c->f, dt, n)
+                            : cf_tensor_concrete(c->f, dt, n, sizes);
   cf_fusion_add_input(c->f, tv);
   memcpy(c->in_sizes[c->nin], sizes, sizeof sizes);
   c->in_rank[c->nin++] = n;
@@ -144,7 +175,9 @@ static inline int dg_reduction(DgCase *c) {
   bool max = c->par_red && dg_rnd(&c->r, 3) == 0;
   unsigned low = dg_full(c) & ~(1u << axis);
   int s;
-  if (c->welford && dg_rnd(&c->r, 2)) { /* the mean or the variance, through states */
+  cf_dtype pdt = cf_tv_dtype(c->v[p].tv);
+  bool floating = pdt == CF_FLOAT || pdt == CF_DOUBLE || pdt == CF_HALF || pdt == CF_BFLOAT16;
+  if (c->welford && dg_rnd(&c->r, 2) && floating) { /* the mean or the variance, through states */
     int w = dg_add(c, cf_welford(c->f, c->v[p].tv, 1, &axis), p, -1, low);
     if (w < 0) return -1;
     c->v[w].states = c->v[w].red = true;
@@ -168,6 +201,54 @@ static inline int dg_reduction(DgCase *c) {
   return dg_add(c, z, p, b, dg_full(c));
 }
 
+/* ---- issue 28's options ------------------------------------------------------------ */
+
+/* DG_X_SHAPES: strided inputs of symbolic sizes, an axis of size 0 or 1 now and then;
+ * DG_X_TRANSPOSE: often every axis of one size, so that any two axes can be swapped. */
+static inline void dg_extra_shapes(DgCase *c) {
+  static const cf_dtype low[3] = {CF_HALF, CF_BFLOAT16, CF_INT32};
+  if (c->extra & DG_X_DTYPES) c->low = low[dg_rnd(&c->r, 3)];
+  if ((c->extra & DG_X_TRANSPOSE) && dg_rnd(&c->r, 2))
+    for (int a = 1; a < c->rank; a++) c->sizes[a] = c->sizes[0];
+  if (!(c->extra & DG_X_SHAPES)) return;
+  c->symbolic = c->strided = dg_rnd(&c->r, 3) == 0;
+  int k = (int)dg_rnd(&c->r, 8), a = (int)dg_rnd(&c->r, (uint32_t)c->rank);
+  if (c->symbolic && k == 0) c->sizes[a] = 0;
+  else if (c->symbolic && k < 3) c->sizes[a] = 1;
+}
+
+/* A transpose of a full-rank value: of two axes of equal size (the result meets
+ * untransposed values, x^T + x), a rotation of three equal axes, or two transposes back. */
+static inline int dg_transpose(DgCase *c, int v) {
+  if (v < 0) return -1;
+  cf_tv *x = c->v[v].tv, *y;
+  int a = (int)dg_rnd(&c->r, (uint32_t)c->rank), b = (a + 1 + (int)dg_rnd(&c->r, (uint32_t)c->rank - 1)) % c->rank;
+  bool equal = c->sizes[a] == c->sizes[b];
+  if (c->rank == 3 && c->sizes[0] == c->sizes[1] && c->sizes[1] == c->sizes[2] && dg_rnd(&c->r, 3) == 0)
+    y = cf_permute(c->f, x, 3, (int[]){1, 2, 0});
+  else if (equal && dg_rnd(&c->r, 4))
+    y = cf_transpose(c->f, x, a, b);
+  else
+    y = cf_transpose(c->f, cf_transpose(c->f, x, a, b), a, b);
+  return dg_add(c, y, v, -1, dg_full(c));
+}
+
+/* DG_X_DEAD: one to three ops nothing uses (unary, binary, a transpose, a sum), reading
+ * any values. */
+static inline void dg_dead_ops(DgCase *c) {
+  int n = 1 + (int)dg_rnd(&c->r, 3);
+  for (int i = 0; i < n && c->nv < DG_MAX_VALS - 4; i++) {
+    int p = dg_pick(c, dg_full(c)), axis = (int)dg_rnd(&c->r, (uint32_t)c->rank);
+    if (p < 0) return;
+    switch (dg_rnd(&c->r, 4)) {
+    case 0: dg_unary(c, p); break;
+    case 1: dg_binary(c, p, dg_pick(c, dg_full(c))); break;
+    case 2: dg_add(c, cf_transpose(c->f, cf_transpose(c->f, c->v[p].tv, 0, 1), 0, 1), p, -1, dg_full(c)); break;
+    default: dg_add(c, cf_sum(c->f, c->v[p].tv, 1, &axis), p, -1, dg_full(c) & ~(1u << axis)); break;
+    }
+  }
+}
+
 /* The math: inputs, 3-7 random ops, outputs; unused values are folded into the last. */
 static inline void dg_build_math(DgCase *c) {
   c->rank = 2 + (int)dg_rnd(&c->r, 2);
@@ -177,6 +258,7 @@ static inline void dg_build_math(DgCase *c) {
     c->sizes[c->rank - 1] = warpish[dg_rnd(&c->r, 4)];
   }
   c->symbolic = dg_rnd(&c->r, 4) == 0;
+  if (c->extra) dg_extra_shapes(c);
   dg_input(c, dg_full(c));
   if (dg_rnd(&c->r, 2)) dg_input(c, dg_full(c));
   if (dg_rnd(&c->r, 2)) dg_input(c, 1u << (c->rank - 1));
@@ -184,7 +266,8 @@ static inline void dg_build_math(DgCase *c) {
   int nops = 3 + (int)dg_rnd(&c->r, 5), last = 0;
   for (int i = 0; i < nops; i++) {
     int k = (int)dg_rnd(&c->r, 8), v;
-    if (k < 2) v = dg_unary(c, dg_pick(c, dg_full(c)));
+    if ((c->extra & DG_X_TRANSPOSE) && dg_rnd(&c->r, 3) == 0) v = dg_transpose(c, dg_pick(c, dg_full(c)));
+    else if (k < 2) v = dg_unary(c, dg_pick(c, dg_full(c)));
     else if (k < 4) v = dg_binary(c, dg_pick(c, dg_full(c)), dg_pick(c, dg_full(c)));
     else if (k < 6) v = dg_broadcast_op(c);
     else v = dg_reduction(c);
@@ -204,6 +287,7 @@ static inline void dg_build_math(DgCase *c) {
   c->v[last].output = true;
   for (int i = 0; i < c->nv; i++)
     if (c->v[i].output) cf_fusion_add_output(c->f, c->v[i].tv);
+  if (c->extra & DG_X_DEAD) dg_dead_ops(c);
 }
 
 /* Whether the tracked axes keep every axis derived from a reduced axis innermost and
@@ -374,9 +458,11 @@ static inline void dg_schedule(DgCase *c) {
 /* Mode 4: mode 3's math left unscheduled, for define and run (cf_fusion_execute). */
 enum { DG_UNSCHEDULED = 4 };
 
-/* Builds and schedules the case of one seed into c->f (a fresh fusion). */
-static inline void dg_build(DgCase *c, cf_fusion *f, uint64_t seed, int mode) {
+/* Builds and schedules the case of one seed into c->f (a fresh fusion), with issue 28's
+ * options `extra` (DG_X_*) on top of the mode's. */
+static inline void dg_build_extra(DgCase *c, cf_fusion *f, uint64_t seed, int mode, unsigned extra) {
   memset(c, 0, sizeof *c);
+  c->extra = extra;
   c->f = f;
   c->par_red = mode >= 1;
   c->global = mode == 2;
@@ -386,5 +472,7 @@ static inline void dg_build(DgCase *c, cf_fusion *f, uint64_t seed, int mode) {
   dg_build_math(c);
   if (cf_fusion_status(f) == CF_OK && mode != DG_UNSCHEDULED) dg_schedule(c);
 }
+
+static inline void dg_build(DgCase *c, cf_fusion *f, uint64_t seed, int mode) { dg_build_extra(c, f, seed, mode, 0); }
 
 #endif

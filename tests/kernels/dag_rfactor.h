@@ -94,13 +94,14 @@ static inline void dr_schedule(DgCase *c) {
   for (int i = 0; i < calls; i++) dg_inline_call(c, ref);
 }
 
-/* dg_build, and mode 5: mode 3's math (reductions parallelized, Welford) with dr_schedule. */
-static inline void dg_build_any(DgCase *c, cf_fusion *f, uint64_t seed, int mode) {
+/* dg_build_extra, and mode 5: mode 3's math (reductions parallelized, Welford) with
+ * dr_schedule; extra: issue 28's options (DG_X_*). */
+static inline void dg_build_any(DgCase *c, cf_fusion *f, uint64_t seed, int mode, unsigned extra) {
   if (mode != DG_RFACTOR) {
-    dg_build(c, f, seed, mode);
+    dg_build_extra(c, f, seed, mode, extra);
     return;
   }
-  dg_build(c, f, seed, DG_UNSCHEDULED);
+  dg_build_extra(c, f, seed, DG_UNSCHEDULED, extra);
   if (cf_fusion_status(f) == CF_OK) dr_schedule(c);
 }
 
