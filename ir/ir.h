@@ -76,66 +76,110 @@ typedef enum OpKind {
   OPK_TRANSFORM  /* split / merge / swizzle of IterDomains */
 } OpKind;
 
-/* X(enumerator, printed name, kind, C expression template for codegen and the evaluator:
- * %0 %1 %2 are the operands). Scalar arithmetic reuses the binary entries. */
-#define IR_OP_TABLE(X)                                                   \
-  X(OP_SET, "Set", OPK_SET, "%0")                                        \
-  X(OP_NEG, "neg", OPK_UNARY, "(-%0)")                                   \
-  X(OP_ABS, "abs", OPK_UNARY, "fabs(%0)")                                \
-  X(OP_EXP, "exp", OPK_UNARY, "exp(%0)")                                 \
-  X(OP_LOG, "log", OPK_UNARY, "log(%0)")                                 \
-  X(OP_SQRT, "sqrt", OPK_UNARY, "sqrt(%0)")                              \
-  X(OP_RSQRT, "rsqrt", OPK_UNARY, "rsqrt(%0)")                           \
-  X(OP_RECIPROCAL, "reciprocal", OPK_UNARY, "reciprocal(%0)")            \
-  X(OP_RELU, "relu", OPK_UNARY, "relu(%0)")                              \
-  X(OP_SIGMOID, "sigmoid", OPK_UNARY, "sigmoid(%0)")                     \
-  X(OP_TANH, "tanh", OPK_UNARY, "tanh(%0)")                              \
-  X(OP_GELU, "gelu", OPK_UNARY, "gelu(%0)")                              \
-  X(OP_SIN, "sin", OPK_UNARY, "sin(%0)")                                 \
-  X(OP_COS, "cos", OPK_UNARY, "cos(%0)")                                 \
-  X(OP_TAN, "tan", OPK_UNARY, "tan(%0)")                                 \
-  X(OP_ERF, "erf", OPK_UNARY, "erf(%0)")                                 \
-  X(OP_FLOOR, "floor", OPK_UNARY, "floor(%0)")                           \
-  X(OP_CEIL, "ceil", OPK_UNARY, "ceil(%0)")                              \
-  X(OP_WELFORD_AVG, "welford_avg", OPK_UNARY, "cf_welford_avg(%0)")      \
-  X(OP_WELFORD_M2, "welford_m2", OPK_UNARY, "cf_welford_m2(%0)")         \
-  X(OP_WELFORD_N, "welford_n", OPK_UNARY, "cf_welford_n(%0)")            \
-  X(OP_CAST, "cast", OPK_CAST, "%0")                                     \
-  X(OP_ADD, "add", OPK_BINARY, "(%0 + %1)")                              \
-  X(OP_SUB, "sub", OPK_BINARY, "(%0 - %1)")                              \
-  X(OP_MUL, "mul", OPK_BINARY, "(%0 * %1)")                              \
-  X(OP_DIV, "div", OPK_BINARY, "(%0 / %1)")                              \
-  X(OP_MAX, "max", OPK_BINARY, "fmax(%0, %1)")                           \
-  X(OP_MIN, "min", OPK_BINARY, "fmin(%0, %1)")                           \
-  X(OP_POW, "pow", OPK_BINARY, "pow(%0, %1)")                            \
-  X(OP_EQ, "eq", OPK_BINARY, "(%0 == %1)")                               \
-  X(OP_NE, "ne", OPK_BINARY, "(%0 != %1)")                               \
-  X(OP_LT, "lt", OPK_BINARY, "(%0 < %1)")                                \
-  X(OP_LE, "le", OPK_BINARY, "(%0 <= %1)")                               \
-  X(OP_GT, "gt", OPK_BINARY, "(%0 > %1)")                                \
-  X(OP_GE, "ge", OPK_BINARY, "(%0 >= %1)")                               \
-  X(OP_CEILDIV, "ceilDiv", OPK_BINARY, "ceilDiv(%0, %1)")                \
-  X(OP_MOD, "mod", OPK_BINARY, "(%0 % %1)")                              \
-  X(OP_AND, "logical_and", OPK_BINARY, "(%0 && %1)")                     \
-  X(OP_XOR, "bitwise_xor", OPK_BINARY, "(%0 ^ %1)")                      \
-  X(OP_WHERE, "where", OPK_TERNARY, "(%0 ? %1 : %2)")                    \
-  X(OP_BROADCAST, "broadcast", OPK_BROADCAST, "%0")                      \
-  X(OP_SUM, "sum", OPK_REDUCTION, "(%0 + %1)")                           \
-  X(OP_MAX_REDUCE, "max", OPK_REDUCTION, "fmax(%0, %1)")                 \
-  X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "fmin(%0, %1)")                 \
-  X(OP_PROD, "prod", OPK_REDUCTION, "(%0 * %1)")                         \
-  X(OP_WELFORD, "welford", OPK_REDUCTION, "cf_welford_merge(%0, %1)")    \
-  X(OP_PERMUTE, "permute", OPK_PERMUTE, "%0")                            \
-  X(OP_EXPAND, "expand", OPK_SET, "%0")                                  \
-  X(OP_SQUEEZE, "squeeze", OPK_SQUEEZE, "%0")                            \
-  X(OP_FULL, "full", OPK_FULL, "%0")                                     \
-  X(OP_RESHAPE, "reshape", OPK_RESHAPE, "%0")                            \
-  X(OP_SPLIT, "Split", OPK_TRANSFORM, "")                                \
-  X(OP_MERGE, "Merge", OPK_TRANSFORM, "")                                \
-  X(OP_SWIZZLE, "Swizzle", OPK_TRANSFORM, "")
+/* How an op's result dtype follows from its operands' (torch's type promotion and its
+ * categories: bool < integer < floating). One column of the op table; ir/op_table.c
+ * holds the one helper per question (accepted dtypes, result dtype, compute dtype, the
+ * type of the value an op's form gives). */
+typedef enum IrTypeRule {
+  TR_MOVE,      /* moves elements: the operand's dtype (set, broadcast, permute, squeeze, ...) */
+  TR_CAST,      /* the attribute's dtype */
+  TR_MAKE,      /* no tensor operand: the attribute's dtype (full, iota) */
+  TR_SAME,      /* any dtype, kept (abs, relu; floor, ceil, round, trunc are the identity on integers) */
+  TR_SIGNED,    /* any dtype but bool, kept (neg, sign) */
+  TR_FLOAT,     /* floating dtypes kept; integers and bool give the default float (exp, sin, ...) */
+  TR_FLOAT_ONLY,/* floating dtypes only, kept (frac, erfcinv: torch refuses integers) */
+  TR_PREDICATE, /* any dtype in, bool out (isnan, signbit, logical_not) */
+  TR_INTEGRAL,  /* integers and bool, promoted and kept (bitwise and, or, xor, not) */
+  TR_INTEGER,   /* integers only, promoted and kept (shifts) */
+  TR_PROMOTE,   /* operands promoted together; the result has that dtype (add, pow, maximum) */
+  TR_TRUE_DIV,  /* promoted, then integers and bool give the default float (truediv, atan2) */
+  TR_FLOAT_PAIR,/* floating dtypes only, promoted (nextafter) */
+  TR_COMPARE,   /* promoted to compare, bool out (eq, lt, ...) */
+  TR_LOGICAL,   /* operands read as truth values, bool out (logical_and, logical_or) */
+  TR_SELECT,    /* where: a bool condition, then two operands promoted */
+  TR_WELFORD,   /* Welford states in, a field out (welford_avg, welford_m2, welford_n) */
+  TR_REDUCE,    /* reductions: the reduction table's columns */
+  TR_NONE       /* transforms of IterDomains: no elements */
+} IrTypeRule;
+
+/* The op table: every fact about an op is a column here or in a table beside it (the
+ * reductions' below), never a switch in a pass. X(enumerator, printed name, kind, Python
+ * binding name, type rule, evaluator form, CUDA form, host C form).
+ * - The evaluator form is a function IrElem f(const IrElem *operands, cf_dtype ct)
+ *   (ir/eval_math.c) computing the op on operands already converted to the compute dtype
+ *   ct; a row naming a function that does not exist fails to link.
+ * - The two code forms are C expression templates (%0 %1 %2 the operands, converted to
+ *   the kernel's arithmetic type: float, double or int64); helpers they name live in
+ *   codegen/runtime/ops_math.h (shared by both dialects) or are CUDA's own.
+ * - A missing column fails to compile (the macro's arity), and ir/op_table.c statically
+ *   asserts that every op with elements has both code forms and a binding name.
+ * Scalar arithmetic of extents reuses the binary rows (their integer meaning is
+ * ir_int_apply's). */
+#define IR_OP_TABLE(X)                                                                                         \
+  X(OP_SET, "Set", OPK_SET, "set", TR_MOVE, ir_ev_move, "%0", "%0")                                             \
+  X(OP_NEG, "neg", OPK_UNARY, "neg", TR_SIGNED, ir_ev_neg, "(-%0)", "(-%0)")                                    \
+  X(OP_ABS, "abs", OPK_UNARY, "abs", TR_SAME, ir_ev_abs, "cf_abs(%0)", "cf_abs(%0)")                          \
+  X(OP_EXP, "exp", OPK_UNARY, "exp", TR_FLOAT, ir_ev_exp, "exp(%0)", "exp(%0)")                                 \
+  X(OP_LOG, "log", OPK_UNARY, "log", TR_FLOAT, ir_ev_log, "log(%0)", "log(%0)")                                 \
+  X(OP_SQRT, "sqrt", OPK_UNARY, "sqrt", TR_FLOAT, ir_ev_sqrt, "sqrt(%0)", "sqrt(%0)")                           \
+  X(OP_RSQRT, "rsqrt", OPK_UNARY, "rsqrt", TR_FLOAT, ir_ev_rsqrt, "rsqrt(%0)", "rsqrt(%0)")                     \
+  X(OP_RECIPROCAL, "reciprocal", OPK_UNARY, "reciprocal", TR_FLOAT, ir_ev_reciprocal, "reciprocal(%0)",         \
+    "reciprocal(%0)")                                                                                           \
+  X(OP_RELU, "relu", OPK_UNARY, "relu", TR_SAME, ir_ev_relu, "relu(%0)", "relu(%0)")                            \
+  X(OP_SIGMOID, "sigmoid", OPK_UNARY, "sigmoid", TR_FLOAT, ir_ev_sigmoid, "sigmoid(%0)", "sigmoid(%0)")         \
+  X(OP_TANH, "tanh", OPK_UNARY, "tanh", TR_FLOAT, ir_ev_tanh, "tanh(%0)", "tanh(%0)")                           \
+  X(OP_GELU, "gelu", OPK_UNARY, "gelu", TR_FLOAT, ir_ev_gelu, "gelu(%0)", "gelu(%0)")                           \
+  X(OP_SIN, "sin", OPK_UNARY, "sin", TR_FLOAT, ir_ev_sin, "sin(%0)", "sin(%0)")                                 \
+  X(OP_COS, "cos", OPK_UNARY, "cos", TR_FLOAT, ir_ev_cos, "cos(%0)", "cos(%0)")                                 \
+  X(OP_TAN, "tan", OPK_UNARY, "tan", TR_FLOAT, ir_ev_tan, "tan(%0)", "tan(%0)")                                 \
+  X(OP_ERF, "erf", OPK_UNARY, "erf", TR_FLOAT, ir_ev_erf, "erf(%0)", "erf(%0)")                                 \
+  X(OP_FLOOR, "floor", OPK_UNARY, "floor", TR_SAME, ir_ev_floor, "cf_floor(%0)", "cf_floor(%0)")                \
+  X(OP_CEIL, "ceil", OPK_UNARY, "ceil", TR_SAME, ir_ev_ceil, "cf_ceil(%0)", "cf_ceil(%0)")                      \
+  X(OP_WELFORD_AVG, "welford_avg", OPK_UNARY, "welford_avg", TR_WELFORD, ir_ev_welford_field, "cf_welford_avg(%0)", \
+    "cf_welford_avg(%0)")                                                                                       \
+  X(OP_WELFORD_M2, "welford_m2", OPK_UNARY, "welford_m2", TR_WELFORD, ir_ev_welford_field, "cf_welford_m2(%0)",  \
+    "cf_welford_m2(%0)")                                                                                        \
+  X(OP_WELFORD_N, "welford_n", OPK_UNARY, "welford_n", TR_WELFORD, ir_ev_welford_field, "cf_welford_n(%0)",      \
+    "cf_welford_n(%0)")                                                                                         \
+  X(OP_CAST, "cast", OPK_CAST, "cast", TR_CAST, ir_ev_move, "%0", "%0")                                         \
+  X(OP_ADD, "add", OPK_BINARY, "add", TR_PROMOTE, ir_ev_add, "(%0 + %1)", "(%0 + %1)")                          \
+  X(OP_SUB, "sub", OPK_BINARY, "sub", TR_PROMOTE, ir_ev_sub, "(%0 - %1)", "(%0 - %1)")                          \
+  X(OP_MUL, "mul", OPK_BINARY, "mul", TR_PROMOTE, ir_ev_mul, "(%0 * %1)", "(%0 * %1)")                          \
+  X(OP_DIV, "div", OPK_BINARY, "div", TR_PROMOTE, ir_ev_div, "cf_div(%0, %1)", "cf_div(%0, %1)")                \
+  X(OP_MAX, "max", OPK_BINARY, "maximum", TR_PROMOTE, ir_ev_max, "cf_max(%0, %1)", "cf_max(%0, %1)")            \
+  X(OP_MIN, "min", OPK_BINARY, "minimum", TR_PROMOTE, ir_ev_min, "cf_min(%0, %1)", "cf_min(%0, %1)")            \
+  X(OP_POW, "pow", OPK_BINARY, "pow", TR_PROMOTE, ir_ev_pow, "cf_pow(%0, %1)", "cf_pow(%0, %1)")                \
+  X(OP_EQ, "eq", OPK_BINARY, "eq", TR_COMPARE, ir_ev_eq, "(%0 == %1)", "(%0 == %1)")                            \
+  X(OP_NE, "ne", OPK_BINARY, "ne", TR_COMPARE, ir_ev_ne, "(%0 != %1)", "(%0 != %1)")                            \
+  X(OP_LT, "lt", OPK_BINARY, "lt", TR_COMPARE, ir_ev_lt, "(%0 < %1)", "(%0 < %1)")                              \
+  X(OP_LE, "le", OPK_BINARY, "le", TR_COMPARE, ir_ev_le, "(%0 <= %1)", "(%0 <= %1)")                            \
+  X(OP_GT, "gt", OPK_BINARY, "gt", TR_COMPARE, ir_ev_gt, "(%0 > %1)", "(%0 > %1)")                              \
+  X(OP_GE, "ge", OPK_BINARY, "ge", TR_COMPARE, ir_ev_ge, "(%0 >= %1)", "(%0 >= %1)")                            \
+  X(OP_CEILDIV, "ceilDiv", OPK_BINARY, "ceil_div", TR_PROMOTE, ir_ev_ceildiv, "cf_ceildiv(%0, %1)",             \
+    "cf_ceildiv(%0, %1)")                                                                                       \
+  X(OP_MOD, "mod", OPK_BINARY, "mod", TR_PROMOTE, ir_ev_mod, "cf_mod(%0, %1)", "cf_mod(%0, %1)")                \
+  X(OP_AND, "logical_and", OPK_BINARY, "logical_and", TR_LOGICAL, ir_ev_logical_and, "(%0 && %1)",              \
+    "(%0 && %1)")                                                                                               \
+  X(OP_XOR, "bitwise_xor", OPK_BINARY, "bitwise_xor", TR_INTEGRAL, ir_ev_bitwise_xor, "(%0 ^ %1)", "(%0 ^ %1)")  \
+  X(OP_WHERE, "where", OPK_TERNARY, "where", TR_SELECT, ir_ev_where, "(%0 ? %1 : %2)", "(%0 ? %1 : %2)")        \
+  X(OP_BROADCAST, "broadcast", OPK_BROADCAST, "broadcast", TR_MOVE, ir_ev_move, "%0", "%0")                     \
+  X(OP_SUM, "sum", OPK_REDUCTION, "sum", TR_REDUCE, ir_ev_add, "(%0 + %1)", "(%0 + %1)")                        \
+  X(OP_MAX_REDUCE, "max", OPK_REDUCTION, "max", TR_REDUCE, ir_ev_max, "cf_max(%0, %1)", "cf_max(%0, %1)")       \
+  X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "min", TR_REDUCE, ir_ev_min, "cf_min(%0, %1)", "cf_min(%0, %1)")       \
+  X(OP_PROD, "prod", OPK_REDUCTION, "prod", TR_REDUCE, ir_ev_mul, "(%0 * %1)", "(%0 * %1)")                     \
+  X(OP_WELFORD, "welford", OPK_REDUCTION, "welford", TR_REDUCE, ir_ev_welford_merge, "cf_welford_merge(%0, %1)", \
+    "cf_welford_merge(%0, %1)")                                                                                 \
+  X(OP_PERMUTE, "permute", OPK_PERMUTE, "permute", TR_MOVE, ir_ev_move, "%0", "%0")                             \
+  X(OP_EXPAND, "expand", OPK_SET, "expand", TR_MOVE, ir_ev_move, "%0", "%0")                                    \
+  X(OP_SQUEEZE, "squeeze", OPK_SQUEEZE, "squeeze", TR_MOVE, ir_ev_move, "%0", "%0")                             \
+  X(OP_FULL, "full", OPK_FULL, "full", TR_MAKE, ir_ev_move, "%0", "%0")                                         \
+  X(OP_RESHAPE, "reshape", OPK_RESHAPE, "reshape", TR_MOVE, ir_ev_move, "%0", "%0")                             \
+  X(OP_SPLIT, "Split", OPK_TRANSFORM, "split", TR_NONE, ir_ev_none, "", "")                                     \
+  X(OP_MERGE, "Merge", OPK_TRANSFORM, "merge", TR_NONE, ir_ev_none, "", "")                                     \
+  X(OP_SWIZZLE, "Swizzle", OPK_TRANSFORM, "swizzle", TR_NONE, ir_ev_none, "", "")
 
 typedef enum IrOp {
-#define IR_X(e, name, kind, tmpl) e,
+#define IR_X(e, name, kind, py, rule, ev, cuda, host) e,
   IR_OP_TABLE(IR_X)
 #undef IR_X
   OP_COUNT
@@ -174,7 +218,11 @@ bool ir_op_is_elementwise(IrOp op);
 /* Ops the pointwise scheduler takes: the elementwise ones, broadcast, squeeze and full
  * (each output element from input elements at positionally mapped indices). */
 bool ir_op_is_pointwise(IrOp op);
-const char *ir_op_template(IrOp op);
+/* The columns of IR_OP_TABLE (ir/op_table.c). */
+const char *ir_op_py_name(IrOp op);
+IrTypeRule ir_op_type_rule(IrOp op);
+/* The code form of op in the CUDA dialect (cuda) or the host C one (!cuda). */
+const char *ir_op_form(IrOp op, bool cuda);
 
 /* ---- values ----------------------------------------------------------------------------- */
 
@@ -220,6 +268,8 @@ typedef struct TensorView {
   int max_producer_pos;  /* how far producers are inlined into this tensor */
   int tmem_dim_sep;      /* tensor memory: allocation axes left of it are lanes */
   bool has_strides;      /* a strided input: strides are named scalars bound at run time */
+  bool is_scalar;        /* a 0-d scalar (cf_scalar_input, a constant): torch's wrapped
+                          * number in type promotion (ir_dtype_result_type) */
   Val **strides;         /* per logical axis when has_strides */
   char *display_name;    /* "T2" */
 } TensorView;

@@ -21,47 +21,6 @@
 
 /* ---- type rules --------------------------------------------------------------------------- */
 
-static int float_rank(cf_dtype t) { return t == CF_DOUBLE ? 3 : t == CF_FLOAT ? 2 : 1; }
-
-static int int_rank(cf_dtype t) {
-  switch (t) {
-  case CF_BOOL: return 0;
-  case CF_INT8: return 1;
-  case CF_INT32: return 2;
-  case CF_UINT32: return 3;
-  default: return 4;
-  }
-}
-
-cf_dtype ir_dtype_promote(cf_dtype a, cf_dtype b) {
-  if (a == b) return a;
-  bool fa = ir_dtype_is_float(a), fb = ir_dtype_is_float(b);
-  if (fa && fb) {
-    if (float_rank(a) == 1 && float_rank(b) == 1) return CF_FLOAT; /* half with bfloat16 */
-    return float_rank(a) >= float_rank(b) ? a : b;
-  }
-  if (fa || fb) return fa ? a : b;
-  bool small_signed_a = a == CF_INT8 || a == CF_INT32, small_signed_b = b == CF_INT8 || b == CF_INT32;
-  if ((a == CF_UINT32 && small_signed_b) || (b == CF_UINT32 && small_signed_a)) return CF_INT64;
-  return int_rank(a) >= int_rank(b) ? a : b;
-}
-
-cf_dtype ir_unary_dtype(IrOp op, cf_dtype in) {
-  if (ir_dtype_is_welford(in)) return op == OP_WELFORD_N ? CF_INT64 : ir_welford_scalar(in);
-  /* floor and ceil of an integer are the integer itself (as torch has them) */
-  if (ir_dtype_is_float(in) || op == OP_NEG || op == OP_ABS || op == OP_RELU || op == OP_FLOOR || op == OP_CEIL)
-    return in;
-  return CF_FLOAT;
-}
-
-cf_dtype ir_scalar_rhs_dtype(cf_dtype a, double b) {
-  if (ir_dtype_is_float(a)) return a;
-  if (!isfinite(b) || b != trunc(b)) return CF_FLOAT;
-  return a == CF_BOOL ? CF_INT64 : a;
-}
-
-bool ir_op_is_comparison(IrOp op) { return op >= OP_EQ && op <= OP_GE; }
-
 /* The IrOp of a public op name of a given kind ("add", OPK_BINARY); OP_COUNT if none. */
 static IrOp op_by_name(const char *name, OpKind kind) {
   for (int op = 0; op < OP_COUNT; op++)
@@ -179,7 +138,7 @@ static bool check_axis(cf_fusion *f, const char *what, int n, Val *const *tvs, V
   return true;
 }
 
-/* Checks that n operands broadcast together, then makes the output's axes: Iteration
+/* Checks that n operands (of equal ranks after lift_ranks) broadcast together, then makes the output's axes: Iteration
  * where any operand iterates, else Broadcast. Nothing is made when the check fails. */
 static Val **broadcast_axes(cf_fusion *f, const char *what, int n, Val *const *tvs, int *rank) {
   Val **ax[3];
@@ -201,22 +160,71 @@ static Val **broadcast_axes(cf_fusion *f, const char *what, int n, Val *const *t
   return out;
 }
 
-/* A 0-d operand (a scalar input such as an epsilon) meets a tensor of any rank: it is
- * broadcast to that rank first (a broadcast op, printed like one). Other ranks must agree. */
-static void lift_scalars(cf_fusion *f, int n, Val **tvs) {
+/* Operands of lower rank (0-d scalars included) are broadcast numpy-style, as nvFuser's
+ * frontend does: leading broadcast axes are inserted (a broadcast op, printed like one)
+ * until every operand has the highest rank; the axes then pair from the right. */
+static void lift_ranks(cf_fusion *f, int n, Val **tvs) {
   int rank = 0, r[3];
   for (int j = 0; j < n; j++) {
     Val **ax = op_axes(f, tvs[j], &r[j]);
     if (!ax) return;
     if (r[j] > rank) rank = r[j];
   }
-  bool all[CF_MAX_RANK];
-  for (int k = 0; k < CF_MAX_RANK; k++) all[k] = true;
-  for (int j = 0; j < n && !f->status; j++)
-    if (r[j] == 0 && rank > 0) {
-      cf_tv *b = cf_broadcast(f, ir_tv_handle(tvs[j]), rank, all);
-      if (b) tvs[j] = ir_tv(b);
+  bool lead[CF_MAX_RANK];
+  for (int j = 0; j < n && !f->status; j++) {
+    if (r[j] == rank) continue;
+    for (int k = 0; k < rank; k++) lead[k] = k < rank - r[j];
+    cf_tv *b = cf_broadcast(f, ir_tv_handle(tvs[j]), rank, lead);
+    if (b) tvs[j] = ir_tv(b);
+  }
+}
+
+/* The tier of an operand in type promotion: a scalar, a 0-d tensor or a tensor. */
+static IrTier tier_of(Val *tv) {
+  if (TV(tv)->is_scalar) return IR_TIER_SCALAR;
+  for (int i = 0; i < TV(tv)->nlogical; i++)
+    if (ID(TV(tv)->logical[i])->iter_type != CF_ITER_REDUCTION) return IR_TIER_DIM;
+  return IR_TIER_ZERO_DIM;
+}
+
+/* Refuses an operand whose dtype op does not take (a float in bitwise_and, bool in neg). */
+static bool check_accepts(cf_fusion *f, const char *what, IrOp op, int n, Val *const *tvs) {
+  for (int j = 0; j < n; j++)
+    if (!ir_dtype_is_welford(tvs[j]->dtype) && !ir_op_accepts(op, tvs[j]->dtype)) {
+      ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tvs[j], "%s: %s has dtype %s, but %s takes %s tensors; cast it first",
+                  what, TV(tvs[j])->display_name, cf_dtype_name(tvs[j]->dtype), what, ir_op_accepts_str(op));
+      return false;
     }
+  return true;
+}
+
+/* The dtype n operands compute in, by torch's promotion (ir_dtype_result_type); an
+ * operand of a wider dtype than that (a double scalar in a float op, an int64 scalar in
+ * an int8 one) is cast to its opmath type first, as nvFuser's frontend casts, so every
+ * later reader (evaluator, code generators) sees operands no wider than the op. */
+static cf_dtype promote_operands(cf_fusion *f, int n, Val **tvs) {
+  cf_dtype dt[3];
+  IrTier tier[3];
+  for (int j = 0; j < n; j++) dt[j] = tvs[j]->dtype, tier[j] = tier_of(tvs[j]);
+  cf_dtype ct = ir_dtype_result_type(n, dt, tier), om = ir_dtype_opmath(ct);
+  for (int j = 0; j < n && !f->status; j++)
+    if (ir_dtype_promote(dt[j], om) != om) {
+      cf_tv *c = cf_cast(f, ir_tv_handle(tvs[j]), om);
+      if (c) tvs[j] = ir_tv(c);
+    }
+  return ct;
+}
+
+/* The shared body of elementwise ops of n tensor operands (where's condition excluded:
+ * `first` is the first operand promoted): checks, promotion, broadcasting, the result. */
+static cf_tv *elementwise_op(cf_fusion *f, const char *what, IrOp op, int n, Val **tvs, int first) {
+  if (!check_accepts(f, what, op, n - first, tvs + first)) return NULL;
+  cf_dtype ct = promote_operands(f, n - first, tvs + first);
+  lift_ranks(f, n, tvs);
+  int rank;
+  Val **axes = f->status ? NULL : broadcast_axes(f, what, n, tvs, &rank);
+  if (!axes) return NULL;
+  return result(wire(f, what, op, n, tvs, ir_tv_new(f, ir_op_result_dtype(op, ct), rank, axes)));
 }
 
 /* ---- elementwise ops ----------------------------------------------------------------------------- */
@@ -233,11 +241,7 @@ static cf_tv *unary_op(cf_fusion *f, const char *what, cf_tv *in) {
   IrOp op = op_by_name(what, OPK_UNARY);
   if (op == OP_COUNT) return IR_INTERNAL(f, op != OP_COUNT), NULL;
   Val *tv = arg_tv(f, what, 1, "in", in);
-  if (!tv) return NULL;
-  if (op == OP_NEG && tv->dtype == CF_BOOL) {
-    ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "neg: cannot negate a bool tensor; cast it first");
-    return NULL;
-  }
+  if (!tv || !check_accepts(f, what, op, 1, &tv)) return NULL;
   return result(wire(f, what, op, 1, &tv, ir_tv_like(f, tv, ir_unary_dtype(op, tv->dtype))));
 }
 
@@ -253,12 +257,7 @@ static cf_tv *binary_op(cf_fusion *f, const char *what, cf_tv *a, cf_tv *b) {
   Val *tvs[2] = {arg_tv(f, what, 1, "a", a), NULL};
   if (tvs[0]) tvs[1] = arg_tv(f, what, 2, "b", b);
   if (!tvs[1]) return NULL;
-  lift_scalars(f, 2, tvs);
-  int rank;
-  Val **axes = f->status ? NULL : broadcast_axes(f, what, 2, tvs, &rank);
-  if (!axes) return NULL;
-  cf_dtype dt = ir_op_is_comparison(op) ? CF_BOOL : ir_dtype_promote(tvs[0]->dtype, tvs[1]->dtype);
-  return result(wire(f, what, op, 2, tvs, ir_tv_new(f, dt, rank, axes)));
+  return elementwise_op(f, what, op, 2, tvs, 0);
 }
 
 #define CF_X(name)                                                                                                     \
@@ -303,12 +302,7 @@ cf_tv *cf_where(cf_fusion *f, cf_tv *cond, cf_tv *a, cf_tv *b) {
     free(s);
     return NULL;
   }
-  lift_scalars(f, 3, tvs);
-  int rank;
-  Val **axes = f->status ? NULL : broadcast_axes(f, "where", 3, tvs, &rank);
-  if (!axes) return NULL;
-  cf_dtype dt = ir_dtype_promote(tvs[1]->dtype, tvs[2]->dtype);
-  return result(wire(f, "where", OP_WHERE, 3, tvs, ir_tv_new(f, dt, rank, axes)));
+  return elementwise_op(f, "where", OP_WHERE, 3, tvs, 1);
 }
 
 cf_tv *cf_cast(cf_fusion *f, cf_tv *in, cf_dtype to) {
@@ -526,7 +520,10 @@ cf_status cf_var_mean(cf_fusion *f, cf_tv *in, int naxes, const int *axes, int64
   for (int k = 0; k < n && k < CF_MAX_RANK; k++) red[k] = ID(TV(ir_tv(w))->logical[k])->iter_type == CF_ITER_REDUCTION;
   cf_tv *avg = cf_welford_avg(f, w);
   cf_tv *count = cf_cast(f, cf_welford_n(f, w), ir_welford_scalar(ir_tv(w)->dtype));
-  cf_tv *v = cf_div(f, cf_welford_m2(f, w), cf_add_scalar(f, count, -(double)correction));
+  /* torch's divisor, max(0, count - correction): a correction past the count gives inf
+   * (or nan for M2 0), never a negative variance; nothing gives nan, nan */
+  cf_tv *dof = scalar_rhs_op(f, "var_mean", OP_MAX, cf_add_scalar(f, count, -(double)correction), 0.0);
+  cf_tv *v = cf_div(f, cf_welford_m2(f, w), dof);
   if (keepdim) avg = keep_dims(f, avg, n, red), v = keep_dims(f, v, n, red);
   if (f->status) return f->status;
   if (var) *var = v;
@@ -755,6 +752,7 @@ cf_tv *cf_scalar_input(cf_fusion *f, cf_dtype dtype) {
   if (!ir_dtype_valid(dtype) || ir_dtype_is_welford(dtype))
     return ir_error(f, CF_ERR_INVALID_ARGUMENT, "scalar_input: invalid dtype %d", (int)dtype), NULL;
   cf_tv *s = cf_tensor_concrete(f, dtype, 0, NULL);
+  if (s) TV(ir_tv(s))->is_scalar = true;
   return s && cf_fusion_add_input(f, s) == CF_OK ? s : NULL;
 }
 
