@@ -565,8 +565,27 @@ static cf_status scalar_rhs(Eval *ev, const Expr *e, double *out) {
   return CF_OK;
 }
 
+/* max and min of an empty axis: an error naming the tensor and axis, as torch raises. */
+static cf_status check_reduced_extents(Eval *ev, const Expr *e) {
+  TensorView *t = TV(e->out[0]);
+  for (int d = 0; ir_reduction_needs_elements(e->op) && d < t->nlogical; d++) {
+    int64_t n;
+    cf_status s = eval_extent(ev, e->out[0], d, &n);
+    if (s) return s;
+    if (ID(t->logical[d])->iter_type == CF_ITER_REDUCTION && n == 0)
+      return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s: axis %d of %s has extent 0; the %s of an empty axis is "
+                        "undefined (torch refuses it too)", ir_op_name(e->op), d, TV(e->in[0])->display_name,
+                        ir_op_name(e->op));
+  }
+  return CF_OK;
+}
+
 static cf_status eval_expr(Eval *ev, const Expr *e, Arena *scratch) {
   if (e->op == OP_RESHAPE) return run_reshape(ev, e);
+  if (ir_op_kind(e->op) == OPK_REDUCTION) {
+    cf_status s = check_reduced_extents(ev, e);
+    if (s) return s;
+  }
   if (ir_op_kind(e->op) == OPK_REDUCTION && is_rfactor(e->out[0])) return run_rfactor(ev, e, scratch);
   int r = TV(e->out[0])->nlogical > 0 ? TV(e->out[0])->nlogical : 1;
   int64_t sizes[r], idx[r], st[r][MAX_OPERANDS], first_size[r];

@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "ir/dtype.h"
+#include "ir/special_math.h"
 
 static IrElem F(double x) { return (IrElem){.d = x}; }
 static IrElem I(int64_t x) { return (IrElem){.i = x}; }
@@ -91,6 +92,56 @@ EV_FLOAT1(sin, sin(x))
 EV_FLOAT1(cos, cos(x))
 EV_FLOAT1(tan, tan(x))
 EV_FLOAT1(erf, erf(x))
+EV_FLOAT1(acos, acos(x))
+EV_FLOAT1(acosh, acosh(x))
+EV_FLOAT1(asin, asin(x))
+EV_FLOAT1(asinh, asinh(x))
+EV_FLOAT1(atan, atan(x))
+EV_FLOAT1(atanh, atanh(x))
+EV_FLOAT1(cosh, cosh(x))
+EV_FLOAT1(sinh, sinh(x))
+EV_FLOAT1(erfc, erfc(x))
+EV_FLOAT1(expm1, expm1(x))
+EV_FLOAT1(exp2, exp2(x))
+EV_FLOAT1(log1p, log1p(x))
+EV_FLOAT1(log2, log2(x))
+EV_FLOAT1(log10, log10(x))
+EV_FLOAT1(lgamma, lgamma(x))
+EV_FLOAT1(erfinv, cf_special_erfinv(x))
+EV_FLOAT1(erfcinv, cf_special_erfcinv(x))
+EV_FLOAT1(digamma, cf_special_digamma(x))
+EV_FLOAT1(silu, x * (1.0 / (1.0 + exp(-x))))
+EV_FLOAT1(frac, x - trunc(x))
+
+/* Rounding: the identity on integers (torch's); round is half to even (rint). */
+IrElem ir_ev_round(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(nearbyint(a[0].d)) : a[0]; }
+IrElem ir_ev_trunc(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(trunc(a[0].d)) : a[0]; }
+/* torch's sign: (0 < x) - (x < 0), so NaN gives 0. */
+IrElem ir_ev_sign(const IrElem *a, cf_dtype ct) {
+  return fl(ct) ? F((0 < a[0].d) - (a[0].d < 0)) : I((0 < a[0].i) - (a[0].i < 0));
+}
+
+/* Predicates (bool values); integers and bool are finite, real, never NaN. */
+#define EV_PREDICATE(name, float_expr, int_expr)             \
+  IrElem ir_ev_##name(const IrElem *a, cf_dtype ct) {        \
+    double x = a[0].d;                                       \
+    int64_t i = a[0].i;                                      \
+    (void)x, (void)i;                                        \
+    return I(fl(ct) ? (float_expr) : (int_expr));            \
+  }
+EV_PREDICATE(isfinite, isfinite(x) != 0, 1)
+EV_PREDICATE(isinf, isinf(x) != 0, 0)
+EV_PREDICATE(isnan, isnan(x) != 0, 0)
+EV_PREDICATE(isneginf, x == -INFINITY, 0)
+EV_PREDICATE(isposinf, x == INFINITY, 0)
+EV_PREDICATE(isreal, 1, 1)
+EV_PREDICATE(signbit, signbit(x) != 0, i < 0)
+EV_PREDICATE(logical_not, x == 0, i == 0)
+
+IrElem ir_ev_bitwise_not(const IrElem *a, cf_dtype ct) {
+  (void)ct; /* bool never gets here: ops.c makes bitwise_not of bool a logical_not */
+  return I(~a[0].i);
+}
 
 /* ---- binary -------------------------------------------------------------------------------- */
 
@@ -108,6 +159,72 @@ IrElem ir_ev_max(const IrElem *a, cf_dtype ct) {
 IrElem ir_ev_min(const IrElem *a, cf_dtype ct) {
   return fl(ct) ? F(nan_min(a[0].d, a[1].d)) : I(a[0].i < a[1].i ? a[0].i : a[1].i);
 }
+/* torch's floor division: integers round toward -inf (by zero: -1, as div); floating
+ * point divides, then floors the exact quotient the way Python does (fmod first, so
+ * 7.0 // 0.1 is 69, not 70). */
+static double float_floor_divide(double a, double b) {
+  if (b == 0) return a / b;
+  double mod = fmod(a, b), div = (a - mod) / b;
+  if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+  if (div == 0) return copysign(0.0, a / b);
+  double q = floor(div);
+  return div - q > 0.5 ? q + 1 : q;
+}
+static int64_t int_floor_divide(int64_t a, int64_t b) {
+  int64_t q = int_div(a, b);
+  return b != 0 && b != -1 && a % b != 0 && (a < 0) != (b < 0) ? q - 1 : q;
+}
+/* torch's remainder: the sign of the divisor (Python's %). */
+static double float_remainder(double a, double b) {
+  double m = fmod(a, b);
+  return m != 0 && (b < 0) != (m < 0) ? m + b : m;
+}
+static int64_t int_remainder(int64_t a, int64_t b) {
+  int64_t m = int_mod(a, b);
+  return m != 0 && (b < 0) != (m < 0) ? m + b : m;
+}
+
+IrElem ir_ev_truediv(const IrElem *a, cf_dtype ct) {
+  (void)ct; /* the type rule makes ct floating */
+  return F(a[0].d / a[1].d);
+}
+IrElem ir_ev_fmod(const IrElem *a, cf_dtype ct) { return ir_ev_mod(a, ct); }
+IrElem ir_ev_remainder(const IrElem *a, cf_dtype ct) {
+  return fl(ct) ? F(float_remainder(a[0].d, a[1].d)) : I(int_remainder(a[0].i, a[1].i));
+}
+IrElem ir_ev_floor_divide(const IrElem *a, cf_dtype ct) {
+  return fl(ct) ? F(float_floor_divide(a[0].d, a[1].d)) : I(int_floor_divide(a[0].i, a[1].i));
+}
+IrElem ir_ev_atan2(const IrElem *a, cf_dtype ct) {
+  (void)ct;
+  return F(atan2(a[0].d, a[1].d));
+}
+/* nextafter steps in the compute dtype's own format (float or double). */
+IrElem ir_ev_nextafter(const IrElem *a, cf_dtype ct) {
+  return F(ct == CF_FLOAT ? (double)nextafterf((float)a[0].d, (float)a[1].d) : nextafter(a[0].d, a[1].d));
+}
+IrElem ir_ev_bitwise_and(const IrElem *a, cf_dtype ct) {
+  (void)ct;
+  return I(a[0].i & a[1].i);
+}
+IrElem ir_ev_bitwise_or(const IrElem *a, cf_dtype ct) {
+  (void)ct;
+  return I(a[0].i | a[1].i);
+}
+IrElem ir_ev_logical_or(const IrElem *a, cf_dtype ct) { return I(truth(a[0], ct) || truth(a[1], ct)); }
+/* Shifts in int64, as the kernels compute: a shift by a negative amount or by 64 and more
+ * gives 0 (left) or the sign (right), which narrowed to a smaller dtype is torch's rule
+ * for that dtype's width too (a << 40 of an int32 keeps no bit, a >> 40 its sign). */
+IrElem ir_ev_bitwise_left_shift(const IrElem *a, cf_dtype ct) {
+  (void)ct;
+  return I(a[1].i < 0 || a[1].i >= 64 ? 0 : (int64_t)((uint64_t)a[0].i << a[1].i));
+}
+IrElem ir_ev_bitwise_right_shift(const IrElem *a, cf_dtype ct) {
+  (void)ct;
+  int64_t s = a[1].i < 0 || a[1].i >= 64 ? 63 : a[1].i;
+  return I(a[0].i < 0 ? ~(~a[0].i >> s) : a[0].i >> s);
+}
+
 IrElem ir_ev_pow(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(pow(a[0].d, a[1].d)) : I(int_pow(a[0].i, a[1].i)); }
 
 #define EV_COMPARE(name, op)                                                 \

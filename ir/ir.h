@@ -92,8 +92,9 @@ typedef enum IrTypeRule {
   TR_INTEGRAL,  /* integers and bool, promoted and kept (bitwise and, or, xor, not) */
   TR_INTEGER,   /* integers only, promoted and kept (shifts) */
   TR_PROMOTE,   /* operands promoted together; the result has that dtype (add, pow, maximum) */
+  TR_NUMERIC,   /* the same without bool (sub: torch refuses bool - bool) */
   TR_TRUE_DIV,  /* promoted, then integers and bool give the default float (truediv, atan2) */
-  TR_FLOAT_PAIR,/* floating dtypes only, promoted (nextafter) */
+  TR_FLOAT_PAIR,/* float and double only, promoted (nextafter steps in their formats) */
   TR_COMPARE,   /* promoted to compare, bool out (eq, lt, ...) */
   TR_LOGICAL,   /* operands read as truth values, bool out (logical_and, logical_or) */
   TR_SELECT,    /* where: a bool condition, then two operands promoted */
@@ -135,6 +136,49 @@ typedef enum IrTypeRule {
   X(OP_ERF, "erf", OPK_UNARY, "erf", TR_FLOAT, ir_ev_erf, "erf(%0)", "erf(%0)")                                 \
   X(OP_FLOOR, "floor", OPK_UNARY, "floor", TR_SAME, ir_ev_floor, "cf_floor(%0)", "cf_floor(%0)")                \
   X(OP_CEIL, "ceil", OPK_UNARY, "ceil", TR_SAME, ir_ev_ceil, "cf_ceil(%0)", "cf_ceil(%0)")                      \
+  X(OP_ACOS, "acos", OPK_UNARY, "acos", TR_FLOAT, ir_ev_acos, "acos(%0)", "acos(%0)") \
+  X(OP_ACOSH, "acosh", OPK_UNARY, "acosh", TR_FLOAT, ir_ev_acosh, "acosh(%0)", "acosh(%0)") \
+  X(OP_ASIN, "asin", OPK_UNARY, "asin", TR_FLOAT, ir_ev_asin, "asin(%0)", "asin(%0)") \
+  X(OP_ASINH, "asinh", OPK_UNARY, "asinh", TR_FLOAT, ir_ev_asinh, "asinh(%0)", "asinh(%0)") \
+  X(OP_ATAN, "atan", OPK_UNARY, "atan", TR_FLOAT, ir_ev_atan, "atan(%0)", "atan(%0)") \
+  X(OP_ATANH, "atanh", OPK_UNARY, "atanh", TR_FLOAT, ir_ev_atanh, "atanh(%0)", "atanh(%0)") \
+  X(OP_COSH, "cosh", OPK_UNARY, "cosh", TR_FLOAT, ir_ev_cosh, "cosh(%0)", "cosh(%0)") \
+  X(OP_SINH, "sinh", OPK_UNARY, "sinh", TR_FLOAT, ir_ev_sinh, "sinh(%0)", "sinh(%0)") \
+  X(OP_ERFC, "erfc", OPK_UNARY, "erfc", TR_FLOAT, ir_ev_erfc, "erfc(%0)", "erfc(%0)") \
+  X(OP_EXPM1, "expm1", OPK_UNARY, "expm1", TR_FLOAT, ir_ev_expm1, "expm1(%0)", "expm1(%0)") \
+  X(OP_EXP2, "exp2", OPK_UNARY, "exp2", TR_FLOAT, ir_ev_exp2, "exp2(%0)", "exp2(%0)") \
+  X(OP_LOG1P, "log1p", OPK_UNARY, "log1p", TR_FLOAT, ir_ev_log1p, "log1p(%0)", "log1p(%0)") \
+  X(OP_LOG2, "log2", OPK_UNARY, "log2", TR_FLOAT, ir_ev_log2, "log2(%0)", "log2(%0)") \
+  X(OP_LOG10, "log10", OPK_UNARY, "log10", TR_FLOAT, ir_ev_log10, "log10(%0)", "log10(%0)") \
+  X(OP_LGAMMA, "lgamma", OPK_UNARY, "lgamma", TR_FLOAT, ir_ev_lgamma, "lgamma(%0)", "lgamma(%0)") \
+  X(OP_ERFINV, "erfinv", OPK_UNARY, "erfinv", TR_FLOAT, ir_ev_erfinv, "erfinv(%0)", "cf_erfinv(%0)") \
+  X(OP_ERFCINV, "erfcinv", OPK_UNARY, "erfcinv", TR_FLOAT, ir_ev_erfcinv, "erfcinv(%0)", "cf_erfcinv(%0)") \
+  X(OP_DIGAMMA, "digamma", OPK_UNARY, "digamma", TR_FLOAT, ir_ev_digamma, "cf_digamma(%0)", "cf_digamma(%0)") \
+  X(OP_SILU, "silu", OPK_UNARY, "silu", TR_FLOAT, ir_ev_silu, "cf_silu(%0)", "cf_silu(%0)") \
+  X(OP_ROUND, "round", OPK_UNARY, "round", TR_SAME, ir_ev_round, "cf_round(%0)", "cf_round(%0)") \
+  X(OP_TRUNC, "trunc", OPK_UNARY, "trunc", TR_SAME, ir_ev_trunc, "cf_trunc(%0)", "cf_trunc(%0)") \
+  X(OP_FRAC, "frac", OPK_UNARY, "frac", TR_FLOAT_ONLY, ir_ev_frac, "cf_frac(%0)", "cf_frac(%0)") \
+  X(OP_SIGN, "sign", OPK_UNARY, "sign", TR_SAME, ir_ev_sign, "cf_sign(%0)", "cf_sign(%0)") \
+  X(OP_ISFINITE, "isfinite", OPK_UNARY, "isfinite", TR_PREDICATE, ir_ev_isfinite, "cf_isfinite(%0)", "cf_isfinite(%0)") \
+  X(OP_ISINF, "isinf", OPK_UNARY, "isinf", TR_PREDICATE, ir_ev_isinf, "cf_isinf(%0)", "cf_isinf(%0)") \
+  X(OP_ISNAN, "isnan", OPK_UNARY, "isnan", TR_PREDICATE, ir_ev_isnan, "cf_isnan(%0)", "cf_isnan(%0)") \
+  X(OP_ISNEGINF, "isneginf", OPK_UNARY, "isneginf", TR_PREDICATE, ir_ev_isneginf, "cf_isneginf(%0)", "cf_isneginf(%0)") \
+  X(OP_ISPOSINF, "isposinf", OPK_UNARY, "isposinf", TR_PREDICATE, ir_ev_isposinf, "cf_isposinf(%0)", "cf_isposinf(%0)") \
+  X(OP_ISREAL, "isreal", OPK_UNARY, "isreal", TR_PREDICATE, ir_ev_isreal, "cf_isreal(%0)", "cf_isreal(%0)") \
+  X(OP_SIGNBIT, "signbit", OPK_UNARY, "signbit", TR_PREDICATE, ir_ev_signbit, "cf_signbit(%0)", "cf_signbit(%0)") \
+  X(OP_LOGICAL_NOT, "logical_not", OPK_UNARY, "logical_not", TR_PREDICATE, ir_ev_logical_not, "(!%0)", "(!%0)") \
+  X(OP_BITWISE_NOT, "bitwise_not", OPK_UNARY, "bitwise_not", TR_INTEGRAL, ir_ev_bitwise_not, "(~%0)", "(~%0)") \
+  X(OP_TRUEDIV, "truediv", OPK_BINARY, "truediv", TR_TRUE_DIV, ir_ev_truediv, "(%0 / %1)", "(%0 / %1)") \
+  X(OP_FMOD, "fmod", OPK_BINARY, "fmod", TR_PROMOTE, ir_ev_fmod, "cf_mod(%0, %1)", "cf_mod(%0, %1)") \
+  X(OP_REMAINDER, "remainder", OPK_BINARY, "remainder", TR_PROMOTE, ir_ev_remainder, "cf_remainder(%0, %1)", "cf_remainder(%0, %1)") \
+  X(OP_FLOOR_DIVIDE, "floor_divide", OPK_BINARY, "floor_divide", TR_PROMOTE, ir_ev_floor_divide, "cf_floor_divide(%0, %1)", "cf_floor_divide(%0, %1)") \
+  X(OP_ATAN2, "atan2", OPK_BINARY, "atan2", TR_TRUE_DIV, ir_ev_atan2, "atan2(%0, %1)", "atan2(%0, %1)") \
+  X(OP_NEXTAFTER, "nextafter", OPK_BINARY, "nextafter", TR_FLOAT_PAIR, ir_ev_nextafter, "cf_nextafter(%0, %1)", "cf_nextafter(%0, %1)") \
+  X(OP_BITWISE_AND, "bitwise_and", OPK_BINARY, "bitwise_and", TR_INTEGRAL, ir_ev_bitwise_and, "(%0 & %1)", "(%0 & %1)") \
+  X(OP_BITWISE_OR, "bitwise_or", OPK_BINARY, "bitwise_or", TR_INTEGRAL, ir_ev_bitwise_or, "(%0 | %1)", "(%0 | %1)") \
+  X(OP_LOGICAL_OR, "logical_or", OPK_BINARY, "logical_or", TR_LOGICAL, ir_ev_logical_or, "(%0 || %1)", "(%0 || %1)") \
+  X(OP_SHL, "bitwise_left_shift", OPK_BINARY, "bitwise_left_shift", TR_INTEGER, ir_ev_bitwise_left_shift, "cf_shl(%0, %1)", "cf_shl(%0, %1)") \
+  X(OP_SHR, "bitwise_right_shift", OPK_BINARY, "bitwise_right_shift", TR_INTEGER, ir_ev_bitwise_right_shift, "cf_shr(%0, %1)", "cf_shr(%0, %1)") \
   X(OP_WELFORD_AVG, "welford_avg", OPK_UNARY, "welford_avg", TR_WELFORD, ir_ev_welford_field, "cf_welford_avg(%0)", \
     "cf_welford_avg(%0)")                                                                                       \
   X(OP_WELFORD_M2, "welford_m2", OPK_UNARY, "welford_m2", TR_WELFORD, ir_ev_welford_field, "cf_welford_m2(%0)",  \
@@ -143,7 +187,7 @@ typedef enum IrTypeRule {
     "cf_welford_n(%0)")                                                                                         \
   X(OP_CAST, "cast", OPK_CAST, "cast", TR_CAST, ir_ev_move, "%0", "%0")                                         \
   X(OP_ADD, "add", OPK_BINARY, "add", TR_PROMOTE, ir_ev_add, "(%0 + %1)", "(%0 + %1)")                          \
-  X(OP_SUB, "sub", OPK_BINARY, "sub", TR_PROMOTE, ir_ev_sub, "(%0 - %1)", "(%0 - %1)")                          \
+  X(OP_SUB, "sub", OPK_BINARY, "sub", TR_NUMERIC, ir_ev_sub, "(%0 - %1)", "(%0 - %1)")                          \
   X(OP_MUL, "mul", OPK_BINARY, "mul", TR_PROMOTE, ir_ev_mul, "(%0 * %1)", "(%0 * %1)")                          \
   X(OP_DIV, "div", OPK_BINARY, "div", TR_PROMOTE, ir_ev_div, "cf_div(%0, %1)", "cf_div(%0, %1)")                \
   X(OP_MAX, "max", OPK_BINARY, "maximum", TR_PROMOTE, ir_ev_max, "cf_max(%0, %1)", "cf_max(%0, %1)")            \
@@ -208,6 +252,10 @@ bool ir_op_is_reduction(IrOp op);
 IrOp ir_reduction_combine(IrOp op);
 ReduceIdentity ir_reduction_identity(IrOp op);
 bool ir_reduction_widens_int(IrOp op);
+/* A reduction with no identity in torch's sense (max, min: their start values -inf and
+ * +inf are a device of the fold): over an axis of extent 0 it is an error with a message
+ * (the evaluator's, or the kernel's run-time check), as torch raises, never -inf. */
+bool ir_reduction_needs_elements(IrOp op);
 
 const char *ir_op_name(IrOp op);
 OpKind ir_op_kind(IrOp op);

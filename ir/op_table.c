@@ -13,6 +13,7 @@
  * category (bool < integer < floating) is higher, and a floating scalar then counts as
  * the default float (float32). */
 #include <math.h>
+#include <string.h>
 
 #include "ir/dtype.h"
 
@@ -100,6 +101,11 @@ bool ir_reduction_widens_int(IrOp op) {
   }
 }
 
+bool ir_reduction_needs_elements(IrOp op) {
+  ReduceIdentity r = ir_reduction_identity(op);
+  return ir_op_is_reduction(op) && (r == RID_LOWEST || r == RID_HIGHEST);
+}
+
 /* ---- promotion ---------------------------------------------------------------------------------- */
 
 static bool is_int(cf_dtype t) { return t == CF_INT8 || t == CF_INT32 || t == CF_INT64 || t == CF_UINT32; }
@@ -152,10 +158,12 @@ bool ir_op_accepts(IrOp op, cf_dtype t) {
   if (!ir_dtype_valid(t)) return false;
   IrTypeRule r = ir_op_type_rule(op);
   if (ir_dtype_is_welford(t)) return r == TR_WELFORD || r == TR_MOVE || (r == TR_REDUCE && op == OP_WELFORD);
+  if (op == OP_WELFORD) return ir_dtype_is_float(t); /* a mean and a variance need floating elements */
   switch (r) {
-  case TR_SIGNED: return t != CF_BOOL;
-  case TR_FLOAT_ONLY:
-  case TR_FLOAT_PAIR: return ir_dtype_is_float(t);
+  case TR_SIGNED:
+  case TR_NUMERIC: return t != CF_BOOL;
+  case TR_FLOAT_ONLY: return ir_dtype_is_float(t);
+  case TR_FLOAT_PAIR: return t == CF_FLOAT || t == CF_DOUBLE;
   case TR_INTEGRAL: return !ir_dtype_is_float(t);
   case TR_INTEGER: return is_int(t);
   case TR_WELFORD: return false;
@@ -167,9 +175,10 @@ bool ir_op_accepts(IrOp op, cf_dtype t) {
 /* What an op accepts, for messages: "integer or bool", "floating-point". */
 const char *ir_op_accepts_str(IrOp op) {
   switch (ir_op_type_rule(op)) {
-  case TR_SIGNED: return "numeric (not bool)";
-  case TR_FLOAT_ONLY:
-  case TR_FLOAT_PAIR: return "floating-point";
+  case TR_SIGNED:
+  case TR_NUMERIC: return "numeric (not bool)";
+  case TR_FLOAT_ONLY: return "floating-point";
+  case TR_FLOAT_PAIR: return "float or double";
   case TR_INTEGRAL: return "integer or bool";
   case TR_INTEGER: return "integer";
   case TR_WELFORD: return "Welford-state";
@@ -217,4 +226,61 @@ cf_dtype ir_scalar_rhs_dtype(cf_dtype a, double b) {
   if (ir_dtype_is_float(a)) return a;
   if (!isfinite(b) || b != trunc(b)) return IR_DEFAULT_FLOAT;
   return a == CF_BOOL ? CF_INT64 : a;
+}
+
+/* ---- the public view (cfuser/optable.h) ----------------------------------------------------- */
+
+static const char *const kind_names[] = {
+    [OPK_SET] = "set",         [OPK_UNARY] = "unary",     [OPK_BINARY] = "binary",   [OPK_TERNARY] = "ternary",
+    [OPK_CAST] = "cast",       [OPK_BROADCAST] = "broadcast", [OPK_REDUCTION] = "reduction",
+    [OPK_PERMUTE] = "permute", [OPK_SQUEEZE] = "squeeze", [OPK_FULL] = "full",     [OPK_RESHAPE] = "reshape",
+    [OPK_TRANSFORM] = "transform",
+};
+_Static_assert(sizeof kind_names / sizeof kind_names[0] == OPK_TRANSFORM + 1, "an op kind without its name");
+
+static const char *const rule_names[] = {
+    [TR_MOVE] = "move",         [TR_CAST] = "cast",           [TR_MAKE] = "make",         [TR_SAME] = "same",
+    [TR_SIGNED] = "signed",     [TR_FLOAT] = "float",         [TR_FLOAT_ONLY] = "float_only",
+    [TR_PREDICATE] = "predicate", [TR_INTEGRAL] = "integral", [TR_INTEGER] = "integer", [TR_PROMOTE] = "promote", [TR_NUMERIC] = "numeric",
+    [TR_TRUE_DIV] = "true_div", [TR_FLOAT_PAIR] = "float_pair", [TR_COMPARE] = "compare", [TR_LOGICAL] = "logical",
+    [TR_SELECT] = "select",     [TR_WELFORD] = "welford",     [TR_REDUCE] = "reduce",     [TR_NONE] = "none",
+};
+_Static_assert(sizeof rule_names / sizeof rule_names[0] == TR_NONE + 1, "a type rule without its name");
+
+/* The public unary and binary calls (cf_<name>), from fusion.h's tables. */
+static bool is_api(IrOp op) {
+  static const char *const unary[] = {
+#define CF_X(name) #name,
+      CF_UNARY_OP_TABLE(CF_X)
+#undef CF_X
+  };
+  static const char *const binary[] = {
+#define CF_X(name) #name,
+      CF_BINARY_OP_TABLE(CF_X)
+#undef CF_X
+  };
+  OpKind k = ir_op_kind(op);
+  const char *const *names = k == OPK_UNARY ? unary : binary;
+  size_t n = k == OPK_UNARY ? sizeof unary / sizeof *unary : sizeof binary / sizeof *binary;
+  for (size_t i = 0; (k == OPK_UNARY || k == OPK_BINARY) && i < n; i++)
+    if (strcmp(names[i], ir_op_name(op)) == 0) return true;
+  return false;
+}
+
+int cf_op_count(void) { return OP_COUNT; }
+
+cf_status cf_op_get(int i, cf_op_info *out) {
+  if (!out || i < 0 || i >= OP_COUNT) return CF_ERR_INVALID_ARGUMENT;
+  IrOp op = (IrOp)i;
+  uint32_t mask = 0;
+  for (int t = 0; t < CF_DTYPE_COUNT; t++)
+    if (ir_op_accepts(op, (cf_dtype)t)) mask |= 1u << t;
+  *out = (cf_op_info){ir_op_name(op), ir_op_py_name(op), kind_names[ir_op_kind(op)], rule_names[ir_op_type_rule(op)],
+                      mask, is_api(op)};
+  return CF_OK;
+}
+
+cf_dtype cf_op_result_dtype(int i, cf_dtype promoted) {
+  if (i < 0 || i >= OP_COUNT || !ir_op_accepts((IrOp)i, promoted)) return CF_DTYPE_COUNT;
+  return ir_op_result_dtype((IrOp)i, promoted);
 }

@@ -242,6 +242,7 @@ static cf_tv *unary_op(cf_fusion *f, const char *what, cf_tv *in) {
   if (op == OP_COUNT) return IR_INTERNAL(f, op != OP_COUNT), NULL;
   Val *tv = arg_tv(f, what, 1, "in", in);
   if (!tv || !check_accepts(f, what, op, 1, &tv)) return NULL;
+  if (op == OP_BITWISE_NOT && tv->dtype == CF_BOOL) op = OP_LOGICAL_NOT; /* torch's ~ of bool */
   return result(wire(f, what, op, 1, &tv, ir_tv_like(f, tv, ir_unary_dtype(op, tv->dtype))));
 }
 

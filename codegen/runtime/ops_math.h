@@ -33,7 +33,36 @@
   CF_OPS_FN T cf_pow_##s(T a, T b) { return M(pow)(a, b); }                                 \
   CF_OPS_FN T cf_abs_##s(T a) { return M(fabs)(a); }                                        \
   CF_OPS_FN T cf_floor_##s(T a) { return M(floor)(a); }                                     \
-  CF_OPS_FN T cf_ceil_##s(T a) { return M(ceil)(a); }
+  CF_OPS_FN T cf_ceil_##s(T a) { return M(ceil)(a); }                                      \
+  CF_OPS_FN T cf_round_##s(T a) { return M(rint)(a); }                                      \
+  CF_OPS_FN T cf_trunc_##s(T a) { return M(trunc)(a); }                                     \
+  CF_OPS_FN T cf_frac_##s(T a) { return a - M(trunc)(a); }                                  \
+  CF_OPS_FN T cf_sign_##s(T a) { return (T)((0 < a) - (a < 0)); }                           \
+  CF_OPS_FN T cf_silu_##s(T a) { return a * ((T)1 / ((T)1 + M(exp)(-a))); }                 \
+  CF_OPS_FN T cf_nextafter_##s(T a, T b) { return M(nextafter)(a, b); }                     \
+  CF_OPS_FN bool cf_isnan_##s(T a) { return a != a; }                                       \
+  CF_OPS_FN bool cf_isinf_##s(T a) { return a == (T)INFINITY || a == -(T)INFINITY; }        \
+  CF_OPS_FN bool cf_isfinite_##s(T a) { return a == a && !cf_isinf_##s(a); }                \
+  CF_OPS_FN bool cf_isneginf_##s(T a) { return a == -(T)INFINITY; }                         \
+  CF_OPS_FN bool cf_isposinf_##s(T a) { return a == (T)INFINITY; }                          \
+  CF_OPS_FN bool cf_isreal_##s(T a) { return (void)a, true; }                               \
+  CF_OPS_FN bool cf_signbit_##s(T a) { return signbit(a) != 0; }                            \
+  /* torch's remainder (the divisor's sign) and floor division (Python's //) */            \
+  CF_OPS_FN T cf_remainder_##s(T a, T b) {                                                  \
+    T m = M(fmod)(a, b);                                                                    \
+    return m != 0 && (b < 0) != (m < 0) ? m + b : m;                                        \
+  }                                                                                         \
+  CF_OPS_FN T cf_floor_divide_##s(T a, T b) {                                               \
+    if (b == 0) return a / b;                                                               \
+    T mod = M(fmod)(a, b), div = (a - mod) / b;                                             \
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;                                         \
+    if (div == 0) return M(copysign)((T)0, a / b);                                          \
+    T q = M(floor)(div);                                                                    \
+    return div - q > (T)0.5 ? q + 1 : q;                                                    \
+  }                                                                                         \
+  CF_OPS_FN T cf_erfinv_##s(T a) { return (T)cf_special_erfinv(a); }                        \
+  CF_OPS_FN T cf_erfcinv_##s(T a) { return (T)cf_special_erfcinv(a); }                      \
+  CF_OPS_FN T cf_digamma_##s(T a) { return (T)cf_special_digamma(a); }
 CF_OPS_FLOATING(f, float, CF_OPS_MF)
 CF_OPS_FLOATING(d, double, CF_OPS_MD)
 
@@ -57,6 +86,33 @@ CF_OPS_FN int64_t cf_pow_i(int64_t a, int64_t b) {
 CF_OPS_FN int64_t cf_abs_i(int64_t a) { return a < 0 ? cf_ops_neg_i(a) : a; }
 CF_OPS_FN int64_t cf_floor_i(int64_t a) { return a; }
 CF_OPS_FN int64_t cf_ceil_i(int64_t a) { return a; }
+CF_OPS_FN int64_t cf_round_i(int64_t a) { return a; }
+CF_OPS_FN int64_t cf_trunc_i(int64_t a) { return a; }
+CF_OPS_FN int64_t cf_sign_i(int64_t a) { return (0 < a) - (a < 0); }
+CF_OPS_FN bool cf_isnan_i(int64_t a) { return (void)a, false; }
+CF_OPS_FN bool cf_isinf_i(int64_t a) { return (void)a, false; }
+CF_OPS_FN bool cf_isfinite_i(int64_t a) { return (void)a, true; }
+CF_OPS_FN bool cf_isneginf_i(int64_t a) { return (void)a, false; }
+CF_OPS_FN bool cf_isposinf_i(int64_t a) { return (void)a, false; }
+CF_OPS_FN bool cf_isreal_i(int64_t a) { return (void)a, true; }
+CF_OPS_FN bool cf_signbit_i(int64_t a) { return a < 0; }
+CF_OPS_FN int64_t cf_remainder_i(int64_t a, int64_t b) {
+  int64_t m = cf_mod_i(a, b);
+  return m != 0 && (b < 0) != (m < 0) ? m + b : m;
+}
+CF_OPS_FN int64_t cf_floor_divide_i(int64_t a, int64_t b) {
+  int64_t q = cf_div_i(a, b);
+  return b != 0 && b != -1 && a % b != 0 && (a < 0) != (b < 0) ? q - 1 : q;
+}
+/* Shifts by a negative amount or by 64 and more: 0 (left) or the sign (right); narrowed
+ * to a smaller dtype this is torch's rule for that width too. */
+CF_OPS_FN int64_t cf_shl_i(int64_t a, int64_t b) {
+  return b < 0 || b >= 64 ? 0 : (int64_t)((unsigned long long)a << b);
+}
+CF_OPS_FN int64_t cf_shr_i(int64_t a, int64_t b) {
+  int64_t s = b < 0 || b >= 64 ? 63 : b;
+  return a < 0 ? ~(~a >> s) : a >> s;
+}
 
 /* ---- the generic names ------------------------------------------------------------------------ */
 
@@ -78,6 +134,32 @@ CF_OPS_GENERIC2(cf_pow)
 CF_OPS_GENERIC1(cf_abs)
 CF_OPS_GENERIC1(cf_floor)
 CF_OPS_GENERIC1(cf_ceil)
+CF_OPS_GENERIC1(cf_round)
+CF_OPS_GENERIC1(cf_trunc)
+CF_OPS_GENERIC1(cf_sign)
+CF_OPS_GENERIC2(cf_remainder)
+CF_OPS_GENERIC2(cf_floor_divide)
+#define CF_OPS_PREDICATE(name)                                   \
+  CF_OPS_FN bool name(float a) { return name##_f(a); }          \
+  CF_OPS_FN bool name(double a) { return name##_d(a); }         \
+  CF_OPS_FN bool name(int64_t a) { return name##_i(a); }
+CF_OPS_PREDICATE(cf_isnan)
+CF_OPS_PREDICATE(cf_isinf)
+CF_OPS_PREDICATE(cf_isfinite)
+CF_OPS_PREDICATE(cf_isneginf)
+CF_OPS_PREDICATE(cf_isposinf)
+CF_OPS_PREDICATE(cf_isreal)
+CF_OPS_PREDICATE(cf_signbit)
+#define CF_OPS_FLOAT1(name)                                      \
+  CF_OPS_FN float name(float a) { return name##_f(a); }         \
+  CF_OPS_FN double name(double a) { return name##_d(a); }
+CF_OPS_FLOAT1(cf_frac)
+CF_OPS_FLOAT1(cf_silu)
+CF_OPS_FLOAT1(cf_digamma)
+CF_OPS_FN float cf_nextafter(float a, float b) { return cf_nextafter_f(a, b); }
+CF_OPS_FN double cf_nextafter(double a, double b) { return cf_nextafter_d(a, b); }
+CF_OPS_FN int64_t cf_shl(int64_t a, int64_t b) { return cf_shl_i(a, b); }
+CF_OPS_FN int64_t cf_shr(int64_t a, int64_t b) { return cf_shr_i(a, b); }
 #else
 #define CF_OPS_SELECT(name, a) _Generic((a), float: name##_f, double: name##_d, default: name##_i)
 #define cf_max(a, b) CF_OPS_SELECT(cf_max, a)((a), (b))
@@ -89,6 +171,28 @@ CF_OPS_GENERIC1(cf_ceil)
 #define cf_abs(a) CF_OPS_SELECT(cf_abs, a)(a)
 #define cf_floor(a) CF_OPS_SELECT(cf_floor, a)(a)
 #define cf_ceil(a) CF_OPS_SELECT(cf_ceil, a)(a)
+#define cf_round(a) CF_OPS_SELECT(cf_round, a)(a)
+#define cf_trunc(a) CF_OPS_SELECT(cf_trunc, a)(a)
+#define cf_sign(a) CF_OPS_SELECT(cf_sign, a)(a)
+#define cf_remainder(a, b) CF_OPS_SELECT(cf_remainder, a)((a), (b))
+#define cf_floor_divide(a, b) CF_OPS_SELECT(cf_floor_divide, a)((a), (b))
+#define cf_isnan(a) CF_OPS_SELECT(cf_isnan, a)(a)
+#define cf_isinf(a) CF_OPS_SELECT(cf_isinf, a)(a)
+#define cf_isfinite(a) CF_OPS_SELECT(cf_isfinite, a)(a)
+#define cf_isneginf(a) CF_OPS_SELECT(cf_isneginf, a)(a)
+#define cf_isposinf(a) CF_OPS_SELECT(cf_isposinf, a)(a)
+#define cf_isreal(a) CF_OPS_SELECT(cf_isreal, a)(a)
+#define cf_signbit(a) CF_OPS_SELECT(cf_signbit, a)(a)
+/* floating only (the type rule makes the compute type float or double) */
+#define CF_OPS_SELECT_FLOAT(name, a) _Generic((a), float: name##_f, default: name##_d)
+#define cf_frac(a) CF_OPS_SELECT_FLOAT(cf_frac, a)(a)
+#define cf_silu(a) CF_OPS_SELECT_FLOAT(cf_silu, a)(a)
+#define cf_digamma(a) CF_OPS_SELECT_FLOAT(cf_digamma, a)(a)
+#define cf_erfinv(a) CF_OPS_SELECT_FLOAT(cf_erfinv, a)(a)
+#define cf_erfcinv(a) CF_OPS_SELECT_FLOAT(cf_erfcinv, a)(a)
+#define cf_nextafter(a, b) CF_OPS_SELECT_FLOAT(cf_nextafter, a)((a), (b))
+#define cf_shl(a, b) cf_shl_i((a), (b))
+#define cf_shr(a, b) cf_shr_i((a), (b))
 #endif
 
 /* ---- floating -> integer conversions ------------------------------------------------------------ */

@@ -75,18 +75,52 @@ CF_API cf_tv *cf_tensor_strided(cf_fusion *f, cf_dtype dtype, int rank);
 
 #define CF_UNARY_OP_TABLE(X) \
   X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(relu) X(sigmoid) X(tanh) \
-  X(gelu) X(sin) X(cos) X(tan) X(erf) X(floor) X(ceil)
+  X(gelu) X(sin) X(cos) X(tan) X(erf) X(floor) X(ceil) \
+  X(acos) X(acosh) X(asin) X(asinh) X(atan) X(atanh) X(cosh) X(sinh) X(erfc) X(expm1) \
+  X(exp2) X(log1p) X(log2) X(log10) X(lgamma) X(erfinv) X(erfcinv) X(digamma) X(silu) \
+  X(round) X(trunc) X(frac) X(sign) X(isfinite) X(isinf) X(isnan) X(isneginf) X(isposinf) \
+  X(isreal) X(signbit) X(logical_not) X(bitwise_not)
 #define CF_BINARY_OP_TABLE(X) \
-  X(add) X(sub) X(mul) X(div) X(max) X(min) X(pow) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
+  X(add) X(sub) X(mul) X(div) X(max) X(min) X(pow) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) \
+  X(truediv) X(mod) X(fmod) X(remainder) X(floor_divide) X(atan2) X(nextafter) \
+  X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(logical_and) X(logical_or) \
+  X(bitwise_left_shift) X(bitwise_right_shift)
 
 /* set: a copy (the data-movement op of the scheduling tutorials). */
 CF_API cf_tv *cf_set(cf_fusion *f, cf_tv *in);
+/* Unary ops, with torch's semantics and result dtypes (the op table's type rule):
+ * - floating math (exp ... silu, erfinv, digamma): floating inputs keep their dtype,
+ *   integers and bool give float; relu keeps NaN; sigmoid, gelu, silu as torch;
+ * - abs, relu, floor, ceil, round (half to even), trunc, sign keep the dtype (the
+ *   identity on integers where torch's is; sign of NaN is 0); neg refuses bool;
+ *   frac takes floating inputs only;
+ * - predicates (isfinite, isinf, isnan, isneginf, isposinf, isreal, signbit,
+ *   logical_not) give bool; integers are finite, real and never NaN;
+ * - bitwise_not takes integers and bool (for bool it is logical_not).
+ * An operand of a dtype the op does not take is refused with a message naming it. */
 #define CF_X(name) CF_API cf_tv *cf_##name(cf_fusion *f, cf_tv *in);
 CF_UNARY_OP_TABLE(CF_X)
 #undef CF_X
-/* Binary ops need equal ranks (a 0-d operand is broadcast to the other's); each axis pair must have equal extents or one side must be
- * a broadcast axis. Comparisons produce CF_BOOL. The result dtype of mixed operands is
- * the wider type (double > float > bfloat16/half, int64 > int32 > int8 > bool). */
+/* Binary ops. Operands broadcast numpy-style: a lower rank gets leading broadcast axes
+ * (0-d operands included); then each axis pair must have equal extents or a broadcast
+ * side. The result dtype is torch's (torch.result_type): a tensor with axes decides
+ * unless a 0-d tensor or a scalar (cf_scalar_input, cf_const_*) is of a higher category
+ * (bool < integer < floating), where a floating scalar counts as float32: float32 tensor
+ * * double scalar is float32, int32 tensor * double scalar is float32, int8 tensor + int64
+ * scalar is int8 (an operand wider than the result is cast first). Comparisons and
+ * logical_and/or give bool. Semantics, identical on every backend:
+ * - div divides (integers: truncated, nvFuser's div); truediv always gives a floating
+ *   result (integers: float); floor_divide rounds toward -inf (torch's //);
+ * - mod and fmod: the remainder of truncated division (C's % and fmod); remainder: the
+ *   divisor's sign (torch.remainder, Python's %);
+ * - integer division by zero gives -1 and its remainders the dividend; INT_MIN / -1
+ *   gives INT_MIN (wraps) with remainder 0; no trap on any backend;
+ * - max and min (maximum, minimum) propagate NaN; pow of integers is exact integer pow
+ *   (a negative exponent gives 0 unless the base is 1 or -1);
+ * - bitwise_and/or/xor take integers and bool; bitwise_left_shift and
+ *   bitwise_right_shift integers (arithmetic shift; an amount < 0 or >= the width gives 0,
+ *   or the sign for right shifts); atan2 gives a floating result; nextafter takes float
+ *   and double only. */
 #define CF_X(name) CF_API cf_tv *cf_##name(cf_fusion *f, cf_tv *a, cf_tv *b);
 CF_BINARY_OP_TABLE(CF_X)
 #undef CF_X
@@ -94,7 +128,7 @@ CF_BINARY_OP_TABLE(CF_X)
 CF_API cf_tv *cf_add_scalar(cf_fusion *f, cf_tv *a, double b);
 CF_API cf_tv *cf_mul_scalar(cf_fusion *f, cf_tv *a, double b);
 /* min(max(x, lo), hi), printed as those two ops; lo <= hi, neither NaN. Like cf_max and
- * cf_min (fmax, fmin), a NaN element becomes lo. An integer x keeps its dtype when both
+ * cf_min, a NaN element stays NaN (torch.clamp). An integer x keeps its dtype when both
  * bounds are integers. */
 CF_API cf_tv *cf_clamp(cf_fusion *f, cf_tv *x, double lo, double hi);
 /* where(cond, a, b): cond must be CF_BOOL; shapes broadcast like binary ops. */
