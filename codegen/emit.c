@@ -136,24 +136,24 @@ static void print_constant(StrBuf *b, double v) {
     sb_printf(b, "cf_f64_from_bits(0x%016llxULL)", (unsigned long long)bits);
 }
 
-/* A constant operand of an integer op, as an exact int64 literal: the op's type rule made
- * its value integral (ir_scalar_rhs_dtype), so no floating conversion is printed. */
-static char *int_literal(double v) {
-  IrElem x = ir_elem_convert((IrElem){.d = v}, CF_DOUBLE, CF_INT64);
+/* An int64 literal, exact (INT64_MIN has no literal of its own). */
+static char *int64_literal(int64_t v) {
   StrBuf b = {0};
-  if (x.i == INT64_MIN)
+  if (v == INT64_MIN)
     sb_puts(&b, "(-9223372036854775807LL - 1)");
   else
-    sb_printf(&b, "%lldLL", (long long)x.i);
+    sb_printf(&b, "%lldLL", (long long)v);
   return sb_take(&b);
 }
 
 static char *access_str(Emitter *e, const KAccess *a, bool is_write) {
   StrBuf b = {0};
   if (!a->t && a->var) return strdup(a->var); /* a register: a reduction's accumulator */
+  int64_t c;
+  if (!a->t && a->scalar_expr && kx_is_const(a->scalar_expr, &c)) return int64_literal(c);
   if (!a->t && a->scalar_expr) { /* an integer known at run time (a mean's count) */
     char *x = cg_expr(e, a->scalar_expr);
-    sb_printf(&b, "(double)(%s)", x);
+    sb_printf(&b, "(int64_t)(%s)", x);
     free(x);
     return sb_take(&b);
   }
@@ -235,8 +235,13 @@ static void emit_op(Emitter *e, const KNode *n) {
   for (int i = 0; i < n->u.op.nin && k < 3; i++) {
     const KAccess *in = &n->u.op.in[i];
     bool int_constant = !in->t && !in->var && !in->scalar_expr && !is_floating(ct) && !ir_dtype_is_welford(ct);
-    char *a = int_constant ? int_literal(in->scalar) : access_str(e, in, false);
-    cf_dtype from = in->t ? in->t->dtype : in->var ? in->var_dtype : int_constant ? CF_INT64 : CF_DOUBLE;
+    /* a double constant of an integer op: its type rule made it integral (ir_scalar_rhs_dtype) */
+    char *a = int_constant ? int64_literal(ir_elem_convert((IrElem){.d = in->scalar}, CF_DOUBLE, CF_INT64).i)
+                           : access_str(e, in, false);
+    cf_dtype from = in->t           ? in->t->dtype
+                    : in->var       ? in->var_dtype
+                    : int_constant || in->scalar_expr ? CF_INT64
+                                                      : CF_DOUBLE;
     /* where's condition stays a bool; everything else goes to the compute type */
     args[k++] = (n->u.op.op == OP_WHERE && i == 0) ? a : converted(e, from, ct, a);
     if (args[k - 1] != a) free(a);

@@ -307,11 +307,12 @@ static void run_welford_elementwise(const ExprPlan *p, NdIter *it) {
   } while (nd_next(it));
 }
 
-/* full: every element is the value, converted as C converts a double. */
+/* full: every element is the value (exact: a double or an int64, by the dtype). */
 static void run_full(const ExprPlan *p, NdIter *it) {
-  IrElem v = {.d = p->e->attr.full.value};
+  bool fl = ir_dtype_is_float(p->dt[0]);
+  IrElem v = fl ? (IrElem){.d = p->e->attr.full.value} : (IrElem){.i = p->e->attr.full.ivalue};
   if (nd_empty(it)) return;
-  do ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], v, CF_DOUBLE);
+  do ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], v, fl ? CF_DOUBLE : CF_INT64);
   while (nd_next(it));
 }
 

@@ -70,7 +70,7 @@ typedef enum OpKind {
   OPK_REDUCTION, /* sum / max / min over reduction axes of the output */
   OPK_PERMUTE,   /* transpose / permute: output root = input order, logical permuted */
   OPK_SQUEEZE,   /* removes broadcast or extent-1 axes of the input (attr.squeeze) */
-  OPK_FULL,      /* no tensor input: every element is attr.full.value */
+  OPK_FULL,      /* no tensor input: every element is attr.full's value */
   OPK_RESHAPE,   /* the same elements in row-major order under other sizes: a view at
                     define-and-run's segment boundaries, never inside a kernel */
   OPK_TRANSFORM  /* split / merge / swizzle of IterDomains */
@@ -353,7 +353,9 @@ struct Expr {
     struct { bool *is_broadcast; int rank; } broadcast; /* per output logical axis */
     struct { int *perm; int rank; } permute;     /* output logical i = input axis perm[i] */
     struct { bool *is_squeezed; int rank; } squeeze; /* per input axis (reduction axes left out) */
-    struct { double value; } full;               /* OP_FULL: the value, converted to the dtype */
+    /* OP_FULL: the value in the dtype, exactly: `value` for floating dtypes, `ivalue` for
+     * integers and bool (`value` is then its double, for printing only). */
+    struct { double value; int64_t ivalue; } full;
     /* A binary op with a scalar b: the constant `value`, or, when `val` is set, that
      * integer scalar Val evaluated at run time (a mean's count over symbolic extents,
      * e.g. i0 * i2), converted to double. */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ir/dtype.h"
+#include "ir/ops_util.h"
 
 /* ---- type rules --------------------------------------------------------------------------- */
 
@@ -51,7 +52,7 @@ static Val **op_axes(cf_fusion *f, Val *tv, int *n) {
   return ax;
 }
 
-static Val *axis_copy(cf_fusion *f, Val *id, cf_iter_type type) { return ir_id_new(f, ID(id)->extent, type); }
+static Val *axis_copy(cf_fusion *f, Val *id, cf_iter_type type) { return ir_op_axis_copy(f, id, type); }
 
 static void *oom(cf_fusion *f, const char *what) {
   ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
@@ -86,17 +87,27 @@ static Expr *wire(cf_fusion *f, const char *what, IrOp op, int nin, Val *const *
   return e ? e : oom(f, what);
 }
 
-static cf_tv *result(Expr *e) { return e ? ir_tv_handle(e->out[0]) : NULL; }
+static cf_tv *result(Expr *e) { return ir_op_result(e); }
+
+/* The helpers the other op files share (ir/ops_util.h). */
+Val *ir_op_arg(cf_fusion *f, const char *what, int pos, const char *name, cf_tv *t) {
+  return arg_tv(f, what, pos, name, t);
+}
+Val **ir_op_axes(cf_fusion *f, Val *tv, int *n) { return op_axes(f, tv, n); }
+void *ir_op_oom(cf_fusion *f, const char *what) { return oom(f, what); }
+Expr *ir_op_wire(cf_fusion *f, const char *what, IrOp op, int nin, Val *const *in, Val *out) {
+  return wire(f, what, op, nin, in, out);
+}
 
 /* ---- broadcasting elementwise operands ---------------------------------------------------------- */
 
-static bool extents_compatible(Val *x, Val *y) {
+bool ir_op_extents_compatible(Val *x, Val *y) {
   int64_t a, b;
   if (x == y || !ir_scalar_const_value(x, &a) || !ir_scalar_const_value(y, &b)) return true;
   return a == b;
 }
 
-static void *rank_error(cf_fusion *f, const char *what, Val *x, int nx, Val *y, int ny) {
+void *ir_op_rank_error(cf_fusion *f, const char *what, Val *x, int nx, Val *y, int ny) {
   char *sx = ir_tv_str(x), *sy = ir_tv_str(y);
   ir_error(f, CF_ERR_INVALID_ARGUMENT,
            "%s: rank mismatch: %s has %d axes but %s has %d; insert broadcast axes with cf_broadcast", what, sx, nx, sy,
@@ -129,7 +140,7 @@ static bool check_axis(cf_fusion *f, const char *what, int n, Val *const *tvs, V
       *extent = ID(id)->extent;
       continue;
     }
-    if (!extents_compatible(ID(ax[rep][k])->extent, ID(id)->extent)) {
+    if (!ir_op_extents_compatible(ID(ax[rep][k])->extent, ID(id)->extent)) {
       extent_error(f, what, k, tvs[rep], ax[rep][k], tvs[j], id);
       return false;
     }
@@ -146,7 +157,7 @@ static Val **broadcast_axes(cf_fusion *f, const char *what, int n, Val *const *t
   for (int j = 0; j < n; j++) {
     ax[j] = op_axes(f, tvs[j], &nax[j]);
     if (!ax[j]) return oom(f, what);
-    if (nax[j] != nax[0]) return rank_error(f, what, tvs[0], nax[0], tvs[j], nax[j]);
+    if (nax[j] != nax[0]) return ir_op_rank_error(f, what, tvs[0], nax[0], tvs[j], nax[j]);
   }
   *rank = nax[0];
   Val **out = ARENA_ARRAY(f->arena, Val *, nax[0]);
@@ -593,228 +604,4 @@ cf_tv *cf_transpose(cf_fusion *f, cf_tv *in, int axis0, int axis1) {
   p[a0] = a1;
   p[a1] = a0;
   return permute_tv(f, "transpose", tv, ax, n, p);
-}
-
-/* ---- shape ops: squeeze, expand, full, reshape; scalar inputs ------------------------------------ */
-
-static bool id_is_one(Val *id) {
-  int64_t e;
-  return ID(id)->iter_type == CF_ITER_BROADCAST || (ir_scalar_const_value(ID(id)->extent, &e) && e == 1);
-}
-
-cf_tv *cf_squeeze(cf_fusion *f, cf_tv *x, int naxes, const int *axes) {
-  if (!f || f->status) return NULL;
-  Val *tv = arg_tv(f, "squeeze", 1, "x", x);
-  if (!tv) return NULL;
-  if (naxes > 0 && !axes) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "squeeze: argument 3 (axes) is NULL"), NULL;
-  if (naxes < 0) return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "squeeze: naxes is %d", naxes), NULL;
-  int n;
-  Val **ax = op_axes(f, tv, &n);
-  bool *sq = ARENA_ARRAY(f->arena, bool, n);
-  Val **ids = ARENA_ARRAY(f->arena, Val *, n);
-  if (!ax || !sq || !ids) return oom(f, "squeeze");
-  for (int i = 0; i < naxes; i++) {
-    int a = ir_wrap_axis(axes[i], n);
-    if (a < 0 || sq[a])
-      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "squeeze: axis %d %s", axes[i],
-                         a < 0 ? "out of range" : "given twice"), NULL;
-    if (!id_is_one(ax[a])) {
-      StrBuf b = {0};
-      ir_print_id(&b, ax[a]);
-      ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "squeeze: axis %d (%s) of %s is neither a broadcast axis nor of "
-                  "extent 1", axes[i], b.data ? b.data : "", TV(tv)->display_name);
-      sb_free(&b);
-      return NULL;
-    }
-    sq[a] = true;
-  }
-  int m = 0;
-  for (int k = 0; k < n; k++)
-    if (!sq[k] && !(ids[m++] = axis_copy(f, ax[k], ID(ax[k])->iter_type))) return oom(f, "squeeze");
-  Expr *e = wire(f, "squeeze", OP_SQUEEZE, 1, &tv, ir_tv_new(f, tv->dtype, m, ids));
-  if (e) {
-    e->attr.squeeze.is_squeezed = sq;
-    e->attr.squeeze.rank = n;
-  }
-  return result(e);
-}
-
-/* expand's output axes: extent[k] (a scalar Val) for each broadcast axis of x that
- * becomes concrete, NULL to keep axis k as it is. */
-static cf_tv *expand_to(cf_fusion *f, const char *what, Val *tv, Val **ax, int n, Val *const *extent) {
-  Val **ids = ARENA_ARRAY(f->arena, Val *, n);
-  if (!ids) return oom(f, what);
-  for (int k = 0; k < n; k++) {
-    bool bcast = ID(ax[k])->iter_type == CF_ITER_BROADCAST;
-    if (extent[k] && !bcast && !extents_compatible(ID(ax[k])->extent, extent[k])) {
-      StrBuf b = {0};
-      ir_print_id(&b, ax[k]);
-      sb_puts(&b, " to ");
-      ir_print_scalar(&b, extent[k]);
-      ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: axis %d of %s is not a broadcast axis and cannot expand from %s",
-                  what, k, TV(tv)->display_name, b.data ? b.data : "");
-      sb_free(&b);
-      return NULL;
-    }
-    int64_t one;
-    bool to_one = extent[k] && ir_scalar_const_value(extent[k], &one) && one == 1;
-    if (!extent[k] || !bcast || to_one)
-      ids[k] = axis_copy(f, ax[k], ID(ax[k])->iter_type);
-    else
-      ids[k] = ir_id_new(f, extent[k], CF_ITER_ITERATION);
-    if (!ids[k]) return oom(f, what);
-  }
-  return result(wire(f, what, OP_EXPAND, 1, &tv, ir_tv_new(f, tv->dtype, n, ids)));
-}
-
-cf_tv *cf_expand(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes) {
-  if (!f || f->status) return NULL;
-  Val *tv = arg_tv(f, "expand", 1, "x", x);
-  if (!tv) return NULL;
-  if (rank > 0 && !sizes) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "expand: argument 3 (sizes) is NULL"), NULL;
-  int n;
-  Val **ax = op_axes(f, tv, &n);
-  Val **ext = ARENA_ARRAY(f->arena, Val *, n);
-  if (!ax || !ext) return oom(f, "expand");
-  if (rank != n)
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "expand: sizes has %d axes, expected %d", rank, n), NULL;
-  for (int k = 0; k < n; k++) {
-    if (sizes[k] < -1)
-      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "expand: size %lld of axis %d is negative (-1 keeps the "
-                         "axis)", (long long)sizes[k], k), NULL;
-    if (sizes[k] >= 0 && !(ext[k] = ir_const_int(f, sizes[k]))) return oom(f, "expand");
-  }
-  return expand_to(f, "expand", tv, ax, n, ext);
-}
-
-cf_tv *cf_expand_as(cf_fusion *f, cf_tv *x, cf_tv *other) {
-  if (!f || f->status) return NULL;
-  Val *tv = arg_tv(f, "expand_as", 1, "x", x), *ot = tv ? arg_tv(f, "expand_as", 2, "other", other) : NULL;
-  if (!ot) return NULL;
-  int n, no;
-  Val **ax = op_axes(f, tv, &n), **oax = op_axes(f, ot, &no);
-  Val **ext = ARENA_ARRAY(f->arena, Val *, n);
-  if (!ax || !oax || !ext) return oom(f, "expand_as");
-  if (n != no) return rank_error(f, "expand_as", tv, n, ot, no);
-  for (int k = 0; k < n; k++)
-    if (ID(oax[k])->iter_type != CF_ITER_BROADCAST) ext[k] = ID(oax[k])->extent;
-  return expand_to(f, "expand_as", tv, ax, n, ext);
-}
-
-/* A full tensor over the given axes (fresh ones, made by the caller). */
-static cf_tv *full_over(cf_fusion *f, const char *what, int n, Val **ids, double value, cf_dtype dtype) {
-  if (!ir_dtype_valid(dtype) || ir_dtype_is_welford(dtype))
-    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: invalid dtype %d", what, (int)dtype), NULL;
-  if (isnan(value) && !ir_dtype_is_float(dtype))
-    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: NaN is not a value of dtype %s", what, cf_dtype_name(dtype)), NULL;
-  Val *out = ir_tv_new(f, dtype, n, ids);
-  Expr *e = out ? ir_expr_new(f, OP_FULL, 0, NULL, 1, &out) : NULL;
-  if (!e) return oom(f, what);
-  e->attr.full.value = value;
-  return result(e);
-}
-
-cf_tv *cf_full(cf_fusion *f, int rank, const int64_t *sizes, double value, cf_dtype dtype) {
-  if (!f || f->status) return NULL;
-  if (rank < 0 || rank > CF_MAX_RANK)
-    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "full: rank %d is outside 0..%d", rank, CF_MAX_RANK), NULL;
-  if (rank > 0 && !sizes) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "full: argument 2 (sizes) is NULL"), NULL;
-  Val **ids = ARENA_ARRAY(f->arena, Val *, rank);
-  if (!ids) return oom(f, "full");
-  for (int k = 0; k < rank; k++) {
-    if (sizes[k] < 0)
-      return ir_error(f, CF_ERR_INVALID_ARGUMENT, "full: size %lld of axis %d is negative", (long long)sizes[k], k),
-             NULL;
-    /* size-1 axes broadcast, as in cf_tensor_concrete */
-    ids[k] = ir_id_new(f, ir_const_int(f, sizes[k]), sizes[k] == 1 ? CF_ITER_BROADCAST : CF_ITER_ITERATION);
-    if (!ids[k]) return oom(f, "full");
-  }
-  return full_over(f, "full", rank, ids, value, dtype);
-}
-
-cf_tv *cf_full_like(cf_fusion *f, cf_tv *x, double value) {
-  if (!f || f->status) return NULL;
-  Val *tv = arg_tv(f, "full_like", 1, "x", x);
-  if (!tv) return NULL;
-  if (ir_dtype_is_welford(tv->dtype))
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "full_like: %s holds Welford states", TV(tv)->display_name),
-           NULL;
-  int n;
-  Val **ax = op_axes(f, tv, &n);
-  Val **ids = ARENA_ARRAY(f->arena, Val *, n);
-  if (!ax || !ids) return oom(f, "full_like");
-  for (int k = 0; k < n; k++)
-    if (!(ids[k] = axis_copy(f, ax[k], ID(ax[k])->iter_type))) return oom(f, "full_like");
-  return full_over(f, "full_like", n, ids, value, tv->dtype);
-}
-
-cf_tv *cf_scalar_input(cf_fusion *f, cf_dtype dtype) {
-  if (!f || f->status) return NULL;
-  if (!ir_dtype_valid(dtype) || ir_dtype_is_welford(dtype))
-    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "scalar_input: invalid dtype %d", (int)dtype), NULL;
-  cf_tv *s = cf_tensor_concrete(f, dtype, 0, NULL);
-  if (s) TV(ir_tv(s))->is_scalar = true;
-  return s && cf_fusion_add_input(f, s) == CF_OK ? s : NULL;
-}
-
-/* The element count of axes ax[0..n) as a scalar Val (folded when constant). */
-static Val *numel_of(cf_fusion *f, Val **ax, int n) {
-  Val *p = ir_const_int(f, 1);
-  for (int k = 0; p && k < n; k++) p = ir_scalar_op(f, OP_MUL, p, ID(ax[k])->extent);
-  return p;
-}
-
-static bool reshape_sizes(cf_fusion *f, Val *tv, Val *numel, int rank, const int64_t *sizes, Val **ext) {
-  int infer = -1;
-  int64_t known = 1, total;
-  for (int k = 0; k < rank; k++) {
-    if (sizes[k] == -1 && infer < 0) {
-      infer = k;
-      continue;
-    }
-    if (sizes[k] < 0)
-      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: size %lld of axis %d is %s", (long long)sizes[k], k,
-                         sizes[k] == -1 ? "a second -1 (one size may be inferred)" : "negative"), false;
-    if (__builtin_mul_overflow(known, sizes[k], &known))
-      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: the sizes overflow int64"), false;
-    ext[k] = ir_const_int(f, sizes[k]);
-  }
-  bool is_const = ir_scalar_const_value(numel, &total);
-  if (infer >= 0) {
-    if (known == 0)
-      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: cannot infer the size of axis %d next to a size "
-                         "0", infer), false;
-    if (is_const && total % known)
-      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: %s has %lld elements, not a multiple of %lld",
-                         TV(tv)->display_name, (long long)total, (long long)known), false;
-    ext[infer] = ir_scalar_op(f, OP_DIV, numel, ir_const_int(f, known));
-  } else if (is_const && total != known) {
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: %s has %lld elements but the sizes give %lld",
-                       TV(tv)->display_name, (long long)total, (long long)known), false;
-  }
-  return true;
-}
-
-cf_tv *cf_reshape(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes) {
-  if (!f || f->status) return NULL;
-  Val *tv = arg_tv(f, "reshape", 1, "x", x);
-  if (!tv) return NULL;
-  if (rank < 0 || rank > CF_MAX_RANK)
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: rank %d is outside 0..%d", rank, CF_MAX_RANK), NULL;
-  if (rank > 0 && !sizes) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "reshape: argument 3 (sizes) is NULL"), NULL;
-  if (TV(tv)->has_strides)
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: %s has arbitrary strides (cf_tensor_strided); a "
-                       "reshape needs a contiguous tensor", TV(tv)->display_name), NULL;
-  int n;
-  Val **ax = op_axes(f, tv, &n);
-  Val **ext = ARENA_ARRAY(f->arena, Val *, rank), **ids = ARENA_ARRAY(f->arena, Val *, rank);
-  Val *numel = ax ? numel_of(f, ax, n) : NULL;
-  if (!ax || !ext || !ids || !numel) return oom(f, "reshape");
-  if (!reshape_sizes(f, tv, numel, rank, sizes, ext)) return NULL;
-  for (int k = 0; k < rank; k++) {
-    int64_t e;
-    bool one = ir_scalar_const_value(ext[k], &e) && e == 1;
-    if (!(ids[k] = ir_id_new(f, ext[k], one ? CF_ITER_BROADCAST : CF_ITER_ITERATION))) return oom(f, "reshape");
-  }
-  return result(wire(f, "reshape", OP_RESHAPE, 1, &tv, ir_tv_new(f, tv->dtype, rank, ids)));
 }

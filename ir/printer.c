@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "ir/ir.h"
 
 static bool is_infix(IrOp op) { return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_DIV || op == OP_MOD; }
@@ -138,7 +139,10 @@ static void print_attrs(StrBuf *b, const Expr *e) {
       ir_print_scalar(b, ID(TV(e->out[0])->logical[i])->extent);
     }
     sb_puts(b, "}");
-    if (e->op == OP_FULL) sb_printf(b, ", %g, %s", e->attr.full.value, cf_dtype_name(e->out[0]->dtype));
+    if (e->op == OP_FULL && ir_dtype_is_float(e->out[0]->dtype))
+      sb_printf(b, ", %g, %s", e->attr.full.value, cf_dtype_name(e->out[0]->dtype));
+    else if (e->op == OP_FULL)
+      sb_printf(b, ", %lld, %s", (long long)e->attr.full.ivalue, cf_dtype_name(e->out[0]->dtype));
     break;
   case OPK_PERMUTE:
     sb_puts(b, ", {");

@@ -14,6 +14,7 @@
  * printed index arithmetic short. */
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "lower/lower.h"
 
 typedef struct IndexMap {
@@ -305,7 +306,10 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
     op->u.op.in[op->u.op.nin++] =
         (KAccess){.t = NULL, .scalar = e->attr.scalar_rhs.value,
                   .scalar_expr = e->attr.scalar_rhs.val ? lower_scalar(c, e->attr.scalar_rhs.val) : NULL};
-  if (e->op == OP_FULL) op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar = e->attr.full.value};
+  if (e->op == OP_FULL) /* integers exactly, as an integer scalar (never through a double) */
+    op->u.op.in[op->u.op.nin++] = ir_dtype_is_float(cv->dtype)
+                                      ? (KAccess){.t = NULL, .scalar = e->attr.full.value}
+                                      : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.full.ivalue)};
   reset(cm);
 }
 

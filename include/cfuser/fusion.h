@@ -192,10 +192,23 @@ CF_API cf_tv *cf_expand_as(cf_fusion *f, cf_tv *x, cf_tv *other);
 CF_API cf_tv *cf_full(cf_fusion *f, int rank, const int64_t *sizes, double value, cf_dtype dtype);
 /* full with x's shape (its extents, constant or symbolic, and broadcast axes) and dtype. */
 CF_API cf_tv *cf_full_like(cf_fusion *f, cf_tv *x, double value);
+/* full with an integer value held exactly (never through a double): value must be a value
+ * of the integer (or bool) dtype. */
+CF_API cf_tv *cf_full_int(cf_fusion *f, int rank, const int64_t *sizes, int64_t value, cf_dtype dtype);
 /* A scalar fusion input (e.g. an epsilon): a 0-d tensor of dtype, added to the fusion's
  * inputs in call order and passed at run time as a 0-d DLPack tensor (ndim 0). Binary
- * ops and where broadcast any 0-d operand to the other operands' rank (a broadcast op). */
+ * ops and where broadcast any 0-d operand to the other operands' rank (a broadcast op).
+ * In type promotion it is a scalar (torch's wrapped number, nvFuser's define_scalar): a
+ * float32 tensor times a double scalar input stays float32. */
 CF_API cf_tv *cf_scalar_input(cf_fusion *f, cf_dtype dtype);
+/* Constants: 0-d tensors of one value (a full of rank 0), scalars in type promotion like
+ * cf_scalar_input, usable beside a tensor in every op (nvFuser's define_scalar(value)).
+ * cf_const converts value to dtype as C converts a double (integers: truncated and
+ * saturated; NaN refused); cf_const_int holds an integer exactly (value must be a value of
+ * dtype; for a floating dtype it is rounded): int64 x + cf_const_int(f, CF_INT64, 2^62 + 1)
+ * is exact, where a double would be off by one. */
+CF_API cf_tv *cf_const(cf_fusion *f, cf_dtype dtype, double value);
+CF_API cf_tv *cf_const_int(cf_fusion *f, cf_dtype dtype, int64_t value);
 /* The elements of x in row-major order under new sizes (one may be -1: inferred); the
  * element counts must match (checked here when constant, at run time otherwise). x must
  * not be strided (cf_tensor_strided). Size-1 output axes are broadcast axes. Evaluated
