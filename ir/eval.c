@@ -316,9 +316,28 @@ static void run_full(const ExprPlan *p, NdIter *it) {
   while (nd_next(it));
 }
 
+/* iota: the op's evaluator form on (index along its axis, start, step) in its compute dtype. */
+static void run_iota(const ExprPlan *p, NdIter *it) {
+  const Expr *e = p->e;
+  cf_dtype ct = ir_op_compute_dtype(e->op, p->dt[0], p->dt[0]);
+  bool fl = ir_dtype_is_float(ct);
+  if (nd_empty(it)) return;
+  do {
+    int64_t i = it->idx[e->attr.iota.axis];
+    IrElem a[3] = {fl ? (IrElem){.d = (double)i} : (IrElem){.i = i},
+                   fl ? (IrElem){.d = e->attr.iota.start} : (IrElem){.i = e->attr.iota.istart},
+                   fl ? (IrElem){.d = e->attr.iota.step} : (IrElem){.i = e->attr.iota.istep}};
+    ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], ir_op_eval(e->op)(a, ct), ct);
+  } while (nd_next(it));
+}
+
 static void run_elementwise(const ExprPlan *p, NdIter *it) {
   if (p->e->op == OP_FULL) {
     run_full(p, it);
+    return;
+  }
+  if (p->e->op == OP_IOTA) {
+    run_iota(p, it);
     return;
   }
   if (ir_dtype_is_welford(p->dt[1])) {

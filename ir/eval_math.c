@@ -51,6 +51,12 @@ IrElem ir_ev_move(const IrElem *a, cf_dtype ct) {
   return a[0];
 }
 
+/* iota: a[0] the element's index, a[1] the start, a[2] the step (double for floating
+ * dtypes, which compute in double: torch's CPU arange). */
+IrElem ir_ev_iota(const IrElem *a, cf_dtype ct) {
+  return fl(ct) ? F(a[1].d + a[0].d * a[2].d) : I(wrap_add(a[1].i, wrap_mul(a[0].i, a[2].i)));
+}
+
 /* Transforms of IterDomains have no elements, and Welford states do not fit an IrElem
  * (the evaluator folds and reads them with ir/welford.c): these forms are never called;
  * NaN makes any call that slips through visible. */

@@ -70,7 +70,8 @@ typedef enum OpKind {
   OPK_REDUCTION, /* sum / max / min over reduction axes of the output */
   OPK_PERMUTE,   /* transpose / permute: output root = input order, logical permuted */
   OPK_SQUEEZE,   /* removes broadcast or extent-1 axes of the input (attr.squeeze) */
-  OPK_FULL,      /* no tensor input: every element is attr.full's value */
+  OPK_FULL,      /* no tensor input: every element is attr.full's value (full), or a
+                    function of its index (iota) */
   OPK_RESHAPE,   /* the same elements in row-major order under other sizes: a view at
                     define-and-run's segment boundaries, never inside a kernel */
   OPK_TRANSFORM  /* split / merge / swizzle of IterDomains */
@@ -217,6 +218,7 @@ typedef enum IrTypeRule {
   X(OP_EXPAND, "expand", OPK_SET, "expand", TR_MOVE, ir_ev_move, "%0", "%0")                                    \
   X(OP_SQUEEZE, "squeeze", OPK_SQUEEZE, "squeeze", TR_MOVE, ir_ev_move, "%0", "%0")                             \
   X(OP_FULL, "full", OPK_FULL, "full", TR_MAKE, ir_ev_move, "%0", "%0")                                         \
+  X(OP_IOTA, "iota", OPK_FULL, "iota", TR_MAKE, ir_ev_iota, "(%1 + %0 * %2)", "(%1 + %0 * %2)")                   \
   X(OP_RESHAPE, "reshape", OPK_RESHAPE, "reshape", TR_MOVE, ir_ev_move, "%0", "%0")                             \
   X(OP_SPLIT, "Split", OPK_TRANSFORM, "split", TR_NONE, ir_ev_none, "", "")                                     \
   X(OP_MERGE, "Merge", OPK_TRANSFORM, "merge", TR_NONE, ir_ev_none, "", "")                                     \
@@ -356,6 +358,10 @@ struct Expr {
     /* OP_FULL: the value in the dtype, exactly: `value` for floating dtypes, `ivalue` for
      * integers and bool (`value` is then its double, for printing only). */
     struct { double value; int64_t ivalue; } full;
+    /* OP_IOTA: the element at index (i_0, ..., i_axis, ...) is start + i_axis * step, in
+     * double for floating dtypes (then rounded once) and exactly in int64 for integers
+     * (istart, istep); cf_iota makes the 1-D one (axis 0). */
+    struct { double start, step; int64_t istart, istep; int axis; } iota;
     /* A binary op with a scalar b: the constant `value`, or, when `val` is set, that
      * integer scalar Val evaluated at run time (a mean's count over symbolic extents,
      * e.g. i0 * i2), converted to double. */

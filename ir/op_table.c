@@ -200,6 +200,7 @@ cf_dtype ir_op_result_dtype(IrOp op, cf_dtype promoted) {
 
 cf_dtype ir_op_compute_dtype(IrOp op, cf_dtype promoted, cf_dtype out) {
   switch (ir_op_type_rule(op)) {
+  case TR_MAKE: return ir_dtype_is_float(out) ? CF_DOUBLE : CF_INT64; /* iota: start + i * step */
   case TR_PREDICATE:
   case TR_COMPARE:
   case TR_LOGICAL:

@@ -306,6 +306,18 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
     op->u.op.in[op->u.op.nin++] =
         (KAccess){.t = NULL, .scalar = e->attr.scalar_rhs.value,
                   .scalar_expr = e->attr.scalar_rhs.val ? lower_scalar(c, e->attr.scalar_rhs.val) : NULL};
+  if (e->op == OP_IOTA) { /* (index, start, step): the element's index along the axis, then constants */
+    bool fl = ir_dtype_is_float(cv->dtype);
+    Val *id = TV(cv)->logical[e->attr.iota.axis];
+    KExpr *i = ID(id)->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : get(cm, id);
+    if (!i) lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s (iota) cannot be indexed along axis %d in its loops",
+                       TV(cv)->display_name, e->attr.iota.axis);
+    op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar_expr = i};
+    op->u.op.in[op->u.op.nin++] = fl ? (KAccess){.t = NULL, .scalar = e->attr.iota.start}
+                                     : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.iota.istart)};
+    op->u.op.in[op->u.op.nin++] = fl ? (KAccess){.t = NULL, .scalar = e->attr.iota.step}
+                                     : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.iota.istep)};
+  }
   if (e->op == OP_FULL) /* integers exactly, as an integer scalar (never through a double) */
     op->u.op.in[op->u.op.nin++] = ir_dtype_is_float(cv->dtype)
                                       ? (KAccess){.t = NULL, .scalar = e->attr.full.value}

@@ -169,6 +169,15 @@ CF_API cf_tv *cf_welford_n(cf_fusion *f, cf_tv *states);
  * reduced axes back as size-1 broadcast axes. Either output pointer may be NULL. */
 CF_API cf_status cf_var_mean(cf_fusion *f, cf_tv *in, int naxes, const int *axes, int64_t correction, bool keepdim,
                              cf_tv **var, cf_tv **mean);
+/* iota: the 1-D tensor start + i * step, i in [0, length) (torch.arange, nvFuser's iota);
+ * floating dtypes compute each element in double and round once; integer dtypes take
+ * integral start and step, exactly. */
+CF_API cf_tv *cf_iota(cf_fusion *f, int64_t length, double start, double step, cf_dtype dtype);
+/* torch.triu: x with the elements below diagonal `diagonal` of its last two axes set to 0
+ * (0 keeps the main diagonal, 1 drops it too, -1 keeps one below); x has 2 axes or more. */
+CF_API cf_tv *cf_triu(cf_fusion *f, cf_tv *x, int64_t diagonal);
+/* torch.addcmul: input + value * t1 * t2, operands broadcast; value is a scalar. */
+CF_API cf_tv *cf_addcmul(cf_fusion *f, cf_tv *input, cf_tv *t1, cf_tv *t2, double value);
 /* transpose swaps two axes; permute puts input axis perm[i] at output position i. */
 CF_API cf_tv *cf_transpose(cf_fusion *f, cf_tv *in, int axis0, int axis1);
 CF_API cf_tv *cf_permute(cf_fusion *f, cf_tv *in, int rank, const int *perm);

@@ -23,6 +23,9 @@ NOT_BOUND = {
     "cf_const": "not bound yet: issue 26's frontend (define_scalar(value))",
     "cf_const_int": "not bound yet: issue 26's frontend (define_scalar(int value), exact)",
     "cf_full_int": "not bound yet: issue 26's frontend (full with an int64 value, exact)",
+    "cf_iota": "not bound yet: issue 26's frontend (fd.ops.iota)",
+    "cf_triu": "not bound yet: issue 26's frontend (fd.ops.triu)",
+    "cf_addcmul": "not bound yet: issue 26's frontend (fd.ops.addcmul)",
 }
 # Python name in fd.ops / fd.sched of each C call whose name differs (or that one Python
 # call reaches through an argument).
@@ -34,6 +37,7 @@ PYTHON_NAME = {
     "cf_tensor_concrete": None, "cf_tensor_symbolic": None, "cf_tensor_strided": None,  # define_tensor
     "cf_scalar_input": None,  # fd.define_scalar(dtype)
     "cf_const": None, "cf_const_int": None, "cf_full_int": None,  # not bound yet (NOT_BOUND)
+    "cf_iota": None, "cf_triu": None, "cf_addcmul": None,
 }
 
 

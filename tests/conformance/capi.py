@@ -59,6 +59,7 @@ _proto("cf_fusion_add_output", ctypes.c_int, P, P)
 _proto("cf_tensor_symbolic", P, P, ctypes.c_int, ctypes.c_int)
 _proto("cf_tensor_concrete", P, P, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int64))
 _proto("cf_tv_dtype", ctypes.c_int, P)
+_proto("cf_fusion_output", P, P, ctypes.c_int)
 _proto("cf_fusion_evaluate", ctypes.c_int, P, ctypes.c_int, ctypes.POINTER(ctypes.POINTER(DLTensor)),
        ctypes.POINTER(ctypes.POINTER(DLManagedTensor)))
 _proto("cf_tensor_free", None, ctypes.POINTER(DLManagedTensor))

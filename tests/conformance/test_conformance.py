@@ -32,7 +32,7 @@ STRUCTURAL = {
     "sum": "test_reductions", "prod": "test_reductions", "max": "test_reductions", "min": "test_reductions",
     "welford": "test_var_mean_of_nothing_and_large_corrections", "welford_avg": "test_var_mean_of_nothing_and_large_corrections",
     "welford_m2": "test_var_mean_of_nothing_and_large_corrections", "welford_n": "test_var_mean_of_nothing_and_large_corrections",
-    "ceilDiv": "tests/ir/test_scalar.c (index arithmetic)", "Split": "tests/ir/test_transforms.c",
+    "iota": "test_iota_triu_addcmul", "ceilDiv": "tests/ir/test_scalar.c (index arithmetic)", "Split": "tests/ir/test_transforms.c",
     "Merge": "tests/ir/test_transforms.c", "Swizzle": "tests/ir/test_transforms.c",
 }
 
@@ -403,5 +403,52 @@ def test_where():
         for (dt, want), g in zip(outs, got):
             assert all(_close(x, w, dt, True, False) for x, w in zip(V.widen(g, dt), want)), f"{where}: where of {dt}"
 
+
+def _iota_triu_addcmul(which):
+    """One fusion of the op `which` (0 iota float, 1 iota int64, 2-4 triu, 5 addcmul), its
+    inputs and NumPy's result."""
+    fus = capi.Fusion()
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal((2, 4, 5)).astype(np.float32) for _ in range(3 if which == 5 else 1 if which >= 2 else 0)]
+    ins = [fus.input("float32", 3) for _ in xs]
+    if which == 0:
+        t = _call(fus, "iota", capi.P, ctypes.c_int64(7), ctypes.c_double(0.5), ctypes.c_double(0.1),
+                  ctypes.c_int(capi.DTYPES["float32"]))
+        want = np.array([np.float32(0.5 + n * 0.1) for n in range(7)], np.float32)
+    elif which == 1:
+        t = _call(fus, "iota", capi.P, ctypes.c_int64(5), ctypes.c_double(2 ** 62), ctypes.c_double(-3),
+                  ctypes.c_int(capi.DTYPES["int64"]))
+        want = np.array([2 ** 62 - 3 * n for n in range(5)], np.int64)
+    elif which < 5:
+        diag = (0, -1, 2)[which - 2]
+        t = _call(fus, "triu", capi.P, capi.P(ins[0]), ctypes.c_int64(diag))
+        want = np.triu(xs[0], diag)
+    else:
+        t = _call(fus, "addcmul", capi.P, capi.P(ins[0]), capi.P(ins[1]), capi.P(ins[2]), ctypes.c_double(0.5))
+        want = (xs[0].astype(np.float64) + 0.5 * xs[1].astype(np.float64) * xs[2]).astype(np.float32)
+    assert t, fus.error()
+    fus.output(t)
+    return fus, xs, want
+
+
+@pytest.mark.parametrize("which", range(6), ids=["iota", "iota_int64", "triu", "triu_below", "triu_above", "addcmul"])
+def test_iota_triu_addcmul(which):
+    """iota (torch.arange: floating elements computed in double and rounded once, integers
+    exactly), triu over the last two axes of a batch, and addcmul, against NumPy: on the
+    evaluator, define and run, and the fusion inlined by hand."""
+    fus, xs, want = _iota_triu_addcmul(which)
+    out_dt = capi.out_dtype(capi.LIB.cf_fusion_output(fus.f, 0))
+    runs = [("evaluator", capi.evaluate(fus, xs, [out_dt]))]
+    for bk in BACKENDS:
+        backend = capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST
+        runs.append((bk, capi.execute(fus, xs, [out_dt], backend)))
+        runs.append((bk + " inlined", capi.run_unscheduled(fus, xs, [out_dt], backend)))
+    for where, (s, got) in runs:
+        assert s == 0, f"{where}: {got}"
+        assert got[0].shape == want.shape, where
+        if which == 5:
+            assert np.allclose(got[0], want, rtol=1e-6, atol=1e-6), f"{where}: {got[0]}"
+        else:
+            assert np.array_equal(got[0], want), f"{where}: {got[0]}"
 
 import ctypes  # noqa: E402  (used by the structural tests above)
