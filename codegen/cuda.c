@@ -25,6 +25,7 @@ static void preamble(Emitter *e) {
   sb_puts(&e->out, cg_embedded_file("tensor.cuh"));
   sb_puts(&e->out, cg_embedded_file("cuda_helpers.cuh"));
   sb_puts(&e->out, cg_embedded_file("special_math.h"));
+  sb_puts(&e->out, cg_embedded_file("philox.h"));
   sb_puts(&e->out, cg_embedded_file("ops_math.h"));
   if (uses_dtype(e->k, CF_WELFORD_FLOAT) || uses_dtype(e->k, CF_WELFORD_DOUBLE))
     sb_puts(&e->out, cg_embedded_file("welford.h"));

@@ -111,7 +111,8 @@ static cf_dtype welford_type(const KNode *op) {
 static cf_dtype compute_type(const KNode *op) {
   cf_dtype w = welford_type(op);
   if (w != CF_DTYPE_COUNT) return w;
-  if (ir_op_type_rule(op->u.op.op) == TR_MAKE) /* iota: start + i * step in double or int64 */
+  IrTypeRule r = ir_op_type_rule(op->u.op.op);
+  if (r == TR_MAKE || r == TR_RANDOM || r == TR_RANDOM64) /* iota's double or int64; seeds in int64 */
     return ir_op_compute_dtype(op->u.op.op, op->u.op.out_dtype, op->u.op.out_dtype);
   bool any_double = op->u.op.out_dtype == CF_DOUBLE, any_float = is_floating(op->u.op.out_dtype);
   for (int i = 0; i < op->u.op.nin; i++) {

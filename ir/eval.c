@@ -282,6 +282,11 @@ static IrElem apply_elementwise(const ExprPlan *p, const NdIter *it, cf_dtype ct
     a[j] = e->op == OP_WHERE && j == 0 ? ir_elem_load(ir_dl_elem_ptr(p->t[1], it->off[1]), CF_BOOL)
                                        : load_as(p, it, j + 1, ct);
   if (ir_op_kind(e->op) == OPK_BINARY && e->nin == 1) a[1] = rhs;
+  IrTypeRule r = ir_op_type_rule(e->op);
+  if (r == TR_RANDOM || r == TR_RANDOM64) { /* random numbers read the element's row-major index */
+    a[2].i = 0;
+    for (int d = 0; d < it->rank; d++) a[2].i = a[2].i * it->sizes[d] + it->idx[d];
+  }
   return ir_op_eval(e->op)(a, ct);
 }
 

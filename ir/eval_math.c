@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "ir/dtype.h"
+#include "ir/philox.h"
 #include "ir/special_math.h"
 
 static IrElem F(double x) { return (IrElem){.d = x}; }
@@ -248,6 +249,21 @@ IrElem ir_ev_logical_and(const IrElem *a, cf_dtype ct) { return I(truth(a[0], ct
 IrElem ir_ev_bitwise_xor(const IrElem *a, cf_dtype ct) {
   (void)ct;
   return I(a[0].i ^ a[1].i);
+}
+
+/* Random numbers: a[0] the seed, a[1] the offset, a[2] the element's row-major index in the
+ * output (ir/philox.h: one function of the three, on every backend). */
+IrElem ir_ev_rand(const IrElem *a, cf_dtype ct) {
+  (void)ct;
+  return F(cf_philox_uniform24(a[0].i, a[1].i, a[2].i));
+}
+IrElem ir_ev_rand64(const IrElem *a, cf_dtype ct) {
+  (void)ct;
+  return F(cf_philox_uniform53(a[0].i, a[1].i, a[2].i));
+}
+IrElem ir_ev_randn(const IrElem *a, cf_dtype ct) {
+  (void)ct;
+  return F(cf_philox_normal(a[0].i, a[1].i, a[2].i));
 }
 
 /* ---- ternary ------------------------------------------------------------------------------- */

@@ -99,6 +99,9 @@ typedef enum IrTypeRule {
   TR_COMPARE,   /* promoted to compare, bool out (eq, lt, ...) */
   TR_LOGICAL,   /* operands read as truth values, bool out (logical_and, logical_or) */
   TR_SELECT,    /* where: a bool condition, then two operands promoted */
+  TR_RANDOM,    /* random numbers: an integer seed and offset (computed in int64) in, a
+                   float-precision value out (the 24-bit uniform: it stays below 1 in float) */
+  TR_RANDOM64,  /* the same with a double value out (the 53-bit uniform, normal) */
   TR_WELFORD,   /* Welford states in, a field out (welford_avg, welford_m2, welford_n) */
   TR_REDUCE,    /* reductions: the reduction table's columns */
   TR_NONE       /* transforms of IterDomains: no elements */
@@ -206,6 +209,12 @@ typedef enum IrTypeRule {
   X(OP_AND, "logical_and", OPK_BINARY, "logical_and", TR_LOGICAL, ir_ev_logical_and, "(%0 && %1)",              \
     "(%0 && %1)")                                                                                               \
   X(OP_XOR, "bitwise_xor", OPK_BINARY, "bitwise_xor", TR_INTEGRAL, ir_ev_bitwise_xor, "(%0 ^ %1)", "(%0 ^ %1)")  \
+  X(OP_RAND, "rand", OPK_BINARY, "rand", TR_RANDOM, ir_ev_rand, "cf_philox_uniform24(%0, %1, %2)",              \
+    "cf_philox_uniform24(%0, %1, %2)")                                                                          \
+  X(OP_RAND64, "rand64", OPK_BINARY, "rand64", TR_RANDOM64, ir_ev_rand64, "cf_philox_uniform53(%0, %1, %2)",      \
+    "cf_philox_uniform53(%0, %1, %2)")                                                                          \
+  X(OP_RANDN, "randn", OPK_BINARY, "randn", TR_RANDOM64, ir_ev_randn, "cf_philox_normal(%0, %1, %2)",             \
+    "cf_philox_normal(%0, %1, %2)")                                                                             \
   X(OP_WHERE, "where", OPK_TERNARY, "where", TR_SELECT, ir_ev_where, "(%0 ? %1 : %2)", "(%0 ? %1 : %2)")        \
   X(OP_BROADCAST, "broadcast", OPK_BROADCAST, "broadcast", TR_MOVE, ir_ev_move, "%0", "%0")                     \
   X(OP_SUM, "sum", OPK_REDUCTION, "sum", TR_REDUCE, ir_ev_add, "(%0 + %1)", "(%0 + %1)")                        \

@@ -165,7 +165,9 @@ bool ir_op_accepts(IrOp op, cf_dtype t) {
   case TR_FLOAT_ONLY: return ir_dtype_is_float(t);
   case TR_FLOAT_PAIR: return t == CF_FLOAT || t == CF_DOUBLE;
   case TR_INTEGRAL: return !ir_dtype_is_float(t);
-  case TR_INTEGER: return is_int(t);
+  case TR_INTEGER:
+  case TR_RANDOM:
+  case TR_RANDOM64: return is_int(t);
   case TR_WELFORD: return false;
   case TR_NONE: return false;
   default: return true;
@@ -180,7 +182,9 @@ const char *ir_op_accepts_str(IrOp op) {
   case TR_FLOAT_ONLY: return "floating-point";
   case TR_FLOAT_PAIR: return "float or double";
   case TR_INTEGRAL: return "integer or bool";
-  case TR_INTEGER: return "integer";
+  case TR_INTEGER:
+  case TR_RANDOM:
+  case TR_RANDOM64: return "integer";
   case TR_WELFORD: return "Welford-state";
   default: return "any";
   }
@@ -194,6 +198,8 @@ cf_dtype ir_op_result_dtype(IrOp op, cf_dtype promoted) {
   case TR_COMPARE:
   case TR_LOGICAL: return CF_BOOL;
   case TR_WELFORD: return op == OP_WELFORD_N ? CF_INT64 : ir_welford_scalar(promoted);
+  case TR_RANDOM: return CF_FLOAT;
+  case TR_RANDOM64: return CF_DOUBLE;
   default: return promoted;
   }
 }
@@ -201,6 +207,8 @@ cf_dtype ir_op_result_dtype(IrOp op, cf_dtype promoted) {
 cf_dtype ir_op_compute_dtype(IrOp op, cf_dtype promoted, cf_dtype out) {
   switch (ir_op_type_rule(op)) {
   case TR_MAKE: return ir_dtype_is_float(out) ? CF_DOUBLE : CF_INT64; /* iota: start + i * step */
+  case TR_RANDOM:
+  case TR_RANDOM64: return CF_INT64; /* seed, offset and the element's index */
   case TR_PREDICATE:
   case TR_COMPARE:
   case TR_LOGICAL:
@@ -213,6 +221,7 @@ cf_dtype ir_op_value_dtype(IrOp op, cf_dtype ct) {
   IrTypeRule r = ir_op_type_rule(op);
   if (r == TR_PREDICATE || r == TR_COMPARE || r == TR_LOGICAL) return CF_BOOL;
   if (r == TR_WELFORD) return ir_op_result_dtype(op, ct);
+  if (r == TR_RANDOM || r == TR_RANDOM64) return ir_op_result_dtype(op, ct);
   return ct;
 }
 
@@ -244,7 +253,7 @@ static const char *const rule_names[] = {
     [TR_SIGNED] = "signed",     [TR_FLOAT] = "float",         [TR_FLOAT_ONLY] = "float_only",
     [TR_PREDICATE] = "predicate", [TR_INTEGRAL] = "integral", [TR_INTEGER] = "integer", [TR_PROMOTE] = "promote", [TR_NUMERIC] = "numeric",
     [TR_TRUE_DIV] = "true_div", [TR_FLOAT_PAIR] = "float_pair", [TR_COMPARE] = "compare", [TR_LOGICAL] = "logical",
-    [TR_SELECT] = "select",     [TR_WELFORD] = "welford",     [TR_REDUCE] = "reduce",     [TR_NONE] = "none",
+    [TR_SELECT] = "select",     [TR_RANDOM] = "random",       [TR_RANDOM64] = "random64",     [TR_WELFORD] = "welford",     [TR_REDUCE] = "reduce",     [TR_NONE] = "none",
 };
 _Static_assert(sizeof rule_names / sizeof rule_names[0] == TR_NONE + 1, "a type rule without its name");
 

@@ -60,9 +60,9 @@ cf_tv *cf_squeeze(cf_fusion *f, cf_tv *x, int naxes, const int *axes) {
   return ir_op_result(e);
 }
 
-/* expand's output axes: extent[k] (a scalar Val) for each broadcast axis of x that
+/* expand's output axes (ir/ops_util.h): extent[k] (a scalar Val) for each broadcast axis of x that
  * becomes concrete, NULL to keep axis k as it is. */
-static cf_tv *expand_to(cf_fusion *f, const char *what, Val *tv, Val **ax, int n, Val *const *extent) {
+cf_tv *ir_op_expand(cf_fusion *f, const char *what, Val *tv, Val **ax, int n, Val *const *extent) {
   Val **ids = ARENA_ARRAY(f->arena, Val *, n);
   if (!ids) return ir_op_oom(f, what);
   for (int k = 0; k < n; k++) {
@@ -105,7 +105,7 @@ cf_tv *cf_expand(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes) {
                          "axis)", (long long)sizes[k], k), NULL;
     if (sizes[k] >= 0 && !(ext[k] = ir_const_int(f, sizes[k]))) return ir_op_oom(f, "expand");
   }
-  return expand_to(f, "expand", tv, ax, n, ext);
+  return ir_op_expand(f, "expand", tv, ax, n, ext);
 }
 
 cf_tv *cf_expand_as(cf_fusion *f, cf_tv *x, cf_tv *other) {
@@ -119,7 +119,7 @@ cf_tv *cf_expand_as(cf_fusion *f, cf_tv *x, cf_tv *other) {
   if (n != no) return ir_op_rank_error(f, "expand_as", tv, n, ot, no);
   for (int k = 0; k < n; k++)
     if (ID(oax[k])->iter_type != CF_ITER_BROADCAST) ext[k] = ID(oax[k])->extent;
-  return expand_to(f, "expand_as", tv, ax, n, ext);
+  return ir_op_expand(f, "expand_as", tv, ax, n, ext);
 }
 
 /* A full tensor over the given axes (fresh ones, made by the caller), of value v in the

@@ -21,6 +21,10 @@ bool ir_op_extents_compatible(Val *x, Val *y);
 /* Records "<what>: rank mismatch: ..." naming both tensors; returns NULL. */
 void *ir_op_rank_error(cf_fusion *f, const char *what, Val *x, int nx, Val *y, int ny);
 
+/* expand (ops_shape.c): the axes ax[k] of tv (its op axes) with extent[k] where that is not
+ * NULL and ax[k] is a broadcast axis. */
+cf_tv *ir_op_expand(cf_fusion *f, const char *what, Val *tv, Val **ax, int n, Val *const *extent);
+
 static inline cf_tv *ir_op_result(Expr *e) { return e ? ir_tv_handle(e->out[0]) : NULL; }
 /* A fresh axis of id's extent and the given type. */
 static inline Val *ir_op_axis_copy(cf_fusion *f, Val *id, cf_iter_type type) { return ir_id_new(f, ID(id)->extent, type); }

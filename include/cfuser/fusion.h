@@ -178,6 +178,19 @@ CF_API cf_tv *cf_iota(cf_fusion *f, int64_t length, double start, double step, c
 CF_API cf_tv *cf_triu(cf_fusion *f, cf_tv *x, int64_t diagonal);
 /* torch.addcmul: input + value * t1 * t2, operands broadcast; value is a scalar. */
 CF_API cf_tv *cf_addcmul(cf_fusion *f, cf_tv *input, cf_tv *t1, cf_tv *t2, double value);
+/* Random numbers (nvFuser's uniform and normal): a tensor of the given sizes (or of x's
+ * sizes and dtype for the _like forms) drawn from Philox4x32-10 with the key `seed` and
+ * the counter offset `offset`, both 0-d integer tensors (cf_scalar_input for a seed given
+ * per call, or cf_const_int). Element i (row-major) depends only on (seed, offset, i):
+ * the same on every backend and schedule, and on the evaluator. uniform is in [low,
+ * high) (float-precision draws of 24 bits, double of 53); normal is mean + std * z with z
+ * by Box-Muller in double. dtype is floating. */
+CF_API cf_tv *cf_uniform(cf_fusion *f, int rank, const int64_t *sizes, double low, double high, cf_tv *seed,
+                         cf_tv *offset, cf_dtype dtype);
+CF_API cf_tv *cf_normal(cf_fusion *f, int rank, const int64_t *sizes, double mean, double std, cf_tv *seed,
+                        cf_tv *offset, cf_dtype dtype);
+CF_API cf_tv *cf_uniform_like(cf_fusion *f, cf_tv *x, double low, double high, cf_tv *seed, cf_tv *offset);
+CF_API cf_tv *cf_normal_like(cf_fusion *f, cf_tv *x, double mean, double std, cf_tv *seed, cf_tv *offset);
 /* transpose swaps two axes; permute puts input axis perm[i] at output position i. */
 CF_API cf_tv *cf_transpose(cf_fusion *f, cf_tv *in, int axis0, int axis1);
 CF_API cf_tv *cf_permute(cf_fusion *f, cf_tv *in, int rank, const int *perm);

@@ -26,7 +26,8 @@ typedef struct cf_op_info {
                         * "permute" "squeeze" "full" "reshape" "transform" */
   const char *rule;    /* the type rule: "float" (integers give float), "same", "signed",
                         * "float_only", "predicate", "integral", "integer", "promote", "numeric",
-                        * "true_div", "float_pair", "compare", "logical", "select", "move",
+                        * "true_div", "float_pair", "compare", "logical", "select", "random",
+                        * "random64", "move",
                         * "cast", "make", "welford", "reduce", "none" */
   uint32_t dtypes;     /* bit t set: the op takes operands of cf_dtype t */
   bool api;            /* cf_<name> of the kind's signature exists */

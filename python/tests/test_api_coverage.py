@@ -26,6 +26,10 @@ NOT_BOUND = {
     "cf_iota": "not bound yet: issue 26's frontend (fd.ops.iota)",
     "cf_triu": "not bound yet: issue 26's frontend (fd.ops.triu)",
     "cf_addcmul": "not bound yet: issue 26's frontend (fd.ops.addcmul)",
+    "cf_uniform": "not bound yet: issue 26's frontend (fd.ops.uniform)",
+    "cf_normal": "not bound yet: issue 26's frontend (fd.ops.normal)",
+    "cf_uniform_like": "not bound yet: issue 26's frontend (rand_like)",
+    "cf_normal_like": "not bound yet: issue 26's frontend (randn_like)",
 }
 # Python name in fd.ops / fd.sched of each C call whose name differs (or that one Python
 # call reaches through an argument).
@@ -38,6 +42,7 @@ PYTHON_NAME = {
     "cf_scalar_input": None,  # fd.define_scalar(dtype)
     "cf_const": None, "cf_const_int": None, "cf_full_int": None,  # not bound yet (NOT_BOUND)
     "cf_iota": None, "cf_triu": None, "cf_addcmul": None,
+    "cf_uniform": None, "cf_normal": None, "cf_uniform_like": None, "cf_normal_like": None,
 }
 
 

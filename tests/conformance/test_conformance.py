@@ -32,7 +32,8 @@ STRUCTURAL = {
     "sum": "test_reductions", "prod": "test_reductions", "max": "test_reductions", "min": "test_reductions",
     "welford": "test_var_mean_of_nothing_and_large_corrections", "welford_avg": "test_var_mean_of_nothing_and_large_corrections",
     "welford_m2": "test_var_mean_of_nothing_and_large_corrections", "welford_n": "test_var_mean_of_nothing_and_large_corrections",
-    "iota": "test_iota_triu_addcmul", "ceilDiv": "tests/ir/test_scalar.c (index arithmetic)", "Split": "tests/ir/test_transforms.c",
+    "iota": "test_iota_triu_addcmul", "rand": "tests/ir/test_random.c, tests/kernels/test_semantics_kernels.c",
+    "rand64": "tests/ir/test_random.c", "randn": "tests/ir/test_random.c", "ceilDiv": "tests/ir/test_scalar.c (index arithmetic)", "Split": "tests/ir/test_transforms.c",
     "Merge": "tests/ir/test_transforms.c", "Swizzle": "tests/ir/test_transforms.c",
 }
 

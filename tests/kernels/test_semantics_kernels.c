@@ -43,9 +43,9 @@ static void expect_equal(DLManagedTensor **got, DLManagedTensor **want, int n, c
 }
 
 /* The evaluator's outputs, then define and run's and a hand-inlined executor's on the host
- * (and CUDA), each equal to them; the NVRTC source of the inlined fusion (caller frees).
- * The inputs are freed. */
-static char *run_everywhere(int nin, DLManagedTensor **in) {
+ * (and CUDA, within cuda_tol: CUDA's libm is not glibc's), each equal to them; the NVRTC
+ * source of the inlined fusion (caller frees). The inputs are freed. */
+static char *run_everywhere_tol(int nin, DLManagedTensor **in, double cuda_tol) {
   enum { MAX_IO = 16 };
   int nout = cf_fusion_num_outputs(f);
   cr_assert(nin <= MAX_IO && nout <= MAX_IO);
@@ -64,12 +64,14 @@ static char *run_everywhere(int nin, DLManagedTensor **in) {
   cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
   cr_assert_eq(cf_executor_run(e, nin, ins, nout, got), CF_OK, "%s", cf_executor_error(e));
   expect_equal(got, want, nout, "inlined on the host");
-  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, in, want, 0);
+  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, in, want, cuda_tol);
   for (int i = 0; i < nout; i++) cf_tensor_free(got[i]), cf_tensor_free(want[i]);
   for (int i = 0; i < nin; i++) cf_tensor_free(in[i]);
   cf_executor_destroy(e);
   return src;
 }
+
+static char *run_everywhere(int nin, DLManagedTensor **in) { return run_everywhere_tol(nin, in, 0); }
 
 Test(semantics_kernels, integer_division_by_zero_and_int_min_by_minus_one_do_not_trap) {
   cf_tv *a = tu_input(f, CF_INT32, 1, NULL), *b = tu_input(f, CF_INT32, 1, NULL);
@@ -145,4 +147,23 @@ Test(semantics_kernels, max_of_an_empty_axis_is_a_run_time_error) {
                                          "(torch refuses it too)") != NULL, "%s", cf_executor_error(e));
   cf_tensor_free(in);
   cf_executor_destroy(e);
+}
+
+/* Philox draws depend on (seed, offset, element) alone: every backend and schedule gives
+ * the evaluator's numbers (uniform exactly; normal through CUDA's own log and cos). */
+Test(semantics_kernels, random_numbers_are_the_evaluators_everywhere) {
+  cf_tv *x = tu_input(f, CF_HALF, 2, NULL), *seed = cf_scalar_input(f, CF_INT64);
+  cf_tv *off = cf_const_int(f, CF_INT64, 3);
+  cf_fusion_add_output(f, cf_uniform(f, 2, (int64_t[]){5, 7}, -1, 1, seed, off, CF_FLOAT));
+  cf_fusion_add_output(f, cf_uniform(f, 2, (int64_t[]){5, 7}, 0, 1, seed, off, CF_DOUBLE));
+  cf_fusion_add_output(f, cf_uniform_like(f, x, 0, 1, seed, off));
+  cf_fusion_add_output(f, cf_normal_like(f, x, 0, 1, seed, off));
+  cf_fusion_add_output(f, cf_normal(f, 2, (int64_t[]){5, 7}, 2, 0.5, seed, off, CF_DOUBLE));
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
+  DLManagedTensor *in[2] = {cf_tensor_host(CF_HALF, 2, (int64_t[]){5, 7}), cf_tensor_host(CF_INT64, 0, NULL)};
+  cf_tensor_fill_random(&in[0]->dl_tensor, 1);
+  *(int64_t *)in[1]->dl_tensor.data = 1234;
+  char *src = run_everywhere_tol(2, in, 1e-6);
+  cr_expect(strstr(src, "cf_philox_uniform24(") && strstr(src, "cf_philox_normal("), "%s", src);
+  free(src);
 }
