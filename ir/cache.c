@@ -53,7 +53,7 @@ cf_tv *cf_cache_after(cf_fusion *f, cf_tv *t) {
 static bool cacheable_definition(const Expr *d) {
   OpKind k = ir_op_kind(d->op);
   return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST ||
-         k == OPK_BROADCAST || k == OPK_REDUCTION || k == OPK_SQUEEZE || k == OPK_FULL;
+         k == OPK_BROADCAST || k == OPK_REDUCTION || k == OPK_SQUEEZE || k == OPK_FULL || k == OPK_RESIZE;
 }
 
 /* The cache of a reduction takes over the reduction with all its axes; tv, now a copy of

@@ -266,6 +266,13 @@ IrElem ir_ev_randn(const IrElem *a, cf_dtype ct) {
   return F(cf_philox_normal(a[0].i, a[1].i, a[2].i));
 }
 
+/* pad and cat: a[0] the operand read where a[2] (a bool condition) holds, a[1] otherwise
+ * (the pad value, or cat's second operand). */
+IrElem ir_ev_select(const IrElem *a, cf_dtype ct) {
+  (void)ct;
+  return a[2].i ? a[0] : a[1];
+}
+
 /* ---- ternary ------------------------------------------------------------------------------- */
 
 /* where: a[0] is the bool condition (never converted), a[1] and a[2] the operands. */

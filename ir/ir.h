@@ -74,6 +74,9 @@ typedef enum OpKind {
                     function of its index (iota) */
   OPK_RESHAPE,   /* the same elements in row-major order under other sizes: a view at
                     define-and-run's segment boundaries, never inside a kernel */
+  OPK_RESIZE,    /* slice / pad / cat: output element i of a resized axis reads its operand
+                    at another position (start + i * step; i - left; i or i - offset), so
+                    those axes are not paired with the operand's (an_pairwise_map) */
   OPK_TRANSFORM  /* split / merge / swizzle of IterDomains */
 } OpKind;
 
@@ -228,6 +231,9 @@ typedef enum IrTypeRule {
   X(OP_SQUEEZE, "squeeze", OPK_SQUEEZE, "squeeze", TR_MOVE, ir_ev_move, "%0", "%0")                             \
   X(OP_FULL, "full", OPK_FULL, "full", TR_MAKE, ir_ev_move, "%0", "%0")                                         \
   X(OP_IOTA, "iota", OPK_FULL, "iota", TR_MAKE, ir_ev_iota, "(%1 + %0 * %2)", "(%1 + %0 * %2)")                   \
+  X(OP_SLICE, "slice", OPK_RESIZE, "slice", TR_MOVE, ir_ev_move, "%0", "%0")                                     \
+  X(OP_PAD, "pad", OPK_RESIZE, "pad", TR_MOVE, ir_ev_select, "(%2 ? %0 : %1)", "(%2 ? %0 : %1)")                   \
+  X(OP_CAT, "cat", OPK_RESIZE, "cat", TR_MOVE, ir_ev_select, "(%2 ? %0 : %1)", "(%2 ? %0 : %1)")                   \
   X(OP_RESHAPE, "reshape", OPK_RESHAPE, "reshape", TR_MOVE, ir_ev_move, "%0", "%0")                             \
   X(OP_SPLIT, "Split", OPK_TRANSFORM, "split", TR_NONE, ir_ev_none, "", "")                                     \
   X(OP_MERGE, "Merge", OPK_TRANSFORM, "merge", TR_NONE, ir_ev_none, "", "")                                     \
@@ -277,6 +283,10 @@ bool ir_op_is_elementwise(IrOp op);
 /* Ops the pointwise scheduler takes: the elementwise ones, broadcast, squeeze and full
  * (each output element from input elements at positionally mapped indices). */
 bool ir_op_is_pointwise(IrOp op);
+/* Resize ops (slice, pad, cat): which operand axes are resized (not paired with the output's
+ * axis of the same position); `axis` counts the operand's op axes (no reduction axes). */
+struct Expr;
+bool ir_resize_axis(const struct Expr *e, int operand, int axis);
 /* The columns of IR_OP_TABLE (ir/op_table.c). */
 const char *ir_op_py_name(IrOp op);
 IrTypeRule ir_op_type_rule(IrOp op);
@@ -375,6 +385,15 @@ struct Expr {
      * integer scalar Val evaluated at run time (a mean's count over symbolic extents,
      * e.g. i0 * i2), converted to double. */
     struct { double value; bool is_scalar_rhs; Val *val; } scalar_rhs;
+    /* OP_SLICE: per operand axis, output element i reads start + i * step (step >= 1);
+     * resized: the axis is cut (not start 0, step 1 and the whole extent). */
+    struct { int64_t *start, *step; bool *resized; int rank; } slice;
+    /* OP_PAD: per operand axis, left and right widths (>= 0); outside the operand the
+     * value (a double for floating dtypes, ivalue for integers and bool). */
+    struct { int64_t *left, *right; int rank; double value; int64_t ivalue; } pad;
+    /* OP_CAT: in[0] then in[1] along `axis`; element i reads in[0] at i below in[0]'s
+     * extent, in[1] at i - that extent above. */
+    struct { int axis; } cat;
   } attr;
 };
 

@@ -30,6 +30,9 @@ NOT_BOUND = {
     "cf_normal": "not bound yet: issue 26's frontend (fd.ops.normal)",
     "cf_uniform_like": "not bound yet: issue 26's frontend (rand_like)",
     "cf_normal_like": "not bound yet: issue 26's frontend (randn_like)",
+    "cf_slice": "not bound yet: issue 26's frontend (fd.ops.slice)",
+    "cf_pad": "not bound yet: issue 26's frontend (fd.ops.pad)",
+    "cf_cat": "not bound yet: issue 26's frontend (fd.ops.cat)",
 }
 # Python name in fd.ops / fd.sched of each C call whose name differs (or that one Python
 # call reaches through an argument).
@@ -43,6 +46,7 @@ PYTHON_NAME = {
     "cf_const": None, "cf_const_int": None, "cf_full_int": None,  # not bound yet (NOT_BOUND)
     "cf_iota": None, "cf_triu": None, "cf_addcmul": None,
     "cf_uniform": None, "cf_normal": None, "cf_uniform_like": None, "cf_normal_like": None,
+    "cf_slice": None, "cf_pad": None, "cf_cat": None,
 }
 
 

@@ -129,6 +129,12 @@ class Fusion:
         self.inputs.append(dtype)
         return t
 
+    def input_concrete(self, dtype, sizes):
+        t = LIB.cf_tensor_concrete(self.f, DTYPES[dtype], len(sizes), (ctypes.c_int64 * max(len(sizes), 1))(*sizes))
+        LIB.cf_fusion_add_input(self.f, t)
+        self.inputs.append(dtype)
+        return t
+
     def op(self, name, *args):
         """cf_<name>(f, *args) for tensor handles (and C ints); None when the call refused."""
         fn = getattr(LIB, "cf_" + name)
