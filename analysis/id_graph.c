@@ -80,6 +80,11 @@ int an_pairwise_map(const Val *p, const Val *c, Val **p_ids, Val **c_ids, int ca
     if (squeezed && squeezed[seen++]) continue;
     while (j < ct->nroot && is_bcast && is_bcast[j]) j++;
     if (j >= ct->nroot) break;
+    /* A resized axis (slice, pad, cat) reads its operand at other positions: no partner. */
+    if (ir_op_kind(e->op) == OPK_RESIZE && ir_resize_axis(e, e->in[0] == p ? 0 : 1, j)) {
+      j++;
+      continue;
+    }
     if (n < cap) {
       if (p_ids) p_ids[n] = pid;
       if (c_ids) c_ids[n] = ct->root[j];

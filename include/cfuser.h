@@ -1,6 +1,7 @@
 /* cfuser.h: the umbrella header of cfuser, a tensor-fusion compiler for NVIDIA GPUs.
  *
  *   fusion.h    building a Fusion of TensorViews, printing it
+ *   optable.h   the op table (names, kinds, dtypes) for frontends and conformance tests
  *   schedule.h  split, merge, reorder, swizzle, parallelize, memory types, inlining
  *   domain.h    a tensor's root, logical, allocation and loop domains; IterDomain maps
  *   tensor.h    DLPack host tensors and the reference evaluator
@@ -16,6 +17,7 @@
 #include "cfuser/status.h"
 #include "cfuser/types.h"
 #include "cfuser/fusion.h"
+#include "cfuser/optable.h"
 #include "cfuser/schedule.h"
 #include "cfuser/domain.h"
 #include "cfuser/tensor.h"

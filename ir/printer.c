@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "ir/ir.h"
 
 static bool is_infix(IrOp op) { return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_DIV || op == OP_MOD; }
@@ -105,6 +106,29 @@ static void print_operand(StrBuf *b, const Val *v) {
     ir_print_scalar(b, v);
 }
 
+/* slice: ", starts {0, 2}, steps {1, 1}"; pad: ", widths {{0, 0}, {1, 2}}, 0"; cat: ", axis 1". */
+static void print_resize(StrBuf *b, const Expr *e) {
+  if (e->op == OP_CAT) {
+    sb_printf(b, ", axis %d", e->attr.cat.axis);
+    return;
+  }
+  if (e->op == OP_SLICE) {
+    sb_puts(b, ", starts {");
+    for (int i = 0; i < e->attr.slice.rank; i++) sb_printf(b, "%s%lld", i ? ", " : "", (long long)e->attr.slice.start[i]);
+    sb_puts(b, "}, steps {");
+    for (int i = 0; i < e->attr.slice.rank; i++) sb_printf(b, "%s%lld", i ? ", " : "", (long long)e->attr.slice.step[i]);
+    sb_puts(b, "}");
+    return;
+  }
+  sb_puts(b, ", widths {");
+  for (int i = 0; i < e->attr.pad.rank; i++)
+    sb_printf(b, "%s{%lld, %lld}", i ? ", " : "", (long long)e->attr.pad.left[i], (long long)e->attr.pad.right[i]);
+  if (ir_dtype_is_float(e->out[0]->dtype))
+    sb_printf(b, "}, %g", e->attr.pad.value);
+  else
+    sb_printf(b, "}, %lld", (long long)e->attr.pad.ivalue);
+}
+
 /* The attribute suffix of an op line: ", 2.5" or ", {false, true}" or ", __half". */
 static void print_attrs(StrBuf *b, const Expr *e) {
   switch (ir_op_kind(e->op)) {
@@ -117,6 +141,7 @@ static void print_attrs(StrBuf *b, const Expr *e) {
     }
     break;
   case OPK_CAST: sb_printf(b, ", %s", cf_dtype_name(e->attr.cast.to)); break;
+  case OPK_RESIZE: print_resize(b, e); break;
   case OPK_BROADCAST:
     sb_puts(b, ", {");
     for (int i = 0; i < e->attr.broadcast.rank; i++) sb_printf(b, "%s%s", i ? ", " : "", e->attr.broadcast.is_broadcast[i] ? "true" : "false");
@@ -131,14 +156,23 @@ static void print_attrs(StrBuf *b, const Expr *e) {
   case OPK_RESHAPE:
   case OPK_FULL:
     if (e->op == OP_SET) break;
-    /* expand, reshape and full: the output's sizes (full: then its value and dtype) */
+    /* expand, reshape, full and iota: the output's sizes (full: then its value and dtype) */
     sb_puts(b, e->nin ? ", {" : "{");
     for (int i = 0; i < TV(e->out[0])->nlogical; i++) {
       if (i) sb_puts(b, ", ");
       ir_print_scalar(b, ID(TV(e->out[0])->logical[i])->extent);
     }
     sb_puts(b, "}");
-    if (e->op == OP_FULL) sb_printf(b, ", %g, %s", e->attr.full.value, cf_dtype_name(e->out[0]->dtype));
+    if (e->op == OP_FULL && ir_dtype_is_float(e->out[0]->dtype))
+      sb_printf(b, ", %g, %s", e->attr.full.value, cf_dtype_name(e->out[0]->dtype));
+    else if (e->op == OP_FULL)
+      sb_printf(b, ", %lld, %s", (long long)e->attr.full.ivalue, cf_dtype_name(e->out[0]->dtype));
+    else if (e->op == OP_IOTA && ir_dtype_is_float(e->out[0]->dtype)) /* iota: start, step, dtype, axis */
+      sb_printf(b, ", %g, %g, %s, axis=%d", e->attr.iota.start, e->attr.iota.step, cf_dtype_name(e->out[0]->dtype),
+                e->attr.iota.axis);
+    else if (e->op == OP_IOTA)
+      sb_printf(b, ", %lld, %lld, %s, axis=%d", (long long)e->attr.iota.istart, (long long)e->attr.iota.istep,
+                cf_dtype_name(e->out[0]->dtype), e->attr.iota.axis);
     break;
   case OPK_PERMUTE:
     sb_puts(b, ", {");

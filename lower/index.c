@@ -14,6 +14,7 @@
  * printed index arithmetic short. */
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "lower/lower.h"
 
 typedef struct IndexMap {
@@ -251,6 +252,73 @@ static void collect_bounds(LowerCtx *c, IndexMap *m, KNode *op, Val *cv) {
   }
 }
 
+/* cat's first operand's op axis k (its extent offsets the second operand). */
+static Val *cat_first_axis(const Expr *e, int k) {
+  Val *p = e->in[0];
+  for (int i = 0, n = 0; i < TV(p)->nlogical; i++)
+    if (ID(TV(p)->logical[i])->iter_type != CF_ITER_REDUCTION && n++ == k) return TV(p)->logical[i];
+  return NULL;
+}
+
+/* A resize op's operand j: its resized axes take their index from the consumer's (slice:
+ * start + i * step; pad: i - left; cat: i, or i less the first operand's extent for the
+ * second). Read at other positions, the operand must be a kernel parameter. */
+static void seed_resized(LowerCtx *c, IndexMap *cm, IndexMap *pm, const Expr *e, int j) {
+  Val *p = e->in[j], *cv = e->out[0];
+  if (lower_info(c, p)->kt->param < 0)
+    lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s = %s(%s...) reads %s at other positions; a resize's operand must be "
+               "a fusion input or a segment input (define and run cuts the fusion before it), not computed in the same "
+               "kernel", TV(cv)->display_name, ir_op_name(e->op), TV(p)->display_name, TV(p)->display_name);
+  Arena *a = c->a;
+  for (int i = 0, k = 0; i < TV(p)->nlogical; i++) {
+    Val *pid = TV(p)->logical[i];
+    if (ID(pid)->iter_type == CF_ITER_REDUCTION) continue;
+    if (ir_resize_axis(e, j, k)) {
+      KExpr *x = get(cm, TV(cv)->root[k]);
+      if (e->op == OP_SLICE)
+        x = kx_bin(a, OP_ADD, kx_const(a, e->attr.slice.start[k]), kx_bin(a, OP_MUL, x, kx_const(a, e->attr.slice.step[k])));
+      if (e->op == OP_PAD) x = kx_bin(a, OP_SUB, x, kx_const(a, e->attr.pad.left[k]));
+      if (e->op == OP_CAT && j == 1) x = kx_bin(a, OP_SUB, x, ext(c, cat_first_axis(e, k)));
+      put(pm, pid, ID(pid)->iter_type == CF_ITER_BROADCAST ? kx_const(a, 0) : x);
+    }
+    k++;
+  }
+}
+
+/* Where a pad or a cat reads its (first) operand: every resized index within it (pad: left
+ * <= i < left + N; cat: i < N of the first operand). */
+static KExpr *resize_condition(LowerCtx *c, IndexMap *cm, const Expr *e) {
+  Arena *a = c->a;
+  Val *p = e->in[0], *cv = e->out[0];
+  KExpr *cond = kx_const(a, 1);
+  for (int i = 0, k = 0; i < TV(p)->nlogical; i++) {
+    Val *pid = TV(p)->logical[i];
+    if (ID(pid)->iter_type == CF_ITER_REDUCTION) continue;
+    if (ir_resize_axis(e, 0, k)) {
+      KExpr *x = get(cm, TV(cv)->root[k]), *lo = kx_const(a, e->op == OP_PAD ? e->attr.pad.left[k] : 0);
+      KExpr *in = kx_bin(a, OP_LT, x, kx_bin(a, OP_ADD, lo, ext(c, pid)));
+      cond = kx_bin(a, OP_AND, cond, e->op == OP_PAD ? kx_bin(a, OP_AND, kx_bin(a, OP_GE, x, lo), in) : in);
+    }
+    k++;
+  }
+  return cond;
+}
+
+/* The row-major index of the consumer's element among its logical axes (random numbers
+ * depend on it alone, not on the schedule). */
+static KExpr *row_major_index(LowerCtx *c, IndexMap *cm, Val *cv) {
+  KExpr *sum = kx_const(c->a, 0);
+  for (int d = 0; d < TV(cv)->nlogical; d++) {
+    Val *id = TV(cv)->logical[d];
+    if (ID(id)->iter_type == CF_ITER_REDUCTION) continue;
+    KExpr *i = ID(id)->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : get(cm, id);
+    if (!i) lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s (random numbers) cannot be indexed along axis %d in its "
+                       "loops", TV(cv)->display_name, d);
+    sum = kx_bin(c->a, OP_ADD, kx_bin(c->a, OP_MUL, sum, ext(c, id)), i);
+  }
+  return sum;
+}
+
 static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
   const Expr *e = op->u.op.src;
   Val *cv = e->out[0];
@@ -263,15 +331,39 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
     Val *p = e->in[i];
     if (p->kind != VAL_TV) continue;
     seed_producer(c, cm, pm, op, p);
+    if (ir_op_kind(e->op) == OPK_RESIZE) seed_resized(c, cm, pm, e, i);
     propagate(c, pm, p);
     op->u.op.in[op->u.op.nin++] = access_of(c, pm, p, cv);
     reset(pm);
   }
+  if (e->op == OP_PAD) /* the value where the operand has no element, then the condition */
+    op->u.op.in[op->u.op.nin++] = ir_dtype_is_float(cv->dtype)
+                                      ? (KAccess){.t = NULL, .scalar = e->attr.pad.value}
+                                      : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.pad.ivalue)};
+  if (e->op == OP_PAD || e->op == OP_CAT)
+    op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar_expr = resize_condition(c, cm, e)};
   if (ir_op_kind(e->op) == OPK_BINARY && e->attr.scalar_rhs.is_scalar_rhs)
     op->u.op.in[op->u.op.nin++] =
         (KAccess){.t = NULL, .scalar = e->attr.scalar_rhs.value,
                   .scalar_expr = e->attr.scalar_rhs.val ? lower_scalar(c, e->attr.scalar_rhs.val) : NULL};
-  if (e->op == OP_FULL) op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar = e->attr.full.value};
+  if (ir_op_type_rule(e->op) == TR_RANDOM || ir_op_type_rule(e->op) == TR_RANDOM64) /* (seed, offset, index) */
+    op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar_expr = row_major_index(c, cm, cv)};
+  if (e->op == OP_IOTA) { /* (index, start, step): the element's index along the axis, then constants */
+    bool fl = ir_dtype_is_float(cv->dtype);
+    Val *id = TV(cv)->logical[e->attr.iota.axis];
+    KExpr *i = ID(id)->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : get(cm, id);
+    if (!i) lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s (iota) cannot be indexed along axis %d in its loops",
+                       TV(cv)->display_name, e->attr.iota.axis);
+    op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar_expr = i};
+    op->u.op.in[op->u.op.nin++] = fl ? (KAccess){.t = NULL, .scalar = e->attr.iota.start}
+                                     : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.iota.istart)};
+    op->u.op.in[op->u.op.nin++] = fl ? (KAccess){.t = NULL, .scalar = e->attr.iota.step}
+                                     : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.iota.istep)};
+  }
+  if (e->op == OP_FULL) /* integers exactly, as an integer scalar (never through a double) */
+    op->u.op.in[op->u.op.nin++] = ir_dtype_is_float(cv->dtype)
+                                      ? (KAccess){.t = NULL, .scalar = e->attr.full.value}
+                                      : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.full.ivalue)};
   reset(cm);
 }
 

@@ -169,8 +169,9 @@ static int64_t vector_width(cf_fusion *f, Val *ref) {
   return v;
 }
 
-/* Whether a squeeze reads tv or a tensor computed from it: tv's axes then do not line up
- * with the reference's position by position, so it is not cached for vector loads. */
+/* Whether a squeeze or a resize (slice, pad, cat) reads tv or a tensor computed from it:
+ * tv's axes then do not line up with the reference's position by position (a resize reads
+ * its operand whole, from memory), so it is not cached for vector loads. */
 static bool reaches_squeeze(cf_fusion *f, Val *tv) {
   bool *seen = ARENA_ARRAY(f->arena, bool, f->vals.len);
   Val **stack = ARENA_ARRAY(f->arena, Val *, f->vals.len);
@@ -183,7 +184,7 @@ static bool reaches_squeeze(cf_fusion *f, Val *tv) {
     for (int k = 0; k < v->uses.len; k++) {
       const Expr *e = v->uses.items[k];
       if (ir_op_kind(e->op) == OPK_TRANSFORM) continue;
-      if (e->op == OP_SQUEEZE) return true;
+      if (e->op == OP_SQUEEZE || ir_op_kind(e->op) == OPK_RESIZE) return true;
       if (!seen[e->out[0]->id]) seen[e->out[0]->id] = true, stack[top++] = e->out[0];
     }
   }

@@ -108,11 +108,12 @@ CFH_INLINE float cfh__rsqrtf(float x) { return 1.0f / sqrtf(x); }
 CFH_INLINE double cfh__rsqrt(double x) { return 1.0 / sqrt(x); }
 CFH_INLINE float cfh__recipf(float x) { return 1.0f / x; }
 CFH_INLINE double cfh__recip(double x) { return 1.0 / x; }
-CFH_INLINE float cfh__reluf(float x) { return x > 0 ? x : 0.0f; }
-CFH_INLINE double cfh__relu(double x) { return x > 0 ? x : 0.0; }
-CFH_INLINE int cfh__relui(int x) { return x > 0 ? x : 0; }
-CFH_INLINE long cfh__relul(long x) { return x > 0 ? x : 0; }
-CFH_INLINE long long cfh__relull(long long x) { return x > 0 ? x : 0; }
+/* relu keeps NaN (torch's and nvFuser's x <= 0 ? 0 : x) */
+CFH_INLINE float cfh__reluf(float x) { return x <= 0 ? 0.0f : x; }
+CFH_INLINE double cfh__relu(double x) { return x <= 0 ? 0.0 : x; }
+CFH_INLINE int cfh__relui(int x) { return x <= 0 ? 0 : x; }
+CFH_INLINE long cfh__relul(long x) { return x <= 0 ? 0 : x; }
+CFH_INLINE long long cfh__relull(long long x) { return x <= 0 ? 0 : x; }
 CFH_INLINE float cfh__sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 CFH_INLINE double cfh__sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 CFH_INLINE float cfh__geluf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
@@ -148,17 +149,6 @@ CFH_INLINE float cfh__min_f(float a, float b) { return fminf(a, b); }
 CFH_INLINE double cfh__min_d(double a, double b) { return fmin(a, b); }
 CFH_INLINE float cfh__cdiv_f(float a, float b) { return ceilf(a / b); }
 CFH_INLINE double cfh__cdiv_d(double a, double b) { return ceil(a / b); }
-
-/* The combines of max and min reductions: they keep NaN (torch's amax/amin), fmax drops
- * it. Compute types: float, double, 64-bit integers. */
-CFH_INLINE float cfh__max_nan_f(float a, float b) { return a != a ? a : b != b ? b : fmaxf(a, b); }
-CFH_INLINE float cfh__min_nan_f(float a, float b) { return a != a ? a : b != b ? b : fminf(a, b); }
-CFH_INLINE double cfh__max_nan_d(double a, double b) { return a != a ? a : b != b ? b : fmax(a, b); }
-CFH_INLINE double cfh__min_nan_d(double a, double b) { return a != a ? a : b != b ? b : fmin(a, b); }
-CFH_INLINE long long cfh__max_nan_ll(long long a, long long b) { return a > b ? a : b; }
-CFH_INLINE long long cfh__min_nan_ll(long long a, long long b) { return a < b ? a : b; }
-#define cf_max_nan(a, b) _Generic((a) + (b), float: cfh__max_nan_f, double: cfh__max_nan_d, default: cfh__max_nan_ll)((a), (b))
-#define cf_min_nan(a, b) _Generic((a) + (b), float: cfh__min_nan_f, double: cfh__min_nan_d, default: cfh__min_nan_ll)((a), (b))
 
 /* ceilDiv(a, b) = (a + b - 1) / b, max and min: on the type of a + b, as in CUDA. */
 #define ceilDiv(a, b) CFH_BY_INT_TYPE(cdiv, a, b)((a), (b))

@@ -121,8 +121,15 @@ def _proto(name: str, restype, *argtypes) -> None:
 
 
 UNARY_OPS = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "relu", "sigmoid", "tanh",
-             "gelu", "sin", "cos", "tan", "erf", "floor", "ceil")
-BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow", "eq", "ne", "lt", "le", "gt", "ge")
+             "gelu", "sin", "cos", "tan", "erf", "floor", "ceil",
+             "acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "erfc", "expm1",
+             "exp2", "log1p", "log2", "log10", "lgamma", "erfinv", "erfcinv", "digamma", "silu",
+             "round", "trunc", "frac", "sign", "isfinite", "isinf", "isnan", "isneginf", "isposinf",
+             "isreal", "signbit", "logical_not", "bitwise_not")
+BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow", "eq", "ne", "lt", "le", "gt", "ge",
+              "truediv", "mod", "fmod", "remainder", "floor_divide", "atan2", "nextafter",
+              "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
+              "bitwise_left_shift", "bitwise_right_shift")
 
 for _name in ("cf_status_name", "cf_dtype_name", "cf_parallel_type_name", "cf_memory_type_name"):
     _proto(_name, c_char_p, c_int)
