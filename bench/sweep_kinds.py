@@ -294,6 +294,7 @@ class Kind(NamedTuple):
     mains: int = 1  # main inputs, each of the case's shape
     out_dtype: Optional[str] = None  # the outputs' dtype when not the input's ("float32")
     in_dtype: Optional[str] = None  # the inputs' dtype when not the case's ("float32")
+    float_stats: bool = False  # outputs after the first are float32 statistics (mean, invstd)
 
 
 def _red(op, axis):
@@ -319,7 +320,7 @@ def _kinds():
              lambda x, w, b: F().layer_norm(x, x.shape[-1:], w, b, EPS), lambda x, w, b: n_layernorm(x, w, b, False),
              params=2),
         Kind("layernorm_stats", "rows", lambda dt: layernorm_stats_fd(DTYPES[dt]), t_layernorm_stats,
-             lambda x, w, b: n_layernorm(x, w, b, True), params=2),
+             lambda x, w, b: n_layernorm(x, w, b, True), params=2, float_stats=True),
         Kind("rmsnorm", "rows", lambda dt: rmsnorm_fd(DTYPES[dt]), t_rmsnorm,
              lambda x, w: x / _np().sqrt((x * x).mean(-1, keepdims=True) + EPS) * w, params=1),
         Kind("batchnorm_cl", "channels_last", lambda dt: batchnorm_fd(DTYPES[dt], 2), t_batchnorm, n_batchnorm,
@@ -354,6 +355,17 @@ def input_shapes(kind, shape):
     per-channel parameters ([C]: the last axis of a matrix, axis 1 of [N, C, HW])."""
     channels = shape[1] if len(shape) == 3 else shape[-1]
     return [tuple(shape)] * kind.mains + [(channels,)] * kind.params
+
+
+def as_list(outputs):
+    """A kind's outputs as a list (a kind of one output returns it bare)."""
+    return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+
+
+def out_dtypes(kind, dtype, n):
+    """The dtypes of kind's n outputs in a case of dtype."""
+    first = kind.out_dtype or dtype
+    return [first] + ["float32" if kind.float_stats else first] * (n - 1)
 
 
 def torch_fn(kind, dtype):
