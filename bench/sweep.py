@@ -20,12 +20,13 @@ counted). Flags: `fallback` where a segment ran the registry's last resort (one 
 kernel per op), `serial` where a kernel ran one thread in all over more than one element.
 A case that raises prints a FAIL line and the sweep goes on. One progress line per case
 goes to stderr; each case is one JSON line appended to OUT/sweep-<time>-<pid>.jsonl as it
-finishes, so a run stopped by --budget-s (checked before each case) or killed keeps every
+finishes (the table reads every OUT/sweep-*.jsonl), so a run stopped by --budget-s (checked before each case) or killed keeps every
 finished case, and --resume skips the cases OUT already holds.
 
 --check runs the same harness on the host backend (NumPy arrays, a float64 NumPy
 reference, wall-clock times, no torch): a few tiny shapes per kind in float32 and float16
-(NumPy has no bfloat16), then the table and the plot of what it wrote. It is the ctest
+(NumPy has no bfloat16), written to OUT/check.jsonl (started afresh; the table of a
+sweep leaves it out), then the table and the plot of it. It is the ctest
 `bench_sweep_check`. Exit status 1 when a case is WRONG or FAILs."""
 import argparse
 import json
@@ -229,13 +230,16 @@ def main(argv=None):
     cases = plan(args, args.check)
     os.makedirs(args.out, exist_ok=True)
     done = {case_key(r) for r in sweep_table.read_records(args.out)} if args.resume else set()
-    out_path = os.path.join(args.out, f"sweep-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl")
+    name = "check.jsonl" if args.check else f"sweep-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl"
+    out_path = os.path.join(args.out, name)
+    if args.check:
+        open(out_path, "w").close()  # the check's own file, started afresh: a check is not a sweep
     print(f"sweep: {len(cases)} case(s) on {side.device} ({side.compile_mode}); raw lines: {out_path}")
     wrong, failed = sweep(side, cases, args, out_path, done)
     print(f"sweep: {wrong} WRONG, {failed} FAIL")
     if args.check:
         print()
-        sweep_table.report(args.out)
+        sweep_table.report(args.out, [out_path])
     return 1 if wrong or failed else 0
 
 

@@ -101,7 +101,6 @@ class TorchSide:
         n = max(1, nbytes // 2)
         buf = self.t.empty(n, dtype=self.t.uint8, device="cuda")
         r["copy_us"], r["copy_bytes"] = self.time(lambda: buf.clone(), iters), 2 * n
-        del buf
         for key, call in calls.items():  # last: the profiler must not sit under the timings
             try:
                 r["launches_cfuser" if key == "cfuser" else "kernels_" + key] = torch_common.cuda_kernels(call)

@@ -25,10 +25,11 @@ import torch_common
 SLOW = 0.9
 
 
-def read_records(out_dir):
-    """The latest record of each case in out_dir's *.jsonl (files in name order: by time)."""
+def read_records(out_dir, paths=None):
+    """The latest record of each case in out_dir's sweep-*.jsonl (in name order: by time),
+    or in the given paths."""
     latest = {}
-    for path in sorted(glob.glob(os.path.join(out_dir, "*.jsonl"))):
+    for path in paths or sorted(glob.glob(os.path.join(out_dir, "sweep-*.jsonl"))):
         with open(path) as fh:
             for text in fh:
                 if text.strip():
@@ -224,10 +225,10 @@ def plot(records, out_dir):
     return path
 
 
-def report(out_dir):
-    """Prints the table and summary of out_dir's runs and writes the plot; 0, or 1 when it
-    holds no record."""
-    records = read_records(out_dir)
+def report(out_dir, paths=None):
+    """Prints the table and summary of out_dir's runs (or of the given files) and writes
+    the plot in out_dir; 0, or 1 when there is no record."""
+    records = read_records(out_dir, paths)
     if not records:
         print(f"no sweep records in {out_dir}")
         return 1
