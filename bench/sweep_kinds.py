@@ -236,7 +236,7 @@ def matrix_shapes(cap):
     """[rows, cols] from 1 to 2^20 either way: the reductions, var_mean and pointwise kinds."""
     grid = [(r, c) for r in P2 for c in P2]
     primes = list(zip(PRIMES, reversed(PRIMES))) + [(127, 127), (1021, 1021), (8191, 8191)]
-    models = [(4096, v) for v in VOCAB] + [(8192, h) for h in (768, 4096, 11008)] + [(50257, 768)]
+    models = [(2048, v) for v in VOCAB] + [(8192, h) for h in (768, 4096, 11008)] + [(50257, 768)]
     odd = [(M20, 64), (M20, 100), (8, M20), (100, 1000000), (50000, 100), (128256, 32), (1000003, 3)]
     return _capped(grid + primes + models + odd, cap)
 

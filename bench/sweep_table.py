@@ -99,7 +99,8 @@ def _mean_line(label, rs):
 
 def kind_dtype_lines(records, rated):
     """The geometric mean over torch.compile of each kind in each dtype, as a table."""
-    dtypes = list(dict.fromkeys(r["dtype"] for r in records))
+    present = {r["dtype"] for r in records}
+    dtypes = [d for d in sk.DTYPES if d in present] + sorted(present - set(sk.DTYPES))
     yield ""
     yield "| kind | " + " | ".join(dtypes) + " |"
     yield "| --- |" + " ---: |" * len(dtypes)
