@@ -2,7 +2,7 @@
 # Runs bench/sweep.py, issue 22's sweep (every fusion kind x its shapes x float32, bfloat16
 # and float16 by define and run, next to torch eager and torch.compile), with the library
 # of a build directory; its raw lines are appended to OUT-DIR, then the Markdown table of
-# every run kept in OUT-DIR is printed (and its plot written there), so a sweep split over
+# every run kept in OUT-DIR is printed (and kept as OUT-DIR/table.md, its plot beside it), so a sweep split over
 # several calls (by --kinds, or stopped by --budget-s and continued with --resume) ends in
 # one table. With --check it runs the host check instead (NumPy, tiny shapes, no GPU and no
 # torch): the ctest bench_sweep_check.
@@ -28,6 +28,6 @@ status=0
 "$py" "$here/sweep.py" --iters "$iters" --out "$out" "$@" || status=$?
 case " $* " in
   *" --check "*) ;; # the check prints its own table
-  *) echo; "$py" "$here/sweep.py" --table "$out" || status=1 ;;
+  *) echo; "$py" "$here/sweep.py" --table "$out" > "$out/table.md" || status=1; cat "$out/table.md" ;;
 esac
 exit $status

@@ -20,8 +20,10 @@ counted). Flags: `fallback` where a segment ran the registry's last resort (one 
 kernel per op), `serial` where a kernel ran one thread in all over more than one element.
 A case that raises prints a FAIL line and the sweep goes on. One progress line per case
 goes to stderr; each case is one JSON line appended to OUT/sweep-<time>-<pid>.jsonl as it
-finishes (the table reads every OUT/sweep-*.jsonl), so a run stopped by --budget-s (checked before each case) or killed keeps every
-finished case, and --resume skips the cases OUT already holds.
+finishes (the table reads every OUT/sweep-*.jsonl), so a run stopped by --budget-s
+(checked before each case) or killed keeps every finished case, and --resume skips the
+cases OUT already holds (a case the run died in is a FAIL, "did not finish", and is not
+run again). A contender whose one call takes over 0.2 s is timed once, not iters times.
 
 --check runs the same harness on the host backend (NumPy arrays, a float64 NumPy
 reference, wall-clock times, no torch): a few tiny shapes per kind in float32 and float16
@@ -50,6 +52,9 @@ import torch_common  # noqa: E402
 RTOL = {"float32": 1e-4, "bfloat16": 2e-2, "float16": 4e-3}
 CHECK_DTYPES = ("float32", "float16")
 NO_BF16 = "bfloat16 skipped: NumPy has no bfloat16"
+# A case's record written before it runs; its real record replaces it. Left alone, it says
+# the run died inside the case, and --resume does not run that case again.
+UNFINISHED = "did not finish: the run stopped inside this case (killed, timed out or crashed)"
 
 
 def case_key(r):
@@ -158,6 +163,11 @@ def line(r):
     return f"WRONG {what}: {r['message']}\n{out}" if r["status"] == "WRONG" else out
 
 
+def append(path, record):
+    with open(path, "a") as fh:
+        fh.write(json.dumps(record, sort_keys=True) + "\n")
+
+
 def sweep(side, cases, args, out_path, done):
     """Runs the cases (skipping those in done) within the budget; returns (wrong, failed)."""
     start, fds, counts, last = time.monotonic(), {}, {"WRONG": 0, "FAIL": 0}, None
@@ -172,12 +182,13 @@ def sweep(side, cases, args, out_path, done):
             print(f"budget: stopped after {i} case(s), {elapsed:.0f} s; {len(todo) - i} left (run again with --resume)")
             break
         t0 = time.monotonic()
+        append(out_path, {"kind": kind.name, "dtype": dtype, "shape": list(shape), "device": side.device,
+                          "compile_mode": side.compile_mode, "status": "FAIL", "message": UNFINISHED})
         r = run_case(side, fds, kind, dtype, shape, args.iters)
         case_s, last = time.monotonic() - t0, (kind.name, dtype)
         counts[r["status"]] = counts.get(r["status"], 0) + 1
         print(line(r), flush=True)
-        with open(out_path, "a") as fh:
-            fh.write(json.dumps(r, sort_keys=True) + "\n")
+        append(out_path, r)  # replaces the unfinished record: the latest of a case wins
         ratio = f" {r['compile_us'] / r['cfuser_us']:.2f}x" if r.get("compile_us") and r.get("cfuser_us") else ""
         print(f"[{i + 1}/{len(todo)} {time.monotonic() - start:.0f}s] {kind.name} {dtype} "
               f"{'x'.join(map(str, shape))}: {r['status']}{ratio}", file=sys.stderr, flush=True)

@@ -92,9 +92,12 @@ def test_a_wrong_case_and_a_failing_one_are_counted_and_the_sweep_goes_on(tmp_pa
     assert "sweep: 1 WRONG, 1 FAIL" in out
     assert "- WRONG: 1\n  - row_sum float32 1x1: output 0: 1 of 1 elements off" in out
     assert "- FAIL: 1\n  - col_sum float32 1x1: cfuser: RuntimeError: boom" in out
-    recs = _records(tmp_path / "check.jsonl")
-    assert [(r["kind"], r["status"], r.get("schedulers")) for r in recs] == [("row_sum", "WRONG", ["reduction"]),
-                                                                           ("col_sum", "FAIL", None)]
+    raw = _records(tmp_path / "check.jsonl")  # each case: its unfinished mark, then its record
+    assert [(r["kind"], r["status"]) for r in raw] == [("row_sum", "FAIL"), ("row_sum", "WRONG"), ("col_sum", "FAIL"),
+                                                       ("col_sum", "FAIL")]
+    recs = sweep_table.read_records(str(tmp_path), [str(tmp_path / "check.jsonl")])
+    assert [(r["kind"], r["status"], r.get("schedulers"), r["message"][:14]) for r in recs] == [
+        ("row_sum", "WRONG", ["reduction"], "output 0: 1 of"), ("col_sum", "FAIL", None, "cfuser: Runtim")]
 
 
 def test_the_budget_stops_cleanly_and_resume_skips_what_is_done(tmp_path, capsys):
@@ -111,6 +114,21 @@ def test_the_budget_stops_cleanly_and_resume_skips_what_is_done(tmp_path, capsys
     sweep.sweep(side, sweep.plan(args, True), args, str(tmp_path / "sweep-3.jsonl"), done)
     assert f"resume: 1 case(s) already in {tmp_path}" in capsys.readouterr().out
     assert not (tmp_path / "sweep-3.jsonl").exists()
+
+
+def test_a_case_the_run_dies_in_is_a_fail_and_not_run_again(tmp_path, monkeypatch):
+    def die(*a):
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(sweep, "run_case", die)
+    args = sweep.parse(["--kinds", "row_sum", "--dtypes", "float32", "--max-cases", "1", "--out", str(tmp_path)])
+    try:
+        sweep.sweep(sweep_sides.NumpySide(), sweep.plan(args, True), args, str(tmp_path / "sweep-1.jsonl"), set())
+    except SystemExit:
+        pass
+    [r] = sweep_table.read_records(str(tmp_path))
+    assert (r["kind"], r["status"], r["message"]) == ("row_sum", "FAIL", sweep.UNFINISHED)
+    assert sweep.case_key(r) == ("row_sum", "float32", "1x1", "host")
 
 
 def _rec(kind, dtype, shape, c, e, t, kernels, status="ok", **kw):
