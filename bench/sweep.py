@@ -118,29 +118,38 @@ def cfuser_facts(fd, numel):
 
 
 def run_case(side, fds, kind, dtype, shape, iters):
-    """One case's record (a dict); every step that raises is a FAIL, with its message."""
+    """One case's record (a dict); a step that raises makes it a FAIL, its message naming
+    the step (inputs, cfuser, reference, timing) and the exception."""
     r = {"kind": kind.name, "dtype": dtype, "shape": list(shape), "device": side.device,
          "compile_mode": side.compile_mode, "iters": iters, "status": "ok"}
-    ins = side.inputs(kind, dtype, shape)
+    step = ["inputs"]
     try:
-        fd = fds.get((kind.name, dtype)) or fds.setdefault((kind.name, dtype), kind.define(dtype))
-        got = fd.execute(ins)
-        side.sync()
-        r["schedulers"], r["kernels_cfuser"], r["flags"] = cfuser_facts(fd, math.prod(shape))
+        _measure(side, fds, kind, dtype, shape, iters, r, step)
     except Exception as e:  # noqa: BLE001: a case's failure is its line, not the sweep's
-        return dict(r, status="FAIL", message=f"cfuser: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+        why = f"{step[0]}: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}"
+        if r["status"] == "WRONG":  # a wrong result stays the case's news
+            r["message"] += f"; then {why}"
+        else:
+            r.update(status="FAIL", message=why)
+    return r
+
+
+def _measure(side, fds, kind, dtype, shape, iters, r, step):
+    ins = side.inputs(kind, dtype, shape)
+    step[0] = "cfuser"
+    fd = fds.get((kind.name, dtype)) or fds.setdefault((kind.name, dtype), kind.define(dtype))
+    got = fd.execute(ins)
+    side.sync()
+    r["schedulers"], r["kernels_cfuser"], r["flags"] = cfuser_facts(fd, math.prod(shape))
     r["bytes"] = side.nbytes(ins) + side.nbytes(got)
-    try:
-        want = side.reference(kind, dtype, ins)
-    except Exception as e:  # noqa: BLE001
-        return dict(r, status="FAIL", message=f"reference: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
-    why = compare(side, got, want)
+    step[0] = "reference"
+    why = compare(side, got, side.reference(kind, dtype, ins))
     if why:
         r.update(status="WRONG", message=why)
-    del got, want
+    del got
+    step[0] = "timing"
     r["cfuser_us"] = side.time(lambda: fd.execute(ins), iters)
     r.update(side.contenders(kind, dtype, ins, iters, r["bytes"], lambda: fd.execute(ins)))
-    return r
 
 
 def line(r):
@@ -148,6 +157,9 @@ def line(r):
     what = f"{r['kind']} {r['dtype']} {'x'.join(map(str, r['shape']))}"
     if r["status"] == "FAIL":
         return f"FAIL {what}: {r['message']}"
+    head = f"WRONG {what}: {r['message']}" if r["status"] == "WRONG" else ""
+    if not r.get("cfuser_us"):
+        return head
     parts = [f"cfuser {what} time_us={r['cfuser_us']:.1f} GB/s={torch_common.gbps(r['bytes'], r['cfuser_us']):.0f} "
              f"kernels={r['kernels_cfuser']} sched={'+'.join(r['schedulers'])}" +
              "".join(f" {f}" for f in r["flags"])]
@@ -160,7 +172,7 @@ def line(r):
     if r.get("compile_us"):
         parts.append(f"{r['compile_us'] / r['cfuser_us']:.2f}x compile")
     out = " | ".join(parts)
-    return f"WRONG {what}: {r['message']}\n{out}" if r["status"] == "WRONG" else out
+    return f"{head}\n{out}" if head else out
 
 
 def append(path, record):
