@@ -140,16 +140,21 @@ def cast_fd(src, dst):
 # ---- torch, as its users write it ---------------------------------------------------------------
 
 
-def _torch():
-    import torch
+_MODULES = {}  # torch and torch.nn.functional, imported on first use (the host check has no torch)
 
-    return torch
+
+def _torch():
+    if "torch" not in _MODULES:
+        import torch
+        import torch.nn.functional
+
+        _MODULES.update(torch=torch, F=torch.nn.functional)
+    return _MODULES["torch"]
 
 
 def _F():
-    import torch.nn.functional as F
-
-    return F
+    _torch()
+    return _MODULES["F"]
 
 
 def t_layernorm_stats(x, w, b):

@@ -33,6 +33,7 @@ def _short(e):
 class TorchSide:
     def __init__(self, static):
         import torch
+        import torch._dynamo
 
         if not torch.cuda.is_available():
             sys.exit("torch sees no CUDA device")

@@ -3,7 +3,8 @@ case; the latest line of a case wins, so a rerun replaces it) merged into one Ma
 table, a summary and a plot.
 
 Table: kind, dtype, shape, GB/s of cfuser, torch eager and torch.compile, cfuser over
-torch.compile (the ratio of times: the same bytes move), kernels cfuser / eager / compile,
+torch.compile (the ratio of times: the same bytes move), kernels cfuser / eager / compile
+(and the cfuser kernels the profiler saw launched, where that differs from its cache's count),
 the copy's GB/s for the same bytes, cfuser's schedulers and the case's flags (WRONG, FAIL,
 fallback, serial). Summary: the geometric mean over torch.compile overall, per kind, per
 dtype and per kind x dtype (cases both ran correctly), then every case below 0.9x, with
@@ -88,6 +89,8 @@ def table_lines(records):
     yield "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | --- | --- |"
     for r in records:
         k = "/".join(_num(r.get(f"kernels_{x}"), "{}") or "-" for x in ("cfuser", "eager", "compile"))
+        if r.get("launches_cfuser") not in (None, r.get("kernels_cfuser")):
+            k += f" ({r['launches_cfuser']} launched)"  # the profiler saw another count than the cache's
         yield (f"| {r['kind']} | {r['dtype']} | {shape_of(r)} | {_num(gbps(r, 'cfuser'))} | {_num(gbps(r, 'eager'))} | "
                f"{_num(gbps(r, 'compile'))} | {_num(ratio(r), '{:.2f}x')} | {k} | {_num(gbps(r, 'copy'))} | "
                f"{runs(r.get('schedulers'))} | {flags(r)} |")

@@ -143,8 +143,8 @@ def _rec(kind, dtype, shape, c, e, t, kernels, status="ok", **kw):
 def test_the_table_merges_runs_and_lists_what_the_issue_asks(tmp_path, capsys):
     first = [_rec("row_sum", "float32", [4, 250], 2.0, 4.0, 4.0, (1, 1, 1)),
              _rec("softmax", "bfloat16", [4, 250], 4.0, 2.0, 2.0, (3, 2, 1),
-                  schedulers=["pointwise", "reduction", "reduction"], flags=["fallback"])]
-    second = [_rec("row_sum", "float32", [4, 250], 1.0, 4.0, 4.0, (1, 1, 1)),  # replaces the first run's
+                  schedulers=["pointwise", "reduction", "reduction"], flags=["fallback"], launches_cfuser=3)]
+    second = [_rec("row_sum", "float32", [4, 250], 1.0, 4.0, 4.0, (1, 1, 1), launches_cfuser=2),  # replaces the first
               _rec("col_sum", "float16", [250, 4], 1.0, 1.0, 1.0, (1, 1, 1), status="WRONG", message="output 0: off"),
               {"kind": "var_mean", "dtype": "float32", "shape": [1, 1], "status": "FAIL", "message": "cfuser: X: y",
                "compile_mode": "dynamic", "device": "GPU"}]
@@ -154,7 +154,7 @@ def test_the_table_merges_runs_and_lists_what_the_issue_asks(tmp_path, capsys):
     assert sweep_table.report(str(tmp_path)) == 0
     out = capsys.readouterr().out
     assert out.startswith("sweep of 4 cases on GPU (torch.compile: dynamic)\n")
-    assert "| row_sum | float32 | 4x250 | 4000 | 1000 | 1000 | 4.00x | 1/1/1 | 4000 | reduction |  |" in out
+    assert "| row_sum | float32 | 4x250 | 4000 | 1000 | 1000 | 4.00x | 1/1/1 (2 launched) | 4000 | reduction |  |" in out
     assert ("| softmax | bfloat16 | 4x250 | 1000 | 2000 | 2000 | 0.50x | 3/2/1 | 4000 | pointwise+reduction x2 | "
             "fallback |") in out
     assert "| col_sum | float16 | 250x4 | 4000 | 4000 | 4000 |  | 1/1/1 | 4000 | reduction | WRONG |" in out
