@@ -59,7 +59,8 @@ def eager_and_compiled(fn):
 
 def cuda_kernels(fn):
     """The CUDA kernels one call of fn launches, counted with torch.profiler (memory copies
-    and sets are not kernels and are not counted; kernels of a CUDA graph are)."""
+    and sets are not kernels and are not counted; kernels of a CUDA graph are). A call
+    that shows none raises: the profiler could not see the device."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -69,7 +70,10 @@ def cuda_kernels(fn):
         fn()
         torch.cuda.synchronize()
     names = [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
-    return sum(1 for n in names if not n.startswith(("Memcpy", "Memset")))
+    n = sum(1 for name in names if not name.startswith(("Memcpy", "Memset")))
+    if not n:  # every call measured launches work: none seen means no CUPTI, not no kernel
+        raise RuntimeError("the profiler saw no CUDA kernel (is CUPTI available?)")
+    return n
 
 
 def geomean(xs):
