@@ -32,9 +32,11 @@ def _short(e):
 
 class TorchSide:
     def __init__(self, static):
-        import torch
-        import torch._dynamo
-
+        try:
+            import torch
+            import torch._dynamo
+        except ImportError as e:
+            sys.exit(f"the sweep needs torch with CUDA ({e}); --check runs without it")
         if not torch.cuda.is_available():
             sys.exit("torch sees no CUDA device")
         self.t = torch

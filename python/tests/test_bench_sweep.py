@@ -8,6 +8,8 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
+
 BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "bench")
 sys.path.insert(0, BENCH)
 import sweep  # noqa: E402
@@ -175,3 +177,15 @@ def test_the_table_merges_runs_and_lists_what_the_issue_asks(tmp_path, capsys):
         assert "device copy: 4000 GB/s at 4000000 B" in titles
     else:
         assert plot.endswith(".png") and os.path.getsize(plot) > 0
+
+
+def test_the_gpu_sweep_without_torch_or_cuda_says_so(tmp_path):
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: the sweep would run")
+    with pytest.raises(SystemExit) as info:
+        sweep.main(["--out", str(tmp_path), "--kinds", "row_sum"])
+    assert "the sweep needs torch with CUDA" in str(info.value) or "torch sees no CUDA device" in str(info.value)
