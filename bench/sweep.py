@@ -209,8 +209,11 @@ def sweep(side, cases, args, out_path, done):
     return counts["WRONG"], counts["FAIL"]
 
 
-def list_shapes(args):
+def list_shapes(args, families=None):
+    """Prints each family's shapes (of the given families only, when named)."""
     for family, gen in sk.FAMILIES.items():
+        if families is not None and family not in families:
+            continue
         shapes = gen(args.max_elems)
         kinds = ",".join(k.name for k in sk.KINDS.values() if k.family == family)
         print(f"shapes {family} ({len(shapes)}; {kinds}): " + " ".join("x".join(map(str, s)) for s in shapes))
@@ -257,6 +260,8 @@ def main(argv=None):
     out_path = os.path.join(args.out, name)
     if args.check:
         open(out_path, "w").close()  # the check's own file, started afresh: a check is not a sweep
+    if not args.check:
+        list_shapes(args, {kind.family for kind, _, _ in cases})
     print(f"sweep: {len(cases)} case(s) on {side.device} ({side.compile_mode}); raw lines: {out_path}")
     wrong, failed = sweep(side, cases, args, out_path, done)
     print(f"sweep: {wrong} WRONG, {failed} FAIL")
