@@ -248,9 +248,10 @@ def matrix_shapes(cap):
 
 def rows_shapes(cap):
     """[rows, cols] normalized over the rows (cols the row length): vocabulary and hidden
-    sizes with enough rows for 2^26 elements, single rows, tall-narrow and primes."""
+    sizes with enough rows for 2^26 elements (or the cap), single rows, tall-narrow and
+    primes."""
     lengths = P2 + PRIMES[1:] + HIDDEN + VOCAB
-    full = [(max(1, min(M20, (1 << 26) // c)), c) for c in lengths]
+    full = [(max(1, min(M20, min(1 << 26, cap) // c)), c) for c in lengths]
     single = [(1, c) for c in (1024, 1 << 14, 32000, 128256, 131071, M20)]
     odd = [(8, M20), (100, 1000000), (M20, 64), (M20, 100), (M20, 3), (16384, 4096), (16384, 8192), (4096, 32000),
            (2048, 128256)]
