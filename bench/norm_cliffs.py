@@ -18,65 +18,11 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cfuser import DataType, FusionDefinition  # noqa: E402
+from cfuser import DataType  # noqa: E402
 
+import sweep_kinds  # noqa: E402
 import torch_common  # noqa: E402
-
-EPS = 1e-5
-
-
-def _x(fd, dt):
-    return fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=dt), DataType.Float)
-
-
-def _out(fd, y, dt):
-    fd.add_output(fd.ops.cast(y, dt))
-
-
-def softmax_fd(dt, log):
-    with FusionDefinition() as fd:
-        x = _x(fd, dt)
-        d = x - fd.ops.max(x, -1, keepdim=True)
-        e = fd.ops.exp(d)
-        s = fd.ops.sum(e, -1, keepdim=True)
-        _out(fd, d - fd.ops.log(s) if log else e / s, dt)
-    return fd
-
-
-def rmsnorm_fd(dt):
-    with FusionDefinition() as fd:
-        x = _x(fd, dt)
-        w = fd.ops.cast(fd.define_tensor(shape=[-1], dtype=dt), DataType.Float)
-        ms = fd.ops.mean(x * x, -1, keepdim=True)
-        _out(fd, x * fd.ops.rsqrt(ms + EPS) * fd.ops.broadcast_in_dim(w, 2, [1]), dt)
-    return fd
-
-
-def layernorm_stats_fd(dt):
-    """nvFuser's users' layer norm: y, mean and invstd (reduced shape)."""
-    with FusionDefinition() as fd:
-        x = _x(fd, dt)
-        w = fd.ops.cast(fd.define_tensor(shape=[-1], dtype=dt), DataType.Float)
-        b = fd.ops.cast(fd.define_tensor(shape=[-1], dtype=dt), DataType.Float)
-        var, mean = fd.ops.var_mean(x, [1], correction=0, keepdim=False)
-        invstd = fd.ops.rsqrt(var + EPS)
-        y = (x - fd.ops.broadcast_in_dim(mean, 2, [0])) * fd.ops.broadcast_in_dim(invstd, 2, [0])
-        _out(fd, y * fd.ops.broadcast_in_dim(w, 2, [1]) + fd.ops.broadcast_in_dim(b, 2, [1]), dt)
-        fd.add_output(mean)
-        fd.add_output(invstd)
-    return fd
-
-
-def batchnorm_fd(dt):
-    """Statistics over the rows of [N*H*W, C] (channels last), then the normalization."""
-    with FusionDefinition() as fd:
-        x = _x(fd, dt)
-        w = fd.ops.cast(fd.define_tensor(shape=[-1], dtype=dt), DataType.Float)
-        b = fd.ops.cast(fd.define_tensor(shape=[-1], dtype=dt), DataType.Float)
-        var, mean = fd.ops.var_mean(x, [0], correction=0, keepdim=True)
-        y = (x - mean) * fd.ops.rsqrt(var + EPS)
-        _out(fd, y * fd.ops.broadcast_in_dim(w, 2, [1]) + fd.ops.broadcast_in_dim(b, 2, [1]), dt)
-    return fd
+from sweep_kinds import EPS, batchnorm_fd, layernorm_stats_fd, rmsnorm_fd, softmax_fd  # noqa: E402: sweep.py's
 
 
 def cases(lib, check):
@@ -116,15 +62,10 @@ class TorchMath:
         return self.t.log_softmax(x.float(), -1).to(x.dtype)
 
     def rmsnorm(self, x, w):
-        xf = x.float()
-        return (xf * self.t.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()).to(x.dtype)
+        return sweep_kinds.t_rmsnorm(x, w)
 
     def layernorm_stats(self, x, w, b):
-        xf = x.float()
-        var, mean = self.t.var_mean(xf, 1, correction=0)
-        invstd = self.t.rsqrt(var + EPS)
-        y = (xf - mean[:, None]) * invstd[:, None] * w.float() + b.float()
-        return y.to(x.dtype), mean, invstd
+        return sweep_kinds.t_layernorm_stats(x, w, b)
 
     def batchnorm(self, x, w, b):
         xf = x.float()

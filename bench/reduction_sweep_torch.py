@@ -18,7 +18,6 @@ The second form reads both programs' outputs and prints one Markdown table: GB/s
 and over the copy bandwidth, then the geometric mean over torch.compile per kind and
 overall, and the cases below 0.9x."""
 import argparse
-import math
 import re
 import sys
 
@@ -105,10 +104,6 @@ def gb(v):
     return f"{v[0]:.0f}" if isinstance(v, tuple) else ("" if v is None else v.replace("|", "/")[:60])
 
 
-def geomean(xs):
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
-
-
 def table(paths):
     rows, copies = read_results(paths)
     copy = copies.get("cuMemcpyDtoD") or copies.get("clone") or copies.get("host")
@@ -134,9 +129,9 @@ def table(paths):
     print()
     every = [r for rs in ratios.values() for r in rs]
     for kind, rs in ratios.items():
-        print(f"- geometric mean over torch.compile, {kind}: {geomean(rs):.2f}x ({len(rs)} cases)")
+        print(f"- geometric mean over torch.compile, {kind}: {torch_common.geomean(rs):.2f}x ({len(rs)} cases)")
     print("- geometric mean over torch.compile, all: " +
-          (f"{geomean(every):.2f}x ({len(every)} cases)" if every else "no case has both timings"))
+          (f"{torch_common.geomean(every):.2f}x ({len(every)} cases)" if every else "no case has both timings"))
     print(f"- below 0.9x torch.compile: {len(slow)}" + "".join(f"\n  - {s}" for s in slow))
     return 0
 

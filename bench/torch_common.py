@@ -1,7 +1,9 @@
 """What the PyTorch halves of the benchmarks (bench/*_torch.py, python_fusions.py) share:
 CUDA-event timing after warm-ups, the GB/s of a time, the printed line, the iteration
-argument and the eager / torch.compile pair. torch is imported where it is used, so a
+argument, the eager / torch.compile pair, the count of one call's CUDA kernels and the
+geometric mean of the tables. torch is imported where it is used, so a
 script that runs without torch (python_fusions.py on NumPy) can import this module."""
+import math
 import re
 import sys
 
@@ -53,6 +55,30 @@ def eager_and_compiled(fn):
     import torch
 
     return (("torch eager", fn), ("torch.compile", torch.compile(fn)))
+
+
+def cuda_kernels(fn):
+    """The CUDA kernels one call of fn launches, counted with torch.profiler (memory copies
+    and sets are not kernels and are not counted; kernels of a CUDA graph are). A call
+    that shows none raises: the profiler could not see the device."""
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
+    n = sum(1 for name in names if not name.startswith(("Memcpy", "Memset")))
+    if not n:  # every call measured launches work: none seen means no CUPTI, not no kernel
+        raise RuntimeError("the profiler saw no CUDA kernel (is CUPTI available?)")
+    return n
+
+
+def geomean(xs):
+    """The geometric mean of positive numbers (nan for none)."""
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
 def nbytes(tensors):
