@@ -97,7 +97,10 @@ CF_SPECIAL_FN double cf_special_digamma(double x) {
   double r = 0.0;
   if (x < 0.0) {
     if (x == floor(x)) return NAN; /* the poles, -inf included */
-    r = -CF_SPECIAL_PI / tan(CF_SPECIAL_PI * (x - floor(x))); /* tan(pi x) has period 1 */
+    /* tan(pi x) has period 1: reduced to the nearest integer's offset in [-1/2, 1/2], so
+     * that x near an integer keeps its precision (x - floor(x) rounded -1e-40 to 1, and
+     * digamma(-1e-40) came out 2.6e16, not 1e40) */
+    r = -CF_SPECIAL_PI / tan(CF_SPECIAL_PI * (x - round(x)));
     x = 1.0 - x;
   }
   for (; x < 10.0; x += 1.0) r -= 1.0 / x;

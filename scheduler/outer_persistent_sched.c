@@ -179,7 +179,10 @@ static bool plan_grid(const SchedDevice *d, OuterPlan *p, int64_t io, int64_t by
   int64_t threads = q->tx * q->ty, ws = workspace(p, threads);
   for (int64_t k = sched_blocks_per_sm(d, threads, SCHED_REG_RESERVE, ws); k >= 1; k--) {
     if (!grid_rows(d, p, io, k)) return false;
-    int64_t regs = (q->persist * q->vec * bytes + 3) / 4 + SCHED_REG_RESERVE;
+    /* every persisted element a whole 32-bit register (16-bit values are not packed: at two
+     * per register, 100352 x 64 bfloat16 rows planned 4 blocks per SM where the kernel fit 3,
+     * and the cooperative launch was refused) */
+    int64_t regs = q->persist * q->vec * ((bytes + 3) / 4) + SCHED_REG_RESERVE;
     if (q->persist * q->vec <= sched_reg_elems(d, threads, bytes) && sched_blocks_per_sm(d, threads, regs, ws) >= k) {
       q->mode = SCHED_OUTER_GRID;
       return true;

@@ -101,6 +101,20 @@ static Val *two_concretizations(cf_fusion *f, Val **c) {
   return NULL;
 }
 
+/* A resize op's operand that is read at other positions (an axis of it resized) but
+ * computed in the fusion: lowering indexes such an operand from its consumer's index, so it
+ * must be a kernel parameter (lower/index.c); NULL when there is none. */
+static Val *resized_computed_operand(cf_fusion *f, const Expr *e) {
+  if (ir_op_kind(e->op) != OPK_RESIZE) return NULL;
+  for (int j = 0; j < e->nin; j++) {
+    Val *p = e->in[j];
+    if (p->kind != VAL_TV || ir_tv_is_input(f, p)) continue;
+    for (int a = 0; a < TV(p)->nlogical; a++)
+      if (ir_resize_axis(e, j, a)) return p;
+  }
+  return NULL;
+}
+
 /* Why the pointwise scheduler cannot take f: the reason (after "schedule_pointwise: ")
  * in why, the tensor it is about in *tv, and the status; CF_OK when it can. */
 static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
@@ -111,6 +125,14 @@ static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
       *tv = exprs[i]->out[0];
       snprintf(why, SCHED_WHY_MAX, "%s is computed by %s; the pointwise scheduler takes elementwise ops only",
                TV(*tv)->display_name, ir_op_name(exprs[i]->op));
+      return CF_ERR_UNSUPPORTED;
+    }
+  for (int i = 0; i < n; i++)
+    if ((*tv = resized_computed_operand(f, exprs[i]))) {
+      snprintf(why, SCHED_WHY_MAX, "%s = %s(%s...) reads %s at other positions, and %s is computed in the fusion (a "
+               "resize's operand must be a segment input: define and run cuts the fusion before it)",
+               TV(exprs[i]->out[0])->display_name, ir_op_name(exprs[i]->op), TV(*tv)->display_name,
+               TV(*tv)->display_name, TV(*tv)->display_name);
       return CF_ERR_UNSUPPORTED;
     }
   Val **tvs = ir_fusion_all_tvs(f, &n);

@@ -86,7 +86,7 @@ def _digamma(x, dt):
     if x < 0:
         if x == math.floor(x):
             return math.nan
-        r = -math.pi / math.tan(math.pi * (x - math.floor(x)))
+        r = -math.pi / math.tan(math.pi * (x - round(x)))  # tan(pi x): period 1, x near an integer kept exact
         x = 1 - x
     while x < 30:
         r -= 1 / x

@@ -115,9 +115,9 @@ Test(segments, dump_of_the_layer_norm_with_mean_and_invstd) {
       "  T1_g_float[iS2{8}]\n"
       "  T2_g_float[iS3{8}]\n"
       "Outputs:\n"
-      "  T20_g_float[iS32{2}, iS33{8}]\n"
+      "  T21_g_float[iS33{2}, iS34{8}]\n"
       "  T4_g_float[iS6{2}]\n"
-      "  T12_g_float[iS16{2}, bS17{1}]\n\n"
+      "  T13_g_float[iS17{2}, bS18{1}]\n\n"
       "%kernel_math {\n"
       "T3_l_welford_float[iS4{2}, rS5{8}]\n"
       "   = welford( T0_g_float[iS0{2}, iS1{8}] );\n";
