@@ -101,6 +101,11 @@ endif()
 # the sanitized build's library cannot be loaded into an uninstrumented interpreter.
 add_test(NAME python_tests COMMAND ${PROJECT_SOURCE_DIR}/python/tests/run_tests.sh $<TARGET_FILE:cfuser>)
 set_tests_properties(python_tests PROPERTIES LABELS "python" SKIP_RETURN_CODE 77)
+# The conformance matrix (tests/conformance, pytest): every op of the op table x every dtype
+# it takes x (evaluator, host backend, CUDA when present) on special values, against torch's
+# semantics computed with NumPy; skipped (77) like python_tests without pytest and numpy.
+add_test(NAME conformance_matrix COMMAND ${PROJECT_SOURCE_DIR}/tests/conformance/run.sh $<TARGET_FILE:cfuser>)
+set_tests_properties(conformance_matrix PROPERTIES LABELS "python" SKIP_RETURN_CODE 77)
 # A cfuser kernel on a PyTorch stream between two PyTorch ops (skipped without torch or a GPU).
 if(Python3_FOUND)
   add_test(NAME executor_torch_stream

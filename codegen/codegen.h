@@ -27,6 +27,7 @@ typedef struct Dialect {
   void (*convert)(Emitter *e, cf_dtype from, cf_dtype to, const char *value);
   void (*tmem_admin)(Emitter *e, const KNode *n); /* alloc / relinquish / dealloc */
   void (*tmem_access)(Emitter *e, const KNode *n, const char *addr, const char *reg);
+  bool is_cuda; /* which code form of the op table (ir_op_form) the dialect prints */
 } Dialect;
 
 struct Emitter {
@@ -60,6 +61,8 @@ void cg_block_reduce(Emitter *e, const KNode *n);
  * tail). */
 void cg_node(Emitter *e, const KNode *n);
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write);
+/* An op's code form in the emitter's dialect with %0 %1 %2 replaced by args (malloc'd). */
+char *cg_op_form(const Emitter *e, IrOp op, char *const *args);
 /* Generates the whole kernel source with the given dialect (malloc'd). */
 char *cg_generate(const KKernel *k, const Dialect *d);
 /* The embedded runtime snippet named `name` (codegen/runtime/), or NULL. */

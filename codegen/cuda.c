@@ -24,6 +24,9 @@ static void preamble(Emitter *e) {
   if (uses_dtype(e->k, CF_BFLOAT16)) sb_puts(&e->out, "#include <cuda_bf16.h>\n");
   sb_puts(&e->out, cg_embedded_file("tensor.cuh"));
   sb_puts(&e->out, cg_embedded_file("cuda_helpers.cuh"));
+  sb_puts(&e->out, cg_embedded_file("special_math.h"));
+  sb_puts(&e->out, cg_embedded_file("philox.h"));
+  sb_puts(&e->out, cg_embedded_file("ops_math.h"));
   if (uses_dtype(e->k, CF_WELFORD_FLOAT) || uses_dtype(e->k, CF_WELFORD_DOUBLE))
     sb_puts(&e->out, cg_embedded_file("welford.h"));
   if (e->k->grid_sem) sb_puts(&e->out, cg_embedded_file("grid_sync.cuh"));
@@ -122,6 +125,6 @@ static void tmem_access(Emitter *e, const KNode *n, const char *addr, const char
 }
 
 const Dialect cg_cuda_dialect = {"cuda",  preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access};
+                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true};
 
 char *cg_cuda_source(const KKernel *k) { return cg_generate(k, &cg_cuda_dialect); }

@@ -42,12 +42,33 @@ const char *cg_ctype(cf_dtype t) {
   return (unsigned)t < CF_DTYPE_COUNT ? names[t] : "void";
 }
 
+/* The suffix of ops_math.h's saturating conversion to integer dtype t ("s32"), or NULL
+ * when t is not an integer dtype (bool converts as C and C++ do: nonzero is true). */
+static const char *int_conversion(cf_dtype t) {
+  switch (t) {
+  case CF_INT8: return "s8";
+  case CF_INT32: return "s32";
+  case CF_INT64: return "s64";
+  case CF_UINT32: return "u32";
+  default: return NULL;
+  }
+}
+
 /* Conversions are spelled alike in CUDA C++ and in the host runtime (host_math.h gives
- * __half and __nv_bfloat16 the CUDA intrinsics' names). */
+ * __half and __nv_bfloat16 the CUDA intrinsics' names; ops_math.h the conversions from
+ * floating types to integers, which saturate instead of C's undefined behaviour). */
 void cg_convert(Emitter *e, cf_dtype from, cf_dtype to, const char *v) {
+  bool from_float = ir_dtype_is_float(from);
   if (ir_dtype_is_welford(to)) { /* an element folded into a Welford reduction: its one-element state */
     sb_printf(&e->out, "%s(", to == CF_WELFORD_DOUBLE ? "cf_welford_of_d" : "cf_welford_of_f");
     cg_convert(e, from, ir_welford_scalar(to), v);
+    sb_puts(&e->out, ")");
+  } else if (from_float && int_conversion(to)) {
+    sb_printf(&e->out, "cf_f2%s(", int_conversion(to));
+    if (from == CF_HALF || from == CF_BFLOAT16)
+      cg_convert(e, from, CF_FLOAT, v);
+    else
+      sb_puts(&e->out, v);
     sb_puts(&e->out, ")");
   } else if (from == CF_HALF)
     sb_printf(&e->out, "(%s)__half2float(%s)", cg_ctype(to), v);
@@ -100,6 +121,9 @@ static cf_dtype welford_type(const KNode *op) {
 static cf_dtype compute_type(const KNode *op) {
   cf_dtype w = welford_type(op);
   if (w != CF_DTYPE_COUNT) return w;
+  IrTypeRule r = ir_op_type_rule(op->u.op.op);
+  if (r == TR_MAKE || r == TR_RANDOM || r == TR_RANDOM64) /* iota's double or int64; seeds in int64 */
+    return ir_op_compute_dtype(op->u.op.op, op->u.op.out_dtype, op->u.op.out_dtype);
   bool any_double = op->u.op.out_dtype == CF_DOUBLE, any_float = is_floating(op->u.op.out_dtype);
   for (int i = 0; i < op->u.op.nin; i++) {
     const KAccess *a = &op->u.op.in[i];
@@ -125,12 +149,24 @@ static void print_constant(StrBuf *b, double v) {
     sb_printf(b, "cf_f64_from_bits(0x%016llxULL)", (unsigned long long)bits);
 }
 
+/* An int64 literal, exact (INT64_MIN has no literal of its own). */
+static char *int64_literal(int64_t v) {
+  StrBuf b = {0};
+  if (v == INT64_MIN)
+    sb_puts(&b, "(-9223372036854775807LL - 1)");
+  else
+    sb_printf(&b, "%lldLL", (long long)v);
+  return sb_take(&b);
+}
+
 static char *access_str(Emitter *e, const KAccess *a, bool is_write) {
   StrBuf b = {0};
   if (!a->t && a->var) return strdup(a->var); /* a register: a reduction's accumulator */
+  int64_t c;
+  if (!a->t && a->scalar_expr && kx_is_const(a->scalar_expr, &c)) return int64_literal(c);
   if (!a->t && a->scalar_expr) { /* an integer known at run time (a mean's count) */
     char *x = cg_expr(e, a->scalar_expr);
-    sb_printf(&b, "(double)(%s)", x);
+    sb_printf(&b, "(int64_t)(%s)", x);
     free(x);
     return sb_take(&b);
   }
@@ -158,10 +194,9 @@ static char *converted(Emitter *e, cf_dtype from, cf_dtype to, const char *v) {
   return s;
 }
 
-/* Substitutes %0 %1 %2 in an op's template. */
-static char *apply_template(const char *tmpl, char *const *args) {
+char *cg_op_form(const Emitter *e, IrOp op, char *const *args) {
   StrBuf b = {0};
-  for (const char *p = tmpl; *p; p++) {
+  for (const char *p = ir_op_form(op, e->d->is_cuda); *p; p++) {
     if (p[0] == '%' && p[1] >= '0' && p[1] <= '2') {
       sb_puts(&b, args[p[1] - '0']);
       p++;
@@ -211,9 +246,15 @@ static void emit_op(Emitter *e, const KNode *n) {
   int k = 0;
   if (ir_op_kind(n->u.op.op) == OPK_REDUCTION) args[k++] = converted(e, n->u.op.out_dtype, ct, out);
   for (int i = 0; i < n->u.op.nin && k < 3; i++) {
-    char *a = access_str(e, &n->u.op.in[i], false);
     const KAccess *in = &n->u.op.in[i];
-    cf_dtype from = in->t ? in->t->dtype : in->var ? in->var_dtype : CF_DOUBLE;
+    bool int_constant = !in->t && !in->var && !in->scalar_expr && !is_floating(ct) && !ir_dtype_is_welford(ct);
+    /* a double constant of an integer op: its type rule made it integral (ir_scalar_rhs_dtype) */
+    char *a = int_constant ? int64_literal(ir_elem_convert((IrElem){.d = in->scalar}, CF_DOUBLE, CF_INT64).i)
+                           : access_str(e, in, false);
+    cf_dtype from = in->t           ? in->t->dtype
+                    : in->var       ? in->var_dtype
+                    : int_constant || in->scalar_expr ? CF_INT64
+                                                      : CF_DOUBLE;
     /* where's condition stays a bool; everything else goes to the compute type */
     args[k++] = (n->u.op.op == OP_WHERE && i == 0) ? a : converted(e, from, ct, a);
     if (args[k - 1] != a) free(a);
@@ -223,12 +264,9 @@ static void emit_op(Emitter *e, const KNode *n) {
     e->d->vector_copy(e, n, out, src);
     free(src);
   } else {
-    char *val = apply_template(ir_op_template(n->u.op.op), args);
-    /* the template's value type: comparisons give bool, a Welford field its scalar */
-    cf_dtype vt = ir_op_is_comparison(n->u.op.op) ? CF_BOOL : ir_dtype_is_welford(ct) && ir_op_kind(n->u.op.op) == OPK_UNARY
-                                                                   ? ir_unary_dtype(n->u.op.op, ct)
-                                                                   : ct;
-    char *v = converted(e, vt, n->u.op.out_dtype, val);
+    char *val = cg_op_form(e, n->u.op.op, args);
+    /* the form's value type: predicates and comparisons give bool, a Welford field its scalar */
+    char *v = converted(e, ir_op_value_dtype(n->u.op.op, ct), n->u.op.out_dtype, val);
     cg_line(e, "%s = %s;", out, v);
     free(val), free(v);
   }

@@ -36,7 +36,7 @@ static void tensor_typedefs(Emitter *e) {
 }
 
 const char *const cg_host_runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_race.h", "host_math.h",
-                                             "welford.h", "host_grid.h", NULL};
+                                             "special_math.h", "philox.h", "ops_math.h", "welford.h", "host_grid.h", NULL};
 
 /* The bytes of the kernel's local arrays (constant sizes: lowering refuses others), each
  * aligned to 16 as buffers() declares them: the host runtime adds them to every emulated
@@ -148,6 +148,6 @@ static void tmem_access(Emitter *e, const KNode *n, const char *addr, const char
 }
 
 const Dialect cg_host_dialect = {"host",     preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access};
+                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false};
 
 char *cg_host_source(const KKernel *k) { return cg_generate(k, &cg_host_dialect); }

@@ -45,19 +45,10 @@ static char *ws_at(Emitter *e, const KTensor *ws, const char *index, bool is_wri
   return s;
 }
 
-/* combine(a, b) with the reduction's combine op (malloc'd). */
-static char *combine(const KNode *n, const char *a, const char *b) {
-  const char *t = ir_op_template(ir_reduction_combine(n->u.acc.op));
-  StrBuf s = {0};
-  for (const char *p = t; *p; p++) {
-    if (p[0] == '%' && (p[1] == '0' || p[1] == '1')) {
-      sb_puts(&s, p[1] == '0' ? a : b);
-      p++;
-    } else {
-      sb_printf(&s, "%c", *p);
-    }
-  }
-  return sb_take(&s);
+/* combine(a, b): the reduction's form (its combine op's, from the op table), malloc'd. */
+static char *combine(Emitter *e, const KNode *n, const char *a, const char *b) {
+  char *args[3] = {(char *)a, (char *)b, NULL};
+  return cg_op_form(e, n->u.acc.op, args);
 }
 
 static const char *const dim_name[3] = {"x", "y", "z"};
@@ -78,7 +69,7 @@ static void linear(StrBuf *b, const bool *reduced, bool want) {
 
 static void warp_form(Emitter *e, const KNode *n) {
   const char *v = n->u.acc.var;
-  char *sh = combine(n, v, "__shfl_xor_sync(0xffffffffu, cf_v, cf_o)");
+  char *sh = combine(e, n, v, "__shfl_xor_sync(0xffffffffu, cf_v, cf_o)");
   cg_line(e, "for (int cf_o = 16; cf_o > 0; cf_o >>= 1) {");
   cg_line(e, "  %s cf_v = %s;", cg_ctype(n->u.acc.dtype), v);
   cg_line(e, "  %s = %s;", v, sh);
@@ -91,7 +82,7 @@ static void warp_form(Emitter *e, const KNode *n) {
   free(w);
   e->d->sync(e);
   char *first = ws_at(e, n->u.acc.ws, "cf_rb", false), *other = ws_at(e, n->u.acc.ws, "cf_rb + cf_w", false);
-  char *fold = combine(n, v, other);
+  char *fold = combine(e, n, v, other);
   cg_line(e, "%s = %s;", v, first);
   cg_line(e, "for (int cf_w = 1; cf_w < cf_nw; ++cf_w) %s = %s;", v, fold);
   free(first), free(other), free(fold);
@@ -110,7 +101,7 @@ static void tree_form(Emitter *e, const KNode *n) {
   sb_free(&rn), sb_free(&ri), sb_free(&gi);
   char *mine_w = ws_at(e, n->u.acc.ws, "cf_rb + cf_ri", true), *mine = ws_at(e, n->u.acc.ws, "cf_rb + cf_ri", false);
   char *up = ws_at(e, n->u.acc.ws, "cf_rb + cf_ri + cf_s", false), *first = ws_at(e, n->u.acc.ws, "cf_rb", false);
-  char *fold = combine(n, mine, up);
+  char *fold = combine(e, n, mine, up);
   cg_line(e, "%s = %s;", mine_w, n->u.acc.var);
   e->d->sync(e);
   cg_line(e, "int cf_s = 1;");
@@ -151,7 +142,7 @@ static void fold_partials(Emitter *e, const KNode *n) {
     sb_printf(&vol, "cf_welford_volatile(&%s)", other);
   else
     sb_printf(&vol, "*(volatile %s *)&%s", cg_ctype(n->u.acc.dtype), other);
-  char *fold = combine(n, v, vol.data);
+  char *fold = combine(e, n, v, vol.data);
   cg_line(e, "for (int cf_b = 0; cf_b < cf_gn; ++cf_b) %s = %s;", v, fold);
   free(init), free(other), free(fold);
   sb_free(&vol);

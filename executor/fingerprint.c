@@ -115,7 +115,14 @@ static void fp_attrs(Fp *b, const Expr *e) {
     fp_i64(b, e->attr.squeeze.rank);
     for (int i = 0; i < e->attr.squeeze.rank; i++) fp_i64(b, e->attr.squeeze.is_squeezed[i]);
     return;
-  case OP_FULL: fp_f64(b, e->attr.full.value); return;
+  case OP_IOTA:
+    fp_f64(b, e->attr.iota.start), fp_f64(b, e->attr.iota.step);
+    fp_i64(b, e->attr.iota.istart), fp_i64(b, e->attr.iota.istep), fp_i64(b, e->attr.iota.axis);
+    return;
+  case OP_FULL: /* an integer full is exact in ivalue (2^62 + 1 and 2^62 are one double) */
+    fp_f64(b, e->attr.full.value);
+    fp_i64(b, e->attr.full.ivalue);
+    return;
   case OP_PERMUTE:
     fp_i64(b, e->attr.permute.rank);
     for (int i = 0; i < e->attr.permute.rank; i++) fp_i64(b, e->attr.permute.perm[i]);

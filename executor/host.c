@@ -147,11 +147,12 @@ static void buf_shell_quoted(Buf *b, const char *s) {
 
 /* ---- the cache ------------------------------------------------------------------------------- */
 
-/* "$CC -std=c11 -O2 -shared -fPIC -fno-strict-aliasing $CFUSER_HOST_CFLAGS" */
+/* "$CC -std=c11 -O2 -shared -fPIC -fno-strict-aliasing -fwrapv $CFUSER_HOST_CFLAGS": -fwrapv
+ * because integer kernels wrap in two's complement, as the evaluator does */
 static void compiler_command(Buf *b) {
   const char *cc = getenv("CC"), *extra = getenv("CFUSER_HOST_CFLAGS");
   buf_str(b, cc && *cc ? cc : "cc");
-  buf_str(b, " -std=c11 -O2 -shared -fPIC -fno-strict-aliasing");
+  buf_str(b, " -std=c11 -O2 -shared -fPIC -fno-strict-aliasing -fwrapv");
   if (extra && *extra) {
     buf_str(b, " ");
     buf_str(b, extra);

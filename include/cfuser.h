@@ -1,6 +1,7 @@
 /* cfuser.h: the umbrella header of cfuser, a tensor-fusion compiler for NVIDIA GPUs.
  *
  *   fusion.h    building a Fusion of TensorViews, printing it
+ *   optable.h   the op table (names, kinds, dtypes) for frontends and conformance tests
  *   schedule.h  split, merge, reorder, swizzle, parallelize, memory types, inlining
  *   tensor.h    DLPack host tensors and the reference evaluator
  *   executor.h  compiling and running kernels (CUDA or the host backend)
@@ -15,6 +16,7 @@
 #include "cfuser/status.h"
 #include "cfuser/types.h"
 #include "cfuser/fusion.h"
+#include "cfuser/optable.h"
 #include "cfuser/schedule.h"
 #include "cfuser/tensor.h"
 #include "cfuser/executor.h"

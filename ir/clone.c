@@ -123,6 +123,7 @@ static Val *copy_input(Copier *c, Val *tv) {
   c->dst->next_name[VAL_TV] = saved;
   if (!n) return NULL;
   c->map[tv->id] = n;
+  TV(n)->is_scalar = t->is_scalar;
   if (copy_alloc(c, tv, n) || copy_strides(c, tv, n)) return NULL;
   return n;
 }

@@ -4,10 +4,10 @@
  * One place for every fact about an element type that more than one module needs: the
  * executor binds DLPack arguments with ir_dtype_from_dl, the evaluator and the tensor
  * helpers read and write elements with ir_elem_load/ir_elem_store, ops.c and eval.c agree
- * on result types through ir_dtype_promote and ir_unary_dtype, and the evaluator computes
- * every op with ir_unary_f64/ir_binary_f64 (floating types) or their _i64 twins
- * (integers and bool). Implemented in dltensor.c (DLPack, conversion), ops.c (type
- * rules) and eval.c (element math). */
+ * on result types through the op table's type rule (ir_dtype_result_type,
+ * ir_op_result_dtype), and the evaluator computes every op with its evaluator form
+ * (ir_op_eval). Implemented in dltensor.c (DLPack, conversion), op_table.c (type rules)
+ * and eval_math.c (element math). */
 #ifndef CFUSER_IR_DTYPE_H
 #define CFUSER_IR_DTYPE_H
 
@@ -63,19 +63,47 @@ double ir_half_to_double(uint16_t h);
 uint16_t ir_bf16_from_double(double x);
 double ir_bf16_to_double(uint16_t h);
 
-/* ---- the type rules of the ops (ops.c) ------------------------------------------------ */
+/* ---- the type rules of the ops (op_table.c) ----------------------------------------- */
 
-/* The dtype both operands of a binary op are converted to: the wider of the two
- * (double > float > bfloat16/half; half with bfloat16 gives float; any float beats any
- * integer; int64 > uint32 > int32 > int8 > bool, uint32 with a signed type gives int64). */
+/* The dtype torch calls the default float: what integers become under floating math and
+ * what a floating scalar counts as in promotion. */
+#define IR_DEFAULT_FLOAT CF_FLOAT
+
+/* torch's promote_types: the wider of the two (double > float > bfloat16/half; half with
+ * bfloat16 gives float; any float beats any integer; int64 > uint32 > int32 > int8 >
+ * bool, uint32 with a signed type gives int64). */
 cf_dtype ir_dtype_promote(cf_dtype a, cf_dtype b);
-/* Result dtype of a unary op: math on integers and bool gives float; neg, abs and relu
- * keep the dtype. */
+/* The tier of an operand in promotion: a tensor with axes, a 0-d tensor, or a scalar (a
+ * cf_scalar_input or a constant: torch's wrapped numbers). */
+typedef enum IrTier { IR_TIER_DIM, IR_TIER_ZERO_DIM, IR_TIER_SCALAR } IrTier;
+/* torch.result_type of n operands: promote within each tier; a lower tier changes the
+ * result only when its category (bool < integer < floating) is higher; a floating scalar
+ * counts as IR_DEFAULT_FLOAT. float32 tensor * double scalar is float32; int32 tensor *
+ * double scalar is float32; int8 tensor + int64 0-d tensor is int8. */
+cf_dtype ir_dtype_result_type(int n, const cf_dtype *t, const IrTier *tier);
+/* Whether op takes an operand of dtype t, and the kind it takes, for messages. */
+bool ir_op_accepts(IrOp op, cf_dtype t);
+const char *ir_op_accepts_str(IrOp op);
+/* The result dtype of op from its operands' promoted dtype (bool for predicates and
+ * comparisons, the default float for floating math on integers, ...). */
+cf_dtype ir_op_result_dtype(IrOp op, cf_dtype promoted);
+/* The dtype op computes in: its operands' promoted dtype for predicates, comparisons and
+ * logical ops (and Welford fields), else its result's. */
+cf_dtype ir_op_compute_dtype(IrOp op, cf_dtype promoted, cf_dtype out);
+/* The dtype of the value op's forms give from operands of compute dtype ct: bool for
+ * predicates, comparisons and logical ops, a Welford field's type, else ct. */
+cf_dtype ir_op_value_dtype(IrOp op, cf_dtype ct);
+/* The type operands are converted to before computing in ct (torch's opmath type): float
+ * for half and bfloat16, ct otherwise. A double scalar times a half tensor is rounded to
+ * float, not to half, before the product. */
+cf_dtype ir_dtype_opmath(cf_dtype ct);
+/* ir_op_result_dtype of a unary op. */
 cf_dtype ir_unary_dtype(IrOp op, cf_dtype in);
-/* Result dtype of a tensor-scalar op (x + 2.5): floats keep theirs; integers keep theirs
- * for an integral scalar and become float otherwise; bool becomes int64 or float. */
+/* Result dtype of a tensor-scalar op whose constant is a double (cf_add_scalar, x + 2.5):
+ * floats keep theirs; integers keep theirs for an integral value and become the default
+ * float otherwise; bool becomes int64 or the default float. */
 cf_dtype ir_scalar_rhs_dtype(cf_dtype a, double b);
-/* Comparisons produce bool. */
+/* Comparisons (type rule TR_COMPARE) produce bool. */
 bool ir_op_is_comparison(IrOp op);
 
 /* ---- Welford states (welford.c) --------------------------------------------------------- */
@@ -114,13 +142,18 @@ void ir_welford_store(void *p, cf_dtype state, IrWelford s);
  * included, scale by exactly 1. */
 IrWelford ir_softmax_merge(IrWelford a, IrWelford b);
 
-/* ---- element math (eval.c) ------------------------------------------------------------- */
+/* ---- element math: the evaluator column of the op table (eval_math.c) ------------------ */
 
-/* The math of each op on widened elements. Integer math wraps (two's complement), divides
- * by zero to 0, and raises to negative powers as integer pow does (0 unless |base| == 1). */
-double ir_unary_f64(IrOp op, double x);
-int64_t ir_unary_i64(IrOp op, int64_t x);
-double ir_binary_f64(IrOp op, double a, double b);
-int64_t ir_binary_i64(IrOp op, int64_t a, int64_t b);
+/* The evaluator's form of an op: its value from operands a[] already converted to the
+ * compute dtype's opmath type (IrElem.d for floating ct, .i for integers and bool). The
+ * value has the dtype ir_op_value_dtype(op, ct) gives. Integer math wraps (two's
+ * complement); integer division by zero gives -1 and its remainder the dividend, and
+ * INT_MIN / -1 wraps to INT_MIN with remainder 0 (the rule of ops_math.h, identical on
+ * every backend; see docs/architecture.md). */
+typedef IrElem (*IrEvalFn)(const IrElem *a, cf_dtype ct);
+IrEvalFn ir_op_eval(IrOp op);
+#define IR_X(e, name, kind, py, rule, ev, cuda, host) IrElem ev(const IrElem *a, cf_dtype ct);
+IR_OP_TABLE(IR_X)
+#undef IR_X
 
 #endif

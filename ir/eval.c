@@ -19,98 +19,6 @@
 
 #include "ir/dtype.h"
 
-/* ---- element math ------------------------------------------------------------------------ */
-
-double ir_unary_f64(IrOp op, double x) {
-  switch (op) {
-  case OP_NEG: return -x;
-  case OP_ABS: return fabs(x);
-  case OP_EXP: return exp(x);
-  case OP_LOG: return log(x);
-  case OP_SQRT: return sqrt(x);
-  case OP_RSQRT: return 1.0 / sqrt(x);
-  case OP_RECIPROCAL: return 1.0 / x;
-  case OP_RELU: return x > 0 ? x : 0.0;
-  case OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
-  case OP_TANH: return tanh(x);
-  case OP_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-  case OP_SIN: return sin(x);
-  case OP_COS: return cos(x);
-  case OP_TAN: return tan(x);
-  case OP_ERF: return erf(x);
-  case OP_FLOOR: return floor(x);
-  case OP_CEIL: return ceil(x);
-  default: return x; /* set, cast */
-  }
-}
-
-static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-static int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
-static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
-
-int64_t ir_unary_i64(IrOp op, int64_t x) {
-  switch (op) {
-  case OP_NEG: return wrap_sub(0, x);
-  case OP_ABS: return x < 0 ? wrap_sub(0, x) : x;
-  case OP_RELU: return x > 0 ? x : 0;
-  default: return x; /* set, cast; math on integers is computed in floating point */
-  }
-}
-
-static int64_t ipow(int64_t a, int64_t b) {
-  if (b < 0) return a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0;
-  int64_t r = 1;
-  for (; b; b >>= 1, a = wrap_mul(a, a))
-    if (b & 1) r = wrap_mul(r, a);
-  return r;
-}
-
-double ir_binary_f64(IrOp op, double a, double b) {
-  switch (op) {
-  case OP_ADD: return a + b;
-  case OP_SUB: return a - b;
-  case OP_MUL: return a * b;
-  case OP_DIV: return a / b;
-  case OP_MAX: return fmax(a, b);
-  case OP_MIN: return fmin(a, b);
-  case OP_POW: return pow(a, b);
-  case OP_EQ: return a == b;
-  case OP_NE: return a != b;
-  case OP_LT: return a < b;
-  case OP_LE: return a <= b;
-  case OP_GT: return a > b;
-  case OP_GE: return a >= b;
-  case OP_CEILDIV: return ceil(a / b);
-  case OP_MOD: return fmod(a, b);
-  case OP_AND: return a != 0 && b != 0;
-  default: return NAN;
-  }
-}
-
-int64_t ir_binary_i64(IrOp op, int64_t a, int64_t b) {
-  bool overflow = a == INT64_MIN && b == -1; /* the one quotient that does not fit */
-  switch (op) {
-  case OP_ADD: return wrap_add(a, b);
-  case OP_SUB: return wrap_sub(a, b);
-  case OP_MUL: return wrap_mul(a, b);
-  case OP_DIV: return b == 0 ? 0 : overflow ? a : a / b;
-  case OP_MOD: return b == 0 || overflow ? 0 : a % b;
-  case OP_CEILDIV: return b == 0 ? 0 : overflow ? a : wrap_sub(wrap_add(a, b), 1) / b;
-  case OP_MAX: return a > b ? a : b;
-  case OP_MIN: return a < b ? a : b;
-  case OP_POW: return ipow(a, b);
-  case OP_EQ: return a == b;
-  case OP_NE: return a != b;
-  case OP_LT: return a < b;
-  case OP_LE: return a <= b;
-  case OP_GT: return a > b;
-  case OP_GE: return a >= b;
-  case OP_AND: return a && b;
-  case OP_XOR: return a ^ b;
-  default: return 0;
-  }
-}
-
 /* ---- the evaluator's state ---------------------------------------------------------------- */
 
 /* A TensorView's values: an input's DLTensor or an owned dense one, with its strides. */
@@ -344,48 +252,42 @@ static cf_status plan_expr(Eval *ev, const Expr *e, ExprPlan *p) {
   return s;
 }
 
-/* The compute type of an elementwise expression: what operands are converted to. */
+/* The dtype an elementwise expression computes in (the op table's type rule over its
+ * operands' promoted dtype; ops.c cast every operand no wider than it). */
 static cf_dtype compute_dtype(const Expr *e) {
+  cf_dtype out = e->out[0]->dtype;
   switch (ir_op_kind(e->op)) {
-  case OPK_UNARY: return e->out[0]->dtype;
+  case OPK_UNARY: return ir_op_compute_dtype(e->op, e->in[0]->dtype, out);
   case OPK_BINARY:
-    if (e->nin == 1) return e->out[0]->dtype; /* constant right-hand side */
-    return ir_dtype_promote(e->in[0]->dtype, e->in[1]->dtype);
-  case OPK_TERNARY: return ir_dtype_promote(e->in[1]->dtype, e->in[2]->dtype);
+    if (e->nin == 1) return out; /* constant right-hand side */
+    return ir_op_compute_dtype(e->op, ir_dtype_promote(e->in[0]->dtype, e->in[1]->dtype), out);
+  case OPK_TERNARY: return out;
   default: return e->in[0]->dtype;
   }
 }
 
+/* Operand j, converted to the opmath type of ct (float for half and bfloat16). */
 static IrElem load_as(const ExprPlan *p, const NdIter *it, int j, cf_dtype ct) {
+  cf_dtype to = ir_dtype_opmath(ct);
   IrElem v = ir_elem_load(ir_dl_elem_ptr(p->t[j], it->off[j]), p->dt[j]);
-  return p->dt[j] == ct ? v : ir_elem_convert(v, p->dt[j], ct);
+  return p->dt[j] == to ? v : ir_elem_convert(v, p->dt[j], to);
 }
 
+/* The op's evaluator form on the element at it. where's condition (operand 0) is read as
+ * a bool; every other operand is converted; a constant right-hand side is rhs. */
 static IrElem apply_elementwise(const ExprPlan *p, const NdIter *it, cf_dtype ct, IrElem rhs) {
   const Expr *e = p->e;
-  bool fl = ir_dtype_is_float(ct);
-  IrElem r, a = load_as(p, it, 1, ct);
-  switch (ir_op_kind(e->op)) {
-  case OPK_UNARY:
-    if (fl)
-      r.d = ir_unary_f64(e->op, a.d);
-    else
-      r.i = ir_unary_i64(e->op, a.i);
-    return r;
-  case OPK_BINARY: {
-    IrElem b = e->nin == 1 ? rhs : load_as(p, it, 2, ct);
-    if (fl)
-      r.d = ir_binary_f64(e->op, a.d, b.d);
-    else
-      r.i = ir_binary_i64(e->op, a.i, b.i);
-    return r;
+  IrElem a[3];
+  for (int j = 0; j < e->nin && j < 3; j++)
+    a[j] = e->op == OP_WHERE && j == 0 ? ir_elem_load(ir_dl_elem_ptr(p->t[1], it->off[1]), CF_BOOL)
+                                       : load_as(p, it, j + 1, ct);
+  if (ir_op_kind(e->op) == OPK_BINARY && e->nin == 1) a[1] = rhs;
+  IrTypeRule r = ir_op_type_rule(e->op);
+  if (r == TR_RANDOM || r == TR_RANDOM64) { /* random numbers read the element's row-major index */
+    a[2].i = 0;
+    for (int d = 0; d < it->rank; d++) a[2].i = a[2].i * it->sizes[d] + it->idx[d];
   }
-  case OPK_TERNARY: {
-    IrElem cond = ir_elem_load(ir_dl_elem_ptr(p->t[1], it->off[1]), CF_BOOL);
-    return load_as(p, it, cond.i ? 2 : 3, ct);
-  }
-  default: return a; /* set, cast, broadcast, permute: the store converts */
-  }
+  return ir_op_eval(e->op)(a, ct);
 }
 
 /* Ops on Welford states: the fields read, or the state moved as it is (set, broadcast,
@@ -405,22 +307,42 @@ static void run_welford_elementwise(const ExprPlan *p, NdIter *it) {
     if (p->e->op == OP_WELFORD_N)
       v.i = w.n;
     else
-      v.d = p->e->op == OP_WELFORD_AVG ? w.avg : w.m2;
+      v.d = p->e->op == OP_WELFORD_AVG ? (w.n ? w.avg : NAN) : w.m2; /* the mean of nothing is nan */
     ir_elem_store(dst, p->dt[0], v, p->e->op == OP_WELFORD_N ? CF_INT64 : CF_DOUBLE);
   } while (nd_next(it));
 }
 
-/* full: every element is the value, converted as C converts a double. */
+/* full: every element is the value (exact: a double or an int64, by the dtype). */
 static void run_full(const ExprPlan *p, NdIter *it) {
-  IrElem v = {.d = p->e->attr.full.value};
+  bool fl = ir_dtype_is_float(p->dt[0]);
+  IrElem v = fl ? (IrElem){.d = p->e->attr.full.value} : (IrElem){.i = p->e->attr.full.ivalue};
   if (nd_empty(it)) return;
-  do ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], v, CF_DOUBLE);
+  do ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], v, fl ? CF_DOUBLE : CF_INT64);
   while (nd_next(it));
+}
+
+/* iota: the op's evaluator form on (index along its axis, start, step) in its compute dtype. */
+static void run_iota(const ExprPlan *p, NdIter *it) {
+  const Expr *e = p->e;
+  cf_dtype ct = ir_op_compute_dtype(e->op, p->dt[0], p->dt[0]);
+  bool fl = ir_dtype_is_float(ct);
+  if (nd_empty(it)) return;
+  do {
+    int64_t i = it->idx[e->attr.iota.axis];
+    IrElem a[3] = {fl ? (IrElem){.d = (double)i} : (IrElem){.i = i},
+                   fl ? (IrElem){.d = e->attr.iota.start} : (IrElem){.i = e->attr.iota.istart},
+                   fl ? (IrElem){.d = e->attr.iota.step} : (IrElem){.i = e->attr.iota.istep}};
+    ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], ir_op_eval(e->op)(a, ct), ct);
+  } while (nd_next(it));
 }
 
 static void run_elementwise(const ExprPlan *p, NdIter *it) {
   if (p->e->op == OP_FULL) {
     run_full(p, it);
+    return;
+  }
+  if (p->e->op == OP_IOTA) {
+    run_iota(p, it);
     return;
   }
   if (ir_dtype_is_welford(p->dt[1])) {
@@ -436,9 +358,10 @@ static void run_elementwise(const ExprPlan *p, NdIter *it) {
     rhs = ir_dtype_is_float(ct) ? v : ir_elem_convert(v, CF_DOUBLE, CF_INT64);
   }
   if (nd_empty(it)) return;
+  cf_dtype vt = ir_op_value_dtype(p->e->op, ct);
   do {
     IrElem r = apply_elementwise(p, it, ct, rhs);
-    ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], r, ct);
+    ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], r, vt);
   } while (nd_next(it));
 }
 
@@ -478,12 +401,8 @@ static void acc_fold(IrOp op, bool fl, EvalAcc *a, const void *src, cf_dtype in)
     a->w = op == OP_WELFORD ? ir_welford_merge(a->w, x) : ir_softmax_merge(a->w, x);
     return;
   }
-  IrElem x = ir_elem_load(src, in);
-  IrOp c = ir_reduction_combine(op);
-  if (fl)
-    a->v.d = ir_binary_f64(c, a->v.d, x.d);
-  else
-    a->v.i = ir_binary_i64(c, a->v.i, x.i);
+  IrElem x[2] = {a->v, ir_elem_load(src, in)};
+  a->v = ir_op_eval(op)(x, fl ? CF_DOUBLE : CF_INT64); /* a reduction's form is its combine's */
 }
 
 static void acc_store(void *dst, cf_dtype out, const EvalAcc *a, cf_dtype in) {
@@ -671,8 +590,27 @@ static cf_status scalar_rhs(Eval *ev, const Expr *e, double *out) {
   return CF_OK;
 }
 
+/* max and min of an empty axis: an error naming the tensor and axis, as torch raises. */
+static cf_status check_reduced_extents(Eval *ev, const Expr *e) {
+  TensorView *t = TV(e->out[0]);
+  for (int d = 0; ir_reduction_needs_elements(e->op) && d < t->nlogical; d++) {
+    int64_t n;
+    cf_status s = eval_extent(ev, e->out[0], d, &n);
+    if (s) return s;
+    if (ID(t->logical[d])->iter_type == CF_ITER_REDUCTION && n == 0)
+      return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s: axis %d of %s has extent 0; the %s of an empty axis is "
+                        "undefined (torch refuses it too)", ir_op_name(e->op), d, TV(e->in[0])->display_name,
+                        ir_op_name(e->op));
+  }
+  return CF_OK;
+}
+
 static cf_status eval_expr(Eval *ev, const Expr *e, Arena *scratch) {
   if (e->op == OP_RESHAPE) return run_reshape(ev, e);
+  if (ir_op_kind(e->op) == OPK_REDUCTION) {
+    cf_status s = check_reduced_extents(ev, e);
+    if (s) return s;
+  }
   if (ir_op_kind(e->op) == OPK_REDUCTION && is_rfactor(e->out[0])) return run_rfactor(ev, e, scratch);
   int r = TV(e->out[0])->nlogical > 0 ? TV(e->out[0])->nlogical : 1;
   int64_t sizes[r], idx[r], st[r][MAX_OPERANDS], first_size[r];

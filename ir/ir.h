@@ -70,73 +70,173 @@ typedef enum OpKind {
   OPK_REDUCTION, /* sum / max / min over reduction axes of the output */
   OPK_PERMUTE,   /* transpose / permute: output root = input order, logical permuted */
   OPK_SQUEEZE,   /* removes broadcast or extent-1 axes of the input (attr.squeeze) */
-  OPK_FULL,      /* no tensor input: every element is attr.full.value */
+  OPK_FULL,      /* no tensor input: every element is attr.full's value (full), or a
+                    function of its index (iota) */
   OPK_RESHAPE,   /* the same elements in row-major order under other sizes: a view at
                     define-and-run's segment boundaries, never inside a kernel */
   OPK_TRANSFORM  /* split / merge / swizzle of IterDomains */
 } OpKind;
 
-/* X(enumerator, printed name, kind, C expression template for codegen and the evaluator:
- * %0 %1 %2 are the operands). Scalar arithmetic reuses the binary entries. */
-#define IR_OP_TABLE(X)                                                   \
-  X(OP_SET, "Set", OPK_SET, "%0")                                        \
-  X(OP_NEG, "neg", OPK_UNARY, "(-%0)")                                   \
-  X(OP_ABS, "abs", OPK_UNARY, "fabs(%0)")                                \
-  X(OP_EXP, "exp", OPK_UNARY, "exp(%0)")                                 \
-  X(OP_LOG, "log", OPK_UNARY, "log(%0)")                                 \
-  X(OP_SQRT, "sqrt", OPK_UNARY, "sqrt(%0)")                              \
-  X(OP_RSQRT, "rsqrt", OPK_UNARY, "rsqrt(%0)")                           \
-  X(OP_RECIPROCAL, "reciprocal", OPK_UNARY, "reciprocal(%0)")            \
-  X(OP_RELU, "relu", OPK_UNARY, "relu(%0)")                              \
-  X(OP_SIGMOID, "sigmoid", OPK_UNARY, "sigmoid(%0)")                     \
-  X(OP_TANH, "tanh", OPK_UNARY, "tanh(%0)")                              \
-  X(OP_GELU, "gelu", OPK_UNARY, "gelu(%0)")                              \
-  X(OP_SIN, "sin", OPK_UNARY, "sin(%0)")                                 \
-  X(OP_COS, "cos", OPK_UNARY, "cos(%0)")                                 \
-  X(OP_TAN, "tan", OPK_UNARY, "tan(%0)")                                 \
-  X(OP_ERF, "erf", OPK_UNARY, "erf(%0)")                                 \
-  X(OP_FLOOR, "floor", OPK_UNARY, "floor(%0)")                           \
-  X(OP_CEIL, "ceil", OPK_UNARY, "ceil(%0)")                              \
-  X(OP_WELFORD_AVG, "welford_avg", OPK_UNARY, "cf_welford_avg(%0)")      \
-  X(OP_WELFORD_M2, "welford_m2", OPK_UNARY, "cf_welford_m2(%0)")         \
-  X(OP_WELFORD_N, "welford_n", OPK_UNARY, "cf_welford_n(%0)")            \
-  X(OP_CAST, "cast", OPK_CAST, "%0")                                     \
-  X(OP_ADD, "add", OPK_BINARY, "(%0 + %1)")                              \
-  X(OP_SUB, "sub", OPK_BINARY, "(%0 - %1)")                              \
-  X(OP_MUL, "mul", OPK_BINARY, "(%0 * %1)")                              \
-  X(OP_DIV, "div", OPK_BINARY, "(%0 / %1)")                              \
-  X(OP_MAX, "max", OPK_BINARY, "fmax(%0, %1)")                           \
-  X(OP_MIN, "min", OPK_BINARY, "fmin(%0, %1)")                           \
-  X(OP_POW, "pow", OPK_BINARY, "pow(%0, %1)")                            \
-  X(OP_EQ, "eq", OPK_BINARY, "(%0 == %1)")                               \
-  X(OP_NE, "ne", OPK_BINARY, "(%0 != %1)")                               \
-  X(OP_LT, "lt", OPK_BINARY, "(%0 < %1)")                                \
-  X(OP_LE, "le", OPK_BINARY, "(%0 <= %1)")                               \
-  X(OP_GT, "gt", OPK_BINARY, "(%0 > %1)")                                \
-  X(OP_GE, "ge", OPK_BINARY, "(%0 >= %1)")                               \
-  X(OP_CEILDIV, "ceilDiv", OPK_BINARY, "ceilDiv(%0, %1)")                \
-  X(OP_MOD, "mod", OPK_BINARY, "(%0 % %1)")                              \
-  X(OP_AND, "logical_and", OPK_BINARY, "(%0 && %1)")                     \
-  X(OP_XOR, "bitwise_xor", OPK_BINARY, "(%0 ^ %1)")                      \
-  X(OP_WHERE, "where", OPK_TERNARY, "(%0 ? %1 : %2)")                    \
-  X(OP_BROADCAST, "broadcast", OPK_BROADCAST, "%0")                      \
-  X(OP_SUM, "sum", OPK_REDUCTION, "(%0 + %1)")                           \
-  X(OP_MAX_REDUCE, "max", OPK_REDUCTION, "fmax(%0, %1)")                 \
-  X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "fmin(%0, %1)")                 \
-  X(OP_PROD, "prod", OPK_REDUCTION, "(%0 * %1)")                         \
-  X(OP_WELFORD, "welford", OPK_REDUCTION, "cf_welford_merge(%0, %1)")    \
-  X(OP_ONLINE_SOFTMAX, "online_softmax", OPK_REDUCTION, "cf_softmax_merge(%0, %1)") \
-  X(OP_PERMUTE, "permute", OPK_PERMUTE, "%0")                            \
-  X(OP_EXPAND, "expand", OPK_SET, "%0")                                  \
-  X(OP_SQUEEZE, "squeeze", OPK_SQUEEZE, "%0")                            \
-  X(OP_FULL, "full", OPK_FULL, "%0")                                     \
-  X(OP_RESHAPE, "reshape", OPK_RESHAPE, "%0")                            \
-  X(OP_SPLIT, "Split", OPK_TRANSFORM, "")                                \
-  X(OP_MERGE, "Merge", OPK_TRANSFORM, "")                                \
-  X(OP_SWIZZLE, "Swizzle", OPK_TRANSFORM, "")
+/* How an op's result dtype follows from its operands' (torch's type promotion and its
+ * categories: bool < integer < floating). One column of the op table; ir/op_table.c
+ * holds the one helper per question (accepted dtypes, result dtype, compute dtype, the
+ * type of the value an op's form gives). */
+typedef enum IrTypeRule {
+  TR_MOVE,      /* moves elements: the operand's dtype (set, broadcast, permute, squeeze, ...) */
+  TR_CAST,      /* the attribute's dtype */
+  TR_MAKE,      /* no tensor operand: the attribute's dtype (full, iota) */
+  TR_SAME,      /* any dtype, kept (abs, relu; floor, ceil, round, trunc are the identity on integers) */
+  TR_SIGNED,    /* any dtype but bool, kept (neg, sign) */
+  TR_FLOAT,     /* floating dtypes kept; integers and bool give the default float (exp, sin, ...) */
+  TR_FLOAT_ONLY,/* floating dtypes only, kept (frac, erfcinv: torch refuses integers) */
+  TR_PREDICATE, /* any dtype in, bool out (isnan, signbit, logical_not) */
+  TR_INTEGRAL,  /* integers and bool, promoted and kept (bitwise and, or, xor, not) */
+  TR_INTEGER,   /* integers only, promoted and kept (shifts) */
+  TR_PROMOTE,   /* operands promoted together; the result has that dtype (add, pow, maximum) */
+  TR_NUMERIC,   /* the same without bool (sub: torch refuses bool - bool) */
+  TR_TRUE_DIV,  /* promoted, then integers and bool give the default float (truediv, atan2) */
+  TR_FLOAT_PAIR,/* float and double only, promoted (nextafter steps in their formats) */
+  TR_COMPARE,   /* promoted to compare, bool out (eq, lt, ...) */
+  TR_LOGICAL,   /* operands read as truth values, bool out (logical_and, logical_or) */
+  TR_SELECT,    /* where: a bool condition, then two operands promoted */
+  TR_RANDOM,    /* random numbers: an integer seed and offset (computed in int64) in, a
+                   float-precision value out (the 24-bit uniform: it stays below 1 in float) */
+  TR_RANDOM64,  /* the same with a double value out (the 53-bit uniform, normal) */
+  TR_WELFORD,   /* Welford states in, a field out (welford_avg, welford_m2, welford_n) */
+  TR_REDUCE,    /* reductions: the reduction table's columns */
+  TR_NONE       /* transforms of IterDomains: no elements */
+} IrTypeRule;
+
+/* The op table: every fact about an op is a column here or in a table beside it (the
+ * reductions' below), never a switch in a pass. X(enumerator, printed name, kind, Python
+ * binding name, type rule, evaluator form, CUDA form, host C form).
+ * - The evaluator form is a function IrElem f(const IrElem *operands, cf_dtype ct)
+ *   (ir/eval_math.c) computing the op on operands already converted to the compute dtype
+ *   ct; a row naming a function that does not exist fails to link.
+ * - The two code forms are C expression templates (%0 %1 %2 the operands, converted to
+ *   the kernel's arithmetic type: float, double or int64); helpers they name live in
+ *   codegen/runtime/ops_math.h (shared by both dialects) or are CUDA's own.
+ * - A missing column fails to compile (the macro's arity), and ir/op_table.c statically
+ *   asserts that every op with elements has both code forms and a binding name.
+ * Scalar arithmetic of extents reuses the binary rows (their integer meaning is
+ * ir_int_apply's). */
+#define IR_OP_TABLE(X)                                                                                         \
+  X(OP_SET, "Set", OPK_SET, "set", TR_MOVE, ir_ev_move, "%0", "%0")                                             \
+  X(OP_NEG, "neg", OPK_UNARY, "neg", TR_SIGNED, ir_ev_neg, "(-%0)", "(-%0)")                                    \
+  X(OP_ABS, "abs", OPK_UNARY, "abs", TR_SAME, ir_ev_abs, "cf_abs(%0)", "cf_abs(%0)")                          \
+  X(OP_EXP, "exp", OPK_UNARY, "exp", TR_FLOAT, ir_ev_exp, "exp(%0)", "exp(%0)")                                 \
+  X(OP_LOG, "log", OPK_UNARY, "log", TR_FLOAT, ir_ev_log, "log(%0)", "log(%0)")                                 \
+  X(OP_SQRT, "sqrt", OPK_UNARY, "sqrt", TR_FLOAT, ir_ev_sqrt, "sqrt(%0)", "sqrt(%0)")                           \
+  X(OP_RSQRT, "rsqrt", OPK_UNARY, "rsqrt", TR_FLOAT, ir_ev_rsqrt, "rsqrt(%0)", "rsqrt(%0)")                     \
+  X(OP_RECIPROCAL, "reciprocal", OPK_UNARY, "reciprocal", TR_FLOAT, ir_ev_reciprocal, "reciprocal(%0)",         \
+    "reciprocal(%0)")                                                                                           \
+  X(OP_RELU, "relu", OPK_UNARY, "relu", TR_SAME, ir_ev_relu, "relu(%0)", "relu(%0)")                            \
+  X(OP_SIGMOID, "sigmoid", OPK_UNARY, "sigmoid", TR_FLOAT, ir_ev_sigmoid, "sigmoid(%0)", "sigmoid(%0)")         \
+  X(OP_TANH, "tanh", OPK_UNARY, "tanh", TR_FLOAT, ir_ev_tanh, "tanh(%0)", "tanh(%0)")                           \
+  X(OP_GELU, "gelu", OPK_UNARY, "gelu", TR_FLOAT, ir_ev_gelu, "gelu(%0)", "gelu(%0)")                           \
+  X(OP_SIN, "sin", OPK_UNARY, "sin", TR_FLOAT, ir_ev_sin, "sin(%0)", "sin(%0)")                                 \
+  X(OP_COS, "cos", OPK_UNARY, "cos", TR_FLOAT, ir_ev_cos, "cos(%0)", "cos(%0)")                                 \
+  X(OP_TAN, "tan", OPK_UNARY, "tan", TR_FLOAT, ir_ev_tan, "tan(%0)", "tan(%0)")                                 \
+  X(OP_ERF, "erf", OPK_UNARY, "erf", TR_FLOAT, ir_ev_erf, "erf(%0)", "erf(%0)")                                 \
+  X(OP_FLOOR, "floor", OPK_UNARY, "floor", TR_SAME, ir_ev_floor, "cf_floor(%0)", "cf_floor(%0)")                \
+  X(OP_CEIL, "ceil", OPK_UNARY, "ceil", TR_SAME, ir_ev_ceil, "cf_ceil(%0)", "cf_ceil(%0)")                      \
+  X(OP_ACOS, "acos", OPK_UNARY, "acos", TR_FLOAT, ir_ev_acos, "acos(%0)", "acos(%0)") \
+  X(OP_ACOSH, "acosh", OPK_UNARY, "acosh", TR_FLOAT, ir_ev_acosh, "acosh(%0)", "acosh(%0)") \
+  X(OP_ASIN, "asin", OPK_UNARY, "asin", TR_FLOAT, ir_ev_asin, "asin(%0)", "asin(%0)") \
+  X(OP_ASINH, "asinh", OPK_UNARY, "asinh", TR_FLOAT, ir_ev_asinh, "asinh(%0)", "asinh(%0)") \
+  X(OP_ATAN, "atan", OPK_UNARY, "atan", TR_FLOAT, ir_ev_atan, "atan(%0)", "atan(%0)") \
+  X(OP_ATANH, "atanh", OPK_UNARY, "atanh", TR_FLOAT, ir_ev_atanh, "atanh(%0)", "atanh(%0)") \
+  X(OP_COSH, "cosh", OPK_UNARY, "cosh", TR_FLOAT, ir_ev_cosh, "cosh(%0)", "cosh(%0)") \
+  X(OP_SINH, "sinh", OPK_UNARY, "sinh", TR_FLOAT, ir_ev_sinh, "sinh(%0)", "sinh(%0)") \
+  X(OP_ERFC, "erfc", OPK_UNARY, "erfc", TR_FLOAT, ir_ev_erfc, "erfc(%0)", "erfc(%0)") \
+  X(OP_EXPM1, "expm1", OPK_UNARY, "expm1", TR_FLOAT, ir_ev_expm1, "expm1(%0)", "expm1(%0)") \
+  X(OP_EXP2, "exp2", OPK_UNARY, "exp2", TR_FLOAT, ir_ev_exp2, "exp2(%0)", "exp2(%0)") \
+  X(OP_LOG1P, "log1p", OPK_UNARY, "log1p", TR_FLOAT, ir_ev_log1p, "log1p(%0)", "log1p(%0)") \
+  X(OP_LOG2, "log2", OPK_UNARY, "log2", TR_FLOAT, ir_ev_log2, "log2(%0)", "log2(%0)") \
+  X(OP_LOG10, "log10", OPK_UNARY, "log10", TR_FLOAT, ir_ev_log10, "log10(%0)", "log10(%0)") \
+  X(OP_LGAMMA, "lgamma", OPK_UNARY, "lgamma", TR_FLOAT, ir_ev_lgamma, "lgamma(%0)", "lgamma(%0)") \
+  X(OP_ERFINV, "erfinv", OPK_UNARY, "erfinv", TR_FLOAT, ir_ev_erfinv, "erfinv(%0)", "cf_erfinv(%0)") \
+  X(OP_ERFCINV, "erfcinv", OPK_UNARY, "erfcinv", TR_FLOAT, ir_ev_erfcinv, "erfcinv(%0)", "cf_erfcinv(%0)") \
+  X(OP_DIGAMMA, "digamma", OPK_UNARY, "digamma", TR_FLOAT, ir_ev_digamma, "cf_digamma(%0)", "cf_digamma(%0)") \
+  X(OP_SILU, "silu", OPK_UNARY, "silu", TR_FLOAT, ir_ev_silu, "cf_silu(%0)", "cf_silu(%0)") \
+  X(OP_ROUND, "round", OPK_UNARY, "round", TR_SAME, ir_ev_round, "cf_round(%0)", "cf_round(%0)") \
+  X(OP_TRUNC, "trunc", OPK_UNARY, "trunc", TR_SAME, ir_ev_trunc, "cf_trunc(%0)", "cf_trunc(%0)") \
+  X(OP_FRAC, "frac", OPK_UNARY, "frac", TR_FLOAT_ONLY, ir_ev_frac, "cf_frac(%0)", "cf_frac(%0)") \
+  X(OP_SIGN, "sign", OPK_UNARY, "sign", TR_SAME, ir_ev_sign, "cf_sign(%0)", "cf_sign(%0)") \
+  X(OP_ISFINITE, "isfinite", OPK_UNARY, "isfinite", TR_PREDICATE, ir_ev_isfinite, "cf_isfinite(%0)", "cf_isfinite(%0)") \
+  X(OP_ISINF, "isinf", OPK_UNARY, "isinf", TR_PREDICATE, ir_ev_isinf, "cf_isinf(%0)", "cf_isinf(%0)") \
+  X(OP_ISNAN, "isnan", OPK_UNARY, "isnan", TR_PREDICATE, ir_ev_isnan, "cf_isnan(%0)", "cf_isnan(%0)") \
+  X(OP_ISNEGINF, "isneginf", OPK_UNARY, "isneginf", TR_PREDICATE, ir_ev_isneginf, "cf_isneginf(%0)", "cf_isneginf(%0)") \
+  X(OP_ISPOSINF, "isposinf", OPK_UNARY, "isposinf", TR_PREDICATE, ir_ev_isposinf, "cf_isposinf(%0)", "cf_isposinf(%0)") \
+  X(OP_ISREAL, "isreal", OPK_UNARY, "isreal", TR_PREDICATE, ir_ev_isreal, "cf_isreal(%0)", "cf_isreal(%0)") \
+  X(OP_SIGNBIT, "signbit", OPK_UNARY, "signbit", TR_PREDICATE, ir_ev_signbit, "cf_signbit(%0)", "cf_signbit(%0)") \
+  X(OP_LOGICAL_NOT, "logical_not", OPK_UNARY, "logical_not", TR_PREDICATE, ir_ev_logical_not, "(!%0)", "(!%0)") \
+  X(OP_BITWISE_NOT, "bitwise_not", OPK_UNARY, "bitwise_not", TR_INTEGRAL, ir_ev_bitwise_not, "(~%0)", "(~%0)") \
+  X(OP_TRUEDIV, "truediv", OPK_BINARY, "truediv", TR_TRUE_DIV, ir_ev_truediv, "(%0 / %1)", "(%0 / %1)") \
+  X(OP_FMOD, "fmod", OPK_BINARY, "fmod", TR_PROMOTE, ir_ev_fmod, "cf_mod(%0, %1)", "cf_mod(%0, %1)") \
+  X(OP_REMAINDER, "remainder", OPK_BINARY, "remainder", TR_PROMOTE, ir_ev_remainder, "cf_remainder(%0, %1)", "cf_remainder(%0, %1)") \
+  X(OP_FLOOR_DIVIDE, "floor_divide", OPK_BINARY, "floor_divide", TR_PROMOTE, ir_ev_floor_divide, "cf_floor_divide(%0, %1)", "cf_floor_divide(%0, %1)") \
+  X(OP_ATAN2, "atan2", OPK_BINARY, "atan2", TR_TRUE_DIV, ir_ev_atan2, "atan2(%0, %1)", "atan2(%0, %1)") \
+  X(OP_NEXTAFTER, "nextafter", OPK_BINARY, "nextafter", TR_FLOAT_PAIR, ir_ev_nextafter, "cf_nextafter(%0, %1)", "cf_nextafter(%0, %1)") \
+  X(OP_BITWISE_AND, "bitwise_and", OPK_BINARY, "bitwise_and", TR_INTEGRAL, ir_ev_bitwise_and, "(%0 & %1)", "(%0 & %1)") \
+  X(OP_BITWISE_OR, "bitwise_or", OPK_BINARY, "bitwise_or", TR_INTEGRAL, ir_ev_bitwise_or, "(%0 | %1)", "(%0 | %1)") \
+  X(OP_LOGICAL_OR, "logical_or", OPK_BINARY, "logical_or", TR_LOGICAL, ir_ev_logical_or, "(%0 || %1)", "(%0 || %1)") \
+  X(OP_SHL, "bitwise_left_shift", OPK_BINARY, "bitwise_left_shift", TR_INTEGER, ir_ev_bitwise_left_shift, "cf_shl(%0, %1)", "cf_shl(%0, %1)") \
+  X(OP_SHR, "bitwise_right_shift", OPK_BINARY, "bitwise_right_shift", TR_INTEGER, ir_ev_bitwise_right_shift, "cf_shr(%0, %1)", "cf_shr(%0, %1)") \
+  X(OP_WELFORD_AVG, "welford_avg", OPK_UNARY, "welford_avg", TR_WELFORD, ir_ev_welford_field, "cf_welford_avg(%0)", \
+    "cf_welford_avg(%0)")                                                                                       \
+  X(OP_WELFORD_M2, "welford_m2", OPK_UNARY, "welford_m2", TR_WELFORD, ir_ev_welford_field, "cf_welford_m2(%0)",  \
+    "cf_welford_m2(%0)")                                                                                        \
+  X(OP_WELFORD_N, "welford_n", OPK_UNARY, "welford_n", TR_WELFORD, ir_ev_welford_field, "cf_welford_n(%0)",      \
+    "cf_welford_n(%0)")                                                                                         \
+  X(OP_CAST, "cast", OPK_CAST, "cast", TR_CAST, ir_ev_move, "%0", "%0")                                         \
+  X(OP_ADD, "add", OPK_BINARY, "add", TR_PROMOTE, ir_ev_add, "(%0 + %1)", "(%0 + %1)")                          \
+  X(OP_SUB, "sub", OPK_BINARY, "sub", TR_NUMERIC, ir_ev_sub, "(%0 - %1)", "(%0 - %1)")                          \
+  X(OP_MUL, "mul", OPK_BINARY, "mul", TR_PROMOTE, ir_ev_mul, "(%0 * %1)", "(%0 * %1)")                          \
+  X(OP_DIV, "div", OPK_BINARY, "div", TR_PROMOTE, ir_ev_div, "cf_div(%0, %1)", "cf_div(%0, %1)")                \
+  X(OP_MAX, "max", OPK_BINARY, "maximum", TR_PROMOTE, ir_ev_max, "cf_max(%0, %1)", "cf_max(%0, %1)")            \
+  X(OP_MIN, "min", OPK_BINARY, "minimum", TR_PROMOTE, ir_ev_min, "cf_min(%0, %1)", "cf_min(%0, %1)")            \
+  X(OP_POW, "pow", OPK_BINARY, "pow", TR_PROMOTE, ir_ev_pow, "cf_pow(%0, %1)", "cf_pow(%0, %1)")                \
+  X(OP_EQ, "eq", OPK_BINARY, "eq", TR_COMPARE, ir_ev_eq, "(%0 == %1)", "(%0 == %1)")                            \
+  X(OP_NE, "ne", OPK_BINARY, "ne", TR_COMPARE, ir_ev_ne, "(%0 != %1)", "(%0 != %1)")                            \
+  X(OP_LT, "lt", OPK_BINARY, "lt", TR_COMPARE, ir_ev_lt, "(%0 < %1)", "(%0 < %1)")                              \
+  X(OP_LE, "le", OPK_BINARY, "le", TR_COMPARE, ir_ev_le, "(%0 <= %1)", "(%0 <= %1)")                            \
+  X(OP_GT, "gt", OPK_BINARY, "gt", TR_COMPARE, ir_ev_gt, "(%0 > %1)", "(%0 > %1)")                              \
+  X(OP_GE, "ge", OPK_BINARY, "ge", TR_COMPARE, ir_ev_ge, "(%0 >= %1)", "(%0 >= %1)")                            \
+  X(OP_CEILDIV, "ceilDiv", OPK_BINARY, "ceil_div", TR_PROMOTE, ir_ev_ceildiv, "cf_ceildiv(%0, %1)",             \
+    "cf_ceildiv(%0, %1)")                                                                                       \
+  X(OP_MOD, "mod", OPK_BINARY, "mod", TR_PROMOTE, ir_ev_mod, "cf_mod(%0, %1)", "cf_mod(%0, %1)")                \
+  X(OP_AND, "logical_and", OPK_BINARY, "logical_and", TR_LOGICAL, ir_ev_logical_and, "(%0 && %1)",              \
+    "(%0 && %1)")                                                                                               \
+  X(OP_XOR, "bitwise_xor", OPK_BINARY, "bitwise_xor", TR_INTEGRAL, ir_ev_bitwise_xor, "(%0 ^ %1)", "(%0 ^ %1)")  \
+  X(OP_RAND, "rand", OPK_BINARY, "rand", TR_RANDOM, ir_ev_rand, "cf_philox_uniform24(%0, %1, %2)",              \
+    "cf_philox_uniform24(%0, %1, %2)")                                                                          \
+  X(OP_RAND64, "rand64", OPK_BINARY, "rand64", TR_RANDOM64, ir_ev_rand64, "cf_philox_uniform53(%0, %1, %2)",      \
+    "cf_philox_uniform53(%0, %1, %2)")                                                                          \
+  X(OP_RANDN, "randn", OPK_BINARY, "randn", TR_RANDOM64, ir_ev_randn, "cf_philox_normal(%0, %1, %2)",             \
+    "cf_philox_normal(%0, %1, %2)")                                                                             \
+  X(OP_WHERE, "where", OPK_TERNARY, "where", TR_SELECT, ir_ev_where, "(%0 ? %1 : %2)", "(%0 ? %1 : %2)")        \
+  X(OP_BROADCAST, "broadcast", OPK_BROADCAST, "broadcast", TR_MOVE, ir_ev_move, "%0", "%0")                     \
+  X(OP_SUM, "sum", OPK_REDUCTION, "sum", TR_REDUCE, ir_ev_add, "(%0 + %1)", "(%0 + %1)")                        \
+  X(OP_MAX_REDUCE, "max", OPK_REDUCTION, "max", TR_REDUCE, ir_ev_max, "cf_max(%0, %1)", "cf_max(%0, %1)")       \
+  X(OP_MIN_REDUCE, "min", OPK_REDUCTION, "min", TR_REDUCE, ir_ev_min, "cf_min(%0, %1)", "cf_min(%0, %1)")       \
+  X(OP_PROD, "prod", OPK_REDUCTION, "prod", TR_REDUCE, ir_ev_mul, "(%0 * %1)", "(%0 * %1)")                     \
+  X(OP_WELFORD, "welford", OPK_REDUCTION, "welford", TR_REDUCE, ir_ev_welford_merge, "cf_welford_merge(%0, %1)", \
+    "cf_welford_merge(%0, %1)")                                                                                 \
+  X(OP_ONLINE_SOFTMAX, "online_softmax", OPK_REDUCTION, "online_softmax", TR_REDUCE, ir_ev_welford_merge,      \
+    "cf_softmax_merge(%0, %1)", "cf_softmax_merge(%0, %1)")                                                   \
+  X(OP_PERMUTE, "permute", OPK_PERMUTE, "permute", TR_MOVE, ir_ev_move, "%0", "%0")                             \
+  X(OP_EXPAND, "expand", OPK_SET, "expand", TR_MOVE, ir_ev_move, "%0", "%0")                                    \
+  X(OP_SQUEEZE, "squeeze", OPK_SQUEEZE, "squeeze", TR_MOVE, ir_ev_move, "%0", "%0")                             \
+  X(OP_FULL, "full", OPK_FULL, "full", TR_MAKE, ir_ev_move, "%0", "%0")                                         \
+  X(OP_IOTA, "iota", OPK_FULL, "iota", TR_MAKE, ir_ev_iota, "(%1 + %0 * %2)", "(%1 + %0 * %2)")                   \
+  X(OP_RESHAPE, "reshape", OPK_RESHAPE, "reshape", TR_MOVE, ir_ev_move, "%0", "%0")                             \
+  X(OP_SPLIT, "Split", OPK_TRANSFORM, "split", TR_NONE, ir_ev_none, "", "")                                     \
+  X(OP_MERGE, "Merge", OPK_TRANSFORM, "merge", TR_NONE, ir_ev_none, "", "")                                     \
+  X(OP_SWIZZLE, "Swizzle", OPK_TRANSFORM, "swizzle", TR_NONE, ir_ev_none, "", "")
 
 typedef enum IrOp {
-#define IR_X(e, name, kind, tmpl) e,
+#define IR_X(e, name, kind, py, rule, ev, cuda, host) e,
   IR_OP_TABLE(IR_X)
 #undef IR_X
   OP_COUNT
@@ -168,6 +268,10 @@ bool ir_op_is_reduction(IrOp op);
 IrOp ir_reduction_combine(IrOp op);
 ReduceIdentity ir_reduction_identity(IrOp op);
 bool ir_reduction_widens_int(IrOp op);
+/* A reduction with no identity in torch's sense (max, min: their start values -inf and
+ * +inf are a device of the fold): over an axis of extent 0 it is an error with a message
+ * (the evaluator's, or the kernel's run-time check), as torch raises, never -inf. */
+bool ir_reduction_needs_elements(IrOp op);
 
 const char *ir_op_name(IrOp op);
 OpKind ir_op_kind(IrOp op);
@@ -178,7 +282,11 @@ bool ir_op_is_elementwise(IrOp op);
 /* Ops the pointwise scheduler takes: the elementwise ones, broadcast, squeeze and full
  * (each output element from input elements at positionally mapped indices). */
 bool ir_op_is_pointwise(IrOp op);
-const char *ir_op_template(IrOp op);
+/* The columns of IR_OP_TABLE (ir/op_table.c). */
+const char *ir_op_py_name(IrOp op);
+IrTypeRule ir_op_type_rule(IrOp op);
+/* The code form of op in the CUDA dialect (cuda) or the host C one (!cuda). */
+const char *ir_op_form(IrOp op, bool cuda);
 
 /* ---- values ----------------------------------------------------------------------------- */
 
@@ -224,6 +332,8 @@ typedef struct TensorView {
   int max_producer_pos;  /* how far producers are inlined into this tensor */
   int tmem_dim_sep;      /* tensor memory: allocation axes left of it are lanes */
   bool has_strides;      /* a strided input: strides are named scalars bound at run time */
+  bool is_scalar;        /* a 0-d scalar (cf_scalar_input, a constant): torch's wrapped
+                          * number in type promotion (ir_dtype_result_type) */
   Val **strides;         /* per logical axis when has_strides */
   char *display_name;    /* "T2" */
 } TensorView;
@@ -259,7 +369,13 @@ struct Expr {
     struct { bool *is_broadcast; int rank; } broadcast; /* per output logical axis */
     struct { int *perm; int rank; } permute;     /* output logical i = input axis perm[i] */
     struct { bool *is_squeezed; int rank; } squeeze; /* per input axis (reduction axes left out) */
-    struct { double value; } full;               /* OP_FULL: the value, converted to the dtype */
+    /* OP_FULL: the value in the dtype, exactly: `value` for floating dtypes, `ivalue` for
+     * integers and bool (`value` is then its double, for printing only). */
+    struct { double value; int64_t ivalue; } full;
+    /* OP_IOTA: the element at index (i_0, ..., i_axis, ...) is start + i_axis * step, in
+     * double for floating dtypes (then rounded once) and exactly in int64 for integers
+     * (istart, istep); cf_iota makes the 1-D one (axis 0). */
+    struct { double start, step; int64_t istart, istep; int axis; } iota;
     /* A binary op with a scalar b: the constant `value`, or, when `val` is set, that
      * integer scalar Val evaluated at run time (a mean's count over symbolic extents,
      * e.g. i0 * i2), converted to double. */

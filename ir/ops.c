@@ -18,49 +18,9 @@
 #include <string.h>
 
 #include "ir/dtype.h"
+#include "ir/ops_util.h"
 
 /* ---- type rules --------------------------------------------------------------------------- */
-
-static int float_rank(cf_dtype t) { return t == CF_DOUBLE ? 3 : t == CF_FLOAT ? 2 : 1; }
-
-static int int_rank(cf_dtype t) {
-  switch (t) {
-  case CF_BOOL: return 0;
-  case CF_INT8: return 1;
-  case CF_INT32: return 2;
-  case CF_UINT32: return 3;
-  default: return 4;
-  }
-}
-
-cf_dtype ir_dtype_promote(cf_dtype a, cf_dtype b) {
-  if (a == b) return a;
-  bool fa = ir_dtype_is_float(a), fb = ir_dtype_is_float(b);
-  if (fa && fb) {
-    if (float_rank(a) == 1 && float_rank(b) == 1) return CF_FLOAT; /* half with bfloat16 */
-    return float_rank(a) >= float_rank(b) ? a : b;
-  }
-  if (fa || fb) return fa ? a : b;
-  bool small_signed_a = a == CF_INT8 || a == CF_INT32, small_signed_b = b == CF_INT8 || b == CF_INT32;
-  if ((a == CF_UINT32 && small_signed_b) || (b == CF_UINT32 && small_signed_a)) return CF_INT64;
-  return int_rank(a) >= int_rank(b) ? a : b;
-}
-
-cf_dtype ir_unary_dtype(IrOp op, cf_dtype in) {
-  if (ir_dtype_is_welford(in)) return op == OP_WELFORD_N ? CF_INT64 : ir_welford_scalar(in);
-  /* floor and ceil of an integer are the integer itself (as torch has them) */
-  if (ir_dtype_is_float(in) || op == OP_NEG || op == OP_ABS || op == OP_RELU || op == OP_FLOOR || op == OP_CEIL)
-    return in;
-  return CF_FLOAT;
-}
-
-cf_dtype ir_scalar_rhs_dtype(cf_dtype a, double b) {
-  if (ir_dtype_is_float(a)) return a;
-  if (!isfinite(b) || b != trunc(b)) return CF_FLOAT;
-  return a == CF_BOOL ? CF_INT64 : a;
-}
-
-bool ir_op_is_comparison(IrOp op) { return op >= OP_EQ && op <= OP_GE; }
 
 /* The IrOp of a public op name of a given kind ("add", OPK_BINARY); OP_COUNT if none. */
 static IrOp op_by_name(const char *name, OpKind kind) {
@@ -92,7 +52,7 @@ static Val **op_axes(cf_fusion *f, Val *tv, int *n) {
   return ax;
 }
 
-static Val *axis_copy(cf_fusion *f, Val *id, cf_iter_type type) { return ir_id_new(f, ID(id)->extent, type); }
+static Val *axis_copy(cf_fusion *f, Val *id, cf_iter_type type) { return ir_op_axis_copy(f, id, type); }
 
 static void *oom(cf_fusion *f, const char *what) {
   ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
@@ -128,17 +88,27 @@ static Expr *wire(cf_fusion *f, const char *what, IrOp op, int nin, Val *const *
   return e ? e : oom(f, what);
 }
 
-static cf_tv *result(Expr *e) { return e ? ir_tv_handle(e->out[0]) : NULL; }
+static cf_tv *result(Expr *e) { return ir_op_result(e); }
+
+/* The helpers the other op files share (ir/ops_util.h). */
+Val *ir_op_arg(cf_fusion *f, const char *what, int pos, const char *name, cf_tv *t) {
+  return arg_tv(f, what, pos, name, t);
+}
+Val **ir_op_axes(cf_fusion *f, Val *tv, int *n) { return op_axes(f, tv, n); }
+void *ir_op_oom(cf_fusion *f, const char *what) { return oom(f, what); }
+Expr *ir_op_wire(cf_fusion *f, const char *what, IrOp op, int nin, Val *const *in, Val *out) {
+  return wire(f, what, op, nin, in, out);
+}
 
 /* ---- broadcasting elementwise operands ---------------------------------------------------------- */
 
-static bool extents_compatible(Val *x, Val *y) {
+bool ir_op_extents_compatible(Val *x, Val *y) {
   int64_t a, b;
   if (x == y || !ir_scalar_const_value(x, &a) || !ir_scalar_const_value(y, &b)) return true;
   return a == b;
 }
 
-static void *rank_error(cf_fusion *f, const char *what, Val *x, int nx, Val *y, int ny) {
+void *ir_op_rank_error(cf_fusion *f, const char *what, Val *x, int nx, Val *y, int ny) {
   char *sx = ir_tv_str(x), *sy = ir_tv_str(y);
   ir_error(f, CF_ERR_INVALID_ARGUMENT,
            "%s: rank mismatch: %s has %d axes but %s has %d; insert broadcast axes with cf_broadcast", what, sx, nx, sy,
@@ -171,7 +141,7 @@ static bool check_axis(cf_fusion *f, const char *what, int n, Val *const *tvs, V
       *extent = ID(id)->extent;
       continue;
     }
-    if (!extents_compatible(ID(ax[rep][k])->extent, ID(id)->extent)) {
+    if (!ir_op_extents_compatible(ID(ax[rep][k])->extent, ID(id)->extent)) {
       extent_error(f, what, k, tvs[rep], ax[rep][k], tvs[j], id);
       return false;
     }
@@ -180,7 +150,7 @@ static bool check_axis(cf_fusion *f, const char *what, int n, Val *const *tvs, V
   return true;
 }
 
-/* Checks that n operands broadcast together, then makes the output's axes: Iteration
+/* Checks that n operands (of equal ranks after lift_ranks) broadcast together, then makes the output's axes: Iteration
  * where any operand iterates, else Broadcast. Nothing is made when the check fails. */
 static Val **broadcast_axes(cf_fusion *f, const char *what, int n, Val *const *tvs, int *rank) {
   Val **ax[3];
@@ -188,7 +158,7 @@ static Val **broadcast_axes(cf_fusion *f, const char *what, int n, Val *const *t
   for (int j = 0; j < n; j++) {
     ax[j] = op_axes(f, tvs[j], &nax[j]);
     if (!ax[j]) return oom(f, what);
-    if (nax[j] != nax[0]) return rank_error(f, what, tvs[0], nax[0], tvs[j], nax[j]);
+    if (nax[j] != nax[0]) return ir_op_rank_error(f, what, tvs[0], nax[0], tvs[j], nax[j]);
   }
   *rank = nax[0];
   Val **out = ARENA_ARRAY(f->arena, Val *, nax[0]);
@@ -202,22 +172,71 @@ static Val **broadcast_axes(cf_fusion *f, const char *what, int n, Val *const *t
   return out;
 }
 
-/* A 0-d operand (a scalar input such as an epsilon) meets a tensor of any rank: it is
- * broadcast to that rank first (a broadcast op, printed like one). Other ranks must agree. */
-static void lift_scalars(cf_fusion *f, int n, Val **tvs) {
+/* Operands of lower rank (0-d scalars included) are broadcast numpy-style, as nvFuser's
+ * frontend does: leading broadcast axes are inserted (a broadcast op, printed like one)
+ * until every operand has the highest rank; the axes then pair from the right. */
+static void lift_ranks(cf_fusion *f, int n, Val **tvs) {
   int rank = 0, r[3];
   for (int j = 0; j < n; j++) {
     Val **ax = op_axes(f, tvs[j], &r[j]);
     if (!ax) return;
     if (r[j] > rank) rank = r[j];
   }
-  bool all[CF_MAX_RANK];
-  for (int k = 0; k < CF_MAX_RANK; k++) all[k] = true;
-  for (int j = 0; j < n && !f->status; j++)
-    if (r[j] == 0 && rank > 0) {
-      cf_tv *b = cf_broadcast(f, ir_tv_handle(tvs[j]), rank, all);
-      if (b) tvs[j] = ir_tv(b);
+  bool lead[CF_MAX_RANK];
+  for (int j = 0; j < n && !f->status; j++) {
+    if (r[j] == rank) continue;
+    for (int k = 0; k < rank; k++) lead[k] = k < rank - r[j];
+    cf_tv *b = cf_broadcast(f, ir_tv_handle(tvs[j]), rank, lead);
+    if (b) tvs[j] = ir_tv(b);
+  }
+}
+
+/* The tier of an operand in type promotion: a scalar, a 0-d tensor or a tensor. */
+static IrTier tier_of(Val *tv) {
+  if (TV(tv)->is_scalar) return IR_TIER_SCALAR;
+  for (int i = 0; i < TV(tv)->nlogical; i++)
+    if (ID(TV(tv)->logical[i])->iter_type != CF_ITER_REDUCTION) return IR_TIER_DIM;
+  return IR_TIER_ZERO_DIM;
+}
+
+/* Refuses an operand whose dtype op does not take (a float in bitwise_and, bool in neg). */
+static bool check_accepts(cf_fusion *f, const char *what, IrOp op, int n, Val *const *tvs) {
+  for (int j = 0; j < n; j++)
+    if (!ir_dtype_is_welford(tvs[j]->dtype) && !ir_op_accepts(op, tvs[j]->dtype)) {
+      ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tvs[j], "%s: %s has dtype %s, but %s takes %s tensors; cast it first",
+                  what, TV(tvs[j])->display_name, cf_dtype_name(tvs[j]->dtype), what, ir_op_accepts_str(op));
+      return false;
     }
+  return true;
+}
+
+/* The dtype n operands compute in, by torch's promotion (ir_dtype_result_type); an
+ * operand of a wider dtype than that (a double scalar in a float op, an int64 scalar in
+ * an int8 one) is cast to its opmath type first, as nvFuser's frontend casts, so every
+ * later reader (evaluator, code generators) sees operands no wider than the op. */
+static cf_dtype promote_operands(cf_fusion *f, int n, Val **tvs) {
+  cf_dtype dt[3];
+  IrTier tier[3];
+  for (int j = 0; j < n; j++) dt[j] = tvs[j]->dtype, tier[j] = tier_of(tvs[j]);
+  cf_dtype ct = ir_dtype_result_type(n, dt, tier), om = ir_dtype_opmath(ct);
+  for (int j = 0; j < n && !f->status; j++)
+    if (ir_dtype_promote(dt[j], om) != om) {
+      cf_tv *c = cf_cast(f, ir_tv_handle(tvs[j]), om);
+      if (c) tvs[j] = ir_tv(c);
+    }
+  return ct;
+}
+
+/* The shared body of elementwise ops of n tensor operands (where's condition excluded:
+ * `first` is the first operand promoted): checks, promotion, broadcasting, the result. */
+static cf_tv *elementwise_op(cf_fusion *f, const char *what, IrOp op, int n, Val **tvs, int first) {
+  if (!check_accepts(f, what, op, n - first, tvs + first)) return NULL;
+  cf_dtype ct = promote_operands(f, n - first, tvs + first);
+  lift_ranks(f, n, tvs);
+  int rank;
+  Val **axes = f->status ? NULL : broadcast_axes(f, what, n, tvs, &rank);
+  if (!axes) return NULL;
+  return result(wire(f, what, op, n, tvs, ir_tv_new(f, ir_op_result_dtype(op, ct), rank, axes)));
 }
 
 /* ---- elementwise ops ----------------------------------------------------------------------------- */
@@ -234,11 +253,8 @@ static cf_tv *unary_op(cf_fusion *f, const char *what, cf_tv *in) {
   IrOp op = op_by_name(what, OPK_UNARY);
   if (op == OP_COUNT) return IR_INTERNAL(f, op != OP_COUNT), NULL;
   Val *tv = arg_tv(f, what, 1, "in", in);
-  if (!tv) return NULL;
-  if (op == OP_NEG && tv->dtype == CF_BOOL) {
-    ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "neg: cannot negate a bool tensor; cast it first");
-    return NULL;
-  }
+  if (!tv || !check_accepts(f, what, op, 1, &tv)) return NULL;
+  if (op == OP_BITWISE_NOT && tv->dtype == CF_BOOL) op = OP_LOGICAL_NOT; /* torch's ~ of bool */
   return result(wire(f, what, op, 1, &tv, ir_tv_like(f, tv, ir_unary_dtype(op, tv->dtype))));
 }
 
@@ -254,12 +270,7 @@ static cf_tv *binary_op(cf_fusion *f, const char *what, cf_tv *a, cf_tv *b) {
   Val *tvs[2] = {arg_tv(f, what, 1, "a", a), NULL};
   if (tvs[0]) tvs[1] = arg_tv(f, what, 2, "b", b);
   if (!tvs[1]) return NULL;
-  lift_scalars(f, 2, tvs);
-  int rank;
-  Val **axes = f->status ? NULL : broadcast_axes(f, what, 2, tvs, &rank);
-  if (!axes) return NULL;
-  cf_dtype dt = ir_op_is_comparison(op) ? CF_BOOL : ir_dtype_promote(tvs[0]->dtype, tvs[1]->dtype);
-  return result(wire(f, what, op, 2, tvs, ir_tv_new(f, dt, rank, axes)));
+  return elementwise_op(f, what, op, 2, tvs, 0);
 }
 
 #define CF_X(name)                                                                                                     \
@@ -304,12 +315,7 @@ cf_tv *cf_where(cf_fusion *f, cf_tv *cond, cf_tv *a, cf_tv *b) {
     free(s);
     return NULL;
   }
-  lift_scalars(f, 3, tvs);
-  int rank;
-  Val **axes = f->status ? NULL : broadcast_axes(f, "where", 3, tvs, &rank);
-  if (!axes) return NULL;
-  cf_dtype dt = ir_dtype_promote(tvs[1]->dtype, tvs[2]->dtype);
-  return result(wire(f, "where", OP_WHERE, 3, tvs, ir_tv_new(f, dt, rank, axes)));
+  return elementwise_op(f, "where", OP_WHERE, 3, tvs, 1);
 }
 
 cf_tv *cf_cast(cf_fusion *f, cf_tv *in, cf_dtype to) {
@@ -527,7 +533,10 @@ cf_status cf_var_mean(cf_fusion *f, cf_tv *in, int naxes, const int *axes, int64
   for (int k = 0; k < n && k < CF_MAX_RANK; k++) red[k] = ID(TV(ir_tv(w))->logical[k])->iter_type == CF_ITER_REDUCTION;
   cf_tv *avg = cf_welford_avg(f, w);
   cf_tv *count = cf_cast(f, cf_welford_n(f, w), ir_welford_scalar(ir_tv(w)->dtype));
-  cf_tv *v = cf_div(f, cf_welford_m2(f, w), cf_add_scalar(f, count, -(double)correction));
+  /* torch's divisor, max(0, count - correction): a correction past the count gives inf
+   * (or nan for M2 0), never a negative variance; nothing gives nan, nan */
+  cf_tv *dof = scalar_rhs_op(f, "var_mean", OP_MAX, cf_add_scalar(f, count, -(double)correction), 0.0);
+  cf_tv *v = cf_div(f, cf_welford_m2(f, w), dof);
   if (keepdim) avg = keep_dims(f, avg, n, red), v = keep_dims(f, v, n, red);
   if (f->status) return f->status;
   if (var) *var = v;
@@ -596,227 +605,4 @@ cf_tv *cf_transpose(cf_fusion *f, cf_tv *in, int axis0, int axis1) {
   p[a0] = a1;
   p[a1] = a0;
   return permute_tv(f, "transpose", tv, ax, n, p);
-}
-
-/* ---- shape ops: squeeze, expand, full, reshape; scalar inputs ------------------------------------ */
-
-static bool id_is_one(Val *id) {
-  int64_t e;
-  return ID(id)->iter_type == CF_ITER_BROADCAST || (ir_scalar_const_value(ID(id)->extent, &e) && e == 1);
-}
-
-cf_tv *cf_squeeze(cf_fusion *f, cf_tv *x, int naxes, const int *axes) {
-  if (!f || f->status) return NULL;
-  Val *tv = arg_tv(f, "squeeze", 1, "x", x);
-  if (!tv) return NULL;
-  if (naxes > 0 && !axes) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "squeeze: argument 3 (axes) is NULL"), NULL;
-  if (naxes < 0) return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "squeeze: naxes is %d", naxes), NULL;
-  int n;
-  Val **ax = op_axes(f, tv, &n);
-  bool *sq = ARENA_ARRAY(f->arena, bool, n);
-  Val **ids = ARENA_ARRAY(f->arena, Val *, n);
-  if (!ax || !sq || !ids) return oom(f, "squeeze");
-  for (int i = 0; i < naxes; i++) {
-    int a = ir_wrap_axis(axes[i], n);
-    if (a < 0 || sq[a])
-      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "squeeze: axis %d %s", axes[i],
-                         a < 0 ? "out of range" : "given twice"), NULL;
-    if (!id_is_one(ax[a])) {
-      StrBuf b = {0};
-      ir_print_id(&b, ax[a]);
-      ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "squeeze: axis %d (%s) of %s is neither a broadcast axis nor of "
-                  "extent 1", axes[i], b.data ? b.data : "", TV(tv)->display_name);
-      sb_free(&b);
-      return NULL;
-    }
-    sq[a] = true;
-  }
-  int m = 0;
-  for (int k = 0; k < n; k++)
-    if (!sq[k] && !(ids[m++] = axis_copy(f, ax[k], ID(ax[k])->iter_type))) return oom(f, "squeeze");
-  Expr *e = wire(f, "squeeze", OP_SQUEEZE, 1, &tv, ir_tv_new(f, tv->dtype, m, ids));
-  if (e) {
-    e->attr.squeeze.is_squeezed = sq;
-    e->attr.squeeze.rank = n;
-  }
-  return result(e);
-}
-
-/* expand's output axes: extent[k] (a scalar Val) for each broadcast axis of x that
- * becomes concrete, NULL to keep axis k as it is. */
-static cf_tv *expand_to(cf_fusion *f, const char *what, Val *tv, Val **ax, int n, Val *const *extent) {
-  Val **ids = ARENA_ARRAY(f->arena, Val *, n);
-  if (!ids) return oom(f, what);
-  for (int k = 0; k < n; k++) {
-    bool bcast = ID(ax[k])->iter_type == CF_ITER_BROADCAST;
-    if (extent[k] && !bcast && !extents_compatible(ID(ax[k])->extent, extent[k])) {
-      StrBuf b = {0};
-      ir_print_id(&b, ax[k]);
-      sb_puts(&b, " to ");
-      ir_print_scalar(&b, extent[k]);
-      ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: axis %d of %s is not a broadcast axis and cannot expand from %s",
-                  what, k, TV(tv)->display_name, b.data ? b.data : "");
-      sb_free(&b);
-      return NULL;
-    }
-    int64_t one;
-    bool to_one = extent[k] && ir_scalar_const_value(extent[k], &one) && one == 1;
-    if (!extent[k] || !bcast || to_one)
-      ids[k] = axis_copy(f, ax[k], ID(ax[k])->iter_type);
-    else
-      ids[k] = ir_id_new(f, extent[k], CF_ITER_ITERATION);
-    if (!ids[k]) return oom(f, what);
-  }
-  return result(wire(f, what, OP_EXPAND, 1, &tv, ir_tv_new(f, tv->dtype, n, ids)));
-}
-
-cf_tv *cf_expand(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes) {
-  if (!f || f->status) return NULL;
-  Val *tv = arg_tv(f, "expand", 1, "x", x);
-  if (!tv) return NULL;
-  if (rank > 0 && !sizes) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "expand: argument 3 (sizes) is NULL"), NULL;
-  int n;
-  Val **ax = op_axes(f, tv, &n);
-  Val **ext = ARENA_ARRAY(f->arena, Val *, n);
-  if (!ax || !ext) return oom(f, "expand");
-  if (rank != n)
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "expand: sizes has %d axes, expected %d", rank, n), NULL;
-  for (int k = 0; k < n; k++) {
-    if (sizes[k] < -1)
-      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "expand: size %lld of axis %d is negative (-1 keeps the "
-                         "axis)", (long long)sizes[k], k), NULL;
-    if (sizes[k] >= 0 && !(ext[k] = ir_const_int(f, sizes[k]))) return oom(f, "expand");
-  }
-  return expand_to(f, "expand", tv, ax, n, ext);
-}
-
-cf_tv *cf_expand_as(cf_fusion *f, cf_tv *x, cf_tv *other) {
-  if (!f || f->status) return NULL;
-  Val *tv = arg_tv(f, "expand_as", 1, "x", x), *ot = tv ? arg_tv(f, "expand_as", 2, "other", other) : NULL;
-  if (!ot) return NULL;
-  int n, no;
-  Val **ax = op_axes(f, tv, &n), **oax = op_axes(f, ot, &no);
-  Val **ext = ARENA_ARRAY(f->arena, Val *, n);
-  if (!ax || !oax || !ext) return oom(f, "expand_as");
-  if (n != no) return rank_error(f, "expand_as", tv, n, ot, no);
-  for (int k = 0; k < n; k++)
-    if (ID(oax[k])->iter_type != CF_ITER_BROADCAST) ext[k] = ID(oax[k])->extent;
-  return expand_to(f, "expand_as", tv, ax, n, ext);
-}
-
-/* A full tensor over the given axes (fresh ones, made by the caller). */
-static cf_tv *full_over(cf_fusion *f, const char *what, int n, Val **ids, double value, cf_dtype dtype) {
-  if (!ir_dtype_valid(dtype) || ir_dtype_is_welford(dtype))
-    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: invalid dtype %d", what, (int)dtype), NULL;
-  if (isnan(value) && !ir_dtype_is_float(dtype))
-    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: NaN is not a value of dtype %s", what, cf_dtype_name(dtype)), NULL;
-  Val *out = ir_tv_new(f, dtype, n, ids);
-  Expr *e = out ? ir_expr_new(f, OP_FULL, 0, NULL, 1, &out) : NULL;
-  if (!e) return oom(f, what);
-  e->attr.full.value = value;
-  return result(e);
-}
-
-cf_tv *cf_full(cf_fusion *f, int rank, const int64_t *sizes, double value, cf_dtype dtype) {
-  if (!f || f->status) return NULL;
-  if (rank < 0 || rank > CF_MAX_RANK)
-    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "full: rank %d is outside 0..%d", rank, CF_MAX_RANK), NULL;
-  if (rank > 0 && !sizes) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "full: argument 2 (sizes) is NULL"), NULL;
-  Val **ids = ARENA_ARRAY(f->arena, Val *, rank);
-  if (!ids) return oom(f, "full");
-  for (int k = 0; k < rank; k++) {
-    if (sizes[k] < 0)
-      return ir_error(f, CF_ERR_INVALID_ARGUMENT, "full: size %lld of axis %d is negative", (long long)sizes[k], k),
-             NULL;
-    /* size-1 axes broadcast, as in cf_tensor_concrete */
-    ids[k] = ir_id_new(f, ir_const_int(f, sizes[k]), sizes[k] == 1 ? CF_ITER_BROADCAST : CF_ITER_ITERATION);
-    if (!ids[k]) return oom(f, "full");
-  }
-  return full_over(f, "full", rank, ids, value, dtype);
-}
-
-cf_tv *cf_full_like(cf_fusion *f, cf_tv *x, double value) {
-  if (!f || f->status) return NULL;
-  Val *tv = arg_tv(f, "full_like", 1, "x", x);
-  if (!tv) return NULL;
-  if (ir_dtype_is_welford(tv->dtype))
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "full_like: %s holds Welford states", TV(tv)->display_name),
-           NULL;
-  int n;
-  Val **ax = op_axes(f, tv, &n);
-  Val **ids = ARENA_ARRAY(f->arena, Val *, n);
-  if (!ax || !ids) return oom(f, "full_like");
-  for (int k = 0; k < n; k++)
-    if (!(ids[k] = axis_copy(f, ax[k], ID(ax[k])->iter_type))) return oom(f, "full_like");
-  return full_over(f, "full_like", n, ids, value, tv->dtype);
-}
-
-cf_tv *cf_scalar_input(cf_fusion *f, cf_dtype dtype) {
-  if (!f || f->status) return NULL;
-  if (!ir_dtype_valid(dtype) || ir_dtype_is_welford(dtype))
-    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "scalar_input: invalid dtype %d", (int)dtype), NULL;
-  cf_tv *s = cf_tensor_concrete(f, dtype, 0, NULL);
-  return s && cf_fusion_add_input(f, s) == CF_OK ? s : NULL;
-}
-
-/* The element count of axes ax[0..n) as a scalar Val (folded when constant). */
-static Val *numel_of(cf_fusion *f, Val **ax, int n) {
-  Val *p = ir_const_int(f, 1);
-  for (int k = 0; p && k < n; k++) p = ir_scalar_op(f, OP_MUL, p, ID(ax[k])->extent);
-  return p;
-}
-
-static bool reshape_sizes(cf_fusion *f, Val *tv, Val *numel, int rank, const int64_t *sizes, Val **ext) {
-  int infer = -1;
-  int64_t known = 1, total;
-  for (int k = 0; k < rank; k++) {
-    if (sizes[k] == -1 && infer < 0) {
-      infer = k;
-      continue;
-    }
-    if (sizes[k] < 0)
-      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: size %lld of axis %d is %s", (long long)sizes[k], k,
-                         sizes[k] == -1 ? "a second -1 (one size may be inferred)" : "negative"), false;
-    if (__builtin_mul_overflow(known, sizes[k], &known))
-      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: the sizes overflow int64"), false;
-    ext[k] = ir_const_int(f, sizes[k]);
-  }
-  bool is_const = ir_scalar_const_value(numel, &total);
-  if (infer >= 0) {
-    if (known == 0)
-      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: cannot infer the size of axis %d next to a size "
-                         "0", infer), false;
-    if (is_const && total % known)
-      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: %s has %lld elements, not a multiple of %lld",
-                         TV(tv)->display_name, (long long)total, (long long)known), false;
-    ext[infer] = ir_scalar_op(f, OP_DIV, numel, ir_const_int(f, known));
-  } else if (is_const && total != known) {
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: %s has %lld elements but the sizes give %lld",
-                       TV(tv)->display_name, (long long)total, (long long)known), false;
-  }
-  return true;
-}
-
-cf_tv *cf_reshape(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes) {
-  if (!f || f->status) return NULL;
-  Val *tv = arg_tv(f, "reshape", 1, "x", x);
-  if (!tv) return NULL;
-  if (rank < 0 || rank > CF_MAX_RANK)
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: rank %d is outside 0..%d", rank, CF_MAX_RANK), NULL;
-  if (rank > 0 && !sizes) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "reshape: argument 3 (sizes) is NULL"), NULL;
-  if (TV(tv)->has_strides)
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "reshape: %s has arbitrary strides (cf_tensor_strided); a "
-                       "reshape needs a contiguous tensor", TV(tv)->display_name), NULL;
-  int n;
-  Val **ax = op_axes(f, tv, &n);
-  Val **ext = ARENA_ARRAY(f->arena, Val *, rank), **ids = ARENA_ARRAY(f->arena, Val *, rank);
-  Val *numel = ax ? numel_of(f, ax, n) : NULL;
-  if (!ax || !ext || !ids || !numel) return oom(f, "reshape");
-  if (!reshape_sizes(f, tv, numel, rank, sizes, ext)) return NULL;
-  for (int k = 0; k < rank; k++) {
-    int64_t e;
-    bool one = ir_scalar_const_value(ext[k], &e) && e == 1;
-    if (!(ids[k] = ir_id_new(f, ext[k], one ? CF_ITER_BROADCAST : CF_ITER_ITERATION))) return oom(f, "reshape");
-  }
-  return result(wire(f, "reshape", OP_RESHAPE, 1, &tv, ir_tv_new(f, tv->dtype, rank, ids)));
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "ir/ir.h"
 
 static bool is_infix(IrOp op) { return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_DIV || op == OP_MOD; }
@@ -131,14 +132,23 @@ static void print_attrs(StrBuf *b, const Expr *e) {
   case OPK_RESHAPE:
   case OPK_FULL:
     if (e->op == OP_SET) break;
-    /* expand, reshape and full: the output's sizes (full: then its value and dtype) */
+    /* expand, reshape, full and iota: the output's sizes (full: then its value and dtype) */
     sb_puts(b, e->nin ? ", {" : "{");
     for (int i = 0; i < TV(e->out[0])->nlogical; i++) {
       if (i) sb_puts(b, ", ");
       ir_print_scalar(b, ID(TV(e->out[0])->logical[i])->extent);
     }
     sb_puts(b, "}");
-    if (e->op == OP_FULL) sb_printf(b, ", %g, %s", e->attr.full.value, cf_dtype_name(e->out[0]->dtype));
+    if (e->op == OP_FULL && ir_dtype_is_float(e->out[0]->dtype))
+      sb_printf(b, ", %g, %s", e->attr.full.value, cf_dtype_name(e->out[0]->dtype));
+    else if (e->op == OP_FULL)
+      sb_printf(b, ", %lld, %s", (long long)e->attr.full.ivalue, cf_dtype_name(e->out[0]->dtype));
+    else if (e->op == OP_IOTA && ir_dtype_is_float(e->out[0]->dtype)) /* iota: start, step, dtype, axis */
+      sb_printf(b, ", %g, %g, %s, axis=%d", e->attr.iota.start, e->attr.iota.step, cf_dtype_name(e->out[0]->dtype),
+                e->attr.iota.axis);
+    else if (e->op == OP_IOTA)
+      sb_printf(b, ", %lld, %lld, %s, axis=%d", (long long)e->attr.iota.istart, (long long)e->attr.iota.istep,
+                cf_dtype_name(e->out[0]->dtype), e->attr.iota.axis);
     break;
   case OPK_PERMUTE:
     sb_puts(b, ", {");

@@ -3,7 +3,10 @@
  * cf_tensor_symbolic inputs added together) can only be compared once sizes are bound,
  * so this pass turns every such pair into a run-time check (or a compile error when both
  * fold to different constants), with the message the reference evaluator gives.
- * Requires: c->exprs. Establishes: k->checks for mapped axes of unequal extent expressions.
+ * Also: max and min of an axis of extent 0 are refused when sizes are bound (torch raises;
+ * the fold's start value, -inf or +inf, is not a result).
+ * Requires: c->exprs. Establishes: k->checks for mapped axes of unequal extent expressions
+ * and for the reduced axes of max and min.
  * Key decision: checking here, before launch, keeps a kernel from indexing one input
  * with another's sizes. */
 #include "lower/lower.h"
@@ -25,6 +28,21 @@ static void check_expr(LowerCtx *c, const Expr *e) {
   }
 }
 
+/* The message is the evaluator's (ir/eval.c), after "run: ". */
+static void check_reduced(LowerCtx *c, const Expr *e) {
+  Val *cv = e->out[0];
+  for (int d = 0; ir_reduction_needs_elements(e->op) && d < TV(cv)->nlogical; d++) {
+    Val *id = TV(cv)->logical[d];
+    if (ID(id)->iter_type != CF_ITER_REDUCTION) continue;
+    lower_validate(c, kx_bin(c->a, OP_NE, lower_extent(c, id), kx_const(c->a, 0)),
+                   "run: %s: axis %d of %s has extent 0; the %s of an empty axis is undefined (torch refuses it "
+                   "too)", ir_op_name(e->op), d, TV(e->in[0])->display_name, ir_op_name(e->op));
+  }
+}
+
 void lower_extent_checks(LowerCtx *c) {
-  for (int i = 0; i < c->nexprs; i++) check_expr(c, c->exprs[i]);
+  for (int i = 0; i < c->nexprs; i++) {
+    check_expr(c, c->exprs[i]);
+    check_reduced(c, c->exprs[i]);
+  }
 }

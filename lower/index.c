@@ -14,6 +14,7 @@
  * printed index arithmetic short. */
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "lower/lower.h"
 
 typedef struct IndexMap {
@@ -285,6 +286,21 @@ static void collect_bounds(LowerCtx *c, IndexMap *m, KNode *op, Val *cv) {
   }
 }
 
+/* The row-major index of the consumer's element among its logical axes (random numbers
+ * depend on it alone, not on the schedule). */
+static KExpr *row_major_index(LowerCtx *c, IndexMap *cm, Val *cv) {
+  KExpr *sum = kx_const(c->a, 0);
+  for (int d = 0; d < TV(cv)->nlogical; d++) {
+    Val *id = TV(cv)->logical[d];
+    if (ID(id)->iter_type == CF_ITER_REDUCTION) continue;
+    KExpr *i = ID(id)->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : get(cm, id);
+    if (!i) lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s (random numbers) cannot be indexed along axis %d in its "
+                       "loops", TV(cv)->display_name, d);
+    sum = kx_bin(c->a, OP_ADD, kx_bin(c->a, OP_MUL, sum, ext(c, id)), i);
+  }
+  return sum;
+}
+
 static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
   const Expr *e = op->u.op.src;
   Val *cv = e->out[0];
@@ -305,7 +321,24 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
     op->u.op.in[op->u.op.nin++] =
         (KAccess){.t = NULL, .scalar = e->attr.scalar_rhs.value,
                   .scalar_expr = e->attr.scalar_rhs.val ? lower_scalar(c, e->attr.scalar_rhs.val) : NULL};
-  if (e->op == OP_FULL) op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar = e->attr.full.value};
+  if (ir_op_type_rule(e->op) == TR_RANDOM || ir_op_type_rule(e->op) == TR_RANDOM64) /* (seed, offset, index) */
+    op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar_expr = row_major_index(c, cm, cv)};
+  if (e->op == OP_IOTA) { /* (index, start, step): the element's index along the axis, then constants */
+    bool fl = ir_dtype_is_float(cv->dtype);
+    Val *id = TV(cv)->logical[e->attr.iota.axis];
+    KExpr *i = ID(id)->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : get(cm, id);
+    if (!i) lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s (iota) cannot be indexed along axis %d in its loops",
+                       TV(cv)->display_name, e->attr.iota.axis);
+    op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar_expr = i};
+    op->u.op.in[op->u.op.nin++] = fl ? (KAccess){.t = NULL, .scalar = e->attr.iota.start}
+                                     : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.iota.istart)};
+    op->u.op.in[op->u.op.nin++] = fl ? (KAccess){.t = NULL, .scalar = e->attr.iota.step}
+                                     : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.iota.istep)};
+  }
+  if (e->op == OP_FULL) /* integers exactly, as an integer scalar (never through a double) */
+    op->u.op.in[op->u.op.nin++] = ir_dtype_is_float(cv->dtype)
+                                      ? (KAccess){.t = NULL, .scalar = e->attr.full.value}
+                                      : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.full.ivalue)};
   reset(cm);
 }
 

@@ -16,7 +16,7 @@
  * a cast or a binary op with a constant right-hand side of a tensor whose every element
  * is the count is again such a tensor; an elementwise binary op reading it beside another
  * tensor becomes that op with a constant right-hand side (var_mean's
- * m2 / (cast(n) - correction) becomes m2 / (n - correction)). A count read any other way
+ * m2 / max(cast(n) - correction, 0) becomes m2 / max(n - correction, 0)). A count read any other way
  * (a fusion output, a comparison, a symbolic count) keeps that Welford reduction as it is.
  *
  * Key decision: the translation works on a copy and makes a fresh copy of the result
@@ -45,6 +45,8 @@ static bool fold_step(Expr *e, double v, double *out) {
   case OP_SUB: return *out = v - b, true;
   case OP_MUL: return *out = v * b, true;
   case OP_DIV: return *out = v / b, true;
+  case OP_MAX: return *out = fmax(v, b), true; /* var_mean's max(n - correction, 0) */
+  case OP_MIN: return *out = fmin(v, b), true;
   default: return false;
   }
 }

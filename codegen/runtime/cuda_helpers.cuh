@@ -12,18 +12,17 @@ typedef unsigned int uint32_t;
 typedef unsigned short uint16_t;
 
 #define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
 
 // A double from its bits: how generated code spells NaN, infinities and -0.0 exactly.
 __device__ __forceinline__ double cf_f64_from_bits(unsigned long long bits) {
   return __longlong_as_double((long long)bits);
 }
 
-__device__ __forceinline__ float relu(float x) { return x > 0.f ? x : 0.f; }
-__device__ __forceinline__ double relu(double x) { return x > 0. ? x : 0.; }
-__device__ __forceinline__ int64_t relu(int64_t x) { return x > 0 ? x : 0; }
-/* floor and ceil of an integer are the integer itself */
-__device__ __forceinline__ int64_t floor(int64_t x) { return x; }
-__device__ __forceinline__ int64_t ceil(int64_t x) { return x; }
+// relu keeps NaN (torch's and nvFuser's x <= 0 ? 0 : x)
+__device__ __forceinline__ float relu(float x) { return x <= 0.f ? 0.f : x; }
+__device__ __forceinline__ double relu(double x) { return x <= 0. ? 0. : x; }
+__device__ __forceinline__ int64_t relu(int64_t x) { return x <= 0 ? 0 : x; }
 __device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 __device__ __forceinline__ double sigmoid(double x) { return 1. / (1. + exp(-x)); }
 __device__ __forceinline__ float gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
@@ -41,9 +40,6 @@ __device__ __forceinline__ int64_t max(int64_t a, unsigned b) { return a > b ? a
 __device__ __forceinline__ int64_t max(unsigned a, int64_t b) { return (int64_t)a > b ? (int64_t)a : b; }
 __device__ __forceinline__ int64_t min(int64_t a, unsigned b) { return a < b ? a : (int64_t)b; }
 __device__ __forceinline__ int64_t min(unsigned a, int64_t b) { return (int64_t)a < b ? (int64_t)a : b; }
-__device__ __forceinline__ int64_t fabs(int64_t x) { return x < 0 ? -x : x; }
-__device__ __forceinline__ int64_t fmax(int64_t a, int64_t b) { return a > b ? a : b; }
-__device__ __forceinline__ int64_t fmin(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // A register array of N elements aligned for one vector access.
 template <typename T, int N>

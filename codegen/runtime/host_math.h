@@ -108,11 +108,12 @@ CFH_INLINE float cfh__rsqrtf(float x) { return 1.0f / sqrtf(x); }
 CFH_INLINE double cfh__rsqrt(double x) { return 1.0 / sqrt(x); }
 CFH_INLINE float cfh__recipf(float x) { return 1.0f / x; }
 CFH_INLINE double cfh__recip(double x) { return 1.0 / x; }
-CFH_INLINE float cfh__reluf(float x) { return x > 0 ? x : 0.0f; }
-CFH_INLINE double cfh__relu(double x) { return x > 0 ? x : 0.0; }
-CFH_INLINE int cfh__relui(int x) { return x > 0 ? x : 0; }
-CFH_INLINE long cfh__relul(long x) { return x > 0 ? x : 0; }
-CFH_INLINE long long cfh__relull(long long x) { return x > 0 ? x : 0; }
+/* relu keeps NaN (torch's and nvFuser's x <= 0 ? 0 : x) */
+CFH_INLINE float cfh__reluf(float x) { return x <= 0 ? 0.0f : x; }
+CFH_INLINE double cfh__relu(double x) { return x <= 0 ? 0.0 : x; }
+CFH_INLINE int cfh__relui(int x) { return x <= 0 ? 0 : x; }
+CFH_INLINE long cfh__relul(long x) { return x <= 0 ? 0 : x; }
+CFH_INLINE long long cfh__relull(long long x) { return x <= 0 ? 0 : x; }
 CFH_INLINE float cfh__sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 CFH_INLINE double cfh__sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 CFH_INLINE float cfh__geluf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }

@@ -51,7 +51,7 @@ typedef struct CfWelfordD {
     r.n = n;                                                                              \
     return r;                                                                             \
   }                                                                                       \
-  CF_WELFORD_FN T cf_welford_avg_##s(S a) { return a.avg; }                               \
+  CF_WELFORD_FN T cf_welford_avg_##s(S a) { return a.n ? a.avg : (T)NAN; } /* nothing: nan */ \
   CF_WELFORD_FN T cf_welford_m2_##s(S a) { return a.m2; }                                 \
   CF_WELFORD_FN long long cf_welford_n_##s(S a) { return a.n; }                           \
   CF_WELFORD_FN S cf_welford_volatile_##s(const volatile S *p) {                          \

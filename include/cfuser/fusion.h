@@ -75,18 +75,52 @@ CF_API cf_tv *cf_tensor_strided(cf_fusion *f, cf_dtype dtype, int rank);
 
 #define CF_UNARY_OP_TABLE(X) \
   X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(relu) X(sigmoid) X(tanh) \
-  X(gelu) X(sin) X(cos) X(tan) X(erf) X(floor) X(ceil)
+  X(gelu) X(sin) X(cos) X(tan) X(erf) X(floor) X(ceil) \
+  X(acos) X(acosh) X(asin) X(asinh) X(atan) X(atanh) X(cosh) X(sinh) X(erfc) X(expm1) \
+  X(exp2) X(log1p) X(log2) X(log10) X(lgamma) X(erfinv) X(erfcinv) X(digamma) X(silu) \
+  X(round) X(trunc) X(frac) X(sign) X(isfinite) X(isinf) X(isnan) X(isneginf) X(isposinf) \
+  X(isreal) X(signbit) X(logical_not) X(bitwise_not)
 #define CF_BINARY_OP_TABLE(X) \
-  X(add) X(sub) X(mul) X(div) X(max) X(min) X(pow) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
+  X(add) X(sub) X(mul) X(div) X(max) X(min) X(pow) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) \
+  X(truediv) X(mod) X(fmod) X(remainder) X(floor_divide) X(atan2) X(nextafter) \
+  X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(logical_and) X(logical_or) \
+  X(bitwise_left_shift) X(bitwise_right_shift)
 
 /* set: a copy (the data-movement op of the scheduling tutorials). */
 CF_API cf_tv *cf_set(cf_fusion *f, cf_tv *in);
+/* Unary ops, with torch's semantics and result dtypes (the op table's type rule):
+ * - floating math (exp ... silu, erfinv, digamma): floating inputs keep their dtype,
+ *   integers and bool give float; relu keeps NaN; sigmoid, gelu, silu as torch;
+ * - abs, relu, floor, ceil, round (half to even), trunc, sign keep the dtype (the
+ *   identity on integers where torch's is; sign of NaN is 0); neg refuses bool;
+ *   frac takes floating inputs only;
+ * - predicates (isfinite, isinf, isnan, isneginf, isposinf, isreal, signbit,
+ *   logical_not) give bool; integers are finite, real and never NaN;
+ * - bitwise_not takes integers and bool (for bool it is logical_not).
+ * An operand of a dtype the op does not take is refused with a message naming it. */
 #define CF_X(name) CF_API cf_tv *cf_##name(cf_fusion *f, cf_tv *in);
 CF_UNARY_OP_TABLE(CF_X)
 #undef CF_X
-/* Binary ops need equal ranks (a 0-d operand is broadcast to the other's); each axis pair must have equal extents or one side must be
- * a broadcast axis. Comparisons produce CF_BOOL. The result dtype of mixed operands is
- * the wider type (double > float > bfloat16/half, int64 > int32 > int8 > bool). */
+/* Binary ops. Operands broadcast numpy-style: a lower rank gets leading broadcast axes
+ * (0-d operands included); then each axis pair must have equal extents or a broadcast
+ * side. The result dtype is torch's (torch.result_type): a tensor with axes decides
+ * unless a 0-d tensor or a scalar (cf_scalar_input, cf_const_*) is of a higher category
+ * (bool < integer < floating), where a floating scalar counts as float32: float32 tensor
+ * * double scalar is float32, int32 tensor * double scalar is float32, int8 tensor + int64
+ * scalar is int8 (an operand wider than the result is cast first). Comparisons and
+ * logical_and/or give bool. Semantics, identical on every backend:
+ * - div divides (integers: truncated, nvFuser's div); truediv always gives a floating
+ *   result (integers: float); floor_divide rounds toward -inf (torch's //);
+ * - mod and fmod: the remainder of truncated division (C's % and fmod); remainder: the
+ *   divisor's sign (torch.remainder, Python's %);
+ * - integer division by zero gives -1 and its remainders the dividend; INT_MIN / -1
+ *   gives INT_MIN (wraps) with remainder 0; no trap on any backend;
+ * - max and min (maximum, minimum) propagate NaN; pow of integers is exact integer pow
+ *   (a negative exponent gives 0 unless the base is 1 or -1);
+ * - bitwise_and/or/xor take integers and bool; bitwise_left_shift and
+ *   bitwise_right_shift integers (arithmetic shift; an amount < 0 or >= the width gives 0,
+ *   or the sign for right shifts); atan2 gives a floating result; nextafter takes float
+ *   and double only. */
 #define CF_X(name) CF_API cf_tv *cf_##name(cf_fusion *f, cf_tv *a, cf_tv *b);
 CF_BINARY_OP_TABLE(CF_X)
 #undef CF_X
@@ -94,7 +128,7 @@ CF_BINARY_OP_TABLE(CF_X)
 CF_API cf_tv *cf_add_scalar(cf_fusion *f, cf_tv *a, double b);
 CF_API cf_tv *cf_mul_scalar(cf_fusion *f, cf_tv *a, double b);
 /* min(max(x, lo), hi), printed as those two ops; lo <= hi, neither NaN. Like cf_max and
- * cf_min (fmax, fmin), a NaN element becomes lo. An integer x keeps its dtype when both
+ * cf_min, a NaN element stays NaN (torch.clamp). An integer x keeps its dtype when both
  * bounds are integers. */
 CF_API cf_tv *cf_clamp(cf_fusion *f, cf_tv *x, double lo, double hi);
 /* where(cond, a, b): cond must be CF_BOOL; shapes broadcast like binary ops. */
@@ -135,6 +169,28 @@ CF_API cf_tv *cf_welford_n(cf_fusion *f, cf_tv *states);
  * reduced axes back as size-1 broadcast axes. Either output pointer may be NULL. */
 CF_API cf_status cf_var_mean(cf_fusion *f, cf_tv *in, int naxes, const int *axes, int64_t correction, bool keepdim,
                              cf_tv **var, cf_tv **mean);
+/* iota: the 1-D tensor start + i * step, i in [0, length) (torch.arange, nvFuser's iota);
+ * floating dtypes compute each element in double and round once; integer dtypes take
+ * integral start and step, exactly. */
+CF_API cf_tv *cf_iota(cf_fusion *f, int64_t length, double start, double step, cf_dtype dtype);
+/* torch.triu: x with the elements below diagonal `diagonal` of its last two axes set to 0
+ * (0 keeps the main diagonal, 1 drops it too, -1 keeps one below); x has 2 axes or more. */
+CF_API cf_tv *cf_triu(cf_fusion *f, cf_tv *x, int64_t diagonal);
+/* torch.addcmul: input + value * t1 * t2, operands broadcast; value is a scalar. */
+CF_API cf_tv *cf_addcmul(cf_fusion *f, cf_tv *input, cf_tv *t1, cf_tv *t2, double value);
+/* Random numbers (nvFuser's uniform and normal): a tensor of the given sizes (or of x's
+ * sizes and dtype for the _like forms) drawn from Philox4x32-10 with the key `seed` and
+ * the counter offset `offset`, both 0-d integer tensors (cf_scalar_input for a seed given
+ * per call, or cf_const_int). Element i (row-major) depends only on (seed, offset, i):
+ * the same on every backend and schedule, and on the evaluator. uniform is in [low,
+ * high) (float-precision draws of 24 bits, double of 53); normal is mean + std * z with z
+ * by Box-Muller in double. dtype is floating. */
+CF_API cf_tv *cf_uniform(cf_fusion *f, int rank, const int64_t *sizes, double low, double high, cf_tv *seed,
+                         cf_tv *offset, cf_dtype dtype);
+CF_API cf_tv *cf_normal(cf_fusion *f, int rank, const int64_t *sizes, double mean, double std, cf_tv *seed,
+                        cf_tv *offset, cf_dtype dtype);
+CF_API cf_tv *cf_uniform_like(cf_fusion *f, cf_tv *x, double low, double high, cf_tv *seed, cf_tv *offset);
+CF_API cf_tv *cf_normal_like(cf_fusion *f, cf_tv *x, double mean, double std, cf_tv *seed, cf_tv *offset);
 /* transpose swaps two axes; permute puts input axis perm[i] at output position i. */
 CF_API cf_tv *cf_transpose(cf_fusion *f, cf_tv *in, int axis0, int axis1);
 CF_API cf_tv *cf_permute(cf_fusion *f, cf_tv *in, int rank, const int *perm);
@@ -158,10 +214,23 @@ CF_API cf_tv *cf_expand_as(cf_fusion *f, cf_tv *x, cf_tv *other);
 CF_API cf_tv *cf_full(cf_fusion *f, int rank, const int64_t *sizes, double value, cf_dtype dtype);
 /* full with x's shape (its extents, constant or symbolic, and broadcast axes) and dtype. */
 CF_API cf_tv *cf_full_like(cf_fusion *f, cf_tv *x, double value);
+/* full with an integer value held exactly (never through a double): value must be a value
+ * of the integer (or bool) dtype. */
+CF_API cf_tv *cf_full_int(cf_fusion *f, int rank, const int64_t *sizes, int64_t value, cf_dtype dtype);
 /* A scalar fusion input (e.g. an epsilon): a 0-d tensor of dtype, added to the fusion's
  * inputs in call order and passed at run time as a 0-d DLPack tensor (ndim 0). Binary
- * ops and where broadcast any 0-d operand to the other operands' rank (a broadcast op). */
+ * ops and where broadcast any 0-d operand to the other operands' rank (a broadcast op).
+ * In type promotion it is a scalar (torch's wrapped number, nvFuser's define_scalar): a
+ * float32 tensor times a double scalar input stays float32. */
 CF_API cf_tv *cf_scalar_input(cf_fusion *f, cf_dtype dtype);
+/* Constants: 0-d tensors of one value (a full of rank 0), scalars in type promotion like
+ * cf_scalar_input, usable beside a tensor in every op (nvFuser's define_scalar(value)).
+ * cf_const converts value to dtype as C converts a double (integers: truncated and
+ * saturated; NaN refused); cf_const_int holds an integer exactly (value must be a value of
+ * dtype; for a floating dtype it is rounded): int64 x + cf_const_int(f, CF_INT64, 2^62 + 1)
+ * is exact, where a double would be off by one. */
+CF_API cf_tv *cf_const(cf_fusion *f, cf_dtype dtype, double value);
+CF_API cf_tv *cf_const_int(cf_fusion *f, cf_dtype dtype, int64_t value);
 /* The elements of x in row-major order under new sizes (one may be -1: inferred); the
  * element counts must match (checked here when constant, at run time otherwise). x must
  * not be strided (cf_tensor_strided). Size-1 output axes are broadcast axes. Evaluated

@@ -22,11 +22,10 @@ Shape = Tuple[Extent, ...]
 
 def broadcast_shapes(shapes: Sequence[Shape]) -> Shape:
     """The output shape of an elementwise op: per axis, a constant of an iterated (not size
-    1) operand, else a symbolic one, else 1. Ranks are the C op's to check."""
+    1) operand, else a symbolic one, else 1. Lower ranks broadcast numpy-style (leading
+    size-1 axes), as the C ops do."""
     rank = max(len(s) for s in shapes)
-    shapes = [s if len(s) or not rank else (1,) * rank for s in shapes]  # 0-d operands broadcast
-    if any(len(s) != len(shapes[0]) for s in shapes):
-        return shapes[0]  # the op itself fails with a message naming the ranks
+    shapes = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
     out = []
     for axis in zip(*shapes):
         iterated = [e for e in axis if e != 1]

@@ -1,0 +1,296 @@
+/* ir/op_table.c: the columns of the op table (IR_OP_TABLE in ir/ir.h) and the one helper
+ * per question its type-rule column answers: which dtypes an op accepts, the dtype of its
+ * result, the dtype it computes in, and the type of the value its form gives.
+ *
+ * Every layer asks here: ops.c when it builds an op, the evaluator (eval.c) when it
+ * converts operands and calls the op's evaluator form, both code generators (the CUDA and
+ * the host C forms, and the same compute dtype) and, through cf_op_info, the Python
+ * package. Key decisions: a row lacking a column does not compile (the X-macro's arity),
+ * and the static assertions below refuse an op with elements but an empty code form or
+ * binding name, so an op cannot be added to the table without its semantics. Promotion is
+ * torch's (torch.result_type): operands are dimensioned tensors, 0-d tensors or scalars
+ * (a cf_scalar_input or a constant); a lower tier changes the result only when its
+ * category (bool < integer < floating) is higher, and a floating scalar then counts as
+ * the default float (float32). */
+#include <math.h>
+#include <string.h>
+
+#include "ir/dtype.h"
+
+/* ---- the columns ------------------------------------------------------------------------ */
+
+static const struct {
+  const char *name, *py;
+  OpKind kind;
+  IrTypeRule rule;
+  IrEvalFn eval;
+  const char *cuda, *host;
+} op_table[] = {
+#define IR_X(e, name, kind, py, rule, ev, cuda, host) [e] = {name, py, kind, rule, ev, cuda, host},
+    IR_OP_TABLE(IR_X)
+#undef IR_X
+};
+_Static_assert(sizeof op_table / sizeof op_table[0] == OP_COUNT, "an op without its row");
+
+/* Every op with elements has both code forms and a binding name; only the transforms of
+ * IterDomains have none. */
+#define IR_X(e, name, kind, py, rule, ev, cuda, host)                                                      \
+  _Static_assert(kind == OPK_TRANSFORM || (sizeof(cuda) > 1 && sizeof(host) > 1), #e " has no code form"); \
+  _Static_assert(sizeof(py) > 1 && sizeof(name) > 1, #e " has no name");                                   \
+  _Static_assert((kind == OPK_TRANSFORM) == (rule == TR_NONE), #e ": only transforms have no type rule");  \
+  _Static_assert((kind == OPK_REDUCTION) == (rule == TR_REDUCE), #e ": reductions follow the reduction table");
+IR_OP_TABLE(IR_X)
+#undef IR_X
+
+static bool valid(IrOp op) { return (unsigned)op < OP_COUNT; }
+
+const char *ir_op_name(IrOp op) { return valid(op) ? op_table[op].name : "?"; }
+const char *ir_op_py_name(IrOp op) { return valid(op) ? op_table[op].py : "?"; }
+OpKind ir_op_kind(IrOp op) { return valid(op) ? op_table[op].kind : OPK_TRANSFORM; }
+IrTypeRule ir_op_type_rule(IrOp op) { return valid(op) ? op_table[op].rule : TR_NONE; }
+IrEvalFn ir_op_eval(IrOp op) { return valid(op) ? op_table[op].eval : ir_ev_none; }
+const char *ir_op_form(IrOp op, bool cuda) { return !valid(op) ? "" : cuda ? op_table[op].cuda : op_table[op].host; }
+
+bool ir_op_is_elementwise(IrOp op) {
+  OpKind k = ir_op_kind(op);
+  return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST;
+}
+
+bool ir_op_is_pointwise(IrOp op) {
+  OpKind k = ir_op_kind(op);
+  return ir_op_is_elementwise(op) || k == OPK_BROADCAST || k == OPK_SQUEEZE || k == OPK_FULL;
+}
+
+bool ir_op_is_comparison(IrOp op) { return ir_op_type_rule(op) == TR_COMPARE; }
+
+/* ---- the reductions' columns ---------------------------------------------------------------- */
+
+bool ir_op_is_reduction(IrOp op) {
+  switch (op) {
+#define IR_X(e, combine, ident, widen) case e: return true;
+    IR_REDUCTION_TABLE(IR_X)
+#undef IR_X
+  default: return false;
+  }
+}
+
+IrOp ir_reduction_combine(IrOp op) {
+  switch (op) {
+#define IR_X(e, combine, ident, widen) case e: return combine;
+    IR_REDUCTION_TABLE(IR_X)
+#undef IR_X
+  default: return OP_COUNT;
+  }
+}
+
+ReduceIdentity ir_reduction_identity(IrOp op) {
+  switch (op) {
+#define IR_X(e, combine, ident, widen) case e: return ident;
+    IR_REDUCTION_TABLE(IR_X)
+#undef IR_X
+  default: return RID_ZERO;
+  }
+}
+
+bool ir_reduction_widens_int(IrOp op) {
+  switch (op) {
+#define IR_X(e, combine, ident, widen) case e: return widen;
+    IR_REDUCTION_TABLE(IR_X)
+#undef IR_X
+  default: return false;
+  }
+}
+
+bool ir_reduction_needs_elements(IrOp op) {
+  ReduceIdentity r = ir_reduction_identity(op);
+  return ir_op_is_reduction(op) && (r == RID_LOWEST || r == RID_HIGHEST);
+}
+
+/* ---- promotion ---------------------------------------------------------------------------------- */
+
+static bool is_int(cf_dtype t) { return t == CF_INT8 || t == CF_INT32 || t == CF_INT64 || t == CF_UINT32; }
+
+static int float_rank(cf_dtype t) { return t == CF_DOUBLE ? 3 : t == CF_FLOAT ? 2 : 1; }
+
+static int int_rank(cf_dtype t) {
+  switch (t) {
+  case CF_BOOL: return 0;
+  case CF_INT8: return 1;
+  case CF_INT32: return 2;
+  case CF_UINT32: return 3;
+  default: return 4;
+  }
+}
+
+cf_dtype ir_dtype_promote(cf_dtype a, cf_dtype b) {
+  if (a == b) return a;
+  bool fa = ir_dtype_is_float(a), fb = ir_dtype_is_float(b);
+  if (fa && fb) {
+    if (float_rank(a) == 1 && float_rank(b) == 1) return CF_FLOAT; /* half with bfloat16 */
+    return float_rank(a) >= float_rank(b) ? a : b;
+  }
+  if (fa || fb) return fa ? a : b;
+  bool small_signed_a = a == CF_INT8 || a == CF_INT32, small_signed_b = b == CF_INT8 || b == CF_INT32;
+  if ((a == CF_UINT32 && small_signed_b) || (b == CF_UINT32 && small_signed_a)) return CF_INT64;
+  return int_rank(a) >= int_rank(b) ? a : b;
+}
+
+/* torch's combine_categories: a lower tier counts only when its category is higher. */
+static cf_dtype combine_tiers(cf_dtype higher, cf_dtype lower) {
+  if (higher == CF_DTYPE_COUNT) return lower;
+  if (lower == CF_DTYPE_COUNT || ir_dtype_is_float(higher)) return higher;
+  if (higher == CF_BOOL || ir_dtype_is_float(lower)) return ir_dtype_promote(higher, lower);
+  return higher;
+}
+
+cf_dtype ir_dtype_result_type(int n, const cf_dtype *t, const IrTier *tier) {
+  cf_dtype r[3] = {CF_DTYPE_COUNT, CF_DTYPE_COUNT, CF_DTYPE_COUNT};
+  for (int i = 0; i < n; i++) {
+    cf_dtype d = tier[i] == IR_TIER_SCALAR && ir_dtype_is_float(t[i]) ? IR_DEFAULT_FLOAT : t[i];
+    r[tier[i]] = r[tier[i]] == CF_DTYPE_COUNT ? d : ir_dtype_promote(r[tier[i]], d);
+  }
+  return combine_tiers(r[IR_TIER_DIM], combine_tiers(r[IR_TIER_ZERO_DIM], r[IR_TIER_SCALAR]));
+}
+
+/* ---- the type rule's answers --------------------------------------------------------------------- */
+
+bool ir_op_accepts(IrOp op, cf_dtype t) {
+  if (!ir_dtype_valid(t)) return false;
+  IrTypeRule r = ir_op_type_rule(op);
+  if (ir_dtype_is_welford(t)) return r == TR_WELFORD || r == TR_MOVE || (r == TR_REDUCE && op == OP_WELFORD);
+  if (op == OP_WELFORD) return ir_dtype_is_float(t); /* a mean and a variance need floating elements */
+  switch (r) {
+  case TR_SIGNED:
+  case TR_NUMERIC: return t != CF_BOOL;
+  case TR_FLOAT_ONLY: return ir_dtype_is_float(t);
+  case TR_FLOAT_PAIR: return t == CF_FLOAT || t == CF_DOUBLE;
+  case TR_INTEGRAL: return !ir_dtype_is_float(t);
+  case TR_INTEGER:
+  case TR_RANDOM:
+  case TR_RANDOM64: return is_int(t);
+  case TR_WELFORD: return false;
+  case TR_NONE: return false;
+  default: return true;
+  }
+}
+
+/* What an op accepts, for messages: "integer or bool", "floating-point". */
+const char *ir_op_accepts_str(IrOp op) {
+  switch (ir_op_type_rule(op)) {
+  case TR_SIGNED:
+  case TR_NUMERIC: return "numeric (not bool)";
+  case TR_FLOAT_ONLY: return "floating-point";
+  case TR_FLOAT_PAIR: return "float or double";
+  case TR_INTEGRAL: return "integer or bool";
+  case TR_INTEGER:
+  case TR_RANDOM:
+  case TR_RANDOM64: return "integer";
+  case TR_WELFORD: return "Welford-state";
+  default: return "any";
+  }
+}
+
+cf_dtype ir_op_result_dtype(IrOp op, cf_dtype promoted) {
+  switch (ir_op_type_rule(op)) {
+  case TR_FLOAT:
+  case TR_TRUE_DIV: return ir_dtype_is_float(promoted) ? promoted : IR_DEFAULT_FLOAT;
+  case TR_PREDICATE:
+  case TR_COMPARE:
+  case TR_LOGICAL: return CF_BOOL;
+  case TR_WELFORD: return op == OP_WELFORD_N ? CF_INT64 : ir_welford_scalar(promoted);
+  case TR_RANDOM: return CF_FLOAT;
+  case TR_RANDOM64: return CF_DOUBLE;
+  default: return promoted;
+  }
+}
+
+cf_dtype ir_op_compute_dtype(IrOp op, cf_dtype promoted, cf_dtype out) {
+  switch (ir_op_type_rule(op)) {
+  case TR_MAKE: return ir_dtype_is_float(out) ? CF_DOUBLE : CF_INT64; /* iota: start + i * step */
+  case TR_RANDOM:
+  case TR_RANDOM64: return CF_INT64; /* seed, offset and the element's index */
+  case TR_PREDICATE:
+  case TR_COMPARE:
+  case TR_LOGICAL:
+  case TR_WELFORD: return promoted;
+  default: return out;
+  }
+}
+
+cf_dtype ir_op_value_dtype(IrOp op, cf_dtype ct) {
+  IrTypeRule r = ir_op_type_rule(op);
+  if (r == TR_PREDICATE || r == TR_COMPARE || r == TR_LOGICAL) return CF_BOOL;
+  if (r == TR_WELFORD) return ir_op_result_dtype(op, ct);
+  if (r == TR_RANDOM || r == TR_RANDOM64) return ir_op_result_dtype(op, ct);
+  return ct;
+}
+
+cf_dtype ir_dtype_opmath(cf_dtype t) { return t == CF_HALF || t == CF_BFLOAT16 ? CF_FLOAT : t; }
+
+cf_dtype ir_unary_dtype(IrOp op, cf_dtype in) { return ir_op_result_dtype(op, in); }
+
+/* A constant right-hand side given as a double (cf_add_scalar): floating tensors keep
+ * their dtype; an integer tensor keeps its dtype for an integral value exact in a double
+ * and becomes the default float otherwise; bool becomes int64 or the default float. */
+cf_dtype ir_scalar_rhs_dtype(cf_dtype a, double b) {
+  if (ir_dtype_is_float(a)) return a;
+  if (!isfinite(b) || b != trunc(b)) return IR_DEFAULT_FLOAT;
+  return a == CF_BOOL ? CF_INT64 : a;
+}
+
+/* ---- the public view (cfuser/optable.h) ----------------------------------------------------- */
+
+static const char *const kind_names[] = {
+    [OPK_SET] = "set",         [OPK_UNARY] = "unary",     [OPK_BINARY] = "binary",   [OPK_TERNARY] = "ternary",
+    [OPK_CAST] = "cast",       [OPK_BROADCAST] = "broadcast", [OPK_REDUCTION] = "reduction",
+    [OPK_PERMUTE] = "permute", [OPK_SQUEEZE] = "squeeze", [OPK_FULL] = "full",     [OPK_RESHAPE] = "reshape",
+    [OPK_TRANSFORM] = "transform",
+};
+_Static_assert(sizeof kind_names / sizeof kind_names[0] == OPK_TRANSFORM + 1, "an op kind without its name");
+
+static const char *const rule_names[] = {
+    [TR_MOVE] = "move",         [TR_CAST] = "cast",           [TR_MAKE] = "make",         [TR_SAME] = "same",
+    [TR_SIGNED] = "signed",     [TR_FLOAT] = "float",         [TR_FLOAT_ONLY] = "float_only",
+    [TR_PREDICATE] = "predicate", [TR_INTEGRAL] = "integral", [TR_INTEGER] = "integer", [TR_PROMOTE] = "promote", [TR_NUMERIC] = "numeric",
+    [TR_TRUE_DIV] = "true_div", [TR_FLOAT_PAIR] = "float_pair", [TR_COMPARE] = "compare", [TR_LOGICAL] = "logical",
+    [TR_SELECT] = "select",     [TR_RANDOM] = "random",       [TR_RANDOM64] = "random64",     [TR_WELFORD] = "welford",     [TR_REDUCE] = "reduce",     [TR_NONE] = "none",
+};
+_Static_assert(sizeof rule_names / sizeof rule_names[0] == TR_NONE + 1, "a type rule without its name");
+
+/* The public unary and binary calls (cf_<name>), from fusion.h's tables. */
+static bool is_api(IrOp op) {
+  static const char *const unary[] = {
+#define CF_X(name) #name,
+      CF_UNARY_OP_TABLE(CF_X)
+#undef CF_X
+  };
+  static const char *const binary[] = {
+#define CF_X(name) #name,
+      CF_BINARY_OP_TABLE(CF_X)
+#undef CF_X
+  };
+  OpKind k = ir_op_kind(op);
+  const char *const *names = k == OPK_UNARY ? unary : binary;
+  size_t n = k == OPK_UNARY ? sizeof unary / sizeof *unary : sizeof binary / sizeof *binary;
+  for (size_t i = 0; (k == OPK_UNARY || k == OPK_BINARY) && i < n; i++)
+    if (strcmp(names[i], ir_op_name(op)) == 0) return true;
+  return false;
+}
+
+int cf_op_count(void) { return OP_COUNT; }
+
+cf_status cf_op_get(int i, cf_op_info *out) {
+  if (!out || i < 0 || i >= OP_COUNT) return CF_ERR_INVALID_ARGUMENT;
+  IrOp op = (IrOp)i;
+  uint32_t mask = 0;
+  for (int t = 0; t < CF_DTYPE_COUNT; t++)
+    if (ir_op_accepts(op, (cf_dtype)t)) mask |= 1u << t;
+  *out = (cf_op_info){ir_op_name(op), ir_op_py_name(op), kind_names[ir_op_kind(op)], rule_names[ir_op_type_rule(op)],
+                      mask, is_api(op)};
+  return CF_OK;
+}
+
+cf_dtype cf_op_result_dtype(int i, cf_dtype promoted) {
+  if (i < 0 || i >= OP_COUNT || !ir_op_accepts((IrOp)i, promoted)) return CF_DTYPE_COUNT;
+  return ir_op_result_dtype((IrOp)i, promoted);
+}

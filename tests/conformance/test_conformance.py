@@ -1,0 +1,456 @@
+"""tests/conformance/test_conformance.py: the conformance matrix of cfuser's ops.
+
+Generated from the library's op table (cf_op_count, cf_op_get): every elementwise op x
+every dtype it takes x every backend here (the reference evaluator, define and run on the
+host backend, and CUDA when a device is present) on each dtype's special values (NaN,
++-inf, -0.0, subnormals, integer extremes; binary ops on every pair), on 0-d and empty
+tensors, against torch's semantics written down in refs.py with NumPy and Python's math
+as the arithmetic. A row of the table without a reference, or whose accepted dtypes differ
+from the reference's, fails: an op added to the table is in the matrix by construction.
+The rows that are not elementwise (moves, casts, reductions, transforms) are each covered
+by a named test below or in the C suites; the list STRUCTURAL says which."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import capi
+import refs
+import values as V
+
+ROWS = capi.op_table()
+DTYPES = list(capi.DTYPES)
+ELEMENTWISE = [r for r in ROWS if r["kind"] in ("unary", "binary") and r["api"]]
+BACKENDS = ["host"] + (["cuda"] if capi.cuda_available() else [])
+
+# Rows that are not public elementwise ops, and the test covering each.
+STRUCTURAL = {
+    "Set": "test_casts_and_moves", "cast": "test_casts_and_moves", "broadcast": "test_casts_and_moves",
+    "permute": "test_casts_and_moves", "expand": "test_casts_and_moves", "squeeze": "test_casts_and_moves",
+    "full": "test_casts_and_moves", "reshape": "test_casts_and_moves", "where": "test_where",
+    "sum": "test_reductions", "prod": "test_reductions", "max": "test_reductions", "min": "test_reductions",
+    "welford": "test_var_mean_of_nothing_and_large_corrections", "welford_avg": "test_var_mean_of_nothing_and_large_corrections",
+    "welford_m2": "test_var_mean_of_nothing_and_large_corrections", "welford_n": "test_var_mean_of_nothing_and_large_corrections",
+    "iota": "test_iota_triu_addcmul", "rand": "tests/ir/test_random.c, tests/kernels/test_semantics_kernels.c",
+    "rand64": "tests/ir/test_random.c", "randn": "tests/ir/test_random.c", "ceilDiv": "tests/ir/test_scalar.c (index arithmetic)", "Split": "tests/ir/test_transforms.c",
+    "Merge": "tests/ir/test_transforms.c", "Swizzle": "tests/ir/test_transforms.c",
+    "online_softmax": "tests/ir/test_reduce_ops.c, tests/scheduler/test_norm_sched.c (made by the scheduler only)",
+}
+
+# Approximate ops: a relative tolerance of a few units in the last place, and an absolute
+# one for results that cancel to nearly nothing (gelu(-7) in float is 1 + erf(-4.95): 0).
+TOL = {"float64": 1e-12, "float32": 4e-6, "float16": 2e-3, "bfloat16": 1.6e-2}
+ATOL = {"float64": 1e-15, "float32": 1e-9, "float16": 1e-6, "bfloat16": 1e-6}
+
+
+def _ref(row):
+    return (refs.UNARY if row["kind"] == "unary" else refs.BINARY)[row["py_name"]]
+
+
+def _opmath(dt):
+    return "float32" if dt in ("float16", "bfloat16") else dt
+
+
+def _compute_dtype(result, dt):
+    """The dtype an op computes in for operands of dtype dt (torch's opmath of the result)."""
+    if result == "float" and not V.is_float(dt):
+        return "float32"
+    return _opmath(dt)
+
+
+def _as_compute(v, ct):
+    if V.is_float(ct):
+        return V.store(float(v), ct)
+    return int(v) if not isinstance(v, bool) else v
+
+
+def expected(row, dt, *args):
+    """The reference's wide result of row on the wide operands args of dtype dt."""
+    accepts, result, exact, fn = _ref(row)
+    ct = _compute_dtype(result, dt)
+    xs = [_as_compute(a, ct) for a in args]
+    kind_dt = dt if not V.is_float(ct) else ct
+    r = fn(*xs, kind_dt)
+    return r if r is refs.ANY else V.store(r, refs.result_dtype(result, dt))
+
+
+def _close(g, w, dt, exact, zero_sign_free):
+    if w is refs.ANY:
+        return True
+    if V.is_float(dt):
+        if math.isnan(w):
+            return math.isnan(g)
+        if exact or math.isinf(w) or math.isinf(g):
+            return g == w and (zero_sign_free or g != 0 or math.copysign(1, g) == math.copysign(1, w))
+        return abs(g - w) <= TOL[dt] * abs(w) or abs(g - w) <= ATOL[dt]
+    return g == w
+
+
+def _check(row, dt, out_dt, got, want, inputs, where):
+    exact = _ref(row)[2]
+    bad = [i for i, (g, w) in enumerate(zip(got, want))
+           if not _close(g, w, out_dt, exact, row["py_name"] in refs.ZERO_SIGN_FREE)]
+    detail = "; ".join(f"{row['py_name']}({', '.join(repr(x[i]) for x in inputs)}) = {got[i]!r}, expected {want[i]!r}"
+                       for i in bad[:8])
+    assert not bad, f"{where} {dt} -> {out_dt}: {len(bad)} of {len(want)} wrong: {detail}"
+
+
+def _operands(row, dt, n=None):
+    """The wide operands: specials (unary) or every pair of them (binary), cycled to n."""
+    s = [V.store(v, dt) for v in V.SPECIALS[dt]]  # as the dtype holds them
+    cols = [list(s)] if row["kind"] == "unary" else [list(c) for c in zip(*itertools.product(s, s))]
+    if n:
+        cols = [[c[i % len(c)] for i in range(n)] for c in cols]
+    return cols
+
+
+def _build(fus, row, dts, rank=1):
+    outs = []
+    for dt in dts:
+        ins = [fus.input(dt, rank) for _ in range(1 if row["kind"] == "unary" else 2)]
+        t = fus.op(row["name"], *ins)
+        assert t, f"{row['name']} refused {dt}: {fus.error()}"
+        fus.output(t)
+        outs.append(t)
+    return outs
+
+
+def test_every_row_has_a_reference():
+    missing = [r["name"] for r in ROWS if not (r in ELEMENTWISE and r["py_name"] in (refs.UNARY if r["kind"] == "unary"
+                                                                                     else refs.BINARY))
+               and r["name"] not in STRUCTURAL]
+    assert missing == [], "ops of the table without a column in the conformance matrix"
+
+
+@pytest.mark.parametrize("row", ELEMENTWISE, ids=lambda r: r["py_name"])
+def test_accepted_dtypes(row):
+    want = [dt for dt in DTYPES if refs.accepts(_ref(row)[0], dt)]
+    have = [dt for dt in DTYPES if row["dtypes"] >> capi.DTYPES[dt] & 1]
+    assert have == want
+    for dt in DTYPES:
+        if dt in want:
+            continue
+        fus = capi.Fusion()
+        ins = [fus.input(dt, 1) for _ in range(1 if row["kind"] == "unary" else 2)]
+        assert not fus.op(row["name"], *ins)
+        assert f"{row['name']}: T0 has dtype" in fus.error() and "cast it first" in fus.error(), fus.error()
+
+
+@pytest.mark.parametrize("row", ELEMENTWISE, ids=lambda r: r["py_name"])
+def test_evaluator(row):
+    for dt in DTYPES:
+        if not row["dtypes"] >> capi.DTYPES[dt] & 1:
+            continue
+        fus = capi.Fusion()
+        (t,) = _build(fus, row, [dt])
+        out_dt = capi.out_dtype(t)
+        assert out_dt == refs.result_dtype(_ref(row)[1], dt), f"{row['name']} of {dt}"
+        cols = _operands(row, dt)
+        s, got = capi.evaluate(fus, [V.array(c, dt) for c in cols], [out_dt])
+        assert s == 0, got
+        want = [expected(row, dt, *args) for args in zip(*cols)]
+        _check(row, dt, out_dt, V.widen(got[0], out_dt), want, cols, "evaluator")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dt", DTYPES)
+def test_kernels(dt, backend):
+    """Per dtype, one fusion holding every elementwise op that takes it (unary ops on a,
+    binary ones on (a, b), a and b every pair of the dtype's specials), run through
+    define and run: one compile per dtype and backend."""
+    rows = [r for r in ELEMENTWISE if r["dtypes"] >> capi.DTYPES[dt] & 1]
+    pair = {"kind": "binary"}
+    cols = _operands(pair, dt)
+    fus = capi.Fusion()
+    a, b = fus.input(dt, 1), fus.input(dt, 1)
+    outs = []
+    for row in rows:
+        t = fus.op(row["name"], a) if row["kind"] == "unary" else fus.op(row["name"], a, b)
+        assert t, f"{row['name']} refused {dt}: {fus.error()}"
+        fus.output(t)
+        outs.append(t)
+    out_dts = [capi.out_dtype(t) for t in outs]
+    s, got = capi.execute(fus, [V.array(c, dt) for c in cols], out_dts,
+                          capi.BACKEND_CUDA if backend == "cuda" else capi.BACKEND_HOST)
+    assert s == 0, got
+    failures = []
+    for row, out_dt, g in zip(rows, out_dts, got):
+        args = cols[:1] if row["kind"] == "unary" else cols
+        want = [expected(row, dt, *x) for x in zip(*args)]
+        try:
+            _check(row, dt, out_dt, V.widen(g, out_dt), want, args, backend)
+        except AssertionError as e:
+            failures.append(str(e).splitlines()[0])
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("rank", [0, 1], ids=["0-d", "empty"])
+@pytest.mark.parametrize("dt", ["float32", "int32", "bool"])
+def test_zero_dim_and_empty(dt, rank):
+    """0-d operands give a 0-d result, empty ones an empty result, for every op taking dt:
+    on the evaluator and on every backend through an executor (the fusion inlined, no
+    automatic scheduler), one fusion holding every op."""
+    rows = [r for r in ELEMENTWISE if r["dtypes"] >> capi.DTYPES[dt] & 1]
+    fus = capi.Fusion()
+    a, b = fus.input(dt, rank), fus.input(dt, rank)
+    outs = [fus.op(r["name"], a) if r["kind"] == "unary" else fus.op(r["name"], a, b) for r in rows]
+    assert all(outs), fus.error()
+    for t in outs:
+        fus.output(t)
+    out_dts = [capi.out_dtype(t) for t in outs]
+    vals = [V.store(V.SPECIALS[dt][-1], dt), V.store(V.SPECIALS[dt][1], dt)]
+    arrays = [V.array([v], dt).reshape(()) if rank == 0 else V.array([], dt) for v in vals]
+    runs = [("evaluator", capi.evaluate(fus, arrays, out_dts))]
+    for backend in BACKENDS:
+        runs.append((backend, capi.run_unscheduled(fus, arrays, out_dts,
+                                                   capi.BACKEND_CUDA if backend == "cuda" else capi.BACKEND_HOST)))
+    for where, (s, got) in runs:
+        assert s == 0, f"{where}: {got}"
+        for row, out_dt, g in zip(rows, out_dts, got):
+            assert g.shape == (() if rank == 0 else (0,)), f"{where}: {row['name']} gave shape {g.shape}"
+            args = vals[:1] if row["kind"] == "unary" else vals
+            want = [expected(row, dt, *args)] if rank == 0 else []
+            _check(row, dt, out_dt, V.widen(g, out_dt), want, [[v] for v in args], where)
+
+
+# ---- the rows that are not elementwise -------------------------------------------------------
+
+def _call(fus, name, restype, *args):
+    fn = getattr(capi.LIB, "cf_" + name)
+    fn.restype = restype
+    return fn(fus.f, *args)
+
+
+def test_casts_and_moves():
+    """cast from every dtype to every dtype (floating to integer truncates, saturates and
+    sends NaN to 0, identically on every backend), and the ops that move elements (set,
+    broadcast, expand, permute) keep every value exactly: one fusion, every backend."""
+    fus = capi.Fusion()
+    n = max(len(v) for v in V.SPECIALS.values())
+    vals, outs, arrays = {}, [], []
+    for src in DTYPES:
+        vals[src] = [V.store(V.SPECIALS[src][i % len(V.SPECIALS[src])], src) for i in range(n)]
+        arrays.append(V.array(vals[src], src))
+        a = fus.input(src, 1)
+        outs += [(src, to, _call(fus, "cast", capi.P, capi.P(a), ctypes.c_int(capi.DTYPES[to]))) for to in DTYPES]
+        moved = _call(fus, "set", capi.P, capi.P(a))
+        b = _call(fus, "broadcast", capi.P, capi.P(moved), 2, (ctypes.c_bool * 2)(True, False))
+        e = _call(fus, "expand", capi.P, capi.P(b), 2, (ctypes.c_int64 * 2)(3, -1))
+        outs.append((src, None, _call(fus, "permute", capi.P, capi.P(e), 2, (ctypes.c_int * 2)(1, 0))))
+    assert all(t for _, _, t in outs), fus.error()
+    for _, _, t in outs:
+        fus.output(t)
+    out_dts = [capi.out_dtype(t) for _, _, t in outs]
+    assert out_dts == [to or src for src, to, _ in outs]
+    runs = [("evaluator", capi.evaluate(fus, arrays, out_dts))]
+    runs += [(bk, capi.execute(fus, arrays, out_dts, capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST))
+             for bk in BACKENDS]
+    for where, (s, got) in runs:
+        assert s == 0, f"{where}: {got}"
+        for (src, to, _), g in zip(outs, got):
+            if to is None:  # the moves: [n, 3], each value three times
+                want = [v for v in vals[src] for _ in range(3)]
+                assert g.shape == (n, 3) and all(_close(x, w, src, True, False)
+                                                 for x, w in zip(V.widen(g, src), want)), f"{where}: moves of {src}"
+                continue
+            want = [V.store(v, to) for v in vals[src]]
+            bad = [(v, x, w) for v, x, w in zip(vals[src], V.widen(g, to), want) if not _close(x, w, to, True, False)]
+            assert not bad, f"{where}: cast {src} -> {to}: (value, got, expected) {bad[:6]}"
+
+
+def _reduce_ref(op, row, dt):
+    """torch's reduction of one row (wide values), in the result dtype."""
+    floating = V.is_float(dt)
+    if op in ("max", "min"):
+        if floating and any(math.isnan(x) for x in row):
+            return math.nan
+        return (max if op == "max" else min)(row)
+    out = "int64" if not floating else dt
+    if op == "sum":
+        r = math.fsum(row) if floating and not any(math.isinf(x) or math.isnan(x) for x in row) else sum(row)
+    else:
+        r = 1.0 if floating else 1
+        for x in row:
+            r *= x
+    return V.store(r, out)
+
+
+REDUCE_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3}
+SMALLEST_NORMAL = {"float64": 2.2250738585072014e-308, "float32": 1.1754943508222875e-38, "float16": 6.103515625e-05,
+                   "bfloat16": 1.1754943508222875e-38}
+FINITE_MAX = {"float64": 1.7976931348623157e308, "float32": 3.4028234663852886e38, "float16": 65504.0,
+              "bfloat16": 3.3895313892515355e38}
+
+
+def _order_sensitive(op, row, dt):
+    """A sum or product of floating values whose partial results can overflow in some
+    order: its value depends on the order of the fold (torch's too), so kernels, which fold
+    in their own order, are not compared on it."""
+    big = [abs(x) for x in row if math.isfinite(x) and x != 0]
+    if op == "sum":
+        return any(x > FINITE_MAX[dt] / len(row) for x in big)
+    p_big, p_small = math.prod(x for x in big if x > 1), math.prod(x for x in big if x < 1)
+    return op == "prod" and (p_big > FINITE_MAX[dt] or p_small < SMALLEST_NORMAL[dt])
+
+
+def test_reductions():
+    """sum, prod, max and min over the last axis of rows of special values, every dtype:
+    NaN propagates through max and min, inf - inf is NaN, sums of integers are int64
+    (exact, wrapping), 16-bit types accumulate wide; an empty axis gives 0 (sum) and 1
+    (prod), and max and min of an empty axis are an error with a message."""
+    fus = capi.Fusion()
+    arrays, outs = [], []
+    for dt in DTYPES:
+        s = [V.store(v, dt) for v in V.SPECIALS[dt]]
+        rows = [[s[(3 * i + j) % len(s)] for j in range(4)] for i in range(len(s))]
+        arrays.append(V.array([x for r in rows for x in r], dt).reshape(len(rows), 4))
+        a = fus.input(dt, 2)
+        for op, code in REDUCE_OPS.items():
+            t = _call(fus, "reduce", capi.P, ctypes.c_int(code), capi.P(a), 1, (ctypes.c_int * 1)(1), False)
+            assert t, fus.error()
+            outs.append((dt, op, rows, t))
+    for *_, t in outs:
+        fus.output(t)
+    out_dts = [capi.out_dtype(t) for *_, t in outs]
+    runs = [("evaluator", capi.evaluate(fus, arrays, out_dts))]
+    runs += [(bk, capi.execute(fus, arrays, out_dts, capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST))
+             for bk in BACKENDS]
+    for where, (s, got) in runs:
+        assert s == 0, f"{where}: {got}"
+        for (dt, op, rows, _), out_dt, g in zip(outs, out_dts, got):
+            want = [_reduce_ref(op, r, dt) for r in rows]
+            exact = op in ("max", "min") or not V.is_float(dt) or where == "evaluator"
+            bad = [(r, x, w) for r, x, w in zip(rows, V.widen(g, out_dt), want) if not _close(x, w, out_dt, exact, op in ("max", "min"))
+                   and not (where != "evaluator" and V.is_float(dt) and _order_sensitive(op, r, dt))]
+            assert not bad, f"{where}: {op} of {dt}: (row, got, expected) {bad[:4]}"
+
+
+@pytest.mark.parametrize("op", list(REDUCE_OPS))
+def test_reductions_of_nothing(op):
+    """An empty axis: sum 0, prod 1; max and min an error naming the axis (torch raises)."""
+    fus = capi.Fusion()
+    a = fus.input("float32", 2)
+    t = _call(fus, "reduce", capi.P, ctypes.c_int(REDUCE_OPS[op]), capi.P(a), 1, (ctypes.c_int * 1)(1), False)
+    fus.output(t)
+    x = np.zeros((3, 0), np.float32)
+    msg = f"{op}: axis 1 of T0 has extent 0; the {op} of an empty axis is undefined (torch refuses it too)"
+    runs = [("evaluator", capi.evaluate(fus, [x], ["float32"]))]
+    runs += [(bk, capi.run_unscheduled(fus, [x], ["float32"], capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST))
+             for bk in BACKENDS]
+    for where, (s, got) in runs:
+        if op in ("max", "min"):
+            assert s != 0 and got.endswith(msg), f"{where}: {got}"
+        else:
+            assert s == 0, f"{where}: {got}"
+            assert list(got[0]) == [0.0 if op == "sum" else 1.0] * 3, f"{where}: {got[0]}"
+
+
+def test_var_mean_of_nothing_and_large_corrections():
+    """var_mean as torch.var_mean: the divisor is max(0, n - correction), so a correction
+    past the row's length gives inf (not a negative variance), and an empty axis gives
+    nan, nan (the mean of nothing is nan)."""
+    fus = capi.Fusion()
+    a = fus.input("float32", 2)
+    pairs = []
+    for corr in (0, 1, 5):
+        var, mean = capi.P(), capi.P()
+        assert capi.LIB.cf_var_mean(fus.f, capi.P(a), 1, (ctypes.c_int * 1)(1), ctypes.c_int64(corr), False,
+                                    ctypes.byref(var), ctypes.byref(mean)) == 0, fus.error()
+        fus.output(var.value)
+        fus.output(mean.value)
+        pairs.append(corr)
+    for shape in ((2, 3), (2, 0), (2, 1)):
+        x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) * 1.5
+        runs = [("evaluator", capi.evaluate(fus, [x], ["float32"] * 6))]
+        runs += [(bk, capi.run_unscheduled(fus, [x], ["float32"] * 6,
+                                           capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST)) for bk in BACKENDS]
+        for where, (s, got) in runs:
+            assert s == 0, f"{where}: {got}"
+            for k, corr in enumerate(pairs):
+                var, mean = got[2 * k], got[2 * k + 1]
+                n = shape[1]
+                for r in range(shape[0]):
+                    row = [float(v) for v in x[r]]
+                    m = sum(row) / n if n else math.nan
+                    m2 = sum((v - m) ** 2 for v in row) if n else 0.0
+                    d = max(0, n - corr)
+                    want_var = m2 / d if d else (math.nan if m2 == 0 else math.inf)
+                    assert _close(float(mean[r]), m, "float32", False, False), f"{where} {shape} mean {mean[r]} {m}"
+                    assert _close(float(var[r]), want_var, "float32", False, False), \
+                        f"{where} {shape} correction {corr}: var {var[r]}, expected {want_var}"
+
+
+def test_where():
+    """where(cond, a, b) on every dtype, the condition from a bool input."""
+    fus = capi.Fusion()
+    c = fus.input("bool", 1)
+    arrays = [np.array([True, False] * 16, np.bool_)]
+    outs = []
+    for dt in DTYPES:
+        s = [V.store(v, dt) for v in V.SPECIALS[dt]]
+        a_vals = [s[i % len(s)] for i in range(32)]
+        b_vals = [s[(i + 1) % len(s)] for i in range(32)]
+        arrays += [V.array(a_vals, dt), V.array(b_vals, dt)]
+        a, b = fus.input(dt, 1), fus.input(dt, 1)
+        t = _call(fus, "where", capi.P, capi.P(c), capi.P(a), capi.P(b))
+        fus.output(t)
+        outs.append((dt, [x if i % 2 == 0 else y for i, (x, y) in enumerate(zip(a_vals, b_vals))]))
+    out_dts = [dt for dt, _ in outs]
+    runs = [("evaluator", capi.evaluate(fus, arrays, out_dts))]
+    runs += [(bk, capi.execute(fus, arrays, out_dts, capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST))
+             for bk in BACKENDS]
+    for where, (s, got) in runs:
+        assert s == 0, f"{where}: {got}"
+        for (dt, want), g in zip(outs, got):
+            assert all(_close(x, w, dt, True, False) for x, w in zip(V.widen(g, dt), want)), f"{where}: where of {dt}"
+
+
+def _iota_triu_addcmul(which):
+    """One fusion of the op `which` (0 iota float, 1 iota int64, 2-4 triu, 5 addcmul), its
+    inputs and NumPy's result."""
+    fus = capi.Fusion()
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal((2, 4, 5)).astype(np.float32) for _ in range(3 if which == 5 else 1 if which >= 2 else 0)]
+    ins = [fus.input("float32", 3) for _ in xs]
+    if which == 0:
+        t = _call(fus, "iota", capi.P, ctypes.c_int64(7), ctypes.c_double(0.5), ctypes.c_double(0.1),
+                  ctypes.c_int(capi.DTYPES["float32"]))
+        want = np.array([np.float32(0.5 + n * 0.1) for n in range(7)], np.float32)
+    elif which == 1:
+        t = _call(fus, "iota", capi.P, ctypes.c_int64(5), ctypes.c_double(2 ** 62), ctypes.c_double(-3),
+                  ctypes.c_int(capi.DTYPES["int64"]))
+        want = np.array([2 ** 62 - 3 * n for n in range(5)], np.int64)
+    elif which < 5:
+        diag = (0, -1, 2)[which - 2]
+        t = _call(fus, "triu", capi.P, capi.P(ins[0]), ctypes.c_int64(diag))
+        want = np.triu(xs[0], diag)
+    else:
+        t = _call(fus, "addcmul", capi.P, capi.P(ins[0]), capi.P(ins[1]), capi.P(ins[2]), ctypes.c_double(0.5))
+        want = (xs[0].astype(np.float64) + 0.5 * xs[1].astype(np.float64) * xs[2]).astype(np.float32)
+    assert t, fus.error()
+    fus.output(t)
+    return fus, xs, want
+
+
+@pytest.mark.parametrize("which", range(6), ids=["iota", "iota_int64", "triu", "triu_below", "triu_above", "addcmul"])
+def test_iota_triu_addcmul(which):
+    """iota (torch.arange: floating elements computed in double and rounded once, integers
+    exactly), triu over the last two axes of a batch, and addcmul, against NumPy: on the
+    evaluator, define and run, and the fusion inlined by hand."""
+    fus, xs, want = _iota_triu_addcmul(which)
+    out_dt = capi.out_dtype(capi.LIB.cf_fusion_output(fus.f, 0))
+    runs = [("evaluator", capi.evaluate(fus, xs, [out_dt]))]
+    for bk in BACKENDS:
+        backend = capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST
+        runs.append((bk, capi.execute(fus, xs, [out_dt], backend)))
+        runs.append((bk + " inlined", capi.run_unscheduled(fus, xs, [out_dt], backend)))
+    for where, (s, got) in runs:
+        assert s == 0, f"{where}: {got}"
+        assert got[0].shape == want.shape, where
+        if which == 5:
+            assert np.allclose(got[0], want, rtol=1e-6, atol=1e-6), f"{where}: {got[0]}"
+        else:
+            assert np.array_equal(got[0], want), f"{where}: {got[0]}"
+
+import ctypes  # noqa: E402  (used by the structural tests above)

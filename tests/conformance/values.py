@@ -1,0 +1,124 @@
+"""tests/conformance/values.py: the special values of each dtype and exact conversions.
+
+Values are held wide: Python floats (float64) for floating dtypes, Python ints for integer
+dtypes and bool. `store` rounds a wide value into a dtype exactly as cfuser's evaluator
+does (round to nearest even; floating to integer truncates and saturates, NaN gives 0;
+integers wrap), so references computed wide and stored once are what the evaluator,
+host kernels and CUDA kernels must give. bfloat16 arrays hold raw uint16 bits."""
+import math
+import struct
+
+import numpy as np
+
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+INTS = {"int8": (8, True), "int32": (32, True), "int64": (64, True), "uint32": (32, False)}
+
+_COMMON = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 7.0, -7.0, 0.1, -0.3, 100.0, 0.9, -0.9,
+           math.inf, -math.inf, math.nan]
+SPECIALS = {
+    "float32": _COMMON + [1e-40, -1e-40, 1e30, -1e30, 3.4028234663852886e38, -3.4028234663852886e38, 2.0 ** 31,
+                          -(2.0 ** 31), 2.0 ** 63, 16777217.0],
+    "float64": _COMMON + [5e-324, -5e-324, 1e300, -1e300, 1.7976931348623157e308, 2.0 ** 63, -(2.0 ** 63),
+                          2.0 ** 62 + 1, 1e-310],
+    "float16": _COMMON + [5.960464477539063e-08, -5.960464477539063e-08, 65504.0, -65504.0, 1000.0, 2049.0],
+    "bfloat16": _COMMON + [9.183549615799121e-41, 1e30, -1e30, 3.3895313892515355e38, 257.0],
+    "int8": [0, 1, -1, 2, -2, 3, 7, -7, 8, 100, -100, 127, -128, 126, -127],
+    "int32": [0, 1, -1, 2, -2, 3, 7, -7, 31, 32, 40, 100000, 2 ** 31 - 1, -(2 ** 31), -(2 ** 31) + 1],
+    "int64": [0, 1, -1, 2, -2, 3, 7, -7, 20, 63, 64, 2 ** 62 + 1, 2 ** 63 - 1, -(2 ** 63), -(2 ** 63) + 1],
+    "uint32": [0, 1, 2, 3, 7, 31, 32, 40, 2 ** 31, 2 ** 32 - 1, 2 ** 32 - 2],
+    "bool": [False, True],
+}
+
+
+def is_float(dtype):
+    return dtype in FLOATS
+
+
+def _round_to_format(x, mbits, ebits):
+    """x rounded to nearest even in a binary format of mbits fraction bits and ebits
+    exponent bits (no double rounding), as a Python float."""
+    if math.isnan(x) or math.isinf(x) or x == 0:
+        return x
+    bias = (1 << (ebits - 1)) - 1
+    a = abs(x)
+    e = max(math.frexp(a)[1] - 1, 1 - bias)  # the exponent of a's binade, subnormals at the bottom
+    q = a / 2.0 ** (e - mbits)  # exact: a scaling by a power of two
+    r = math.floor(q)
+    rem = q - r
+    if rem > 0.5 or (rem == 0.5 and r % 2 == 1):
+        r += 1
+    v = r * 2.0 ** (e - mbits)
+    if v >= 2.0 ** (bias + 1):
+        v = math.inf
+    return math.copysign(v, x)
+
+
+def wrap(v, dtype):
+    """An integer wrapped into dtype (two's complement), or bool."""
+    if dtype == "bool":
+        return bool(v)
+    bits, signed = INTS[dtype]
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if signed and v >= 1 << (bits - 1) else v
+
+
+def to_int(x, dtype):
+    """A float converted to an integer dtype as cfuser does: truncate, saturate, NaN -> 0."""
+    if dtype == "bool":
+        return x != 0
+    if math.isnan(x):
+        return 0
+    bits, signed = INTS[dtype]
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    if x <= lo:
+        return lo
+    if x >= hi:
+        return hi
+    return int(x)
+
+
+def store(v, dtype):
+    """The wide value v (Python float, int or bool) as dtype holds it, widened again."""
+    if is_float(dtype):
+        x = float(v)
+        if dtype == "float64":
+            return x
+        if dtype == "float32":
+            with np.errstate(over="ignore"):
+                return float(np.float32(x))
+        return _round_to_format(x, 10, 5) if dtype == "float16" else _round_to_format(x, 7, 8)
+    if isinstance(v, float):
+        return to_int(v, dtype)
+    return wrap(int(v), dtype)
+
+
+def bf16_bits(x):
+    """The bits of a bfloat16 value (x already representable)."""
+    if math.isnan(x):
+        return 0x7FC0
+    return struct.unpack("<I", struct.pack("<f", x))[0] >> 16
+
+
+def bf16_value(bits):
+    return struct.unpack("<f", struct.pack("<I", int(bits) << 16))[0]
+
+
+def array(values, dtype):
+    """A NumPy array holding wide values stored in dtype (bfloat16 as bits)."""
+    stored = [store(v, dtype) for v in values]
+    if dtype == "bfloat16":
+        return np.array([bf16_bits(x) for x in stored], dtype=np.uint16)
+    np_dtype = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int8": np.int8,
+                "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "bool": np.bool_}[dtype]
+    return np.array(stored, dtype=np_dtype)
+
+
+def widen(arr, dtype):
+    """The wide values of an array of dtype."""
+    if dtype == "bfloat16":
+        return [bf16_value(b) for b in arr.reshape(-1)]
+    if is_float(dtype):
+        return [float(x) for x in arr.reshape(-1)]
+    if dtype == "bool":
+        return [bool(x) for x in arr.reshape(-1)]
+    return [int(x) for x in arr.reshape(-1)]

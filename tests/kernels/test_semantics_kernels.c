@@ -1,0 +1,169 @@
+/* The semantics table in kernels (issues 26 and 28): the fusions of tests/ir/test_semantics.c
+ * on given values, scheduled by define and run (cf_fusion_execute) and inlined by hand
+ * (cf_inline_most + an executor), each run on the host backend (and on CUDA when a device
+ * is present) and compared with the reference evaluator exactly (NaN equals NaN), and the
+ * CUDA source compiled with NVRTC for sm_90a. What these pin: integer division by zero and
+ * INT_MIN / -1 run without a trap (the host backend died of SIGFPE), float-to-integer casts
+ * give the evaluator's saturated values on the host and print ops_math.h's conversions for
+ * CUDA (no C undefined behaviour), an int64 constant reaches the kernel exactly, NaN goes
+ * through maximum and the max reduction, max of an empty axis is a run-time error with its
+ * message, and var_mean of an empty axis is nan, nan. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_check.h"
+
+#include "ir/dtype.h"
+
+static cf_fusion *f;
+static void setup(void) { f = cf_fusion_create(); }
+static void teardown(void) { cf_fusion_destroy(f); }
+TestSuite(semantics_kernels, .init = setup, .fini = teardown);
+
+static const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+
+static DLManagedTensor *ints(cf_dtype dt, int n, const int64_t *v) {
+  DLManagedTensor *t = cf_tensor_host(dt, 1, (int64_t[]){n});
+  for (int i = 0; i < n; i++) ir_elem_store(ir_dl_elem_ptr(&t->dl_tensor, i), dt, (IrElem){.i = v[i]}, CF_INT64);
+  return t;
+}
+
+static DLManagedTensor *floats(cf_dtype dt, int rank, const int64_t *sizes, const double *v) {
+  DLManagedTensor *t = cf_tensor_host(dt, rank, sizes);
+  for (int64_t i = 0; i < cf_tensor_numel(&t->dl_tensor); i++)
+    ir_elem_store(ir_dl_elem_ptr(&t->dl_tensor, i), dt, (IrElem){.d = v[i]}, CF_DOUBLE);
+  return t;
+}
+
+static void expect_equal(DLManagedTensor **got, DLManagedTensor **want, int n, const char *where) {
+  for (int i = 0; i < n; i++)
+    cr_expect(cf_tensor_equal(&got[i]->dl_tensor, &want[i]->dl_tensor), "%s: output %d differs from the evaluator",
+              where, i);
+}
+
+/* The evaluator's outputs, then define and run's and a hand-inlined executor's on the host
+ * (and CUDA, within cuda_tol: CUDA's libm is not glibc's), each equal to them; the NVRTC
+ * source of the inlined fusion (caller frees). The inputs are freed. */
+static char *run_everywhere_tol(int nin, DLManagedTensor **in, double cuda_tol) {
+  enum { MAX_IO = 16 };
+  int nout = cf_fusion_num_outputs(f);
+  cr_assert(nin <= MAX_IO && nout <= MAX_IO);
+  const DLTensor *ins[MAX_IO];
+  for (int i = 0; i < nin; i++) ins[i] = &in[i]->dl_tensor;
+  DLManagedTensor *want[MAX_IO] = {0}, *got[MAX_IO] = {0};
+  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
+  cr_assert_eq(cf_fusion_execute(c, nin, ins, nout, got), CF_OK, "define and run: %s", cf_fusion_cache_error(c));
+  expect_equal(got, want, nout, "define and run");
+  for (int i = 0; i < nout; i++) cf_tensor_free(got[i]), got[i] = NULL;
+  cf_fusion_cache_destroy(c);
+  cf_inline_most(f);
+  char *src = kc_compile_sm90(f);
+  cf_executor *e = cf_executor_create(&host);
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  cr_assert_eq(cf_executor_run(e, nin, ins, nout, got), CF_OK, "%s", cf_executor_error(e));
+  expect_equal(got, want, nout, "inlined on the host");
+  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, in, want, cuda_tol);
+  for (int i = 0; i < nout; i++) cf_tensor_free(got[i]), cf_tensor_free(want[i]);
+  for (int i = 0; i < nin; i++) cf_tensor_free(in[i]);
+  cf_executor_destroy(e);
+  return src;
+}
+
+static char *run_everywhere(int nin, DLManagedTensor **in) { return run_everywhere_tol(nin, in, 0); }
+
+Test(semantics_kernels, integer_division_by_zero_and_int_min_by_minus_one_do_not_trap) {
+  cf_tv *a = tu_input(f, CF_INT32, 1, NULL), *b = tu_input(f, CF_INT32, 1, NULL);
+  cf_tv *c = tu_input(f, CF_INT64, 1, NULL), *d = tu_input(f, CF_INT64, 1, NULL);
+  cf_tv *outs[] = {cf_div(f, a, b),           cf_mod(f, a, b), cf_remainder(f, a, b), cf_floor_divide(f, a, b),
+                   cf_div(f, c, d),           cf_mod(f, c, d), cf_fmod(f, c, d),      cf_floor_divide(f, c, d),
+                   cf_pow(f, c, d),           cf_pow(f, a, b)};
+  for (size_t i = 0; i < sizeof outs / sizeof *outs; i++) cf_fusion_add_output(f, outs[i]);
+  const int64_t x[6] = {7, -7, INT32_MIN, 0, 9, INT32_MAX}, y[6] = {0, 0, -1, 0, -2, 2};
+  const int64_t z[6] = {INT64_MIN, INT64_MIN, 7, 0, -9, 7}, w[6] = {-1, 0, 20, -2, 4, -1};
+  DLManagedTensor *in[4] = {ints(CF_INT32, 6, x), ints(CF_INT32, 6, y), ints(CF_INT64, 6, z), ints(CF_INT64, 6, w)};
+  /* the evaluator's values are pinned in tests/ir/test_semantics.c; here every backend
+   * agrees with them, and the CUDA forms guard the division */
+  char *src = run_everywhere(4, in);
+  cr_expect(strstr(src, "cf_div(") && strstr(src, "cf_mod(") && strstr(src, "cf_pow("), "%s", src);
+  free(src);
+}
+
+Test(semantics_kernels, float_to_integer_casts_agree_with_the_evaluator) {
+  cf_tv *a = tu_input(f, CF_FLOAT, 1, NULL), *h = tu_input(f, CF_HALF, 1, NULL);
+  const cf_dtype to[4] = {CF_INT8, CF_INT32, CF_INT64, CF_UINT32};
+  for (int i = 0; i < 4; i++) {
+    cf_fusion_add_output(f, cf_cast(f, a, to[i]));
+    cf_fusion_add_output(f, cf_cast(f, h, to[i]));
+  }
+  const double v[8] = {NAN, INFINITY, -INFINITY, 3e9, -2.7, 200.5, -1e20, 65504};
+  DLManagedTensor *in[2] = {floats(CF_FLOAT, 1, (int64_t[]){8}, v), floats(CF_HALF, 1, (int64_t[]){8}, v)};
+  char *src = run_everywhere(2, in);
+  cr_expect(strstr(src, "cf_f2s8(") && strstr(src, "cf_f2s32(") && strstr(src, "cf_f2s64(") && strstr(src, "cf_f2u32("),
+            "no saturating conversions in:\n%s", src);
+  free(src);
+}
+
+Test(semantics_kernels, an_int64_constant_is_exact_in_kernels) {
+  cf_tv *x = tu_input(f, CF_INT64, 1, NULL);
+  cf_fusion_add_output(f, cf_add(f, x, cf_const_int(f, CF_INT64, (INT64_C(1) << 62) + 1)));
+  cf_fusion_add_output(f, cf_sub(f, x, cf_const_int(f, CF_INT64, INT64_MIN)));
+  DLManagedTensor *in[1] = {ints(CF_INT64, 3, (int64_t[]){0, 1, INT64_MAX})};
+  char *src = run_everywhere(1, in);
+  cr_expect(strstr(src, "4611686018427387905LL") != NULL, "%s", src);
+  cr_expect(strstr(src, "(-9223372036854775807LL - 1)") != NULL, "%s", src);
+  free(src);
+}
+
+Test(semantics_kernels, nan_through_maximum_and_the_max_reduction) {
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, NULL), *b = tu_input(f, CF_FLOAT, 2, NULL);
+  cf_fusion_add_output(f, cf_max_reduce(f, cf_max(f, a, b), 1, (int[]){1}));
+  cf_fusion_add_output(f, cf_min_reduce(f, a, 1, (int[]){1}));
+  double va[8] = {NAN, 1, 2, 3, 4, 5, 6, 7}, vb[8] = {0, 0, 0, 0, 0, NAN, 0, 0};
+  DLManagedTensor *in[2] = {floats(CF_FLOAT, 2, (int64_t[]){2, 4}, va), floats(CF_FLOAT, 2, (int64_t[]){2, 4}, vb)};
+  free(run_everywhere(2, in));
+}
+
+Test(semantics_kernels, var_mean_of_an_empty_axis_is_nan) {
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, NULL), *var, *mean;
+  cr_assert_eq(cf_var_mean(f, a, 1, (int[]){1}, 1, false, &var, &mean), CF_OK);
+  cf_fusion_add_output(f, var);
+  cf_fusion_add_output(f, mean);
+  DLManagedTensor *in[1] = {cf_tensor_host(CF_FLOAT, 2, (int64_t[]){3, 0})};
+  free(run_everywhere(1, in));
+}
+
+Test(semantics_kernels, max_of_an_empty_axis_is_a_run_time_error) {
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, NULL);
+  cf_fusion_add_output(f, cf_max_reduce(f, a, 1, (int[]){1}));
+  cf_inline_most(f);
+  cf_executor *e = cf_executor_create(&host);
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  DLManagedTensor *in = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){3, 0}), *out = NULL;
+  const DLTensor *ins[1] = {&in->dl_tensor};
+  cr_expect_neq(cf_executor_run(e, 1, ins, 1, &out), CF_OK);
+  cr_expect(strstr(cf_executor_error(e), "max: axis 1 of T0 has extent 0; the max of an empty axis is undefined "
+                                         "(torch refuses it too)") != NULL, "%s", cf_executor_error(e));
+  cf_tensor_free(in);
+  cf_executor_destroy(e);
+}
+
+/* Philox draws depend on (seed, offset, element) alone: every backend and schedule gives
+ * the evaluator's numbers (uniform exactly; normal through CUDA's own log and cos). */
+Test(semantics_kernels, random_numbers_are_the_evaluators_everywhere) {
+  cf_tv *x = tu_input(f, CF_HALF, 2, NULL), *seed = cf_scalar_input(f, CF_INT64);
+  cf_tv *off = cf_const_int(f, CF_INT64, 3);
+  cf_fusion_add_output(f, cf_uniform(f, 2, (int64_t[]){5, 7}, -1, 1, seed, off, CF_FLOAT));
+  cf_fusion_add_output(f, cf_uniform(f, 2, (int64_t[]){5, 7}, 0, 1, seed, off, CF_DOUBLE));
+  cf_fusion_add_output(f, cf_uniform_like(f, x, 0, 1, seed, off));
+  cf_fusion_add_output(f, cf_normal_like(f, x, 0, 1, seed, off));
+  cf_fusion_add_output(f, cf_normal(f, 2, (int64_t[]){5, 7}, 2, 0.5, seed, off, CF_DOUBLE));
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
+  DLManagedTensor *in[2] = {cf_tensor_host(CF_HALF, 2, (int64_t[]){5, 7}), cf_tensor_host(CF_INT64, 0, NULL)};
+  cf_tensor_fill_random(&in[0]->dl_tensor, 1);
+  *(int64_t *)in[1]->dl_tensor.data = 1234;
+  char *src = run_everywhere_tol(2, in, 1e-6);
+  cr_expect(strstr(src, "cf_philox_uniform24(") && strstr(src, "cf_philox_normal("), "%s", src);
+  free(src);
+}
