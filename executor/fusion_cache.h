@@ -4,6 +4,8 @@
 #ifndef CFUSER_FUSION_CACHE_H
 #define CFUSER_FUSION_CACHE_H
 
+#include <pthread.h>
+
 #include "cfuser/execute.h"
 #include "ir/ir.h"
 #include "scheduler/heuristic.h"
@@ -43,6 +45,7 @@ struct cf_fusion_cache {
   int64_t hits, misses;
   const FcEntry *last;
   const SchedDevice *dev_override; /* tests: the device description the heuristics get (fc_set_device) */
+  pthread_mutex_t lock;  /* held by each execute: entries' buffers and scratch are per call */
 };
 
 /* Tests: plan every later signature of c for this device description instead of the one
