@@ -9,7 +9,10 @@
  *                     compute-at positions, and the legality rules it decides alone;
  *   loop_model.c      the loop model of one lowering: the graphs above, the promoted
  *                     IterDomain of every loop, and each IterDomain's effective parallel
- *                     type (parallel_types.c), built once and handed to the passes.
+ *                     type (parallel_types.c), built once and handed to the passes;
+ *   positional.c      the positional reading of promoted loops (indexing asks it);
+ *   uniformity.c      per-thread uniformity: which launch types each tensor's values
+ *                     depend on, and which its writes spell out (predicates, syncs).
  *
  * Dependencies: ir/ only. scheduler/ (inlining legality, propagation, parallelize-all-like,
  * the automatic schedulers) and lower/ (loop nests, indexing, allocation, predicates,
@@ -35,6 +38,11 @@ void *an_tab_get(const ValTab *t, const Val *k);
 
 /* ---- the pairwise map (id_graph.c) ------------------------------------------------------- */
 
+/* By Expr id, 1 for the tensor ops some fusion output depends on (the live ops; the only
+ * ones lowering computes, so the only ones the maps, the loop graph and inlining read),
+ * 0 for the rest: dead ops, transforms. malloc'd (caller frees); NULL when out of memory. */
+char *an_live_exprs(cf_fusion *f);
+
 /* True when p is a TensorView input of c's defining tensor Expr. */
 bool an_is_producer_of(const Val *p, const Val *c);
 
@@ -53,8 +61,10 @@ Val *an_pairwise_partner(const Val *from, const Val *to, const Val *id);
 
 /* A union-find over every IterDomain of a fusion, a snapshot taken at build time.
  * Built in two steps:
- *  1. pairwise-mapped axes of every producer/consumer pair are joined; a broadcast axis
- *     is joined with a non-broadcast axis only when `permissive`;
+ *  1. pairwise-mapped axes of every live producer/consumer pair are joined; a broadcast
+ *     axis is joined with a non-broadcast axis only when `permissive`; a join that would
+ *     put two logical or root axes of one tensor in one class (a transpose added to its
+ *     own input: `x^T + x`) is left out, so no tensor ever maps onto itself;
  *  2. forward propagation to a fixpoint: two splits with joined inputs, equal factors
  *     and equal inner flags join their outputs pairwise; likewise merges (inputs joined
  *     pairwise) and swizzles of the same type. When `permissive`, a merge with a
@@ -67,6 +77,10 @@ Val *an_pairwise_partner(const Val *from, const Val *to, const Val *id);
 typedef struct IdMap IdMap;
 /* NULL when out of memory (also recorded on f). */
 IdMap *an_idmap_build(cf_fusion *f, bool permissive);
+/* The first join the build left out because it would map a tensor onto itself: op
+ * pairs axes that other ops already relate to tensor tv's axes a and b (a tensor read in
+ * two orders, x^T + x). False when there was none. */
+bool an_idmap_self_mapping(const IdMap *m, const Expr **op, const Val **tv, const Val **a, const Val **b);
 /* Whether two IterDomains are in one class. Vals made after the build are in classes of
  * their own. */
 bool an_idmap_same(const IdMap *m, const Val *a, const Val *b);
@@ -131,8 +145,38 @@ void an_loop_model_free(LoopModel *m);
  * promoted to a concrete member of its group. */
 Val *an_promoted(const LoopModel *m, const Val *id);
 /* The parallel type an IterDomain runs on: its own, or the one of a parallel axis it
- * shares a loop with; serial for broadcast axes and reductions over one element. */
+ * shares a loop with; serial for broadcast axes and reductions over one element (unless
+ * such a reduction runs in a one-iteration loop of a launch type: then that type). */
 cf_parallel_type an_ptype(const LoopModel *m, const Val *id);
+
+/* positional.c: the positional reading of promoted loops (what indexing asks; see the
+ * file's header). The tensor whose IterDomain the loop of tv's axis j iterates when that
+ * is not tv's own axis up to the exact map, else NULL: */
+Val *an_promoting_tensor(const LoopModel *m, Val *tv, int j);
+/* Whether tv's own (unpromoted) axis j stands, position for position, for axis j of ref, a
+ * tensor its promoted loops iterate (then written and read at the loop's index): */
+bool an_stands_for(const LoopModel *m, Val *tv, Val *ref, int j);
+/* A promoting tensor of tv that its own axis j stands for, or NULL: */
+Val *an_positional_ref(const LoopModel *m, Val *tv, int j);
+/* Whether two extents are the same scalar: one Val, equal constants, or the same
+ * arithmetic on the same extents. */
+bool an_same_extent(const Val *a, const Val *b);
+
+/* uniformity.c: per-thread uniformity (see the file's header). Tables by Val id of the
+ * launch types (bit p for cf_parallel_type p) each tensor's values depend on (varies) and
+ * the place of its last write depends on (spans). */
+typedef struct Uniformity {
+  unsigned *varies, *spans;
+  int n;
+} Uniformity;
+/* false when out of memory */
+bool an_uniformity_init(Uniformity *u, Arena *a, int nvals);
+/* The launch types the value e computes depends on, given those its read indices use. */
+unsigned an_value_varies(const LoopModel *m, const Uniformity *u, const Expr *e, unsigned reads);
+/* Records a write of e's output (in program order): its value and the types its place uses. */
+void an_uniformity_record(Uniformity *u, const Expr *e, unsigned value, unsigned spans);
+/* Whether the place of tv's last recorded write depends on p. */
+bool an_write_spans(const Uniformity *u, const Val *tv, cf_parallel_type p);
 
 /* parallel_types.c, the second half of the build (an_loop_model_build calls it): fills
  * m->ptype from m->loops, or returns false with the refusal in *error (malloc'd). */

@@ -11,7 +11,19 @@
  * Key decision: classes are computed over every IterDomain in the fusion, dead ones
  * (replaced by later transforms) included. Dead axes only join classes of structurally
  * identical axes, so they never relate two live axes that would not be related anyway,
- * and not having to decide what is live keeps the map a pure function of the IR. */
+ * and not having to decide what is live keeps the map a pure function of the IR.
+ *
+ * Two rules keep the classes sound (issue 28). Only live ops join axes (an op some fusion
+ * output depends on, an_live_exprs): a dead op never computes, so what it says about
+ * axes is not a loop anyone runs. And a join through an op never puts two logical (or
+ * root) axes of one tensor in one class (nvFuser's "self mapping"): in `x^T + x` the add
+ * pairs x's axis 0 with the sum's axis 0, which the transpose pairs with x's axis 1, and
+ * equal extents let both stand; closing that cycle would make x's two axes one loop
+ * (cf_inline_most computed a^T + a in one loop, transposed). The join that would close
+ * it is left out and recorded (an_idmap_self_mapping): no class relation can be right for
+ * a tensor read in two orders in one kernel (its axis 0 is the sum's axis 0 and 1 at
+ * once), so lowering refuses such a kernel, as nvFuser does, and define and run cuts the
+ * fusion until no segment reads a tensor in two orders. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +80,11 @@ int an_pairwise_map(const Val *p, const Val *c, Val **p_ids, Val **c_ids, int ca
     if (squeezed && squeezed[seen++]) continue;
     while (j < ct->nroot && is_bcast && is_bcast[j]) j++;
     if (j >= ct->nroot) break;
+    /* A resized axis (slice, pad, cat) reads its operand at other positions: no partner. */
+    if (ir_op_kind(e->op) == OPK_RESIZE && ir_resize_axis(e, e->in[0] == p ? 0 : 1, j)) {
+      j++;
+      continue;
+    }
     if (n < cap) {
       if (p_ids) p_ids[n] = pid;
       if (c_ids) c_ids[n] = ct->root[j];
@@ -104,6 +121,11 @@ struct IdMap {
   bool permissive;
   int n;       /* number of Vals at build time; parent is indexed by Val id */
   int *parent;
+  int *next;   /* while joining ops: the members of each class as a circular list */
+  int *size;   /* while joining ops: class sizes, by representative */
+  /* The first join left out: op would have put axes a and b of tensor tv in one class. */
+  const Expr *self_op;
+  const Val *self_tv, *self_a, *self_b;
 };
 
 static int uf_find(IdMap *m, int x) {
@@ -129,11 +151,77 @@ static bool uf_union(IdMap *m, int a, int b) {
 
 static bool is_bcast(const Val *id) { return id->u.id.iter_type == CF_ITER_BROADCAST; }
 
+char *an_live_exprs(cf_fusion *f) {
+  char *live = calloc((size_t)f->exprs.len + 1, 1);
+  Arena *a = arena_create();
+  int n = 0;
+  Expr **xs = live && a ? ir_fusion_tensor_exprs_in(a, f, &n) : NULL;
+  for (int i = 0; xs && i < n; i++) live[xs[i]->id] = 1;
+  arena_destroy(a);
+  if (!xs && f->outputs.len) {
+    free(live);
+    return NULL;
+  }
+  return live;
+}
+
+/* Whether id is a logical or root axis of the tensor it belongs to. */
+static bool is_tensor_axis(const Val *id, const TensorView *t) {
+  for (int i = 0; i < t->nlogical; i++)
+    if (t->logical[i] == id) return true;
+  for (int i = 0; i < t->nroot; i++)
+    if (t->root[i] == id) return true;
+  return false;
+}
+
+/* Whether joining the classes of representatives a and b would put two logical or root
+ * axes of one tensor in one class: walks the smaller class's members and asks, for each
+ * tensor axis among them, whether another axis of its tensor is in the other class. */
+static bool self_maps(IdMap *m, int a, int b, const Expr *op) {
+  if (m->size[a] > m->size[b]) {
+    int t = a;
+    a = b;
+    b = t;
+  }
+  int x = a;
+  do {
+    Val *id = m->f->vals.items[x];
+    const Val *tv = id->kind == VAL_ID ? ID(id)->tv : NULL;
+    if (tv && is_tensor_axis(id, TV((Val *)tv))) {
+      const TensorView *t = TV((Val *)tv);
+      for (int k = 0; k < t->nlogical + t->nroot; k++) {
+        const Val *o = k < t->nlogical ? t->logical[k] : t->root[k - t->nlogical];
+        if (o == id || o->id >= m->n || uf_find(m, o->id) != b) continue;
+        if (!m->self_op) m->self_op = op, m->self_tv = tv, m->self_a = id, m->self_b = o;
+        return true;
+      }
+    }
+    x = m->next[x];
+  } while (x != a);
+  return false;
+}
+
+/* Joins two axes paired by an op unless that would map a tensor onto itself. */
+static void join_op_pair(IdMap *m, const Val *p, const Val *c, const Expr *op) {
+  int a = uf_find(m, p->id), b = uf_find(m, c->id);
+  if (a == b || self_maps(m, a, b, op)) return;
+  int na = m->next[a];
+  m->next[a] = m->next[b];
+  m->next[b] = na;
+  uf_union(m, a, b);
+  m->size[uf_find(m, a)] = m->size[a] + m->size[b];
+}
+
 static bool join_pairwise(IdMap *m) {
   cf_fusion *f = m->f;
-  for (int i = 0; i < f->exprs.len; i++) {
+  char *live = an_live_exprs(f);
+  m->next = malloc(sizeof(int) * (size_t)(m->n + 1));
+  m->size = malloc(sizeof(int) * (size_t)(m->n + 1));
+  bool ok = live && m->next && m->size;
+  for (int i = 0; ok && i < m->n; i++) m->next[i] = i, m->size[i] = 1;
+  for (int i = 0; ok && i < f->exprs.len; i++) {
     Expr *e = f->exprs.items[i];
-    if (!is_tensor_expr(e)) continue;
+    if (!is_tensor_expr(e) || !live[e->id]) continue;
     Val *c = e->out[0];
     for (int k = 0; k < e->nin; k++) {
       Val *p = e->in[k];
@@ -141,19 +229,19 @@ static bool join_pairwise(IdMap *m) {
       int n = an_pairwise_map(p, c, NULL, NULL, 0);
       if (n <= 0) continue;
       Val **pa = malloc(sizeof(Val *) * (size_t)n), **ca = malloc(sizeof(Val *) * (size_t)n);
-      if (!pa || !ca) {
-        free(pa);
-        free(ca);
-        return false;
-      }
-      an_pairwise_map(p, c, pa, ca, n);
-      for (int j = 0; j < n; j++)
-        if (m->permissive || is_bcast(pa[j]) == is_bcast(ca[j])) uf_union(m, pa[j]->id, ca[j]->id);
+      ok = pa && ca;
+      if (ok) an_pairwise_map(p, c, pa, ca, n);
+      for (int j = 0; ok && j < n; j++)
+        if (m->permissive || is_bcast(pa[j]) == is_bcast(ca[j])) join_op_pair(m, pa[j], ca[j], e);
       free(pa);
       free(ca);
     }
   }
-  return true;
+  free(live);
+  free(m->next);
+  free(m->size);
+  m->next = m->size = NULL;
+  return ok;
 }
 
 /* The identity of a transform for forward propagation: op, classes of its inputs and its
@@ -264,6 +352,12 @@ IdMap *an_idmap_build(cf_fusion *f, bool permissive) {
   /* Flatten so that queries never write: the map can then be shared read-only. */
   for (int i = 0; i < m->n; i++) m->parent[i] = uf_find(m, i);
   return m;
+}
+
+bool an_idmap_self_mapping(const IdMap *m, const Expr **op, const Val **tv, const Val **a, const Val **b) {
+  if (!m->self_op) return false;
+  *op = m->self_op, *tv = m->self_tv, *a = m->self_a, *b = m->self_b;
+  return true;
 }
 
 int an_idmap_class(const IdMap *m, const Val *id) {

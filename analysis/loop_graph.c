@@ -10,7 +10,8 @@
  *
  * Both the scheduler (inlining legality) and lowering (loop nests, promotion, indexing,
  * parallel types) read it, so the rule that decides loop sharing is written once, here.
- * Fusion inputs are computed before the kernel: their positions never share a loop.
+ * Fusion inputs are computed before the kernel: their positions never share a loop, and
+ * dead ops (nothing the outputs need) are never computed: they share none either.
  *
  * The one legality rule the graph decides on its own (an_loop_conflict): a loop that
  * is a reduction axis of some tensor s cannot also run a tensor that reads s's result,
@@ -68,8 +69,16 @@ LoopGraph *an_loop_graph_build(cf_fusion *f) {
   g->f = f;
   g->n = f->vals.len;
   for (int i = 0; i < g->n; i++) g->parent[i] = i;
+  /* Dead ops (no output depends on them) run in no loop: they join nothing. */
+  char *live = an_live_exprs(f);
+  if (!live) {
+    an_loop_graph_free(g);
+    ir_error(f, CF_ERR_OUT_OF_MEMORY, "scheduler: out of memory building the loop graph");
+    return NULL;
+  }
   for (int i = 0; i < f->exprs.len; i++)
-    if (is_tensor_expr(f->exprs.items[i])) join_expr(g, f->exprs.items[i]);
+    if (is_tensor_expr(f->exprs.items[i]) && live[i]) join_expr(g, f->exprs.items[i]);
+  free(live);
   for (int i = 0; i < g->n; i++) g->parent[i] = find(g, i);
   return g;
 }

@@ -8,7 +8,10 @@
  * or merged with concrete axes) with a consumer's axis over the concrete domain that
  * broadcast stands for. The loop runs over the member that covers the most: each axis
  * covers the exact classes of the concrete root axes it derives from (a broadcast root
- * covers nothing), and the promoted member covers every other member's classes. A group
+ * covers nothing), and the promoted member covers every other member's classes. The
+ * derivation goes through exact classes, not only the axis' own tensor: a consumer's root
+ * axis that stands for an rfactor tensor's logical axis (made by a split of its root)
+ * covers what that split's input covers, as the producers' replayed splits do. A group
  * where no member does (a broadcast concretized to two different domains inside one
  * loop, nvFuser's non-unique broadcast concretization) is refused, naming two members.
  *
@@ -30,7 +33,8 @@ typedef struct Build {
   Arena *a;
   jmp_buf unwind;
   cf_status status;
-  char *error; /* malloc'd */
+  char *error;      /* malloc'd */
+  Expr **class_def; /* by exact class: a transform making one of its members, or NULL */
 } Build;
 
 static _Noreturn void fail_status(Build *c, cf_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -71,11 +75,34 @@ static void cover_add(Build *c, Cover *s, int x) {
   s->cls = v;
 }
 
+/* A transform making each exact class, so that an axis another tensor makes by a transform
+ * (an rfactor tensor's logical axes, which its consumer's root axes stand for) covers what
+ * that transform's inputs cover. */
+static void find_class_defs(Build *c) {
+  cf_fusion *f = c->m->f;
+  c->class_def = ARENA_ARRAY(c->a, Expr *, f->vals.len + 1);
+  for (int i = 0; i < f->exprs.len; i++) {
+    Expr *e = f->exprs.items[i];
+    if (ir_op_kind(e->op) != OPK_TRANSFORM) continue;
+    for (int o = 0; o < e->nout; o++) {
+      int k = an_idmap_class(c->m->exact, e->out[o]);
+      if (k < f->vals.len && !c->class_def[k]) c->class_def[k] = e;
+    }
+  }
+}
+
+static const Expr *def_of(Build *c, Val *id) {
+  if (id->def && ir_op_kind(id->def->op) == OPK_TRANSFORM) return id->def;
+  int k = an_idmap_class(c->m->exact, id);
+  return k < c->m->f->vals.len ? c->class_def[k] : NULL;
+}
+
 static const Cover *cover_of(Build *c, Cover **memo, Val *id) {
   if (memo[id->id]) return memo[id->id];
   Cover *s = ARENA_NEW(c->a, Cover);
-  const Expr *d = id->def;
-  if (d && ir_op_kind(d->op) == OPK_TRANSFORM) {
+  memo[id->id] = s; /* a cycle through the classes (none is expected) ends here */
+  const Expr *d = def_of(c, id);
+  if (d) {
     for (int i = 0; i < d->nin; i++) {
       const Cover *in = cover_of(c, memo, d->in[i]);
       for (int k = 0; k < in->n; k++) cover_add(c, s, in->cls[k]);
@@ -83,7 +110,6 @@ static const Cover *cover_of(Build *c, Cover **memo, Val *id) {
   } else if (ID(id)->iter_type != CF_ITER_BROADCAST) {
     cover_add(c, s, an_idmap_class(c->m->exact, id));
   }
-  memo[id->id] = s;
   return s;
 }
 
@@ -199,6 +225,7 @@ static void check_read_outside_promoted_loop(Build *c, Cover **memo, Val *tv, in
 static void promote(Build *c) {
   int n = c->m->f->vals.len;
   Cover **memo = ARENA_ARRAY(c->a, Cover *, n + 1);
+  find_class_defs(c);
   Val **best = ARENA_ARRAY(c->a, Val *, n + 1); /* by group */
   FOR_LOOP_AXES(c, tv, j, {
     Val *id = TV(tv)->loop[j];
@@ -237,6 +264,22 @@ static void check_groups(Build *c) {
   })
 }
 
+/* A tensor read in two orders in one kernel (x^T + x: x's axis 0 is the sum's axis 0
+ * through the add and its axis 1 through the transpose) has no loop, index or parallel
+ * type that is right for both reads: refused, as nvFuser refuses a self mapping. */
+static void check_self_mapping(Build *c) {
+  const Expr *op;
+  const Val *tv, *a, *b;
+  if (!an_idmap_self_mapping(c->m->exact, &op, &tv, &a, &b) && !an_idmap_self_mapping(c->m->permissive, &op, &tv, &a, &b))
+    return;
+  fail_status(c, CF_ERR_UNSUPPORTED,
+              "compile: %s's axes %s and %s are one axis through %s = %s(...) and the ops before it: the kernel "
+              "reads %s in two orders (as in x^T + x), which no loop nest computes; compute the transposed value in "
+              "a kernel of its own (define and run cuts the fusion there)",
+              TV((Val *)tv)->display_name, id_str(c, a), id_str(c, b), TV(op->out[0])->display_name,
+              ir_op_name(op->op), TV((Val *)tv)->display_name);
+}
+
 static void build(Build *c, cf_fusion *f) {
   LoopModel *m = c->m;
   m->tvs = ir_fusion_all_tvs_in(c->a, f, &m->ntvs);
@@ -245,6 +288,7 @@ static void build(Build *c, cf_fusion *f) {
   m->loops = an_loop_graph_build(f);
   if (!m->exact || !m->permissive || !m->loops || (f->vals.len && !m->tvs))
     fail_status(c, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
+  check_self_mapping(c);
   check_groups(c);
   promote(c);
   char *err = NULL;

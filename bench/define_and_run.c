@@ -357,31 +357,6 @@ static int bench_case(const Case *c, const BuArgs *a, BuEvents *ev, bool cuda) {
   return rc || v[0] == 1 || v[1] == 1;
 }
 
-typedef struct CopyRun {
-  DLTensor *dst, *src;
-} CopyRun;
-
-static cf_status copy_once(void *ctx) {
-  CopyRun *c = ctx;
-  return cf_tensor_copy(c->dst, c->src);
-}
-
-/* The device's copy bandwidth (cuMemcpyDtoD; on the host backend a host memcpy), the
- * reference of 90%: the bytes read plus written. */
-static int bench_copy(const BuArgs *a, BuEvents *ev, bool cuda) {
-  int64_t n = a->small ? 1 << 20 : (int64_t)1 << 28;
-  DLManagedTensor *x = cuda ? cf_tensor_device(CF_FLOAT, 1, &n) : cf_tensor_host(CF_FLOAT, 1, &n);
-  DLManagedTensor *y = cuda ? cf_tensor_device(CF_FLOAT, 1, &n) : cf_tensor_host(CF_FLOAT, 1, &n);
-  CopyRun c = {x ? &x->dl_tensor : NULL, y ? &y->dl_tensor : NULL};
-  cf_status s = CF_ERR_OUT_OF_MEMORY;
-  double us = x && y ? bu_time_us(ev, copy_once, &c, a->iters, a->mean, &s) : -1;
-  if (!s) printf("device copy (%s) %lld time_us=%.1f GB/s=%.0f\n", cuda ? "cuMemcpyDtoD" : "host", (long long)n, us,
-                 bu_gbps(8.0 * (double)n, us));
-  else printf("device copy (%s) %lld failed: %s\n", cuda ? "cuMemcpyDtoD" : "host", (long long)n, cf_status_name(s));
-  cf_tensor_free(x), cf_tensor_free(y);
-  return s != CF_OK;
-}
-
 int main(int argc, char **argv) {
   BuArgs a = bu_parse_args(argc, argv, 50);
   if (a.small && a.iters == 50) a.iters = 2;
@@ -403,7 +378,7 @@ int main(int argc, char **argv) {
     rc |= bench_case(&cases[i], &a, ev, cuda);
     fflush(stdout);
   }
-  rc |= bench_copy(&a, ev, cuda);
+  rc |= bu_copy_bandwidth(a.small ? 1 << 20 : (int64_t)1 << 28, a.iters, a.mean, ev, cuda);
   if (ev) bu_events_destroy(ev);
   return rc;
 }

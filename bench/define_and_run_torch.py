@@ -54,10 +54,6 @@ def cases(torch):
     )
 
 
-def nbytes(tensors):
-    return sum(t.numel() * t.element_size() for t in tensors)
-
-
 def run(iters, mean):
     import torch
 
@@ -69,26 +65,16 @@ def run(iters, mean):
     for name, fn, shape, make in cases(torch):
         args = make()
         for label, f in torch_common.eager_and_compiled(fn):
-            try:
-                out = f(*args)
-                if label != "torch eager":
-                    torch.testing.assert_close(out, fn(*args), rtol=1e-2, atol=1e-3)
-                us = stat(lambda: f(*args))
-                print(torch_common.timed_line(label, f"{name} {shape}", us, nbytes(args) + nbytes((out,))), flush=True)
-            except Exception as e:  # noqa: BLE001: one fusion's failure is its row, not the run's
-                failures += 1
-                print(f"{label} {name} {shape} failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
+            failures += torch_common.time_one(label, f"{name} {shape}", f, args, fn, stat)
         del args
         torch.cuda.empty_cache()
-    x = torch.rand(PW, device="cuda")
-    print(torch_common.timed_line("device copy (clone)", f"{PW}", stat(lambda: x.clone()), 2 * nbytes((x,))))
+    torch_common.print_copy(stat, PW)
     return 1 if failures else 0
 
 
 # ---- the table ------------------------------------------------------------------------------
 
 LINE = re.compile(r"^(cfuser constant|cfuser symbolic|torch eager|torch\.compile) (\S+) (\S+) (.*)$")
-COPY = re.compile(r"^device copy \((\S+)\) (\S+) time_us=([0-9.]+) GB/s=([0-9]+)")
 TIMED = re.compile(r"^time_us=([0-9.]+) GB/s=([0-9]+)")
 COLUMNS = ("cfuser constant", "cfuser symbolic", "torch eager", "torch.compile")
 
@@ -97,23 +83,20 @@ def read_results(paths):
     """{(name, shape): {column: (us, gbps) or message}}, the copies {which: (us, gbps)}, and
     the symbolic/constant ratios."""
     rows, copies, ratios = {}, {}, {}
-    for path in paths:
-        with open(path) as fh:
-            for line in fh:
-                line = line.rstrip("\n")
-                m = COPY.match(line)
-                if m:
-                    copies[m.group(1)] = (float(m.group(3)), float(m.group(4)))
-                    continue
-                r = re.match(r"^cfuser symbolic/constant (\S+) (\S+) ratio=([0-9.]+)", line)
-                if r:
-                    ratios[(r.group(1), r.group(2))] = float(r.group(3))
-                    continue
-                m = LINE.match(line)
-                if m:
-                    t = TIMED.match(m.group(4))
-                    cell = (float(t.group(1)), float(t.group(2))) if t else m.group(4)
-                    rows.setdefault((m.group(2), m.group(3)), {})[m.group(1)] = cell
+    for line in torch_common.result_lines(paths):
+        m = torch_common.COPY.match(line)
+        if m:
+            copies[m.group(1)] = (float(m.group(3)), float(m.group(4)))
+            continue
+        r = re.match(r"^cfuser symbolic/constant (\S+) (\S+) ratio=([0-9.]+)", line)
+        if r:
+            ratios[(r.group(1), r.group(2))] = float(r.group(3))
+            continue
+        m = LINE.match(line)
+        if m:
+            t = TIMED.match(m.group(4))
+            cell = (float(t.group(1)), float(t.group(2))) if t else m.group(4)
+            rows.setdefault((m.group(2), m.group(3)), {})[m.group(1)] = cell
     return rows, copies, ratios
 
 

@@ -1,7 +1,7 @@
 /* bench/pointwise.c: the fused pointwise kernel out = relu(a * b + a) over N floats,
  * scheduled as nvFuser's pointwise scheduler would (inputs cached in registers with
  * 16-byte vector loads, the result stored with 16-byte vector stores, 128 threads per
- * block, 4 elements per thread), timed on the GPU. Prints one line per size:
+ * block, 4 elements per thread, the tile unswitched), timed on the GPU. Prints one line per size:
  *   cfuser pointwise N=<n> time_us=<median> GB/s=<3*4*N / time>
  * and the same math scheduled by cf_schedule_pointwise instead of by hand.
  * bench/pointwise_torch.py prints PyTorch's figures for the same work; run both with
@@ -27,13 +27,15 @@ static cf_fusion *build(int64_t n) {
   cf_fusion_add_output(f, out);
   cf_split(f, out, 0, 4);
   cf_split(f, out, 0, 128);
+  cf_split(f, out, 0, 1); /* [blocks, unswitch{1}, 128, 4] */
   cf_propagate_transforms(f, out);
   cf_parallelize(f, out, 0, CF_PT_BIDX);
-  cf_parallelize(f, out, 1, CF_PT_TIDX);
+  cf_parallelize(f, out, 1, CF_PT_UNSWITCH);
+  cf_parallelize(f, out, 2, CF_PT_TIDX);
   cf_parallelize_all_like(f, out, 0, NULL);
-  cf_parallelize(f, ta, 2, CF_PT_VECTORIZE);
-  cf_parallelize(f, tb, 2, CF_PT_VECTORIZE);
-  cf_parallelize(f, out, 2, CF_PT_VECTORIZE);
+  cf_parallelize(f, ta, 3, CF_PT_VECTORIZE);
+  cf_parallelize(f, tb, 3, CF_PT_VECTORIZE);
+  cf_parallelize(f, out, 3, CF_PT_VECTORIZE);
   cf_inline_most(f);
   return f;
 }

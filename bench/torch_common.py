@@ -2,9 +2,12 @@
 CUDA-event timing after warm-ups, the GB/s of a time, the printed line, the iteration
 argument and the eager / torch.compile pair. torch is imported where it is used, so a
 script that runs without torch (python_fusions.py on NumPy) can import this module."""
+import re
 import sys
 
 WARMUPS = 5
+# A device-copy line: which copy, numel, time in us, GB/s.
+COPY = re.compile(r"^device copy \((\S+)\) (\S+) time_us=([0-9.]+) GB/s=([0-9.]+)")
 
 
 def event_times_us(fn, iters, warmup=WARMUPS):
@@ -50,3 +53,42 @@ def eager_and_compiled(fn):
     import torch
 
     return (("torch eager", fn), ("torch.compile", torch.compile(fn)))
+
+
+def nbytes(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def time_one(label, what, f, args, reference, stat, rtol=1e-2, atol=1e-3):
+    """Runs f(*args) (checked against reference(*args) unless label is "torch eager"), times
+    it with stat and prints its timed_line (inputs read once, the output written once); on
+    an exception prints `<label> <what> failed: <reason>` instead. True when it failed."""
+    import torch
+
+    try:
+        out = f(*args)
+        if label != "torch eager":
+            torch.testing.assert_close(out, reference(*args), rtol=rtol, atol=atol)
+        us = stat(lambda: f(*args))
+        print(timed_line(label, what, us, nbytes(args) + nbytes((out,))), flush=True)
+        return False
+    except Exception as e:  # noqa: BLE001: one case's failure is its row, not the run's
+        print(f"{label} {what} failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
+        return True
+
+
+def print_copy(stat, numel):
+    """The device copy (a clone of numel floats: read and written), the reference line."""
+    import torch
+
+    x = torch.rand(numel, device="cuda")
+    print(timed_line("device copy (clone)", f"{numel}", stat(lambda: x.clone()), 2 * nbytes((x,))))
+
+
+def result_lines(paths):
+    """Each line of the given benchmark outputs, without its newline, in order."""
+    for path in paths:
+        with open(path) as fh:
+            for line in fh:
+                yield line.rstrip("\n")
+

@@ -43,7 +43,7 @@ function(cfuser_add_test src base_label)
     separate_arguments(c)
     add_test(NAME ${n} COMMAND ${c})
     set_tests_properties(${n} PROPERTIES LABELS "${labels}"
-      ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1"
+      ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1;CFUSER_CC_FLAGS=$<$<BOOL:${CFUSER_SANITIZE}>:-fsanitize=address,undefined>"
       SKIP_RETURN_CODE 77)
   endforeach()
 endfunction()
@@ -106,6 +106,12 @@ set_tests_properties(python_tests PROPERTIES LABELS "python" SKIP_RETURN_CODE 77
 # semantics computed with NumPy; skipped (77) like python_tests without pytest and numpy.
 add_test(NAME conformance_matrix COMMAND ${PROJECT_SOURCE_DIR}/tests/conformance/run.sh $<TARGET_FILE:cfuser>)
 set_tests_properties(conformance_matrix PROPERTIES LABELS "python" SKIP_RETURN_CODE 77)
+# The same cells on CUDA against torch itself (skipped, with the reason, without torch or a GPU).
+if(Python3_FOUND)
+  add_test(NAME conformance_torch COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/conformance/torch_matrix.py)
+  set_tests_properties(conformance_torch PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77
+                       ENVIRONMENT "CFUSER_LIBRARY=$<TARGET_FILE:cfuser>")
+endif()
 # A cfuser kernel on a PyTorch stream between two PyTorch ops (skipped without torch or a GPU).
 if(Python3_FOUND)
   add_test(NAME executor_torch_stream

@@ -54,12 +54,12 @@ void cg_sync(Emitter *e);
 void cg_grid_sync(Emitter *e);
 /* The start value of a reduction's accumulator of dtype t (compute type ct), malloc'd. */
 char *cg_reduction_init(Emitter *e, IrOp op, cf_dtype ct, cf_dtype t);
-/* reduction.c: a reduction's accumulator declaration and its block all-reduce. */
+/* reduction.c: a reduction's accumulator declaration and its block all-reduce, printed up
+ * to its tail (a grid reduction's last-block store, which the walk prints next); _end
+ * closes it. */
 void cg_acc_decl(Emitter *e, const KNode *n);
 void cg_block_reduce(Emitter *e, const KNode *n);
-/* emit.c: prints one kernel-IR node (for nodes holding others, like a grid reduction's
- * tail). */
-void cg_node(Emitter *e, const KNode *n);
+void cg_block_reduce_end(Emitter *e, const KNode *n);
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write);
 /* An op's code form in the emitter's dialect with %0 %1 %2 replaced by args (malloc'd). */
 char *cg_op_form(const Emitter *e, IrOp op, char *const *args);

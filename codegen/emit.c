@@ -1,9 +1,10 @@
 /* codegen/emit.c: the one walker over the kernel IR shared by both code generators.
  * It prints loops (serial ones as for-loops, unrolled ones with #pragma unroll, thread
- * ones as scopes whose index is the thread index), ifs, ops as assignments with their
+ * ones as nothing: their index is the thread index), ifs with their else branches, ops as assignments with their
  * indexed operands and the op's expression template, reductions as accumulations, and
  * delegates language-specific pieces to the Dialect.
- * Key decision: one static function per node kind; indices are printed inline from their
+ * Key decision: one static function per node kind, called from the shared walk
+ * (kir_visit.c) before and after a node's blocks; indices are printed inline from their
  * folded KExprs, with named loop variables, so the kernel reads like hand-written code. */
 #include <math.h>
 #include <stdlib.h>
@@ -274,31 +275,26 @@ static void emit_op(Emitter *e, const KNode *n) {
   free(out);
 }
 
-static void emit_block(Emitter *e, const KBlock *b);
-
-static void emit_loop(Emitter *e, const KNode *n) {
-  char *ext = cg_expr(e, n->u.loop.extent);
-  if (!n->u.loop.var) { /* thread-parallel: a scope whose index is the thread index */
-    emit_block(e, &n->u.loop.body);
-    free(ext);
-    return;
-  }
+/* A loop's opening: serial ones as for-loops (a single iteration as a scope binding its
+ * variable to 0), unrolled ones after #pragma unroll; a thread-parallel loop prints nothing
+ * (its index is the thread index). emit_post closes what this opened. */
+static void loop_open(Emitter *e, const KNode *n) {
   int64_t c;
-  if (kx_is_const(n->u.loop.extent, &c) && c == 1) { /* a single iteration: no loop */
+  if (!n->u.loop.var) return;
+  if (kx_is_const(n->u.loop.extent, &c) && c == 1) {
     cg_line(e, "{");
     e->indent++;
     cg_line(e, "const cf_index_t %s = 0;", n->u.loop.var);
-    emit_block(e, &n->u.loop.body);
-    e->indent--;
-    cg_line(e, "}");
-    free(ext);
     return;
   }
   if (n->u.loop.pt == CF_PT_UNROLL || n->u.loop.pt == CF_PT_VECTORIZE) cg_line(e, "#pragma unroll");
+  char *ext = cg_expr(e, n->u.loop.extent);
   cg_line(e, "for (cf_index_t %s = 0; %s < %s; ++%s) {", n->u.loop.var, n->u.loop.var, ext, n->u.loop.var);
   free(ext);
   e->indent++;
-  emit_block(e, &n->u.loop.body);
+}
+
+static void close_scope(Emitter *e) {
   e->indent--;
   cg_line(e, "}");
 }
@@ -320,17 +316,17 @@ static void emit_tmem(Emitter *e, const KNode *n) {
   free(ls), free(cs), free(ri);
 }
 
-static void emit_node(Emitter *e, const KNode *n) {
+/* The walk's callbacks (kir_visit.c recurses): each node kind opens what it prints before
+ * its blocks, `between` starts an else branch, `post` closes. */
+static bool emit_pre(KVisitor *v, KNode *n) {
+  Emitter *e = v->user;
   switch (n->kind) {
-  case KN_FOR: emit_loop(e, n); break;
+  case KN_FOR: loop_open(e, n); break;
   case KN_IF: {
     char *c = cg_expr(e, n->u.cond.cond);
     cg_line(e, "if (%s) {", c);
     free(c);
     e->indent++;
-    emit_block(e, &n->u.cond.then);
-    e->indent--;
-    cg_line(e, "}");
     break;
   }
   case KN_OP: emit_op(e, n); break;
@@ -348,13 +344,30 @@ static void emit_node(Emitter *e, const KNode *n) {
   case KN_ACC_DECL: cg_acc_decl(e, n); break;
   case KN_BLOCK_REDUCE: cg_block_reduce(e, n); break;
   }
+  return true;
+}
+
+static void emit_between(KVisitor *v, KNode *n, int block) {
+  Emitter *e = v->user;
+  (void)block;
+  if (n->kind != KN_IF || !n->u.cond.otherwise.len) return;
+  e->indent--;
+  cg_line(e, "} else {");
+  e->indent++;
+}
+
+static void emit_post(KVisitor *v, KNode *n) {
+  Emitter *e = v->user;
+  if (n->kind == KN_FOR && n->u.loop.var) close_scope(e);
+  if (n->kind == KN_IF) close_scope(e);
+  if (n->kind == KN_BLOCK_REDUCE) cg_block_reduce_end(e, n);
 }
 
 static void emit_block(Emitter *e, const KBlock *b) {
-  for (int i = 0; i < b->len; i++) emit_node(e, b->items[i]);
+  KVisitor v = {.between = emit_between, .user = e};
+  kir_visit_all(&v, emit_pre, emit_post);
+  kir_visit(&v, (KBlock *)b); /* printing changes nothing */
 }
-
-void cg_node(Emitter *e, const KNode *n) { emit_node(e, n); }
 
 char *cg_generate(const KKernel *k, const Dialect *d) {
   Emitter e = {.k = k, .d = d};

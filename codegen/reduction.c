@@ -15,15 +15,18 @@
  *   first step folds down to a power of two, so R need not be one); every thread reads
  *   the group's result.
  * A barrier ends both forms, so the workspace can be reused by the next reduction.
- * A grid reduction (lower/reduction.c) follows with the last-block pattern: every thread
- * stores its partial in the global work buffer, fences, and after a barrier thread 0
- * counts the block on the group's semaphore; the block that counts last (told to its
- * threads through a shared flag) fences again, folds the group's partials with volatile
- * loads, resets the semaphore and runs the node's tail (the store). On the host, blocks
- * run one after another, so the pattern cannot wait on a block that never runs. A grid
- * all-reduce (all_blocks) writes the partials the same way, then a grid sync (every
- * block resident: a cooperative launch; on the host all blocks run as fibers at once),
- * then every block folds the group's partials itself. */
+ * A grid reduction (lower/reduction.c) follows with the last-block pattern: one thread of
+ * the reduced thread dimensions per kept place stores the block's (all-reduced) partial
+ * in the global work buffer, fences, and after a barrier thread 0 counts the block on the
+ * group's semaphore; the block that counts last (told to its threads through a shared
+ * flag) fences again, folds the group's partials with volatile loads (the threads of the
+ * reduced dimensions share the blocks, then all-reduce them again), resets the semaphore
+ * and runs the node's tail (the store: the shared walk prints it between cg_block_reduce
+ * and cg_block_reduce_end). On the host, blocks run one after another, so the
+ * pattern cannot wait on a block that never runs. A grid all-reduce (all_blocks) writes the
+ * partials the same way, then a grid sync (every block resident: a cooperative launch; on
+ * the host all blocks run as fibers at once), then every block folds the group's partials
+ * itself. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,34 +133,49 @@ static void block_linear(StrBuf *b, const bool *grid, bool want) {
   sb_free(&stride);
 }
 
-/* The fold of the group's partials into the accumulator (volatile loads: other blocks
- * wrote them). */
-static void fold_partials(Emitter *e, const KNode *n) {
+/* The group's partials (one per block, at `slot`) folded by every thread of the last
+ * block: the threads of the reduced dimensions (cf_grn of them, this one cf_gri) each
+ * fold every cf_grn-th block, then a block all-reduce over those dimensions gives every
+ * thread the result (one pass over the partials instead of one per thread). */
+static void grid_fold(Emitter *e, const KNode *n, const char *slot) {
   const char *v = n->u.acc.var;
   char *init = cg_reduction_init(e, n->u.acc.op, n->u.acc.dtype, n->u.acc.dtype);
-  cg_line(e, "%s = %s;", v, init);
-  char *other = ws_at(e, n->u.acc.work, "(cf_gb + cf_b) * cf_nt + cf_t", false);
+  char *other = ws_at(e, n->u.acc.work, slot, false);
   StrBuf vol = {0};
   if (ir_dtype_is_welford(n->u.acc.dtype)) /* C++ copies no volatile struct: field by field */
     sb_printf(&vol, "cf_welford_volatile(&%s)", other);
   else
     sb_printf(&vol, "*(volatile %s *)&%s", cg_ctype(n->u.acc.dtype), other);
   char *fold = combine(e, n, v, vol.data);
-  cg_line(e, "for (int cf_b = 0; cf_b < cf_gn; ++cf_b) %s = %s;", v, fold);
+  cg_line(e, "%s = %s;", v, init);
+  cg_line(e, "for (int cf_b = cf_gri; cf_b < cf_gn; cf_b += cf_grn) %s = %s;", v, fold);
   free(init), free(other), free(fold);
   sb_free(&vol);
+  if (!n->u.acc.ws) return;
+  cg_line(e, "{ // the block's folds combined");
+  e->indent++;
+  if (n->u.acc.warp) warp_form(e, n);
+  else tree_form(e, n);
+  e->d->sync(e);
+  e->indent--;
+  cg_line(e, "}");
 }
 
-/* The grid step: partials to the work buffer, the group's last block folds them (or,
- * all_blocks, every block after a grid sync). */
+/* The grid step: the block's value (all-reduced over its reduced thread dimensions, so
+ * one thread of them, cf_gri == 0, stores it) to the work buffer at (group, block, the
+ * thread's place among the kept dimensions); the group's last block folds them. */
 static void grid_form(Emitter *e, const KNode *n) {
   const bool *g = n->u.acc.grid;
   const char *v = n->u.acc.var;
-  StrBuf gn = {0}, gp = {0}, gg = {0};
+  StrBuf gn = {0}, gp = {0}, gg = {0}, rn = {0}, ri = {0}, ki = {0};
   for (int d = 0, any = 0; d < 3; d++)
     if (g[d]) sb_printf(&gn, "%s(int)gridDim.%s", any++ ? " * " : "", dim_name[d]);
+  for (int d = 0, any = 0; d < 3; d++)
+    if (n->u.acc.reduce[d]) sb_printf(&rn, "%s(int)blockDim.%s", any++ ? " * " : "", dim_name[d]);
   block_linear(&gp, g, true);
   block_linear(&gg, g, false);
+  linear(&ri, n->u.acc.reduce, true);
+  linear(&ki, n->u.acc.reduce, false);
   StrBuf groups = {0};
   for (int d = 0, any = 0; d < 3; d++)
     if (!g[d]) sb_printf(&groups, "%s(int)gridDim.%s", any++ ? " * " : "", dim_name[d]);
@@ -168,17 +186,20 @@ static void grid_form(Emitter *e, const KNode *n) {
   cg_line(e, "const int cf_gb = cf_gg * cf_gn;");
   free(iter);
   sb_free(&groups);
-  cg_line(e, "const int cf_nt = (int)blockDim.x * (int)blockDim.y * (int)blockDim.z;");
   cg_line(e, "const int cf_t = (int)threadIdx.x + ((int)threadIdx.y + (int)threadIdx.z * (int)blockDim.y) * (int)blockDim.x;");
+  cg_line(e, "const int cf_grn = %s; // threads of the reduced dimensions", rn.len ? rn.data : "1");
+  cg_line(e, "const int cf_gri = %s; // this thread's place among them", ri.data);
+  cg_line(e, "const int cf_gki = %s; // and among the kept ones", rn.len ? ki.data : "cf_t");
+  cg_line(e, "const int cf_gnk = (int)blockDim.x * (int)blockDim.y * (int)blockDim.z / cf_grn;");
   StrBuf idx = {0};
-  sb_printf(&idx, "(cf_gb + (%s)) * cf_nt + cf_t", gp.data);
+  sb_printf(&idx, "(cf_gb + (%s)) * cf_gnk + cf_gki", gp.data);
   char *mine = ws_at(e, n->u.acc.work, idx.data, true);
-  sb_free(&gn), sb_free(&gp), sb_free(&gg), sb_free(&idx);
-  cg_line(e, "%s = %s;", mine, v);
+  sb_free(&gn), sb_free(&gp), sb_free(&gg), sb_free(&rn), sb_free(&ri), sb_free(&ki), sb_free(&idx);
+  cg_line(e, "if (cf_gri == 0) %s = %s;", mine, v);
   free(mine);
   if (n->u.acc.all_blocks) {
     cg_grid_sync(e); /* fences, then every block's partials are in place */
-    fold_partials(e, n);
+    grid_fold(e, n, "(cf_gb + cf_b) * cf_gnk + cf_gki");
     return;
   }
   cg_line(e, "__threadfence();");
@@ -190,12 +211,10 @@ static void grid_form(Emitter *e, const KNode *n) {
   cg_line(e, "if (%s) { // the group's last block", flag);
   e->indent++;
   cg_line(e, "__threadfence();");
-  fold_partials(e, n);
+  grid_fold(e, n, "(cf_gb + cf_b) * cf_gnk + cf_gki");
   cg_line(e, "if (cf_t == 0) %s = 0u; // ready for the next launch", sem);
-  for (int i = 0; i < n->u.acc.tail.len; i++) cg_node(e, n->u.acc.tail.items[i]);
-  e->indent--;
-  cg_line(e, "}");
   free(sem), free(flag_w), free(flag);
+  /* the node's tail (the store) follows, printed by the walk; cg_block_reduce_end closes */
 }
 
 void cg_block_reduce(Emitter *e, const KNode *n) {
@@ -215,7 +234,14 @@ void cg_block_reduce(Emitter *e, const KNode *n) {
     tree_form(e, n);
   if (n->u.acc.ws) e->d->sync(e);
   if (n->u.acc.work) grid_form(e, n);
-  if (n->u.acc.work) e->d->sync(e);
+}
+
+void cg_block_reduce_end(Emitter *e, const KNode *n) {
+  if (n->u.acc.work && !n->u.acc.all_blocks) { /* a grid all-reduce opened no last-block branch */
+    e->indent--;
+    cg_line(e, "}"); /* the group's last block */
+    e->d->sync(e);
+  }
   e->indent--;
   cg_line(e, "}");
 }

@@ -58,7 +58,10 @@ void exec_arch_for_cc(int major, int minor, char *buf, size_t buflen) {
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuModuleLoadData) X(cuModuleUnload)     \
   X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)      \
   X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuStreamSynchronize) X(cuDeviceGetDefaultMemPool)   \
-  X(cuMemPoolSetAttribute) X(cuLaunchCooperativeKernel) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+  X(cuMemPoolSetAttribute) X(cuLaunchCooperativeKernel) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture)                                              \
+  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)      \
+  X(cuStreamCreate) X(cuStreamDestroy)
 
 typedef struct CuApi {
 #define EXEC_X(name) __typeof__(name) *name;
@@ -540,6 +543,66 @@ cf_status exec_stream_synchronize(int device, void *stream, char *err, size_t er
   return CF_OK;
 }
 
+/* ---- CUDA graphs: one capture of a stream's launches, replayed as one launch ----------------- */
+
+cf_status exec_graph_begin(int device, void *stream, char *err, size_t errlen) {
+  const ExecDeviceInfo *info = NULL;
+  cf_status st = exec_device_open(device, &info, err, errlen);
+  if (st != CF_OK) return st;
+  /* thread-local: only this thread's unsafe calls (a synchronous copy) end the capture */
+  CUresult r = CU->cuStreamBeginCapture((CUstream)stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  return r == CUDA_SUCCESS ? CF_OK : cu_fail(r, err, errlen, "cuStreamBeginCapture");
+}
+
+cf_status exec_graph_end(int device, void *stream, bool keep, ExecGraph *out, char *err, size_t errlen) {
+  const ExecDeviceInfo *info = NULL;
+  CUgraph graph = NULL;
+  CUgraphExec exec = NULL;
+  *out = (ExecGraph){0};
+  cf_status st = exec_device_open(device, &info, err, errlen);
+  if (st != CF_OK) return st;
+  CUresult r = CU->cuStreamEndCapture((CUstream)stream, &graph);
+  if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "cuStreamEndCapture");
+  if (keep) r = CU->cuGraphInstantiateWithFlags(&exec, graph, 0);
+  CU->cuGraphDestroy(graph);
+  if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "cuGraphInstantiateWithFlags");
+  *out = (ExecGraph){device, exec};
+  return CF_OK;
+}
+
+cf_status exec_graph_launch(const ExecGraph *g, void *stream, char *err, size_t errlen) {
+  const ExecDeviceInfo *info = NULL;
+  cf_status st = exec_device_open(g->device, &info, err, errlen);
+  if (st != CF_OK) return st;
+  CUresult r = CU->cuGraphLaunch((CUgraphExec)g->exec, (CUstream)stream);
+  return r == CUDA_SUCCESS ? CF_OK : cu_fail(r, err, errlen, "cuGraphLaunch");
+}
+
+cf_status exec_stream_create(int device, void **stream, char *err, size_t errlen) {
+  const ExecDeviceInfo *info = NULL;
+  CUstream st = NULL;
+  *stream = NULL;
+  cf_status s = exec_device_open(device, &info, err, errlen);
+  if (s != CF_OK) return s;
+  CUresult r = CU->cuStreamCreate(&st, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "cuStreamCreate");
+  *stream = st;
+  return CF_OK;
+}
+
+void exec_stream_destroy(int device, void *stream) {
+  const ExecDeviceInfo *info = NULL;
+  char err[256];
+  if (stream && exec_device_open(device, &info, err, sizeof err) == CF_OK) CU->cuStreamDestroy((CUstream)stream);
+}
+
+void exec_graph_destroy(ExecGraph *g) {
+  const ExecDeviceInfo *info = NULL;
+  char err[256];
+  if (g->exec && exec_device_open(g->device, &info, err, sizeof err) == CF_OK) CU->cuGraphExecDestroy((CUgraphExec)g->exec);
+  *g = (ExecGraph){0};
+}
+
 #else /* !EXEC_HAVE_CUDA_H: built without the driver header, there is never a device. */
 
 static const char k_no_header[] =
@@ -632,5 +695,25 @@ cf_status exec_stream_synchronize(int device, void *stream, char *err, size_t er
   (void)device, (void)stream;
   return no_device(err, errlen);
 }
+cf_status exec_graph_begin(int device, void *stream, char *err, size_t errlen) {
+  (void)device, (void)stream;
+  return no_device(err, errlen);
+}
+cf_status exec_graph_end(int device, void *stream, bool keep, ExecGraph *out, char *err, size_t errlen) {
+  (void)device, (void)stream, (void)keep;
+  *out = (ExecGraph){0};
+  return no_device(err, errlen);
+}
+cf_status exec_graph_launch(const ExecGraph *g, void *stream, char *err, size_t errlen) {
+  (void)g, (void)stream;
+  return no_device(err, errlen);
+}
+void exec_graph_destroy(ExecGraph *g) { *g = (ExecGraph){0}; }
+cf_status exec_stream_create(int device, void **stream, char *err, size_t errlen) {
+  (void)device;
+  *stream = NULL;
+  return no_device(err, errlen);
+}
+void exec_stream_destroy(int device, void *stream) { (void)device, (void)stream; }
 
 #endif

@@ -85,6 +85,22 @@ cf_status exec_mem_free_async(int device, ExecDevPtr p, void *stream, char *err,
 /* cuStreamSynchronize: where faults of kernels launched on the stream are reported. */
 cf_status exec_stream_synchronize(int device, void *stream, char *err, size_t errlen);
 
+/* A CUDA graph of captured launches, instantiated (executor/fusion_graph.c uses it). */
+typedef struct ExecGraph {
+  int device;
+  void *exec; /* CUgraphExec; NULL: none */
+} ExecGraph;
+/* Starts capturing the launches of `stream` (not the legacy default stream) on device;
+ * ends the capture, instantiating the graph when keep (else discarding it); launches an
+ * instantiated graph on stream (one launch for every captured kernel); destroys it. */
+cf_status exec_graph_begin(int device, void *stream, char *err, size_t errlen);
+cf_status exec_graph_end(int device, void *stream, bool keep, ExecGraph *out, char *err, size_t errlen);
+cf_status exec_graph_launch(const ExecGraph *g, void *stream, char *err, size_t errlen);
+void exec_graph_destroy(ExecGraph *g);
+/* A non-blocking stream of device (tests and benches), and its destruction. */
+cf_status exec_stream_create(int device, void **stream, char *err, size_t errlen);
+void exec_stream_destroy(int device, void *stream);
+
 /* Loads a cubin (cuModuleLoadData) and looks up the kernel by its lowered name. On
  * failure nothing stays loaded and *out is zeroed. */
 cf_status exec_kernel_load(const void *cubin, const char *lowered_name, ExecKernel *out,

@@ -18,7 +18,7 @@
 cf_status exec_error(cf_executor *e, cf_status s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  sb_vset(&e->error, fmt, ap);
+  errmsg_vset(&e->error, fmt, ap);
   va_end(ap);
   return s;
 }
@@ -60,13 +60,13 @@ void cf_executor_destroy(cf_executor *e) {
   if (!e) return;
   release(e);
   for (int i = 0; i < EXEC_MAX_WORK; i++) cf_tensor_free(e->work[i]);
-  free(e->error);
+  errmsg_free(&e->error);
   free(e);
 }
 
 const char *cf_executor_error(const cf_executor *e) {
   if (!e) return "executor is NULL";
-  return e->error ? e->error : "";
+  return errmsg_get(&e->error);
 }
 
 cf_status cf_executor_set_lowering_hook(cf_executor *e, cf_lowering_hook hook, void *user) {
@@ -212,6 +212,7 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
 
 cf_status cf_executor_compile(cf_executor *e, cf_fusion *f) {
   if (!e) return CF_ERR_INVALID_ARGUMENT;
+  errmsg_begin(&e->error);
   if (!f) return exec_error(e, CF_ERR_INVALID_ARGUMENT, "compile: fusion is NULL");
   release(e);
   char err[512] = "";

@@ -43,7 +43,7 @@ typedef struct RunTarget {
 struct cf_executor {
   cf_executor_options opts;
   char arch[16];
-  char *error;          /* malloc'd message of the last failure */
+  ErrMsg error;         /* the message of the last failure (ir.h: kept one call longer) */
   cf_lowering_hook hook;
   void *hook_user;
   Compiled *cc;         /* NULL until compiled */
@@ -79,5 +79,9 @@ bool exec_cache_store(cf_kernel_cache *c, ExecFingerprint *fp, Compiled *cc);
 
 /* Records a message on e and returns s. */
 cf_status exec_error(cf_executor *e, cf_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* run.c: the bytes [lo, hi) t's elements of esz bytes occupy (strides of any sign); empty
+ * for no elements; false when the footprint overflows. The aliasing checks of a run and of
+ * a define-and-run plan. */
+bool exec_byte_range(const DLTensor *t, int64_t esz, int64_t *lo, int64_t *hi);
 
 #endif

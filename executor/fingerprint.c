@@ -115,6 +115,14 @@ static void fp_attrs(Fp *b, const Expr *e) {
     fp_i64(b, e->attr.squeeze.rank);
     for (int i = 0; i < e->attr.squeeze.rank; i++) fp_i64(b, e->attr.squeeze.is_squeezed[i]);
     return;
+  case OP_SLICE:
+    for (int i = 0; i < e->attr.slice.rank; i++) fp_i64(b, e->attr.slice.start[i]), fp_i64(b, e->attr.slice.step[i]);
+    return;
+  case OP_PAD:
+    for (int i = 0; i < e->attr.pad.rank; i++) fp_i64(b, e->attr.pad.left[i]), fp_i64(b, e->attr.pad.right[i]);
+    fp_f64(b, e->attr.pad.value), fp_i64(b, e->attr.pad.ivalue);
+    return;
+  case OP_CAT: fp_i64(b, e->attr.cat.axis); return;
   case OP_IOTA:
     fp_f64(b, e->attr.iota.start), fp_f64(b, e->attr.iota.step);
     fp_i64(b, e->attr.iota.istart), fp_i64(b, e->attr.iota.istep), fp_i64(b, e->attr.iota.axis);

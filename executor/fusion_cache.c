@@ -6,21 +6,29 @@
  * or given misaligned). One walk over the call feeds the words to a sink that hashes
  * them, compares them with a stored key, or stores them, so a cached call hashes and
  * compares without building the key anywhere and allocates nothing.
- * Key decision: entries live in an open-addressing table of pointers that doubles at
- * half load; no entry is ever dropped (a workload has few signatures, and dropping one
- * would silently recompile). */
+ * Entries live in an open-addressing table of pointers that doubles at half load, and in
+ * a recency list: a hit moves its entry to the front, and a miss beyond the bound
+ * (cf_fusion_cache_set_max_entries, FC_DEFAULT_MAX_ENTRIES) evicts the least recently
+ * used entry, whose segments release their kernels (fusion_reuse.c: a kernel no entry
+ * holds is destroyed, and with it its host shared object or CUDA module).
+ * Key decision: the bound is on entries (signatures), the unit a workload of many sizes
+ * grows; kernels are shared by entries whose plans agree, so they are bounded by it too,
+ * and an evicted signature that comes back is planned again and usually finds its kernel
+ * still held by another entry. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/executor_internal.h"
 #include "executor/fusion_cache.h"
 #include "executor/repro.h"
+#include "ir/dtype.h"
 #include "scheduler/heuristic.h"
 
 cf_status fc_error(cf_fusion_cache *c, cf_status s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  sb_vset(&c->error, fmt, ap);
+  errmsg_vset(&c->error, fmt, ap);
   va_end(ap);
   return s;
 }
@@ -50,10 +58,12 @@ static void put_tensor(Sink *s, const DLTensor *t) {
   put(s, (int64_t)t->dtype.code | (int64_t)t->dtype.bits << 8 | (int64_t)t->dtype.lanes << 16 |
              (int64_t)t->ndim << 32 | (int64_t)(t->device.device_type & 0xff) << 40 | aligned16(t) << 48);
   for (int d = 0; d < t->ndim; d++) put(s, t->shape[d]);
-  int64_t stride = 1;
+  /* Unsigned: the row-major stride of absurd sizes wraps instead of overflowing (UB); such
+   * a call is refused by the checks after the lookup anyway. */
+  uint64_t stride = 1;
   for (int d = t->ndim - 1; d >= 0; d--) {
-    put(s, t->shape[d] == 1 ? 0 : t->strides ? t->strides[d] : stride);
-    stride *= t->shape[d];
+    put(s, t->shape[d] == 1 ? 0 : t->strides ? t->strides[d] : (int64_t)stride);
+    stride *= (uint64_t)t->shape[d];
   }
 }
 
@@ -106,6 +116,57 @@ static bool insert(cf_fusion_cache *c, FcEntry *en) {
   return true;
 }
 
+/* Removes en from the table (backward-shift deletion: the entries after it in its probe
+ * run move up, so no tombstone is needed). */
+static void unplace(cf_fusion_cache *c, const FcEntry *en) {
+  int i = (int)(en->hash & (uint64_t)(c->cap - 1)), mask = c->cap - 1;
+  while (c->slots[i] != en) i = (i + 1) & mask;
+  for (int j = (i + 1) & mask; c->slots[j]; j = (j + 1) & mask) {
+    int home = (int)(c->slots[j]->hash & (uint64_t)mask);
+    /* slots[j] may fill the hole at i when its home is not in (i, j] cyclically */
+    bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+    if (!stays) c->slots[i] = c->slots[j], i = j;
+  }
+  c->slots[i] = NULL;
+  c->len--;
+}
+
+/* ---- recency ------------------------------------------------------------------------------ */
+
+static void unlink_entry(cf_fusion_cache *c, FcEntry *en) {
+  if (en->newer) en->newer->older = en->older;
+  else if (c->newest == en) c->newest = en->older;
+  if (en->older) en->older->newer = en->newer;
+  else if (c->oldest == en) c->oldest = en->newer;
+  en->newer = en->older = NULL;
+}
+
+static void push_newest(cf_fusion_cache *c, FcEntry *en) {
+  en->older = c->newest;
+  en->newer = NULL;
+  if (c->newest) c->newest->newer = en;
+  c->newest = en;
+  if (!c->oldest) c->oldest = en;
+}
+
+static void touch(cf_fusion_cache *c, FcEntry *en) {
+  if (c->newest == en) return;
+  unlink_entry(c, en);
+  push_newest(c, en);
+}
+
+/* Evicts the least recently used entries until at most keep remain. */
+static void evict_to(cf_fusion_cache *c, int keep) {
+  while (c->len > keep && c->oldest) {
+    FcEntry *en = c->oldest;
+    unlink_entry(c, en);
+    unplace(c, en);
+    if (c->last == en) c->last = NULL;
+    fc_entry_free(c, en);
+    c->evictions++;
+  }
+}
+
 /* ---- the object ------------------------------------------------------------------------- */
 
 cf_fusion_cache *cf_fusion_cache_create(cf_fusion *f, const cf_executor_options *opts) {
@@ -121,6 +182,7 @@ cf_fusion_cache *cf_fusion_cache_create(cf_fusion *f, const cf_executor_options 
     return c;
   }
   c->f = cf_fusion_copy(f);
+  c->max_entries = FC_DEFAULT_MAX_ENTRIES;
   if (!c->f) {
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -128,54 +190,85 @@ cf_fusion_cache *cf_fusion_cache_create(cf_fusion *f, const cf_executor_options 
   }
   if (c->f->status) c->status = fc_error(c, c->f->status, "%s", cf_fusion_error(c->f));
   else if (!c->f->outputs.len) c->status = fc_error(c, CF_ERR_INVALID_ARGUMENT, "fusion_cache_create: the fusion has no outputs");
+  else c->status = fc_find_free_symbols(c);
   return c;
 }
 
-void fc_entry_clear(FcEntry *en) {
+cf_status cf_fusion_cache_set_max_entries(cf_fusion_cache *c, int n) {
+  if (!c) return CF_ERR_INVALID_ARGUMENT;
+  if (n < 1) return fc_error(c, CF_ERR_INVALID_ARGUMENT, "set_max_entries: %d entries; keep at least 1", n);
+  c->max_entries = n;
+  evict_to(c, n);
+  return CF_OK;
+}
+
+void fc_entry_clear(cf_fusion_cache *c, FcEntry *en) {
+  fc_graph_free(en->graph);
   for (int i = 0; i < en->nseg; i++) {
     FcSegment *s = &en->seg[i];
-    cf_executor_destroy(s->e);
-    cf_fusion_destroy(s->scheduled);
+    fc_kernel_release(c, s->k);
     free(s->in_ref);
     free(s->out_ref);
     free(s->ins);
     free(s->outs);
   }
+  for (int i = 0; i < en->nseg; i++) {
+    for (int j = 0; en->seg[i].empty && j < en->seg[i].nout; j++) cf_tensor_free(en->seg[i].empty[j]);
+    free(en->seg[i].empty);
+  }
   for (int i = 0; i < en->nbuf; i++) cf_tensor_free(en->bufs[i]);
   free(en->seg);
   free(en->bufs);
   free(en->given);
-  *en = (FcEntry){.hash = en->hash, .key = en->key, .nkey = en->nkey};
+  *en = (FcEntry){.hash = en->hash, .key = en->key, .nkey = en->nkey, .newer = en->newer, .older = en->older};
 }
 
-void fc_entry_free(FcEntry *en) {
+void fc_entry_free(cf_fusion_cache *c, FcEntry *en) {
   if (!en) return;
-  fc_entry_clear(en);
+  fc_entry_clear(c, en);
   free(en->key);
   free(en);
 }
 
 void cf_fusion_cache_destroy(cf_fusion_cache *c) {
   if (!c) return;
-  for (int i = 0; i < c->cap; i++) fc_entry_free(c->slots[i]);
+  for (int i = 0; i < c->cap; i++) fc_entry_free(c, c->slots[i]);
   free(c->slots);
+  free(c->kernels); /* empty: every kernel was released with its last segment */
+  free(c->free_sym);
   cf_fusion_destroy(c->f);
-  free(c->error);
+  errmsg_free(&c->error);
   pthread_mutex_destroy(&c->lock);
   free(c);
 }
 
 const char *cf_fusion_cache_error(const cf_fusion_cache *c) {
   if (!c) return "fusion cache is NULL";
-  return c->error ? c->error : "";
+  return errmsg_get(&c->error);
 }
 int cf_fusion_cache_num_entries(const cf_fusion_cache *c) { return c ? c->len : 0; }
 int cf_fusion_cache_num_kernels(const cf_fusion_cache *c) { return c ? c->nkernels : 0; }
+int cf_fusion_cache_num_live_kernels(const cf_fusion_cache *c) { return c ? c->nlive : 0; }
+int64_t cf_fusion_cache_evictions(const cf_fusion_cache *c) { return c ? c->evictions : 0; }
+int64_t cf_fusion_cache_kernel_reuses(const cf_fusion_cache *c) { return c ? c->reuses : 0; }
+int64_t cf_fusion_cache_graph_captures(const cf_fusion_cache *c) { return c ? c->graph_captures : 0; }
+int64_t cf_fusion_cache_graph_replays(const cf_fusion_cache *c) { return c ? c->graph_replays : 0; }
+
+cf_status cf_fusion_cache_set_cuda_graphs(cf_fusion_cache *c, int mode) {
+  if (!c) return CF_ERR_INVALID_ARGUMENT;
+  if (mode < -1 || mode > 1)
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "set_cuda_graphs: mode %d; use -1 (off), 0 (the default rule) or 1", mode);
+  c->graphs = mode;
+  return CF_OK;
+}
 int64_t cf_fusion_cache_hits(const cf_fusion_cache *c) { return c ? c->hits : 0; }
 int64_t cf_fusion_cache_misses(const cf_fusion_cache *c) { return c ? c->misses : 0; }
 int cf_fusion_cache_last_segments(const cf_fusion_cache *c) { return c && c->last ? c->last->nseg : 0; }
 const char *cf_fusion_cache_last_scheduler(const cf_fusion_cache *c, int i) {
-  return c && c->last && i >= 0 && i < c->last->nseg ? c->last->seg[i].scheduler : NULL;
+  return c && c->last && i >= 0 && i < c->last->nseg ? c->last->seg[i].plan.row->name : NULL;
+}
+const char *cf_fusion_cache_last_params(const cf_fusion_cache *c, int i) {
+  return c && c->last && i >= 0 && i < c->last->nseg ? c->last->seg[i].plan.params.text : NULL;
 }
 
 cf_executor *cf_fusion_cache_last_executor(const cf_fusion_cache *c, int i) {
@@ -184,20 +277,22 @@ cf_executor *cf_fusion_cache_last_executor(const cf_fusion_cache *c, int i) {
 
 cf_status cf_fusion_cache_print_kernel(cf_fusion_cache *c, int i, FILE *out) {
   if (!c) return CF_ERR_INVALID_ARGUMENT;
+  errmsg_begin(&c->error);
   if (!c->last || i < 0 || i >= c->last->nseg)
     return fc_error(c, CF_ERR_INVALID_ARGUMENT, "print_kernel: segment %d out of range: the last call ran %d", i,
                     cf_fusion_cache_last_segments(c));
-  if (!c->last->seg[i].e) { /* a view: a reshape runs no kernel */
-    fprintf(out, "// segment %d: a view (reshape), no kernel\n", i);
+  if (!c->last->seg[i].e) { /* a view (a reshape) or outputs with no element run no kernel */
+    fprintf(out, "// segment %d: %s, no kernel\n", i, c->last->seg[i].empty ? "empty outputs" : "a view (reshape)");
     return CF_OK;
   }
-  cf_fusion *g = c->last->seg[i].scheduled;
+  cf_fusion *g = c->last->seg[i].k->scheduled;
   cf_status s = cf_fusion_print_kernel(g, out);
   return s ? fc_error(c, s, "%s", cf_fusion_error(g)) : CF_OK;
 }
 
 cf_status cf_fusion_cache_synchronize(cf_fusion_cache *c) {
   if (!c) return CF_ERR_INVALID_ARGUMENT;
+  errmsg_begin(&c->error);
   if (!c->last) return CF_OK;
   cf_executor *e = NULL; /* the last segment that launched (views launch nothing) */
   for (int i = c->last->nseg - 1; i >= 0 && !e; i--) e = c->last->seg[i].e;
@@ -227,8 +322,61 @@ static cf_status run_view(cf_fusion_cache *c, FcEntry *en, const FcSegment *s, i
   return CF_OK;
 }
 
-static cf_status run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
-                              const DLTensor *const *in, int nout, DLManagedTensor **out) {
+/* A segment whose outputs are all empty: a fusion output the caller did not give is
+ * allocated empty, one it gave must have the output's sizes; nothing runs. */
+static cf_status run_empty(cf_fusion_cache *c, FcSegment *s, int nin) {
+  for (int j = 0; j < s->nout; j++) {
+    const DLTensor *want = s->empty[j] ? &s->empty[j]->dl_tensor : NULL;
+    if (!want) continue;
+    if (!s->outs[j]) {
+      cf_dtype dt = CF_FLOAT;
+      ir_dtype_from_dl(want->dtype, &dt);
+      s->outs[j] = s->on_host ? cf_tensor_host(dt, want->ndim, want->shape) : cf_tensor_device(dt, want->ndim, want->shape);
+      if (!s->outs[j]) return fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+      continue;
+    }
+    const DLTensor *got = &s->outs[j]->dl_tensor;
+    bool same = got->ndim == want->ndim;
+    for (int d = 0; same && d < want->ndim; d++) same = got->shape && got->shape[d] == want->shape[d];
+    if (!same)
+      return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: output %d does not have the output's sizes (an empty "
+                      "tensor of rank %d)", s->out_ref[j] - nin, want->ndim);
+  }
+  return CF_OK;
+}
+
+/* Whether the call's tensor t (NULL: an output the cache allocates) has a readable
+ * footprint, written to lo and hi; an unreadable one is left to the segments' checks. */
+static bool footprint(const DLTensor *t, int64_t *lo, int64_t *hi) {
+  cf_dtype dt;
+  if (!t || t->ndim < 0 || t->ndim > CF_MAX_RANK || (t->ndim > 0 && !t->shape) || !ir_dtype_from_dl(t->dtype, &dt))
+    return false;
+  return exec_byte_range(t, (int64_t)cf_dtype_size(dt), lo, hi) && *lo < *hi;
+}
+
+/* Over the whole plan, as cf_executor_run does for one kernel: no output the caller gives
+ * may share memory with an input or another output. Each segment's run checks only its
+ * own tensors, but a segment may write an output over an input (or another output) that
+ * only a later segment reads, which then reads what was written. */
+static cf_status check_plan_aliasing(cf_fusion_cache *c, int nin, const DLTensor *const *in, int nout,
+                                     DLManagedTensor *const *out) {
+  for (int o = 0; o < nout; o++) {
+    int64_t lo, hi, qlo, qhi;
+    if (!out[o] || !footprint(&out[o]->dl_tensor, &lo, &hi)) continue;
+    for (int q = 0; q < nin + o; q++) {
+      const DLTensor *t = q < nin ? in[q] : out[q - nin] ? &out[q - nin]->dl_tensor : NULL;
+      if (!footprint(t, &qlo, &qhi) || !(lo < qhi && qlo < hi)) continue;
+      Val *ov = c->f->outputs.items[o], *qv = q < nin ? c->f->inputs.items[q] : c->f->outputs.items[q - nin];
+      return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: output %d (%s) overlaps %s %d (%s) in memory; outputs may "
+                      "not alias inputs or other outputs", o, TV(ov)->display_name, q < nin ? "input" : "output",
+                      q < nin ? q : q - nin, TV(qv)->display_name);
+    }
+  }
+  return CF_OK;
+}
+
+cf_status fc_run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
+                          const DLTensor *const *in, int nout, DLManagedTensor **out) {
   cf_status st = CF_OK;
   for (int o = 0; o < nout; o++) en->given[o] = out[o] != NULL;
   for (int k = 0; !st && k < en->nseg; k++) {
@@ -241,7 +389,9 @@ static cf_status run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, boo
       int r = s->out_ref[j];
       s->outs[j] = r < nin + nout ? out[r - nin] : en->bufs[r - nin - nout];
     }
-    st = s->e ? run_kernel(c, s->e, stream, async, s->nin, s->ins, s->nout, s->outs) : run_view(c, en, s, nin, nout);
+    st = s->e       ? run_kernel(c, s->e, stream, async, s->nin, s->ins, s->nout, s->outs)
+         : s->empty ? run_empty(c, s, nin)
+                    : run_view(c, en, s, nin, nout);
     for (int j = 0; !st && j < s->nout; j++)
       if (s->out_ref[j] < nin + nout) out[s->out_ref[j] - nin] = s->outs[j];
   }
@@ -257,17 +407,28 @@ static cf_status run_entry(cf_fusion_cache *c, FcEntry *en, void *stream, bool a
                            const DLTensor *const *in, int nout, DLManagedTensor **out) {
   c->last = en;
   if (en->direct) return run_kernel(c, en->seg[0].e, stream, async, nin, in, nout, out);
-  return run_segments(c, en, stream, async, nin, in, nout, out);
+  bool ran = false;
+  cf_status s = check_plan_aliasing(c, nin, in, nout, out); /* for the graph's launches too */
+  if (!s && async) s = fc_graph_run(c, en, stream, nin, in, nout, out, &ran);
+  return s || ran ? s : fc_run_segments(c, en, stream, async, nin, in, nout, out);
 }
 
 /* ---- a call ------------------------------------------------------------------------------ */
 
 static cf_status check_counts(cf_fusion_cache *c, int nin, const DLTensor *const *in, int nout, DLManagedTensor **out) {
   if (c->status) return c->status;
-  if (nin != c->f->inputs.len || (nin && !in))
+  if (nin != c->f->inputs.len)
     return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: expected %d inputs, got %d", c->f->inputs.len, nin);
-  if (nout != c->f->outputs.len || !out)
+  if (nin && !in) return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: the array of %d inputs is NULL", nin);
+  for (int i = 0; i < nin; i++)
+    if (!in[i])
+      return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) is NULL", i,
+                      TV((Val *)c->f->inputs.items[i])->display_name);
+  if (nout != c->f->outputs.len)
     return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: expected %d outputs, got %d", c->f->outputs.len, nout);
+  if (!out)
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: the array of %d outputs is NULL (pass an array of NULL "
+                    "pointers for outputs the cache allocates)", nout);
   return CF_OK;
 }
 
@@ -279,7 +440,7 @@ static cf_status miss(cf_fusion_cache *c, uint64_t h, void *stream, bool async, 
   walk(&probe, nin, in, nout, out);
   if (en) en->key = malloc(sizeof(int64_t) * (size_t)(probe.n ? probe.n : 1));
   if (!en || !en->key) {
-    fc_entry_free(en);
+    fc_entry_free(c, en);
     return fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   }
   Sink store = {0, NULL, 0, en->key, 0, true};
@@ -287,19 +448,21 @@ static cf_status miss(cf_fusion_cache *c, uint64_t h, void *stream, bool async, 
   en->hash = h;
   en->nkey = store.n;
   cf_status s = fc_plan(c, in, nout, out, en);
+  if (!s) evict_to(c, c->max_entries - 1);
   if (!s && !insert(c, en)) s = fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   if (s) {
-    fc_entry_free(en);
+    fc_entry_free(c, en);
     return s;
   }
+  push_newest(c, en);
   c->misses++;
-  for (int k = 0; k < en->nseg; k++) c->nkernels += en->seg[k].e != NULL; /* views are no kernels */
   return run_entry(c, en, stream, async, nin, in, nout, out);
 }
 
 static cf_status execute(cf_fusion_cache *c, void *stream, bool async, int nin, const DLTensor *const *in, int nout,
                          DLManagedTensor **out) {
   if (!c) return CF_ERR_INVALID_ARGUMENT;
+  errmsg_begin(&c->error);
   cf_status s = check_counts(c, nin, in, nout, out);
   if (s) return s;
   Sink hash = {0xcbf29ce484222325ull, NULL, 0, NULL, 0, true};
@@ -307,6 +470,7 @@ static cf_status execute(cf_fusion_cache *c, void *stream, bool async, int nin, 
   FcEntry *en = lookup(c, hash.h, nin, in, nout, out);
   if (!en) return miss(c, hash.h, stream, async, nin, in, nout, out);
   c->hits++;
+  touch(c, en);
   return run_entry(c, en, stream, async, nin, in, nout, out);
 }
 
@@ -318,7 +482,7 @@ cf_status cf_fusion_execute(cf_fusion_cache *c, int ninputs, const DLTensor *con
   if (!c) return CF_ERR_INVALID_ARGUMENT;
   pthread_mutex_lock(&c->lock);
   cf_status s = execute(c, NULL, false, ninputs, inputs, noutputs, outputs);
-  if (s) exec_repro_failed(c->f, ninputs, inputs, true, c->opts.backend, s, c->error); /* $CFUSER_REPRO_DIR */
+  if (s) exec_repro_failed(c->f, ninputs, inputs, true, c->opts.backend, s, errmsg_get(&c->error)); /* $CFUSER_REPRO_DIR */
   pthread_mutex_unlock(&c->lock);
   return s;
 }

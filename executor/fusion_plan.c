@@ -1,20 +1,22 @@
 /* executor/fusion_plan.c: what the define-and-run cache does for a call with a new
- * signature (fc_plan):
+ * signature (fc_plan), on top of the scheduler registry (scheduler/registry.h):
  *   1. checks the inputs against the fusion (dtype, rank, constant sizes), each message
  *      naming the input and its tensor;
- *   2. copies the fusion with the call's sizes made constant and checks that the sizes
- *      agree at every op (ir_check_extents);
- *   3. asks the schedulers of sched_heuristics() in order for the whole copy (a copy with
- *      Welford reductions is first translated to two sums and offered to the inner
- *      persistent scheduler: sched_translate_welford); when none
- *      accepts, cuts it into segments (sched_segment: the coarse cut, then the fine one
- *      when a segment of the coarse cut has no scheduler) and asks for each;
- *   4. schedules a fresh copy of each segment with the first scheduler that accepts it
- *      (devectorized when a tensor of the call is not 16-byte aligned), compiles it with
- *      its own cf_executor, and allocates the intermediates between segments.
- * CFUSER_DUMP=segments prints each segment's math, its scheduler and parameters and why
- * the schedulers before it refused. When nothing accepts, the error lists every
- * scheduler's reason. */
+ *   2. copies the fusion with the call's sizes made constant, checks that the sizes agree
+ *      at every op (ir_check_extents) and makes every reshape a view (sched_prepare_views);
+ *   3. plans the whole copy with the first row of the registry that accepts it; when none
+ *      does, segments it by the greedy merge (sched_segment), asking the registry of each
+ *      candidate group, and plans each segment (the fallback row takes any one op, so
+ *      every segment has a plan);
+ *   4. for each segment that is a kernel, applies its plan to a copy whose free sizes are
+ *      symbolic (fusion_reuse.c; the concrete copy when the row cannot), devectorized when
+ *      a tensor of the call is not 16-byte aligned, and gets its kernel: one compiled
+ *      for an earlier signature with the same fingerprint, or a new one; then allocates
+ *      the intermediates between segments.
+ * A row that accepted a segment and then fails to schedule it, or whose schedule lowering
+ * refuses, is an internal error naming the row: the registry's invariant, never a retry.
+ * CFUSER_DUMP=segments prints why the whole fusion was cut, each segment's plan, why the
+ * rows before it refused, its math and whether its kernel is new or shared. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,21 +24,23 @@
 #include "executor/exec_cuda.h"
 #include "executor/fusion_cache.h"
 #include "executor/exec_host.h"
+#include "ir/checked.h"
 #include "ir/dtype.h"
 #include "lower/lower.h"
-#include "scheduler/heuristic.h"
-#include "scheduler/persistent.h"
 
 typedef struct Planner {
   cf_fusion_cache *c;
   cf_fusion *w;               /* the concrete copy of the whole fusion */
+  Val **fmap;                 /* c->f's Val id -> its copy in w */
   Arena *a;                   /* scratch */
   const DLTensor *const *in;
   int nin, nout;
   DLManagedTensor **out;
   PtrVec bufs;                /* Vals of w held in intermediates, by index */
+  PtrVec views;               /* those a view row makes (a header pointed at its input) */
   bool dump;
   SchedDevice dev;            /* what the heuristics plan for (plan_device) */
+  bool host;                  /* the backend the segments run on is the host */
 } Planner;
 
 /* ---- 1. the inputs ------------------------------------------------------------------------ */
@@ -51,6 +55,11 @@ static cf_status check_sizes(cf_fusion_cache *c, int i, Val *tv, const DLTensor 
       return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) has size %lld in dimension %d, expected %lld",
                       i, TV(tv)->display_name, (long long)t->shape[d], d, (long long)want);
   }
+  int64_t numel;
+  size_t bytes;
+  if (!ck_numel(t->ndim, t->shape, &numel) || !ck_bytes(numel, cf_dtype_size(tv->dtype), 1, &bytes))
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) has sizes whose byte count overflows int64", i,
+                    TV(tv)->display_name);
   return CF_OK;
 }
 
@@ -105,6 +114,13 @@ static SchedDevice plan_device(const cf_fusion_cache *c) {
   return d;
 }
 
+/* Whether the segments run on the host backend (where their buffers live). */
+static bool plan_on_host(const cf_fusion_cache *c) {
+  cf_backend b;
+  char err[256];
+  return exec_backend_choose(c->opts.backend, cuda_usable, &b, err, sizeof err) != CF_OK || b == CF_BACKEND_HOST;
+}
+
 /* ---- where a segment's tensors come from --------------------------------------------------- */
 
 static int index_of(const PtrVec *v, const void *p) {
@@ -134,11 +150,12 @@ static int kept_sizes(Val *tv, int64_t *sizes) {
   return n;
 }
 
-/* What the heuristics see of a tensor: the call's own, or for one the executor allocates
- * its sizes and a NULL data pointer. */
-static const DLTensor *describe(Planner *p, int ref, Val *tv) {
-  if (ref < p->nin) return p->in[ref];
-  if (ref < p->nin + p->nout && p->out[ref - p->nin]) return &p->out[ref - p->nin]->dl_tensor;
+/* What the heuristics see of a tensor of w: the call's own (an input, or an output the
+ * caller gives), or for one the executor allocates its sizes and a NULL data pointer. */
+static const DLTensor *describe(Planner *p, Val *tv) {
+  int i = index_of(&p->w->inputs, tv);
+  if (i >= 0) return p->in[i];
+  if ((i = index_of(&p->w->outputs, tv)) >= 0 && p->out[i]) return &p->out[i]->dl_tensor;
   DLTensor *t = ARENA_NEW(p->a, DLTensor);
   int64_t *shape = ARENA_ARRAY(p->a, int64_t, CF_MAX_RANK);
   if (!t || !shape) return NULL;
@@ -148,18 +165,43 @@ static const DLTensor *describe(Planner *p, int ref, Val *tv) {
   return t;
 }
 
-/* ---- 3, 4. one segment ------------------------------------------------------------------------ */
-
-static const SchedHeuristic *choose(cf_fusion *g, const SchedCall *call, StrBuf *refusals) {
-  int n;
-  const SchedHeuristic *const *table = sched_heuristics(&n);
-  for (int i = 0; i < n; i++) {
-    char why[SCHED_WHY_MAX] = "";
-    if (table[i]->accepts(g, call, why)) return table[i];
-    sb_printf(refusals, "%s%s", refusals->len ? "; " : "", why);
-  }
-  return NULL;
+/* Whether lowering accepts a scheduled copy (the registry's trial of a trial row). */
+static bool lowers(cf_fusion *g, char *why) {
+  KKernel *k = NULL;
+  char *msg = NULL;
+  cf_status s = cf_fusion_verify(g);
+  if (!s) s = lower_fusion(g, NULL, &k, &msg);
+  if (s) snprintf(why, SCHED_WHY_MAX, "%.240s", msg ? msg : cf_fusion_error(g));
+  kkernel_free(k);
+  free(msg);
+  return s == CF_OK;
 }
+
+/* The call of segment seg: its inputs described (ins: room for seg->nin), the device. */
+static bool segment_call(Planner *p, const SchedSegment *seg, const DLTensor **ins, SchedCall *call) {
+  for (int i = 0; i < seg->nin; i++)
+    if (!(ins[i] = describe(p, seg->ins[i]))) return false;
+  *call = (SchedCall){seg->nin, ins, &p->dev};
+  return true;
+}
+
+static cf_fusion *copy_segment(Planner *p, const SchedSegment *seg) {
+  return ir_fusion_copy_part(p->w, seg->nexprs, seg->exprs, seg->nin, seg->ins, seg->nout, seg->outs, NULL, NULL);
+}
+
+/* Segmentation's question: does some row take this group? */
+static bool group_accepts(void *ctx, const SchedSegment *seg) {
+  Planner *p = ctx;
+  const DLTensor **ins = ARENA_ARRAY(p->a, const DLTensor *, seg->nin + 1);
+  SchedCall call;
+  if (!ins || !segment_call(p, seg, ins, &call)) return false;
+  cf_fusion *g = copy_segment(p, seg);
+  bool ok = g && !g->status && sched_any_accepts(g, &call, lowers);
+  cf_fusion_destroy(g);
+  return ok;
+}
+
+/* ---- 3, 4. one segment ------------------------------------------------------------------------ */
 
 static char *math_text(cf_fusion *g) {
   char *buf = NULL;
@@ -172,129 +214,169 @@ static char *math_text(cf_fusion *g) {
   return buf;
 }
 
-static void dump(int k, int nseg, const SchedHeuristic *h, const char *params, const char *refusals, const char *math) {
-  fprintf(lower_dump_out(), "=== define and run: segment %d of %d: scheduler %s (%s) ===\n", k, nseg, h->name, params);
+static void dump_segment(int k, int nseg, const SchedPlan *plan, const char *refusals, cf_fusion *g) {
+  char *math = math_text(g);
+  fprintf(lower_dump_out(), "=== define and run: segment %d of %d: scheduler %s (%s) ===\n", k, nseg, plan->row->name,
+          plan->params.text);
   fprintf(lower_dump_out(), "refused by: %s\n%s", *refusals ? refusals : "(none)", math ? math : "");
-}
-
-static cf_status compile(Planner *p, cf_fusion *g, const SchedHeuristic *h, const SchedCall *call, bool aligned, int k,
-                         int nseg, const char *refusals, FcSegment *out) {
-  char params[SCHED_PARAMS_MAX] = "";
-  char *math = p->dump ? math_text(g) : NULL;
-  cf_status s = h->schedule(g, call, params);
-  if (s) {
-    free(math);
-    return fc_error(p->c, s, "execute: the %s scheduler failed on segment %d of %d: %s", h->name, k, nseg,
-                    cf_fusion_error(g));
-  }
-  if (p->dump) dump(k, nseg, h, params, refusals, math);
   free(math);
-  if (!aligned) sched_devectorize(g);
-  out->scheduler = h->name;
-  out->e = cf_executor_create(&p->c->opts);
-  if (!out->e) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  s = cf_executor_compile(out->e, g);
-  if (s) return fc_error(p->c, s, "execute: compiling segment %d of %d (%s): %s", k, nseg, h->name, cf_executor_error(out->e));
-  return CF_OK;
 }
 
-/* Whether a failed compile means the scheduler's schedule is one lowering refuses (the
- * segment is then refused, and a finer cut tried), not an error of the call. */
-static bool schedule_refused(cf_status s) { return s == CF_ERR_INVALID_SCHEDULE || s == CF_ERR_UNSUPPORTED; }
-
-/* The slots of a segment's tensors and the view of them the heuristics get. */
-static cf_status wire(Planner *p, const SchedSegment *seg, FcSegment *out, const DLTensor **ins, const DLTensor **outs) {
+/* The slots of a segment's tensors, its call, and whether its tensors are all aligned. */
+static cf_status wire(Planner *p, const SchedSegment *seg, FcSegment *out, SchedCall *call, bool *aligned) {
   out->nin = seg->nin;
   out->nout = seg->nout;
   out->in_ref = calloc((size_t)seg->nin + 1, sizeof *out->in_ref);
   out->out_ref = calloc((size_t)seg->nout + 1, sizeof *out->out_ref);
   out->ins = calloc((size_t)seg->nin + 1, sizeof *out->ins);
   out->outs = calloc((size_t)seg->nout + 1, sizeof *out->outs);
-  if (!out->in_ref || !out->out_ref || !out->ins || !out->outs) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  for (int i = 0; i < seg->nin; i++)
-    if (!(ins[i] = describe(p, out->in_ref[i] = ref_of(p, seg->ins[i]), seg->ins[i])))
-      return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+  const DLTensor **ins = ARENA_ARRAY(p->a, const DLTensor *, seg->nin + 1);
+  const DLTensor **outs = ARENA_ARRAY(p->a, const DLTensor *, seg->nout + 1);
+  if (!out->in_ref || !out->out_ref || !out->ins || !out->outs || !ins || !outs || !segment_call(p, seg, ins, call))
+    return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+  for (int i = 0; i < seg->nin; i++) out->in_ref[i] = ref_of(p, seg->ins[i]);
   for (int j = 0; j < seg->nout; j++) {
     int r = out->out_ref[j] = ref_of(p, seg->outs[j]);
     outs[j] = r < p->nin + p->nout && p->out[r - p->nin] ? &p->out[r - p->nin]->dl_tensor : NULL;
   }
+  *aligned = sched_aligned16(seg->nin, ins) && sched_aligned16(seg->nout, outs);
   return CF_OK;
 }
 
-/* A reshape's segment: no kernel; its output, an intermediate, is pointed at its input's
- * memory at each run (fusion_cache.c). Its input must be contiguous memory of its own (a
- * call input, checked per run, or an intermediate) and its output an intermediate. */
-static cf_status plan_view(Planner *p, const SchedSegment *seg, int k, int nseg, FcSegment *out) {
-  Expr *e = seg->exprs[0];
-  out->scheduler = "view";
-  int r_in = out->in_ref[0], r_out = out->nout ? out->out_ref[0] : -1;
-  const char *in = TV(e->in[0])->display_name, *o = TV(e->out[0])->display_name;
-  if (r_in >= p->nin && r_in < p->nin + p->nout)
-    return fc_error(p->c, CF_ERR_UNSUPPORTED, "execute: segment %d of %d: %s = reshape(%s) reads the fusion output %s; "
-                    "a reshape is a view of a fusion input or of an intermediate", k, nseg, o, in, in);
-  if (r_out < p->nin + p->nout)
-    return fc_error(p->c, CF_ERR_UNSUPPORTED, "execute: segment %d of %d: %s = reshape(%s) is a fusion output; a "
-                    "reshape is a view between segments (compute the output after it, e.g. with cf_set)", k, nseg, o,
-                    in);
-  if (p->dump) fprintf(lower_dump_out(), "=== define and run: segment %d of %d: view %s = reshape(%s) ===\n", k, nseg, o, in);
-  return CF_OK;
+/* Applies plan to g; true when it succeeded with the plan's parameters (g then holds the
+ * schedule; a row may have replaced it). */
+static bool applied(cf_fusion **g, const SchedCall *call, const SchedPlan *plan, char *why) {
+  SchedParams used;
+  cf_status s = *g && !(*g)->status ? plan->row->apply(g, call, &plan->params, &used) : CF_ERR_OUT_OF_MEMORY;
+  if (s) snprintf(why, SCHED_WHY_MAX, "%.240s", *g ? cf_fusion_error(*g) : "out of memory");
+  else if (!sched_params_equal(&used, &plan->params))
+    snprintf(why, SCHED_WHY_MAX, "it scheduled with (%.100s), not its plan (%.100s)", used.text, plan->params.text);
+  return s == CF_OK && sched_params_equal(&used, &plan->params);
 }
 
-/* A segment with Welford reductions that the inner persistent scheduler keeps in registers
- * or shared memory once they are translated to two sums (scheduler/welford_translate.c):
- * *g becomes the translated copy and the inner persistent scheduler is returned; otherwise
- * NULL and *g unchanged (Welford stays for the reduction scheduler and for rows read again
- * per pass, multipass, where the two-sum form would add a pass). */
-static const SchedHeuristic *translated(Planner *p, cf_fusion **g, const SchedCall *call, StrBuf *refusals) {
-  cf_fusion *t = sched_translate_welford(*g);
-  char why[SCHED_WHY_MAX] = "";
-  if (!t) return NULL;
-  if (!sched_inner_persistent_resident(t, call, why)) {
-    if (p->dump) fprintf(lower_dump_out(), "=== define and run: Welford translated to two sums, but %s ===\n", why);
-    cf_fusion_destroy(t);
-    return NULL;
+/* Whether every output of the segment has an axis of size 0 (nothing to compute). */
+static bool all_empty(const SchedSegment *seg) {
+  for (int j = 0; j < seg->nout; j++) {
+    int64_t sizes[CF_MAX_RANK], numel = 1;
+    int n = kept_sizes(seg->outs[j], sizes);
+    for (int a = 0; a < n; a++) numel *= sizes[a];
+    if (numel) return false;
   }
-  cf_fusion_destroy(*g);
-  *g = t;
-  sb_printf(refusals, "(none: Welford translated to two sums)");
-  return &sched_inner_persistent_heuristic;
+  return seg->nout > 0;
 }
 
-/* Schedules and compiles segment k; when no scheduler accepts it, *refused with their
- * reasons in refusals (CF_OK, no message). */
-static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int nseg, FcSegment *out, StrBuf *refusals,
-                              bool *refused) {
-  const DLTensor **ins = ARENA_ARRAY(p->a, const DLTensor *, seg->nin), **outs = ARENA_ARRAY(p->a, const DLTensor *, seg->nout);
-  if (!ins || !outs) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  cf_status s = wire(p, seg, out, ins, outs);
+/* The row of a segment whose outputs are all empty: no scheduler, no kernel. */
+static const SchedRow empty_row = {.name = "empty", .kind = SCHED_ROW_VIEW};
+
+/* A segment whose outputs are all empty: no scheduler, no kernel; each fusion output it
+ * computes is allocated empty at each run (fusion_cache.c), intermediates with the entry. */
+static cf_status plan_empty(Planner *p, const SchedSegment *seg, FcSegment *out) {
+  out->plan.row = &empty_row;
+  out->on_host = p->host;
+  out->empty = calloc((size_t)seg->nout + 1, sizeof *out->empty);
+  if (!out->empty) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+  for (int j = 0; j < seg->nout; j++) {
+    int64_t sizes[CF_MAX_RANK];
+    int n = kept_sizes(seg->outs[j], sizes);
+    if (out->out_ref[j] >= p->nin + p->nout) continue;
+    if (!(out->empty[j] = cf_tensor_host(seg->outs[j]->dtype, n, sizes)))
+      return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+  }
+  return CF_OK;
+}
+
+static bool lowering_refused(cf_status s) { return s == CF_ERR_INVALID_SCHEDULE || s == CF_ERR_UNSUPPORTED; }
+
+/* The kernel of segment seg with free sizes: the plan applied to the copy whose free sizes
+ * are symbolic, then a shared kernel or a new compile. False (nothing kept, no error)
+ * when the row does not apply its plan there, or lowering wants the sizes constant (a
+ * register array the size of a free axis): the caller then uses the concrete copy. */
+static bool shared_kernel(Planner *p, const SchedSegment *seg, const SchedCall *call, bool aligned, FcSegment *out,
+                          cf_status *s) {
+  char why[SCHED_WHY_MAX] = "";
+  const char *err;
+  cf_fusion *g = fc_reuse_copy(p->c, p->w, p->fmap, seg);
+  *s = CF_OK;
+  if (!applied(&g, call, &out->plan, why)) {
+    cf_fusion_destroy(g);
+    return false;
+  }
+  if (!aligned) sched_devectorize(g);
+  *s = fc_kernel_get(p->c, g, &out->k, &err);
+  if (!lowering_refused(*s)) return true;
+  fc_kernel_release(p->c, out->k);
+  out->k = NULL;
+  *s = CF_OK;
+  return false;
+}
+
+/* The kernel of segment seg from its concrete copy, the plan applied. */
+static cf_status concrete_kernel(Planner *p, const SchedSegment *seg, const SchedCall *call, bool aligned, int k,
+                                 int nseg, FcSegment *out) {
+  char why[SCHED_WHY_MAX] = "";
+  const char *err;
+  cf_fusion *g = copy_segment(p, seg);
+  if (!applied(&g, call, &out->plan, why)) {
+    cf_fusion_destroy(g);
+    return fc_error(p->c, CF_ERR_INTERNAL, "internal error: execute: the %s row accepted segment %d of %d but did "
+                    "not schedule it: %s; please report this bug", out->plan.row->name, k, nseg, why);
+  }
+  if (!aligned) sched_devectorize(g);
+  cf_status s = fc_kernel_get(p->c, g, &out->k, &err);
+  if (lowering_refused(s))
+    s = fc_error(p->c, CF_ERR_INTERNAL, "internal error: execute: the %s row's schedule of segment %d of %d is "
+                 "refused by lowering: %s; please report this bug", out->plan.row->name, k, nseg, err);
+  else if (s)
+    s = fc_error(p->c, s, "execute: compiling segment %d of %d (%s): %s", k, nseg, out->plan.row->name, err);
+  return s;
+}
+
+/* The kernel of a planned segment: shared across sizes where it can be, else concrete. */
+static cf_status segment_kernel(Planner *p, const SchedSegment *seg, const SchedCall *call, bool aligned, int k,
+                                int nseg, FcSegment *out) {
+  int64_t before = p->c->reuses;
+  cf_status s;
+  bool shared = shared_kernel(p, seg, call, aligned, out, &s);
+  if (!shared && !s) s = concrete_kernel(p, seg, call, aligned, k, nseg, out);
+  else if (s) s = fc_error(p->c, s, "execute: compiling segment %d of %d (%s): %s", k, nseg, out->plan.row->name,
+                           cf_executor_error(out->k ? out->k->e : NULL));
+  if (s) {
+    fc_kernel_release(p->c, out->k);
+    out->k = NULL;
+    return s;
+  }
+  out->e = out->k->e;
+  if (p->dump)
+    fprintf(lower_dump_out(), "kernel: %s%s\n", p->c->reuses > before ? "shared with an earlier signature" : "new",
+            shared ? "" : " (constant sizes)");
+  return CF_OK;
+}
+
+/* Plans segment k: its row and parameters, then its kernel (none for a view). */
+static cf_status plan_segment(Planner *p, const SchedSegment *seg, int k, int nseg, FcSegment *out) {
+  SchedCall call;
+  bool aligned = true;
+  cf_status s = wire(p, seg, out, &call, &aligned);
   if (s) return s;
-  *refused = false;
-  if (seg->nexprs == 1 && seg->exprs[0]->op == OP_RESHAPE) return plan_view(p, seg, k, nseg, out);
-  cf_fusion *g = ir_fusion_copy_part(p->w, seg->nexprs, seg->exprs, seg->nin, seg->ins, seg->nout, seg->outs, NULL, NULL);
-  if (!g) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  if (g->status) {
-    s = fc_error(p->c, g->status, "execute: %s", cf_fusion_error(g));
+  if (all_empty(seg)) return plan_empty(p, seg, out);
+  cf_fusion *g = copy_segment(p, seg);
+  if (!g || g->status) {
+    s = g ? fc_error(p->c, g->status, "execute: %s", cf_fusion_error(g)) : fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
     cf_fusion_destroy(g);
     return s;
   }
-  SchedCall call = {seg->nin, ins, &p->dev};
-  const SchedHeuristic *h = translated(p, &g, &call, refusals);
-  if (!h) h = choose(g, &call, refusals);
-  bool aligned = sched_aligned16(seg->nin, ins) && sched_aligned16(seg->nout, outs);
-  *refused = !h;
-  s = h ? compile(p, g, h, &call, aligned, k, nseg, refusals->data ? refusals->data : "", out) : CF_OK;
-  if (s && schedule_refused(s)) { /* e.g. a broadcast inlined into two consumers' loops of other domains */
-    sb_printf(refusals, "%s%s", refusals->len ? "; " : "", p->c->error);
-    free(p->c->error); /* a refusal now, not the call's error */
-    p->c->error = NULL;
-    cf_executor_destroy(out->e);
-    out->e = NULL;
-    *refused = true;
-    s = CF_OK;
-  }
-  if (!s && h && !*refused) out->scheduled = g; /* kept for cf_fusion_cache_print_kernel */
-  else cf_fusion_destroy(g);
-  return s;
+  StrBuf refusals = {0};
+  if (!sched_choose(g, &call, lowers, &out->plan, &refusals))
+    s = fc_error(p->c, CF_ERR_UNSUPPORTED, "execute: no scheduler accepts segment %d of %d (computing %s): %s", k, nseg,
+                 seg->nout ? TV(seg->outs[0])->display_name : "nothing", refusals.data ? refusals.data : "");
+  else if (p->dump)
+    dump_segment(k, nseg, &out->plan, refusals.data ? refusals.data : "", g);
+  sb_free(&refusals);
+  cf_fusion_destroy(g);
+  if (s) return s;
+  if (out->plan.row->kind != SCHED_ROW_VIEW) return segment_kernel(p, seg, &call, aligned, k, nseg, out);
+  for (int j = 0; j < seg->nout; j++) ptrvec_push(p->a, &p->views, seg->outs[j]);
+  return CF_OK;
 }
 
 /* ---- the entry ------------------------------------------------------------------------------- */
@@ -319,102 +401,87 @@ static cf_status alloc_bufs(Planner *p, FcEntry *en) {
   en->bufs = calloc((size_t)en->nbuf + 1, sizeof *en->bufs);
   en->given = calloc((size_t)p->nout + 1, sizeof *en->given);
   if (!en->bufs || !en->given) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  bool host = true;
-  for (int k = 0; k < en->nseg; k++)
-    if (en->seg[k].e) host = cf_executor_backend(en->seg[k].e) == CF_BACKEND_HOST;
+  bool host = p->host;
   for (int i = 0; i < en->nbuf; i++) {
     Val *tv = p->bufs.items[i];
     int64_t sizes[CF_MAX_RANK];
     int n = kept_sizes(tv, sizes);
-    en->bufs[i] = tv->def && tv->def->op == OP_RESHAPE ? view_header(tv)
-                  : host                                 ? cf_tensor_host(tv->dtype, n, sizes)
-                                                         : cf_tensor_device(tv->dtype, n, sizes);
+    en->bufs[i] = ptrvec_contains(&p->views, tv) ? view_header(tv)
+                  : host                          ? cf_tensor_host(tv->dtype, n, sizes)
+                                                  : cf_tensor_device(tv->dtype, n, sizes);
     if (!en->bufs[i])
       return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: cannot allocate the intermediate %s", TV(tv)->display_name);
   }
   return CF_OK;
 }
 
-/* One cut of the fusion into segments, each planned in turn. When a segment has no
- * scheduler (or there is nothing to cut), *refused with the message in why. */
-static cf_status plan_cut(Planner *p, FcEntry *en, SchedCut cut, const char *whole_refusals, bool *refused,
-                          StrBuf *why) {
-  SchedSegment *segs;
-  fc_entry_clear(en);
-  p->bufs.len = 0;
-  int n = sched_segment(p->a, p->w, cut, &segs);
-  if (n < 0) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  if ((*refused = n < 2)) {
-    sb_printf(why, "execute: no scheduler accepts the fusion, and it has no reduction to cut it at: %s", whole_refusals);
-    return CF_OK;
+/* The segments: the whole copy when a row takes it, else the greedy merge's. */
+static int segments(Planner *p, SchedSegment **segs) {
+  SchedSegment whole = sched_whole(p->a, p->w);
+  if (group_accepts(p, &whole)) {
+    *segs = ARENA_NEW(p->a, SchedSegment);
+    if (!*segs) return -1;
+    **segs = whole;
+    return 1;
   }
-  if (p->dump) fprintf(lower_dump_out(), "=== define and run: no scheduler accepts the whole fusion (%s); %d segments%s ===\n",
-                       whole_refusals, n,
-                       cut == SCHED_CUT_FINE ? ", each reduction alone" : cut == SCHED_CUT_EACH_OP ? ", each op alone" : "");
-  if (!(en->seg = calloc((size_t)n, sizeof *en->seg))) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  en->nseg = n;
-  for (int k = 0; k < n; k++) {
-    StrBuf reasons = {0};
-    cf_status s = plan_segment(p, &segs[k], k, n, &en->seg[k], &reasons, refused);
-    if (!s && *refused)
-      sb_printf(why, "execute: no scheduler accepts segment %d of %d (computing %s): %s", k, n,
-                segs[k].nout ? TV(segs[k].outs[0])->display_name : "nothing", reasons.data ? reasons.data : "");
-    sb_free(&reasons);
-    if (s || *refused) return s;
-  }
-  return CF_OK;
-}
-
-/* The coarse cut, then the finer ones (SchedCut); the last refusal is the error. */
-static cf_status plan_segments(Planner *p, FcEntry *en, const char *whole_refusals) {
-  cf_status s = CF_OK;
-  bool refused = true;
-  StrBuf why = {0};
-  for (int cut = SCHED_CUT_COARSE; !s && refused && cut < SCHED_NCUTS; cut++) {
+  int n = sched_segment(p->a, p->w, group_accepts, p, segs);
+  if (n > 0 && p->dump) {
+    StrBuf why = {0};
+    const DLTensor **ins = ARENA_ARRAY(p->a, const DLTensor *, whole.nin + 1);
+    SchedCall call;
+    SchedPlan none;
+    cf_fusion *g = copy_segment(p, &whole);
+    if (g && ins && segment_call(p, &whole, ins, &call)) sched_choose(g, &call, lowers, &none, &why);
+    cf_fusion_destroy(g);
+    fprintf(lower_dump_out(), "=== define and run: no scheduler accepts the whole fusion (%s); %d segments ===\n",
+            why.data ? why.data : "", n);
     sb_free(&why);
-    s = plan_cut(p, en, (SchedCut)cut, whole_refusals, &refused, &why);
   }
-  if (!s && refused) s = fc_error(p->c, CF_ERR_UNSUPPORTED, "%s", why.data ? why.data : "");
-  sb_free(&why);
-  return s;
+  return n;
 }
 
 static cf_status plan(Planner *p, FcEntry *en) {
-  SchedSegment whole = sched_whole(p->a, p->w);
-  en->seg = calloc(1, sizeof *en->seg);
-  if (!en->seg) return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  en->nseg = 1;
-  StrBuf why = {0};
-  bool refused = false;
-  cf_status s = plan_segment(p, &whole, 0, 1, &en->seg[0], &why, &refused);
-  if (!s && refused) {
-    s = plan_segments(p, en, why.data ? why.data : "");
-  } else {
-    en->direct = !s;
+  SchedSegment *segs;
+  int n = segments(p, &segs);
+  if (n < 0 || !(en->seg = calloc((size_t)n + 1, sizeof *en->seg)))
+    return fc_error(p->c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
+  en->nseg = n;
+  for (int k = 0; k < n; k++) {
+    cf_status s = plan_segment(p, &segs[k], k, n, &en->seg[k]);
+    if (s) return s;
   }
-  sb_free(&why);
-  return s ? s : alloc_bufs(p, en);
+  en->direct = n == 1 && en->seg[0].e && segs[0].nin == p->nin && segs[0].nout == p->nout;
+  for (int i = 0; en->direct && i < p->nin; i++) en->direct = en->seg[0].in_ref[i] == i;
+  for (int o = 0; en->direct && o < p->nout; o++) en->direct = en->seg[0].out_ref[o] == p->nin + o;
+  return alloc_bufs(p, en);
+}
+
+/* The concrete copy of the user's fusion for this call, with map (c->f's Val id -> copy). */
+static cf_fusion *concrete_copy(cf_fusion_cache *c, const DLTensor *const *in, Val **map) {
+  Arena *scratch = arena_create();
+  int n = 0;
+  Expr **exprs = scratch ? ir_fusion_tensor_exprs_in(scratch, c->f, &n) : NULL;
+  cf_fusion *w = scratch ? ir_fusion_copy_part(c->f, n, exprs, c->f->inputs.len, (Val *const *)c->f->inputs.items,
+                                               c->f->outputs.len, (Val *const *)c->f->outputs.items, in, map)
+                         : NULL;
+  arena_destroy(scratch);
+  return w;
 }
 
 cf_status fc_plan(cf_fusion_cache *c, const DLTensor *const *in, int nout, DLManagedTensor **out, FcEntry *en) {
   cf_status s = check_inputs(c, in);
   if (s || !en) return s ? s : fc_error(c, CF_ERR_INTERNAL, "internal error: execute: a call unreadable for its "
                                         "signature passed the checks; please report this bug");
-  cf_fusion *w = NULL;
-  Planner p = {c, NULL, arena_create(), in, c->f->inputs.len, nout, out, {0}, lower_dump_requested("segments"),
-               plan_device(c)};
-  Arena *scratch = arena_create();
-  int n = 0;
-  Expr **exprs = scratch ? ir_fusion_tensor_exprs_in(scratch, c->f, &n) : NULL;
-  if (p.a && scratch)
-    w = ir_fusion_copy_part(c->f, n, exprs, c->f->inputs.len, (Val *const *)c->f->inputs.items, c->f->outputs.len,
-                            (Val *const *)c->f->outputs.items, in, NULL);
-  arena_destroy(scratch);
+  Planner p = {c, NULL, calloc((size_t)c->f->vals.len + 1, sizeof(Val *)), arena_create(), in, c->f->inputs.len, nout,
+               out, {0}, {0}, lower_dump_requested("segments"), plan_device(c),
+               plan_on_host(c)};
+  cf_fusion *w = p.fmap && p.a ? concrete_copy(c, in, p.fmap) : NULL;
   if (!w) s = fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  else if (ir_check_extents(w, "execute")) s = fc_error(c, w->status, "%s", cf_fusion_error(w));
+  else if (ir_check_extents(w, "execute") || sched_prepare_views(w, in)) s = fc_error(c, w->status, "%s", cf_fusion_error(w));
   p.w = w;
   if (!s) s = plan(&p, en);
   cf_fusion_destroy(w);
   arena_destroy(p.a);
+  free(p.fmap);
   return s;
 }

@@ -40,7 +40,7 @@ static void program_main(StrBuf *b, cf_fusion *f, int ninputs, const DLTensor *c
              "    cf_fusion_print_math(f, stdout);\n    cf_fusion_print_transforms(f, stdout);\n  }\n"
              "  if (cf_fusion_status(f) != CF_OK) {\n"
              "    printf(\"repro: %s: %s\\n\", cf_status_name(cf_fusion_status(f)), cf_fusion_error(f));\n"
-             "    return 1;\n  }\n");
+             "    cf_fusion_destroy(f);\n    return 1;\n  }\n");
   sb_printf(b, "  DLManagedTensor *in[%d] = {0}, *out[%d] = {0};\n  const DLTensor *args[%d];\n", nin + 1, nout + 1,
             nin + 1);
   for (int i = 0; i < nin; i++) input_shape(b, f, i, ninputs, inputs);
@@ -53,8 +53,13 @@ static void program_main(StrBuf *b, cf_fusion *f, int ninputs, const DLTensor *c
     sb_printf(b, "  cf_executor *e = cf_executor_create(&opts);\n  s = cf_executor_compile(e, f);\n"
                  "  if (s == CF_OK) s = cf_executor_run(e, %d, args, %d, out);\n  msg = cf_executor_error(e);\n",
               nin, nout);
-  sb_puts(b, "  if (s != CF_OK) {\n    printf(\"repro: %s: %s\\n\", cf_status_name(s), msg);\n    return 1;\n  }\n"
-             "  printf(\"repro: ok\\n\");\n  return 0;\n}\n");
+  sb_puts(b, "  if (s != CF_OK)\n    printf(\"repro: %s: %s\\n\", cf_status_name(s), msg);\n  else\n"
+             "    printf(\"repro: ok\\n\");\n");
+  /* everything freed, so that the program is clean under a leak checker too */
+  sb_printf(b, "  for (int i = 0; i < %d; i++) cf_tensor_free(in[i]);\n  for (int i = 0; i < %d; i++) cf_tensor_free(out[i]);\n",
+            nin, nout);
+  sb_puts(b, dar ? "  cf_fusion_cache_destroy(c);\n" : "  cf_executor_destroy(e);\n");
+  sb_puts(b, "  cf_fusion_destroy(f);\n  return s != CF_OK;\n}\n");
 }
 
 /* The whole program into b. */

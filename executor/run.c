@@ -168,6 +168,31 @@ static cf_status check_storage(cf_executor *e, const char *what, int i, const KT
   return CF_OK;
 }
 
+/* The largest address user memory has on today's 64-bit machines (x86-64 and AArch64 with
+ * 5-level page tables; CUDA's unified address space lies below): bytes beyond it exist
+ * nowhere. */
+#define EXEC_MAX_ADDRESS ((uint64_t)1 << 57)
+
+/* Where the elements are: data + byte_offset, and every byte the strides reach from it,
+ * must lie in the address space (a byte_offset of 2^62 or 2^63 was read anyway), and
+ * element 0 must sit at a multiple of the element size (a GPU faults on a float at a
+ * 2-byte boundary; the host would read it torn). */
+static cf_status check_address(cf_executor *e, const char *what, int i, const KTensor *p, const DLTensor *t) {
+  uint64_t base = (uint64_t)(uintptr_t)t->data, addr = base + t->byte_offset;
+  size_t esz = cf_dtype_size(p->dtype);
+  int64_t lo = 0, hi = 0;
+  if (t->byte_offset > EXEC_MAX_ADDRESS || addr < base || addr > EXEC_MAX_ADDRESS ||
+      !exec_byte_range(t, (int64_t)esz, &lo, &hi) || lo < 0 || (uint64_t)hi > EXEC_MAX_ADDRESS)
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has byte_offset %llu, which with its sizes and "
+                      "strides puts its data outside the address space", what, i, p->name,
+                      (unsigned long long)t->byte_offset);
+  if (esz > 1 && addr % esz)
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) starts %llu bytes past a multiple of %zu bytes; its "
+                      "%s elements must be aligned to their size", what, i, p->name, (unsigned long long)(addr % esz),
+                      esz, cf_dtype_name(p->dtype));
+  return CF_OK;
+}
+
 static cf_status check_tensor(cf_executor *e, const char *what, int i, int param, const DLTensor *t) {
   const KTensor *p = e->cc->k->params[param];
   const int64_t *want = e->plan->want + e->plan->off[param];
@@ -195,6 +220,7 @@ static cf_status check_tensor(cf_executor *e, const char *what, int i, int param
   }
   cf_status s;
   if (p->contiguous && t->strides && (s = check_strides(e, what, i, p, t))) return s;
+  if ((s = check_address(e, what, i, p, t))) return s;
   uintptr_t addr = (uintptr_t)t->data + t->byte_offset;
   if (p->vector_bytes > 1 && addr % (uintptr_t)p->vector_bytes)
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) is not aligned to %d bytes, which its vectorized access needs",
@@ -352,9 +378,7 @@ static cf_status bind_outputs(cf_executor *e, const RunTarget *rt, DLManagedTens
   return bind_workspaces(e);
 }
 
-/* The bytes [lo, hi) t's elements occupy (strides of any sign); empty for no elements.
- * False when the footprint overflows. */
-static bool byte_range(const DLTensor *t, int64_t esz, int64_t *lo, int64_t *hi) {
+bool exec_byte_range(const DLTensor *t, int64_t esz, int64_t *lo, int64_t *hi) {
   int64_t neg = 0, pos = 0, row = 1;
   *lo = *hi = 0;
   for (int d = t->ndim - 1; d >= 0; d--) {
@@ -376,7 +400,7 @@ static cf_status check_aliasing(cf_executor *e) {
   const KKernel *k = e->cc->k;
   int64_t *lo = b->lo, *hi = b->hi;
   for (int p = 0; p < k->nparams; p++)
-    if (!byte_range(b->tensors[p], (int64_t)cf_dtype_size(k->params[p]->dtype), &lo[p], &hi[p]))
+    if (!exec_byte_range(b->tensors[p], (int64_t)cf_dtype_size(k->params[p]->dtype), &lo[p], &hi[p]))
       return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: argument %d (%s) has strides whose byte footprint overflows",
                         p, k->params[p]->name);
   for (int p = b->nin; p < b->nin + b->nout; p++)
@@ -491,16 +515,21 @@ static cf_status check_counts(cf_executor *e, int ninputs, const DLTensor *const
     return exec_error(e, CF_ERR_NO_DEVICE, "run: the kernel was compiled for %s without a matching device; it "
                       "cannot run here", e->opts.arch ? e->opts.arch : "another architecture");
   int nin = e->plan->nin;
-  if (ninputs != nin || (nin && !inputs))
-    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: expected %d inputs, got %d", nin, ninputs);
-  if (noutputs != e->plan->nout || (noutputs && !outputs))
+  if (ninputs != nin) return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: expected %d inputs, got %d", nin, ninputs);
+  if (nin && !inputs)
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: the array of %d inputs is NULL", nin);
+  if (noutputs != e->plan->nout)
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: expected %d outputs, got %d", e->plan->nout, noutputs);
+  if (noutputs && !outputs)
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: the array of %d outputs is NULL (pass an array of NULL "
+                      "pointers for outputs the executor allocates)", noutputs);
   return CF_OK;
 }
 
 cf_status cf_executor_run_async(cf_executor *e, void *stream, int ninputs, const DLTensor *const *inputs,
                                 int noutputs, DLManagedTensor **outputs) {
   if (!e) return CF_ERR_INVALID_ARGUMENT;
+  errmsg_begin(&e->error);
   cf_status s = check_counts(e, ninputs, inputs, noutputs, outputs);
   if (s) return s;
   ExecPlan *b = e->plan;

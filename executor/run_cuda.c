@@ -100,6 +100,7 @@ cf_status exec_run_launch_cuda(cf_executor *e, const RunTarget *rt, void **value
 
 cf_status cf_executor_synchronize(cf_executor *e) {
   if (!e) return CF_ERR_INVALID_ARGUMENT;
+  errmsg_begin(&e->error);
   if (!e->launched || !e->cc || e->cc->backend != CF_BACKEND_CUDA) return CF_OK;
   char err[1024];
   cf_status s = exec_stream_synchronize(e->last_target.device, e->last_target.stream, err, sizeof err);

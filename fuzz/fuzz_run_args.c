@@ -1,19 +1,16 @@
 /* fuzz/fuzz_run_args.c: libFuzzer harness for the executor's argument checks (issue 16).
  * Three small fusions are compiled once for the host backend; each input then describes
- * one cf_executor_run call: for every input and output, NULL or a DLTensor with a random
- * dtype, rank, sizes (hostile ones included), strides, byte offset, device and data
- * (a buffer sized for exactly what the tensor claims, NULL, or a view into another
- * argument's buffer, so aliasing is tried), and outputs given or left to the executor.
- * Every buffer has guard bytes after it. A finding: a crash or sanitizer report, an
- * internal error, or a run the executor accepted that wrote past a buffer. */
+ * one cf_executor_run call: for every input and output, NULL or a DLTensor described by
+ * fuzz_args.h, and outputs given or left to the executor. A finding: a crash or sanitizer
+ * report, an internal error, or a run the executor accepted that wrote past a buffer. */
 #include <cfuser.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_input.h"
+#include "fuzz_args.h"
 
-enum { NFUSIONS = 3, MAX_ARGS = 4, MAX_DIMS = 4, GUARD = 64, MAX_BYTES = 1 << 16 };
+enum { NFUSIONS = 3 };
 
 static cf_executor *execs[NFUSIONS];
 static int nin_of[NFUSIONS], nout_of[NFUSIONS];
@@ -64,70 +61,6 @@ static void setup(void) {
   }
 }
 
-typedef struct Arg {
-  DLTensor t;
-  DLManagedTensor m;
-  int64_t shape[MAX_DIMS], strides[MAX_DIMS];
-  unsigned char *buf; /* owned: the claimed footprint, then GUARD bytes */
-  size_t bytes;
-} Arg;
-
-static const DLDataType dtypes[4] = {{kDLFloat, 32, 1}, {kDLInt, 32, 1}, {kDLFloat, 64, 1}, {kDLFloat, 32, 2}};
-
-/* Elements the tensor's strides reach (0 when empty), or -1 when huge or negative. */
-static int64_t footprint(const Arg *a) {
-  int64_t span = 1;
-  for (int d = 0; d < a->t.ndim; d++) {
-    if (a->shape[d] == 0) return 0;
-    if (a->shape[d] < 0 || a->shape[d] > 64 || a->strides[d] < 0 || a->strides[d] > 64) return -1;
-    span += (a->shape[d] - 1) * a->strides[d];
-  }
-  return span;
-}
-
-static void describe(FuzzIn *in, Arg *a, Arg *args, int nargs) {
-  memset(a, 0, sizeof *a);
-  a->t.dtype = dtypes[fz_byte(in) < 224 ? 0 : fz_pick(in, 4)];
-  a->t.ndim = fz_byte(in) < 224 ? 2 : fz_pick(in, MAX_DIMS + 1);
-  a->t.shape = a->shape;
-  int64_t row = 1;
-  bool own_strides = fz_pick(in, 4);
-  for (int d = a->t.ndim - 1; d >= 0; d--) {
-    a->shape[d] = fz_byte(in) < 192 ? 1 + fz_pick(in, 8) : fz_size(in);
-    /* Without strides the tensor is row-major: the footprint below must say so too. */
-    a->strides[d] = fz_byte(in) < 192 || !own_strides ? row : fz_pick(in, 9);
-    row = a->shape[d] > 0 && a->shape[d] <= 64 ? row * a->shape[d] : row;
-  }
-  a->t.strides = own_strides ? a->strides : NULL;
-  a->t.device = (DLDevice){fz_byte(in) < 240 ? kDLCPU : kDLCUDA, 0};
-  a->t.byte_offset = fz_byte(in) < 224 ? 0 : (uint64_t)fz_pick(in, 3) * 4;
-  int64_t span = footprint(a);
-  unsigned how = fz_byte(in);
-  if (how >= 232 && nargs > 0) { /* a view into an earlier argument's buffer */
-    Arg *o = &args[fz_pick(in, nargs)];
-    a->t.data = o->buf;
-    a->t.byte_offset = o->buf ? (uint64_t)fz_pick(in, 4) * 4 : 0;
-    if (span < 0 || !o->buf || (size_t)span * 8 + a->t.byte_offset > o->bytes) a->t.data = NULL;
-  } else if (how >= 220 || span < 0) {
-    a->t.data = NULL;
-  } else {
-    a->bytes = (size_t)span * 8 + a->t.byte_offset; /* room for the widest dtype */
-    a->buf = malloc(a->bytes + GUARD);
-    memset(a->buf, 0x5a, a->bytes + GUARD);
-    a->t.data = a->buf;
-  }
-  a->m.dl_tensor = a->t;
-}
-
-static void check_guards(const Arg *args, int n) {
-  for (int i = 0; i < n; i++)
-    for (size_t k = 0; args[i].buf && k < GUARD; k++)
-      if (args[i].buf[args[i].bytes + k] != 0x5a) {
-        fprintf(stderr, "fuzz_run_args: an accepted run wrote past argument %d's buffer\n", i);
-        abort();
-      }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!execs[0]) setup();
@@ -137,15 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Arg args[MAX_ARGS + 1];
   const DLTensor *ins[MAX_ARGS];
   DLManagedTensor *outs[MAX_ARGS];
-  for (int i = 0; i < give_in; i++) {
-    describe(&in, &args[i], args, i);
-    ins[i] = fz_byte(&in) < 250 ? &args[i].t : NULL;
-  }
-  for (int o = 0; o < give_out; o++) {
-    Arg *a = &args[give_in + o];
-    describe(&in, a, args, give_in + o);
-    outs[o] = fz_pick(&in, 3) ? &a->m : NULL;
-  }
+  describe_call(&in, args, give_in, give_out, ins, outs);
   cf_executor *e = execs[which];
   cf_status s = cf_executor_run(e, give_in, ins, give_out, outs);
   static long runs, accepted;
@@ -156,9 +81,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fprintf(stderr, "fuzz_run_args: internal error: %s\n", cf_executor_error(e));
     abort();
   }
-  check_guards(args, give_in + give_out);
-  for (int o = 0; o < give_out; o++)
-    if (outs[o] && outs[o] != &args[give_in + o].m) cf_tensor_free(outs[o]);
-  for (int i = 0; i < give_in + give_out; i++) free(args[i].buf);
+  finish_call(args, give_in, give_out, outs);
   return 0;
 }

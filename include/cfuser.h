@@ -3,6 +3,7 @@
  *   fusion.h    building a Fusion of TensorViews, printing it
  *   optable.h   the op table (names, kinds, dtypes) for frontends and conformance tests
  *   schedule.h  split, merge, reorder, swizzle, parallelize, memory types, inlining
+ *   domain.h    a tensor's root, logical, allocation and loop domains; IterDomain maps
  *   tensor.h    DLPack host tensors and the reference evaluator
  *   executor.h  compiling and running kernels (CUDA or the host backend)
  *   execute.h   define and run: an unscheduled fusion scheduled, compiled and cached per call signature
@@ -18,6 +19,7 @@
 #include "cfuser/fusion.h"
 #include "cfuser/optable.h"
 #include "cfuser/schedule.h"
+#include "cfuser/domain.h"
 #include "cfuser/tensor.h"
 #include "cfuser/executor.h"
 #include "cfuser/execute.h"

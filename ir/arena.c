@@ -142,3 +142,31 @@ void sb_vset(char **slot, const char *fmt, va_list ap) {
   free(*slot);
   *slot = sb_take(&b);
 }
+
+void errmsg_begin(ErrMsg *m) { m->fresh = false; }
+
+void errmsg_vset(ErrMsg *m, const char *fmt, va_list ap) {
+  if (!m->fresh) {
+    free(m->prev);
+    m->prev = m->cur;
+    m->cur = NULL;
+    m->fresh = true;
+  }
+  sb_vset(&m->cur, fmt, ap);
+}
+
+void errmsg_retract(ErrMsg *m) {
+  if (!m->fresh) return;
+  free(m->cur);
+  m->cur = m->prev;
+  m->prev = NULL;
+  m->fresh = false;
+}
+
+const char *errmsg_get(const ErrMsg *m) { return m->cur ? m->cur : ""; }
+
+void errmsg_free(ErrMsg *m) {
+  free(m->cur);
+  free(m->prev);
+  *m = (ErrMsg){0};
+}

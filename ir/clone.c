@@ -196,6 +196,17 @@ static cf_status copy_expr(Copier *c, const Expr *e) {
   if (ir_op_kind(e->op) == OPK_SQUEEZE)
     n->attr.squeeze.is_squeezed = arena_memdup(c->dst->arena, e->attr.squeeze.is_squeezed,
                                                sizeof(bool) * (size_t)(e->attr.squeeze.rank > 0 ? e->attr.squeeze.rank : 1));
+  if (e->op == OP_SLICE) {
+    size_t k = (size_t)(e->attr.slice.rank > 0 ? e->attr.slice.rank : 1);
+    n->attr.slice.start = arena_memdup(c->dst->arena, e->attr.slice.start, sizeof(int64_t) * k);
+    n->attr.slice.step = arena_memdup(c->dst->arena, e->attr.slice.step, sizeof(int64_t) * k);
+    n->attr.slice.resized = arena_memdup(c->dst->arena, e->attr.slice.resized, sizeof(bool) * k);
+  }
+  if (e->op == OP_PAD) {
+    size_t k = (size_t)(e->attr.pad.rank > 0 ? e->attr.pad.rank : 1);
+    n->attr.pad.left = arena_memdup(c->dst->arena, e->attr.pad.left, sizeof(int64_t) * k);
+    n->attr.pad.right = arena_memdup(c->dst->arena, e->attr.pad.right, sizeof(int64_t) * k);
+  }
   if (ir_op_kind(e->op) == OPK_BINARY && e->attr.scalar_rhs.is_scalar_rhs && e->attr.scalar_rhs.val &&
       !(n->attr.scalar_rhs.val = copy_scalar(c, e->attr.scalar_rhs.val)))
     return c->dst->status;

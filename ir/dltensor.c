@@ -62,6 +62,18 @@ const char *cf_status_name(cf_status s) { return (unsigned)s <= CF_ERR_IO ? stat
 
 bool ir_dtype_is_float(cf_dtype t) { return t == CF_FLOAT || t == CF_DOUBLE || t == CF_HALF || t == CF_BFLOAT16; }
 
+cf_dtype ir_dtype_accumulate(cf_dtype t) {
+  switch (t) {
+  case CF_DOUBLE: return CF_DOUBLE;
+  case CF_FLOAT:
+  case CF_HALF:
+  case CF_BFLOAT16: return CF_FLOAT;
+  case CF_WELFORD_FLOAT:
+  case CF_WELFORD_DOUBLE: return t;
+  default: return CF_INT64;
+  }
+}
+
 /* ---- DLPack types ------------------------------------------------------------------------- */
 
 DLDataType ir_dtype_to_dl(cf_dtype t) {

@@ -30,6 +30,13 @@ bool ir_dtype_from_dl(DLDataType dl, cf_dtype *out);
 DLDataType ir_dtype_to_dl(cf_dtype t);
 bool ir_dtype_valid(cf_dtype t);
 bool ir_dtype_is_float(cf_dtype t); /* float, double, half, bfloat16 */
+/* The accumulation column of the dtype table: the type a reduction of elements of dtype t
+ * accumulates in, wherever its partial results live (registers, shared workspaces, grid
+ * work buffers, rfactor partials, tensors between segments): float for float, half and
+ * bfloat16 (torch's and nvFuser's rule: a bfloat16 row of 16,384 ones sums to 16,384,
+ * not 256), double for double, int64 for integers and bool, a Welford state type for
+ * itself. The one rule lowering, codegen and the schedulers read. */
+cf_dtype ir_dtype_accumulate(cf_dtype t);
 /* The type's name for messages: cfuser's ("float") or DLPack's fields ("code 5 bits 64"). */
 void ir_dl_type_str(DLDataType dl, char *buf, size_t n);
 

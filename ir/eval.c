@@ -575,6 +575,63 @@ static cf_status run_reshape(Eval *ev, const Expr *e) {
   return CF_OK;
 }
 
+/* Where output element idx reads operand j of a resize op: *off receives the element's
+ * offset in that operand; false where it reads none (pad's border, cat's other operand). */
+static bool resize_source(const Eval *ev, const Expr *e, int j, const int64_t *idx, int r, int64_t *off) {
+  const EvalBuf *b = &ev->bufs[e->in[j]->id];
+  *off = 0;
+  for (int d = 0; d < r; d++) {
+    int64_t n = b->t->shape[d], s = idx[d];
+    if (e->op == OP_SLICE) s = e->attr.slice.start[d] + idx[d] * e->attr.slice.step[d];
+    if (e->op == OP_PAD) s = idx[d] - e->attr.pad.left[d];
+    if (e->op == OP_CAT && d == e->attr.cat.axis && j == 1) s = idx[d] - ev->bufs[e->in[0]->id].t->shape[d];
+    if (n == 1 && !ir_resize_axis(e, j, d)) s = 0; /* a broadcast axis */
+    if (s < 0 || s >= n) return false;
+    *off += s * b->strides[d];
+  }
+  return true;
+}
+
+/* slice, pad and cat: each output element is the op's form (ir_ev_select for pad and cat)
+ * on what it reads: the operand where it has the element, else the pad value or cat's
+ * second operand. A slice reading past its operand (bounds checked here on symbolic
+ * extents) is an error naming the axis. */
+static cf_status run_resize(Eval *ev, const Expr *e) {
+  Val *out = e->out[0];
+  int r = TV(out)->nlogical;
+  int64_t sizes[r > 0 ? r : 1], idx[r > 0 ? r : 1], n = 1, off0, off1;
+  for (int d = 0; d < r; d++) {
+    cf_status s = eval_extent(ev, out, d, &sizes[d]);
+    if (s) return s;
+    n *= sizes[d];
+    idx[d] = 0;
+  }
+  for (int j = 0; j < e->nin; j++)
+    if (!ev->bufs[e->in[j]->id].t)
+      return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s is neither an input of the fusion nor computed by it",
+                        TV(e->in[j])->display_name);
+  for (int d = 0; e->op == OP_SLICE && n > 0 && d < r; d++) {
+    int64_t last = e->attr.slice.start[d] + (sizes[d] - 1) * e->attr.slice.step[d];
+    if (last >= ev->bufs[e->in[0]->id].t->shape[d])
+      return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "slice: axis %d of %s has extent %lld; the slice reads element %lld",
+                        d, TV(e->in[0])->display_name, (long long)ev->bufs[e->in[0]->id].t->shape[d], (long long)last);
+  }
+  DLManagedTensor *m = cf_tensor_host(out->dtype, r, sizes);
+  cf_status s = m ? set_buf(ev, out, &m->dl_tensor, m) : eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
+  bool fl = ir_dtype_is_float(out->dtype);
+  IrElem pad = fl ? (IrElem){.d = e->attr.pad.value} : (IrElem){.i = e->attr.pad.ivalue};
+  for (int64_t i = 0; !s && i < n; i++) {
+    IrElem a[3] = {{.i = 0}, e->op == OP_PAD ? pad : (IrElem){.i = 0}, {.i = 0}};
+    a[2].i = resize_source(ev, e, 0, idx, r, &off0);
+    if (a[2].i) a[0] = ir_elem_load(ir_dl_elem_ptr(ev->bufs[e->in[0]->id].t, off0), out->dtype);
+    if (e->op == OP_CAT && !a[2].i && resize_source(ev, e, 1, idx, r, &off1))
+      a[1] = ir_elem_load(ir_dl_elem_ptr(ev->bufs[e->in[1]->id].t, off1), out->dtype);
+    ir_elem_store(ir_dl_elem_ptr(&m->dl_tensor, i), out->dtype, ir_op_eval(e->op)(a, out->dtype), out->dtype);
+    for (int d = r - 1; d >= 0 && ++idx[d] == sizes[d]; d--) idx[d] = 0;
+  }
+  return s;
+}
+
 /* A binary op's scalar right-hand side: its constant, or its scalar Val evaluated with the
  * bound sizes (a mean over symbolic extents divides by their product). */
 static cf_status scalar_rhs(Eval *ev, const Expr *e, double *out) {
@@ -607,6 +664,7 @@ static cf_status check_reduced_extents(Eval *ev, const Expr *e) {
 
 static cf_status eval_expr(Eval *ev, const Expr *e, Arena *scratch) {
   if (e->op == OP_RESHAPE) return run_reshape(ev, e);
+  if (ir_op_kind(e->op) == OPK_RESIZE) return run_resize(ev, e);
   if (ir_op_kind(e->op) == OPK_REDUCTION) {
     cf_status s = check_reduced_extents(ev, e);
     if (s) return s;

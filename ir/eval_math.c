@@ -58,8 +58,9 @@ IrElem ir_ev_iota(const IrElem *a, cf_dtype ct) {
   return fl(ct) ? F(a[1].d + a[0].d * a[2].d) : I(wrap_add(a[1].i, wrap_mul(a[0].i, a[2].i)));
 }
 
-/* Transforms of IterDomains have no elements, and Welford states do not fit an IrElem
- * (the evaluator folds and reads them with ir/welford.c): these forms are never called;
+/* Transforms of IterDomains have no elements, and Welford states (the online softmax's
+ * too) do not fit an IrElem (the evaluator folds and reads them with ir/welford.c): these
+ * forms are never called;
  * NaN makes any call that slips through visible. */
 IrElem ir_ev_none(const IrElem *a, cf_dtype ct) {
   (void)a, (void)ct;
@@ -67,6 +68,7 @@ IrElem ir_ev_none(const IrElem *a, cf_dtype ct) {
 }
 IrElem ir_ev_welford_field(const IrElem *a, cf_dtype ct) { return ir_ev_none(a, ct); }
 IrElem ir_ev_welford_merge(const IrElem *a, cf_dtype ct) { return ir_ev_none(a, ct); }
+IrElem ir_ev_softmax_merge(const IrElem *a, cf_dtype ct) { return ir_ev_none(a, ct); }
 
 /* ---- unary --------------------------------------------------------------------------------- */
 
@@ -264,6 +266,13 @@ IrElem ir_ev_rand64(const IrElem *a, cf_dtype ct) {
 IrElem ir_ev_randn(const IrElem *a, cf_dtype ct) {
   (void)ct;
   return F(cf_philox_normal(a[0].i, a[1].i, a[2].i));
+}
+
+/* pad and cat: a[0] the operand read where a[2] (a bool condition) holds, a[1] otherwise
+ * (the pad value, or cat's second operand). */
+IrElem ir_ev_select(const IrElem *a, cf_dtype ct) {
+  (void)ct;
+  return a[2].i ? a[0] : a[1];
 }
 
 /* ---- ternary ------------------------------------------------------------------------------- */

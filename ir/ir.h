@@ -58,6 +58,24 @@ char *sb_take(StrBuf *b);
 /* Frees the malloc'd message *slot (an error slot) and puts the formatted text there. */
 void sb_vset(char **slot, const char *fmt, va_list ap);
 
+/* The last error message of an object whose errors are not sticky (an executor, a fusion
+ * cache), kept so that `check(call(o), error(o))` never reads freed memory whichever
+ * argument C evaluates first: a message stays valid until the end of the object's second
+ * public call after the one that set it. Each public call begins with errmsg_begin; its
+ * first errmsg_set moves the current message aside (freeing the one before), later sets
+ * in the same call replace only the current one. */
+typedef struct ErrMsg {
+  char *cur, *prev; /* malloc'd, or NULL */
+  bool fresh;       /* cur was set by the call in progress */
+} ErrMsg;
+void errmsg_begin(ErrMsg *m);
+void errmsg_vset(ErrMsg *m, const char *fmt, va_list ap);
+/* Forgets what the call in progress set (a refusal it recovered from): the message
+ * before it is current again. */
+void errmsg_retract(ErrMsg *m);
+const char *errmsg_get(const ErrMsg *m); /* "" when there is none */
+void errmsg_free(ErrMsg *m);
+
 /* ---- operations ----------------------------------------------------------------------- */
 
 typedef enum OpKind {
@@ -74,6 +92,9 @@ typedef enum OpKind {
                     function of its index (iota) */
   OPK_RESHAPE,   /* the same elements in row-major order under other sizes: a view at
                     define-and-run's segment boundaries, never inside a kernel */
+  OPK_RESIZE,    /* slice / pad / cat: output element i of a resized axis reads its operand
+                    at another position (start + i * step; i - left; i or i - offset), so
+                    those axes are not paired with the operand's (an_pairwise_map) */
   OPK_TRANSFORM  /* split / merge / swizzle of IterDomains */
 } OpKind;
 
@@ -223,13 +244,16 @@ typedef enum IrTypeRule {
   X(OP_PROD, "prod", OPK_REDUCTION, "prod", TR_REDUCE, ir_ev_mul, "(%0 * %1)", "(%0 * %1)")                     \
   X(OP_WELFORD, "welford", OPK_REDUCTION, "welford", TR_REDUCE, ir_ev_welford_merge, "cf_welford_merge(%0, %1)", \
     "cf_welford_merge(%0, %1)")                                                                                 \
-  X(OP_ONLINE_SOFTMAX, "online_softmax", OPK_REDUCTION, "online_softmax", TR_REDUCE, ir_ev_welford_merge,      \
-    "cf_softmax_merge(%0, %1)", "cf_softmax_merge(%0, %1)")                                                   \
+  X(OP_ONLINE_SOFTMAX, "online_softmax", OPK_REDUCTION, "online_softmax", TR_REDUCE, ir_ev_softmax_merge,      \
+    "cf_softmax_merge(%0, %1)", "cf_softmax_merge(%0, %1)")                                                     \
   X(OP_PERMUTE, "permute", OPK_PERMUTE, "permute", TR_MOVE, ir_ev_move, "%0", "%0")                             \
   X(OP_EXPAND, "expand", OPK_SET, "expand", TR_MOVE, ir_ev_move, "%0", "%0")                                    \
   X(OP_SQUEEZE, "squeeze", OPK_SQUEEZE, "squeeze", TR_MOVE, ir_ev_move, "%0", "%0")                             \
   X(OP_FULL, "full", OPK_FULL, "full", TR_MAKE, ir_ev_move, "%0", "%0")                                         \
   X(OP_IOTA, "iota", OPK_FULL, "iota", TR_MAKE, ir_ev_iota, "(%1 + %0 * %2)", "(%1 + %0 * %2)")                   \
+  X(OP_SLICE, "slice", OPK_RESIZE, "slice", TR_MOVE, ir_ev_move, "%0", "%0")                                     \
+  X(OP_PAD, "pad", OPK_RESIZE, "pad", TR_MOVE, ir_ev_select, "(%2 ? %0 : %1)", "(%2 ? %0 : %1)")                   \
+  X(OP_CAT, "cat", OPK_RESIZE, "cat", TR_MOVE, ir_ev_select, "(%2 ? %0 : %1)", "(%2 ? %0 : %1)")                   \
   X(OP_RESHAPE, "reshape", OPK_RESHAPE, "reshape", TR_MOVE, ir_ev_move, "%0", "%0")                             \
   X(OP_SPLIT, "Split", OPK_TRANSFORM, "split", TR_NONE, ir_ev_none, "", "")                                     \
   X(OP_MERGE, "Merge", OPK_TRANSFORM, "merge", TR_NONE, ir_ev_none, "", "")                                     \
@@ -253,13 +277,15 @@ typedef enum ReduceIdentity { RID_ZERO, RID_ONE, RID_LOWEST, RID_HIGHEST, RID_EM
  * combine: its accumulator is a state (ir/dtype.h), and an element is folded by merging
  * its one-element state (the code generators convert the element to it). So is the online
  * softmax (the schedulers' one-pass max and sum of exponentials, ir_softmax_merge), whose
- * state keeps the Welford layout: {max, sum - 1, count}. */
-#define IR_REDUCTION_TABLE(X)                  \
-  X(OP_SUM, OP_ADD, RID_ZERO, true)            \
-  X(OP_PROD, OP_MUL, RID_ONE, true)            \
-  X(OP_MAX_REDUCE, OP_MAX, RID_LOWEST, false)  \
-  X(OP_MIN_REDUCE, OP_MIN, RID_HIGHEST, false) \
-  X(OP_WELFORD, OP_WELFORD, RID_EMPTY, false) \
+ * state keeps the Welford layout: {max, sum - 1, count}. Max and min combine with the
+ * binary maximum and minimum, which keep NaN (a row with a NaN reduces to NaN, as torch's
+ * amax/amin do). */
+#define IR_REDUCTION_TABLE(X)                         \
+  X(OP_SUM, OP_ADD, RID_ZERO, true)                   \
+  X(OP_PROD, OP_MUL, RID_ONE, true)                   \
+  X(OP_MAX_REDUCE, OP_MAX, RID_LOWEST, false)         \
+  X(OP_MIN_REDUCE, OP_MIN, RID_HIGHEST, false)        \
+  X(OP_WELFORD, OP_WELFORD, RID_EMPTY, false)         \
   X(OP_ONLINE_SOFTMAX, OP_ONLINE_SOFTMAX, RID_EMPTY, false)
 
 /* Columns of IR_REDUCTION_TABLE; an op without a row fails loudly (internal error
@@ -282,6 +308,10 @@ bool ir_op_is_elementwise(IrOp op);
 /* Ops the pointwise scheduler takes: the elementwise ones, broadcast, squeeze and full
  * (each output element from input elements at positionally mapped indices). */
 bool ir_op_is_pointwise(IrOp op);
+/* Resize ops (slice, pad, cat): which operand axes are resized (not paired with the output's
+ * axis of the same position); `axis` counts the operand's op axes (no reduction axes). */
+struct Expr;
+bool ir_resize_axis(const struct Expr *e, int operand, int axis);
 /* The columns of IR_OP_TABLE (ir/op_table.c). */
 const char *ir_op_py_name(IrOp op);
 IrTypeRule ir_op_type_rule(IrOp op);
@@ -380,6 +410,15 @@ struct Expr {
      * integer scalar Val evaluated at run time (a mean's count over symbolic extents,
      * e.g. i0 * i2), converted to double. */
     struct { double value; bool is_scalar_rhs; Val *val; } scalar_rhs;
+    /* OP_SLICE: per operand axis, output element i reads start + i * step (step >= 1);
+     * resized: the axis is cut (not start 0, step 1 and the whole extent). */
+    struct { int64_t *start, *step; bool *resized; int rank; } slice;
+    /* OP_PAD: per operand axis, left and right widths (>= 0); outside the operand the
+     * value (a double for floating dtypes, ivalue for integers and bool). */
+    struct { int64_t *left, *right; int rank; double value; int64_t ivalue; } pad;
+    /* OP_CAT: in[0] then in[1] along `axis`; element i reads in[0] at i below in[0]'s
+     * extent, in[1] at i - that extent above. */
+    struct { int axis; } cat;
   } attr;
 };
 
@@ -527,10 +566,14 @@ cf_status ir_check_reshape(cf_fusion *f, const char *what, const Expr *e);
 /* ---- rules of parallel and memory types (rules.c: one table each) ------------------- */
 
 typedef enum PtLevel { PT_LEVEL_SERIAL, PT_LEVEL_THREAD, PT_LEVEL_BLOCK, PT_LEVEL_DEVICE, PT_LEVEL_INVALID } PtLevel;
-/* serial (also Vectorize, Unroll) < thread < block < device; INVALID for an unknown value */
+/* serial (also Vectorize, Unroll, Unswitch) < thread < block < device; INVALID for an unknown value */
 PtLevel ir_ptype_level(cf_parallel_type p);
 /* The launch dimension (0 x, 1 y, 2 z) a thread/block/device type indexes, else -1. */
 int ir_ptype_launch_dim(cf_parallel_type p);
+/* Unroll and Unswitch: serial, but they say how the loop runs, so every axis sharing the
+ * loop takes them (analysis/parallel_types.c) and the outermost such loop of a nest has its
+ * predicates hoisted over a fallback copy (lower/unswitch.c). */
+bool ir_ptype_shapes_loop(cf_parallel_type p);
 bool ir_ptype_is_thread(cf_parallel_type p); /* TID* */
 bool ir_ptype_is_block(cf_parallel_type p);  /* BID* */
 bool ir_ptype_is_device(cf_parallel_type p); /* DID* */

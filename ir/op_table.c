@@ -58,7 +58,16 @@ bool ir_op_is_elementwise(IrOp op) {
 
 bool ir_op_is_pointwise(IrOp op) {
   OpKind k = ir_op_kind(op);
-  return ir_op_is_elementwise(op) || k == OPK_BROADCAST || k == OPK_SQUEEZE || k == OPK_FULL;
+  return ir_op_is_elementwise(op) || k == OPK_BROADCAST || k == OPK_SQUEEZE || k == OPK_FULL || k == OPK_RESIZE;
+}
+
+bool ir_resize_axis(const Expr *e, int operand, int axis) {
+  switch (e->op) {
+  case OP_SLICE: return axis < e->attr.slice.rank && e->attr.slice.resized[axis]; /* a whole axis stays paired */
+  case OP_PAD: return axis < e->attr.pad.rank && (e->attr.pad.left[axis] || e->attr.pad.right[axis]);
+  case OP_CAT: return (void)operand, axis == e->attr.cat.axis;
+  default: return false;
+  }
 }
 
 bool ir_op_is_comparison(IrOp op) { return ir_op_type_rule(op) == TR_COMPARE; }
@@ -244,6 +253,7 @@ static const char *const kind_names[] = {
     [OPK_SET] = "set",         [OPK_UNARY] = "unary",     [OPK_BINARY] = "binary",   [OPK_TERNARY] = "ternary",
     [OPK_CAST] = "cast",       [OPK_BROADCAST] = "broadcast", [OPK_REDUCTION] = "reduction",
     [OPK_PERMUTE] = "permute", [OPK_SQUEEZE] = "squeeze", [OPK_FULL] = "full",     [OPK_RESHAPE] = "reshape",
+    [OPK_RESIZE] = "resize",
     [OPK_TRANSFORM] = "transform",
 };
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == OPK_TRANSFORM + 1, "an op kind without its name");

@@ -409,6 +409,32 @@ static cf_tv *reduce(cf_fusion *f, const char *what, IrOp op, Val *tv, int n, Va
   return result(wire(f, what, op, 1, &tv, ir_tv_new(f, dt, n, ids)));
 }
 
+/* A reduction over broadcast axes (size 1) is a squeeze of them (nvFuser's trivial
+ * reductions): they are squeezed first and the other reduced axes reduced after; with none
+ * left, the squeeze is the result (cast where the reduction widens integers). */
+static cf_tv *reduce_or_squeeze(cf_fusion *f, const char *what, IrOp op, Val *tv, int n, Val **ax, const bool *red) {
+  int *sq = ARENA_ARRAY(f->arena, int, n), nsq = 0, m = 0, nred = 0;
+  bool *rest = ARENA_ARRAY(f->arena, bool, n);
+  if (!sq || !rest) return oom(f, what);
+  for (int k = 0; k < n; k++) {
+    if (red[k] && ID(ax[k])->iter_type == CF_ITER_BROADCAST) {
+      sq[nsq++] = k;
+      continue;
+    }
+    nred += red[k];
+    rest[m++] = red[k];
+  }
+  if (!nsq) return reduce(f, what, op, tv, n, ax, red);
+  cf_tv *s = cf_squeeze(f, ir_tv_handle(tv), nsq, sq);
+  if (!s) return NULL;
+  if (nred) {
+    Val **sax = op_axes(f, ir_tv(s), &m);
+    return sax ? reduce(f, what, op, ir_tv(s), m, sax, rest) : oom(f, what);
+  }
+  bool widen = ir_reduction_widens_int(op) && !ir_dtype_is_float(tv->dtype) && tv->dtype != CF_INT64;
+  return widen ? cf_cast(f, s, CF_INT64) : s;
+}
+
 /* The number of elements each output element of a mean averages: the product of the
  * reduced extents as a scalar Val (folded to a constant when they all are; otherwise an
  * expression of the input's symbolic sizes, e.g. i0 * i2, evaluated at run time). */
@@ -461,7 +487,7 @@ cf_tv *cf_reduce(cf_fusion *f, cf_reduce_op rop, cf_tv *in, int naxes, const int
                          "input (cast it first)", TV(tv)->display_name, cf_dtype_name(tv->dtype)), NULL;
     if (!(count = mean_count(f, n, ax, red))) return oom(f, what);
   }
-  cf_tv *r = reduce(f, what, reduce_ops[rop].op, tv, n, ax, red);
+  cf_tv *r = reduce_or_squeeze(f, what, reduce_ops[rop].op, tv, n, ax, red);
   int64_t c;
   if (count && ir_scalar_const_value(count, &c)) r = cf_mul_scalar(f, r, 1.0 / (double)c);
   else if (count) r = divide_by_count(f, r, count);

@@ -106,6 +106,29 @@ static void print_operand(StrBuf *b, const Val *v) {
     ir_print_scalar(b, v);
 }
 
+/* slice: ", starts {0, 2}, steps {1, 1}"; pad: ", widths {{0, 0}, {1, 2}}, 0"; cat: ", axis 1". */
+static void print_resize(StrBuf *b, const Expr *e) {
+  if (e->op == OP_CAT) {
+    sb_printf(b, ", axis %d", e->attr.cat.axis);
+    return;
+  }
+  if (e->op == OP_SLICE) {
+    sb_puts(b, ", starts {");
+    for (int i = 0; i < e->attr.slice.rank; i++) sb_printf(b, "%s%lld", i ? ", " : "", (long long)e->attr.slice.start[i]);
+    sb_puts(b, "}, steps {");
+    for (int i = 0; i < e->attr.slice.rank; i++) sb_printf(b, "%s%lld", i ? ", " : "", (long long)e->attr.slice.step[i]);
+    sb_puts(b, "}");
+    return;
+  }
+  sb_puts(b, ", widths {");
+  for (int i = 0; i < e->attr.pad.rank; i++)
+    sb_printf(b, "%s{%lld, %lld}", i ? ", " : "", (long long)e->attr.pad.left[i], (long long)e->attr.pad.right[i]);
+  if (ir_dtype_is_float(e->out[0]->dtype))
+    sb_printf(b, "}, %g", e->attr.pad.value);
+  else
+    sb_printf(b, "}, %lld", (long long)e->attr.pad.ivalue);
+}
+
 /* The attribute suffix of an op line: ", 2.5" or ", {false, true}" or ", __half". */
 static void print_attrs(StrBuf *b, const Expr *e) {
   switch (ir_op_kind(e->op)) {
@@ -118,6 +141,7 @@ static void print_attrs(StrBuf *b, const Expr *e) {
     }
     break;
   case OPK_CAST: sb_printf(b, ", %s", cf_dtype_name(e->attr.cast.to)); break;
+  case OPK_RESIZE: print_resize(b, e); break;
   case OPK_BROADCAST:
     sb_puts(b, ", {");
     for (int i = 0; i < e->attr.broadcast.rank; i++) sb_printf(b, "%s%s", i ? ", " : "", e->attr.broadcast.is_broadcast[i] ? "true" : "false");

@@ -1,7 +1,8 @@
 /* ir/rules.c: the rules about parallel and memory types, one table each (DESIGN.md 4a).
  *
- * A parallel type has a level (serial < thread < block < device) and, for launch types,
- * the launch dimension it indexes. A memory type has the lowest level across which it is
+ * A parallel type has a level (serial < thread < block < device), for launch types the
+ * launch dimension it indexes, and for serial ones whether it says how the loop runs
+ * (Unroll, Unswitch: a type of the whole loop, whose predicates lowering hoists). A memory type has the lowest level across which it is
  * distributed (each thread, block or device has its own copy): Local per thread, Shared
  * and Tensor per block, Global per device. Everything else follows from these two
  * columns: memory is distributed across the levels at or above its own, and shared by
@@ -12,14 +13,16 @@
 
 static const struct {
   PtLevel level;
-  int dim; /* launch dimension 0..2 (x, y, z), or -1 */
+  int dim;          /* launch dimension 0..2 (x, y, z), or -1 */
+  bool shapes_loop; /* a serial type saying how its loop runs (ir_ptype_shapes_loop) */
 } pt_rules[] = {
-    [CF_PT_SERIAL] = {PT_LEVEL_SERIAL, -1}, [CF_PT_TIDX] = {PT_LEVEL_THREAD, 0},
-    [CF_PT_TIDY] = {PT_LEVEL_THREAD, 1},    [CF_PT_TIDZ] = {PT_LEVEL_THREAD, 2},
-    [CF_PT_BIDX] = {PT_LEVEL_BLOCK, 0},     [CF_PT_BIDY] = {PT_LEVEL_BLOCK, 1},
-    [CF_PT_BIDZ] = {PT_LEVEL_BLOCK, 2},     [CF_PT_DIDX] = {PT_LEVEL_DEVICE, 0},
-    [CF_PT_DIDY] = {PT_LEVEL_DEVICE, 1},    [CF_PT_DIDZ] = {PT_LEVEL_DEVICE, 2},
-    [CF_PT_VECTORIZE] = {PT_LEVEL_SERIAL, -1}, [CF_PT_UNROLL] = {PT_LEVEL_SERIAL, -1},
+    [CF_PT_SERIAL] = {PT_LEVEL_SERIAL, -1, false},    [CF_PT_TIDX] = {PT_LEVEL_THREAD, 0, false},
+    [CF_PT_TIDY] = {PT_LEVEL_THREAD, 1, false},       [CF_PT_TIDZ] = {PT_LEVEL_THREAD, 2, false},
+    [CF_PT_BIDX] = {PT_LEVEL_BLOCK, 0, false},        [CF_PT_BIDY] = {PT_LEVEL_BLOCK, 1, false},
+    [CF_PT_BIDZ] = {PT_LEVEL_BLOCK, 2, false},        [CF_PT_DIDX] = {PT_LEVEL_DEVICE, 0, false},
+    [CF_PT_DIDY] = {PT_LEVEL_DEVICE, 1, false},       [CF_PT_DIDZ] = {PT_LEVEL_DEVICE, 2, false},
+    [CF_PT_VECTORIZE] = {PT_LEVEL_SERIAL, -1, false}, [CF_PT_UNROLL] = {PT_LEVEL_SERIAL, -1, true},
+    [CF_PT_UNSWITCH] = {PT_LEVEL_SERIAL, -1, true},
 };
 _Static_assert(sizeof pt_rules / sizeof pt_rules[0] == CF_PT_COUNT, "a parallel type without its rules");
 
@@ -37,6 +40,8 @@ PtLevel ir_ptype_level(cf_parallel_type p) {
 }
 
 int ir_ptype_launch_dim(cf_parallel_type p) { return (unsigned)p < CF_PT_COUNT ? pt_rules[p].dim : -1; }
+
+bool ir_ptype_shapes_loop(cf_parallel_type p) { return (unsigned)p < CF_PT_COUNT && pt_rules[p].shapes_loop; }
 
 bool ir_ptype_is_thread(cf_parallel_type p) { return ir_ptype_level(p) == PT_LEVEL_THREAD; }
 bool ir_ptype_is_block(cf_parallel_type p) { return ir_ptype_level(p) == PT_LEVEL_BLOCK; }

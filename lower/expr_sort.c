@@ -119,19 +119,50 @@ static void make_edges(Sort *s, Level *L) {
   }
 }
 
-static void order_level(Sort *s, Expr **xs, int n, int depth);
+/* A min-heap of ready items: ties keep the fusion's order (the smallest item first) in
+ * O(log n) per item, where a scan for the first ready item made long chains quadratic. */
+typedef struct Heap {
+  int *v;
+  int n;
+} Heap;
 
-/* Emits item `it`: one expression, or the level below for a group. */
-static void emit_item(Sort *s, Level *L, int it) {
-  if (L->key[it] < 0) {
-    ptrvec_push(s->c->a, &s->out, L->first[it]);
-    return;
+static void heap_push(Heap *h, int x) {
+  int i = h->n++;
+  for (; i > 0 && h->v[(i - 1) / 2] > x; i = (i - 1) / 2) h->v[i] = h->v[(i - 1) / 2];
+  h->v[i] = x;
+}
+
+static int heap_pop(Heap *h) {
+  int top = h->v[0], x = h->v[--h->n], i = 0;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= h->n) break;
+    if (c + 1 < h->n && h->v[c + 1] < h->v[c]) c++;
+    if (h->v[c] >= x) break;
+    h->v[i] = h->v[c];
+    i = c;
   }
-  Expr **sub = ARENA_ARRAY(s->c->a, Expr *, L->n);
-  int m = 0;
-  for (int i = 0; i < L->n; i++)
-    if (s->item[L->xs[i]->id] == it) sub[m++] = L->xs[i];
-  order_level(s, sub, m, L->depth + 1);
+  if (h->n) h->v[i] = x;
+  return top;
+}
+
+/* The items of a level in dependency order, ties by index; fails when they depend on each
+ * other both ways. */
+static int *topological(Sort *s, Level *L) {
+  int *order = ARENA_ARRAY(s->c->a, int, L->nitems + 1);
+  Heap h = {ARENA_ARRAY(s->c->a, int, L->nitems + 1), 0};
+  for (int it = 0; it < L->nitems; it++)
+    if (L->indeg[it] == 0) heap_push(&h, it);
+  for (int k = 0; k < L->nitems; k++) {
+    if (!h.n)
+      lower_fail(s->c, CF_ERR_INVALID_SCHEDULE,
+                 "compile: the loops shared at depth %d depend on each other both ways (around %s); they cannot "
+                 "form one loop nest", L->depth, TV(L->first[0]->out[0])->display_name);
+    int it = order[k] = heap_pop(&h);
+    for (int e = 0; e < L->nsucc[it]; e++)
+      if (--L->indeg[L->succ[it][e]] == 0) heap_push(&h, L->succ[it][e]);
+  }
+  return order;
 }
 
 static void order_level(Sort *s, Expr **xs, int n, int depth) {
@@ -139,25 +170,22 @@ static void order_level(Sort *s, Expr **xs, int n, int depth) {
   s->stamp++;
   make_items(s, &L);
   make_edges(s, &L);
-  char *done = arena_alloc(s->c->a, (size_t)L.nitems + 1);
-  int *order = ARENA_ARRAY(s->c->a, int, L.nitems + 1);
-  for (int k = 0; k < L.nitems; k++) {
-    int it = 0;
-    while (it < L.nitems && (done[it] || L.indeg[it] > 0)) it++;
-    if (it == L.nitems)
-      lower_fail(s->c, CF_ERR_INVALID_SCHEDULE,
-                 "compile: the loops shared at depth %d depend on each other both ways (around %s); they cannot "
-                 "form one loop nest", depth, TV(L.first[0]->out[0])->display_name);
-    done[it] = 1;
-    order[k] = it;
-    for (int e = 0; e < L.nsucc[it]; e++) L.indeg[L.succ[it][e]]--;
+  int *order = topological(s, &L);
+  /* Each item's expressions, in the fusion's order, bucketed before the levels below
+   * overwrite the item stamps: linear, where a scan of the level per item was not. */
+  Arena *a = s->c->a;
+  int *start = ARENA_ARRAY(a, int, L.nitems + 1), *fill = ARENA_ARRAY(a, int, L.nitems + 1);
+  Expr **by_item = ARENA_ARRAY(a, Expr *, n + 1);
+  for (int i = 0; i < n; i++) start[s->item[xs[i]->id] + 1]++;
+  for (int it = 0; it < L.nitems; it++) {
+    start[it + 1] += start[it];
+    fill[it] = start[it];
   }
-  /* The item stamps are overwritten by the levels below: emit from a saved order. */
-  int *saved_item = ARENA_ARRAY(s->c->a, int, n + 1);
-  for (int i = 0; i < n; i++) saved_item[i] = s->item[xs[i]->id];
+  for (int i = 0; i < n; i++) by_item[fill[s->item[xs[i]->id]]++] = xs[i];
   for (int k = 0; k < L.nitems; k++) {
-    for (int i = 0; i < n; i++) s->item[xs[i]->id] = saved_item[i];
-    emit_item(s, &L, order[k]);
+    int it = order[k];
+    if (L.key[it] < 0) ptrvec_push(a, &s->out, L.first[it]);
+    else order_level(s, by_item + start[it], start[it + 1] - start[it], depth + 1);
   }
 }
 

@@ -1,4 +1,4 @@
-/* lower/extent_checks.c: pass 4. Axes that an op maps to each other must have equal
+/* lower/extent_checks.c: the extent_checks pass. Axes that an op maps to each other must have equal
  * extents. Ops compare constant extents when the fusion is built; symbolic ones (two
  * cf_tensor_symbolic inputs added together) can only be compared once sizes are bound,
  * so this pass turns every such pair into a run-time check (or a compile error when both

@@ -1,4 +1,4 @@
-/* lower/index.c: pass 8. Computes the index of every tensor access of every op.
+/* lower/index.c: the index pass. Computes the index of every tensor access of every op.
  *
  * Requires: the loop nest with each op's loop indices; TvInfo allocation domains and
  * strides. Establishes: KAccess (tensor, linear index; lane and column for tensor
@@ -100,43 +100,9 @@ static bool runs_own_axis(LowerCtx *c, const KNode *op, Val *tv, int j) {
   return p == id || an_idmap_same(c->model.exact, p, id);
 }
 
-/* The tensor whose IterDomain the loop of tv's axis j iterates when that is not tv's own
- * axis (promotion), else NULL. */
-static Val *promoting_tensor(LowerCtx *c, Val *tv, int j) {
-  Val *p = lower_promoted(c, TV(tv)->loop[j]);
-  return p == TV(tv)->loop[j] || an_idmap_same(c->model.exact, p, TV(tv)->loop[j]) ? NULL : ID(p)->tv;
-}
-
-/* Whether tv's own (unpromoted) axis j stands, position for position, for axis j of ref, a
- * tensor its promoted loops iterate: the two are one axis up to broadcasts (permissive
- * map), of equal extent, and every consumer of tv reads it in a loop over ref's axis j.
- * Such an axis (a cache of a broadcast's input, vectorized like the concrete tensor it
- * feeds) is written and read at the loop's index: its logical index, computed through
- * ref's history, may repeat within the loop. Pure function of the loop model, so that the
- * writer and every reader agree. */
-static bool stands_for(LowerCtx *c, Val *tv, Val *ref, int j) {
-  if (j >= TV(ref)->nloop || promoting_tensor(c, tv, j)) return false;
-  Val *id = TV(tv)->loop[j], *rid = TV(ref)->loop[j];
-  if (an_idmap_same(c->model.exact, rid, id) || !an_idmap_same(c->model.permissive, rid, id) ||
-      !kx_equal(ext(c, rid), ext(c, id)))
-    return false;
-  for (int u = 0; u < tv->uses.len; u++) {
-    const Expr *e = tv->uses.items[u];
-    if (ir_op_kind(e->op) == OPK_TRANSFORM || e->out[0]->kind != VAL_TV) continue;
-    Val *cv = e->out[0];
-    if (j >= TV(cv)->nloop || !an_idmap_same(c->model.exact, lower_promoted(c, TV(cv)->loop[j]), rid)) return false;
-  }
-  return true;
-}
-
-/* A promoting tensor of tv that its own axis j stands for, or NULL. */
-static Val *positional_ref(LowerCtx *c, Val *tv, int j) {
-  for (int k = 0; k < TV(tv)->nloop; k++) {
-    Val *ref = promoting_tensor(c, tv, k);
-    if (ref && stands_for(c, tv, ref, j)) return ref;
-  }
-  return NULL;
-}
+/* The positional reading of promoted loops is the loop model's (analysis/positional.c). */
+static bool stands_for(LowerCtx *c, Val *tv, Val *ref, int j) { return an_stands_for(&c->model, tv, ref, j); }
+static Val *positional_ref(LowerCtx *c, Val *tv, int j) { return an_positional_ref(&c->model, tv, j); }
 
 /* Indices of tv's root axes through the history of `ref`, the tensor whose IterDomain a
  * promoted loop of the op iterates: ref's loop axes take the indices of the loops over
@@ -286,6 +252,58 @@ static void collect_bounds(LowerCtx *c, IndexMap *m, KNode *op, Val *cv) {
   }
 }
 
+/* cat's first operand's op axis k (its extent offsets the second operand). */
+static Val *cat_first_axis(const Expr *e, int k) {
+  Val *p = e->in[0];
+  for (int i = 0, n = 0; i < TV(p)->nlogical; i++)
+    if (ID(TV(p)->logical[i])->iter_type != CF_ITER_REDUCTION && n++ == k) return TV(p)->logical[i];
+  return NULL;
+}
+
+/* A resize op's operand j: its resized axes take their index from the consumer's (slice:
+ * start + i * step; pad: i - left; cat: i, or i less the first operand's extent for the
+ * second). Read at other positions, the operand must be a kernel parameter. */
+static void seed_resized(LowerCtx *c, IndexMap *cm, IndexMap *pm, const Expr *e, int j) {
+  Val *p = e->in[j], *cv = e->out[0];
+  if (lower_info(c, p)->kt->param < 0)
+    lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s = %s(%s...) reads %s at other positions; a resize's operand must be "
+               "a fusion input or a segment input (define and run cuts the fusion before it), not computed in the same "
+               "kernel", TV(cv)->display_name, ir_op_name(e->op), TV(p)->display_name, TV(p)->display_name);
+  Arena *a = c->a;
+  for (int i = 0, k = 0; i < TV(p)->nlogical; i++) {
+    Val *pid = TV(p)->logical[i];
+    if (ID(pid)->iter_type == CF_ITER_REDUCTION) continue;
+    if (ir_resize_axis(e, j, k)) {
+      KExpr *x = get(cm, TV(cv)->root[k]);
+      if (e->op == OP_SLICE)
+        x = kx_bin(a, OP_ADD, kx_const(a, e->attr.slice.start[k]), kx_bin(a, OP_MUL, x, kx_const(a, e->attr.slice.step[k])));
+      if (e->op == OP_PAD) x = kx_bin(a, OP_SUB, x, kx_const(a, e->attr.pad.left[k]));
+      if (e->op == OP_CAT && j == 1) x = kx_bin(a, OP_SUB, x, ext(c, cat_first_axis(e, k)));
+      put(pm, pid, ID(pid)->iter_type == CF_ITER_BROADCAST ? kx_const(a, 0) : x);
+    }
+    k++;
+  }
+}
+
+/* Where a pad or a cat reads its (first) operand: every resized index within it (pad: left
+ * <= i < left + N; cat: i < N of the first operand). */
+static KExpr *resize_condition(LowerCtx *c, IndexMap *cm, const Expr *e) {
+  Arena *a = c->a;
+  Val *p = e->in[0], *cv = e->out[0];
+  KExpr *cond = kx_const(a, 1);
+  for (int i = 0, k = 0; i < TV(p)->nlogical; i++) {
+    Val *pid = TV(p)->logical[i];
+    if (ID(pid)->iter_type == CF_ITER_REDUCTION) continue;
+    if (ir_resize_axis(e, 0, k)) {
+      KExpr *x = get(cm, TV(cv)->root[k]), *lo = kx_const(a, e->op == OP_PAD ? e->attr.pad.left[k] : 0);
+      KExpr *in = kx_bin(a, OP_LT, x, kx_bin(a, OP_ADD, lo, ext(c, pid)));
+      cond = kx_bin(a, OP_AND, cond, e->op == OP_PAD ? kx_bin(a, OP_AND, kx_bin(a, OP_GE, x, lo), in) : in);
+    }
+    k++;
+  }
+  return cond;
+}
+
 /* The row-major index of the consumer's element among its logical axes (random numbers
  * depend on it alone, not on the schedule). */
 static KExpr *row_major_index(LowerCtx *c, IndexMap *cm, Val *cv) {
@@ -313,10 +331,17 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
     Val *p = e->in[i];
     if (p->kind != VAL_TV) continue;
     seed_producer(c, cm, pm, op, p);
+    if (ir_op_kind(e->op) == OPK_RESIZE) seed_resized(c, cm, pm, e, i);
     propagate(c, pm, p);
     op->u.op.in[op->u.op.nin++] = access_of(c, pm, p, cv);
     reset(pm);
   }
+  if (e->op == OP_PAD) /* the value where the operand has no element, then the condition */
+    op->u.op.in[op->u.op.nin++] = ir_dtype_is_float(cv->dtype)
+                                      ? (KAccess){.t = NULL, .scalar = e->attr.pad.value}
+                                      : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.pad.ivalue)};
+  if (e->op == OP_PAD || e->op == OP_CAT)
+    op->u.op.in[op->u.op.nin++] = (KAccess){.t = NULL, .scalar_expr = resize_condition(c, cm, e)};
   if (ir_op_kind(e->op) == OPK_BINARY && e->attr.scalar_rhs.is_scalar_rhs)
     op->u.op.in[op->u.op.nin++] =
         (KAccess){.t = NULL, .scalar = e->attr.scalar_rhs.value,
@@ -377,16 +402,14 @@ KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv) {
   return acc;
 }
 
-static void walk(LowerCtx *c, IndexMap *cm, IndexMap *pm, KBlock *b) {
-  for (int i = 0; i < b->len; i++) {
-    KNode *n = b->items[i];
-    if (n->kind == KN_FOR) walk(c, cm, pm, &n->u.loop.body);
-    else if (n->kind == KN_IF) walk(c, cm, pm, &n->u.cond.then);
-    else if (n->kind == KN_OP) index_op(c, cm, pm, n);
-  }
+static bool on_op(KVisitor *v, KNode *n) {
+  LowerCtx *c = v->user;
+  index_op(c, &c->index_maps->cm, &c->index_maps->pm, n);
+  return true;
 }
 
 void lower_index(LowerCtx *c) {
-  IndexMaps *m = index_maps(c);
-  walk(c, &m->cm, &m->pm, &c->k->body);
+  index_maps(c);
+  KVisitor v = {.pre = {[KN_OP] = on_op}, .user = c, .arena = c->a};
+  kir_visit(&v, &c->k->body);
 }

@@ -120,6 +120,13 @@ KExpr *kx_select(Arena *a, KExpr *c, KExpr *x, KExpr *y) {
   return e;
 }
 
+KExpr *kx_block_all(Arena *a, KExpr *x) {
+  if (kx_is_const(x, NULL)) return x;
+  KExpr *e = node(a, KX_BLOCK_ALL);
+  e->a = x;
+  return e;
+}
+
 bool kx_equal(const KExpr *x, const KExpr *y) {
   if (x == y) return true;
   if (!x || !y || x->kind != y->kind) return false;
@@ -131,6 +138,7 @@ bool kx_equal(const KExpr *x, const KExpr *y) {
   case KX_PARAM_STRIDE: return x->param == y->param && x->axis == y->axis;
   case KX_BINARY: return x->op == y->op && kx_equal(x->a, y->a) && kx_equal(x->b, y->b);
   case KX_SELECT: return kx_equal(x->a, y->a) && kx_equal(x->b, y->b) && kx_equal(x->c, y->c);
+  case KX_BLOCK_ALL: return kx_equal(x->a, y->a);
   }
   return false;
 }
@@ -202,6 +210,11 @@ void kx_print(StrBuf *b, const KExpr *e, const char *const *param_names) {
     kx_print(b, e->c, param_names);
     sb_puts(b, ")");
     return;
+  case KX_BLOCK_ALL: /* CUDA's builtin; the host runtime defines it */
+    sb_puts(b, "__syncthreads_and(");
+    kx_print(b, e->a, param_names);
+    sb_puts(b, ")");
+    return;
   case KX_BINARY: break;
   }
   const char *op = infix(e->op);
@@ -245,7 +258,7 @@ void kkernel_free(KKernel *k) {
 }
 
 bool kx_uses_thread(const KExpr *e, cf_parallel_type pt) {
-  if (!e) return false;
+  if (!e || e->kind == KX_BLOCK_ALL) return false; /* a vote's value is the block's */
   if (e->kind == KX_THREAD && !e->is_dim && e->pt == pt) return true;
   return kx_uses_thread(e->a, pt) || kx_uses_thread(e->b, pt) || kx_uses_thread(e->c, pt);
 }

@@ -19,7 +19,9 @@ typedef enum KxKind {
   KX_PARAM_SIZE,   /* kernel parameter `param`'s logical size along `axis` */
   KX_PARAM_STRIDE, /* kernel parameter `param`'s allocation stride along `axis` */
   KX_BINARY,       /* op in {ADD SUB MUL DIV MOD CEILDIV MAX MIN LT LE GT GE EQ NE AND XOR} */
-  KX_SELECT        /* a ? b : c */
+  KX_SELECT,       /* a ? b : c */
+  KX_BLOCK_ALL     /* whether a != 0 in every thread of the block: a barrier every thread of
+                    * the block must reach (__syncthreads_and); its value is the same in all */
 } KxKind;
 
 typedef struct KExpr KExpr;
@@ -42,8 +44,11 @@ KExpr *kx_param_stride(Arena *a, int param, int axis);
 /* Folds constants and identities (x*1, x+0, x*0, x/1, x%1, ceilDiv(x,1), c1<c2, a&&true). */
 KExpr *kx_bin(Arena *a, IrOp op, KExpr *x, KExpr *y);
 KExpr *kx_select(Arena *a, KExpr *c, KExpr *x, KExpr *y);
+/* The block vote over x (a constant folds to itself). */
+KExpr *kx_block_all(Arena *a, KExpr *x);
 bool kx_is_const(const KExpr *e, int64_t *v);
-/* Whether e reads threadIdx/blockIdx of pt (not its extent). */
+/* Whether e's value depends on the index of pt (reads threadIdx/blockIdx of pt, not its
+ * extent, outside a block vote). */
 bool kx_uses_thread(const KExpr *e, cf_parallel_type pt);
 /* Structural equality (for hoisting and predicate de-duplication). */
 bool kx_equal(const KExpr *x, const KExpr *y);
@@ -87,21 +92,36 @@ typedef struct KTensor {
 
 /* ---- nodes ---------------------------------------------------------------------------- */
 
+/* X(kind, collective): a collective node is reached by every thread of the block (or of a
+ * warp) together: a barrier, a block reduction, a warp-collective tcgen05 instruction. A
+ * condition around one must be the same for all those threads (kir_verify, unswitch.c). */
+#define KN_KIND_TABLE(X)                                                                      \
+  X(KN_FOR, false)             /* a loop; thread-parallel "loops" are kept (trivial, not emitted) */ \
+  X(KN_IF, false)              /* if (cond) { then } else { otherwise } */                       \
+  X(KN_OP, false)              /* one elementwise/reduction/copy computation */                  \
+  X(KN_TMEM_LD, true)          /* tcgen05.ld 32x32b: registers <- tensor memory */               \
+  X(KN_TMEM_ST, true)          /* tcgen05.st 32x32b: tensor memory <- registers */               \
+  X(KN_ALLOC, false)           /* declaration of a Local/Shared/Tensor buffer */                 \
+  X(KN_SYNC, true)             /* __syncthreads, or a grid-wide sync (u.sync.grid) */                                               \
+  X(KN_TMEM_ALLOC, true)       /* warp 0: tcgen05.alloc of a region into its shared slot */      \
+  X(KN_TMEM_RELINQUISH, true)  /* warp 0: tcgen05.relinquish_alloc_permit */                     \
+  X(KN_TMEM_DEALLOC, true)     /* warp 0: tcgen05.dealloc of a region */                         \
+  X(KN_COMMENT, false)                                                                        \
+  X(KN_ACC_DECL, false)        /* a reduction's register accumulator: `T var = identity;` */    \
+  X(KN_BLOCK_REDUCE, true)     /* all-reduce of an accumulator across thread dimensions (reduction.c) */
+
 typedef enum KnKind {
-  KN_FOR,              /* a loop; thread-parallel "loops" are kept (trivial, not emitted) */
-  KN_IF,               /* if (cond) { then } */
-  KN_OP,               /* one elementwise/reduction/copy computation */
-  KN_TMEM_LD,          /* tcgen05.ld 32x32b: registers <- tensor memory */
-  KN_TMEM_ST,          /* tcgen05.st 32x32b: tensor memory <- registers */
-  KN_ALLOC,            /* declaration of a Local/Shared/Tensor buffer */
-  KN_SYNC,             /* __syncthreads, or a grid-wide sync (u.sync.grid) */
-  KN_TMEM_ALLOC,       /* warp 0: tcgen05.alloc of a region into its shared slot */
-  KN_TMEM_RELINQUISH,  /* warp 0: tcgen05.relinquish_alloc_permit */
-  KN_TMEM_DEALLOC,     /* warp 0: tcgen05.dealloc of a region */
-  KN_COMMENT,
-  KN_ACC_DECL,         /* a reduction's register accumulator: `T var = identity;` */
-  KN_BLOCK_REDUCE      /* all-reduce of an accumulator across thread dimensions (reduction.c) */
+#define KN_X(kind, collective) kind,
+  KN_KIND_TABLE(KN_X)
+#undef KN_X
 } KnKind;
+/* Outside the enum, so that switches over the kinds need no case for it. */
+#define KN_X(kind, collective) +1
+enum { KN_KIND_COUNT = 0 KN_KIND_TABLE(KN_X) };
+#undef KN_X
+
+/* The table's collective column. */
+bool kn_is_collective(KnKind k);
 
 typedef struct KNode KNode;
 typedef struct KBlock {
@@ -136,8 +156,9 @@ struct KNode {
       Val *concrete;       /* during lowering: the axis whose extent the loop runs over */
     } loop;
     struct {
-      KExpr *cond;
+      KExpr *cond;         /* a predicate is a value: any integer KExpr, true when non-zero */
       KBlock then;
+      KBlock otherwise;    /* the else branch (empty: none) */
     } cond;
     struct {
       IrOp op;             /* the fusion op (OP_SET, OP_ADD, OP_SUM, ...) */
@@ -232,5 +253,70 @@ typedef struct KKernel {
 } KKernel;
 
 void kkernel_free(KKernel *k);
+
+/* ---- walking and transforming the tree (kir_visit.c) -------------------------------------
+ * Every pass and printer that goes over the kernel IR goes through these, so the shape of
+ * the tree (which nodes hold blocks: kn_blocks) is known in one place. */
+
+enum { KN_MAX_BLOCKS = 2 };
+/* The blocks n holds, in program order: a loop's body; an if's then and else branches; a
+ * grid reduction's tail (what the last block of a group runs). Returns how many. */
+int kn_blocks(KNode *n, KBlock *out[KN_MAX_BLOCKS]);
+
+/* The nodes enclosing the one a callback is called for, outermost first, with the block
+ * holding each; node[depth - 1] is that node itself. */
+typedef struct KPath {
+  KNode **node;
+  KBlock **block;
+  int depth, cap;
+} KPath;
+
+/* A walk, depth first in program order, that may change nodes' fields but not the tree's
+ * shape, except that `pre` may rewrite the node's own blocks (they are walked after it
+ * returns). Callbacks are per node kind (NULL: nothing); `pre` returning false skips the
+ * node's blocks. `between` runs before block i >= 1 of a node (an if's else branch). A
+ * callback ends the walk by setting `stop`. */
+typedef struct KVisitor KVisitor;
+struct KVisitor {
+  bool (*pre[KN_KIND_COUNT])(KVisitor *v, KNode *n);
+  void (*post[KN_KIND_COUNT])(KVisitor *v, KNode *n);
+  void (*between)(KVisitor *v, KNode *n, int block);
+  void *user;
+  /* Where the path grows: a lowering pass gives the kernel's arena (a lower_fail from a
+   * callback unwinds past the walk); NULL: malloc'd and freed when the walk returns. */
+  Arena *arena;
+  bool stop;
+  bool oom;     /* the path could not grow: the walk stopped */
+  KPath path;   /* kept by the walk */
+};
+/* Walks b; false when a callback (or running out of memory) stopped the walk. */
+bool kir_visit(KVisitor *v, KBlock *b);
+/* Sets the same pre and post callback for every kind (a printer's switch). */
+void kir_visit_all(KVisitor *v, bool (*pre)(KVisitor *, KNode *), void (*post)(KVisitor *, KNode *));
+
+/* A rewrite in the spirit of Halide's IRMutator. For each node of a block, the callback of
+ * its kind appends to `out` what takes its place: nothing (the node is removed), the node
+ * itself (kept; call kir_mutate_children first to rewrite inside it), another node, or
+ * several. Kinds without a callback have their blocks mutated and are kept. Nodes keep
+ * their identity (an op's `loops` stay valid); a block's items are rebuilt only when one
+ * of them changed, so a pass that changes nothing rebuilds nothing. Replacements are not
+ * mutated again. */
+typedef struct KMutator KMutator;
+struct KMutator {
+  Arena *arena;
+  void (*fn[KN_KIND_COUNT])(KMutator *m, KNode *n, KBlock *out);
+  void *user;
+  KPath path;   /* the enclosing nodes, as for the visitor */
+};
+/* Mutates b in place; returns whether b's own items changed (blocks below it may have
+ * changed in place either way). */
+bool kir_mutate(KMutator *m, KBlock *b);
+/* The default recursion: mutates each block of n. */
+void kir_mutate_children(KMutator *m, KNode *n);
+
+/* Deep copies in arena a: nodes and blocks are copied, KExprs and tensors shared; an op's
+ * `loops` that lie inside the copy point to their copies. */
+KNode *kir_clone(Arena *a, const KNode *n);
+void kir_clone_block(Arena *a, const KBlock *src, KBlock *dst);
 
 #endif

@@ -1,6 +1,7 @@
 /* lower/kir_print.c: a compact text dump of the kernel IR for CFUSER_DUMP, one node per
  * line with indentation: loops with their extent and parallel type, ifs with their
- * condition, ops with their indexed operands, syncs and tensor-memory management.
+ * condition (and ELSE before an else branch), ops with their indexed operands, syncs,
+ * block reductions (a grid reduction's tail under it) and tensor-memory management.
  * Key decision: independent of the code generators, so it shows the IR as it is between
  * passes, before anything is lowered to a language. */
 #include "lower/lower.h"
@@ -38,27 +39,28 @@ static void access(StrBuf *b, const KKernel *k, const KAccess *a) {
   sb_puts(b, "]");
 }
 
-static void node(StrBuf *b, const KKernel *k, const KNode *n, int depth);
+typedef struct Printer {
+  StrBuf *b;
+  const KKernel *k;
+} Printer;
 
-static void block(StrBuf *b, const KKernel *k, const KBlock *blk, int depth) {
-  for (int i = 0; i < blk->len; i++) node(b, k, blk->items[i], depth);
-}
-
-static void node(StrBuf *b, const KKernel *k, const KNode *n, int depth) {
-  pad(b, depth);
+/* One line per node, indented by its depth; the walk (kir_visit.c) recurses. */
+static bool node(KVisitor *v, KNode *n) {
+  Printer *p = v->user;
+  StrBuf *b = p->b;
+  const KKernel *k = p->k;
+  pad(b, v->path.depth - 1);
   switch (n->kind) {
   case KN_FOR:
     sb_printf(b, "FOR %s in 0..", n->u.loop.var ? n->u.loop.var : "-");
     kx_print(b, n->u.loop.extent, param_names(k));
     sb_printf(b, " (%s)\n", cf_parallel_type_name(n->u.loop.pt));
-    block(b, k, &n->u.loop.body, depth + 1);
-    return;
+    break;
   case KN_IF:
     sb_puts(b, "IF ");
     kx_print(b, n->u.cond.cond, param_names(k));
     sb_puts(b, "\n");
-    block(b, k, &n->u.cond.then, depth + 1);
-    return;
+    break;
   case KN_OP:
     access(b, k, &n->u.op.out);
     sb_printf(b, " = %s%s(", n->u.op.reduction_init ? "init:" : "", ir_op_name(n->u.op.op));
@@ -69,7 +71,7 @@ static void node(StrBuf *b, const KKernel *k, const KNode *n, int depth) {
     sb_puts(b, ")");
     if (n->u.op.vector > 1) sb_printf(b, " x%d", n->u.op.vector);
     sb_puts(b, "\n");
-    return;
+    break;
   case KN_TMEM_LD:
   case KN_TMEM_ST:
     sb_printf(b, "%s x%d ", n->kind == KN_TMEM_LD ? "TMEM_LD" : "TMEM_ST", n->u.tmem.words);
@@ -77,18 +79,29 @@ static void node(StrBuf *b, const KKernel *k, const KNode *n, int depth) {
     sb_puts(b, " <-> ");
     access(b, k, &n->u.tmem.tmem);
     sb_puts(b, "\n");
-    return;
-  case KN_ALLOC: sb_printf(b, "ALLOC %s\n", n->u.alloc.t->name); return;
-  case KN_SYNC: sb_puts(b, "SYNC\n"); return;
-  case KN_TMEM_ALLOC: sb_printf(b, "TMEM_ALLOC region %d\n", n->u.region.region); return;
-  case KN_TMEM_RELINQUISH: sb_puts(b, "TMEM_RELINQUISH\n"); return;
-  case KN_TMEM_DEALLOC: sb_printf(b, "TMEM_DEALLOC region %d\n", n->u.region.region); return;
-  case KN_COMMENT: sb_printf(b, "// %s\n", n->u.comment); return;
-  case KN_ACC_DECL: sb_printf(b, "ACC %s %s = init:%s\n", cf_dtype_name(n->u.acc.dtype), n->u.acc.var, ir_op_name(n->u.acc.op)); return;
+    break;
+  case KN_ALLOC: sb_printf(b, "ALLOC %s\n", n->u.alloc.t->name); break;
+  case KN_SYNC: sb_puts(b, "SYNC\n"); break;
+  case KN_TMEM_ALLOC: sb_printf(b, "TMEM_ALLOC region %d\n", n->u.region.region); break;
+  case KN_TMEM_RELINQUISH: sb_puts(b, "TMEM_RELINQUISH\n"); break;
+  case KN_TMEM_DEALLOC: sb_printf(b, "TMEM_DEALLOC region %d\n", n->u.region.region); break;
+  case KN_COMMENT: sb_printf(b, "// %s\n", n->u.comment); break;
+  case KN_ACC_DECL: sb_printf(b, "ACC %s %s = init:%s\n", cf_dtype_name(n->u.acc.dtype), n->u.acc.var, ir_op_name(n->u.acc.op)); break;
   case KN_BLOCK_REDUCE:
     sb_printf(b, "BLOCK_REDUCE %s %s over%s%s%s%s\n", ir_op_name(n->u.acc.op), n->u.acc.var, n->u.acc.reduce[0] ? " x" : "",
               n->u.acc.reduce[1] ? " y" : "", n->u.acc.reduce[2] ? " z" : "", n->u.acc.warp ? " (warp shuffles)" : "");
-    return;
+    break;
+  }
+  return true;
+}
+
+/* An if's else branch, at the if's depth; a grid reduction's tail prints under it. */
+static void between(KVisitor *v, KNode *n, int block) {
+  Printer *p = v->user;
+  (void)block;
+  if (n->kind == KN_IF && n->u.cond.otherwise.len) {
+    pad(p->b, v->path.depth - 1);
+    sb_puts(p->b, "ELSE\n");
   }
 }
 
@@ -98,5 +111,8 @@ void kir_print(StrBuf *b, const KKernel *k) {
     if (k->allocs[i]->size) kx_print(b, k->allocs[i]->size, param_names(k));
     sb_puts(b, "]\n");
   }
-  block(b, k, &k->body, 0);
+  Printer p = {b, k};
+  KVisitor v = {.between = between, .user = &p};
+  kir_visit_all(&v, node, NULL);
+  kir_visit(&v, (KBlock *)&k->body); /* a read-only walk: printing changes nothing */
 }

@@ -1,7 +1,8 @@
 /* lower/kir_verify.c: checks what the kernel IR means between passes (CFUSER_VERIFY=1, on
  * in tests), in program order:
  *   - structure: loops have an extent and an index, a serial loop's index is its own
- *     variable, no sync sits under an if (a thread-dependent condition would deadlock),
+ *     variable, no sync sits under an if whose condition depends on a thread index (the
+ *     threads would part at the barrier; an unswitched nest's block-uniform if is fine),
  *     ops carry their loop indices and, once indexed, name their tensors;
  *   - scope: every loop variable an index, bound, condition or extent uses belongs to an
  *     enclosing loop;
@@ -14,8 +15,9 @@
  *     thread indices than it was written with (in its index or the conditions around the
  *     access) has a __syncthreads between the write and the read;
  *   - tensor-memory regions are allocated and deallocated exactly once.
- * Key decision: one walk that reports the first broken rule; the pipeline turns a failure
- * into an internal error naming the pass. */
+ * Key decision: one walk (kir_visit) that reports the first broken rule; the pipeline
+ * turns a failure into an internal error naming the pass. The two branches of an if/else
+ * are checked each from the state before the if. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,15 +32,27 @@ typedef struct Written {
   unsigned threads;  /* thread types its write index uses (bit per parallel type) */
 } Written;
 
+/* An if with an else branch: each branch starts from the state before the if, and after
+ * it a tensor counts as written by the last branch that wrote it. */
+typedef struct IfFrame {
+  unsigned guard_threads;
+  int thread_ifs;
+  Written *before, *then_state; /* copies of `written` (NULL for an if without else) */
+  long syncs_before, then_syncs;
+} IfFrame;
+
 typedef struct Verify {
   const KKernel *k;
   char *err;
   size_t errlen;
-  KNode **stack; /* enclosing loops */
-  int depth, cap;
+  KPath *path; /* the visitor's: the enclosing loops and ifs */
   long syncs;
   unsigned guard_threads; /* thread types the enclosing ifs test */
-  Written *written; /* by tensor: index in params then allocs */
+  int thread_ifs;         /* enclosing ifs whose condition depends on a thread index */
+  Written *written;       /* by tensor: index in params then allocs */
+  int nslots;
+  IfFrame *frames;
+  int nframes, capframes;
   int *allocs, *deallocs, nregions;
 } Verify;
 
@@ -47,9 +61,12 @@ static bool fail(Verify *v, const char *fmt, const char *name) {
   return false;
 }
 
-static bool var_in_scope(const Verify *v, const char *name) {
-  for (int i = 0; i < v->depth; i++)
-    if (v->stack[i]->u.loop.var && !strcmp(v->stack[i]->u.loop.var, name)) return true;
+/* Whether a loop among the first `upto` nodes of the path binds `name`. */
+static bool var_in_scope(const Verify *v, const char *name, int upto) {
+  for (int i = 0; i < upto; i++) {
+    const KNode *n = v->path->node[i];
+    if (n->kind == KN_FOR && n->u.loop.var && !strcmp(n->u.loop.var, name)) return true;
+  }
   return false;
 }
 
@@ -59,16 +76,23 @@ static bool single_thread(const Verify *v, cf_parallel_type pt) {
   return dim && kx_is_const(dim, &ext) && ext == 1;
 }
 
-/* Checks scope; accumulates the thread types e reads into *threads. */
-static bool expr_ok(Verify *v, const KExpr *e, unsigned *threads) {
+/* Checks scope (loops among the first `upto` of the path); accumulates the thread types e
+ * reads into *threads. */
+static bool expr_in(Verify *v, const KExpr *e, unsigned *threads, int upto) {
   if (!e) return true;
-  if (e->kind == KX_VAR && !var_in_scope(v, e->name)) return fail(v, "loop variable %s used outside its loop", e->name);
+  if (e->kind == KX_VAR && !var_in_scope(v, e->name, upto)) return fail(v, "loop variable %s used outside its loop", e->name);
+  if (e->kind == KX_BLOCK_ALL) { /* a barrier, whose value every thread shares */
+    if (v->thread_ifs) return fail(v, "%s", "a block vote under a condition that depends on the thread index");
+    return expr_in(v, e->a, NULL, upto);
+  }
   /* only thread indices of a dimension launched wider than 1: a block's shared memory is
    * its own, whatever its blockIdx */
   if (e->kind == KX_THREAD && !e->is_dim && ir_ptype_is_thread(e->pt) && threads && !single_thread(v, e->pt))
     *threads |= 1u << e->pt;
-  return expr_ok(v, e->a, threads) && expr_ok(v, e->b, threads) && expr_ok(v, e->c, threads);
+  return expr_in(v, e->a, threads, upto) && expr_in(v, e->b, threads, upto) && expr_in(v, e->c, threads, upto);
 }
+
+static bool expr_ok(Verify *v, const KExpr *e, unsigned *threads) { return expr_in(v, e, threads, v->path->depth); }
 
 static int tensor_slot(const Verify *v, const KTensor *t) {
   if (t->param >= 0 && t->param < v->k->nparams && v->k->params[t->param] == t) return t->param;
@@ -77,9 +101,9 @@ static int tensor_slot(const Verify *v, const KTensor *t) {
   return -1;
 }
 
-static bool in_stack(const Verify *v, const KNode *loop) {
-  for (int i = 0; i < v->depth; i++)
-    if (v->stack[i] == loop) return true;
+static bool in_path(const Verify *v, const KNode *loop) {
+  for (int i = 0; i < v->path->depth; i++)
+    if (v->path->node[i] == loop) return true;
   return false;
 }
 
@@ -93,7 +117,7 @@ static bool read_ok(Verify *v, const KAccess *a, unsigned threads) {
   const Expr *src = w->op->kind == KN_OP ? w->op->u.op.src : NULL;
   int ca = src ? TV(src->out[0])->ca_pos : 0;
   for (int j = 0; j < ca && j < w->nloops; j++)
-    if (w->loops[j] && w->loops[j]->u.loop.var && !in_stack(v, w->loops[j]))
+    if (w->loops[j] && w->loops[j]->u.loop.var && !in_path(v, w->loops[j]))
       return fail(v, "%s is read outside a loop it was computed in (left of its compute-at position)", t->name);
   bool shared = t->mem == CF_MEM_SHARED || t->mem == CF_MEM_TENSOR;
   if (v->k->synced && shared && threads != w->threads && v->syncs == w->syncs)
@@ -140,61 +164,99 @@ static bool tmem_ok(Verify *v, const KNode *n) {
   return true;
 }
 
-static bool block(Verify *v, const KBlock *b, bool under_if);
-
-static bool loop_ok(Verify *v, const KNode *n, bool under_if) {
+static bool loop_ok(Verify *v, const KNode *n) {
   if (!n->u.loop.extent || !n->u.loop.index) return fail(v, "%s", "a loop without extent or index");
   if (n->u.loop.var && (n->u.loop.index->kind != KX_VAR || n->u.loop.index->name != n->u.loop.var))
     return fail(v, "%s", "a serial loop whose index is not its variable");
-  if (!expr_ok(v, n->u.loop.extent, NULL)) return false;
-  if (v->depth == v->cap) {
-    int cap = v->cap ? 2 * v->cap : 16;
-    KNode **s = realloc(v->stack, sizeof(KNode *) * (size_t)cap);
-    if (!s) return fail(v, "%s", "out of memory verifying the kernel IR");
-    v->stack = s;
-    v->cap = cap;
-  }
-  v->stack[v->depth++] = (KNode *)n;
-  bool ok = block(v, &n->u.loop.body, under_if);
-  v->depth--;
-  return ok;
+  return expr_in(v, n->u.loop.extent, NULL, v->path->depth - 1); /* not in the scope of its own variable */
 }
 
-static bool node(Verify *v, const KNode *n, bool under_if) {
-  switch (n->kind) {
-  case KN_FOR: return loop_ok(v, n, under_if);
-  case KN_IF:
-    if (!n->u.cond.cond) return fail(v, "%s", "an if without condition");
-  {
-    unsigned th = 0, saved = v->guard_threads;
-    if (!expr_ok(v, n->u.cond.cond, &th)) return false;
-    v->guard_threads |= th;
-    bool ok = block(v, &n->u.cond.then, true);
-    v->guard_threads = saved;
-    return ok;
+static Written *snapshot(Verify *v) {
+  Written *s = malloc(sizeof(Written) * (size_t)v->nslots);
+  if (s) memcpy(s, v->written, sizeof(Written) * (size_t)v->nslots);
+  return s;
+}
+
+static bool if_enter(Verify *v, const KNode *n) {
+  if (!n->u.cond.cond) return fail(v, "%s", "an if without condition");
+  unsigned th = 0;
+  if (!expr_ok(v, n->u.cond.cond, &th)) return false;
+  if (v->nframes == v->capframes) {
+    int cap = v->capframes ? 2 * v->capframes : 16;
+    IfFrame *fr = realloc(v->frames, sizeof(IfFrame) * (size_t)cap);
+    if (!fr) return fail(v, "%s", "out of memory verifying the kernel IR");
+    v->frames = fr;
+    v->capframes = cap;
   }
+  IfFrame *f = &v->frames[v->nframes++];
+  *f = (IfFrame){v->guard_threads, v->thread_ifs, NULL, NULL, v->syncs, 0};
+  if (n->u.cond.otherwise.len && !(f->before = snapshot(v))) return fail(v, "%s", "out of memory verifying the kernel IR");
+  v->guard_threads |= th;
+  v->thread_ifs += th != 0;
+  return true;
+}
+
+/* Before the else branch: the then branch's state is kept aside, the state before the if
+ * comes back. */
+static bool if_else(Verify *v) {
+  IfFrame *f = &v->frames[v->nframes - 1];
+  if (!(f->then_state = snapshot(v))) return fail(v, "%s", "out of memory verifying the kernel IR");
+  f->then_syncs = v->syncs;
+  memcpy(v->written, f->before, sizeof(Written) * (size_t)v->nslots);
+  v->syncs = f->syncs_before;
+  return true;
+}
+
+static void if_leave(Verify *v) {
+  IfFrame *f = &v->frames[--v->nframes];
+  if (f->then_state) {
+    for (int s = 0; s < v->nslots; s++)
+      if (v->written[s].op == f->before[s].op && v->written[s].syncs == f->before[s].syncs) v->written[s] = f->then_state[s];
+    if (f->then_syncs > v->syncs) v->syncs = f->then_syncs;
+  }
+  free(f->before);
+  free(f->then_state);
+  v->guard_threads = f->guard_threads;
+  v->thread_ifs = f->thread_ifs;
+}
+
+static bool region_ok(Verify *v, const KNode *n) {
+  if (n->u.region.region < 0 || n->u.region.region >= v->nregions) return fail(v, "%s", "a tensor-memory region out of range");
+  (n->kind == KN_TMEM_ALLOC ? v->allocs : v->deallocs)[n->u.region.region]++;
+  return true;
+}
+
+/* The visitor's callbacks: a failed check stops the walk. */
+static bool pre(KVisitor *kv, KNode *n) {
+  Verify *v = kv->user;
+  bool ok = true;
+  switch (n->kind) {
+  case KN_FOR: ok = loop_ok(v, n); break;
+  case KN_IF: ok = if_enter(v, n); break;
   case KN_SYNC:
   case KN_BLOCK_REDUCE: /* it synchronizes the block */
     v->syncs++;
-    return under_if ? fail(v, "%s", "a __syncthreads under a condition") : true;
-    v->syncs++;
-    return under_if ? fail(v, "%s", "a __syncthreads under a condition") : true;
-  case KN_OP: return op_ok(v, n);
+    ok = v->thread_ifs ? fail(v, "%s", "a __syncthreads under a condition that depends on the thread index") : true;
+    break;
+  case KN_OP: ok = op_ok(v, n); break;
   case KN_TMEM_LD:
-  case KN_TMEM_ST: return tmem_ok(v, n);
+  case KN_TMEM_ST: ok = tmem_ok(v, n); break;
   case KN_TMEM_ALLOC:
-  case KN_TMEM_DEALLOC:
-    if (n->u.region.region < 0 || n->u.region.region >= v->nregions) return fail(v, "%s", "a tensor-memory region out of range");
-    (n->kind == KN_TMEM_ALLOC ? v->allocs : v->deallocs)[n->u.region.region]++;
-    return true;
-  default: return true;
+  case KN_TMEM_DEALLOC: ok = region_ok(v, n); break;
+  default: break;
   }
+  kv->stop |= !ok;
+  return ok;
 }
 
-static bool block(Verify *v, const KBlock *b, bool under_if) {
-  for (int i = 0; i < b->len; i++)
-    if (!node(v, b->items[i], under_if)) return false;
-  return true;
+static void between(KVisitor *kv, KNode *n, int block) {
+  (void)block;
+  if (n->kind == KN_IF && n->u.cond.otherwise.len) kv->stop |= !if_else(kv->user);
+}
+
+static void post_if(KVisitor *kv, KNode *n) {
+  (void)n;
+  if_leave(kv->user);
 }
 
 static bool regions_paired(Verify *v) {
@@ -210,16 +272,27 @@ static bool regions_paired(Verify *v) {
   return true;
 }
 
+static bool walk(Verify *v) {
+  KVisitor kv = {.between = between, .user = v};
+  kir_visit_all(&kv, pre, NULL);
+  kv.post[KN_IF] = post_if;
+  v->path = &kv.path;
+  bool ok = kir_visit(&kv, (KBlock *)&v->k->body); /* a read-only walk */
+  if (kv.oom) return fail(v, "%s", "out of memory verifying the kernel IR");
+  while (v->nframes > 0) if_leave(v); /* a walk stopped inside ifs */
+  return ok;
+}
+
 bool kir_verify(const KKernel *k, char *err, size_t errlen) {
-  Verify v = {.k = k, .err = err, .errlen = errlen, .nregions = k->nregions};
-  v.written = calloc((size_t)(k->nparams + k->nallocs + 1), sizeof(Written));
+  Verify v = {.k = k, .err = err, .errlen = errlen, .nregions = k->nregions, .nslots = k->nparams + k->nallocs + 1};
+  v.written = calloc((size_t)v.nslots, sizeof(Written));
   v.allocs = calloc((size_t)k->nregions + 1, sizeof(int));
   v.deallocs = calloc((size_t)k->nregions + 1, sizeof(int));
-  bool ok = v.written && v.allocs && v.deallocs ? block(&v, &k->body, false) && regions_paired(&v)
+  bool ok = v.written && v.allocs && v.deallocs ? walk(&v) && regions_paired(&v)
                                                 : fail(&v, "%s", "out of memory verifying the kernel IR");
   free(v.written);
   free(v.allocs);
   free(v.deallocs);
-  free(v.stack);
+  free(v.frames);
   return ok;
 }

@@ -31,6 +31,8 @@ static const struct {
     {"reduction", lower_reduction},
     {"sync", lower_sync},
     {"tmem_lifetime", lower_tmem_lifetime},
+    {"unswitch", lower_unswitch},
+    {"local_reuse", lower_local_reuse},
     {"smem_layout", lower_smem_layout},
 };
 

@@ -52,7 +52,7 @@ typedef struct LowerCtx {
   TvInfo *info;           /* by Val id */
   KExpr *pdim[CF_PT_COUNT];   /* launch extent of each parallel type, NULL if unused */
   bool pdim_exact[CF_PT_COUNT];
-  unsigned *varies;            /* by Val id: the launch types (bits) a tensor's values depend on (predicate.c) */
+  Uniformity uniform;          /* per-thread uniformity (analysis/uniformity.c), recorded by predicate.c */
   int next_var;
   struct IndexMaps *index_maps; /* index.c's scratch maps, made on first use */
 } LowerCtx;
@@ -120,8 +120,13 @@ bool lower_write_guarded(const LowerCtx *c, const Val *tv, cf_parallel_type p);
 /* Whether the place op writes depends on the index of launch type p (predicate.c). */
 bool lower_write_spans(const KNode *op, cf_parallel_type p);
 void lower_reduction(LowerCtx *c);        /* reduction.c: block reductions */
+/* reduction.c: whether a reduction's output of tv's dtype accumulates in a wider
+ * floating type (half, bfloat16 in float): its accumulator is a register. */
+bool lower_widened_reduction(const Val *tv);
 void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
+void lower_unswitch(LowerCtx *c);         /* unswitch.c: Unswitch/Unroll nests: hoisted predicates, fallback copy */
+void lower_local_reuse(LowerCtx *c);      /* local_reuse.c: local buffers shared by lifetime, the local limit */
 void lower_smem_layout(LowerCtx *c);      /* smem_layout.c: offsets, dynamic size */
 
 /* Kernel IR dump for CFUSER_DUMP (kir_print.c). */

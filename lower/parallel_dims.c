@@ -1,4 +1,4 @@
-/* lower/parallel_dims.c: pass 2. The parallel-dimension map: the launch extent of each
+/* lower/parallel_dims.c: the parallel_dims pass. The parallel-dimension map: the launch extent of each
  * thread and block parallel type, and the launch dimensions of the kernel.
  *
  * Requires: the loop model and effective parallel types. Establishes: c->pdim[pt] (NULL when unused), c->pdim_exact[pt] (every

@@ -1,10 +1,12 @@
-/* lower/predicate.c: pass 9. Guards each op with the predicate it needs, and only that:
+/* lower/predicate.c: the predicate pass. Guards each op with the predicate it needs, and only that:
  * the bounds of non-divisible splits and of threads beyond a tensor's extent on a
  * parallel dimension, and `threadIdx == 0` for shared or global writes that threads of
  * an unused parallel dimension would repeat.
  *
  * Requires: ops with their bound terms (index < extent) from the index pass. Establishes:
- * ops that need a predicate are wrapped in a KN_IF.
+ * ops that need a predicate are wrapped in a KN_IF whose condition is the conjunction of
+ * the write guard's terms (`threadIdx.p == 0`) and the bound terms (`index < extent`), in
+ * that order: the unswitch pass reads those terms back from the condition.
  * Key decision: a small interval analysis proves terms true and drops them: every loop
  * variable lies in [0, extent), every thread index in [0, launch extent), and upper
  * bounds propagate through +, *, /, % and ^ (all operands are non-negative). A divisible
@@ -95,27 +97,20 @@ bool lower_write_spans(const KNode *op, cf_parallel_type p) {
   return kx_uses_thread(o->index, p) || kx_uses_thread(o->lane, p) || kx_uses_thread(o->col, p);
 }
 
-/* The launch types (a bit each) op's value depends on: through the indices it reads at,
- * and through what the tensors it reads hold (c->varies, filled in program order). */
-static unsigned value_varies(const LowerCtx *c, const KNode *op) {
+/* The launch types (a bit each) op's read indices use; the rest of its value's dependences
+ * is the uniformity analysis' (analysis/uniformity.c). */
+static unsigned reads_on(const KNode *op) {
   unsigned m = 0;
   for (int i = 0; i < op->u.op.nin; i++)
     for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++) {
       const KAccess *a = &op->u.op.in[i];
       if (kx_uses_thread(a->index, p) || kx_uses_thread(a->lane, p) || kx_uses_thread(a->col, p)) m |= 1u << p;
     }
-  const Expr *e = op->u.op.src;
-  for (int i = 0; i < e->nin; i++)
-    if (e->in[i]->kind == VAL_TV) m |= c->varies[e->in[i]->id];
-  /* A block (grid) reduction over p combines every index of p: its result is the same in
-   * all (in the grid case, the one block that stores it holds it). */
-  Val *out = e->out[0];
-  for (int j = 0; j < TV(out)->nloop; j++) {
-    cf_parallel_type p = lower_ptype(c, TV(out)->loop[j]);
-    if (ID(TV(out)->loop[j])->iter_type == CF_ITER_REDUCTION && (ir_ptype_is_thread(p) || ir_ptype_is_block(p)))
-      m &= ~(1u << p);
-  }
   return m;
+}
+
+static unsigned value_varies(const LowerCtx *c, const KNode *op) {
+  return an_value_varies(&c->model, &c->uniform, op->u.op.src, reads_on(op));
 }
 
 /* A write done by index 0 of p alone must store what every index of p would: refused when
@@ -160,15 +155,13 @@ static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
   return g;
 }
 
-/* What a reader of the op's output gets depends on, beyond the index it reads at: the
- * value's dependences, less those the write place spells out (an element written at a
- * place that depends on p is picked by the reader's own index; a private Local copy per
- * thread carries its thread's value). */
+/* Records the op in the uniformity analysis: its value's dependences and the launch types
+ * its write place spells out. */
 static void record_varies(LowerCtx *c, const KNode *op) {
-  unsigned m = value_varies(c, op);
+  unsigned spans = 0;
   for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++)
-    if (lower_write_spans(op, (cf_parallel_type)p)) m &= ~(1u << p);
-  c->varies[op->u.op.src->out[0]->id] |= m;
+    if (lower_write_spans(op, (cf_parallel_type)p)) spans |= 1u << p;
+  an_uniformity_record(&c->uniform, op->u.op.src, value_varies(c, op), spans);
 }
 
 static KExpr *predicate_of(LowerCtx *c, const Range *r, const KNode *op) {
@@ -187,38 +180,47 @@ static bool is_tmem_access(const KNode *op) {
   return TV(e->out[0])->mem == CF_MEM_TENSOR || (e->nin > 0 && e->in[0]->kind == VAL_TV && TV(e->in[0])->mem == CF_MEM_TENSOR);
 }
 
-static void walk(LowerCtx *c, Range *r, KBlock *b) {
-  for (int i = 0; i < b->len; i++) {
-    KNode *n = b->items[i];
-    if (n->kind == KN_FOR) {
-      int64_t ext;
-      bool pushed = n->u.loop.var && kx_is_const(n->u.loop.extent, &ext);
-      if (pushed) {
-        range_push(c, r, n->u.loop.var, ext - 1);
-      }
-      walk(c, r, &n->u.loop.body);
-      if (pushed) r->n--;
-      continue;
-    }
-    if (n->kind != KN_OP) continue;
-    record_varies(c, n);
-    /* A tcgen05 load or store is warp-collective, so it is never predicated; it needs no
-     * predicate either: its indices stay inside the tensor-memory allocation and its
-     * register side, whatever the sizes, and the global accesses around it are guarded. */
-    if (is_tmem_access(n)) continue;
-    KExpr *p = predicate_of(c, r, n);
-    int64_t v;
-    if (kx_is_const(p, &v) && v) continue;
-    KNode *guard = ARENA_NEW(c->a, KNode);
-    guard->kind = KN_IF;
-    guard->u.cond.cond = p;
-    kb_push(c->a, &guard->u.cond.then, n);
-    b->items[i] = guard;
+typedef struct PredWalk {
+  LowerCtx *c;
+  Range r;
+} PredWalk;
+
+/* A loop of constant extent bounds its variable for the ops inside it. */
+static void on_loop(KMutator *m, KNode *n, KBlock *out) {
+  PredWalk *w = m->user;
+  int64_t ext;
+  bool pushed = n->u.loop.var && kx_is_const(n->u.loop.extent, &ext);
+  if (pushed) range_push(w->c, &w->r, n->u.loop.var, ext - 1);
+  kir_mutate_children(m, n);
+  if (pushed) w->r.n--;
+  kb_push(m->arena, out, n);
+}
+
+/* An op is replaced by its guard holding it, unless its predicate is always true. */
+static void on_op(KMutator *m, KNode *n, KBlock *out) {
+  PredWalk *w = m->user;
+  LowerCtx *c = w->c;
+  record_varies(c, n);
+  KExpr *p = NULL;
+  int64_t v;
+  /* A tcgen05 load or store is warp-collective, so it is never predicated; it needs no
+   * predicate either: its indices stay inside the tensor-memory allocation and its
+   * register side, whatever the sizes, and the global accesses around it are guarded. */
+  if (!is_tmem_access(n)) p = predicate_of(c, &w->r, n);
+  if (!p || (kx_is_const(p, &v) && v)) {
+    kb_push(m->arena, out, n);
+    return;
   }
+  KNode *guard = ARENA_NEW(c->a, KNode);
+  guard->kind = KN_IF;
+  guard->u.cond.cond = p;
+  kb_push(c->a, &guard->u.cond.then, n);
+  kb_push(m->arena, out, guard);
 }
 
 void lower_predicate(LowerCtx *c) {
-  c->varies = ARENA_ARRAY(c->a, unsigned, c->f->vals.len + 1);
-  Range r = {.n = 0};
-  walk(c, &r, &c->k->body);
+  if (!an_uniformity_init(&c->uniform, c->a, c->f->vals.len)) lower_fail(c, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
+  PredWalk w = {c, {.n = 0}};
+  KMutator m = {.arena = c->a, .fn = {[KN_FOR] = on_loop, [KN_OP] = on_op}, .user = &w};
+  kir_mutate(&m, &c->k->body);
 }

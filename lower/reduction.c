@@ -17,11 +17,14 @@
  * consumer may read it on any thread (the basis of persistent normalization), and the
  * initialization's predicate (which holds `threadIdx.p == 0` for the reduced dimensions
  * of a shared or global output) picks the one thread that stores it. The accumulator has
- * the reduction's compute type (float for half and bfloat16).
- * Grid reductions (block indices on reduction axes): after the block step (if any), each
- * thread writes its partial to a global work buffer at (group, block in group, thread),
- * the blocks count themselves on their group's semaphore, and the last one folds every
- * block's partial and stores the result (the store becomes the node's tail). The last
+ * the dtype table's accumulation type (ir_dtype_accumulate: float for half and bfloat16),
+ * and serial reductions of such dtypes get the same register accumulator (no combine),
+ * so nothing adds in 16 bits.
+ * Grid reductions (block indices on reduction axes): after the block step (if any), one
+ * thread of the reduced thread dimensions per kept place writes the block's partial to a
+ * global work buffer at (group, block in group, place), the blocks count themselves on
+ * their group's semaphore, and the last one folds every block's partial and stores the
+ * result (the store becomes the node's tail; codegen/reduction.c). The last
  * block resets the semaphore, so the executor's buffers are reused run after run without
  * clearing. When the kernel reads the grid-reduced value elsewhere (grid persistence: a
  * batch norm's statistics over blocks of rows, normalizing the rows each block keeps),
@@ -47,14 +50,10 @@ static bool reduced_dims(LowerCtx *c, const Expr *e, bool red[6]) {
   return any;
 }
 
-/* The type a reduction computes in (what emit.c's compute type gives its op). */
-static cf_dtype acc_dtype(const Expr *e) {
-  cf_dtype i = e->in[0]->dtype, o = e->out[0]->dtype;
-  if (ir_dtype_is_welford(o)) return o; /* a Welford reduction accumulates its states */
-  if (i == CF_DOUBLE || o == CF_DOUBLE) return CF_DOUBLE;
-  if (ir_dtype_is_float(i) || ir_dtype_is_float(o)) return CF_FLOAT;
-  return CF_INT64;
-}
+/* The type a reduction accumulates in: the dtype table's accumulation column (float for
+ * half and bfloat16, also when its operand is an rfactor partial already in float). */
+static cf_dtype acc_dtype(const Expr *e) { return ir_dtype_accumulate(e->out[0]->dtype); }
+
 
 /* The op node an item of a block stands for: itself, or the op its predicate wraps. */
 static KNode *item_op(KNode *n) {
@@ -62,15 +61,41 @@ static KNode *item_op(KNode *n) {
   return n->kind == KN_OP ? n : NULL;
 }
 
-static KNode *find_reduction_op(KBlock *b, const Expr *e) {
-  for (int i = 0; i < b->len; i++) {
-    KNode *n = b->items[i], *found = NULL;
-    if (n->kind == KN_OP && n->u.op.src == e && !n->u.op.reduction_init) return n;
-    if (n->kind == KN_FOR) found = find_reduction_op(&n->u.loop.body, e);
-    if (n->kind == KN_IF) found = find_reduction_op(&n->u.cond.then, e);
-    if (found) return found;
+typedef struct Find {
+  const Expr *e;
+  KNode *found;
+} Find;
+
+static bool find_pre(KVisitor *v, KNode *n) {
+  Find *f = v->user;
+  if (n->u.op.src == f->e && !n->u.op.reduction_init) {
+    f->found = n;
+    v->stop = true;
   }
-  return NULL;
+  return true;
+}
+
+/* The op accumulating reduction e in b (its initialization excluded), or NULL. */
+static KNode *find_reduction_op(KBlock *b, const Expr *e) {
+  Find f = {e, NULL};
+  KVisitor v = {.pre = {[KN_OP] = find_pre}, .user = &f};
+  kir_visit(&v, b);
+  return f.found;
+}
+
+/* A serial reduction (no reduced thread or block dimension) of a floating dtype that
+ * accumulates in a wider type (half, bfloat16) and whose reduction loop directly follows
+ * its initialization (its reduction axes innermost): it gets the register accumulator of
+ * a block reduction, without the cross-thread step, instead of adding into its output in
+ * 16 bits. loop_nest.c refuses the other order for such dtypes. (Integers lose nothing in
+ * their own type: max and min are exact, sums and products are int64 by the op's rule.) */
+bool lower_widened_reduction(const Val *tv) {
+  return ir_dtype_is_float(tv->dtype) && ir_dtype_accumulate(tv->dtype) != tv->dtype;
+}
+
+static bool widened_serial(const KBlock *b, int i, const Expr *e) {
+  if (!lower_widened_reduction(e->out[0]) || i + 1 >= b->len || b->items[i + 1]->kind != KN_FOR) return false;
+  return find_reduction_op(&b->items[i + 1]->u.loop.body, e) != NULL;
 }
 
 static KTensor *workspace(LowerCtx *c, const Expr *e, cf_dtype dt) {
@@ -280,6 +305,10 @@ static void lower_one(LowerCtx *c, KBlock *b, int i, KNode *init, const bool red
   op->u.op.out = (KAccess){.var = var, .var_dtype = dt};
   op->u.op.out_dtype = dt;
   b->items[i] = acc_node(c, KN_ACC_DECL, e, var, dt);
+  if (!red[0] && !red[1] && !red[2] && !red[3] && !red[4] && !red[5]) { /* serial: no combine across threads */
+    kb_insert(c->a, b, i + 2, guarded);
+    return;
+  }
   KNode *br = block_reduce(c, e, var, dt, red);
   kb_insert(c->a, b, i + 2, br);
   if (!red[3] && !red[4] && !red[5]) {
@@ -303,17 +332,117 @@ static void lower_one(LowerCtx *c, KBlock *b, int i, KNode *init, const bool red
   }
 }
 
-static void walk(LowerCtx *c, KBlock *b) {
+/* ---- a widened serial reduction with iteration loops inside its reduction loops --------- */
+
+/* The initialization at the bottom of a chain of loops (each holding the next alone), as
+ * insert_init (loop_nest.c) builds it for a [rS, iS] order; NULL when n is not one. */
+static KNode *chain_init(KNode *n) {
+  while (n->kind == KN_FOR && n->u.loop.body.len == 1) n = n->u.loop.body.items[0];
+  KNode *op = item_op(n);
+  return op && op->u.op.reduction_init ? op : NULL;
+}
+
+/* A copy of the chain of loops (and the predicate) around the initialization, with `op`
+ * at its bottom instead: the same loop variables, declared again in a sibling scope. */
+static KNode *copy_chain(LowerCtx *c, const KNode *n, KNode *op) {
+  if (n->kind == KN_OP) return op;
+  KNode *m = ARENA_NEW(c->a, KNode);
+  *m = *n;
+  KBlock *body = n->kind == KN_FOR ? &m->u.loop.body : &m->u.cond.then;
+  const KBlock *from = n->kind == KN_FOR ? &n->u.loop.body : &n->u.cond.then;
+  *body = (KBlock){0};
+  kb_push(c->a, body, copy_chain(c, from->items[0], op));
+  return m;
+}
+
+/* The accumulator element of an op whose loops at the initialization's own loop positions
+ * (own[j]) run the iteration axes inside the reduction loops: row-major over them. */
+static KExpr *acc_index(LowerCtx *c, const KNode *op, KNode *const *own, const KExpr *const *ext) {
+  KExpr *x = kx_const(c->a, 0);
+  for (int j = 0; j < op->u.op.nloop; j++)
+    if (own[j]) x = kx_bin(c->a, OP_ADD, kx_bin(c->a, OP_MUL, x, (KExpr *)ext[j]), op->u.op.loop_index[j]);
+  return x;
+}
+
+/* items[i] of b is the chain of the initialization `init` of a half or bfloat16 reduction
+ * whose reduction loop (items[i + 1]) holds serial iteration loops: the partial sums of
+ * those iterations live in a local array of the accumulation type (A<n>, one element per
+ * iteration, so the loops' extents must be constant), and after the reduction loop the
+ * chain runs again to store each rounded sum into the output. */
+static void lower_inner_iterations(LowerCtx *c, KBlock *b, int i, KNode *init, KNode *op) {
+  const Expr *e = init->u.op.src;
+  cf_dtype dt = acc_dtype(e);
+  KNode **own = ARENA_ARRAY(c->a, KNode *, init->u.op.nloop + 1);
+  const KExpr **ext = ARENA_ARRAY(c->a, const KExpr *, init->u.op.nloop + 1);
+  int64_t size = 1, n;
+  for (KNode *l = b->items[i]; l->kind == KN_FOR; l = l->u.loop.body.items[0])
+    for (int j = 0; j < init->u.op.nloop; j++) {
+      if (init->u.op.loops[j] != l) continue;
+      if (!kx_is_const(l->u.loop.extent, &n))
+        lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s accumulates its %s elements in %s, one per iteration of its "
+                   "axis %d inside its reduction loops, which has a symbolic extent; reorder its reduction axes "
+                   "innermost", TV(e->out[0])->display_name, cf_dtype_name(e->out[0]->dtype), cf_dtype_name(dt), j);
+      own[j] = l;
+      ext[j] = l->u.loop.extent;
+      size *= n;
+    }
+  KTensor *acc = workspace(c, e, dt);
+  acc->name = arena_printf(c->a, "A%d", e->out[0]->name);
+  acc->mem = CF_MEM_LOCAL;
+  acc->size = kx_const(c->a, size);
+  KNode *store = ARENA_NEW(c->a, KNode);
+  *store = *init;
+  store->u.op.reduction_init = false;
+  store->u.op.op = OP_SET;
+  store->u.op.nin = 1;
+  store->u.op.in[0] = (KAccess){.t = acc, .index = acc_index(c, init, own, ext)};
+  init->u.op.out = store->u.op.in[0];
+  init->u.op.out_dtype = dt;
+  op->u.op.out = (KAccess){.t = acc, .index = acc_index(c, op, own, ext)};
+  op->u.op.out_dtype = dt;
+  kb_insert(c->a, b, i + 2, copy_chain(c, b->items[i], store));
+}
+
+/* The initialization chain at items[i] of a widened serial reduction with iteration loops
+ * inside its reduction loop (items[i + 1]), and that loop's reduction op; false if not. */
+static bool inner_iterations(KBlock *b, int i, KNode **init, KNode **op) {
+  if (b->items[i]->kind != KN_FOR || i + 1 >= b->len || b->items[i + 1]->kind != KN_FOR) return false;
+  *init = chain_init(b->items[i]);
+  if (!*init || !lower_widened_reduction((*init)->u.op.src->out[0])) return false;
+  *op = find_reduction_op(&b->items[i + 1]->u.loop.body, (*init)->u.op.src);
+  return *op != NULL;
+}
+
+/* Lowers the block reductions initialized in b (b's own items: each initialization sits
+ * right before its reduction loop). */
+static void lower_block(LowerCtx *c, KBlock *b) {
   for (int i = 0; i < b->len; i++) {
-    KNode *n = b->items[i], *op = item_op(n);
+    KNode *op = item_op(b->items[i]), *init, *rop;
     bool red[6];
-    if (op && op->u.op.reduction_init && reduced_dims(c, op->u.op.src, red)) {
-      lower_one(c, b, i, op, red);
-      i += 2; /* past the loop and the block reduce (and the store, after a block reduce) */
+    if (inner_iterations(b, i, &init, &rop)) {
+      lower_inner_iterations(c, b, i, init, rop);
+      i += 2; /* past the reduction loop and the store */
       continue;
     }
-    if (n->kind == KN_FOR) walk(c, &n->u.loop.body);
+    if (op && op->u.op.reduction_init && (reduced_dims(c, op->u.op.src, red) || widened_serial(b, i, op->u.op.src))) {
+      /* a reduction inlined into this one's loops (a producer computed at a consumer's
+       * reduction axis: an rfactor partial at its final reduction) is lowered when the
+       * visitor enters the loop (on_loop), as every loop's body is */
+      lower_one(c, b, i, op, red);
+      i += 2; /* past the loop and the block reduce (and the store, after a block reduce) */
+    }
   }
 }
 
-void lower_reduction(LowerCtx *c) { walk(c, &c->k->body); }
+/* Each loop's body is lowered before the walk enters it (the walk then sees what was
+ * inserted). */
+static bool on_loop(KVisitor *v, KNode *n) {
+  lower_block(v->user, &n->u.loop.body);
+  return true;
+}
+
+void lower_reduction(LowerCtx *c) {
+  lower_block(c, &c->k->body);
+  KVisitor v = {.pre = {[KN_FOR] = on_loop}, .user = c, .arena = c->a};
+  kir_visit(&v, &c->k->body);
+}

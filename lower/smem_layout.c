@@ -1,4 +1,4 @@
-/* lower/smem_layout.c: pass 12. Lays out dynamic shared memory: every shared buffer
+/* lower/smem_layout.c: the smem_layout pass. Lays out dynamic shared memory: every shared buffer
  * (including the 32-bit slots that hold tensor-memory region addresses) gets a byte
  * offset, each aligned to 16 bytes, and the kernel's dynamic shared-memory size is the
  * end of the last one.

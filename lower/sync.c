@@ -1,4 +1,4 @@
-/* lower/sync.c: pass 10. Inserts the block synchronizations the data flow needs:
+/* lower/sync.c: the sync pass. Inserts the block synchronizations the data flow needs:
  * a read-after-write __syncthreads before an op reads a shared- or tensor-memory tensor
  * that other threads wrote, and a write-after-read __syncthreads at the end of a serial
  * loop whose next iteration overwrites a buffer other threads are still reading.
@@ -21,7 +21,7 @@
 
 #include "lower/lower.h"
 
-/* The nodes from the kernel body down to an op, as deep as the kernel nests (no limit). */
+/* The nodes from the kernel body down to an op (the visitor's path, kept for writers). */
 typedef struct Path {
   KBlock **block; /* block[d] holds the node at depth d */
   KNode **node;   /* the ancestor (or the op itself) at depth d */
@@ -41,10 +41,16 @@ typedef struct SyncCtx {
   PtrVec requests;
 } SyncCtx;
 
+/* Whether the write of op's output spans pt, as the uniformity analysis recorded it
+ * (predicate.c records every op in program order). */
+static bool write_spans(LowerCtx *c, const KNode *op, int pt) {
+  return an_write_spans(&c->uniform, op->u.op.src->out[0], (cf_parallel_type)pt);
+}
+
 /* Whether op runs on index 0 of pt alone (predicate.c's guard of a write that does not
  * span pt). */
 static bool only_thread0(LowerCtx *c, const KNode *op, int pt) {
-  return lower_write_guarded(c, op->u.op.src->out[0], (cf_parallel_type)pt) && !lower_write_spans(op, (cf_parallel_type)pt);
+  return lower_write_guarded(c, op->u.op.src->out[0], (cf_parallel_type)pt) && !write_spans(c, op, pt);
 }
 
 /* The loop of op on thread type pt, or NULL when the op runs on no pt loop. */
@@ -65,7 +71,7 @@ static bool thread_dims_match(LowerCtx *c, const KNode *wop, const KNode *rop) {
   for (int pt = CF_PT_TIDX; pt <= CF_PT_TIDZ; pt++) {
     int64_t ext;
     if (!c->pdim[pt] || (kx_is_const(c->pdim[pt], &ext) && ext == 1)) continue;
-    bool wd = lower_write_spans(wop, (cf_parallel_type)pt);
+    bool wd = write_spans(c, wop, pt);
     const KNode *wl = thread_loop(wop, pt), *rl = thread_loop(rop, pt);
     if (!wd) {
       bool w0 = only_thread0(c, wop, pt), r0 = only_thread0(c, rop, pt);
@@ -140,20 +146,10 @@ static void visit_op(SyncCtx *s, Path *path, KNode *op) {
   s->writer[cv->id] = w;
 }
 
-static void walk(SyncCtx *s, Path *path, KBlock *b) {
-  for (int i = 0; i < b->len; i++) {
-    KNode *n = b->items[i];
-    path->block[path->depth] = b;
-    path->node[path->depth] = n;
-    path->depth++;
-    if (n->kind == KN_FOR) walk(s, path, &n->u.loop.body);
-    else if (n->kind == KN_IF) {
-      for (int j = 0; j < n->u.cond.then.len; j++)
-        if (n->u.cond.then.items[j]->kind == KN_OP) visit_op(s, path, n->u.cond.then.items[j]);
-    } else if (n->kind == KN_OP)
-      visit_op(s, path, n);
-    path->depth--;
-  }
+static bool on_op(KVisitor *v, KNode *op) {
+  Path path = {v->path.block, v->path.node, v->path.depth, NULL};
+  visit_op(v->user, &path, op);
+  return true;
 }
 
 static KNode *sync_node(LowerCtx *c, bool grid) {
@@ -177,21 +173,10 @@ static void apply(LowerCtx *c, Request *r) {
   kb_insert(c->a, b, pos, sync_node(c, r->grid));
 }
 
-static int nest_depth(const KBlock *b) {
-  int d = 0;
-  for (int i = 0; i < b->len; i++) {
-    const KNode *n = b->items[i];
-    int k = n->kind == KN_FOR ? nest_depth(&n->u.loop.body) : n->kind == KN_IF ? nest_depth(&n->u.cond.then) : 0;
-    if (k > d) d = k;
-  }
-  return d + 1;
-}
-
 void lower_sync(LowerCtx *c) {
   SyncCtx s = {c, ARENA_ARRAY(c->a, Path *, c->f->vals.len + 1), {0}};
-  int depth = nest_depth(&c->k->body) + 1;
-  Path path = {ARENA_ARRAY(c->a, KBlock *, depth), ARENA_ARRAY(c->a, KNode *, depth), 0, NULL};
-  walk(&s, &path, &c->k->body);
+  KVisitor v = {.pre = {[KN_OP] = on_op}, .user = &s, .arena = c->a};
+  kir_visit(&v, &c->k->body);
   for (int i = 0; i < s.requests.len; i++) apply(c, s.requests.items[i]);
   c->k->synced = true;
 }

@@ -1,4 +1,4 @@
-/* lower/tensors.c: pass 3. Makes the kernel's tensors: a parameter for each fusion input
+/* lower/tensors.c: the tensors pass. Makes the kernel's tensors: a parameter for each fusion input
  * and output, an allocation for each intermediate, and decides which axes of each
  * intermediate are allocated (the allocation rule of DESIGN.md section 5):
  *   1. axes on a parallel type across which the memory is distributed are not allocated
@@ -128,10 +128,15 @@ static void make_param(LowerCtx *c, Val *tv, int param, bool is_output) {
   }
 }
 
-/* 32-bit indexing when every parameter has constant sizes with fewer than 2^31 elements. */
+/* 32-bit indexing when every parameter has constant sizes with fewer than 2^31 elements
+ * and is contiguous. A tensor of arbitrary strides (cf_tensor_strided) may span any
+ * range of offsets, negative ones included (a NumPy x[::-1] view): its offsets are only
+ * known at run time, so its kernel indexes in 64 bits (in 32, an unsigned thread index
+ * times a negative stride is a huge unsigned offset, and a large stride overflows). */
 static bool fits_int32(const KKernel *k) {
   for (int i = 0; i < k->nparams; i++) {
     int64_t numel = 1, e;
+    if (!k->params[i]->contiguous) return false;
     for (int a = 0; a < k->params[i]->rank; a++) {
       if (!kx_is_const(k->params[i]->extents[a], &e)) return false;
       numel *= e;

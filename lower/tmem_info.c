@@ -1,4 +1,4 @@
-/* lower/tmem_info.c: pass 6. Tensor-memory allocation info (DESIGN.md section 6): which
+/* lower/tmem_info.c: the tmem_info pass. Tensor-memory allocation info (DESIGN.md section 6): which
  * regions the kernel allocates with tcgen05.alloc, how many lanes and columns each tensor
  * takes, and where each tensor sits inside its region.
  *

@@ -1,4 +1,4 @@
-/* lower/tmem_lifetime.c: pass 12. Gives tensor memory its final form in the kernel IR:
+/* lower/tmem_lifetime.c: the tmem_lifetime pass. Gives tensor memory its final form in the kernel IR:
  * every validated load and store becomes a tcgen05 instruction node, and every region
  * gets its allocation at the top of the kernel and its deallocation after its last use.
  *
@@ -42,29 +42,22 @@ static KNode *convert(LowerCtx *c, const KNode *op) {
   return n;
 }
 
-static void convert_block(LowerCtx *c, KBlock *b) {
-  for (int i = 0; i < b->len; i++) {
-    KNode *n = b->items[i];
-    if (n->kind == KN_FOR) convert_block(c, &n->u.loop.body);
-    else if (n->kind == KN_IF) convert_block(c, &n->u.cond.then);
-    else if (n->kind == KN_OP) {
-      KNode *t = convert(c, n);
-      if (t) b->items[i] = t;
-    }
-  }
+static void on_op(KMutator *m, KNode *n, KBlock *out) {
+  KNode *t = convert(m->user, n);
+  kb_push(m->arena, out, t ? t : n);
+}
+
+static bool mark_region(KVisitor *v, KNode *n) {
+  bool *used = v->user;
+  used[n->u.tmem.tmem.t->tmem_region] = true;
+  return true;
 }
 
 /* Marks in `used` (by region) the regions the subtree of n touches. */
-static void regions_touched(const KNode *n, bool *used) {
-  const KBlock *b = NULL;
-  switch (n->kind) {
-  case KN_FOR: b = &n->u.loop.body; break;
-  case KN_IF: b = &n->u.cond.then; break;
-  case KN_TMEM_LD:
-  case KN_TMEM_ST: used[n->u.tmem.tmem.t->tmem_region] = true; return;
-  default: return;
-  }
-  for (int i = 0; i < b->len; i++) regions_touched(b->items[i], used);
+static void regions_touched(KNode *n, bool *used) {
+  KBlock one = {&n, 1, 1};
+  KVisitor v = {.pre = {[KN_TMEM_LD] = mark_region, [KN_TMEM_ST] = mark_region}, .user = used};
+  kir_visit(&v, &one);
 }
 
 static void prologue(LowerCtx *c) {
@@ -108,7 +101,8 @@ static void deallocs(LowerCtx *c) {
 
 void lower_tmem_lifetime(LowerCtx *c) {
   if (!c->k->nregions) return;
-  convert_block(c, &c->k->body);
+  KMutator m = {.arena = c->a, .fn = {[KN_OP] = on_op}, .user = c};
+  kir_mutate(&m, &c->k->body);
   prologue(c);
   deallocs(c);
 }

@@ -1,4 +1,4 @@
-/* lower/tmem_pattern.c: pass 8. Validates every tensor-memory load and store against the
+/* lower/tmem_pattern.c: the tmem_pattern pass. Validates every tensor-memory load and store against the
  * tcgen05 32x32b data path (DESIGN.md section 6, reference notes section 3.4): the
  * access is warp-collective, thread l of warp w touches lane 32 * (w % 4) + l (lanes
  * consecutive with stride 1, each warp in its own sub-partition), all threads of a warp
@@ -335,13 +335,12 @@ static void check_op(LowerCtx *c, const KNode *op) {
   brute_force(&p, name, (int)cf_dtype_size(tm->dtype));
 }
 
-static void walk(LowerCtx *c, const KBlock *b) {
-  for (int i = 0; i < b->len; i++) {
-    const KNode *n = b->items[i];
-    if (n->kind == KN_FOR) walk(c, &n->u.loop.body);
-    else if (n->kind == KN_IF) walk(c, &n->u.cond.then);
-    else if (n->kind == KN_OP && !n->u.op.reduction_init) check_op(c, n);
-  }
+static bool on_op(KVisitor *v, KNode *n) {
+  if (!n->u.op.reduction_init) check_op(v->user, n);
+  return true;
 }
 
-void lower_tmem_pattern(LowerCtx *c) { walk(c, &c->k->body); }
+void lower_tmem_pattern(LowerCtx *c) {
+  KVisitor v = {.pre = {[KN_OP] = on_op}, .user = c, .arena = c->a};
+  kir_visit(&v, &c->k->body);
+}

@@ -1,4 +1,4 @@
-/* lower/validate_parallel.c: pass 9 (after the tensor-memory check, whose messages are
+/* lower/validate_parallel.c: the validate_parallel pass (after the tensor-memory check, whose messages are
  * more specific for the schedules both refuse). Refuses schedules that would communicate through
  * memory that cannot carry it. A tensor's axis parallelized on a thread or block type is
  * held by different threads (or blocks); a consumer that reads it along an axis of

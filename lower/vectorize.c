@@ -1,4 +1,4 @@
-/* lower/vectorize.c: pass 4. Validates vectorized axes before loops are built:
+/* lower/vectorize.c: the validate_vectorize pass. Validates vectorized axes before loops are built:
  * a Vectorize axis must be the innermost loop axis of a copy (set), of constant extent,
  * made by a divisible split, at most 16 bytes (tensor-memory accesses go up to 512 bytes
  * and are checked by the tmem_pattern pass), and over global memory it must walk the

@@ -19,7 +19,7 @@ static void ref_name(StrBuf *b, int ref, int nin, int nout) {
 
 static char *segment_title(const FcSegment *s, int i, int nin, int nout) {
   StrBuf b = {0};
-  sb_printf(&b, "segment %d: %s; reads ", i, s->e ? s->scheduler : "a view (no kernel)");
+  sb_printf(&b, "segment %d: %s; reads ", i, s->e ? s->plan.row->name : "a view (no kernel)");
   for (int k = 0; k < s->nin; k++) {
     if (k) sb_puts(&b, ", ");
     ref_name(&b, s->in_ref[k], nin, nout);
@@ -45,7 +45,7 @@ cf_status cf_fusion_cache_draw_segments(cf_fusion_cache *c, cf_picture_format fo
   char **titles = calloc((size_t)n + 1, sizeof *titles);
   bool ok = fs && titles;
   for (int i = 0; ok && i < n; i++) {
-    fs[i] = en->seg[i].scheduled;
+    fs[i] = en->seg[i].k ? en->seg[i].k->scheduled : NULL;
     ok = (titles[i] = segment_title(&en->seg[i], i, nin, nout)) != NULL;
   }
   StrBuf b = {0};

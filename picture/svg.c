@@ -76,6 +76,7 @@ const char *pic_ptype_fill(cf_parallel_type p) {
   if (ir_ptype_is_block(p)) return "#d3f2d3";
   if (p == CF_PT_VECTORIZE) return "#ffe0b3";
   if (p == CF_PT_UNROLL) return "#fff3b0";
+  if (p == CF_PT_UNSWITCH) return "#e8f5c8";
   if (p != CF_PT_SERIAL) return "#f0d6f0"; /* device */
   return "#ffffff";
 }

@@ -1,12 +1,13 @@
-/* scheduler/heuristic.h: the contract between the automatic schedulers and the
- * define-and-run executor (internal header, prefix sched_).
+/* scheduler/heuristic.h: the contract of one automatic scheduler (internal header,
+ * prefix sched_): the call it plans for (SchedCall: the segment's tensors and the device)
+ * and its entry points (SchedHeuristic: accepts, schedule).
  *
- * Every automatic scheduler (pointwise, reduction, inner persistent normalization,
- * transpose, ...) is one file of scheduler/ that fills one SchedHeuristic. The
- * define-and-run executor holds the table of them (sched_heuristics(), in order of
- * preference), and for each segment of a fusion asks each in turn whether it accepts the
- * segment for the sizes of this call, then lets the first that does schedule a private
- * copy of the segment. The user's fusion is never handed to a scheduler.
+ * Every automatic scheduler (pointwise, reduction, inner and outer persistent
+ * normalization, transpose) is one file of scheduler/ that fills one SchedHeuristic. The
+ * scheduler registry (registry.h) makes each a row of define and run's table, asked in
+ * order of preference for each segment of a fusion for the sizes of this call; the first
+ * that accepts schedules a private copy of the segment. The user's fusion is never handed
+ * to a scheduler.
  *
  * Key decision: a heuristic reads the actual sizes, strides and pointer alignment of the
  * call (SchedCall), not the fusion's symbolic extents, so a symbolic fusion is scheduled
@@ -85,16 +86,12 @@ extern const SchedHeuristic sched_outer_persistent_heuristic;
 /* The Welford translation (welford_translate.c): a new copy of the unscheduled fusion g
  * in which each Welford reduction whose states are only read by their fields (and whose
  * count, if read, folds into constants) is two sums, mean(x) and sum((x - mean)^2); NULL
- * when there is none to translate (or out of memory). g is not modified. Define and run
- * offers the copy to the inner persistent scheduler before the table. */
+ * when there is none to translate (or out of memory). g is not modified. The registry's
+ * Welford row offers the copy to the inner persistent scheduler. */
 cf_fusion *sched_translate_welford(const cf_fusion *g);
 
 /* The pointwise scheduler (scheduler/pointwise.c): cf_schedule_pointwise. */
 extern const SchedHeuristic sched_pointwise_heuristic;
-
-/* The table of every scheduler, in the order the define-and-run executor asks them
- * (scheduler/heuristics.c); *n receives its length. */
-const SchedHeuristic *const *sched_heuristics(int *n);
 
 /* Whether every tensor given (n of them, NULL entries skipped) starts at a 16-byte
  * aligned address (data + byte_offset). */
@@ -105,30 +102,5 @@ bool sched_dl_contiguous(const DLTensor *t);
  * executor does it after scheduling a call whose tensors are not all 16-byte aligned, so
  * no heuristic has to consider alignment. */
 void sched_devectorize(cf_fusion *f);
-
-/* ---- segmentation (segment.c) ------------------------------------------------------ */
-
-/* A part of a fusion scheduled and run as one kernel: its tensor Exprs in topological
- * order, the tensors it reads that it does not compute (fusion inputs first, in the
- * fusion's order, then tensors of other segments), and the tensors it computes that are
- * fusion outputs or read by a later segment. */
-typedef struct SchedSegment {
-  int nexprs, nin, nout;
-  Expr **exprs;
-  Val **ins, **outs;
-} SchedSegment;
-
-/* The whole fusion as one segment (every fusion input, every output). */
-SchedSegment sched_whole(Arena *a, cf_fusion *f);
-/* How finely sched_segment cuts, each tried when the one before leaves a segment no
- * scheduler takes: COARSE after each reduction whose output a later op reads (the cut
- * that makes `y = x / broadcast(sum(x))` a reduction segment and a pointwise one); FINE
- * also before each reduction, alone in its segment; EACH_OP every op alone (a Welford's
- * fields with it), the last resort: slow, but no two output shapes share a segment. */
-typedef enum SchedCut { SCHED_CUT_COARSE, SCHED_CUT_FINE, SCHED_CUT_EACH_OP, SCHED_NCUTS } SchedCut;
-
-/* Cuts f into segments that run in order (see SchedCut). Arrays in arena a; returns the
- * number of segments (1: nothing to cut), or -1 when out of memory. */
-int sched_segment(Arena *a, cf_fusion *f, SchedCut cut, SchedSegment **out);
 
 #endif

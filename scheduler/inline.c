@@ -93,16 +93,26 @@ typedef struct LoopCheck {
   Val **tvs;
   int ntvs;
   bool any_reduction; /* no reduction axis anywhere: no reduction to protect */
+  char *live;         /* by Expr id: ops an output depends on (an_live_exprs) */
 } LoopCheck;
+
+/* The consumers inlining is decided by: a dead op (nothing the outputs need) computes
+ * nothing, so it neither limits nor shares a producer's loops (the loop graph and the
+ * maps leave it out too). */
+#define FOR_LIVE_CONSUMERS(lc, tv, c, body)                                            \
+  FOR_CONSUMERS(tv, c, {                                                               \
+    if ((lc)->live[c->def->id]) body                                                   \
+  })
 
 static void loop_check_free(LoopCheck *lc) {
   an_loop_graph_free(lc->g);
   arena_destroy(lc->scratch);
+  free(lc->live);
 }
 
 static bool loop_check_init(cf_fusion *f, LoopCheck *lc) {
-  *lc = (LoopCheck){an_loop_graph_build(f), arena_create(), NULL, 0, false};
-  if (lc->g && lc->scratch) lc->tvs = ir_fusion_all_tvs_in(lc->scratch, f, &lc->ntvs);
+  *lc = (LoopCheck){an_loop_graph_build(f), arena_create(), NULL, 0, false, an_live_exprs(f)};
+  if (lc->g && lc->scratch && lc->live) lc->tvs = ir_fusion_all_tvs_in(lc->scratch, f, &lc->ntvs);
   for (int a = 0; a < lc->ntvs; a++)
     for (int j = 0; j < TV(lc->tvs[a])->nloop; j++) lc->any_reduction |= ID(TV(lc->tvs[a])->loop[j])->iter_type == CF_ITER_REDUCTION;
   if (lc->tvs) return true;
@@ -119,12 +129,12 @@ static void reduction_limit(const LoopCheck *lc, Val *tv, Limit *l) {
   Val **tvs = lc->tvs;
   int ntvs = lc->ntvs;
   int nconsumers = 0;
-  FOR_CONSUMERS(tv, c, { (void)c; nconsumers++; })
+  FOR_LIVE_CONSUMERS(lc, tv, c, { (void)c; nconsumers++; })
   Val **ids = malloc(sizeof(Val *) * (size_t)(nconsumers + 1));
   for (int i = 0; ids && i < l->pos; i++) {
     int n = 0;
     ids[n++] = TV(tv)->loop[i];
-    FOR_CONSUMERS(tv, c, {
+    FOR_LIVE_CONSUMERS(lc, tv, c, {
       if (i < TV(c)->nloop) ids[n++] = TV(c)->loop[i];
     })
     /* With one consumer the loops joined are a producer's and its consumer's: nothing can
@@ -143,7 +153,7 @@ static void reduction_limit(const LoopCheck *lc, Val *tv, Limit *l) {
 static Limit max_pos(const IdMap *m, const LoopCheck *lc, Val *tv, bool best_effort) {
   Limit l;
   self_limit(tv, best_effort, &l);
-  FOR_CONSUMERS(tv, c, { consumer_limit(m, tv, c, best_effort, &l); })
+  FOR_LIVE_CONSUMERS(lc, tv, c, { consumer_limit(m, tv, c, best_effort, &l); })
   if (l.pos > 0) reduction_limit(lc, tv, &l);
   return l;
 }
@@ -234,14 +244,16 @@ static cf_status inline_at(cf_fusion *f, const IdMap *m, LoopCheck *lc, Val *tv,
   if (p > l.pos) return refuse(f, what, tv, pos, &l);
   if (p <= t->ca_pos) return CF_OK;
   t->ca_pos = p;
-  FOR_CONSUMERS(tv, c, {
+  FOR_LIVE_CONSUMERS(lc, tv, c, {
     update_max_producer_pos(m, c);
     for (int j = 0; j < p && j < TV(c)->nloop; j++) an_loop_graph_join(lc->g, t->loop[j], TV(c)->loop[j]);
   })
   return CF_OK;
 }
 
-int sched_wrap_pos(cf_fusion *f, const char *what, Val *tv, int pos) {
+int sched_wrap_pos(cf_fusion *f, const char *what, cf_tv *handle, int pos) {
+  if (ir_check_tv(f, what, handle)) return -1;
+  Val *tv = ir_tv(handle);
   int p = ir_wrap_axis(pos, TV(tv)->nloop + 1);
   if (p < 0) ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: position %d out of range", what, pos);
   return p;
@@ -259,11 +271,10 @@ int sched_matched_pos(const IdMap *m, Val *from, int from_pos, Val *to) {
 }
 
 static cf_status inline_at_api(cf_fusion *f, cf_tv *handle, int pos, bool best_effort, const char *what) {
-  cf_status s = ir_check_tv(f, what, handle);
-  if (s) return s;
+  int p = sched_wrap_pos(f, what, handle, pos);
+  if (p < 0) return f ? f->status : CF_ERR_INVALID_ARGUMENT;
   Val *tv = ir_tv(handle);
-  int p = sched_wrap_pos(f, what, tv, pos);
-  if (p < 0) return f->status;
+  cf_status s;
   IdMap *m = an_idmap_build(f, true);
   LoopCheck lc;
   if (!m || !loop_check_init(f, &lc)) {
@@ -334,11 +345,10 @@ static cf_status inline_along(cf_fusion *f, Arena *a, const SpanTree *tree, int 
 
 cf_status cf_inline_all_at(cf_fusion *f, cf_tv *ref_handle, int pos) {
   const char *what = "inline_all_at";
-  cf_status s = ir_check_tv(f, what, ref_handle);
-  if (s) return s;
+  int p = sched_wrap_pos(f, what, ref_handle, pos);
+  if (p < 0) return f ? f->status : CF_ERR_INVALID_ARGUMENT;
   Val *ref = ir_tv(ref_handle);
-  int p = sched_wrap_pos(f, what, ref, pos);
-  if (p < 0) return f->status;
+  cf_status s;
   Arena *a = arena_create();
   SpanTree tree;
   if (!a || !sched_span_tree(a, ref, TV(ref)->nloop, NULL, NULL, &tree))
@@ -446,18 +456,9 @@ static cf_status compute_at_impl(cf_fusion *f, Arena *a, Val *producer, Val *con
   if (!sched_span_tree(a, consumer, pos, select_between, &sel, &tree))
     return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   int *at = ARENA_ARRAY(a, int, tree.n);
-  ValTab index = {.arena = a};
   if (!at) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
-  at[0] = pos;
-  for (int i = 0; i < tree.n; i++) {
-    if (!an_tab_put(&index, tree.tvs[i], (void *)(intptr_t)(i + 1)))
-      return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
-    if (i == 0) continue;
-    int from = (int)(intptr_t)an_tab_get(&index, tree.from[i]) - 1;
-    cf_status s = sched_replay(f, a, tree.from[i], tree.tvs[i], at[from], what, &at[i]);
-    if (s) return s;
-  }
-  return inline_along(f, a, &tree, pos, &sel, false, what);
+  cf_status s = sched_replay_along(f, a, &tree, pos, what, at);
+  return s ? s : inline_along(f, a, &tree, pos, &sel, false, what);
 }
 
 cf_status cf_compute_at(cf_fusion *f, cf_tv *producer, cf_tv *consumer, int pos) {
@@ -465,7 +466,7 @@ cf_status cf_compute_at(cf_fusion *f, cf_tv *producer, cf_tv *consumer, int pos)
   cf_status s = ir_check_tv(f, what, producer);
   if (!s) s = ir_check_tv(f, what, consumer);
   if (s) return s;
-  int p = sched_wrap_pos(f, what, ir_tv(consumer), pos);
+  int p = sched_wrap_pos(f, what, consumer, pos);
   if (p < 0) return f->status;
   Arena *a = arena_create();
   if (!a) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);

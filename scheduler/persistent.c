@@ -60,6 +60,17 @@ static bool same_reductions(const SchedPersistent *s, const IdMap *m, const Sche
   return true;
 }
 
+/* The broadcast axes a scheduler puts back are its reduced ones; a broadcast axis of the
+ * broadcast's input would stand where it expects a kept axis, and lowering cannot index
+ * it (the registry's invariant test, DAG seed 159). */
+static bool no_broadcast_of_broadcast(const SchedPersistent *s, Expr **exprs, int n, char *why) {
+  for (int i = 0; i < n; i++)
+    if (ir_op_kind(exprs[i]->op) == OPK_BROADCAST && sched_has_broadcast(exprs[i]->in[0]))
+      return refuse(s, why, "%s broadcasts %s, which has a broadcast axis already", TV(exprs[i]->out[0])->display_name,
+                    TV(exprs[i]->in[0])->display_name);
+  return true;
+}
+
 static bool persistent_plan(const SchedPersistent *s, cf_fusion *f, Arena *a, const SchedCall *call, void *plan,
                             char *why) {
   int n;
@@ -72,7 +83,7 @@ static bool persistent_plan(const SchedPersistent *s, cf_fusion *f, Arena *a, co
   if (!m) return out_of_memory(s, why);
   bool ok = same_reductions(s, m, plan, why) && s->shapes(f, a, m, call, plan, why);
   an_idmap_free(m);
-  return ok;
+  return ok && no_broadcast_of_broadcast(s, exprs, n, why);
 }
 
 bool sched_persistent_accepts(const SchedPersistent *s, cf_fusion *f, const SchedCall *call, void *plan, char *why) {
@@ -201,6 +212,7 @@ void sched_persistent_caches(cf_fusion *f, const bool *cached, const bool *full_
 /* ---- register budgets ------------------------------------------------------------------ */
 
 int64_t sched_reg_elems(const SchedDevice *d, int64_t threads, int64_t bytes) {
+  if (bytes <= 0) return INT64_MAX; /* nothing persists: registers bound nothing */
   int64_t r = d->regs_per_sm / threads;
   if (r > d->max_regs_per_thread) r = d->max_regs_per_thread;
   r -= SCHED_REG_RESERVE;

@@ -35,9 +35,15 @@
  *      ("break=none (reason) ..."). Without a broadcasting input (0-d inputs broadcast
  *      along everything and do not count) the 1-D schedule and its parameters are as
  *      before.
- * As sched_pointwise_heuristic (define and run), it accepts a fusion of elementwise ops
- * whose outputs share the first one's shape (alignment is the executor's: it devectorizes
- * the schedule of a call with a misaligned tensor).
+ * As the registry's pointwise row (sched_pointwise_row: plan, then apply), it accepts a
+ * fusion of elementwise ops, broadcasts, squeezes and fulls whose outputs share the first
+ * one's shape, except where lowering could not share a loop: a broadcast result two
+ * readers concretize against unrelated axes, or a tensor computed in the fusion and
+ * broadcast along part of a half of the tile (alignment is the executor's: it
+ * devectorizes the schedule of a call with a misaligned tensor). Its plan (break point,
+ * vector width, rows per blockIdx.y) is read from the constant sizes of define and run's
+ * copy; apply takes it as it is, so the schedule also fits a copy whose outer sizes are
+ * symbolic (a kernel shared across sizes).
  * Key decision: the 1-D schedule for every fusion without broadcasting inputs (it moves
  * data at the device's copy bandwidth on contiguous tensors, bench/pointwise.c), the 2-D
  * one with a fixed block of 128 threads along the inner half (nvFuser adapts blockDim.x
@@ -46,12 +52,54 @@
  * Measured on an H200 (bench/run_define_and_run.sh, device copy 4185-4200 GB/s):
  * relu(a*b+c) over 2^28 floats 4472 GB/s (1-D); bias+gelu 16384x4096 4082 GB/s with the
  * 1-D tile, 3948 with the break point (its bias indexed from one half; no faster). */
-#include "scheduler/heuristic.h"
+#include "scheduler/registry.h"
 #include "scheduler/sched.h"
 
 enum { THREADS = 128, GRID_Y_MAX = 65535, SYMBOLIC_GUESS = 1024 };
 
 static bool elementwise(const Expr *e) { return ir_op_is_pointwise(e->op); }
+
+/* Whether the elementwise consumers of tv (of its rank) all read its broadcast axes
+ * against one exact class each: inlined into all of their loops (inline_most does), a
+ * broadcast concretized from two unrelated tensors shares one loop that lowering cannot
+ * give one domain (DAG fuzzer mode 4, seed 438: b = broadcast(v) in x - b and b * y).
+ * *c receives a consumer that differs. */
+static bool one_concretization(const IdMap *m, Val *tv, Val **c) {
+  Val *first = NULL;
+  for (int u = 0; u < tv->uses.len; u++) {
+    const Expr *e = tv->uses.items[u];
+    if (!ir_op_is_elementwise(e->op) || TV(e->out[0])->nlogical != TV(tv)->nlogical) continue;
+    if (!first) {
+      first = e->out[0];
+      continue;
+    }
+    for (int a = 0; a < TV(tv)->nlogical; a++)
+      if (ID(TV(tv)->logical[a])->iter_type == CF_ITER_BROADCAST &&
+          !an_idmap_same(m, TV(first)->logical[a], TV(e->out[0])->logical[a]))
+        return *c = e->out[0], false;
+  }
+  return true;
+}
+
+/* The first tensor with a broadcast axis whose readers concretize it differently (see
+ * one_concretization), or NULL; *c receives the reader. */
+static Val *two_concretizations(cf_fusion *f, Val **c) {
+  int n;
+  Val **tvs = ir_fusion_all_tvs(f, &n);
+  IdMap *m = NULL;
+  for (int i = 0; i < n; i++) {
+    if (tvs[i]->uses.len < 2) continue;
+    bool bcast = false;
+    for (int a = 0; a < TV(tvs[i])->nlogical; a++) bcast |= ID(TV(tvs[i])->logical[a])->iter_type == CF_ITER_BROADCAST;
+    if (!bcast || (!m && !(m = an_idmap_build(f, false)))) continue;
+    if (!one_concretization(m, tvs[i], c)) {
+      an_idmap_free(m);
+      return tvs[i];
+    }
+  }
+  an_idmap_free(m);
+  return NULL;
+}
 
 /* Why the pointwise scheduler cannot take f: the reason (after "schedule_pointwise: ")
  * in why, the tensor it is about in *tv, and the status; CF_OK when it can. */
@@ -85,6 +133,13 @@ static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
       return CF_ERR_UNSUPPORTED;
     }
   }
+  Val *c = NULL;
+  if ((*tv = two_concretizations(f, &c))) {
+    snprintf(why, SCHED_WHY_MAX, "%s has a broadcast axis that %s and %s read against unrelated axes (one loop "
+             "cannot iterate both)", TV(*tv)->display_name, TV(((Expr *)(*tv)->uses.items[0])->out[0])->display_name,
+             TV(c)->display_name);
+    return CF_ERR_UNSUPPORTED;
+  }
   return CF_OK;
 }
 
@@ -103,7 +158,10 @@ static int64_t vector_width(cf_fusion *f, Val *ref) {
   for (int i = 0; i < f->inputs.len + f->outputs.len; i++) {
     Val *t = i < f->inputs.len ? f->inputs.items[i] : f->outputs.items[i - f->inputs.len];
     if (i < f->inputs.len && !full_rank_input(t, ref)) continue;
-    if (TV(t)->has_strides) return 1;
+    /* a symbolic innermost extent (an input the output's constant one is checked against
+     * at run time) proves no divisibility */
+    int64_t e;
+    if (TV(t)->has_strides || !ir_scalar_const_value(ID(TV(t)->logical[TV(t)->nlogical - 1])->extent, &e)) return 1;
     if (cf_dtype_size(t->dtype) > widest) widest = cf_dtype_size(t->dtype);
   }
   int64_t v = (int64_t)(16 / widest);
@@ -111,8 +169,9 @@ static int64_t vector_width(cf_fusion *f, Val *ref) {
   return v;
 }
 
-/* Whether a squeeze reads tv or a tensor computed from it: tv's axes then do not line up
- * with the reference's position by position, so it is not cached for vector loads. */
+/* Whether a squeeze or a resize (slice, pad, cat) reads tv or a tensor computed from it:
+ * tv's axes then do not line up with the reference's position by position (a resize reads
+ * its operand whole, from memory), so it is not cached for vector loads. */
 static bool reaches_squeeze(cf_fusion *f, Val *tv) {
   bool *seen = ARENA_ARRAY(f->arena, bool, f->vals.len);
   Val **stack = ARENA_ARRAY(f->arena, Val *, f->vals.len);
@@ -125,7 +184,7 @@ static bool reaches_squeeze(cf_fusion *f, Val *tv) {
     for (int k = 0; k < v->uses.len; k++) {
       const Expr *e = v->uses.items[k];
       if (ir_op_kind(e->op) == OPK_TRANSFORM) continue;
-      if (e->op == OP_SQUEEZE) return true;
+      if (e->op == OP_SQUEEZE || ir_op_kind(e->op) == OPK_RESIZE) return true;
       if (!seen[e->out[0]->id]) seen[e->out[0]->id] = true, stack[top++] = e->out[0];
     }
   }
@@ -162,18 +221,20 @@ static int broadcasts_first(cf_fusion *f, Val *tv) {
   return nb;
 }
 
-/* [broadcasts.., blockIdx.x, threadIdx.x{128}, vector{v}] over tv's other axes merged,
- * propagated from tv and parallelized alike. */
+/* [broadcasts.., blockIdx.x, unswitch{1}, threadIdx.x{128}, vector{v}] over tv's other
+ * axes merged, propagated from tv and parallelized alike. */
 static void tile(cf_fusion *f, Val *tv, int64_t v) {
   cf_tv *r = ir_tv_handle(tv);
   int nb = broadcasts_first(f, tv);
   for (int a = TV(tv)->nloop - 1; a > nb; a--) cf_merge(f, r, nb);
   if (v > 1) cf_split(f, r, nb, v);
   cf_split(f, r, nb, THREADS);
+  cf_split(f, r, nb, 1);
   cf_propagate_transforms(f, r);
   cf_parallelize(f, r, nb, CF_PT_BIDX);
-  cf_parallelize(f, r, nb + 1, CF_PT_TIDX);
-  cf_parallelize_all_like(f, r, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+  cf_parallelize(f, r, nb + 1, CF_PT_UNSWITCH);
+  cf_parallelize(f, r, nb + 2, CF_PT_TIDX);
+  cf_parallelize_all_like(f, r, 3, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_UNSWITCH, CF_PT_TIDX});
 }
 
 /* Vectorizes tv's innermost axis where the split by v reached it. A tensor the propagation
@@ -304,38 +365,55 @@ static int64_t pw_rows_per_block(Val *ref, int b) {
   return (left + GRID_Y_MAX - 1) / GRID_Y_MAX;
 }
 
-/* [blockIdx.y (outer half), (S{rows}), blockIdx.x, threadIdx.x{128}, vector{v}] over tv's
- * two halves at break point b, propagated from tv and parallelized alike. */
+/* [blockIdx.y (outer half), (S{rows}), blockIdx.x, unswitch{1}, threadIdx.x{128},
+ * vector{v}] over tv's two halves at break point b, propagated from tv and parallelized
+ * alike. */
 static void tile_2d(cf_fusion *f, Val *tv, int b, int64_t rows, int64_t v) {
   cf_tv *t = ir_tv_handle(tv);
   for (int a = TV(tv)->nloop - 1; a > b; a--) cf_merge(f, t, b);
   for (int a = b - 1; a > 0; a--) cf_merge(f, t, 0);
   if (v > 1) cf_split(f, t, 1, v);
   cf_split(f, t, 1, THREADS); /* [outer, inner/128v, 128, v] */
+  cf_split(f, t, 1, 1);       /* [outer, inner/128v, 1, 128, v] */
   int x = 1;
   if (rows > 1) cf_split(f, t, 0, rows), x = 2;
   cf_propagate_transforms(f, t);
   cf_parallelize(f, t, 0, CF_PT_BIDY);
   cf_parallelize(f, t, x, CF_PT_BIDX);
-  cf_parallelize(f, t, x + 1, CF_PT_TIDX);
-  cf_parallelize_all_like(f, t, 3, (cf_parallel_type[]){CF_PT_BIDY, CF_PT_BIDX, CF_PT_TIDX});
+  cf_parallelize(f, t, x + 1, CF_PT_UNSWITCH);
+  cf_parallelize(f, t, x + 2, CF_PT_TIDX);
+  cf_parallelize_all_like(f, t, 4, (cf_parallel_type[]){CF_PT_BIDY, CF_PT_BIDX, CF_PT_UNSWITCH, CF_PT_TIDX});
 }
 
-static cf_status schedule(cf_fusion *f, int64_t *vector, PwBreak *bp) {
+/* The parameters: the break point (0: the 1-D schedule), the vector width and the rows
+ * of the outer half each blockIdx.y runs. */
+typedef struct PwPlan {
+  PwBreak bp;
+  int64_t vector, rows;
+} PwPlan;
+
+/* The plan for f as it is (its constant extents; f is not modified). */
+static cf_status pw_plan_of(cf_fusion *f, PwPlan *p) {
   Val *ref = f->outputs.items[0];
-  *bp = pw_break_point(f, ref);
-  if (f->status) return f->status;
-  int64_t v = vector_width(f, ref), rows = bp->at ? pw_rows_per_block(ref, bp->at) : 1;
-  *vector = v;
+  p->bp = pw_break_point(f, ref);
+  p->vector = vector_width(f, ref);
+  p->rows = p->bp.at ? pw_rows_per_block(ref, p->bp.at) : 1;
+  return f->status;
+}
+
+/* Schedules f with plan p; f's sizes may be symbolic where the plan's were constant (the
+ * plan's vector width divides the innermost extent, kept constant by define and run). */
+static cf_status pw_apply_plan(cf_fusion *f, const PwPlan *p) {
+  int64_t v = p->vector;
   Val **caches = ARENA_ARRAY(f->arena, Val *, f->inputs.len + 1);
-  int ncaches = add_caches(f, ref, caches);
+  int ncaches = add_caches(f, f->outputs.items[0], caches);
   if (f->status) return f->status;
   /* An output the reference's propagation does not reach (another connected component:
    * outputs of inputs that share no op, or of a full alone) is tiled the same way on its
    * own. */
   for (int o = 0; o < f->outputs.len; o++)
     if (o == 0 || untransformed(f->outputs.items[o])) {
-      if (bp->at) tile_2d(f, f->outputs.items[o], bp->at, rows, v);
+      if (p->bp.at) tile_2d(f, f->outputs.items[o], p->bp.at, p->rows, v);
       else tile(f, f->outputs.items[o], v);
     }
   if (v > 1) {
@@ -353,12 +431,35 @@ cf_status cf_schedule_pointwise(cf_fusion *f) {
   Val *tv = NULL;
   cf_status s = refusal(f, f->outputs.items[0], why, &tv);
   if (s) return ir_error_tv(f, s, tv, "schedule_pointwise: %s", why);
-  int64_t v;
-  PwBreak bp;
-  return schedule(f, &v, &bp);
+  PwPlan p;
+  return pw_plan_of(f, &p) ? f->status : pw_apply_plan(f, &p);
 }
 
-/* ---- as a heuristic of the define-and-run executor ------------------------------------ */
+/* ---- as a row of the registry ------------------------------------------------------------ */
+
+/* Whether tv has broadcast and other axes both in [from, to). */
+static bool mixed(Val *tv, int from, int to) {
+  int nb = 0;
+  for (int a = from; a < to; a++) nb += ID(TV(tv)->logical[a])->iter_type == CF_ITER_BROADCAST;
+  return nb > 0 && nb < to - from;
+}
+
+/* A lower-rank tensor computed in the fusion and broadcast within a half of the tile
+ * (the whole, without a break point) is tiled on its own extent, not inlined into the
+ * half's merged loop, and read from other blocks (lowering refuses: DAG seeds 148, 152
+ * of the registry's invariant test); the first such broadcast result, or NULL. A
+ * broadcast input is read from global memory and is fine. */
+static Val *computed_broadcast_in_half(cf_fusion *f, Val *ref) {
+  int n, r = TV(ref)->nlogical, at = -1;
+  Expr **exprs = ir_fusion_tensor_exprs(f, &n);
+  for (int i = 0; i < n; i++) {
+    Val *b = exprs[i]->out[0];
+    if (ir_op_kind(exprs[i]->op) != OPK_BROADCAST || !exprs[i]->in[0]->def) continue;
+    if (at < 0) at = pw_break_point(f, ref).at;
+    if (TV(b)->nlogical != r || mixed(b, 0, at ? at : r) || (at && mixed(b, at, r))) return b;
+  }
+  return NULL;
+}
 
 static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
   (void)call;
@@ -372,54 +473,55 @@ static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
     return false;
   }
   char reason[SCHED_WHY_MAX];
-  if (!refusal(f, ref, reason, &tv)) return true;
-  snprintf(why, SCHED_WHY_MAX, "pointwise: %.240s", reason);
-  return false;
-}
-
-/* The element count of ref's axes [from, to), when constant (-1 otherwise). */
-static int64_t pw_numel(Val *ref, int from, int to) {
-  int64_t n = 1;
-  for (int a = from; a < to; a++) {
-    int64_t e = pw_extent(TV(ref)->logical[a]);
-    if (e < 0) return -1;
-    n *= e;
+  if (refusal(f, ref, reason, &tv)) {
+    snprintf(why, SCHED_WHY_MAX, "pointwise: %.240s", reason);
+    return false;
   }
-  return n;
+  return !(tv = computed_broadcast_in_half(f, ref)) ||
+         (snprintf(why, SCHED_WHY_MAX, "pointwise: %s broadcasts a tensor computed in the fusion along part of a "
+                   "half of the tile (its own tile would run in other blocks)", TV(tv)->display_name), false);
 }
 
-/* "break=1 vector=4 threads=128 blocks=8x64" (gridDim.x x gridDim.y, then " rows=F"
- * when each blockIdx.y runs F rows); the 1-D form as before, after "break=none (why) "
- * when an input broadcasts. */
-static void pw_params(Val *ref, const PwBreak *bp, int64_t v, char *params) {
-  int r = TV(ref)->nlogical, len = 0;
-  int64_t tile = THREADS * v;
-  if (!bp->at) {
-    int64_t numel = pw_numel(ref, 0, r);
-    if (bp->broadcasting) len = snprintf(params, SCHED_PARAMS_MAX, "break=none (%s) ", bp->why);
-    if (numel >= 0)
-      snprintf(params + len, SCHED_PARAMS_MAX - (size_t)len, "vector=%lld threads=%d blocks=%lld", (long long)v, THREADS,
-               (long long)((numel + tile - 1) / tile));
-    else
-      snprintf(params + len, SCHED_PARAMS_MAX - (size_t)len, "vector=%lld threads=%d", (long long)v, THREADS);
+/* "break=1 vector=4 threads=128" (then " rows=F" when each blockIdx.y runs F rows of the
+ * outer half); the 1-D form "vector=4 threads=128", after "break=none (why) " when an
+ * input broadcasts. Sizes are not parameters: the grid follows from them at launch. */
+static void pw_params(const PwPlan *p, SchedParams *out) {
+  *out = (SchedParams){.nwords = 4, .w = {p->bp.at, p->vector, p->rows, p->bp.broadcasting}};
+  char *t = out->text;
+  size_t cap = sizeof out->text;
+  if (!p->bp.at) {
+    int len = p->bp.broadcasting ? snprintf(t, cap, "break=none (%s) ", p->bp.why) : 0;
+    snprintf(t + len, cap - (size_t)len, "vector=%lld threads=%d", (long long)p->vector, THREADS);
     return;
   }
-  int64_t left = pw_numel(ref, 0, bp->at), right = pw_numel(ref, bp->at, r), rows = pw_rows_per_block(ref, bp->at);
-  len = snprintf(params, SCHED_PARAMS_MAX, "break=%d vector=%lld threads=%d", bp->at, (long long)v, THREADS);
-  if (left >= 0 && right >= 0)
-    len += snprintf(params + len, SCHED_PARAMS_MAX - (size_t)len, " blocks=%lldx%lld", (long long)((right + tile - 1) / tile),
-                    (long long)((left + rows - 1) / rows));
-  if (rows > 1) snprintf(params + len, SCHED_PARAMS_MAX - (size_t)len, " rows=%lld", (long long)rows);
+  int len = snprintf(t, cap, "break=%d vector=%lld threads=%d", p->bp.at, (long long)p->vector, THREADS);
+  if (p->rows > 1) snprintf(t + len, cap - (size_t)len, " rows=%lld", (long long)p->rows);
 }
 
+static bool pw_plan(cf_fusion *f, const SchedCall *call, SchedParams *out, char *why) {
+  PwPlan p;
+  if (!pw_accepts(f, call, why)) return false;
+  if (pw_plan_of(f, &p)) return snprintf(why, SCHED_WHY_MAX, "pointwise: %.240s", cf_fusion_error(f)), false;
+  pw_params(&p, out);
+  return true;
+}
+
+static cf_status pw_apply(cf_fusion **f, const SchedCall *call, const SchedParams *in, SchedParams *used) {
+  (void)call;
+  PwPlan p = {.bp = {.at = (int)in->w[0], .broadcasting = in->w[3] != 0}, .vector = in->w[1], .rows = in->w[2]};
+  *used = *in;
+  return pw_apply_plan(*f, &p);
+}
+
+const SchedRow sched_pointwise_row = {"pointwise", SCHED_ROW_KERNEL, false, pw_accepts, pw_plan, pw_apply};
+
+/* The scheduler's own entry points (tests, benches): plan and apply at once. */
 static cf_status pw_schedule(cf_fusion *f, const SchedCall *call, char *params) {
   char why[SCHED_WHY_MAX];
-  if (!pw_accepts(f, call, why)) return ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
-  int64_t v;
-  PwBreak bp;
-  cf_status s = schedule(f, &v, &bp);
-  pw_params(f->outputs.items[0], &bp, v, params);
-  return s;
+  SchedParams p, used;
+  if (!pw_plan(f, call, &p, why)) return f->status ? f->status : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
+  snprintf(params, SCHED_PARAMS_MAX, "%s", p.text);
+  return pw_apply(&f, call, &p, &used);
 }
 
 const SchedHeuristic sched_pointwise_heuristic = {"pointwise", pw_accepts, pw_schedule};

@@ -8,9 +8,16 @@
  * the reference does not have (a producer's reduction axes, a consumer's broadcast axes)
  * go last. Parallel types are left alone: parallelize_all_like copies them.
  *
+ * cf_propagate_transforms_to is nvFuser's TransformPropagator with a position over a
+ * selection: only the reference's first pos loop axes are replayed, each tensor matching
+ * the position its tree parent reached (as compute_at does), and the tree enters only the
+ * given tensors.
+ *
  * Key decision: the check is independent of the replay. It rebuilds the permissive
  * IdMap after propagation and compares each tensor with its tree parent, so it catches a
  * replay that went wrong as well as schedules changed by hand afterwards. */
+#include <stdint.h>
+
 #include "scheduler/sched.h"
 
 static cf_status propagate(cf_fusion *f, Val *ref, const char *what) {
@@ -27,6 +34,50 @@ static cf_status propagate(cf_fusion *f, Val *ref, const char *what) {
     int pos;
     s = sched_replay(f, a, tree.from[i], tree.tvs[i], TV(tree.from[i])->nloop, what, &pos);
   }
+  arena_destroy(a);
+  return s;
+}
+
+cf_status sched_replay_along(cf_fusion *f, Arena *a, const SpanTree *tree, int pos, const char *what, int *at) {
+  ValTab index = {.arena = a};
+  at[0] = pos;
+  for (int i = 0; i < tree->n; i++) {
+    if (!an_tab_put(&index, tree->tvs[i], (void *)(intptr_t)(i + 1)))
+      return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    if (i == 0) continue;
+    int from = (int)(intptr_t)an_tab_get(&index, tree->from[i]) - 1;
+    cf_status s = sched_replay(f, a, tree->from[i], tree->tvs[i], at[from], what, &at[i]);
+    if (s) return s;
+  }
+  return CF_OK;
+}
+
+/* nvFuser's SetSelector: the tree enters only the selected tensors. */
+static bool select_set(void *ctx, Val *from, Val *to, bool to_is_producer) {
+  (void)from;
+  (void)to_is_producer;
+  return an_tab_get(ctx, to) != NULL;
+}
+
+cf_status cf_propagate_transforms_to(cf_fusion *f, cf_tv *ref_handle, int pos, int ntvs, cf_tv *const *tvs) {
+  const char *what = "propagate_transforms_to";
+  int p = sched_wrap_pos(f, what, ref_handle, pos);
+  if (p < 0) return f ? f->status : CF_ERR_INVALID_ARGUMENT;
+  Val *ref = ir_tv(ref_handle);
+  cf_status s;
+  if (ntvs < 0 || (ntvs > 0 && !tvs))
+    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: %d tensors given%s", what, ntvs, tvs ? "" : " and tvs is NULL");
+  for (int i = 0; i < ntvs; i++)
+    if ((s = ir_check_tv(f, what, tvs[i]))) return s;
+  Arena *a = arena_create();
+  ValTab sel = {.arena = a};
+  SpanTree tree;
+  int *at = NULL;
+  bool ok = a != NULL;
+  for (int i = 0; ok && i < ntvs; i++) ok = an_tab_put(&sel, ir_tv(tvs[i]), ir_tv(tvs[i]));
+  ok = ok && sched_span_tree(a, ref, p, ntvs ? select_set : NULL, &sel, &tree);
+  if (ok) ok = (at = ARENA_ARRAY(a, int, tree.n)) != NULL;
+  s = ok ? sched_replay_along(f, a, &tree, p, what, at) : ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   arena_destroy(a);
   return s;
 }

@@ -1,264 +1,260 @@
-/* scheduler/reduction_sched.c: the automatic scheduler of inner reductions
- * (sched_reduction_heuristic, issue 11), a client of the public scheduling calls.
- * Heuristic, in order:
- *   1. accepts a fusion of elementwise ops and exactly one reduction whose reduced axes
- *      are its innermost ones (an inner reduction: sum/max/min/prod/welford over the last
- *      axes, with an elementwise prologue), whose outputs are the reduction or an
- *      elementwise epilogue on the reduced shape computed from it alone (Welford's fields,
- *      var_mean's division; inner reductions only), computed by the block after its
- *      all-reduce;
- *   2. the reduced axes are merged into one, split into [serial, threadIdx.x{128}]; the
- *      iteration axes are merged into one (blockIdx.x: one block per row) after step 3,
- *      since rfactor takes iteration axes untransformed;
- *   3. the serial part is rfactored: each thread folds ceilDiv(row, 128) elements into a
- *      register, then the block all-reduces the 128 partials (a row of any length is one
- *      block: no grid reduction);
- *   4. the split is propagated to the prologue before the rfactor, the rfactor tensor's
- *      parallel types after it, and everything is inlined as deep as legal.
- *   Long rows (constant, at least RED_VEC_MIN_ROW elements, the innermost extent a
- *   multiple of the vector): the inputs are cached with 16-byte vector loads
- *   (cf_cache_after), the reduced axis split [serial, threadIdx.x{128}, vector] and both
- *   serial and vector rfactored, as the inner persistent scheduler does: a row of 16384
- *   floats is 32 vector loads per thread instead of 128 scalar ones.
- * Outer (column) reduction of a 2-D [r, i] tensor: blockIdx.x over 32-column groups,
- * threadIdx.x over the 32 columns (coalesced), each thread folds its column serially.
- * Tall columns (constant, at least RED_TALL_ROWS rows): the rows are also split over
- * threadIdx.y{16} and unrolled by 4 ([i/32, 32, r/64, unroll 4, threadIdx.y 16], as
- * bench/reduction.c's hand schedule), so a block of 512 threads keeps 16 rows in flight
- * and 16384 columns give 512 blocks (a wave of 132 SMs at 4 blocks each); the 16 partial
- * sums of a column meet in a block reduction over threadIdx.y.
- * Measured on an H200 (bench/run_define_and_run.sh, device copy 4185 GB/s): row sum of
- * 16384x16384 floats 4499 GB/s (vector 4), column sum 4305 GB/s (threadIdx.y 16, unroll
- * 4); the thresholds RED_VEC_MIN_ROW and RED_TALL_ROWS are not swept yet.
- * A reduction of middle axes ([a, r, b] over r) with no epilogue: its loop axes are
- * reordered kept-first ([a, b, r]) and scheduled as an inner reduction without vectors;
- * correct, but each warp reads with the stride of b (uncoalesced): a batched form of the
- * column schedule would be the fast one (not measured).
- * Not yet: other outer reductions and epilogues are refused with a reason; no grid
- * reduction (a few long rows, or few columns, leave SMs idle). */
+/* scheduler/reduction_sched.c: the automatic reduction scheduler (sched_reduction_heuristic),
+ * the last of its three steps (see reduction_heuristic.h): applies a plan's parameters
+ * to an unscheduled fusion with the public scheduling calls, and builds the accepts and
+ * schedule entry points of the define-and-run table on plan + apply.
+ *
+ * INNER: the reduction's axes reordered kept-first, the reduced ones merged into one row
+ * axis and split
+ *     [kept..., serial, grid (blockIdx.x, an outer split), unroll, threadIdx.x, vector];
+ * the split is propagated to the prologue, serial, unroll and vector are rfactored (each
+ * thread folds its part of the row into a register), then the kept axes (which rfactor
+ * takes untransformed) are merged into one and split [blocks, threadIdx.y] (rows on
+ * blockIdx.y when a grid splits them, else on blockIdx.x). The final reduction is a block
+ * reduction over threadIdx.x and, with a grid, a grid reduction over blockIdx.x.
+ * OUTER: the axes reordered reduced-first, the reduced ones merged and split
+ *     [serial, grid (blockIdx.y, an outer split), unroll, threadIdx.y, kept...],
+ * serial and unroll rfactored, then the kept axes merged into one column axis and split
+ * [blocks (blockIdx.x), threadIdx.x, vector]; the partial reduction runs
+ *     [blockIdx.x, threadIdx.x, serial, blockIdx.y, unroll, threadIdx.y, vector]
+ * (each thread folds a vector of adjacent columns down its rows: coalesced loads) and the
+ * final one [blockIdx.x, threadIdx.x, vector, blockIdx.y, threadIdx.y] reduces threadIdx.y
+ * in the block and blockIdx.y across the grid, one column of the vector at a time.
+ * A reduction no thread shares (INNER rows of one vector, OUTER columns of one row) is
+ * folded serially by each thread, without rfactor.
+ * The inputs are cached (cf_cache_after) so their loads are vectors; inline_most stops
+ * the caches and the prologue before the unroll axis, so a thread issues all its loads of
+ * a step before using them.
+ * Key decisions: the rfactor partial is what every thread keeps between the serial fold and
+ * the block/grid combine, so it is retyped to the accumulation type (a bfloat16 sum
+ * otherwise rounds every thread's partial to 8 bits of mantissa). The grid axis stands
+ * after the serial one: the partial's iteration axis on a block index must not be
+ * inlined into the final reduction's reduction axis on that index (lowering refuses one
+ * loop over both), and the partial's first serial reduction axis stops its inlining
+ * before it. */
 #include <stdlib.h>
 
-#include "scheduler/heuristic.h"
+#include "scheduler/persistent.h"
+#include "scheduler/reduction_heuristic.h"
 #include "scheduler/sched.h"
 
-enum {
-  RED_THREADS = 128,
-  RED_COLUMNS = 32,
-  RED_VECTOR_BYTES = 16,
-  RED_VEC_MIN_ROW = RED_THREADS * 4 * 4, /* 4 vectors of 4 floats per thread at the least */
-  RED_COL_TIDY = 16,
-  RED_COL_UNROLL = 4,
-  RED_TALL_ROWS = RED_COL_TIDY * RED_COL_UNROLL * 16,
-};
-
-static bool red_elementwise(const Expr *e) {
-  OpKind k = ir_op_kind(e->op);
-  return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST;
-}
-
-/* The reduction output, or NULL with the reason in why. */
-static Val *find_reduction(cf_fusion *f, char *why) {
-  int n;
-  Expr **exprs = ir_fusion_tensor_exprs(f, &n);
-  Val *red = NULL;
-  for (int i = 0; i < n; i++) {
-    if (ir_op_kind(exprs[i]->op) == OPK_REDUCTION) {
-      if (red) {
-        snprintf(why, SCHED_WHY_MAX, "reduction: %s is a second reduction", TV(exprs[i]->out[0])->display_name);
-        return NULL;
-      }
-      red = exprs[i]->out[0];
-    } else if (!red_elementwise(exprs[i])) {
-      snprintf(why, SCHED_WHY_MAX, "reduction: %s is computed by %s, not an elementwise op",
-               TV(exprs[i]->out[0])->display_name, ir_op_name(exprs[i]->op));
-      return NULL;
-    }
-  }
-  if (!red) snprintf(why, SCHED_WHY_MAX, "reduction: the fusion has no reduction");
-  return red;
-}
-
-/* A 2-D [r, i] reduction: a sum of columns. */
-static bool column_reduction(Val *red) {
-  return TV(red)->nlogical == 2 && ID(TV(red)->logical[0])->iter_type == CF_ITER_REDUCTION &&
-         ID(TV(red)->logical[1])->iter_type == CF_ITER_ITERATION;
-}
-
-/* The kept (non-reduction) axes of tv. */
-static int kept_rank(Val *tv) {
-  int n = 0;
-  for (int a = 0; a < TV(tv)->nlogical; a++) n += ID(TV(tv)->logical[a])->iter_type != CF_ITER_REDUCTION;
-  return n;
-}
-
-/* The outputs: the reduction alone, or an epilogue of elementwise ops on the reduced
- * shape that reads only the reduction and tensors computed from it (Welford's fields and
- * var_mean's division: the states themselves cannot be outputs); every input of the
- * reduction's shape (they are all cached as rows). */
-static bool red_outputs(cf_fusion *f, Val *red, char *why) {
-  if (f->outputs.len == 1 && f->outputs.items[0] == red) return true;
-  int n;
-  Expr **exprs = ir_fusion_tensor_exprs(f, &n);
-  bool *after = calloc((size_t)f->vals.len + 1, 1);
-  if (!after) return snprintf(why, SCHED_WHY_MAX, "reduction: out of memory"), false;
-  after[red->id] = true;
-  bool ok = true;
-  for (int i = 0; i < n && ok; i++) {
-    Expr *e = exprs[i];
-    bool reads = false, other = false;
-    for (int j = 0; j < e->nin; j++)
-      if (e->in[j]->kind == VAL_TV) after[e->in[j]->id] ? (reads = true) : (other = true);
-    if (!reads || e->out[0] == red) continue;
-    after[e->out[0]->id] = true;
-    ok = !other && kept_rank(e->out[0]) == kept_rank(red);
-  }
-  for (int o = 0; o < f->outputs.len && ok; o++) ok = after[((Val *)f->outputs.items[o])->id];
-  for (int i = 0; i < f->inputs.len && ok; i++) ok = TV((Val *)f->inputs.items[i])->nlogical == TV(red)->nlogical;
-  free(after);
-  if (!ok)
-    snprintf(why, SCHED_WHY_MAX, "reduction: the outputs must be the reduction %s or computed from it alone",
-             TV(red)->display_name);
-  return ok;
-}
-
-/* Whether the reduction is the only output (no epilogue). */
-static bool red_outputs_single(cf_fusion *f, Val *red) { return f->outputs.len == 1 && f->outputs.items[0] == red; }
-
-static bool red_accepts(cf_fusion *f, const SchedCall *call, char *why) {
-  (void)call;
-  Val *red = find_reduction(f, why);
-  if (!red || !red_outputs(f, red, why)) return false;
-  if (column_reduction(red) && !(f->outputs.len == 1 && f->outputs.items[0] == red)) {
-    snprintf(why, SCHED_WHY_MAX, "reduction: a column reduction must be the only output");
-    return false;
-  }
-  bool seen_reduced = false, outer = column_reduction(red);
-  for (int a = 0; a < TV(red)->nlogical && !outer; a++) {
-    bool r = ID(TV(red)->logical[a])->iter_type == CF_ITER_REDUCTION;
-    if (ID(TV(red)->logical[a])->iter_type == CF_ITER_BROADCAST) {
-      snprintf(why, SCHED_WHY_MAX, "reduction: %s has a broadcast axis (a constant extent of 1)", TV(red)->display_name);
-      return false;
-    }
-    if (seen_reduced && !r && !red_outputs_single(f, red)) {
-      snprintf(why, SCHED_WHY_MAX,
-               "reduction: %s reduces an axis before a kept one and has an epilogue "
-               "(a middle reduction is scheduled alone)",
-               TV(red)->display_name);
-      return false;
-    }
-    seen_reduced |= r;
-  }
+bool sched_reduction_plan(cf_fusion *f, const SchedCall *call, RedParams *p, char *why) {
+  RedShape s;
+  if (!sched_reduction_shape(f, call, &s, why)) return false;
+  const SchedDevice *dev = call && call->dev ? call->dev : sched_device_default();
+  *p = sched_reduction_heuristic_for(&s, dev);
   return true;
 }
 
-/* Tall columns: [r, i] -> [i/32 (blockIdx.x), 32 (threadIdx.x), r/64, 4 (unrolled),
- * 16 (threadIdx.y)]. */
-static cf_status tall_outer_schedule(cf_fusion *f, cf_tv *r, char *params) {
-  cf_split(f, r, 1, RED_COLUMNS);    /* [r, i/32, 32] */
-  cf_split(f, r, 0, RED_COL_TIDY);   /* [r/16, 16, i/32, 32] */
-  cf_split(f, r, 0, RED_COL_UNROLL); /* [r/64, 4, 16, i/32, 32] */
-  cf_reorder_all(f, r, 5, (int[]){2, 3, 4, 0, 1});
-  if (cf_propagate_transforms(f, r)) return f->status;
-  cf_parallelize(f, r, 0, CF_PT_BIDX);
-  cf_parallelize(f, r, 1, CF_PT_TIDX);
-  cf_parallelize(f, r, 3, CF_PT_UNROLL);
-  cf_parallelize(f, r, 4, CF_PT_TIDY);
-  cf_parallelize_all_like(f, r, 4, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX, CF_PT_TIDY, CF_PT_UNROLL});
-  if (f->status) return f->status;
-  snprintf(params, SCHED_PARAMS_MAX, "outer columns=%d rows=threadIdx.y{%d} unroll=%d", RED_COLUMNS, RED_COL_TIDY,
-           RED_COL_UNROLL);
-  return cf_inline_most(f);
+/* ---- printing and comparing -------------------------------------------------------------- */
+
+void sched_reduction_params_print(const RedParams *p, char *out) {
+  snprintf(out, SCHED_PARAMS_MAX, "%s vector=%d unroll=%d block=%dx%d grid=%lldx%lld%s",
+           p->layout == RED_INNER ? "inner" : "outer", p->vec, p->unroll, p->bdimx, p->bdimy, (long long)p->blocks,
+           (long long)p->grid, p->reordered ? (p->layout == RED_INNER ? " kept-axes-first" : " reduced-axes-first") : "");
 }
 
-/* [r, i] -> [r (serial), i / 32 (blockIdx.x), 32 (threadIdx.x)]: each thread sums one
- * column, a warp reads 32 consecutive columns of a row (coalesced). */
-static cf_status outer_schedule(cf_fusion *f, cf_tv *r, char *params) {
-  int64_t rows;
-  if (ir_scalar_const_value(ID(TV(ir_tv(r))->logical[0])->extent, &rows) && rows >= RED_TALL_ROWS)
-    return tall_outer_schedule(f, r, params);
-  cf_split(f, r, 1, RED_COLUMNS);
-  if (cf_propagate_transforms(f, r)) return f->status;
-  cf_parallelize(f, r, 1, CF_PT_BIDX);
-  cf_parallelize(f, r, 2, CF_PT_TIDX);
-  cf_parallelize_all_like(f, r, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
-  if (f->status) return f->status;
-  snprintf(params, SCHED_PARAMS_MAX, "outer columns=%d serial=rows", RED_COLUMNS);
-  return cf_inline_most(f);
+bool sched_reduction_params_equal(const RedParams *a, const RedParams *b) {
+  if (a->layout != b->layout || a->rank != b->rank || a->nkept != b->nkept || a->reordered != b->reordered ||
+      a->vec != b->vec || a->unroll != b->unroll || a->bdimx != b->bdimx || a->bdimy != b->bdimy ||
+      a->blocks != b->blocks || a->grid != b->grid)
+    return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->order[i] != b->order[i]) return false;
+  return true;
 }
 
-/* The vector width of long rows: 16 bytes over the widest input, halved until it divides
- * the innermost extent; 1 when a reduced extent is symbolic, the row shorter than
- * RED_VEC_MIN_ROW or an input strided. (A misaligned call is the executor's: it
- * devectorizes.) */
-static int64_t row_vector(cf_fusion *f, Val *red, int niter) {
-  int64_t row = 1, inner = 1;
-  for (int a = niter; a < TV(red)->nlogical; a++) {
-    if (!ir_scalar_const_value(ID(TV(red)->logical[a])->extent, &inner)) return 1;
-    row *= inner;
-  }
-  size_t widest = 1;
-  for (int i = 0; i < f->inputs.len; i++) {
-    Val *in = f->inputs.items[i];
-    if (TV(in)->has_strides) return 1;
-    if (cf_dtype_size(in->dtype) > widest) widest = cf_dtype_size(in->dtype);
-  }
-  int64_t v = RED_VECTOR_BYTES / (int64_t)widest;
-  while (v > 1 && inner % v != 0) v /= 2;
-  return row >= RED_VEC_MIN_ROW && v > 1 ? v : 1;
+/* ---- applying ---------------------------------------------------------------------------- */
+
+/* The (one) reduction of an accepted fusion. */
+static Val *the_reduction(cf_fusion *f) {
+  int n;
+  Expr **exprs = ir_fusion_tensor_exprs(f, &n);
+  for (int i = 0; i < n; i++)
+    if (ir_op_kind(exprs[i]->op) == OPK_REDUCTION) return exprs[i]->out[0];
+  return NULL;
 }
 
-/* Caches every input (all of the reduction's shape: the prologue is elementwise) for
- * vector loads; the caches, into caches[], are vectorized once their loops are final. */
-static int cache_inputs(cf_fusion *f, cf_tv **caches) {
-  int n = 0;
-  int nin = f->inputs.len;
+/* rfactor of r over the given loop axes (those < 0 skipped); the partial is in the
+ * reduction's accumulation type (cf_rfactor: float for half and bfloat16). */
+static cf_tv *rfactor(cf_fusion *f, cf_tv *r, int n, const int *axes) {
+  int list[4], k = 0;
+  for (int i = 0; i < n; i++)
+    if (axes[i] >= 0) list[k++] = axes[i];
+  return cf_rfactor(f, r, k, list);
+}
+
+/* The inputs that vary along the innermost axis (the reduction's rank, the last axis not
+ * a broadcast) cached for vector loads, into caches; the others (scalars, a column
+ * scale, a row bias broadcast in the fusion) are read as they are. */
+static int cache_inputs(cf_fusion *f, int rank, Val **caches) {
+  int n = 0, nin = f->inputs.len;
   for (int i = 0; i < nin; i++) {
+    Val *in = f->inputs.items[i];
+    if (in->uses.len == 0 || TV(in)->nlogical != rank || ID(TV(in)->logical[rank - 1])->iter_type == CF_ITER_BROADCAST)
+      continue;
     cf_tv *c = cf_cache_after(f, ir_tv_handle(f->inputs.items[i]));
-    if (c) caches[n++] = c;
+    if (c) caches[n++] = ir_tv(c);
   }
   return n;
+}
+
+static const cf_parallel_type all_types[] = {CF_PT_BIDX, CF_PT_BIDY, CF_PT_TIDX, CF_PT_TIDY, CF_PT_UNROLL};
+
+/* The caches vectorized, everything inlined as deep as legal (which stops the caches and
+ * the prologue before the unroll axis: a thread's loads of one step come before their
+ * use). */
+static cf_status finish(cf_fusion *f, const RedParams *p, Val **caches, int ncaches) {
+  for (int c = 0; c < ncaches && p->vec > 1; c++) cf_parallelize(f, ir_tv_handle(caches[c]), -1, CF_PT_VECTORIZE);
+  if (f->status) return f->status;
+  return cf_inline_most(f);
+}
+
+/* OUTER's loop positions: the first kept axis before the columns are scheduled, the
+ * axes then, and where each goes. */
+typedef struct OuterPos {
+  int k, n, to[CF_MAX_RANK + 4];
+} OuterPos;
+
+/* Merges the loop axes [at, at + n) of tv into one. */
+static void merge_run(cf_fusion *f, cf_tv *tv, int at, int n) {
+  for (int k = 1; k < n; k++) cf_merge(f, tv, at);
+}
+
+static cf_status apply_inner(cf_fusion *f, const RedParams *p, cf_tv *r, Val **caches, int ncaches) {
+  int nk = p->nkept, pos = nk;
+  merge_run(f, r, nk, p->rank - nk);
+  if (p->vec > 1) cf_split(f, r, nk, p->vec);
+  cf_split(f, r, nk, p->bdimx);
+  if (p->unroll > 1) cf_split(f, r, nk, p->unroll);
+  if (p->grid > 1) cf_split_outer(f, r, nk, p->grid);
+  if (p->grid > 1) cf_reorder(f, r, 1, (int[]){nk, nk + 1}); /* [serial, grid]: see the header */
+  int rem = pos++, g = p->grid > 1 ? pos++ : -1, u = p->unroll > 1 ? pos++ : -1, x = pos++, v = p->vec > 1 ? pos : -1;
+  if (cf_propagate_transforms(f, r)) return f->status;
+  cf_tv *rf = rfactor(f, r, 3, (int[]){rem, u, v});
+  if (!rf) return f->status;
+  int shift = 0; /* the kept axes become [blocks, threadIdx.y] (or nothing) */
+  if (nk > 0) {
+    merge_run(f, rf, 0, nk);
+    if (p->bdimy > 1) cf_split(f, rf, 0, p->bdimy);
+    shift = (p->bdimy > 1 ? 2 : 1) - nk;
+    if (cf_propagate_transforms(f, rf)) return f->status;
+    cf_parallelize(f, rf, 0, p->grid > 1 ? CF_PT_BIDY : CF_PT_BIDX);
+    if (p->bdimy > 1) cf_parallelize(f, rf, 1, CF_PT_TIDY);
+  }
+  if (g >= 0) cf_parallelize(f, rf, g + shift, CF_PT_BIDX);
+  if (u >= 0) cf_parallelize(f, rf, u + shift, CF_PT_UNROLL);
+  cf_parallelize(f, rf, x + shift, CF_PT_TIDX);
+  cf_parallelize_all_like(f, rf, 5, all_types);
+  return finish(f, p, caches, ncaches);
+}
+
+/* OUTER's kept axes of tv (from loop position k on: [..., kept...]) merged and split
+ * [blocks, x, v?], then the loop axes reordered [blocks, x, g?, serial, u?, y, v?]. */
+static void outer_columns(cf_fusion *f, const RedParams *p, cf_tv *tv, const OuterPos *o) {
+  merge_run(f, tv, o->k, p->nkept);
+  if (p->vec > 1) cf_split(f, tv, o->k, p->vec);
+  cf_split(f, tv, o->k, p->bdimx);
+  cf_reorder_all(f, tv, o->n, o->to);
+}
+
+static cf_status apply_outer(cf_fusion *f, const RedParams *p, cf_tv *r, Val **caches, int ncaches) {
+  int nr = p->rank - p->nkept, pos = 0;
+  merge_run(f, r, 0, nr);
+  cf_split(f, r, 0, p->bdimy);
+  if (p->unroll > 1) cf_split(f, r, 0, p->unroll);
+  if (p->grid > 1) cf_split_outer(f, r, 0, p->grid);
+  OuterPos o;
+  int g = p->grid > 1 ? pos++ : -1, rem = pos++, u = p->unroll > 1 ? pos++ : -1, y = pos++;
+  o.k = pos;
+  o.n = o.k + (p->vec > 1 ? 3 : 2);
+  int at = 0;
+  o.to[o.k] = at++;     /* blocks */
+  o.to[o.k + 1] = at++; /* x */
+  o.to[rem] = at++;
+  if (g >= 0) o.to[g] = at++;
+  if (u >= 0) o.to[u] = at++;
+  o.to[y] = at++;
+  if (p->vec > 1) o.to[o.k + 2] = at++;
+  /* The prologue gets the reduced axes' splits, which the rfactor moves into the partial's
+   * root-to-logical history; then the columns are scheduled on the partial's producer and
+   * propagated from there: the partial reuses the identical splits of its root. */
+  if (cf_propagate_transforms(f, r)) return f->status;
+  cf_tv *rf = rfactor(f, r, 2, (int[]){rem, u});
+  if (!rf) return f->status;
+  cf_tv *src = ir_tv_handle(ir_tv(rf)->def->in[0]);
+  outer_columns(f, p, src, &o);
+  if (cf_propagate_transforms(f, src)) return f->status;
+  /* r: [blocks, x, g?, y, v?] -> [blocks, x, v?, g?, y]: one column of the vector at a
+   * time, its block (and grid) reduction innermost */
+  if (p->vec > 1) cf_reorder(f, r, 1, (int[]){-1, 2});
+  int ur = u >= 0 ? o.to[u] : -1;
+  cf_parallelize(f, rf, 0, CF_PT_BIDX);
+  cf_parallelize(f, rf, 1, CF_PT_TIDX);
+  if (g >= 0) cf_parallelize(f, rf, o.to[g], CF_PT_BIDY);
+  if (ur >= 0) cf_parallelize(f, rf, ur, CF_PT_UNROLL);
+  cf_parallelize(f, rf, o.to[y], CF_PT_TIDY);
+  cf_parallelize_all_like(f, rf, 5, all_types);
+  return finish(f, p, caches, ncaches);
+}
+
+/* A reduction no thread shares (INNER rows of one vector, OUTER columns of one row): each
+ * thread folds its own output serially, no rfactor; INNER [blocks, threadIdx.y, serial,
+ * vector?], OUTER [blocks, threadIdx.x, serial, vector?] (a full reduction of one vector:
+ * one thread). */
+static cf_status apply_serial(cf_fusion *f, const RedParams *p, cf_tv *r, Val **caches, int ncaches) {
+  int nk = p->nkept, nr = p->rank - nk;
+  bool inner = p->layout == RED_INNER;
+  merge_run(f, r, inner ? nk : 0, nr);
+  merge_run(f, r, inner ? 0 : 1, nk);
+  int ri = inner ? (nk > 0 ? 1 : 0) : 0, ii = inner ? 0 : 1; /* [I?, R] or [R, I] */
+  if (p->vec > 1) cf_split(f, r, inner ? ri : ii, p->vec);
+  if (nk > 0) cf_split(f, r, ii, inner ? p->bdimy : p->bdimx);
+  if (!inner) cf_reorder(f, r, 1, (int[]){0, 2}); /* [R, I/x, x, v?] -> [I/x, x, R, v?] */
+  if (cf_propagate_transforms(f, r)) return f->status;
+  if (nk > 0) {
+    cf_parallelize(f, r, 0, CF_PT_BIDX);
+    cf_parallelize(f, r, 1, inner ? CF_PT_TIDY : CF_PT_TIDX);
+    cf_parallelize_all_like(f, r, 3, all_types);
+  }
+  return finish(f, p, caches, ncaches);
+}
+
+cf_status sched_reduction_apply(cf_fusion *f, const RedParams *p) {
+  Val *red = the_reduction(f);
+  if (!red || TV(red)->nlogical != p->rank)
+    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "reduction: the plan is for a reduction of %d axes, the fusion has %s",
+                    p->rank, red ? "another" : "none");
+  cf_tv *r = ir_tv_handle(red);
+  Val **caches = calloc((size_t)f->inputs.len + 1, sizeof *caches);
+  if (!caches) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "reduction: out of memory");
+  int ncaches = p->vec > 1 || p->unroll > 1 ? cache_inputs(f, p->rank, caches) : 0;
+  if (p->reordered) {
+    int order[CF_MAX_RANK];
+    for (int a = 0; a < p->rank; a++) order[a] = p->order[a];
+    cf_reorder_all(f, r, p->rank, order);
+  }
+  bool serial = p->layout == RED_INNER ? p->bdimx == 1 : p->bdimy == 1;
+  cf_status s = serial                    ? apply_serial(f, p, r, caches, ncaches)
+                : p->layout == RED_INNER ? apply_inner(f, p, r, caches, ncaches)
+                                         : apply_outer(f, p, r, caches, ncaches);
+  free(caches);
+  return s;
+}
+
+/* ---- the define-and-run entry points ------------------------------------------------------ */
+
+static bool red_accepts(cf_fusion *f, const SchedCall *call, char *why) {
+  RedParams p;
+  return sched_reduction_plan(f, call, &p, why);
 }
 
 static cf_status red_schedule(cf_fusion *f, const SchedCall *call, char *params) {
   char why[SCHED_WHY_MAX];
-  if (!red_accepts(f, call, why)) return ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
-  Val *red = find_reduction(f, why);
-  cf_tv *r = ir_tv_handle(red);
-  if (column_reduction(red)) return outer_schedule(f, r, params);
-  int n = TV(red)->nlogical, niter = 0, order[CF_MAX_RANK];
-  bool middle = false; /* a reduced axis before a kept one: the kept ones go first */
-  for (int a = 0; a < n; a++)
-    if (ID(TV(red)->logical[a])->iter_type != CF_ITER_REDUCTION) middle |= niter != a, order[a] = niter++;
-  for (int a = 0, k = niter; a < n; a++)
-    if (ID(TV(red)->logical[a])->iter_type == CF_ITER_REDUCTION) order[a] = k++;
-  if (middle) cf_reorder_all(f, r, n, order);
-  int nred = n - niter;
-  int64_t vec = middle ? 1 : row_vector(f, red, niter);
-  cf_tv **caches = vec > 1 ? calloc((size_t)f->inputs.len + 1, sizeof *caches) : NULL;
-  if (vec > 1 && !caches) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "reduction: out of memory");
-  int ncaches = vec > 1 ? cache_inputs(f, caches) : 0;
-  for (int k = 1; k < nred; k++) cf_merge(f, r, niter);
-  if (vec > 1) cf_split(f, r, niter, vec);
-  cf_split(f, r, niter, RED_THREADS);
-  /* Propagated before the rfactor: the prologue gets [rows.., serial, threads(, vector)]. */
-  cf_tv *rf = cf_propagate_transforms(f, r) ? NULL : cf_rfactor(f, r, vec > 1 ? 2 : 1, (int[]){niter, niter + 2});
-  if (!rf) return free(caches), f->status;
-  /* rfactor takes iteration axes as they are: merged into one row axis after it. */
-  for (int k = 1; k < niter; k++) cf_merge(f, rf, 0);
-  if (niter > 1 && cf_propagate_transforms(f, rf)) return free(caches), f->status;
-  int ri = niter > 0 ? 1 : 0;
-  if (niter > 0) cf_parallelize(f, rf, 0, CF_PT_BIDX), cf_parallelize(f, r, 0, CF_PT_BIDX);
-  cf_parallelize(f, rf, ri + 1, CF_PT_TIDX);
-  cf_parallelize(f, r, ri, CF_PT_TIDX);
-  cf_parallelize_all_like(f, rf, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
-  for (int c = 0; c < ncaches; c++) cf_parallelize(f, caches[c], -1, CF_PT_VECTORIZE);
-  free(caches);
-  if (f->status) return f->status;
-  if (vec > 1) snprintf(params, SCHED_PARAMS_MAX, "threads=%d vector=%lld rows=%s", RED_THREADS, (long long)vec,
-                        niter > 0 ? "blockIdx.x" : "1");
-  else snprintf(params, SCHED_PARAMS_MAX, "threads=%d rows=%s%s", RED_THREADS, niter > 0 ? "blockIdx.x" : "1",
-                middle ? " kept-axes-first" : "");
-  return cf_inline_most(f);
+  RedParams p;
+  if (!sched_reduction_plan(f, call, &p, why)) return ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
+  if (sched_reduction_apply(f, &p)) return f->status;
+  sched_reduction_params_print(&p, params);
+  return CF_OK;
 }
 
 const SchedHeuristic sched_reduction_heuristic = {"reduction", red_accepts, red_schedule};

@@ -92,9 +92,9 @@ static Expr *find_existing(const Expr *e, Val *const *ins) {
   return NULL;
 }
 
-/* Makes (or finds) on the target the transform e applied to ins; outs receive its outputs. */
-static bool make_on_target(Replay *r, const Expr *e, Val *const *ins, Val **outs) {
-  Expr *c = find_existing(e, ins);
+/* Makes on the target the transform e applied to ins, or takes c, the same one it has;
+ * outs receive its outputs. */
+static bool make_on_target(Replay *r, const Expr *e, Expr *c, Val *const *ins, Val **outs) {
   if (c) {
     for (int o = 0; o < c->nout; o++) outs[o] = c->out[o];
     return true;
@@ -107,10 +107,10 @@ static bool make_on_target(Replay *r, const Expr *e, Val *const *ins, Val **outs
   }
 }
 
-/* Records that dst axes ins were used up by a transform producing outs. */
-static bool advance(Replay *r, Val *const *ins, int nin, Val *const *outs, int nout) {
+/* Records that dst axes ins were used up by transform e producing outs. */
+static bool advance(Replay *r, const Expr *e, Val *const *ins, int nin, Val *const *outs, int nout) {
   for (int i = 0; i < nin; i++)
-    if (!sched_map_put(&r->consumed, ins[i], r->dst)) return false;
+    if (!sched_map_put(&r->consumed, ins[i], (void *)e)) return false;
   for (int o = 0; o < nout; o++) ptrvec_push(r->a, &r->frontier, outs[o]);
   return true;
 }
@@ -132,15 +132,23 @@ static bool replay_expr(Replay *r, const Expr *e) {
     if (ID(e->in[other])->iter_type != CF_ITER_BROADCAST) return true;
     return sched_map_put(&r->map, e->out[0], ins[1 - other]);
   }
-  for (int i = 0; i < e->nin; i++)
-    if (sched_map_get(&r->consumed, ins[i])) return true; /* cannot happen in a tree-shaped history */
+  /* The target's own transform doing the same is reused, also when it is one of the
+   * root -> logical transforms of an rfactor tensor (which consumed its inputs already);
+   * an axis some other transform consumed cannot be transformed again. */
+  Expr *same = find_existing(e, ins);
+  bool fresh = true;
+  for (int i = 0; i < e->nin; i++) {
+    Expr *by = sched_map_get(&r->consumed, ins[i]);
+    if (by && by != same) return true;
+    fresh = fresh && !by;
+  }
   /* A merge of a reduction axis with an iteration axis would reduce across the iteration
    * axis (cf_merge refuses it): the target keeps the two axes apart. */
   if (e->op == OP_MERGE && mixes_reduction(ins[0], ins[1])) return true;
-  if (!make_on_target(r, e, ins, outs)) return false;
+  if (!make_on_target(r, e, same, ins, outs)) return false;
   for (int o = 0; o < e->nout; o++)
     if (!sched_map_put(&r->map, e->out[o], outs[o])) return false;
-  return advance(r, ins, e->nin, outs, e->nout);
+  return !fresh || advance(r, same ? same : outs[0]->def, ins, e->nin, outs, e->nout);
 }
 
 /* Maps src's base axes to dst's through the pairwise map, and seeds the frontier with
@@ -156,6 +164,12 @@ static bool seed(Replay *r) {
     if (!sched_map_put(&r->map, dst_is_consumer ? pi[i] : ci[i], dst_is_consumer ? ci[i] : pi[i])) return false;
   TensorView *t = TV(r->dst);
   for (int i = 0; i < t->nroot; i++) ptrvec_push(r->a, &r->frontier, t->root[i]);
+  /* An rfactor tensor's logical domain derives from its root: those transforms are part of
+   * what it computes, so its root axes are used up and never loop axes again. */
+  int nrf;
+  Expr **rf = ir_tv_root_to_logical(r->a, r->dst, &nrf);
+  for (int k = 0; k < nrf; k++)
+    if (!advance(r, rf[k], rf[k]->in, rf[k]->nin, rf[k]->out, rf[k]->nout)) return false;
   for (int i = 0; i < t->nlogical; i++)
     if (!ptrvec_contains(&r->frontier, t->logical[i])) ptrvec_push(r->a, &r->frontier, t->logical[i]);
   return true;
@@ -176,7 +190,7 @@ static bool keep_own_transforms(Replay *r, ValMap *protected) {
     Expr *e = hist[k];
     bool ok = true;
     for (int i = 0; i < e->nin; i++) ok = ok && in_frontier(r, e->in[i]) && !sched_map_get(protected, e->in[i]);
-    if (ok && !advance(r, e->in, e->nin, e->out, e->nout)) return false;
+    if (ok && !advance(r, e, e->in, e->nin, e->out, e->nout)) return false;
   }
   return true;
 }
@@ -237,12 +251,16 @@ cf_status sched_replay(cf_fusion *f, Arena *scratch, Val *src, Val *dst, int src
   r.map.arena = r.consumed.arena = scratch;
   TensorView *s = TV(src);
   if (src_pos > s->nloop) src_pos = s->nloop;
-  int nh;
+  int nh, nrf = 0;
   if (!an_is_producer_of(src, dst) && !an_is_producer_of(dst, src)) return IR_INTERNAL(f, adjacent(src, dst));
   Expr **hist = sched_history_to(scratch, src, s->loop, src_pos, &nh);
+  /* Replayed onto a producer, a source's axes map through its root: an rfactor source's
+   * root -> logical transforms come first (its logical axes are made by them). */
+  Expr **rf = an_is_producer_of(dst, src) ? ir_tv_root_to_logical(scratch, src, &nrf) : NULL;
   if (nh < 0 || !seed(&r)) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
-  for (int k = 0; k < nh; k++)
-    if (!replay_expr(&r, hist[k])) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+  for (int k = 0; k < nrf + nh; k++)
+    if (!replay_expr(&r, k < nrf ? rf[k] : hist[k - nrf]))
+      return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   ValMap protected = {.arena = scratch};
   for (int i = 0; i < src_pos; i++) {
     Val *img = sched_map_get(&r.map, s->loop[i]);
@@ -252,11 +270,18 @@ cf_status sched_replay(cf_fusion *f, Arena *scratch, Val *src, Val *dst, int src
   int n, npos = 0;
   Val **loop = keep_own_transforms(&r, &protected) ? order_loop(&r, src_pos, &n, &npos) : NULL;
   if (!loop) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+  /* Already matching up to the position (its leading axes are the images of the
+   * source's): dst keeps its loop domain, the order of the rest included (nvFuser's
+   * TransformPropagator skips such tensors). */
+  bool matched = npos <= TV(dst)->nloop;
+  for (int i = 0; matched && i < npos; i++) matched = loop[i] == TV(dst)->loop[i];
+  if (matched) {
+    if (dst_pos) *dst_pos = npos;
+    return CF_OK;
+  }
   cf_status st = check_kept(&r, what, loop, n);
   if (st) return st;
-  bool same = n == TV(dst)->nloop;
-  for (int i = 0; same && i < n; i++) same = loop[i] == TV(dst)->loop[i];
-  if (!same) ir_tv_set_loop(f, dst, n, loop);
+  ir_tv_set_loop(f, dst, n, loop);
   if (dst_pos) *dst_pos = npos;
   return CF_OK;
 }

@@ -6,7 +6,8 @@
  *   span_tree.c  the maximum-information spanning tree of the tensor graph from a
  *                reference tensor (nvFuser's MaxLogicalDomainInfoSpanningTree);
  *   replay.c     replaying one tensor's transforms onto an adjacent tensor;
- *   propagate.c, parallelize.c, inline.c: the public calls built on them.
+ *   propagate.c, parallelize.c, inline.c, rfactor.c, cache.c, domain.c: the public
+ *                calls built on them.
  *
  * Scratch memory: every public call makes one scratch Arena and destroys it on return,
  * so nothing but the IR the call means to create grows the fusion's arena. */
@@ -64,6 +65,11 @@ typedef struct SpanTree {
  * scratch; false when out of memory. */
 bool sched_span_tree(Arena *scratch, Val *ref, int ref_pos, SpanSelect sel, void *ctx, SpanTree *out);
 
+/* Replays along tree (propagate.c): each tensor from its tree parent, matching the
+ * position the parent reached (at[0] = pos for the reference); at (tree->n entries)
+ * receives each tensor's position. */
+cf_status sched_replay_along(cf_fusion *f, Arena *a, const SpanTree *tree, int pos, const char *what, int *at);
+
 /* ---- checks shared by the public calls (propagate.c, inline.c) ------------------------- */
 
 /* Checks that every tensor of the tree from ref has a loop domain that matches its tree
@@ -79,8 +85,9 @@ int sched_matched_pos(const IdMap *m, Val *from, int from_pos, Val *to);
 /* The largest legal inline position of tv (before broadcast hoisting). */
 int sched_max_inline_pos(const IdMap *m, Val *tv, bool best_effort);
 
-/* Shared entry checks: f usable and pos (possibly negative, counting from nloop+1) a
- * valid loop position of tv; returns the wrapped position or -1 with the error recorded. */
-int sched_wrap_pos(cf_fusion *f, const char *what, Val *tv, int pos);
+/* Shared entry checks: f usable, tv a tensor of f (ir_check_tv) and pos (possibly
+ * negative, counting from nloop+1) a valid loop position of tv; returns the wrapped
+ * position or -1 with the error recorded. */
+int sched_wrap_pos(cf_fusion *f, const char *what, cf_tv *tv, int pos);
 
 #endif

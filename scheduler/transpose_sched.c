@@ -38,7 +38,7 @@
  * tiny transposed extents waste most of a tile), outputs in different axis orders. */
 #include <string.h>
 
-#include "scheduler/heuristic.h"
+#include "scheduler/registry.h"
 #include "scheduler/sched.h"
 
 enum { TP_TILE = 64, TP_ROWS = 8 }; /* tuned on the H200: see the header */
@@ -314,15 +314,19 @@ static void tp_staged_names(cf_fusion *f, const TpPlan *p, Val **ins, char *name
     if (p->staged[i]) len += (size_t)snprintf(names + len, cap - len, "%s%s", len ? "," : "", TV(ins[i])->display_name);
 }
 
-static cf_status tp_schedule_plan(cf_fusion *f, const TpPlan *p, char *params) {
+/* "tile=64x64 threads=64x8 swizzle=xor staged=T0,T3". */
+static void tp_params(cf_fusion *f, const TpPlan *p, char *params) {
+  char names[SCHED_PARAMS_MAX / 2];
+  tp_staged_names(f, p, (Val **)f->inputs.items, names, sizeof names);
+  snprintf(params, SCHED_PARAMS_MAX, "tile=%dx%d threads=%dx%d swizzle=xor staged=%s", TP_TILE, TP_TILE, TP_TILE,
+           TP_ROWS, names);
+}
+
+static cf_status tp_schedule_plan(cf_fusion *f, const TpPlan *p) {
   int nin = f->inputs.len;
   cf_tv **caches = ARENA_ARRAY(f->arena, cf_tv *, nin);
   Val **ins = arena_memdup(f->arena, f->inputs.items, sizeof(Val *) * (size_t)nin);
   if (!caches || !ins) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "transpose: out of memory");
-  char names[SCHED_PARAMS_MAX / 2];
-  tp_staged_names(f, p, ins, names, sizeof names);
-  snprintf(params, SCHED_PARAMS_MAX, "tile=%dx%d threads=%dx%d swizzle=xor staged=%s", TP_TILE, TP_TILE, TP_TILE,
-           TP_ROWS, names);
   for (int i = 0; i < nin; i++)
     if (p->staged[i]) caches[i] = cf_cache_after(f, ir_tv_handle(ins[i]));
   cf_tv *out = ir_tv_handle(p->out);
@@ -339,13 +343,42 @@ static cf_status tp_schedule_plan(cf_fusion *f, const TpPlan *p, char *params) {
   return cf_inline_most(f);
 }
 
-static cf_status tp_schedule(cf_fusion *f, const SchedCall *call, char *params) {
+/* ---- as a row of the registry ---------------------------------------------------------- */
+
+static bool tp_row_plan(cf_fusion *f, const SchedCall *call, SchedParams *out, char *why) {
+  Arena *a = arena_create();
+  TpPlan p;
+  bool ok = a && tp_plan(a, f, call, &p, why);
+  if (!a) snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
+  *out = (SchedParams){0};
+  if (ok) tp_params(f, &p, out->text);
+  arena_destroy(a);
+  return ok;
+}
+
+/* The plan depends on the fusion's structure and the call's strides, not on sizes: it is
+ * derived again here, and what was applied is reported for the caller to compare. */
+static cf_status tp_row_apply(cf_fusion **pf, const SchedCall *call, const SchedParams *in, SchedParams *used) {
+  cf_fusion *f = *pf;
   char why[SCHED_WHY_MAX];
   Arena *a = arena_create();
   TpPlan p;
+  (void)in;
+  *used = (SchedParams){0};
   if (!a) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "transpose: out of memory");
-  cf_status s = tp_plan(a, f, call, &p, why) ? tp_schedule_plan(f, &p, params) : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
+  cf_status s = CF_OK;
+  if (!tp_plan(a, f, call, &p, why)) s = ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
+  else tp_params(f, &p, used->text), s = tp_schedule_plan(f, &p);
   arena_destroy(a);
+  return s;
+}
+
+const SchedRow sched_transpose_row = {"transpose", SCHED_ROW_KERNEL, false, tp_accepts, tp_row_plan, tp_row_apply};
+
+static cf_status tp_schedule(cf_fusion *f, const SchedCall *call, char *params) {
+  SchedParams used;
+  cf_status s = tp_row_apply(&f, call, NULL, &used);
+  snprintf(params, SCHED_PARAMS_MAX, "%s", used.text);
   return s;
 }
 

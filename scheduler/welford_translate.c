@@ -19,6 +19,10 @@
  * m2 / max(cast(n) - correction, 0) becomes m2 / max(n - correction, 0)). A count read any other way
  * (a fusion output, a comparison, a symbolic count) keeps that Welford reduction as it is.
  *
+ * As a row of the registry (sched_welford_row, "welford_translate", first in the table):
+ * it takes a segment when the translation applies and the inner persistent scheduler
+ * takes the translated copy; its plan is that scheduler's, its apply replaces the
+ * segment's copy by the translated one and schedules it.
  * Key decision: the translation works on a copy and makes a fresh copy of the result
  * (cf_fusion_copy keeps what the outputs reach), so the replaced Welford reductions and
  * the folded count chains vanish rather than linger as dead expressions with uses. It is
@@ -27,7 +31,8 @@
 #include <math.h>
 
 #include "ir/dtype.h"
-#include "scheduler/heuristic.h"
+#include "scheduler/persistent.h"
+#include "scheduler/registry.h"
 
 /* A tensor whose elements all equal v, read by e: the value e's output holds (*out), or
  * false when e is not foldable. */
@@ -181,3 +186,47 @@ cf_fusion *sched_translate_welford(const cf_fusion *g) {
   if (clean && clean->status) cf_fusion_destroy(clean), clean = NULL;
   return clean;
 }
+
+/* ---- the row ------------------------------------------------------------------------------ */
+
+/* The translated copy of f that the inner persistent scheduler takes, or NULL with why. */
+static cf_fusion *translated(cf_fusion *f, const SchedCall *call, char *why) {
+  cf_fusion *t = sched_translate_welford(f);
+  char inner[SCHED_WHY_MAX] = "";
+  if (!t) {
+    snprintf(why, SCHED_WHY_MAX, "welford_translate: no Welford reduction whose states only its fields read");
+    return NULL;
+  }
+  if (sched_inner_persistent_resident(t, call, inner)) return t; /* two sums only where the rows stay on chip */
+  snprintf(why, SCHED_WHY_MAX, "welford_translate: translated to two sums, but %.200s", inner);
+  cf_fusion_destroy(t);
+  return NULL;
+}
+
+static bool wf_plan(cf_fusion *f, const SchedCall *call, SchedParams *p, char *why) {
+  cf_fusion *t = translated(f, call, why);
+  *p = (SchedParams){0};
+  cf_status s = t ? sched_inner_persistent_heuristic.schedule(t, call, p->text) : CF_ERR_UNSUPPORTED;
+  if (t && s) snprintf(why, SCHED_WHY_MAX, "welford_translate: accepted, but its schedule failed: %.180s", cf_fusion_error(t));
+  cf_fusion_destroy(t);
+  return s == CF_OK;
+}
+
+static bool wf_can(cf_fusion *f, const SchedCall *call, char *why) {
+  cf_fusion *t = translated(f, call, why);
+  cf_fusion_destroy(t);
+  return t != NULL;
+}
+
+static cf_status wf_apply(cf_fusion **f, const SchedCall *call, const SchedParams *p, SchedParams *used) {
+  (void)p;
+  *used = (SchedParams){0};
+  cf_fusion *t = sched_translate_welford(*f);
+  if (!t) return ir_error(*f, CF_ERR_UNSUPPORTED, "welford_translate: nothing to translate");
+  cf_fusion_destroy(*f);
+  *f = t;
+  return sched_inner_persistent_heuristic.schedule(t, call, used->text);
+}
+
+/* A trial row (registry.h), as the inner persistent row it hands its copy to. */
+const SchedRow sched_welford_row = {"welford_translate", SCHED_ROW_KERNEL, true, wf_can, wf_plan, wf_apply};

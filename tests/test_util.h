@@ -106,4 +106,16 @@ static inline void tu_fancy_transformations(cf_fusion *fu, cf_tv *tv) {
   cf_merge(fu, tv, 0);
 }
 
+/* The fixture of a define-and-run test suite: a fusion f made fresh for each test and a
+ * cache c (NULL until the test makes one), both destroyed after it. */
+#define TU_CACHE_SUITE(suite)                    \
+  static cf_fusion *f;                           \
+  static cf_fusion_cache *c;                     \
+  static void setup(void) { f = cf_fusion_create(); } \
+  static void teardown(void) {                   \
+    cf_fusion_cache_destroy(c);                  \
+    cf_fusion_destroy(f);                        \
+  }                                              \
+  TestSuite(suite, .init = setup, .fini = teardown)
+
 #endif

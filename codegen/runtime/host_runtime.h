@@ -152,6 +152,8 @@ typedef struct cfh_launch_state {
   unsigned int *queue, qhead, qcount;
   unsigned int bar_count, exited;
   unsigned int grid_waiting; /* threads at a grid sync (host_grid.h) */
+  bool bar_any_false; /* a thread voted 0 in the barrier in progress (__syncthreads_and) */
+  bool bar_vote;      /* the vote of the last barrier completed */
   cfh_warp *warps;
   unsigned char *smem, *stacks;
   size_t smem_bytes, stack_bytes, stack_stride, stacks_len;
@@ -352,6 +354,8 @@ CFH_FN void cfh_syncthreads(void) {
   L->cur->state = CFH_AT_BARRIER;
   if (++L->bar_count == L->nthreads) {
     L->bar_count = 0;
+    L->bar_vote = !L->bar_any_false;
+    L->bar_any_false = false;
     cfh__race_next_epoch(L);
     for (unsigned int i = 0; i < L->nthreads; i++)
       if (L->fibers[i].state == CFH_AT_BARRIER) {
@@ -362,6 +366,17 @@ CFH_FN void cfh_syncthreads(void) {
   cfh__to_scheduler(L);
 }
 #define __syncthreads() cfh_syncthreads()
+
+/* A barrier that also says whether pred was non-zero in every thread. The result is read
+ * right after the release: no other barrier can complete before every thread arrives at
+ * it again. */
+CFH_FN int cfh_syncthreads_and(int pred) {
+  cfh_launch_state *L = cfh__L;
+  if (!pred) L->bar_any_false = true;
+  cfh_syncthreads();
+  return L->bar_vote;
+}
+#define __syncthreads_and(pred) cfh_syncthreads_and(pred)
 
 /* ---- warp collectives ------------------------------------------------------------------- */
 
@@ -533,6 +548,7 @@ CFH_FN void cfh__diagnose_deadlock(cfh_launch_state *L) {
 /* Starts a block: every thread queued at the start of body. */
 CFH_FN void cfh__block_start(cfh_launch_state *L) {
   L->bar_count = L->exited = L->grid_waiting = L->qhead = L->qcount = 0;
+  L->bar_any_false = false;
   for (unsigned int w = 0; w < L->nwarps; w++) L->warps[w].op = CFH_OP_NONE;
   if (L->smem_bytes) memset(L->smem, 0xFF, L->smem_bytes);
   cfh__tmem_block_start(L);

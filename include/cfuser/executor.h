@@ -66,6 +66,10 @@ typedef void (*cf_lowering_hook)(const cf_kernel_info *kernel, void *user);
 
 CF_API cf_executor *cf_executor_create(const cf_executor_options *opts /* NULL: defaults */);
 CF_API void cf_executor_destroy(cf_executor *e);
+/* The message of the last failed call on e, or "". It stays valid until the second
+ * failing call on e after it (or cf_executor_destroy), so `check(cf_executor_run(e, ...),
+ * cf_executor_error(e))` is safe whichever argument C evaluates first (then it may show
+ * the message of the call before). Copy it to keep it longer. */
 CF_API const char *cf_executor_error(const cf_executor *e);
 CF_API cf_status cf_executor_set_lowering_hook(cf_executor *e, cf_lowering_hook hook, void *user);
 CF_API cf_status cf_executor_compile(cf_executor *e, cf_fusion *f);

@@ -33,7 +33,8 @@ CF_API cf_fusion *cf_fusion_create(void);
 CF_API void cf_fusion_destroy(cf_fusion *f);
 /* CF_OK, or the status of the first failed call on f. */
 CF_API cf_status cf_fusion_status(const cf_fusion *f);
-/* The message of the first failed call on f, or "" when there was none. */
+/* The message of the first failed call on f, or "" when there was none. Errors are
+ * sticky, so it stays valid until cf_fusion_clear_error or cf_fusion_destroy. */
 CF_API const char *cf_fusion_error(const cf_fusion *f);
 /* Forgets the recorded error so the fusion can be used again (e.g. after a test). */
 CF_API void cf_fusion_clear_error(cf_fusion *f);
@@ -243,6 +244,22 @@ CF_API cf_tv *cf_const_int(cf_fusion *f, cf_dtype dtype, int64_t value);
  * where its input is a fusion input or a tensor in global memory between segments; a
  * kernel (cf_executor_compile) refuses it. */
 CF_API cf_tv *cf_reshape(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes);
+
+/* Resize ops (nvFuser's slice, pad and cat). The output reads x at other positions, so
+ * each operand of a resize must be in memory a kernel reads whole: a fusion input, or a
+ * tensor define and run makes a segment's input (it cuts the fusion before the op; a hand
+ * schedule that computes the operand in the same kernel is refused when compiled, with a
+ * message). slice: per axis start, stop (exclusive) and step (steps NULL: all 1), Python's
+ * rules on constant extents (negative counts from the end, clamped); on a symbolic extent
+ * start and stop must not be negative (INT64_MAX stops at the end) and are checked when
+ * sizes are bound. pad: npad widths, a (left, right) pair per axis from the last axis
+ * backwards (torch.nn.functional.pad), each >= 0, the new elements `value` (an integer for
+ * integer dtypes). cat: n tensors of equal ranks, their other extents equal, joined along
+ * dim (negative counts from the end); the dtype is torch.cat's (promoted, operands cast). */
+CF_API cf_tv *cf_slice(cf_fusion *f, cf_tv *x, int rank, const int64_t *starts, const int64_t *stops,
+                       const int64_t *steps);
+CF_API cf_tv *cf_pad(cf_fusion *f, cf_tv *x, int npad, const int64_t *widths, double value);
+CF_API cf_tv *cf_cat(cf_fusion *f, int n, cf_tv *const *xs, int dim);
 
 /* ---- inspection ------------------------------------------------------------------- */
 

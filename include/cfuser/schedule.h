@@ -48,23 +48,28 @@ CF_API cf_status cf_fusion_group_tmem(cf_fusion *f, int n, cf_tv *const *tvs);
 /* ---- caching ------------------------------------------------------------------------- */
 
 /* Inserts a local copy of tv right after it: every consumer of tv reads the copy instead
- * (nvFuser's cacheAfter). Typically used on fusion inputs, so their loads can be
- * vectorized. Returns the copy, or NULL on error (tv inlined already, or unused). */
+ * (nvFuser's cacheAfter); tv's loop domain is replayed onto the copy. Typically used on
+ * fusion inputs, so their loads can be vectorized. Returns the copy, or NULL on error (tv
+ * inlined already, or unused). */
 CF_API cf_tv *cf_cache_after(cf_fusion *f, cf_tv *tv);
 /* Inserts a local tensor that tv's defining expression now writes, and tv becomes a copy
  * of it (nvFuser's cacheBefore). Typically used on fusion outputs, so their stores can be
- * vectorized. tv must be computed by an elementwise op or a reduction (not a permute) and
- * not yet scheduled; the cache of a reduction keeps the reduction axes, tv keeps the
- * others. Returns the new producer, or NULL on error. */
+ * vectorized. The cache takes tv's whole domain (a schedule made on tv so far now schedules
+ * the computation; a reduction's cache keeps the reduction axes), and tv gets fresh axes
+ * with the cache's loop domain replayed on them. tv must be computed in a kernel (not an
+ * input nor a reshape) and not inlined, nor have producers inlined into it. Returns the
+ * new producer, or NULL on error. */
 CF_API cf_tv *cf_cache_before(cf_fusion *f, cf_tv *tv);
 
 /* ---- reductions --------------------------------------------------------------------- */
 
-/* nvFuser's rFactor: tv = op(x) is a reduction whose reduction axes were split; returns a
- * new tensor computing the partial reduction over tv's loop axes `axes` (its other
- * reduction axes become iteration axes, marked "rf"), and tv now reduces that tensor
- * over its remaining reduction axes. tv must not be inlined yet, and its iteration axes
- * must be untransformed (schedule them after the rfactor). */
+/* nvFuser's rFactor: tv = op(x) is a reduction whose loop domain has several reduction
+ * axes; returns a new tensor computing the partial reduction over tv's loop axes `axes`
+ * (its other reduction axes become iteration axes, marked "rf"), and tv now reduces that
+ * tensor over its remaining reduction axes. Any schedule of tv works, iteration axes split
+ * or merged included: the new tensor's loop domain is tv's, and tv keeps its loop axes
+ * but `axes`. Refused: no reduction axis left to tv, tv itself the partial of an rfactor,
+ * an allocation axis of tv derived from `axes`. */
 CF_API cf_tv *cf_rfactor(cf_fusion *f, cf_tv *tv, int naxes, const int *axes);
 
 /* ---- automatic schedulers ------------------------------------------------------------ */
@@ -100,6 +105,13 @@ CF_API cf_status cf_propagate_transforms(cf_fusion *f, cf_tv *ref);
 /* The same, then checks that every tensor's loop domain matches ref's where it maps
  * (TransformPropagatorWithCheck); a mismatch is an error naming the tensor. */
 CF_API cf_status cf_propagate_transforms_checked(cf_fusion *f, cf_tv *ref);
+/* Replays only ref's first pos loop axes (pos -1: all; nvFuser's TransformPropagator with a
+ * position), onto the ntvs tensors tvs (ntvs == 0: every tensor) along the spanning tree
+ * that enters only them: each tensor's leading axes become the images of its tree parent's
+ * replayed ones, its other axes keep their order (a tensor already matching is left as
+ * it is). Refused as compute_at's replays are: changing axes left of a compute-at or
+ * max-producer position. */
+CF_API cf_status cf_propagate_transforms_to(cf_fusion *f, cf_tv *ref, int pos, int ntvs, cf_tv *const *tvs);
 /* Copies ref's parallel types onto the mapped loop axes of every tensor; ntypes == 0 means
  * every type, else only the listed ones (scheduler_utils::parallelizeAllLike). */
 CF_API cf_status cf_parallelize_all_like(cf_fusion *f, cf_tv *ref, int ntypes,

@@ -2,7 +2,7 @@
  *
  * Every public function that can fail returns a cf_status. The message of the failure is
  * kept by the object the call was made on (cf_fusion_error, cf_executor_error), in the
- * manner of sqlite3_errmsg. */
+ * manner of sqlite3_errmsg; each getter's header says how long its pointer stays valid. */
 #ifndef CFUSER_STATUS_H
 #define CFUSER_STATUS_H
 

@@ -42,7 +42,10 @@ typedef enum cf_dtype {
   CF_DTYPE_COUNT
 } cf_dtype;
 
-/* X(enumerator, printed name in IterDomains) */
+/* X(enumerator, printed name in IterDomains). Unroll and Unswitch are serial loops that
+ * run differently, as nvFuser's: an unrolled loop is unrolled by the compiler, and the
+ * outermost Unroll or Unswitch loop of a nest is emitted twice, `if (every predicate of the
+ * nest, checked once) { the nest without predicates } else { the nest with them }`. */
 #define CF_PARALLEL_TYPE_TABLE(X) \
   X(CF_PT_SERIAL, "S")            \
   X(CF_PT_TIDX, "threadIdx.x")    \
@@ -55,7 +58,8 @@ typedef enum cf_dtype {
   X(CF_PT_DIDY, "deviceIdx.y")    \
   X(CF_PT_DIDZ, "deviceIdx.z")    \
   X(CF_PT_VECTORIZE, "V")         \
-  X(CF_PT_UNROLL, "UR")
+  X(CF_PT_UNROLL, "UR")           \
+  X(CF_PT_UNSWITCH, "US")
 
 typedef enum cf_parallel_type {
 #define CF_X(e, name) e,

@@ -243,6 +243,9 @@ _proto("cf_scalar_input", _T, _F, c_int)
 _proto("cf_const", _T, _F, c_int, c_double)
 _proto("cf_const_int", _T, _F, c_int, c_int64)
 _proto("cf_reshape", _T, _F, _T, c_int, POINTER(c_int64))
+_proto("cf_slice", _T, _F, _T, c_int, POINTER(c_int64), POINTER(c_int64), POINTER(c_int64))
+_proto("cf_pad", _T, _F, _T, c_int, POINTER(c_int64), c_double)
+_proto("cf_cat", _T, _F, c_int, POINTER(_T), c_int)
 _proto("cf_tv_name", c_char_p, _T)
 for _name in ("cf_tv_dtype", "cf_tv_logical_rank", "cf_tv_naxes", "cf_tv_memory_type",
               "cf_tv_compute_at_pos"):
@@ -280,6 +283,7 @@ _proto("cf_inline_all_at", c_int, _F, _T, c_int)
 _proto("cf_compute_at", c_int, _F, _T, _T, c_int)
 _proto("cf_propagate_transforms", c_int, _F, _T)
 _proto("cf_propagate_transforms_checked", c_int, _F, _T)
+_proto("cf_propagate_transforms_to", c_int, _F, _T, c_int, c_int, POINTER(_T))
 _proto("cf_parallelize_all_like", c_int, _F, _T, c_int, POINTER(c_int))
 _proto("cf_fusion_clear_error", None, _F)
 # tensor.h and executor.h

@@ -103,10 +103,11 @@ def export_inputs(fd: "FusionDefinition", args: Sequence[Any], in_arr: Any, keep
         spec: Optional[InputSpec] = specs[i]
         empty = False
         if spec is not None:
-            if not hasattr(x, "shape"):
-                raise InvalidArgumentError(f"execute: input {spec.index} is a tensor input; give an array, not a "
-                                           f"{type(x).__name__}")
-            empty = check_array(spec, x) if (spec.view or spec.fixed) else 0 in tuple(x.shape)
+            if not hasattr(x, "__dlpack__"):
+                raise InvalidArgumentError(f"execute: input {spec.index} is a tensor input; give an array (any "
+                                           f"DLPack producer), not a {type(x).__name__}")
+            if hasattr(x, "shape"):  # else a bare DLPack producer: the C library checks it
+                empty = check_array(spec, x) if (spec.view or spec.fixed) else 0 in tuple(x.shape)
         capsule, ptr, dev = _dlpack.export(x, "input", spec.index if spec is not None else i)
         keep.append(capsule)
         if spec is not None and (spec.view or empty):

@@ -174,6 +174,6 @@ def check_array(spec: InputSpec, x: Any) -> bool:
                                        "definition declares a broadcast axis (size 1)")
     for i, s in spec.fixed:
         if shape[i] != s:
-            raise InvalidArgumentError(f"execute: input {spec.index} has size {shape[i]} in dimension {i} where the "
-                                       f"definition fixes it to {s}")
+            raise InvalidArgumentError(f"execute: input {spec.index} has size {shape[i]} in dimension "
+                                       f"{i}, expected {s}")
     return 0 in shape

@@ -1,16 +1,18 @@
 """What execute calls to run a definition on one backend: a compiled executor (a definition
-scheduled by hand, or the fallback below) or a define-and-run cache (an unscheduled one).
+scheduled by hand) or a define-and-run cache (an unscheduled one).
 
 Both kinds take the same arguments, (handle, [stream,] ninputs, inputs, noutputs, outputs),
 so a runner is the handle and its two C functions looked up once; execute and the torch
 fast path make one call through it, whichever kind it is, and nothing else per call.
 
 - ``ExecutorRunner``: ``cf_executor_run(_async)`` of one compiled kernel, scheduled by the
-  user (or by the old default schedule, see FusionDefinition._fall_back).
+  user.
 - ``CacheRunner``: ``cf_fusion_execute(_async)`` of a ``cf_fusion_cache``
-  (include/cfuser/execute.h): each new input signature is scheduled by the automatic
-  schedulers (reduction, inner persistent, transpose, pointwise), segmented when none
-  takes the whole fusion, compiled and kept; later calls with the signature only run.
+  (include/cfuser/execute.h): each new input signature is planned by the scheduler
+  registry (reduction, normalization, transpose, pointwise, ..., and last a parallel
+  kernel per op), segmented when no scheduler takes the whole fusion, compiled (or given a
+  kernel compiled for another signature whose plan agrees) and kept; later calls with the
+  signature only run.
   Its cache has no shared kernel cache (each cf_fusion_cache owns its executors).
 
 Each runner has a lock that execute holds across the call and the reading of its error:
@@ -43,7 +45,7 @@ class ExecutorRunner:
         return [self.handle]
 
     def schedulers(self) -> List[str]:
-        return [self.label]  # "user", or "default" (the fallback's serial schedule)
+        return [self.label]  # "user"
 
     def destroy(self) -> None:
         _capi.lib.cf_executor_destroy(self.handle)

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 
 
 class DimExpr:
-    """An extent computed from others at run time: ``mul`` (a product) or ``div`` (an
-    exact quotient), for sizes such as reshape's inferred -1."""
+    """An extent computed from others at run time: ``mul`` (a product), ``div`` (an exact
+    quotient, e.g. reshape's inferred -1), ``add`` (a sum: pad and cat) or ``slice`` (the
+    length of Python's slice (start, stop, step) of the first argument)."""
 
     __slots__ = ("op", "args")
 
@@ -46,10 +47,17 @@ class DimExpr:
             for v in vals:
                 out *= v
             return out
+        if self.op == "add":
+            return sum(vals)
+        if self.op == "slice":
+            return len(range(*slice(vals[1], vals[2], vals[3]).indices(vals[0])))
         return vals[0] // vals[1] if vals[1] else 0
 
     def __repr__(self) -> str:
-        return f"({(' * ' if self.op == 'mul' else ' / ').join(map(repr, self.args))})"
+        if self.op == "slice":
+            return f"len({self.args[0]!r}[{self.args[1]}:{self.args[2]}:{self.args[3]}])"
+        sep = {"mul": " * ", "div": " / ", "add": " + "}[self.op]
+        return f"({sep.join(map(repr, self.args))})"
 
 
 Extent = Union[int, Tuple[int, int], DimExpr]  # a constant, (input index, axis), or an expression

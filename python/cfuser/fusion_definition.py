@@ -14,8 +14,8 @@ by hand compiles at its first execute on a backend and reuses that kernel. One t
 did not schedule runs by define and run (cf_fusion_cache, include/cfuser/execute.h): each
 new input signature (dtypes, sizes, strides) is scheduled by the automatic schedulers
 (reduction, normalization, transpose, pointwise), cut into segments where none takes it
-whole, compiled and kept; a fusion no scheduler accepts falls back to a default serial
-schedule. The backend follows the inputs' device (host memory: the host backend; CUDA
+whole, compiled and kept (the last resort, in C: a parallel kernel per op, so every
+fusion the evaluator computes runs). The backend follows the inputs' device (host memory: the host backend; CUDA
 memory: the CUDA backend) unless one is named. Hand-scheduled kernels are shared between
 definitions with the same fusion through one process-wide kernel cache. A
 FusionDefinition may run from several threads at once (each execute keeps its arguments to
@@ -40,20 +40,19 @@ from ._tensor import Shape, Tensor
 from ._torch_fast import TorchFastPath
 from .ops import Ops
 from .sched import Sched
-from .types import (ARRAY_DTYPE_NAMES, CfuserError, DataType, MemoryType, InternalError, InvalidArgumentError,
+from .types import (ARRAY_DTYPE_NAMES, CfuserError, DataType, InternalError, InvalidArgumentError,
                     NotDefinedError, UnsupportedError, error_for)
 
 _BACKENDS = {"host": _capi.BACKEND_HOST, "cuda": _capi.BACKEND_CUDA}
-_UNSUPPORTED = 3  # CF_ERR_UNSUPPORTED
 _compile_lock = threading.Lock()  # the kernel cache is not thread-safe
 _cache: Optional[_capi.KernelCacheHandle] = None
 
 
-def _kernel_cache() -> Optional[int]:
+def _kernel_cache() -> _capi.KernelCacheHandle:
     global _cache
     if _cache is None:
         _cache = _capi.lib.cf_kernel_cache_create()  # lives as long as the process
-    return _cache.value
+    return _cache
 
 
 class FusionDefinition(DefineMixin, IntrospectMixin):
@@ -68,12 +67,10 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
         if not self._f:
             raise MemoryError("FusionDefinition: out of memory")
         self._open = self._defined = self._user_scheduled = self._frozen = False
-        self._auto = False  # frozen unscheduled: define and run (until a fallback)
-        self._default_scheduled = False  # the fallback's default schedule is applied to _f
+        self._auto = False  # frozen unscheduled: define and run
         self._init_define()
         self._runners: Dict[int, Any] = {}  # per backend: ExecutorRunner or CacheRunner
         self._runner_lock = threading.Lock()  # making runners (compiles) from several threads
-        self._retired: List[Any] = []  # runners replaced by the fallback
         self._torch_fast: Optional[TorchFastPath] = None  # set by the first torch CUDA run
         self._plain = False  # execute's arguments and results are the C fusion's one to one (frozen)
         self._last: Any = None  # the runner of the last execute
@@ -107,7 +104,7 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
         lib = getattr(_capi, "lib", None)
         if lib is None or not getattr(self, "_f", None):
             return
-        for r in list(self._runners.values()) + getattr(self, "_retired", []):
+        for r in list(self._runners.values()):
             r.destroy()
         lib.cf_fusion_destroy(self._f)
         self._f = None
@@ -165,31 +162,6 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
             all(o[2] is None for o in self._outputs) and not self._aliases
         self._frozen = True
 
-    def _default_schedule(self) -> None:
-        """The fallback of an unscheduled fusion that no automatic scheduler accepts: the
-        pointwise schedule, else serial loops inlined as deep as legal (applied once)."""
-        if not self._default_scheduled:
-            status = _capi.lib.cf_schedule_pointwise(self._f)
-            if status == _UNSUPPORTED:  # not elementwise: refused before changing anything;
-                _capi.lib.cf_fusion_clear_error(self._f)  # serial loops, inlined as deep as legal
-                self._check(_capi.lib.cf_inline_most(self._f))
-                self._spill_whole_intermediates()
-            else:
-                self._check(status)
-            self._default_scheduled = True
-
-    def _spill_whole_intermediates(self) -> None:
-        """In the default serial schedule, an intermediate that inlining left whole (its
-        readers sit in several loop nests, e.g. the states of var_mean read by both outputs)
-        and whose size is symbolic cannot be registers: it goes to global memory, which the
-        executor allocates for the run."""
-        lib, f, outputs = _capi.lib, self._f, {t.handle.key for t in self._c_outputs}
-        for i in range(lib.cf_fusion_num_tvs(f)):
-            h = lib.cf_fusion_tv(f, i)
-            if h.key in outputs or lib.cf_tv_compute_at_pos(h) != 0 or lib.cf_tv_memory_type(h) != int(MemoryType.local):
-                continue
-            if any(lib.cf_id_extent(lib.cf_tv_axis(h, i)) < 0 for i in range(lib.cf_tv_naxes(h))):
-                self._check(lib.cf_set_memory_type(self._f, h, int(MemoryType.global_)))
 
     def _check_ready(self, what: str) -> None:
         if self._open:
@@ -219,15 +191,14 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
                     if self._auto:
                         r = CacheRunner(self._f, backend)
                     else:
-                        r = ExecutorRunner(self._compile(backend), backend,
-                                           "default" if self._default_scheduled else "user")
+                        r = ExecutorRunner(self._compile(backend), backend, "user")
                     self._runners[backend] = r
         return r
 
     def _compile(self, backend: int) -> _capi.ExecutorHandle:
         lib = _capi.lib
         with _compile_lock:
-            opts = _capi.ExecutorOptions(backend, None, False, _kernel_cache())
+            opts = _capi.ExecutorOptions(backend, None, False, _kernel_cache().value)
             e = lib.cf_executor_create(ctypes.byref(opts))
             if not e:
                 raise MemoryError("execute: out of memory creating an executor")
@@ -237,26 +208,6 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
                 lib.cf_executor_destroy(e)
                 raise err
         return e
-
-    def _fall_back(self, runner: CacheRunner) -> None:
-        """After the cache refused the fusion (CF_ERR_UNSUPPORTED: no scheduler accepts it
-        or a segment of it), the definition runs the default schedule from now on, on
-        every backend, so that nothing that ran before define and run stops running. When
-        that fails too, the cache's refusal is raised with the fallback's message."""
-        why = runner.error()
-        try:
-            self._default_schedule()
-            e = self._compile(runner.backend)
-        except CfuserError as err:
-            raise UnsupportedError(f"{why} (the default serial schedule failed too: {err})") from None
-        new = ExecutorRunner(e, runner.backend, "default")
-        self._runners[runner.backend] = new
-        self._auto = False
-        if self._torch_fast is not None and self._torch_fast.runner is runner:
-            self._torch_fast.runner = new
-        if self._last is runner:
-            self._last = new
-        self._retired.append(runner)  # another thread may be waiting on its lock: freed with the definition
 
     # ---- running ------------------------------------------------------------------------------
 
@@ -342,12 +293,9 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
         return _dlpack.FRAMEWORKS[name]
 
     def _failed(self, status: int, inputs: Sequence[Any], runner: Any) -> List[Any]:
-        """A failed run (the runner's lock held): the cache's refusal falls back to the
-        default schedule and runs again; anything else raises."""
-        if status == _UNSUPPORTED and runner.cached:
-            if self._runners.get(runner.backend) is runner:
-                self._fall_back(runner)
-            return self._execute(inputs)
+        """A failed run (the runner's lock held) raises cfuser's error with the runner's
+        message (define and run has no fallback in Python: the C library's last resort runs
+        every fusion the evaluator computes)."""
         msg = runner.error()
         return self._raise(error_for(status, msg.replace("make it with cf_tensor_strided",
                                                           "define it with contiguity=False")))
@@ -418,8 +366,8 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
 
     def last_schedulers(self) -> List[str]:
         """The scheduler of each kernel of the last execute, in the order they ran
-        ("reduction", "inner_persistent", "pointwise", ...; "user" for a definition
-        scheduled by hand, "default" for the fallback's serial schedule)."""
+        ("reduction", "inner_persistent", "pointwise", ..., "fallback" for an op no
+        other scheduler takes; "user" for a definition scheduled by hand)."""
         if self._last is None:
             raise InvalidArgumentError("last_schedulers: nothing was executed yet")
         return self._last.schedulers()
@@ -431,7 +379,7 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
         call's segments}."""
         if self._last is None or not self._last.cached:
             raise InvalidArgumentError("cache_info: the last execute did not run by define and run (the "
-                                       "definition is scheduled by hand, fell back, or has not run)")
+                                       "definition is scheduled by hand, or has not run)")
         return self._last.info()
 
     # ---- pictures and reproducers (cfuser/_show.py) ------------------------------------------------

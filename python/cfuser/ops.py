@@ -64,7 +64,8 @@ class Ops(ShapeOps, ReduceOps):
         fd = self._fd
         if isinstance(x, (Tensor, Scalar)):
             if x.fd is not fd:
-                raise InvalidArgumentError(f"{what}: {x!r} belongs to another FusionDefinition")
+                raise InvalidArgumentError(f"{what}: {x.name if isinstance(x, Tensor) else repr(x)} belongs to another "
+                                           "FusionDefinition")
             return x
         if isinstance(x, (bool, int, float)) or type(x).__name__ in ("float64", "float32", "int64", "int32", "bool_"):
             value = x.item() if hasattr(x, "item") else x
@@ -105,9 +106,26 @@ class Ops(ShapeOps, ReduceOps):
         tensors = [o for o in ops if isinstance(o, Tensor)]
         if not tensors:
             return self._scalar_op(what, cname, ops)
-        handles = [self._handle(o, what) for o in ops]
-        h = getattr(_capi.lib, cname)(fd._f, *handles)
+        h = self._with_constant(cname, ops)
+        if h is None:
+            h = getattr(_capi.lib, cname)(fd._f, *[self._handle(o, what) for o in ops])
         return self._make(what, h, broadcast_shapes([t.extents for t in tensors]))
+
+    _SCALAR_FORMS = {"cf_add": ("cf_add_scalar", 1.0), "cf_sub": ("cf_add_scalar", -1.0),
+                     "cf_mul": ("cf_mul_scalar", 1.0)}
+
+    def _with_constant(self, cname: str, ops: Sequence[Union[Tensor, Scalar]]) -> Optional[_capi.TvHandle]:
+        """A floating tensor plus, minus or times a constant number: the C op with the
+        constant in the expression (cf_add_scalar, cf_mul_scalar), as a wrapped number keeps
+        the tensor's dtype. Not a 0-d constant tensor: the segmenter gives a 0-d full
+        feeding a reduction's epilogue a kernel of its own."""
+        form = self._SCALAR_FORMS.get(cname)
+        if form is None or len(ops) != 2 or not isinstance(ops[0], Tensor) or not isinstance(ops[1], Scalar):
+            return None
+        t, c = ops
+        if c.value is None or not is_floating(t.dtype) or is_floating(c.dtype) and c.dtype != DataType.Double:
+            return None
+        return getattr(_capi.lib, form[0])(self._fd._f, t.handle, form[1] * float(c.value))
 
     def _scalar_op(self, what: str, cname: str, ops: Sequence[Scalar],
                    extra: Sequence[Any] = ()) -> Scalar:

@@ -103,9 +103,7 @@ class ReduceOps:
         arr = (ctypes.c_int * max(len(axes), 1))(*axes)
         kept = tuple(e for i, e in enumerate(t.extents) if i not in axes)
         h = _capi.lib.cf_welford(self._fd._f, t.handle, len(axes), arr)
-        if not h:
-            raise self._fd._error("welford")
-        return self._fd._register(WelfordStates(self._fd, h, kept))
+        return self._fd._new_tensor("welford", h, kept, WelfordStates)  # type: ignore[return-value]
 
     def _welford_field(self: "Ops", what: str, states: Any) -> Tensor:
         self._fd._check_open(what)

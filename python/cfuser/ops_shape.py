@@ -231,6 +231,61 @@ class ShapeOps:
         segmentation decides the cuts itself."""
         return self.set(self._tensor(arg, "segment_set"))
 
+    # ---- resizing (cf_slice, cf_pad, cf_cat) ---------------------------------------------------
+
+    def slice(self: "Ops", arg: Any, start_indices: Sequence[Any], end_indices: Sequence[Any],
+              strides: Optional[Sequence[Any]] = None, manual_normalization: bool = False) -> Tensor:
+        """nvFuser's slice: per axis arg[start:end:stride] (constants; Python's rules for
+        negative and out-of-range indices; strides default to 1)."""
+        fd = self._fd
+        fd._check_open("slice")
+        t = self._tensor(arg, "slice")
+        n = t.ndim
+        strides = [1] * n if strides is None else strides
+        if not len(start_indices) == len(end_indices) == len(strides) == n:
+            raise InvalidArgumentError(f"slice: {len(start_indices)} start, {len(end_indices)} end and "
+                                       f"{len(strides)} stride indices for {t.name} of {n} dimensions")
+        starts = [int(self._constant(x, "slice", None)) for x in start_indices]
+        stops = [int(self._constant(x, "slice", None)) for x in end_indices]
+        steps = [int(self._constant(x, "slice", None)) for x in strides]
+        if any(s <= 0 for s in steps):
+            raise InvalidArgumentError(f"slice: strides {steps} of {t.name} must be positive")
+        ext: List[Extent] = []
+        for e, a, b, s in zip(t.extents, starts, stops, steps):
+            ext.append(len(range(*slice(a, b, s).indices(e))) if type(e) is int else DimExpr("slice", [e, a, b, s]))
+        arrs = [(ctypes.c_int64 * max(n, 1))(*v) for v in (starts, stops, steps)]
+        return self._make("slice", _capi.lib.cf_slice(fd._f, t.handle, n, *arrs), ext)
+
+    def pad(self: "Ops", arg: Any, pad_widths: Sequence[Any], value: Any = None) -> Tensor:
+        """nvFuser's pad (torch.nn.functional.pad): (left, right) widths per axis from the
+        last axis backwards; the new elements are value (0 when None, a constant)."""
+        fd = self._fd
+        fd._check_open("pad")
+        t = self._tensor(arg, "pad")
+        widths = [int(self._constant(x, "pad", None)) for x in pad_widths]
+        v = float(self._constant(value, "pad", 0))
+        ext = list(t.extents)
+        for k in range(min(len(widths) // 2, t.ndim)):
+            axis, add = t.ndim - 1 - k, widths[2 * k] + widths[2 * k + 1]
+            e = ext[axis]
+            ext[axis] = e + add if type(e) is int else DimExpr("add", [e, add])
+        arr = (ctypes.c_int64 * max(len(widths), 1))(*widths)
+        return self._make("pad", _capi.lib.cf_pad(fd._f, t.handle, len(widths), arr, v), ext)
+
+    def cat(self: "Ops", tensors: Sequence[Any], dim: int = 0, manual_padding: bool = False) -> Tensor:
+        """nvFuser's cat: the tensors joined along dim (torch.cat's dtype)."""
+        fd = self._fd
+        fd._check_open("cat")
+        ts = [self._tensor(x, "cat") for x in tensors]
+        if not ts:
+            raise InvalidArgumentError("cat: no tensors")
+        d = self._axes(dim, ts[0].ndim, "cat", ts[0])[0]
+        ext = list(ts[0].extents)
+        parts = [t.extents[d] for t in ts if t.ndim == ts[0].ndim]
+        ext[d] = sum(parts) if all(type(e) is int for e in parts) else DimExpr("add", parts)
+        hs = _capi.handle_array(_capi.TvHandle, [t.handle for t in ts])
+        return self._make("cat", _capi.lib.cf_cat(fd._f, len(ts), hs, d), ext)
+
     # ---- making tensors ---------------------------------------------------------------------
 
     def full(self: "Ops", shape: Any, fill_value: Any, dtype: Union[DataType, str] = DataType.Float) -> Tensor:
@@ -339,9 +394,6 @@ class ShapeOps:
 
     # ---- nvFuser ops this cfuser's op table does not have yet ---------------------------------
 
-    slice = _missing("slice", "start_indices, end_indices, strides")
-    pad = _missing("pad", "pad_widths, value")
-    cat = _missing("cat", "tensors, dim")
     gather = _missing("gather", "arg, index, dim")
     index_select = _missing("index_select", "arg, index, dim")
     take_along_axis = _missing("take_along_axis", "arg, index, dim")

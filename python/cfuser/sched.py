@@ -163,6 +163,14 @@ class Sched:
         self._call("propagate_transforms",
                    "cf_propagate_transforms_checked" if checked else "cf_propagate_transforms", h)
 
+    def propagate_transforms_to(self, ref: Tensor, pos: int = -1, tensors: Optional[Sequence[Tensor]] = None) -> None:
+        """Replays only ref's first pos loop axes (nvFuser's TransformPropagator with a
+        position) onto the given tensors (all when None)."""
+        h = self._tv(ref, "propagate_transforms_to")
+        hs = [self._tv(t, "propagate_transforms_to") for t in tensors or ()]
+        self._call("propagate_transforms_to", "cf_propagate_transforms_to", h, pos, len(hs),
+                   (ctypes.c_void_p * max(len(hs), 1))(*hs))
+
     def parallelize_all_like(self, ref: Tensor, types: Optional[Sequence[ParallelType]] = None) -> None:
         """Copies ref's parallel types (all, or only those listed) onto the mapped axes."""
         h = self._tv(ref, "parallelize_all_like")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the Python frontend's tests (pytest) against a built libcfuser.so; ctest's
 # `python_tests` calls it as: python/tests/run_tests.sh <path of libcfuser.so> [pytest args]
+# ($CFUSER_PYTEST_DIR: another directory of tests, e.g. tests/conformance's run.sh).
 # The interpreter is $CFUSER_PYTHON, else the first of python3 on PATH and /usr/bin/python3
 # that has pytest and numpy. Without one it reports itself skipped (exit 77) with the reason.
 set -uo pipefail
@@ -19,4 +20,4 @@ if [ -z "$pick" ]; then
   exit 77
 fi
 export CFUSER_LIBRARY="$lib" PYTHONPATH="$here/..${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
-exec "$pick" -m pytest -q -p no:cacheprovider -rs "$here" "$@"
+exec "$pick" -m pytest -q -p no:cacheprovider -rs "${CFUSER_PYTEST_DIR:-$here}" "$@"

@@ -1,8 +1,8 @@
 """execute of an unscheduled definition runs by define and run (cf_fusion_cache): softmax,
 layernorm, RMSnorm, var_mean and sums of several shapes equal NumPy on the host backend
 (torch CUDA where a GPU is present); the cache (a repeated signature hits, a new shape
-compiles); print_kernel and last_launch_params per segment; the fallback of a fusion no
-scheduler accepts; errors."""
+compiles); print_kernel and last_launch_params per segment; an op no scheduler but the
+fallback takes, and the shapes issue 22 found refused; errors."""
 import numpy as np
 import pytest
 
@@ -140,19 +140,40 @@ def test_two_axis_orders_run_op_by_op():
     assert fd.last_schedulers() == ["transpose", "pointwise"]
 
 
-def test_a_fusion_no_scheduler_accepts_falls_back():
-    with FusionDefinition() as fd:  # a sum keeping a broadcast axis: no scheduler takes it
+def test_a_sum_keeping_a_broadcast_axis_runs_by_define_and_run():
+    with FusionDefinition() as fd:  # once refused by every scheduler (the fallback's test)
         x = fd.define_tensor(2)
         fd.add_output(fd.ops.sum(fd.ops.broadcast(x, [False, True, False]), [2]))
     a = _x((3, 5))
     out, = fd.execute([a])
     np.testing.assert_allclose(out, a.sum(1, keepdims=True), rtol=1e-5)
-    assert fd.last_schedulers() == ["default"]
-    out, = fd.execute([_x((2, 4))])  # and stays there
-    assert fd.last_schedulers() == ["default"]
+    assert fd.last_schedulers() == ["reduction"]
+    out, = fd.execute([_x((2, 4))])
+    np.testing.assert_allclose(out, _x((2, 4)).sum(1, keepdims=True), rtol=1e-5)
+    assert fd.last_schedulers() == ["reduction"]
     assert "cfuser_kernel" in fd.kernel_text()
-    with pytest.raises(cfuser.InvalidArgumentError, match="cache_info: the last execute did not run by define"):
-        fd.cache_info()
+    assert fd.cache_info()["entries"] == 2
+
+
+def test_issue_22_shapes_that_were_refused():
+    with FusionDefinition() as fd:  # a middle-axis var_mean of [8, 1, 6]
+        var, mean = fd.ops.var_mean(fd.define_tensor(3), [1], correction=1)
+        fd.add_output(var)
+        fd.add_output(mean)
+    a = _x((8, 1, 6))
+    v, m = fd.execute([a])
+    np.testing.assert_allclose(m, a.mean(1), rtol=1e-6)
+    assert np.isnan(v).all()  # one element per group, correction 1: torch gives nan too
+    with FusionDefinition() as fd:  # a reshaped input, then var_mean
+        var, mean = fd.ops.var_mean(fd.ops.reshape(fd.define_tensor(2), [4, -1]), [1], correction=1)
+        fd.add_output(var)
+        fd.add_output(mean)
+    for shape in [(8, 6), (4, 1), (2, 10), (12, 3)]:
+        a = _x(shape)
+        v, m = fd.execute([a])
+        np.testing.assert_allclose(m, a.reshape(4, -1).mean(1), rtol=1e-5, atol=1e-6)
+        if a.size > 4:
+            np.testing.assert_allclose(v, a.reshape(4, -1).var(1, ddof=1), rtol=1e-4, atol=1e-6)
 
 
 def test_hand_scheduled_definitions_keep_their_executor():

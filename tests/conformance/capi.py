@@ -129,6 +129,12 @@ class Fusion:
         self.inputs.append(dtype)
         return t
 
+    def input_concrete(self, dtype, sizes):
+        t = LIB.cf_tensor_concrete(self.f, DTYPES[dtype], len(sizes), (ctypes.c_int64 * max(len(sizes), 1))(*sizes))
+        LIB.cf_fusion_add_input(self.f, t)
+        self.inputs.append(dtype)
+        return t
+
     def op(self, name, *args):
         """cf_<name>(f, *args) for tensor handles (and C ints); None when the call refused."""
         fn = getattr(LIB, "cf_" + name)
@@ -204,10 +210,9 @@ def _host_copy(m, dtype):
     return h
 
 
-def execute(fus, arrays, out_dtypes, backend=BACKEND_HOST):
-    """(status, [arrays] or the error message) of define and run (cf_fusion_execute)."""
-    opts = ExecutorOptions(backend, None, False, None)
-    cache = LIB.cf_fusion_cache_create(fus.f, ctypes.byref(opts))
+def _run(fus, arrays, out_dtypes, backend, call):
+    """(status, [arrays] or message) of call(pointers to the inputs, outputs): the inputs
+    copied to the device and the outputs back for CUDA."""
     keep = []
     try:
         ins = Inputs(arrays, fus.inputs)
@@ -216,8 +221,9 @@ def execute(fus, arrays, out_dtypes, backend=BACKEND_HOST):
             devs = [_device_copy(t, d, keep) for t, d in zip(ins.tensors, fus.inputs)]
             ptrs = (ctypes.POINTER(DLTensor) * max(len(devs), 1))(*devs)
         outs = (ctypes.POINTER(DLManagedTensor) * len(out_dtypes))()
-        if LIB.cf_fusion_execute(cache, len(arrays), ptrs, len(out_dtypes), outs):
-            return 1, LIB.cf_fusion_cache_error(cache).decode()
+        msg = call(ptrs, outs)
+        if msg is not None:
+            return 1, msg
         res = []
         for i, d in enumerate(out_dtypes):
             if backend == BACKEND_CUDA:
@@ -230,6 +236,20 @@ def execute(fus, arrays, out_dtypes, backend=BACKEND_HOST):
         return 0, res
     finally:
         _free_all(keep)
+
+
+def execute(fus, arrays, out_dtypes, backend=BACKEND_HOST):
+    """(status, [arrays] or the error message) of define and run (cf_fusion_execute)."""
+    opts = ExecutorOptions(backend, None, False, None)
+    cache = LIB.cf_fusion_cache_create(fus.f, ctypes.byref(opts))
+
+    def call(ptrs, outs):
+        if LIB.cf_fusion_execute(cache, len(arrays), ptrs, len(out_dtypes), outs):
+            return LIB.cf_fusion_cache_error(cache).decode()
+        return None
+    try:
+        return _run(fus, arrays, out_dtypes, backend, call)
+    finally:
         LIB.cf_fusion_cache_destroy(cache)
 
 
@@ -239,30 +259,16 @@ def run_unscheduled(fus, arrays, out_dtypes, backend=BACKEND_HOST):
     LIB.cf_inline_most(fus.f)
     opts = ExecutorOptions(backend, None, False, None)
     e = LIB.cf_executor_create(ctypes.byref(opts))
-    keep = []
+
+    def call(ptrs, outs):
+        if LIB.cf_executor_run(e, len(arrays), ptrs, len(out_dtypes), outs):
+            return LIB.cf_executor_error(e).decode()
+        return None
     try:
         if LIB.cf_executor_compile(e, fus.f):
             return 1, LIB.cf_executor_error(e).decode()
-        ins = Inputs(arrays, fus.inputs)
-        ptrs = ins.ptrs
-        if backend == BACKEND_CUDA:
-            devs = [_device_copy(t, d, keep) for t, d in zip(ins.tensors, fus.inputs)]
-            ptrs = (ctypes.POINTER(DLTensor) * max(len(devs), 1))(*devs)
-        outs = (ctypes.POINTER(DLManagedTensor) * len(out_dtypes))()
-        if LIB.cf_executor_run(e, len(arrays), ptrs, len(out_dtypes), outs):
-            return 1, LIB.cf_executor_error(e).decode()
-        res = []
-        for i, d in enumerate(out_dtypes):
-            if backend == BACKEND_CUDA:
-                h = _host_copy(outs[i], d)
-                res.append(read(h, d))
-                LIB.cf_tensor_free(h)
-            else:
-                res.append(read(outs[i], d))
-        _free_all(outs)
-        return 0, res
+        return _run(fus, arrays, out_dtypes, backend, call)
     finally:
-        _free_all(keep)
         LIB.cf_executor_destroy(e)
 
 

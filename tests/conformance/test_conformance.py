@@ -33,7 +33,8 @@ STRUCTURAL = {
     "welford": "test_var_mean_of_nothing_and_large_corrections", "welford_avg": "test_var_mean_of_nothing_and_large_corrections",
     "welford_m2": "test_var_mean_of_nothing_and_large_corrections", "welford_n": "test_var_mean_of_nothing_and_large_corrections",
     "iota": "test_iota_triu_addcmul", "rand": "tests/ir/test_random.c, tests/kernels/test_semantics_kernels.c",
-    "rand64": "tests/ir/test_random.c", "randn": "tests/ir/test_random.c", "ceilDiv": "tests/ir/test_scalar.c (index arithmetic)", "Split": "tests/ir/test_transforms.c",
+    "rand64": "tests/ir/test_random.c", "randn": "tests/ir/test_random.c",
+    "slice": "test_resize", "pad": "test_resize", "cat": "test_resize", "ceilDiv": "tests/ir/test_scalar.c (index arithmetic)", "Split": "tests/ir/test_transforms.c",
     "Merge": "tests/ir/test_transforms.c", "Swizzle": "tests/ir/test_transforms.c",
     "online_softmax": "tests/ir/test_reduce_ops.c, tests/scheduler/test_norm_sched.c (made by the scheduler only)",
 }
@@ -452,5 +453,87 @@ def test_iota_triu_addcmul(which):
             assert np.allclose(got[0], want, rtol=1e-6, atol=1e-6), f"{where}: {got[0]}"
         else:
             assert np.array_equal(got[0], want), f"{where}: {got[0]}"
+
+BIG = 2 ** 63 - 1
+
+
+def _resize_cases(fus, x, y):
+    """(output, NumPy function of (x, y)) for slices, pads and cats of inputs [3, 8], [3, 4]."""
+    i64 = ctypes.c_int64
+    return [
+        (_call(fus, "slice", capi.P, capi.P(x), 2, (i64 * 2)(0, 1), (i64 * 2)(BIG, 7), (i64 * 2)(1, 2)),
+         lambda a, b: a[:, 1:7:2]),
+        (_call(fus, "slice", capi.P, capi.P(x), 2, (i64 * 2)(-2, -5), (i64 * 2)(BIG, -1), None),
+         lambda a, b: a[-2:, -5:-1]),
+        (_call(fus, "slice", capi.P, capi.P(x), 2, (i64 * 2)(1, 6), (i64 * 2)(2, 2), None), lambda a, b: a[1:2, 6:2]),
+        (_call(fus, "pad", capi.P, capi.P(y), 2, (i64 * 2)(2, 1), ctypes.c_double(-1.5)),
+         lambda a, b: np.pad(b, ((0, 0), (2, 1)), constant_values=-1.5)),
+        (_call(fus, "pad", capi.P, capi.P(y), 4, (i64 * 4)(0, 0, 1, 2), ctypes.c_double(0)),
+         lambda a, b: np.pad(b, ((1, 2), (0, 0)))),
+        (_call(fus, "cat", capi.P, 2, (capi.P * 2)(x, y), -1), lambda a, b: np.concatenate([a, b], -1)),
+        (_call(fus, "cat", capi.P, 3, (capi.P * 3)(y, x, y), 1), lambda a, b: np.concatenate([b, a, b], 1)),
+    ]
+
+
+@pytest.mark.parametrize("inlined", [False, True], ids=["define_and_run", "inlined"])
+def test_resize(inlined):
+    """slice (Python's bounds, steps, negative and empty ranges), pad and cat of inputs,
+    against NumPy: the evaluator, define and run, and the fusion inlined by hand (where a
+    cat of three, a chain of two cats, reads the first cat's result computed in the same
+    kernel: refused with the reason)."""
+    fus = capi.Fusion()
+    x, y = fus.input_concrete("float32", (3, 8)), fus.input_concrete("float32", (3, 4))
+    cases = _resize_cases(fus, x, y)[:-1 if inlined else None]
+    assert all(t for t, _ in cases), fus.error()
+    for t, _ in cases:
+        fus.output(t)
+    xs = [np.arange(24, dtype=np.float32).reshape(3, 8), -np.arange(12, dtype=np.float32).reshape(3, 4)]
+    runs = [("evaluator", capi.evaluate(fus, xs, ["float32"] * len(cases)))]
+    for bk in BACKENDS:
+        backend = capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST
+        run = capi.run_unscheduled if inlined else capi.execute
+        runs.append((bk, run(fus, xs, ["float32"] * len(cases), backend)))
+    if inlined:
+        f3 = capi.Fusion()
+        a, b = f3.input_concrete("float32", (3, 8)), f3.input_concrete("float32", (3, 4))
+        f3.output(_resize_cases(f3, a, b)[-1][0])
+        s, msg = capi.run_unscheduled(f3, xs, ["float32"])
+        assert s != 0 and msg == ("compile: T9 = cat(T8...) reads T8 at other positions; a resize's operand must be a "
+                                  "fusion input or a segment input (define and run cuts the fusion before it), not "
+                                  "computed in the same kernel"), msg
+    for where, (s, got) in runs:
+        assert s == 0, f"{where}: {got}"
+        for n, ((_, fn), g) in enumerate(zip(cases, got)):
+            assert np.array_equal(g, fn(*xs)), f"{where}: case {n}: {g}"
+
+
+def test_rope():
+    """Rotary embedding as generated definitions write it: x * cos + cat(-x2, x1) * sin with
+    x1, x2 the halves of x's last axis (slice, neg, cat, mul, add), against NumPy. A hand
+    schedule that inlines everything is refused (cat reads the computed -x2 at other
+    positions); define and run cuts the fusion where it must."""
+    b, h, s_, d = 2, 3, 5, 8
+    fus = capi.Fusion()
+    x, cs, sn = fus.input("float32", 4), fus.input("float32", 2), fus.input("float32", 2)
+    i64 = ctypes.c_int64
+    x1 = _call(fus, "slice", capi.P, capi.P(x), 4, (i64 * 4)(0, 0, 0, 0), (i64 * 4)(BIG, BIG, BIG, d // 2), None)
+    x2 = _call(fus, "slice", capi.P, capi.P(x), 4, (i64 * 4)(0, 0, 0, d // 2), (i64 * 4)(BIG, BIG, BIG, BIG), None)
+    rot = _call(fus, "cat", capi.P, 2, (capi.P * 2)(_call(fus, "neg", capi.P, capi.P(x2)), x1), -1)
+    out = _call(fus, "add", capi.P, capi.P(_call(fus, "mul", capi.P, capi.P(x), capi.P(cs))),
+                capi.P(_call(fus, "mul", capi.P, capi.P(rot), capi.P(sn))))
+    assert out, fus.error()
+    fus.output(out)
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(shape).astype(np.float32) for shape in ((b, h, s_, d), (s_, d), (s_, d))]
+    want = xs[0] * xs[1] + np.concatenate([-xs[0][..., d // 2:], xs[0][..., :d // 2]], -1) * xs[2]
+    runs = [("evaluator", capi.evaluate(fus, xs, ["float32"]))]
+    runs += [(bk, capi.execute(fus, xs, ["float32"], capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST))
+             for bk in BACKENDS]
+    for where, (s, got) in runs:
+        assert s == 0, f"{where}: {got}"
+        assert np.allclose(got[0], want, rtol=1e-6, atol=1e-6), where
+    s, msg = capi.run_unscheduled(fus, xs, ["float32"])
+    assert s != 0 and "local memory has a symbolic size" in msg, msg
+
 
 import ctypes  # noqa: E402  (used by the structural tests above)

@@ -39,16 +39,19 @@ static void the_repro(char *path, size_t len) {
   cr_assert_eq(n, 1, "one reproducer in %s", g_dir);
 }
 
-/* Compiles the program at path against the built library and runs it (with args); its
- * output into out. */
+/* Compiles the program at path against the built library (with the library's sanitizers,
+ * CFUSER_CC_FLAGS) and runs it (with args); the run's output into out (the compiler's only
+ * when it fails: a linker's warnings are not the program's output). */
 static int compile_and_run(const char *path, const char *args, char *out, size_t len) {
-  const char *bin = getenv("CFUSER_BIN"), *src = getenv("CFUSER_SOURCE_DIR");
+  const char *bin = getenv("CFUSER_BIN"), *src = getenv("CFUSER_SOURCE_DIR"), *flags = getenv("CFUSER_CC_FLAGS");
   if (!bin || !src) cr_skip_test("CFUSER_BIN and CFUSER_SOURCE_DIR are not set (run through ctest)");
   char libdir[4096], cmd[16384];
   snprintf(libdir, sizeof libdir, "%s", bin);
   dirname(libdir);
-  snprintf(cmd, sizeof cmd, "cc -std=c11 -I'%s/include' '%s' '%s/libcfuser.so' -o '%s.exe' 2>&1 && env -u CFUSER_REPRO_DIR LD_LIBRARY_PATH='%s' '%s.exe' %s",
-           src, path, libdir, path, libdir, path, args);
+  snprintf(cmd, sizeof cmd,
+           "cc -std=c11 %s -I'%s/include' '%s' '%s/libcfuser.so' -o '%s.exe' >'%s.log' 2>&1 || { cat '%s.log'; exit 99; }; "
+           "env -u CFUSER_REPRO_DIR LD_LIBRARY_PATH='%s' '%s.exe' %s",
+           flags ? flags : "", src, path, libdir, path, path, path, libdir, path, args);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p);
   size_t n = fread(out, 1, len - 1, p);

@@ -23,17 +23,17 @@ static void break_kernel(const cf_kernel_info *info, void *user) {
   b((KKernel *)(uintptr_t)(const void *)info);
 }
 
-static int drop_syncs_in(KBlock *b) {
-  int n = 0;
-  for (int i = 0; i < b->len; i++) {
-    KNode *x = b->items[i];
-    if (x->kind == KN_SYNC) x->kind = KN_COMMENT, x->u.comment = "sync removed", n++;
-    else if (x->kind == KN_FOR) n += drop_syncs_in(&x->u.loop.body);
-    else if (x->kind == KN_IF) n += drop_syncs_in(&x->u.cond.then);
-  }
-  return n;
+static bool drop_sync(KVisitor *v, KNode *x) {
+  x->kind = KN_COMMENT, x->u.comment = "sync removed";
+  ++*(int *)v->user;
+  return true;
 }
-static void drop_syncs(KKernel *k) { cr_assert_gt(drop_syncs_in(&k->body), 0, "the kernel had a sync"); }
+static void drop_syncs(KKernel *k) {
+  int n = 0;
+  KVisitor v = {.pre = {[KN_SYNC] = drop_sync}, .user = &n};
+  kir_visit(&v, &k->body);
+  cr_assert_gt(n, 0, "the kernel had a sync");
+}
 
 /* out = transpose(T1), T1 = in staged in shared memory: thread (x, y) writes T1[y][x]
  * and reads T1[x][y], which thread (y, x) wrote: the RAW sync is required. */

@@ -297,10 +297,20 @@ Test(ops, max_and_min_reductions) {
   cf_fusion_destroy(f);
 }
 
+/* A reduction over broadcast axes only is a squeeze of them (nvFuser's trivial
+ * reductions); with other axes it squeezes first, then reduces; keepdim puts both back;
+ * an integer sum still widens to int64. */
 Test(ops, reducing_a_broadcast_axis) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){1, 3});
-  ot_expect_tv(f, cf_sum(f, a, 1, (int[]){0}), "T1_l_float[rS2{1}, iS3{3}]");
+  cf_tv *s = cf_sum(f, a, 1, (int[]){0});
+  ot_expect_def(s, "T1_l_float[iS2{3}]\n   = squeeze( T0_g_float[bS0{1}, iS1{3}], {true, false} );\n");
+  cf_tv *b = tu_input(f, CF_FLOAT, 3, (int64_t[]){1, 3, 4});
+  cf_tv *m = cf_reduce(f, CF_REDUCE_MAX, b, 2, (int[]){0, 2}, true);
+  ot_expect_tv(f, m, "T5_l_float[bS10{1}, iS11{3}, bS12{1}]");
+  ot_expect_def(ir_tv_handle(ir_tv(m)->def->in[0]), "T4_l_float[iS8{3}, rS9{4}]\n   = max( T3_l_float[iS6{3}, iS7{4}] );\n");
+  cf_tv *i = tu_input(f, CF_INT32, 2, (int64_t[]){1, 3});
+  ot_expect_tv(f, cf_sum(f, i, 1, (int[]){0}), "T8_l_int64_t[iS16{3}]");
   cf_fusion_destroy(f);
 }
 

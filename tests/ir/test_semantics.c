@@ -26,7 +26,8 @@ Test(semantics, evaluator_forms_are_no_stand_ins) {
     IrTypeRule r = ir_op_type_rule((IrOp)op);
     IrEvalFn ev = ir_op_eval((IrOp)op);
     if (ev == ir_ev_move) cr_expect(r == TR_MOVE || r == TR_CAST || op == OP_FULL, "%s", ir_op_name((IrOp)op));
-    if (r == TR_MOVE || r == TR_CAST) cr_expect_eq(ev, ir_ev_move, "%s", ir_op_name((IrOp)op));
+    bool selects = op == OP_PAD || op == OP_CAT; /* the operand, or the pad value / the other operand */
+    if (r == TR_MOVE || r == TR_CAST) cr_expect_eq(ev, selects ? ir_ev_select : ir_ev_move, "%s", ir_op_name((IrOp)op));
     cr_expect_eq(ev == ir_ev_none, r == TR_NONE, "%s", ir_op_name((IrOp)op));
   }
 }
@@ -331,5 +332,47 @@ Test(semantics, triu_of_an_integer_matrix_keeps_its_dtype) {
   ot_expect_values(out, CF_INT32, 2, (int64_t[]){3, 3}, (double[]){0, 2, 3, 0, 0, 6, 0, 0, 0});
   cf_tensor_free(in);
   cf_tensor_free(out);
+  cf_fusion_destroy(f);
+}
+
+/* ---- slice, pad, cat ------------------------------------------------------------------ */
+
+Test(semantics, resize_ops_print_and_refuse_bad_bounds) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *x = tu_input(f, CF_FLOAT, 2, (int64_t[]){3, 8}), *y = tu_input(f, CF_INT32, 2, NULL);
+  cf_tv *s = cf_slice(f, x, 2, (int64_t[]){0, 1}, (int64_t[]){INT64_MAX, 7}, (int64_t[]){1, 2});
+  ot_expect_def(s, "T2_l_float[iS4{3}, iS5{3}]\n   = slice( T0_g_float[iS0{3}, iS1{8}], starts {0, 1}, steps {1, 2} );\n");
+  cf_tv *p = cf_pad(f, y, 2, (int64_t[]){2, 1}, 7);
+  ot_expect_def(p, "T3_l_int[iS6{i0}, iS7{( i1 + 3 )}]\n   = pad( T1_g_int[iS2{i0}, iS3{i1}], widths {{0, 0}, {2, 1}}, 7 );\n");
+  cf_tv *c = cf_cat(f, 2, (cf_tv *[]){x, y}, 1);
+  cr_expect_eq(cf_tv_dtype(c), CF_FLOAT); /* torch.cat promotes; the int32 operand is cast */
+  cr_expect_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
+  cr_expect_null(cf_slice(f, y, 2, (int64_t[]){0, -1}, (int64_t[]){INT64_MAX, INT64_MAX}, NULL));
+  cr_expect_str_eq(cf_fusion_error(f), "slice: axis 1 of T1 has a symbolic extent; its start -1 and stop "
+                                       "9223372036854775807 must not be negative (INT64_MAX stops at the end) for "
+                                       "T1_g_int[iS2{i0}, iS3{i1}]");
+  cf_fusion_clear_error(f);
+  cr_expect_null(cf_pad(f, y, 2, (int64_t[]){1, 1}, 0.5));
+  cr_expect_str_eq(cf_fusion_error(f), "pad: 0.5 is not a value of dtype int for T1_g_int[iS2{i0}, iS3{i1}]");
+  cf_fusion_clear_error(f);
+  cr_expect_null(cf_pad(f, x, 2, (int64_t[]){-1, 0}, 0));
+  cr_expect_str_eq(cf_fusion_error(f), "pad: widths (-1, 0) of axis 1 are negative (slice to crop) for "
+                                       "T0_g_float[iS0{3}, iS1{8}]");
+  cf_fusion_clear_error(f);
+  cr_expect_null(cf_cat(f, 2, (cf_tv *[]){x, tu_input(f, CF_FLOAT, 2, (int64_t[]){4, 2})}, 1));
+  cr_expect_str_eq(cf_fusion_error(f), "cat: axis 0 has extent 3 in T0_g_float[iS0{3}, iS1{8}] but 4 in "
+                                       "T6_g_float[iS13{4}, iS14{2}]");
+  cf_fusion_destroy(f);
+}
+
+/* A slice of a symbolic extent reading past the tensor is an error when sizes are bound. */
+Test(semantics, a_slice_past_a_symbolic_extent_is_an_error) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *x = tu_input(f, CF_FLOAT, 1, NULL);
+  cf_fusion_add_output(f, cf_slice(f, x, 1, (int64_t[]){2}, (int64_t[]){9}, NULL));
+  DLManagedTensor *in = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){5}), *out = NULL;
+  cr_expect_eq(ot_eval(f, 1, &in, &out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_error(f), "evaluate: slice: axis 0 of T0 has extent 5; the slice reads element 8");
+  cf_tensor_free(in);
   cf_fusion_destroy(f);
 }

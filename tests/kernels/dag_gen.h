@@ -5,8 +5,15 @@
  * whose results are broadcast back (x - sum(x), softmax), sometimes symbolic sizes and
  * several outputs. It then schedules it at random: splits, merges and reorders on a
  * reference, propagation, sometimes transforms on another tensor, thread and block
- * parallelization, memory types, and a random sequence of inlining calls (inline_most,
+ * parallelization, Unroll and Unswitch, memory types, and a random sequence of inlining calls (inline_most,
  * inline_at, inline_at_best_effort, inline_all_at, compute_at) at random positions.
+ * Issue 28's options (DgCase.extra, on top of any mode; none is on in modes 0-4, whose
+ * seeds draw exactly what they drew before): transposes and permutes (of axes of equal
+ * sizes, so the result combines with untransposed values: x^T + x) and double
+ * transposes; dead ops (values nothing uses); half, bfloat16 and int32 inputs; strided
+ * inputs of symbolic sizes, some 0 or 1, which the test passes as reversed (negative
+ * stride), broadcast (zero stride) or transposed views; and (the test's part) a caller
+ * output aliasing an input, which must be refused.
  * Header-only; only the fuzz test includes it. */
 #ifndef CFUSER_DAG_GEN_H
 #define CFUSER_DAG_GEN_H
@@ -33,11 +40,14 @@ typedef struct DgVal {
   unsigned mask; /* full-rank axes present (bit a: axis a of the full shape) */
   bool input, output, used;
   bool states;   /* Welford states: only their fields are read (never picked as an operand) */
+  bool red;      /* made by a reduction (sum, max, Welford): mode 5 rfactors it */
 } DgVal;
 
 typedef struct DgCase {
   cf_fusion *f;
   DgRng r;
+  DgRng ru;         /* a second stream for the Unswitch choice, so that adding it changed no
+                     * other choice of a seed (the pinned seeds keep their schedules) */
   int rank;
   int64_t sizes[3];
   bool symbolic;
@@ -50,7 +60,21 @@ typedef struct DgCase {
   int nin;
   int64_t in_sizes[DG_MAX_INPUTS][3];
   int in_rank[DG_MAX_INPUTS];
+  unsigned extra;                  /* DG_X_* options (issue 28) */
+  bool strided;                    /* DG_X_SHAPES: inputs of arbitrary strides */
+  cf_dtype in_dtype[DG_MAX_INPUTS]; /* each input's dtype (float unless DG_X_DTYPES) */
+  cf_dtype low;                    /* DG_X_DTYPES: the case's other dtype */
 } DgCase;
+
+/* Issue 28's generator options, bits of DgCase.extra. */
+enum {
+  DG_X_TRANSPOSE = 1, /* transposes and permutes under every inlining call */
+  DG_X_DEAD = 2,      /* dead ops */
+  DG_X_DTYPES = 4,    /* half, bfloat16 and int32 inputs, reduced like the others */
+  DG_X_SHAPES = 8,    /* strided symbolic inputs: sizes 0 and 1, negative and zero strides */
+  DG_X_ALIAS = 16,    /* (the test) a caller output over an input, which must be refused */
+  DG_X_ALL = 31
+};
 
 static inline unsigned dg_full(const DgCase *c) { return (1u << c->rank) - 1; }
 
@@ -58,10 +82,17 @@ static inline unsigned dg_full(const DgCase *c) { return (1u << c->rank) - 1; }
 static inline int dg_add(DgCase *c, cf_tv *tv, int a, int b, unsigned mask) {
   if (!tv || c->nv == DG_MAX_VALS) return -1;
   DgVal *v = &c->v[c->nv];
-  *v = (DgVal){tv, 1ULL << c->nv, mask, false, false, false, false};
+  *v = (DgVal){tv, 1ULL << c->nv, mask, false, false, false, false, false};
   if (a >= 0) v->anc |= c->v[a].anc, c->v[a].used = true;
   if (b >= 0) v->anc |= c->v[b].anc, c->v[b].used = true;
   return c->nv++;
+}
+
+/* DG_X_DTYPES: the dtype of a new input: float half the time, else half, bfloat16 or
+ * int32 (one per case, so values of one 16-bit type meet float ones). */
+static inline cf_dtype dg_input_dtype(DgCase *c) {
+  if (!(c->extra & DG_X_DTYPES)) return CF_FLOAT;
+  return dg_rnd(&c->r, 2) ? CF_FLOAT : c->low;
 }
 
 static inline int dg_input(DgCase *c, unsigned mask) {
@@ -69,7 +100,10 @@ static inline int dg_input(DgCase *c, unsigned mask) {
   int n = 0;
   for (int a = 0; a < c->rank; a++)
     if (mask & (1u << a)) sizes[n++] = c->sizes[a];
-  cf_tv *tv = c->symbolic ? cf_tensor_symbolic(c->f, CF_FLOAT, n) : cf_tensor_concrete(c->f, CF_FLOAT, n, sizes);
+  cf_dtype dt = c->nin < DG_MAX_INPUTS ? c->in_dtype[c->nin] = dg_input_dtype(c) : CF_FLOAT;
+  cf_tv *tv = c->strided    ? cf_tensor_strided(c->f, dt, n)
+              : c->symbolic ? cf_tensor_symbolic(c->f, dt, n)
+                            : cf_tensor_concrete(c->f, dt, n, sizes);
   cf_fusion_add_input(c->f, tv);
   memcpy(c->in_sizes[c->nin], sizes, sizeof sizes);
   c->in_rank[c->nin++] = n;
@@ -141,10 +175,12 @@ static inline int dg_reduction(DgCase *c) {
   bool max = c->par_red && dg_rnd(&c->r, 3) == 0;
   unsigned low = dg_full(c) & ~(1u << axis);
   int s;
-  if (c->welford && dg_rnd(&c->r, 2)) { /* the mean or the variance, through states */
+  cf_dtype pdt = cf_tv_dtype(c->v[p].tv);
+  bool floating = pdt == CF_FLOAT || pdt == CF_DOUBLE || pdt == CF_HALF || pdt == CF_BFLOAT16;
+  if (c->welford && dg_rnd(&c->r, 2) && floating) { /* the mean or the variance, through states */
     int w = dg_add(c, cf_welford(c->f, c->v[p].tv, 1, &axis), p, -1, low);
     if (w < 0) return -1;
-    c->v[w].states = true;
+    c->v[w].states = c->v[w].red = true;
     cf_tv *st = c->v[w].tv, *field = cf_welford_avg(c->f, st);
     if (dg_rnd(&c->r, 2)) { /* the variance + 1, as layer norm's var + eps: a division by a variance of
                               * equal values (rounding noise) would be ill-conditioned (seed 300759) */
@@ -155,6 +191,7 @@ static inline int dg_reduction(DgCase *c) {
   } else {
     cf_tv *r = max ? cf_max_reduce(c->f, c->v[p].tv, 1, &axis) : cf_sum(c->f, c->v[p].tv, 1, &axis);
     s = dg_add(c, r, p, -1, low);
+    if (s >= 0) c->v[s].red = true;
   }
   if (s < 0) return -1;
   if (dg_rnd(&c->r, 4) == 0) c->v[s].output = true;
@@ -162,6 +199,54 @@ static inline int dg_reduction(DgCase *c) {
   if (b < 0) return -1;
   cf_tv *z = softmax ? cf_div(c->f, c->v[p].tv, c->v[b].tv) : cf_sub(c->f, c->v[p].tv, c->v[b].tv);
   return dg_add(c, z, p, b, dg_full(c));
+}
+
+/* ---- issue 28's options ------------------------------------------------------------ */
+
+/* DG_X_SHAPES: strided inputs of symbolic sizes, an axis of size 0 or 1 now and then;
+ * DG_X_TRANSPOSE: often every axis of one size, so that any two axes can be swapped. */
+static inline void dg_extra_shapes(DgCase *c) {
+  static const cf_dtype low[3] = {CF_HALF, CF_BFLOAT16, CF_INT32};
+  if (c->extra & DG_X_DTYPES) c->low = low[dg_rnd(&c->r, 3)];
+  if ((c->extra & DG_X_TRANSPOSE) && dg_rnd(&c->r, 2))
+    for (int a = 1; a < c->rank; a++) c->sizes[a] = c->sizes[0];
+  if (!(c->extra & DG_X_SHAPES)) return;
+  c->symbolic = c->strided = dg_rnd(&c->r, 3) == 0;
+  int k = (int)dg_rnd(&c->r, 8), a = (int)dg_rnd(&c->r, (uint32_t)c->rank);
+  if (c->symbolic && k == 0) c->sizes[a] = 0;
+  else if (c->symbolic && k < 3) c->sizes[a] = 1;
+}
+
+/* A transpose of a full-rank value: of two axes of equal size (the result meets
+ * untransposed values, x^T + x), a rotation of three equal axes, or two transposes back. */
+static inline int dg_transpose(DgCase *c, int v) {
+  if (v < 0) return -1;
+  cf_tv *x = c->v[v].tv, *y;
+  int a = (int)dg_rnd(&c->r, (uint32_t)c->rank), b = (a + 1 + (int)dg_rnd(&c->r, (uint32_t)c->rank - 1)) % c->rank;
+  bool equal = c->sizes[a] == c->sizes[b];
+  if (c->rank == 3 && c->sizes[0] == c->sizes[1] && c->sizes[1] == c->sizes[2] && dg_rnd(&c->r, 3) == 0)
+    y = cf_permute(c->f, x, 3, (int[]){1, 2, 0});
+  else if (equal && dg_rnd(&c->r, 4))
+    y = cf_transpose(c->f, x, a, b);
+  else
+    y = cf_transpose(c->f, cf_transpose(c->f, x, a, b), a, b);
+  return dg_add(c, y, v, -1, dg_full(c));
+}
+
+/* DG_X_DEAD: one to three ops nothing uses (unary, binary, a transpose, a sum), reading
+ * any values. */
+static inline void dg_dead_ops(DgCase *c) {
+  int n = 1 + (int)dg_rnd(&c->r, 3);
+  for (int i = 0; i < n && c->nv < DG_MAX_VALS - 4; i++) {
+    int p = dg_pick(c, dg_full(c)), axis = (int)dg_rnd(&c->r, (uint32_t)c->rank);
+    if (p < 0) return;
+    switch (dg_rnd(&c->r, 4)) {
+    case 0: dg_unary(c, p); break;
+    case 1: dg_binary(c, p, dg_pick(c, dg_full(c))); break;
+    case 2: dg_add(c, cf_transpose(c->f, cf_transpose(c->f, c->v[p].tv, 0, 1), 0, 1), p, -1, dg_full(c)); break;
+    default: dg_add(c, cf_sum(c->f, c->v[p].tv, 1, &axis), p, -1, dg_full(c) & ~(1u << axis)); break;
+    }
+  }
 }
 
 /* The math: inputs, 3-7 random ops, outputs; unused values are folded into the last. */
@@ -173,6 +258,7 @@ static inline void dg_build_math(DgCase *c) {
     c->sizes[c->rank - 1] = warpish[dg_rnd(&c->r, 4)];
   }
   c->symbolic = dg_rnd(&c->r, 4) == 0;
+  if (c->extra) dg_extra_shapes(c);
   dg_input(c, dg_full(c));
   if (dg_rnd(&c->r, 2)) dg_input(c, dg_full(c));
   if (dg_rnd(&c->r, 2)) dg_input(c, 1u << (c->rank - 1));
@@ -180,7 +266,8 @@ static inline void dg_build_math(DgCase *c) {
   int nops = 3 + (int)dg_rnd(&c->r, 5), last = 0;
   for (int i = 0; i < nops; i++) {
     int k = (int)dg_rnd(&c->r, 8), v;
-    if (k < 2) v = dg_unary(c, dg_pick(c, dg_full(c)));
+    if ((c->extra & DG_X_TRANSPOSE) && dg_rnd(&c->r, 3) == 0) v = dg_transpose(c, dg_pick(c, dg_full(c)));
+    else if (k < 2) v = dg_unary(c, dg_pick(c, dg_full(c)));
     else if (k < 4) v = dg_binary(c, dg_pick(c, dg_full(c)), dg_pick(c, dg_full(c)));
     else if (k < 6) v = dg_broadcast_op(c);
     else v = dg_reduction(c);
@@ -200,6 +287,7 @@ static inline void dg_build_math(DgCase *c) {
   c->v[last].output = true;
   for (int i = 0; i < c->nv; i++)
     if (c->v[i].output) cf_fusion_add_output(c->f, c->v[i].tv);
+  if (c->extra & DG_X_DEAD) dg_dead_ops(c);
 }
 
 /* Whether the tracked axes keep every axis derived from a reduced axis innermost and
@@ -276,6 +364,16 @@ static inline void dg_parallelize(DgCase *c, cf_tv *tv, const unsigned *track) {
   }
 }
 
+/* Half of the hand schedules unswitch one serial loop axis of the reference (nvFuser's
+ * split-by-1 unswitch included: the axis may have extent one); parallelize_all_like then
+ * carries it, and loops shared with it take it. */
+static inline void dg_unswitch(DgCase *c, cf_tv *tv) {
+  int n = cf_tv_naxes(tv);
+  if (n == 0 || dg_rnd(&c->ru, 2)) return;
+  int i = (int)dg_rnd(&c->ru, (uint32_t)n);
+  if (cf_id_parallel_type(cf_tv_axis(tv, i)) == CF_PT_SERIAL) cf_parallelize(c->f, tv, i, CF_PT_UNSWITCH);
+}
+
 /* A random position of tv for an inlining call: -1 (all), 0..naxes, sometimes past it. */
 static inline int dg_pos(DgCase *c, cf_tv *tv) {
   int n = cf_tv_naxes(tv);
@@ -294,9 +392,9 @@ static inline void dg_inline_call(DgCase *c, int ref) {
   case 3: cf_inline_at_best_effort(c->f, tv, dg_pos(c, tv)); break;
   case 4: cf_inline_all_at(c->f, c->v[ref].tv, (int)dg_rnd(&c->r, (uint32_t)cf_tv_naxes(c->v[ref].tv) + 1)); break;
   default: {
-    int cand[DG_MAX_VALS], n = 0;
-    for (int i = a + 1; i < c->nv; i++)
-      if (c->v[i].anc & (1ULL << a)) cand[n++] = i;
+    int cand[DG_MAX_VALS], n = 0; /* mode 5 inserts producers after their consumers */
+    for (int i = 0; i < c->nv; i++)
+      if (i != a && (c->v[i].anc & (1ULL << a))) cand[n++] = i;
     if (!n) break;
     cf_tv *consumer = c->v[cand[dg_rnd(&c->r, (uint32_t)n)]].tv;
     cf_compute_at(c->f, tv, consumer, dg_pos(c, consumer));
@@ -314,16 +412,15 @@ static inline void dg_reduced_innermost(DgCase *c, cf_tv *tv, unsigned *track) {
   if (cf_reorder_all(c->f, tv, c->rank, new_pos) == CF_OK) memcpy(track, t, (size_t)n * sizeof *t);
 }
 
-/* The schedule: transforms on a reference (an output, or any full-rank value),
- * propagation, sometimes transforms on another tensor, parallelization, memory types,
- * 0-3 inlining calls. */
-static inline void dg_schedule(DgCase *c) {
+/* The schedule's first half: transforms on a reference (an output, or any full-rank
+ * value), propagation, sometimes transforms on another tensor. Returns the reference;
+ * track[i] follows the full-rank axes its loop axis i derives from. */
+static inline int dg_schedule_transforms(DgCase *c, unsigned *track) {
   int outs[DG_MAX_VALS], nout = 0;
   for (int i = 0; i < c->nv; i++)
     if (c->v[i].output && c->v[i].mask == dg_full(c)) outs[nout++] = i;
   int ref = nout && dg_rnd(&c->r, 5) < 3 ? outs[dg_rnd(&c->r, (uint32_t)nout)] : dg_pick(c, dg_full(c));
   cf_tv *rt = c->v[ref].tv;
-  unsigned track[DG_MAX_AXES];
   for (int a = 0; a < c->rank; a++) track[a] = 1u << a;
   if (!dg_order_ok(c, track, c->rank) && dg_rnd(&c->r, 4)) dg_reduced_innermost(c, rt, track);
   dg_transforms(c, rt, 1 + (int)dg_rnd(&c->r, 4), track);
@@ -332,7 +429,14 @@ static inline void dg_schedule(DgCase *c) {
     int o = (int)dg_rnd(&c->r, (uint32_t)c->nv);
     if (!c->v[o].input) dg_transforms(c, c->v[o].tv, 1 + (int)dg_rnd(&c->r, 2), NULL);
   }
+  return ref;
+}
+
+/* The second half: parallelization, memory types, 0-3 inlining calls. */
+static inline void dg_schedule_finish(DgCase *c, int ref, const unsigned *track) {
+  cf_tv *rt = c->v[ref].tv;
   dg_parallelize(c, rt, track);
+  dg_unswitch(c, rt);
   if (dg_rnd(&c->r, 16)) cf_parallelize_all_like(c->f, rt, 0, NULL);
   for (int i = 0; i < c->nv; i++) {
     if (c->v[i].input || c->v[i].output) continue;
@@ -345,19 +449,30 @@ static inline void dg_schedule(DgCase *c) {
   if (c->symbolic && dg_rnd(&c->r, 4)) cf_inline_most(c->f); /* registers need constant sizes */
 }
 
+/* The schedule of modes 0-3: both halves. */
+static inline void dg_schedule(DgCase *c) {
+  unsigned track[DG_MAX_AXES];
+  dg_schedule_finish(c, dg_schedule_transforms(c, track), track);
+}
+
 /* Mode 4: mode 3's math left unscheduled, for define and run (cf_fusion_execute). */
 enum { DG_UNSCHEDULED = 4 };
 
-/* Builds and schedules the case of one seed into c->f (a fresh fusion). */
-static inline void dg_build(DgCase *c, cf_fusion *f, uint64_t seed, int mode) {
+/* Builds and schedules the case of one seed into c->f (a fresh fusion), with issue 28's
+ * options `extra` (DG_X_*) on top of the mode's. */
+static inline void dg_build_extra(DgCase *c, cf_fusion *f, uint64_t seed, int mode, unsigned extra) {
   memset(c, 0, sizeof *c);
+  c->extra = extra;
   c->f = f;
   c->par_red = mode >= 1;
   c->global = mode == 2;
   c->welford = mode >= 3;
   c->r.s = seed * 0x9E3779B97F4A7C15ULL + 7;
+  c->ru.s = seed * 0xD1B54A32D192ED03ULL + 11;
   dg_build_math(c);
   if (cf_fusion_status(f) == CF_OK && mode != DG_UNSCHEDULED) dg_schedule(c);
 }
+
+static inline void dg_build(DgCase *c, cf_fusion *f, uint64_t seed, int mode) { dg_build_extra(c, f, seed, mode, 0); }
 
 #endif

@@ -51,16 +51,24 @@ static inline KKernel *tt_lower_ok(cf_fusion *f) {
   return k;
 }
 
-/* Counts the nodes of a kind in the kernel body, recursively. */
+typedef struct TtCount {
+  KnKind kind;
+  int n;
+} TtCount;
+
+static inline bool tt_count_pre(KVisitor *v, KNode *x) {
+  TtCount *c = v->user;
+  c->n += x->kind == c->kind;
+  return true;
+}
+
+/* Counts the nodes of a kind in a block, at any depth (the shared walk). */
 static inline int tt_count_block(const KBlock *b, KnKind kind) {
-  int n = 0;
-  for (int i = 0; i < b->len; i++) {
-    const KNode *x = b->items[i];
-    if (x->kind == kind) n++;
-    if (x->kind == KN_FOR) n += tt_count_block(&x->u.loop.body, kind);
-    if (x->kind == KN_IF) n += tt_count_block(&x->u.cond.then, kind);
-  }
-  return n;
+  TtCount c = {kind, 0};
+  KVisitor v = {.user = &c};
+  kir_visit_all(&v, tt_count_pre, NULL);
+  kir_visit(&v, (KBlock *)b);
+  return c.n;
 }
 
 static inline char *tt_kernel_text(const KKernel *k) {

@@ -11,6 +11,7 @@
 #ifndef CFUSER_NVF_UTIL_H
 #define CFUSER_NVF_UTIL_H
 
+#include "cfuser/execute.h"
 #include "kernels/kernel_check.h"
 
 static cf_fusion *f;
@@ -27,8 +28,9 @@ static inline cf_tv *nv_concrete(int rank, const int64_t *sizes) {
 }
 
 /* Runs the scheduled fusion on inputs of the given shapes (random values) on the host
- * backend, and on CUDA with a device, comparing every output with the evaluator. */
-static inline void nv_check(int nin, const KcInput *inputs) {
+ * backend, and on CUDA with a device, comparing every output with the evaluator within
+ * tol (long float sums are summed in another order than the evaluator's doubles). */
+static inline void nv_check_tol(int nin, const KcInput *inputs, double tol) {
   cr_assert_eq(cf_fusion_status(f), CF_OK, "scheduling failed: %s", cf_fusion_error(f));
   cr_assert_eq(cf_fusion_verify(f), CF_OK, "IR verifier: %s", cf_fusion_error(f));
   DLManagedTensor *in[16] = {0}, *want[16] = {0};
@@ -38,9 +40,47 @@ static inline void nv_check(int nin, const KcInput *inputs) {
     ins[i] = &in[i]->dl_tensor;
   }
   cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
-  kc_run_backend(f, CF_BACKEND_HOST, nin, in, want, 1e-5);
-  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, in, want, 1e-5);
+  kc_run_backend(f, CF_BACKEND_HOST, nin, in, want, tol);
+  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, in, want, tol);
   for (int i = 0; i < 16; i++) cf_tensor_free(in[i]), cf_tensor_free(want[i]);
+}
+static inline void nv_check(int nin, const KcInput *inputs) { nv_check_tol(nin, inputs, 1e-5); }
+
+/* Runs the unscheduled fusion through define and run (cf_fusion_execute: the automatic
+ * schedulers, nvFuser's FusionExecutorCache) on the host backend, comparing every output
+ * with the evaluator. */
+static inline void nv_execute_check(int nin, const KcInput *inputs) {
+  DLManagedTensor *in[16] = {0}, *want[16] = {0}, *got[16] = {0};
+  const DLTensor *ins[16];
+  for (int i = 0; i < nin; i++) {
+    in[i] = kc_make_input(&inputs[i], 77 + (uint64_t)i);
+    ins[i] = &in[i]->dl_tensor;
+  }
+  int nout = cf_fusion_num_outputs(f);
+  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_fusion_execute(c, nin, ins, nout, got), CF_OK, "execute: %s", cf_fusion_cache_error(c));
+  kc_compare(got, want, nout, 1e-5, "define and run");
+  cf_fusion_cache_destroy(c);
+  for (int i = 0; i < 16; i++) cf_tensor_free(in[i]), cf_tensor_free(want[i]), cf_tensor_free(got[i]);
+}
+
+/* nv_expect_gap for define and run: the first call through cf_fusion_execute fails with
+ * exactly msg. */
+static inline void nv_execute_gap(int nin, const KcInput *inputs, const char *msg) {
+  DLManagedTensor *in[16] = {0}, *got[16] = {0};
+  const DLTensor *ins[16];
+  for (int i = 0; i < nin; i++) {
+    in[i] = kc_make_input(&inputs[i], 77 + (uint64_t)i);
+    ins[i] = &in[i]->dl_tensor;
+  }
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cf_status s = cf_fusion_execute(c, nin, ins, cf_fusion_num_outputs(f), got);
+  const char *got_msg = s == CF_OK ? "" : cf_fusion_cache_error(c);
+  cr_expect_str_eq(got_msg, msg, "the refusal changed (or the gap closed: check the results with nv_execute_check): "
+                   "%s", got_msg);
+  cf_fusion_cache_destroy(c);
+  for (int i = 0; i < 16; i++) cf_tensor_free(in[i]), cf_tensor_free(got[i]);
 }
 
 /* The error of compiling f for the host backend ("" when it compiled); caller frees. */
@@ -67,7 +107,7 @@ static inline void nv_expect_refused(int nwords, const char *const *words) {
  * wrong result. When a gap closes this fails, and the test goes back to nv_check. */
 static inline void nv_expect_gap(const char *msg) {
   char *got = nv_compile_error();
-  cr_expect_str_eq(got, msg, "the refusal changed (or the gap closed: check the results with nv_check)");
+  cr_expect_str_eq(got, msg, "the refusal changed (or the gap closed: check the results with nv_check): %s", got);
   free(got);
 }
 
@@ -95,6 +135,19 @@ static inline int nv_produce_pos(cf_tv *tv) {
       cr_expect_eq(nv_produce_pos(tv), (pp), "%s: produce_pos %d, nvFuser %d", cf_tv_name(tv),        \
                    nv_produce_pos(tv), (pp));                                                         \
   } while (0)
+
+/* nvFuser's gemm as a fusion (FusionSimpleGemm, FusionSmemIndexing): tv[0] = A[M, K] and
+ * tv[1] = B[K, N] (symbolic inputs), tv[2] = A[M, K, 1], tv[3] = B[1, K, N], tv[4] their
+ * product, tv[5] = sum(tv[4], 1) (the output). */
+static inline void nv_gemm(cf_tv **tv) {
+  tv[0] = nv_symbolic(2);
+  tv[1] = nv_symbolic(2);
+  tv[2] = cf_broadcast(f, tv[0], 3, (bool[]){false, false, true});
+  tv[3] = cf_broadcast(f, tv[1], 3, (bool[]){true, false, false});
+  tv[4] = cf_mul(f, tv[2], tv[3]);
+  tv[5] = cf_sum(f, tv[4], 1, (int[]){1});
+  cf_fusion_add_output(f, tv[5]);
+}
 
 /* Parallelizes axis `axis` of each of the n tensors (nvFuser's loops over fusion.vals()). */
 static inline void nv_parallelize_each(int n, cf_tv *const *tvs, int axis, cf_parallel_type p) {

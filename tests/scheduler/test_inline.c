@@ -341,6 +341,7 @@ Test(compute_at, through_a_reduction) {
 Test(compute_at, illegal_position_names_the_axis) {
   reduction_fusion();
   tv[4] = cf_set(f, tv[1]);
+  cf_fusion_add_output(f, tv[4]);
   EXPECT_OK(cf_parallelize(f, tv[4], 1, CF_PT_VECTORIZE));
   EXPECT_ERROR(cf_compute_at(f, tv[1], tv[4], 2), CF_ERR_INVALID_SCHEDULE,
                "compute_at: cannot inline T2_l_float[iS4{4}, rS5{8}] at position 2: axis 1 (rS5{8}) is a reduction "

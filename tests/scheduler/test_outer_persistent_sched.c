@@ -302,7 +302,9 @@ Test(outer_sched, refuses_other_broadcasts_outputs_and_columns) {
           "outer_persistent: T5 reduces columns of other extents than T2");
   fresh();
   minus_column_sum(2, (int64_t[]){1, 8}, false);
-  refused(1, &IN(CF_FLOAT, 1, 8), "outer_persistent: no input has the full shape"); /* T0's 1 is a broadcast */
+  /* T0's 1 is a broadcast: its sum is a squeeze (a trivial reduction) */
+  refused(1, &IN(CF_FLOAT, 1, 8), "outer_persistent: T1 is computed by squeeze, not an elementwise op, a broadcast or a "
+                                  "reduction");
 }
 
 /* ---- define and run ------------------------------------------------------------------ */
