@@ -56,6 +56,8 @@ class ReduceOps:
 
     def _reduce(self: "Ops", what: str, cname: str, arg: Any, dims: Dims, keepdim: Any, dtype: Any) -> Tensor:
         t, axes, keep, _ = self._reduce_args(what, arg, dims, keepdim, dtype)
+        if t.ndim == 0:  # nothing to reduce: the value itself (torch.sum of a 0-d tensor)
+            return self.set(t)
         arr = (ctypes.c_int * max(len(axes), 1))(*axes)
         kept = tuple(e for i, e in enumerate(t.extents) if i not in axes)
         out = self._make(what, getattr(_capi.lib, cname)(self._fd._f, t.handle, len(axes), arr), kept)
