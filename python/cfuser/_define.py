@@ -154,7 +154,7 @@ class DefineMixin:
         except AttributeError:
             raise InvalidArgumentError(f"from_pytorch: a {type(tensor).__name__} has no shape and dtype") from None
         strides = _strides(tensor)
-        if strides is None or _is_contiguous(tensor) and 0 not in shape:
+        if strides is None or _is_contiguous(tensor):
             sizes = [s if static_sizes or s == 1 else -1 for s in shape]
             return self.define_tensor(sizes, None, dt)
         return self._define_from_strides(shape, strides, dt, static_sizes)
