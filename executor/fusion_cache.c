@@ -172,6 +172,10 @@ static void evict_to(cf_fusion_cache *c, int keep) {
 cf_fusion_cache *cf_fusion_cache_create(cf_fusion *f, const cf_executor_options *opts) {
   cf_fusion_cache *c = calloc(1, sizeof *c);
   if (!c) return NULL;
+  if (pthread_mutex_init(&c->lock, NULL)) {
+    free(c);
+    return NULL;
+  }
   if (opts) c->opts = *opts;
   if (!f) {
     c->status = fc_error(c, CF_ERR_INVALID_ARGUMENT, "fusion_cache_create: fusion is NULL");
@@ -180,6 +184,7 @@ cf_fusion_cache *cf_fusion_cache_create(cf_fusion *f, const cf_executor_options 
   c->f = cf_fusion_copy(f);
   c->max_entries = FC_DEFAULT_MAX_ENTRIES;
   if (!c->f) {
+    pthread_mutex_destroy(&c->lock);
     free(c);
     return NULL;
   }
@@ -233,6 +238,7 @@ void cf_fusion_cache_destroy(cf_fusion_cache *c) {
   free(c->free_sym);
   cf_fusion_destroy(c->f);
   errmsg_free(&c->error);
+  pthread_mutex_destroy(&c->lock);
   free(c);
 }
 
@@ -468,14 +474,24 @@ static cf_status execute(cf_fusion_cache *c, void *stream, bool async, int nin, 
   return run_entry(c, en, stream, async, nin, in, nout, out);
 }
 
+/* Calls from several threads at once take turns: an entry's intermediates and per-call
+ * scratch, the table and the counters are shared (issue 28: a FusionDefinition executed
+ * from a thread pool). */
 cf_status cf_fusion_execute(cf_fusion_cache *c, int ninputs, const DLTensor *const *inputs, int noutputs,
                             DLManagedTensor **outputs) {
+  if (!c) return CF_ERR_INVALID_ARGUMENT;
+  pthread_mutex_lock(&c->lock);
   cf_status s = execute(c, NULL, false, ninputs, inputs, noutputs, outputs);
-  if (s && c) exec_repro_failed(c->f, ninputs, inputs, true, c->opts.backend, s, errmsg_get(&c->error)); /* $CFUSER_REPRO_DIR */
+  if (s) exec_repro_failed(c->f, ninputs, inputs, true, c->opts.backend, s, errmsg_get(&c->error)); /* $CFUSER_REPRO_DIR */
+  pthread_mutex_unlock(&c->lock);
   return s;
 }
 
 cf_status cf_fusion_execute_async(cf_fusion_cache *c, void *stream, int ninputs, const DLTensor *const *inputs,
                                   int noutputs, DLManagedTensor **outputs) {
-  return execute(c, stream, true, ninputs, inputs, noutputs, outputs);
+  if (!c) return CF_ERR_INVALID_ARGUMENT;
+  pthread_mutex_lock(&c->lock);
+  cf_status s = execute(c, stream, true, ninputs, inputs, noutputs, outputs);
+  pthread_mutex_unlock(&c->lock);
+  return s;
 }

@@ -6,6 +6,8 @@
 #ifndef CFUSER_FUSION_CACHE_H
 #define CFUSER_FUSION_CACHE_H
 
+#include <pthread.h>
+
 #include "cfuser/execute.h"
 #include "ir/ir.h"
 #include "scheduler/registry.h"
@@ -75,6 +77,7 @@ struct cf_fusion_cache {
   const SchedDevice *dev_override; /* tests: the device description the heuristics get (fc_set_device) */
   int graphs;            /* CUDA graphs: -1 off, 1 capture at once, 0 the default rule (fusion_graph.c) */
   int64_t graph_captures, graph_replays;
+  pthread_mutex_t lock;  /* held by each execute: entries' buffers and scratch are per call */
 };
 
 /* Tests: plan every later signature of c for this device description instead of the one

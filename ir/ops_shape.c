@@ -122,6 +122,32 @@ cf_tv *cf_expand_as(cf_fusion *f, cf_tv *x, cf_tv *other) {
   return ir_op_expand(f, "expand_as", tv, ax, n, ext);
 }
 
+cf_tv *cf_expand_to(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes, cf_id *const *ids) {
+  if (!f || f->status) return NULL;
+  Val *tv = ir_op_arg(f, "expand_to", 1, "x", x);
+  if (!tv) return NULL;
+  if (rank > 0 && !sizes && !ids)
+    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "expand_to: sizes and ids are both NULL"), NULL;
+  int n;
+  Val **ax = ir_op_axes(f, tv, &n);
+  Val **ext = ARENA_ARRAY(f->arena, Val *, n);
+  if (!ax || !ext) return ir_op_oom(f, "expand_to");
+  if (rank != n)
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "expand_to: %d axes given, expected %d", rank, n), NULL;
+  for (int k = 0; k < n; k++) {
+    Val *id = ids && ids[k] ? ir_idv(ids[k]) : NULL;
+    if (id && (id->kind != VAL_ID || id->fusion != f))
+      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "expand_to: ids[%d] is not an axis of this fusion", k), NULL;
+    int64_t size = sizes ? sizes[k] : -1;
+    if (!id && size < -1)
+      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "expand_to: size %lld of axis %d is negative (-1 keeps "
+                         "the axis)", (long long)size, k), NULL;
+    ext[k] = id ? ID(id)->extent : size >= 0 ? ir_const_int(f, size) : NULL;
+    if (!id && size >= 0 && !ext[k]) return ir_op_oom(f, "expand_to");
+  }
+  return ir_op_expand(f, "expand_to", tv, ax, n, ext);
+}
+
 /* A full tensor over the given axes (fresh ones, made by the caller), of value v in the
  * class of dtype (IrElem.d for floating dtypes, .i for integers and bool). */
 static cf_tv *full_exact(cf_fusion *f, const char *what, int n, Val **ids, IrElem v, cf_dtype dtype) {

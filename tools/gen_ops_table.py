@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 
 import cfuser  # noqa: E402
 from cfuser import _capi  # noqa: E402
-from cfuser.ops import _BINARY_NAMES, Ops  # noqa: E402
+from cfuser.ops import OP_ROWS, Ops  # noqa: E402
 
 
 def first_sentence(doc):
@@ -40,8 +40,8 @@ def signature(name, fn):
 
 
 def table():
-    unary = ("set",) + _capi.UNARY_OPS
-    binary = tuple(_BINARY_NAMES.get(c, c) for c in _capi.BINARY_OPS)
+    unary = ("set",) + tuple(py for py, (_, kind) in OP_ROWS.items() if kind == "unary" and py != "set")
+    binary = tuple(py for py, (_, kind) in OP_ROWS.items() if kind == "binary")
     rows = ["| op | what it does |", "| --- | --- |",
             f"| unary: {' '.join(f'`{n}`' for n in unary)} | elementwise, `(t)` |",
             f"| binary: {' '.join(f'`{n}`' for n in binary)} | elementwise, `(a, b)`: equal ranks, size-1 "

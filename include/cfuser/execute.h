@@ -22,7 +22,11 @@
  * CFUSER_DUMP=segments prints each compile's segments (math, the scheduler chosen and its
  * parameters, why the others refused, whether the kernel is new or shared) on stderr.
  * The user's fusion is copied at creation and never modified; it may be destroyed after.
- * Not thread-safe: one cache per thread. */
+ * Threads: cf_fusion_execute and cf_fusion_execute_async may be called on one cache from
+ * several threads at once; the calls take turns (a lock per cache), each with its own
+ * arguments. The other calls on a cache (its counters, cf_fusion_cache_error, the last
+ * call's segments) describe whichever call finished last: read them from the thread that
+ * made the calls, or serialize the calls yourself. */
 #ifndef CFUSER_EXECUTE_H
 #define CFUSER_EXECUTE_H
 

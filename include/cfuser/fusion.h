@@ -210,6 +210,11 @@ CF_API cf_tv *cf_expand(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes);
 /* expand to other's extents (constant or symbolic) where x is broadcast and other is not;
  * x and other have equal ranks. */
 CF_API cf_tv *cf_expand_as(cf_fusion *f, cf_tv *x, cf_tv *other);
+/* expand with an extent per axis: ids[i] (an axis of any tensor of f, e.g. an input's
+ * symbolic size) gives axis i its extent; where ids or ids[i] is NULL, sizes[i] does, as
+ * in cf_expand (-1 keeps the axis). Frontends use it for nvFuser's broadcast_in_dim and
+ * expand to a shape taken from another tensor (t.shape()). */
+CF_API cf_tv *cf_expand_to(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes, cf_id *const *ids);
 /* A tensor of the given sizes filled with value (converted to dtype as C converts); no
  * inputs. Size-1 axes are broadcast axes, as in cf_tensor_concrete. */
 CF_API cf_tv *cf_full(cf_fusion *f, int rank, const int64_t *sizes, double value, cf_dtype dtype);

@@ -105,9 +105,58 @@ class ExecutorOptions(ctypes.Structure):
 
 BACKEND_AUTO, BACKEND_CUDA, BACKEND_HOST = 0, 1, 2
 
+# ---- typed handles ---------------------------------------------------------------------------
+
+
+class Handle(c_void_p):
+    """A C object's pointer of one kind. ctypes hands it back as this type (never as an int,
+    so nothing mistakes it for a number to range-check), and a prototype declaring a kind
+    accepts only that kind or None (NULL): a tensor where a fusion is expected raises
+    TypeError at the call instead of reaching C. ``key`` is the address, for dicts."""
+
+    @classmethod
+    def from_param(cls, obj):
+        if obj is None or type(obj) is cls:
+            return obj
+        raise TypeError(f"expected a {cls.__name__} (or None), got {type(obj).__name__}")
+
+    @property
+    def key(self) -> int:
+        return self.value or 0
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({hex(self.value) if self.value else 'NULL'})"
+
+
+class FusionHandle(Handle):
+    """cf_fusion*"""
+
+
+class TvHandle(Handle):
+    """cf_tv*: a TensorView of some fusion"""
+
+
+class IdHandle(Handle):
+    """cf_id*: an IterDomain (an axis)"""
+
+
+class ExecutorHandle(Handle):
+    """cf_executor*"""
+
+
+class KernelCacheHandle(Handle):
+    """cf_kernel_cache*"""
+
+
+class FusionCacheHandle(Handle):
+    """cf_fusion_cache*"""
+
+
 # ---- prototypes ----------------------------------------------------------------------------
 
-_P = c_void_p  # every handle: cf_fusion*, cf_tv*, cf_id*, cf_executor*, FILE*, DLTensor*
+_P = c_void_p  # untyped pointers only: FILE*, DLTensor**, DLManagedTensor*, streams
+_F, _T, _I = FusionHandle, TvHandle, IdHandle
+_E, _KC, _FC = ExecutorHandle, KernelCacheHandle, FusionCacheHandle
 
 
 BOUND = set()  # the C functions declared here (tests/test_api_coverage.py reads it)
@@ -131,119 +180,163 @@ BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow", "eq", "ne", "lt",
               "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
               "bitwise_left_shift", "bitwise_right_shift")
 
+
+class OpInfo(ctypes.Structure):
+    """cf_op_info (cfuser/optable.h): one row of the library's op table."""
+
+    _fields_ = [("name", c_char_p), ("py_name", c_char_p), ("kind", c_char_p), ("rule", c_char_p),
+                ("dtypes", ctypes.c_uint32), ("api", c_bool)]
+
+
 for _name in ("cf_status_name", "cf_dtype_name", "cf_parallel_type_name", "cf_memory_type_name"):
     _proto(_name, c_char_p, c_int)
 _proto("cf_dtype_size", c_size_t, c_int)
-_proto("cf_fusion_create", _P)
-_proto("cf_fusion_destroy", None, _P)
-_proto("cf_fusion_status", c_int, _P)
-_proto("cf_fusion_error", c_char_p, _P)
+_proto("cf_op_count", c_int)
+_proto("cf_op_get", c_int, c_int, POINTER(OpInfo))
+_proto("cf_op_result_dtype", c_int, c_int, c_int)
+_proto("cf_fusion_create", _F)
+_proto("cf_fusion_destroy", None, _F)
+_proto("cf_fusion_status", c_int, _F)
+_proto("cf_fusion_error", c_char_p, _F)
 for _name in ("cf_fusion_add_input", "cf_fusion_add_output"):
-    _proto(_name, c_int, _P, _P)
-_proto("cf_fusion_num_outputs", c_int, _P)
-_proto("cf_tensor_concrete", _P, _P, c_int, c_int, POINTER(c_int64))
-_proto("cf_tensor_symbolic", _P, _P, c_int, c_int)
-_proto("cf_tensor_strided", _P, _P, c_int, c_int)
+    _proto(_name, c_int, _F, _T)
+_proto("cf_fusion_num_outputs", c_int, _F)
+_proto("cf_fusion_num_inputs", c_int, _F)
+_proto("cf_fusion_input", _T, _F, c_int)
+_proto("cf_fusion_output", _T, _F, c_int)
+_proto("cf_tensor_concrete", _T, _F, c_int, c_int, POINTER(c_int64))
+_proto("cf_tensor_symbolic", _T, _F, c_int, c_int)
+_proto("cf_tensor_strided", _T, _F, c_int, c_int)
 for _name in ("set",) + UNARY_OPS:
-    _proto("cf_" + _name, _P, _P, _P)
+    _proto("cf_" + _name, _T, _F, _T)
 for _name in BINARY_OPS:
-    _proto("cf_" + _name, _P, _P, _P, _P)
-_proto("cf_add_scalar", _P, _P, _P, c_double)
-_proto("cf_mul_scalar", _P, _P, _P, c_double)
-_proto("cf_clamp", _P, _P, _P, c_double, c_double)
-_proto("cf_where", _P, _P, _P, _P, _P)
-_proto("cf_cast", _P, _P, _P, c_int)
-_proto("cf_broadcast", _P, _P, _P, c_int, POINTER(c_bool))
+    _proto("cf_" + _name, _T, _F, _T, _T)
+_proto("cf_add_scalar", _T, _F, _T, c_double)
+_proto("cf_mul_scalar", _T, _F, _T, c_double)
+_proto("cf_clamp", _T, _F, _T, c_double, c_double)
+_proto("cf_where", _T, _F, _T, _T, _T)
+_proto("cf_cast", _T, _F, _T, c_int)
+_proto("cf_broadcast", _T, _F, _T, c_int, POINTER(c_bool))
 for _name in ("cf_sum", "cf_max_reduce", "cf_min_reduce", "cf_prod", "cf_mean"):
-    _proto(_name, _P, _P, _P, c_int, POINTER(c_int))
-_proto("cf_reduce", _P, _P, c_int, _P, c_int, POINTER(c_int), c_bool)
-_proto("cf_welford", _P, _P, _P, c_int, POINTER(c_int))
+    _proto(_name, _T, _F, _T, c_int, POINTER(c_int))
+_proto("cf_reduce", _T, _F, c_int, _T, c_int, POINTER(c_int), c_bool)
+_proto("cf_welford", _T, _F, _T, c_int, POINTER(c_int))
 for _name in ("cf_welford_avg", "cf_welford_m2", "cf_welford_n"):
-    _proto(_name, _P, _P, _P)
-_proto("cf_var_mean", c_int, _P, _P, c_int, POINTER(c_int), c_int64, c_bool, POINTER(c_void_p), POINTER(c_void_p))
-_proto("cf_transpose", _P, _P, _P, c_int, c_int)
-_proto("cf_permute", _P, _P, _P, c_int, POINTER(c_int))
-_proto("cf_squeeze", _P, _P, _P, c_int, POINTER(c_int))
-_proto("cf_expand", _P, _P, _P, c_int, POINTER(c_int64))
-_proto("cf_expand_as", _P, _P, _P, _P)
-_proto("cf_full", _P, _P, c_int, POINTER(c_int64), c_double, c_int)
-_proto("cf_full_like", _P, _P, _P, c_double)
-_proto("cf_scalar_input", _P, _P, c_int)
-_proto("cf_reshape", _P, _P, _P, c_int, POINTER(c_int64))
-_proto("cf_tv_name", c_char_p, _P)
+    _proto(_name, _T, _F, _T)
+_proto("cf_var_mean", c_int, _F, _T, c_int, POINTER(c_int), c_int64, c_bool, POINTER(_T), POINTER(_T))
+_proto("cf_iota", _T, _F, c_int64, c_double, c_double, c_int)
+_proto("cf_triu", _T, _F, _T, c_int64)
+_proto("cf_addcmul", _T, _F, _T, _T, _T, c_double)
+for _name in ("cf_uniform", "cf_normal"):
+    _proto(_name, _T, _F, c_int, POINTER(c_int64), c_double, c_double, _T, _T, c_int)
+for _name in ("cf_uniform_like", "cf_normal_like"):
+    _proto(_name, _T, _F, _T, c_double, c_double, _T, _T)
+_proto("cf_transpose", _T, _F, _T, c_int, c_int)
+_proto("cf_permute", _T, _F, _T, c_int, POINTER(c_int))
+_proto("cf_squeeze", _T, _F, _T, c_int, POINTER(c_int))
+_proto("cf_expand", _T, _F, _T, c_int, POINTER(c_int64))
+_proto("cf_expand_as", _T, _F, _T, _T)
+_proto("cf_full", _T, _F, c_int, POINTER(c_int64), c_double, c_int)
+_proto("cf_full_int", _T, _F, c_int, POINTER(c_int64), c_int64, c_int)
+_proto("cf_full_like", _T, _F, _T, c_double)
+_proto("cf_scalar_input", _T, _F, c_int)
+_proto("cf_const", _T, _F, c_int, c_double)
+_proto("cf_const_int", _T, _F, c_int, c_int64)
+_proto("cf_reshape", _T, _F, _T, c_int, POINTER(c_int64))
+_proto("cf_slice", _T, _F, _T, c_int, POINTER(c_int64), POINTER(c_int64), POINTER(c_int64))
+_proto("cf_pad", _T, _F, _T, c_int, POINTER(c_int64), c_double)
+_proto("cf_cat", _T, _F, c_int, POINTER(_T), c_int)
+_proto("cf_tv_name", c_char_p, _T)
 for _name in ("cf_tv_dtype", "cf_tv_logical_rank", "cf_tv_naxes", "cf_tv_memory_type",
               "cf_tv_compute_at_pos"):
-    _proto(_name, c_int, _P)
-_proto("cf_tv_axis", _P, _P, c_int)
-_proto("cf_fusion_num_tvs", c_int, _P)
-_proto("cf_fusion_tv", _P, _P, c_int)
-_proto("cf_id_extent", c_int64, _P)
-_proto("cf_id_parallel_type", c_int, _P)
-_proto("cf_id_iter_type", c_int, _P)
+    _proto(_name, c_int, _T)
+_proto("cf_tv_axis", _I, _T, c_int)
+_proto("cf_fusion_num_tvs", c_int, _F)
+_proto("cf_fusion_tv", _T, _F, c_int)
+_proto("cf_id_extent", c_int64, _I)
+_proto("cf_id_parallel_type", c_int, _I)
+_proto("cf_id_iter_type", c_int, _I)
 for _name in ("cf_fusion_print_math", "cf_fusion_print_transforms", "cf_fusion_print_kernel"):
-    _proto(_name, c_int, _P, _P)
-_proto("cf_tv_print", c_int, _P, _P, _P)
+    _proto(_name, c_int, _F, _P)
+_proto("cf_tv_print", c_int, _F, _T, _P)
 # schedule.h
-_proto("cf_split", c_int, _P, _P, c_int, c_int64)
-_proto("cf_split_outer", c_int, _P, _P, c_int, c_int64)
-_proto("cf_merge", c_int, _P, _P, c_int)
-_proto("cf_reorder", c_int, _P, _P, c_int, POINTER(c_int))
-_proto("cf_reorder_all", c_int, _P, _P, c_int, POINTER(c_int))
-_proto("cf_swizzle_xor", c_int, _P, _P, c_int, c_int)
-_proto("cf_parallelize", c_int, _P, _P, c_int, c_int)
-_proto("cf_set_memory_type", c_int, _P, _P, c_int)
-_proto("cf_set_allocation_domain", c_int, _P, _P, c_int, POINTER(c_void_p), POINTER(c_int8))
-_proto("cf_set_allocation_to_loop", c_int, _P, _P, c_bool)
-_proto("cf_set_tmem_dim_sep_pos", c_int, _P, _P, c_int)
-_proto("cf_fusion_group_tmem", c_int, _P, c_int, POINTER(c_void_p))
-_proto("cf_cache_after", _P, _P, _P)
-_proto("cf_cache_before", _P, _P, _P)
-_proto("cf_rfactor", _P, _P, _P, c_int, POINTER(c_int))
-_proto("cf_schedule_pointwise", c_int, _P)
-_proto("cf_inline_at", c_int, _P, _P, c_int)
-_proto("cf_inline_at_best_effort", c_int, _P, _P, c_int)
-_proto("cf_inline_most", c_int, _P)
-_proto("cf_inline_all_at", c_int, _P, _P, c_int)
-_proto("cf_compute_at", c_int, _P, _P, _P, c_int)
-_proto("cf_propagate_transforms", c_int, _P, _P)
-_proto("cf_propagate_transforms_checked", c_int, _P, _P)
-_proto("cf_propagate_transforms_to", c_int, _P, _P, c_int, c_int, POINTER(c_void_p))
-_proto("cf_parallelize_all_like", c_int, _P, _P, c_int, POINTER(c_int))
-_proto("cf_fusion_clear_error", None, _P)
+_proto("cf_split", c_int, _F, _T, c_int, c_int64)
+_proto("cf_split_outer", c_int, _F, _T, c_int, c_int64)
+_proto("cf_merge", c_int, _F, _T, c_int)
+_proto("cf_reorder", c_int, _F, _T, c_int, POINTER(c_int))
+_proto("cf_reorder_all", c_int, _F, _T, c_int, POINTER(c_int))
+_proto("cf_swizzle_xor", c_int, _F, _T, c_int, c_int)
+_proto("cf_parallelize", c_int, _F, _T, c_int, c_int)
+_proto("cf_set_memory_type", c_int, _F, _T, c_int)
+_proto("cf_set_allocation_domain", c_int, _F, _T, c_int, POINTER(_I), POINTER(c_int8))
+_proto("cf_set_allocation_to_loop", c_int, _F, _T, c_bool)
+_proto("cf_set_tmem_dim_sep_pos", c_int, _F, _T, c_int)
+_proto("cf_fusion_group_tmem", c_int, _F, c_int, POINTER(_T))
+_proto("cf_cache_after", _T, _F, _T)
+_proto("cf_cache_before", _T, _F, _T)
+_proto("cf_rfactor", _T, _F, _T, c_int, POINTER(c_int))
+_proto("cf_schedule_pointwise", c_int, _F)
+_proto("cf_inline_at", c_int, _F, _T, c_int)
+_proto("cf_inline_at_best_effort", c_int, _F, _T, c_int)
+_proto("cf_inline_most", c_int, _F)
+_proto("cf_inline_all_at", c_int, _F, _T, c_int)
+_proto("cf_compute_at", c_int, _F, _T, _T, c_int)
+_proto("cf_propagate_transforms", c_int, _F, _T)
+_proto("cf_propagate_transforms_checked", c_int, _F, _T)
+_proto("cf_propagate_transforms_to", c_int, _F, _T, c_int, c_int, POINTER(_T))
+_proto("cf_parallelize_all_like", c_int, _F, _T, c_int, POINTER(c_int))
+_proto("cf_fusion_clear_error", None, _F)
 # tensor.h and executor.h
 _proto("cf_tensor_free", None, _P)
 _proto("cf_tensor_host", _P, c_int, c_int, POINTER(c_int64))
-_proto("cf_executor_create", _P, POINTER(ExecutorOptions))
-_proto("cf_executor_destroy", None, _P)
-_proto("cf_executor_error", c_char_p, _P)
-_proto("cf_executor_compile", c_int, _P, _P)
-_proto("cf_executor_run", c_int, _P, c_int, POINTER(c_void_p), c_int, POINTER(c_void_p))
-_proto("cf_executor_run_async", c_int, _P, c_void_p, c_int, POINTER(c_void_p), c_int, POINTER(c_void_p))
-_proto("cf_executor_last_launch_params", LaunchParams, _P)
-_proto("cf_executor_source", c_char_p, _P)
-_proto("cf_executor_backend", c_int, _P)
-_proto("cf_kernel_cache_create", _P)
-_proto("cf_kernel_cache_hits", c_int64, _P)
-_proto("cf_kernel_cache_misses", c_int64, _P)
+_proto("cf_fusion_evaluate", c_int, _F, c_int, POINTER(c_void_p), POINTER(c_void_p))
+_proto("cf_expand_to", _T, _F, _T, c_int, POINTER(c_int64), POINTER(_I))
+_proto("cf_executor_create", _E, POINTER(ExecutorOptions))
+_proto("cf_executor_destroy", None, _E)
+_proto("cf_executor_error", c_char_p, _E)
+_proto("cf_executor_compile", c_int, _E, _F)
+_proto("cf_executor_run", c_int, _E, c_int, POINTER(c_void_p), c_int, POINTER(c_void_p))
+_proto("cf_executor_run_async", c_int, _E, c_void_p, c_int, POINTER(c_void_p), c_int, POINTER(c_void_p))
+_proto("cf_executor_last_launch_params", LaunchParams, _E)
+_proto("cf_executor_source", c_char_p, _E)
+_proto("cf_executor_backend", c_int, _E)
+_proto("cf_kernel_cache_create", _KC)
+_proto("cf_kernel_cache_hits", c_int64, _KC)
+_proto("cf_kernel_cache_misses", c_int64, _KC)
 _proto("cf_cuda_available", c_bool, POINTER(c_char_p))
 # execute.h: define and run
-_proto("cf_fusion_cache_create", _P, _P, POINTER(ExecutorOptions))
-_proto("cf_fusion_cache_destroy", None, _P)
-_proto("cf_fusion_cache_error", c_char_p, _P)
-_proto("cf_fusion_execute", c_int, _P, c_int, POINTER(c_void_p), c_int, POINTER(c_void_p))
-_proto("cf_fusion_execute_async", c_int, _P, c_void_p, c_int, POINTER(c_void_p), c_int, POINTER(c_void_p))
-_proto("cf_fusion_cache_synchronize", c_int, _P)
+_proto("cf_fusion_cache_create", _FC, _F, POINTER(ExecutorOptions))
+_proto("cf_fusion_cache_destroy", None, _FC)
+_proto("cf_fusion_cache_error", c_char_p, _FC)
+_proto("cf_fusion_execute", c_int, _FC, c_int, POINTER(c_void_p), c_int, POINTER(c_void_p))
+_proto("cf_fusion_execute_async", c_int, _FC, c_void_p, c_int, POINTER(c_void_p), c_int, POINTER(c_void_p))
+_proto("cf_fusion_cache_synchronize", c_int, _FC)
 for _name in ("cf_fusion_cache_num_entries", "cf_fusion_cache_num_kernels", "cf_fusion_cache_last_segments"):
-    _proto(_name, c_int, _P)
+    _proto(_name, c_int, _FC)
 for _name in ("cf_fusion_cache_hits", "cf_fusion_cache_misses"):
-    _proto(_name, c_int64, _P)
-_proto("cf_fusion_cache_last_scheduler", c_char_p, _P, c_int)
-_proto("cf_fusion_cache_last_executor", _P, _P, c_int)
-_proto("cf_fusion_cache_print_kernel", c_int, _P, c_int, _P)
+    _proto(_name, c_int64, _FC)
+_proto("cf_fusion_cache_last_scheduler", c_char_p, _FC, c_int)
+_proto("cf_fusion_cache_last_executor", _E, _FC, c_int)
+_proto("cf_fusion_cache_print_kernel", c_int, _FC, c_int, _P)
 # pictures and reproducers (cfuser/_show.py): (handle, format, FILE*); (f, n, inputs, dar, backend, FILE*)
-_proto("cf_fusion_draw_dataflow", c_int, _P, c_int, _P)
-_proto("cf_fusion_cache_draw_segments", c_int, _P, c_int, _P)
-_proto("cf_fusion_write_repro", c_int, _P, c_int, _P, c_bool, c_int, _P)
+_proto("cf_fusion_draw_dataflow", c_int, _F, c_int, _P)
+_proto("cf_fusion_cache_draw_segments", c_int, _FC, c_int, _P)
+_proto("cf_fusion_write_repro", c_int, _F, c_int, _P, c_bool, c_int, _P)
+
+
+def op_table() -> List[OpInfo]:
+    """Every row of the library's op table (cf_op_get), in its order."""
+    rows = []
+    for i in range(lib.cf_op_count()):
+        row = OpInfo()
+        if lib.cf_op_get(i, ctypes.byref(row)) == 0:
+            rows.append(row)
+    return rows
+
+
+def handle_array(cls, handles):
+    """A C array of typed handles (cf_tv *const *, cf_id *const *)."""
+    return (cls * max(len(handles), 1))(*handles)
 
 # ---- printing through a FILE* ---------------------------------------------------------------
 

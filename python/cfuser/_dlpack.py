@@ -61,16 +61,53 @@ def _module(name: str) -> Any:
     return sys.modules.get(name) or importlib.import_module(name)
 
 
+def _ml_dtypes() -> Any:
+    try:
+        return _module("ml_dtypes")
+    except ImportError:
+        return None
+
+
 def _numpy_empty(shape: Tuple[int, ...], dtype: DataType, like: Any) -> Any:
-    if dtype == DataType.BFloat16:
-        return None  # NumPy has no bfloat16
+    if dtype == DataType.BFloat16:  # NumPy's bfloat16 is ml_dtypes' (JAX's)
+        ml = _ml_dtypes()
+        if ml is None:
+            raise UnsupportedError("execute: a bfloat16 output on NumPy arrays needs ml_dtypes (NumPy has no "
+                                   "bfloat16 of its own): pip install ml_dtypes, or cast the output to "
+                                   "DataType.Float in the definition")
+        return _module("numpy").empty(shape, dtype=ml.bfloat16)
     return _module("numpy").empty(shape, dtype=ARRAY_DTYPE_NAMES[dtype])
+
+
+def _numpy_copy(dst: Any, src: Any) -> None:
+    _module("numpy").copyto(dst, src)
+
+
+def _numpy_layout(shape: Tuple[int, ...], like: Any, perm: Sequence[int]) -> Any:
+    """An empty array like `like` whose memory holds axes in the order perm (outermost
+    first), viewed in logical order."""
+    np = _module("numpy")
+    phys = np.empty(tuple(shape[a] for a in perm), dtype=like.dtype)
+    return phys.transpose([list(perm).index(a) for a in range(len(perm))])
 
 
 def _torch_empty(shape: Tuple[int, ...], dtype: DataType, like: Any) -> Any:
     torch = _module("torch")
     tdtype = getattr(torch, ARRAY_DTYPE_NAMES[dtype], None)
     return None if tdtype is None else torch.empty(shape, dtype=tdtype, device=like.device)
+
+
+def _torch_copy(dst: Any, src: Any) -> None:
+    dst.copy_(src)
+
+
+def _torch_layout(shape: Tuple[int, ...], like: Any, perm: Sequence[int]) -> Any:
+    phys = like.new_empty(tuple(shape[a] for a in perm))
+    return phys.permute([list(perm).index(a) for a in range(len(perm))])
+
+
+def _cupy_copy(dst: Any, src: Any) -> None:
+    _module("cupy").copyto(dst, src)
 
 
 def _cupy_empty(shape: Tuple[int, ...], dtype: DataType, like: Any) -> Any:
@@ -146,8 +183,12 @@ class Framework:
     def __init__(self, name: str, empty: Optional[Callable[..., Any]], adopt: Callable[[DLPackTensor], Any],
                  export: Optional[Callable[[Any], Tuple[object, int, int]]] = None,
                  before_run: Optional[Callable[[Any], None]] = None,
-                 stream: Optional[Callable[[Any], Optional[int]]] = None) -> None:
+                 stream: Optional[Callable[[Any], Optional[int]]] = None,
+                 copy: Optional[Callable[[Any, Any], None]] = None,
+                 layout: Optional[Callable[[Tuple[int, ...], Any, Sequence[int]], Any]] = None) -> None:
         self.name, self.empty, self.adopt = name, empty, adopt
+        self.copy = copy      # copy(dst, src) into an existing array (in-place updates: alias_input)
+        self.layout = layout  # layout(shape, like, perm): an empty array of that memory order
         self.export = export or _generic_export
         self.before_run = before_run
         # The library's current CUDA stream for an array (None: run synchronously on the
@@ -157,10 +198,12 @@ class Framework:
 
 
 FRAMEWORKS: Dict[str, Framework] = {
-    "numpy": Framework("numpy", _numpy_empty, lambda t: _module("numpy").from_dlpack(t)),
+    "numpy": Framework("numpy", _numpy_empty, lambda t: _module("numpy").from_dlpack(t), copy=_numpy_copy,
+                       layout=_numpy_layout),
     "torch": Framework("torch", _torch_empty, lambda t: _module("torch").from_dlpack(t), _torch_export,
-                       _torch_before_run, _torch_stream),
-    "cupy": Framework("cupy", _cupy_empty, lambda t: _module("cupy").from_dlpack(t)),
+                       _torch_before_run, _torch_stream, _torch_copy, _torch_layout),
+    "cupy": Framework("cupy", _cupy_empty, lambda t: _module("cupy").from_dlpack(t), copy=_cupy_copy,
+                      layout=_numpy_layout),
     "jax": Framework("jax", None, _jax_adopt),
     "jaxlib": Framework("jax", None, _jax_adopt),
 }
@@ -189,8 +232,8 @@ def export(obj: Any, kind: str, index: int) -> Tuple[object, int, int]:
         capsule, device_type, device_id = fw.export(obj)
     except (AttributeError, TypeError, BufferError, RuntimeError, ValueError) as e:
         what = f"execute: {kind} {index}"
-        if fw.name == "numpy" and getattr(obj, "dtype", None) == "bool":
-            return _numpy_bool(obj)
+        if fw.name == "numpy" and _NUMPY_DL.get(str(getattr(obj, "dtype", ""))):
+            return _numpy_manual(obj)  # a dtype or flag NumPy's DLPack refuses (bool, bfloat16, read-only)
         if not hasattr(obj, "__dlpack_device__"):
             raise InvalidArgumentError(
                 f"{what} is a {type(obj).__name__}, not a DLPack tensor (it has no __dlpack_device__)") from None
@@ -204,14 +247,23 @@ def export(obj: Any, kind: str, index: int) -> Tuple[object, int, int]:
     return capsule, ptr, device_type
 
 
-def _numpy_bool(arr: Any) -> Tuple[object, int, int]:
-    """NumPy before 1.25 exports no bool through DLPack: the same DLTensor made by hand
-    from its array interface (kept alive by the returned object)."""
+# (DLPack type code, bits) of the NumPy dtypes cfuser takes (bfloat16: ml_dtypes').
+_NUMPY_DL = {"bool": (6, 8), "int8": (0, 8), "int32": (0, 32), "int64": (0, 64), "uint32": (1, 32),
+             "float16": (2, 16), "float32": (2, 32), "float64": (2, 64), "bfloat16": (4, 16)}
+
+
+def _numpy_manual(arr: Any) -> Tuple[object, int, int]:
+    """The DLTensor of a NumPy array made by hand from its array interface, where NumPy's
+    DLPack export refuses it (bool before NumPy 1.25, ml_dtypes' bfloat16, read-only views
+    such as broadcast_to's); kept alive by the returned object."""
     nd = arr.ndim
+    code, bits = _NUMPY_DL[str(arr.dtype)]
+    if any(st % arr.itemsize for st in arr.strides):
+        raise InvalidArgumentError(f"execute: an array of strides {arr.strides} bytes, not whole elements")
     shape = (ctypes.c_int64 * max(nd, 1))(*arr.shape)
-    strides = (ctypes.c_int64 * max(nd, 1))(*(s // arr.itemsize for s in arr.strides))
-    t = _capi.DLTensor(arr.ctypes.data, _capi.DLDevice(_capi.KDLCPU, 0), nd, _capi.DLDataType(6, 8, 1),
-                       shape, strides, 0)
+    strides = (ctypes.c_int64 * max(nd, 1))(*(st // arr.itemsize for st in arr.strides))
+    t = _capi.DLTensor(arr.__array_interface__["data"][0], _capi.DLDevice(_capi.KDLCPU, 0), nd,
+                       _capi.DLDataType(code, bits, 1), shape, strides, 0)
     return (t, shape, strides, arr), ctypes.addressof(t), _capi.KDLCPU
 
 

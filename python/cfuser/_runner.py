@@ -13,11 +13,14 @@ fast path make one call through it, whichever kind it is, and nothing else per c
   kernel per op), segmented when no scheduler takes the whole fusion, compiled (or given a
   kernel compiled for another signature whose plan agrees) and kept; later calls with the
   signature only run.
-  Its cache has no shared kernel cache (each cf_fusion_cache owns its executors), so a
-  cached call needs no lock.
+  Its cache has no shared kernel cache (each cf_fusion_cache owns its executors).
+
+Each runner has a lock that execute holds across the call and the reading of its error:
+a definition may execute from several threads at once.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Dict, List, Optional
 
 from . import _capi
@@ -26,18 +29,19 @@ from . import _capi
 class ExecutorRunner:
     """One compiled cf_executor."""
 
-    __slots__ = ("handle", "backend", "run", "run_async", "label")
+    __slots__ = ("handle", "backend", "run", "run_async", "label", "lock")
     cached = False
 
-    def __init__(self, handle: int, backend: int, label: str) -> None:
+    def __init__(self, handle: _capi.ExecutorHandle, backend: int, label: str) -> None:
         lib = _capi.lib
         self.handle, self.backend, self.label = handle, backend, label
+        self.lock = threading.Lock()  # an executor runs one call at a time
         self.run, self.run_async = lib.cf_executor_run, lib.cf_executor_run_async
 
     def error(self) -> str:
         return (_capi.lib.cf_executor_error(self.handle) or b"").decode()
 
-    def executors(self) -> List[int]:
+    def executors(self) -> List[_capi.ExecutorHandle]:
         return [self.handle]
 
     def schedulers(self) -> List[str]:
@@ -50,10 +54,10 @@ class ExecutorRunner:
 class CacheRunner:
     """One cf_fusion_cache: define and run."""
 
-    __slots__ = ("handle", "backend", "run", "run_async")
+    __slots__ = ("handle", "backend", "run", "run_async", "lock")
     cached = True
 
-    def __init__(self, f: int, backend: int) -> None:
+    def __init__(self, f: _capi.FusionHandle, backend: int) -> None:
         lib = _capi.lib
         opts = _capi.ExecutorOptions(backend, None, False, None)
         handle = lib.cf_fusion_cache_create(f, opts)
@@ -61,11 +65,14 @@ class CacheRunner:
             raise MemoryError("execute: out of memory creating a fusion cache")
         self.handle, self.backend = handle, backend
         self.run, self.run_async = lib.cf_fusion_execute, lib.cf_fusion_execute_async
+        # cf_fusion_execute takes turns itself; this lock keeps a call's error message and
+        # last segments its own until read
+        self.lock = threading.Lock()
 
     def error(self) -> str:
         return (_capi.lib.cf_fusion_cache_error(self.handle) or b"").decode()
 
-    def executors(self) -> List[int]:
+    def executors(self) -> List[_capi.ExecutorHandle]:
         """The executor of each segment of the last call, in the order they ran."""
         lib = _capi.lib
         return [lib.cf_fusion_cache_last_executor(self.handle, i)

@@ -18,7 +18,12 @@ whole, compiled and kept (the last resort, in C: a parallel kernel per op, so ev
 fusion the evaluator computes runs). The backend follows the inputs' device (host memory: the host backend; CUDA
 memory: the CUDA backend) unless one is named. Hand-scheduled kernels are shared between
 definitions with the same fusion through one process-wide kernel cache. A
-FusionDefinition is not thread-safe; use one per thread.
+FusionDefinition may run from several threads at once (each execute keeps its arguments to
+itself; the runs of one backend take turns); define and schedule it from one thread.
+nvFuser's spellings (define_tensor shapes and contiguity, Scalars, define_vector,
+add_output with alias_input or stride_order) are in _define.py, nvFuser's introspection
+(fusion_ir, last_cuda_code, segment, inputs/outputs/extents, debug_output) in
+_introspect.py, and what one execute builds in _execute.py.
 """
 from __future__ import annotations
 
@@ -27,44 +32,30 @@ import sys
 import threading
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple, Union
 
-from . import _capi, _dlpack
+from . import _capi, _dlpack, _execute
+from ._define import DefineMixin
+from ._introspect import IntrospectMixin
 from ._runner import CacheRunner, ExecutorRunner
-from ._tensor import Scalar, Shape, Tensor
+from ._tensor import Shape, Tensor
 from ._torch_fast import TorchFastPath
 from .ops import Ops
 from .sched import Sched
-from .types import (ARRAY_DTYPE_NAMES, CfuserError, DataType, as_dtype, InternalError, InvalidArgumentError,
-                    UnsupportedError, error_for)
+from .types import (ARRAY_DTYPE_NAMES, CfuserError, DataType, InternalError, InvalidArgumentError,
+                    NotDefinedError, UnsupportedError, error_for)
 
 _BACKENDS = {"host": _capi.BACKEND_HOST, "cuda": _capi.BACKEND_CUDA}
 _compile_lock = threading.Lock()  # the kernel cache is not thread-safe
-_cache: Optional[int] = None
+_cache: Optional[_capi.KernelCacheHandle] = None
 
 
-def _kernel_cache() -> int:
+def _kernel_cache() -> _capi.KernelCacheHandle:
     global _cache
     if _cache is None:
         _cache = _capi.lib.cf_kernel_cache_create()  # lives as long as the process
     return _cache
 
 
-def _numpy_name(dt: DataType) -> str:
-    return {DataType.Float: "float32", DataType.Double: "float64", DataType.Half: "float16",
-            DataType.BFloat16: "bfloat16", DataType.Int: "int64", DataType.Int32: "int32", DataType.Int8: "int8", DataType.UInt32: "uint32",
-            DataType.Bool: "bool"}.get(dt, "float32")
-
-
-def _is_contiguous(array: Any) -> bool:
-    """Row-major contiguity, as NumPy, PyTorch, CuPy and JAX say it."""
-    if hasattr(array, "is_contiguous"):
-        return bool(array.is_contiguous())
-    flags = getattr(array, "flags", None)
-    if flags is not None and hasattr(flags, "c_contiguous"):
-        return bool(flags.c_contiguous)
-    return True  # JAX arrays and others without strides are dense
-
-
-class FusionDefinition:
+class FusionDefinition(DefineMixin, IntrospectMixin):
     """A fusion: define it in a with block (or override definition()), then execute it."""
 
     def __init__(self, backend: Optional[str] = None) -> None:
@@ -77,13 +68,13 @@ class FusionDefinition:
             raise MemoryError("FusionDefinition: out of memory")
         self._open = self._defined = self._user_scheduled = self._frozen = False
         self._auto = False  # frozen unscheduled: define and run
-        self._ninputs = 0
-        self._scalar_inputs: Dict[int, DataType] = {}  # input index -> dtype (define_scalar inputs)
-        self._outputs: List[Tensor] = []
+        self._init_define()
         self._runners: Dict[int, Any] = {}  # per backend: ExecutorRunner or CacheRunner
+        self._runner_lock = threading.Lock()  # making runners (compiles) from several threads
         self._torch_fast: Optional[TorchFastPath] = None  # set by the first torch CUDA run
+        self._plain = False  # execute's arguments and results are the C fusion's one to one (frozen)
         self._last: Any = None  # the runner of the last execute
-        self._ptr_arrays: Optional[Tuple[Any, Any]] = None
+        self._debug_output: Optional[str] = None
         self.ops = Ops(self)
         self.sched = Sched(self)
         if type(self).definition is not FusionDefinition.definition:
@@ -113,15 +104,16 @@ class FusionDefinition:
         lib = getattr(_capi, "lib", None)
         if lib is None or not getattr(self, "_f", None):
             return
-        for r in self._runners.values():
+        for r in list(self._runners.values()):
             r.destroy()
         lib.cf_fusion_destroy(self._f)
         self._f = None
 
     def _check_open(self, what: str) -> None:
         if not self._open:
-            raise InvalidArgumentError(f"{what}: the definition is closed; ops are made inside "
-                                       "`with FusionDefinition() as fd:` (or its definition())")
+            raise InvalidArgumentError(f"{what}: Attempting to add to a completed definition! (the definition is "
+                                       "closed; ops are made inside `with FusionDefinition() as fd:` or its "
+                                       "definition())")
 
     def _check_schedulable(self, what: str) -> None:
         if self._open:
@@ -130,12 +122,15 @@ class FusionDefinition:
             raise InvalidArgumentError(f"{what}: the schedule is frozen by the first execute (or print_kernel)")
         self._user_scheduled = True
 
-    def _tv(self, t: Any, what: str) -> int:
+    def _own(self, t: Any, what: str) -> Tensor:
         if not isinstance(t, Tensor):
             raise InvalidArgumentError(f"{what}: expected a Tensor of this definition, got {type(t).__name__}")
         if t.fd is not self:
             raise InvalidArgumentError(f"{what}: {t.name} belongs to another FusionDefinition")
-        return t.handle
+        return t
+
+    def _tv(self, t: Any, what: str) -> _capi.TvHandle:
+        return self._own(t, what).handle
 
     def _error(self, what: str) -> CfuserError:
         status = _capi.lib.cf_fusion_status(self._f)
@@ -146,90 +141,10 @@ class FusionDefinition:
         if status:
             raise error_for(status, _capi.lib.cf_fusion_error(self._f).decode())
 
-    def _new_tensor(self, what: str, handle: Optional[int], shape: Shape) -> Tensor:
+    def _new_tensor(self, what: str, handle: Optional[_capi.TvHandle], extents: Shape, cls: type = Tensor) -> Tensor:
         if not handle:
             raise self._error(what)
-        return Tensor(self, handle, shape)
-
-    def define_tensor(self, shape: Union[int, Sequence[int]] = 1,
-                      contiguity: Union[None, bool, Sequence[Optional[bool]]] = None,
-                      dtype: Union[DataType, str] = DataType.Float) -> Tensor:
-        """A fusion input. shape: a rank (sizes read from the inputs at run time), a list
-        of -1 (the same), or a list of constant sizes (a size of 1 is a broadcast axis).
-        contiguity: None or True for contiguous; any False for arbitrary strides (symbolic
-        sizes only)."""
-        self._check_open("define_tensor")
-        dt = as_dtype(dtype)
-        if isinstance(shape, int) and shape < 0:
-            raise InvalidArgumentError(f"define_tensor: rank {shape} is negative")
-        sizes = [-1] * shape if isinstance(shape, int) else [int(s) for s in shape]
-        for d, size in enumerate(sizes):
-            if size < -1:
-                raise InvalidArgumentError(f"define_tensor: size {size} in dimension {d} is neither -1 (symbolic) "
-                                           "nor a size")
-        flags = [contiguity] * len(sizes) if contiguity is None or isinstance(contiguity, bool) else list(contiguity)
-        if len(flags) != len(sizes):
-            raise InvalidArgumentError(f"define_tensor: {len(flags)} contiguity flags for {len(sizes)} dimensions")
-        strided = any(c is False for c in flags)
-        lib, idx = _capi.lib, self._ninputs
-        if all(s == -1 for s in sizes):
-            make = lib.cf_tensor_strided if strided else lib.cf_tensor_symbolic
-            h = make(self._f, int(dt), len(sizes))
-            spec: Shape = tuple((idx, a) for a in range(len(sizes)))
-        elif all(s >= 0 for s in sizes) and not strided:
-            h = lib.cf_tensor_concrete(self._f, int(dt), len(sizes), (ctypes.c_int64 * max(len(sizes), 1))(*sizes))
-            spec = tuple(sizes)
-        else:
-            raise UnsupportedError(
-                f"define_tensor: shape {sizes} with contiguity {flags}: the C API makes a tensor of all-constant "
-                "contiguous sizes or all-symbolic (-1) sizes, contiguous or strided; not a mix")
-        t = self._new_tensor("define_tensor", h, spec)
-        self._check(lib.cf_fusion_add_input(self._f, h))
-        self._ninputs += 1
-        return t
-
-    def define_tensor_like(self, array: Any, static_sizes: bool = False) -> Tensor:
-        """A fusion input matching an array's dtype and rank (nvFuser's from_pytorch):
-        symbolic sizes, or its own with static_sizes; strided unless it is contiguous."""
-        try:
-            shape = tuple(int(s) for s in array.shape)
-            dtype = as_dtype(str(array.dtype))
-        except AttributeError:
-            raise InvalidArgumentError(f"define_tensor_like: a {type(array).__name__} has no shape and dtype") from None
-        contiguous = _is_contiguous(array)
-        if static_sizes and not contiguous:
-            raise UnsupportedError("define_tensor_like: static sizes need a contiguous array")
-        return self.define_tensor(list(shape) if static_sizes else len(shape), contiguous, dtype)
-
-    from_pytorch = define_tensor_like
-
-    def define_scalar(self, value: Union[int, float, bool, None, DataType, str] = None,
-                      dtype: Optional[Union[DataType, str]] = None) -> Union[Scalar, Tensor]:
-        """With a value: a constant for add, sub, mul and div. Without one
-        (fd.define_scalar(DataType.Float) or define_scalar(dtype=...)): a scalar fusion
-        input (cf_scalar_input), a 0-d tensor that binary ops broadcast; execute takes its
-        value, in input order, as a Python number or a 0-d array."""
-        self._check_open("define_scalar")
-        if isinstance(value, (DataType, str)) and dtype is None:
-            value, dtype = None, value
-        if value is None:
-            dt = as_dtype(dtype if dtype is not None else DataType.Double)
-            h = _capi.lib.cf_scalar_input(self._f, int(dt))
-            t = self._new_tensor("define_scalar", h, ())
-            self._scalar_inputs[self._ninputs] = dt
-            self._ninputs += 1
-            return t
-        if dtype is None:
-            dt = DataType.Bool if isinstance(value, bool) else DataType.Int if isinstance(value, int) else DataType.Double
-        else:
-            dt = as_dtype(dtype)
-        return Scalar(value, dt)
-
-    def add_output(self, t: Tensor) -> None:
-        """Marks t as an output; execute returns outputs in the order they were added."""
-        self._check_open("add_output")
-        self._check(_capi.lib.cf_fusion_add_output(self._f, self._tv(t, "add_output")))
-        self._outputs.append(t)
+        return cls(self, handle, extents)
 
     # ---- compiling --------------------------------------------------------------------------
 
@@ -241,33 +156,19 @@ class FusionDefinition:
         if not self._user_scheduled and type(self).schedule is not FusionDefinition.schedule:
             self.schedule()
         self._auto = not self._user_scheduled
+        self._plain = all(slot[0] == "user" for slot in self._c_inputs) and \
+            all(spec is None or not spec.view for spec in self._c_specs) and \
+            [o[:2] for o in self._outputs] == [("c", i) for i in range(len(self._c_outputs))] and \
+            all(o[2] is None for o in self._outputs) and not self._aliases
         self._frozen = True
 
-    def _scalar_arrays(self, inputs: Sequence[Any]) -> List[Any]:
-        """Scalar inputs given as Python numbers become 0-d arrays of their dtype, in the
-        library and on the device of the first tensor input (NumPy when there is none)."""
-        out = list(inputs)
-        like = next((x for i, x in enumerate(inputs) if i not in self._scalar_inputs), None)
-        for i, dt in self._scalar_inputs.items():
-            if hasattr(out[i], "__dlpack__"):
-                continue
-            if not isinstance(out[i], (int, float, bool)):
-                raise InvalidArgumentError(f"execute: input {i} is a scalar input; give a number or a 0-d array, "
-                                           f"not a {type(out[i]).__name__}")
-            name = _numpy_name(dt)
-            if like is not None and type(like).__module__.startswith("torch"):
-                import torch
-                out[i] = torch.tensor(out[i], dtype=getattr(torch, name), device=like.device)
-            else:
-                import numpy
-                out[i] = numpy.array(out[i], dtype=name)
-        return out
 
     def _check_ready(self, what: str) -> None:
         if self._open:
             raise InvalidArgumentError(f"{what}: the definition is still open; call it after its with block")
         if not self._defined:
-            raise InvalidArgumentError(f"{what}: nothing is defined yet")
+            raise NotDefinedError(f"{what}: nothing is defined yet (define the fusion in a with block, or override "
+                                  "definition())")
         if not self._outputs:
             raise InvalidArgumentError(f"{what}: the definition has no outputs; call fd.add_output(tensor)")
 
@@ -283,18 +184,21 @@ class FusionDefinition:
                                            "on host memory (kDLCPU) or CUDA memory (kDLCUDA)")
         r = self._runners.get(backend)
         if r is None:
-            self._freeze_schedule()
-            if self._auto:
-                r = CacheRunner(self._f, backend)
-            else:
-                r = ExecutorRunner(self._compile(backend), backend, "user")
-            self._runners[backend] = r
+            with self._runner_lock:
+                r = self._runners.get(backend)
+                if r is None:
+                    self._freeze_schedule()
+                    if self._auto:
+                        r = CacheRunner(self._f, backend)
+                    else:
+                        r = ExecutorRunner(self._compile(backend), backend, "user")
+                    self._runners[backend] = r
         return r
 
-    def _compile(self, backend: int) -> int:
+    def _compile(self, backend: int) -> _capi.ExecutorHandle:
         lib = _capi.lib
         with _compile_lock:
-            opts = _capi.ExecutorOptions(backend, None, False, _kernel_cache())
+            opts = _capi.ExecutorOptions(backend, None, False, _kernel_cache().value)
             e = lib.cf_executor_create(ctypes.byref(opts))
             if not e:
                 raise MemoryError("execute: out of memory creating an executor")
@@ -307,89 +211,116 @@ class FusionDefinition:
 
     # ---- running ------------------------------------------------------------------------------
 
-    def execute(self, inputs: Sequence[Any]) -> List[Any]:
-        """Runs the fusion on a list of DLPack arrays (one per define_tensor, in order) and
-        returns its outputs as arrays of the first input's library, on its device.
+    def execute(self, inputs: Sequence[Any], *, device: Any = None, capture_debug_output: bool = False,
+                **options: Any) -> List[Any]:
+        """Runs the fusion on a list of inputs, one per define_tensor (an array: NumPy,
+        PyTorch, CuPy, JAX or any DLPack one), define_scalar (a number or a 0-d array) and
+        define_vector (a list of ints) call, in order, and returns its outputs as arrays of
+        the first tensor input's library, on its device (NumPy when there is none).
 
         PyTorch CUDA inputs run asynchronously on torch's current stream, like a torch op:
         the outputs are ready when that stream reaches them, and a fault of the kernel
         itself raises from a later execute on the same definition. Every other input runs
-        synchronously (complete on return)."""
+        synchronously (complete on return). capture_debug_output=True keeps what the
+        library prints on standard error during the call (CFUSER_DUMP's dumps) for
+        debug_output(). device, profile, print_repro and nvFuser's other options are
+        accepted and ignored (cfuser runs on device 0)."""
         self._check_ready("execute")
         if hasattr(inputs, "__dlpack__") or not isinstance(inputs, (list, tuple)):
             raise InvalidArgumentError(f"execute: inputs must be a list of arrays, got a {type(inputs).__name__}")
-        n = len(inputs)
-        if n != self._ninputs:
-            raise InvalidArgumentError(f"execute: expected {self._ninputs} inputs, got {n}")
-        if self._scalar_inputs:
-            inputs = self._scalar_arrays(inputs)
-        in_arr, out_arr = self._arrays()
+        if len(inputs) != self._ninputs:
+            raise InvalidArgumentError(f"execute: expected {self._ninputs} inputs, got {len(inputs)}")
+        if capture_debug_output:
+            return self._captured(inputs)
         fast = self._torch_fast
-        if fast is not None and n:
-            outs, status = fast.run(inputs, in_arr, out_arr)
+        if fast is not None and inputs:
+            in_arr = (ctypes.c_void_p * len(inputs))()
+            out_arr = (ctypes.c_void_p * len(self._c_outputs))()
+            with fast.runner.lock:
+                outs, status = fast.run(inputs, in_arr, out_arr)
+                if outs is not None:
+                    self._last = fast.runner
+                    if status:
+                        return self._failed(status, inputs, fast.runner)
             if outs is not None:
-                self._last = fast.runner
-                if status:
-                    return self._failed(status, inputs)
                 return outs
-        keep: List[object] = []  # the capsules: alive until the run is over
-        device = _capi.KDLCPU
-        for i, x in enumerate(inputs):
-            capsule, in_arr[i], dev = _dlpack.export(x, "input", i)
-            device = dev if i == 0 else device
-            keep.append(capsule)
+        return self._execute(inputs)
+
+    def _execute(self, inputs: Sequence[Any]) -> List[Any]:
+        args = _execute.c_arguments(self, inputs)
+        like = _execute.first_tensor(args, self._c_scalars)
+        _execute.scalar_arrays(args, self._c_scalars, like)
+        n, nout = len(args), len(self._c_outputs)
+        in_arr, out_arr = (ctypes.c_void_p * max(n, 1))(), (ctypes.c_void_p * max(nout, 1))()
+        keep: List[object] = []  # capsules and views: alive until the run is over
+        device = _execute.export_inputs(self, args, in_arr, keep)
         runner = self._runner(device)
-        fw = _dlpack.framework_of(inputs[0]) if n else _dlpack.GENERIC
-        stream = self._stream(fw, inputs, device)
+        fw = _dlpack.framework_of(like) if like is not None else self._default_framework(runner.backend)
+        stream = self._stream(fw, [args[i] for i in range(n) if i not in self._c_scalars], device) \
+            if like is not None else None
         if stream is None:
-            self._order_streams(inputs)
-        results: List[Any] = [self._allocate(fw, t, inputs) for t in self._outputs]
+            self._order_streams(args)
+        results = _execute.allocate(self, fw, inputs, like)
         for i, r in enumerate(results):
             if r is None:
                 out_arr[i] = None
             else:
                 capsule, out_arr[i], _ = _dlpack.export(r, "output", i)
                 keep.append(capsule)
-        if stream is None:
-            status = runner.run(runner.handle, n, in_arr, len(results), out_arr)
-        else:
-            status = runner.run_async(runner.handle, stream, n, in_arr, len(results), out_arr)
-        self._last = runner
-        if status:
-            return self._failed(status, inputs)
-        if stream is not None and self._torch_fast is None:
+        with runner.lock:
+            if stream is None:
+                status = runner.run(runner.handle, n, in_arr, nout, out_arr)
+            else:
+                status = runner.run_async(runner.handle, stream, n, in_arr, nout, out_arr)
+            self._last = runner
+            if status:
+                return self._failed(status, inputs, runner)
+        if stream is not None and self._torch_fast is None and self._plain:
             self._torch_fast = self._make_torch_fast()
         for i, r in enumerate(results):
             if r is None:  # cfuser allocated it: the library adopts it
                 results[i] = fw.adopt(_dlpack.DLPackTensor(out_arr[i]))
-        return results
+        return _execute.finish(self, fw, inputs, results)
 
-    def _failed(self, status: int, inputs: Sequence[Any]) -> List[Any]:
-        """A failed run raises cfuser's error (define and run has no fallback of its own in
-        Python: the C library's last resort runs every fusion the evaluator computes)."""
-        raise self._run_error(status)
+    def _default_framework(self, backend: int) -> _dlpack.Framework:
+        """The library of outputs when no input is a tensor: torch on the CUDA backend,
+        else NumPy (where installed)."""
+        name = "torch" if backend == _capi.BACKEND_CUDA else "numpy"
+        try:
+            _dlpack._module(name)
+        except ImportError:
+            return _dlpack.GENERIC
+        return _dlpack.FRAMEWORKS[name]
 
-    def _run_error(self, status: int) -> Exception:
-        msg = self._last.error()
-        return error_for(status, msg.replace("make it with cf_tensor_strided", "define it with contiguity=False"))
+    def _failed(self, status: int, inputs: Sequence[Any], runner: Any) -> List[Any]:
+        """A failed run (the runner's lock held) raises cfuser's error with the runner's
+        message (define and run has no fallback in Python: the C library's last resort runs
+        every fusion the evaluator computes)."""
+        msg = runner.error()
+        return self._raise(error_for(status, msg.replace("make it with cf_tensor_strided",
+                                                          "define it with contiguity=False")))
+
+    @staticmethod
+    def _raise(err: Exception) -> List[Any]:
+        raise err
 
     def _make_torch_fast(self) -> Optional[TorchFastPath]:
         """The fast path of later torch CUDA runs, once one has run (None where an output
         dtype has no torch twin)."""
         torch = sys.modules.get("torch")
         rules = []
-        for t in self._outputs:
+        for t in self._c_outputs:
             tdtype = getattr(torch, ARRAY_DTYPE_NAMES[t.dtype], None)
             if tdtype is None:
                 return None
-            rules.append((tuple(t.shape), tdtype))
+            rules.append((tuple(t.extents), tdtype))
         return TorchFastPath(torch, rules, self._last) if torch is not None and self._backend in (None, _capi.BACKEND_CUDA) else None
 
     @staticmethod
     def _stream(fw: _dlpack.Framework, inputs: Sequence[Any], device: int) -> Optional[int]:
         """The stream to launch on asynchronously: the library's current one when every
         input is a CUDA array of that one library; None: run synchronously."""
-        if fw.stream is None or device not in (_capi.KDLCUDA, _capi.KDLCUDAMANAGED):
+        if fw.stream is None or device not in (_capi.KDLCUDA, _capi.KDLCUDAMANAGED) or not inputs:
             return None
         if any(_dlpack.framework_of(x) is not fw for x in inputs):
             return None
@@ -404,25 +335,6 @@ class FusionDefinition:
             if xfw.before_run is not None and xfw.name not in ordered:
                 ordered.add(xfw.name)
                 xfw.before_run(x)
-
-    def _arrays(self) -> Tuple[Any, Any]:
-        """The C pointer arrays of execute, made once (a FusionDefinition is one thread's)."""
-        if self._ptr_arrays is None:
-            self._ptr_arrays = (_dlpack.pointer_array([None] * self._ninputs),
-                                _dlpack.pointer_array([None] * len(self._outputs)))
-        return self._ptr_arrays
-
-    @staticmethod
-    def _allocate(fw: _dlpack.Framework, t: Tensor, inputs: Sequence[Any]) -> Any:
-        """An output array of fw shaped as t, or None for cfuser to allocate (also when the
-        inputs' shapes do not fit: then cfuser's checks report it)."""
-        if fw.empty is None:
-            return None
-        try:
-            shape = tuple(e if isinstance(e, int) else int(inputs[e[0]].shape[e[1]]) for e in t.shape)
-        except (IndexError, AttributeError, TypeError):
-            return None
-        return fw.empty(shape, t.dtype, inputs[0])
 
     def _last_executors(self, what: str) -> List[int]:
         if self._last is None:

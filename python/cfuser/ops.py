@@ -1,22 +1,30 @@
-"""fd.ops: every tensor op of the C API (include/cfuser/fusion.h), named as in nvFuser.
+"""fd.ops: every tensor op of the C API (include/cfuser/fusion.h), with nvFuser's names and
+argument forms.
 
-The unary and binary ops are made from the op tables of _capi (the C API's
-CF_UNARY_OP_TABLE and CF_BINARY_OP_TABLE), so an op added there appears here. Names that
-differ from the C ones, as in nvFuser: the elementwise max and min of two tensors are
-maximum and minimum; max and min are the reductions (cf_max_reduce, cf_min_reduce).
-A number or a Scalar is accepted beside a tensor in add, sub, mul and div (through
-cf_add_scalar and cf_mul_scalar, which are exact for these: x - c is x + (-c), c - x is
--x + c, and x / c is x * (1 / c) only where 1 / c is exact, a power of two).
+The elementwise ops come from the library's op table (cfuser/optable.h, cf_op_get): every
+unary and binary row with a C function is an op here under its Python name (``maximum``
+for the C ``max``, ...), so an op added to the table appears in fd.ops. Each operand may be
+a Tensor, a Scalar or a Python number (nvFuser's ``define_scalar``): numbers are scalars in
+type promotion, as torch's wrapped numbers (a float32 tensor times 2.5 stays float32), and
+operands of different ranks broadcast numpy-style. An op of Scalars only is a Scalar:
+folded when every operand is a constant (by the C library's evaluator, so a folded value
+is the one a kernel computes), else a 0-d tensor of the fusion (a scalar input's
+arithmetic).
+
+The shape ops are in ops_shape.py, the reductions in ops_reduce.py (mixins of Ops).
 """
 from __future__ import annotations
 
 import ctypes
-import math
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Union, cast
+import struct
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _capi
-from ._tensor import Extent, Scalar, Shape, Tensor, broadcast_shapes
-from .types import DataType, InvalidArgumentError, UnsupportedError, as_dtype
+from ._tensor import Scalar, Tensor, broadcast_shapes
+from .ops_reduce import ReduceOps
+from .ops_shape import ShapeOps
+from .types import (DataType, InternalError, InvalidArgumentError, UnsupportedError, as_dtype, dtype_of_number,
+                    error_for, is_floating)
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
@@ -24,337 +32,266 @@ if TYPE_CHECKING:
 Number = Union[int, float, bool]
 Operand = Union[Tensor, Scalar, int, float, bool]
 
-# Python name -> C name where they differ (the binary ops of the C table).
-_BINARY_NAMES = {"max": "maximum", "min": "minimum"}
+_INTEGER = (DataType.Int8, DataType.Int32, DataType.Int, DataType.UInt32, DataType.Bool)
+# A 0-d element of each dtype as ctypes reads it (Half and BFloat16: their bits).
+_READ = {DataType.Float: ctypes.c_float, DataType.Double: ctypes.c_double, DataType.Int8: ctypes.c_int8,
+         DataType.Int32: ctypes.c_int32, DataType.Int: ctypes.c_int64, DataType.UInt32: ctypes.c_uint32,
+         DataType.Bool: ctypes.c_bool, DataType.Half: ctypes.c_uint16, DataType.BFloat16: ctypes.c_uint16}
 
 
-def _scalar_value(x: Any) -> Optional[float]:
-    if isinstance(x, Scalar):
-        return float(x.value)
-    if isinstance(x, (int, float)):  # bool is an int
-        return float(x)
-    return None
+def _element(address: int, dt: DataType) -> Number:
+    raw = _READ[dt].from_address(address).value
+    if dt == DataType.Half:
+        return struct.unpack("<e", struct.pack("<H", raw))[0]
+    if dt == DataType.BFloat16:
+        return struct.unpack("<f", struct.pack("<I", raw << 16))[0]
+    return bool(raw) if dt == DataType.Bool else raw
 
 
-def _axes(dims: Union[int, Sequence[int]], rank: int, what: str, t: Tensor) -> List[int]:
-    dims = [dims] if isinstance(dims, int) else list(dims)
-    out = []
-    for d in dims:
-        if not isinstance(d, int) or not -rank <= d < rank:
-            raise InvalidArgumentError(f"{what}: dimension {d!r} out of range for {t.name} of {rank} dimensions")
-        out.append(d % rank)
-    return out
-
-
-class Ops:
+class Ops(ShapeOps, ReduceOps):
     """The tensor ops of one FusionDefinition (fd.ops)."""
-
-    # Made from the C op tables below the class; declared here for type checkers.
-    set: Callable[[Tensor], Tensor]
-    neg: Callable[[Tensor], Tensor]
-    abs: Callable[[Tensor], Tensor]
-    exp: Callable[[Tensor], Tensor]
-    log: Callable[[Tensor], Tensor]
-    sqrt: Callable[[Tensor], Tensor]
-    rsqrt: Callable[[Tensor], Tensor]
-    reciprocal: Callable[[Tensor], Tensor]
-    relu: Callable[[Tensor], Tensor]
-    sigmoid: Callable[[Tensor], Tensor]
-    tanh: Callable[[Tensor], Tensor]
-    gelu: Callable[[Tensor], Tensor]
-    sin: Callable[[Tensor], Tensor]
-    cos: Callable[[Tensor], Tensor]
-    tan: Callable[[Tensor], Tensor]
-    erf: Callable[[Tensor], Tensor]
-    floor: Callable[[Tensor], Tensor]
-    ceil: Callable[[Tensor], Tensor]
-    maximum: Callable[[Tensor, Tensor], Tensor]
-    minimum: Callable[[Tensor, Tensor], Tensor]
-    pow: Callable[[Tensor, Tensor], Tensor]
-    eq: Callable[[Tensor, Tensor], Tensor]
-    ne: Callable[[Tensor, Tensor], Tensor]
-    lt: Callable[[Tensor, Tensor], Tensor]
-    le: Callable[[Tensor, Tensor], Tensor]
-    gt: Callable[[Tensor, Tensor], Tensor]
-    ge: Callable[[Tensor, Tensor], Tensor]
 
     def __init__(self, fd: "FusionDefinition") -> None:
         self._fd = fd
 
-    def _make(self, what: str, handle: Optional[int], shape: Shape) -> Tensor:
-        return self._fd._new_tensor(what, handle, shape)
+    # ---- operands ---------------------------------------------------------------------------
 
-    def _binary(self, what: str, a: Operand, b: Operand) -> Tensor:
+    def _make(self, what: str, handle: Optional[_capi.TvHandle], extents: Sequence[Any]) -> Tensor:
+        return self._fd._new_tensor(what, handle, tuple(extents))
+
+    def _operand(self, x: Any, what: str) -> Union[Tensor, Scalar]:
+        """A Tensor or Scalar of this definition; a Python number becomes a constant."""
+        fd = self._fd
+        if isinstance(x, (Tensor, Scalar)):
+            if x.fd is not fd:
+                raise InvalidArgumentError(f"{what}: {x.name if isinstance(x, Tensor) else repr(x)} belongs to another "
+                                           "FusionDefinition")
+            return x
+        if isinstance(x, (bool, int, float)) or type(x).__name__ in ("float64", "float32", "int64", "int32", "bool_"):
+            value = x.item() if hasattr(x, "item") else x
+            return Scalar(fd, value, dtype_of_number(value))
+        if isinstance(x, complex):
+            raise UnsupportedError(f"{what}: the complex number {x!r}: cfuser has no complex dtypes")
+        raise InvalidArgumentError(f"{what}: expected a Tensor, a Scalar or a number, got {type(x).__name__}")
+
+    def _tensor(self, x: Any, what: str) -> Tensor:
+        t = self._operand(x, what) if not isinstance(x, Tensor) else x
+        if not isinstance(t, Tensor):
+            raise InvalidArgumentError(f"{what}: expected a Tensor of this definition, got {x!r}")
+        return self._fd._own(t, what)
+
+    def _handle(self, x: Union[Tensor, Scalar], what: str) -> _capi.TvHandle:
+        """The C tensor of an operand: a Scalar's 0-d constant is made on first use."""
+        if isinstance(x, Tensor):
+            return x.handle
+        if x.handle is None:
+            if x.value is None:
+                raise UnsupportedError(f"{what}: {x!r} cannot be an operand: cfuser has no 0-d tensor of a symbolic "
+                                       "size (use the size where a shape is expected, or a constant)")
+            lib, f = _capi.lib, self._fd._f
+            dt = x.dtype
+            h = lib.cf_const_int(f, int(dt), int(x.value)) if dt in _INTEGER else \
+                lib.cf_const(f, int(dt), float(x.value))
+            if not h:
+                raise self._fd._error(what)
+            x.handle = h
+        return x.handle
+
+    # ---- elementwise ------------------------------------------------------------------------
+
+    def _elementwise(self, what: str, cname: str, operands: Sequence[Any]) -> Union[Tensor, Scalar]:
         fd = self._fd
         fd._check_open(what)
-        ta, tb = fd._tv(a, what), fd._tv(b, what)  # both Tensors of fd from here on
-        shape = broadcast_shapes((cast(Tensor, a).shape, cast(Tensor, b).shape))
-        return self._make(what, getattr(_capi.lib, "cf_" + what)(fd._f, ta, tb), shape)
+        ops = [self._operand(x, what) for x in operands]
+        tensors = [o for o in ops if isinstance(o, Tensor)]
+        if not tensors:
+            return self._scalar_op(what, cname, ops)
+        h = self._with_constant(cname, ops)
+        if h is None:
+            h = getattr(_capi.lib, cname)(fd._f, *[self._handle(o, what) for o in ops])
+        return self._make(what, h, broadcast_shapes([t.extents for t in tensors]))
 
-    def _with_scalar(self, what: str, a: Operand, b: Operand) -> Optional[Tensor]:
-        """add/sub/mul/div where one side is a number; None when both are tensors."""
-        va, vb = _scalar_value(a), _scalar_value(b)
-        if va is None and vb is None:
+    _SCALAR_FORMS = {"cf_add": ("cf_add_scalar", 1.0), "cf_sub": ("cf_add_scalar", -1.0),
+                     "cf_mul": ("cf_mul_scalar", 1.0)}
+
+    def _with_constant(self, cname: str, ops: Sequence[Union[Tensor, Scalar]]) -> Optional[_capi.TvHandle]:
+        """A floating tensor plus, minus or times a constant number: the C op with the
+        constant in the expression (cf_add_scalar, cf_mul_scalar), as a wrapped number keeps
+        the tensor's dtype. Not a 0-d constant tensor: the segmenter gives a 0-d full
+        feeding a reduction's epilogue a kernel of its own."""
+        form = self._SCALAR_FORMS.get(cname)
+        if form is None or len(ops) != 2 or not isinstance(ops[0], Tensor) or not isinstance(ops[1], Scalar):
             return None
+        t, c = ops
+        if c.value is None or not is_floating(t.dtype) or is_floating(c.dtype) and c.dtype != DataType.Double:
+            return None
+        return getattr(_capi.lib, form[0])(self._fd._f, t.handle, form[1] * float(c.value))
+
+    def _scalar_op(self, what: str, cname: str, ops: Sequence[Scalar],
+                   extra: Sequence[Any] = ()) -> Scalar:
+        """An op of Scalars: folded when all are constants, else a 0-d op of the fusion."""
         fd = self._fd
-        fd._check_open(what)
-        if va is not None and vb is not None:
-            raise InvalidArgumentError(f"{what}: both operands are scalars; at least one must be a Tensor")
-        operand, v, left = (b, va, True) if va is not None else (a, vb, False)
-        h = fd._tv(operand, what)
-        t = cast(Tensor, operand)
-        lib, f = _capi.lib, fd._f
-        assert v is not None
-        if what == "add":
-            return self._make(what, lib.cf_add_scalar(f, h, v), t.shape)
-        if what == "mul":
-            return self._make(what, lib.cf_mul_scalar(f, h, v), t.shape)
-        if what == "sub":
-            if left:  # c - x == -x + c exactly
-                return self._make(what, lib.cf_add_scalar(f, self.neg(t).handle, v), t.shape)
-            return self._make(what, lib.cf_add_scalar(f, h, -v), t.shape)
-        if not left and v != 0 and math.isfinite(v) and abs(math.frexp(v)[0]) == 0.5:
-            return self._make(what, lib.cf_mul_scalar(f, h, 1.0 / v), t.shape)
-        raise UnsupportedError(
-            f"div: dividing {'the scalar ' + repr(v) + ' by ' + t.name if left else t.name + ' by the scalar ' + repr(v)}"
-            " is not in the C API (it has add_scalar and mul_scalar only); divide by a power of two or by a tensor")
+        if all(s.value is not None for s in ops):
+            return self._fold(what, lambda f, hs: getattr(_capi.lib, cname)(f, *hs, *extra), ops)
+        h = getattr(_capi.lib, cname)(fd._f, *[self._handle(s, what) for s in ops], *extra)
+        if not h:
+            raise fd._error(what)
+        return Scalar(fd, None, DataType(_capi.lib.cf_tv_dtype(h)), handle=h)
 
-    def add(self, a: Operand, b: Operand) -> Tensor:
-        """a + b; either may be a number or Scalar."""
-        return self._with_scalar("add", a, b) or self._binary("add", a, b)
+    def _fold(self, what: str, build: Callable[[Any, List[Any]], Any], ops: Sequence[Scalar]) -> Scalar:
+        """The value of build(f, constants) computed now by the C library's evaluator."""
+        lib = _capi.lib
+        f = lib.cf_fusion_create()
+        if not f:
+            raise MemoryError(f"{what}: out of memory")
+        try:
+            hs = [lib.cf_const_int(f, int(s.dtype), int(s.value)) if s.dtype in _INTEGER else
+                  lib.cf_const(f, int(s.dtype), float(s.value)) for s in ops]
+            out = build(f, hs) if all(hs) else None
+            status = lib.cf_fusion_add_output(f, out) if out else lib.cf_fusion_status(f)
+            result = (ctypes.c_void_p * 1)()
+            if not status:
+                status = lib.cf_fusion_evaluate(f, 0, None, result)
+            if status:
+                raise error_for(status, lib.cf_fusion_error(f).decode())
+            dt = DataType(lib.cf_tv_dtype(out))
+            m = _capi.DLManagedTensor.from_address(result[0])
+            value = _element((m.dl_tensor.data or 0) + m.dl_tensor.byte_offset, dt)
+            lib.cf_tensor_free(result[0])
+            return Scalar(self._fd, value, dt)
+        finally:
+            lib.cf_fusion_destroy(f)
 
-    def sub(self, a: Operand, b: Operand) -> Tensor:
-        """a - b; either may be a number or Scalar."""
-        return self._with_scalar("sub", a, b) or self._binary("sub", a, b)
+    def where(self, pred: Operand, a: Operand, b: Operand) -> Union[Tensor, Scalar]:
+        """pred ? a : b elementwise (pred Bool); a and b may be Scalars or numbers."""
+        return self._elementwise("where", "cf_where", [pred, a, b])
 
-    def mul(self, a: Operand, b: Operand) -> Tensor:
-        """a * b; either may be a number or Scalar."""
-        return self._with_scalar("mul", a, b) or self._binary("mul", a, b)
-
-    def div(self, a: Operand, b: Operand) -> Tensor:
-        """a / b; b may be a power-of-two number (an exact reciprocal)."""
-        return self._with_scalar("div", a, b) or self._binary("div", a, b)
-
-    def where(self, cond: Tensor, a: Tensor, b: Tensor) -> Tensor:
-        """cond ? a : b elementwise; cond must be Bool."""
-        fd = self._fd
-        fd._check_open("where")
-        hc, ha, hb = fd._tv(cond, "where"), fd._tv(a, "where"), fd._tv(b, "where")
-        return self._make("where", _capi.lib.cf_where(fd._f, hc, ha, hb),
-                          broadcast_shapes((cond.shape, a.shape, b.shape)))
-
-    def clamp(self, t: Tensor, lo: float, hi: float) -> Tensor:
-        """min(max(t, lo), hi); lo <= hi. A NaN element becomes lo (as maximum/minimum)."""
-        fd = self._fd
-        fd._check_open("clamp")
-        h = fd._tv(t, "clamp")
-        return self._make("clamp", _capi.lib.cf_clamp(fd._f, h, float(lo), float(hi)), t.shape)
-
-    def cast(self, t: Tensor, dtype: Union[DataType, str]) -> Tensor:
-        """t converted to dtype."""
+    def cast(self, arg: Operand, dtype: Union[DataType, str]) -> Union[Tensor, Scalar]:
+        """arg converted to dtype (nvFuser's cast; floating to integer saturates, NaN gives 0)."""
         fd = self._fd
         fd._check_open("cast")
-        h = fd._tv(t, "cast")
-        return self._make("cast", _capi.lib.cf_cast(fd._f, h, int(as_dtype(dtype))), t.shape)
+        dt = as_dtype(dtype)
+        x = self._operand(arg, "cast")
+        if isinstance(x, Scalar):
+            return self._scalar_op("cast", "cf_cast", [x], (int(dt),))
+        return self._make("cast", _capi.lib.cf_cast(fd._f, x.handle, int(dt)), x.extents)
 
-    def broadcast(self, t: Tensor, is_broadcast_dim: Sequence[bool]) -> Tensor:
-        """Inserts size-1 axes where is_broadcast_dim is True (its length is the output's
-        rank); the other positions take t's axes in order."""
+    def clamp(self, arg: Operand, min: Any = None, max: Any = None) -> Union[Tensor, Scalar]:  # noqa: A002
+        """min(max(arg, min), max), as torch.clamp (NaN stays NaN); a bound may be None,
+        a number or a Scalar."""
         fd = self._fd
-        fd._check_open("broadcast")
-        h = fd._tv(t, "broadcast")
-        flags = [bool(x) for x in is_broadcast_dim]
-        arr = (ctypes.c_bool * max(len(flags), 1))(*flags)
-        kept: List[Extent] = list(t.shape)
-        shape: Shape = tuple(1 if b or not kept else kept.pop(0) for b in flags)
-        return self._make("broadcast", _capi.lib.cf_broadcast(fd._f, h, len(flags), arr), shape)
+        fd._check_open("clamp")
+        x = self._operand(arg, "clamp")
+        lo, hi = (None if v is None else self._operand(v, "clamp") for v in (min, max))
+        if isinstance(x, Tensor) and isinstance(lo, Scalar) and isinstance(hi, Scalar) and \
+                lo.value is not None and hi.value is not None and lo.value <= hi.value:
+            return self._make("clamp", _capi.lib.cf_clamp(fd._f, x.handle, float(lo.value), float(hi.value)), x.extents)
+        out: Any = x
+        if min is not None:
+            out = self.where(self.lt(out, min), min, out)
+        if max is not None:
+            out = self.where(self.gt(out, max), max, out)
+        return self.set(out) if out is arg else out
 
-    def broadcast_in_dim(self, t: Tensor, output_rank: int, broadcast_dims: Sequence[int]) -> Tensor:
-        """nvFuser's form: t's axis i becomes output axis broadcast_dims[i]; the output has
-        output_rank axes (an int here: sizes come from t)."""
-        dims = set(_axes(broadcast_dims, output_rank, "broadcast_in_dim", t))
-        return self.broadcast(t, [i not in dims for i in range(output_rank)])
+    def threshold(self, arg: Operand, threshold: Any, value: Any) -> Union[Tensor, Scalar]:
+        """torch.nn.functional.threshold: value where arg <= threshold, else arg."""
+        return self.where(self.le(arg, threshold), value, arg)
 
-    def _reduce(self, what: str, cname: str, t: Tensor, dims: Union[int, Sequence[int]], keepdim: bool) -> Tensor:
+    def lerp(self, start: Operand, end: Operand, weight: Operand) -> Union[Tensor, Scalar]:
+        """start + weight * (end - start)."""
+        return self.add(start, self.mul(weight, self.sub(end, start)))
+
+    def add_alpha(self, a: Operand, b: Operand, alpha: Any) -> Union[Tensor, Scalar]:
+        """a + alpha * b (torch.add with alpha)."""
+        return self.add(a, self.mul(b, alpha))
+
+    def sub_alpha(self, a: Operand, b: Operand, alpha: Any) -> Union[Tensor, Scalar]:
+        """a - alpha * b (torch.sub with alpha)."""
+        return self.sub(a, self.mul(b, alpha))
+
+    def addcmul(self, arg: Operand, t1: Operand, t2: Operand, value: Any = 1.0) -> Union[Tensor, Scalar]:
+        """torch.addcmul: arg + value * t1 * t2 (cf_addcmul when value is a constant)."""
         fd = self._fd
-        fd._check_open(what)
-        h = fd._tv(t, what)
-        axes = _axes(dims, t.ndim, what, t)
-        arr = (ctypes.c_int * max(len(axes), 1))(*axes)
-        shape = tuple(e for i, e in enumerate(t.shape) if i not in axes)
-        out = self._make(what, getattr(_capi.lib, cname)(fd._f, h, len(axes), arr), shape)
-        return self.broadcast(out, [i in axes for i in range(t.ndim)]) if keepdim else out
+        fd._check_open("addcmul")
+        ops = [self._operand(x, "addcmul") for x in (arg, t1, t2)]
+        v = self._operand(value, "addcmul")
+        if isinstance(v, Scalar) and v.value is not None and all(isinstance(o, Tensor) for o in ops):
+            hs = [self._handle(o, "addcmul") for o in ops]
+            return self._make("addcmul", _capi.lib.cf_addcmul(fd._f, *hs, float(v.value)),
+                              broadcast_shapes([o.extents for o in ops if isinstance(o, Tensor)]))
+        return self.add(arg, self.mul(self.mul(value, t1), t2))
 
-    def sum(self, t: Tensor, dims: Union[int, Sequence[int]], keepdim: bool = False) -> Tensor:
-        """The sum over dims (negative counts from the end)."""
-        return self._reduce("sum", "cf_sum", t, dims, keepdim)
+    def logical_right_shift(self, a: Operand, b: Operand) -> Union[Tensor, Scalar]:
+        """nvFuser's logical_right_shift of integers: the bits shifted right with zeros
+        filled in (an amount of the width or more gives 0)."""
+        x = self._operand(a, "logical_right_shift")
+        n = self._operand(b, "logical_right_shift")
+        width = 8 * _capi.lib.cf_dtype_size(int(x.dtype if isinstance(x, (Tensor, Scalar)) else DataType.Int))
+        arith = self.bitwise_right_shift(x, n)
+        ones = self.cast(-1, x.dtype)  # all bits set, of x's dtype
+        keep = self.bitwise_not(self.bitwise_left_shift(ones, self.sub(width, n)))  # the low width - n bits
+        shifted = self.bitwise_and(arith, keep)
+        return self.where(self.ge(n, width), self.cast(0, x.dtype), shifted)
 
-    def max(self, t: Tensor, dims: Union[int, Sequence[int]], keepdim: bool = False) -> Tensor:
-        """The maximum over dims (a reduction; maximum is the elementwise one)."""
-        return self._reduce("max", "cf_max_reduce", t, dims, keepdim)
+    # ---- sizes ------------------------------------------------------------------------------
 
-    def min(self, t: Tensor, dims: Union[int, Sequence[int]], keepdim: bool = False) -> Tensor:
-        """The minimum over dims (a reduction; minimum is the elementwise one)."""
-        return self._reduce("min", "cf_min_reduce", t, dims, keepdim)
+    def size(self, arg: Tensor, dim: int) -> Scalar:
+        """The size of arg's axis dim as a Scalar (a constant where the definition knows it)."""
+        t = self._tensor(arg, "size")
+        d = self._axes(dim, t.ndim, "size", t)[0]
+        e = t.extents[d]
+        return Scalar(self._fd, e if type(e) is int else None, DataType.Int, extent=e, source=(t, d))
 
-    def prod(self, t: Tensor, dims: Union[int, Sequence[int]], keepdim: bool = False) -> Tensor:
-        """The product over dims."""
-        return self._reduce("prod", "cf_prod", t, dims, keepdim)
+    def shape(self, arg: Tensor) -> Any:
+        """arg.shape(): its sizes as a Vector."""
+        return self._tensor(arg, "shape").shape()
 
-    def mean(self, t: Tensor, dims: Union[int, Sequence[int]], keepdim: bool = False) -> Tensor:
-        """The mean over dims."""
-        return self._reduce("mean", "cf_mean", t, dims, keepdim)
+    def at(self, vector: Any, index: int) -> Scalar:
+        """Entry index of a Vector."""
+        return vector[index]
 
-    def welford(self, t: Tensor, dims: Union[int, Sequence[int]]) -> Tensor:
-        """The Welford states (running mean, M2, count) of t over dims, one pass: schedule
-        it like any reduction and read it with welford_avg, welford_m2 and welford_n."""
-        return self._reduce("welford", "cf_welford", t, dims, False)
-
-    def _welford_field(self, what: str, states: Tensor) -> Tensor:
-        fd = self._fd
-        fd._check_open(what)
-        h = fd._tv(states, what)
-        return self._make(what, getattr(_capi.lib, "cf_" + what)(fd._f, h), states.shape)
-
-    def welford_avg(self, states: Tensor) -> Tensor:
-        """The mean of each group of Welford states."""
-        return self._welford_field("welford_avg", states)
-
-    def welford_m2(self, states: Tensor) -> Tensor:
-        """The sum of squared deviations from the mean (M2) of each group."""
-        return self._welford_field("welford_m2", states)
-
-    def welford_n(self, states: Tensor) -> Tensor:
-        """The count of each group (int64)."""
-        return self._welford_field("welford_n", states)
-
-    def var_mean(self, t: Tensor, dims: Union[int, Sequence[int]], correction: int = 1,
-                 keepdim: bool = False) -> Tuple[Tensor, Tensor]:
-        """(variance, mean) over dims as torch.var_mean, through one Welford reduction:
-        variance = M2 / (count - correction)."""
-        fd = self._fd
-        fd._check_open("var_mean")
-        h = fd._tv(t, "var_mean")
-        axes = _axes(dims, t.ndim, "var_mean", t)
-        arr = (ctypes.c_int * max(len(axes), 1))(*axes)
-        var, mean = ctypes.c_void_p(), ctypes.c_void_p()
-        if _capi.lib.cf_var_mean(fd._f, h, len(axes), arr, int(correction), bool(keepdim), ctypes.byref(var),
-                                 ctypes.byref(mean)):
-            raise fd._error("var_mean")
-        shape = tuple(1 if i in axes else e for i, e in enumerate(t.shape)) if keepdim else \
-            tuple(e for i, e in enumerate(t.shape) if i not in axes)
-        return self._make("var_mean", var.value, shape), self._make("var_mean", mean.value, shape)
-
-    _REDUCE_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "mean": 4}
-
-    def reduce(self, op: str, t: Tensor, dims: Union[int, Sequence[int]], keepdim: bool = False) -> Tensor:
-        """The reduction op ("sum", "prod", "max", "min" or "mean") over dims."""
-        if op not in self._REDUCE_OPS:
-            raise ValueError(f"reduce: unknown op {op!r}; use one of {sorted(self._REDUCE_OPS)}")
-        return getattr(self, op)(t, dims, keepdim)
-
-    def permute(self, t: Tensor, dims: Sequence[int]) -> Tensor:
-        """Output axis i is t's axis dims[i]."""
-        fd = self._fd
-        fd._check_open("permute")
-        h = fd._tv(t, "permute")
-        perm = _axes(dims, t.ndim, "permute", t)
-        arr = (ctypes.c_int * max(len(perm), 1))(*perm)
-        ok = sorted(perm) == list(range(t.ndim))  # else the C op reports it
-        shape = tuple(t.shape[d] for d in perm) if ok else t.shape
-        return self._make("permute", _capi.lib.cf_permute(fd._f, h, len(perm), arr), shape)
-
-    def transpose(self, t: Tensor, dim0: int, dim1: int) -> Tensor:
-        """t with axes dim0 and dim1 swapped."""
-        fd = self._fd
-        fd._check_open("transpose")
-        h = fd._tv(t, "transpose")
-        dim0, dim1 = _axes([dim0, dim1], t.ndim, "transpose", t)
-        shape = list(t.shape)
-        shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
-        return self._make("transpose", _capi.lib.cf_transpose(fd._f, h, dim0, dim1), tuple(shape))
-
-    # ---- shape ops ----------------------------------------------------------------------
-
-    def squeeze(self, t: Tensor, dims: Union[int, Sequence[int]]) -> Tensor:
-        """t without the axes dims, each a broadcast axis or of extent 1 (cf_squeeze)."""
-        fd = self._fd
-        fd._check_open("squeeze")
-        h = fd._tv(t, "squeeze")
-        axes = _axes(dims, t.ndim, "squeeze", t)
-        arr = (ctypes.c_int * max(len(axes), 1))(*axes)
-        shape = tuple(e for i, e in enumerate(t.shape) if i not in axes)
-        return self._make("squeeze", _capi.lib.cf_squeeze(fd._f, h, len(axes), arr), shape)
-
-    def expand(self, t: Tensor, sizes: Sequence[int]) -> Tensor:
-        """nvFuser's expand: broadcast axes of t take the given sizes; -1 keeps an axis."""
-        fd = self._fd
-        fd._check_open("expand")
-        h = fd._tv(t, "expand")
-        sz = [int(s) for s in sizes]
-        arr = (ctypes.c_int64 * max(len(sz), 1))(*sz)
-        shape = tuple(e if s == -1 else s for e, s in zip(t.shape, sz)) if len(sz) == t.ndim else t.shape
-        return self._make("expand", _capi.lib.cf_expand(fd._f, h, len(sz), arr), shape)
-
-    def expand_as(self, t: Tensor, other: Tensor) -> Tensor:
-        """t expanded to other's sizes where t is broadcast (cf_expand_as)."""
-        fd = self._fd
-        fd._check_open("expand_as")
-        h, ho = fd._tv(t, "expand_as"), fd._tv(other, "expand_as")
-        shape = broadcast_shapes((t.shape, other.shape))
-        return self._make("expand_as", _capi.lib.cf_expand_as(fd._f, h, ho), shape)
-
-    def full(self, shape: Sequence[int], fill_value: Number, dtype: Union[DataType, str]) -> Tensor:
-        """A tensor of constant sizes filled with fill_value (cf_full)."""
-        fd = self._fd
-        fd._check_open("full")
-        sz = [int(s) for s in shape]
-        arr = (ctypes.c_int64 * max(len(sz), 1))(*sz)
-        h = _capi.lib.cf_full(fd._f, len(sz), arr, float(fill_value), int(as_dtype(dtype)))
-        return self._make("full", h, tuple(sz))
-
-    def full_like(self, t: Tensor, fill_value: Number) -> Tensor:
-        """A tensor of t's shape and dtype filled with fill_value (cf_full_like)."""
-        fd = self._fd
-        fd._check_open("full_like")
-        h = fd._tv(t, "full_like")
-        return self._make("full_like", _capi.lib.cf_full_like(fd._f, h, float(fill_value)), t.shape)
-
-    def reshape(self, t: Tensor, new_shape: Sequence[int]) -> Tensor:
-        """t's elements in row-major order under new_shape (one -1 inferred). cf_reshape:
-        run only as a view by define-and-run (cf_fusion_execute); a kernel refuses it."""
-        fd = self._fd
-        fd._check_open("reshape")
-        h = fd._tv(t, "reshape")
-        sz = [int(s) for s in new_shape]
-        arr = (ctypes.c_int64 * max(len(sz), 1))(*sz)
-        return self._make("reshape", _capi.lib.cf_reshape(fd._f, h, len(sz), arr), tuple(sz))
+    @staticmethod
+    def _axes(dims: Union[int, Sequence[int]], rank: int, what: str, t: Tensor) -> List[int]:
+        dims = [dims] if isinstance(dims, int) else list(dims)
+        out = []
+        for d in dims:
+            if isinstance(d, bool) or not isinstance(d, int) or not -max(rank, 1) <= d < max(rank, 1):
+                raise InvalidArgumentError(f"{what}: dimension {d!r} out of range for {t.name} of {rank} dimensions")
+            out.append(d % max(rank, 1))
+        return out
 
 
-def _unary(cname: str, name: str) -> Callable[[Ops, Tensor], Tensor]:
-    def op(self: Ops, t: Tensor) -> Tensor:
-        fd = self._fd
-        fd._check_open(name)
-        h = fd._tv(t, name)
-        return self._make(name, getattr(_capi.lib, cname)(fd._f, h), t.shape)
+def _op_rows() -> Dict[str, Tuple[str, str]]:
+    """Python name -> (C function, kind) of every elementwise row with a bound C function."""
+    out = {}
+    for row in _capi.op_table():
+        kind, name = row.kind.decode(), row.name.decode()
+        if row.api and kind in ("unary", "binary") and "cf_" + name in _capi.BOUND:
+            out[row.py_name.decode()] = ("cf_" + name, kind)
+    return out
 
-    op.__name__ = name
-    op.__doc__ = f"Elementwise {name} (cf_{cname[3:]})."
+
+OP_ROWS = _op_rows()
+
+
+def _unary(py: str, cname: str) -> Callable[..., Any]:
+    def op(self: Ops, arg: Operand) -> Union[Tensor, Scalar]:
+        return self._elementwise(py, cname, [arg])
+
+    op.__name__ = py
+    op.__doc__ = f"Elementwise {py} (cf_{cname[3:]}); a Scalar gives a Scalar."
     return op
 
 
-def _binary(cname: str, name: str) -> Callable[[Ops, Tensor, Tensor], Tensor]:
-    def op(self: Ops, a: Tensor, b: Tensor) -> Tensor:
-        return self._binary(cname[3:], a, b)
+def _binary(py: str, cname: str) -> Callable[..., Any]:
+    def op(self: Ops, a: Operand, b: Operand) -> Union[Tensor, Scalar]:
+        return self._elementwise(py, cname, [a, b])
 
-    op.__name__ = name
-    op.__doc__ = f"Elementwise {name} of two tensors of equal rank (cf_{cname[3:]})."
+    op.__name__ = py
+    op.__doc__ = f"Elementwise {py} (cf_{cname[3:]}): Tensors, Scalars or numbers, broadcast numpy-style."
     return op
 
 
-for _c in ("set",) + _capi.UNARY_OPS:
-    setattr(Ops, _c, _unary("cf_" + _c, _c))
-for _c in _capi.BINARY_OPS:
-    _name = _BINARY_NAMES.get(_c, _c)
-    if _name not in Ops.__dict__:  # add, sub, mul, div are above: they take numbers too
-        setattr(Ops, _name, _binary("cf_" + _c, _name))
+setattr(Ops, "set", _unary("set", "cf_set"))
+for _py, (_c, _kind) in OP_ROWS.items():
+    setattr(Ops, _py, (_unary if _kind == "unary" else _binary)(_py, _c))

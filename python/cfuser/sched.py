@@ -97,7 +97,7 @@ class Sched:
         if len(flags) != len(ids):
             raise InvalidArgumentError(f"set_allocation_domain: {len(ids)} axes but {len(flags)} contiguity flags "
                                        f"for {t.name}")
-        id_arr = (ctypes.c_void_p * max(len(ids), 1))(*ids)
+        id_arr = _capi.handle_array(_capi.IdHandle, ids)
         flag_arr = (ctypes.c_int8 * max(len(flags), 1))(*flags)
         self._call("set_allocation_domain", "cf_set_allocation_domain", h, len(ids), id_arr, flag_arr)
 
@@ -113,24 +113,24 @@ class Sched:
     def group_tmem(self, tensors: Sequence[Tensor]) -> None:
         """Tensor memory: the tensors share one region, side by side in its columns."""
         hs = [self._tv(t, "group_tmem") for t in tensors]
-        self._fd._check(_capi.lib.cf_fusion_group_tmem(self._fd._f, len(hs), (ctypes.c_void_p * max(len(hs), 1))(*hs)))
+        self._fd._check(_capi.lib.cf_fusion_group_tmem(self._fd._f, len(hs), _capi.handle_array(_capi.TvHandle, hs)))
 
     def cache_after(self, t: Tensor) -> Tensor:
         """A local copy of t that every consumer of t reads instead (for vector loads)."""
         h = self._tv(t, "cache_after")
-        return self._fd._new_tensor("cache_after", _capi.lib.cf_cache_after(self._fd._f, h), t.shape)
+        return self._fd._new_tensor("cache_after", _capi.lib.cf_cache_after(self._fd._f, h), t.extents)
 
     def cache_before(self, t: Tensor) -> Tensor:
         """A local tensor t's defining op now writes; t becomes its copy (for vector stores)."""
         h = self._tv(t, "cache_before")
-        return self._fd._new_tensor("cache_before", _capi.lib.cf_cache_before(self._fd._f, h), t.shape)
+        return self._fd._new_tensor("cache_before", _capi.lib.cf_cache_before(self._fd._f, h), t.extents)
 
     def rfactor(self, t: Tensor, axes: Sequence[int]) -> Tensor:
         """nvFuser's rFactor: the reduction t's loop axes `axes` go to a new partial
         reduction, which is returned; t reduces what is left."""
         h = self._tv(t, "rfactor")
         arr = (ctypes.c_int * max(len(axes), 1))(*axes)
-        return self._fd._new_tensor("rfactor", _capi.lib.cf_rfactor(self._fd._f, h, len(axes), arr), t.shape)
+        return self._fd._new_tensor("rfactor", _capi.lib.cf_rfactor(self._fd._f, h, len(axes), arr), t.extents)
 
     def schedule_pointwise(self) -> None:
         """nvFuser's pointwise scheduler on the whole (unscheduled, elementwise) fusion."""

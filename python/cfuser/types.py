@@ -12,8 +12,11 @@ from typing import Dict, Type, Union
 
 
 class DataType(enum.IntEnum):
-    """Element types, in the order of CF_DTYPE_TABLE. DataType.Int is int64, as in nvFuser."""
+    """Element types, in the order of CF_DTYPE_TABLE. DataType.Int is int64, as in nvFuser.
+    DataType.Null is nvFuser's "no dtype given" (e.g. ``sum(t, dims, keepdim,
+    DataType.Null)`` keeps the input's), never a tensor's dtype."""
 
+    Null = -1
     Float = 0
     Double = 1
     Half = 2
@@ -43,16 +46,49 @@ ARRAY_DTYPE_NAMES: Dict[DataType, str] = {
 }
 
 
-def as_dtype(dtype: Union[DataType, str]) -> DataType:
-    """A DataType from itself or a name: "Float", "float32", "torch.float32"."""
+# The element types of tensors (DataType without Null and the Welford states).
+ELEMENT_DTYPES = tuple(d for d in DataType if 0 <= d < DataType.WelfordFloat)
+_ALIASES = {"int64": DataType.Int, "long": DataType.Int, "int": DataType.Int32, "float": DataType.Float,
+            "double": DataType.Double, "half": DataType.Half, "bool_": DataType.Bool, "bool": DataType.Bool}
+
+
+def as_dtype(dtype: object) -> DataType:
+    """A DataType from itself, a name ("Float", "float32", "torch.float32"), a NumPy dtype
+    or a torch.dtype."""
     if isinstance(dtype, DataType):
         return dtype
+    if not isinstance(dtype, str) and dtype is not None:
+        dtype = str(getattr(dtype, "name", None) or dtype)  # numpy.dtype('float32'), torch.float32
     if isinstance(dtype, str):
         name = dtype.rsplit(".", 1)[-1]
         for dt, array_name in ARRAY_DTYPE_NAMES.items():
             if name in (dt.name, array_name):
                 return dt
+        if name in _ALIASES:
+            return _ALIASES[name]
     raise InvalidArgumentError(f"unknown dtype {dtype!r}; use cfuser.DataType or a name such as 'float32'")
+
+
+def dtype_of_number(value: object) -> DataType:
+    """nvFuser's dtype of a Python number given to define_scalar: Bool, Int (int64) or
+    Double."""
+    if isinstance(value, bool):
+        return DataType.Bool
+    if isinstance(value, int):
+        return DataType.Int
+    if isinstance(value, float):
+        return DataType.Double
+    if isinstance(value, complex):
+        raise UnsupportedError(f"the complex number {value!r}: cfuser has no complex dtypes")
+    raise InvalidArgumentError(f"{value!r} is not a number (bool, int or float)")
+
+
+def is_floating(dt: DataType) -> bool:
+    return dt in (DataType.Float, DataType.Double, DataType.Half, DataType.BFloat16)
+
+
+def is_integral(dt: DataType) -> bool:
+    return dt in (DataType.Int8, DataType.Int32, DataType.Int, DataType.UInt32, DataType.Bool)
 
 
 class ParallelType(enum.IntEnum):
@@ -114,6 +150,11 @@ class InvalidArgumentError(CfuserError, ValueError):
     """A bad value: a wrong dtype, shape or device, a tensor of another definition."""
 
     status = "ERR_INVALID_ARGUMENT"
+
+
+class NotDefinedError(InvalidArgumentError, NotImplementedError):
+    """A FusionDefinition executed before anything was defined (nvFuser raises
+    NotImplementedError there: its definition() is not overridden)."""
 
 
 class InvalidScheduleError(CfuserError):

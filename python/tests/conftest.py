@@ -24,3 +24,6 @@ def lib(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+from nvf_port import dev  # noqa: E402,F401  (the port's fixture: NumPy, and torch CUDA where present)

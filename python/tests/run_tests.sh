@@ -2,22 +2,33 @@
 # Runs the Python frontend's tests (pytest) against a built libcfuser.so; ctest's
 # `python_tests` calls it as: python/tests/run_tests.sh <path of libcfuser.so> [pytest args]
 # ($CFUSER_PYTEST_DIR: another directory of tests, e.g. tests/conformance's run.sh).
-# The interpreter is $CFUSER_PYTHON, else the first of python3 on PATH and /usr/bin/python3
-# that has pytest and numpy. Without one it reports itself skipped (exit 77) with the reason.
+# The suite runs once per interpreter among $CFUSER_PYTHON, python3 on PATH and
+# /usr/bin/python3 (distinct executables) that has pytest and numpy: the binding must work
+# on a PIE interpreter (pyenv's, handles above 2^31) and on Debian's alike. One without them
+# is reported skipped with the reason (CI stays offline); with none at all the run is
+# skipped (exit 77). $CFUSER_PYTHON_ONLY=1: only the first usable one.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 lib="${1:?usage: run_tests.sh <libcfuser.so> [pytest args]}"
 shift
-pick=""
+export CFUSER_LIBRARY="$lib" PYTHONPATH="$here/..${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
+seen=" " ran=0 rc=0
 for py in ${CFUSER_PYTHON:-} python3 /usr/bin/python3; do
-  if command -v "$py" >/dev/null 2>&1 && "$py" -c "import pytest, numpy" >/dev/null 2>&1; then
-    pick="$py"
-    break
+  command -v "$py" >/dev/null 2>&1 || continue
+  exe="$("$py" -c 'import sys; print(sys.executable)' 2>/dev/null)" || continue
+  case "$seen" in *" $exe "*) continue ;; esac
+  seen="$seen$exe "
+  if ! "$py" -c "import pytest, numpy" >/dev/null 2>&1; then
+    echo "skipped on $exe: it lacks pytest or numpy (install them, e.g. in a venv given as CFUSER_PYTHON)"
+    continue
   fi
+  echo "== $exe"
+  "$py" -m pytest -q -p no:cacheprovider -rs "${CFUSER_PYTEST_DIR:-$here}" "$@" || rc=$?
+  ran=$((ran + 1))
+  [ "${CFUSER_PYTHON_ONLY:-0}" = 1 ] && break
 done
-if [ -z "$pick" ]; then
+if [ "$ran" = 0 ]; then
   echo "skipped: no Python with pytest and numpy (install python3-pytest python3-numpy, or set CFUSER_PYTHON)"
   exit 77
 fi
-export CFUSER_LIBRARY="$lib" PYTHONPATH="$here/..${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
-exec "$pick" -m pytest -q -p no:cacheprovider -rs "${CFUSER_PYTEST_DIR:-$here}" "$@"
+exit "$rc"

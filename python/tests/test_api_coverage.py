@@ -15,38 +15,21 @@ INCLUDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os
 # Declared in the headers but deliberately not bound, each with the reason.
 NOT_BOUND = {
     "cf_fusion_verify": "an internal check of the IR, for cfuser's own tests",
-    "cf_fusion_num_inputs": "FusionDefinition counts its inputs itself",
-    "cf_fusion_input": "FusionDefinition keeps its Tensors",
-    "cf_fusion_output": "FusionDefinition keeps its Tensors",
     "cf_fusion_copy": "a copy of the math for C's define and run (execute.h); FusionDefinition keeps its record",
-    # issue 26: the Python frontend's work binds these (define_scalar with a value, full of an int)
-    "cf_const": "not bound yet: issue 26's frontend (define_scalar(value))",
-    "cf_const_int": "not bound yet: issue 26's frontend (define_scalar(int value), exact)",
-    "cf_full_int": "not bound yet: issue 26's frontend (full with an int64 value, exact)",
-    "cf_iota": "not bound yet: issue 26's frontend (fd.ops.iota)",
-    "cf_triu": "not bound yet: issue 26's frontend (fd.ops.triu)",
-    "cf_addcmul": "not bound yet: issue 26's frontend (fd.ops.addcmul)",
-    "cf_uniform": "not bound yet: issue 26's frontend (fd.ops.uniform)",
-    "cf_normal": "not bound yet: issue 26's frontend (fd.ops.normal)",
-    "cf_uniform_like": "not bound yet: issue 26's frontend (rand_like)",
-    "cf_normal_like": "not bound yet: issue 26's frontend (randn_like)",
-    "cf_slice": "not bound yet: issue 26's frontend (fd.ops.slice)",
-    "cf_pad": "not bound yet: issue 26's frontend (fd.ops.pad)",
-    "cf_cat": "not bound yet: issue 26's frontend (fd.ops.cat)",
 }
 # Python name in fd.ops / fd.sched of each C call whose name differs (or that one Python
 # call reaches through an argument).
 PYTHON_NAME = {
     "cf_max": "maximum", "cf_min": "minimum", "cf_max_reduce": "max", "cf_min_reduce": "min",
-    "cf_add_scalar": "add", "cf_mul_scalar": "mul", "cf_split_outer": "split",
+    "cf_add_scalar": None, "cf_mul_scalar": None,  # bound; a number beside a tensor is cf_const (a scalar in promotion)
+    "cf_split_outer": "split",
     "cf_reorder_all": "reorder", "cf_inline_at_best_effort": "inline_at",
     "cf_propagate_transforms_checked": "propagate_transforms", "cf_fusion_group_tmem": "group_tmem",
     "cf_tensor_concrete": None, "cf_tensor_symbolic": None, "cf_tensor_strided": None,  # define_tensor
     "cf_scalar_input": None,  # fd.define_scalar(dtype)
-    "cf_const": None, "cf_const_int": None, "cf_full_int": None,  # not bound yet (NOT_BOUND)
-    "cf_iota": None, "cf_triu": None, "cf_addcmul": None,
-    "cf_uniform": None, "cf_normal": None, "cf_uniform_like": None, "cf_normal_like": None,
-    "cf_slice": None, "cf_pad": None, "cf_cat": None,
+    "cf_const": None, "cf_const_int": None,  # define_scalar(value) and numbers, when an op uses them
+    "cf_full_int": "full", "cf_expand_to": "broadcast_in_dim",  # also expand and full to another tensor's sizes
+    "cf_uniform_like": "rand_like", "cf_normal_like": "randn_like",
 }
 
 

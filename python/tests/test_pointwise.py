@@ -210,7 +210,7 @@ def test_define_tensor_like(lib, rng):
     with FusionDefinition() as fd_static:
         b = fd_static.define_tensor_like(x, static_sizes=True)
         fd_static.add_output(b + b)
-    assert (a.dtype, a.shape, b.shape) == (DataType.Float, ((0, 0), (0, 1)), (4, 6))
+    assert (a.dtype, a.extents, b.extents) == (DataType.Float, ((0, 0), (0, 1)), (4, 6))
     close(lib, fd.execute([x])[0], x * 2)
     close(lib, fd_static.execute([x])[0], x + x)
 
@@ -219,8 +219,14 @@ def test_define_tensor_like_a_strided_array(rng):
     x = rng.standard_normal((4, 6), dtype=np.float32)[:, ::2]
     with FusionDefinition() as fd:
         fd.add_output(fd.ops.neg(fd.define_tensor_like(x)))
-        with pytest.raises(cfuser.UnsupportedError) as info:
-            fd.define_tensor_like(x, static_sizes=True)
-        assert str(info.value) == "define_tensor_like: static sizes need a contiguous array"
+    with FusionDefinition() as fd_static:  # its sizes fixed, its strides any (nvFuser's static_sizes)
+        t = fd_static.define_tensor_like(x, static_sizes=True)
+        fd_static.add_output(fd_static.ops.neg(t))
+    assert t.extents == (4, 3)
     out, = fd.execute([x])
     np.testing.assert_array_equal(out, -x)
+    out, = fd_static.execute([x])
+    np.testing.assert_array_equal(out, -x)
+    with pytest.raises(cfuser.InvalidArgumentError) as info:
+        fd_static.execute([rng.standard_normal((4, 8), dtype=np.float32)[:, ::2]])
+    assert str(info.value) == "execute: input 0 has size 4 in dimension 1, expected 3"

@@ -4,10 +4,12 @@ from cfuser import DataType, MemoryType, ParallelType, _capi, types
 
 
 def test_data_types_match_the_c_table():
-    names = [_capi.lib.cf_dtype_name(i).decode() for i in range(len(DataType) + 1)]
+    c_dtypes = [d for d in DataType if d is not DataType.Null]  # Null: nvFuser's "no dtype given"
+    names = [_capi.lib.cf_dtype_name(i).decode() for i in range(len(c_dtypes) + 1)]
     assert names[-1] == "invalid"  # every C dtype has a Python name
-    assert [types.C_DTYPE_NAMES[d] for d in DataType] == names[:-1]
-    assert [_capi.lib.cf_dtype_size(int(d)) for d in DataType] == [4, 8, 2, 2, 1, 4, 8, 4, 1, 16, 24]
+    assert [types.C_DTYPE_NAMES[d] for d in c_dtypes] == names[:-1]
+    assert [_capi.lib.cf_dtype_size(int(d)) for d in c_dtypes] == [4, 8, 2, 2, 1, 4, 8, 4, 1, 16, 24]
+    assert DataType.Null.value == -1 and DataType.Null not in types.ELEMENT_DTYPES
 
 
 def test_parallel_types_match_the_c_table():
@@ -33,3 +35,8 @@ def test_dtype_names():
     assert types.as_dtype("float32") is DataType.Float
     assert types.as_dtype("torch.bfloat16") is DataType.BFloat16
     assert types.as_dtype("Int") is DataType.Int
+    assert types.as_dtype("long") is DataType.Int
+    import numpy
+    assert types.as_dtype(numpy.dtype("int32")) is DataType.Int32
+    assert types.dtype_of_number(True) is DataType.Bool and types.dtype_of_number(3) is DataType.Int
+    assert types.dtype_of_number(2.5) is DataType.Double

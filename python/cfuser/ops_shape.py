@@ -1,0 +1,413 @@
+"""The shape, creation and random ops of fd.ops, in nvFuser's forms.
+
+Shapes may be given as lists or tuples of ints, constant Scalars and sizes of tensors
+(``t.size(1)``, ``t.shape()``, a Vector): a size of another tensor becomes that tensor's
+axis extent in the IR (cf_expand_to), so ``broadcast_in_dim(t1, t0.shape(), [2])`` or
+``full(t0.shape(), 1.0, DataType.Float)`` has t0's sizes at run time. Sizes a definition
+cannot know (a scalar input used as a size) are refused with a message.
+
+Random ops without rng_seed and rng_offset draw from cfuser's generator (cfuser.manual_seed):
+each execute passes a seed and a fresh offset per random op as inputs the definition adds
+itself; with them, a draw depends only on (seed, offset, element), on every backend.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
+
+from . import _capi
+from ._tensor import DimExpr, Extent, Scalar, Tensor, Vector, product
+from .types import DataType, InvalidArgumentError, UnsupportedError, as_dtype, is_floating
+
+if TYPE_CHECKING:
+    from .ops import Ops
+
+ITER_BROADCAST, ITER_REDUCTION = 2, 1
+# A shape entry: (constant size or -1, the extent Python tracks, the IterDomain giving it in C or None)
+Entry = Tuple[int, Extent, Optional[_capi.IdHandle]]
+
+
+def logical_ids(t: Tensor) -> List[_capi.IdHandle]:
+    """t's logical axes as IterDomains (its loop axes without reduction axes: a definition
+    is not scheduled yet)."""
+    lib = _capi.lib
+    ids = [lib.cf_tv_axis(t.handle, i) for i in range(lib.cf_tv_naxes(t.handle))]
+    return [i for i in ids if lib.cf_id_iter_type(i) != ITER_REDUCTION]
+
+
+def _missing(name: str, nv: str) -> Any:
+    def op(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise UnsupportedError(f"{name}: not in this cfuser's op table yet ({nv}); nvFuser has it")
+
+    op.__name__ = name
+    op.__doc__ = f"Not in cfuser yet, raises UnsupportedError (nvFuser's {name}: {nv})."
+    return op
+
+
+class ShapeOps:
+    """The shape, creation and random ops of Ops (a mixin)."""
+
+    # ---- shape arguments --------------------------------------------------------------------
+
+    def _shape_entries(self: "Ops", shape: Any, what: str, allow_infer: bool = False) -> List[Entry]:
+        if isinstance(shape, Tensor):
+            raise InvalidArgumentError(f"{what}: shape is a Tensor; pass t.shape() for its sizes")
+        items = list(shape.items) if isinstance(shape, Vector) else list(shape)
+        if len(items) > 16:
+            raise InvalidArgumentError(f"{what}: {len(items)} sizes, more than cfuser's 16 axes")
+        out: List[Entry] = []
+        for k, x in enumerate(items):
+            if isinstance(x, Scalar):
+                if x.fd is not self._fd:
+                    raise InvalidArgumentError(f"{what}: size {k} belongs to another FusionDefinition")
+                if x.value is not None:
+                    x = int(x.value)
+                elif x.source is not None:
+                    t, d = x.source
+                    out.append((-1, t.extents[d], logical_ids(t)[d]))
+                    continue
+                else:
+                    raise UnsupportedError(f"{what}: size {k} is {x!r}, a value known only at run time; cfuser needs "
+                                           "sizes known when the fusion is defined (a constant, or a tensor's size "
+                                           "t.size(i))")
+            if isinstance(x, bool) or not isinstance(x, int) and not hasattr(x, "__index__"):
+                raise TypeError(f"{what}(): incompatible function arguments: size {x!r} at index {k}")
+            v = int(x)
+            if v < -1 or (v == -1 and not allow_infer):
+                raise InvalidArgumentError(f"{what}: The value {v} at index {k} was neither symbolic(-1), "
+                                           "zero_element(0), broadcast(1), or static(>1).")
+            out.append((v, v, None))
+        return out
+
+    def _expand_entries(self: "Ops", t: Tensor, entries: Sequence[Entry], what: str) -> Tensor:
+        """t with its broadcast axes expanded to the entries' sizes (-1 keeps an axis)."""
+        if len(entries) != t.ndim:
+            raise InvalidArgumentError(f"{what}: {len(entries)} sizes for {t.name} of {t.ndim} dimensions")
+        lib = _capi.lib
+        ids = logical_ids(t)
+        sizes, targets, extents, change = [], [], list(t.extents), False
+        for k, (v, ext, idh) in enumerate(entries):
+            bcast = lib.cf_id_iter_type(ids[k]) == ITER_BROADCAST
+            if not bcast:
+                if type(ext) is int and ext >= 0 and type(t.extents[k]) is int and ext != t.extents[k]:
+                    raise InvalidArgumentError(f"{what}: axis {k} of {t.name} has size {t.extents[k]} and is not a "
+                                               f"broadcast axis; it cannot become {ext}")
+                sizes.append(-1)
+                targets.append(None)
+                continue
+            if idh is None and v in (-1, 1):
+                sizes.append(-1)
+                targets.append(None)
+                continue
+            sizes.append(v if idh is None else -1)
+            targets.append(idh)
+            extents[k] = ext
+            change = True
+        if not change:
+            return t
+        h = lib.cf_expand_to(self._fd._f, t.handle, len(sizes), (ctypes.c_int64 * max(len(sizes), 1))(*sizes),
+                             _capi.handle_array(_capi.IdHandle, targets))
+        return self._make(what, h, extents)
+
+    # ---- broadcasting ------------------------------------------------------------------------
+
+    def broadcast(self: "Ops", arg: Any, is_broadcast_dim: Sequence[bool]) -> Tensor:
+        """Inserts size-1 axes where is_broadcast_dim is True (its length is the output's
+        rank); the other positions take arg's axes in order."""
+        fd = self._fd
+        fd._check_open("broadcast")
+        t = self._tensor(arg, "broadcast")
+        flags = [bool(x) for x in is_broadcast_dim]
+        arr = (ctypes.c_bool * max(len(flags), 1))(*flags)
+        kept = list(t.extents)
+        ext = tuple(1 if b or not kept else kept.pop(0) for b in flags)
+        return self._make("broadcast", _capi.lib.cf_broadcast(fd._f, t.handle, len(flags), arr), ext)
+
+    def broadcast_in_dim(self: "Ops", arg: Any, shape: Any, broadcast_dims: Sequence[int]) -> Tensor:
+        """nvFuser's broadcast_in_dim: arg's axis i becomes output axis broadcast_dims[i] of
+        an output of the given shape; size-1 (broadcast) axes expand to it. shape may also
+        be just the output's rank (an int: no expansion)."""
+        self._fd._check_open("broadcast_in_dim")
+        t = self._tensor(arg, "broadcast_in_dim")
+        entries = None if isinstance(shape, int) else self._shape_entries(shape, "broadcast_in_dim")
+        rank = shape if isinstance(shape, int) else len(entries)
+        dims = [int(d) for d in broadcast_dims]
+        if len(dims) != t.ndim:
+            raise InvalidArgumentError(f"broadcast_in_dim: broadcast_dims has {len(dims)} entries for {t.name} of "
+                                       f"{t.ndim} dimensions")
+        if any(not 0 <= d < rank for d in dims) or sorted(set(dims)) != dims:
+            raise InvalidArgumentError(f"broadcast_in_dim: broadcast_dims {dims} must be increasing axes of the "
+                                       f"{rank}-dimensional output")
+        b = self.broadcast(t, [k not in dims for k in range(rank)]) if rank != t.ndim else t
+        return b if entries is None else self._expand_entries(b, entries, "broadcast_in_dim")
+
+    def expand(self: "Ops", arg: Any, shape: Any) -> Tensor:
+        """nvFuser's expand: broadcast axes of arg take the given sizes (constants or
+        sizes of other tensors); -1 keeps an axis."""
+        self._fd._check_open("expand")
+        t = self._tensor(arg, "expand")
+        return self._expand_entries(t, self._shape_entries(shape, "expand", allow_infer=True), "expand")
+
+    def expand_as(self: "Ops", arg: Any, other: Any) -> Tensor:
+        """arg expanded to other's sizes where arg is broadcast (cf_expand_as)."""
+        fd = self._fd
+        fd._check_open("expand_as")
+        t, o = self._tensor(arg, "expand_as"), self._tensor(other, "expand_as")
+        from ._tensor import broadcast_shapes
+        return self._make("expand_as", _capi.lib.cf_expand_as(fd._f, t.handle, o.handle),
+                          broadcast_shapes((t.extents, o.extents)))
+
+    # ---- moving axes ------------------------------------------------------------------------
+
+    def permute(self: "Ops", arg: Any, dims: Sequence[int]) -> Tensor:
+        """Output axis i is arg's axis dims[i]."""
+        fd = self._fd
+        fd._check_open("permute")
+        t = self._tensor(arg, "permute")
+        perm = self._axes(dims, t.ndim, "permute", t)
+        arr = (ctypes.c_int * max(len(perm), 1))(*perm)
+        ok = sorted(perm) == list(range(t.ndim))  # else the C op reports it
+        return self._make("permute", _capi.lib.cf_permute(fd._f, t.handle, len(perm), arr),
+                          tuple(t.extents[d] for d in perm) if ok else t.extents)
+
+    def transpose(self: "Ops", arg: Any, dim0: int, dim1: int) -> Tensor:
+        """arg with axes dim0 and dim1 swapped."""
+        fd = self._fd
+        fd._check_open("transpose")
+        t = self._tensor(arg, "transpose")
+        dim0, dim1 = self._axes([dim0, dim1], t.ndim, "transpose", t)
+        ext = list(t.extents)
+        ext[dim0], ext[dim1] = ext[dim1], ext[dim0]
+        return self._make("transpose", _capi.lib.cf_transpose(fd._f, t.handle, dim0, dim1), ext)
+
+    def squeeze(self: "Ops", arg: Any, dims: Union[int, Sequence[int]], squeeze_expanded: bool = False) -> Tensor:
+        """arg without the axes dims, each a broadcast axis or of extent 1 (cf_squeeze)."""
+        fd = self._fd
+        fd._check_open("squeeze")
+        t = self._tensor(arg, "squeeze")
+        axes = self._axes(dims, t.ndim, "squeeze", t)
+        arr = (ctypes.c_int * max(len(axes), 1))(*axes)
+        return self._make("squeeze", _capi.lib.cf_squeeze(fd._f, t.handle, len(axes), arr),
+                          tuple(e for i, e in enumerate(t.extents) if i not in axes))
+
+    def reshape(self: "Ops", arg: Any, new_shape: Any) -> Tensor:
+        """arg's elements in row-major order under new_shape (one -1 inferred; a size of
+        another tensor counts as that -1). Runs as a view of a contiguous tensor where it
+        can (define and run), a copy otherwise."""
+        fd = self._fd
+        fd._check_open("reshape")
+        t = self._tensor(arg, "reshape")
+        entries = self._shape_entries(new_shape, "reshape", allow_infer=True)
+        infer = [k for k, (v, _, idh) in enumerate(entries) if v == -1 or idh is not None]
+        if len(infer) > 1:
+            raise UnsupportedError(f"reshape: new shape {[e[1] for e in entries]} has {len(infer)} sizes that are "
+                                   "not constants; cfuser infers one (-1) and needs the others constant")
+        sizes = [-1 if k in infer else v for k, (v, _, _) in enumerate(entries)]
+        ext: List[Extent] = [e for _, e, _ in entries]
+        if infer:
+            k = infer[0]
+            known = product([s for s in sizes if s != -1])
+            total = product(t.extents)
+            if type(total) is int and type(known) is int:
+                ext[k] = total // known if known else 0
+            elif entries[k][2] is None:
+                ext[k] = DimExpr("div", [total, known])
+        arr = (ctypes.c_int64 * max(len(sizes), 1))(*sizes)
+        out = self._make("reshape", _capi.lib.cf_reshape(fd._f, t.handle, len(sizes), arr), ext)
+        out.origin = "reshape"
+        return out
+
+    def stride_order(self: "Ops", arg: Any, stride_order: Sequence[int]) -> Tensor:
+        """nvFuser's stride_order: a copy of arg whose memory, when it is an output, has
+        that order of strides (entry i: the rank of axis i's stride, ndim-1 outermost)."""
+        t = self._tensor(arg, "stride_order")
+        order = check_stride_order(stride_order, t.ndim, "stride_order")
+        out = self.set(t)
+        out.stride_order = order
+        return out
+
+    def segment_set(self: "Ops", arg: Any) -> Tensor:
+        """nvFuser's segment_set (a hint to cut segments there): a copy; cfuser's
+        segmentation decides the cuts itself."""
+        return self.set(self._tensor(arg, "segment_set"))
+
+    # ---- resizing (cf_slice, cf_pad, cf_cat) ---------------------------------------------------
+
+    def slice(self: "Ops", arg: Any, start_indices: Sequence[Any], end_indices: Sequence[Any],
+              strides: Optional[Sequence[Any]] = None, manual_normalization: bool = False) -> Tensor:
+        """nvFuser's slice: per axis arg[start:end:stride] (constants; Python's rules for
+        negative and out-of-range indices; strides default to 1)."""
+        fd = self._fd
+        fd._check_open("slice")
+        t = self._tensor(arg, "slice")
+        n = t.ndim
+        strides = [1] * n if strides is None else strides
+        if not len(start_indices) == len(end_indices) == len(strides) == n:
+            raise InvalidArgumentError(f"slice: {len(start_indices)} start, {len(end_indices)} end and "
+                                       f"{len(strides)} stride indices for {t.name} of {n} dimensions")
+        starts = [int(self._constant(x, "slice", None)) for x in start_indices]
+        stops = [int(self._constant(x, "slice", None)) for x in end_indices]
+        steps = [int(self._constant(x, "slice", None)) for x in strides]
+        if any(s <= 0 for s in steps):
+            raise InvalidArgumentError(f"slice: strides {steps} of {t.name} must be positive")
+        ext: List[Extent] = []
+        for e, a, b, s in zip(t.extents, starts, stops, steps):
+            ext.append(len(range(*slice(a, b, s).indices(e))) if type(e) is int else DimExpr("slice", [e, a, b, s]))
+        arrs = [(ctypes.c_int64 * max(n, 1))(*v) for v in (starts, stops, steps)]
+        return self._make("slice", _capi.lib.cf_slice(fd._f, t.handle, n, *arrs), ext)
+
+    def pad(self: "Ops", arg: Any, pad_widths: Sequence[Any], value: Any = None) -> Tensor:
+        """nvFuser's pad (torch.nn.functional.pad): (left, right) widths per axis from the
+        last axis backwards; the new elements are value (0 when None, a constant)."""
+        fd = self._fd
+        fd._check_open("pad")
+        t = self._tensor(arg, "pad")
+        widths = [int(self._constant(x, "pad", None)) for x in pad_widths]
+        v = float(self._constant(value, "pad", 0))
+        ext = list(t.extents)
+        for k in range(min(len(widths) // 2, t.ndim)):
+            axis, add = t.ndim - 1 - k, widths[2 * k] + widths[2 * k + 1]
+            e = ext[axis]
+            ext[axis] = e + add if type(e) is int else DimExpr("add", [e, add])
+        arr = (ctypes.c_int64 * max(len(widths), 1))(*widths)
+        return self._make("pad", _capi.lib.cf_pad(fd._f, t.handle, len(widths), arr, v), ext)
+
+    def cat(self: "Ops", tensors: Sequence[Any], dim: int = 0, manual_padding: bool = False) -> Tensor:
+        """nvFuser's cat: the tensors joined along dim (torch.cat's dtype)."""
+        fd = self._fd
+        fd._check_open("cat")
+        ts = [self._tensor(x, "cat") for x in tensors]
+        if not ts:
+            raise InvalidArgumentError("cat: no tensors")
+        d = self._axes(dim, ts[0].ndim, "cat", ts[0])[0]
+        ext = list(ts[0].extents)
+        parts = [t.extents[d] for t in ts if t.ndim == ts[0].ndim]
+        ext[d] = sum(parts) if all(type(e) is int for e in parts) else DimExpr("add", parts)
+        hs = _capi.handle_array(_capi.TvHandle, [t.handle for t in ts])
+        return self._make("cat", _capi.lib.cf_cat(fd._f, len(ts), hs, d), ext)
+
+    # ---- making tensors ---------------------------------------------------------------------
+
+    def full(self: "Ops", shape: Any, fill_value: Any, dtype: Union[DataType, str] = DataType.Float) -> Tensor:
+        """A tensor of the given shape filled with fill_value (a number or a Scalar)."""
+        self._fd._check_open("full")
+        v = self._operand(fill_value, "full")
+        if not isinstance(v, Scalar):
+            raise InvalidArgumentError("full: fill_value must be a number or a Scalar, not a Tensor")
+        return self._full(self._shape_entries(shape, "full"), v, as_dtype(dtype))
+
+    def _full(self: "Ops", entries: Sequence[Entry], v: Scalar, dt: DataType) -> Tensor:
+        fd, lib = self._fd, _capi.lib
+        sizes = [1 if idh is not None else s for s, _, idh in entries]
+        arr = (ctypes.c_int64 * max(len(sizes), 1))(*sizes)
+        if v.value is not None:
+            h = lib.cf_full(fd._f, len(sizes), arr, float(v.value), int(dt)) if is_floating(dt) else \
+                lib.cf_full_int(fd._f, len(sizes), arr, int(v.value), int(dt))
+            t = self._make("full", h, sizes)
+        else:  # a run-time value: the 0-d scalar broadcast to the shape
+            t = self.cast(self.broadcast(self._make("full", self._handle(v, "full"), ()), [True] * len(sizes)), dt)
+        return self._expand_entries(t, entries, "full")
+
+    def full_like(self: "Ops", arg: Any, fill_value: Any) -> Tensor:
+        """A tensor of arg's shape and dtype filled with fill_value (cf_full_like)."""
+        fd = self._fd
+        fd._check_open("full_like")
+        t = self._tensor(arg, "full_like")
+        v = self._operand(fill_value, "full_like")
+        if isinstance(v, Scalar) and v.value is not None:
+            return self._make("full_like", _capi.lib.cf_full_like(fd._f, t.handle, float(v.value)), t.extents)
+        return self.full(t.shape(), v, t.dtype)
+
+    def iota(self: "Ops", length: Any, start: Any = None, step: Any = None,
+             dtype: Union[DataType, str] = DataType.Int) -> Tensor:
+        """nvFuser's iota: the 1-D tensor start + i * step, i in [0, length) (torch.arange);
+        length, start and step are constants."""
+        fd = self._fd
+        fd._check_open("iota")
+        n, a, s = (self._constant(x, "iota", d) for x, d in ((length, None), (start, 0), (step, 1)))
+        h = _capi.lib.cf_iota(fd._f, int(n), float(a), float(s), int(as_dtype(dtype)))
+        return self._make("iota", h, (int(n),))
+
+    def _constant(self: "Ops", x: Any, what: str, default: Any) -> Any:
+        if x is None:
+            if default is None:
+                raise InvalidArgumentError(f"{what}: a required value is None")
+            return default
+        s = self._operand(x, what)
+        if not isinstance(s, Scalar) or s.value is None:
+            raise UnsupportedError(f"{what}: {x!r} is known only at run time; cfuser needs a constant here")
+        return s.value
+
+    def triu(self: "Ops", arg: Any, diagonal: Any = 0) -> Tensor:
+        """torch.triu: arg with the elements below diagonal `diagonal` of its last two axes
+        set to 0."""
+        fd = self._fd
+        fd._check_open("triu")
+        t = self._tensor(arg, "triu")
+        d = self._constant(diagonal, "triu", 0)
+        return self._make("triu", _capi.lib.cf_triu(fd._f, t.handle, int(d)), t.extents)
+
+    # ---- random numbers -------------------------------------------------------------------
+
+    def _random(self: "Ops", what: str, a: Any, b: Any, shape: Any, dtype: Any, rng_seed: Any, rng_offset: Any,
+                like: Optional[Tensor] = None) -> Tensor:
+        fd = self._fd
+        fd._check_open(what)
+        lo, hi = float(self._constant(a, what, None)), float(self._constant(b, what, None))
+        if (rng_seed is None) != (rng_offset is None):
+            raise InvalidArgumentError(f"{what}: give both rng_seed and rng_offset, or neither")
+        if rng_seed is None:
+            seed, offset = fd._rng_inputs(what)
+        else:
+            seed, offset = (self._handle(self._operand(x, what), what) for x in (rng_seed, rng_offset))
+        lib = _capi.lib
+        like_fn, fn = ("cf_normal_like", "cf_normal") if what in ("normal", "randn_like") else \
+            ("cf_uniform_like", "cf_uniform")
+        if like is not None:
+            return self._make(what, getattr(lib, like_fn)(fd._f, like.handle, lo, hi, seed, offset), like.extents)
+        dt = as_dtype(dtype)
+        entries = self._shape_entries(shape, what)
+        if all(idh is None for _, _, idh in entries):
+            sizes = [s for s, _, _ in entries]
+            arr = (ctypes.c_int64 * max(len(sizes), 1))(*sizes)
+            return self._make(what, getattr(lib, fn)(fd._f, len(sizes), arr, lo, hi, seed, offset, int(dt)), sizes)
+        carrier = self._full(entries, Scalar(fd, 0.0, DataType.Double), dt)
+        return self._make(what, getattr(lib, like_fn)(fd._f, carrier.handle, lo, hi, seed, offset), carrier.extents)
+
+    def uniform(self: "Ops", minval: Any, maxval: Any, shape: Any, dtype: Any = DataType.Float,
+                rng_seed: Any = None, rng_offset: Any = None) -> Tensor:
+        """Uniform numbers in [minval, maxval) of the given shape and (floating) dtype."""
+        return self._random("uniform", minval, maxval, shape, dtype, rng_seed, rng_offset)
+
+    def normal(self: "Ops", mean: Any, std: Any, shape: Any, dtype: Any = DataType.Float,
+               rng_seed: Any = None, rng_offset: Any = None) -> Tensor:
+        """Normal numbers of the given mean and standard deviation."""
+        return self._random("normal", mean, std, shape, dtype, rng_seed, rng_offset)
+
+    def rand_like(self: "Ops", arg: Any, rng_seed: Any = None, rng_offset: Any = None) -> Tensor:
+        """Uniform numbers in [0, 1) of arg's shape and dtype."""
+        return self._random("rand_like", 0.0, 1.0, None, None, rng_seed, rng_offset, self._tensor(arg, "rand_like"))
+
+    def randn_like(self: "Ops", arg: Any, rng_seed: Any = None, rng_offset: Any = None) -> Tensor:
+        """Standard normal numbers of arg's shape and dtype."""
+        return self._random("randn_like", 0.0, 1.0, None, None, rng_seed, rng_offset, self._tensor(arg, "randn_like"))
+
+    # ---- nvFuser ops this cfuser's op table does not have yet ---------------------------------
+
+    gather = _missing("gather", "arg, index, dim")
+    index_select = _missing("index_select", "arg, index, dim")
+    take_along_axis = _missing("take_along_axis", "arg, index, dim")
+    scatter = _missing("scatter", "arg, index, src, dim")
+    select = _missing("select", "arg, index, dim")
+    cumsum = _missing("cumsum", "arg, dim")
+    gcd = _missing("gcd", "a, b")
+    matmul = _missing("matmul", "a, b")
+    linear = _missing("linear", "input, weight, bias")
+
+
+def check_stride_order(order: Sequence[int], rank: int, what: str) -> Tuple[int, ...]:
+    out = tuple(int(o) for o in order)
+    if len(out) != rank or sorted(out) != list(range(rank)):
+        raise InvalidArgumentError(f"{what}: stride_order {list(order)} is not a permutation of 0..{rank - 1} "
+                                   f"for a tensor of {rank} dimensions")
+    return out
