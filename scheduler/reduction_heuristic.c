@@ -26,7 +26,11 @@
  *   1. x: a warp of columns (fewer for narrow matrices: the power of two covering them),
  *      each thread loading a vector of adjacent columns; blocks over the columns:
  *      columns / (x vector);
- *   2. y: rows of the column in one block, up to RED_OUTER_BLOCK threads per block;
+ *   2. y: rows of the column in one block, up to RED_OUTER_BLOCK threads per block; when
+ *      the column blocks alone fill the device (a full wave), only as many rows on y as
+ *      leave each thread RED_MIN_STEPS unrolled steps (2'): 16 x 2^20 float column sums
+ *      ran 16 rows of one element each on y and spent their time in the y reduction's
+ *      barriers (0.59x torch.compile on an H200);
  *   3. the unroll (rows per thread per step, at most what is left);
  *   4. a grid reduction over rows when the column blocks are fewer than a full wave:
  *      grid = full wave / column blocks, each thread keeping RED_MIN_STEPS steps
@@ -118,7 +122,10 @@ static void outer_rule(const RedShape *s, const SchedDevice *d, RedParams *p) {
   int64_t x = min64(pow2_ceil(sched_ceil_div(iter, p->vec)), RED_WARP);
   x = min64(x, d->max_threads_per_block);
   int64_t y = max64(1, min64(min64(RED_OUTER_BLOCK, d->max_threads_per_block) / x, red));
-  int64_t unroll = min64(unroll_target(s, p->vec), sched_ceil_div(red, y));
+  int64_t target = unroll_target(s, p->vec);
+  if (s->iter >= 0 && s->red >= 0 && sched_ceil_div(iter, x * p->vec) >= full_wave(d, x * y))
+    y = max64(1, min64(y, pow2_floor(max64(1, red / (RED_MIN_STEPS * target))))); /* rule 2' */
+  int64_t unroll = min64(target, sched_ceil_div(red, y));
   p->bdimx = (int)x;
   p->bdimy = (int)y;
   p->unroll = (int)unroll;

@@ -25,7 +25,9 @@ static void reduce_axis(cf_reduce_op op, KcInput in, int axis, bool symbolic, co
 /* Enough column blocks for a full wave: a block reduction over threadIdx.y only. */
 Test(reduction_outer, columns_with_a_block_reduction) {
   reduce_axis(CF_REDUCE_SUM, IN(CF_FLOAT, 40, 1030), 0, false, "outer vector=2 unroll=4 block=32x2 grid=17x1");
-  reduce_axis(CF_REDUCE_MAX, IN(CF_FLOAT, 9, 512), 0, false, "outer vector=4 unroll=2 block=32x2 grid=4x1");
+  reduce_axis(CF_REDUCE_MAX, IN(CF_FLOAT, 90, 512), 0, false, "outer vector=4 unroll=2 block=32x2 grid=4x1");
+  /* the column blocks fill the (tiny) device: nine rows each thread's own, no y reduction */
+  reduce_axis(CF_REDUCE_MAX, IN(CF_FLOAT, 9, 512), 0, false, "outer vector=4 unroll=2 block=32x1 grid=4x1");
 }
 
 /* Tall narrow matrices: the rows split across blocks too (a grid reduction over
@@ -114,5 +116,7 @@ Test(reduction_outer, plans_on_an_h100) {
   plan_columns(CF_FLOAT, 50000, 100, "outer vector=4 unroll=2 block=32x16 grid=1x390");
   plan_columns(CF_FLOAT, 16384, 16384, "outer vector=4 unroll=2 block=32x16 grid=128x4");
   plan_columns(CF_BFLOAT16, 262144, 64, "outer vector=8 unroll=2 block=8x64 grid=1x512");
-  plan_columns(CF_FLOAT, 8, 1 << 20, "outer vector=4 unroll=1 block=32x8 grid=8192x1");
+  /* few rows, columns enough for the device: each thread folds its column's rows alone */
+  plan_columns(CF_FLOAT, 8, 1 << 20, "outer vector=4 unroll=2 block=32x1 grid=8192x1");
+  plan_columns(CF_FLOAT, 100, 1000000, "outer vector=4 unroll=2 block=32x8 grid=7813x1");
 }

@@ -276,7 +276,7 @@ Test(reduction_sched, broadcast_operands_in_the_prologue) {
   in[1] = IN(CF_FLOAT, 6, 1);
   x = input_of(&in[0], false), bias = input_of(&in[1], false);
   cf_fusion_add_output(f, cf_sum(f, cf_mul(f, x, bias), 1, (int[]){0}));
-  rc_run(2, in, &tiny, "outer vector=4 unroll=1 block=32x2 grid=8x1", 1e-3);
+  rc_run(2, in, &tiny, "outer vector=4 unroll=1 block=32x1 grid=8x1", 1e-3);
   fresh();
   in[1] = (KcInput){CF_FLOAT, 0, {0}, NULL};
   x = input_of(&in[0], false), bias = input_of(&in[1], false);
@@ -288,7 +288,7 @@ Test(reduction_sched, broadcast_operands_in_the_prologue) {
     x = input_of(&in[0], false), bias = input_of(&in[1], false);
     cf_tv *b = cf_broadcast(f, bias, 2, axis ? (bool[]){true, false} : (bool[]){false, true});
     cf_fusion_add_output(f, cf_sum(f, cf_add(f, x, b), 1, (int[]){axis}));
-    rc_run(2, in, &tiny, axis ? "inner vector=4 unroll=1 block=64x1 grid=6x1" : "outer vector=4 unroll=1 block=32x2 grid=8x1", 1e-3);
+    rc_run(2, in, &tiny, axis ? "inner vector=4 unroll=1 block=64x1 grid=6x1" : "outer vector=4 unroll=1 block=32x1 grid=8x1", 1e-3);
   }
 }
 
