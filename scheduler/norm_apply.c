@@ -71,16 +71,15 @@ static cf_status rewrite_rows(cf_fusion *f, Arena *a, const NormPlan *p, Vectors
   const SchedInnerParams *q = &p->q;
   if (q->mode == SCHED_NORM_REGISTERS && !q->project) return CF_OK;
   Val *ref = p->r.reds[0];
-  int first = p->r.rank - p->r.nred;
   IdMap *m = an_idmap_build(f, false);
-  bool *row = m ? sched_row_tensors(f, a, m, ref, first, p->r.nred) : NULL;
+  bool *row = m ? sched_row_tensors(f, a, m, ref, p->r.reduced) : NULL;
   an_idmap_free(m);
   if (!row) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "inner_persistent: out of memory");
   if (sched_recompute(f, a, row, q->mode == SCHED_NORM_MULTIPASS ? SCHED_CLONE_CACHES : SCHED_KEEP_CACHES))
     return f->status;
   if (q->mode != SCHED_NORM_SHARED) return CF_OK;
   m = an_idmap_build(f, false);
-  row = m ? sched_row_tensors(f, a, m, ref, first, p->r.nred) : NULL;
+  row = m ? sched_row_tensors(f, a, m, ref, p->r.reduced) : NULL;
   an_idmap_free(m);
   bool *live = row ? sched_live_tensors(f, a, &p->r, row, p->full_in) : NULL;
   if (!live) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "inner_persistent: out of memory");
@@ -94,10 +93,17 @@ static cf_status rewrite_rows(cf_fusion *f, Arena *a, const NormPlan *p, Vectors
   return f->status;
 }
 
-/* The reference's reduced axes merged and split into [p, t, v]. */
+/* The reference's loop axes reordered kept-first when a kept axis stands between reduced
+ * ones ([r, i, r] -> [i, r, r]: the merged row then runs along the innermost axis, read
+ * coalesced), its reduced axes merged and split into [p, t, v]. */
 static void split_row(cf_fusion *f, const NormPlan *p, cf_tv *ref) {
   const SchedInnerParams *q = &p->q;
   int ri = p->r.rank - p->r.nred;
+  if (p->r.reduced != sched_axis_range(ri, p->r.nred)) {
+    int order[CF_MAX_RANK], kept = 0, red = ri;
+    for (int x = 0; x < p->r.rank; x++) order[x] = sched_axis_in(p->r.reduced, x) ? red++ : kept++;
+    cf_reorder_all(f, ref, p->r.rank, order);
+  }
   for (int k = 1; k < p->r.nred; k++) cf_merge(f, ref, ri);
   if (q->vec > 1) cf_split(f, ref, ri, q->vec);
   if (q->symbolic) cf_split_outer(f, ref, ri, q->persist);

@@ -79,16 +79,15 @@ enum {
 
 #define WHY(...) (snprintf(why, SCHED_WHY_MAX, "inner_persistent: " __VA_ARGS__), false)
 
-/* The number of reduced axes of a reduction output, all innermost; -1 (why set) if not. */
+/* The number of reduced axes of a reduction output, the innermost one among them (the
+ * kept axes before, between or after the others: [r, i, r] is a channels-first batch
+ * norm's); -1 (why set) if the innermost axis is kept (the outer scheduler's form). */
 static int inner_reduced_axes(Val *out, char *why) {
-  int nr = 0;
-  for (int x = 0; x < TV(out)->nlogical; x++) {
-    bool r = ID(TV(out)->logical[x])->iter_type == CF_ITER_REDUCTION;
-    if (nr > 0 && !r) {
-      (void)WHY("%s reduces an axis before a kept one (only innermost axes)", TV(out)->display_name);
-      return -1;
-    }
-    nr += r;
+  int nr = 0, rank = TV(out)->nlogical;
+  for (int x = 0; x < rank; x++) nr += ID(TV(out)->logical[x])->iter_type == CF_ITER_REDUCTION;
+  if (nr > 0 && ID(TV(out)->logical[rank - 1])->iter_type != CF_ITER_REDUCTION) {
+    (void)WHY("%s keeps its innermost axis (the reduced axes must include the innermost one)", TV(out)->display_name);
+    return -1;
   }
   return nr;
 }
@@ -99,12 +98,12 @@ static bool check_broadcast(const Expr *e, const void *plan, char *why) {
   const bool *b = e->attr.broadcast.is_broadcast;
   bool inner = e->attr.broadcast.rank == p->r.rank, outer = inner;
   for (int x = 0; x < p->r.rank && (inner || outer); x++) {
-    bool reduced = x >= p->r.rank - p->r.nred;
+    bool reduced = sched_axis_in(p->r.reduced, x);
     inner = inner && b[x] == reduced;
     outer = outer && b[x] == !reduced;
   }
   if (!inner && !outer)
-    return WHY("%s broadcasts other axes than the %d reduced ones or the %d outer ones", TV(e->out[0])->display_name,
+    return WHY("%s broadcasts other axes than the %d reduced ones or the %d kept ones", TV(e->out[0])->display_name,
                p->r.nred, p->r.rank - p->r.nred);
   return true;
 }
@@ -119,8 +118,7 @@ static bool *full_inputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref) {
 /* What is kept of a row and what recomputing would cost (buffers.c, recompute.c). */
 static bool measure_buffers(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p, char *why) {
   Val *ref = p->r.reds[0];
-  int first = p->r.rank - p->r.nred;
-  bool *row = sched_row_tensors(f, a, m, ref, first, p->r.nred);
+  bool *row = sched_row_tensors(f, a, m, ref, p->r.reduced);
   p->full_in = full_inputs(f, a, m, ref);
   if (!row || !p->full_in || !sched_buffers(f, a, &p->r, row, p->full_in, p->vec_in, &p->buf))
     return WHY("out of memory");
@@ -143,7 +141,7 @@ static bool check_shapes(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p, ch
   if (p->r.nreds > SCHED_MAX_PERSISTENT_REDUCTIONS)
     return WHY("the fusion has %d reductions, more than the %d one kernel plans for", p->r.nreds,
                SCHED_MAX_PERSISTENT_REDUCTIONS);
-  p->row_out = sched_full_outputs(f, a, m, ref, 0, p->r.rank - p->r.nred, &bad);
+  p->row_out = sched_full_outputs(f, a, m, ref, sched_norm_kept(p), &bad);
   if (!p->row_out)
     return bad < 0 ? WHY("out of memory")
                    : WHY("output %s has neither the rows' shape nor the reduced one",
@@ -153,7 +151,7 @@ static bool check_shapes(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p, ch
   p->row_input = f->inputs.items[p->row_index];
   if (sched_has_broadcast(p->row_input))
     return WHY("%s has a broadcast axis (a constant extent of 1)", TV(p->row_input)->display_name);
-  p->vec_in = sched_cached_inputs(f, a, m, ref, p->r.rank - p->r.nred, p->r.nred);
+  p->vec_in = sched_cached_inputs(f, a, m, ref, p->r.reduced);
   return p->vec_in ? measure_buffers(f, a, m, p, why) : WHY("out of memory");
 }
 
@@ -165,7 +163,7 @@ static bool read_sizes(const SchedCall *call, NormPlan *p, char *why) {
   p->symbolic = false;
   for (int x = 0; x < p->r.rank; x++) {
     int64_t e;
-    bool c = ir_scalar_const_value(ID(TV(p->row_input)->logical[x])->extent, &e), inner = x >= p->r.rank - p->r.nred;
+    bool c = ir_scalar_const_value(ID(TV(p->row_input)->logical[x])->extent, &e), inner = sched_axis_in(p->r.reduced, x);
     if (have_call) e = call->inputs[p->row_index]->shape[x];
     else if (!c && inner)
       return WHY("the rows of %s are symbolic and the call gives no sizes", TV(p->row_input)->display_name);

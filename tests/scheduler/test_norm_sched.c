@@ -433,7 +433,7 @@ Test(norm_sched, refuses_other_fusions) {
   x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
   cf_tv *s = cf_sum(f, x, 1, (int[]){0});
   cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, s, 2, (bool[]){true, false})));
-  refused(1, &IN(CF_FLOAT, 4, 8), "inner_persistent: T1 reduces an axis before a kept one (only innermost axes)");
+  refused(1, &IN(CF_FLOAT, 4, 8), "inner_persistent: T1 keeps its innermost axis (the reduced axes must include the innermost one)");
   fresh();
   x = input(CF_FLOAT, 3, (int64_t[]){2, 4, 8}, false);
   cf_tv *s1 = cf_sum(f, x, 1, (int[]){2}), *s2 = cf_sum(f, x, 2, (int[]){1, 2});
@@ -454,7 +454,7 @@ Test(norm_sched, refuses_other_broadcasts_and_other_rows) {
   cf_tv *s = cf_sum(f, x, 1, (int[]){2});
   cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, s, 3, (bool[]){false, true, false})));
   refused(1, &IN(CF_FLOAT, 2, 4, 4),
-          "inner_persistent: T2 broadcasts other axes than the 1 reduced ones or the 2 outer ones");
+          "inner_persistent: T2 broadcasts other axes than the 1 reduced ones or the 2 kept ones");
   fresh();
   x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
   cf_tv *z = input(CF_FLOAT, 2, (int64_t[]){4, 16}, false);
