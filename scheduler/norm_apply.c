@@ -108,6 +108,7 @@ static void split_row(cf_fusion *f, const NormPlan *p, cf_tv *ref) {
   if (q->vec > 1) cf_split(f, ref, ri, q->vec);
   if (q->symbolic) cf_split_outer(f, ref, ri, q->persist);
   else cf_split(f, ref, ri, q->threads);
+  if (q->grid > 1) cf_split(f, ref, ri, q->grid); /* [p, gy, t, v] */
 }
 
 /* The rfactor tensor's outer axes merged and split [I / (s * ty), s, ty]; returns the
@@ -127,13 +128,14 @@ static int split_rows(cf_fusion *f, const NormPlan *p, cf_tv *rf) {
 static void print_params(const NormPlan *p, bool blocks, char *params) {
   const SchedInnerParams *q = &p->q;
   static const char *const mode[] = {"registers", "shared", "multipass"};
-  char y[32] = "", serial[32] = "";
+  char y[32] = "", serial[32] = "", grid[48] = "";
+  if (q->grid > 1) snprintf(grid, sizeof grid, " grid=blockIdx.y{%lld}", (long long)q->grid);
   if (q->rows_y > 1) snprintf(y, sizeof y, "x%lld", (long long)q->rows_y);
   if (q->rows_serial > 1) snprintf(serial, sizeof serial, " serial=%lld", (long long)q->rows_serial);
-  snprintf(params, SCHED_PARAMS_MAX, "%s threads=%lld%s%s %s=%lld vector=%lld rows=%s%s%s%s", mode[q->mode],
+  snprintf(params, SCHED_PARAMS_MAX, "%s threads=%lld%s%s %s=%lld vector=%lld rows=%s%s%s%s%s", mode[q->mode],
            (long long)q->threads, y, q->symbolic ? " (ceilDiv(row, persistent) at run time)" : "",
            q->mode == SCHED_NORM_MULTIPASS ? "chunks" : "persistent", (long long)q->persist, (long long)q->vec,
-           blocks ? "blockIdx.x" : "1", serial,
+           blocks ? "blockIdx.x" : "1", serial, grid,
            q->mode == SCHED_NORM_REGISTERS && q->project ? " buffers=inputs" : "", q->online ? " online_softmax" : "");
 }
 
@@ -144,17 +146,18 @@ static cf_status schedule_loops(cf_fusion *f, const NormPlan *p, const Vectors *
   int ri = p->r.rank - p->r.nred;
   split_row(f, p, ref);
   cf_propagate_transforms(f, ref);
-  int rf_axes[2] = {ri, ri + 2};
+  int g = q->grid > 1, rf_axes[2] = {ri, ri + 2 + g};
   cf_tv *rf = NULL;
   for (int r = 0; r < p->r.nreds && !f->status; r++) {
     cf_tv *t = cf_rfactor(f, ir_tv_handle(p->r.reds[r]), q->vec > 1 ? 2 : 1, rf_axes);
     if (r == 0) rf = t;
   }
   if (f->status) return f->status;
-  int tx = split_rows(f, p, rf);
-  cf_parallel_type types[3];
+  int tx = split_rows(f, p, rf) + g;
+  cf_parallel_type types[4];
   int ntypes = 0;
   if (ri > 0) cf_parallelize(f, rf, 0, types[ntypes++] = CF_PT_BIDX);
+  if (g) cf_parallelize(f, rf, tx - 1, types[ntypes++] = CF_PT_BIDY);
   if (q->rows_y > 1) cf_parallelize(f, rf, tx - 2, types[ntypes++] = CF_PT_TIDY);
   cf_parallelize(f, rf, tx, types[ntypes++] = CF_PT_TIDX);
   cf_parallelize_all_like(f, rf, ntypes, types);

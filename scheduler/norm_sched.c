@@ -75,6 +75,7 @@ enum {
   NORM_WORKSPACE_BYTES = 8,    /* shared memory per thread of a block all-reduce (double) */
   NORM_MULTIPASS_BLOCKS_PER_SM = 4, /* multipass: blocks per SM the block size leaves room for */
   NORM_WARP = 32,
+  NORM_GRID_MIN_VECS = 8, /* grid: vectors of the row each thread keeps at least (amortizing the syncs) */
 };
 
 #define WHY(...) (snprintf(why, SCHED_WHY_MAX, "inner_persistent: " __VA_ARGS__), false)
@@ -261,12 +262,53 @@ static bool plan_multipass(const SchedDevice *d, NormPlan *p, char *why) {
   return true;
 }
 
+/* Rule 0: blocks of a row for gy = k x SMs / I (the blocks per SM that threads and
+ * registers allow, down to 1); false when fewer than 2. */
+static bool grid_blocks(const SchedDevice *d, NormPlan *p, int64_t k) {
+  SchedInnerParams *q = &p->q;
+  int64_t n = sched_ceil_div(p->row, q->vec);
+  int64_t gy = k * d->sm_count / p->outer, cap = SCHED_MAX_COOPERATIVE_THREADS / (p->outer * q->threads);
+  int64_t most = n / (q->threads * NORM_GRID_MIN_VECS);
+  if (gy > cap) gy = cap;
+  if (gy > most) gy = most;
+  if (gy < 2) return false;
+  q->grid = gy;
+  q->persist = sched_ceil_div(n, gy * q->threads);
+  return true;
+}
+
+/* Rule 0: rows fewer than the SMs (a channels-first batch norm's few channels) split
+ * across gy blocks each, all resident (a cooperative launch), the statistics grid
+ * all-reduces: in registers, else multipass. */
+static bool plan_grid(const SchedDevice *d, NormPlan *p) {
+  SchedInnerParams *q = &p->q;
+  if (p->symbolic || p->outer < 1 || p->outer >= d->sm_count) return false;
+  int64_t n = sched_ceil_div(p->row, q->vec), ws = NORM_WORKSPACE_BYTES * NORM_TARGET_THREADS * p->r.nreds;
+  q->threads = round_warps(n) < NORM_TARGET_THREADS ? round_warps(n) : NORM_TARGET_THREADS;
+  q->rows_y = q->rows_serial = 1;
+  q->project = p->buf.projected < p->buf.live;
+  int64_t bytes = (q->project ? p->buf.projected : p->buf.live) + p->buf.params;
+  for (int64_t k = sched_blocks_per_sm(d, q->threads, SCHED_REG_RESERVE, ws); k >= 1; k--) {
+    if (!grid_blocks(d, p, k)) return false;
+    int64_t regs = q->persist * q->vec * ((bytes + 3) / 4) + SCHED_REG_RESERVE; /* a register per element */
+    if (fits(d, q, q->threads, bytes) && sched_blocks_per_sm(d, q->threads, regs, ws) >= k) return true;
+  }
+  if (p->clones[1] > SCHED_RECOMPUTE_MAX_OPS) return false;
+  q->mode = SCHED_NORM_MULTIPASS;
+  q->project = true;
+  q->online = p->online > 0;
+  return grid_blocks(d, p, sched_blocks_per_sm(d, q->threads, SCHED_REG_RESERVE, ws));
+}
+
 static bool plan_params(const SchedCall *call, NormPlan *p, cf_fusion *f, char *why) {
   const SchedDevice *d = call && call->dev ? call->dev : sched_device_default();
   SchedInnerParams *q = &p->q;
   q->symbolic = p->symbolic;
   q->vec = p->symbolic ? 1 : sched_vector_width(f, call, p->vec_in, p->inner);
   q->mode = SCHED_NORM_REGISTERS;
+  if (plan_grid(d, p)) return true;
+  q->mode = SCHED_NORM_REGISTERS;
+  q->grid = 1;
   if (plan_registers(d, p)) return true;
   q->symbolic = false; /* shared memory and multipass split by threads: a symbolic count of chunks */
   q->mode = SCHED_NORM_SHARED;

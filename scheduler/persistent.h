@@ -107,6 +107,7 @@ typedef struct SchedInnerParams {
   int64_t threads; /* threads of a row (threadIdx.x) */
   int64_t rows_y;  /* rows per block on threadIdx.y */
   int64_t rows_serial; /* rows a block runs one after another (parameters read once) */
+  int64_t grid;        /* blocks of a row (blockIdx.y, grid all-reduces); 1: a block per row */
 } SchedInnerParams;
 
 /* Checks f and plans its parameters for the call (norm_sched.c's rules); false with the

@@ -132,8 +132,9 @@ Test(norm_sched, parameters) {
   softmax(CF_FLOAT, 2, (int64_t[]){2, 4096}, false);
   schedule_and_check(1, &IN(CF_FLOAT, 2, 4096), "registers threads=128 persistent=8 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
-  softmax(CF_FLOAT, 2, (int64_t[]){2, 16384}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 2, 16384), "registers threads=512 persistent=8 vector=4 rows=blockIdx.x", 1e-4);
+  softmax(CF_FLOAT, 2, (int64_t[]){2, 16384}, false); /* 2 rows of 132 SMs: each split over 4 blocks */
+  schedule_and_check(1, &IN(CF_FLOAT, 2, 16384),
+                     "registers threads=128 persistent=8 vector=4 rows=blockIdx.x grid=blockIdx.y{4}", 1e-4);
   fresh();
   softmax(CF_BFLOAT16, 2, (int64_t[]){2, 4096}, false);
   schedule_and_check(1, &IN(CF_BFLOAT16, 2, 4096),
@@ -143,7 +144,8 @@ Test(norm_sched, parameters) {
   schedule_and_check(1, &IN(CF_FLOAT, 3, 1000), "registers threads=128 persistent=2 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){3, 4097}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 3, 4097), "registers threads=160 persistent=26 vector=1 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 3, 4097),
+                     "registers threads=128 persistent=9 vector=1 rows=blockIdx.x grid=blockIdx.y{4}", 1e-4);
 }
 
 /* Symbolic sizes: the call gives the row length; rows of one element come this way (a
@@ -386,28 +388,29 @@ Test(norm_sched, define_and_run_softmax_and_log_softmax_each_branch) {
 /* Where the rows live on an H100 (132 SMs, 64K registers and 227 KiB of shared memory per
  * block): registers while a block's threads keep what their registers hold (544 threads of
  * 31 floats; 1024 threads hold 16 floats each, 32 of a bfloat16 row kept as its input),
- * then shared memory, then multipass; vocabulary sizes. */
+ * then shared memory, then multipass; vocabulary sizes. 132 rows: a block per SM, no grid
+ * split (fewer rows split each across blocks: grid_rows_on_an_h100). */
 Test(norm_sched, vocabulary_rows_on_an_h100) {
-  softmax(CF_FLOAT, 2, (int64_t[]){2, 16384}, false);
-  planned(1, &IN(CF_FLOAT, 2, 16384), "registers threads=512 persistent=8 vector=4 rows=blockIdx.x");
+  softmax(CF_FLOAT, 2, (int64_t[]){132, 16384}, false);
+  planned(1, &IN(CF_FLOAT, 132, 16384), "registers threads=512 persistent=8 vector=4 rows=blockIdx.x");
   fresh();
-  softmax(CF_FLOAT, 2, (int64_t[]){2, 16385}, false);
-  planned(1, &IN(CF_FLOAT, 2, 16385), "registers threads=544 persistent=31 vector=1 rows=blockIdx.x");
+  softmax(CF_FLOAT, 2, (int64_t[]){132, 16385}, false);
+  planned(1, &IN(CF_FLOAT, 132, 16385), "registers threads=544 persistent=31 vector=1 rows=blockIdx.x");
   fresh();
-  softmax(CF_FLOAT, 2, (int64_t[]){4, 32000}, false);
-  planned(1, &IN(CF_FLOAT, 4, 32000), "shared threads=1024 persistent=8 vector=4 rows=blockIdx.x");
+  softmax(CF_FLOAT, 2, (int64_t[]){132, 32000}, false);
+  planned(1, &IN(CF_FLOAT, 132, 32000), "shared threads=1024 persistent=8 vector=4 rows=blockIdx.x");
   fresh();
-  softmax(CF_BFLOAT16, 2, (int64_t[]){4, 32000}, false);
-  planned(1, &IN(CF_BFLOAT16, 4, 32000), "registers threads=1024 persistent=4 vector=8 rows=blockIdx.x buffers=inputs");
+  softmax(CF_BFLOAT16, 2, (int64_t[]){132, 32000}, false);
+  planned(1, &IN(CF_BFLOAT16, 132, 32000), "registers threads=1024 persistent=4 vector=8 rows=blockIdx.x buffers=inputs");
   fresh();
-  softmax(CF_FLOAT, 2, (int64_t[]){4, 50257}, false);
-  planned(1, &IN(CF_FLOAT, 4, 50257), "shared threads=1024 persistent=50 vector=1 rows=blockIdx.x");
+  softmax(CF_FLOAT, 2, (int64_t[]){132, 50257}, false);
+  planned(1, &IN(CF_FLOAT, 132, 50257), "shared threads=1024 persistent=50 vector=1 rows=blockIdx.x");
   fresh();
-  softmax(CF_FLOAT, 2, (int64_t[]){4, 128256}, false);
-  planned(1, &IN(CF_FLOAT, 4, 128256), "multipass threads=512 chunks=63 vector=4 rows=blockIdx.x online_softmax");
+  softmax(CF_FLOAT, 2, (int64_t[]){132, 128256}, false);
+  planned(1, &IN(CF_FLOAT, 132, 128256), "multipass threads=512 chunks=63 vector=4 rows=blockIdx.x online_softmax");
   fresh();
-  softmax(CF_BFLOAT16, 2, (int64_t[]){4, 128256}, false);
-  planned(1, &IN(CF_BFLOAT16, 4, 128256), "multipass threads=512 chunks=32 vector=8 rows=blockIdx.x online_softmax");
+  softmax(CF_BFLOAT16, 2, (int64_t[]){132, 128256}, false);
+  planned(1, &IN(CF_BFLOAT16, 132, 128256), "multipass threads=512 chunks=32 vector=8 rows=blockIdx.x online_softmax");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
   planned(1, &IN(CF_FLOAT, 2, 20000),
@@ -418,6 +421,17 @@ Test(norm_sched, vocabulary_rows_on_an_h100) {
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
   refused(0, NULL, "inner_persistent: the rows of T0 are symbolic and the call gives no sizes");
+}
+
+/* Fewer rows than SMs: each row split over blocks on blockIdx.y (a cooperative launch, the
+ * statistics grid all-reduces), in registers while they hold each block's part. */
+Test(norm_sched, grid_rows_on_an_h100) {
+  softmax(CF_FLOAT, 2, (int64_t[]){4, 128256}, false);
+  planned(1, &IN(CF_FLOAT, 4, 128256), "registers threads=128 persistent=9 vector=4 rows=blockIdx.x grid=blockIdx.y{31}");
+  fresh();
+  softmax(CF_BFLOAT16, 2, (int64_t[]){2, 32000}, false);
+  planned(1, &IN(CF_BFLOAT16, 2, 32000),
+          "registers threads=128 persistent=11 vector=8 rows=blockIdx.x grid=blockIdx.y{3} buffers=inputs");
 }
 
 Test(norm_sched, refuses_other_fusions) {
