@@ -108,7 +108,8 @@ static void split_row(cf_fusion *f, const NormPlan *p, cf_tv *ref) {
   if (q->vec > 1) cf_split(f, ref, ri, q->vec);
   if (q->symbolic) cf_split_outer(f, ref, ri, q->persist);
   else cf_split(f, ref, ri, q->threads);
-  if (q->grid > 1) cf_split(f, ref, ri, q->grid); /* [p, gy, t, v] */
+  if (q->grid > 1 && q->symbolic) cf_split_outer(f, ref, ri + 1, q->grid); /* [p, gy, t at run time] */
+  else if (q->grid > 1) cf_split(f, ref, ri, q->grid);                     /* [p, gy, t, v] */
 }
 
 /* The rfactor tensor's outer axes merged and split [I / (s * ty), s, ty]; returns the

@@ -199,7 +199,8 @@ static void plan_rows(const SchedDevice *d, NormPlan *p, int64_t bytes) {
   SchedInnerParams *q = &p->q;
   q->rows_y = q->rows_serial = 1;
   if (p->symbolic || p->outer < 2) return;
-  while (q->threads * q->rows_y * 2 <= NORM_TARGET_THREADS && q->rows_y * 2 <= p->outer &&
+  int64_t most = NORM_TARGET_THREADS < max_threads(d) ? NORM_TARGET_THREADS : max_threads(d);
+  while (q->threads * q->rows_y * 2 <= most && q->rows_y * 2 <= p->outer &&
          fits(d, q, q->threads * q->rows_y * 2, bytes))
     q->rows_y *= 2;
   if (p->buf.params == 0) return;
@@ -282,19 +283,22 @@ static bool grid_blocks(const SchedDevice *d, NormPlan *p, int64_t k) {
  * all-reduces: in registers, else multipass. */
 static bool plan_grid(const SchedDevice *d, NormPlan *p) {
   SchedInnerParams *q = &p->q;
-  if (p->symbolic || p->outer < 1 || p->outer >= d->sm_count) return false;
-  int64_t n = sched_ceil_div(p->row, q->vec), ws = NORM_WORKSPACE_BYTES * NORM_TARGET_THREADS * p->r.nreds;
-  q->threads = round_warps(n) < NORM_TARGET_THREADS ? round_warps(n) : NORM_TARGET_THREADS;
+  if (p->outer < 1 || p->outer >= d->sm_count) return false;
+  int64_t n = sched_ceil_div(p->row, q->vec), t = NORM_TARGET_THREADS;
+  if (t > max_threads(d)) t = max_threads(d);
+  q->threads = round_warps(n) < t ? round_warps(n) : t;
+  int64_t ws = NORM_WORKSPACE_BYTES * q->threads * p->r.nreds;
   q->rows_y = q->rows_serial = 1;
   q->project = p->buf.projected < p->buf.live;
   int64_t bytes = (q->project ? p->buf.projected : p->buf.live) + p->buf.params;
   for (int64_t k = sched_blocks_per_sm(d, q->threads, SCHED_REG_RESERVE, ws); k >= 1; k--) {
-    if (!grid_blocks(d, p, k)) return false;
+    if (!grid_blocks(d, p, k)) break;
     int64_t regs = q->persist * q->vec * ((bytes + 3) / 4) + SCHED_REG_RESERVE; /* a register per element */
     if (fits(d, q, q->threads, bytes) && sched_blocks_per_sm(d, q->threads, regs, ws) >= k) return true;
   }
   if (p->clones[1] > SCHED_RECOMPUTE_MAX_OPS) return false;
   q->mode = SCHED_NORM_MULTIPASS;
+  q->symbolic = false; /* split by threads and blocks: a symbolic count of chunks */
   q->project = true;
   q->online = p->online > 0;
   return grid_blocks(d, p, sched_blocks_per_sm(d, q->threads, SCHED_REG_RESERVE, ws));
@@ -309,6 +313,8 @@ static bool plan_params(const SchedCall *call, NormPlan *p, cf_fusion *f, char *
   if (plan_grid(d, p)) return true;
   q->mode = SCHED_NORM_REGISTERS;
   q->grid = 1;
+  q->symbolic = p->symbolic;
+  q->online = false;
   if (plan_registers(d, p)) return true;
   q->symbolic = false; /* shared memory and multipass split by threads: a symbolic count of chunks */
   q->mode = SCHED_NORM_SHARED;

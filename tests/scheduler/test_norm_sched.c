@@ -413,11 +413,11 @@ Test(norm_sched, vocabulary_rows_on_an_h100) {
   planned(1, &IN(CF_BFLOAT16, 132, 128256), "multipass threads=512 chunks=32 vector=8 rows=blockIdx.x online_softmax");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
-  planned(1, &IN(CF_FLOAT, 2, 20000),
+  planned(1, &IN(CF_FLOAT, 132, 20000),
           "registers threads=625 (ceilDiv(row, persistent) at run time) persistent=32 vector=1 rows=blockIdx.x");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
-  planned(1, &IN(CF_FLOAT, 2, 50000), "multipass threads=512 chunks=98 vector=1 rows=blockIdx.x online_softmax");
+  planned(1, &IN(CF_FLOAT, 132, 50000), "multipass threads=512 chunks=98 vector=1 rows=blockIdx.x online_softmax");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
   refused(0, NULL, "inner_persistent: the rows of T0 are symbolic and the call gives no sizes");
