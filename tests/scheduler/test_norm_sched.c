@@ -241,6 +241,26 @@ static void run_cases(const Case *cases, size_t n, void (*build)(cf_dtype, int64
 
 static void softmax_2d(cf_dtype dt, int64_t rows, int64_t cols) { softmax(dt, 2, (int64_t[]){rows, cols}, false); }
 
+/* One row on 2 SMs: split over 2 blocks (grid all-reduces), in registers while a
+ * block's half fits them, else multipass (the online softmax's states combined across the
+ * grid). */
+Test(norm_sched, softmax_of_a_vector_over_the_grid) {
+  sc_dev = &tiny;
+  static const struct {
+    int64_t n;
+    const char *params;
+  } cases[] = {
+      {1031, "registers threads=64 persistent=9 vector=1 rows=1 grid=blockIdx.y{2}"},
+      {4096, "multipass threads=64 chunks=8 vector=4 rows=1 grid=blockIdx.y{2} online_softmax"},
+      {4099, "multipass threads=64 chunks=33 vector=1 rows=1 grid=blockIdx.y{2} online_softmax"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fresh();
+    softmax(CF_FLOAT, 1, &cases[i].n, false);
+    schedule_and_check(1, &IN(CF_FLOAT, cases[i].n), cases[i].params, 1e-4);
+  }
+}
+
 /* Softmax in float, bfloat16 and half through registers, shared memory and multipass:
  * primes (vector 1), multiples of 4 and 8, 1 to 5 rows. */
 Test(norm_sched, softmax_each_branch) {
