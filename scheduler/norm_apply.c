@@ -13,10 +13,13 @@
  *      multipass: the caches too (SCHED_CLONE_CACHES): nothing persists;
  *   3. shared memory: each cache still read across a reduction lives in shared memory,
  *      and each of its readers reads a register copy of its own (vector loads);
- *   4. the first reduction's reduced axes are merged and split [p, t, v] (registers with
- *      a symbolic row: split outer by p, so register arrays keep a constant size) and
+ *   4. the first reduction's loop axes are reordered kept-first when a kept axis stands
+ *      between reduced ones ([r, i, r] -> [i, r, r]), its reduced axes merged and split
+ *      [p, t, v] or, over the grid, [p, gy, t, v] (registers with a symbolic row: split
+ *      outer by p, so register arrays keep a constant size) and
  *      propagated; each reduction is rfactored over p and v (a serial fold per thread),
- *      leaving a threadIdx.x block all-reduce whose result every thread holds; then the
+ *      leaving a threadIdx.x block all-reduce (and a blockIdx.y grid all-reduce) whose
+ *      result every thread holds; then the
  *      outer axes are merged (after the rfactor: its iteration axes must be untransformed)
  *      and split [I / (s * ty), s, ty] and propagated: blockIdx.x, a serial loop over the
  *      block's rows, threadIdx.y; threadIdx.x takes t and the caches vectorize v;

@@ -2,14 +2,17 @@
  * (sched_inner_persistent_heuristic): its checks and its parameters
  * (sched_inner_persistent_plan); norm_apply.c schedules a copy with them. It takes
  * softmax, layer norm, RMS norm and their kin: fusions whose reductions all reduce the
- * same innermost axes of one N-D shape and whose results are broadcast back and combined
- * elementwise with the rows they came from.
+ * same axes of one N-D shape, the innermost among them, and whose results are broadcast
+ * back and combined elementwise with the rows they came from; also a channels-first batch
+ * norm (x[N, C, HW] reduced over N and HW: the kept axis between reduced ones, its loop
+ * axes reordered kept-first so the row N*HW runs along the contiguous HW).
  *
  * Accepted (norm_checks, run by scheduler/persistent.c): elementwise ops, broadcasts and
- * at least one reduction (sum, max, Welford, ...); every reduction reduces the innermost
- * k axes of a tensor of rank N, all of the same extents (one exact-map class per axis);
- * every broadcast either puts back the k reduced axes ([rows] -> [rows, 1]) or spreads a
- * tensor of the row's shape over the outer axes (a weight [row] -> [1, row]); every
+ * at least one reduction (sum, max, Welford, ...); every reduction reduces the same k axes
+ * of a tensor of rank N, the innermost one among them, all of the same extents (one
+ * exact-map class per axis); every broadcast either puts back the k reduced axes ([rows] ->
+ * [rows, 1], a channel's statistic or weight [C] -> [1, C, 1]) or spreads a tensor of the
+ * row's shape over the kept axes (a weight [row] -> [1, row]); every
  * output has the rows' shape or the reduced one, with or without the reduced axes kept as
  * broadcast axes (a layer norm's mean and invstd, keepdim or not); one input has the
  * rows' shape (its sizes in the call give the row length); no constant extent of 1 (a
@@ -28,6 +31,15 @@
  *   registers per thread at block size T: min(max_regs_per_thread, regs_per_sm / T) -
  *     SCHED_REG_RESERVE (persistent.h: what the kernel needs besides the buffers: indices,
  *     pointers, the reduction's values); a thread keeps E(T, b) = that x 4 / b elements of b bytes;
+ *   0. grid, when the rows are fewer than the SMs (I < SMs: a channels-first batch
+ *      norm's 3 to 64 channels, a softmax of a few vocabulary rows): t = min(
+ *      NORM_TARGET_THREADS, t_max, n in whole warps), each row split over gy blocks on
+ *      blockIdx.y: for k = the blocks per SM threads allow, down to 1, gy = min(k x SMs /
+ *      I, SCHED_MAX_COOPERATIVE_THREADS / (I x t), n / (t x NORM_GRID_MIN_VECS)) (at least
+ *      2), p = ceil(n / (gy x t)); taken in registers when p * v <= E(t, b) and registers
+ *      let k such blocks share an SM (all resident: one cooperative launch, the statistics
+ *      grid all-reduces); else multipass over the same grid at the unbuffered blocks per
+ *      SM (a symbolic row: registers split outer by p and gy, threads at run time);
  *   1. registers, bytes b = min(live, projected) + params (projected when smaller: a
  *      bfloat16 row kept as its input, the float casts recomputed); persistent count
  *      p = min(ceil(n / NORM_TARGET_THREADS), NORM_PREFERRED_ELEMS / v), threads
