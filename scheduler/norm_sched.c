@@ -357,6 +357,8 @@ bool sched_inner_persistent_plan(cf_fusion *f, const SchedCall *call, SchedInner
 bool sched_inner_persistent_resident(cf_fusion *f, const SchedCall *call, char *why) {
   SchedInnerParams q;
   if (!sched_inner_persistent_plan(f, call, &q, why)) return false;
+  if (q.grid > 1) /* two sums: two grid all-reduces where Welford's states need one */
+    return WHY("rows split across %lld blocks each (one Welford grid all-reduce, not two)", (long long)q.grid);
   return q.mode != SCHED_NORM_MULTIPASS ? true : WHY("rows past registers and shared memory (multipass)");
 }
 

@@ -115,8 +115,9 @@ typedef struct SchedInnerParams {
 bool sched_inner_persistent_plan(cf_fusion *f, const SchedCall *call, SchedInnerParams *q, char *why);
 /* Schedules f (accepted by the plan for this call) with q, printing the parameters. */
 cf_status sched_inner_persistent_apply(cf_fusion *f, const SchedCall *call, const SchedInnerParams *q, char *params);
-/* Whether the plan keeps the rows (registers or shared memory, not multipass): define
- * and run's Welford translation pays off only then. */
+/* Whether the plan keeps the rows in one block each (registers or shared memory, not
+ * multipass, not split over the grid): define and run's Welford translation pays off only
+ * then. */
 bool sched_inner_persistent_resident(cf_fusion *f, const SchedCall *call, char *why);
 
 /* ---- the outer persistent scheduler's parameters (outer_persistent_sched.c, outer_apply.c) */

@@ -47,18 +47,9 @@ static void run_cases(const Case *cases, size_t n) {
   }
 }
 
-/* 64 threads per block, 4096 registers per SM (16 floats per thread of 64), 8 KiB of shared
- * memory, 2 SMs: three channels or more leave no SM idle, each channel's block keeps its
- * row in registers, shared memory or nowhere (multipass). */
-static const SchedDevice tiny = {.sm_count = 2,
-                                 .max_threads_per_block = 64,
-                                 .max_threads_per_sm = 128,
-                                 .regs_per_sm = 4096,
-                                 .max_regs_per_thread = 255,
-                                 .smem_per_block = 8192,
-                                 .smem_per_sm = 8192,
-                                 .l2_bytes = 1 << 20,
-                                 .max_cluster = 1};
+/* sc_tiny (sched_check.h), 2 SMs: three channels or more leave no SM idle, each
+ * channel's block keeps its row in registers, shared memory or nowhere (multipass). */
+#define tiny sc_tiny
 
 /* 4 SMs of 16384 registers (207 floats per thread of 64, two blocks per SM): three
  * channels split each over two blocks. */

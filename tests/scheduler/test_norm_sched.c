@@ -210,18 +210,9 @@ Test(norm_sched, by_hand_a_symbolic_inner_split_is_refused_by_lowering) {
 
 /* ---- each branch, on a device scaled down ----------------------------------------------- */
 
-/* 64 threads per block, 4096 registers per SM (64 per thread at 64 threads: 16 left for
- * buffers, so registers hold rows of 1024 floats), 8 KiB of shared memory per block (rows
- * up to about 1700 floats), 2 SMs. */
-static const SchedDevice tiny = {.sm_count = 2,
-                                 .max_threads_per_block = 64,
-                                 .max_threads_per_sm = 128,
-                                 .regs_per_sm = 4096,
-                                 .max_regs_per_thread = 255,
-                                 .smem_per_block = 8192,
-                                 .smem_per_sm = 8192,
-                                 .l2_bytes = 1 << 20,
-                                 .max_cluster = 1};
+/* sc_tiny (sched_check.h): 64 threads per block, 16 floats per thread in registers (rows
+ * of 1024 floats), 8 KiB of shared memory per block (rows up to about 1700 floats), 2 SMs. */
+#define tiny sc_tiny
 
 /* A case of a table: a fusion of one input [rows, cols] and the parameters it gets. */
 typedef struct Case {
