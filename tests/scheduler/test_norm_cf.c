@@ -147,3 +147,27 @@ Test(norm_cf, sweep_shapes_on_an_h100) {
     planned(3, BN_IN(cases[i].dt, cases[i].s), cases[i].params);
   }
 }
+
+/* As the sweep writes it (bench/sweep_kinds.py batchnorm_fd): x, w and b cast to float,
+ * var_mean keepdim, the result cast back; define and run: one kernel in float32 and in
+ * bfloat16 (the parameters' casts are elementwise ops of the kept shape). */
+static cf_fusion_cache *as_the_sweep(cf_dtype dt, const int64_t *s) {
+  cf_tv *x = cf_cast(f, input(dt, 3, NULL, true), CF_FLOAT);
+  cf_tv *w = cf_cast(f, input(dt, 1, NULL, true), CF_FLOAT), *b = cf_cast(f, input(dt, 1, NULL, true), CF_FLOAT);
+  cf_tv *var, *mean;
+  cf_var_mean(f, x, 2, (int[]){0, 2}, 0, true, &var, &mean);
+  cf_tv *rstd = cf_rsqrt(f, cf_add_scalar(f, var, EPS));
+  cf_fusion_add_output(f, cf_cast(f, cf_add(f, cf_mul(f, cf_mul(f, cf_sub(f, x, mean), rstd), chan(w)), chan(b)), dt));
+  return execute_vs_eval(3, (KcInput[]){IN(dt, s[0], s[1], s[2]), IN(dt, s[1]), IN(dt, s[1])}, tol(dt));
+}
+
+Test(norm_cf, define_and_run_as_the_sweep_writes_it) {
+  static const int64_t s[3] = {4, 3, 64};
+  cf_fusion_cache *c = as_the_sweep(CF_FLOAT, s);
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+  cf_fusion_cache_destroy(c);
+  fresh();
+  c = as_the_sweep(CF_BFLOAT16, s);
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+  cf_fusion_cache_destroy(c);
+}
