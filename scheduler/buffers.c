@@ -25,7 +25,7 @@
 
 typedef uint64_t RedSet;
 
-bool *sched_row_tensors(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int first, int n) {
+bool *sched_row_tensors(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, SchedAxes axes) {
   bool *row = ARENA_ARRAY(a, bool, f->vals.len);
   for (int i = 0; row && i < f->vals.len; i++) {
     Val *v = f->vals.items[i];
@@ -33,7 +33,8 @@ bool *sched_row_tensors(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int fi
     for (int x = 0; x < TV(v)->nlogical && !row[i]; x++) {
       Val *id = TV(v)->logical[x];
       if (ID(id)->iter_type != CF_ITER_ITERATION) continue;
-      for (int k = first; k < first + n && !row[i]; k++) row[i] = an_idmap_same(m, id, TV(ref)->logical[k]);
+      for (int k = 0; k < TV(ref)->nlogical && !row[i]; k++)
+        row[i] = sched_axis_in(axes, k) && an_idmap_same(m, id, TV(ref)->logical[k]);
     }
   }
   return row;

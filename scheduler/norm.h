@@ -24,6 +24,11 @@ typedef struct NormPlan {
   SchedInnerParams q;
 } NormPlan;
 
+/* The kept axes (rows): those the reductions do not reduce. */
+static inline SchedAxes sched_norm_kept(const NormPlan *p) {
+  return sched_axis_range(0, p->r.rank) & ~p->r.reduced;
+}
+
 /* Runs the checks on f for the call and plans the parameters into p->q: returns the
  * planning arena (the caller destroys it), or NULL with f's error set. */
 Arena *sched_norm_begin(cf_fusion *f, const SchedCall *call, NormPlan *p);

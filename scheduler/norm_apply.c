@@ -13,10 +13,13 @@
  *      multipass: the caches too (SCHED_CLONE_CACHES): nothing persists;
  *   3. shared memory: each cache still read across a reduction lives in shared memory,
  *      and each of its readers reads a register copy of its own (vector loads);
- *   4. the first reduction's reduced axes are merged and split [p, t, v] (registers with
- *      a symbolic row: split outer by p, so register arrays keep a constant size) and
+ *   4. the first reduction's loop axes are reordered kept-first when a kept axis stands
+ *      between reduced ones ([r, i, r] -> [i, r, r]), its reduced axes merged and split
+ *      [p, t, v] or, over the grid, [p, gy, t, v] (registers with a symbolic row: split
+ *      outer by p, so register arrays keep a constant size) and
  *      propagated; each reduction is rfactored over p and v (a serial fold per thread),
- *      leaving a threadIdx.x block all-reduce whose result every thread holds; then the
+ *      leaving a threadIdx.x block all-reduce (and a blockIdx.y grid all-reduce) whose
+ *      result every thread holds; then the
  *      outer axes are merged (after the rfactor: its iteration axes must be untransformed)
  *      and split [I / (s * ty), s, ty] and propagated: blockIdx.x, a serial loop over the
  *      block's rows, threadIdx.y; threadIdx.x takes t and the caches vectorize v;
@@ -71,16 +74,15 @@ static cf_status rewrite_rows(cf_fusion *f, Arena *a, const NormPlan *p, Vectors
   const SchedInnerParams *q = &p->q;
   if (q->mode == SCHED_NORM_REGISTERS && !q->project) return CF_OK;
   Val *ref = p->r.reds[0];
-  int first = p->r.rank - p->r.nred;
   IdMap *m = an_idmap_build(f, false);
-  bool *row = m ? sched_row_tensors(f, a, m, ref, first, p->r.nred) : NULL;
+  bool *row = m ? sched_row_tensors(f, a, m, ref, p->r.reduced) : NULL;
   an_idmap_free(m);
   if (!row) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "inner_persistent: out of memory");
   if (sched_recompute(f, a, row, q->mode == SCHED_NORM_MULTIPASS ? SCHED_CLONE_CACHES : SCHED_KEEP_CACHES))
     return f->status;
   if (q->mode != SCHED_NORM_SHARED) return CF_OK;
   m = an_idmap_build(f, false);
-  row = m ? sched_row_tensors(f, a, m, ref, first, p->r.nred) : NULL;
+  row = m ? sched_row_tensors(f, a, m, ref, p->r.reduced) : NULL;
   an_idmap_free(m);
   bool *live = row ? sched_live_tensors(f, a, &p->r, row, p->full_in) : NULL;
   if (!live) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "inner_persistent: out of memory");
@@ -94,14 +96,23 @@ static cf_status rewrite_rows(cf_fusion *f, Arena *a, const NormPlan *p, Vectors
   return f->status;
 }
 
-/* The reference's reduced axes merged and split into [p, t, v]. */
+/* The reference's loop axes reordered kept-first when a kept axis stands between reduced
+ * ones ([r, i, r] -> [i, r, r]: the merged row then runs along the innermost axis, read
+ * coalesced), its reduced axes merged and split into [p, t, v]. */
 static void split_row(cf_fusion *f, const NormPlan *p, cf_tv *ref) {
   const SchedInnerParams *q = &p->q;
   int ri = p->r.rank - p->r.nred;
+  if (p->r.reduced != sched_axis_range(ri, p->r.nred)) {
+    int order[CF_MAX_RANK], kept = 0, red = ri;
+    for (int x = 0; x < p->r.rank; x++) order[x] = sched_axis_in(p->r.reduced, x) ? red++ : kept++;
+    cf_reorder_all(f, ref, p->r.rank, order);
+  }
   for (int k = 1; k < p->r.nred; k++) cf_merge(f, ref, ri);
   if (q->vec > 1) cf_split(f, ref, ri, q->vec);
   if (q->symbolic) cf_split_outer(f, ref, ri, q->persist);
   else cf_split(f, ref, ri, q->threads);
+  if (q->grid > 1 && q->symbolic) cf_split_outer(f, ref, ri + 1, q->grid); /* [p, gy, t at run time] */
+  else if (q->grid > 1) cf_split(f, ref, ri, q->grid);                     /* [p, gy, t, v] */
 }
 
 /* The rfactor tensor's outer axes merged and split [I / (s * ty), s, ty]; returns the
@@ -121,13 +132,14 @@ static int split_rows(cf_fusion *f, const NormPlan *p, cf_tv *rf) {
 static void print_params(const NormPlan *p, bool blocks, char *params) {
   const SchedInnerParams *q = &p->q;
   static const char *const mode[] = {"registers", "shared", "multipass"};
-  char y[32] = "", serial[32] = "";
+  char y[32] = "", serial[32] = "", grid[48] = "";
+  if (q->grid > 1) snprintf(grid, sizeof grid, " grid=blockIdx.y{%lld}", (long long)q->grid);
   if (q->rows_y > 1) snprintf(y, sizeof y, "x%lld", (long long)q->rows_y);
   if (q->rows_serial > 1) snprintf(serial, sizeof serial, " serial=%lld", (long long)q->rows_serial);
-  snprintf(params, SCHED_PARAMS_MAX, "%s threads=%lld%s%s %s=%lld vector=%lld rows=%s%s%s%s", mode[q->mode],
+  snprintf(params, SCHED_PARAMS_MAX, "%s threads=%lld%s%s %s=%lld vector=%lld rows=%s%s%s%s%s", mode[q->mode],
            (long long)q->threads, y, q->symbolic ? " (ceilDiv(row, persistent) at run time)" : "",
            q->mode == SCHED_NORM_MULTIPASS ? "chunks" : "persistent", (long long)q->persist, (long long)q->vec,
-           blocks ? "blockIdx.x" : "1", serial,
+           blocks ? "blockIdx.x" : "1", serial, grid,
            q->mode == SCHED_NORM_REGISTERS && q->project ? " buffers=inputs" : "", q->online ? " online_softmax" : "");
 }
 
@@ -138,17 +150,18 @@ static cf_status schedule_loops(cf_fusion *f, const NormPlan *p, const Vectors *
   int ri = p->r.rank - p->r.nred;
   split_row(f, p, ref);
   cf_propagate_transforms(f, ref);
-  int rf_axes[2] = {ri, ri + 2};
+  int g = q->grid > 1, rf_axes[2] = {ri, ri + 2 + g};
   cf_tv *rf = NULL;
   for (int r = 0; r < p->r.nreds && !f->status; r++) {
     cf_tv *t = cf_rfactor(f, ir_tv_handle(p->r.reds[r]), q->vec > 1 ? 2 : 1, rf_axes);
     if (r == 0) rf = t;
   }
   if (f->status) return f->status;
-  int tx = split_rows(f, p, rf);
-  cf_parallel_type types[3];
+  int tx = split_rows(f, p, rf) + g;
+  cf_parallel_type types[4];
   int ntypes = 0;
   if (ri > 0) cf_parallelize(f, rf, 0, types[ntypes++] = CF_PT_BIDX);
+  if (g) cf_parallelize(f, rf, tx - 1, types[ntypes++] = CF_PT_BIDY);
   if (q->rows_y > 1) cf_parallelize(f, rf, tx - 2, types[ntypes++] = CF_PT_TIDY);
   cf_parallelize(f, rf, tx, types[ntypes++] = CF_PT_TIDX);
   cf_parallelize_all_like(f, rf, ntypes, types);

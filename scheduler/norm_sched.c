@@ -2,14 +2,17 @@
  * (sched_inner_persistent_heuristic): its checks and its parameters
  * (sched_inner_persistent_plan); norm_apply.c schedules a copy with them. It takes
  * softmax, layer norm, RMS norm and their kin: fusions whose reductions all reduce the
- * same innermost axes of one N-D shape and whose results are broadcast back and combined
- * elementwise with the rows they came from.
+ * same axes of one N-D shape, the innermost among them, and whose results are broadcast
+ * back and combined elementwise with the rows they came from; also a channels-first batch
+ * norm (x[N, C, HW] reduced over N and HW: the kept axis between reduced ones, its loop
+ * axes reordered kept-first so the row N*HW runs along the contiguous HW).
  *
  * Accepted (norm_checks, run by scheduler/persistent.c): elementwise ops, broadcasts and
- * at least one reduction (sum, max, Welford, ...); every reduction reduces the innermost
- * k axes of a tensor of rank N, all of the same extents (one exact-map class per axis);
- * every broadcast either puts back the k reduced axes ([rows] -> [rows, 1]) or spreads a
- * tensor of the row's shape over the outer axes (a weight [row] -> [1, row]); every
+ * at least one reduction (sum, max, Welford, ...); every reduction reduces the same k axes
+ * of a tensor of rank N, the innermost one among them, all of the same extents (one
+ * exact-map class per axis); every broadcast either puts back the k reduced axes ([rows] ->
+ * [rows, 1], a channel's statistic or weight [C] -> [1, C, 1]) or spreads a tensor of the
+ * row's shape over the kept axes (a weight [row] -> [1, row]); every
  * output has the rows' shape or the reduced one, with or without the reduced axes kept as
  * broadcast axes (a layer norm's mean and invstd, keepdim or not); one input has the
  * rows' shape (its sizes in the call give the row length); no constant extent of 1 (a
@@ -28,6 +31,15 @@
  *   registers per thread at block size T: min(max_regs_per_thread, regs_per_sm / T) -
  *     SCHED_REG_RESERVE (persistent.h: what the kernel needs besides the buffers: indices,
  *     pointers, the reduction's values); a thread keeps E(T, b) = that x 4 / b elements of b bytes;
+ *   0. grid, when the rows are fewer than the SMs (I < SMs: a channels-first batch
+ *      norm's 3 to 64 channels, a softmax of a few vocabulary rows): t = min(
+ *      NORM_TARGET_THREADS, t_max, n in whole warps), each row split over gy blocks on
+ *      blockIdx.y: for k = the blocks per SM threads allow, down to 1, gy = min(k x SMs /
+ *      I, SCHED_MAX_COOPERATIVE_THREADS / (I x t), n / (t x NORM_GRID_MIN_VECS)) (at least
+ *      2), p = ceil(n / (gy x t)); taken in registers when p * v <= E(t, b) and registers
+ *      let k such blocks share an SM (all resident: one cooperative launch, the statistics
+ *      grid all-reduces); else multipass over the same grid at the unbuffered blocks per
+ *      SM (a symbolic row: registers split outer by p and gy, threads at run time);
  *   1. registers, bytes b = min(live, projected) + params (projected when smaller: a
  *      bfloat16 row kept as its input, the float casts recomputed); persistent count
  *      p = min(ceil(n / NORM_TARGET_THREADS), NORM_PREFERRED_ELEMS / v), threads
@@ -75,20 +87,20 @@ enum {
   NORM_WORKSPACE_BYTES = 8,    /* shared memory per thread of a block all-reduce (double) */
   NORM_MULTIPASS_BLOCKS_PER_SM = 4, /* multipass: blocks per SM the block size leaves room for */
   NORM_WARP = 32,
+  NORM_GRID_MIN_VECS = 8, /* grid: vectors of the row each thread keeps at least (amortizing the syncs) */
 };
 
 #define WHY(...) (snprintf(why, SCHED_WHY_MAX, "inner_persistent: " __VA_ARGS__), false)
 
-/* The number of reduced axes of a reduction output, all innermost; -1 (why set) if not. */
+/* The number of reduced axes of a reduction output, the innermost one among them (the
+ * kept axes before, between or after the others: [r, i, r] is a channels-first batch
+ * norm's); -1 (why set) if the innermost axis is kept (the outer scheduler's form). */
 static int inner_reduced_axes(Val *out, char *why) {
-  int nr = 0;
-  for (int x = 0; x < TV(out)->nlogical; x++) {
-    bool r = ID(TV(out)->logical[x])->iter_type == CF_ITER_REDUCTION;
-    if (nr > 0 && !r) {
-      (void)WHY("%s reduces an axis before a kept one (only innermost axes)", TV(out)->display_name);
-      return -1;
-    }
-    nr += r;
+  int nr = 0, rank = TV(out)->nlogical;
+  for (int x = 0; x < rank; x++) nr += ID(TV(out)->logical[x])->iter_type == CF_ITER_REDUCTION;
+  if (nr > 0 && ID(TV(out)->logical[rank - 1])->iter_type != CF_ITER_REDUCTION) {
+    (void)WHY("%s keeps its innermost axis (the reduced axes must include the innermost one)", TV(out)->display_name);
+    return -1;
   }
   return nr;
 }
@@ -99,12 +111,12 @@ static bool check_broadcast(const Expr *e, const void *plan, char *why) {
   const bool *b = e->attr.broadcast.is_broadcast;
   bool inner = e->attr.broadcast.rank == p->r.rank, outer = inner;
   for (int x = 0; x < p->r.rank && (inner || outer); x++) {
-    bool reduced = x >= p->r.rank - p->r.nred;
+    bool reduced = sched_axis_in(p->r.reduced, x);
     inner = inner && b[x] == reduced;
     outer = outer && b[x] == !reduced;
   }
   if (!inner && !outer)
-    return WHY("%s broadcasts other axes than the %d reduced ones or the %d outer ones", TV(e->out[0])->display_name,
+    return WHY("%s broadcasts other axes than the %d reduced ones or the %d kept ones", TV(e->out[0])->display_name,
                p->r.nred, p->r.rank - p->r.nred);
   return true;
 }
@@ -119,8 +131,7 @@ static bool *full_inputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref) {
 /* What is kept of a row and what recomputing would cost (buffers.c, recompute.c). */
 static bool measure_buffers(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p, char *why) {
   Val *ref = p->r.reds[0];
-  int first = p->r.rank - p->r.nred;
-  bool *row = sched_row_tensors(f, a, m, ref, first, p->r.nred);
+  bool *row = sched_row_tensors(f, a, m, ref, p->r.reduced);
   p->full_in = full_inputs(f, a, m, ref);
   if (!row || !p->full_in || !sched_buffers(f, a, &p->r, row, p->full_in, p->vec_in, &p->buf))
     return WHY("out of memory");
@@ -143,7 +154,7 @@ static bool check_shapes(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p, ch
   if (p->r.nreds > SCHED_MAX_PERSISTENT_REDUCTIONS)
     return WHY("the fusion has %d reductions, more than the %d one kernel plans for", p->r.nreds,
                SCHED_MAX_PERSISTENT_REDUCTIONS);
-  p->row_out = sched_full_outputs(f, a, m, ref, 0, p->r.rank - p->r.nred, &bad);
+  p->row_out = sched_full_outputs(f, a, m, ref, sched_norm_kept(p), &bad);
   if (!p->row_out)
     return bad < 0 ? WHY("out of memory")
                    : WHY("output %s has neither the rows' shape nor the reduced one",
@@ -153,7 +164,7 @@ static bool check_shapes(cf_fusion *f, Arena *a, const IdMap *m, NormPlan *p, ch
   p->row_input = f->inputs.items[p->row_index];
   if (sched_has_broadcast(p->row_input))
     return WHY("%s has a broadcast axis (a constant extent of 1)", TV(p->row_input)->display_name);
-  p->vec_in = sched_cached_inputs(f, a, m, ref, p->r.rank - p->r.nred, p->r.nred);
+  p->vec_in = sched_cached_inputs(f, a, m, ref, p->r.reduced);
   return p->vec_in ? measure_buffers(f, a, m, p, why) : WHY("out of memory");
 }
 
@@ -165,7 +176,7 @@ static bool read_sizes(const SchedCall *call, NormPlan *p, char *why) {
   p->symbolic = false;
   for (int x = 0; x < p->r.rank; x++) {
     int64_t e;
-    bool c = ir_scalar_const_value(ID(TV(p->row_input)->logical[x])->extent, &e), inner = x >= p->r.rank - p->r.nred;
+    bool c = ir_scalar_const_value(ID(TV(p->row_input)->logical[x])->extent, &e), inner = sched_axis_in(p->r.reduced, x);
     if (have_call) e = call->inputs[p->row_index]->shape[x];
     else if (!c && inner)
       return WHY("the rows of %s are symbolic and the call gives no sizes", TV(p->row_input)->display_name);
@@ -200,7 +211,8 @@ static void plan_rows(const SchedDevice *d, NormPlan *p, int64_t bytes) {
   SchedInnerParams *q = &p->q;
   q->rows_y = q->rows_serial = 1;
   if (p->symbolic || p->outer < 2) return;
-  while (q->threads * q->rows_y * 2 <= NORM_TARGET_THREADS && q->rows_y * 2 <= p->outer &&
+  int64_t most = NORM_TARGET_THREADS < max_threads(d) ? NORM_TARGET_THREADS : max_threads(d);
+  while (q->threads * q->rows_y * 2 <= most && q->rows_y * 2 <= p->outer &&
          fits(d, q, q->threads * q->rows_y * 2, bytes))
     q->rows_y *= 2;
   if (p->buf.params == 0) return;
@@ -263,12 +275,58 @@ static bool plan_multipass(const SchedDevice *d, NormPlan *p, char *why) {
   return true;
 }
 
+/* Rule 0: blocks of a row for gy = k x SMs / I (the blocks per SM that threads and
+ * registers allow, down to 1); false when fewer than 2. */
+static bool grid_blocks(const SchedDevice *d, NormPlan *p, int64_t k) {
+  SchedInnerParams *q = &p->q;
+  int64_t n = sched_ceil_div(p->row, q->vec);
+  int64_t gy = k * d->sm_count / p->outer, cap = SCHED_MAX_COOPERATIVE_THREADS / (p->outer * q->threads);
+  int64_t most = n / (q->threads * NORM_GRID_MIN_VECS);
+  if (gy > cap) gy = cap;
+  if (gy > most) gy = most;
+  if (gy < 2) return false;
+  q->grid = gy;
+  q->persist = sched_ceil_div(n, gy * q->threads);
+  return true;
+}
+
+/* Rule 0: rows fewer than the SMs (a channels-first batch norm's few channels) split
+ * across gy blocks each, all resident (a cooperative launch), the statistics grid
+ * all-reduces: in registers, else multipass. */
+static bool plan_grid(const SchedDevice *d, NormPlan *p) {
+  SchedInnerParams *q = &p->q;
+  if (p->outer < 1 || p->outer >= d->sm_count) return false;
+  int64_t n = sched_ceil_div(p->row, q->vec), t = NORM_TARGET_THREADS;
+  if (t > max_threads(d)) t = max_threads(d);
+  q->threads = round_warps(n) < t ? round_warps(n) : t;
+  int64_t ws = NORM_WORKSPACE_BYTES * q->threads * p->r.nreds;
+  q->rows_y = q->rows_serial = 1;
+  q->project = p->buf.projected < p->buf.live;
+  int64_t bytes = (q->project ? p->buf.projected : p->buf.live) + p->buf.params;
+  for (int64_t k = sched_blocks_per_sm(d, q->threads, SCHED_REG_RESERVE, ws); k >= 1; k--) {
+    if (!grid_blocks(d, p, k)) break;
+    int64_t regs = q->persist * q->vec * ((bytes + 3) / 4) + SCHED_REG_RESERVE; /* a register per element */
+    if (fits(d, q, q->threads, bytes) && sched_blocks_per_sm(d, q->threads, regs, ws) >= k) return true;
+  }
+  if (p->clones[1] > SCHED_RECOMPUTE_MAX_OPS) return false;
+  q->mode = SCHED_NORM_MULTIPASS;
+  q->symbolic = false; /* split by threads and blocks: a symbolic count of chunks */
+  q->project = true;
+  q->online = p->online > 0;
+  return grid_blocks(d, p, sched_blocks_per_sm(d, q->threads, SCHED_REG_RESERVE, ws));
+}
+
 static bool plan_params(const SchedCall *call, NormPlan *p, cf_fusion *f, char *why) {
   const SchedDevice *d = call && call->dev ? call->dev : sched_device_default();
   SchedInnerParams *q = &p->q;
   q->symbolic = p->symbolic;
   q->vec = p->symbolic ? 1 : sched_vector_width(f, call, p->vec_in, p->inner);
   q->mode = SCHED_NORM_REGISTERS;
+  if (plan_grid(d, p)) return true;
+  q->mode = SCHED_NORM_REGISTERS;
+  q->grid = 1;
+  q->symbolic = p->symbolic;
+  q->online = false;
   if (plan_registers(d, p)) return true;
   q->symbolic = false; /* shared memory and multipass split by threads: a symbolic count of chunks */
   q->mode = SCHED_NORM_SHARED;
@@ -299,6 +357,8 @@ bool sched_inner_persistent_plan(cf_fusion *f, const SchedCall *call, SchedInner
 bool sched_inner_persistent_resident(cf_fusion *f, const SchedCall *call, char *why) {
   SchedInnerParams q;
   if (!sched_inner_persistent_plan(f, call, &q, why)) return false;
+  if (q.grid > 1) /* two sums: two grid all-reduces where Welford's states need one */
+    return WHY("rows split across %lld blocks each (one Welford grid all-reduce, not two)", (long long)q.grid);
   return q.mode != SCHED_NORM_MULTIPASS ? true : WHY("rows past registers and shared memory (multipass)");
 }
 

@@ -36,7 +36,7 @@ static cf_status rewrite_rows(cf_fusion *f, Arena *a, const OuterPlan *p) {
   const SchedOuterParams *q = &p->q;
   if (!multipass(q) && !q->project) return CF_OK;
   IdMap *m = an_idmap_build(f, false);
-  bool *row = m ? sched_row_tensors(f, a, m, p->r.reds[0], 0, p->r.nred) : NULL;
+  bool *row = m ? sched_row_tensors(f, a, m, p->r.reds[0], p->r.reduced) : NULL;
   an_idmap_free(m);
   if (!row) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "outer_persistent: out of memory");
   return sched_recompute(f, a, row, multipass(q) ? SCHED_CLONE_CACHES : SCHED_KEEP_CACHES);

@@ -112,12 +112,12 @@ static bool check_shapes(cf_fusion *f, Arena *a, const IdMap *m, OuterPlan *p, c
   p->full_input = f->inputs.items[p->full_index];
   if (sched_has_broadcast(p->full_input))
     return WHY("%s has a broadcast axis (a constant extent of 1)", TV(p->full_input)->display_name);
-  p->full_out = sched_full_outputs(f, a, m, ref, p->r.nred, ncols, &bad);
+  p->full_out = sched_full_outputs(f, a, m, ref, sched_axis_range(p->r.nred, ncols), &bad);
   if (!p->full_out && bad >= 0)
     return WHY("output %s has neither the full shape nor the reduced one", TV(f->outputs.items[bad])->display_name);
-  p->cached = p->full_out ? sched_cached_inputs(f, a, m, ref, p->r.nred, ncols) : NULL;
+  p->cached = p->full_out ? sched_cached_inputs(f, a, m, ref, sched_axis_range(p->r.nred, ncols)) : NULL;
   p->full_in = ARENA_ARRAY(a, bool, f->inputs.len);
-  bool *row = sched_row_tensors(f, a, m, ref, 0, p->r.nred);
+  bool *row = sched_row_tensors(f, a, m, ref, p->r.reduced);
   if (!p->cached || !p->full_in || !row) return WHY("out of memory");
   for (int i = 0; i < f->inputs.len; i++) p->full_in[i] = sched_same_shape(m, ref, f->inputs.items[i]);
   if (!sched_buffers(f, a, &p->r, row, p->full_in, p->cached, &p->buf)) return WHY("out of memory");

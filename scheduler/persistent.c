@@ -42,10 +42,16 @@ static bool find_reductions(const SchedPersistent *s, Arena *a, Expr **exprs, in
     if (k != OPK_REDUCTION) continue;
     int nr = s->reduced_axes(out, why), rank = TV(out)->nlogical;
     if (nr < 0) return false;
+    SchedAxes axes = 0;
+    for (int x = 0; x < rank; x++)
+      if (ID(TV(out)->logical[x])->iter_type == CF_ITER_REDUCTION) axes |= (SchedAxes)1 << x;
     if (p->nreds > 0 && (rank != p->rank || nr != p->nred))
       return refuse(s, why, "%s reduces %d of %d axes, %s %d of %d (every reduction must reduce the same %s)",
                     TV(out)->display_name, nr, rank, TV(p->reds[0])->display_name, p->nred, p->rank, s->unit);
-    p->rank = rank, p->nred = nr;
+    if (p->nreds > 0 && axes != p->reduced)
+      return refuse(s, why, "%s reduces other axes than %s (every reduction must reduce the same %s)",
+                    TV(out)->display_name, TV(p->reds[0])->display_name, s->unit);
+    p->rank = rank, p->nred = nr, p->reduced = axes;
     p->reds[p->nreds++] = out;
   }
   return p->nreds > 0 ? true : refuse(s, why, "the fusion has no reduction");
@@ -124,24 +130,28 @@ bool sched_same_shape(const IdMap *m, Val *ref, Val *tv) {
   return true;
 }
 
+/* The next axis of `axes` from x on (ref's rank when none). */
+static int next_axis(Val *ref, SchedAxes axes, int x) {
+  while (x < TV(ref)->nlogical && !sched_axis_in(axes, x)) x++;
+  return x;
+}
+
 /* sched_kept_shape, with broadcast axes that match no kept axis skipped when `keepdim`
  * (a reduced result with its reduced axes kept as broadcast axes). */
-static bool kept_shape(const IdMap *m, Val *ref, int first, int n, Val *tv, bool keepdim) {
-  int kept = 0;
+static bool kept_shape(const IdMap *m, Val *ref, SchedAxes axes, Val *tv, bool keepdim) {
+  int k = next_axis(ref, axes, 0), rank = TV(ref)->nlogical;
   for (int x = 0; x < TV(tv)->nlogical; x++) {
     Val *id = TV(tv)->logical[x];
     if (ID(id)->iter_type == CF_ITER_REDUCTION) continue;
-    bool same = kept < n && an_idmap_same(m, id, TV(ref)->logical[first + kept]);
+    bool same = k < rank && an_idmap_same(m, id, TV(ref)->logical[k]);
     if (!same && keepdim && ID(id)->iter_type == CF_ITER_BROADCAST) continue;
     if (!same) return false;
-    kept++;
+    k = next_axis(ref, axes, k + 1);
   }
-  return kept == n;
+  return k == rank;
 }
 
-bool sched_kept_shape(const IdMap *m, Val *ref, int first, int n, Val *tv) {
-  return kept_shape(m, ref, first, n, tv, false);
-}
+bool sched_kept_shape(const IdMap *m, Val *ref, SchedAxes axes, Val *tv) { return kept_shape(m, ref, axes, tv, false); }
 
 int sched_input_like(cf_fusion *f, const IdMap *m, Val *ref) {
   for (int i = 0; i < f->inputs.len; i++)
@@ -149,24 +159,24 @@ int sched_input_like(cf_fusion *f, const IdMap *m, Val *ref) {
   return -1;
 }
 
-bool *sched_cached_inputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int first, int n) {
+bool *sched_cached_inputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, SchedAxes axes) {
   bool *cached = ARENA_ARRAY(a, bool, f->inputs.len);
   for (int i = 0; cached && i < f->inputs.len; i++) {
     Val *in = f->inputs.items[i];
     cached[i] = !sched_has_broadcast(in) && in->uses.len > 0 &&
-                (sched_same_shape(m, ref, in) || sched_kept_shape(m, ref, first, n, in));
+                (sched_same_shape(m, ref, in) || sched_kept_shape(m, ref, axes, in));
   }
   return cached;
 }
 
-bool *sched_full_outputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int first, int n, int *bad) {
+bool *sched_full_outputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, SchedAxes kept, int *bad) {
   bool *full = ARENA_ARRAY(a, bool, f->outputs.len);
   *bad = -1;
   for (int o = 0; full && o < f->outputs.len; o++) {
     Val *out = f->outputs.items[o];
     bool reduction = out->def && ir_op_kind(out->def->op) == OPK_REDUCTION;
     full[o] = !reduction && sched_same_shape(m, ref, out);
-    if (!full[o] && !kept_shape(m, ref, first, n, out, true)) return *bad = o, NULL;
+    if (!full[o] && !kept_shape(m, ref, kept, out, true)) return *bad = o, NULL;
   }
   return full;
 }

@@ -15,12 +15,22 @@ enum { SCHED_VECTOR_BYTES = 16 }; /* the widest vector access */
  * registers: both persistent schedulers refuse rows (columns) beyond it. */
 enum { SCHED_FULL_BLOCK_PER_THREAD = 16 };
 
+/* A set of logical axes of a tensor: bit x is axis x (CF_MAX_RANK of them fit). */
+typedef uint32_t SchedAxes;
+_Static_assert(CF_MAX_RANK <= 31, "SchedAxes holds a bit per axis");
+/* Axes first to first + n - 1. */
+static inline SchedAxes sched_axis_range(int first, int n) {
+  return n <= 0 ? 0 : (((SchedAxes)1 << n) - 1) << first;
+}
+static inline bool sched_axis_in(SchedAxes s, int x) { return (s >> x) & 1u; }
+
 /* The reductions a persistent scheduler found; the first member of its plan struct. */
 typedef struct SchedReductions {
   Val **reds; /* the reductions' outputs, in topological order */
   int nreds;
   int rank; /* N: logical rank of the reduced tensors */
-  int nred; /* k: reduced axes of each (innermost or outermost ones) */
+  int nred; /* k: reduced axes of each (innermost or outermost ones; inner: any, the last one among them) */
+  SchedAxes reduced; /* which axes those are (the same for every reduction) */
 } SchedReductions;
 
 /* The checks of one persistent scheduler, run in order by its accepts() and schedule()
@@ -53,20 +63,18 @@ bool sched_elementwise(const Expr *e);
 bool sched_has_broadcast(Val *tv);
 /* tv has ref's logical shape: the same rank, axis by axis in ref's exact classes. */
 bool sched_same_shape(const IdMap *m, Val *ref, Val *tv);
-/* tv's non-reduction axes are, in order, in the classes of ref's logical axes first to
- * first + n - 1 (a reduced result, or a parameter of that part of the shape). */
-bool sched_kept_shape(const IdMap *m, Val *ref, int first, int n, Val *tv);
+/* tv's non-reduction axes are, in order, in the classes of ref's logical axes `axes` (a
+ * reduced result, or a parameter of that part of the shape). */
+bool sched_kept_shape(const IdMap *m, Val *ref, SchedAxes axes, Val *tv);
 /* The position of the first fusion input of ref's shape, -1 if none. */
 int sched_input_like(cf_fusion *f, const IdMap *m, Val *ref);
 /* Per fusion input: read once and kept (cached after): used, without broadcast axes, of
- * ref's shape or of the shape of ref's logical axes first to first + n - 1. NULL when out
- * of memory. */
-bool *sched_cached_inputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int first, int n);
+ * ref's shape or of the shape of ref's logical axes `axes`. NULL when out of memory. */
+bool *sched_cached_inputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, SchedAxes axes);
 /* Per fusion output: of ref's shape (true) or a reduced result with ref's logical axes
- * first to first + n - 1 kept (false; its reduced axes dropped or kept as broadcast axes,
- * keepdim). NULL when out of memory (*bad -1) or when output
- * *bad is neither. */
-bool *sched_full_outputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int first, int n, int *bad);
+ * `kept` kept (false; its reduced axes dropped or kept as broadcast axes, keepdim). NULL
+ * when out of memory (*bad -1) or when output *bad is neither. */
+bool *sched_full_outputs(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, SchedAxes kept, int *bad);
 
 /* The vector width in elements: SCHED_VECTOR_BYTES over the widest element of the cached
  * inputs and of the outputs, halved until it divides inner and the call's pointers of
@@ -99,6 +107,7 @@ typedef struct SchedInnerParams {
   int64_t threads; /* threads of a row (threadIdx.x) */
   int64_t rows_y;  /* rows per block on threadIdx.y */
   int64_t rows_serial; /* rows a block runs one after another (parameters read once) */
+  int64_t grid;        /* blocks of a row (blockIdx.y, grid all-reduces); 1: a block per row */
 } SchedInnerParams;
 
 /* Checks f and plans its parameters for the call (norm_sched.c's rules); false with the
@@ -106,8 +115,9 @@ typedef struct SchedInnerParams {
 bool sched_inner_persistent_plan(cf_fusion *f, const SchedCall *call, SchedInnerParams *q, char *why);
 /* Schedules f (accepted by the plan for this call) with q, printing the parameters. */
 cf_status sched_inner_persistent_apply(cf_fusion *f, const SchedCall *call, const SchedInnerParams *q, char *params);
-/* Whether the plan keeps the rows (registers or shared memory, not multipass): define
- * and run's Welford translation pays off only then. */
+/* Whether the plan keeps the rows in one block each (registers or shared memory, not
+ * multipass, not split over the grid): define and run's Welford translation pays off only
+ * then. */
 bool sched_inner_persistent_resident(cf_fusion *f, const SchedCall *call, char *why);
 
 /* ---- the outer persistent scheduler's parameters (outer_persistent_sched.c, outer_apply.c) */
@@ -160,9 +170,9 @@ typedef struct SchedBuffers {
   int64_t params;    /* cached row parameters (a weight), kept by every thread too */
 } SchedBuffers;
 
-/* Per Val id: a tensor with an iteration axis in the classes of ref's logical axes first
- * to first + n - 1 (the reduced ones: it holds a row). NULL when out of memory. */
-bool *sched_row_tensors(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, int first, int n);
+/* Per Val id: a tensor with an iteration axis in the classes of ref's logical axes `axes`
+ * (the reduced ones: it holds a row). NULL when out of memory. */
+bool *sched_row_tensors(cf_fusion *f, Arena *a, const IdMap *m, Val *ref, SchedAxes axes);
 /* The buffers of f: reductions r, row tensors row (sched_row_tensors), per fusion input
  * whether it has the full shape and whether it is cached. False when out of memory. */
 bool sched_buffers(cf_fusion *f, Arena *a, const SchedReductions *r, const bool *row, const bool *full_input,

@@ -326,7 +326,8 @@ Test(fusion_execute, last_executor_and_print_kernel_per_segment) {
     cr_assert_eq(cf_fusion_cache_print_kernel(c, i, m), CF_OK, "%s", cf_fusion_cache_error(c));
     fclose(m);
     cr_expect(strncmp(text, "extern \"C\" __global__", 21) == 0, "segment %d: %s", i, text);
-    cr_expect(strstr(text, i == 0 ? "block all-reduce" : "threadIdx.x") != NULL, "segment %d: %s", i, text);
+    /* 2 rows of 132 SMs: each split over blocks, a grid all-reduce */
+    cr_expect(strstr(text, i == 0 ? "grid all-reduce" : "threadIdx.x") != NULL, "segment %d: %s", i, text);
     free(text);
   }
   cr_expect_null(cf_fusion_cache_last_executor(c, 2));
@@ -519,38 +520,41 @@ Test(fusion_execute, sum_of_a_broadcast_in_the_fusion) {
 }
 
 /* var_mean over axes around a kept one: the cut after the Welford reduction once made its
- * states a segment's output ("add_output: T1 holds Welford states"); the reduction
- * scheduler now takes it whole (kept axes first, the fields and the division its
- * epilogue), also for the issue's [8, 1, 6] (its extent of 1 decides no layout). */
+ * states a segment's output ("add_output: T1 holds Welford states"); it runs whole, also
+ * for the issue's [8, 1, 6] (its extent of 1 decides no layout): translated to two sums
+ * under the inner persistent scheduler (kept axes first) as var_mean over rows is, while
+ * a block keeps each channel's row; 3 long channels split over the grid: the reduction
+ * scheduler's Welford (the fields and the division its epilogue). */
 Test(fusion_execute, middle_axes_var_mean_runs_whole) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 3), *var = NULL, *mean = NULL;
   cf_fusion_add_input(f, x);
   cr_assert_eq(cf_var_mean(f, x, 2, (int[]){0, 2}, 1, false, &var, &mean), CF_OK, "%s", cf_fusion_error(f));
   cf_fusion_add_output(f, var);
   cf_fusion_add_output(f, mean);
-  const int64_t shapes[][3] = {{4, 7, 33}, {8, 1, 6}};
-  for (int k = 0; k < 2; k++) {
+  const int64_t shapes[][3] = {{4, 7, 33}, {8, 1, 6}, {64, 3, 1000}};
+  for (int k = 0; k < 3; k++) {
     check_shape(1, 3, shapes[k], 1e-4);
     cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
-    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "reduction");
+    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), k < 2 ? "welford_translate" : "reduction");
   }
 }
 
-/* var_mean over long rows: while registers or shared memory hold a row, translated to two
- * sums under the inner persistent scheduler (the row read once); past them the reduction
- * scheduler takes the Welford reduction (one block per row), its fields and the
- * variance's division as its epilogue. */
+/* var_mean over long rows: while registers or shared memory hold a row (132 rows, a block
+ * each on an H100), translated to two sums under the inner persistent scheduler (the row
+ * read once); past them, or with fewer rows than SMs (each split over the grid), the
+ * reduction scheduler takes the Welford reduction, its fields and the variance's division
+ * as its epilogue. */
 Test(fusion_execute, var_mean_of_long_rows_runs_under_the_reduction_scheduler) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2), *var = NULL, *mean = NULL;
   cf_fusion_add_input(f, x);
   cr_assert_eq(cf_var_mean(f, x, 1, (int[]){1}, 1, false, &var, &mean), CF_OK, "%s", cf_fusion_error(f));
   cf_fusion_add_output(f, var);
   cf_fusion_add_output(f, mean);
-  const int64_t shapes[][2] = {{2, 17000}, {3, 20000}, {1, 16384}, {5, 9001}, {2, 70000}};
+  const int64_t shapes[][2] = {{132, 17000}, {132, 9001}, {2, 17000}, {1, 16384}, {132, 70000}};
   for (int k = 0; k < 5; k++) {
     check_shape(1, 2, shapes[k], 1e-4);
-    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), k < 4 ? "welford_translate" : "reduction", "rows of %lld",
-                     (long long)shapes[k][1]);
+    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), k < 2 ? "welford_translate" : "reduction", "%lld rows of %lld",
+                     (long long)shapes[k][0], (long long)shapes[k][1]);
   }
 }
 
@@ -605,10 +609,11 @@ static void check_layer_norm(cf_dtype dt, int64_t rows, int64_t cols, double tol
   for (int i = 0; i < 3; i++) cf_tensor_free(in[i]);
 }
 
-/* Rows kept in registers: one inner persistent kernel of two sums, no Welford merge. */
+/* Rows kept in registers: one inner persistent kernel of two sums, no Welford merge (132
+ * rows of 16384: a block each on an H100, not split over the grid). */
 Test(fusion_execute, var_mean_layer_norm_is_translated_to_two_sums) {
   build_var_mean_layer_norm(CF_FLOAT);
-  int64_t shapes[][2] = {{5, 4096}, {7, 1000}, {1, 4096}, {3, 1}, {4, 16384}};
+  int64_t shapes[][2] = {{5, 4096}, {7, 1000}, {1, 4096}, {3, 1}, {132, 16384}};
   for (int i = 0; i < 5; i++) {
     check_layer_norm(CF_FLOAT, shapes[i][0], shapes[i][1], 1e-4);
     cr_expect_eq(cf_fusion_cache_last_segments(c), 1, "%lld x %lld", (long long)shapes[i][0], (long long)shapes[i][1]);
@@ -620,10 +625,11 @@ Test(fusion_execute, var_mean_layer_norm_is_translated_to_two_sums) {
 
 /* Rows longer than registers: in shared memory, translated (two sums, the row read from
  * memory once); past shared memory, multipass keeps the Welford reduction (two passes over
- * the row, not three); one kernel either way, equal to the evaluator. */
+ * the row, not three), and so does a row split over the grid (one grid all-reduce, not
+ * two); one kernel either way, equal to the evaluator. */
 Test(fusion_execute, var_mean_layer_norm_of_long_rows_stays_welford) {
   build_var_mean_layer_norm(CF_FLOAT);
-  check_layer_norm(CF_FLOAT, 2, 17000, 1e-4);
+  check_layer_norm(CF_FLOAT, 132, 17000, 1e-4);
   cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "welford_translate");
   cr_expect_not(runs_welford(0));

@@ -90,7 +90,9 @@ Test(segments, layer_norm_with_mean_and_invstd_is_one_kernel) {
                (long long)shapes[s][1]);
       check_inputs(dts[d], mf_xwb(shapes[s][0], shapes[s][1]), 3, what);
       cr_expect_eq(cf_fusion_cache_last_segments(c), 1, "%s", what);
-      cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "welford_translate", "%s", what);
+      /* one row of 16384 split over the grid keeps Welford (one grid all-reduce) */
+      cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), s < 4 ? "welford_translate" : "inner_persistent", "%s",
+                       what);
     }
   }
 }

@@ -22,6 +22,18 @@ static cf_fusion *f;
 /* The device the calls describe: NULL for the default (an H100); tests scale it down to
  * reach each heuristic branch with small shapes. */
 static const SchedDevice *sc_dev;
+/* A device scaled down for the persistent schedulers' branches: 64 threads per block,
+ * 4096 registers per SM (64 per thread at 64 threads: 16 left for buffers, so registers
+ * hold rows of 1024 floats), 8 KiB of shared memory per block, 2 SMs. */
+static const SchedDevice sc_tiny = {.sm_count = 2,
+                                    .max_threads_per_block = 64,
+                                    .max_threads_per_sm = 128,
+                                    .regs_per_sm = 4096,
+                                    .max_regs_per_thread = 255,
+                                    .smem_per_block = 8192,
+                                    .smem_per_sm = 8192,
+                                    .l2_bytes = 1 << 20,
+                                    .max_cluster = 1};
 static inline void setup(void) { f = cf_fusion_create(); }
 static inline void teardown(void) { cf_fusion_destroy(f); }
 

@@ -132,8 +132,9 @@ Test(norm_sched, parameters) {
   softmax(CF_FLOAT, 2, (int64_t[]){2, 4096}, false);
   schedule_and_check(1, &IN(CF_FLOAT, 2, 4096), "registers threads=128 persistent=8 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
-  softmax(CF_FLOAT, 2, (int64_t[]){2, 16384}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 2, 16384), "registers threads=512 persistent=8 vector=4 rows=blockIdx.x", 1e-4);
+  softmax(CF_FLOAT, 2, (int64_t[]){2, 16384}, false); /* 2 rows of 132 SMs: each split over 4 blocks */
+  schedule_and_check(1, &IN(CF_FLOAT, 2, 16384),
+                     "registers threads=128 persistent=8 vector=4 rows=blockIdx.x grid=blockIdx.y{4}", 1e-4);
   fresh();
   softmax(CF_BFLOAT16, 2, (int64_t[]){2, 4096}, false);
   schedule_and_check(1, &IN(CF_BFLOAT16, 2, 4096),
@@ -143,7 +144,8 @@ Test(norm_sched, parameters) {
   schedule_and_check(1, &IN(CF_FLOAT, 3, 1000), "registers threads=128 persistent=2 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){3, 4097}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 3, 4097), "registers threads=160 persistent=26 vector=1 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 3, 4097),
+                     "registers threads=128 persistent=9 vector=1 rows=blockIdx.x grid=blockIdx.y{4}", 1e-4);
 }
 
 /* Symbolic sizes: the call gives the row length; rows of one element come this way (a
@@ -208,18 +210,9 @@ Test(norm_sched, by_hand_a_symbolic_inner_split_is_refused_by_lowering) {
 
 /* ---- each branch, on a device scaled down ----------------------------------------------- */
 
-/* 64 threads per block, 4096 registers per SM (64 per thread at 64 threads: 16 left for
- * buffers, so registers hold rows of 1024 floats), 8 KiB of shared memory per block (rows
- * up to about 1700 floats), 2 SMs. */
-static const SchedDevice tiny = {.sm_count = 2,
-                                 .max_threads_per_block = 64,
-                                 .max_threads_per_sm = 128,
-                                 .regs_per_sm = 4096,
-                                 .max_regs_per_thread = 255,
-                                 .smem_per_block = 8192,
-                                 .smem_per_sm = 8192,
-                                 .l2_bytes = 1 << 20,
-                                 .max_cluster = 1};
+/* sc_tiny (sched_check.h): 64 threads per block, 16 floats per thread in registers (rows
+ * of 1024 floats), 8 KiB of shared memory per block (rows up to about 1700 floats), 2 SMs. */
+#define tiny sc_tiny
 
 /* A case of a table: a fusion of one input [rows, cols] and the parameters it gets. */
 typedef struct Case {
@@ -238,6 +231,26 @@ static void run_cases(const Case *cases, size_t n, void (*build)(cf_dtype, int64
 }
 
 static void softmax_2d(cf_dtype dt, int64_t rows, int64_t cols) { softmax(dt, 2, (int64_t[]){rows, cols}, false); }
+
+/* One row on 2 SMs: split over 2 blocks (grid all-reduces), in registers while a
+ * block's half fits them, else multipass (the online softmax's states combined across the
+ * grid). */
+Test(norm_sched, softmax_of_a_vector_over_the_grid) {
+  sc_dev = &tiny;
+  static const struct {
+    int64_t n;
+    const char *params;
+  } cases[] = {
+      {1031, "registers threads=64 persistent=9 vector=1 rows=1 grid=blockIdx.y{2}"},
+      {4096, "multipass threads=64 chunks=8 vector=4 rows=1 grid=blockIdx.y{2} online_softmax"},
+      {4099, "multipass threads=64 chunks=33 vector=1 rows=1 grid=blockIdx.y{2} online_softmax"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fresh();
+    softmax(CF_FLOAT, 1, &cases[i].n, false);
+    schedule_and_check(1, &IN(CF_FLOAT, cases[i].n), cases[i].params, 1e-4);
+  }
+}
 
 /* Softmax in float, bfloat16 and half through registers, shared memory and multipass:
  * primes (vector 1), multiples of 4 and 8, 1 to 5 rows. */
@@ -386,38 +399,50 @@ Test(norm_sched, define_and_run_softmax_and_log_softmax_each_branch) {
 /* Where the rows live on an H100 (132 SMs, 64K registers and 227 KiB of shared memory per
  * block): registers while a block's threads keep what their registers hold (544 threads of
  * 31 floats; 1024 threads hold 16 floats each, 32 of a bfloat16 row kept as its input),
- * then shared memory, then multipass; vocabulary sizes. */
+ * then shared memory, then multipass; vocabulary sizes. 132 rows: a block per SM, no grid
+ * split (fewer rows split each across blocks: grid_rows_on_an_h100). */
 Test(norm_sched, vocabulary_rows_on_an_h100) {
-  softmax(CF_FLOAT, 2, (int64_t[]){2, 16384}, false);
-  planned(1, &IN(CF_FLOAT, 2, 16384), "registers threads=512 persistent=8 vector=4 rows=blockIdx.x");
+  softmax(CF_FLOAT, 2, (int64_t[]){132, 16384}, false);
+  planned(1, &IN(CF_FLOAT, 132, 16384), "registers threads=512 persistent=8 vector=4 rows=blockIdx.x");
   fresh();
-  softmax(CF_FLOAT, 2, (int64_t[]){2, 16385}, false);
-  planned(1, &IN(CF_FLOAT, 2, 16385), "registers threads=544 persistent=31 vector=1 rows=blockIdx.x");
+  softmax(CF_FLOAT, 2, (int64_t[]){132, 16385}, false);
+  planned(1, &IN(CF_FLOAT, 132, 16385), "registers threads=544 persistent=31 vector=1 rows=blockIdx.x");
   fresh();
-  softmax(CF_FLOAT, 2, (int64_t[]){4, 32000}, false);
-  planned(1, &IN(CF_FLOAT, 4, 32000), "shared threads=1024 persistent=8 vector=4 rows=blockIdx.x");
+  softmax(CF_FLOAT, 2, (int64_t[]){132, 32000}, false);
+  planned(1, &IN(CF_FLOAT, 132, 32000), "shared threads=1024 persistent=8 vector=4 rows=blockIdx.x");
   fresh();
-  softmax(CF_BFLOAT16, 2, (int64_t[]){4, 32000}, false);
-  planned(1, &IN(CF_BFLOAT16, 4, 32000), "registers threads=1024 persistent=4 vector=8 rows=blockIdx.x buffers=inputs");
+  softmax(CF_BFLOAT16, 2, (int64_t[]){132, 32000}, false);
+  planned(1, &IN(CF_BFLOAT16, 132, 32000), "registers threads=1024 persistent=4 vector=8 rows=blockIdx.x buffers=inputs");
   fresh();
-  softmax(CF_FLOAT, 2, (int64_t[]){4, 50257}, false);
-  planned(1, &IN(CF_FLOAT, 4, 50257), "shared threads=1024 persistent=50 vector=1 rows=blockIdx.x");
+  softmax(CF_FLOAT, 2, (int64_t[]){132, 50257}, false);
+  planned(1, &IN(CF_FLOAT, 132, 50257), "shared threads=1024 persistent=50 vector=1 rows=blockIdx.x");
   fresh();
-  softmax(CF_FLOAT, 2, (int64_t[]){4, 128256}, false);
-  planned(1, &IN(CF_FLOAT, 4, 128256), "multipass threads=512 chunks=63 vector=4 rows=blockIdx.x online_softmax");
+  softmax(CF_FLOAT, 2, (int64_t[]){132, 128256}, false);
+  planned(1, &IN(CF_FLOAT, 132, 128256), "multipass threads=512 chunks=63 vector=4 rows=blockIdx.x online_softmax");
   fresh();
-  softmax(CF_BFLOAT16, 2, (int64_t[]){4, 128256}, false);
-  planned(1, &IN(CF_BFLOAT16, 4, 128256), "multipass threads=512 chunks=32 vector=8 rows=blockIdx.x online_softmax");
+  softmax(CF_BFLOAT16, 2, (int64_t[]){132, 128256}, false);
+  planned(1, &IN(CF_BFLOAT16, 132, 128256), "multipass threads=512 chunks=32 vector=8 rows=blockIdx.x online_softmax");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
-  planned(1, &IN(CF_FLOAT, 2, 20000),
+  planned(1, &IN(CF_FLOAT, 132, 20000),
           "registers threads=625 (ceilDiv(row, persistent) at run time) persistent=32 vector=1 rows=blockIdx.x");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
-  planned(1, &IN(CF_FLOAT, 2, 50000), "multipass threads=512 chunks=98 vector=1 rows=blockIdx.x online_softmax");
+  planned(1, &IN(CF_FLOAT, 132, 50000), "multipass threads=512 chunks=98 vector=1 rows=blockIdx.x online_softmax");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
   refused(0, NULL, "inner_persistent: the rows of T0 are symbolic and the call gives no sizes");
+}
+
+/* Fewer rows than SMs: each row split over blocks on blockIdx.y (a cooperative launch, the
+ * statistics grid all-reduces), in registers while they hold each block's part. */
+Test(norm_sched, grid_rows_on_an_h100) {
+  softmax(CF_FLOAT, 2, (int64_t[]){4, 128256}, false);
+  planned(1, &IN(CF_FLOAT, 4, 128256), "registers threads=128 persistent=9 vector=4 rows=blockIdx.x grid=blockIdx.y{31}");
+  fresh();
+  softmax(CF_BFLOAT16, 2, (int64_t[]){2, 32000}, false);
+  planned(1, &IN(CF_BFLOAT16, 2, 32000),
+          "registers threads=128 persistent=11 vector=8 rows=blockIdx.x grid=blockIdx.y{3} buffers=inputs");
 }
 
 Test(norm_sched, refuses_other_fusions) {
@@ -433,7 +458,7 @@ Test(norm_sched, refuses_other_fusions) {
   x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
   cf_tv *s = cf_sum(f, x, 1, (int[]){0});
   cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, s, 2, (bool[]){true, false})));
-  refused(1, &IN(CF_FLOAT, 4, 8), "inner_persistent: T1 reduces an axis before a kept one (only innermost axes)");
+  refused(1, &IN(CF_FLOAT, 4, 8), "inner_persistent: T1 keeps its innermost axis (the reduced axes must include the innermost one)");
   fresh();
   x = input(CF_FLOAT, 3, (int64_t[]){2, 4, 8}, false);
   cf_tv *s1 = cf_sum(f, x, 1, (int[]){2}), *s2 = cf_sum(f, x, 2, (int[]){1, 2});
@@ -454,7 +479,7 @@ Test(norm_sched, refuses_other_broadcasts_and_other_rows) {
   cf_tv *s = cf_sum(f, x, 1, (int[]){2});
   cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, s, 3, (bool[]){false, true, false})));
   refused(1, &IN(CF_FLOAT, 2, 4, 4),
-          "inner_persistent: T2 broadcasts other axes than the 1 reduced ones or the 2 outer ones");
+          "inner_persistent: T2 broadcasts other axes than the 1 reduced ones or the 2 kept ones");
   fresh();
   x = input(CF_FLOAT, 2, (int64_t[]){4, 8}, false);
   cf_tv *z = input(CF_FLOAT, 2, (int64_t[]){4, 16}, false);
