@@ -109,7 +109,7 @@ Test(segments, dump_of_the_layer_norm_with_mean_and_invstd) {
   size_t n = fread(text, 1, sizeof text - 1, cr_get_redirected_stderr());
   text[n] = 0;
   const char *want =
-      "=== define and run: segment 0 of 1: scheduler welford_translate (registers threads=32x2 persistent=1 "
+      "=== define and run: segment 0 of 1: scheduler welford_translate (registers threads=2x2 persistent=1 "
       "vector=4 rows=blockIdx.x) ===\n"
       "refused by: (none)\n"
       "Inputs:\n"

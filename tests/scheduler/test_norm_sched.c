@@ -325,21 +325,22 @@ Test(norm_sched, layernorm_and_rmsnorm_each_branch) {
   }
 }
 
-/* RMS norm of short rows: several rows per block on threadIdx.y, and several in series
- * per block so the weight is read once per thread for all of them (the grid one wave). */
+/* RMS norm of short rows: a row shorter than a warp on the power of two of threads covering
+ * it, several rows per block on threadIdx.y, and several in series per block so the weight
+ * is read once per thread for all of them (the grid one wave). */
 Test(norm_sched, rmsnorm_several_rows_per_block) {
   sc_dev = &tiny;
   rmsnorm(CF_BFLOAT16, 37, 64);
   schedule_and_check(2, (KcInput[]){IN(CF_BFLOAT16, 37, 64), IN(CF_BFLOAT16, 64)},
-                     "registers threads=32x2 persistent=1 vector=8 rows=blockIdx.x serial=10 buffers=inputs", 5e-2);
+                     "registers threads=8x8 persistent=1 vector=8 rows=blockIdx.x serial=3 buffers=inputs", 5e-2);
   fresh();
   rmsnorm(CF_FLOAT, 2, 64);
   schedule_and_check(2, (KcInput[]){IN(CF_FLOAT, 2, 64), IN(CF_FLOAT, 64)},
-                     "registers threads=32x2 persistent=1 vector=4 rows=blockIdx.x", 1e-4);
+                     "registers threads=16x2 persistent=1 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
   rmsnorm(CF_FLOAT, 7, 24);
   schedule_and_check(2, (KcInput[]){IN(CF_FLOAT, 7, 24), IN(CF_FLOAT, 24)},
-                     "registers threads=32x2 persistent=1 vector=4 rows=blockIdx.x serial=2", 1e-4);
+                     "registers threads=8x4 persistent=1 vector=4 rows=blockIdx.x", 1e-4);
 }
 
 /* Layer norm as nvFuser's users write it: var_mean (one Welford reduction) with keepdim,
