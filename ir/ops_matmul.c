@@ -1,0 +1,162 @@
+/* ir/ops_matmul.c: torch.matmul and torch.nn.functional.linear as composites of ops the IR
+ * already has: each operand cast to the accumulation dtype, broadcast so that the two meet
+ * in a product over (batch..., M, K, N) (matmul) or (batch..., M, N, K) (linear), a mul, a
+ * sum over K, the bias added to the accumulator, one cast back to the operands' dtype.
+ *
+ * Key decision (recorded in docs/architecture.md): no MMA op kind. nvFuser's MmaOp is made
+ * by its scheduler from this very pattern (a sum of a mul of two broadcast operands), and
+ * a composite is computed by the evaluator, lowered, segmented and scheduled by every
+ * existing pass; the matmul scheduler (scheduler/matmul_sched.c) recognizes the pattern
+ * (ir_matmul_match) and tiles it. Operand dtypes follow torch: both operands of one
+ * floating dtype; half and bfloat16 accumulate in float, float in float, double in double;
+ * the result has the operands' dtype. Shapes follow torch.matmul: a 1-D operand is a vector
+ * (its missing M or N axis is simply absent from the product), batch axes broadcast
+ * numpy-style. Extents that are constant are checked here, with errors naming both
+ * tensors and the axes; symbolic ones are checked at run time by the mul's extent check. */
+#include <stdlib.h>
+
+#include "ir/dtype.h"
+#include "ir/ops_util.h"
+
+/* The dtype a matmul of operands of dtype dt accumulates in. */
+static cf_dtype acc_dtype(cf_dtype dt) { return dt == CF_DOUBLE ? CF_DOUBLE : CF_FLOAT; }
+
+/* Records "<what>: <msg> (<x's domain> and <y's domain>)"; returns NULL. */
+static void *pair_error(cf_fusion *f, const char *what, Val *x, Val *y, const char *msg) {
+  char *sx = ir_tv_str(x), *sy = ir_tv_str(y);
+  ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: %s (%s and %s)", what, msg, sx ? sx : "?", sy ? sy : "?");
+  free(sx);
+  free(sy);
+  return NULL;
+}
+
+/* Checks the operands' dtypes (one floating dtype) and ranks (at least one axis). */
+static bool check_operands(cf_fusion *f, const char *what, Val *x, int nx, Val *y, int ny) {
+  Val *t[2] = {x, y};
+  int n[2] = {nx, ny};
+  for (int i = 0; i < 2; i++) {
+    if (!ir_dtype_is_float(t[i]->dtype) || ir_dtype_is_welford(t[i]->dtype))
+      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, t[i], "%s: %s has dtype %s, but %s takes floating-point "
+                         "operands (half, bfloat16, float, double)", what, TV(t[i])->display_name,
+                         cf_dtype_name(t[i]->dtype), what), false;
+    if (n[i] == 0)
+      return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, t[i], "%s: %s is 0-d; both operands need at least 1 axis", what,
+                         TV(t[i])->display_name), false;
+  }
+  if (x->dtype != y->dtype) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s has dtype %s but %s has dtype %s; cast one first (both operands must have one "
+             "dtype, as torch requires)", TV(x)->display_name, cf_dtype_name(x->dtype), TV(y)->display_name,
+             cf_dtype_name(y->dtype));
+    return pair_error(f, what, x, y, msg), false;
+  }
+  return true;
+}
+
+/* Checks that axis ix of x and axis iy of y (both `role`, e.g. "K") may be equal. */
+static bool check_extent(cf_fusion *f, const char *what, const char *role, Val *x, Val **ax, int ix, Val *y,
+                         Val **ay, int iy) {
+  Val *ex = ID(ax[ix])->extent, *ey = ID(ay[iy])->extent;
+  if (ir_op_extents_compatible(ex, ey)) return true;
+  char msg[200];
+  snprintf(msg, sizeof msg, "%s's axis %d (%s) has extent %lld but %s's axis %d (%s) has extent %lld",
+           TV(x)->display_name, ix, role, (long long)SC(ex)->i, TV(y)->display_name, iy, role, (long long)SC(ey)->i);
+  return pair_error(f, what, x, y, msg), false;
+}
+
+/* Checks the batch axes: x's nbx leading axes against y's nby, aligned on the right;
+ * extents equal or one of them a broadcast (size 1). */
+static bool check_batch(cf_fusion *f, const char *what, Val *x, Val **ax, int nbx, Val *y, Val **ay, int nby) {
+  for (int k = 1; k <= nbx && k <= nby; k++) {
+    int ix = nbx - k, iy = nby - k;
+    if (ID(ax[ix])->iter_type == CF_ITER_BROADCAST || ID(ay[iy])->iter_type == CF_ITER_BROADCAST) continue;
+    if (!check_extent(f, what, "batch", x, ax, ix, y, ay, iy)) return false;
+  }
+  return true;
+}
+
+/* tv cast to dt (no op when it has that dtype already). */
+static cf_tv *cast_to(cf_fusion *f, Val *tv, cf_dtype dt) {
+  return tv->dtype == dt ? ir_tv_handle(tv) : cf_cast(f, ir_tv_handle(tv), dt);
+}
+
+/* tv (n op axes) cast to dt with one broadcast axis inserted at position pos (0..n), or
+ * none when pos < 0. */
+static cf_tv *operand(cf_fusion *f, Val *tv, int n, int pos, cf_dtype dt) {
+  cf_tv *c = cast_to(f, tv, dt);
+  if (pos < 0 || !c) return c;
+  bool bc[CF_MAX_RANK + 1] = {false};
+  bc[pos] = true;
+  if (n + 1 > CF_MAX_RANK)
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "matmul: %s has %d axes; the product needs one more, past "
+                       "cfuser's %d", TV(tv)->display_name, n, CF_MAX_RANK), NULL;
+  return cf_broadcast(f, c, n + 1, bc);
+}
+
+/* sum(p, axis) in acc, plus bias (NULL: none) in acc, cast once to out. */
+static cf_tv *finish(cf_fusion *f, cf_tv *p, int axis, Val *bias, cf_dtype acc, cf_dtype out) {
+  cf_tv *r = p ? cf_sum(f, p, 1, &axis) : NULL;
+  if (r && bias) r = cf_add(f, r, cast_to(f, bias, acc));
+  return r && acc != out ? cf_cast(f, r, out) : r;
+}
+
+cf_tv *cf_matmul(cf_fusion *f, cf_tv *a, cf_tv *b) {
+  if (!f || f->status) return NULL;
+  Val *x = ir_op_arg(f, "matmul", 1, "a", a), *y = x ? ir_op_arg(f, "matmul", 2, "b", b) : NULL;
+  if (!y) return NULL;
+  int na, nb;
+  Val **ax = ir_op_axes(f, x, &na), **ay = ir_op_axes(f, y, &nb);
+  if (!ax || !ay) return ir_op_oom(f, "matmul");
+  if (!check_operands(f, "matmul", x, na, y, nb)) return NULL;
+  bool has_m = na >= 2, has_n = nb >= 2;
+  int kb = has_n ? nb - 2 : 0; /* b's K axis */
+  if (!check_extent(f, "matmul", "K", x, ax, na - 1, y, ay, kb)) return NULL;
+  int bx = has_m ? na - 2 : 0, by = has_n ? nb - 2 : 0; /* batch axes */
+  if (!check_batch(f, "matmul", x, ax, bx, y, ay, by)) return NULL;
+  cf_dtype acc = acc_dtype(x->dtype);
+  /* a: [batch, M?, K] -> [batch, M?, K, 1?]; b: [batch, K, N?] -> [batch, 1?, K, N?] */
+  cf_tv *pa = operand(f, x, na, has_n ? na : -1, acc);
+  cf_tv *pb = pa ? operand(f, y, nb, has_m ? by : -1, acc) : NULL;
+  int k = (bx > by ? bx : by) + has_m; /* K's position in the product */
+  return finish(f, pb ? cf_mul(f, pa, pb) : NULL, k, NULL, acc, x->dtype);
+}
+
+/* The bias of linear: none, 0-d, or 1-D of w's N extent (n: w has an N axis). */
+static bool check_bias(cf_fusion *f, Val *bias, Val *w, Val **aw, bool n) {
+  int nbias;
+  Val **ab = ir_op_axes(f, bias, &nbias);
+  if (!ab) return ir_op_oom(f, "linear"), false;
+  if (bias->dtype != w->dtype) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "bias %s has dtype %s but weight %s has dtype %s; they must have one dtype",
+             TV(bias)->display_name, cf_dtype_name(bias->dtype), TV(w)->display_name, cf_dtype_name(w->dtype));
+    return pair_error(f, "linear", bias, w, msg), false;
+  }
+  if (nbias > 1 || (nbias == 1 && !n))
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, bias, "linear: bias %s is %d-D; it must be 0-d%s",
+                       TV(bias)->display_name, nbias, n ? " or 1-D of the weight's N" : " (the weight is 1-D)"), false;
+  return nbias == 0 || ID(ab[0])->iter_type == CF_ITER_BROADCAST ||
+         check_extent(f, "linear", "N", bias, ab, 0, w, aw, 0);
+}
+
+cf_tv *cf_linear(cf_fusion *f, cf_tv *x, cf_tv *w, cf_tv *bias) {
+  if (!f || f->status) return NULL;
+  Val *tx = ir_op_arg(f, "linear", 1, "x", x), *tw = tx ? ir_op_arg(f, "linear", 2, "w", w) : NULL;
+  Val *tb = tw && bias ? ir_op_arg(f, "linear", 3, "bias", bias) : NULL;
+  if (!tw || (bias && !tb)) return NULL;
+  int nx, nw;
+  Val **ax = ir_op_axes(f, tx, &nx), **aw = ir_op_axes(f, tw, &nw);
+  if (!ax || !aw) return ir_op_oom(f, "linear");
+  if (!check_operands(f, "linear", tx, nx, tw, nw)) return NULL;
+  if (nw > 2)
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tw, "linear: weight %s has %d axes; it must be [N, K] or [K]",
+                       TV(tw)->display_name, nw), NULL;
+  bool has_n = nw == 2;
+  if (!check_extent(f, "linear", "K", tx, ax, nx - 1, tw, aw, nw - 1)) return NULL;
+  if (tb && !check_bias(f, tb, tw, aw, has_n)) return NULL;
+  cf_dtype acc = acc_dtype(tx->dtype);
+  /* x: [batch, M?, K] -> [batch, M?, 1?, K]; w: [N?, K] (the mul adds leading axes) */
+  cf_tv *px = operand(f, tx, nx, has_n ? nx - 1 : -1, acc);
+  cf_tv *pw = px ? operand(f, tw, nw, -1, acc) : NULL;
+  return finish(f, pw ? cf_mul(f, px, pw) : NULL, -1, tb, acc, tx->dtype);
+}
