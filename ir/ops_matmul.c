@@ -1,5 +1,6 @@
 /* ir/ops_matmul.c: torch.matmul and torch.nn.functional.linear as composites of ops the IR
- * already has: each operand cast to the accumulation dtype, broadcast so that the two meet
+ * already has: each operand broadcast to the product's rank and cast to the accumulation
+ * dtype, so that the two meet
  * in a product over (batch..., M, K, N) (matmul) or (batch..., M, N, K) (linear), a mul, a
  * sum over K, the bias added to the accumulator, one cast back to the operands' dtype.
  *
@@ -80,17 +81,22 @@ static cf_tv *cast_to(cf_fusion *f, Val *tv, cf_dtype dt) {
   return tv->dtype == dt ? ir_tv_handle(tv) : cf_cast(f, ir_tv_handle(tv), dt);
 }
 
-/* tv (n op axes) cast to dt with one broadcast axis inserted at position pos (0..n), or
- * none when pos < 0. */
-static cf_tv *operand(cf_fusion *f, Val *tv, int n, int pos, cf_dtype dt) {
-  cf_tv *c = cast_to(f, tv, dt);
-  if (pos < 0 || !c) return c;
-  bool bc[CF_MAX_RANK + 1] = {false};
-  bc[pos] = true;
-  if (n + 1 > CF_MAX_RANK)
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "matmul: %s has %d axes; the product needs one more, past "
-                       "cfuser's %d", TV(tv)->display_name, n, CF_MAX_RANK), NULL;
-  return cf_broadcast(f, c, n + 1, bc);
+/* tv (n op axes) broadcast to the product's rank (leading batch axes, and one axis at
+ * position pos of its own axes when pos >= 0), then cast to dt. Broadcast first: every
+ * tensor of the prologue then has all the product's axes, so a schedule can inline the
+ * read of the input into the operand tile position by position. */
+static cf_tv *operand(cf_fusion *f, Val *tv, int n, int pos, int rank, cf_dtype dt) {
+  cf_tv *c = ir_tv_handle(tv);
+  if (rank > CF_MAX_RANK)
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: the product of %s has %d axes, past cfuser's %d",
+                       "matmul", TV(tv)->display_name, rank, CF_MAX_RANK), NULL;
+  if (rank > n) {
+    bool bc[CF_MAX_RANK] = {false};
+    int lead = rank - n - (pos >= 0);
+    for (int k = 0; k < rank; k++) bc[k] = k < lead || (pos >= 0 && k == lead + pos);
+    c = cf_broadcast(f, c, rank, bc);
+  }
+  return c ? cast_to(f, ir_tv(c), dt) : NULL;
 }
 
 /* sum(p, axis) in acc, plus bias (NULL: none) in acc, cast once to out. */
@@ -115,9 +121,10 @@ cf_tv *cf_matmul(cf_fusion *f, cf_tv *a, cf_tv *b) {
   if (!check_batch(f, "matmul", x, ax, bx, y, ay, by)) return NULL;
   cf_dtype acc = acc_dtype(x->dtype);
   /* a: [batch, M?, K] -> [batch, M?, K, 1?]; b: [batch, K, N?] -> [batch, 1?, K, N?] */
-  cf_tv *pa = operand(f, x, na, has_n ? na : -1, acc);
-  cf_tv *pb = pa ? operand(f, y, nb, has_m ? by : -1, acc) : NULL;
-  int k = (bx > by ? bx : by) + has_m; /* K's position in the product */
+  int rank = (bx > by ? bx : by) + has_m + 1 + has_n;
+  cf_tv *pa = operand(f, x, na, has_n ? na : -1, rank, acc);
+  cf_tv *pb = pa ? operand(f, y, nb, has_m ? by : -1, rank, acc) : NULL;
+  int k = rank - 1 - has_n; /* K's position in the product */
   return finish(f, pb ? cf_mul(f, pa, pb) : NULL, k, NULL, acc, x->dtype);
 }
 
@@ -155,8 +162,9 @@ cf_tv *cf_linear(cf_fusion *f, cf_tv *x, cf_tv *w, cf_tv *bias) {
   if (!check_extent(f, "linear", "K", tx, ax, nx - 1, tw, aw, nw - 1)) return NULL;
   if (tb && !check_bias(f, tb, tw, aw, has_n)) return NULL;
   cf_dtype acc = acc_dtype(tx->dtype);
-  /* x: [batch, M?, K] -> [batch, M?, 1?, K]; w: [N?, K] (the mul adds leading axes) */
-  cf_tv *px = operand(f, tx, nx, has_n ? nx - 1 : -1, acc);
-  cf_tv *pw = px ? operand(f, tw, nw, -1, acc) : NULL;
+  /* x: [batch, M?, K] -> [batch, M?, 1?, K]; w: [N?, K] -> [1.., N?, K] */
+  int rank = nx + has_n > nw ? nx + has_n : nw;
+  cf_tv *px = operand(f, tx, nx, has_n ? nx - 1 : -1, rank, acc);
+  cf_tv *pw = px ? operand(f, tw, nw, -1, rank, acc) : NULL;
   return finish(f, pw ? cf_mul(f, px, pw) : NULL, -1, tb, acc, tx->dtype);
 }

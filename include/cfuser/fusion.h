@@ -184,7 +184,7 @@ CF_API cf_tv *cf_addcmul(cf_fusion *f, cf_tv *input, cf_tv *t1, cf_tv *t2, doubl
  * vector [K]; axes before the last two are batch axes, broadcast numpy-style (size 1 or
  * missing on one side). half and bfloat16 (and float) accumulate in float, double in
  * double; the result has the operands' dtype, rounded once. A composite: it prints as
- * casts, broadcasts, a mul over (batch..., M, K, N) and a sum over K (see
+ * broadcasts, casts, a mul over (batch..., M, K, N) and a sum over K (see
  * docs/architecture.md); the evaluator sums K in increasing order in double and rounds
  * once to the accumulation dtype, kernels accumulate in it. Errors name both tensors and
  * the axes (`matmul: T0's axis 1 (K) has extent 3 but T1's axis 0 (K) has extent 4 ...`). */
