@@ -1,8 +1,7 @@
 /* ir/ops_matmul.c: torch.matmul and torch.nn.functional.linear as composites of ops the IR
- * already has: each operand broadcast to the product's rank and cast to the accumulation
- * dtype, so that the two meet
- * in a product over (batch..., M, K, N) (matmul) or (batch..., M, N, K) (linear), a mul, a
- * sum over K, the bias added to the accumulator, one cast back to the operands' dtype.
+ * already has: each operand broadcast to the rank of a product over (batch..., M, K, N)
+ * (matmul) or (batch..., M, N, K) (linear) and then cast to the accumulation dtype, a mul,
+ * a sum over K, the bias added to the accumulator, one cast back to the operands' dtype.
  *
  * Key decision (recorded in docs/architecture.md): no MMA op kind. nvFuser's MmaOp is made
  * by its scheduler from this very pattern (a sum of a mul of two broadcast operands), and
@@ -106,14 +105,29 @@ static cf_tv *finish(cf_fusion *f, cf_tv *p, int axis, Val *bias, cf_dtype acc, 
   return r && acc != out ? cf_cast(f, r, out) : r;
 }
 
+/* The two tensor operands of `what` (named n0, n1), their op axes and their counts,
+ * checked (check_operands); false after recording the error. */
+typedef struct MmArgs {
+  Val *t[2];
+  Val **ax[2];
+  int n[2];
+} MmArgs;
+
+static bool two_operands(cf_fusion *f, const char *what, const char *n0, cf_tv *a, const char *n1, cf_tv *b,
+                         MmArgs *o) {
+  o->t[0] = ir_op_arg(f, what, 1, n0, a);
+  o->t[1] = o->t[0] ? ir_op_arg(f, what, 2, n1, b) : NULL;
+  if (!o->t[1]) return false;
+  for (int i = 0; i < 2; i++)
+    if (!(o->ax[i] = ir_op_axes(f, o->t[i], &o->n[i]))) return ir_op_oom(f, what), false;
+  return check_operands(f, what, o->t[0], o->n[0], o->t[1], o->n[1]);
+}
+
 cf_tv *cf_matmul(cf_fusion *f, cf_tv *a, cf_tv *b) {
-  if (!f || f->status) return NULL;
-  Val *x = ir_op_arg(f, "matmul", 1, "a", a), *y = x ? ir_op_arg(f, "matmul", 2, "b", b) : NULL;
-  if (!y) return NULL;
-  int na, nb;
-  Val **ax = ir_op_axes(f, x, &na), **ay = ir_op_axes(f, y, &nb);
-  if (!ax || !ay) return ir_op_oom(f, "matmul");
-  if (!check_operands(f, "matmul", x, na, y, nb)) return NULL;
+  MmArgs o;
+  if (!f || f->status || !two_operands(f, "matmul", "a", a, "b", b, &o)) return NULL;
+  Val *x = o.t[0], *y = o.t[1], **ax = o.ax[0], **ay = o.ax[1];
+  int na = o.n[0], nb = o.n[1];
   bool has_m = na >= 2, has_n = nb >= 2;
   int kb = has_n ? nb - 2 : 0; /* b's K axis */
   if (!check_extent(f, "matmul", "K", x, ax, na - 1, y, ay, kb)) return NULL;
@@ -147,14 +161,12 @@ static bool check_bias(cf_fusion *f, Val *bias, Val *w, Val **aw, bool n) {
 }
 
 cf_tv *cf_linear(cf_fusion *f, cf_tv *x, cf_tv *w, cf_tv *bias) {
-  if (!f || f->status) return NULL;
-  Val *tx = ir_op_arg(f, "linear", 1, "x", x), *tw = tx ? ir_op_arg(f, "linear", 2, "w", w) : NULL;
-  Val *tb = tw && bias ? ir_op_arg(f, "linear", 3, "bias", bias) : NULL;
-  if (!tw || (bias && !tb)) return NULL;
-  int nx, nw;
-  Val **ax = ir_op_axes(f, tx, &nx), **aw = ir_op_axes(f, tw, &nw);
-  if (!ax || !aw) return ir_op_oom(f, "linear");
-  if (!check_operands(f, "linear", tx, nx, tw, nw)) return NULL;
+  MmArgs o;
+  if (!f || f->status || !two_operands(f, "linear", "x", x, "w", w, &o)) return NULL;
+  Val *tx = o.t[0], *tw = o.t[1], **ax = o.ax[0], **aw = o.ax[1];
+  int nx = o.n[0], nw = o.n[1];
+  Val *tb = bias ? ir_op_arg(f, "linear", 3, "bias", bias) : NULL;
+  if (bias && !tb) return NULL;
   if (nw > 2)
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tw, "linear: weight %s has %d axes; it must be [N, K] or [K]",
                        TV(tw)->display_name, nw), NULL;
