@@ -61,6 +61,8 @@ static bool mm_find(Expr **ex, int n, MmMatch *m, char *why) {
   m->mul = p->def;
   if (!m->mul || m->mul->op != OP_MUL || p->uses.len != 1)
     return mm_why(why, "matmul: the sum's input %s is not a mul read only by it", TV(p)->display_name);
+  if (m->mul->nin != 2 || m->mul->in[0]->kind != VAL_TV || m->mul->in[1]->kind != VAL_TV)
+    return mm_why(why, "matmul: %s multiplies by a scalar", TV(p)->display_name);
   m->op[0] = m->mul->in[0], m->op[1] = m->mul->in[1];
   return true;
 }
@@ -92,8 +94,11 @@ static bool mm_prologue_op(const Expr *e) {
   return e->nin == 1 && (k == OPK_CAST || k == OPK_SET || k == OPK_BROADCAST || k == OPK_PERMUTE) && e->op != OP_EXPAND;
 }
 
-/* Marks the prologue chain of operand v (back to a fusion input), each tensor read once. */
+/* Marks the prologue chain of operand v (back to a fusion input), each tensor read once;
+ * v itself is computed (it becomes the shared-memory tile). */
 static bool mm_chain(cf_fusion *f, Val *v, bool *in_chain, char *why) {
+  if (ir_tv_is_input(f, v))
+    return mm_why(why, "matmul: operand %s is a fusion input (no prologue op writes its tile)", TV(v)->display_name);
   while (!ir_tv_is_input(f, v)) {
     if (!v->def || !mm_prologue_op(v->def) || v->uses.len != 1 || ir_tv_is_output(f, v))
       return mm_why(why, "matmul: operand %s is not a cast, permute or broadcast of an input read once",
@@ -106,15 +111,22 @@ static bool mm_chain(cf_fusion *f, Val *v, bool *in_chain, char *why) {
 
 /* Every expr but the prologue chains, the mul and the sum is an epilogue op after the sum,
  * and the outputs have the sum's kept rank. */
-static bool mm_epilogue(cf_fusion *f, Expr **ex, int n, const MmMatch *m, const bool *in_chain, char *why) {
+static bool mm_epilogue(cf_fusion *f, Expr **ex, int n, const MmMatch *m, bool *in_chain, char *why) {
   for (int i = 0; i < n; i++) {
     Expr *e = ex[i];
     if (e == m->sum || e == m->mul || in_chain[e->id]) continue;
     if (!ir_op_is_elementwise(e->op) && ir_op_kind(e->op) != OPK_BROADCAST)
       return mm_why(why, "matmul: %s is not an elementwise epilogue op", TV(e->out[0])->display_name);
   }
+  /* every output reads the sum: the tiles propagated from it reach the whole segment */
+  bool *after = in_chain + f->exprs.len + 1; /* by Val id */
+  after[m->sum->out[0]->id] = true;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < ex[i]->nin; j++)
+      if (after[ex[i]->in[j]->id]) after[ex[i]->out[0]->id] = true;
   for (int k = 0; k < f->outputs.len; k++) {
     Val *o = f->outputs.items[k];
+    if (!after[o->id]) return mm_why(why, "matmul: output %s does not read the product's sum", TV(o)->display_name);
     if (TV(o)->nlogical != m->rank - 1 && o != m->sum->out[0])
       return mm_why(why, "matmul: output %s does not have the product's kept axes", TV(o)->display_name);
   }
@@ -124,7 +136,8 @@ static bool mm_epilogue(cf_fusion *f, Expr **ex, int n, const MmMatch *m, const 
 static bool mm_match(Arena *a, cf_fusion *f, MmMatch *m, char *why) {
   int n;
   Expr **ex = ir_fusion_tensor_exprs_in(a, f, &n);
-  bool *in_chain = ex ? ARENA_ARRAY(a, bool, f->exprs.len + 1) : NULL;
+  /* by Expr id, then (mm_epilogue) by Val id */
+  bool *in_chain = ex ? ARENA_ARRAY(a, bool, f->exprs.len + 1 + f->vals.len) : NULL;
   if (!in_chain) return mm_why(why, "matmul: %s", "out of memory");
   return mm_find(ex, n, m, why) && mm_roles(m, why) && mm_chain(f, m->op[0], in_chain, why) &&
          mm_chain(f, m->op[1], in_chain, why) && mm_epilogue(f, ex, n, m, in_chain, why);

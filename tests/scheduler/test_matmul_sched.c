@@ -125,6 +125,20 @@ Test(matmul_sched, refusals) {
   cf_fusion_add_output(f, c);
   cf_fusion_add_output(f, cf_sum(f, c, 1, (int[]){0}));
   refused("matmul: T6 is a second reduction");
+  fresh();
+  cf_tv *y = tu_input(f, CF_FLOAT, 2, (int64_t[]){5, 7});
+  cf_fusion_add_output(f, cf_sum(f, cf_mul_scalar(f, y, 2.0), 1, (int[]){1}));
+  refused("matmul: T1 multiplies by a scalar");
+  fresh(); /* inputs with broadcast axes: no prologue op to write a tile */
+  cf_tv *u = tu_input(f, CF_FLOAT, 3, (int64_t[]){5, 7, 1}), *w = tu_input(f, CF_FLOAT, 3, (int64_t[]){1, 7, 3});
+  cf_fusion_add_output(f, cf_sum(f, cf_mul(f, u, w), 1, (int[]){1}));
+  refused("matmul: operand T0 is a fusion input (no prologue op writes its tile)");
+  fresh(); /* a second output that does not read the product */
+  cf_tv *g = tu_input(f, CF_FLOAT, 2, (int64_t[]){5, 7}), *h = tu_input(f, CF_FLOAT, 2, (int64_t[]){7, 3});
+  cf_tv *z = tu_input(f, CF_FLOAT, 2, (int64_t[]){5, 3});
+  cf_fusion_add_output(f, cf_matmul(f, g, h));
+  cf_fusion_add_output(f, cf_neg(f, z));
+  refused("matmul: output T7 does not read the product's sum");
 }
 
 /* Define and run picks the row and runs one kernel equal to the evaluator. */
