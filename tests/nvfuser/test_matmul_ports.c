@@ -9,6 +9,21 @@
 
 TestSuite(matmul_ports, .init = nv_setup, .fini = nv_teardown);
 
+/* Both smem gemms' thread and block binding: the output's tile on blockIdx.x/y and its
+ * M x N tile on threadIdx.y/x, and nvFuser's manual binding of the operand broadcasts and
+ * the product. */
+static void smem_gemm_bind(cf_tv *tv2, cf_tv *tv3, cf_tv *tv4, cf_tv *tv5) {
+  cf_parallelize(f, tv5, 0, CF_PT_BIDX);
+  cf_parallelize(f, tv5, 1, CF_PT_BIDY);
+  cf_parallelize(f, tv5, -2, CF_PT_TIDY);
+  cf_parallelize(f, tv5, -1, CF_PT_TIDX);
+  cf_parallelize(f, tv2, -3, CF_PT_TIDY);
+  cf_parallelize(f, tv2, -1, CF_PT_TIDX);
+  cf_parallelize(f, tv3, -1, CF_PT_TIDX);
+  cf_parallelize(f, tv4, -3, CF_PT_TIDY);
+  cf_parallelize(f, tv4, -1, CF_PT_TIDX);
+}
+
 /* FusionSmemBlockGemm: tiles of 17 x 15 (M x N) and 16 (K), the operand broadcasts, the
  * product and the rfactor tensor in shared memory, the inputs computed at the output's
  * K-tile loop; [blockIdx.x, blockIdx.y, K/16, threadIdx.y, threadIdx.x]. nvFuser's
@@ -26,15 +41,7 @@ Test(matmul_ports, FusionSmemBlockGemm) {
   for (int i = 0; i < 4; i++) cf_set_memory_type(f, (cf_tv *[]){tv2, tv3, tv4, tv6}[i], CF_MEM_SHARED);
   cf_compute_at(f, tv0, tv5, 3);
   cf_compute_at(f, tv1, tv5, 3);
-  cf_parallelize(f, tv5, 0, CF_PT_BIDX);
-  cf_parallelize(f, tv5, 1, CF_PT_BIDY);
-  cf_parallelize(f, tv5, -2, CF_PT_TIDY);
-  cf_parallelize(f, tv5, -1, CF_PT_TIDX);
-  cf_parallelize(f, tv2, -3, CF_PT_TIDY);
-  cf_parallelize(f, tv2, -1, CF_PT_TIDX);
-  cf_parallelize(f, tv3, -1, CF_PT_TIDX);
-  cf_parallelize(f, tv4, -3, CF_PT_TIDY);
-  cf_parallelize(f, tv4, -1, CF_PT_TIDX);
+  smem_gemm_bind(tv2, tv3, tv4, tv5);
   cf_parallelize(f, tv6, -3, CF_PT_TIDY);
   cf_parallelize(f, tv6, -2, CF_PT_TIDX);
   nv_check(2, (KcInput[]){F32(37, 45), F32(45, 40)});
@@ -60,15 +67,7 @@ Test(matmul_ports, FusionSmemBlockGemmCache) {
   cf_compute_at(f, tv0, tv7, 3);
   cf_compute_at(f, tv1, tv7, 3);
   for (int i = 0; i < 5; i++) cf_set_memory_type(f, (cf_tv *[]){tv2, tv3, tv4, tv6, tv7}[i], CF_MEM_SHARED);
-  cf_parallelize(f, tv5, 0, CF_PT_BIDX);
-  cf_parallelize(f, tv5, 1, CF_PT_BIDY);
-  cf_parallelize(f, tv5, -2, CF_PT_TIDY);
-  cf_parallelize(f, tv5, -1, CF_PT_TIDX);
-  cf_parallelize(f, tv2, -3, CF_PT_TIDY);
-  cf_parallelize(f, tv2, -1, CF_PT_TIDX);
-  cf_parallelize(f, tv3, -1, CF_PT_TIDX);
-  cf_parallelize(f, tv4, -3, CF_PT_TIDY);
-  cf_parallelize(f, tv4, -1, CF_PT_TIDX);
+  smem_gemm_bind(tv2, tv3, tv4, tv5);
   cf_parallelize(f, tv7, -3, CF_PT_TIDY);
   cf_parallelize(f, tv7, -2, CF_PT_TIDX);
   cf_parallelize(f, tv6, -2, CF_PT_TIDY);
