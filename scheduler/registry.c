@@ -82,6 +82,8 @@ WRAPPED_ROW(outer_persistent, sched_outer_persistent_heuristic)
 
 static const SchedRow *const table[] = {
     &sched_welford_row,  /* var_mean normalizations, translated to two sums for inner_persistent */
+    &sched_matmul_row,   /* a sum of a product of two operands (cf_matmul, cf_linear): before
+                          * reduction, which would take it as a plain sum */
     &reduction,
     &inner_persistent,   /* normalizations: several reductions broadcast back */
     &outer_persistent,   /* the same over outer axes (batch norm); after the two above, which

@@ -107,6 +107,7 @@ bool sched_row_accepts(const SchedRow *r, cf_fusion *f, const SchedCall *call, S
 bool sched_any_accepts(cf_fusion *f, const SchedCall *call, SchedLowers lowers);
 
 /* The rows defined beside their schedulers. */
+extern const SchedRow sched_matmul_row;            /* matmul_sched.c */
 extern const SchedRow sched_pointwise_row;         /* pointwise.c */
 extern const SchedRow sched_transpose_row;         /* transpose_sched.c */
 extern const SchedRow sched_welford_row;           /* welford_translate.c */

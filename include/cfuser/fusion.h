@@ -179,6 +179,21 @@ CF_API cf_tv *cf_iota(cf_fusion *f, int64_t length, double start, double step, c
 CF_API cf_tv *cf_triu(cf_fusion *f, cf_tv *x, int64_t diagonal);
 /* torch.addcmul: input + value * t1 * t2, operands broadcast; value is a scalar. */
 CF_API cf_tv *cf_addcmul(cf_fusion *f, cf_tv *input, cf_tv *t1, cf_tv *t2, double value);
+/* torch.matmul: a @ b. Both operands have one floating dtype and at least one axis; a
+ * 1-D a is a row vector [K] (its M axis is dropped from the result), a 1-D b a column
+ * vector [K]; axes before the last two are batch axes, broadcast numpy-style (size 1 or
+ * missing on one side). half and bfloat16 (and float) accumulate in float, double in
+ * double; the result has the operands' dtype, rounded once. A composite: it prints as
+ * broadcasts, casts, a mul over (batch..., M, K, N) and a sum over K (see
+ * docs/architecture.md); the evaluator sums K in increasing order in double and rounds
+ * once to the accumulation dtype, kernels accumulate in it. Errors name both tensors and
+ * the axes (`matmul: T0's axis 1 (K) has extent 3 but T1's axis 0 (K) has extent 4 ...`). */
+CF_API cf_tv *cf_matmul(cf_fusion *f, cf_tv *a, cf_tv *b);
+/* torch.nn.functional.linear: x @ w^T + bias with w [N, K] (or [K]: the result drops N),
+ * x [..., K], bias NULL, 0-d or [N] of the operands' dtype, added to the float (double)
+ * accumulator before the one rounding to the operands' dtype. The product is over
+ * (batch..., M, N, K), summed over its last axis. */
+CF_API cf_tv *cf_linear(cf_fusion *f, cf_tv *x, cf_tv *w, cf_tv *bias);
 /* Random numbers (nvFuser's uniform and normal): a tensor of the given sizes (or of x's
  * sizes and dtype for the _like forms) drawn from Philox4x32-10 with the key `seed` and
  * the counter offset `offset`, both 0-d integer tensors (cf_scalar_input for a seed given

@@ -227,6 +227,8 @@ _proto("cf_var_mean", c_int, _F, _T, c_int, POINTER(c_int), c_int64, c_bool, POI
 _proto("cf_iota", _T, _F, c_int64, c_double, c_double, c_int)
 _proto("cf_triu", _T, _F, _T, c_int64)
 _proto("cf_addcmul", _T, _F, _T, _T, _T, c_double)
+_proto("cf_matmul", _T, _F, _T, _T)
+_proto("cf_linear", _T, _F, _T, _T, _T)
 for _name in ("cf_uniform", "cf_normal"):
     _proto(_name, _T, _F, c_int, POINTER(c_int64), c_double, c_double, _T, _T, c_int)
 for _name in ("cf_uniform_like", "cf_normal_like"):

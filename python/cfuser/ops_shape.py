@@ -16,7 +16,7 @@ import ctypes
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 from . import _capi
-from ._tensor import DimExpr, Extent, Scalar, Tensor, Vector, product
+from ._tensor import DimExpr, Extent, Scalar, Tensor, Vector, broadcast_shapes, product
 from .types import DataType, InvalidArgumentError, UnsupportedError, as_dtype, is_floating
 
 if TYPE_CHECKING:
@@ -401,8 +401,31 @@ class ShapeOps:
     select = _missing("select", "arg, index, dim")
     cumsum = _missing("cumsum", "arg, dim")
     gcd = _missing("gcd", "a, b")
-    matmul = _missing("matmul", "a, b")
-    linear = _missing("linear", "input, weight, bias")
+
+    # ---- matmul --------------------------------------------------------------------------
+
+    def matmul(self: "Ops", arg1: Any, arg2: Any) -> Tensor:
+        """torch.matmul (cf_matmul): 1-D operands are vectors, batch axes broadcast; both
+        operands of one floating dtype, accumulated in float (double for double), the
+        result in the operands' dtype."""
+        fd = self._fd
+        fd._check_open("matmul")
+        a, b = self._tensor(arg1, "matmul"), self._tensor(arg2, "matmul")
+        ea, eb = tuple(a.extents), tuple(b.extents)
+        batch = broadcast_shapes([ea[:-2], eb[:-2]]) if ea and eb else ()
+        shape = batch + ea[-2:-1] + eb[-1:] if len(eb) >= 2 else batch + ea[-2:-1]
+        return self._make("matmul", _capi.lib.cf_matmul(fd._f, a.handle, b.handle), shape)
+
+    def linear(self: "Ops", arg1: Any, arg2: Any, bias: Any = None) -> Tensor:
+        """torch.nn.functional.linear (cf_linear): arg1 @ arg2^T + bias, arg2 [N, K] or
+        [K], bias None, 0-d or [N]; the bias is added to the float accumulator."""
+        fd = self._fd
+        fd._check_open("linear")
+        x, w = self._tensor(arg1, "linear"), self._tensor(arg2, "linear")
+        b = None if bias is None else self._tensor(bias, "linear")
+        shape = tuple(x.extents)[:-1] + tuple(w.extents)[:-1]
+        h = _capi.lib.cf_linear(fd._f, x.handle, w.handle, b.handle if b is not None else None)
+        return self._make("linear", h, shape)
 
 
 def check_stride_order(order: Sequence[int], rank: int, what: str) -> Tuple[int, ...]:

@@ -358,8 +358,8 @@ Test(fusion_execute, dump_segments) {
   size_t n = fread(text, 1, sizeof text - 1, err);
   text[n] = 0;
   cr_expect(strstr(text, "=== define and run: no scheduler accepts the whole fusion (welford_translate: no Welford "
-                         "reduction whose states only its fields read; reduction: T4 is computed by permute, not an "
-                         "elementwise op or a broadcast; inner_persistent: T4 is computed by permute, not an elementwise op, a "
+                         "reduction whose states only its fields read; matmul: the sum's input T0 is not a mul read only "
+                         "by it; reduction: T4 is computed by permute, not an elementwise op or a broadcast; inner_persistent: T4 is computed by permute, not an elementwise op, a "
                          "broadcast or a reduction; outer_persistent: T1 reduces an axis after a kept one (only "
                          "outermost axes); transpose: T1 is computed by sum, not an elementwise op, a permute or a "
                          "broadcast; pointwise: T1 is computed by sum; the pointwise scheduler takes elementwise ops "
@@ -369,13 +369,14 @@ Test(fusion_execute, dump_segments) {
   cr_expect(strstr(text, "=== define and run: segment 0 of 2: scheduler inner_persistent (registers threads=96 "
                          "persistent=1 vector=2 rows=blockIdx.x) ===\n"
                          "refused by: welford_translate: no Welford reduction whose states only its fields read; "
-                         "reduction: T2 broadcasts a result of the reduction T1 (a normalization)\n"
+                         "matmul: the sum's input T0 is not a mul read only by it; reduction: T2 broadcasts a result of the reduction T1 (a normalization)\n"
                          "Inputs:\n  T0_g_float[iS0{2}, iS1{170}]\nOutputs:\n  T3_g_float[iS6{2}, iS7{170}]\n"),
             "%s", text);
   cr_expect(strstr(text, "=== define and run: segment 1 of 2: scheduler transpose (tile=64x64 threads=64x8 swizzle=xor "
                          "staged=T3) ===\n"
                          "refused by: welford_translate: no Welford reduction whose states only its fields read; "
-                         "reduction: T4 is computed by permute, not an elementwise op or a broadcast; inner_persistent: "
+                         "matmul: no sum of a product; reduction: T4 is computed by permute, not an elementwise op or a "
+                         "broadcast; inner_persistent: "
                          "T4 is computed by permute, not an elementwise op, a broadcast or a reduction; outer_persistent: T4 is "
                          "computed by permute, not an elementwise op, a broadcast or a reduction\nInputs:\n"
                          "  T3_g_float[iS6{2}, iS7{170}]\nOutputs:\n  T4_g_float[iS9{170}, iS8{2}]\n"),

@@ -34,10 +34,10 @@ static bool lowers(cf_fusion *g, char *why) {
 Test(registry, rows_in_order_of_preference) {
   int n;
   const SchedRow *const *rows = sched_rows(&n);
-  const char *want[] = {"welford_translate", "reduction", "inner_persistent", "outer_persistent",
+  const char *want[] = {"welford_translate", "matmul", "reduction", "inner_persistent", "outer_persistent",
                         "transpose", "pointwise", "view", "fallback"};
-  const bool trial[] = {true, true, true, true, false, false, false, false};
-  cr_assert_eq(n, 8);
+  const bool trial[] = {true, false, true, true, true, false, false, false, false};
+  cr_assert_eq(n, 9);
   for (int i = 0; i < n; i++) {
     cr_expect_str_eq(rows[i]->name, want[i]);
     cr_expect_eq(sched_row_named(want[i]), rows[i]);
@@ -56,8 +56,8 @@ Test(registry, plans_print_and_compare) {
   SchedPlan a, b;
   StrBuf why = {0};
   cr_assert(sched_choose(f, &(SchedCall){0, NULL, sched_device_default()}, lowers, &a, &why));
-  cr_expect_str_eq(why.data, "welford_translate: no Welford reduction whose states only its fields read; reduction: "
-                             "the fusion has no reduction; inner_persistent: the fusion has no reduction; "
+  cr_expect_str_eq(why.data, "welford_translate: no Welford reduction whose states only its fields read; "
+                             "matmul: no sum of a product; reduction: the fusion has no reduction; inner_persistent: the fusion has no reduction; "
                              "outer_persistent: the fusion has no reduction; transpose: no input is transposed: the "
                              "innermost axis of T1 is the innermost axis of every input (a pointwise fusion)");
   char text[SCHED_PARAMS_MAX + 64];

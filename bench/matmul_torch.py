@@ -1,0 +1,52 @@
+"""PyTorch's figures for bench/matmul.c's work: torch.matmul (cuBLAS) of the same square,
+LLM and batched shapes in bfloat16 and float16 (float accumulation), and gelu(x @ w^T +
+bias) eager and under torch.compile (issue 24's 1.1x target). Each the median of timed
+runs with CUDA events after warm-ups, printed in bench/matmul.c's form:
+  torch <label> <name> <shape> time_us=<t> TFLOPS=<2*B*M*N*K / t>"""
+import torch
+
+from torch_common import iters_arg, median_us
+
+SQUARE = (2048, 4096, 8192)
+LLM_M = (16, 128, 1024, 8192)
+LLM_W = ((4096, 4096), (4096, 11008), (11008, 4096))
+
+
+def line(label, name, shape, us, flops):
+    return f"torch {label} {name} {shape} time_us={us:.1f} TFLOPS={flops / us / 1e6:.2f}"
+
+
+def matmul_case(name, dt, a_shape, b_shape, iters):
+    a = torch.randn(*a_shape, device="cuda", dtype=dt)
+    b = torch.randn(*b_shape, device="cuda", dtype=dt)
+    batch = a_shape[0] if len(a_shape) == 3 else 1
+    m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
+    shape = "x".join(map(str, a_shape)) + "@" + "x".join(map(str, b_shape))
+    us = median_us(lambda: torch.matmul(a, b), iters)
+    print(line("cublas", name, shape, us, 2.0 * batch * m * n * k))
+
+
+def linear_gelu(x, w, bias):
+    return torch.nn.functional.gelu(torch.nn.functional.linear(x, w, bias))
+
+
+def main():
+    iters = iters_arg(default=20)
+    for dt, name in ((torch.bfloat16, "square_bf16"), (torch.float16, "square_f16")):
+        for s in SQUARE:
+            matmul_case(name, dt, (s, s), (s, s), iters)
+    for k, n in LLM_W:
+        for m in LLM_M:
+            matmul_case("llm", torch.bfloat16, (m, k), (k, n), iters)
+    matmul_case("batched", torch.bfloat16, (8, 1024, 1024), (1024, 1024), iters)
+    s = 8192
+    x = torch.randn(s, s, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(s, s, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(s, device="cuda", dtype=torch.bfloat16)
+    for label, f in (("eager", linear_gelu), ("compile", torch.compile(linear_gelu))):
+        us = median_us(lambda: f(x, w, bias), iters)
+        print(line(label, "linear_gelu", f"{s}x{s}@{s}x{s}", us, 2.0 * s * s * s))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+/* scheduler/matmul_sched.c: the automatic scheduler of matmuls (the registry's row
+ * "matmul", issue 24), a client of the public scheduling calls.
+ * Heuristic, in order:
+ *   1. accepts the pattern cf_matmul and cf_linear build (ir/ops_matmul.c), nvFuser's
+ *      MmaOp pattern: one sum P -> R over one axis K of a mul P of two operands, each a
+ *      prologue chain (casts, sets, permutes, broadcasts: single-use) of one fusion input,
+ *      the first broadcast along the axis N the second iterates and the second along the
+ *      axis M the first iterates; the other axes of P are batch axes (both iterate them or
+ *      both broadcast). Everything after R is an epilogue of elementwise ops and
+ *      broadcasts of other inputs (bias, residual), with outputs of R's kept rank;
+ *   2. R is reordered to [batch.., M, N, K] (batch merged into one), tiled
+ *      [batch, M/BM, N/BN, K/BK, BK, BM/TM, BN/TN, TM, TN] and that propagated to every
+ *      tensor: blockIdx.z over batch, blockIdx.y over M tiles, blockIdx.x over N tiles,
+ *      threadIdx.y and threadIdx.x over a block's TY x TX threads, each computing a TM x TN
+ *      register tile (the sum's accumulator, allocated TM x TN per thread);
+ *   3. the two operands of the mul live in shared memory, computed at the K-tile loop:
+ *      each K step writes a BM x BK tile of A and a BK x BN tile of B (the prologue's
+ *      casts inlined into the writes), lowering puts the __syncthreads around them, and
+ *      the BK loop reads them into the register tile;
+ *   4. everything else is inlined as deep as legal: the mul into the sum, the sum into the
+ *      epilogue at the block tile (the reduction axes stop it), so the epilogue (bias,
+ *      activation, cast) runs on the register tile and writes the output once.
+ * Non-divisible M, N, K (and symbolic ones) are predicated tiles. Vector operands (no M or
+ * no N) are matrix-vector products, left to the reduction scheduler.
+ * Key decision: correctness first, one tile shape (64 x 64 x 16, 16 x 16 threads, 4 x 4
+ * registers); the smem tiles are written in the propagated order (threads that broadcast
+ * a tile write the same values), neither vectorized nor swizzled, and K is not
+ * pipelined: the places where TMA, wgmma and circular buffering come next. */
+#include <string.h>
+
+#include "scheduler/registry.h"
+#include "scheduler/sched.h"
+
+enum { MM_TM = 4, MM_TN = 4, MM_TY = 16, MM_TX = 16, MM_BK = 16 };
+enum { MM_BATCH, MM_M, MM_N, MM_K };
+
+/* What the pattern match found. */
+typedef struct MmMatch {
+  Expr *sum, *mul;
+  Val *op[2]; /* the mul's operands: A (broadcast along N), B (along M) */
+  int rank;   /* R's logical axes, the reduction axis included */
+  int role[CF_MAX_RANK + 1];
+  int count[4]; /* axes of each role */
+} MmMatch;
+
+static bool mm_why(char *why, const char *fmt, const char *name) {
+  snprintf(why, SCHED_WHY_MAX, fmt, name);
+  return false;
+}
+
+/* The single sum of f whose input is a mul; false (why) when none or several. */
+static bool mm_find(Expr **ex, int n, MmMatch *m, char *why) {
+  m->sum = NULL;
+  for (int i = 0; i < n; i++) {
+    if (ir_op_kind(ex[i]->op) != OPK_REDUCTION) continue;
+    if (m->sum || ex[i]->op != OP_SUM) return mm_why(why, "matmul: %s is a second reduction", TV(ex[i]->out[0])->display_name);
+    m->sum = ex[i];
+  }
+  if (!m->sum) return mm_why(why, "matmul: %s", "no sum of a product");
+  Val *p = m->sum->in[0];
+  m->mul = p->def;
+  if (!m->mul || m->mul->op != OP_MUL || p->uses.len != 1)
+    return mm_why(why, "matmul: the sum's input %s is not a mul read only by it", TV(p)->display_name);
+  if (m->mul->nin != 2 || m->mul->in[0]->kind != VAL_TV || m->mul->in[1]->kind != VAL_TV)
+    return mm_why(why, "matmul: %s multiplies by a scalar", TV(p)->display_name);
+  m->op[0] = m->mul->in[0], m->op[1] = m->mul->in[1];
+  return true;
+}
+
+/* The roles of R's axes (from the mul's operands' broadcasts): at least one M and one N
+ * (batch axes of one operand only are M or N axes, as nvFuser folds them), one K. */
+static bool mm_roles(MmMatch *m, char *why) {
+  Val *r = m->sum->out[0], *a = m->op[0], *b = m->op[1];
+  m->rank = TV(r)->nlogical;
+  if (TV(a)->nlogical != m->rank || TV(b)->nlogical != m->rank)
+    return mm_why(why, "matmul: the operands of %s do not have its rank", TV(m->mul->out[0])->display_name);
+  for (int k = 0; k < 4; k++) m->count[k] = 0;
+  for (int i = 0; i < m->rank; i++) {
+    bool ab = ID(TV(a)->logical[i])->iter_type == CF_ITER_BROADCAST;
+    bool bb = ID(TV(b)->logical[i])->iter_type == CF_ITER_BROADCAST;
+    int role = ID(TV(r)->logical[i])->iter_type == CF_ITER_REDUCTION ? MM_K : ab && !bb ? MM_N : bb && !ab ? MM_M : MM_BATCH;
+    if (role == MM_K && (ab || bb)) return mm_why(why, "matmul: an operand of %s broadcasts K", TV(r)->display_name);
+    m->role[i] = role, m->count[role]++;
+  }
+  if (m->count[MM_K] != 1 || m->count[MM_M] < 1 || m->count[MM_N] < 1)
+    return mm_why(why, "matmul: %s is not a product with M, N and one K axis (a vector operand is a "
+                  "reduction)", TV(r)->display_name);
+  return true;
+}
+
+/* Whether op is a prologue op: a move or cast of one tensor. */
+static bool mm_prologue_op(const Expr *e) {
+  OpKind k = ir_op_kind(e->op);
+  return e->nin == 1 && (k == OPK_CAST || k == OPK_SET || k == OPK_BROADCAST || k == OPK_PERMUTE) && e->op != OP_EXPAND;
+}
+
+/* Marks the prologue chain of operand v (back to a fusion input), each tensor read once;
+ * v itself is computed (it becomes the shared-memory tile). */
+static bool mm_chain(cf_fusion *f, Val *v, bool *in_chain, char *why) {
+  if (ir_tv_is_input(f, v))
+    return mm_why(why, "matmul: operand %s is a fusion input (no prologue op writes its tile)", TV(v)->display_name);
+  while (!ir_tv_is_input(f, v)) {
+    if (!v->def || !mm_prologue_op(v->def) || v->uses.len != 1 || ir_tv_is_output(f, v))
+      return mm_why(why, "matmul: operand %s is not a cast, permute or broadcast of an input read once",
+                    TV(v)->display_name);
+    in_chain[v->def->id] = true;
+    v = v->def->in[0];
+  }
+  return true;
+}
+
+/* Every expr but the prologue chains, the mul and the sum is an epilogue op after the sum,
+ * and the outputs have the sum's kept rank. */
+static bool mm_epilogue(cf_fusion *f, Expr **ex, int n, const MmMatch *m, bool *in_chain, char *why) {
+  for (int i = 0; i < n; i++) {
+    Expr *e = ex[i];
+    if (e == m->sum || e == m->mul || in_chain[e->id]) continue;
+    if (!ir_op_is_elementwise(e->op) && ir_op_kind(e->op) != OPK_BROADCAST)
+      return mm_why(why, "matmul: %s is not an elementwise epilogue op", TV(e->out[0])->display_name);
+  }
+  /* every output reads the sum: the tiles propagated from it reach the whole segment */
+  bool *after = in_chain + f->exprs.len + 1; /* by Val id */
+  after[m->sum->out[0]->id] = true;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < ex[i]->nin; j++)
+      if (after[ex[i]->in[j]->id]) after[ex[i]->out[0]->id] = true;
+  for (int k = 0; k < f->outputs.len; k++) {
+    Val *o = f->outputs.items[k];
+    if (!after[o->id]) return mm_why(why, "matmul: output %s does not read the product's sum", TV(o)->display_name);
+    if (TV(o)->nlogical != m->rank - 1 && o != m->sum->out[0])
+      return mm_why(why, "matmul: output %s does not have the product's kept axes", TV(o)->display_name);
+  }
+  return true;
+}
+
+static bool mm_match(Arena *a, cf_fusion *f, MmMatch *m, char *why) {
+  int n;
+  Expr **ex = ir_fusion_tensor_exprs_in(a, f, &n);
+  /* by Expr id, then (mm_epilogue) by Val id */
+  bool *in_chain = ex ? ARENA_ARRAY(a, bool, f->exprs.len + 1 + f->vals.len) : NULL;
+  if (!in_chain) return mm_why(why, "matmul: %s", "out of memory");
+  return mm_find(ex, n, m, why) && mm_roles(m, why) && mm_chain(f, m->op[0], in_chain, why) &&
+         mm_chain(f, m->op[1], in_chain, why) && mm_epilogue(f, ex, n, m, in_chain, why);
+}
+
+static bool mm_accepts(cf_fusion *f, const SchedCall *call, char *why) {
+  (void)call;
+  Arena *a = arena_create();
+  MmMatch m;
+  bool ok = a ? mm_match(a, f, &m, why) : mm_why(why, "matmul: %s", "out of memory");
+  arena_destroy(a);
+  return ok;
+}
+
+/* R [..] -> [batch?, M, N, K]: the axes of each role in order, merged into one. */
+static void mm_canonical(cf_fusion *f, cf_tv *r, const MmMatch *m) {
+  int new_pos[CF_MAX_RANK + 1], start[4] = {0}, next[4];
+  for (int k = 1; k < 4; k++) start[k] = start[k - 1] + m->count[k - 1];
+  memcpy(next, start, sizeof next);
+  for (int i = 0; i < m->rank; i++) new_pos[i] = next[m->role[i]]++;
+  cf_reorder_all(f, r, m->rank, new_pos);
+  int at = 0;
+  for (int k = 0; k < 3; k++) { /* batch, M, N (K is one axis) */
+    for (int j = 1; j < m->count[k]; j++) cf_merge(f, r, at);
+    at += m->count[k] > 0;
+  }
+}
+
+/* [b?, M, N, K] -> [b?, M/BM, N/BN, K/BK, BK, TY, TX, TM, TN]; b = 1 with a batch axis. */
+static void mm_tile(cf_fusion *f, cf_tv *r, int b) {
+  cf_split(f, r, b + 2, MM_BK);           /* [b, M, N, Ko, Ki] */
+  cf_split(f, r, b + 1, MM_TX * MM_TN);   /* [b, M, No, Ni, Ko, Ki] */
+  cf_split(f, r, b + 2, MM_TN);           /* [b, M, No, tx, tn, Ko, Ki] */
+  cf_split(f, r, b, MM_TY * MM_TM);       /* [b, Mo, Mi, No, tx, tn, Ko, Ki] */
+  cf_split(f, r, b + 1, MM_TM);           /* [b, Mo, ty, tm, No, tx, tn, Ko, Ki] */
+  int new_pos[10] = {0};
+  static const int order[8] = {0, 4, 6, 1, 5, 7, 2, 3}; /* Mo ty tm No tx tn Ko Ki */
+  for (int i = 0; i < b; i++) new_pos[i] = i;
+  for (int i = 0; i < 8; i++) new_pos[b + i] = b + order[i];
+  cf_reorder_all(f, r, b + 8, new_pos);
+}
+
+static void mm_params(char *text) {
+  snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d threads=%dx%d regs=%dx%d smem=operands", MM_TY * MM_TM,
+           MM_TX * MM_TN, MM_BK, MM_TY, MM_TX, MM_TM, MM_TN);
+}
+
+/* Inlines every tensor as deep as legal, consumers first (inline_most's order), but the
+ * two operand tiles at tile_pos (the K-tile loop: written once per K step, not inside the
+ * BK loop, which inline_most would do and which inlining cannot undo). */
+static cf_status mm_inline(cf_fusion *f, const MmMatch *m, int tile_pos) {
+  Arena *a = arena_create();
+  int n;
+  Expr **ex = a ? ir_fusion_tensor_exprs_in(a, f, &n) : NULL;
+  if (!ex) {
+    arena_destroy(a);
+    return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
+  }
+  for (int i = n - 1; i >= 0 && !f->status; i--) {
+    Val *t = ex[i]->out[0];
+    if (t == m->op[0] || t == m->op[1]) cf_inline_at(f, ir_tv_handle(t), tile_pos);
+    else cf_inline_at_best_effort(f, ir_tv_handle(t), TV(t)->nloop);
+  }
+  arena_destroy(a);
+  return f->status;
+}
+
+static cf_status mm_schedule_match(cf_fusion *f, const MmMatch *m) {
+  cf_tv *r = ir_tv_handle(m->sum->out[0]);
+  int b = m->count[MM_BATCH] > 0;
+  mm_canonical(f, r, m);
+  mm_tile(f, r, b);
+  if (f->status || cf_propagate_transforms(f, r)) return f->status;
+  cf_parallel_type pts[9];
+  int np = 0;
+  if (b) pts[np++] = CF_PT_BIDZ;
+  pts[np++] = CF_PT_BIDY, pts[np++] = CF_PT_BIDX, pts[np++] = CF_PT_SERIAL, pts[np++] = CF_PT_SERIAL;
+  pts[np++] = CF_PT_TIDY, pts[np++] = CF_PT_TIDX;
+  for (int k = 0; k < np; k++)
+    if (pts[k] != CF_PT_SERIAL) cf_parallelize(f, r, k, pts[k]);
+  static const cf_parallel_type used[] = {CF_PT_BIDZ, CF_PT_BIDY, CF_PT_BIDX, CF_PT_TIDY, CF_PT_TIDX};
+  cf_parallelize_all_like(f, r, 5, used);
+  for (int i = 0; i < 2; i++) cf_set_memory_type(f, ir_tv_handle(m->op[i]), CF_MEM_SHARED);
+  return f->status ? f->status : mm_inline(f, m, b + 3);
+}
+
+/* ---- as a row of the registry ---------------------------------------------------------- */
+
+static bool mm_row_plan(cf_fusion *f, const SchedCall *call, SchedParams *out, char *why) {
+  *out = (SchedParams){0};
+  if (!mm_accepts(f, call, why)) return false;
+  mm_params(out->text);
+  return true;
+}
+
+/* The plan depends on the fusion's structure only: derived again here. */
+static cf_status mm_row_apply(cf_fusion **pf, const SchedCall *call, const SchedParams *in, SchedParams *used) {
+  cf_fusion *f = *pf;
+  char why[SCHED_WHY_MAX];
+  (void)call, (void)in;
+  *used = (SchedParams){0};
+  Arena *a = arena_create();
+  if (!a) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
+  MmMatch m;
+  cf_status s = mm_match(a, f, &m, why) ? (mm_params(used->text), mm_schedule_match(f, &m))
+                                        : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
+  arena_destroy(a);
+  return s;
+}
+
+const SchedRow sched_matmul_row = {"matmul", SCHED_ROW_KERNEL, false, mm_accepts, mm_row_plan, mm_row_apply};

@@ -1,0 +1,198 @@
+/* Ports of nvFuser's matmul tests that fit before MMA instructions (test_matmul.cpp's
+ * need mma.sync/wgmma/tcgen05, issue 24's later slices): test_gpu1/2.cpp's hand schedules
+ * of C = sum(A[M, K, 1] * B[1, K, N], 1) with shared-memory operand tiles and rfactored K
+ * loops (against the evaluator on the host backend, and CUDA when present, as nvFuser's
+ * testValidate), and test_matmul_aten_evaluation.cpp's matmul and linear nodes over every
+ * operand shape nvFuser lists (1-D, batched, broadcast, K = 1, with and without bias,
+ * concrete and symbolic), run by define and run against the evaluator. */
+#include "nvfuser/nvf_util.h"
+
+TestSuite(matmul_ports, .init = nv_setup, .fini = nv_teardown);
+
+/* Both smem gemms' thread and block binding: the output's tile on blockIdx.x/y and its
+ * M x N tile on threadIdx.y/x, and nvFuser's manual binding of the operand broadcasts and
+ * the product. */
+static void smem_gemm_bind(cf_tv *tv2, cf_tv *tv3, cf_tv *tv4, cf_tv *tv5) {
+  cf_parallelize(f, tv5, 0, CF_PT_BIDX);
+  cf_parallelize(f, tv5, 1, CF_PT_BIDY);
+  cf_parallelize(f, tv5, -2, CF_PT_TIDY);
+  cf_parallelize(f, tv5, -1, CF_PT_TIDX);
+  cf_parallelize(f, tv2, -3, CF_PT_TIDY);
+  cf_parallelize(f, tv2, -1, CF_PT_TIDX);
+  cf_parallelize(f, tv3, -1, CF_PT_TIDX);
+  cf_parallelize(f, tv4, -3, CF_PT_TIDY);
+  cf_parallelize(f, tv4, -1, CF_PT_TIDX);
+}
+
+/* FusionSmemBlockGemm: tiles of 17 x 15 (M x N) and 16 (K), the operand broadcasts, the
+ * product and the rfactor tensor in shared memory, the inputs computed at the output's
+ * K-tile loop; [blockIdx.x, blockIdx.y, K/16, threadIdx.y, threadIdx.x]. nvFuser's
+ * [154, 45, 1524]; [37, 45, 40] here (host backend time). */
+Test(matmul_ports, FusionSmemBlockGemm) {
+  cf_tv *tv[6];
+  nv_gemm(tv);
+  cf_tv *tv0 = tv[0], *tv1 = tv[1], *tv2 = tv[2], *tv3 = tv[3], *tv4 = tv[4], *tv5 = tv[5];
+  enum { BSX = 16 };
+  cf_split(f, tv5, 2, BSX - 1);
+  cf_split(f, tv5, 1, BSX);
+  cf_split(f, tv5, 0, BSX + 1);
+  cf_reorder_all(f, tv5, 6, (int[]){0, 3, 2, 5, 1, 4}); /* [M/17, N/15, K/16, 17, 15, 16] */
+  cf_tv *tv6 = cf_rfactor(f, tv5, 1, (int[]){-1});
+  for (int i = 0; i < 4; i++) cf_set_memory_type(f, (cf_tv *[]){tv2, tv3, tv4, tv6}[i], CF_MEM_SHARED);
+  cf_compute_at(f, tv0, tv5, 3);
+  cf_compute_at(f, tv1, tv5, 3);
+  smem_gemm_bind(tv2, tv3, tv4, tv5);
+  cf_parallelize(f, tv6, -3, CF_PT_TIDY);
+  cf_parallelize(f, tv6, -2, CF_PT_TIDX);
+  nv_check(2, (KcInput[]){F32(37, 45), F32(45, 40)});
+}
+
+/* FusionSmemBlockGemmCache: the output cached before (the sum in shared memory), 16 x 16
+ * tiles, the K tile rfactored. */
+Test(matmul_ports, FusionSmemBlockGemmCache) {
+  cf_tv *tv[6];
+  nv_gemm(tv);
+  cf_tv *tv0 = tv[0], *tv1 = tv[1], *tv2 = tv[2], *tv3 = tv[3], *tv4 = tv[4], *tv5 = tv[5];
+  enum { BSX = 16 };
+  cf_tv *tv6 = cf_cache_before(f, tv5);
+  cf_split(f, tv5, 1, BSX);
+  cf_split(f, tv5, 0, BSX);
+  cf_reorder_all(f, tv5, 4, (int[]){0, 2, 1, 3}); /* [M/16, N/16, 16, 16] */
+  cf_compute_at(f, tv6, tv5, 2);
+  cf_split(f, tv6, -1, BSX);
+  cf_reorder_all(f, tv6, 6, (int[]){0, 1, 3, 4, 2, 5}); /* [M/16, N/16, K/16, 16, 16, 16] */
+  cf_tv *tv7 = cf_rfactor(f, tv6, 1, (int[]){-1});
+  cf_compute_at(f, tv0, tv6, 3);
+  cf_compute_at(f, tv1, tv6, 3);
+  cf_compute_at(f, tv0, tv7, 3);
+  cf_compute_at(f, tv1, tv7, 3);
+  for (int i = 0; i < 5; i++) cf_set_memory_type(f, (cf_tv *[]){tv2, tv3, tv4, tv6, tv7}[i], CF_MEM_SHARED);
+  smem_gemm_bind(tv2, tv3, tv4, tv5);
+  cf_parallelize(f, tv7, -3, CF_PT_TIDY);
+  cf_parallelize(f, tv7, -2, CF_PT_TIDX);
+  cf_parallelize(f, tv6, -2, CF_PT_TIDY);
+  cf_parallelize(f, tv6, -1, CF_PT_TIDX);
+  nv_check(2, (KcInput[]){F32(37, 45), F32(45, 40)});
+}
+
+/* FusionSimpleGemmTransposed: the operands stored [K, M] and [N, K], transposed in the
+ * fusion; K split by 32 and rfactored over its outer part, M and N by 4. A gap (the one of
+ * test_simple_bcast.c): loops are shared position by position, so computing the
+ * transposed B at the output cannot skip the output's M axes, which B broadcasts. The same
+ * product through cf_matmul runs by define and run (test_matmul_sched.c). */
+Test(matmul_ports, FusionSimpleGemmTransposed) {
+  cf_tv *tv0 = nv_symbolic(2), *tv1 = nv_symbolic(2);
+  cf_tv *tv0t = cf_transpose(f, tv0, 0, 1), *tv1t = cf_transpose(f, tv1, 0, 1);
+  cf_tv *tv2 = cf_broadcast(f, tv0t, 3, (bool[]){false, false, true});
+  cf_tv *tv3 = cf_broadcast(f, tv1t, 3, (bool[]){true, false, false});
+  cf_tv *tv5 = cf_sum(f, cf_mul(f, tv2, tv3), 1, (int[]){1});
+  cf_fusion_add_output(f, tv5);
+  cf_split(f, tv5, 1, 32);
+  cf_tv *tv6 = cf_rfactor(f, tv5, 1, (int[]){1});
+  cf_split(f, tv5, 0, 4);
+  cf_split(f, tv5, -1, 4);
+  cf_compute_at(f, tv0t, tv5, -1);
+  cf_compute_at(f, tv1t, tv5, -1);
+  (void)tv6;
+  nv_expect_gap("compute_at: cannot inline T3_l_float[iS61{32}, iS62{( ceilDiv(i2, 4) )}, iS63{4}, "
+                "iS60{( ceilDiv(i3, 32) )}] at position 3: axis 0 (iS61{32}) does not map to T5's axis 0 (bS54{1})");
+}
+
+/* ---- test_matmul_aten_evaluation.cpp: matmul and linear nodes through define and run --- */
+
+/* nvFuser's sizes b = 128, m = 64, k = 32, n = 16, scaled down for the host backend. */
+enum { PB = 3, PM = 5, PK = 7, PN = 4 };
+
+/* A half input of the given shape: concrete (sizes of 1 are broadcast axes), or symbolic
+ * with the size-1 axes broadcast (nvFuser's makeSymbolicTensor of that shape); *in gets
+ * the run-time tensor (the kept axes). */
+static cf_tv *mp_input(int rank, const int64_t *shape, bool symbolic, KcInput *in) {
+  *in = (KcInput){CF_HALF, 0, {0}, NULL};
+  bool bc[8];
+  for (int d = 0; d < rank; d++)
+    if (!(bc[d] = symbolic && shape[d] == 1)) in->sizes[in->rank++] = shape[d];
+  if (!symbolic) return nv_input(cf_tensor_concrete(f, CF_HALF, rank, shape));
+  cf_tv *t = nv_input(cf_tensor_symbolic(f, CF_HALF, in->rank));
+  return in->rank == rank ? t : cf_broadcast(f, t, rank, bc);
+}
+
+/* Runs f through define and run on the host backend against the evaluator (half outputs:
+ * a float sum rounded to half may differ from the evaluator's double by one half ulp). */
+static void mp_execute(int nin, const KcInput *in) {
+  DLManagedTensor *t[3] = {0}, *got = NULL, *want = NULL;
+  const DLTensor *ins[3];
+  for (int i = 0; i < nin; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 31 + (uint64_t)i))->dl_tensor;
+  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, &want), CF_OK, "evaluator: %s", cf_fusion_error(f));
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_fusion_execute(c, nin, ins, 1, &got), CF_OK, "execute: %s", cf_fusion_cache_error(c));
+  kc_compare(&got, &want, 1, 1e-2, "define and run");
+  cf_fusion_cache_destroy(c);
+  for (int i = 0; i < nin; i++) cf_tensor_free(t[i]);
+  cf_tensor_free(got), cf_tensor_free(want);
+}
+
+typedef struct MpShape { int rank; int64_t s[4]; } MpShape;
+
+static void mp_matmul_node(bool symbolic, int na, const MpShape *as, int nb, const MpShape *bs) {
+  for (int i = 0; i < na; i++)
+    for (int j = 0; j < nb; j++) {
+      cf_fusion_destroy(f);
+      f = cf_fusion_create();
+      KcInput in[2];
+      cf_tv *a = mp_input(as[i].rank, as[i].s, symbolic, &in[0]);
+      cf_tv *b = mp_input(bs[j].rank, bs[j].s, symbolic, &in[1]);
+      cf_fusion_add_output(f, cf_matmul(f, a, b));
+      mp_execute(2, in);
+    }
+}
+
+static const MpShape MA[] = {{1, {PK}}, {2, {PM, PK}}, {2, {1, PK}}, {3, {PB, PM, PK}}, {4, {PB, 1, PM, PK}}};
+static const MpShape MB[] = {{1, {PK}}, {2, {PK, PN}}, {2, {PK, 1}}, {3, {PB, PK, PN}}};
+/* ReductionAxisIsOne: K = 1. */
+static const MpShape MA1[] = {{1, {1}}, {2, {PM, 1}}, {2, {1, 1}}, {3, {PB, PM, 1}}, {4, {PB, 1, PM, 1}}};
+static const MpShape MB1[] = {{1, {1}}, {2, {1, PN}}, {2, {1, 1}}, {3, {PB, 1, PN}}};
+
+/* MatmulNodeConcrete: every pair of nvFuser's operand shapes, and with K = 1. */
+Test(matmul_ports, MatmulNodeConcrete) {
+  mp_matmul_node(false, 5, MA, 4, MB);
+  mp_matmul_node(false, 5, MA1, 4, MB1);
+}
+
+/* MatmulNodeSymbolic: the same with symbolic sizes (size-1 axes broadcast). */
+Test(matmul_ports, MatmulNodeSymbolic) {
+  mp_matmul_node(true, 5, MA, 4, MB);
+  mp_matmul_node(true, 5, MA1, 4, MB1);
+}
+
+static void mp_linear_node(bool symbolic, int nx, const MpShape *xs, int nw, const MpShape *ws, const MpShape *bias) {
+  for (int i = 0; i < nx; i++)
+    for (int j = 0; j < nw; j++) {
+      cf_fusion_destroy(f);
+      f = cf_fusion_create();
+      KcInput in[3];
+      cf_tv *x = mp_input(xs[i].rank, xs[i].s, symbolic, &in[0]);
+      cf_tv *w = mp_input(ws[j].rank, ws[j].s, symbolic, &in[1]);
+      cf_tv *b = bias ? mp_input(bias->rank, bias->s, symbolic, &in[2]) : NULL;
+      cf_fusion_add_output(f, cf_linear(f, x, w, b));
+      mp_execute(bias ? 3 : 2, in);
+    }
+}
+
+static const MpShape LX[] = {{1, {PK}}, {2, {PM, PK}}, {3, {PB, PM, PK}}, {2, {1, PK}}, {3, {PB, 1, PK}}};
+static const MpShape LX1[] = {{1, {1}}, {2, {PM, 1}}, {3, {PB, PM, 1}}, {2, {1, 1}}, {3, {PB, 1, 1}}};
+static const MpShape LW[] = {{2, {PN, PK}}, {2, {1, PK}}};
+static const MpShape LW1 = {2, {PN, 1}}, LBIAS = {1, {PN}};
+
+/* LinearNodeConcrete: LinearWithoutBias, LinearWithBias and LinearReductionAxisIsOne. */
+Test(matmul_ports, LinearNodeConcrete) {
+  mp_linear_node(false, 5, LX, 2, LW, NULL);
+  mp_linear_node(false, 5, LX, 1, LW, &LBIAS);
+  mp_linear_node(false, 5, LX1, 1, &LW1, &LBIAS);
+}
+
+/* LinearNodeSymbolic: the same with symbolic sizes. */
+Test(matmul_ports, LinearNodeSymbolic) {
+  mp_linear_node(true, 5, LX, 2, LW, NULL);
+  mp_linear_node(true, 5, LX, 1, LW, &LBIAS);
+  mp_linear_node(true, 5, LX1, 1, &LW1, &LBIAS);
+}

@@ -1,0 +1,165 @@
+/* The matmul scheduler (the registry's row "matmul", scheduler/matmul_sched.c): cf_matmul
+ * and cf_linear of small odd shapes (1, 7, 33, 127 ...), exact tiles, symbolic sizes,
+ * float / half / bfloat16, batched and broadcast-batch operands, transposed operands, bias,
+ * gelu and cast epilogues, each scheduled by the row and run against the evaluator
+ * (NVRTC for sm_90a, the host backend, the GPU when there is one), and through define and
+ * run (the plan names the row, one kernel); the kernel keeps the operand tiles in shared
+ * memory; refusals with their exact reasons. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "executor/fusion_cache.h"
+#include "kernels/kernel_check.h"
+#include "scheduler/registry.h"
+
+static cf_fusion *f;
+static void setup(void) { f = cf_fusion_create(); }
+static void teardown(void) { cf_fusion_destroy(f); }
+TestSuite(matmul_sched, .init = setup, .fini = teardown);
+
+static const char *const PARAMS = "tile=64x64x16 threads=16x16 regs=4x4 smem=operands";
+
+static void fresh(void) {
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+}
+
+static double tol_of(cf_dtype dt) { return dt == CF_FLOAT ? 1e-4 : dt == CF_DOUBLE ? 1e-10 : 1e-2; }
+
+/* The row accepts f, schedules it with PARAMS, and the kernel equals the evaluator;
+ * returns the CUDA source (caller frees). */
+static char *row_check(int n, const KcInput *in, double tol) {
+  const SchedRow *r = sched_row_named("matmul");
+  cr_assert_not_null(r);
+  SchedCall call = {0, NULL, sched_device_default()};
+  char why[SCHED_WHY_MAX] = "";
+  SchedParams p, used;
+  cr_assert(r->can_schedule(f, &call, why), "%s", why);
+  cr_assert(r->plan(f, &call, &p, why), "%s", why);
+  cr_expect_str_eq(p.text, PARAMS);
+  cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
+  cr_expect(sched_params_equal(&p, &used));
+  if (getenv("CFUSER_MATMUL_PRINT")) cf_fusion_print_kernel(f, stdout);
+  return kc_check(f, n, in, tol);
+}
+
+static void refused(const char *want) {
+  const SchedRow *r = sched_row_named("matmul");
+  SchedCall call = {0, NULL, sched_device_default()};
+  char why[SCHED_WHY_MAX] = "";
+  cr_expect_not(r->can_schedule(f, &call, why));
+  cr_expect_str_eq(why, want);
+}
+
+/* matmul of [m, k] @ [k, n] in dt; sizes of 1 come symbolic (a constant 1 is a broadcast
+ * axis, which would make the operand a vector). */
+static void plain(cf_dtype dt, int64_t m, int64_t k, int64_t n) {
+  fresh();
+  bool sym = m == 1 || k == 1 || n == 1;
+  KcInput in[2] = {{dt, 2, {m, k}, NULL}, {dt, 2, {k, n}, NULL}};
+  cf_tv *a = tu_input(f, dt, 2, sym ? NULL : in[0].sizes), *b = tu_input(f, dt, 2, sym ? NULL : in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  free(row_check(2, in, tol_of(dt)));
+}
+
+Test(matmul_sched, odd_and_exact_shapes_equal_the_evaluator) {
+  static const int64_t shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 127, 65}, {64, 16, 64}, {65, 17, 63}, {1, 7, 1},
+                                      {127, 1, 33}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) plain(CF_FLOAT, shapes[i][0], shapes[i][1], shapes[i][2]);
+}
+
+Test(matmul_sched, sixteen_bit_operands_accumulate_in_float) {
+  plain(CF_HALF, 33, 70, 17);
+  plain(CF_BFLOAT16, 7, 127, 66);
+}
+
+Test(matmul_sched, batched_and_broadcast_batch) {
+  KcInput in[2] = {{CF_FLOAT, 3, {3, 7, 13}, NULL}, {CF_FLOAT, 3, {3, 13, 5}, NULL}};
+  cf_tv *a = tu_input(f, CF_FLOAT, 3, in[0].sizes), *b = tu_input(f, CF_FLOAT, 3, in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  free(row_check(2, in, 1e-4));
+  fresh();
+  KcInput in2[2] = {{CF_FLOAT, 4, {2, 3, 9, 13}, NULL}, {CF_FLOAT, 2, {13, 5}, NULL}};
+  a = tu_input(f, CF_FLOAT, 4, in2[0].sizes), b = tu_input(f, CF_FLOAT, 2, in2[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  free(row_check(2, in2, 1e-4));
+}
+
+Test(matmul_sched, transposed_operands) {
+  KcInput in[2] = {{CF_FLOAT, 2, {19, 7}, NULL}, {CF_FLOAT, 2, {5, 19}, NULL}};
+  cf_tv *at = tu_input(f, CF_FLOAT, 2, in[0].sizes), *bt = tu_input(f, CF_FLOAT, 2, in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, cf_transpose(f, at, 0, 1), cf_transpose(f, bt, 0, 1)));
+  free(row_check(2, in, 1e-4));
+}
+
+/* gelu(x @ w^T + bias) in bfloat16: the bias on the accumulator, gelu, one cast. */
+Test(matmul_sched, linear_bias_gelu_epilogue) {
+  KcInput in[3] = {{CF_BFLOAT16, 2, {33, 40}, NULL}, {CF_BFLOAT16, 2, {17, 40}, NULL}, {CF_BFLOAT16, 1, {17}, NULL}};
+  cf_tv *x = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *w = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+  cf_tv *bias = tu_input(f, CF_BFLOAT16, 1, in[2].sizes);
+  cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
+  char *src = row_check(3, in, 1e-2);
+  cr_expect(strstr(src, "__shared__") || strstr(src, "smem"), "the operand tiles are not in shared memory");
+  free(src);
+}
+
+Test(matmul_sched, epilogue_with_a_float_output_and_a_cast) {
+  KcInput in[2] = {{CF_HALF, 2, {9, 31}, NULL}, {CF_HALF, 2, {31, 70}, NULL}};
+  cf_tv *a = tu_input(f, CF_HALF, 2, in[0].sizes), *b = tu_input(f, CF_HALF, 2, in[1].sizes);
+  cf_tv *c = cf_matmul(f, a, b);
+  cf_fusion_add_output(f, cf_relu(f, cf_cast(f, c, CF_FLOAT)));
+  free(row_check(2, in, 1e-2));
+}
+
+Test(matmul_sched, refusals) {
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){5, 7}), *v = tu_input(f, CF_FLOAT, 1, (int64_t[]){7});
+  cf_fusion_add_output(f, cf_matmul(f, a, v));
+  refused("matmul: T4 is not a product with M, N and one K axis (a vector operand is a reduction)");
+  fresh();
+  cf_tv *x = tu_input(f, CF_FLOAT, 2, (int64_t[]){5, 7});
+  cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){1}));
+  refused("matmul: the sum's input T0 is not a mul read only by it");
+  fresh();
+  cf_tv *p = tu_input(f, CF_FLOAT, 2, (int64_t[]){5, 7}), *q = tu_input(f, CF_FLOAT, 2, (int64_t[]){7, 3});
+  cf_tv *c = cf_matmul(f, p, q);
+  cf_fusion_add_output(f, c);
+  cf_fusion_add_output(f, cf_sum(f, c, 1, (int[]){0}));
+  refused("matmul: T6 is a second reduction");
+  fresh();
+  cf_tv *y = tu_input(f, CF_FLOAT, 2, (int64_t[]){5, 7});
+  cf_fusion_add_output(f, cf_sum(f, cf_mul_scalar(f, y, 2.0), 1, (int[]){1}));
+  refused("matmul: T1 multiplies by a scalar");
+  fresh(); /* inputs with broadcast axes: no prologue op to write a tile */
+  cf_tv *u = tu_input(f, CF_FLOAT, 3, (int64_t[]){5, 7, 1}), *w = tu_input(f, CF_FLOAT, 3, (int64_t[]){1, 7, 3});
+  cf_fusion_add_output(f, cf_sum(f, cf_mul(f, u, w), 1, (int[]){1}));
+  refused("matmul: operand T0 is a fusion input (no prologue op writes its tile)");
+  fresh(); /* a second output that does not read the product */
+  cf_tv *g = tu_input(f, CF_FLOAT, 2, (int64_t[]){5, 7}), *h = tu_input(f, CF_FLOAT, 2, (int64_t[]){7, 3});
+  cf_tv *z = tu_input(f, CF_FLOAT, 2, (int64_t[]){5, 3});
+  cf_fusion_add_output(f, cf_matmul(f, g, h));
+  cf_fusion_add_output(f, cf_neg(f, z));
+  refused("matmul: output T7 does not read the product's sum");
+}
+
+/* Define and run picks the row and runs one kernel equal to the evaluator. */
+Test(matmul_sched, define_and_run_picks_the_row) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_HALF, 2), *w = cf_tensor_symbolic(f, CF_HALF, 2);
+  cf_tv *bias = cf_tensor_symbolic(f, CF_HALF, 1);
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, w), cf_fusion_add_input(f, bias);
+  cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
+  KcInput in[3] = {{CF_HALF, 2, {37, 45}, NULL}, {CF_HALF, 2, {29, 45}, NULL}, {CF_HALF, 1, {29}, NULL}};
+  DLManagedTensor *t[3], *got = NULL, *want = NULL;
+  const DLTensor *ins[3];
+  for (int i = 0; i < 3; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 5 + (uint64_t)i))->dl_tensor;
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_fusion_execute(c, 3, ins, 1, &got), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(cf_fusion_evaluate(f, 3, ins, &want), CF_OK, "%s", cf_fusion_error(f));
+  char msg[256] = "";
+  cr_expect(cf_tensor_allclose(&got->dl_tensor, &want->dl_tensor, 1e-2, 1e-2, msg, sizeof msg), "%s", msg);
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "matmul");
+  cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), PARAMS);
+  cf_fusion_cache_destroy(c);
+  for (int i = 0; i < 3; i++) cf_tensor_free(t[i]);
+  cf_tensor_free(got), cf_tensor_free(want);
+}
