@@ -52,6 +52,7 @@
  * Measured on an H200 (bench/run_define_and_run.sh, device copy 4185-4200 GB/s):
  * relu(a*b+c) over 2^28 floats 4472 GB/s (1-D); bias+gelu 16384x4096 4082 GB/s with the
  * 1-D tile, 3948 with the break point (its bias indexed from one half; no faster). */
+#include "scheduler/persistent.h"
 #include "scheduler/registry.h"
 #include "scheduler/sched.h"
 
@@ -423,10 +424,41 @@ static cf_status pw_plan_of(cf_fusion *f, PwPlan *p) {
   return f->status;
 }
 
+/* Whether tv has broadcast and other axes both in [from, to). */
+static bool mixed(Val *tv, int from, int to) {
+  int nb = 0;
+  for (int a = from; a < to; a++) nb += ID(TV(tv)->logical[a])->iter_type == CF_ITER_BROADCAST;
+  return nb > 0 && nb < to - from;
+}
+
+/* The tensors recomputed for each reader (a row mask for sched_recompute, by Val id): those
+ * computed in the fusion with a broadcast axis merged with other axes in a half of the
+ * tile at break point `at` (the whole tile when 0). Read by two consumers whose innermost
+ * loops differ, such a tensor is inlined short of its innermost loop, which then iterates
+ * the merged broadcast alone and cannot index its operands (DAG seed 148: relu(broadcast(
+ * b)) read by a sub and an add); a copy per reader is inlined whole into it. NULL when out
+ * of memory. */
+static bool *recompute_rows(cf_fusion *f, Arena *a, Val *ref, int at) {
+  int n, r = TV(ref)->nlogical;
+  Val **tvs = ir_fusion_all_tvs_in(a, f, &n);
+  bool *row = tvs ? ARENA_ARRAY(a, bool, f->vals.len) : NULL;
+  for (int i = 0; row && i < n; i++) {
+    Val *t = tvs[i];
+    row[t->id] = t->def && !ir_tv_is_input(f, t) && TV(t)->nlogical == r &&
+                 (at ? mixed(t, 0, at) || mixed(t, at, r) : mixed(t, 0, r));
+  }
+  return row;
+}
+
 /* Schedules f with plan p; f's sizes may be symbolic where the plan's were constant (the
  * plan's vector width divides the innermost extent, kept constant by define and run). */
 static cf_status pw_apply_plan(cf_fusion *f, const PwPlan *p) {
   int64_t v = p->vector;
+  Arena *a = arena_create();
+  bool *row = a ? recompute_rows(f, a, f->outputs.items[0], p->bp.at) : NULL;
+  cf_status s = row ? sched_recompute(f, a, row, SCHED_CLONE_CACHES) : CF_ERR_OUT_OF_MEMORY;
+  arena_destroy(a);
+  if (s) return f->status ? f->status : ir_error(f, s, "schedule_pointwise: out of memory");
   Val **caches = ARENA_ARRAY(f->arena, Val *, f->inputs.len + 1);
   int ncaches = add_caches(f, f->outputs.items[0], caches);
   if (f->status) return f->status;
@@ -459,13 +491,6 @@ cf_status cf_schedule_pointwise(cf_fusion *f) {
 
 /* ---- as a row of the registry ------------------------------------------------------------ */
 
-/* Whether tv has broadcast and other axes both in [from, to). */
-static bool mixed(Val *tv, int from, int to) {
-  int nb = 0;
-  for (int a = from; a < to; a++) nb += ID(TV(tv)->logical[a])->iter_type == CF_ITER_BROADCAST;
-  return nb > 0 && nb < to - from;
-}
-
 /* A lower-rank tensor computed in the fusion and broadcast within a half of the tile
  * (the whole, without a break point) is tiled on its own extent, not inlined into the
  * half's merged loop, and read from other blocks (lowering refuses: DAG seeds 148, 152
@@ -481,6 +506,19 @@ static Val *computed_broadcast_in_half(cf_fusion *f, Val *ref) {
     if (TV(b)->nlogical != r || mixed(b, 0, at ? at : r) || (at && mixed(b, at, r))) return b;
   }
   return NULL;
+}
+
+/* Whether the copies recompute_rows asks for stay within SCHED_RECOMPUTE_MAX_OPS. */
+static bool recompute_fits(cf_fusion *f, Val *ref, char *why) {
+  Arena *a = arena_create();
+  bool *row = a ? recompute_rows(f, a, ref, pw_break_point(f, ref).at) : NULL;
+  int64_t n = row ? sched_recompute_count(f, a, row, SCHED_CLONE_CACHES) : -1;
+  arena_destroy(a);
+  if (n < 0) snprintf(why, SCHED_WHY_MAX, "pointwise: out of memory");
+  else if (n > SCHED_RECOMPUTE_MAX_OPS)
+    snprintf(why, SCHED_WHY_MAX, "pointwise: a copy of each broadcast tensor for each of its readers would add %lld "
+             "ops (at most %d)", (long long)n, SCHED_RECOMPUTE_MAX_OPS);
+  return n >= 0 && n <= SCHED_RECOMPUTE_MAX_OPS;
 }
 
 static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
@@ -499,9 +537,10 @@ static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
     snprintf(why, SCHED_WHY_MAX, "pointwise: %.240s", reason);
     return false;
   }
-  return !(tv = computed_broadcast_in_half(f, ref)) ||
-         (snprintf(why, SCHED_WHY_MAX, "pointwise: %s broadcasts a tensor computed in the fusion along part of a "
-                   "half of the tile (its own tile would run in other blocks)", TV(tv)->display_name), false);
+  if ((tv = computed_broadcast_in_half(f, ref)))
+    return snprintf(why, SCHED_WHY_MAX, "pointwise: %s broadcasts a tensor computed in the fusion along part of a "
+                    "half of the tile (its own tile would run in other blocks)", TV(tv)->display_name), false;
+  return recompute_fits(f, ref, why);
 }
 
 /* "break=1 vector=4 threads=128" (then " rows=F" when each blockIdx.y runs F rows of the
