@@ -58,7 +58,22 @@
 
 enum { THREADS = 128, GRID_Y_MAX = 65535, SYMBOLIC_GUESS = 1024 };
 
-static bool elementwise(const Expr *e) { return ir_op_is_pointwise(e->op); }
+/* A permute that moves only axes of one element (a constant extent of 1): the axes of more
+ * elements keep their order, so it is a copy (a transpose of [N, 1]). */
+static bool copying_permute(const Expr *e) {
+  if (ir_op_kind(e->op) != OPK_PERMUTE) return false;
+  int last = -1;
+  for (int a = 0; a < e->attr.permute.rank; a++) {
+    int64_t x;
+    int from = e->attr.permute.perm[a];
+    if (ir_scalar_const_value(ID(TV(e->out[0])->logical[a])->extent, &x) && x == 1) continue;
+    if (from < last) return false;
+    last = from;
+  }
+  return true;
+}
+
+static bool elementwise(const Expr *e) { return ir_op_is_pointwise(e->op) || copying_permute(e); }
 
 /* Whether the elementwise consumers of tv (of its rank) all read its broadcast axes
  * against one exact class each: inlined into all of their loops (inline_most does), a
@@ -192,9 +207,10 @@ static int64_t vector_width(cf_fusion *f, Val *ref) {
   return v;
 }
 
-/* Whether a squeeze or a resize (slice, pad, cat) reads tv or a tensor computed from it:
- * tv's axes then do not line up with the reference's position by position (a resize reads
- * its operand whole, from memory), so it is not cached for vector loads. */
+/* Whether a squeeze, a permute (one the row takes moves only axes of one element) or a
+ * resize (slice, pad, cat) reads tv or a tensor computed from it: tv's axes then do not
+ * line up with the reference's position by position (a resize reads its operand whole,
+ * from memory), so it is not cached for vector loads. */
 static bool reaches_squeeze(cf_fusion *f, Val *tv) {
   bool *seen = ARENA_ARRAY(f->arena, bool, f->vals.len);
   Val **stack = ARENA_ARRAY(f->arena, Val *, f->vals.len);
@@ -207,7 +223,7 @@ static bool reaches_squeeze(cf_fusion *f, Val *tv) {
     for (int k = 0; k < v->uses.len; k++) {
       const Expr *e = v->uses.items[k];
       if (ir_op_kind(e->op) == OPK_TRANSFORM) continue;
-      if (e->op == OP_SQUEEZE || ir_op_kind(e->op) == OPK_RESIZE) return true;
+      if (e->op == OP_SQUEEZE || ir_op_kind(e->op) == OPK_RESIZE || ir_op_kind(e->op) == OPK_PERMUTE) return true;
       if (!seen[e->out[0]->id]) seen[e->out[0]->id] = true, stack[top++] = e->out[0];
     }
   }
