@@ -104,6 +104,20 @@ Expr *ir_expr_new(cf_fusion *f, IrOp op, int nin, Val *const *in, int nout, Val 
   return e;
 }
 
+void ir_expr_drop(cf_fusion *f, Expr *e) {
+  for (int k = 0; k < e->nin; k++) {
+    Val *in = e->in[k];
+    for (int i = 0; i < in->uses.len; i++)
+      if (in->uses.items[i] == e) in->uses.items[i] = in->uses.items[--in->uses.len], i--;
+  }
+  for (int k = 0; k < e->nout; k++) e->out[k]->def = NULL;
+  for (int i = e->id; i + 1 < f->exprs.len; i++) {
+    f->exprs.items[i] = f->exprs.items[i + 1];
+    ((Expr *)f->exprs.items[i])->id = i;
+  }
+  f->exprs.len--;
+}
+
 /* Checks shared by every public call taking (f, tv): f usable, tv non-NULL and ours. */
 cf_status ir_check_tv(cf_fusion *f, const char *what, cf_tv *t) {
   if (!f) return CF_ERR_INVALID_ARGUMENT;

@@ -15,7 +15,7 @@
  * computed in the fusion and broadcast (which the pointwise scheduler must refuse: its
  * own tile would run in other blocks), so the bias's cast no longer costs a kernel.
  * c and its chain stay where something else reads them (an output, a reduction); a chain
- * left with no reader is unlinked from its operands' use lists.
+ * left with no reader is removed (ir_expr_drop).
  * Key decisions: only chains whose leaves are fusion inputs (a leaf computed by a
  * reduction, a full or a random op is not recomputed: a random op's value depends on its
  * position); a chain of more than SCHED_HOIST_MAX_OPS ops stays where it is (each op is
@@ -85,27 +85,19 @@ static Val *clone_chain(cf_fusion *f, const Expr *bc, Val *v, Val *last, Val **m
   return memo[v->id] = out;
 }
 
-static void drop_use(Val *v, const Expr *e) {
-  for (int i = 0; i < v->uses.len; i++)
-    if (v->uses.items[i] == e) {
-      v->uses.items[i] = v->uses.items[--v->uses.len];
-      return;
-    }
-}
-
 static bool has_reader(const cf_fusion *f, const Val *v) {
   for (int i = 0; i < v->uses.len; i++)
     if (ir_op_kind(((Expr *)v->uses.items[i])->op) != OPK_TRANSFORM) return true;
   return ir_tv_is_output(f, v);
 }
 
-/* Unlinks e from its operands' use lists, and so on up every operand e was the last
- * reader of (inputs stay). */
-static void unlink_dead(cf_fusion *f, Expr *e) {
+/* Removes e (a definition no one reads) from f, and so on up every computed operand e was
+ * the last reader of. */
+static void drop_dead(cf_fusion *f, Expr *e) {
+  ir_expr_drop(f, e);
   for (int i = 0; i < e->nin; i++) {
     Val *v = e->in[i];
-    drop_use(v, e);
-    if (v->kind == VAL_TV && v->def && !ir_tv_is_input(f, v) && !has_reader(f, v)) unlink_dead(f, v->def);
+    if (v->kind == VAL_TV && v->def && !ir_tv_is_input(f, v) && !has_reader(f, v)) drop_dead(f, v->def);
   }
 }
 
@@ -119,9 +111,9 @@ static cf_status hoist(cf_fusion *f, Arena *a, Expr *bc) {
   if (nins == 0 || !c->def || !chain(f, c, TV(c)->nlogical, seen, &nops)) return CF_OK;
   Val **memo = ARENA_ARRAY(a, Val *, f->vals.len);
   if (!memo) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "hoist broadcasts: out of memory");
-  unlink_dead(f, bc); /* b is defined again below; c loses this reader */
-  b->def = NULL;
+  ir_expr_drop(f, bc); /* b is defined again by the clone of c's op; c loses this reader */
   if (!clone_chain(f, bc, c, b, memo)) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "hoist broadcasts: out of memory");
+  if (!has_reader(f, c)) drop_dead(f, c->def);
   return f->status;
 }
 
