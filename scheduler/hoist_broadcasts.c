@@ -6,9 +6,11 @@
  *
  * b = broadcast(c), where c is computed from fusion inputs by elementwise ops alone
  * (casts, unary ops, binary and ternary ops whose other operands are in the same chain,
- * 0-d tensors or scalars), becomes b = chain'(broadcast(inputs)): each input of the chain
- * is broadcast as c was, and the chain is computed again on the broadcast shape, its last
- * op writing b itself (b keeps its name, its axes and its readers). A bias cast to float
+ * 0-d tensors, scalars or broadcasts of fusion inputs: a 0-d scalar is broadcast to the
+ * row it multiplies), becomes b = chain'(broadcast(inputs)): each input of the chain is
+ * broadcast as c was (a broadcast leaf's input once, the two broadcasts composed), and
+ * the chain is computed again on the broadcast shape, its last op writing b itself (b
+ * keeps its name, its axes and its readers). A bias cast to float
  * and broadcast along the rows, gelu(cast(x) + broadcast(cast(bias))), becomes
  * gelu(cast(x) + cast(broadcast(bias))): each element recomputes cast(bias[j]), as
  * nvFuser's inlining recomputes such producers, and no row sees a tensor of lower rank
@@ -16,9 +18,9 @@
  * own tile would run in other blocks), so the bias's cast no longer costs a kernel.
  * c and its chain stay where something else reads them (an output, a reduction); a chain
  * left with no reader is removed (ir_expr_drop).
- * Key decisions: only chains whose leaves are fusion inputs (a leaf computed by a
- * reduction, a full or a random op is not recomputed: a random op's value depends on its
- * position); a chain of more than SCHED_HOIST_MAX_OPS ops stays where it is (each op is
+ * Key decisions: only chains whose leaves are fusion inputs or their broadcasts (a leaf
+ * computed by a reduction, a full or a random op is not recomputed: a random op's value
+ * depends on its position); a chain of more than SCHED_HOIST_MAX_OPS ops stays where it is (each op is
  * recomputed for every element of the broadcast shape, and past that the extra kernel
  * costs less); the recomputed ops are the same ops on the same dtypes, so results are
  * bit for bit the evaluator's. */
@@ -37,13 +39,21 @@ static bool recomputable(const Expr *e) {
  * a 0-d tensor below rank r) rather than a member of the chain. */
 static bool kept_operand(Val *v, int r) { return v->kind != VAL_TV || (TV(v)->nlogical == 0 && r > 0); }
 
+/* The fusion input a chain leaf reads: the leaf itself, or the input a broadcast leaf
+ * broadcasts (a 0-d scalar multiplying a row is broadcast to it); NULL for a tensor that
+ * is not a leaf. */
+static Val *leaf_input(cf_fusion *f, Val *v) {
+  if (ir_tv_is_input(f, v)) return v;
+  return v->def && v->def->op == OP_BROADCAST && ir_tv_is_input(f, v->def->in[0]) ? v->def->in[0] : NULL;
+}
+
 /* Counts the ops of c's chain into *nops (members marked in seen, by Val id); false when
  * c is not such a chain of rank r (a leaf that is not a fusion input, an op that is not
  * recomputable, an operand of another rank) or it has more than SCHED_HOIST_MAX_OPS ops. */
 static bool chain(cf_fusion *f, Val *c, int r, char *seen, int *nops) {
   if (seen[c->id]) return true;
   seen[c->id] = 1;
-  if (ir_tv_is_input(f, c)) return TV(c)->nlogical == r;
+  if (leaf_input(f, c)) return TV(c)->nlogical == r;
   if (!c->def || !recomputable(c->def) || TV(c)->nlogical != r || ++*nops > SCHED_HOIST_MAX_OPS) return false;
   bool member = false;
   for (int i = 0; i < c->def->nin; i++) {
@@ -72,7 +82,13 @@ static Val *clone_chain(cf_fusion *f, const Expr *bc, Val *v, Val *last, Val **m
   if (memo[v->id]) return memo[v->id];
   const bool *flags = bc->attr.broadcast.is_broadcast;
   int rank = bc->attr.broadcast.rank, r = TV(v)->nlogical;
-  if (ir_tv_is_input(f, v)) return memo[v->id] = ir_tv(cf_broadcast(f, ir_tv_handle(v), rank, flags));
+  Val *in0 = leaf_input(f, v);
+  if (in0) {
+    bool both[CF_MAX_RANK]; /* bc's flags composed with those of a broadcast leaf */
+    for (int i = 0, k = 0; i < rank; i++)
+      if (!(both[i] = flags[i])) both[i] = v != in0 && v->def->attr.broadcast.is_broadcast[k++];
+    return memo[v->id] = ir_tv(cf_broadcast(f, ir_tv_handle(in0), rank, both));
+  }
   Expr *e = v->def;
   Val **in = ARENA_ARRAY(f->arena, Val *, e->nin);
   if (!in) return NULL;
@@ -108,7 +124,7 @@ static cf_status hoist(cf_fusion *f, Arena *a, Expr *bc) {
   char *seen = ARENA_ARRAY(a, char, f->vals.len);
   if (!seen) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "hoist broadcasts: out of memory");
   for (int i = 0; i < bc->attr.broadcast.rank; i++) nins += bc->attr.broadcast.is_broadcast[i];
-  if (nins == 0 || !c->def || !chain(f, c, TV(c)->nlogical, seen, &nops)) return CF_OK;
+  if (nins == 0 || leaf_input(f, c) || !chain(f, c, TV(c)->nlogical, seen, &nops)) return CF_OK;
   Val **memo = ARENA_ARRAY(a, Val *, f->vals.len);
   if (!memo) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "hoist broadcasts: out of memory");
   ir_expr_drop(f, bc); /* b is defined again by the clone of c's op; c loses this reader */
