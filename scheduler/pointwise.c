@@ -36,11 +36,15 @@
  *      along everything and do not count) the 1-D schedule and its parameters are as
  *      before.
  * As the registry's pointwise row (sched_pointwise_row: plan, then apply), it accepts a
- * fusion of elementwise ops, broadcasts, squeezes and fulls whose outputs share the first
- * one's shape, except where lowering could not share a loop: a broadcast result two
- * readers concretize against unrelated axes, or a tensor computed in the fusion and
- * broadcast along part of a half of the tile (alignment is the executor's: it
- * devectorizes the schedule of a call with a misaligned tensor). Its plan (break point,
+ * fusion of elementwise ops, broadcasts, squeezes, fulls and permutes that move only axes
+ * of one element (copies) whose outputs share the first one's shape, except where
+ * lowering could not share a loop: a broadcast result two readers concretize against
+ * unrelated axes, or a tensor of lower rank computed in the fusion and broadcast along
+ * part of a half of the tile (define and run hoists such broadcasts onto the inputs
+ * first, hoist_broadcasts.c; alignment is the executor's: it devectorizes the schedule of
+ * a call with a misaligned tensor). A computed tensor of the tile's rank whose broadcast
+ * axis is merged with others in a half is copied for each reader (recompute_rows), so
+ * each copy is inlined whole. Its plan (break point,
  * vector width, rows per blockIdx.y) is read from the constant sizes of define and run's
  * copy; apply takes it as it is, so the schedule also fits a copy whose outer sizes are
  * symbolic (a kernel shared across sizes).
