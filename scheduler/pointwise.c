@@ -135,6 +135,32 @@ static Val *resized_computed_operand(cf_fusion *f, const Expr *e) {
   return NULL;
 }
 
+/* Whether what permute e reads (its operand and every tensor it is computed from) is read
+ * by nothing but e and itself, and is no output: a tensor read both through e and in its
+ * own order is read in two axis orders in one kernel (x + transpose(x) of [1, 1]), which
+ * lowering refuses even when the axes moved have one element. */
+static bool permute_reads_alone(cf_fusion *f, const Expr *e) {
+  char *cone = ARENA_ARRAY(f->arena, char, f->vals.len);
+  Val **stack = ARENA_ARRAY(f->arena, Val *, f->vals.len), **seen = ARENA_ARRAY(f->arena, Val *, f->vals.len);
+  if (!cone || !stack || !seen) return false;
+  int top = 0, n = 0;
+  cone[e->in[0]->id] = 1;
+  stack[top++] = seen[n++] = e->in[0];
+  while (top > 0) {
+    Expr *d = stack[--top]->def;
+    for (int i = 0; d && i < d->nin; i++)
+      if (d->in[i]->kind == VAL_TV && !cone[d->in[i]->id]) cone[d->in[i]->id] = 1, stack[top++] = seen[n++] = d->in[i];
+  }
+  for (int k = 0; k < n; k++) {
+    if (ir_tv_is_output(f, seen[k])) return false;
+    for (int u = 0; u < seen[k]->uses.len; u++) {
+      const Expr *r = seen[k]->uses.items[u];
+      if (r != e && ir_op_kind(r->op) != OPK_TRANSFORM && !cone[r->out[0]->id]) return false;
+    }
+  }
+  return true;
+}
+
 /* Why the pointwise scheduler cannot take f: the reason (after "schedule_pointwise: ")
  * in why, the tensor it is about in *tv, and the status; CF_OK when it can. */
 static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
@@ -145,6 +171,14 @@ static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
       *tv = exprs[i]->out[0];
       snprintf(why, SCHED_WHY_MAX, "%s is computed by %s; the pointwise scheduler takes elementwise ops only",
                TV(*tv)->display_name, ir_op_name(exprs[i]->op));
+      return CF_ERR_UNSUPPORTED;
+    }
+  for (int i = 0; i < n; i++)
+    if (ir_op_kind(exprs[i]->op) == OPK_PERMUTE && !permute_reads_alone(f, exprs[i])) {
+      *tv = exprs[i]->out[0];
+      snprintf(why, SCHED_WHY_MAX, "%s = permute(%s) moves only axes of one element, but what it reads is also read "
+               "in its own order (two axis orders in one kernel)", TV(*tv)->display_name,
+               TV(exprs[i]->in[0])->display_name);
       return CF_ERR_UNSUPPORTED;
     }
   for (int i = 0; i < n; i++)

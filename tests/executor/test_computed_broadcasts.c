@@ -19,13 +19,6 @@ TU_CACHE_SUITE(computed_broadcasts);
 
 static const cf_executor_options host = {.backend = CF_BACKEND_HOST};
 
-static void fresh(void) {
-  cf_fusion_cache_destroy(c);
-  cf_fusion_destroy(f);
-  c = NULL;
-  f = cf_fusion_create();
-}
-
 static double tol(cf_dtype dt) { return dt == CF_FLOAT ? 1e-5 : 1e-2; }
 
 /* Executes the cache on random inputs of dtype dt and the given sizes (strides: NULL, or
@@ -71,7 +64,7 @@ static const cf_dtype dtypes[] = {CF_FLOAT, CF_BFLOAT16, CF_HALF};
 Test(computed_broadcasts, bias_gelu_is_one_pointwise_kernel) {
   const int64_t shapes[][2] = {{127, 127}, {33, 7}, {16384, 1}, {1, 1}, {1024, 16}, {8191, 3}, {1, 16}};
   for (int d = 0; d < 3; d++) {
-    fresh();
+    tu_fresh();
     mf_bias_gelu(f, dtypes[d]);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
       char what[64];
@@ -103,7 +96,7 @@ static void batch_norm_cf(cf_fusion *g, cf_dtype dt) {
 Test(computed_broadcasts, batch_norm_channels_first_casts_its_parameters_in_the_normalization) {
   const int64_t shapes[][3] = {{7, 31, 127}, {1, 3, 1}, {2, 1, 16}, {16, 3, 1}, {1, 1, 1}};
   for (int d = 0; d < 3; d++) {
-    fresh();
+    tu_fresh();
     batch_norm_cf(f, dtypes[d]);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
       const int64_t *x = shapes[s];
@@ -140,7 +133,7 @@ Test(computed_broadcasts, broadcast_result_read_twice_is_one_pointwise_kernel) {
 /* ---- transposes of axes of one element are copies ------------------------------------------ */
 
 static void transpose_fusion(cf_dtype dt) {
-  fresh();
+  tu_fresh();
   cf_fusion_add_output(f, cf_transpose(f, mf_in(f, dt, 2), 0, 1));
 }
 
@@ -178,7 +171,7 @@ Test(computed_broadcasts, permutes_that_keep_the_order_of_wide_axes_are_pointwis
   cf_fusion_add_output(f, cf_permute(f, mf_in(f, CF_FLOAT, 3), 3, (int[]){1, 0, 2}));
   run(CF_FLOAT, 1, (int[]){3}, (const int64_t[][3]){{5, 1, 33}}, NULL, "[5, 1, 33] -> [1, 5, 33]");
   expect_schedulers("pointwise", "[5, 1, 33] -> [1, 5, 33]");
-  fresh();
+  tu_fresh();
   cf_fusion_add_output(f, cf_permute(f, mf_in(f, CF_FLOAT, 3), 3, (int[]){2, 1, 0}));
   run(CF_FLOAT, 1, (int[]){3}, (const int64_t[][3]){{5, 1, 33}}, NULL, "[5, 1, 33] -> [33, 1, 5]");
   expect_schedulers("transpose", "[5, 1, 33] -> [33, 1, 5]");
