@@ -1,6 +1,7 @@
-/* ir/fusion.c: the Fusion container: node creation with dense ids, inputs and outputs,
- * the sticky error record, and the generic walks every layer uses (topological order of
- * tensor expressions, producers and consumers, a TensorView's transform history).
+/* ir/fusion.c: the Fusion container: node creation with dense ids (and removal, renumbering
+ * the later expressions), inputs and outputs, the sticky error record, and the generic walks
+ * every layer uses (topological order of tensor expressions, producers and consumers, a
+ * TensorView's transform history).
  *
  * Key decision: errors are recorded on the fusion the first time and never overwritten,
  * as in cairo; every public entry point checks f->status first and does nothing after an
