@@ -477,7 +477,7 @@ cf_status fc_plan(cf_fusion_cache *c, const DLTensor *const *in, int nout, DLMan
                plan_on_host(c)};
   cf_fusion *w = p.fmap && p.a ? concrete_copy(c, in, p.fmap) : NULL;
   if (!w) s = fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  else if (ir_check_extents(w, "execute") || sched_prepare_views(w, in)) s = fc_error(c, w->status, "%s", cf_fusion_error(w));
+  else if (ir_check_extents(w, "execute") || sched_prepare_views(w, in) || sched_hoist_broadcasts(w)) s = fc_error(c, w->status, "%s", cf_fusion_error(w));
   p.w = w;
   if (!s) s = plan(&p, en);
   cf_fusion_destroy(w);

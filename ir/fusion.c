@@ -1,6 +1,7 @@
-/* ir/fusion.c: the Fusion container: node creation with dense ids, inputs and outputs,
- * the sticky error record, and the generic walks every layer uses (topological order of
- * tensor expressions, producers and consumers, a TensorView's transform history).
+/* ir/fusion.c: the Fusion container: node creation with dense ids (and removal, renumbering
+ * the later expressions), inputs and outputs, the sticky error record, and the generic walks
+ * every layer uses (topological order of tensor expressions, producers and consumers, a
+ * TensorView's transform history).
  *
  * Key decision: errors are recorded on the fusion the first time and never overwritten,
  * as in cairo; every public entry point checks f->status first and does nothing after an
@@ -102,6 +103,20 @@ Expr *ir_expr_new(cf_fusion *f, IrOp op, int nin, Val *const *in, int nout, Val 
   for (int i = 0; i < nout; i++) out[i]->def = e;
   ptrvec_push(f->arena, &f->exprs, e);
   return e;
+}
+
+void ir_expr_drop(cf_fusion *f, Expr *e) {
+  for (int k = 0; k < e->nin; k++) {
+    Val *in = e->in[k];
+    for (int i = 0; i < in->uses.len; i++)
+      if (in->uses.items[i] == e) in->uses.items[i] = in->uses.items[--in->uses.len], i--;
+  }
+  for (int k = 0; k < e->nout; k++) e->out[k]->def = NULL;
+  for (int i = e->id; i + 1 < f->exprs.len; i++) {
+    f->exprs.items[i] = f->exprs.items[i + 1];
+    ((Expr *)f->exprs.items[i])->id = i;
+  }
+  f->exprs.len--;
 }
 
 /* Checks shared by every public call taking (f, tv): f usable, tv non-NULL and ours. */

@@ -470,6 +470,9 @@ cf_status ir_check_tv(cf_fusion *f, const char *what, cf_tv *t);
 
 Val *ir_val_new(cf_fusion *f, ValKind kind, cf_dtype dtype);
 Expr *ir_expr_new(cf_fusion *f, IrOp op, int nin, Val *const *in, int nout, Val *const *out);
+/* Removes e from f: from its operands' uses and the list of expressions (the later ones
+ * renumbered: an Expr's id is its index), its outputs left without a definition. */
+void ir_expr_drop(cf_fusion *f, Expr *e);
 
 Val *ir_const_int(cf_fusion *f, int64_t v);
 Val *ir_const_double(cf_fusion *f, double v);

@@ -55,23 +55,6 @@ int sched_online_softmax_count(Expr *const *exprs, int n) {
   return count;
 }
 
-/* Removes e from the fusion: from its operands' uses and the list of expressions (the
- * later ones renumbered: an Expr's id is its index), its output left without a definition. */
-static void drop_expr(cf_fusion *f, Expr *e) {
-  for (int k = 0; k < e->nin; k++) {
-    Val *in = e->in[k];
-    for (int i = 0; i < in->uses.len; i++)
-      if (in->uses.items[i] == e) in->uses.items[i] = in->uses.items[--in->uses.len], i--;
-  }
-  for (int k = 0; k < e->nout; k++) e->out[k]->def = NULL;
-  int at = e->id;
-  for (int i = at; i + 1 < f->exprs.len; i++) {
-    f->exprs.items[i] = f->exprs.items[i + 1];
-    ((Expr *)f->exprs.items[i])->id = i;
-  }
-  f->exprs.len--;
-}
-
 /* Every reader of `from` (and the fusion's outputs) takes `to`; from's definition is
  * dropped. */
 static void replace(cf_fusion *f, Val *from, Val *to) {
@@ -84,7 +67,7 @@ static void replace(cf_fusion *f, Val *from, Val *to) {
   from->uses.len = 0;
   for (int o = 0; o < f->outputs.len; o++)
     if (f->outputs.items[o] == from) f->outputs.items[o] = to;
-  drop_expr(f, from->def);
+  ir_expr_drop(f, from->def);
 }
 
 static cf_status rewrite(cf_fusion *f, Expr *mx, Expr *sum) {

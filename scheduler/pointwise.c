@@ -36,11 +36,15 @@
  *      along everything and do not count) the 1-D schedule and its parameters are as
  *      before.
  * As the registry's pointwise row (sched_pointwise_row: plan, then apply), it accepts a
- * fusion of elementwise ops, broadcasts, squeezes and fulls whose outputs share the first
- * one's shape, except where lowering could not share a loop: a broadcast result two
- * readers concretize against unrelated axes, or a tensor computed in the fusion and
- * broadcast along part of a half of the tile (alignment is the executor's: it
- * devectorizes the schedule of a call with a misaligned tensor). Its plan (break point,
+ * fusion of elementwise ops, broadcasts, squeezes, fulls and permutes that move only axes
+ * of one element (copies) whose outputs share the first one's shape, except where
+ * lowering could not share a loop: a broadcast result two readers concretize against
+ * unrelated axes, or a tensor of lower rank computed in the fusion and broadcast along
+ * part of a half of the tile (define and run hoists such broadcasts onto the inputs
+ * first, hoist_broadcasts.c; alignment is the executor's: it devectorizes the schedule of
+ * a call with a misaligned tensor). A computed tensor of the tile's rank whose broadcast
+ * axis is merged with others in a half is copied for each reader (recompute_rows), so
+ * each copy is inlined whole. Its plan (break point,
  * vector width, rows per blockIdx.y) is read from the constant sizes of define and run's
  * copy; apply takes it as it is, so the schedule also fits a copy whose outer sizes are
  * symbolic (a kernel shared across sizes).
@@ -52,12 +56,28 @@
  * Measured on an H200 (bench/run_define_and_run.sh, device copy 4185-4200 GB/s):
  * relu(a*b+c) over 2^28 floats 4472 GB/s (1-D); bias+gelu 16384x4096 4082 GB/s with the
  * 1-D tile, 3948 with the break point (its bias indexed from one half; no faster). */
+#include "scheduler/persistent.h"
 #include "scheduler/registry.h"
 #include "scheduler/sched.h"
 
 enum { THREADS = 128, GRID_Y_MAX = 65535, SYMBOLIC_GUESS = 1024 };
 
-static bool elementwise(const Expr *e) { return ir_op_is_pointwise(e->op); }
+/* A permute that moves only axes of one element (a constant extent of 1): the axes of more
+ * elements keep their order, so it is a copy (a transpose of [N, 1]). */
+static bool copying_permute(const Expr *e) {
+  if (ir_op_kind(e->op) != OPK_PERMUTE) return false;
+  int last = -1;
+  for (int a = 0; a < e->attr.permute.rank; a++) {
+    int64_t x;
+    int from = e->attr.permute.perm[a];
+    if (ir_scalar_const_value(ID(TV(e->out[0])->logical[a])->extent, &x) && x == 1) continue;
+    if (from < last) return false;
+    last = from;
+  }
+  return true;
+}
+
+static bool elementwise(const Expr *e) { return ir_op_is_pointwise(e->op) || copying_permute(e); }
 
 /* Whether the elementwise consumers of tv (of its rank) all read its broadcast axes
  * against one exact class each: inlined into all of their loops (inline_most does), a
@@ -115,6 +135,32 @@ static Val *resized_computed_operand(cf_fusion *f, const Expr *e) {
   return NULL;
 }
 
+/* Whether what permute e reads (its operand and every tensor it is computed from) is read
+ * by nothing but e and itself, and is no output: a tensor read both through e and in its
+ * own order is read in two axis orders in one kernel (x + transpose(x) of [1, 1]), which
+ * lowering refuses even when the axes moved have one element. */
+static bool permute_reads_alone(cf_fusion *f, const Expr *e) {
+  char *cone = ARENA_ARRAY(f->arena, char, f->vals.len);
+  Val **stack = ARENA_ARRAY(f->arena, Val *, f->vals.len), **seen = ARENA_ARRAY(f->arena, Val *, f->vals.len);
+  if (!cone || !stack || !seen) return false;
+  int top = 0, n = 0;
+  cone[e->in[0]->id] = 1;
+  stack[top++] = seen[n++] = e->in[0];
+  while (top > 0) {
+    Expr *d = stack[--top]->def;
+    for (int i = 0; d && i < d->nin; i++)
+      if (d->in[i]->kind == VAL_TV && !cone[d->in[i]->id]) cone[d->in[i]->id] = 1, stack[top++] = seen[n++] = d->in[i];
+  }
+  for (int k = 0; k < n; k++) {
+    if (ir_tv_is_output(f, seen[k])) return false;
+    for (int u = 0; u < seen[k]->uses.len; u++) {
+      const Expr *r = seen[k]->uses.items[u];
+      if (r != e && ir_op_kind(r->op) != OPK_TRANSFORM && !cone[r->out[0]->id]) return false;
+    }
+  }
+  return true;
+}
+
 /* Why the pointwise scheduler cannot take f: the reason (after "schedule_pointwise: ")
  * in why, the tensor it is about in *tv, and the status; CF_OK when it can. */
 static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
@@ -125,6 +171,14 @@ static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
       *tv = exprs[i]->out[0];
       snprintf(why, SCHED_WHY_MAX, "%s is computed by %s; the pointwise scheduler takes elementwise ops only",
                TV(*tv)->display_name, ir_op_name(exprs[i]->op));
+      return CF_ERR_UNSUPPORTED;
+    }
+  for (int i = 0; i < n; i++)
+    if (ir_op_kind(exprs[i]->op) == OPK_PERMUTE && !permute_reads_alone(f, exprs[i])) {
+      *tv = exprs[i]->out[0];
+      snprintf(why, SCHED_WHY_MAX, "%s = permute(%s) moves only axes of one element, but what it reads is also read "
+               "in its own order (two axis orders in one kernel)", TV(*tv)->display_name,
+               TV(exprs[i]->in[0])->display_name);
       return CF_ERR_UNSUPPORTED;
     }
   for (int i = 0; i < n; i++)
@@ -191,9 +245,10 @@ static int64_t vector_width(cf_fusion *f, Val *ref) {
   return v;
 }
 
-/* Whether a squeeze or a resize (slice, pad, cat) reads tv or a tensor computed from it:
- * tv's axes then do not line up with the reference's position by position (a resize reads
- * its operand whole, from memory), so it is not cached for vector loads. */
+/* Whether a squeeze, a permute (one the row takes moves only axes of one element) or a
+ * resize (slice, pad, cat) reads tv or a tensor computed from it: tv's axes then do not
+ * line up with the reference's position by position (a resize reads its operand whole,
+ * from memory), so it is not cached for vector loads. */
 static bool reaches_squeeze(cf_fusion *f, Val *tv) {
   bool *seen = ARENA_ARRAY(f->arena, bool, f->vals.len);
   Val **stack = ARENA_ARRAY(f->arena, Val *, f->vals.len);
@@ -206,7 +261,7 @@ static bool reaches_squeeze(cf_fusion *f, Val *tv) {
     for (int k = 0; k < v->uses.len; k++) {
       const Expr *e = v->uses.items[k];
       if (ir_op_kind(e->op) == OPK_TRANSFORM) continue;
-      if (e->op == OP_SQUEEZE || ir_op_kind(e->op) == OPK_RESIZE) return true;
+      if (e->op == OP_SQUEEZE || ir_op_kind(e->op) == OPK_RESIZE || ir_op_kind(e->op) == OPK_PERMUTE) return true;
       if (!seen[e->out[0]->id]) seen[e->out[0]->id] = true, stack[top++] = e->out[0];
     }
   }
@@ -423,10 +478,41 @@ static cf_status pw_plan_of(cf_fusion *f, PwPlan *p) {
   return f->status;
 }
 
+/* Whether tv has broadcast and other axes both in [from, to). */
+static bool mixed(Val *tv, int from, int to) {
+  int nb = 0;
+  for (int a = from; a < to; a++) nb += ID(TV(tv)->logical[a])->iter_type == CF_ITER_BROADCAST;
+  return nb > 0 && nb < to - from;
+}
+
+/* The tensors recomputed for each reader (a row mask for sched_recompute, by Val id): those
+ * computed in the fusion with a broadcast axis merged with other axes in a half of the
+ * tile at break point `at` (the whole tile when 0). Read by two consumers whose innermost
+ * loops differ, such a tensor is inlined short of its innermost loop, which then iterates
+ * the merged broadcast alone and cannot index its operands (DAG seed 148: relu(broadcast(
+ * b)) read by a sub and an add); a copy per reader is inlined whole into it. NULL when out
+ * of memory. */
+static bool *recompute_rows(cf_fusion *f, Arena *a, Val *ref, int at) {
+  int n, r = TV(ref)->nlogical;
+  Val **tvs = ir_fusion_all_tvs_in(a, f, &n);
+  bool *row = tvs ? ARENA_ARRAY(a, bool, f->vals.len) : NULL;
+  for (int i = 0; row && i < n; i++) {
+    Val *t = tvs[i];
+    row[t->id] = t->def && !ir_tv_is_input(f, t) && TV(t)->nlogical == r &&
+                 (at ? mixed(t, 0, at) || mixed(t, at, r) : mixed(t, 0, r));
+  }
+  return row;
+}
+
 /* Schedules f with plan p; f's sizes may be symbolic where the plan's were constant (the
  * plan's vector width divides the innermost extent, kept constant by define and run). */
 static cf_status pw_apply_plan(cf_fusion *f, const PwPlan *p) {
   int64_t v = p->vector;
+  Arena *a = arena_create();
+  bool *row = a ? recompute_rows(f, a, f->outputs.items[0], p->bp.at) : NULL;
+  cf_status s = row ? sched_recompute(f, a, row, SCHED_CLONE_CACHES) : CF_ERR_OUT_OF_MEMORY;
+  arena_destroy(a);
+  if (s) return f->status ? f->status : ir_error(f, s, "schedule_pointwise: out of memory");
   Val **caches = ARENA_ARRAY(f->arena, Val *, f->inputs.len + 1);
   int ncaches = add_caches(f, f->outputs.items[0], caches);
   if (f->status) return f->status;
@@ -459,13 +545,6 @@ cf_status cf_schedule_pointwise(cf_fusion *f) {
 
 /* ---- as a row of the registry ------------------------------------------------------------ */
 
-/* Whether tv has broadcast and other axes both in [from, to). */
-static bool mixed(Val *tv, int from, int to) {
-  int nb = 0;
-  for (int a = from; a < to; a++) nb += ID(TV(tv)->logical[a])->iter_type == CF_ITER_BROADCAST;
-  return nb > 0 && nb < to - from;
-}
-
 /* A lower-rank tensor computed in the fusion and broadcast within a half of the tile
  * (the whole, without a break point) is tiled on its own extent, not inlined into the
  * half's merged loop, and read from other blocks (lowering refuses: DAG seeds 148, 152
@@ -481,6 +560,19 @@ static Val *computed_broadcast_in_half(cf_fusion *f, Val *ref) {
     if (TV(b)->nlogical != r || mixed(b, 0, at ? at : r) || (at && mixed(b, at, r))) return b;
   }
   return NULL;
+}
+
+/* Whether the copies recompute_rows asks for stay within SCHED_RECOMPUTE_MAX_OPS. */
+static bool recompute_fits(cf_fusion *f, Val *ref, char *why) {
+  Arena *a = arena_create();
+  bool *row = a ? recompute_rows(f, a, ref, pw_break_point(f, ref).at) : NULL;
+  int64_t n = row ? sched_recompute_count(f, a, row, SCHED_CLONE_CACHES) : -1;
+  arena_destroy(a);
+  if (n < 0) snprintf(why, SCHED_WHY_MAX, "pointwise: out of memory");
+  else if (n > SCHED_RECOMPUTE_MAX_OPS)
+    snprintf(why, SCHED_WHY_MAX, "pointwise: a copy of each broadcast tensor for each of its readers would add %lld "
+             "ops (at most %d)", (long long)n, SCHED_RECOMPUTE_MAX_OPS);
+  return n >= 0 && n <= SCHED_RECOMPUTE_MAX_OPS;
 }
 
 static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
@@ -499,9 +591,10 @@ static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
     snprintf(why, SCHED_WHY_MAX, "pointwise: %.240s", reason);
     return false;
   }
-  return !(tv = computed_broadcast_in_half(f, ref)) ||
-         (snprintf(why, SCHED_WHY_MAX, "pointwise: %s broadcasts a tensor computed in the fusion along part of a "
-                   "half of the tile (its own tile would run in other blocks)", TV(tv)->display_name), false);
+  if ((tv = computed_broadcast_in_half(f, ref)))
+    return snprintf(why, SCHED_WHY_MAX, "pointwise: %s broadcasts a tensor computed in the fusion along part of a "
+                    "half of the tile (its own tile would run in other blocks)", TV(tv)->display_name), false;
+  return recompute_fits(f, ref, why);
 }
 
 /* "break=1 vector=4 threads=128" (then " rows=F" when each blockIdx.y runs F rows of the

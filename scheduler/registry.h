@@ -126,6 +126,15 @@ cf_status sched_fallback_schedule(cf_fusion *f);
  * contiguous, and after one whose output is a fusion output. f is modified in place. */
 cf_status sched_prepare_views(cf_fusion *f, const DLTensor *const *in);
 
+/* Moves each broadcast of a tensor computed from fusion inputs by elementwise ops alone
+ * onto those inputs, the ops computed again on the broadcast shape (hoist_broadcasts.c):
+ * define and run's concrete copy, before any row is asked, so that a parameter's cast
+ * runs in its consumer's kernel. The broadcast's result keeps its name and readers; the
+ * original chain stays where something else reads it. A chain of more ops than this
+ * stays where it is (each is recomputed per element of the broadcast shape). */
+enum { SCHED_HOIST_MAX_OPS = 32 };
+cf_status sched_hoist_broadcasts(cf_fusion *f);
+
 /* ---- segmentation (segment.c) -------------------------------------------------------------- */
 
 /* A part of a fusion scheduled and run as one kernel (or a view): its tensor Exprs in

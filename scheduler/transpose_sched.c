@@ -158,29 +158,43 @@ static bool tp_join_output(cf_fusion *f, const TpPlan *p, Val *out, TpMap *m, co
   return shared;
 }
 
-/* The contiguous axis of input i: its last, unless the call passes it strided with
- * stride 1 on another axis of more than one element (a column-major matrix). Only the
- * speed depends on it: indexing uses the run-time strides whatever is chosen. */
-static int tp_inner_axis(const SchedCall *call, int i, int r) {
+/* The last axis of tv whose extent is not a constant 1; -1 when all are. */
+static int tp_last_wide_axis(Val *tv) {
+  for (int a = TV(tv)->nlogical - 1; a >= 0; a--) {
+    int64_t e;
+    if (!ir_scalar_const_value(ID(TV(tv)->logical[a])->extent, &e) || e != 1) return a;
+  }
+  return -1;
+}
+
+/* The contiguous axis of input i: its last of more than one element (an axis of one
+ * element moves nothing), unless the call passes it strided with stride 1 on another axis
+ * of more than one element (a column-major matrix). Only the speed depends on it:
+ * indexing uses the run-time strides whatever is chosen. */
+static int tp_inner_axis(cf_fusion *f, const SchedCall *call, int i, int r) {
   const DLTensor *t = call && i < call->ninputs ? call->inputs[i] : NULL;
-  if (!t || !t->strides || t->ndim != r) return r - 1;
+  int wide = tp_last_wide_axis(f->inputs.items[i]);
+  if (wide < 0 || !t || !t->strides || t->ndim != r) return wide;
   for (int a = r - 1; a >= 0; a--)
     if (t->strides[a] == 1 && t->shape[a] > 1) return a;
   return r - 1;
 }
 
-/* Marks the inputs that vary along the output's innermost axis but whose contiguous axis
- * is another, and checks that they all put it on one output axis p. The others are read
- * in the output's order: a warp reads consecutive elements, or one (an input broadcast
- * along the output's innermost axis). Inputs of lower rank are not staged. */
+/* Marks the inputs that vary along the output's innermost axis (its last of more than one
+ * element: a transpose that moves only axes of one element is a copy, the pointwise row's)
+ * but whose contiguous axis is another (none when every axis has one element), and checks
+ * that they all put it on one output axis p. The others are read in the output's order: a warp reads consecutive elements, or one
+ * (an input broadcast along the output's innermost axis). Inputs of lower rank are not
+ * staged. */
 static bool tp_find_staged(cf_fusion *f, const SchedCall *call, TpPlan *p, const TpMap *m, char *why) {
-  int r = p->rank, first = -1;
+  int r = p->rank, first = -1, oi = tp_last_wide_axis(p->out);
   p->tile_axis = -1;
   for (int i = 0; i < f->inputs.len; i++) {
     Val *in = f->inputs.items[i];
     const int *im = &m->axis[in->id * r];
-    int inner = TV(in)->nlogical == r ? tp_inner_axis(call, i, r) : TV(in)->nlogical - 1;
-    if (!m->reached[in->id] || TV(in)->nlogical == 0 || im[r - 1] == inner || im[r - 1] < 0) continue;
+    int inner = TV(in)->nlogical == r ? tp_inner_axis(f, call, i, r) : TV(in)->nlogical - 1;
+    if (!m->reached[in->id] || TV(in)->nlogical == 0 || oi < 0 || inner < 0 || im[oi] == inner || im[oi] < 0)
+      continue;
     if (TV(in)->nlogical != r) {
       snprintf(why, SCHED_WHY_MAX,
                "transpose: %s, broadcast to the rank of %s, is transposed (only inputs of the output's rank are "

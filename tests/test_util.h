@@ -116,6 +116,12 @@ static inline void tu_fancy_transformations(cf_fusion *fu, cf_tv *tv) {
     cf_fusion_cache_destroy(c);                  \
     cf_fusion_destroy(f);                        \
   }                                              \
+  /* A new empty fusion and no cache, within a test. */ \
+  __attribute__((unused)) static void tu_fresh(void) { \
+    teardown();                                  \
+    c = NULL;                                    \
+    setup();                                     \
+  }                                              \
   TestSuite(suite, .init = setup, .fini = teardown)
 
 #endif

@@ -22,13 +22,6 @@ TU_CACHE_SUITE(segments);
 
 static const cf_executor_options host = {.backend = CF_BACKEND_HOST};
 
-static void fresh(void) {
-  cf_fusion_cache_destroy(c);
-  cf_fusion_destroy(f);
-  c = NULL;
-  f = cf_fusion_create();
-}
-
 static double tol(cf_dtype dt) { return dt == CF_FLOAT ? 1e-4 : 3e-2; }
 
 /* Executes the cache on random inputs of mi and compares every output with the
@@ -62,7 +55,7 @@ Test(segments, model_fusions_run_like_the_evaluator, .timeout = 900) {
   const struct { cf_dtype dt; int nshapes; } runs[] = {{CF_FLOAT, MF_NSHAPES}, {CF_BFLOAT16, 3}, {CF_HALF, 2}};
   for (int k = 0; k < MF_NCASES; k++)
     for (int d = 0; d < 3; d++) {
-      fresh();
+      tu_fresh();
       mf_cases[k].build(f, runs[d].dt);
       for (int s = 0; s < runs[d].nshapes; s++) {
         char what[128];
@@ -82,7 +75,7 @@ Test(segments, layer_norm_with_mean_and_invstd_is_one_kernel) {
   const cf_dtype dts[] = {CF_FLOAT, CF_BFLOAT16, CF_HALF};
   const int64_t shapes[][2] = {{5, 4096}, {7, 1000}, {3, 1}, {64, 1024}, {1, 16384}};
   for (int d = 0; d < 3; d++) {
-    fresh();
+    tu_fresh();
     mf_layer_norm_stats(f, dts[d]);
     for (int s = 0; s < 5; s++) {
       char what[64];
