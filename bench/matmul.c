@@ -176,6 +176,7 @@ int main(int argc, char **argv) {
   int skip = small ? 0 : bu_skip_without_cuda();
   if (skip) return skip;
   BuEvents ev;
+  if (!small) cf_tensor_free(cf_tensor_device(CF_FLOAT, 1, (int64_t[]){1})); /* events need cfuser's context */
   if (!small && !bu_events_init(&ev)) return printf("bench: no CUDA events\n"), 1;
   const char *only = getenv("CFUSER_BENCH_ONLY");
   int rc = 0;
