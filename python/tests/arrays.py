@@ -45,7 +45,7 @@ def _torch(device: str) -> ArrayLib:
         ok, why = cfuser.cuda_available()
         if not torch.cuda.is_available() or not ok:
             pytest.skip(f"no CUDA device for torch and cfuser ({why or 'torch.cuda.is_available() is False'})")
-    return ArrayLib(f"torch-{device}", torch, lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device),
+    return ArrayLib(f"torch-{device}", torch, lambda a: torch.from_numpy(np.array(a, order="C")).to(device),  # 0-d stays 0-d
                     lambda t: t.detach().cpu().numpy(), torch.erf)
 
 

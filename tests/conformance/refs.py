@@ -230,7 +230,22 @@ def _div(a, b, dt):
     return _int_div(a, b)
 
 
+def _pow_neg_inf(b):
+    """C99's pow(-inf, b) (Annex F), which torch follows; some NumPy versions give NaN for
+    b > 0 not an odd integer, where C gives +inf."""
+    if math.isnan(b):
+        return math.nan
+    odd = math.isfinite(b) and b == math.floor(b) and int(b) % 2 == 1
+    if b == 0:
+        return 1.0
+    if b > 0:
+        return -math.inf if odd else math.inf
+    return -0.0 if odd else 0.0
+
+
 def _pow(a, b, dt):
+    if isinstance(a, float) and a == -math.inf:
+        return _pow_neg_inf(float(b))
     if isinstance(a, float):
         with np.errstate(all="ignore"):
             return float(np.power(np.float64(a), np.float64(b)))
