@@ -33,6 +33,8 @@
  * Seeds that once failed are pinned per mode (known_failing...) and rerun by the
  * *_seeds_that_found_bugs tests. */
 #include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,9 +127,25 @@ static double case_tol(const DgCase *c) {
 }
 static double cur_tol = TOL; /* the tolerance of the seed being run */
 
+/* Whether every element allclose refuses is a float range limit: the kernel's float
+ * intermediates overflowed to an infinity of the reference's sign, where the evaluator's
+ * double ones did not, the reference itself within 2^8 of FLT_MAX (exp of a sum of exps,
+ * whose variance's M2 squares 1e37s: torch's float accumulation gives inf too; seed
+ * 3001974 of the long define-and-run run). */
+static bool only_float_overflow(const DLTensor *got, const DLTensor *want) {
+  int64_t n = cf_tensor_numel(got);
+  for (int64_t i = 0; i < n; i++) {
+    double x = cf_tensor_get(got, i), y = cf_tensor_get(want, i);
+    if (x == y || (isnan(x) && isnan(y)) || fabs(x - y) <= cur_tol + cur_tol * fabs(y)) continue;
+    if (!(isinf(x) && isfinite(y) && fabs(y) > FLT_MAX / 256 && signbit(x) == signbit(y))) return false;
+  }
+  return true;
+}
+
 static bool same(const DLTensor *got, const DLTensor *want, uint64_t seed, const char *where, int out) {
   char msg[256] = "";
   if (cf_tensor_allclose(got, want, cur_tol, cur_tol, msg, sizeof msg)) return true;
+  if (got->dtype.code == kDLFloat && got->dtype.bits == 32 && only_float_overflow(got, want)) return true;
   fprintf(stderr, "seed %llu: wrong result on %s, output %d: %s\n", (unsigned long long)seed, where, out, msg);
   return false;
 }
@@ -466,8 +484,10 @@ static const int nknown_mode3 = sizeof known_failing_mode3 / sizeof known_failin
  * vectorized an axis of 6 that the pointwise split never reached (a lower-rank input
  * between it and the reference); 401, 438 and 1996 got schedules lowering refuses (a
  * broadcast inlined into the loops of two outputs of unrelated inputs), now refused
- * segments that a finer cut runs. */
-static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996};
+ * segments that a finer cut runs; 3001974 (the long run) overflowed float intermediates
+ * to inf where the evaluator's double ones stay finite near FLT_MAX (accepted as a range
+ * limit: only_float_overflow). */
+static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996, 3001974};
 static const int nknown_mode4 = sizeof known_failing_mode4 / sizeof known_failing_mode4[0];
 
 /* Mode 5 (rfactor, caches): 505, 1647, 4795, 6328, 6883 and 8510 rfactored a Welford or a
