@@ -4,9 +4,14 @@
  * so this pass turns every such pair into a run-time check (or a compile error when both
  * fold to different constants), with the message the reference evaluator gives.
  * Also: max and min of an axis of extent 0 are refused when sizes are bound (torch raises;
- * the fold's start value, -inf or +inf, is not a result).
- * Requires: c->exprs. Establishes: k->checks for mapped axes of unequal extent expressions
- * and for the reduced axes of max and min.
+ * the fold's start value, -inf or +inf, is not a result). And a tensor that has elements
+ * but whose loop axis is promoted to an axis of extent 0 (a broadcast inlined with an axis
+ * that is empty at this call: x[1, n] computed in the loop of y[0, n]) is refused: the
+ * loop runs no iteration, so the tensor would be left unwritten. This matters for fusion
+ * outputs and for loops the tensor does not share with its consumers (past its compute-at
+ * position); inside shared loops the consumers are empty too or checked themselves.
+ * Requires: c->exprs, the loop model. Establishes: k->checks for mapped axes of unequal
+ * extent expressions, for the reduced axes of max and min, and for promoted loops.
  * Key decision: checking here, before launch, keeps a kernel from indexing one input
  * with another's sizes. */
 #include "lower/lower.h"
@@ -40,9 +45,36 @@ static void check_reduced(LowerCtx *c, const Expr *e) {
   }
 }
 
+/* The element count of tv (its logical axes but reduced ones), a kernel expression. */
+static KExpr *numel(LowerCtx *c, Val *tv) {
+  KExpr *n = kx_const(c->a, 1);
+  for (int d = 0; d < TV(tv)->nlogical; d++)
+    if (ID(TV(tv)->logical[d])->iter_type != CF_ITER_REDUCTION) n = kx_bin(c->a, OP_MUL, n, lower_extent(c, TV(tv)->logical[d]));
+  return n;
+}
+
+/* tv's loop axes whose loop iterates another axis (promotion) of another extent: when
+ * that extent is 0 and tv has elements, no iteration computes them. Loops shared with
+ * tv's consumers (before its compute-at position) matter only for fusion outputs. */
+static void check_promoted(LowerCtx *c, Val *tv) {
+  bool out = ir_tv_is_output(c->f, tv);
+  for (int p = out ? 0 : TV(tv)->ca_pos; p < TV(tv)->nloop; p++) {
+    Val *id = TV(tv)->loop[p], *loop = lower_promoted(c, id);
+    KExpr *own = lower_extent(c, id), *ext = lower_extent(c, loop);
+    if (loop == id || kx_equal(own, ext)) continue;
+    KExpr *empty = kx_bin(c->a, OP_EQ, numel(c, tv), kx_const(c->a, 0));
+    lower_validate(c, kx_select(c->a, empty, kx_const(c->a, 1), kx_bin(c->a, OP_NE, ext, kx_const(c->a, 0))),
+                   "run: loop axis %d of %s iterates %s, which is empty at this call, so %s (not empty) would not "
+                   "be computed; do not inline it with the empty axis (its broadcast grows to it)",
+                   p, TV(tv)->display_name, lower_id_str(c, loop), TV(tv)->display_name);
+  }
+}
+
 void lower_extent_checks(LowerCtx *c) {
   for (int i = 0; i < c->nexprs; i++) {
     check_expr(c, c->exprs[i]);
     check_reduced(c, c->exprs[i]);
+    for (int o = 0; o < c->exprs[i]->nout; o++)
+      if (c->exprs[i]->out[o]->kind == VAL_TV) check_promoted(c, c->exprs[i]->out[o]);
   }
 }

@@ -196,3 +196,64 @@ Test(run_errors, invalid_backend_variable) {
   unsetenv("CFUSER_BACKEND");
   cf_executor_destroy(x);
 }
+
+/* y[1, n] = 2 * broadcast(b) inlined with x[m, n] = a + broadcast(b), both axes merged:
+ * y's loop iterates x's m * n. With m = 0 the loop runs no iteration and y (which has n
+ * elements) was left unwritten (the DAG fuzzer's hostile seed 3001021): refused at launch
+ * now; with m > 0 it runs and equals the evaluator; with only x an output, m = 0 runs. */
+static cf_fusion *broadcast_inlined_with(cf_tv **x, cf_tv **y) {
+  cf_fusion *g = cf_fusion_create();
+  cf_tv *a = cf_tensor_symbolic(g, CF_FLOAT, 2), *b = cf_tensor_symbolic(g, CF_FLOAT, 1);
+  cf_fusion_add_input(g, a);
+  cf_fusion_add_input(g, b);
+  cf_tv *bb = cf_broadcast(g, b, 2, (bool[]){true, false});
+  *x = cf_add(g, a, bb);
+  *y = cf_mul_scalar(g, bb, 2.0);
+  cf_fusion_add_output(g, *x);
+  cf_merge(g, *x, 0);
+  cf_merge(g, bb, 0);
+  cf_merge(g, *y, 0);
+  return g;
+}
+
+static cf_status run_m_by_3(cf_fusion *g, int64_t m, cf_executor *x, int nout, bool compare) {
+  DLManagedTensor *a = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){m, 3}), *b = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){3});
+  cf_tensor_fill_random(&a->dl_tensor, 1);
+  cf_tensor_fill_random(&b->dl_tensor, 2);
+  const DLTensor *ins[2] = {&a->dl_tensor, &b->dl_tensor};
+  DLManagedTensor *got[2] = {0}, *want[2] = {0};
+  cr_assert_eq(cf_fusion_evaluate(g, 2, ins, want), CF_OK, "%s", cf_fusion_error(g));
+  cf_status s = cf_executor_run(x, 2, ins, nout, got);
+  for (int i = 0; compare && !s && i < nout; i++) cr_expect(cf_tensor_equal(&got[i]->dl_tensor, &want[i]->dl_tensor));
+  for (int i = 0; i < nout; i++) cf_tensor_free(got[i]), cf_tensor_free(want[i]);
+  cf_tensor_free(a);
+  cf_tensor_free(b);
+  return s;
+}
+
+Test(run_errors, a_broadcast_inlined_with_an_empty_axis_is_refused_at_launch) {
+  cf_tv *x, *y;
+  cf_fusion *g = broadcast_inlined_with(&x, &y);
+  cf_fusion_add_output(g, y);
+  cr_assert_eq(cf_inline_most(g), CF_OK, "%s", cf_fusion_error(g));
+  cf_executor *ex = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_executor_compile(ex, g), CF_OK, "%s", cf_executor_error(ex));
+  cr_expect_eq(run_m_by_3(g, 0, ex, 2, false), CF_ERR_INVALID_SCHEDULE);
+  cr_expect_str_eq(cf_executor_error(ex), "run: loop axis 0 of T4 iterates iS9{( i0 * i1 )}, which is empty at this "
+                                          "call, so T4 (not empty) would not be computed; do not inline it with the "
+                                          "empty axis (its broadcast grows to it)");
+  cr_expect_eq(run_m_by_3(g, 2, ex, 2, true), CF_OK, "%s", cf_executor_error(ex));
+  cf_executor_destroy(ex);
+  cf_fusion_destroy(g);
+}
+
+Test(run_errors, an_empty_output_with_a_broadcast_inlined_runs) {
+  cf_tv *x, *y;
+  cf_fusion *g = broadcast_inlined_with(&x, &y);
+  cr_assert_eq(cf_inline_most(g), CF_OK, "%s", cf_fusion_error(g));
+  cf_executor *ex = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_executor_compile(ex, g), CF_OK, "%s", cf_executor_error(ex));
+  cr_expect_eq(run_m_by_3(g, 0, ex, 1, true), CF_OK, "%s", cf_executor_error(ex));
+  cf_executor_destroy(ex);
+  cf_fusion_destroy(g);
+}

@@ -499,6 +499,12 @@ static const int nknown_mode4 = sizeof known_failing_mode4 / sizeof known_failin
 static const uint64_t known_failing_mode5[] = {505, 1647, 4795, 6328, 6883, 8510, 8962, 6905};
 static const int nknown_mode5 = sizeof known_failing_mode5 / sizeof known_failing_mode5[0];
 
+/* Mode 1 with DG_X_ALL (hostile_dags...): 3001021 computed x[1, n] in the loop of y[0, n]
+ * (a broadcast inlined with an axis that was empty at the call): no iteration wrote x;
+ * refused at launch now. */
+static const uint64_t known_failing_hostile[] = {3001021};
+static const int nknown_hostile = sizeof known_failing_hostile / sizeof known_failing_hostile[0];
+
 static long env_num(const char *name, long dflt) {
   const char *s = getenv(name);
   return s && *s ? strtol(s, NULL, 10) : dflt;
@@ -558,9 +564,9 @@ Test(random_dags, global_intermediates_run_like_the_evaluator, .timeout = 3000) 
 /* Mode 3: mode 1 with some reductions Welford, their mean or variance broadcast back. */
 Test(random_dags, welford_reductions_run_like_the_evaluator, .timeout = 3000) { run_range(3); }
 
-static void run_pinned(int mode, const uint64_t *seeds, int n) {
+static void run_pinned_extra(int mode, unsigned extra, const uint64_t *seeds, int n) {
   fuzz_mode = mode;
-  fuzz_extra = 0;
+  fuzz_extra = extra;
   fuzz_nvrtc = true;
   Counts c = {{0}};
   for (int k = 0; k < n; k++) {
@@ -570,6 +576,8 @@ static void run_pinned(int mode, const uint64_t *seeds, int n) {
   cr_expect_eq(c.n[ST_MISMATCH] + c.n[ST_CRASH], 0, "%d of %d seeds still fail (listed above)",
                c.n[ST_MISMATCH] + c.n[ST_CRASH], n);
 }
+
+static void run_pinned(int mode, const uint64_t *seeds, int n) { run_pinned_extra(mode, 0, seeds, n); }
 
 /* Mode 4: mode 3's fusions unscheduled, through define and run (the automatic schedulers
  * and segmentation): every call that runs must equal the evaluator. */
@@ -593,4 +601,8 @@ Test(random_dags, rfactor_seeds_that_found_bugs, .timeout = 600) {
 
 Test(random_dags, define_and_run_seeds_that_found_bugs, .timeout = 600) {
   run_pinned(DG_UNSCHEDULED, known_failing_mode4, nknown_mode4);
+}
+
+Test(random_dags, hostile_seeds_that_found_bugs, .timeout = 600) {
+  run_pinned_extra(1, DG_X_ALL, known_failing_hostile, nknown_hostile);
 }
