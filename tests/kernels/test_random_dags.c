@@ -467,8 +467,13 @@ static const int nknown_mode3 = sizeof known_failing_mode3 / sizeof known_failin
  * between it and the reference); 401, 438 and 1996 got schedules lowering refuses (a
  * broadcast inlined into the loops of two outputs of unrelated inputs), now refused
  * segments that a finer cut runs. */
-static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996};
+static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996, 3002954};
 static const int nknown_mode4 = sizeof known_failing_mode4 / sizeof known_failing_mode4[0];
+/* Mode 4 with issue 28's options (DG_X_ALL). 3001213, and 3002954 of mode 4 above: a Welford
+ * mean of float elements that overflowed to inf was NaN in the evaluator's serial fold
+ * (inf + (x - inf) / n) and inf in the kernels' tree of merges (ir/welford.c). */
+static const uint64_t known_failing_hostile_mode4[] = {3001213};
+static const int nknown_hostile_mode4 = sizeof known_failing_hostile_mode4 / sizeof known_failing_hostile_mode4[0];
 
 /* Mode 5 (rfactor, caches): 505, 1647, 4795, 6328, 6883 and 8510 rfactored a Welford or a
  * sum whose broadcast axis had been merged into the rfactored axes: the axis vanished from
@@ -538,9 +543,9 @@ Test(random_dags, global_intermediates_run_like_the_evaluator, .timeout = 3000) 
 /* Mode 3: mode 1 with some reductions Welford, their mean or variance broadcast back. */
 Test(random_dags, welford_reductions_run_like_the_evaluator, .timeout = 3000) { run_range(3); }
 
-static void run_pinned(int mode, const uint64_t *seeds, int n) {
+static void run_pinned_extra(int mode, unsigned extra, const uint64_t *seeds, int n) {
   fuzz_mode = mode;
-  fuzz_extra = 0;
+  fuzz_extra = extra;
   fuzz_nvrtc = true;
   Counts c = {{0}};
   for (int k = 0; k < n; k++) {
@@ -550,6 +555,8 @@ static void run_pinned(int mode, const uint64_t *seeds, int n) {
   cr_expect_eq(c.n[ST_MISMATCH] + c.n[ST_CRASH], 0, "%d of %d seeds still fail (listed above)",
                c.n[ST_MISMATCH] + c.n[ST_CRASH], n);
 }
+
+static void run_pinned(int mode, const uint64_t *seeds, int n) { run_pinned_extra(mode, 0, seeds, n); }
 
 /* Mode 4: mode 3's fusions unscheduled, through define and run (the automatic schedulers
  * and segmentation): every call that runs must equal the evaluator. */
@@ -573,4 +580,8 @@ Test(random_dags, rfactor_seeds_that_found_bugs, .timeout = 600) {
 
 Test(random_dags, define_and_run_seeds_that_found_bugs, .timeout = 600) {
   run_pinned(DG_UNSCHEDULED, known_failing_mode4, nknown_mode4);
+}
+
+Test(random_dags, hostile_define_and_run_seeds_that_found_bugs, .timeout = 600) {
+  run_pinned_extra(DG_UNSCHEDULED, DG_X_ALL, known_failing_hostile_mode4, nknown_hostile_mode4);
 }
