@@ -7,7 +7,11 @@
  * d = avg_b - avg_a, avg = avg_a + d * nb / n and m2 = m2_a + m2_b + d * d * na * nb / n.
  * Folding one element x is merging the state {x, 0, 1}; the empty state {0, 0, 0} is the
  * identity, returned as it is (so an infinite element gives mean inf and M2 0 rather than
- * inf * 0, and two empty states never divide 0 by 0). The kernels
+ * inf * 0, and two empty states never divide 0 by 0). A state whose mean is not finite (an
+ * infinite or NaN element) merges as a sum of means, M2 NaN: the mean of elements with +inf
+ * is +inf (NumPy's), +inf with -inf or NaN gives NaN, and the variance is NaN; the update
+ * formula would give inf - inf = NaN or inf depending on the order of the merges, so a tree
+ * of merges (a block reduction) and a serial fold disagreed. The kernels
  * compute the same formula in the same order of operations. The online softmax's merge
  * (ir_softmax_merge) shares the layout. */
 #include <math.h>
@@ -32,6 +36,7 @@ IrWelford ir_welford_merge(IrWelford a, IrWelford b) {
   if (a.n == 0) return b; /* exact even for infinite elements (no inf * 0) */
   if (b.n == 0) return a;
   int64_t n = a.n + b.n;
+  if (!isfinite(a.avg) || !isfinite(b.avg)) return (IrWelford){a.avg + b.avg, NAN, n};
   double d = b.avg - a.avg, nb_n = (double)b.n / (double)n;
   return (IrWelford){a.avg + d * nb_n, a.m2 + b.m2 + d * d * (double)a.n * nb_n, n};
 }

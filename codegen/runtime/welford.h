@@ -6,7 +6,9 @@
  * dtypes: {running mean, sum of squared deviations M2, count}, laid out as ir/welford.c
  * reads them. The merge is Chan et al.'s, in the order of operations of ir/welford.c:
  * n = na + nb, d = avg_b - avg_a, avg = avg_a + d * nb / n, m2 = m2_a + m2_b + d * d * na *
- * nb / n; the empty state merges as the identity. The generic names the code generators
+ * nb / n; the empty state merges as the identity, and a state whose mean is not finite
+ * (x - x is not 0: inf or NaN) as ir/welford.c's: mean avg_a + avg_b, M2 NaN, the same in
+ * any order of merges. The generic names the code generators
  * print (cf_welford_merge, cf_welford_avg, cf_welford_m2, cf_welford_n, cf_welford_volatile,
  * and __shfl_xor_sync of a state) are overloads in C++ and _Generic selections in C.
  * cf_softmax_merge is the online softmax's merge of two states of the same layout ({max,
@@ -46,6 +48,10 @@ typedef struct CfWelfordD {
     long long n = a.n + b.n;                                                              \
     T d = b.avg - a.avg, nb_n = (T)b.n / (T)n;                                            \
     S r;                                                                                  \
+    if (a.avg - a.avg != (T)0 || b.avg - b.avg != (T)0) {                                 \
+      r.avg = a.avg + b.avg, r.m2 = (T)NAN, r.n = n;                                      \
+      return r;                                                                           \
+    }                                                                                     \
     r.avg = a.avg + d * nb_n;                                                             \
     r.m2 = a.m2 + b.m2 + d * d * (T)a.n * nb_n;                                           \
     r.n = n;                                                                              \

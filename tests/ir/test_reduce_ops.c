@@ -162,3 +162,31 @@ Test(reduce_ops, online_softmax_merge) {
   cr_expect_float_eq(ir_softmax_merge(ninf, ir_welford_of(0.0)).m2 + 1, 1.0, 1e-12);
   cr_expect_eq(ir_softmax_merge(ir_welford_empty(), all).m2, all.m2);
 }
+
+/* Welford merges of infinite and NaN elements: the mean of a set with +inf is +inf, with
+ * +inf and -inf (or NaN) NaN, and M2 NaN, in any order and grouping of the merges (the
+ * update formula gave inf + (x - inf) / n = NaN in one order and inf in another). */
+static IrWelford fold(const double *x, int lo, int hi) {
+  IrWelford s = ir_welford_empty();
+  for (int i = lo; i < hi; i++) s = ir_welford_merge(s, ir_welford_of(x[i]));
+  return s;
+}
+Test(reduce_ops, welford_merge_of_infinite_elements) {
+  const double x[] = {1.5, INFINITY, -2.0, 4.0, INFINITY, 0.25};
+  double rev[6];
+  for (int i = 0; i < 6; i++) rev[i] = x[5 - i];
+  IrWelford all = fold(x, 0, 6), back = fold(rev, 0, 6), tree = ir_welford_merge(fold(x, 0, 3), fold(x, 3, 6));
+  IrWelford states[] = {all, back, tree};
+  for (int k = 0; k < 3; k++) {
+    cr_expect(isinf(states[k].avg) && states[k].avg > 0, "order %d: mean %g, want inf", k, states[k].avg);
+    cr_expect(isnan(states[k].m2), "order %d: M2 %g, want NaN", k, states[k].m2);
+    cr_expect_eq(states[k].n, 6);
+  }
+  cr_expect(isnan(ir_welford_merge(all, ir_welford_of(-INFINITY)).avg)); /* inf and -inf */
+  cr_expect(isnan(ir_welford_merge(ir_welford_of(NAN), ir_welford_of(INFINITY)).avg));
+  IrWelford one = ir_welford_merge(ir_welford_empty(), ir_welford_of(INFINITY));
+  cr_expect(isinf(one.avg) && one.m2 == 0 && one.n == 1); /* the identity: no inf * 0 */
+  IrWelford fin = fold(x, 2, 4); /* finite elements keep Chan's update: mean 1, M2 18 */
+  cr_expect_eq(fin.avg, 1.0);
+  cr_expect_eq(fin.m2, 18.0);
+}

@@ -486,9 +486,14 @@ static const int nknown_mode3 = sizeof known_failing_mode3 / sizeof known_failin
  * broadcast inlined into the loops of two outputs of unrelated inputs), now refused
  * segments that a finer cut runs; 3001974 (the long run) overflowed float intermediates
  * to inf where the evaluator's double ones stay finite near FLT_MAX (accepted as a range
- * limit: only_float_overflow). */
-static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996, 3001974};
+ * limit: only_float_overflow); 3002954: see the hostile list below. */
+static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996, 3001974, 3002954};
 static const int nknown_mode4 = sizeof known_failing_mode4 / sizeof known_failing_mode4[0];
+/* Mode 4 with issue 28's options (DG_X_ALL). 3001213, and 3002954 of mode 4 above: a Welford
+ * mean of float elements that overflowed to inf was NaN in the evaluator's serial fold
+ * (inf + (x - inf) / n) and inf in the kernels' tree of merges (ir/welford.c). */
+static const uint64_t known_failing_hostile_mode4[] = {3001213};
+static const int nknown_hostile_mode4 = sizeof known_failing_hostile_mode4 / sizeof known_failing_hostile_mode4[0];
 
 /* Mode 5 (rfactor, caches): 505, 1647, 4795, 6328, 6883 and 8510 rfactored a Welford or a
  * sum whose broadcast axis had been merged into the rfactored axes: the axis vanished from
@@ -605,4 +610,8 @@ Test(random_dags, define_and_run_seeds_that_found_bugs, .timeout = 600) {
 
 Test(random_dags, hostile_seeds_that_found_bugs, .timeout = 600) {
   run_pinned_extra(1, DG_X_ALL, known_failing_hostile, nknown_hostile);
+}
+
+Test(random_dags, hostile_define_and_run_seeds_that_found_bugs, .timeout = 600) {
+  run_pinned_extra(DG_UNSCHEDULED, DG_X_ALL, known_failing_hostile_mode4, nknown_hostile_mode4);
 }

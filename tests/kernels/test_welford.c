@@ -94,6 +94,30 @@ Test(welford, tree_block_of_50_threads) {
   free(check(1e-4));
 }
 
+/* Elements that overflow to inf (exp(200 x) of x in [-1, 1]) among finite ones: the mean is
+ * inf and M2 NaN in the evaluator's serial fold and in the kernel's tree of merges alike
+ * (a fuzz seed found the fold's inf + (x - inf) / n = NaN against the tree's inf). */
+Test(welford, infinite_elements_in_a_tree_block) {
+  cf_tv *w = row_states(cf_exp(f, cf_mul_scalar(f, input(CF_FLOAT, 2, (int64_t[]){3, 50}), 200.0)));
+  cf_parallelize(f, w, 0, CF_PT_BIDX);
+  cf_parallelize(f, w, 1, CF_PT_TIDX);
+  finish(w);
+  free(check(1e-4));
+  DLManagedTensor *t = kc_make_input(&in[0], 1234), *out[3] = {0};
+  const DLTensor *ins[1] = {&t->dl_tensor};
+  cr_assert_eq(cf_fusion_evaluate(f, 1, ins, out), CF_OK, "%s", cf_fusion_error(f));
+  const float *xv = t->dl_tensor.data, *avg = out[0]->dl_tensor.data, *m2 = out[1]->dl_tensor.data;
+  for (int r = 0; r < 3; r++) {
+    bool big = false;
+    for (int c = 0; c < 50; c++) big |= xv[r * 50 + c] > 0.5f; /* exp(100) > FLT_MAX */
+    cr_assert(big, "row %d has no infinite element: the test tests nothing", r);
+    cr_expect(isinf(avg[r]) && avg[r] > 0, "row %d: mean %g, want inf", r, avg[r]);
+    cr_expect(isnan(m2[r]), "row %d: M2 %g, want NaN", r, m2[r]);
+  }
+  for (int i = 0; i < 3; i++) cf_tensor_free(out[i]);
+  cf_tensor_free(t);
+}
+
 Test(welford, two_d_block_reducing_x_and_y_in_double) {
   cf_tv *x = input(CF_DOUBLE, 3, (int64_t[]){4, 6, 10});
   cf_tv *w = cf_welford(f, x, 2, (int[]){1, 2});
