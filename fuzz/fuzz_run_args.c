@@ -71,6 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const DLTensor *ins[MAX_ARGS];
   DLManagedTensor *outs[MAX_ARGS];
   describe_call(&in, args, give_in, give_out, ins, outs);
+  print_args("run arg", args, give_in + give_out);
   cf_executor *e = execs[which];
   cf_status s = cf_executor_run(e, give_in, ins, give_out, outs);
   static long runs, accepted;
