@@ -5,7 +5,9 @@ min and prod; mean; var, var_mean and welford.
 A dtype other than DataType.Null casts the input first, as nvFuser does
 (``prod(t, DataType.Float)`` is the product of every element in float: a DataType in the
 dims position is that dtype, never an axis). Integer and bool sums and products give int64
-(the op table's reduction columns); max and min of an empty axis are an error.
+(the op table's reduction columns) unless a dtype is given: the result is then in that
+dtype, as nvFuser's (accumulated in the wider type, then cast); max and min of an empty
+axis are an error.
 """
 from __future__ import annotations
 
@@ -55,12 +57,14 @@ class ReduceOps:
         return t, axes, bool(keepdim), dt
 
     def _reduce(self: "Ops", what: str, cname: str, arg: Any, dims: Dims, keepdim: Any, dtype: Any) -> Tensor:
-        t, axes, keep, _ = self._reduce_args(what, arg, dims, keepdim, dtype)
+        t, axes, keep, dt = self._reduce_args(what, arg, dims, keepdim, dtype)
         if t.ndim == 0:  # nothing to reduce: the value itself (torch.sum of a 0-d tensor)
             return self.set(t)
         arr = (ctypes.c_int * max(len(axes), 1))(*axes)
         kept = tuple(e for i, e in enumerate(t.extents) if i not in axes)
         out = self._make(what, getattr(_capi.lib, cname)(self._fd._f, t.handle, len(axes), arr), kept)
+        if dt is not None and out.dtype != dt:  # sum(int32 t, dtype=Int32) is int32, accumulated wider
+            out = self.cast(out, dt)
         return self.broadcast(out, [i in axes for i in range(t.ndim)]) if keep else out
 
     def sum(self, arg: Any, dims: Dims = None, keepdim: Any = False, dtype: Any = None, *,

@@ -235,8 +235,9 @@ class ShapeOps:
 
     def slice(self: "Ops", arg: Any, start_indices: Sequence[Any], end_indices: Sequence[Any],
               strides: Optional[Sequence[Any]] = None, manual_normalization: bool = False) -> Tensor:
-        """nvFuser's slice: per axis arg[start:end:stride] (constants; Python's rules for
-        negative and out-of-range indices; strides default to 1)."""
+        """nvFuser's slice: per axis arg[start:end:stride] (constants, or the axis's own size
+        as its end; Python's rules for negative and out-of-range indices; strides default
+        to 1). Ends known only at run time (define_vector inputs) are refused."""
         fd = self._fd
         fd._check_open("slice")
         t = self._tensor(arg, "slice")
@@ -246,7 +247,7 @@ class ShapeOps:
             raise InvalidArgumentError(f"slice: {len(start_indices)} start, {len(end_indices)} end and "
                                        f"{len(strides)} stride indices for {t.name} of {n} dimensions")
         starts = [int(self._constant(x, "slice", None)) for x in start_indices]
-        stops = [int(self._constant(x, "slice", None)) for x in end_indices]
+        stops = [self._slice_stop(x, e) for x, e in zip(end_indices, t.extents)]
         steps = [int(self._constant(x, "slice", None)) for x in strides]
         if any(s <= 0 for s in steps):
             raise InvalidArgumentError(f"slice: strides {steps} of {t.name} must be positive")
@@ -255,6 +256,13 @@ class ShapeOps:
             ext.append(len(range(*slice(a, b, s).indices(e))) if type(e) is int else DimExpr("slice", [e, a, b, s]))
         arrs = [(ctypes.c_int64 * max(n, 1))(*v) for v in (starts, stops, steps)]
         return self._make("slice", _capi.lib.cf_slice(fd._f, t.handle, n, *arrs), ext)
+
+    def _slice_stop(self: "Ops", x: Any, extent: Extent) -> int:
+        """A slice's stop: a constant, or the sliced axis's own size (``t.shape()`` as the
+        ends: to the end, whatever the size at run time)."""
+        if isinstance(x, Scalar) and x.value is None and x.extent is not None and x.extent == extent:
+            return 2**63 - 1  # INT64_MAX: cf_slice stops at the end
+        return int(self._constant(x, "slice", None))
 
     def pad(self: "Ops", arg: Any, pad_widths: Sequence[Any], value: Any = None) -> Tensor:
         """nvFuser's pad (torch.nn.functional.pad): (left, right) widths per axis from the
