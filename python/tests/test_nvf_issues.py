@@ -389,3 +389,280 @@ def test_issue1706(dev):
 
     out = run_raw(dev, fusion_func, inputs)
     close(as_f32(out[0]), round_bf16(round_bf16(x5) / 2))
+
+
+def test_issue1872(dev):
+    # two slices of a full, no inputs at all
+    def fusion_func(fd):
+        v2 = fd.define_vector([fd.define_scalar(5, dtype=DataType.Int)], dtype=DataType.Int)
+        t3 = fd.ops.full(shape=v2, fill_value=fd.define_scalar(1.0, dtype=DataType.Double), dtype=DataType.Float)
+        fd.add_output(fd.ops.cast(fd.ops.slice(t3, start_indices=[0], end_indices=[2], strides=[1]), dtype=DataType.Half))
+        fd.add_output(fd.ops.cast(fd.ops.slice(t3, start_indices=[2], end_indices=[5], strides=[1]), dtype=DataType.Half))
+
+    out, _ = exec_nvfuser(dev, fusion_func, [])
+    close(out[0], np.ones(2, np.float16))
+    close(out[1], np.ones(3, np.float16))
+
+
+def test_issue1953(dev):
+    # rotary embedding's backward: permute, reshape, two slices, sums, pads (batch 128 on
+    # CUDA as nvFuser's, 4 on the host backend)
+    b = 128 if dev.name != "numpy" else 4
+    rng = np.random.default_rng(0)
+    cos, sin = rng.standard_normal(6144).astype(np.float32), rng.standard_normal(6144).astype(np.float32)
+    g1 = rng.standard_normal(b * 73728).astype(np.float32)
+    g2 = rng.standard_normal(b * 73728).astype(np.float32)
+    t10, t11 = strided(cos, (b, 256, 6, 24), (0, 24, 0, 1)), strided(sin, (b, 256, 6, 24), (0, 24, 0, 1))
+    t12 = np.lib.stride_tricks.as_strided(round_bf16(g1), (b, 6, 256, 48), [4 * s for s in (73728, 48, 288, 1)])
+    t13 = np.lib.stride_tricks.as_strided(round_bf16(g2), (b, 6, 256, 48), [4 * s for s in (73728, 48, 288, 1)])
+    args = [b, 256, 6, 24, 2, b, 256, 6, 24, 2, dev.asarray(t10), dev.asarray(t11)]
+    for g in (g1, g2):  # the bfloat16 inputs with nvFuser's strides
+        flat = bf16(dev, g)
+        if dev.name == "numpy":
+            args.append(np.lib.stride_tricks.as_strided(flat, (b, 6, 256, 48), [2 * s for s in (73728, 48, 288, 1)]))
+        else:
+            args.append(flat.as_strided((b, 6, 256, 48), (73728, 48, 288, 1)))
+
+    def rope_grad(fd, t, t10, t11):
+        t22 = fd.ops.reshape(fd.ops.permute(fd.ops.cast(t, dtype=DataType.Float), dims=[0, 2, 1, 3]),
+                             new_shape=[b, 256, 6, 24, 2])
+        t23 = fd.ops.slice(t22, start_indices=[0] * 5, end_indices=[b, 256, 6, 24, 1], strides=[1] * 5)
+        t24 = fd.ops.slice(t22, start_indices=[0, 0, 0, 0, 1], end_indices=[b, 256, 6, 24, 2], strides=[1] * 5)
+        t25 = fd.ops.sum(t24, dims=[4], keepdim=False, dtype=DataType.Null)
+        t26 = fd.ops.sum(t23, dims=[4], keepdim=False, dtype=DataType.Null)
+        t32 = fd.ops.cast(fd.ops.add(fd.ops.mul(t25, t10), fd.ops.mul(fd.ops.neg(t26), t11)), dtype=DataType.BFloat16)
+        t35 = fd.ops.cast(fd.ops.add(fd.ops.mul(t25, t11), fd.ops.mul(t26, t10)), dtype=DataType.BFloat16)
+        t42 = fd.ops.broadcast_in_dim(t32, shape=[b, 256, 6, 24, 1], broadcast_dims=[0, 1, 2, 3])
+        t49 = fd.ops.broadcast_in_dim(t35, shape=[b, 256, 6, 24, 1], broadcast_dims=[0, 1, 2, 3])
+        t51 = fd.ops.pad(t42, [1, 0] + [0] * 8, fd.define_scalar(0.0, dtype=DataType.Double))
+        t53 = fd.ops.pad(t49, [0, 1] + [0] * 8, fd.define_scalar(0.0, dtype=DataType.Double))
+        return fd.ops.cast(fd.ops.add(fd.ops.cast(t51, dtype=DataType.Float), fd.ops.cast(t53, dtype=DataType.Float)),
+                           dtype=DataType.BFloat16)
+
+    def fusion_func(fd):
+        for _ in range(10):
+            fd.define_scalar(None, dtype=DataType.Int)
+        t10 = fd.define_tensor(shape=[-1] * 4, contiguity=[None, True, None, True], dtype=DataType.Float,
+                               stride_order=[3, 2, 1, 0])
+        t11 = fd.define_tensor(shape=[-1] * 4, contiguity=[None, True, None, True], dtype=DataType.Float,
+                               stride_order=[3, 2, 1, 0])
+        t12 = fd.define_tensor(shape=[-1] * 4, contiguity=[True] * 4, dtype=DataType.BFloat16, stride_order=[3, 1, 2, 0])
+        t13 = fd.define_tensor(shape=[-1] * 4, contiguity=[True] * 4, dtype=DataType.BFloat16, stride_order=[3, 1, 2, 0])
+        fd.add_output(rope_grad(fd, t13, t10, t11))
+        fd.add_output(rope_grad(fd, t12, t10, t11))
+
+    out = run_raw(dev, fusion_func, args)
+
+    def ref(t):
+        x = t.transpose(0, 2, 1, 3).reshape(b, 256, 6, 24, 2).astype(np.float64)
+        a, c = x[..., 1], x[..., 0]
+        t32 = round_bf16((a * t10 - c * t11).astype(np.float32))  # padded on the left: the odd elements
+        t35 = round_bf16((a * t11 + c * t10).astype(np.float32))  # padded on the right: the even ones
+        return np.stack([t35, t32], axis=-1)
+
+    close(as_f32(out[0]), ref(t13), rtol=1e-2, atol=1e-2)
+    close(as_f32(out[1]), ref(t12), rtol=1e-2, atol=1e-2)
+
+
+def test_issue2755(dev):
+    x = randn(10)
+
+    def fusion_func(fd):
+        t0 = fd.define_tensor(shape=[-1])
+        t2 = fd.ops.neg(fd.ops.slice(t0, start_indices=[0], end_indices=[5]))
+        fd.add_output(fd.ops.neg(fd.ops.slice(t2, start_indices=[0], end_indices=[2])))
+
+    out, _ = exec_nvfuser(dev, fusion_func, [x])
+    close(out[0], x[:2])
+
+
+def test_issue3292(dev):
+    x = randn(5, 5, 576)
+
+    def fusion_func(fd):
+        t2 = fd.define_tensor(shape=[5, 5, 576], contiguity=[True, True, True], dtype=DataType.Float,
+                              stride_order=[2, 1, 0])
+        t31 = fd.ops.permute(fd.ops.reshape(t2, new_shape=[5, 5, 1, 9, 64]), dims=[0, 2, 3, 1, 4])
+        t50 = fd.ops.slice(t31, start_indices=[0] * 5, end_indices=[5, 1, 7, 5, 64], strides=[1] * 5,
+                           manual_normalization=0)
+        t108 = fd.ops.reshape(t50, new_shape=[5, 7, 5, 64])
+
+        def rotate(t):
+            lo = fd.ops.slice(t, start_indices=[0] * 4, end_indices=[5, 7, 5, 32], strides=[1] * 4)
+            hi = fd.ops.slice(t, start_indices=[0, 0, 0, 32], end_indices=[5, 7, 5, 64], strides=[1] * 4)
+            return fd.ops.cat([fd.ops.neg(hi), lo], dim=-1, manual_padding=0)
+
+        t154 = rotate(t108)
+        t169 = fd.ops.add(fd.ops.mul(t108, t108), fd.ops.mul(t154, t154))
+        t203 = rotate(t108)
+        fd.ops.mul(t203, t203)
+        t222 = fd.ops.slice(t108, start_indices=[0] * 4, end_indices=[5, 7, 5, 0], strides=[1] * 4)
+        fd.add_output(fd.ops.cat([t169, t222], dim=-1, manual_padding=0))
+
+    out, _ = exec_nvfuser(dev, fusion_func, [x])
+    t108 = x.reshape(5, 5, 1, 9, 64).transpose(0, 2, 3, 1, 4)[:, :, :7].reshape(5, 7, 5, 64)
+    rot = np.concatenate([-t108[..., 32:], t108[..., :32]], -1)
+    close(out[0], t108 * t108 + rot * rot)
+
+
+def test_fix_2549(dev):
+    a, b = np.ones((4, 1)), np.ones((4, 4))
+
+    def fusion_func(fd):
+        t0 = fd.define_tensor(sizes=a.shape, strides=[1, 1], dtype=DataType.Double, is_cpu=False)
+        t1 = fd.define_tensor(sizes=b.shape, strides=[4, 1], dtype=DataType.Double, is_cpu=False)
+        fd.add_output(fd.ops.div(t1, fd.ops.broadcast_in_dim(t0, shape=[4, 4], broadcast_dims=[0, 1])))
+
+    out, _ = exec_nvfuser(dev, fusion_func, [a, b])
+    close(out[0], b / a)
+
+
+def test_issue4888(dev):
+    # attention's masked softmax with two in-place updates (a mask or-ed into an input, a
+    # product cast into another): 4096 rows on CUDA as nvFuser's, 64 on the host backend
+    n = 4096 if dev.name != "numpy" else 64
+    rng = np.random.default_rng(0)
+    x0 = round_bf16(rng.standard_normal((n, n + 1)).astype(np.float32))
+    m1, m2 = rng.random((n, n + 1)) < 0.5, rng.random((n, n + 1)) < 0.5
+    x3 = round_bf16(rng.standard_normal((1, 32, n, n)).astype(np.float32))
+    args = [bf16(dev, x0), dev.asarray(m1.copy()), dev.asarray(m2), bf16(dev, x3)]
+
+    def fusion_func(fd):
+        t0 = fd.define_tensor(shape=[n, n + 1], contiguity=[True, True], dtype=DataType.BFloat16, stride_order=[1, 0])
+        t1 = fd.define_tensor(shape=[n, n + 1], contiguity=[True, True], dtype=DataType.Bool, stride_order=[1, 0])
+        t2 = fd.define_tensor(shape=[n, n + 1], contiguity=[True, True], dtype=DataType.Bool, stride_order=[1, 0])
+        t3 = fd.define_tensor(shape=[1, 32, n, n], contiguity=[None, True, True, True], dtype=DataType.BFloat16,
+                              stride_order=[3, 2, 1, 0])
+        t6 = fd.ops.set(fd.ops.bitwise_or(t1, t2))
+        fd.add_output(t6, t1)
+        t8 = fd.ops.mul(fd.ops.cast(t0, dtype=DataType.Float), fd.ops.cast(t6, dtype=DataType.Float))
+        t10 = fd.ops.set(fd.ops.cast(t8, dtype=DataType.BFloat16))
+        fd.add_output(t10, t0)
+        t15 = fd.ops.broadcast_in_dim(t10, shape=[1, n, n + 1], broadcast_dims=[1, 2])
+        t21 = fd.ops.broadcast_in_dim(t15, shape=[1, 1, n, n + 1], broadcast_dims=[0, 2, 3])
+        t27 = fd.ops.broadcast_in_dim(t21, shape=[1, 1, n, n + 1], broadcast_dims=[0, 1, 2, 3])
+        t43 = fd.ops.slice(t27, start_indices=[0] * 4, end_indices=[1, 1, n, n], strides=[1] * 4,
+                           manual_normalization=0)
+        t49 = fd.ops.broadcast_in_dim(t43, shape=[1, 32, n, n], broadcast_dims=[0, 1, 2, 3])
+        t54 = fd.ops.add(fd.ops.mul(fd.ops.cast(t3, dtype=DataType.Float),
+                                    fd.define_scalar(0.0883883, dtype=DataType.Double)),
+                         fd.ops.cast(t49, dtype=DataType.Float))
+        t55 = fd.ops.max(t54, dims=[3], keepdim=False, dtype=DataType.Null)
+        t67 = fd.ops.broadcast_in_dim(fd.ops.broadcast_in_dim(t55, shape=[1, 32, n, 1], broadcast_dims=[0, 1, 2]),
+                                      shape=[1, 32, n, n], broadcast_dims=[0, 1, 2, 3])
+        t69 = fd.ops.exp(fd.ops.sub(t54, t67))
+        t70 = fd.ops.sum(t69, dims=[3], keepdim=False, dtype=DataType.Null)
+        t82 = fd.ops.broadcast_in_dim(fd.ops.broadcast_in_dim(t70, shape=[1, 32, n, 1], broadcast_dims=[0, 1, 2]),
+                                      shape=[1, 32, n, n], broadcast_dims=[0, 1, 2, 3])
+        t84 = fd.ops.mul(t69, fd.ops.reciprocal(t82))
+        fd.add_output(t49)
+        fd.add_output(t84)
+        fd.add_output(fd.ops.cast(t84, dtype=DataType.BFloat16))
+
+    out = run_raw(dev, fusion_func, args)
+    mask = m1 | m2
+    t10 = round_bf16(x0 * mask)
+    np.testing.assert_array_equal(as_f32(args[1]).astype(bool), mask)  # updated in place
+    np.testing.assert_array_equal(as_f32(args[0]), t10)
+    t49 = np.broadcast_to(t10[None, None, :, :n], (1, 32, n, n))
+    s = x3.astype(np.float64) * 0.0883883 + t49
+    e = np.exp(s - s.max(-1, keepdims=True))
+    sm = e / e.sum(-1, keepdims=True)
+    assert len(out) == 3
+    close(as_f32(out[0]), t49)
+    close(as_f32(out[1]), sm.astype(np.float32), rtol=1e-4, atol=1e-6)
+    close(as_f32(out[2]), round_bf16(as_f32(out[1])))
+
+
+def test_bcast_squeeze_replace_aliased_output(dev):
+    x0 = randn(1, 1, 576)
+    args = [bf16(dev, x0), bf16(dev, randn(1, 576, seed=1))]
+
+    def fusion_func(fd):
+        t0 = fd.define_tensor(shape=[1, 1, 576], contiguity=[None, None, True], dtype=DataType.BFloat16,
+                              stride_order=[2, 1, 0])
+        t1 = fd.define_tensor(shape=[1, 576], contiguity=[None, True], dtype=DataType.BFloat16, stride_order=[1, 0])
+        t5 = fd.ops.reshape(t0, new_shape=[1, 576])
+        fd.add_output(fd.ops.set(t5), t1)
+        fd.add_output(t5)
+
+    out = run_raw(dev, fusion_func, args)
+    assert len(out) == 1
+    close(as_f32(out[0]), round_bf16(x0[:, 0]))
+    close(as_f32(args[1]), round_bf16(x0[:, 0]))
+
+
+@pytest.mark.parametrize("spelling", ["add_output", "stride_order"])
+def test_broadcast_and_stride_order(dev, spelling):
+    # the legacy suite gives the order to add_output, the direct one to fd.ops.stride_order
+    x = randn(2, 3, 4)
+
+    def fusion_func(fd):
+        t1 = fd.ops.broadcast(fd.from_pytorch(x), is_broadcast_dim=[False, True, False, False])
+        if spelling == "add_output":
+            fd.add_output(t1, stride_order=[0, 1, 2, 3])
+        else:
+            fd.add_output(fd.ops.stride_order(t1, stride_order=[0, 1, 2, 3]))
+
+    out = run_raw(dev, fusion_func, [x])[0]
+    close(dev.to_numpy(out), x[:, None])
+    strides = out.stride() if hasattr(out, "stride") and callable(out.stride) else \
+        tuple(s // out.itemsize for s in out.strides)
+    assert tuple(strides) == (1, 2, 2, 6)
+
+
+def test_broadcast_in_dim_no_redundant_set():
+    # broadcast_in_dim that broadcasts nothing is the same fusion as expand
+    def body(fd, spell):
+        t0 = fd.define_tensor(shape=[1, -1], contiguity=[None, True])
+        t1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True])
+        t2 = fd.ops.broadcast_in_dim(t0, t1.shape(), [0, 1]) if spell else fd.ops.expand(t0, t1.shape())
+        fd.add_output(fd.ops.add(t2, t1))
+
+    with cfuser.FusionDefinition() as fd_bid:
+        body(fd_bid, True)
+    with cfuser.FusionDefinition() as fd_exp:
+        body(fd_exp, False)
+    assert fd_bid.math_text() == fd_exp.math_text()
+
+
+def test_expanded_to_size_one(dev):
+    x = np.random.default_rng(0).integers(0, 10, (1, 1))
+
+    def fusion_func(fd):
+        fd.add_output(fd.define_tensor(shape=[1, -1], contiguity=[None, None], dtype=DataType.Int))
+
+    out, _ = exec_nvfuser(dev, fusion_func, [x])
+    close(out[0], x)
+
+
+def test_dynamic_full(dev):
+    t1 = randn(5, 10)
+
+    def fusion_func(fd):
+        c4, c5 = fd.define_scalar(None, dtype=DataType.Int), fd.define_scalar(None, dtype=DataType.Int)
+        c6 = fd.define_scalar(None, dtype=DataType.Float)
+        tv1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(fd.ops.full((c4, c5), c6, DataType.Float), tv1))
+
+    with cfuser.FusionDefinition() as fd:
+        try:
+            fusion_func(fd)
+        except cfuser.UnsupportedError as e:
+            assert "known only at run time" in str(e), str(e)
+            pytest.skip("cfuser's full needs sizes known at definition; nvFuser takes scalar inputs: a refusal "
+                        "nvFuser does not make")
+    out, = fd.execute([5, 10, 2.5, dev.asarray(t1)])
+    close(dev.to_numpy(out), t1 + np.float32(2.5))
+
+
+def test_full_with_cpu_inputs(dev):
+    x = np.array(2.0, np.float32)
+
+    def fusion_func(fd):
+        tv0 = fd.from_pytorch(x)
+        tv1 = fd.ops.full(shape=[2, 2], fill_value=fd.define_scalar(3.0), dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(tv0, tv1))
+
+    out, _ = exec_nvfuser(dev, fusion_func, [x])
+    close(out[0], np.full((2, 2), 6.0, np.float32))
