@@ -2,7 +2,7 @@
  * persistent scheduler applies to an unscheduled copy before its multipass schedule: a
  * softmax's max and its sum of exponentials become one reduction, so the row is read twice
  * (statistics, then the output) instead of three times. Below norm_apply.c, above the IR
- * (it edits operands and use lists, as ir/cache.c does).
+ * (it edits operands and use lists, as scheduler/cache.c does).
  *
  * The pattern, over the same reduced axes of a float tensor X:
  *     m = max(X);  e = exp(X - broadcast(m));  s = sum(e)

@@ -2,7 +2,7 @@
  * rewrite the persistent schedulers apply to an unscheduled copy before they schedule it
  * when the rows they keep should be the inputs' (sched_recompute), and the register copies
  * a shared-memory buffer is read through (sched_copy_reads). Below norm_sched.c, above the
- * IR (it edits expression operands and use lists, as ir/cache.c does).
+ * IR (it edits expression operands and use lists, as scheduler/cache.c does).
  *
  * A computed row tensor read by several ops would be computed once and kept for all of
  * them; when its readers run in different passes over the row (before and after a
