@@ -103,6 +103,15 @@ static void describe_call(FuzzIn *in, Arg *args, int give_in, int give_out, cons
   }
 }
 
+/* Which of nfusions fusions a call runs, and how many inputs and outputs it gives: each
+ * fusion's own counts, now and then one input too many or one output too few. */
+static void pick_call(FuzzIn *in, int nfusions, const int *nin_of, const int *nout_of, int *which, int *give_in,
+                      int *give_out) {
+  *which = fz_pick(in, nfusions);
+  *give_in = nin_of[*which] + (fz_byte(in) >= 248 ? 1 : 0);
+  *give_out = nout_of[*which] - (fz_byte(in) >= 248 ? 1 : 0);
+}
+
 /* After the call: the guards checked, the outputs the callee allocated and the buffers
  * freed. */
 static void finish_call(Arg *args, int give_in, int give_out, DLManagedTensor **outs) {

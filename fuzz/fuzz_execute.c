@@ -59,8 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!caches[0]) setup();
   FuzzIn in = {data, size};
-  int which = fz_pick(&in, NFUSIONS), nin = nin_of[which], nout = nout_of[which];
-  int give_in = nin + (fz_byte(&in) >= 248 ? 1 : 0), give_out = nout - (fz_byte(&in) >= 248 ? 1 : 0);
+  int which, give_in, give_out;
+  pick_call(&in, NFUSIONS, nin_of, nout_of, &which, &give_in, &give_out);
   bool null_ins = fz_byte(&in) >= 252, null_outs = fz_byte(&in) >= 252;
   Arg args[MAX_ARGS + 1];
   const DLTensor *ins[MAX_ARGS];
