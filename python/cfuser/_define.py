@@ -53,7 +53,7 @@ class DefineMixin:
         self._c_inputs: List[Tuple[Any, ...]] = []  # per C input: ("user", u) ("vector", u, j, n) ("seed",) ("offset", k)
         self._c_specs: List[Optional[InputSpec]] = []  # per C input: a tensor input's spec
         self._c_scalars: Dict[int, DataType] = {}   # C input index -> dtype, for scalar inputs
-        self._outputs: List[Tuple[Any, ...]] = []   # ("c", c index, stride order) ("input", u) ("hidden", c index)
+        self._outputs: List[Tuple[Any, ...]] = []   # ("c", c index, stride order) ("input", u) ("hidden", c index) ("view", u, sizes, tensor)
         self._c_outputs: List[Tensor] = []
         self._aliases: Dict[int, int] = {}          # C output index -> the input (u) it is written back into
         self._rng_seed: Optional[_capi.TvHandle] = None
@@ -239,6 +239,8 @@ class DefineMixin:
         if isinstance(output, Scalar):
             output = self.ops._make("add_output", self.ops._handle(output, "add_output"), ())  # type: ignore[attr-defined]
         t = self._own(output, "add_output")  # type: ignore[attr-defined]
+        if alias_input is None and not stride_order and self._view_output(t):
+            return
         if t.origin == "reshape":  # a reshape is a view inside define and run: the output is a copy of it
             t = self.ops.set(t)  # type: ignore[attr-defined]
         order = None
@@ -261,6 +263,20 @@ class DefineMixin:
             self._outputs.append(("input", u))
             return
         self._outputs.append(("c", self._c_output_index(t), order))
+
+    def _view_output(self, t: Tensor) -> bool:
+        """A reshape (or reshapes) of an input as an output: recorded as a view of the
+        input's array (no copy, nvFuser's aliasing of a reshaped input), True; else False."""
+        if t.origin != "reshape" or t.view_of is None:
+            return False
+        src, sizes = t.view_of
+        while src.origin == "reshape" and src.view_of is not None:
+            src = src.view_of[0]
+        u = self._input_of(src)
+        if u is None:
+            return False
+        self._outputs.append(("view", u, sizes, t))
+        return True
 
     def _input_of(self, t: Tensor) -> Optional[int]:
         for u, (kind, x) in enumerate(self._inputs):

@@ -138,6 +138,15 @@ def allocate(fd: "FusionDefinition", fw: _dlpack.Framework, inputs: Sequence[Any
     return out
 
 
+def _view(x: Any, sizes: Sequence[int], index: int) -> Any:
+    """x reshaped (a view where its strides allow, as the array library reshapes)."""
+    try:
+        return x.reshape(tuple(sizes))
+    except (ValueError, RuntimeError) as e:
+        raise InvalidArgumentError(f"execute: input {index} of shape {tuple(x.shape)} cannot be reshaped to "
+                                   f"{tuple(sizes)} as the definition says: {e}") from None
+
+
 def finish(fd: "FusionDefinition", fw: _dlpack.Framework, inputs: Sequence[Any], results: List[Any]) -> List[Any]:
     """The user's outputs from the C outputs: aliased ones written into their inputs,
     stride orders applied, inputs and repeated outputs in their places."""
@@ -153,6 +162,9 @@ def finish(fd: "FusionDefinition", fw: _dlpack.Framework, inputs: Sequence[Any],
             continue
         if kind == "input":
             out.append(inputs[ref])
+            continue
+        if kind == "view":
+            out.append(_view(inputs[ref], entry[2], ref))
             continue
         if ref in fd._aliases:
             out.append(inputs[fd._aliases[ref]])

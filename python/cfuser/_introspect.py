@@ -88,6 +88,8 @@ class IntrospectMixin:
         for entry in self._outputs:  # type: ignore[attr-defined]
             if entry[0] == "input":
                 out.append(self._inputs[entry[1]][1])  # type: ignore[attr-defined]
+            elif entry[0] == "view":
+                out.append(entry[3])
             else:
                 out.append(self._c_outputs[entry[1]])  # type: ignore[attr-defined]
         return out

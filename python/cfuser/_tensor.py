@@ -204,12 +204,15 @@ class Tensor(_Operators):
     """A TensorView of one FusionDefinition. Valid as long as its definition; Python's
     arithmetic, comparison and bitwise operators call fd.ops."""
 
-    __slots__ = ("fd", "handle", "extents", "stride_order", "origin")
+    __slots__ = ("fd", "handle", "extents", "stride_order", "origin", "view_of")
 
     def __init__(self, fd: "FusionDefinition", handle: _capi.TvHandle, extents: Shape) -> None:
         self.fd, self.handle, self.extents = fd, handle, tuple(extents)
         self.stride_order: Optional[Tuple[int, ...]] = None  # set by fd.ops.stride_order
         self.origin: Optional[str] = None  # "reshape" for a reshape's result (a view in C)
+        # a reshape's operand and sizes (one -1 at most): an output that is a reshape of an
+        # input comes back as a view of the input's array, as nvFuser's alias analysis does
+        self.view_of: Optional[Tuple["Tensor", Tuple[int, ...]]] = None
 
     @property
     def name(self) -> str:

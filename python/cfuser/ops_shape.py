@@ -214,7 +214,7 @@ class ShapeOps:
                 ext[k] = DimExpr("div", [total, known])
         arr = (ctypes.c_int64 * max(len(sizes), 1))(*sizes)
         out = self._make("reshape", _capi.lib.cf_reshape(fd._f, t.handle, len(sizes), arr), ext)
-        out.origin = "reshape"
+        out.origin, out.view_of = "reshape", (t, tuple(sizes))
         return out
 
     def stride_order(self: "Ops", arg: Any, stride_order: Sequence[int]) -> Tensor:

@@ -229,3 +229,83 @@ def test_dynamic_bcast_in_dim(dev):
                         "a refusal nvFuser does not make")
     out, = fd.execute([dev.asarray(t0), 5, 10, dev.asarray(t1)])
     close(dev.to_numpy(out), t0 + t1)
+
+
+def test_mark_alias_pass(dev):
+    # a reshaped input as an output is a view of the input's memory, not a copy
+    x = randn(2, 3, 4)
+    arg = dev.asarray(x)
+
+    def fusion_func(fd):
+        t = fd.define_tensor([2, 3, 4], contiguity=[True, True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.reshape(t, [2, 12]))
+
+    ys = run_raw(dev, fusion_func, [arg])
+    assert len(ys) == 1
+    close(dev.to_numpy(ys[0]), x.reshape(2, 12))
+    if dev.name == "numpy":
+        assert np.shares_memory(ys[0], arg)
+    else:
+        assert ys[0].data_ptr() == arg.data_ptr()
+
+
+def test_allocation_domain_concretization(dev):
+    x = strided(np.zeros(1), (1, 0, 1, 1), (0, 1, 1, 1))
+
+    def fusion_func(fd):
+        t1 = fd.define_tensor(shape=[1, -1, 1, 1], contiguity=[True, None, None, None], dtype=DataType.Double,
+                              stride_order=[0, 3, 2, 1])
+        fd.add_output(fd.ops.mul(t1, fd.define_scalar(2.0, dtype=DataType.Double)))
+
+    out, _ = exec_nvfuser(dev, fusion_func, [x])
+    close(out[0], x * 2.0)
+
+
+def test_validate_precomputed_values(dev):
+    # every comparison with NaN is false
+    x = strided(randn(10), (2, 5), (5, 1))
+
+    def fusion_func(fd):
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.ge(t0, fd.define_scalar(None, dtype=DataType.Double)))
+
+    out, _ = exec_nvfuser(dev, fusion_func, [x, float("nan")])
+    close(out[0], np.zeros((2, 5), bool))
+
+
+def test_input_forwarding_device(dev):
+    # an output that is an input runs no kernel and stays where the input is
+    x = np.array(2.0, np.float32)
+    arg = dev.asarray(x)
+
+    def fusion_func(fd):
+        fd.add_output(fd.from_pytorch(x))
+
+    out = run_raw(dev, fusion_func, [arg])
+    assert out[0] is arg
+
+
+def test_nanogpt_split_mha_linears(dev):
+    b, t = (16, 128) if dev.name != "numpy" else (2, 8)
+    x = randn(b, t, 3072)
+    q, k, v = x[..., :1024], x[..., 1024:2048], x[..., 2048:]
+
+    def heads(fd, part):
+        return fd.ops.permute(fd.ops.reshape(part, [b, t, 16, 64]), [0, 2, 1, 3])
+
+    def fusion_0(fd):
+        t0 = fd.from_pytorch(x)
+        for lo in (0, 1024, 2048):
+            fd.add_output(heads(fd, fd.ops.slice(t0, [0, 0, lo], [b, t, lo + 1024], [1, 1, 1])))
+
+    def fusion_1(fd):
+        t0 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float)
+        for lo in (0, 1024, 2048):
+            fd.add_output(fd.ops.slice(t0, start_indices=[0, 0, lo], end_indices=[b, t, lo + 1024], strides=[1, 1, 1]))
+
+    out, _ = exec_nvfuser(dev, fusion_0, [x])
+    for o, part in zip(out, (q, k, v)):
+        close(o, part.reshape(b, t, 16, 64).transpose(0, 2, 1, 3))
+    out, _ = exec_nvfuser(dev, fusion_1, [x])
+    for o, part in zip(out, (q, k, v)):
+        close(o, part)
