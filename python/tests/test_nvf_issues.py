@@ -666,3 +666,44 @@ def test_full_with_cpu_inputs(dev):
 
     out, _ = exec_nvfuser(dev, fusion_func, [x])
     close(out[0], np.full((2, 2), 6.0, np.float32))
+
+
+def test_issue1277(dev):
+    # partial rotary embedding (the first 4 of 16 head dims) of q and of a transposed k
+    rng = np.random.default_rng(0)
+    trig = [strided(rng.standard_normal(20).astype(np.float32), (5, 4, 5, 4), (0, 0, 4, 1)) for _ in range(4)]
+    q, k = randn(5, 4, 5, 16), randn(5, 4, 16, 5, seed=1)
+
+    def rope(fd, x, cos, sin):
+        pad = fd.define_scalar(0.0, dtype=DataType.Double)
+        rot = fd.ops.slice(x, start_indices=[0] * 4, end_indices=[5, 4, 5, 4], strides=[1] * 4)
+        rest = fd.ops.pad(fd.ops.slice(x, start_indices=[0, 0, 0, 4], end_indices=[5, 4, 5, 16], strides=[1] * 4),
+                          [4, 0, 0, 0, 0, 0, 0, 0], pad)
+        one = fd.define_scalar(1.0, dtype=DataType.Double)
+        s = fd.ops.mul(fd.ops.mul(one, rot), sin)
+        c = fd.ops.mul(fd.ops.mul(one, rot), cos)
+        lo = fd.ops.slice(s, start_indices=[0] * 4, end_indices=[5, 4, 5, 2], strides=[1] * 4)
+        hi = fd.ops.slice(s, start_indices=[0, 0, 0, 2], end_indices=[5, 4, 5, 4], strides=[1] * 4)
+        t27 = fd.ops.add(fd.ops.add(c, fd.ops.pad(fd.ops.neg(lo), [2, 0, 0, 0, 0, 0, 0, 0], pad)),
+                         fd.ops.pad(hi, [0, 2, 0, 0, 0, 0, 0, 0], pad))
+        return fd.ops.add(rest, fd.ops.pad(t27, [0, 12, 0, 0, 0, 0, 0, 0], pad))
+
+    def fusion_func(fd):
+        s0, s1 = fd.define_scalar(None, dtype=DataType.Double), fd.define_scalar(None, dtype=DataType.Double)
+        t2, t3, t4, t5 = (fd.define_tensor(shape=[-1] * 4, contiguity=[None, None, True, True], dtype=DataType.Float)
+                          for _ in range(4))
+        t6 = fd.define_tensor(shape=[-1] * 4, contiguity=[True] * 4, dtype=DataType.Float)
+        t7 = fd.define_tensor(shape=[-1] * 4, contiguity=[True] * 4, dtype=DataType.Float)
+        t30 = rope(fd, fd.ops.mul(t6, s0), t2, t3)
+        fd.add_output(rope(fd, fd.ops.permute(fd.ops.mul(t7, s1), dims=[0, 1, 3, 2]), t4, t5))
+        fd.add_output(t30)
+
+    out, _ = exec_nvfuser(dev, fusion_func, [0.5, 0.5, *trig, q, k])
+
+    def ref(x, cos, sin):
+        r = x[..., :4]
+        s, c = r * sin, r * cos
+        return np.concatenate([c + np.concatenate([s[..., 2:], -s[..., :2]], -1), x[..., 4:]], -1)
+
+    close(out[0], ref(k.transpose(0, 1, 3, 2) * 0.5, trig[2], trig[3]), rtol=1e-5, atol=1e-6)
+    close(out[1], ref(q * 0.5, trig[0], trig[1]), rtol=1e-5, atol=1e-6)
