@@ -28,6 +28,7 @@ typedef struct Dialect {
   void (*tmem_admin)(Emitter *e, const KNode *n); /* alloc / relinquish / dealloc */
   void (*tmem_access)(Emitter *e, const KNode *n, const char *addr, const char *reg);
   bool is_cuda; /* which code form of the op table (ir_op_form) the dialect prints */
+  void (*mma)(Emitter *e, const KNode *n); /* a warp's tensor-core instruction (KN_MMA) */
 } Dialect;
 
 struct Emitter {
@@ -61,6 +62,10 @@ void cg_acc_decl(Emitter *e, const KNode *n);
 void cg_block_reduce(Emitter *e, const KNode *n);
 void cg_block_reduce_end(Emitter *e, const KNode *n);
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write);
+/* Element i of a tensor-core operand (b: B, else A) as the expression `(mask ? <bits> : 0)`
+ * where <bits> is the element through `wrap` ("__half_as_ushort(%s)") or, with wrap NULL,
+ * converted to float (malloc'd). */
+char *cg_mma_operand(Emitter *e, const KNode *n, bool b, int i, const char *wrap);
 /* An op's code form in the emitter's dialect with %0 %1 %2 replaced by args (malloc'd). */
 char *cg_op_form(const Emitter *e, IrOp op, char *const *args);
 /* Generates the whole kernel source with the given dialect (malloc'd). */

@@ -124,7 +124,45 @@ static void tmem_access(Emitter *e, const KNode *n, const char *addr, const char
   sb_free(&regs), sb_free(&ops);
 }
 
+/* mma.sync.aligned.<shape>.row.col.f32.<ab>.<ab>.f32: the lane's operand elements packed
+ * two to a 32-bit register (the lower half first), each 0 where its mask fails; the
+ * accumulator's registers read and written in place. */
+static void mma(Emitter *e, const KNode *n) {
+  const IrMmaInstr *in = n->u.mma.instr;
+  bool half = n->u.mma.in_dtype == CF_HALF;
+  const char *bits = half ? "__half_as_ushort(%s)" : "__bfloat16_as_ushort(%s)";
+  int na = in->a.n / 2, nb = in->b.n / 2, nc = in->acc.n;
+  StrBuf asm_ = {0}, outs = {0}, ins = {0};
+  cg_line(e, "{");
+  e->indent++;
+  for (int op = 0; op < 2; op++)
+    for (int r = 0; r < (op ? nb : na); r++) {
+      char *lo = cg_mma_operand(e, n, op, 2 * r, bits), *hi = cg_mma_operand(e, n, op, 2 * r + 1, bits);
+      cg_line(e, "const uint32_t cfm_%c%d = (uint32_t)%s | ((uint32_t)%s << 16);", op ? 'b' : 'a', r, lo, hi);
+      sb_printf(&ins, "%s\"r\"(cfm_%c%d)", ins.len ? ", " : "", op ? 'b' : 'a', r);
+      free(lo), free(hi);
+    }
+  for (int i = 0; i < nc; i++) {
+    char *idx = cg_expr(e, n->u.mma.acc[i].index);
+    sb_printf(&outs, "%s\"+f\"(%s[%s])", i ? ", " : "", n->u.mma.acc[i].t->name, idx);
+    free(idx);
+  }
+  sb_printf(&asm_, "mma.sync.aligned.%s.row.col.f32.%s.%s.f32 {", in->name, half ? "f16" : "bf16", half ? "f16" : "bf16");
+  int reg = 0;
+  const int groups[4] = {nc, na, nb, -1};
+  for (int g = 0; g < 3; g++) {
+    for (int i = 0; i < groups[g]; i++) sb_printf(&asm_, "%s%%%d", i ? ", " : "", reg++);
+    sb_puts(&asm_, "}, {");
+  }
+  for (int i = 0; i < nc; i++) sb_printf(&asm_, "%s%%%d", i ? ", " : "", i);
+  sb_puts(&asm_, "};");
+  cg_line(e, "asm volatile(\"%s\" : %s : %s);", asm_.data, outs.data, ins.data);
+  e->indent--;
+  cg_line(e, "}");
+  sb_free(&asm_), sb_free(&outs), sb_free(&ins);
+}
+
 const Dialect cg_cuda_dialect = {"cuda",  preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true};
+                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma};
 
 char *cg_cuda_source(const KKernel *k) { return cg_generate(k, &cg_cuda_dialect); }

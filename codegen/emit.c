@@ -275,6 +275,19 @@ static void emit_op(Emitter *e, const KNode *n) {
   free(out);
 }
 
+char *cg_mma_operand(Emitter *e, const KNode *n, bool b, int i, const char *wrap) {
+  const KAccess *x = b ? &n->u.mma.b[i] : &n->u.mma.a[i];
+  const KExpr *mask = b ? n->u.mma.b_mask[i] : n->u.mma.a_mask[i];
+  char *v = access_str(e, x, false), *m = mask ? cg_expr(e, mask) : NULL;
+  StrBuf s = {0}, w = {0};
+  if (wrap) sb_printf(&w, wrap, v);
+  else w.data = converted(e, n->u.mma.in_dtype, CF_FLOAT, v);
+  if (m) sb_printf(&s, "((%s) ? %s : %s)", m, w.data, wrap ? "0u" : "0.0f");
+  else sb_puts(&s, w.data);
+  free(v), free(m), sb_free(&w);
+  return sb_take(&s);
+}
+
 /* A loop's opening: serial ones as for-loops (a single iteration as a scope binding its
  * variable to 0), unrolled ones after #pragma unroll; a thread-parallel loop prints nothing
  * (its index is the thread index). emit_post closes what this opened. */
@@ -343,6 +356,7 @@ static bool emit_pre(KVisitor *v, KNode *n) {
   case KN_ALLOC: break; /* buffers are declared up front by the dialect */
   case KN_ACC_DECL: cg_acc_decl(e, n); break;
   case KN_BLOCK_REDUCE: cg_block_reduce(e, n); break;
+  case KN_MMA: e->d->mma(e, n); break;
   }
   return true;
 }

@@ -35,7 +35,7 @@ static void tensor_typedefs(Emitter *e) {
   }
 }
 
-const char *const cg_host_runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_race.h", "host_math.h",
+const char *const cg_host_runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_mma.h", "host_race.h", "host_math.h",
                                              "special_math.h", "philox.h", "ops_math.h", "welford.h", "host_grid.h", NULL};
 
 /* The bytes of the kernel's local arrays (constant sizes: lowering refuses others), each
@@ -147,7 +147,37 @@ static void tmem_access(Emitter *e, const KNode *n, const char *addr, const char
   }
 }
 
+/* The warp's instruction is a rendezvous in the runtime (host_mma.h): each lane gives its
+ * operand elements (as float, exact for half and bfloat16; 0 where masked) and the
+ * addresses of its accumulator registers, the last lane computes the tile. */
+static void mma(Emitter *e, const KNode *n) {
+  const IrMmaInstr *in = n->u.mma.instr;
+  cg_line(e, "{");
+  e->indent++;
+  for (int op = 0; op < 2; op++) {
+    StrBuf s = {0};
+    for (int i = 0; i < (op ? in->b.n : in->a.n); i++) {
+      char *v = cg_mma_operand(e, n, op, i, NULL);
+      sb_printf(&s, "%s%s", i ? ", " : "", v);
+      free(v);
+    }
+    cg_line(e, "const float cfm_%c[%d] = {%s};", op ? 'b' : 'a', op ? in->b.n : in->a.n, s.data);
+    sb_free(&s);
+  }
+  StrBuf d = {0};
+  for (int i = 0; i < in->acc.n; i++) {
+    char *idx = cg_expr(e, n->u.mma.acc[i].index);
+    sb_printf(&d, "%s&%s[%s]", i ? ", " : "", n->u.mma.acc[i].t->name, idx);
+    free(idx);
+  }
+  cg_line(e, "float *const cfm_d[%d] = {%s};", in->acc.n, d.data);
+  cg_line(e, "cfh_mma_sync(%d, %d, %d, cfm_a, cfm_b, cfm_d);", in->m, in->n, in->k);
+  e->indent--;
+  cg_line(e, "}");
+  sb_free(&d);
+}
+
 const Dialect cg_host_dialect = {"host",     preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false};
+                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false, mma};
 
 char *cg_host_source(const KKernel *k) { return cg_generate(k, &cg_host_dialect); }

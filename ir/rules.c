@@ -22,7 +22,7 @@ static const struct {
     [CF_PT_BIDZ] = {PT_LEVEL_BLOCK, 2, false},        [CF_PT_DIDX] = {PT_LEVEL_DEVICE, 0, false},
     [CF_PT_DIDY] = {PT_LEVEL_DEVICE, 1, false},       [CF_PT_DIDZ] = {PT_LEVEL_DEVICE, 2, false},
     [CF_PT_VECTORIZE] = {PT_LEVEL_SERIAL, -1, false}, [CF_PT_UNROLL] = {PT_LEVEL_SERIAL, -1, true},
-    [CF_PT_UNSWITCH] = {PT_LEVEL_SERIAL, -1, true},
+    [CF_PT_UNSWITCH] = {PT_LEVEL_SERIAL, -1, true},   [CF_PT_MMA] = {PT_LEVEL_SERIAL, -1, false},
 };
 _Static_assert(sizeof pt_rules / sizeof pt_rules[0] == CF_PT_COUNT, "a parallel type without its rules");
 

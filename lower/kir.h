@@ -9,6 +9,7 @@
 #define CFUSER_KIR_H
 
 #include "ir/ir.h"
+#include "ir/mma.h"
 
 /* ---- scalar expressions of the kernel ------------------------------------------------ */
 
@@ -108,7 +109,8 @@ typedef struct KTensor {
   X(KN_TMEM_DEALLOC, true)     /* warp 0: tcgen05.dealloc of a region */                         \
   X(KN_COMMENT, false)                                                                        \
   X(KN_ACC_DECL, false)        /* a reduction's register accumulator: `T var = identity;` */    \
-  X(KN_BLOCK_REDUCE, true)     /* all-reduce of an accumulator across thread dimensions (reduction.c) */
+  X(KN_BLOCK_REDUCE, true)     /* all-reduce of an accumulator across thread dimensions (reduction.c) */ \
+  X(KN_MMA, true)              /* a warp's tensor-core instruction (mma.c): accumulator += A x B */
 
 typedef enum KnKind {
 #define KN_X(kind, collective) kind,
@@ -209,6 +211,15 @@ struct KNode {
       bool all_blocks;     /* grid: every block folds the partials after a grid sync (a grid
                             * all-reduce, read in the kernel), instead of the last one */
     } acc;
+    struct {
+      const IrMmaInstr *instr;
+      cf_dtype in_dtype;   /* the operands' dtype (half, bfloat16) */
+      /* The lane's elements of each fragment, in the instruction's register order: the
+       * accumulator's registers (a Local tensor), and the operand tiles' elements, each
+       * read only where its mask holds (else 0: out of bounds of M, N or K). */
+      KAccess acc[IR_MMA_MAX_FRAG], a[IR_MMA_MAX_FRAG], b[IR_MMA_MAX_FRAG];
+      KExpr *a_mask[IR_MMA_MAX_FRAG], *b_mask[IR_MMA_MAX_FRAG];
+    } mma;
   } u;
 };
 

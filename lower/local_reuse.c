@@ -129,6 +129,7 @@ static bool on_node(KVisitor *v, KNode *n) {
     break;
   case KN_TMEM_LD:
   case KN_TMEM_ST: access(r, &n->u.tmem.reg, true); break;
+  case KN_MMA: access(r, &n->u.mma.acc[0], true); break;
   default: break;
   }
   return true;

@@ -30,6 +30,7 @@ static const struct {
     {"predicate", lower_predicate},
     {"reduction", lower_reduction},
     {"sync", lower_sync},
+    {"mma", lower_mma},
     {"tmem_lifetime", lower_tmem_lifetime},
     {"unswitch", lower_unswitch},
     {"local_reuse", lower_local_reuse},

@@ -124,6 +124,7 @@ void lower_reduction(LowerCtx *c);        /* reduction.c: block reductions */
  * floating type (half, bfloat16 in float): its accumulator is a register. */
 bool lower_widened_reduction(const Val *tv);
 void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
+void lower_mma(LowerCtx *c);              /* mma.c: MMA loop nests become tensor-core instructions */
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
 void lower_unswitch(LowerCtx *c);         /* unswitch.c: Unswitch/Unroll nests: hoisted predicates, fallback copy */
 void lower_local_reuse(LowerCtx *c);      /* local_reuse.c: local buffers shared by lifetime, the local limit */

@@ -28,6 +28,7 @@
  * pipelined: the places where TMA, wgmma and circular buffering come next. */
 #include <string.h>
 
+#include "scheduler/matmul_mma.h"
 #include "scheduler/registry.h"
 #include "scheduler/sched.h"
 
@@ -205,10 +206,18 @@ static cf_status mm_inline(cf_fusion *f, const MmMatch *m, int tile_pos) {
   return f->status;
 }
 
+/* Whether the product runs on tensor cores (matmul_mma.c): half or bfloat16 operands. */
+static bool mm_uses_mma(const MmMatch *m, MmaTiles *t) {
+  t->batch = m->count[MM_BATCH] > 0;
+  return sched_matmul_mma_fits(m->sum->out[0], m->count[MM_M], m->count[MM_N], t);
+}
+
 static cf_status mm_schedule_match(cf_fusion *f, const MmMatch *m) {
   cf_tv *r = ir_tv_handle(m->sum->out[0]);
   int b = m->count[MM_BATCH] > 0;
+  MmaTiles t;
   mm_canonical(f, r, m);
+  if (mm_uses_mma(m, &t)) return f->status ? f->status : sched_matmul_mma(f, &t);
   mm_tile(f, r, b);
   if (f->status || cf_propagate_transforms(f, r)) return f->status;
   cf_parallel_type pts[9];
@@ -228,9 +237,15 @@ static cf_status mm_schedule_match(cf_fusion *f, const MmMatch *m) {
 
 static bool mm_row_plan(cf_fusion *f, const SchedCall *call, SchedParams *out, char *why) {
   *out = (SchedParams){0};
-  if (!mm_accepts(f, call, why)) return false;
-  mm_params(out->text);
-  return true;
+  Arena *a = arena_create();
+  MmMatch m;
+  MmaTiles t;
+  bool ok = a ? mm_match(a, f, &m, why) : mm_why(why, "matmul: %s", "out of memory");
+  (void)call;
+  if (ok && mm_uses_mma(&m, &t)) sched_matmul_mma_params(out->text);
+  else if (ok) mm_params(out->text);
+  arena_destroy(a);
+  return ok;
 }
 
 /* The plan depends on the fusion's structure only: derived again here. */
@@ -242,8 +257,11 @@ static cf_status mm_row_apply(cf_fusion **pf, const SchedCall *call, const Sched
   Arena *a = arena_create();
   if (!a) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
   MmMatch m;
-  cf_status s = mm_match(a, f, &m, why) ? (mm_params(used->text), mm_schedule_match(f, &m))
-                                        : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
+  MmaTiles t;
+  bool ok = mm_match(a, f, &m, why);
+  if (ok && mm_uses_mma(&m, &t)) sched_matmul_mma_params(used->text);
+  else if (ok) mm_params(used->text);
+  cf_status s = ok ? mm_schedule_match(f, &m) : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
   arena_destroy(a);
   return s;
 }

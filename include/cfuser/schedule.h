@@ -45,6 +45,27 @@ CF_API cf_status cf_set_tmem_dim_sep_pos(cf_fusion *f, cf_tv *tv, int pos);
  * memory, a tensor listed twice or already in another group. */
 CF_API cf_status cf_fusion_group_tmem(cf_fusion *f, int n, cf_tv *const *tvs);
 
+/* ---- tensor cores ------------------------------------------------------------------- */
+
+/* Tensor-core instructions, by their tile shape M x N x K (ir/mma.c holds each one's
+ * dtypes, architecture and fragment layouts). */
+typedef enum cf_mma_macro {
+  CF_MMA_M16N8K16 /* mma.sync m16n8k16: half or bfloat16 operands, float accumulator, sm_80+ */
+} cf_mma_macro;
+
+/* Runs the last three loop axes of tv, from `axis` (which must be rank - 3), as one
+ * tensor-core instruction per iteration of the axes left of them (nvFuser's MmaOp and
+ * ParallelType::Mma). tv must be a float sum over one axis of mul(cast(a), cast(b)), a and b
+ * half or bfloat16 of one dtype (the pattern cf_matmul builds); axis is the instruction's
+ * M tile (an axis b broadcasts, extent exactly M), axis + 1 its N tile (a broadcasts it,
+ * extent N), axis + 2 its K tile (the reduced axis, extent K). They become the
+ * accumulator's fragment layout: [lane{32} (threadIdx.x), M-registers (MMA), N-registers
+ * (MMA), K (MMA)], so each thread holds its 4 accumulator elements and whatever reads tv
+ * can be scheduled alike (cf_propagate_transforms_to). The kernel must launch threadIdx.x
+ * as exactly the 32 lanes; a and b are read from shared or local memory by the lowering.
+ * Errors name the rule and the axis. */
+CF_API cf_status cf_mma_tile(cf_fusion *f, cf_tv *tv, int axis, cf_mma_macro macro);
+
 /* ---- caching ------------------------------------------------------------------------- */
 
 /* Inserts a local copy of tv right after it: every consumer of tv reads the copy instead

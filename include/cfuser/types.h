@@ -45,7 +45,9 @@ typedef enum cf_dtype {
 /* X(enumerator, printed name in IterDomains). Unroll and Unswitch are serial loops that
  * run differently, as nvFuser's: an unrolled loop is unrolled by the compiler, and the
  * outermost Unroll or Unswitch loop of a nest is emitted twice, `if (every predicate of the
- * nest, checked once) { the nest without predicates } else { the nest with them }`. */
+ * nest, checked once) { the nest without predicates } else { the nest with them }`. MMA
+ * marks the axes of a tensor-core instruction's tile (cf_mma_tile in schedule.h): lowering
+ * runs the loops over them as one warp-collective instruction. */
 #define CF_PARALLEL_TYPE_TABLE(X) \
   X(CF_PT_SERIAL, "S")            \
   X(CF_PT_TIDX, "threadIdx.x")    \
@@ -59,7 +61,8 @@ typedef enum cf_dtype {
   X(CF_PT_DIDZ, "deviceIdx.z")    \
   X(CF_PT_VECTORIZE, "V")         \
   X(CF_PT_UNROLL, "UR")           \
-  X(CF_PT_UNSWITCH, "US")
+  X(CF_PT_UNSWITCH, "US")         \
+  X(CF_PT_MMA, "MMA")
 
 typedef enum cf_parallel_type {
 #define CF_X(e, name) e,

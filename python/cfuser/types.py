@@ -107,6 +107,7 @@ class ParallelType(enum.IntEnum):
     vectorize = 10
     unroll = 11
     unswitch = 12  # the loop's nest runs once without predicates when the whole tile is in bounds
+    mma = 13  # an axis of a tensor-core instruction's tile (cf_mma_tile)
 
 
 C_PARALLEL_TYPE_NAMES: Dict[ParallelType, str] = {
@@ -115,7 +116,7 @@ C_PARALLEL_TYPE_NAMES: Dict[ParallelType, str] = {
     ParallelType.grid_y: "blockIdx.y", ParallelType.grid_z: "blockIdx.z",
     ParallelType.device_x: "deviceIdx.x", ParallelType.device_y: "deviceIdx.y",
     ParallelType.device_z: "deviceIdx.z", ParallelType.vectorize: "V", ParallelType.unroll: "UR",
-    ParallelType.unswitch: "US",
+    ParallelType.unswitch: "US", ParallelType.mma: "MMA",
 }
 
 

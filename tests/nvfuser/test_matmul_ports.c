@@ -1,5 +1,6 @@
-/* Ports of nvFuser's matmul tests that fit before MMA instructions (test_matmul.cpp's
- * need mma.sync/wgmma/tcgen05, issue 24's later slices): test_gpu1/2.cpp's hand schedules
+/* Ports of nvFuser's matmul tests: test_matmul.cpp's Ampere ones on mma.sync (the last
+ * section; its Hopper and Blackwell ones need wgmma/tcgen05, issue 24's later slices),
+ * test_gpu1/2.cpp's hand schedules
  * of C = sum(A[M, K, 1] * B[1, K, N], 1) with shared-memory operand tiles and rfactored K
  * loops (against the evaluator on the host backend, and CUDA when present, as nvFuser's
  * testValidate), and test_matmul_aten_evaluation.cpp's matmul and linear nodes over every
@@ -195,4 +196,36 @@ Test(matmul_ports, LinearNodeSymbolic) {
   mp_linear_node(true, 5, LX, 2, LW, NULL);
   mp_linear_node(true, 5, LX, 1, LW, &LBIAS);
   mp_linear_node(true, 5, LX1, 1, &LW1, &LBIAS);
+}
+
+/* ---- test_matmul.cpp: tensor cores (mma.sync m16n8k16, scheduler/matmul_mma.c) -------- */
+
+/* A half input stored `t ? [c, r] : [r, c]`, read as [r, c] (transposed in the fusion). */
+static cf_tv *mp_layout_input(int64_t r, int64_t c, bool t, KcInput *in) {
+  cf_tv *x = mp_input(2, t ? (int64_t[]){c, r} : (int64_t[]){r, c}, true, in);
+  return t ? cf_transpose(f, x, 0, 1) : x;
+}
+
+/* AmpereMatmul over MmaLayout TT, TN, NT, NN (A stored [M, K] or [K, M], B [K, N] or
+ * [N, K]): nvFuser's M = 504, N = 136, K = 248 (its result: equal to at::matmul), scaled to
+ * 63 x 17 x 33 for the host backend; each layout equals the evaluator. */
+Test(matmul_ports, AmpereMatmulLayouts) {
+  for (int layout = 0; layout < 4; layout++) {
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    KcInput in[2];
+    cf_tv *a = mp_layout_input(63, 33, layout & 1, &in[0]), *b = mp_layout_input(33, 17, layout & 2, &in[1]);
+    cf_fusion_add_output(f, cf_matmul(f, a, b));
+    mp_execute(2, in);
+  }
+}
+
+/* The bias epilogue of test_matmul.cpp's linear tests, half, M and K not multiples of the
+ * 128 x 128 x 32 tile (two M tiles, K masked in its second 16): equal to the evaluator. */
+Test(matmul_ports, AmpereLinearBiasNonDivisible) {
+  KcInput in[3];
+  cf_tv *x = mp_input(2, (int64_t[]){131, 33}, true, &in[0]), *w = mp_input(2, (int64_t[]){17, 33}, true, &in[1]);
+  cf_tv *bias = mp_input(1, (int64_t[]){17}, true, &in[2]);
+  cf_fusion_add_output(f, cf_linear(f, x, w, bias));
+  mp_execute(3, in);
 }

@@ -1,0 +1,60 @@
+/* ir/mma.h: the tensor-core instructions cfuser can run a sum of a product as, one row of
+ * a table each (ir/mma.c): the instruction's tile shape M x N x K, the operand and
+ * accumulator dtypes, the architecture it needs, and each operand's fragment layout (which
+ * element of the tile lane l's register element i holds). The scheduling call cf_mma_tile
+ * (scheduler/mma_tile.c), the lowering pass (lower/mma.c) and both code generators read
+ * the row; nothing else knows an instruction's shape. wgmma and tcgen05 rows come next. */
+#ifndef CFUSER_IR_MMA_H
+#define CFUSER_IR_MMA_H
+
+#include "ir/ir.h"
+
+enum { IR_MMA_MAX_FRAG = 8 }; /* the most elements a lane holds of one operand */
+
+/* Element i of lane l (g = l / 4, t = l % 4 its group and thread in the group) holds the
+ * tile element (row, col) = (row_g * g + row_t * t + row_off[i], col_g * g + col_t * t +
+ * col_off[i]); A is M x K, B is K x N, the accumulator M x N (PTX ISA, "Matrix
+ * Fragments for mma.m16n8k16 with floating point type"). */
+typedef struct IrMmaFrag {
+  int n;
+  int row_g, row_t, col_g, col_t;
+  int row_off[IR_MMA_MAX_FRAG], col_off[IR_MMA_MAX_FRAG];
+} IrMmaFrag;
+
+typedef struct IrMmaInstr {
+  cf_mma_macro macro;
+  const char *name;   /* "m16n8k16" */
+  int m, n, k;        /* the tile */
+  int lanes;          /* threads issuing it together: a warp */
+  int min_sm;         /* 80: sm_80 and later */
+  IrMmaFrag a, b, acc;
+  /* The accumulator's layout as a schedule: M split by acc_m_inner (rows of one lane
+   * group), N by acc_n_inner (adjacent columns of one lane); cf_mma_tile turns [M, N] into
+   * [lane{M/acc_m_inner... }, M-registers, N-registers] with it. */
+  int acc_m_inner, acc_n_inner;
+} IrMmaInstr;
+
+/* The row of macro, or NULL for an unknown one. */
+const IrMmaInstr *ir_mma_instr(cf_mma_macro macro);
+/* Whether the instruction multiplies operands of dtype dt (half, bfloat16). */
+bool ir_mma_takes(const IrMmaInstr *in, cf_dtype dt);
+/* The row and column of element i of lane `lane` in fragment fr. */
+void ir_mma_frag_at(const IrMmaFrag *fr, int lane, int i, int *row, int *col);
+
+/* The product an instruction computes: r = sum(mul(a, b), K) with a = cast(x), b = cast(y),
+ * x and y of one dtype the instruction takes, r of its accumulator dtype (float). a
+ * iterates M and broadcasts N, b the reverse (the mul's operands come in either order). */
+typedef struct IrMmaPattern {
+  Expr *sum, *mul;
+  Val *a, *b;     /* the casts' outputs, read by the mul */
+  Val *x, *y;     /* what they cast: the operand tiles */
+  int k_axis;     /* r's reduced root axis */
+} IrMmaPattern;
+
+/* Matches r against the pattern, its M axis being root axis m_root of r; false with a
+ * message in why (`what`-prefixed, naming the tensors and the rule) when it does not hold. */
+bool ir_mma_match(Val *r, const IrMmaInstr *in, int m_root, IrMmaPattern *p, char *why, size_t nwhy, const char *what);
+/* r's root axis a loop axis of r derives from alone through splits (-1: none, or a merge). */
+int ir_mma_root_axis(Val *r, Val *id);
+
+#endif

@@ -1,0 +1,257 @@
+/* lower/mma.c: the tensor-core pass. A sum whose last three loop axes are on CF_PT_MMA
+ * (cf_mma_tile: [lane (threadIdx.x), M-registers, N-registers, K]) ran so far as ordinary
+ * loops: for M-regs { for N-regs { for K { a = cast(x); b = cast(y); p = a * b; r += p } } }
+ * inside the lane's thread loop. This pass replaces that loop nest by one KN_MMA node: the
+ * warp's instruction, with the lane's fragment of each operand read from the tiles x and y
+ * and the accumulator's registers of r, each an access computed from the ops' own indices.
+ *
+ * Requires: indices, predicates, syncs (runs after the sync pass, which judged the tile
+ * reads on the ops as they were). Establishes: no op runs in an MMA loop; each KN_MMA
+ * reads, for element i of its lane's A fragment at tile position (m, k) of the instruction
+ * (ir/mma.h's layout), the index the cast of x computed, with the loop variables and the
+ * lane index replaced by those of (m, k): M-regs = m / acc_m_inner, lane = (m % acc_m_inner)
+ * * (N / acc_n_inner) + (n / acc_n_inner), N-regs = n % acc_n_inner, K = k. The cast's
+ * predicate, substituted alike, is the element's mask: out of bounds of M or K the element
+ * is 0, so non-divisible sizes need no zero-filled tiles; B likewise over (k, n); the
+ * accumulator is never guarded (rows and columns out of bounds are computed and not stored).
+ * Key decision: the instruction is the loop nest's replacement, not a fusion op: the
+ * evaluator, the schedulers and every pass before this one see the plain product, so the
+ * matmul it computes is checked against the evaluator like any other kernel; the fragment
+ * mapping is derived from the cast ops' indices, so a wrong layout fails on the host
+ * backend, whose emulation (codegen/runtime/host_mma.h) follows the hardware's. */
+#include <string.h>
+
+#include "lower/lower.h"
+
+/* What the nest under an MMA loop holds: the four ops and the conjunction of the ifs
+ * around each (NULL: none). */
+typedef struct MmaNest {
+  KNode *op[4];
+  KExpr *cond[4];
+} MmaNest;
+
+enum { NEST_CAST_A, NEST_CAST_B, NEST_MUL, NEST_SUM };
+
+/* Loop variables and the lane index replaced by expressions of the lane's own index. */
+typedef struct Subst {
+  const char *var[3]; /* M-regs, N-regs, K */
+  KExpr *val[3];
+  KExpr *lane;
+} Subst;
+
+static KExpr *subst(Arena *a, KExpr *e, const Subst *s) {
+  if (!e) return NULL;
+  switch (e->kind) {
+  case KX_VAR:
+    for (int i = 0; i < 3; i++)
+      if (s->var[i] && !strcmp(e->name, s->var[i])) return s->val[i];
+    return e;
+  case KX_THREAD: return !e->is_dim && e->pt == CF_PT_TIDX ? s->lane : e;
+  case KX_BINARY: return kx_bin(a, e->op, subst(a, e->a, s), subst(a, e->b, s));
+  case KX_SELECT: return kx_select(a, subst(a, e->a, s), subst(a, e->b, s), subst(a, e->c, s));
+  case KX_BLOCK_ALL: return kx_block_all(a, subst(a, e->a, s));
+  default: return e;
+  }
+}
+
+typedef struct MmaCtx {
+  LowerCtx *c;
+  const IrMmaInstr *in;
+  IrMmaPattern p;
+  const char *var[3];
+} MmaCtx;
+
+/* The substitution for tile position (m, n, k) of the instruction, each an expression of
+ * the lane index (NULL m or n: the operand does not depend on it, 0). */
+static Subst at(MmaCtx *x, KExpr *m, KExpr *n, KExpr *k) {
+  Arena *a = x->c->a;
+  KExpr *zero = kx_const(a, 0);
+  KExpr *mi = kx_const(a, x->in->acc_m_inner), *ni = kx_const(a, x->in->acc_n_inner);
+  m = m ? m : zero, n = n ? n : zero;
+  KExpr *lanes_n = kx_const(a, x->in->n / x->in->acc_n_inner);
+  Subst s = {{x->var[0], x->var[1], x->var[2]}, {kx_bin(a, OP_DIV, m, mi), kx_bin(a, OP_MOD, n, ni), k}, NULL};
+  s.lane = kx_bin(a, OP_ADD, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, m, mi), lanes_n), kx_bin(a, OP_DIV, n, ni));
+  return s;
+}
+
+/* Row and column of element i of fragment fr for the running lane, as expressions. */
+static void frag_pos(Arena *a, const IrMmaFrag *fr, int i, KExpr **row, KExpr **col) {
+  KExpr *lane = kx_thread(a, CF_PT_TIDX, false);
+  KExpr *g = kx_bin(a, OP_DIV, lane, kx_const(a, 4)), *t = kx_bin(a, OP_MOD, lane, kx_const(a, 4));
+  *row = kx_bin(a, OP_ADD, kx_bin(a, OP_ADD, kx_bin(a, OP_MUL, g, kx_const(a, fr->row_g)),
+                                  kx_bin(a, OP_MUL, t, kx_const(a, fr->row_t))), kx_const(a, fr->row_off[i]));
+  *col = kx_bin(a, OP_ADD, kx_bin(a, OP_ADD, kx_bin(a, OP_MUL, g, kx_const(a, fr->col_g)),
+                                  kx_bin(a, OP_MUL, t, kx_const(a, fr->col_t))), kx_const(a, fr->col_off[i]));
+}
+
+static KAccess moved(Arena *a, const KAccess *src, const Subst *s) {
+  KAccess r = *src;
+  r.index = subst(a, src->index, s);
+  return r;
+}
+
+static KNode *build(MmaCtx *x, const MmaNest *nest) {
+  Arena *a = x->c->a;
+  KNode *n = ARENA_NEW(a, KNode);
+  n->kind = KN_MMA;
+  n->u.mma.instr = x->in;
+  n->u.mma.in_dtype = x->p.x->dtype;
+  const IrMmaInstr *in = x->in;
+  for (int i = 0; i < in->a.n; i++) {
+    KExpr *m, *k;
+    frag_pos(a, &in->a, i, &m, &k);
+    Subst s = at(x, m, NULL, k);
+    n->u.mma.a[i] = moved(a, &nest->op[NEST_CAST_A]->u.op.in[0], &s);
+    n->u.mma.a_mask[i] = subst(a, nest->cond[NEST_CAST_A], &s);
+  }
+  for (int i = 0; i < in->b.n; i++) {
+    KExpr *k, *col;
+    frag_pos(a, &in->b, i, &k, &col);
+    Subst s = at(x, NULL, col, k);
+    n->u.mma.b[i] = moved(a, &nest->op[NEST_CAST_B]->u.op.in[0], &s);
+    n->u.mma.b_mask[i] = subst(a, nest->cond[NEST_CAST_B], &s);
+  }
+  for (int i = 0; i < in->acc.n; i++) {
+    KExpr *m, *col;
+    frag_pos(a, &in->acc, i, &m, &col);
+    Subst s = at(x, m, col, kx_const(a, 0));
+    n->u.mma.acc[i] = moved(a, &nest->op[NEST_SUM]->u.op.out, &s);
+  }
+  return n;
+}
+
+/* Collects the ops under `b` and the ifs around each; fails on anything else. */
+static void collect(MmaCtx *x, KBlock *b, KExpr *cond, MmaNest *nest, Val *r) {
+  LowerCtx *c = x->c;
+  const Expr *want[4] = {x->p.a->def, x->p.b->def, x->p.mul, x->p.sum};
+  for (int i = 0; i < b->len; i++) {
+    KNode *n = b->items[i];
+    if (n->kind == KN_FOR) collect(x, &n->u.loop.body, cond, nest, r);
+    else if (n->kind == KN_IF && !n->u.cond.otherwise.len)
+      collect(x, &n->u.cond.then, cond ? kx_bin(c->a, OP_AND, cond, n->u.cond.cond) : n->u.cond.cond, nest, r);
+    else if (n->kind == KN_OP && !n->u.op.reduction_init) {
+      int k = 0;
+      while (k < 4 && n->u.op.src != want[k]) k++;
+      if (k == 4)
+        lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s runs inside the MMA loops of %s; only the casts of the "
+                   "operands, their product and the sum may (inline nothing else at %s's MMA axes)",
+                   TV(n->u.op.src->out[0])->display_name, TV(r)->display_name, TV(r)->display_name);
+      nest->op[k] = n, nest->cond[k] = cond;
+    } else if (n->kind != KN_COMMENT) {
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: the MMA loops of %s hold a %s node (a sync, a block "
+                 "reduction or an else branch), which a tensor-core instruction cannot", TV(r)->display_name,
+                 n->kind == KN_SYNC ? "sync" : "non-op");
+    }
+  }
+}
+
+/* The instruction whose fragment shape the MMA axes have (M-regs, N-regs, K extents). */
+static const IrMmaInstr *instr_of(const int64_t ext[3]) {
+  for (int m = 0;; m++) {
+    const IrMmaInstr *in = ir_mma_instr((cf_mma_macro)m);
+    if (!in) return NULL;
+    if (ext[0] == in->m / in->acc_m_inner && ext[1] == in->acc_n_inner && ext[2] == in->k) return in;
+  }
+}
+
+static bool is_split(const Val *id, int out, const Val *other, int other_pos) {
+  const Expr *d = id->def;
+  return d && d->op == OP_SPLIT && d->out[out] == id && d->out[other_pos] == other;
+}
+
+/* The lane axis is merge(lane groups, lanes of a group), the lane groups the inner part of
+ * M-regs' split and the lanes the outer part of N-regs' (cf_mma_tile's layout). */
+static bool layout_ok(Val *r, int j0) {
+  Val **l = TV(r)->loop;
+  const Expr *d = l[j0 - 1]->def;
+  return d && d->op == OP_MERGE && d->nin == 2 && is_split(d->in[0], 1, l[j0], 0) && is_split(d->in[1], 0, l[j0 + 1], 1);
+}
+
+static void fail_axes(LowerCtx *c, Val *r, const char *rule) {
+  lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: the MMA axes of %s %s (schedule them with cf_mma_tile)",
+             lower_tv_str(c, r), rule);
+}
+
+/* Checks r's MMA axes and finds its instruction and product. */
+static void validate(MmaCtx *x, Val *r) {
+  LowerCtx *c = x->c;
+  int nl = TV(r)->nloop, j0 = nl - 3, nmma = 0;
+  for (int j = 0; j < nl; j++) nmma += ID(TV(r)->loop[j])->ptype == CF_PT_MMA;
+  int64_t ext[3] = {0, 0, 0}, lanes;
+  for (int j = 0; j < 3 && j0 >= 1; j++)
+    if (ID(TV(r)->loop[j0 + j])->ptype != CF_PT_MMA || !ir_scalar_const_value(ID(TV(r)->loop[j0 + j])->extent, &ext[j]))
+      ext[0] = -1;
+  if (nmma != 3 || j0 < 1 || ext[0] < 0) fail_axes(c, r, "must be its last three loop axes, of constant extents");
+  if (!(x->in = instr_of(ext))) fail_axes(c, r, "have no instruction's fragment shape (m16n8k16: 2, 2, 16)");
+  if (lower_ptype(c, TV(r)->loop[j0 - 1]) != CF_PT_TIDX || !layout_ok(r, j0))
+    fail_axes(c, r, "do not follow the lane axis of the accumulator's fragment layout on threadIdx.x");
+  if (!c->pdim[CF_PT_TIDX] || !kx_is_const(c->pdim[CF_PT_TIDX], &lanes) || lanes != x->in->lanes)
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s runs %s as a warp's instruction, so threadIdx.x must be "
+               "exactly the %d lanes of a warp; it is launched %s wide", TV(r)->display_name, x->in->name,
+               x->in->lanes, c->pdim[CF_PT_TIDX] ? "a different size" : "1");
+  char why[512];
+  if (!ir_mma_match(r, x->in, ir_mma_root_axis(r, TV(r)->loop[j0]), &x->p, why, sizeof why, "compile"))
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE, "%s", why);
+}
+
+static bool has_mma_axis(const Val *tv) {
+  for (int j = 0; j < TV((Val *)tv)->nloop; j++)
+    if (ID(TV((Val *)tv)->loop[j])->ptype == CF_PT_MMA) return true;
+  return false;
+}
+
+/* The sum under loop n whose first MMA loop n is, or NULL. */
+static KNode *sum_of_loop(KBlock *b, const KNode *n) {
+  for (int i = 0; i < b->len; i++) {
+    KNode *o = b->items[i], *got = NULL;
+    if (o->kind == KN_OP && !o->u.op.reduction_init && o->u.op.src->op == OP_SUM && has_mma_axis(o->u.op.src->out[0])) {
+      Val *r = o->u.op.src->out[0];
+      int j0 = TV(r)->nloop - 3;
+      if (j0 >= 0 && j0 < o->u.op.nloop && o->u.op.loops[j0] == n) return o;
+    }
+    KBlock *inner[KN_MAX_BLOCKS];
+    int nb = kn_blocks(o, inner);
+    for (int k = 0; k < nb && !got; k++) got = sum_of_loop(inner[k], n);
+    if (got) return got;
+  }
+  return NULL;
+}
+
+static void on_loop(KMutator *m, KNode *n, KBlock *out) {
+  MmaCtx *x = m->user;
+  kir_mutate_children(m, n);
+  KNode *sum = n->u.loop.var ? sum_of_loop(&n->u.loop.body, n) : NULL;
+  if (!sum) {
+    kb_push(m->arena, out, n);
+    return;
+  }
+  Val *r = sum->u.op.src->out[0];
+  validate(x, r);
+  int j0 = TV(r)->nloop - 3;
+  for (int j = 0; j < 3; j++) x->var[j] = sum->u.op.loops[j0 + j]->u.loop.var;
+  MmaNest nest = {{NULL}, {NULL}};
+  collect(x, &n->u.loop.body, NULL, &nest, r);
+  for (int k = 0; k < 4; k++)
+    if (!nest.op[k])
+      lower_fail(x->c, CF_ERR_INVALID_SCHEDULE, "compile: %s of %s's product is not inlined into its MMA loops",
+                 k == NEST_CAST_A ? TV(x->p.a)->display_name : k == NEST_CAST_B ? TV(x->p.b)->display_name
+                 : k == NEST_MUL ? TV(x->p.mul->out[0])->display_name : TV(r)->display_name, TV(r)->display_name);
+  kb_push(m->arena, out, build(x, &nest));
+}
+
+/* An op left on an MMA axis (not an accumulator's initialization) was not replaced. */
+static bool stray(KVisitor *v, KNode *n) {
+  LowerCtx *c = v->user;
+  Val *tv = n->u.op.src->out[0];
+  if (n->u.op.reduction_init || !has_mma_axis(tv)) return true;
+  lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s has an axis on MMA but is not the sum of a product tiled by "
+             "cf_mma_tile (or one inlined into its instruction)", lower_tv_str(c, tv));
+}
+
+void lower_mma(LowerCtx *c) {
+  MmaCtx x = {c, NULL, {0}, {NULL}};
+  KMutator m = {.arena = c->a, .fn = {[KN_FOR] = on_loop}, .user = &x};
+  kir_mutate(&m, &c->k->body);
+  KVisitor v = {.pre = {[KN_OP] = stray}, .user = c, .arena = c->a};
+  kir_visit(&v, &c->k->body);
+}

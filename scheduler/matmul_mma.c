@@ -1,0 +1,147 @@
+/* scheduler/matmul_mma.c: the matmul row's tensor-core schedule (issue 24's first slice):
+ * mma.sync m16n8k16 through cf_mma_tile, for half and bfloat16 operands.
+ *   1. the sum r, [b?, M, N, K], is tiled [b, M/BM, N/BN, K/BK, BM, BN, BK] and that is
+ *      propagated to every tensor (blockIdx.z, .y, .x over batch, M tiles, N tiles);
+ *   2. the operand tiles x (BM x BK) and y (BN x BK) live in shared memory, computed at
+ *      the K-tile loop; their inner axes are merged and split over all the block's threads
+ *      ([BM*BK / 128, threadIdx.z, threadIdx.y, threadIdx.x]): every thread writes its own
+ *      elements, K innermost (coalesced for K-contiguous operands, linear's layout);
+ *   3. r's inner tile becomes [warp M (threadIdx.z), warp N (threadIdx.y), K/16, M/16 per
+ *      warp, N/8 per warp, 16, 8, 16], the last three handed to cf_mma_tile; the same
+ *      transforms go to the mul, its casts and the epilogue (cf_propagate_transforms_to),
+ *      so the epilogue reads the accumulator's fragments in the lane's own registers;
+ *   4. x and y inlined at the K-tile loop, the prologue into them, everything else as deep
+ *      as legal (the product into the instruction, the sum into the epilogue at the block
+ *      tile).
+ * Non-divisible M, N, K are predicated loads and stores; the instruction masks what lies
+ * out of bounds (lower/mma.c). Key decision: correctness and a structure the next slices
+ * refine (ldmatrix, cp.async pipelining, swizzle, wgmma): one tile shape; the tiles are
+ * neither swizzled nor double-buffered, and the fragments are per-lane loads. */
+#include "scheduler/matmul_mma.h"
+
+#include "ir/mma.h"
+#include "scheduler/registry.h"
+
+enum { MMA_WM = 2, MMA_WN = 2, MMA_TM = 4, MMA_TN = 8, MMA_KW = 2, MMA_THREADS = 32 * MMA_WM * MMA_WN };
+enum { MMA_IM = 16, MMA_IN = 8, MMA_IK = 16 };
+enum { MMA_BM = MMA_WM * MMA_TM * MMA_IM, MMA_BN = MMA_WN * MMA_TN * MMA_IN, MMA_BK = MMA_KW * MMA_IK };
+
+static Val *cast_input(Val *v) {
+  Expr *e = v->def;
+  return e && ir_op_kind(e->op) == OPK_CAST && e->nin == 1 && (e->in[0]->dtype == CF_HALF || e->in[0]->dtype == CF_BFLOAT16)
+             ? e->in[0] : NULL;
+}
+
+bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t) {
+  Expr *mul = r->def->in[0]->def;
+  Val *u = cast_input(mul->in[0]), *v = cast_input(mul->in[1]);
+  if (!u || !v || u->dtype != v->dtype || m_axes != 1 || n_axes != 1) return false;
+  cf_fusion *f = r->fusion;
+  if (ir_tv_is_input(f, u) || ir_tv_is_input(f, v) || r->dtype != CF_FLOAT) return false;
+  t->r = r, t->mul = mul->out[0], t->x = u, t->y = v, t->ca = mul->in[0], t->cb = mul->in[1];
+  return true;
+}
+
+void sched_matmul_mma_params(char *text) {
+  snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warps=%dx%d mma=m16n8k16 smem=operands", MMA_BM, MMA_BN, MMA_BK,
+           MMA_WM, MMA_WN);
+}
+
+/* [b?, M, N, K] -> [b?, M/BM, N/BN, K/BK, BM, BN, BK]. */
+static void block_tile(cf_fusion *f, cf_tv *r, int b) {
+  cf_split(f, r, b + 2, MMA_BK);
+  cf_split(f, r, b + 1, MMA_BN);
+  cf_split(f, r, b, MMA_BM); /* [b, Mo, BM, No, BN, Ko, BK] */
+  cf_reorder(f, r, 2, (int[]){b + 1, b + 3, b + 3, b + 4}); /* [b, Mo, No, Ko, BM, BN, BK] */
+}
+
+/* A tile's [BM, BN, BK] (one of the first two a broadcast) over all the block's threads. */
+static void tile_threads(cf_fusion *f, cf_tv *x, int b) {
+  int p = b + 3;
+  cf_merge(f, x, p);
+  cf_merge(f, x, p); /* [.., BM*BN*BK] */
+  cf_split(f, x, p, MMA_THREADS);
+  cf_split(f, x, p + 1, 32);
+  cf_split(f, x, p + 1, MMA_WN); /* [.., iters, z, y, lane] */
+  cf_parallelize(f, x, p + 1, CF_PT_TIDZ);
+  cf_parallelize(f, x, p + 2, CF_PT_TIDY);
+  cf_parallelize(f, x, p + 3, CF_PT_TIDX);
+}
+
+/* r's [BM, BN, BK] -> [WM, WN, K/16, TM, TN, 16, 8, 16], the last three tiled by cf_mma_tile. */
+static void warp_tile(cf_fusion *f, cf_tv *r, int b) {
+  int p = b + 3;
+  cf_split(f, r, p + 2, MMA_IK);         /* [BM, BN, KW, 16] */
+  cf_split(f, r, p + 1, MMA_IN);         /* [BM, BN/8, 8, KW, 16] */
+  cf_split(f, r, p + 1, MMA_TN);         /* [BM, WN, TN, 8, KW, 16] */
+  cf_split(f, r, p, MMA_IM);             /* [BM/16, 16, WN, TN, 8, KW, 16] */
+  cf_split(f, r, p, MMA_TM);             /* [WM, TM, 16, WN, TN, 8, KW, 16] */
+  int new_pos[CF_MAX_RANK + 8];
+  static const int order[8] = {0, 3, 5, 1, 4, 6, 2, 7}; /* -> [WM, WN, KW, TM, TN, 16, 8, 16] */
+  for (int i = 0; i < p; i++) new_pos[i] = i;
+  for (int i = 0; i < 8; i++) new_pos[p + i] = p + order[i];
+  cf_reorder_all(f, r, p + 8, new_pos);
+  cf_parallelize(f, r, p, CF_PT_TIDZ);
+  cf_parallelize(f, r, p + 1, CF_PT_TIDY);
+  cf_mma_tile(f, r, p + 5, CF_MMA_M16N8K16);
+}
+
+/* Whether v is x, y or a tensor of their prologue (an ancestor of theirs). */
+static bool in_prologue(const MmaTiles *t, Val *v) {
+  for (int i = 0; i < 2; i++)
+    for (Val *w = i ? t->y : t->x; w; w = w->def && w->def->nin == 1 ? w->def->in[0] : NULL)
+      if (w == v) return true;
+  return false;
+}
+
+/* The tensors r's inner schedule goes to: the product's casts and mul, and the epilogue:
+ * every computed tensor but r, the tiles and their prologue. */
+static int inner_set(Expr **ex, int n, const MmaTiles *t, cf_tv **out) {
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    Val *v = ex[i]->out[0];
+    if (v != t->r && !in_prologue(t, v)) out[k++] = ir_tv_handle(v);
+  }
+  return k;
+}
+
+/* x and y at the K-tile loop, their prologues into them, the rest as deep as legal. */
+static void inline_all(cf_fusion *f, Expr **ex, int n, const MmaTiles *t, int tile_pos) {
+  for (int i = n - 1; i >= 0 && !f->status; i--) {
+    Val *v = ex[i]->out[0];
+    if (v == t->x || v == t->y) cf_inline_at(f, ir_tv_handle(v), tile_pos);
+    else cf_inline_at_best_effort(f, ir_tv_handle(v), TV(v)->nloop);
+  }
+}
+
+cf_status sched_matmul_mma(cf_fusion *f, const MmaTiles *t) {
+  cf_tv *r = ir_tv_handle(t->r);
+  int b = t->batch;
+  Arena *a = arena_create();
+  int n;
+  Expr **ex = a ? ir_fusion_tensor_exprs_in(a, f, &n) : NULL;
+  cf_tv **set = ex ? ARENA_ARRAY(a, cf_tv *, n + 1) : NULL;
+  if (!set) {
+    arena_destroy(a);
+    return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
+  }
+  block_tile(f, r, b);
+  cf_propagate_transforms(f, r);
+  static const cf_parallel_type blocks[] = {CF_PT_BIDZ, CF_PT_BIDY, CF_PT_BIDX};
+  for (int k = 0; k < 3; k++)
+    if (k >= 1 - b) cf_parallelize(f, r, k - (1 - b), blocks[k]);
+  cf_parallelize_all_like(f, r, 3, blocks);
+  for (int i = 0; i < 2 && !f->status; i++) {
+    cf_tv *x = ir_tv_handle(i ? t->y : t->x);
+    tile_threads(f, x, b);
+    cf_set_memory_type(f, x, CF_MEM_SHARED);
+  }
+  warp_tile(f, r, b);
+  int ns = inner_set(ex, n, t, set);
+  if (!f->status && ns) cf_propagate_transforms_to(f, r, -1, ns, set);
+  static const cf_parallel_type threads[] = {CF_PT_TIDZ, CF_PT_TIDY, CF_PT_TIDX};
+  if (!f->status && ns) cf_parallelize_all_like(f, r, 3, threads);
+  if (!f->status) inline_all(f, ex, n, t, b + 3);
+  arena_destroy(a);
+  return f->status;
+}

@@ -1,0 +1,27 @@
+/* scheduler/matmul_mma.h: the matmul row's tensor-core schedule (matmul_mma.c), called by
+ * scheduler/matmul_sched.c when the product's operands are half or bfloat16. */
+#ifndef CFUSER_SCHED_MATMUL_MMA_H
+#define CFUSER_SCHED_MATMUL_MMA_H
+
+#include "scheduler/sched.h"
+
+/* The tensors of the product the schedule places: r = sum(mul(cast(x), cast(y))) whose
+ * loop domain is already [batch?, M, N, K] (one axis each), x broadcast along N and y
+ * along M (the operand tiles), and the mul's two casts. */
+typedef struct MmaTiles {
+  Val *r, *x, *y, *mul, *ca, *cb;
+  bool batch;
+} MmaTiles;
+
+/* Whether the product fits the tensor-core schedule: the mul's operands are casts of half
+ * or bfloat16 tensors computed in the fusion (broadcasts of the inputs), one M and one N
+ * axis. Fills t (r, x, y, casts) when it does. */
+bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t);
+/* Block tile 128 x 128 x 32 of 2 x 2 warps (threadIdx.z, threadIdx.y) of 64 x 64 each:
+ * 4 x 8 m16n8k16 instructions a K step; x and y in shared memory, loaded by all 128
+ * threads at each K tile; the epilogue on the accumulator's fragments. */
+cf_status sched_matmul_mma(cf_fusion *f, const MmaTiles *t);
+/* The row's parameter text for it. */
+void sched_matmul_mma_params(char *text);
+
+#endif

@@ -1,0 +1,90 @@
+/* scheduler/mma_tile.c: cf_mma_tile, the tiling transform that hands a sum of a product's
+ * innermost M x N x K tile to a tensor-core instruction (ir/mma.h's table; nvFuser's
+ * MmaOp with ParallelType::Mma). It validates the product (ir_mma_match), the axes' roles
+ * and extents against the instruction's tile, then reshapes the M x N tile into the
+ * accumulator's fragment layout: M split into (M-registers, lane groups), N into (lanes of
+ * a group, N-registers), the lane axes merged onto threadIdx.x: [lane{32}, M-regs, N-regs,
+ * K], the last three on CF_PT_MMA. Key decision: the fragment layout is an ordinary
+ * schedule, so the accumulator allocated by the allocation rule is exactly the lane's
+ * registers, and the epilogue, given the same transforms (cf_propagate_transforms_to),
+ * reads them as plain local memory of its own thread; only the instruction itself (lower/
+ * mma.c) knows more. */
+#include "ir/mma.h"
+#include "scheduler/sched.h"
+
+/* Axis `a` of r has the instruction's extent `want` for `role`, and the iter type. */
+static bool axis_ok(cf_fusion *f, Val *r, int a, int64_t want, bool reduced, const char *role, const IrMmaInstr *in) {
+  Val *id = TV(r)->loop[a];
+  int64_t e;
+  StrBuf b = {0};
+  ir_print_id(&b, id);
+  bool ok = true;
+  if ((ID(id)->iter_type == CF_ITER_REDUCTION) != reduced) {
+    ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d (%s) of %s must be %s axis, the instruction's %s tile",
+                a, b.data, TV(r)->display_name, reduced ? "the reduced" : "an iteration", role);
+    ok = false;
+  } else if (!ir_scalar_const_value(ID(id)->extent, &e) || e != want) {
+    ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d (%s) of %s is the %s tile; %s needs its extent to be "
+                "exactly %lld (split it by %lld first)", a, b.data, TV(r)->display_name, role, in->name,
+                (long long)want, (long long)want);
+    ok = false;
+  } else if (ID(id)->ptype != CF_PT_SERIAL) {
+    ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d (%s) of %s is already on %s", a, b.data,
+                TV(r)->display_name, cf_parallel_type_name(ID(id)->ptype));
+    ok = false;
+  }
+  sb_free(&b);
+  return ok;
+}
+
+/* The roles of the M and N tiles: each derives from one root axis of r through splits,
+ * the M one iterated by a alone, the N one by b alone. */
+static bool roles_ok(cf_fusion *f, Val *r, int a, const IrMmaInstr *in, IrMmaPattern *p) {
+  char why[512];
+  int mr = ir_mma_root_axis(r, TV(r)->loop[a]), nr = ir_mma_root_axis(r, TV(r)->loop[a + 1]);
+  if (!ir_mma_match(r, in, mr, p, why, sizeof why, "mma_tile"))
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "%s", why), false;
+  int kr = ir_mma_root_axis(r, TV(r)->loop[a + 2]);
+  bool n_ok = nr >= 0 && ID(TV(p->a)->logical[nr])->iter_type == CF_ITER_BROADCAST &&
+              ID(TV(p->b)->logical[nr])->iter_type != CF_ITER_BROADCAST;
+  if (!n_ok)
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d of %s is not an N axis: it must come "
+                       "from one root axis through splits, broadcast by %s and iterated by %s", a + 1,
+                       TV(r)->display_name, TV(p->a)->display_name, TV(p->b)->display_name), false;
+  if (kr != p->k_axis)
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d of %s is not a split of its reduced axis",
+                       a + 2, TV(r)->display_name), false;
+  return true;
+}
+
+/* [.., M, N, K] -> [.., lane (threadIdx.x), M-regs, N-regs, K], the last three on MMA. */
+static void fragment_layout(cf_fusion *f, cf_tv *t, int a, const IrMmaInstr *in) {
+  cf_split(f, t, a + 1, in->acc_n_inner); /* [.., M, lanes of a group, N-regs, K] */
+  cf_split(f, t, a, in->acc_m_inner);     /* [.., M-regs, lane groups, lanes, N-regs, K] */
+  cf_reorder(f, t, 1, (int[]){a, a + 2}); /* [.., lane groups, lanes, M-regs, N-regs, K] */
+  cf_merge(f, t, a);
+  cf_parallelize(f, t, a, CF_PT_TIDX);
+  for (int i = 1; i <= 3; i++) cf_parallelize(f, t, a + i, CF_PT_MMA);
+}
+
+cf_status cf_mma_tile(cf_fusion *f, cf_tv *tv, int axis, cf_mma_macro macro) {
+  cf_status s = ir_check_tv(f, "mma_tile", tv);
+  if (s) return s;
+  Val *r = ir_tv(tv);
+  const IrMmaInstr *in = ir_mma_instr(macro);
+  if (!in) return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, r, "mma_tile: unknown instruction %d", (int)macro);
+  int n = TV(r)->nloop, a = ir_wrap_axis(axis, n);
+  if (a < 0 || a != n - 3)
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d of %s must start the last three loop axes "
+                       "(%d of %d): the instruction's M, N and K tiles are innermost", axis, TV(r)->display_name,
+                       n - 3, n);
+  if (a < TV(r)->ca_pos || a < TV(r)->max_producer_pos)
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axes %d.. of %s are shared with other tensors' loops "
+                       "(inlined); tile before inlining", a, TV(r)->display_name);
+  IrMmaPattern p;
+  if (!axis_ok(f, r, a, in->m, false, "M", in) || !axis_ok(f, r, a + 1, in->n, false, "N", in) ||
+      !axis_ok(f, r, a + 2, in->k, true, "K", in) || !roles_ok(f, r, a, in, &p))
+    return f->status;
+  fragment_layout(f, tv, a, in);
+  return f->status;
+}
