@@ -71,6 +71,14 @@ class Sched:
         """(i, j) -> (i, i ^ j) on axes x and y (equal powers of two)."""
         self._call("swizzle_xor", "cf_swizzle_xor", self._tv(t, "swizzle_xor"), x, y)
 
+    MMA_M16N8K16 = 0  # cf_mma_macro: mma.sync m16n8k16 (half or bfloat16 operands, float accumulator)
+
+    def mma_tile(self, t: Tensor, axis: int, macro: int = MMA_M16N8K16) -> None:
+        """Runs t's last three loop axes (from axis, which must be rank - 3: M, N and the
+        reduced K tile) as one tensor-core instruction each (cf_mma_tile; t a float sum of
+        mul(cast(a), cast(b)) of half or bfloat16 a and b)."""
+        self._call("mma_tile", "cf_mma_tile", self._tv(t, "mma_tile"), axis, int(macro))
+
     def parallelize(self, t: Tensor, axis: int, parallel_type: ParallelType) -> None:
         """Binds a loop axis to threads, blocks, vector lanes or unrolling."""
         self._call("parallelize", "cf_parallelize", self._tv(t, "parallelize"), axis,

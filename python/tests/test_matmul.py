@@ -74,3 +74,22 @@ def test_matmul_errors_carry_the_c_message():
             x, w = fd.define_tensor(2), fd.define_tensor(3)
             fd.ops.linear(x, w)
     assert "linear: weight T1 has 3 axes; it must be [N, K] or [K]" in str(info.value)
+
+
+def test_mma_tile_refuses_float_operands_with_the_c_message():
+    # fd.sched.mma_tile is cf_mma_tile: m16n8k16 takes half or bfloat16 operands only
+    class Fd(FusionDefinition):
+        def definition(self):
+            a, b = self.define_tensor([16, 16]), self.define_tensor([16, 8])
+            self.r = self.ops.matmul(a, b)
+            self.add_output(self.r)
+
+        def schedule(self):
+            self.sched.reorder(self.r, [0, 2, 1])
+            self.sched.mma_tile(self.r, 0)
+
+    fd = Fd()
+    with pytest.raises(cfuser.InvalidScheduleError) as info:
+        fd.execute([np.ones((16, 16), np.float32), np.ones((16, 8), np.float32)])
+    assert "mma_tile: the operands of" in str(info.value)
+    assert "are not casts of two half or two bfloat16 tensors" in str(info.value)
