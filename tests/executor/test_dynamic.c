@@ -155,8 +155,9 @@ Test(dynamic, full_and_expand) {
   for (int i = 0; i < 12; i++) cr_expect_eq(((float *)out->dl_tensor.data)[i], (float)i + 2.5f);
   cf_tensor_free(out);
   /* a non-broadcast axis keeps its extent */
-  *(int32_t *)n1v->dl_tensor.data = 5;
+  *(int32_t *)n1v->dl_tensor.data = 5; /* the full is [3, 5], y [3, 4]: the static add's check */
   cr_expect_eq(run(4, in, &out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "execute: add: axis 1 has extent 4 in T3 but 5 in T6");
   free_all(4, in);
 }
 
