@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "ir/dtype.h"
-#include "ir/ir.h"
+#include "ir/ops_util.h"
 
 typedef struct Dyn {
   cf_fusion *f;
@@ -208,19 +208,13 @@ static cf_status expand_params(Dyn *d, Expr *e, const int64_t *v) {
   return s;
 }
 
-/* Python's bounds on an axis of extent n: negative counts from the end, clamped. */
-static int64_t py_bound(int64_t v, int64_t n) {
-  if (v < 0) v += n;
-  return v < 0 ? 0 : v > n ? n : v;
-}
-
 static cf_status slice_params(Dyn *d, Expr *e, const int64_t *v) {
   Val *x = e->in[0];
   int64_t ext[CF_MAX_RANK];
   int n;
   cf_status s = operand_extents(d, x, ext, &n);
   for (int k = 0; !s && k < n; k++) {
-    int64_t step = v[2 * n + k], a = py_bound(v[k], ext[k]), b = py_bound(v[n + k], ext[k]);
+    int64_t step = v[2 * n + k], a = ir_py_bound(v[k], ext[k]), b = ir_py_bound(v[n + k], ext[k]);
     if (step < 1) return dyn_fail_tv(d, x, "slice: step %lld of axis %d is not positive", (long long)step, k);
     put(d, a);
     put(d, step);
