@@ -26,8 +26,8 @@ static DLManagedTensor *iota_tensor(int rank, const int64_t *sizes) {
   return t;
 }
 
-/* Runs the cache (made on first use) and the evaluator on the inputs; *got receives output
- * 0 of the cache, checked equal to the evaluator's; returns the cache's status. */
+/* Runs the cache (made on first use) and the evaluator on the inputs; every output is
+ * checked equal to the evaluator's and *got receives output 0; returns the cache's status. */
 static cf_status run(int nin, DLManagedTensor **in, DLManagedTensor **got) {
   if (!c) c = cf_fusion_cache_create(f, &host);
   const DLTensor *ins[8];
@@ -36,9 +36,13 @@ static cf_status run(int nin, DLManagedTensor **in, DLManagedTensor **got) {
   cf_status s = cf_fusion_execute(c, nin, ins, cf_fusion_num_outputs(f), out);
   if (s) return s;
   cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "%s", cf_fusion_error(f));
-  char msg[256] = "";
-  cr_expect(cf_tensor_allclose(&out[0]->dl_tensor, &want[0]->dl_tensor, 0, 0, msg, sizeof msg), "%s", msg);
-  cf_tensor_free(want[0]);
+  for (int o = 0; o < cf_fusion_num_outputs(f); o++) {
+    char msg[256] = "";
+    cr_expect(cf_tensor_allclose(&out[o]->dl_tensor, &want[o]->dl_tensor, 0, 0, msg, sizeof msg), "output %d: %s", o,
+              msg);
+    cf_tensor_free(want[o]);
+    if (o) cf_tensor_free(out[o]);
+  }
   *got = out[0];
   return CF_OK;
 }
