@@ -214,6 +214,12 @@ cf_status cf_executor_compile(cf_executor *e, cf_fusion *f) {
   if (!e) return CF_ERR_INVALID_ARGUMENT;
   errmsg_begin(&e->error);
   if (!f) return exec_error(e, CF_ERR_INVALID_ARGUMENT, "compile: fusion is NULL");
+  const Expr *dyn = f->status ? NULL : ir_fusion_dynamic_expr(f);
+  if (dyn)
+    return exec_error(e, CF_ERR_UNSUPPORTED, "compile: %s = %s(%s) has sizes given at run time; a kernel needs them "
+                      "constant: run the fusion with define and run (cf_fusion_cache), which makes it static per "
+                      "call, or give constant sizes", TV(dyn->out[0])->display_name, ir_op_name(dyn->op),
+                      dyn->nin > dyn->ndyn ? TV(dyn->in[0])->display_name : "");
   release(e);
   char err[512] = "";
   cf_backend backend;

@@ -190,6 +190,7 @@ cf_fusion_cache *cf_fusion_cache_create(cf_fusion *f, const cf_executor_options 
   }
   if (c->f->status) c->status = fc_error(c, c->f->status, "%s", cf_fusion_error(c->f));
   else if (!c->f->outputs.len) c->status = fc_error(c, CF_ERR_INVALID_ARGUMENT, "fusion_cache_create: the fusion has no outputs");
+  else if (ir_fusion_is_dynamic(c->f)) c->status = fc_dyn_create(c); /* fusion_dynamic.c */
   else c->status = fc_find_free_symbols(c);
   return c;
 }
@@ -236,6 +237,7 @@ void cf_fusion_cache_destroy(cf_fusion_cache *c) {
   free(c->slots);
   free(c->kernels); /* empty: every kernel was released with its last segment */
   free(c->free_sym);
+  fc_dyn_free(c->dyn);
   cf_fusion_destroy(c->f);
   errmsg_free(&c->error);
   pthread_mutex_destroy(&c->lock);
@@ -465,6 +467,7 @@ static cf_status execute(cf_fusion_cache *c, void *stream, bool async, int nin, 
   errmsg_begin(&c->error);
   cf_status s = check_counts(c, nin, in, nout, out);
   if (s) return s;
+  if (c->dyn) return fc_dyn_execute(c, stream, async, nin, in, nout, out);
   Sink hash = {0xcbf29ce484222325ull, NULL, 0, NULL, 0, true};
   if (!walk(&hash, nin, in, nout, out)) return fc_plan(c, in, nout, out, NULL); /* reports the bad tensor */
   FcEntry *en = lookup(c, hash.h, nin, in, nout, out);

@@ -42,6 +42,7 @@ typedef struct FcSegment {
 } FcSegment;
 
 typedef struct FcGraph FcGraph; /* fusion_graph.c */
+typedef struct FcDynamic FcDynamic; /* fusion_dynamic.c */
 
 /* The compiled plan of one signature. */
 typedef struct FcEntry {
@@ -78,6 +79,7 @@ struct cf_fusion_cache {
   int graphs;            /* CUDA graphs: -1 off, 1 capture at once, 0 the default rule (fusion_graph.c) */
   int64_t graph_captures, graph_replays;
   pthread_mutex_t lock;  /* held by each execute: entries' buffers and scratch are per call */
+  FcDynamic *dyn;        /* f has dynamic ops: calls go to a cache per concretization */
 };
 
 /* Tests: plan every later signature of c for this device description instead of the one
@@ -114,6 +116,17 @@ void fc_kernel_release(cf_fusion_cache *c, FcKernel *k);
 /* Runs en's segments one by one (fusion_cache.c), asynchronously on stream when async. */
 cf_status fc_run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
                           const DLTensor *const *in, int nout, DLManagedTensor **out);
+
+/* ---- fusions with dynamic ops (fusion_dynamic.c) ------------------------------------------ */
+
+/* Makes c a cache of concrete fusions: one inner cache per distinct set of the dynamic
+ * ops' parameters (ir_dynamic_params), made from ir_concretize of the call. */
+cf_status fc_dyn_create(cf_fusion_cache *c);
+/* A call of such a cache: the parameters read, the inner cache found or made, the call
+ * run by it, and c's counters and last entry taken from the inner caches. */
+cf_status fc_dyn_execute(cf_fusion_cache *c, void *stream, bool async, int nin, const DLTensor *const *in, int nout,
+                         DLManagedTensor **out);
+void fc_dyn_free(FcDynamic *d);
 
 /* ---- CUDA graphs (fusion_graph.c) -------------------------------------------------------- */
 

@@ -181,8 +181,8 @@ static Val *copy_operand(Copier *c, Val *v) {
 }
 
 static cf_status copy_expr(Copier *c, const Expr *e) {
-  Val *in[4], *out[4];
-  if (e->nin > 4 || e->nout > 4) return IR_INTERNAL(c->dst, e->nin <= 4 && e->nout <= 4);
+  Val *in[3 * CF_MAX_RANK + 1], *out[4]; /* a dynamic slice: its operand and 3 bounds per axis */
+  if (e->nin > 3 * CF_MAX_RANK + 1 || e->nout > 4) return IR_INTERNAL(c->dst, e->nin <= 3 * CF_MAX_RANK + 1 && e->nout <= 4);
   for (int i = 0; i < e->nin; i++)
     if (!(in[i] = copy_operand(c, e->in[i]))) return c->dst->status;
   for (int i = 0; i < e->nout; i++)
@@ -190,6 +190,9 @@ static cf_status copy_expr(Copier *c, const Expr *e) {
   Expr *n = ir_expr_new(c->dst, e->op, e->nin, in, e->nout, out);
   if (!n) return ir_error(c->dst, CF_ERR_OUT_OF_MEMORY, "fusion_copy: out of memory");
   n->attr = e->attr;
+  n->ndyn = e->ndyn;
+  if (e->op == OP_FULL && e->attr.full.extent && !(n->attr.full.extent = copy_scalar(c, e->attr.full.extent)))
+    return c->dst->status;
   if (ir_op_kind(e->op) == OPK_BROADCAST)
     n->attr.broadcast.is_broadcast = arena_memdup(c->dst->arena, e->attr.broadcast.is_broadcast,
                                                   sizeof(bool) * (size_t)e->attr.broadcast.rank);

@@ -707,9 +707,24 @@ static cf_status check_call(cf_fusion *f, int ninputs, const DLTensor *const *in
   return CF_OK;
 }
 
+/* A fusion with dynamic ops: its concrete copy for these inputs (ir/concretize.c), evaluated. */
+static cf_status evaluate_concrete(cf_fusion *f, int ninputs, const DLTensor *const *inputs, DLManagedTensor **outputs) {
+  if (ninputs != f->inputs.len)
+    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "evaluate: expected %d inputs, got %d", f->inputs.len, ninputs);
+  for (int i = 0; i < ninputs; i++)
+    if (!inputs[i]) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "evaluate: input %d is NULL", i);
+  cf_fusion *g = ir_concretize(f, inputs, "evaluate");
+  if (!g) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "evaluate: out of memory");
+  cf_status s = g->status ? g->status : cf_fusion_evaluate(g, ninputs, inputs, outputs);
+  if (s) ir_error(f, s, "%s", cf_fusion_error(g));
+  cf_fusion_destroy(g);
+  return s;
+}
+
 cf_status cf_fusion_evaluate(cf_fusion *f, int ninputs, const DLTensor *const *inputs, DLManagedTensor **outputs) {
   cf_status s = check_call(f, ninputs, inputs, outputs);
   if (s) return s;
+  if (ir_fusion_is_dynamic(f)) return evaluate_concrete(f, ninputs, inputs, outputs);
   for (int i = 0; i < f->outputs.len; i++) outputs[i] = NULL;
   if ((s = ir_verify_sources(f))) return s;
   Eval ev = {.f = f, .bufs = calloc((size_t)f->vals.len + 1, sizeof(EvalBuf))};

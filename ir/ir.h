@@ -392,6 +392,9 @@ struct Expr {
   int nin;
   Val **out;
   int nout;
+  /* A dynamic op (ir/ops_dynamic.c): its last ndyn inputs are 0-d integer tensors giving
+   * sizes or bounds at run time; ir/concretize.c makes it static before scheduling. */
+  int ndyn;
   union {
     struct { Val *factor; bool inner; } split;   /* OP_SPLIT: in[0] -> out[0] outer, out[1] inner */
     struct { SwizzleType type; } swizzle;        /* OP_SWIZZLE: (in x, in y) -> (out x, out y) */
@@ -401,7 +404,9 @@ struct Expr {
     struct { bool *is_squeezed; int rank; } squeeze; /* per input axis (reduction axes left out) */
     /* OP_FULL: the value in the dtype, exactly: `value` for floating dtypes, `ivalue` for
      * integers and bool (`value` is then its double, for printing only). */
-    struct { double value; int64_t ivalue; } full;
+    /* extent: a 0-d full whose value is this integer scalar (cf_tv_size: a size read at
+     * run time), made a constant by concretization; NULL for every other full. */
+    struct { double value; int64_t ivalue; Val *extent; } full;
     /* OP_IOTA: the element at index (i_0, ..., i_axis, ...) is start + i_axis * step, in
      * double for floating dtypes (then rounded once) and exactly in int64 for integers
      * (istart, istep); cf_iota makes the 1-D one (axis 0). */
@@ -565,6 +570,28 @@ cf_fusion *ir_fusion_copy_part(const cf_fusion *f, int nexprs, Expr *const *expr
 cf_status ir_check_extents(cf_fusion *f, const char *what);
 /* The same for one reshape: equal constant element counts of its input and output. */
 cf_status ir_check_reshape(cf_fusion *f, const char *what, const Expr *e);
+
+/* ---- dynamic ops (ops_dynamic.c, concretize.c) -------------------------------------------- */
+
+/* e takes sizes at run time: a dynamic reshape, expand, slice or iota (ndyn > 0) or a
+ * cf_tv_size (a full of a run-time extent). */
+bool ir_expr_is_dynamic(const Expr *e);
+/* Some expression of f reachable from its outputs is dynamic. */
+bool ir_fusion_is_dynamic(cf_fusion *f);
+/* The first such expression in topological order, or NULL. */
+const Expr *ir_fusion_dynamic_expr(cf_fusion *f);
+/* The concrete parameters of f's dynamic ops for a call (every output extent they give,
+ * a slice's starts and steps), in topological order: the key of the call's concrete
+ * fusion. Reads the integer 0-d inputs used as sizes (host memory: kDLCPU,
+ * kDLCUDAHost or kDLCUDAManaged). out: room for cap words (*n receives the count, which
+ * may exceed cap: call again with more room). An error (a bad value, a size on the
+ * device) is written to msg (without a prefix) and returned; f is not touched. */
+cf_status ir_dynamic_params(cf_fusion *f, const DLTensor *const *in, int64_t *out, int cap, int *n, char *msg,
+                            size_t msglen);
+/* A copy of f with every dynamic op made its static form for this call (constant sizes
+ * and bounds): the size operands dropped, the extents they gave constants. NULL only when
+ * out of memory; an error is recorded on the copy, prefixed by `what`. */
+cf_fusion *ir_concretize(cf_fusion *f, const DLTensor *const *in, const char *what);
 
 /* ---- rules of parallel and memory types (rules.c: one table each) ------------------- */
 

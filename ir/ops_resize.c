@@ -19,8 +19,9 @@
 
 /* ---- slice ---------------------------------------------------------------------------------- */
 
-/* Python's bounds on an axis of constant extent n: negative counts from the end, clamped. */
-static int64_t py_bound(int64_t v, int64_t n) {
+/* Python's bounds on an axis of constant extent n: negative counts from the end, clamped
+ * (ir/ops_util.h; concretization applies it to run-time bounds). */
+int64_t ir_py_bound(int64_t v, int64_t n) {
   if (v < 0) v += n;
   return v < 0 ? 0 : v > n ? n : v;
 }
@@ -33,7 +34,7 @@ static bool slice_axis(cf_fusion *f, Val *tv, int k, Val *ax, int64_t start, int
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "slice: step %lld of axis %d is not positive", (long long)step, k),
            false;
   if (ir_scalar_const_value(ID(ax)->extent, &n)) {
-    int64_t a = py_bound(start, n), b = py_bound(stop, n);
+    int64_t a = ir_py_bound(start, n), b = ir_py_bound(stop, n);
     *st = a;
     *extent = ir_const_int(f, b > a ? (b - a + step - 1) / step : 0);
     return true;

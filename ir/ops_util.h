@@ -25,6 +25,8 @@ void *ir_op_rank_error(cf_fusion *f, const char *what, Val *x, int nx, Val *y, i
  * NULL and ax[k] is a broadcast axis. */
 cf_tv *ir_op_expand(cf_fusion *f, const char *what, Val *tv, Val **ax, int n, Val *const *extent);
 
+/* Python's slice bound v on an axis of extent n: negative counts from the end, clamped to [0, n]. */
+int64_t ir_py_bound(int64_t v, int64_t n);
 static inline cf_tv *ir_op_result(Expr *e) { return e ? ir_tv_handle(e->out[0]) : NULL; }
 /* A fresh axis of id's extent and the given type. */
 static inline Val *ir_op_axis_copy(cf_fusion *f, Val *id, cf_iter_type type) { return ir_id_new(f, ID(id)->extent, type); }

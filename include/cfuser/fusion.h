@@ -276,6 +276,41 @@ CF_API cf_tv *cf_slice(cf_fusion *f, cf_tv *x, int rank, const int64_t *starts, 
 CF_API cf_tv *cf_pad(cf_fusion *f, cf_tv *x, int npad, const int64_t *widths, double value);
 CF_API cf_tv *cf_cat(cf_fusion *f, int n, cf_tv *const *xs, int dim);
 
+/* ---- sizes given at run time (dynamic ops) ------------------------------------------ */
+
+/* nvFuser's dynamic shapes: each size or bound below is a 0-d integer tensor of f, whose
+ * value is known only when the fusion runs: a scalar input (cf_scalar_input, passed as a
+ * 0-d integer tensor in host memory: kDLCPU), a constant (cf_const_int), a tensor's size
+ * (cf_tv_size), or integer arithmetic on those (cf_add, cf_mul, cf_div ... of 0-d
+ * tensors). cf_fusion_execute and cf_fusion_evaluate read the values per call and make a
+ * concrete fusion with the static op of those constants (cf_reshape, cf_expand, cf_slice,
+ * cf_iota), checked with the static op's errors (`execute: reshape: T0 has 24 elements
+ * but the sizes give 20 for T0_g_float[..]`); define and run compiles it once per distinct
+ * set of values and keeps it. The outputs' new extents are symbols of their own until
+ * then. A fusion with dynamic ops cannot be scheduled by hand: cf_executor_compile refuses
+ * it (run it with cf_fusion_cache, or give constant sizes). */
+
+/* A 0-d int64 tensor holding the size of t's logical axis `axis` (negative counts from
+ * the end; reduction axes not counted): a constant for a constant extent. Usable as a
+ * size of the ops below and as an operand of any op. */
+CF_API cf_tv *cf_tv_size(cf_fusion *f, cf_tv *t, int axis);
+/* cf_reshape with rank sizes given at run time; one of them may be -1 (inferred). */
+CF_API cf_tv *cf_reshape_dynamic(cf_fusion *f, cf_tv *x, int rank, cf_tv *const *sizes);
+/* cf_expand with sizes given at run time: rank is x's; sizes[i] NULL, or a value -1,
+ * keeps axis i; a broadcast axis takes the value; another axis must keep its extent. */
+CF_API cf_tv *cf_expand_dynamic(cf_fusion *f, cf_tv *x, int rank, cf_tv *const *sizes);
+/* cf_full with sizes given at run time: a full of size-1 broadcast axes, expanded to
+ * them (cf_expand_dynamic). nvFuser's broadcast_in_dim with run-time sizes is cf_broadcast
+ * then cf_expand_dynamic. */
+CF_API cf_tv *cf_full_dynamic(cf_fusion *f, int rank, cf_tv *const *sizes, double value, cf_dtype dtype);
+/* cf_slice with bounds given at run time, with Python's rules (negative counts from the
+ * end, clamped to the axis): starts, stops or steps NULL (or an entry NULL) mean 0, the
+ * end and 1; a step must be positive. */
+CF_API cf_tv *cf_slice_dynamic(cf_fusion *f, cf_tv *x, int rank, cf_tv *const *starts, cf_tv *const *stops,
+                               cf_tv *const *steps);
+/* cf_iota of a length given at run time (>= 0). */
+CF_API cf_tv *cf_iota_dynamic(cf_fusion *f, cf_tv *length, double start, double step, cf_dtype dtype);
+
 /* ---- inspection ------------------------------------------------------------------- */
 
 /* The nvFuser-style name, e.g. "T2". */

@@ -248,6 +248,12 @@ _proto("cf_reshape", _T, _F, _T, c_int, POINTER(c_int64))
 _proto("cf_slice", _T, _F, _T, c_int, POINTER(c_int64), POINTER(c_int64), POINTER(c_int64))
 _proto("cf_pad", _T, _F, _T, c_int, POINTER(c_int64), c_double)
 _proto("cf_cat", _T, _F, c_int, POINTER(_T), c_int)
+_proto("cf_tv_size", _T, _F, _T, c_int)
+_proto("cf_reshape_dynamic", _T, _F, _T, c_int, POINTER(_T))
+_proto("cf_expand_dynamic", _T, _F, _T, c_int, POINTER(_T))
+_proto("cf_full_dynamic", _T, _F, c_int, POINTER(_T), c_double, c_int)
+_proto("cf_slice_dynamic", _T, _F, _T, c_int, POINTER(_T), POINTER(_T), POINTER(_T))
+_proto("cf_iota_dynamic", _T, _F, _T, c_double, c_double, c_int)
 _proto("cf_tv_name", c_char_p, _T)
 for _name in ("cf_tv_dtype", "cf_tv_logical_rank", "cf_tv_naxes", "cf_tv_memory_type",
               "cf_tv_compute_at_pos"):

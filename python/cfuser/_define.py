@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _capi
 from ._inputs import InputSpec, check_rank, check_size, compute_tensor_descriptor, normalize_stride_order
-from ._tensor import Scalar, Tensor, Vector
+from ._tensor import RunValue, Scalar, Tensor, Vector
 from .ops_shape import check_stride_order
 from .types import DataType, InvalidArgumentError, UnsupportedError, as_dtype, dtype_of_number
 
@@ -53,6 +53,8 @@ class DefineMixin:
         self._c_inputs: List[Tuple[Any, ...]] = []  # per C input: ("user", u) ("vector", u, j, n) ("seed",) ("offset", k)
         self._c_specs: List[Optional[InputSpec]] = []  # per C input: a tensor input's spec
         self._c_scalars: Dict[int, DataType] = {}   # C input index -> dtype, for scalar inputs
+        self._c_keys: List[int] = []                # per C input: its handle's key
+        self._host_scalars: set = set()             # C input indices of scalars used as sizes: passed in host memory
         self._outputs: List[Tuple[Any, ...]] = []   # ("c", c index, stride order) ("input", u) ("hidden", c index) ("view", u, sizes, tensor)
         self._c_outputs: List[Tensor] = []
         self._aliases: Dict[int, int] = {}          # C output index -> the input (u) it is written back into
@@ -71,7 +73,13 @@ class DefineMixin:
             self._c_scalars[len(self._c_inputs)] = dtype
         self._c_inputs.append(slot)
         self._c_specs.append(spec)
+        self._c_keys.append(handle.key)
         return handle
+
+    def _size_input(self, handle: _capi.TvHandle) -> None:
+        """A scalar input's handle used as a size: C reads it from host memory per call."""
+        if handle.key in self._c_keys:
+            self._host_scalars.add(self._c_keys.index(handle.key))
 
     # ---- tensors ------------------------------------------------------------------------------
 
@@ -190,6 +198,7 @@ class DefineMixin:
             raise InvalidArgumentError(f"define_scalar: {dt.name} is not a scalar dtype")
         h = self._c_input("define_scalar", _capi.lib.cf_scalar_input(self._f, int(dt)), slot, dtype=dt)
         s = Scalar(self, None, dt, handle=h, input_index=len(self._inputs))  # type: ignore[arg-type]
+        s.run_value = RunValue(slot[1], slot[2] if slot[0] == "vector" else None)
         if record:
             self._inputs.append(("scalar", s))
         return s

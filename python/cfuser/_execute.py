@@ -75,11 +75,16 @@ def first_tensor(args: Sequence[Any], dtypes: Dict[int, DataType]) -> Optional[A
     return next((x for i, x in enumerate(args) if i not in dtypes), None)
 
 
-def scalar_arrays(args: List[Any], dtypes: Dict[int, DataType], like: Any) -> None:
+def scalar_arrays(args: List[Any], dtypes: Dict[int, DataType], like: Any, host: Any = ()) -> None:
     """Scalars given as numbers become 0-d arrays of their dtype, in the library and on the
-    device of the first tensor argument (NumPy when there is none)."""
+    device of the first tensor argument (NumPy when there is none); those used as sizes
+    (C indices in host) become NumPy arrays: C reads them from host memory."""
     for i, dt in dtypes.items():
         x = args[i]
+        if i in host:
+            import numpy
+            args[i] = numpy.array(x.item() if hasattr(x, "item") else x, dtype=ARRAY_DTYPE_NAMES[dt])
+            continue
         if hasattr(x, "__dlpack__"):
             continue
         if isinstance(x, complex) or not isinstance(x, (int, float, bool)) and not hasattr(x, "item"):

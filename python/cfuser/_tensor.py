@@ -41,6 +41,8 @@ class DimExpr:
         self.op, self.args = op, tuple(args)
 
     def value(self, inputs: Sequence[Any]) -> int:
+        if self.op == "unknown":
+            raise TypeError("an extent computed from scalars at run time")
         vals = [extent_value(a, inputs) for a in self.args]
         if self.op == "mul":
             out = 1
@@ -54,13 +56,34 @@ class DimExpr:
         return vals[0] // vals[1] if vals[1] else 0
 
     def __repr__(self) -> str:
+        if self.op == "unknown":
+            return "?"
         if self.op == "slice":
             return f"len({self.args[0]!r}[{self.args[1]}:{self.args[2]}:{self.args[3]}])"
         sep = {"mul": " * ", "div": " / ", "add": " + "}[self.op]
         return f"({sep.join(map(repr, self.args))})"
 
 
-Extent = Union[int, Tuple[int, int], DimExpr]  # a constant, (input index, axis), or an expression
+class RunValue:
+    """An extent given at run time: the value of a scalar input, execute argument u (or
+    item j of the define_vector argument u)."""
+
+    __slots__ = ("u", "j")
+
+    def __init__(self, u: int, j: Optional[int] = None) -> None:
+        self.u, self.j = u, j
+
+    def value(self, inputs: Sequence[Any]) -> int:
+        v = inputs[self.u] if self.j is None else inputs[self.u][self.j]
+        return int(v.item() if hasattr(v, "item") else v)
+
+    def __repr__(self) -> str:
+        return f"input{self.u}" + (f"[{self.j}]" if self.j is not None else "")
+
+
+UNKNOWN = DimExpr("unknown", ())  # computed from scalar inputs: cfuser allocates such outputs itself
+
+Extent = Union[int, Tuple[int, int], DimExpr, RunValue]  # a constant, (input index, axis), an expression
 Shape = Tuple[Extent, ...]
 
 
@@ -70,7 +93,7 @@ def extent_value(e: Extent, inputs: Sequence[Any]) -> int:
         return e
     if type(e) is tuple:
         return int(inputs[e[0]].shape[e[1]])
-    return e.value(inputs)  # type: ignore[union-attr]
+    return e.value(inputs)  # type: ignore[union-attr]  (DimExpr, RunValue)
 
 
 def extent_const(e: Extent) -> Optional[int]:
@@ -150,7 +173,7 @@ class Scalar(_Operators):
     """nvFuser's Scalar: a constant, a scalar input, a tensor's size, or an op on them.
     ``value`` is the number when it is known at definition time (else None)."""
 
-    __slots__ = ("fd", "value", "dtype", "handle", "extent", "source", "input_index")
+    __slots__ = ("fd", "value", "dtype", "handle", "extent", "source", "input_index", "run_value")
 
     def __init__(self, fd: "FusionDefinition", value: Any, dtype: DataType, handle: Optional[_capi.TvHandle] = None,
                  extent: Optional[Extent] = None, source: Optional[Tuple["Tensor", int]] = None,
@@ -158,6 +181,7 @@ class Scalar(_Operators):
         self.fd, self.value, self.dtype, self.handle = fd, value, dtype, handle
         # a size: its extent, and the tensor and axis it is the size of
         self.extent, self.source, self.input_index = extent, source, input_index
+        self.run_value: Optional[RunValue] = None  # a scalar input: its value as an extent
 
     @property
     def is_constant(self) -> bool:

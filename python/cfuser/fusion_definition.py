@@ -229,6 +229,8 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
         if hasattr(inputs, "__dlpack__") or not isinstance(inputs, (list, tuple)):
             raise InvalidArgumentError(f"execute: inputs must be a list of arrays, got a {type(inputs).__name__}")
         if len(inputs) != self._ninputs:
+            inputs = self._regroup_vectors(inputs)
+        if len(inputs) != self._ninputs:
             raise InvalidArgumentError(f"execute: expected {self._ninputs} inputs, got {len(inputs)}")
         if capture_debug_output:
             return self._captured(inputs)
@@ -246,12 +248,28 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
                 return outs
         return self._execute(inputs)
 
+    def _regroup_vectors(self, inputs: Sequence[Any]) -> Sequence[Any]:
+        """define_vector(n) inputs given flat (n numbers in its place, as nvFuser also
+        takes them) grouped back into lists; inputs unchanged when they do not fit."""
+        out, k = [], 0
+        for kind, x in self._inputs:
+            if k >= len(inputs):
+                return inputs
+            if kind == "vector" and not isinstance(inputs[k], (list, tuple)):
+                n = len(x.items)
+                out.append(list(inputs[k:k + n]))
+                k += n
+            else:
+                out.append(inputs[k])
+                k += 1
+        return out if k == len(inputs) else inputs
+
     def _execute(self, inputs: Sequence[Any]) -> List[Any]:
         if not self._c_outputs:  # every output is an input (nvFuser returns it): nothing to run
             return _execute.finish(self, _dlpack.GENERIC, inputs, [])
         args = _execute.c_arguments(self, inputs)
         like = _execute.first_tensor(args, self._c_scalars)
-        _execute.scalar_arrays(args, self._c_scalars, like)
+        _execute.scalar_arrays(args, self._c_scalars, like, self._host_scalars)
         n, nout = len(args), len(self._c_outputs)
         in_arr, out_arr = (ctypes.c_void_p * max(n, 1))(), (ctypes.c_void_p * max(nout, 1))()
         keep: List[object] = []  # capsules and views: alive until the run is over

@@ -85,13 +85,16 @@ class Ops(ShapeOps, ReduceOps):
         if isinstance(x, Tensor):
             return x.handle
         if x.handle is None:
-            if x.value is None:
-                raise UnsupportedError(f"{what}: {x!r} cannot be an operand: cfuser has no 0-d tensor of a symbolic "
-                                       "size (use the size where a shape is expected, or a constant)")
             lib, f = _capi.lib, self._fd._f
             dt = x.dtype
-            h = lib.cf_const_int(f, int(dt), int(x.value)) if dt in _INTEGER else \
-                lib.cf_const(f, int(dt), float(x.value))
+            if x.value is None and x.source is None:
+                raise UnsupportedError(f"{what}: {x!r} cannot be an operand: it has no value")
+            if x.value is None:  # a tensor's size: a 0-d int64 tensor holding it (cf_tv_size)
+                t, d = x.source
+                h = lib.cf_tv_size(f, t.handle, d)
+            else:
+                h = lib.cf_const_int(f, int(dt), int(x.value)) if dt in _INTEGER else \
+                    lib.cf_const(f, int(dt), float(x.value))
             if not h:
                 raise self._fd._error(what)
             x.handle = h

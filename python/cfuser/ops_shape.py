@@ -1,10 +1,13 @@
 """The shape, creation and random ops of fd.ops, in nvFuser's forms.
 
 Shapes may be given as lists or tuples of ints, constant Scalars and sizes of tensors
-(``t.size(1)``, ``t.shape()``, a Vector): a size of another tensor becomes that tensor's
-axis extent in the IR (cf_expand_to), so ``broadcast_in_dim(t1, t0.shape(), [2])`` or
-``full(t0.shape(), 1.0, DataType.Float)`` has t0's sizes at run time. Sizes a definition
-cannot know (a scalar input used as a size) are refused with a message.
+(``t.size(1)``, ``t.shape()``, a Vector) and scalar inputs (``define_scalar(None,
+dtype=DataType.Int)``, ``define_vector(n)``) or integer ops on them: a size of another
+tensor becomes that tensor's axis extent in the IR (cf_expand_to), so
+``broadcast_in_dim(t1, t0.shape(), [2])`` or ``full(t0.shape(), 1.0, DataType.Float)`` has
+t0's sizes at run time; a size known only at run time makes the op dynamic (cf_reshape_dynamic,
+cf_expand_dynamic, cf_slice_dynamic, cf_iota_dynamic), concretized by the C library per
+call. A scalar input used as a size is passed to C in host memory.
 
 Random ops without rng_seed and rng_offset draw from cfuser's generator (cfuser.manual_seed):
 each execute passes a seed and a fresh offset per random op as inputs the definition adds
@@ -16,15 +19,16 @@ import ctypes
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 from . import _capi
-from ._tensor import DimExpr, Extent, Scalar, Tensor, Vector, broadcast_shapes, product
+from ._tensor import UNKNOWN, DimExpr, Extent, Scalar, Tensor, Vector, broadcast_shapes, product
 from .types import DataType, InvalidArgumentError, UnsupportedError, as_dtype, is_floating
 
 if TYPE_CHECKING:
     from .ops import Ops
 
 ITER_BROADCAST, ITER_REDUCTION = 2, 1
-# A shape entry: (constant size or -1, the extent Python tracks, the IterDomain giving it in C or None)
-Entry = Tuple[int, Extent, Optional[_capi.IdHandle]]
+# A shape entry: (constant size or -1, the extent Python tracks, the IterDomain giving it in C
+# or None, the Scalar giving it at run time or None)
+Entry = Tuple[int, Extent, Optional[_capi.IdHandle], Optional[Scalar]]
 
 
 def logical_ids(t: Tensor) -> List[_capi.IdHandle]:
@@ -64,20 +68,41 @@ class ShapeOps:
                     x = int(x.value)
                 elif x.source is not None:
                     t, d = x.source
-                    out.append((-1, t.extents[d], logical_ids(t)[d]))
+                    out.append((-1, t.extents[d], logical_ids(t)[d], x))
                     continue
                 else:
-                    raise UnsupportedError(f"{what}: size {k} is {x!r}, a value known only at run time; cfuser needs "
-                                           "sizes known when the fusion is defined (a constant, or a tensor's size "
-                                           "t.size(i))")
+                    if x.dtype not in (DataType.Int, DataType.Int32, DataType.Int8, DataType.UInt32):
+                        raise InvalidArgumentError(f"{what}: size {k} is {x!r}; a size must be an integer")
+                    out.append((-1, x.run_value if x.run_value is not None else UNKNOWN, None, x))
+                    continue
             if isinstance(x, bool) or not isinstance(x, int) and not hasattr(x, "__index__"):
                 raise TypeError(f"{what}(): incompatible function arguments: size {x!r} at index {k}")
             v = int(x)
             if v < -1 or (v == -1 and not allow_infer):
                 raise InvalidArgumentError(f"{what}: The value {v} at index {k} was neither symbolic(-1), "
                                            "zero_element(0), broadcast(1), or static(>1).")
-            out.append((v, v, None))
+            out.append((v, v, None, None))
         return out
+
+    def _size_handle(self: "Ops", entry: Entry, keep: bool = False) -> Optional[_capi.TvHandle]:
+        """The 0-d integer tensor of a size entry (a constant, a tensor's size, a scalar);
+        None for -1 when keep (the dynamic ops' "keep the axis")."""
+        v, _, _, sc = entry
+        if sc is None and v == -1 and keep:
+            return None
+        if sc is None:
+            h = _capi.lib.cf_const_int(self._fd._f, int(DataType.Int), v)
+            if not h:
+                raise self._fd._error("size")
+            return h
+        h = self._handle(sc, "size")
+        self._fd._size_input(h)
+        return h
+
+    @staticmethod
+    def _dynamic(entries: Sequence[Entry]) -> bool:
+        """Some size is known only at run time (not a constant nor a tensor's size)."""
+        return any(sc is not None and idh is None for _, _, idh, sc in entries)
 
     def _expand_entries(self: "Ops", t: Tensor, entries: Sequence[Entry], what: str) -> Tensor:
         """t with its broadcast axes expanded to the entries' sizes (-1 keeps an axis)."""
@@ -85,8 +110,10 @@ class ShapeOps:
             raise InvalidArgumentError(f"{what}: {len(entries)} sizes for {t.name} of {t.ndim} dimensions")
         lib = _capi.lib
         ids = logical_ids(t)
+        if self._dynamic(entries):
+            return self._expand_dynamic(t, entries, ids, what)
         sizes, targets, extents, change = [], [], list(t.extents), False
-        for k, (v, ext, idh) in enumerate(entries):
+        for k, (v, ext, idh, _) in enumerate(entries):
             bcast = lib.cf_id_iter_type(ids[k]) == ITER_BROADCAST
             if not bcast:
                 if type(ext) is int and ext >= 0 and type(t.extents[k]) is int and ext != t.extents[k]:
@@ -107,6 +134,19 @@ class ShapeOps:
             return t
         h = lib.cf_expand_to(self._fd._f, t.handle, len(sizes), (ctypes.c_int64 * max(len(sizes), 1))(*sizes),
                              _capi.handle_array(_capi.IdHandle, targets))
+        return self._make(what, h, extents)
+
+    def _expand_dynamic(self: "Ops", t: Tensor, entries: Sequence[Entry], ids: Sequence[_capi.IdHandle],
+                        what: str) -> Tensor:
+        """cf_expand_dynamic: the broadcast axes of t take the entries' sizes (run-time ones
+        included); other axes keep theirs (C checks a given size against them per call)."""
+        lib = _capi.lib
+        handles, extents = [], list(t.extents)
+        for k, e in enumerate(entries):
+            handles.append(self._size_handle(e, keep=True))
+            if lib.cf_id_iter_type(ids[k]) == ITER_BROADCAST and handles[-1] is not None:
+                extents[k] = e[1]
+        h = lib.cf_expand_dynamic(self._fd._f, t.handle, len(handles), _capi.handle_array(_capi.TvHandle, handles))
         return self._make(what, h, extents)
 
     # ---- broadcasting ------------------------------------------------------------------------
@@ -198,12 +238,11 @@ class ShapeOps:
         fd._check_open("reshape")
         t = self._tensor(arg, "reshape")
         entries = self._shape_entries(new_shape, "reshape", allow_infer=True)
-        infer = [k for k, (v, _, idh) in enumerate(entries) if v == -1 or idh is not None]
-        if len(infer) > 1:
-            raise UnsupportedError(f"reshape: new shape {[e[1] for e in entries]} has {len(infer)} sizes that are "
-                                   "not constants; cfuser infers one (-1) and needs the others constant")
-        sizes = [-1 if k in infer else v for k, (v, _, _) in enumerate(entries)]
-        ext: List[Extent] = [e for _, e, _ in entries]
+        infer = [k for k, (v, _, idh, _) in enumerate(entries) if v == -1 or idh is not None]
+        if len(infer) > 1 or self._dynamic(entries):
+            return self._reshape_dynamic(t, entries)
+        sizes = [-1 if k in infer else v for k, (v, _, _, _) in enumerate(entries)]
+        ext: List[Extent] = [e[1] for e in entries]
         if infer:
             k = infer[0]
             known = product([s for s in sizes if s != -1])
@@ -215,6 +254,18 @@ class ShapeOps:
         arr = (ctypes.c_int64 * max(len(sizes), 1))(*sizes)
         out = self._make("reshape", _capi.lib.cf_reshape(fd._f, t.handle, len(sizes), arr), ext)
         out.origin, out.view_of = "reshape", (t, tuple(sizes))
+        return out
+
+    def _reshape_dynamic(self: "Ops", t: Tensor, entries: Sequence[Entry]) -> Tensor:
+        """cf_reshape_dynamic: sizes given at run time (scalar inputs, tensors' sizes; one -1)."""
+        handles = [self._size_handle(e) for e in entries]
+        ext: List[Extent] = [e[1] for e in entries]
+        infer = [k for k, e in enumerate(entries) if e[0] == -1 and e[3] is None]
+        if infer:
+            ext[infer[0]] = DimExpr("div", [product(t.extents), product([x for k, x in enumerate(ext) if k != infer[0]])])
+        h = _capi.lib.cf_reshape_dynamic(self._fd._f, t.handle, len(handles), _capi.handle_array(_capi.TvHandle, handles))
+        out = self._make("reshape", h, ext)
+        out.origin = "reshape"
         return out
 
     def stride_order(self: "Ops", arg: Any, stride_order: Sequence[int]) -> Tensor:
@@ -235,9 +286,10 @@ class ShapeOps:
 
     def slice(self: "Ops", arg: Any, start_indices: Sequence[Any], end_indices: Sequence[Any],
               strides: Optional[Sequence[Any]] = None, manual_normalization: bool = False) -> Tensor:
-        """nvFuser's slice: per axis arg[start:end:stride] (constants, or the axis's own size
-        as its end; Python's rules for negative and out-of-range indices; strides default
-        to 1). Ends known only at run time (define_vector inputs) are refused."""
+        """nvFuser's slice: per axis arg[start:end:stride] (constants, the axis's own size as
+        its end, or Scalars known only at run time: define_vector or scalar inputs, sizes of
+        tensors; Python's rules for negative and out-of-range indices; strides default to
+        1)."""
         fd = self._fd
         fd._check_open("slice")
         t = self._tensor(arg, "slice")
@@ -246,6 +298,9 @@ class ShapeOps:
         if not len(start_indices) == len(end_indices) == len(strides) == n:
             raise InvalidArgumentError(f"slice: {len(start_indices)} start, {len(end_indices)} end and "
                                        f"{len(strides)} stride indices for {t.name} of {n} dimensions")
+        if any(self._runtime(x) and not self._own_size(x, e) for x, e in zip(end_indices, t.extents)) or \
+                any(self._runtime(x) for x in list(start_indices) + list(strides)):
+            return self._slice_dynamic(t, start_indices, end_indices, strides)
         starts = [int(self._constant(x, "slice", None)) for x in start_indices]
         stops = [self._slice_stop(x, e) for x, e in zip(end_indices, t.extents)]
         steps = [int(self._constant(x, "slice", None)) for x in strides]
@@ -256,6 +311,31 @@ class ShapeOps:
             ext.append(len(range(*slice(a, b, s).indices(e))) if type(e) is int else DimExpr("slice", [e, a, b, s]))
         arrs = [(ctypes.c_int64 * max(n, 1))(*v) for v in (starts, stops, steps)]
         return self._make("slice", _capi.lib.cf_slice(fd._f, t.handle, n, *arrs), ext)
+
+    def _runtime(self: "Ops", x: Any) -> bool:
+        """x is a Scalar of this definition known only at run time."""
+        return isinstance(x, Scalar) and x.value is None
+
+    @staticmethod
+    def _own_size(x: Any, extent: Extent) -> bool:
+        return isinstance(x, Scalar) and x.value is None and x.extent is not None and x.extent == extent
+
+    def _bound(self: "Ops", x: Any, what: str) -> Tuple[_capi.TvHandle, Extent]:
+        """A run-time bound's 0-d tensor and its value as an extent."""
+        s = self._operand(x, what)
+        if not isinstance(s, Scalar):
+            raise InvalidArgumentError(f"{what}: a bound is a Tensor, not a number or a Scalar")
+        e = (-1 if s.value is None else int(s.value), s.extent if s.source is not None else
+             s.run_value if s.run_value is not None else UNKNOWN if s.value is None else int(s.value), None, s)
+        return self._size_handle(e), e[1]
+
+    def _slice_dynamic(self: "Ops", t: Tensor, starts: Sequence[Any], stops: Sequence[Any],
+                       steps: Sequence[Any]) -> Tensor:
+        """cf_slice_dynamic: bounds given at run time (Python's rules, applied by C per call)."""
+        b = [[self._bound(x, "slice") for x in xs] for xs in (starts, stops, steps)]
+        ext = [DimExpr("slice", [e, b[0][k][1], b[1][k][1], b[2][k][1]]) for k, e in enumerate(t.extents)]
+        arrs = [_capi.handle_array(_capi.TvHandle, [h for h, _ in xs]) for xs in b]
+        return self._make("slice", _capi.lib.cf_slice_dynamic(self._fd._f, t.handle, t.ndim, *arrs), ext)
 
     def _slice_stop(self: "Ops", x: Any, extent: Extent) -> int:
         """A slice's stop: a constant, or the sliced axis's own size (``t.shape()`` as the
@@ -306,7 +386,7 @@ class ShapeOps:
 
     def _full(self: "Ops", entries: Sequence[Entry], v: Scalar, dt: DataType) -> Tensor:
         fd, lib = self._fd, _capi.lib
-        sizes = [1 if idh is not None else s for s, _, idh in entries]
+        sizes = [1 if idh is not None or sc is not None else s for s, _, idh, sc in entries]
         arr = (ctypes.c_int64 * max(len(sizes), 1))(*sizes)
         if v.value is not None:
             h = lib.cf_full(fd._f, len(sizes), arr, float(v.value), int(dt)) if is_floating(dt) else \
@@ -329,9 +409,13 @@ class ShapeOps:
     def iota(self: "Ops", length: Any, start: Any = None, step: Any = None,
              dtype: Union[DataType, str] = DataType.Int) -> Tensor:
         """nvFuser's iota: the 1-D tensor start + i * step, i in [0, length) (torch.arange);
-        length, start and step are constants."""
+        start and step are constants, length a constant or a Scalar known at run time."""
         fd = self._fd
         fd._check_open("iota")
+        if self._runtime(length):
+            a, s = (float(self._constant(x, "iota", d)) for x, d in ((start, 0), (step, 1)))
+            h, ext = self._bound(length, "iota")
+            return self._make("iota", _capi.lib.cf_iota_dynamic(fd._f, h, a, s, int(as_dtype(dtype))), (ext,))
         n, a, s = (self._constant(x, "iota", d) for x, d in ((length, None), (start, 0), (step, 1)))
         h = _capi.lib.cf_iota(fd._f, int(n), float(a), float(s), int(as_dtype(dtype)))
         return self._make("iota", h, (int(n),))
@@ -375,12 +459,15 @@ class ShapeOps:
             return self._make(what, getattr(lib, like_fn)(fd._f, like.handle, lo, hi, seed, offset), like.extents)
         dt = as_dtype(dtype)
         entries = self._shape_entries(shape, what)
-        if all(idh is None for _, _, idh in entries):
-            sizes = [s for s, _, _ in entries]
+        if all(idh is None and sc is None for _, _, idh, sc in entries):
+            sizes = [s for s, _, _, _ in entries]
             arr = (ctypes.c_int64 * max(len(sizes), 1))(*sizes)
             return self._make(what, getattr(lib, fn)(fd._f, len(sizes), arr, lo, hi, seed, offset, int(dt)), sizes)
         carrier = self._full(entries, Scalar(fd, 0.0, DataType.Double), dt)
-        return self._make(what, getattr(lib, like_fn)(fd._f, carrier.handle, lo, hi, seed, offset), carrier.extents)
+        r = self._make(what, getattr(lib, like_fn)(fd._f, carrier.handle, lo, hi, seed, offset), carrier.extents)
+        if self._dynamic(entries):  # the draw reads its sizes from the carrier's expand: it must be computed
+            r = self.add(r, carrier)  # + 0.0, exact
+        return r
 
     def uniform(self: "Ops", minval: Any, maxval: Any, shape: Any, dtype: Any = DataType.Float,
                 rng_seed: Any = None, rng_offset: Any = None) -> Tensor:

@@ -30,6 +30,9 @@ PYTHON_NAME = {
     "cf_const": None, "cf_const_int": None,  # define_scalar(value) and numbers, when an op uses them
     "cf_full_int": "full", "cf_expand_to": "broadcast_in_dim",  # also expand and full to another tensor's sizes
     "cf_uniform_like": "rand_like", "cf_normal_like": "randn_like",
+    # sizes known only at run time: the ops given such sizes (a Scalar input, t.size(i) in arithmetic)
+    "cf_tv_size": None, "cf_reshape_dynamic": "reshape", "cf_expand_dynamic": "expand",
+    "cf_full_dynamic": "full", "cf_slice_dynamic": "slice", "cf_iota_dynamic": "iota",
 }
 
 
