@@ -14,8 +14,10 @@
  * computed again after them), so the registry asks lowering about a trial schedule. Alignment is not the rows' to check: the executor
  * devectorizes a schedule made for a call with a misaligned tensor (sched_devectorize). */
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
 #include "ir/ir.h"
 #include "scheduler/registry.h"
 
@@ -118,8 +120,30 @@ static bool trial(const SchedRow *r, cf_fusion *f, const SchedCall *call, SchedL
   return ok;
 }
 
+/* One rule for every kernel row: no kernel reads a tensor in two orders (x^T + x; or a
+ * matmul's operand added to its output, which makes K and N one axis). The loop model
+ * refuses every schedule of such a segment (analysis/loop_model.c), so no row takes it
+ * and segmentation cuts it; asked after a row's own checks accept (the maps cost a walk). */
+static bool reads_in_one_order(const SchedRow *r, cf_fusion *f, char *why) {
+  if (r->kind != SCHED_ROW_KERNEL) return true;
+  bool ok = true;
+  for (int k = 0; k < 2 && ok; k++) {
+    IdMap *m = an_idmap_build(f, k == 1);
+    const Expr *op;
+    const Val *tv, *a, *b;
+    if (m && an_idmap_self_mapping(m, &op, &tv, &a, &b)) {
+      snprintf(why, SCHED_WHY_MAX, "%s: the segment reads %s in two orders (two of its axes are one axis through %s): "
+               "no kernel computes it", r->name, TV((Val *)tv)->display_name, TV(op->out[0])->display_name);
+      ok = false;
+    }
+    if (m) an_idmap_free(m);
+  }
+  return ok;
+}
+
 bool sched_row_accepts(const SchedRow *r, cf_fusion *f, const SchedCall *call, SchedLowers lowers, char *why) {
-  return r->can_schedule(f, call, why) && (!r->trial || !lowers || trial(r, f, call, lowers, why));
+  return r->can_schedule(f, call, why) && reads_in_one_order(r, f, why) &&
+         (!r->trial || !lowers || trial(r, f, call, lowers, why));
 }
 
 bool sched_choose(cf_fusion *f, const SchedCall *call, SchedLowers lowers, SchedPlan *out, StrBuf *refusals) {

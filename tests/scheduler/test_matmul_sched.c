@@ -178,3 +178,28 @@ Test(matmul_sched, define_and_run_picks_the_row) {
   for (int i = 0; i < 3; i++) cf_tensor_free(t[i]);
   cf_tensor_free(got), cf_tensor_free(want);
 }
+
+/* A residual linear, y = x @ w^T + x with w square (nvFuser's test_reduction_transpose_sched_
+ * issue2317): the add maps x's axis 1 (K) onto the output's N, so one kernel would read x
+ * in two orders. No row takes that segment (registry.c: reads_in_one_order); define and
+ * run cuts it into the matmul and the add, and the result equals the evaluator (it was an
+ * internal error: "the matmul row's schedule ... is refused by lowering"). */
+Test(matmul_sched, residual_linear_is_cut_where_k_meets_n) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2), *w = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, w);
+  cf_fusion_add_output(f, cf_add(f, cf_linear(f, x, w, NULL), x));
+  KcInput in[2] = {{CF_FLOAT, 2, {9, 24}, NULL}, {CF_FLOAT, 2, {24, 24}, NULL}};
+  DLManagedTensor *t[2], *got = NULL, *want = NULL;
+  const DLTensor *ins[2];
+  for (int i = 0; i < 2; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 11 + (uint64_t)i))->dl_tensor;
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_fusion_execute(c, 2, ins, 1, &got), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(cf_fusion_evaluate(f, 2, ins, &want), CF_OK, "%s", cf_fusion_error(f));
+  char msg[256] = "";
+  cr_expect(cf_tensor_allclose(&got->dl_tensor, &want->dl_tensor, 1e-4, 1e-4, msg, sizeof msg), "%s", msg);
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 2);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "matmul");
+  cf_fusion_cache_destroy(c);
+  for (int i = 0; i < 2; i++) cf_tensor_free(t[i]);
+  cf_tensor_free(got), cf_tensor_free(want);
+}
