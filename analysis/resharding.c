@@ -10,7 +10,7 @@
  * allreduce. An operand on another mesh than the output's is gathered whole, moved, and
  * sliced there (no partials cross meshes). Key decision: refuse what cannot be computed
  * shard by shard rather than compute it wrong: ops whose elements depend on their
- * position (iota, random numbers) producing a sharded tensor, resizes and reshapes
+ * position or from nothing (iota, random numbers, full) producing a sharded tensor, resizes and reshapes
  * touching a sharded axis, and a Welford or online softmax over a sharded axis (their
  * states have no NCCL reduction). */
 #include <stdlib.h>
@@ -25,9 +25,10 @@ static int pos_in(const Val *tv, const Val *id) {
   return -1;
 }
 
-/* Ops whose output elements depend on their position, not only on operand elements. */
-static bool reads_positions(IrOp op) {
-  return op == OP_IOTA || op == OP_RAND || op == OP_RAND64 || op == OP_RANDN;
+/* Ops whose output elements are made, not read from operand elements: by their position
+ * (iota, random numbers) or from nothing (full). */
+static bool makes_elements(IrOp op) {
+  return ir_op_kind(op) == OPK_FULL || op == OP_RAND || op == OP_RAND64 || op == OP_RANDN;
 }
 
 static cf_status refuse(cf_fusion *f, const Expr *e, Val *tv, const char *why) {
@@ -39,8 +40,9 @@ static cf_status check_expr(const AnShardings *s, const Expr *e) {
   Val *c = e->out[0];
   const AnSharding *cl = an_sharding_of(s, c);
   OpKind k = ir_op_kind(e->op);
-  if (reads_positions(e->op) && an_sharding_any(c, cl, false))
-    return refuse(s->f, e, c, "is sharded, but its elements depend on their position; shard a consumer instead");
+  if (makes_elements(e->op) && an_sharding_any(c, cl, false))
+    return refuse(s->f, e, c, "is sharded, but it makes its elements rather than reading a shard; shard a consumer "
+                              "instead");
   if (k != OPK_RESIZE && k != OPK_RESHAPE) return CF_OK;
   for (int i = 0; i < e->nin; i++)
     if (e->in[i]->kind == VAL_TV && an_sharding_any(e->in[i], an_sharding_of(s, e->in[i]), false))
@@ -90,7 +92,7 @@ static void needed_layout(const AnShardings *s, const Expr *e, Val *p, AnReshard
   int n = an_pairwise_map(p, c, pids, cids, CF_MAX_RANK);
   for (int k = 0; k < n; k++) {
     int pa = pos_in(p, pids[k]), ca = pos_in(c, cids[k]);
-    if (pa < 0 || ca < 0) continue;
+    if (pa < 0 || ca < 0 || ID(pids[k])->iter_type == CF_ITER_BROADCAST) continue; /* never sharded */
     if (ID(cids[k])->iter_type == CF_ITER_REDUCTION) r->to[pa] = r->cross_mesh ? -1 : r->from[pa];
     else if (!r->cross_mesh && cl->dim[ca] >= 0 && is_partial_dim(p, r->from, pids, cids, n, cl->dim[ca])) r->to[pa] = -1;
     else r->to[pa] = cl->dim[ca];

@@ -96,7 +96,8 @@ static cf_status propagated(AnShardings *s, Val *tv, AnSharding *l) {
     int n = an_pairwise_map(p, tv, pids, cids, CF_MAX_RANK);
     for (int k = 0; k < n; k++) {
       int pa = logical_pos(p, pids[k]), ca = logical_pos(tv, cids[k]);
-      if (pa < 0 || ca < 0 || pl->dim[pa] < 0 || l->dim[ca] >= 0) continue;
+      if (pa < 0 || ca < 0 || pl->dim[pa] < 0 || l->dim[ca] >= 0 || ID(cids[k])->iter_type == CF_ITER_BROADCAST)
+        continue;
       bool used = false;
       for (int a = 0; a < TV(tv)->nlogical; a++) used |= l->dim[a] == pl->dim[pa];
       if (!used) l->dim[ca] = pl->dim[pa];
