@@ -9,10 +9,10 @@
  * combine over k: by a reduce-scatter when the output is sharded on k, else an
  * allreduce. An operand on another mesh than the output's is gathered whole, moved, and
  * sliced there (no partials cross meshes). Key decision: refuse what cannot be computed
- * shard by shard rather than compute it wrong: ops whose elements depend on their
- * position or from nothing (iota, random numbers, full) producing a sharded tensor, resizes and reshapes
- * touching a sharded axis, and a Welford or online softmax over a sharded axis (their
- * states have no NCCL reduction). */
+ * shard by shard rather than compute it wrong: ops making their elements (iota, random
+ * numbers, full) producing a sharded tensor, resizes and reshapes of a sharded axis (a
+ * slice of another axis is fine), and a Welford or online softmax over a sharded axis
+ * (their states have no NCCL reduction). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +31,33 @@ static bool makes_elements(IrOp op) {
   return ir_op_kind(op) == OPK_FULL || op == OP_RAND || op == OP_RAND64 || op == OP_RANDN;
 }
 
+/* Whether operand axis a (counted without reduction axes) is resized by e: every axis of
+ * a reshape, the cut axes of a slice, the padded ones of a pad, the joined one of a cat. */
+static bool resized_axis(const Expr *e, int a) {
+  Val *p = e->in[0], *pid = NULL, *pids[CF_MAX_RANK], *cids[CF_MAX_RANK];
+  for (int i = 0, k = 0; i < TV(p)->nlogical && !pid; i++)
+    if (ID(TV(p)->logical[i])->iter_type != CF_ITER_REDUCTION && k++ == a) pid = TV(p)->logical[i];
+  if (e->op == OP_SLICE || e->op == OP_PAD) {
+    int n = an_shard_pairs(p, e->out[0], pids, cids);
+    for (int i = 0; i < n; i++)
+      if (pids[i] == pid) return false;
+    return true;
+  }
+  if (e->op == OP_CAT) return a == e->attr.cat.axis;
+  return true;
+}
+
+/* Whether tv (an operand or the output of a resize or reshape e) is sharded on an axis
+ * e resizes. */
+static bool sharded_resized(const Expr *e, Val *tv, const AnSharding *l) {
+  for (int a = 0, k = 0; a < TV(tv)->nlogical; a++) {
+    if (ID(TV(tv)->logical[a])->iter_type == CF_ITER_REDUCTION) continue;
+    if (l->dim[a] >= 0 && resized_axis(e, k)) return true;
+    k++;
+  }
+  return false;
+}
+
 static cf_status refuse(cf_fusion *f, const Expr *e, Val *tv, const char *why) {
   return ir_error_tv(f, CF_ERR_UNSUPPORTED, tv, "sharding: %s (%s) %s", TV(e->out[0])->display_name,
                      ir_op_name(e->op), why);
@@ -45,10 +72,11 @@ static cf_status check_expr(const AnShardings *s, const Expr *e) {
                               "instead");
   if (k != OPK_RESIZE && k != OPK_RESHAPE) return CF_OK;
   for (int i = 0; i < e->nin; i++)
-    if (e->in[i]->kind == VAL_TV && an_sharding_any(e->in[i], an_sharding_of(s, e->in[i]), false))
-      return refuse(s->f, e, e->in[i], "reads a sharded operand; resizes and reshapes of sharded tensors are not supported");
-  if (an_sharding_any(c, cl, false))
-    return refuse(s->f, e, c, "is sharded; resizes and reshapes of sharded tensors are not supported");
+    if (e->in[i]->kind == VAL_TV && sharded_resized(e, e->in[i], an_sharding_of(s, e->in[i])))
+      return refuse(s->f, e, e->in[i], "reads a sharded axis it resizes; resizes and reshapes of sharded axes are not "
+                                       "supported");
+  if (sharded_resized(e, c, cl))
+    return refuse(s->f, e, c, "is sharded on a resized axis; resizes and reshapes of sharded axes are not supported");
   return CF_OK;
 }
 
@@ -89,7 +117,7 @@ static void needed_layout(const AnShardings *s, const Expr *e, Val *p, AnReshard
   r->to_mesh = cl->mesh;
   r->cross_mesh = pl->mesh && cl->mesh && !cf_device_mesh_equal(pl->mesh, cl->mesh);
   Val *pids[CF_MAX_RANK], *cids[CF_MAX_RANK];
-  int n = an_pairwise_map(p, c, pids, cids, CF_MAX_RANK);
+  int n = an_shard_pairs(p, c, pids, cids);
   for (int k = 0; k < n; k++) {
     int pa = pos_in(p, pids[k]), ca = pos_in(c, cids[k]);
     if (pa < 0 || ca < 0 || ID(pids[k])->iter_type == CF_ITER_BROADCAST) continue; /* never sharded */

@@ -45,7 +45,7 @@ static int sharded_logical_axis(cf_fusion *f, Val *tv, Val *id, int size) {
                 "sharding: the axis parallelized on %s is neither a logical axis nor the outer split of one", pt);
     return -1;
   }
-  if (is_const && ext == size) return pos;
+  if (is_const ? ext == size : pos == logical_pos(tv, id)) return pos; /* a symbolic logical axis: bound per call */
   ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv,
               "sharding: the axis parallelized on %s (logical axis %d) must have the mesh axis's extent %d", pt, pos,
               size);
@@ -66,8 +66,11 @@ static cf_status declared(cf_fusion *f, Val *tv, AnSharding *l) {
                          cf_parallel_type_name(p), t->mesh ? "its mesh has no such axis" : "the tensor has no device mesh");
     int pos = sharded_logical_axis(f, tv, t->loop[i], an_mesh_axis_size(t->mesh, dim));
     if (pos < 0) return f->status;
+    /* a reduction axis and an iteration axis may share a type: the reduction's partials
+     * are scattered over the iteration axis (nvFuser's reduce-scatter spelling) */
+    bool red = ID(t->logical[pos])->iter_type == CF_ITER_REDUCTION;
     for (int a = 0; a < t->nlogical; a++)
-      if (l->dim[a] == dim)
+      if (l->dim[a] == dim && (ID(t->logical[a])->iter_type == CF_ITER_REDUCTION) == red)
         return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv, "sharding: two axes are parallelized on %s",
                            cf_parallel_type_name(p));
     if (l->dim[pos] >= 0)
@@ -75,6 +78,37 @@ static cf_status declared(cf_fusion *f, Val *tv, AnSharding *l) {
     l->dim[pos] = (int8_t)dim;
   }
   return CF_OK;
+}
+
+/* The i-th axis of tv without its reduction axes, or NULL. */
+static Val *kept_axis(Val *tv, int i) {
+  for (int a = 0; a < TV(tv)->nlogical; a++)
+    if (ID(TV(tv)->logical[a])->iter_type != CF_ITER_REDUCTION && i-- == 0) return TV(tv)->logical[a];
+  return NULL;
+}
+
+/* A slice or pad leaves an axis whole (start 0, step 1, no padding, the same constant
+ * extent) yet makes a new IterDomain for it, which the pairwise map leaves unpaired. */
+static bool resize_keeps_axis(const Expr *e, int k, Val *pid, Val *cid) {
+  int64_t a, b;
+  if (!pid || !cid || !ir_scalar_const_value(ID(pid)->extent, &a) || !ir_scalar_const_value(ID(cid)->extent, &b) || a != b)
+    return false;
+  if (e->op == OP_SLICE) return k < e->attr.slice.rank && e->attr.slice.start[k] == 0 && e->attr.slice.step[k] == 1;
+  if (e->op == OP_PAD) return k < e->attr.pad.rank && !e->attr.pad.left[k] && !e->attr.pad.right[k];
+  return false;
+}
+
+int an_shard_pairs(Val *p, Val *c, Val **pids, Val **cids) {
+  int n = an_pairwise_map(p, c, pids, cids, CF_MAX_RANK);
+  const Expr *e = c->def;
+  if (n < 0 || !e || (e->op != OP_SLICE && e->op != OP_PAD)) return n;
+  for (int k = 0; k < CF_MAX_RANK && n < CF_MAX_RANK; k++) {
+    Val *pid = kept_axis(p, k), *cid = kept_axis(c, k);
+    bool paired = false;
+    for (int i = 0; i < n; i++) paired |= pids[i] == pid;
+    if (!paired && resize_keeps_axis(e, k, pid, cid)) pids[n] = pid, cids[n++] = cid;
+  }
+  return n;
 }
 
 /* A tensor without a mesh: its producers' mesh, and the sharding of paired axes. */
@@ -93,7 +127,7 @@ static cf_status propagated(AnShardings *s, Val *tv, AnSharding *l) {
                          "sharding: the producers are on different meshes; place the tensor on a mesh");
     l->mesh = pl->mesh;
     Val *pids[CF_MAX_RANK], *cids[CF_MAX_RANK];
-    int n = an_pairwise_map(p, tv, pids, cids, CF_MAX_RANK);
+    int n = an_shard_pairs(p, tv, pids, cids);
     for (int k = 0; k < n; k++) {
       int pa = logical_pos(p, pids[k]), ca = logical_pos(tv, cids[k]);
       if (pa < 0 || ca < 0 || pl->dim[pa] < 0 || l->dim[ca] >= 0 || ID(cids[k])->iter_type == CF_ITER_BROADCAST)

@@ -33,6 +33,10 @@ void an_shardings_free(AnShardings *s);
 static inline const AnSharding *an_sharding_of(const AnShardings *s, const Val *tv) { return &s->by_id[tv->id]; }
 /* Whether any axis of the layout is sharded (reduction axes left out when iter_only). */
 bool an_sharding_any(const Val *tv, const AnSharding *l, bool iter_only);
+/* The pairs of p's and consumer c's axes that share a sharding: the pairwise map, plus
+ * the axes a slice or pad leaves whole. At most CF_MAX_RANK; -1 when p is not c's
+ * producer. */
+int an_shard_pairs(Val *p, Val *c, Val **pids, Val **cids);
 /* The size of mesh axis `dim` of m. */
 int an_mesh_axis_size(const cf_device_mesh *m, int dim);
 

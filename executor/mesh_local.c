@@ -50,7 +50,7 @@ static void carry_layout(int8_t (*lay)[CF_MAX_RANK], const Expr *e) {
   for (int j = e->nin - 1; j >= 0; j--) {
     Val *p = e->in[j], *pids[CF_MAX_RANK], *cids[CF_MAX_RANK];
     if (p->kind != VAL_TV) continue;
-    int n = an_pairwise_map(p, c, pids, cids, CF_MAX_RANK);
+    int n = an_shard_pairs(p, c, pids, cids);
     for (int k = 0; k < n; k++) {
       int pa = pos_of(p, pids[k]), ca = pos_of(c, cids[k]);
       if (pa >= 0 && ca >= 0 && lay[p->id][pa] >= 0 && ID(cids[k])->iter_type != CF_ITER_BROADCAST)

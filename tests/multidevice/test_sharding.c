@@ -154,7 +154,7 @@ Test(sharding, refused_ops) {
   cr_assert_eq(an_shardings_compute(f, &s), CF_OK);
   cr_expect_eq(an_reshardings(&s, &rs), -1);
   an_shardings_free(&s);
-  cr_expect_str_eq(cf_fusion_error(f), "sharding: T1 (reshape) reads a sharded operand; resizes and reshapes of "
-                                       "sharded tensors are not supported for T0_g_float[ideviceIdx.x0{2}, iS1{4}] "
+  cr_expect_str_eq(cf_fusion_error(f), "sharding: T1 (reshape) reads a sharded axis it resizes; resizes and "
+                                       "reshapes of sharded axes are not supported for T0_g_float[ideviceIdx.x0{2}, iS1{4}] "
                                        "(DeviceMesh{0 1})");
 }
