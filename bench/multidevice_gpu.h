@@ -9,6 +9,10 @@ static DLManagedTensor *to_device(const DLTensor *h) {
   return d;
 }
 
+static void free_all(DLManagedTensor **ts, int n) {
+  for (int i = 0; i < n; i++) cf_tensor_free(ts[i]);
+}
+
 static DLManagedTensor *to_host(const DLTensor *d) {
   DLManagedTensor *h = cf_tensor_host(CF_FLOAT, d->ndim, d->shape);
   if (h && cf_tensor_copy(&h->dl_tensor, d)) cf_tensor_free(h), h = NULL;
@@ -39,11 +43,7 @@ static int gpu_case(cf_comm *c, const Case *k, int scale, bool check, double *us
   if (us) *us = (bu_now_us() - *us) / 20;
   if (st) printf("rank %d: FAILED %s: %s\n", me, k->name, cf_mesh_executor_error(x)), bad = 1;
   else if (check) printf("rank %d: %s %s\n", me, k->name, bad ? "MISMATCH" : "ok");
-  cf_tensor_free(out);
-  cf_tensor_free(dev);
-  cf_tensor_free(loc);
-  cf_tensor_free(g);
-  cf_tensor_free(ref);
+  free_all((DLManagedTensor *[]){out, dev, loc, g, ref}, 5);
   cf_mesh_executor_destroy(x);
   cf_fusion_destroy(f);
   return bad;
@@ -116,11 +116,7 @@ static int run_failure(cf_comm *c) {
   bool named = strstr(cf_mesh_executor_error(x), "rank 1") != NULL;
   printf("rank %d: failure %s in %.0f ms: %s\n", me, st && named ? "reported" : "NOT REPORTED", ms,
          cf_mesh_executor_error(x));
-  cf_tensor_free(out);
-  cf_tensor_free(dev);
-  cf_tensor_free(loc);
-  cf_tensor_free(g);
-  cf_tensor_free(ref);
+  free_all((DLManagedTensor *[]){out, dev, loc, g, ref}, 5);
   cf_mesh_executor_destroy(x);
   cf_fusion_destroy(f);
   return st && named ? 0 : 1;

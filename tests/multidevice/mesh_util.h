@@ -71,6 +71,21 @@ static inline char *mu_plan(cf_mesh_executor *x) {
   return buf;
 }
 
+/* The fixture of a mesh test suite: a fusion f made fresh for each test and an executor
+ * x (NULL until the test makes one), both destroyed after it. */
+#define MU_SUITE(suite)                                      \
+  static cf_fusion *f;                                       \
+  static cf_mesh_executor *x;                                \
+  static void setup(void) {                                  \
+    f = cf_fusion_create();                                  \
+    x = NULL;                                                \
+  }                                                          \
+  static void teardown(void) {                               \
+    cf_mesh_executor_destroy(x);                             \
+    cf_fusion_destroy(f);                                    \
+  }                                                          \
+  TestSuite(suite, .init = setup, .fini = teardown)
+
 static inline cf_device_mesh mu_mesh(int n) {
   cf_device_mesh m;
   cf_device_mesh_linear(&m, n);

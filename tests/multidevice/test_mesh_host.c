@@ -4,14 +4,7 @@
  * unsharded tensors, and their plans are the communications expected. */
 #include "multidevice/mesh_util.h"
 
-static cf_fusion *f;
-static cf_mesh_executor *x;
-static void setup(void) { f = cf_fusion_create(); x = NULL; }
-static void teardown(void) {
-  cf_mesh_executor_destroy(x);
-  cf_fusion_destroy(f);
-}
-TestSuite(mesh_host, .init = setup, .fini = teardown);
+MU_SUITE(mesh_host);
 
 /* An input [rows, cols] on a mesh of d devices, axis `axis` sharded (-1: replicated). */
 static cf_tv *sharded_input(int64_t rows, int64_t cols, int d, int axis) {

@@ -9,14 +9,7 @@
  * Serial), and allocation domains are not set (every shard is contiguous). */
 #include "multidevice/mesh_util.h"
 
-static cf_fusion *f;
-static cf_mesh_executor *x;
-static void setup(void) { f = cf_fusion_create(); x = NULL; }
-static void teardown(void) {
-  cf_mesh_executor_destroy(x);
-  cf_fusion_destroy(f);
-}
-TestSuite(multidevice_ports, .init = setup, .fini = teardown);
+MU_SUITE(multidevice_ports);
 
 static const int kTensorSize = 4;
 
