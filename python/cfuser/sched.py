@@ -19,6 +19,7 @@ from .types import InvalidArgumentError, MemoryType, ParallelType
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
+    from .multidevice import DeviceMesh
 
 
 def _ints(values: Sequence[int]) -> "ctypes.Array[ctypes.c_int]":
@@ -70,6 +71,14 @@ class Sched:
     def swizzle_xor(self, t: Tensor, x: int, y: int) -> None:
         """(i, j) -> (i, i ^ j) on axes x and y (equal powers of two)."""
         self._call("swizzle_xor", "cf_swizzle_xor", self._tv(t, "swizzle_xor"), x, y)
+
+    def set_device_mesh(self, t: Tensor, mesh: "DeviceMesh") -> None:
+        """Places t on a device mesh (cfuser.multidevice); nvFuser's x.set_device_mesh(mesh)."""
+        from .multidevice import set_device_mesh
+        self._tv(t, "set_device_mesh")
+        set_device_mesh(self._fd, t, mesh)
+
+    _set_device_mesh = set_device_mesh  # nvFuser's legacy spelling
 
     def parallelize(self, t: Tensor, axis: int, parallel_type: ParallelType) -> None:
         """Binds a loop axis to threads, blocks, vector lanes or unrolling."""
