@@ -158,3 +158,23 @@ Test(sharding, refused_ops) {
                                        "reshapes of sharded axes are not supported for T0_g_float[ideviceIdx.x0{2}, iS1{4}] "
                                        "(DeviceMesh{0 1})");
 }
+
+/* nvFuser's shardAllLike: the reference's DID split replayed onto every tensor
+ * (cf_propagate_transforms_to with its first loop axis) and its DID type copied
+ * (cf_parallelize_all_like restricted to DIDx) shard them as the reference. */
+Test(sharding, parallelize_all_like_restricted_to_did) {
+  cf_device_mesh m = mesh_of(2);
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){8, 4});
+  cf_tv *b = cf_exp(f, a);
+  cf_tv *c = cf_add(f, b, a);
+  cf_fusion_add_output(f, c);
+  for (cf_tv **t = (cf_tv *[]){a, b, c, NULL}; *t; t++) cf_tv_set_device_mesh(f, *t, &m);
+  cf_split_outer(f, a, 0, 2);
+  cf_parallelize(f, a, 0, CF_PT_DIDX);
+  cf_parallelize(f, a, 1, CF_PT_TIDX);
+  EXPECT_OK(cf_propagate_transforms_to(f, a, 1, 0, NULL));
+  EXPECT_OK(cf_parallelize_all_like(f, a, 1, (cf_parallel_type[]){CF_PT_DIDX}));
+  EXPECT_TV(c, "T2_g_float[ideviceIdx.x10{2}, iS11{4}, iS5{4}] (DeviceMesh{0 1})");
+  cr_expect_eq(cf_tv_sharded_axis(f, b, CF_PT_DIDX), 0);
+  cr_expect_eq(cf_tv_sharded_axis(f, c, CF_PT_DIDX), 0);
+}
