@@ -3,8 +3,15 @@
 #ifndef CFUSER_BENCH_MULTIDEVICE_GPU_H
 #define CFUSER_BENCH_MULTIDEVICE_GPU_H
 
-static DLManagedTensor *to_device(const DLTensor *h) {
-  DLManagedTensor *d = cf_tensor_device(CF_FLOAT, h->ndim, h->shape);
+/* A float tensor on this rank's GPU (LOCAL_RANK's ordinal). */
+static DLManagedTensor *on_gpu(cf_comm *c, int rank, const int64_t *sizes) {
+  DLManagedTensor *d = NULL;
+  exec_tensor_device_async(c->local_rank, NULL, CF_FLOAT, rank, sizes, &d, NULL, 0);
+  return d;
+}
+
+static DLManagedTensor *to_device(cf_comm *c, const DLTensor *h) {
+  DLManagedTensor *d = on_gpu(c, h->ndim, h->shape);
   if (d && cf_tensor_copy(&d->dl_tensor, h)) cf_tensor_free(d), d = NULL;
   return d;
 }
@@ -26,7 +33,7 @@ static int gpu_case(cf_comm *c, const Case *k, int scale, bool check, double *us
   DLManagedTensor *g, *ref, *loc = NULL, *dev = NULL, *out = NULL;
   reference(f, &g, &ref);
   cf_shard_tensor(f, cf_fusion_input(f, 0), &g->dl_tensor, me, &loc);
-  dev = to_device(&loc->dl_tensor);
+  dev = to_device(c, &loc->dl_tensor);
   const DLTensor *in = &dev->dl_tensor;
   cf_mesh_executor *x = cf_mesh_executor_create(f, NULL);
   cf_status st = cf_mesh_run(x, c, 1, &in, 1, &out);
@@ -82,7 +89,7 @@ static void run_bandwidth(cf_comm *c) {
   for (int kind = 0; kind < 3; kind++)
     for (int64_t bytes = 1 << 20; bytes <= (int64_t)1 << 30; bytes *= 4) {
       int64_t fl = bytes / 4, recv_fl = kind == 1 ? fl * n : fl;
-      DLManagedTensor *s = cf_tensor_device(CF_FLOAT, 1, &fl), *r = cf_tensor_device(CF_FLOAT, 1, &recv_fl);
+      DLManagedTensor *s = on_gpu(c, 1, &fl), *r = on_gpu(c, 1, &recv_fl);
       BwCtx b = {c, kind, s->dl_tensor.data, r->dl_tensor.data, (size_t)fl};
       double t[20];
       for (int it = 0; it < 25; it++) {
@@ -107,7 +114,7 @@ static int run_failure(cf_comm *c) {
   DLManagedTensor *g, *ref, *loc = NULL, *dev, *out = NULL;
   reference(f, &g, &ref);
   cf_shard_tensor(f, cf_fusion_input(f, 0), &g->dl_tensor, me, &loc);
-  dev = to_device(&loc->dl_tensor);
+  dev = to_device(c, &loc->dl_tensor);
   const DLTensor *in = me == 1 ? NULL : &dev->dl_tensor;
   cf_mesh_executor *x = cf_mesh_executor_create(f, NULL);
   double t0 = bu_now_us();

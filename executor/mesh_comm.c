@@ -197,10 +197,11 @@ cf_status mesh_comm_line(cf_comm *c, const cf_device_mesh *m, int dim, ncclComm_
     line = dim < 0 || m->ndims == 1 ? 0 : dim == 0 ? idx % m->shape[1] : idx / m->shape[1];
   }
   ncclConfig_2_18 cfg = nonblocking_config();
-  ncclComm_t sub = NULL;
-  cf_status st = mesh_comm_check(c, c->nccl->ncclCommSplit(c->world, line, pos, &sub, &cfg), "ncclCommSplit");
-  if (st) return st;
-  c->subs[c->nsubs++] = (MeshSub){*m, dim, sub};
-  *out = sub;
-  return CF_OK;
+  /* kept before the wait, so that the poll watches the new communicator's initialization
+   * (non-blocking: it answers ncclInProgress until ready) */
+  MeshSub *sub = &c->subs[c->nsubs++];
+  *sub = (MeshSub){*m, dim, NULL};
+  cf_status st = mesh_comm_check(c, c->nccl->ncclCommSplit(c->world, line, pos, &sub->comm, &cfg), "ncclCommSplit");
+  *out = st ? NULL : sub->comm;
+  return st;
 }
