@@ -86,6 +86,10 @@ int64_t mesh_local_extent(const MeshValue *v, int a);
 cf_fusion *mesh_local_fusion(const MeshPlan *p, int nexprs, Expr *const *exprs, int nin, const int *in, int nout,
                              const int *out);
 
+/* Whether t is row-major and dense (size-1 axes' strides aside): what the collectives,
+ * which move whole blocks, read and write. */
+bool mesh_contiguous(const DLTensor *t);
+
 /* Host-memory collectives on contiguous buffers (mesh_host.c): the block of `src` along
  * axis (outer, n, inner elements of size es) at index k of d, into dst. */
 void mesh_copy_block(void *dst, const void *src, int64_t outer, int64_t n, int64_t inner, size_t es, int k, int d,

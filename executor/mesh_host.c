@@ -100,9 +100,10 @@ static cf_status comm_on(HostRun *r, const MeshComm *c, int dev) {
   int team[CF_MESH_MAX_DEVICES], pos = 0;
   int n = mesh_team(sv->mesh, c->dim, c->kind == MC_BROADCAST || c->kind == MC_SEND_RECV ? c->root : dev, team, &pos);
   const DLTensor *src = r->view[c->src * r->ndev + (c->kind == MC_BROADCAST || c->kind == MC_SEND_RECV ? c->root : dev)];
-  if (!src)
-    return snprintf(r->err, sizeof r->err, "mesh: device %d has no shard of %s", dev, TV(sv->tv)->display_name),
-           CF_ERR_INVALID_ARGUMENT;
+  if (!src || !mesh_contiguous(src))
+    return snprintf(r->err, sizeof r->err, "mesh: device %d has %s shard of %s", dev, src ? "a non-contiguous" : "no",
+                    TV(sv->tv)->display_name),
+           src ? CF_ERR_UNSUPPORTED : CF_ERR_INVALID_ARGUMENT;
   int axis = c->axis >= 0 ? buf_axis(sv->tv, c->axis) : -1;
   int64_t outer = 1, inner = 1, ext = axis >= 0 ? src->shape[axis] : 0;
   size_t es = cf_dtype_size(sv->tv->dtype);

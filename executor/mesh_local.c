@@ -104,7 +104,7 @@ cf_fusion *mesh_local_fusion(const MeshPlan *p, int nexprs, Expr *const *exprs, 
 
 /* ---- cf_shard_tensor ------------------------------------------------------------------ */
 
-static bool contiguous(const DLTensor *t) {
+bool mesh_contiguous(const DLTensor *t) {
   int64_t st = 1;
   for (int a = t->ndim - 1; a >= 0 && t->strides; a--) {
     if (t->shape[a] != 1 && t->strides[a] != st) return false;
@@ -128,7 +128,7 @@ static DLManagedTensor *slice_axis(DLManagedTensor *cur, const void *data, cf_dt
 
 cf_status cf_shard_tensor(cf_fusion *f, cf_tv *tv, const DLTensor *global, int device, DLManagedTensor **local) {
   if (ir_check_tv(f, "shard_tensor", tv)) return f ? f->status : CF_ERR_INVALID_ARGUMENT;
-  if (!local || !global || global->device.device_type != kDLCPU || !contiguous(global))
+  if (!local || !global || global->device.device_type != kDLCPU || !mesh_contiguous(global))
     return ir_error(f, CF_ERR_INVALID_ARGUMENT, "shard_tensor: the tensor is NULL or not a contiguous host tensor");
   *local = NULL;
   AnShardings s;

@@ -219,8 +219,9 @@ static cf_status run_comm(NcclRun *r, const MeshComm *c) {
   if (c->kind != MC_SLICE && mesh_comm_line(r->c, sv->mesh, c->dim, &line)) return r->c->status; /* collective: all ranks */
   int team[CF_MESH_MAX_DEVICES], pos = 0, n = mesh_team(sv->mesh, c->dim, r->c->rank, team, &pos);
   if (!n) return CF_OK; /* not on the source mesh */
-  if (!r->view[c->src])
-    return snprintf(r->err, sizeof r->err, "mesh: rank %d holds no shard of %s", r->c->rank, TV(sv->tv)->display_name),
+  if (!r->view[c->src] || !mesh_contiguous(r->view[c->src]))
+    return snprintf(r->err, sizeof r->err, "mesh: rank %d holds %s shard of %s", r->c->rank,
+                    r->view[c->src] ? "a non-contiguous" : "no", TV(sv->tv)->display_name),
            CF_ERR_INVALID_ARGUMENT;
   return gather_or_scatter(r, c, line, n, pos);
 }

@@ -162,3 +162,18 @@ Test(mesh_host, errors_are_reported_for_the_run) {
   cr_expect_str_eq(cf_mesh_executor_error(x), "mesh: the shards of input 0 (T0) make axis 0 of extent 4, not 6");
   cf_tensor_free(in);
 }
+
+/* Collectives move whole blocks: a strided shard they would read is refused, named. */
+Test(mesh_host, a_non_contiguous_shard_is_refused_by_a_collective) {
+  cf_device_mesh m = mu_mesh(2);
+  cf_tv *a = sharded_input(2, 4, 2, 0);
+  cf_tv *g = cf_set(f, a);
+  cf_tv_set_device_mesh(f, g, &m);
+  cf_fusion_add_output(f, g);
+  x = cf_mesh_executor_create(f, NULL);
+  DLManagedTensor *in = cf_tensor_host_strided(CF_FLOAT, 2, (int64_t[]){1, 4}, (int64_t[]){8, 2}), *out[2];
+  const DLTensor *ins[2] = {&in->dl_tensor, &in->dl_tensor};
+  cr_expect_eq(cf_mesh_run_host(x, 2, 1, ins, 1, out), CF_ERR_UNSUPPORTED);
+  cr_expect_str_eq(cf_mesh_executor_error(x), "mesh: device 0 has a non-contiguous shard of T0");
+  cf_tensor_free(in);
+}
