@@ -72,14 +72,6 @@ class Sched:
         """(i, j) -> (i, i ^ j) on axes x and y (equal powers of two)."""
         self._call("swizzle_xor", "cf_swizzle_xor", self._tv(t, "swizzle_xor"), x, y)
 
-    def set_device_mesh(self, t: Tensor, mesh: "DeviceMesh") -> None:
-        """Places t on a device mesh (cfuser.multidevice); nvFuser's x.set_device_mesh(mesh)."""
-        from .multidevice import set_device_mesh
-        self._tv(t, "set_device_mesh")
-        set_device_mesh(self._fd, t, mesh)
-
-    _set_device_mesh = set_device_mesh  # nvFuser's legacy spelling
-
     def parallelize(self, t: Tensor, axis: int, parallel_type: ParallelType) -> None:
         """Binds a loop axis to threads, blocks, vector lanes or unrolling."""
         self._call("parallelize", "cf_parallelize", self._tv(t, "parallelize"), axis,
@@ -185,6 +177,14 @@ class Sched:
         h = self._tv(ref, "parallelize_all_like")
         ts = [int(ParallelType(p)) for p in types or ()]
         self._call("parallelize_all_like", "cf_parallelize_all_like", h, len(ts), _ints(ts))
+
+    def set_device_mesh(self, t: Tensor, mesh: "DeviceMesh") -> None:
+        """Places t on a device mesh (cfuser.multidevice); nvFuser's x.set_device_mesh(mesh)."""
+        from .multidevice import set_device_mesh
+        self._tv(t, "set_device_mesh")
+        set_device_mesh(self._fd, t, mesh)
+
+    _set_device_mesh = set_device_mesh  # nvFuser's legacy spelling
 
     def transforms_text(self) -> str:
         """Each tensor's logical domain, transform history and loop domain."""
