@@ -43,7 +43,7 @@ static cf_status set_error(cf_mesh_executor *x, cf_status st, const char *fmt, .
 /* Copies f's math and its layouts into x. */
 static cf_status adopt(cf_mesh_executor *x, cf_fusion *f) {
   AnShardings s;
-  if (an_shardings_compute(f, &s)) return CF_ERR_INVALID_ARGUMENT;
+  if (an_shardings_compute(f, &s)) return f->status;
   Arena *scratch = arena_create();
   int n = 0;
   Expr **exprs = scratch ? ir_fusion_tensor_exprs_in(scratch, f, &n) : NULL;
@@ -66,11 +66,7 @@ static cf_status adopt(cf_mesh_executor *x, cf_fusion *f) {
   free(map);
   an_shardings_free(&s);
   if (!x->g || !x->layout || !x->meshes) return CF_ERR_OUT_OF_MEMORY;
-  if (x->g->status) {
-    f->status = x->g->status; /* reported through create_error below */
-    free(f->error);
-    f->error = strdup(cf_fusion_error(x->g));
-  }
+  if (x->g->status) x->create_error = strdup(cf_fusion_error(x->g));
   return x->g->status;
 }
 
@@ -85,10 +81,10 @@ cf_mesh_executor *cf_mesh_executor_create(cf_fusion *f, const cf_executor_option
   }
   bool had_error = f->status != CF_OK;
   x->status = had_error ? f->status : adopt(x, f);
-  if (x->status) {
+  if (x->status && !x->create_error)
     x->create_error = strdup(cf_fusion_error(f)[0] ? cf_fusion_error(f) : "mesh_executor: out of memory");
-    if (!had_error) cf_fusion_clear_error(f); /* the error is the executor's, not the user's fusion's */
-  }
+  /* the analysis records a refused layout on f; that error is the executor's to report */
+  if (x->status && !had_error) cf_fusion_clear_error(f);
   return x;
 }
 

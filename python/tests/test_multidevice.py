@@ -6,7 +6,7 @@ import pytest
 
 from cfuser import FusionDefinition, ParallelType
 from cfuser.multidevice import DeviceMesh, MultiDeviceExecutor, nccl_available, shard_tensor
-from cfuser.types import InvalidArgumentError
+from cfuser.types import InvalidArgumentError, InvalidScheduleError
 
 
 def test_mesh_notation():
@@ -62,7 +62,7 @@ def test_errors_carry_cfusers_message():
         fd.add_output(fd.ops.exp(x))
     fd.sched.set_device_mesh(x, DeviceMesh(range(4)))
     fd.sched.parallelize(x, 0, ParallelType.mesh_x)
-    with pytest.raises(InvalidArgumentError, match="must have the mesh axis's extent 4"):
+    with pytest.raises(InvalidScheduleError, match="must have the mesh axis.s extent 4"):
         MultiDeviceExecutor(fd).run_host_mesh([[np.zeros((1, 4), np.float32)]] * 4)
 
 

@@ -177,3 +177,21 @@ Test(mesh_host, a_non_contiguous_shard_is_refused_by_a_collective) {
   cr_expect_str_eq(cf_mesh_executor_error(x), "mesh: device 0 has a non-contiguous shard of T0");
   cf_tensor_free(in);
 }
+
+/* A layout refused when the executor is made is the executor's error, reported by each
+ * run; the user's fusion stays usable. */
+Test(mesh_host, a_refused_layout_is_the_executors_error) {
+  cf_device_mesh m = mu_mesh(4);
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){6, 4});
+  cf_tv_set_device_mesh(f, a, &m);
+  cf_parallelize(f, a, 0, CF_PT_DIDX);
+  cf_fusion_add_output(f, cf_exp(f, a));
+  x = cf_mesh_executor_create(f, NULL);
+  cr_expect_eq(cf_fusion_status(f), CF_OK);
+  DLManagedTensor *out[4];
+  const DLTensor *ins[4] = {NULL, NULL, NULL, NULL};
+  cr_expect_eq(cf_mesh_run_host(x, 4, 1, ins, 1, out), CF_ERR_INVALID_SCHEDULE);
+  cr_expect_str_eq(cf_mesh_executor_error(x), "sharding: the axis parallelized on deviceIdx.x (logical axis 0) must "
+                                              "have the mesh axis's extent 4 for T0_g_float[ideviceIdx.x0{6}, iS1{4}] "
+                                              "(DeviceMesh{0 1 2 3})");
+}
