@@ -7,6 +7,7 @@
  *   tensor.h    DLPack host tensors and the reference evaluator
  *   executor.h  compiling and running kernels (CUDA or the host backend)
  *   execute.h   define and run: an unscheduled fusion scheduled, compiled and cached per call signature
+ *   multidevice.h  device meshes, sharded tensors, the host-mesh and NCCL executors
  *   layout.h    CuTe's layout algebra
  *   cache.h     the on-disk kernel cache: its size, `cfuser cache info|clear`
  *   version.h   CF_VERSION_MAJOR/MINOR/PATCH, CF_VERSION_STRING, cf_version()
@@ -23,6 +24,7 @@
 #include "cfuser/tensor.h"
 #include "cfuser/executor.h"
 #include "cfuser/execute.h"
+#include "cfuser/multidevice.h"
 #include "cfuser/layout.h"
 #include "cfuser/picture.h"
 #include "cfuser/cache.h"

@@ -366,6 +366,7 @@ typedef struct TensorView {
                           * number in type promotion (ir_dtype_result_type) */
   Val **strides;         /* per logical axis when has_strides */
   char *display_name;    /* "T2" */
+  cf_device_mesh *mesh;  /* multidevice.h: the mesh it is placed on, or NULL (ir/mesh.c) */
 } TensorView;
 
 struct Val {
@@ -623,6 +624,11 @@ cf_status ir_verify_sources(cf_fusion *f);
 void ir_print_scalar(StrBuf *b, const Val *v);
 void ir_print_id(StrBuf *b, const Val *id);
 void ir_print_tv(StrBuf *b, const Val *tv);     /* T2_s_float[iS4{2}, iblockIdx.x5{4}] */
+/* " (DeviceMesh{0 1})": a tensor's mesh as nvFuser prints it after its domain (mesh.c). */
+void ir_print_mesh(StrBuf *b, const cf_device_mesh *m);
+/* The mesh axis a DID type indexes (DIDx the innermost, DIDy the one before), or -1 when
+ * p is not a DID type or m has no such axis (mesh.c). */
+int ir_mesh_axis_of(const cf_device_mesh *m, cf_parallel_type p);
 void ir_print_expr(StrBuf *b, const Expr *e);   /* one math line */
 void ir_print_transform(StrBuf *b, const Expr *e);
 /* The domain string of tv for error messages (malloc'd). */

@@ -85,6 +85,7 @@ void ir_print_tv(StrBuf *b, const Val *tv) {
   sb_printf(b, "T%d_%s_%s[", tv->name, mem_letter(t->mem), cf_dtype_name(tv->dtype));
   print_ids(b, t->loop, t->nloop);
   sb_puts(b, "]");
+  if (t->mesh) ir_print_mesh(b, t->mesh);
 }
 
 static void print_tv_with_positions(StrBuf *b, const Val *tv) {

@@ -19,6 +19,7 @@ from .types import InvalidArgumentError, MemoryType, ParallelType
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
+    from .multidevice import DeviceMesh
 
 
 def _ints(values: Sequence[int]) -> "ctypes.Array[ctypes.c_int]":
@@ -184,6 +185,14 @@ class Sched:
         h = self._tv(ref, "parallelize_all_like")
         ts = [int(ParallelType(p)) for p in types or ()]
         self._call("parallelize_all_like", "cf_parallelize_all_like", h, len(ts), _ints(ts))
+
+    def set_device_mesh(self, t: Tensor, mesh: "DeviceMesh") -> None:
+        """Places t on a device mesh (cfuser.multidevice); nvFuser's x.set_device_mesh(mesh)."""
+        from .multidevice import set_device_mesh
+        self._tv(t, "set_device_mesh")
+        set_device_mesh(self._fd, t, mesh)
+
+    _set_device_mesh = set_device_mesh  # nvFuser's legacy spelling
 
     def transforms_text(self) -> str:
         """Each tensor's logical domain, transform history and loop domain."""

@@ -104,6 +104,8 @@ class ParallelType(enum.IntEnum):
     device_x = 7  # deviceIdx.x
     device_y = 8
     device_z = 9
+    mesh_x = 7  # nvFuser's names of the DID types (aliases)
+    mesh_y = 8
     vectorize = 10
     unroll = 11
     unswitch = 12  # the loop's nest runs once without predicates when the whole tile is in bounds

@@ -1,0 +1,197 @@
+/* tests/multidevice/test_mesh_host.c: the reference fusions sharded over a host mesh of
+ * 2 and 4 simulated devices (row and column sums over a sharded axis, softmax and layer
+ * norm with rows or columns sharded, pointwise) equal the reference evaluator on the
+ * unsharded tensors, and their plans are the communications expected. */
+#include "multidevice/mesh_util.h"
+
+MU_SUITE(mesh_host);
+
+/* An input [rows, cols] on a mesh of d devices, axis `axis` sharded (-1: replicated). */
+static cf_tv *sharded_input(int64_t rows, int64_t cols, int d, int axis) {
+  cf_device_mesh m = mu_mesh(d);
+  cf_tv *t = tu_input(f, CF_FLOAT, 2, (int64_t[]){rows, cols});
+  cf_tv_set_device_mesh(f, t, &m);
+  if (axis >= 0) {
+    cf_split_outer(f, t, axis, d);
+    cf_parallelize(f, t, axis, CF_PT_DIDX);
+  }
+  return t;
+}
+
+static void expect_plan(const char *want) {
+  char *got = mu_plan(x);
+  cr_expect_str_eq(got, want);
+  free(got);
+}
+
+static void run(int d) { cr_assert_eq(mu_check(f, d, 7, &x), CF_OK, "%s", cf_mesh_executor_error(x)); }
+
+Test(mesh_host, pointwise_rows_sharded_no_communication) {
+  for (int d = 2; d <= 4; d += 2) {
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    cf_mesh_executor_destroy(x);
+    cf_tv *a = sharded_input(8, 6, d, 0);
+    cf_tv *b = sharded_input(8, 6, d, 0);
+    cf_fusion_add_output(f, cf_relu(f, cf_add(f, cf_exp(f, a), b)));
+    run(d);
+    cr_expect_eq(cf_mesh_executor_num_communications(x), 0);
+    cr_expect_eq(cf_mesh_executor_num_segments(x), 1);
+  }
+}
+
+Test(mesh_host, row_sum_over_sharded_rows_is_an_allreduce) {
+  cf_tv *a = sharded_input(8, 6, 2, 0);
+  cf_fusion_add_output(f, cf_sum(f, a, 1, (int[]){0}));
+  run(2);
+  expect_plan("mesh plan: 2 steps, 1 communications\n"
+              "  step 0: compute segment (1 in, 1 out): T1[rS, iS] partial (DeviceMesh{0 1})\n"
+              "  step 1: allreduce(sum): T1[rS, iS] partial -> T1[rS, iS]\n");
+}
+
+Test(mesh_host, column_sum_of_sharded_rows_is_local) {
+  cf_tv *a = sharded_input(8, 6, 4, 0);
+  cf_fusion_add_output(f, cf_sum(f, a, 1, (int[]){1}));
+  run(4);
+  cr_expect_eq(cf_mesh_executor_num_communications(x), 0);
+}
+
+Test(mesh_host, column_sum_over_sharded_columns_on_4_devices) {
+  cf_tv *a = sharded_input(4, 8, 4, 1);
+  cf_fusion_add_output(f, cf_sum(f, a, 1, (int[]){1}));
+  run(4);
+  cr_expect_eq(cf_mesh_executor_num_communications(x), 1);
+}
+
+/* softmax over the last axis: x - max, exp, / sum. */
+static void softmax(cf_tv *a) {
+  cf_tv *m = cf_max_reduce(f, a, 1, (int[]){1});
+  cf_tv *mb = cf_broadcast(f, m, 2, (bool[]){false, true});
+  cf_tv *e = cf_exp(f, cf_sub(f, a, mb));
+  cf_tv *s = cf_broadcast(f, cf_sum(f, e, 1, (int[]){1}), 2, (bool[]){false, true});
+  cf_fusion_add_output(f, cf_div(f, e, s));
+}
+
+Test(mesh_host, softmax_rows_sharded) {
+  softmax(sharded_input(8, 16, 2, 0));
+  run(2);
+  cr_expect_eq(cf_mesh_executor_num_communications(x), 0);
+  cr_expect_eq(cf_mesh_executor_num_segments(x), 1);
+}
+
+Test(mesh_host, softmax_columns_sharded_allreduces_max_and_sum) {
+  softmax(sharded_input(4, 16, 4, 1));
+  run(4);
+  expect_plan("mesh plan: 5 steps, 2 communications\n"
+              "  step 0: compute segment (1 in, 1 out): T1[iS, rS] partial (DeviceMesh{0 1 2 3})\n"
+              "  step 1: allreduce(max): T1[iS, rS] partial -> T1[iS, rS]\n"
+              "  step 2: compute segment (2 in, 2 out): T4[iS, ideviceIdx.x], T5[iS, rS] partial "
+              "(DeviceMesh{0 1 2 3})\n"
+              "  step 3: allreduce(sum): T5[iS, rS] partial -> T5[iS, rS]\n"
+              "  step 4: compute segment (2 in, 1 out): T7[iS, ideviceIdx.x] (DeviceMesh{0 1 2 3})\n");
+}
+
+/* layer norm over the last axis through sums: (x - mean) * rsqrt(mean((x-mean)^2) + eps). */
+static void layer_norm(cf_tv *a) {
+  cf_tv *mean = cf_broadcast(f, cf_mean(f, a, 1, (int[]){1}), 2, (bool[]){false, true});
+  cf_tv *xc = cf_sub(f, a, mean);
+  cf_tv *var = cf_broadcast(f, cf_mean(f, cf_mul(f, xc, xc), 1, (int[]){1}), 2, (bool[]){false, true});
+  cf_fusion_add_output(f, cf_mul(f, xc, cf_rsqrt(f, cf_add_scalar(f, var, 1e-5))));
+}
+
+Test(mesh_host, layer_norm_rows_sharded) {
+  layer_norm(sharded_input(8, 32, 4, 0));
+  run(4);
+  cr_expect_eq(cf_mesh_executor_num_communications(x), 0);
+}
+
+Test(mesh_host, layer_norm_columns_sharded) {
+  layer_norm(sharded_input(4, 32, 2, 1));
+  run(2);
+  cr_expect_eq(cf_mesh_executor_num_communications(x), 2);
+}
+
+/* A replicated consumer of a sharded tensor gathers it; a sharded consumer of a
+ * replicated one slices it, without communication. */
+Test(mesh_host, allgather_and_slice) {
+  cf_device_mesh m = mu_mesh(2);
+  cf_tv *a = sharded_input(4, 6, 2, 0);
+  cf_tv *b = sharded_input(4, 6, 2, -1);
+  cf_tv *g = cf_set(f, cf_exp(f, a));
+  cf_tv_set_device_mesh(f, g, &m);
+  cf_tv *s = cf_add(f, g, b);
+  cf_tv_set_device_mesh(f, s, &m);
+  cf_split_outer(f, s, 1, 2);
+  cf_parallelize(f, s, 1, CF_PT_DIDX);
+  cf_fusion_add_output(f, g);
+  cf_fusion_add_output(f, s);
+  run(2);
+  expect_plan("mesh plan: 6 steps, 1 communications\n"
+              "  step 0: compute segment (1 in, 1 out): T2[ideviceIdx.x, iS] (DeviceMesh{0 1})\n"
+              "  step 1: allgather axis 0: T2[ideviceIdx.x, iS] -> T2[iS, iS]\n"
+              "  step 2: compute segment (1 in, 1 out): T3[iS, iS] (DeviceMesh{0 1})\n"
+              "  step 3: slice axis 1: T3[iS, iS] -> T3[iS, ideviceIdx.x]\n"
+              "  step 4: slice axis 1: T1[iS, iS] -> T1[iS, ideviceIdx.x]\n"
+              "  step 5: compute segment (2 in, 1 out): T4[iS, ideviceIdx.x] (DeviceMesh{0 1})\n");
+}
+
+/* A 2-D mesh: rows on deviceIdx.y, columns on deviceIdx.x; a full sum needs both. */
+Test(mesh_host, two_d_mesh_sum) {
+  cf_device_mesh m;
+  cf_device_mesh_init(&m, 2, (int[]){2, 2}, NULL);
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_tv_set_device_mesh(f, a, &m);
+  cf_split_outer(f, a, 1, 2);
+  cf_parallelize(f, a, 1, CF_PT_DIDX);
+  cf_split_outer(f, a, 0, 2);
+  cf_parallelize(f, a, 0, CF_PT_DIDY);
+  cf_fusion_add_output(f, cf_sum(f, a, 1, (int[]){1}));
+  cf_fusion_add_output(f, cf_exp(f, a));
+  run(4);
+  cr_expect_eq(cf_mesh_executor_num_communications(x), 1);
+}
+
+Test(mesh_host, errors_are_reported_for_the_run) {
+  cf_tv *a = sharded_input(6, 4, 4, 0);
+  cf_fusion_add_output(f, cf_exp(f, a));
+  x = cf_mesh_executor_create(f, NULL);
+  DLManagedTensor *in = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){1, 4}), *out[4];
+  const DLTensor *ins[4] = {&in->dl_tensor, &in->dl_tensor, NULL, &in->dl_tensor};
+  /* global sizes [4, 4] from a shard [1, 4] disagree with the fusion's [6, 4] */
+  cr_expect_eq(cf_mesh_run_host(x, 4, 1, ins, 1, out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_mesh_executor_error(x), "mesh: the shards of input 0 (T0) make axis 0 of extent 4, not 6");
+  cf_tensor_free(in);
+}
+
+/* Collectives move whole blocks: a strided shard they would read is refused, named. */
+Test(mesh_host, a_non_contiguous_shard_is_refused_by_a_collective) {
+  cf_device_mesh m = mu_mesh(2);
+  cf_tv *a = sharded_input(2, 4, 2, 0);
+  cf_tv *g = cf_set(f, a);
+  cf_tv_set_device_mesh(f, g, &m);
+  cf_fusion_add_output(f, g);
+  x = cf_mesh_executor_create(f, NULL);
+  DLManagedTensor *in = cf_tensor_host_strided(CF_FLOAT, 2, (int64_t[]){1, 4}, (int64_t[]){8, 2}), *out[2];
+  const DLTensor *ins[2] = {&in->dl_tensor, &in->dl_tensor};
+  cr_expect_eq(cf_mesh_run_host(x, 2, 1, ins, 1, out), CF_ERR_UNSUPPORTED);
+  cr_expect_str_eq(cf_mesh_executor_error(x), "mesh: device 0 has a non-contiguous shard of T0");
+  cf_tensor_free(in);
+}
+
+/* A layout refused when the executor is made is the executor's error, reported by each
+ * run; the user's fusion stays usable. */
+Test(mesh_host, a_refused_layout_is_the_executors_error) {
+  cf_device_mesh m = mu_mesh(4);
+  cf_tv *a = tu_input(f, CF_FLOAT, 2, (int64_t[]){6, 4});
+  cf_tv_set_device_mesh(f, a, &m);
+  cf_parallelize(f, a, 0, CF_PT_DIDX);
+  cf_fusion_add_output(f, cf_exp(f, a));
+  x = cf_mesh_executor_create(f, NULL);
+  cr_expect_eq(cf_fusion_status(f), CF_OK);
+  DLManagedTensor *out[4];
+  const DLTensor *ins[4] = {NULL, NULL, NULL, NULL};
+  cr_expect_eq(cf_mesh_run_host(x, 4, 1, ins, 1, out), CF_ERR_INVALID_SCHEDULE);
+  cr_expect_str_eq(cf_mesh_executor_error(x), "sharding: the axis parallelized on deviceIdx.x (logical axis 0) must "
+                                              "have the mesh axis's extent 4 for T0_g_float[ideviceIdx.x0{6}, iS1{4}] "
+                                              "(DeviceMesh{0 1 2 3})");
+}
