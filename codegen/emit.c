@@ -55,9 +55,31 @@ static const char *int_conversion(cf_dtype t) {
   }
 }
 
-/* Conversions are spelled alike in CUDA C++ and in the host runtime (host_math.h gives
- * __half and __nv_bfloat16 the CUDA intrinsics' names; ops_math.h the conversions from
- * floating types to integers, which saturate instead of C's undefined behaviour). */
+/* The runtime's conversions of a storage-only float type (ir_dtype_is_narrow_float) to
+ * and from float: CUDA's intrinsics for half and bfloat16 (host_math.h gives them the
+ * same names), nvFuser's names for the 8-bit floats (ir/fp8.h, both dialects). */
+static const char *narrow_to_float(cf_dtype t) {
+  switch (t) {
+  case CF_HALF: return "__half2float";
+  case CF_BFLOAT16: return "__bfloat162float";
+  case CF_FLOAT8_E4M3FN: return "__e4m32float";
+  default: return "__e5m22float";
+  }
+}
+static const char *narrow_from_float(cf_dtype t) {
+  switch (t) {
+  case CF_HALF: return "__float2half";
+  case CF_BFLOAT16: return "__float2bfloat16";
+  case CF_FLOAT8_E4M3FN: return "__float2e4m3";
+  default: return "__float2e5m2";
+  }
+}
+
+/* Conversions are spelled alike in CUDA C++ and in the host runtime (the narrow types'
+ * conversions above; ops_math.h the conversions from floating types to integers, which
+ * saturate instead of C's undefined behaviour). A narrow type converts to anything
+ * through float (exact), and anything converts to it through float (torch's rounding of
+ * a double to an 8-bit float). */
 void cg_convert(Emitter *e, cf_dtype from, cf_dtype to, const char *v) {
   bool from_float = ir_dtype_is_float(from);
   if (ir_dtype_is_welford(to)) { /* an element folded into a Welford reduction: its one-element state */
@@ -66,19 +88,21 @@ void cg_convert(Emitter *e, cf_dtype from, cf_dtype to, const char *v) {
     sb_puts(&e->out, ")");
   } else if (from_float && int_conversion(to)) {
     sb_printf(&e->out, "cf_f2%s(", int_conversion(to));
-    if (from == CF_HALF || from == CF_BFLOAT16)
+    if (ir_dtype_is_narrow_float(from))
       cg_convert(e, from, CF_FLOAT, v);
     else
       sb_puts(&e->out, v);
     sb_puts(&e->out, ")");
-  } else if (from == CF_HALF)
-    sb_printf(&e->out, "(%s)__half2float(%s)", cg_ctype(to), v);
-  else if (from == CF_BFLOAT16)
-    sb_printf(&e->out, "(%s)__bfloat162float(%s)", cg_ctype(to), v);
-  else if (to == CF_HALF)
-    sb_printf(&e->out, "__float2half((float)(%s))", v);
-  else if (to == CF_BFLOAT16)
-    sb_printf(&e->out, "__float2bfloat16((float)(%s))", v);
+  } else if (ir_dtype_is_narrow_float(from) && ir_dtype_is_narrow_float(to) && from != to) {
+    StrBuf f = {0};
+    sb_printf(&f, "%s(%s)", narrow_to_float(from), v);
+    char *fv = sb_take(&f);
+    cg_convert(e, CF_FLOAT, to, fv);
+    free(fv);
+  } else if (ir_dtype_is_narrow_float(from) && from != to)
+    sb_printf(&e->out, "(%s)%s(%s)", cg_ctype(to), narrow_to_float(from), v);
+  else if (ir_dtype_is_narrow_float(to) && from != to)
+    sb_printf(&e->out, "%s((float)(%s))", narrow_from_float(to), v);
   else
     sb_printf(&e->out, "(%s)(%s)", cg_ctype(to), v);
 }
@@ -103,8 +127,7 @@ void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write) 
     sb_printf(&e->out, "%s[%s]", t->name, index);
 }
 
-static bool is_float16(cf_dtype t) { return t == CF_HALF || t == CF_BFLOAT16; }
-static bool is_floating(cf_dtype t) { return t == CF_FLOAT || t == CF_DOUBLE || is_float16(t); }
+static bool is_floating(cf_dtype t) { return ir_dtype_is_float(t); }
 
 /* The Welford state type among an op's output and operands, or CF_DTYPE_COUNT. */
 static cf_dtype welford_type(const KNode *op) {

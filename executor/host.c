@@ -503,7 +503,7 @@ static ffi_type *scalar_ffi_type(cf_dtype t) {
   case CF_INT64: return &ffi_type_sint64;
   case CF_UINT32: return &ffi_type_uint32;
   case CF_BOOL: return &ffi_type_uint8;
-  default: return NULL; /* __half, __nv_bfloat16: a struct of one uint16_t */
+  default: return NULL; /* __half, __nv_bfloat16, __e4m3, __e5m2: a struct of one uint16_t or uint8_t */
   }
 }
 
@@ -518,7 +518,7 @@ static cf_status describe_param(ExecHostCall *c, int i, const ExecHostParam *p, 
               "%d", i, p->rank, p->alloc_rank, EXEC_HOST_MAX_RANK);
     return CF_ERR_UNSUPPORTED;
   }
-  if (!p->is_tensor && p->dtype != CF_HALF && p->dtype != CF_BFLOAT16) {
+  if (!p->is_tensor && !ir_dtype_is_narrow_float(p->dtype)) {
     set_error(err, "kernel parameter %d: unsupported dtype", i);
     return CF_ERR_INVALID_ARGUMENT;
   }
@@ -529,7 +529,7 @@ static cf_status describe_param(ExecHostCall *c, int i, const ExecHostParam *p, 
     for (int k = 0; k < p->rank + p->alloc_rank; k++)
       *(*el)++ = p->index32 ? &ffi_type_sint32 : &ffi_type_sint64;
   } else {
-    *(*el)++ = &ffi_type_uint16;
+    *(*el)++ = cf_dtype_size(p->dtype) == 1 ? &ffi_type_uint8 : &ffi_type_uint16;
   }
   *(*el)++ = NULL;
   c->args[i] = s;

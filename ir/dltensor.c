@@ -16,6 +16,7 @@
 
 #include "ir/checked.h"
 #include "ir/dtype.h"
+#include "ir/fp8.h"
 
 /* ---- names of the enumerations ----------------------------------------------------------- */
 
@@ -60,14 +61,19 @@ const char *cf_parallel_type_name(cf_parallel_type p) {
 const char *cf_memory_type_name(cf_memory_type m) { return (unsigned)m < CF_MEM_COUNT ? memory_names[m] : "invalid"; }
 const char *cf_status_name(cf_status s) { return (unsigned)s <= CF_ERR_IO ? status_names[s] : "invalid"; }
 
-bool ir_dtype_is_float(cf_dtype t) { return t == CF_FLOAT || t == CF_DOUBLE || t == CF_HALF || t == CF_BFLOAT16; }
+bool ir_dtype_is_narrow_float(cf_dtype t) {
+  return t == CF_HALF || t == CF_BFLOAT16 || t == CF_FLOAT8_E4M3FN || t == CF_FLOAT8_E5M2;
+}
+bool ir_dtype_is_float(cf_dtype t) { return t == CF_FLOAT || t == CF_DOUBLE || ir_dtype_is_narrow_float(t); }
 
 cf_dtype ir_dtype_accumulate(cf_dtype t) {
   switch (t) {
   case CF_DOUBLE: return CF_DOUBLE;
   case CF_FLOAT:
   case CF_HALF:
-  case CF_BFLOAT16: return CF_FLOAT;
+  case CF_BFLOAT16:
+  case CF_FLOAT8_E4M3FN:
+  case CF_FLOAT8_E5M2: return CF_FLOAT;
   case CF_WELFORD_FLOAT:
   case CF_WELFORD_DOUBLE: return t;
   default: return CF_INT64;
@@ -157,6 +163,14 @@ static double decode_format(uint32_t bits, int mbits, int ebits) {
 }
 
 uint16_t ir_half_from_double(double x) { return (uint16_t)round_to_format(x, 10, 5); }
+/* An 8-bit float from a double: rounded to float first, as torch's conversions are
+ * (ir/fp8.h has the rules and the one implementation kernels also compile). */
+uint8_t ir_fp8_from_double(double x, cf_dtype t) {
+  return t == CF_FLOAT8_E4M3FN ? __float2e4m3((float)x).x : __float2e5m2((float)x).x;
+}
+double ir_fp8_to_double(uint8_t b, cf_dtype t) {
+  return t == CF_FLOAT8_E4M3FN ? __e4m32float((__e4m3){b}) : __e5m22float((__e5m2){b});
+}
 double ir_half_to_double(uint16_t h) { return decode_format(h, 10, 5); }
 uint16_t ir_bf16_from_double(double x) { return (uint16_t)round_to_format(x, 7, 8); }
 double ir_bf16_to_double(uint16_t h) { return decode_format(h, 7, 8); }
@@ -181,6 +195,8 @@ IrElem ir_elem_load(const void *p, cf_dtype t) {
   case CF_DOUBLE: v.d = u.d; break;
   case CF_HALF: v.d = ir_half_to_double(u.u16); break;
   case CF_BFLOAT16: v.d = ir_bf16_to_double(u.u16); break;
+  case CF_FLOAT8_E4M3FN:
+  case CF_FLOAT8_E5M2: v.d = ir_fp8_to_double(u.u8, t); break;
   case CF_INT8: v.i = u.i8; break;
   case CF_INT32: v.i = u.i32; break;
   case CF_INT64: v.i = u.i64; break;
@@ -215,11 +231,14 @@ void ir_elem_store(void *p, cf_dtype t, IrElem v, cf_dtype from) {
   bool from_float = ir_dtype_is_float(from);
   if (ir_dtype_is_float(t)) {
     double x = from_float ? v.d : (double)v.i;
-    float f = (float)x;
+    float f = from_float ? (float)x : (float)v.i; /* an integer rounds once, as C's conversion does */
     uint16_t h;
+    uint8_t q;
     switch (t) {
     case CF_FLOAT: memcpy(p, &f, 4); return;
     case CF_DOUBLE: memcpy(p, &x, 8); return;
+    case CF_FLOAT8_E4M3FN:
+    case CF_FLOAT8_E5M2: q = ir_fp8_from_double(f, t), memcpy(p, &q, 1); return;
     case CF_HALF: h = ir_half_from_double(x); break;
     default: h = ir_bf16_from_double(x); break;
     }
@@ -342,7 +361,8 @@ static uint64_t splitmix64(uint64_t *state) {
 /* A random element: floats are k * 2^(1-p) - 1 with p = fraction bits + 1, so every value
  * is exact in its type and lies in [-1, 1). */
 static IrElem random_elem(uint64_t r, cf_dtype t, cf_dtype *cls) {
-  static const int precision[CF_DTYPE_COUNT] = {[CF_FLOAT] = 24, [CF_DOUBLE] = 53, [CF_HALF] = 11, [CF_BFLOAT16] = 8};
+  static const int precision[CF_DTYPE_COUNT] = {[CF_FLOAT] = 24, [CF_DOUBLE] = 53, [CF_HALF] = 11, [CF_BFLOAT16] = 8,
+                                                     [CF_FLOAT8_E4M3FN] = 4, [CF_FLOAT8_E5M2] = 3};
   IrElem v;
   *cls = t;
   if (ir_dtype_is_float(t)) {

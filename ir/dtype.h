@@ -29,7 +29,10 @@
 bool ir_dtype_from_dl(DLDataType dl, cf_dtype *out);
 DLDataType ir_dtype_to_dl(cf_dtype t);
 bool ir_dtype_valid(cf_dtype t);
-bool ir_dtype_is_float(cf_dtype t); /* float, double, half, bfloat16 */
+bool ir_dtype_is_float(cf_dtype t); /* float, double and the narrow ones */
+/* The storage-only floating types that compute in float (the opmath type): half,
+ * bfloat16, float8_e4m3fn, float8_e5m2. */
+bool ir_dtype_is_narrow_float(cf_dtype t);
 /* The accumulation column of the dtype table: the type a reduction of elements of dtype t
  * accumulates in, wherever its partial results live (registers, shared workspaces, grid
  * work buffers, rfactor partials, tensors between segments): float for float, half and
@@ -69,6 +72,10 @@ uint16_t ir_half_from_double(double x);
 double ir_half_to_double(uint16_t h);
 uint16_t ir_bf16_from_double(double x);
 double ir_bf16_to_double(uint16_t h);
+/* float8_e4m3fn or float8_e5m2 (t) bits of x, rounded as torch does (to float first, then
+ * to nearest even; e4m3fn overflows to NaN, e5m2 to infinity: ir/fp8.h), and back. */
+uint8_t ir_fp8_from_double(double x, cf_dtype t);
+double ir_fp8_to_double(uint8_t b, cf_dtype t);
 
 /* ---- the type rules of the ops (op_table.c) ----------------------------------------- */
 
@@ -103,7 +110,7 @@ cf_dtype ir_op_value_dtype(IrOp op, cf_dtype ct);
 /* The type operands are converted to before computing in ct (torch's opmath type): float
  * for half and bfloat16, ct otherwise. A double scalar times a half tensor is rounded to
  * float, not to half, before the product. */
-cf_dtype ir_dtype_opmath(cf_dtype ct);
+cf_dtype ir_dtype_opmath(cf_dtype ct); /* float for every ir_dtype_is_narrow_float type */
 /* ir_op_result_dtype of a unary op. */
 cf_dtype ir_unary_dtype(IrOp op, cf_dtype in);
 /* Result dtype of a tensor-scalar op whose constant is a double (cf_add_scalar, x + 2.5):

@@ -119,7 +119,10 @@ bool ir_reduction_needs_elements(IrOp op) {
 
 static bool is_int(cf_dtype t) { return t == CF_INT8 || t == CF_INT32 || t == CF_INT64 || t == CF_UINT32; }
 
-static int float_rank(cf_dtype t) { return t == CF_DOUBLE ? 3 : t == CF_FLOAT ? 2 : 1; }
+/* 8-bit floats rank below the 16-bit ones, which hold each of their values exactly. */
+static int float_rank(cf_dtype t) {
+  return t == CF_DOUBLE ? 3 : t == CF_FLOAT ? 2 : t == CF_HALF || t == CF_BFLOAT16 ? 1 : 0;
+}
 
 static int int_rank(cf_dtype t) {
   switch (t) {
@@ -135,7 +138,7 @@ cf_dtype ir_dtype_promote(cf_dtype a, cf_dtype b) {
   if (a == b) return a;
   bool fa = ir_dtype_is_float(a), fb = ir_dtype_is_float(b);
   if (fa && fb) {
-    if (float_rank(a) == 1 && float_rank(b) == 1) return CF_FLOAT; /* half with bfloat16 */
+    if (float_rank(a) == float_rank(b)) return CF_FLOAT; /* half with bfloat16, e4m3fn with e5m2 */
     return float_rank(a) >= float_rank(b) ? a : b;
   }
   if (fa || fb) return fa ? a : b;
@@ -234,7 +237,7 @@ cf_dtype ir_op_value_dtype(IrOp op, cf_dtype ct) {
   return ct;
 }
 
-cf_dtype ir_dtype_opmath(cf_dtype t) { return t == CF_HALF || t == CF_BFLOAT16 ? CF_FLOAT : t; }
+cf_dtype ir_dtype_opmath(cf_dtype t) { return ir_dtype_is_narrow_float(t) ? CF_FLOAT : t; }
 
 cf_dtype ir_unary_dtype(IrOp op, cf_dtype in) { return ir_op_result_dtype(op, in); }
 

@@ -144,7 +144,7 @@ static cf_tv *scaled(cf_fusion *f, const char *what, bool normal, int n, Val *co
   cf_dtype wide = ir_tv(u) ? ir_tv(u)->dtype : CF_DOUBLE;
   cf_tv *r = cf_add(f, cf_mul(f, u, cf_const(f, wide, b)), cf_const(f, wide, a));
   if (r && ir_tv(r)->dtype != dtype) r = cf_cast(f, r, dtype);
-  if (!normal && (dtype == CF_HALF || dtype == CF_BFLOAT16)) {
+  if (!normal && ir_dtype_is_narrow_float(dtype)) {
     cf_tv *high = cf_const(f, dtype, a + b);
     r = cf_where(f, cf_ge(f, r, high), cf_const(f, dtype, a), r);
   }

@@ -35,7 +35,7 @@ static bool check_operands(cf_fusion *f, const char *what, Val *x, int nx, Val *
   Val *t[2] = {x, y};
   int n[2] = {nx, ny};
   for (int i = 0; i < 2; i++) {
-    if (!ir_dtype_is_float(t[i]->dtype) || ir_dtype_is_welford(t[i]->dtype))
+    if (!ir_dtype_is_float(t[i]->dtype) || cf_dtype_size(t[i]->dtype) < 2) /* no 8-bit float mma here */
       return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, t[i], "%s: %s has dtype %s, but %s takes floating-point "
                          "operands (half, bfloat16, float, double)", what, TV(t[i])->display_name,
                          cf_dtype_name(t[i]->dtype), what), false;

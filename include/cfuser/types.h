@@ -18,10 +18,14 @@ extern "C" {
 
 /* X(enumerator, printed name, size in bytes, C type name, DLPack type code, DLPack bits).
  * The codes are DLPack's DLDataTypeCode values as numbers (0 int, 1 uint, 2 float,
- * 4 bfloat, 6 bool, 3 opaque) so that the table needs no particular dlpack.h version.
- * The last two are not element types of inputs or outputs: they are the states of a
- * Welford reduction (cf_welford: running mean, sum of squared deviations M2, count), of
- * float and of double inputs, read with cf_welford_avg, cf_welford_m2 and cf_welford_n. */
+ * 4 bfloat, 6 bool, 3 opaque, 10 float8_e4m3fn, 12 float8_e5m2: DLPack 1.1's) so that the
+ * table needs no particular dlpack.h version. CF_WELFORD_FLOAT and CF_WELFORD_DOUBLE are
+ * not element types of inputs or outputs: they are the states of a Welford reduction
+ * (cf_welford: running mean, sum of squared deviations M2, count), of float and of double
+ * inputs, read with cf_welford_avg, cf_welford_m2 and cf_welford_n. The rows after them
+ * are element types again, appended so that the earlier values stay: the 8-bit floats
+ * (torch's float8_e4m3fn: no infinity, NaN 0x7F, largest 448; float8_e5m2: IEEE-like,
+ * largest 57344), storage types that compute in float as half does. */
 #define CF_DTYPE_TABLE(X)                                    \
   X(CF_FLOAT, "float", 4, "float", 2, 32)             \
   X(CF_DOUBLE, "double", 8, "double", 2, 64)          \
@@ -33,7 +37,9 @@ extern "C" {
   X(CF_UINT32, "uint32_t", 4, "uint32_t", 1, 32)       \
   X(CF_BOOL, "bool", 1, "bool", 6, 8)                   \
   X(CF_WELFORD_FLOAT, "welford_float", 16, "CfWelfordF", 3, 128) \
-  X(CF_WELFORD_DOUBLE, "welford_double", 24, "CfWelfordD", 3, 192)
+  X(CF_WELFORD_DOUBLE, "welford_double", 24, "CfWelfordD", 3, 192) \
+  X(CF_FLOAT8_E4M3FN, "__e4m3", 1, "__e4m3", 10, 8)   \
+  X(CF_FLOAT8_E5M2, "__e5m2", 1, "__e5m2", 12, 8)
 
 typedef enum cf_dtype {
 #define CF_X(e, name, size, ctype, dlcode, dlbits) e,

@@ -298,6 +298,7 @@ _proto("cf_fusion_clear_error", None, _F)
 # tensor.h and executor.h
 _proto("cf_tensor_free", None, _P)
 _proto("cf_tensor_host", _P, c_int, c_int, POINTER(c_int64))
+_proto("cf_tensor_get", c_double, _P, c_int64)
 _proto("cf_fusion_evaluate", c_int, _F, c_int, POINTER(c_void_p), POINTER(c_void_p))
 _proto("cf_expand_to", _T, _F, _T, c_int, POINTER(c_int64), POINTER(_I))
 _proto("cf_executor_create", _E, POINTER(ExecutorOptions))

@@ -19,7 +19,7 @@ from . import _capi
 from ._inputs import InputSpec, check_rank, check_size, compute_tensor_descriptor, normalize_stride_order
 from ._tensor import RunValue, Scalar, Tensor, Vector
 from .ops_shape import check_stride_order
-from .types import DataType, InvalidArgumentError, UnsupportedError, as_dtype, dtype_of_number
+from .types import DataType, InvalidArgumentError, UnsupportedError, as_dtype, dtype_of_number, is_floating
 
 
 def _is_contiguous(array: Any) -> bool:
@@ -187,8 +187,7 @@ class DefineMixin:
             raise UnsupportedError(f"define_scalar: the complex number {value!r}: cfuser has no complex dtypes")
         if dt in (DataType.Null, DataType.WelfordFloat, DataType.WelfordDouble):
             raise InvalidArgumentError(f"define_scalar: {dt.name} is not a scalar dtype")
-        v = bool(value) if dt == DataType.Bool else int(value) if dt not in (
-            DataType.Float, DataType.Double, DataType.Half, DataType.BFloat16) else float(value)
+        v = bool(value) if dt == DataType.Bool else int(value) if not is_floating(dt) else float(value)
         return Scalar(self, v, dt)  # type: ignore[arg-type]
 
     define_constant = define_scalar

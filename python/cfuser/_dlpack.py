@@ -25,7 +25,7 @@ import sys
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from . import _capi
-from .types import ARRAY_DTYPE_NAMES, DataType, InvalidArgumentError, UnsupportedError
+from .types import ARRAY_DTYPE_NAMES, ML_DTYPES, DataType, InvalidArgumentError, UnsupportedError
 
 
 class DLPackTensor:
@@ -69,13 +69,13 @@ def _ml_dtypes() -> Any:
 
 
 def _numpy_empty(shape: Tuple[int, ...], dtype: DataType, like: Any) -> Any:
-    if dtype == DataType.BFloat16:  # NumPy's bfloat16 is ml_dtypes' (JAX's)
-        ml = _ml_dtypes()
+    if dtype in ML_DTYPES:  # NumPy's bfloat16 and float8 types are ml_dtypes' (JAX's)
+        ml, name = _ml_dtypes(), ARRAY_DTYPE_NAMES[dtype]
         if ml is None:
-            raise UnsupportedError("execute: a bfloat16 output on NumPy arrays needs ml_dtypes (NumPy has no "
-                                   "bfloat16 of its own): pip install ml_dtypes, or cast the output to "
+            raise UnsupportedError(f"execute: a {name} output on NumPy arrays needs ml_dtypes (NumPy has no "
+                                   f"{name} of its own): pip install ml_dtypes, or cast the output to "
                                    "DataType.Float in the definition")
-        return _module("numpy").empty(shape, dtype=ml.bfloat16)
+        return _module("numpy").empty(shape, dtype=getattr(ml, name))
     return _module("numpy").empty(shape, dtype=ARRAY_DTYPE_NAMES[dtype])
 
 
@@ -112,7 +112,7 @@ def _cupy_copy(dst: Any, src: Any) -> None:
 
 def _cupy_empty(shape: Tuple[int, ...], dtype: DataType, like: Any) -> Any:
     cupy = _module("cupy")
-    if dtype == DataType.BFloat16:
+    if dtype in ML_DTYPES:
         return None
     with like.device:
         return cupy.empty(shape, dtype=ARRAY_DTYPE_NAMES[dtype])
@@ -247,14 +247,15 @@ def export(obj: Any, kind: str, index: int) -> Tuple[object, int, int]:
     return capsule, ptr, device_type
 
 
-# (DLPack type code, bits) of the NumPy dtypes cfuser takes (bfloat16: ml_dtypes').
+# (DLPack type code, bits) of the NumPy dtypes cfuser takes (bfloat16 and float8: ml_dtypes').
 _NUMPY_DL = {"bool": (6, 8), "int8": (0, 8), "int32": (0, 32), "int64": (0, 64), "uint32": (1, 32),
-             "float16": (2, 16), "float32": (2, 32), "float64": (2, 64), "bfloat16": (4, 16)}
+             "float16": (2, 16), "float32": (2, 32), "float64": (2, 64), "bfloat16": (4, 16),
+             "float8_e4m3fn": (10, 8), "float8_e5m2": (12, 8)}
 
 
 def _numpy_manual(arr: Any) -> Tuple[object, int, int]:
     """The DLTensor of a NumPy array made by hand from its array interface, where NumPy's
-    DLPack export refuses it (bool before NumPy 1.25, ml_dtypes' bfloat16, read-only views
+    DLPack export refuses it (bool before NumPy 1.25, ml_dtypes' bfloat16 and float8, read-only views
     such as broadcast_to's); kept alive by the returned object."""
     nd = arr.ndim
     code, bits = _NUMPY_DL[str(arr.dtype)]

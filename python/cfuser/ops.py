@@ -159,7 +159,8 @@ class Ops(ShapeOps, ReduceOps):
                 raise error_for(status, lib.cf_fusion_error(f).decode())
             dt = DataType(lib.cf_tv_dtype(out))
             m = _capi.DLManagedTensor.from_address(result[0])
-            value = _element((m.dl_tensor.data or 0) + m.dl_tensor.byte_offset, dt)
+            value = _element((m.dl_tensor.data or 0) + m.dl_tensor.byte_offset, dt) if dt in _READ else \
+                lib.cf_tensor_get(result[0], 0)  # the 8-bit floats, decoded by the library
             lib.cf_tensor_free(result[0])
             return Scalar(self._fd, value, dt)
         finally:

@@ -29,6 +29,10 @@ class DataType(enum.IntEnum):
     # The states of a Welford reduction (fd.ops.welford), never an input's or output's.
     WelfordFloat = 9
     WelfordDouble = 10
+    # torch's 8-bit floats (no infinity in e4m3fn: overflow gives NaN; e5m2 is IEEE-like),
+    # storage types that compute in float as Half does.
+    Float8_e4m3fn = 11
+    Float8_e5m2 = 12
 
 
 # The C library's printed name of each DataType (cf_dtype_name), and the NumPy-style name
@@ -38,16 +42,20 @@ C_DTYPE_NAMES: Dict[DataType, str] = {
     DataType.BFloat16: "__bfloat", DataType.Int8: "int8_t", DataType.Int32: "int",
     DataType.Int: "int64_t", DataType.UInt32: "uint32_t", DataType.Bool: "bool",
     DataType.WelfordFloat: "welford_float", DataType.WelfordDouble: "welford_double",
+    DataType.Float8_e4m3fn: "__e4m3", DataType.Float8_e5m2: "__e5m2",
 }
 ARRAY_DTYPE_NAMES: Dict[DataType, str] = {
     DataType.Float: "float32", DataType.Double: "float64", DataType.Half: "float16",
     DataType.BFloat16: "bfloat16", DataType.Int8: "int8", DataType.Int32: "int32",
     DataType.Int: "int64", DataType.UInt32: "uint32", DataType.Bool: "bool",
+    DataType.Float8_e4m3fn: "float8_e4m3fn", DataType.Float8_e5m2: "float8_e5m2",
 }
+# The dtypes NumPy lacks and ml_dtypes (JAX's) provides, by the same names.
+ML_DTYPES = (DataType.BFloat16, DataType.Float8_e4m3fn, DataType.Float8_e5m2)
 
 
 # The element types of tensors (DataType without Null and the Welford states).
-ELEMENT_DTYPES = tuple(d for d in DataType if 0 <= d < DataType.WelfordFloat)
+ELEMENT_DTYPES = tuple(d for d in DataType if d >= 0 and d not in (DataType.WelfordFloat, DataType.WelfordDouble))
 _ALIASES = {"int64": DataType.Int, "long": DataType.Int, "int": DataType.Int32, "float": DataType.Float,
             "double": DataType.Double, "half": DataType.Half, "bool_": DataType.Bool, "bool": DataType.Bool}
 
@@ -84,7 +92,8 @@ def dtype_of_number(value: object) -> DataType:
 
 
 def is_floating(dt: DataType) -> bool:
-    return dt in (DataType.Float, DataType.Double, DataType.Half, DataType.BFloat16)
+    return dt in (DataType.Float, DataType.Double, DataType.Half, DataType.BFloat16, DataType.Float8_e4m3fn,
+                  DataType.Float8_e5m2)
 
 
 def is_integral(dt: DataType) -> bool:

@@ -326,7 +326,7 @@ BINARY = {
 ZERO_SIGN_FREE = {"maximum", "minimum"}
 
 
-FLOATS = ("float32", "float64", "float16", "bfloat16")
+FLOATS = ("float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
 def accepts(kind, dtype):

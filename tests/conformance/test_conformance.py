@@ -41,8 +41,10 @@ STRUCTURAL = {
 
 # Approximate ops: a relative tolerance of a few units in the last place, and an absolute
 # one for results that cancel to nearly nothing (gelu(-7) in float is 1 + erf(-4.95): 0).
-TOL = {"float64": 1e-12, "float32": 4e-6, "float16": 2e-3, "bfloat16": 1.6e-2}
-ATOL = {"float64": 1e-15, "float32": 1e-9, "float16": 1e-6, "bfloat16": 1e-6}
+TOL = {"float64": 1e-12, "float32": 4e-6, "float16": 2e-3, "bfloat16": 1.6e-2, "float8_e4m3fn": 1.3e-1,
+       "float8_e5m2": 2.6e-1}
+ATOL = {"float64": 1e-15, "float32": 1e-9, "float16": 1e-6, "bfloat16": 1e-6, "float8_e4m3fn": 2e-3,
+        "float8_e5m2": 2e-5}
 
 
 def _ref(row):
@@ -50,7 +52,7 @@ def _ref(row):
 
 
 def _opmath(dt):
-    return "float32" if dt in ("float16", "bfloat16") else dt
+    return "float32" if dt in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2") else dt
 
 
 def _compute_dtype(result, dt):
@@ -279,9 +281,9 @@ def _reduce_ref(op, row, dt):
 
 REDUCE_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3}
 SMALLEST_NORMAL = {"float64": 2.2250738585072014e-308, "float32": 1.1754943508222875e-38, "float16": 6.103515625e-05,
-                   "bfloat16": 1.1754943508222875e-38}
+                   "bfloat16": 1.1754943508222875e-38, "float8_e4m3fn": 2.0 ** -6, "float8_e5m2": 2.0 ** -14}
 FINITE_MAX = {"float64": 1.7976931348623157e308, "float32": 3.4028234663852886e38, "float16": 65504.0,
-              "bfloat16": 3.3895313892515355e38}
+              "bfloat16": 3.3895313892515355e38, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
 
 
 def _order_sensitive(op, row, dt):

@@ -4,13 +4,16 @@ Values are held wide: Python floats (float64) for floating dtypes, Python ints f
 dtypes and bool. `store` rounds a wide value into a dtype exactly as cfuser's evaluator
 does (round to nearest even; floating to integer truncates and saturates, NaN gives 0;
 integers wrap), so references computed wide and stored once are what the evaluator,
-host kernels and CUDA kernels must give. bfloat16 arrays hold raw uint16 bits."""
+host kernels and CUDA kernels must give. bfloat16 arrays hold raw uint16 bits, the 8-bit
+floats raw uint8 bits (torch's rounding: to float32 first, then nearest even; e4m3fn
+overflows past 464 to NaN, e5m2 from 61440 to infinity)."""
 import math
 import struct
 
 import numpy as np
 
-FLOATS = ("float32", "float64", "float16", "bfloat16")
+FLOATS = ("float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+FP8 = {"float8_e4m3fn": (3, 4, 448.0), "float8_e5m2": (2, 5, 57344.0)}  # fraction bits, exponent bits, largest
 INTS = {"int8": (8, True), "int32": (32, True), "int64": (64, True), "uint32": (32, False)}
 
 _COMMON = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 7.0, -7.0, 0.1, -0.3, 100.0, 0.9, -0.9,
@@ -22,6 +25,8 @@ SPECIALS = {
                           2.0 ** 62 + 1, 1e-310],
     "float16": _COMMON + [5.960464477539063e-08, -5.960464477539063e-08, 65504.0, -65504.0, 1000.0, 2049.0],
     "bfloat16": _COMMON + [9.183549615799121e-41, 1e30, -1e30, 3.3895313892515355e38, 257.0],
+    "float8_e4m3fn": _COMMON + [448.0, -448.0, 2.0 ** -9, -(2.0 ** -9), 2.0 ** -6, 240.0, 0.015625],
+    "float8_e5m2": _COMMON + [57344.0, -57344.0, 2.0 ** -16, -(2.0 ** -16), 2.0 ** -14, 1000.0, 49152.0],
     "int8": [0, 1, -1, 2, -2, 3, 7, -7, 8, 100, -100, 127, -128, 126, -127],
     "int32": [0, 1, -1, 2, -2, 3, 7, -7, 31, 32, 40, 100000, 2 ** 31 - 1, -(2 ** 31), -(2 ** 31) + 1],
     "int64": [0, 1, -1, 2, -2, 3, 7, -7, 20, 63, 64, 2 ** 62 + 1, 2 ** 63 - 1, -(2 ** 63), -(2 ** 63) + 1],
@@ -34,9 +39,10 @@ def is_float(dtype):
     return dtype in FLOATS
 
 
-def _round_to_format(x, mbits, ebits):
+def _round_to_format(x, mbits, ebits, largest=None):
     """x rounded to nearest even in a binary format of mbits fraction bits and ebits
-    exponent bits (no double rounding), as a Python float."""
+    exponent bits (no double rounding), as a Python float; past `largest` (given: the 8-bit
+    floats) the result is NaN for a format without infinity (e4m3fn), else infinity."""
     if math.isnan(x) or math.isinf(x) or x == 0:
         return x
     bias = (1 << (ebits - 1)) - 1
@@ -48,9 +54,38 @@ def _round_to_format(x, mbits, ebits):
     if rem > 0.5 or (rem == 0.5 and r % 2 == 1):
         r += 1
     v = r * 2.0 ** (e - mbits)
+    if largest is not None:
+        return math.copysign(v, x) if v <= largest else math.nan if ebits == 4 else math.copysign(math.inf, x)
     if v >= 2.0 ** (bias + 1):
         v = math.inf
     return math.copysign(v, x)
+
+
+def _fp8(x, dtype):
+    """x as torch stores it in an 8-bit float: rounded to float32 first."""
+    mbits, ebits, largest = FP8[dtype]
+    with np.errstate(over="ignore"):
+        x = float(np.float32(x))
+    if math.isinf(x) and ebits == 4:
+        return math.nan
+    return _round_to_format(x, mbits, ebits, largest)
+
+
+def _fp8_codes(dtype):
+    """{value: code} of every number of an 8-bit float, and the list of values by code."""
+    mbits, ebits, _ = FP8[dtype]
+    bias = (1 << (ebits - 1)) - 1
+    vals = []
+    for c in range(256):
+        e, m = (c >> mbits) & ((1 << ebits) - 1), c & ((1 << mbits) - 1)
+        if (ebits == 4 and c & 0x7F == 0x7F) or (ebits == 5 and e == 31 and m):
+            v = math.nan
+        elif ebits == 5 and e == 31:
+            v = math.inf
+        else:
+            v = (1 + m / (1 << mbits)) * 2.0 ** (e - bias) if e else m * 2.0 ** (1 - bias - mbits)
+        vals.append(-v if c & 0x80 else v)
+    return vals
 
 
 def wrap(v, dtype):
@@ -86,6 +121,8 @@ def store(v, dtype):
         if dtype == "float32":
             with np.errstate(over="ignore"):
                 return float(np.float32(x))
+        if dtype in FP8:
+            return _fp8(x, dtype)
         return _round_to_format(x, 10, 5) if dtype == "float16" else _round_to_format(x, 7, 8)
     if isinstance(v, float):
         return to_int(v, dtype)
@@ -108,6 +145,10 @@ def array(values, dtype):
     stored = [store(v, dtype) for v in values]
     if dtype == "bfloat16":
         return np.array([bf16_bits(x) for x in stored], dtype=np.uint16)
+    if dtype in FP8:
+        codes = _fp8_codes(dtype)
+        return np.array([0x7F if math.isnan(x) else codes.index(x) if x or not math.copysign(1, x) < 0 else 0x80
+                         for x in stored], dtype=np.uint8)
     np_dtype = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int8": np.int8,
                 "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "bool": np.bool_}[dtype]
     return np.array(stored, dtype=np_dtype)
@@ -117,6 +158,9 @@ def widen(arr, dtype):
     """The wide values of an array of dtype."""
     if dtype == "bfloat16":
         return [bf16_value(b) for b in arr.reshape(-1)]
+    if dtype in FP8:
+        codes = _fp8_codes(dtype)
+        return [codes[int(b)] for b in arr.reshape(-1)]
     if is_float(dtype):
         return [float(x) for x in arr.reshape(-1)]
     if dtype == "bool":

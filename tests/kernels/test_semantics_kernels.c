@@ -167,3 +167,101 @@ Test(semantics_kernels, random_numbers_are_the_evaluators_everywhere) {
   cr_expect(strstr(src, "cf_philox_uniform24(") && strstr(src, "cf_philox_normal("), "%s", src);
   free(src);
 }
+
+/* ---- 8-bit floats (ir/fp8.h): every backend converts as the evaluator, bit for bit ---------- */
+
+/* Every float8_e4m3fn value, the ties between neighbours and a float either side of each,
+ * overflow (448, 464, 465, 480, 57344, 61440, 1e6, inf), NaN, -0.0 and subnormals. */
+static int fp8_sweep(double *v) {
+  int n = 0;
+  for (unsigned c = 0; c < 0x7E; c++) {
+    uint8_t lo = (uint8_t)c, hi = (uint8_t)(c + 1);
+    double a = ir_elem_load(&lo, CF_FLOAT8_E4M3FN).d, b = ir_elem_load(&hi, CF_FLOAT8_E4M3FN).d, m = (a + b) / 2;
+    double pts[4] = {a, m, nextafterf((float)m, 0.0f), nextafterf((float)m, INFINITY)};
+    for (int i = 0; i < 4; i++) v[n++] = pts[i], v[n++] = -pts[i];
+  }
+  const double special[] = {448, 464, 465, 480, 57344, 61439, 61440, 1e6, INFINITY, -INFINITY, NAN, -0.0,
+                            0x1p-10, 0x1.8p-10, 0x1p-17, 0x1.8p-16, 1e-30, 464.000001};
+  for (size_t i = 0; i < sizeof special / sizeof *special; i++) v[n++] = special[i];
+  return n;
+}
+
+/* The bytes of two 8-bit tensors are equal (NaN's sign and payload included). */
+static void expect_same_bytes(DLManagedTensor *a, DLManagedTensor *b, const char *what) {
+  int64_t n = cf_tensor_numel(&a->dl_tensor);
+  cr_assert_eq(n, cf_tensor_numel(&b->dl_tensor));
+  const uint8_t *x = a->dl_tensor.data, *y = b->dl_tensor.data;
+  for (int64_t i = 0; i < n; i++) cr_expect_eq(x[i], y[i], "%s: element %lld is 0x%02x, not 0x%02x", what, (long long)i, x[i], y[i]);
+}
+
+Test(semantics_kernels, fp8_casts_are_the_evaluators_bit_for_bit) {
+  cf_tv *x = tu_input(f, CF_FLOAT, 1, NULL), *d = tu_input(f, CF_DOUBLE, 1, NULL);
+  cf_tv *e4 = cf_cast(f, x, CF_FLOAT8_E4M3FN), *e5 = cf_cast(f, x, CF_FLOAT8_E5M2);
+  cf_tv *outs[] = {e4,
+                   e5,
+                   cf_cast(f, d, CF_FLOAT8_E4M3FN),                         /* double -> float -> fp8 */
+                   cf_cast(f, cf_cast(f, x, CF_HALF), CF_FLOAT8_E5M2),       /* half -> fp8 */
+                   cf_cast(f, cf_cast(f, x, CF_BFLOAT16), CF_FLOAT8_E4M3FN), /* bfloat16 -> fp8 */
+                   cf_cast(f, e4, CF_FLOAT8_E5M2),                          /* fp8 -> fp8 */
+                   cf_cast(f, e4, CF_FLOAT),
+                   cf_cast(f, e5, CF_DOUBLE),
+                   cf_cast(f, e4, CF_HALF),
+                   cf_cast(f, e5, CF_BFLOAT16),
+                   cf_cast(f, e4, CF_INT32)};
+  enum { NOUT = sizeof outs / sizeof *outs };
+  for (int i = 0; i < NOUT; i++) cf_fusion_add_output(f, outs[i]);
+  double v[1100];
+  int n = fp8_sweep(v);
+  DLManagedTensor *in[2] = {floats(CF_FLOAT, 1, (int64_t[]){n}, v), floats(CF_DOUBLE, 1, (int64_t[]){n}, v)};
+  const DLTensor *ins[2] = {&in[0]->dl_tensor, &in[1]->dl_tensor};
+  DLManagedTensor *want[NOUT] = {0}, *got[NOUT] = {0};
+  cr_assert_eq(cf_fusion_evaluate(f, 2, ins, want), CF_OK, "%s", cf_fusion_error(f));
+  for (int i = 0; i < n; i++) { /* the evaluator is torch's rounding (tests/ir/test_fp8.c) */
+    uint8_t b = ((uint8_t *)want[0]->dl_tensor.data)[i];
+    cr_expect_eq(b, ir_fp8_from_double((float)v[i], CF_FLOAT8_E4M3FN));
+  }
+  cf_inline_most(f);
+  cf_executor *e = cf_executor_create(&host);
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  cr_assert_eq(cf_executor_run(e, 2, ins, NOUT, got), CF_OK, "%s", cf_executor_error(e));
+  for (int i = 0; i < NOUT; i++) {
+    if (cf_dtype_size(cf_tv_dtype(outs[i])) == 1) expect_same_bytes(got[i], want[i], cf_dtype_name(cf_tv_dtype(outs[i])));
+    cr_expect(cf_tensor_equal(&got[i]->dl_tensor, &want[i]->dl_tensor), "output %d differs from the evaluator", i);
+    cf_tensor_free(got[i]), cf_tensor_free(want[i]);
+  }
+  cf_executor_destroy(e);
+  char *src = kc_compile_sm90(f);
+  cr_expect(strstr(src, "__float2e4m3(") && strstr(src, "__e5m22float(") && strstr(src, "__float2e5m2((float)((float)__half2float("),
+            "no fp8 conversions in:\n%s", src);
+  free(src);
+  cf_tensor_free(in[0]), cf_tensor_free(in[1]);
+}
+
+/* Arithmetic on 8-bit floats computes in float (their opmath type) and rounds once to the
+ * result's dtype; a sum accumulates in float (a row of 64 ones in e4m3fn is 64, not 16);
+ * e4m3fn with e5m2 promotes to float, e4m3fn with half to half. */
+Test(semantics_kernels, fp8_arithmetic_computes_in_float) {
+  cf_tv *a = tu_input(f, CF_FLOAT8_E4M3FN, 2, NULL), *b = tu_input(f, CF_FLOAT8_E5M2, 2, NULL);
+  cf_tv *h = tu_input(f, CF_HALF, 2, NULL);
+  cf_tv *s = cf_add(f, a, cf_mul(f, a, cf_const(f, CF_DOUBLE, 0.3)));
+  cf_tv *ab = cf_mul(f, a, b), *ah = cf_sub(f, a, h), *sum = cf_sum(f, a, 1, (int[]){1});
+  cr_expect_eq(cf_tv_dtype(s), CF_FLOAT8_E4M3FN);
+  cr_expect_eq(cf_tv_dtype(ab), CF_FLOAT);
+  cr_expect_eq(cf_tv_dtype(ah), CF_HALF);
+  cr_expect_eq(cf_tv_dtype(sum), CF_FLOAT8_E4M3FN);
+  cf_fusion_add_output(f, s), cf_fusion_add_output(f, ab), cf_fusion_add_output(f, ah), cf_fusion_add_output(f, sum);
+  double v[3 * 64];
+  for (int i = 0; i < 3 * 64; i++) v[i] = i < 64 ? 1.0 : (i % 17) * 0.375 - 2;
+  int64_t sz[2] = {3, 64};
+  DLManagedTensor *in[3] = {floats(CF_FLOAT8_E4M3FN, 2, sz, v), floats(CF_FLOAT8_E5M2, 2, sz, v),
+                            floats(CF_HALF, 2, sz, v)};
+  const DLTensor *ins[1] = {&in[0]->dl_tensor};
+  DLManagedTensor *want[4] = {0};
+  cr_assert_eq(cf_fusion_evaluate(f, 3, (const DLTensor *[]){ins[0], &in[1]->dl_tensor, &in[2]->dl_tensor}, want),
+               CF_OK, "%s", cf_fusion_error(f));
+  cr_expect_eq(cf_tensor_get(&want[3]->dl_tensor, 0), 64.0);
+  cr_expect_eq(cf_tensor_get(&want[0]->dl_tensor, 0), 1.25); /* 1 + 0.3 = 1.3 in float, 1.25 in e4m3fn */
+  for (int i = 0; i < 4; i++) cf_tensor_free(want[i]);
+  char *src = run_everywhere(3, in);
+  free(src);
+}
