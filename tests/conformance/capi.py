@@ -117,7 +117,7 @@ class Fusion:
     """A fusion being built; ops are C calls by name. Frees itself (and its cache)."""
 
     def __init__(self):
-        self.f = LIB.cf_fusion_create()
+        self.f = P(LIB.cf_fusion_create())  # a pointer object: calls without argtypes pass it whole (PIE interpreters)
         self.inputs = []
 
     def __del__(self):
