@@ -204,6 +204,7 @@ typedef enum IrTypeRule {
   X(OP_LOGICAL_OR, "logical_or", OPK_BINARY, "logical_or", TR_LOGICAL, ir_ev_logical_or, "(%0 || %1)", "(%0 || %1)") \
   X(OP_SHL, "bitwise_left_shift", OPK_BINARY, "bitwise_left_shift", TR_INTEGER, ir_ev_bitwise_left_shift, "cf_shl(%0, %1)", "cf_shl(%0, %1)") \
   X(OP_SHR, "bitwise_right_shift", OPK_BINARY, "bitwise_right_shift", TR_INTEGER, ir_ev_bitwise_right_shift, "cf_shr(%0, %1)", "cf_shr(%0, %1)") \
+  X(OP_GCD, "gcd", OPK_BINARY, "gcd", TR_INTEGER, ir_ev_gcd, "cf_gcd(%0, %1)", "cf_gcd(%0, %1)") \
   X(OP_WELFORD_AVG, "welford_avg", OPK_UNARY, "welford_avg", TR_WELFORD, ir_ev_welford_field, "cf_welford_avg(%0)", \
     "cf_welford_avg(%0)")                                                                                       \
   X(OP_WELFORD_M2, "welford_m2", OPK_UNARY, "welford_m2", TR_WELFORD, ir_ev_welford_field, "cf_welford_m2(%0)",  \

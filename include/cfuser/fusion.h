@@ -85,7 +85,7 @@ CF_API cf_tv *cf_tensor_strided(cf_fusion *f, cf_dtype dtype, int rank);
   X(add) X(sub) X(mul) X(div) X(max) X(min) X(pow) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) \
   X(truediv) X(mod) X(fmod) X(remainder) X(floor_divide) X(atan2) X(nextafter) \
   X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(logical_and) X(logical_or) \
-  X(bitwise_left_shift) X(bitwise_right_shift)
+  X(bitwise_left_shift) X(bitwise_right_shift) X(gcd)
 
 /* set: a copy (the data-movement op of the scheduling tutorials). */
 CF_API cf_tv *cf_set(cf_fusion *f, cf_tv *in);
@@ -121,7 +121,9 @@ CF_UNARY_OP_TABLE(CF_X)
  * - bitwise_and/or/xor take integers and bool; bitwise_left_shift and
  *   bitwise_right_shift integers (arithmetic shift; an amount < 0 or >= the width gives 0,
  *   or the sign for right shifts); atan2 gives a floating result; nextafter takes float
- *   and double only. */
+ *   and double only;
+ * - gcd takes integers (torch.gcd): the greatest common divisor of |a| and |b|, never
+ *   negative, gcd(0, 0) = 0; |INT_MIN| wraps to INT_MIN as in torch's two's complement. */
 #define CF_X(name) CF_API cf_tv *cf_##name(cf_fusion *f, cf_tv *a, cf_tv *b);
 CF_BINARY_OP_TABLE(CF_X)
 #undef CF_X

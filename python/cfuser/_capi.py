@@ -178,7 +178,7 @@ UNARY_OPS = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "relu", 
 BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow", "eq", "ne", "lt", "le", "gt", "ge",
               "truediv", "mod", "fmod", "remainder", "floor_divide", "atan2", "nextafter",
               "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
-              "bitwise_left_shift", "bitwise_right_shift")
+              "bitwise_left_shift", "bitwise_right_shift", "gcd")
 
 
 class OpInfo(ctypes.Structure):

@@ -400,7 +400,6 @@ class ShapeOps:
     scatter = _missing("scatter", "arg, index, src, dim")
     select = _missing("select", "arg, index, dim")
     cumsum = _missing("cumsum", "arg, dim")
-    gcd = _missing("gcd", "a, b")
 
     # ---- matmul --------------------------------------------------------------------------
 

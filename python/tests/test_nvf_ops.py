@@ -511,7 +511,7 @@ def test_compute_tensor_descriptor():
     assert contiguity == [True, True, True]
 
 
-@pytest.mark.parametrize("op", ["gather", "take_along_axis", "index_select", "scatter", "cumsum", "gcd", "select"])
+@pytest.mark.parametrize("op", ["gather", "take_along_axis", "index_select", "scatter", "cumsum", "select"])
 def test_ops_cfuser_lacks(op):
     # nvFuser has these; this cfuser's op table does not yet: each says so (skipped)
     with FusionDefinition() as fd:
