@@ -113,6 +113,14 @@ CF_OPS_FN int64_t cf_shr_i(int64_t a, int64_t b) {
   int64_t s = b < 0 || b >= 64 ? 63 : b;
   return a < 0 ? ~(~a >> s) : a >> s;
 }
+/* The position an index names along an axis of extent n (gather, take_along_axis,
+ * scatter): a negative index counts from the end; one still outside is clamped into the
+ * axis (a kernel cannot raise as the evaluator does; it never reads or writes outside). */
+CF_OPS_FN int64_t cf_index_clamp(int64_t i, int64_t n) {
+  if (i < 0) i += n;
+  return i < 0 || n <= 0 ? 0 : i >= n ? n - 1 : i;
+}
+
 /* ---- the generic names ------------------------------------------------------------------------ */
 
 #ifdef __cplusplus
