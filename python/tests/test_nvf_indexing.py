@@ -42,16 +42,24 @@ def test_gcd_refuses_floats():
             fd.ops.gcd(t0, t0)
 
 
-@pytest.mark.parametrize("dim", [0, 1])
-def test_index_select(dev, dim):
-    inputs = [randn(8, 16), randn(8, 16, seed=1), ints(6, lo=0, hi=8, seed=2)]
+def _lookup_of_a_sum(dev, op, index, dim):
+    """nvFuser's tests of index_select, take_along_axis and gather: the looked-up tensor is
+    computed (t0 + t1), so define and run cuts before the lookup."""
+    inputs = [randn(8, 16), randn(8, 16, seed=1), index]
 
     def fusion_func(fd):
         t0, t1, t2 = (fd.from_pytorch(x) for x in inputs)
-        fd.add_output(fd.ops.index_select(fd.ops.add(t0, t1), t2, dim))
+        fd.add_output(getattr(fd.ops, op)(fd.ops.add(t0, t1), t2, dim))
 
     out, _ = exec_nvfuser(dev, fusion_func, inputs)
-    close(out[0], np.take(inputs[0] + inputs[1], inputs[2], axis=dim))
+    return out[0], inputs[0] + inputs[1]
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_select(dev, dim):
+    index = ints(6, lo=0, hi=8, seed=2)
+    got, x = _lookup_of_a_sum(dev, "index_select", index, dim)
+    close(got, np.take(x, index, axis=dim))
 
 
 @pytest.mark.parametrize("dim", [0, 1])
@@ -90,28 +98,17 @@ def test_select_constant_negative_index(dev):
 
 @pytest.mark.parametrize("dim", [0, 1])
 def test_take_along_axis(dev, dim):
-    inputs = [randn(8, 16), randn(8, 16, seed=1), ints(8, 16, lo=0, hi=8, seed=3)]
-
-    def fusion_func(fd):
-        t0, t1, t2 = (fd.from_pytorch(x) for x in inputs)
-        fd.add_output(fd.ops.take_along_axis(fd.ops.add(t0, t1), t2, dim))
-
-    out, _ = exec_nvfuser(dev, fusion_func, inputs)
-    close(out[0], np.take_along_axis(inputs[0] + inputs[1], inputs[2], axis=dim))
+    index = ints(8, 16, lo=0, hi=8, seed=3)
+    got, x = _lookup_of_a_sum(dev, "take_along_axis", index, dim)
+    close(got, np.take_along_axis(x, index, axis=dim))
 
 
 @pytest.mark.parametrize("dim", [0, 1])
 def test_gather(dev, dim):
-    inputs = [randn(8, 16), randn(8, 16, seed=1), ints(4, 4, lo=0, hi=8, seed=4)]
-
-    def fusion_func(fd):
-        t0, t1, t2 = (fd.from_pytorch(x) for x in inputs)
-        fd.add_output(fd.ops.gather(fd.ops.add(t0, t1), t2, dim))
-
-    out, _ = exec_nvfuser(dev, fusion_func, inputs)
-    x = inputs[0] + inputs[1]
-    want = x[inputs[2], np.arange(4)[None, :]] if dim == 0 else x[np.arange(4)[:, None], inputs[2]]
-    close(out[0], want)
+    index = ints(4, 4, lo=0, hi=8, seed=4)
+    got, x = _lookup_of_a_sum(dev, "gather", index, dim)
+    want = x[index, np.arange(4)[None, :]] if dim == 0 else x[np.arange(4)[:, None], index]
+    close(got, want)
 
 
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
