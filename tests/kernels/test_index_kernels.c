@@ -209,3 +209,36 @@ Test(index_kernels, symbolic_extents_are_checked_at_run_time) {
   cf_tensor_free(xs), cf_tensor_free(is);
   cf_fusion_cache_destroy(c);
 }
+
+/* The four ops inlined by hand into one kernel (their operands read elsewhere are inputs):
+ * the host backend equals the evaluator, and the CUDA source compiles with NVRTC for
+ * sm_90a (the clamp, the loops and the loads in the CUDA dialect). */
+Test(index_kernels, hand_inlined_kernel_compiles_for_sm90_and_runs_on_the_host) {
+  cf_tv *x = tu_input(f, CF_HALF, 2, (int64_t[]){6, 5}), *i = tu_input(f, CF_INT32, 2, (int64_t[]){6, 3});
+  cf_tv *s = tu_input(f, CF_HALF, 2, (int64_t[]){6, 4}), *k = tu_input(f, CF_INT64, 2, (int64_t[]){6, 2});
+  cf_fusion_add_output(f, cf_gather(f, x, 1, i));
+  cf_fusion_add_output(f, cf_cumsum(f, x, 1));
+  cf_fusion_add_output(f, cf_scatter(f, x, 1, k, s));
+  cf_fusion_add_output(f, cf_take_along_axis(f, x, cf_neg(f, k), 1));
+  DLManagedTensor *in[4] = {filled(CF_HALF, 2, (int64_t[]){6, 5}, -9, 9), filled(CF_INT32, 2, (int64_t[]){6, 3}, -5, 5),
+                            filled(CF_HALF, 2, (int64_t[]){6, 4}, -9, 9), NULL};
+  DLManagedTensor *kk = cf_tensor_host(CF_INT64, 2, (int64_t[]){6, 2});
+  for (int r = 0; r < 6; r++) ((int64_t *)kk->dl_tensor.data)[2 * r] = r % 5, ((int64_t *)kk->dl_tensor.data)[2 * r + 1] = -1 - r % 4;
+  in[3] = kk;
+  const DLTensor *ins[4] = {&in[0]->dl_tensor, &in[1]->dl_tensor, &in[2]->dl_tensor, &in[3]->dl_tensor};
+  DLManagedTensor *want[4] = {0}, *got[4] = {0};
+  cr_assert_eq(cf_fusion_evaluate(f, 4, ins, want), CF_OK, "%s", cf_fusion_error(f));
+  cf_inline_most(f);
+  char *src = kc_compile_sm90(f);
+  cr_expect(strstr(src, "cf_index_clamp(") && strstr(src, "cf_acc"), "%s", src);
+  free(src);
+  cf_executor *e = cf_executor_create(&host);
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  cr_assert_eq(cf_executor_run(e, 4, ins, 4, got), CF_OK, "%s", cf_executor_error(e));
+  for (int o = 0; o < 4; o++) {
+    cr_expect(cf_tensor_equal(&got[o]->dl_tensor, &want[o]->dl_tensor), "output %d differs from the evaluator", o);
+    cf_tensor_free(got[o]), cf_tensor_free(want[o]);
+  }
+  for (int j = 0; j < 4; j++) cf_tensor_free(in[j]);
+  cf_executor_destroy(e);
+}
