@@ -66,6 +66,24 @@ static char *fits(const IdxIo *io, int j, int big, bool skip_axis) {
   return NULL;
 }
 
+/* The axes an operand pairs with the output's (equal extents but where the operand
+ * broadcasts): symbolic extents were assumed equal when the op was built. */
+static char *paired(const IdxIo *io) {
+  for (int j = 0; j < io->e->nin; j++) {
+    const TensorView *t = TV(io->e->in[j]);
+    for (int i = 0, a = 0; i < t->nlogical && a < io->r; i++) {
+      if (ID(t->logical[i])->iter_type == CF_ITER_REDUCTION) continue;
+      bool bcast = ID(t->logical[i])->iter_type == CF_ITER_BROADCAST;
+      if (!bcast && !ir_unpaired_axis(io->e, j, a) && io->in[j]->shape[a] != io->out->shape[a])
+        return msg("%s: axis %d has extent %lld in %s but %lld in %s", ir_op_name(io->e->op), a,
+                   (long long)io->in[j]->shape[a], t->display_name, (long long)io->out->shape[a],
+                   TV(io->e->out[0])->display_name);
+      a++;
+    }
+  }
+  return NULL;
+}
+
 static bool next(int64_t *c, const int64_t *shape, int r) {
   for (int a = r - 1; a >= 0; a--) {
     if (++c[a] < shape[a]) return true;
@@ -140,6 +158,8 @@ static char *run_cumsum(const IdxIo *io) {
 
 char *ir_eval_indexed(const Expr *e, const DLTensor *const *in, const int64_t *const *st, DLTensor *out) {
   IdxIo io = {.e = e, .in = in, .st = st, .out = out, .r = out->ndim, .d = e->attr.indexed.axis};
+  char *err = paired(&io);
+  if (err) return err;
   switch (e->op) {
   case OP_GATHER:
   case OP_TAKE_ALONG_AXIS: return run_lookup(&io);

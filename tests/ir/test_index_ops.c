@@ -219,3 +219,14 @@ Test(index_ops, symbolic_extents_are_checked_when_bound) {
                                        "as large");
   ot_free_all(2, in);
 }
+
+Test(index_ops, paired_symbolic_extents_must_agree) {
+  cf_tv *x = tu_input(f, CF_FLOAT, 2, NULL), *i = tu_input(f, CF_INT64, 2, NULL);
+  cf_fusion_add_output(f, cf_take_along_axis(f, x, i, 1));
+  DLManagedTensor *in[2] = {ot_tensor(CF_FLOAT, 2, (int64_t[]){2, 2}, (double[]){1, 2, 3, 4}),
+                            ot_tensor_i(CF_INT64, 2, (int64_t[]){3, 1}, (int64_t[]){0, 1, 0})};
+  DLManagedTensor *out = NULL;
+  cr_expect_eq(ot_eval(f, 2, in, &out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_error(f), "evaluate: take_along_axis: axis 0 has extent 3 in T1 but 2 in T2");
+  ot_free_all(2, in);
+}
