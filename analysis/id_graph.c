@@ -61,6 +61,14 @@ bool an_is_producer_of(const Val *p, const Val *c) {
   return false;
 }
 
+/* Which operand of e p is (the first, when it is several: the op builders give an operand
+ * read elsewhere no second role). */
+static int operand_of(const Expr *e, const Val *p) {
+  for (int i = 0; i < e->nin; i++)
+    if (e->in[i] == p) return i;
+  return -1;
+}
+
 int an_pairwise_map(const Val *p, const Val *c, Val **p_ids, Val **c_ids, int cap) {
   if (!an_is_producer_of(p, c)) return -1;
   const Expr *e = c->def;
@@ -80,8 +88,10 @@ int an_pairwise_map(const Val *p, const Val *c, Val **p_ids, Val **c_ids, int ca
     if (squeezed && squeezed[seen++]) continue;
     while (j < ct->nroot && is_bcast && is_bcast[j]) j++;
     if (j >= ct->nroot) break;
-    /* A resized axis (slice, pad, cat) reads its operand at other positions: no partner. */
-    if (ir_op_kind(e->op) == OPK_RESIZE && ir_resize_axis(e, e->in[0] == p ? 0 : 1, j)) {
+    /* A resized axis (slice, pad, cat) or an indexed op's axis of an operand it reads along
+     * that axis (gather's lookup, cumsum's input) reads its operand at other positions: no
+     * partner. */
+    if (ir_unpaired_axis(e, operand_of(e, p), j)) {
       j++;
       continue;
     }

@@ -68,6 +68,14 @@ void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write);
 char *cg_mma_operand(Emitter *e, const KNode *n, bool b, int i, const char *wrap);
 /* An op's code form in the emitter's dialect with %0 %1 %2 replaced by args (malloc'd). */
 char *cg_op_form(const Emitter *e, IrOp op, char *const *args);
+/* The type an op computes in (emit.c): a Welford state type, double, float or int64. */
+cf_dtype cg_compute_type(const KNode *op);
+/* An operand or output as the dialect spells it (a tensor element, a register, a constant). */
+char *cg_access_str(Emitter *e, const KAccess *a, bool is_write);
+/* v of dtype `from` converted to `to` (malloc'd). */
+char *cg_converted(Emitter *e, cf_dtype from, cf_dtype to, const char *v);
+/* gather, take_along_axis, scatter and cumsum (indexed.c). */
+void cg_indexed_op(Emitter *e, const KNode *n);
 /* Generates the whole kernel source with the given dialect (malloc'd). */
 char *cg_generate(const KKernel *k, const Dialect *d);
 /* The embedded runtime snippet named `name` (codegen/runtime/), or NULL. */

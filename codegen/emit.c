@@ -142,7 +142,7 @@ static cf_dtype welford_type(const KNode *op) {
 /* The type arithmetic is done in: a Welford state type if the op has one (elements are
  * folded in as one-element states, and states are read by the field ops), double if any
  * operand is double, float for other floating types, else 64-bit integers. */
-static cf_dtype compute_type(const KNode *op) {
+cf_dtype cg_compute_type(const KNode *op) {
   cf_dtype w = welford_type(op);
   if (w != CF_DTYPE_COUNT) return w;
   IrTypeRule r = ir_op_type_rule(op->u.op.op);
@@ -183,7 +183,7 @@ static char *int64_literal(int64_t v) {
   return sb_take(&b);
 }
 
-static char *access_str(Emitter *e, const KAccess *a, bool is_write) {
+char *cg_access_str(Emitter *e, const KAccess *a, bool is_write) {
   StrBuf b = {0};
   if (!a->t && a->var) return strdup(a->var); /* a register: a reduction's accumulator */
   int64_t c;
@@ -208,7 +208,7 @@ static char *access_str(Emitter *e, const KAccess *a, bool is_write) {
   return sb_take(&b);
 }
 
-static char *converted(Emitter *e, cf_dtype from, cf_dtype to, const char *v) {
+char *cg_converted(Emitter *e, cf_dtype from, cf_dtype to, const char *v) {
   if (from == to) return strdup(v);
   StrBuf save = e->out;
   e->out = (StrBuf){0};
@@ -254,12 +254,16 @@ char *cg_reduction_init(Emitter *e, IrOp op, cf_dtype ct, cf_dtype t) {
   case RID_HIGHEST: v = is_floating(t) ? "INFINITY" : int_limit(t, true); break;
   case RID_EMPTY: return strdup(t == CF_WELFORD_DOUBLE ? "cf_welford_empty_d()" : "cf_welford_empty_f()");
   }
-  return is_floating(t) ? converted(e, ct, t, v) : converted(e, CF_INT64, t, v);
+  return is_floating(t) ? cg_converted(e, ct, t, v) : cg_converted(e, CF_INT64, t, v);
 }
 
 static void emit_op(Emitter *e, const KNode *n) {
-  cf_dtype ct = compute_type(n);
-  char *out = access_str(e, &n->u.op.out, true);
+  if (ir_op_kind(n->u.op.op) == OPK_INDEXED && !n->u.op.reduction_init) {
+    cg_indexed_op(e, n);
+    return;
+  }
+  cf_dtype ct = cg_compute_type(n);
+  char *out = cg_access_str(e, &n->u.op.out, true);
   if (n->u.op.reduction_init) {
     char *v = cg_reduction_init(e, n->u.op.op, ct, n->u.op.out_dtype);
     cg_line(e, "%s = %s;", out, v);
@@ -268,29 +272,29 @@ static void emit_op(Emitter *e, const KNode *n) {
   }
   char *args[3] = {NULL, NULL, NULL};
   int k = 0;
-  if (ir_op_kind(n->u.op.op) == OPK_REDUCTION) args[k++] = converted(e, n->u.op.out_dtype, ct, out);
+  if (ir_op_kind(n->u.op.op) == OPK_REDUCTION) args[k++] = cg_converted(e, n->u.op.out_dtype, ct, out);
   for (int i = 0; i < n->u.op.nin && k < 3; i++) {
     const KAccess *in = &n->u.op.in[i];
     bool int_constant = !in->t && !in->var && !in->scalar_expr && !is_floating(ct) && !ir_dtype_is_welford(ct);
     /* a double constant of an integer op: its type rule made it integral (ir_scalar_rhs_dtype) */
     char *a = int_constant ? int64_literal(ir_elem_convert((IrElem){.d = in->scalar}, CF_DOUBLE, CF_INT64).i)
-                           : access_str(e, in, false);
+                           : cg_access_str(e, in, false);
     cf_dtype from = in->t           ? in->t->dtype
                     : in->var       ? in->var_dtype
                     : int_constant || in->scalar_expr ? CF_INT64
                                                       : CF_DOUBLE;
     /* where's condition stays a bool; everything else goes to the compute type */
-    args[k++] = (n->u.op.op == OP_WHERE && i == 0) ? a : converted(e, from, ct, a);
+    args[k++] = (n->u.op.op == OP_WHERE && i == 0) ? a : cg_converted(e, from, ct, a);
     if (args[k - 1] != a) free(a);
   }
   if (n->u.op.vector > 1) {
-    char *src = access_str(e, &n->u.op.in[0], false);
+    char *src = cg_access_str(e, &n->u.op.in[0], false);
     e->d->vector_copy(e, n, out, src);
     free(src);
   } else {
     char *val = cg_op_form(e, n->u.op.op, args);
     /* the form's value type: predicates and comparisons give bool, a Welford field its scalar */
-    char *v = converted(e, ir_op_value_dtype(n->u.op.op, ct), n->u.op.out_dtype, val);
+    char *v = cg_converted(e, ir_op_value_dtype(n->u.op.op, ct), n->u.op.out_dtype, val);
     cg_line(e, "%s = %s;", out, v);
     free(val), free(v);
   }
@@ -301,10 +305,10 @@ static void emit_op(Emitter *e, const KNode *n) {
 char *cg_mma_operand(Emitter *e, const KNode *n, bool b, int i, const char *wrap) {
   const KAccess *x = b ? &n->u.mma.b[i] : &n->u.mma.a[i];
   const KExpr *mask = b ? n->u.mma.b_mask[i] : n->u.mma.a_mask[i];
-  char *v = access_str(e, x, false), *m = mask ? cg_expr(e, mask) : NULL;
+  char *v = cg_access_str(e, x, false), *m = mask ? cg_expr(e, mask) : NULL;
   StrBuf s = {0}, w = {0};
   if (wrap) sb_printf(&w, wrap, v);
-  else w.data = converted(e, n->u.mma.in_dtype, CF_FLOAT, v);
+  else w.data = cg_converted(e, n->u.mma.in_dtype, CF_FLOAT, v);
   if (m) sb_printf(&s, "((%s) ? %s : %s)", m, w.data, wrap ? "0u" : "0.0f");
   else sb_puts(&s, w.data);
   free(v), free(m), sb_free(&w);

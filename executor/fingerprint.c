@@ -123,6 +123,10 @@ static void fp_attrs(Fp *b, const Expr *e) {
     fp_f64(b, e->attr.pad.value), fp_i64(b, e->attr.pad.ivalue);
     return;
   case OP_CAT: fp_i64(b, e->attr.cat.axis); return;
+  case OP_GATHER:
+  case OP_TAKE_ALONG_AXIS:
+  case OP_SCATTER:
+  case OP_CUMSUM: fp_i64(b, e->attr.indexed.axis); return;
   case OP_IOTA:
     fp_f64(b, e->attr.iota.start), fp_f64(b, e->attr.iota.step);
     fp_i64(b, e->attr.iota.istart), fp_i64(b, e->attr.iota.istep), fp_i64(b, e->attr.iota.axis);

@@ -67,6 +67,10 @@ void ir_elem_store(void *p, cf_dtype t, IrElem v, cf_dtype from);
  * after casting to `to`). */
 IrElem ir_elem_convert(IrElem v, cf_dtype from, cf_dtype to);
 double ir_elem_to_double(IrElem v, cf_dtype t);
+/* The evaluator of an indexed op (ir/eval_index.c): e's operands as host tensors with
+ * their element strides, its output dense and row-major; NULL, or a malloc'd message
+ * (without "evaluate: ") naming the op, the tensor and the element at fault. */
+char *ir_eval_indexed(const Expr *e, const DLTensor *const *in, const int64_t *const *st, DLTensor *out);
 
 uint16_t ir_half_from_double(double x);
 double ir_half_to_double(uint16_t h);

@@ -632,6 +632,32 @@ static cf_status run_resize(Eval *ev, const Expr *e) {
   return s;
 }
 
+/* gather, take_along_axis, scatter, cumsum (ir/eval_index.c): the output allocated dense,
+ * the operands handed over with their strides. */
+static cf_status run_indexed(Eval *ev, const Expr *e) {
+  Val *out = e->out[0];
+  int r = TV(out)->nlogical;
+  int64_t sizes[CF_MAX_RANK];
+  const DLTensor *in[3] = {NULL, NULL, NULL};
+  const int64_t *st[3] = {NULL, NULL, NULL};
+  for (int d = 0; d < r; d++) {
+    cf_status s = eval_extent(ev, out, d, &sizes[d]);
+    if (s) return s;
+  }
+  for (int j = 0; j < e->nin && j < 3; j++) {
+    if (!(in[j] = ev->bufs[e->in[j]->id].t))
+      return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s is neither an input of the fusion nor computed by it",
+                        TV(e->in[j])->display_name);
+    st[j] = ev->bufs[e->in[j]->id].strides;
+  }
+  DLManagedTensor *m = cf_tensor_host(out->dtype, r, sizes);
+  cf_status s = m ? set_buf(ev, out, &m->dl_tensor, m) : eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
+  char *why = s ? NULL : ir_eval_indexed(e, in, st, &m->dl_tensor);
+  if (why) s = eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s", why);
+  free(why);
+  return s;
+}
+
 /* A binary op's scalar right-hand side: its constant, or its scalar Val evaluated with the
  * bound sizes (a mean over symbolic extents divides by their product). */
 static cf_status scalar_rhs(Eval *ev, const Expr *e, double *out) {
@@ -665,6 +691,7 @@ static cf_status check_reduced_extents(Eval *ev, const Expr *e) {
 static cf_status eval_expr(Eval *ev, const Expr *e, Arena *scratch) {
   if (e->op == OP_RESHAPE) return run_reshape(ev, e);
   if (ir_op_kind(e->op) == OPK_RESIZE) return run_resize(ev, e);
+  if (ir_op_kind(e->op) == OPK_INDEXED) return run_indexed(ev, e);
   if (ir_op_kind(e->op) == OPK_REDUCTION) {
     cf_status s = check_reduced_extents(ev, e);
     if (s) return s;

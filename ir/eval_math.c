@@ -234,6 +234,11 @@ IrElem ir_ev_bitwise_right_shift(const IrElem *a, cf_dtype ct) {
   return I(a[0].i < 0 ? ~(~a[0].i >> s) : a[0].i >> s);
 }
 
+IrElem ir_ev_gcd(const IrElem *a, cf_dtype ct) {
+  (void)ct;
+  return I(cf_special_gcd(a[0].i, a[1].i));
+}
+
 IrElem ir_ev_pow(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(pow(a[0].d, a[1].d)) : I(int_pow(a[0].i, a[1].i)); }
 
 #define EV_COMPARE(name, op)                                                 \

@@ -52,8 +52,10 @@ static cf_status check_operand(cf_fusion *f, const char *what, const Expr *e, Va
     int src = e->op == OP_PERMUTE ? e->attr.permute.perm[d] : k++;
     if (src >= n) return IR_INTERNAL(f, src < n);
     int64_t x, y;
-    if (ir_op_kind(e->op) == OPK_RESIZE && ir_resize_axis(e, in == e->in[0] ? 0 : 1, src)) {
-      cf_status s = check_slice(f, what, e, src, ax[src]);
+    int j = 0;
+    while (j < e->nin && e->in[j] != in) j++;
+    if (ir_unpaired_axis(e, j, src)) {
+      cf_status s = ir_op_kind(e->op) == OPK_RESIZE ? check_slice(f, what, e, src, ax[src]) : CF_OK;
       if (s) return s;
       continue; /* resized: read at other positions */
     }

@@ -95,6 +95,10 @@ typedef enum OpKind {
   OPK_RESIZE,    /* slice / pad / cat: output element i of a resized axis reads its operand
                     at another position (start + i * step; i - left; i or i - offset), so
                     those axes are not paired with the operand's (an_pairwise_map) */
+  OPK_INDEXED,   /* gather / take_along_axis / scatter / cumsum: an output element reads
+                    operands along attr.indexed.axis at positions computed from data or from
+                    its own index (IR_INDEXED_TABLE says which operands; they are read from
+                    memory, never computed in the kernel that reads them) */
   OPK_TRANSFORM  /* split / merge / swizzle of IterDomains */
 } OpKind;
 
@@ -125,6 +129,8 @@ typedef enum IrTypeRule {
   TR_RANDOM64,  /* the same with a double value out (the 53-bit uniform, normal) */
   TR_WELFORD,   /* Welford states in, a field out (welford_avg, welford_m2, welford_n) */
   TR_REDUCE,    /* reductions: the reduction table's columns */
+  TR_SCAN,      /* any dtype in; integers and bool give int64 (torch.cumsum), floats keep
+                   theirs and accumulate in their accumulation dtype (float for 16-bit) */
   TR_NONE       /* transforms of IterDomains: no elements */
 } IrTypeRule;
 
@@ -204,6 +210,7 @@ typedef enum IrTypeRule {
   X(OP_LOGICAL_OR, "logical_or", OPK_BINARY, "logical_or", TR_LOGICAL, ir_ev_logical_or, "(%0 || %1)", "(%0 || %1)") \
   X(OP_SHL, "bitwise_left_shift", OPK_BINARY, "bitwise_left_shift", TR_INTEGER, ir_ev_bitwise_left_shift, "cf_shl(%0, %1)", "cf_shl(%0, %1)") \
   X(OP_SHR, "bitwise_right_shift", OPK_BINARY, "bitwise_right_shift", TR_INTEGER, ir_ev_bitwise_right_shift, "cf_shr(%0, %1)", "cf_shr(%0, %1)") \
+  X(OP_GCD, "gcd", OPK_BINARY, "gcd", TR_INTEGER, ir_ev_gcd, "cf_gcd(%0, %1)", "cf_gcd(%0, %1)") \
   X(OP_WELFORD_AVG, "welford_avg", OPK_UNARY, "welford_avg", TR_WELFORD, ir_ev_welford_field, "cf_welford_avg(%0)", \
     "cf_welford_avg(%0)")                                                                                       \
   X(OP_WELFORD_M2, "welford_m2", OPK_UNARY, "welford_m2", TR_WELFORD, ir_ev_welford_field, "cf_welford_m2(%0)",  \
@@ -255,6 +262,10 @@ typedef enum IrTypeRule {
   X(OP_PAD, "pad", OPK_RESIZE, "pad", TR_MOVE, ir_ev_select, "(%2 ? %0 : %1)", "(%2 ? %0 : %1)")                   \
   X(OP_CAT, "cat", OPK_RESIZE, "cat", TR_MOVE, ir_ev_select, "(%2 ? %0 : %1)", "(%2 ? %0 : %1)")                   \
   X(OP_RESHAPE, "reshape", OPK_RESHAPE, "reshape", TR_MOVE, ir_ev_move, "%0", "%0")                             \
+  X(OP_GATHER, "gather", OPK_INDEXED, "gather", TR_MOVE, ir_ev_move, "%0", "%0")                                 \
+  X(OP_TAKE_ALONG_AXIS, "take_along_axis", OPK_INDEXED, "take_along_axis", TR_MOVE, ir_ev_move, "%0", "%0")       \
+  X(OP_SCATTER, "scatter", OPK_INDEXED, "scatter", TR_MOVE, ir_ev_move, "%0", "%0")                              \
+  X(OP_CUMSUM, "cumsum", OPK_INDEXED, "cumsum", TR_SCAN, ir_ev_add, "(%0 + %1)", "(%0 + %1)")                     \
   X(OP_SPLIT, "Split", OPK_TRANSFORM, "split", TR_NONE, ir_ev_none, "", "")                                     \
   X(OP_MERGE, "Merge", OPK_TRANSFORM, "merge", TR_NONE, ir_ev_none, "", "")                                     \
   X(OP_SWIZZLE, "Swizzle", OPK_TRANSFORM, "swizzle", TR_NONE, ir_ev_none, "", "")
@@ -312,6 +323,28 @@ bool ir_op_is_pointwise(IrOp op);
  * axis of the same position); `axis` counts the operand's op axes (no reduction axes). */
 struct Expr;
 bool ir_resize_axis(const struct Expr *e, int operand, int axis);
+
+/* The indexed ops' columns, beside the op table: X(enumerator, operands read along the
+ * op's axis at computed positions, operands none of whose axes pair with the output's),
+ * each a bit per operand. gather and take_along_axis read operand 0 (the lookup) at the
+ * position its index operand 1 holds; scatter writes its source (operand 2) where its index
+ * (operand 1) says, over a copy of operand 0; cumsum reads operand 0 at every position up
+ * to the output's. gather's lookup, scatter's index and source may be larger than the
+ * output's off-axis extents (torch's sizes <= rule): none of their axes pair with the
+ * output's, and they are read at the output's index there. */
+#define IR_INDEXED_TABLE(X)          \
+  X(OP_GATHER, 0x1u, 0x1u)           \
+  X(OP_TAKE_ALONG_AXIS, 0x1u, 0x0u)  \
+  X(OP_SCATTER, 0x6u, 0x6u)          \
+  X(OP_CUMSUM, 0x1u, 0x0u)
+/* Whether operand j of e is read at positions other than the output's: a resize's operand,
+ * an indexed op's operand read along its axis. Such an operand must be in memory the
+ * kernel reads whole (a fusion input or a segment input): the schedulers keep it out of
+ * the kernel that reads it, lowering refuses it computed there. */
+bool ir_operand_read_elsewhere(const struct Expr *e, int operand);
+/* Whether operand axis `axis` (counted as ir_resize_axis counts) is paired with nothing of
+ * the output (a resized axis, or an indexed op's axis of an operand read along it). */
+bool ir_unpaired_axis(const struct Expr *e, int operand, int axis);
 /* The columns of IR_OP_TABLE (ir/op_table.c). */
 const char *ir_op_py_name(IrOp op);
 IrTypeRule ir_op_type_rule(IrOp op);
@@ -425,6 +458,8 @@ struct Expr {
     /* OP_CAT: in[0] then in[1] along `axis`; element i reads in[0] at i below in[0]'s
      * extent, in[1] at i - that extent above. */
     struct { int axis; } cat;
+    /* OPK_INDEXED: the axis the op reads along (the output's and every operand's). */
+    struct { int axis; } indexed;
   } attr;
 };
 

@@ -58,7 +58,8 @@ bool ir_op_is_elementwise(IrOp op) {
 
 bool ir_op_is_pointwise(IrOp op) {
   OpKind k = ir_op_kind(op);
-  return ir_op_is_elementwise(op) || k == OPK_BROADCAST || k == OPK_SQUEEZE || k == OPK_FULL || k == OPK_RESIZE;
+  return ir_op_is_elementwise(op) || k == OPK_BROADCAST || k == OPK_SQUEEZE || k == OPK_FULL || k == OPK_RESIZE ||
+         k == OPK_INDEXED;
 }
 
 bool ir_resize_axis(const Expr *e, int operand, int axis) {
@@ -68,6 +69,30 @@ bool ir_resize_axis(const Expr *e, int operand, int axis) {
   case OP_CAT: return (void)operand, axis == e->attr.cat.axis;
   default: return false;
   }
+}
+
+static bool indexed_bit(IrOp op, int operand, bool along) {
+  switch (op) {
+#define IR_X(e, along_mask, whole_mask) \
+  case e: return operand >= 0 && operand < 8 && (((along ? along_mask : whole_mask) >> operand) & 1u);
+    IR_INDEXED_TABLE(IR_X)
+#undef IR_X
+  default: return false;
+  }
+}
+
+bool ir_operand_read_elsewhere(const Expr *e, int operand) {
+  if (ir_op_kind(e->op) == OPK_INDEXED) return indexed_bit(e->op, operand, true);
+  if (ir_op_kind(e->op) != OPK_RESIZE || operand >= e->nin || e->in[operand]->kind != VAL_TV) return false;
+  for (int a = 0; a < TV(e->in[operand])->nlogical; a++)
+    if (ir_resize_axis(e, operand, a)) return true;
+  return false;
+}
+
+bool ir_unpaired_axis(const Expr *e, int operand, int axis) {
+  if (ir_op_kind(e->op) == OPK_RESIZE) return ir_resize_axis(e, operand, axis);
+  if (ir_op_kind(e->op) != OPK_INDEXED) return false;
+  return indexed_bit(e->op, operand, false) || (indexed_bit(e->op, operand, true) && axis == e->attr.indexed.axis);
 }
 
 bool ir_op_is_comparison(IrOp op) { return ir_op_type_rule(op) == TR_COMPARE; }
@@ -212,6 +237,7 @@ cf_dtype ir_op_result_dtype(IrOp op, cf_dtype promoted) {
   case TR_WELFORD: return op == OP_WELFORD_N ? CF_INT64 : ir_welford_scalar(promoted);
   case TR_RANDOM: return CF_FLOAT;
   case TR_RANDOM64: return CF_DOUBLE;
+  case TR_SCAN: return ir_dtype_is_float(promoted) ? promoted : CF_INT64;
   default: return promoted;
   }
 }
@@ -225,6 +251,7 @@ cf_dtype ir_op_compute_dtype(IrOp op, cf_dtype promoted, cf_dtype out) {
   case TR_COMPARE:
   case TR_LOGICAL:
   case TR_WELFORD: return promoted;
+  case TR_SCAN: return ir_dtype_accumulate(out);
   default: return out;
   }
 }
@@ -256,7 +283,7 @@ static const char *const kind_names[] = {
     [OPK_SET] = "set",         [OPK_UNARY] = "unary",     [OPK_BINARY] = "binary",   [OPK_TERNARY] = "ternary",
     [OPK_CAST] = "cast",       [OPK_BROADCAST] = "broadcast", [OPK_REDUCTION] = "reduction",
     [OPK_PERMUTE] = "permute", [OPK_SQUEEZE] = "squeeze", [OPK_FULL] = "full",     [OPK_RESHAPE] = "reshape",
-    [OPK_RESIZE] = "resize",
+    [OPK_RESIZE] = "resize",   [OPK_INDEXED] = "indexed",
     [OPK_TRANSFORM] = "transform",
 };
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == OPK_TRANSFORM + 1, "an op kind without its name");
@@ -266,7 +293,7 @@ static const char *const rule_names[] = {
     [TR_SIGNED] = "signed",     [TR_FLOAT] = "float",         [TR_FLOAT_ONLY] = "float_only",
     [TR_PREDICATE] = "predicate", [TR_INTEGRAL] = "integral", [TR_INTEGER] = "integer", [TR_PROMOTE] = "promote", [TR_NUMERIC] = "numeric",
     [TR_TRUE_DIV] = "true_div", [TR_FLOAT_PAIR] = "float_pair", [TR_COMPARE] = "compare", [TR_LOGICAL] = "logical",
-    [TR_SELECT] = "select",     [TR_RANDOM] = "random",       [TR_RANDOM64] = "random64",     [TR_WELFORD] = "welford",     [TR_REDUCE] = "reduce",     [TR_NONE] = "none",
+    [TR_SELECT] = "select",     [TR_RANDOM] = "random",       [TR_RANDOM64] = "random64",     [TR_WELFORD] = "welford",     [TR_REDUCE] = "reduce",     [TR_SCAN] = "scan",     [TR_NONE] = "none",
 };
 _Static_assert(sizeof rule_names / sizeof rule_names[0] == TR_NONE + 1, "a type rule without its name");
 

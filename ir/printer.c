@@ -143,6 +143,7 @@ static void print_attrs(StrBuf *b, const Expr *e) {
     break;
   case OPK_CAST: sb_printf(b, ", %s", cf_dtype_name(e->attr.cast.to)); break;
   case OPK_RESIZE: print_resize(b, e); break;
+  case OPK_INDEXED: sb_printf(b, ", dim %d", e->attr.indexed.axis); break;
   case OPK_BROADCAST:
     sb_puts(b, ", {");
     for (int i = 0; i < e->attr.broadcast.rank; i++) sb_printf(b, "%s%s", i ? ", " : "", e->attr.broadcast.is_broadcast[i] ? "true" : "false");

@@ -10,7 +10,10 @@
  * the last bit). digamma: the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then
  * the asymptotic series ln x - 1/2x - sum B2k / (2k x^2k) to x^-14 (error below 1e-16
  * there); the reflection psi(x) = psi(1 - x) - pi / tan(pi x) for x < 0; torch's values
- * at the poles: digamma(+0) = -inf, digamma(-0) = +inf, negative integers give NaN. */
+ * at the poles: digamma(+0) = -inf, digamma(-0) = +inf, negative integers give NaN.
+ * gcd: Euclid's algorithm on the absolute values in unsigned 64-bit arithmetic, so that
+ * |INT64_MIN| = 2^63 is exact; narrowed to a dtype it is that width's INT_MIN, as torch's
+ * two's complement gives (gcd(INT32_MIN, 0) of int32 is INT32_MIN). */
 #ifndef CF_SPECIAL_MATH_H
 #define CF_SPECIAL_MATH_H
 
@@ -21,6 +24,17 @@
 #else
 #define CF_SPECIAL_FN static inline
 #endif
+
+CF_SPECIAL_FN long long cf_special_gcd(long long a, long long b) {
+  unsigned long long x = a < 0 ? 0ull - (unsigned long long)a : (unsigned long long)a;
+  unsigned long long y = b < 0 ? 0ull - (unsigned long long)b : (unsigned long long)b;
+  while (y != 0) {
+    unsigned long long t = x % y;
+    x = y;
+    y = t;
+  }
+  return (long long)x;
+}
 
 #define CF_SPECIAL_PI 3.14159265358979323846
 #define CF_SPECIAL_2_SQRTPI 1.12837916709551257390 /* 2 / sqrt(pi), erf's slope at 0 */

@@ -45,6 +45,33 @@ static void check_reduced(LowerCtx *c, const Expr *e) {
   }
 }
 
+static KExpr *numel(LowerCtx *c, Val *tv);
+
+/* An indexed op's operands whose extents the op bounds (IR_INDEXED_TABLE: the unpaired
+ * ones), and a lookup or scatter over an empty axis of a non-empty result; the messages
+ * are the evaluator's sense (ir/eval_index.c) after "run: ". */
+static void check_indexed(LowerCtx *c, const Expr *e) {
+  if (ir_op_kind(e->op) != OPK_INDEXED || e->op == OP_CUMSUM) return;
+  Val *x = e->in[0], *idx = e->in[1], *cv = e->out[0];
+  int d = e->attr.indexed.axis;
+  KExpr *xd = lower_extent(c, TV(x)->logical[d]);
+  KExpr *has = kx_bin(c->a, OP_NE, numel(c, e->op == OP_SCATTER ? idx : cv), kx_const(c->a, 0));
+  lower_validate(c, kx_select(c->a, has, kx_bin(c->a, OP_NE, xd, kx_const(c->a, 0)), kx_const(c->a, 1)),
+                 "run: %s: axis %d of %s has extent 0; there is nothing to look up", ir_op_name(e->op), d,
+                 TV(x)->display_name);
+  for (int k = 0; e->op != OP_TAKE_ALONG_AXIS && k < TV(idx)->nlogical; k++) {
+    KExpr *ik = lower_extent(c, TV(idx)->logical[k]);
+    if (k != d)
+      lower_validate(c, kx_bin(c->a, OP_LE, ik, lower_extent(c, TV(x)->logical[k])), "run: %s: axis %d of %s is "
+                     "larger than %s's; it must be at most as large", ir_op_name(e->op), k, TV(idx)->display_name,
+                     TV(x)->display_name);
+    if (e->op == OP_SCATTER)
+      lower_validate(c, kx_bin(c->a, OP_LE, ik, lower_extent(c, TV(e->in[2])->logical[k])), "run: scatter: axis %d "
+                     "of %s is larger than %s's; it must be at most as large", k, TV(idx)->display_name,
+                     TV(e->in[2])->display_name);
+  }
+}
+
 /* The element count of tv (its logical axes but reduced ones), a kernel expression. */
 static KExpr *numel(LowerCtx *c, Val *tv) {
   KExpr *n = kx_const(c->a, 1);
@@ -74,6 +101,7 @@ void lower_extent_checks(LowerCtx *c) {
   for (int i = 0; i < c->nexprs; i++) {
     check_expr(c, c->exprs[i]);
     check_reduced(c, c->exprs[i]);
+    check_indexed(c, c->exprs[i]);
     for (int o = 0; o < c->exprs[i]->nout; o++)
       if (c->exprs[i]->out[o]->kind == VAL_TV) check_promoted(c, c->exprs[i]->out[o]);
   }

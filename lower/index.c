@@ -304,6 +304,73 @@ static KExpr *resize_condition(LowerCtx *c, IndexMap *cm, const Expr *e) {
   return cond;
 }
 
+/* The output's index along its root axis k (0 for a broadcast axis). */
+static KExpr *out_index(LowerCtx *c, IndexMap *cm, Val *cv, int k) {
+  Val *id = TV(cv)->root[k];
+  KExpr *x = ID(id)->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : get(cm, id);
+  if (!x) lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s cannot be indexed along axis %d in its loops",
+                     TV(cv)->display_name, k);
+  return x;
+}
+
+/* An indexed op's operand j read along the op's axis (IR_INDEXED_TABLE) must be a kernel
+ * parameter; its axes paired with nothing take the output's index (the op's axis: 0, the
+ * position is added when the element is read). */
+static void seed_indexed(LowerCtx *c, IndexMap *cm, IndexMap *pm, const Expr *e, int j) {
+  Val *p = e->in[j], *cv = e->out[0];
+  if (!ir_operand_read_elsewhere(e, j)) return;
+  if (lower_info(c, p)->kt->param < 0)
+    lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s = %s(%s...) reads %s at computed positions; it must be a fusion "
+               "input or a segment input (define and run cuts the fusion before it), not computed in the same kernel",
+               TV(cv)->display_name, ir_op_name(e->op), TV(e->in[0])->display_name, TV(p)->display_name);
+  for (int i = 0, k = 0; i < TV(p)->nlogical; i++) {
+    Val *pid = TV(p)->logical[i];
+    if (ID(pid)->iter_type == CF_ITER_REDUCTION) continue;
+    if (ir_unpaired_axis(e, j, k))
+      put(pm, pid, k == e->attr.indexed.axis || ID(pid)->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0)
+                                                                                         : out_index(c, cm, cv, k));
+    k++;
+  }
+}
+
+/* The op axis `axis` of tv (reduction axes not counted). */
+static Val *op_axis(Val *tv, int axis) {
+  for (int i = 0, k = 0; i < TV(tv)->nlogical; i++)
+    if (ID(TV(tv)->logical[i])->iter_type != CF_ITER_REDUCTION && k++ == axis) return TV(tv)->logical[i];
+  return NULL;
+}
+
+/* The stride and extent of operand p's axis along which the op reads it. */
+static void along(LowerCtx *c, const Expr *e, Val *p, KAccess *acc) {
+  TvInfo *ti = lower_info(c, p);
+  Val *id = op_axis(p, e->attr.indexed.axis);
+  acc->along_extent = ext(c, id);
+  acc->along_stride = ID(id)->iter_type == CF_ITER_BROADCAST ? kx_const(c->a, 0) : NULL;
+  for (int i = 0; !acc->along_stride && i < ti->nalloc_ids; i++)
+    if (ti->allocated[i] && ti->alloc_ids[i] == id) acc->along_stride = ti->strides[i];
+  if (!acc->along_stride)
+    lower_fail(c, CF_ERR_UNSUPPORTED, "compile: %s reads %s along its axis %d, which is not an allocation axis of %s",
+               ir_op_name(e->op), TV(p)->display_name, e->attr.indexed.axis, TV(p)->display_name);
+}
+
+/* The output's position along an indexed op's axis, its extent there, and scatter's guard:
+ * the output element lies within the index's other extents. */
+static void indexed_op(LowerCtx *c, IndexMap *cm, KNode *op) {
+  const Expr *e = op->u.op.src;
+  Val *cv = e->out[0];
+  int d = e->attr.indexed.axis;
+  op->u.op.along_pos = out_index(c, cm, cv, d);
+  op->u.op.along_size = ext(c, TV(cv)->root[d]);
+  op->u.op.along_guard = kx_const(c->a, 1);
+  if (op->u.op.vector > 1)
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s (%s) reads at computed positions; it cannot be vectorized",
+               TV(cv)->display_name, ir_op_name(e->op));
+  for (int k = 0; e->op == OP_SCATTER && k < TV(cv)->nroot; k++)
+    if (k != d && ID(TV(cv)->root[k])->iter_type != CF_ITER_BROADCAST)
+      op->u.op.along_guard = kx_bin(c->a, OP_AND, op->u.op.along_guard,
+                                    kx_bin(c->a, OP_LT, out_index(c, cm, cv, k), ext(c, op_axis(e->in[1], k))));
+}
+
 /* The row-major index of the consumer's element among its logical axes (random numbers
  * depend on it alone, not on the schedule). */
 static KExpr *row_major_index(LowerCtx *c, IndexMap *cm, Val *cv) {
@@ -332,10 +399,13 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
     if (p->kind != VAL_TV) continue;
     seed_producer(c, cm, pm, op, p);
     if (ir_op_kind(e->op) == OPK_RESIZE) seed_resized(c, cm, pm, e, i);
+    if (ir_op_kind(e->op) == OPK_INDEXED) seed_indexed(c, cm, pm, e, i);
     propagate(c, pm, p);
     op->u.op.in[op->u.op.nin++] = access_of(c, pm, p, cv);
+    if (ir_op_kind(e->op) == OPK_INDEXED && ir_operand_read_elsewhere(e, i)) along(c, e, p, &op->u.op.in[op->u.op.nin - 1]);
     reset(pm);
   }
+  if (ir_op_kind(e->op) == OPK_INDEXED) indexed_op(c, cm, op);
   if (e->op == OP_PAD) /* the value where the operand has no element, then the condition */
     op->u.op.in[op->u.op.nin++] = ir_dtype_is_float(cv->dtype)
                                       ? (KAccess){.t = NULL, .scalar = e->attr.pad.value}

@@ -144,6 +144,10 @@ typedef struct KAccess {
                        * count of symbolic extents, an integer full's value), an int64 */
   const char *var;  /* when t is NULL: a named register (a reduction's accumulator) */
   cf_dtype var_dtype;
+  /* An indexed op's operand read along the op's axis (IR_INDEXED_TABLE): `index` is its
+   * element at position 0 of that axis; the element at position p is index + p *
+   * along_stride, p < along_extent. NULL otherwise. */
+  KExpr *along_stride, *along_extent;
 } KAccess;
 
 struct KNode {
@@ -169,6 +173,9 @@ struct KNode {
       KAccess in[3];
       int nin;
       bool reduction_init; /* out = init value of the reduction op */
+      /* Indexed ops: the output's position along the op's axis and its extent there;
+       * scatter: whether the output element lies within the index's other extents. */
+      KExpr *along_pos, *along_size, *along_guard;
       int vector;          /* > 1: a vectorized access of this many elements */
       /* During lowering only: the fusion expression and the index of each loop axis of
        * its output (what indexing and predicates are computed from). */

@@ -125,13 +125,8 @@ static Val *two_concretizations(cf_fusion *f, Val **c) {
  * computed in the fusion: lowering indexes such an operand from its consumer's index, so it
  * must be a kernel parameter (lower/index.c); NULL when there is none. */
 static Val *resized_computed_operand(cf_fusion *f, const Expr *e) {
-  if (ir_op_kind(e->op) != OPK_RESIZE) return NULL;
-  for (int j = 0; j < e->nin; j++) {
-    Val *p = e->in[j];
-    if (p->kind != VAL_TV || ir_tv_is_input(f, p)) continue;
-    for (int a = 0; a < TV(p)->nlogical; a++)
-      if (ir_resize_axis(e, j, a)) return p;
-  }
+  for (int j = 0; j < e->nin; j++)
+    if (e->in[j]->kind == VAL_TV && !ir_tv_is_input(f, e->in[j]) && ir_operand_read_elsewhere(e, j)) return e->in[j];
   return NULL;
 }
 
@@ -184,9 +179,10 @@ static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
   for (int i = 0; i < n; i++)
     if ((*tv = resized_computed_operand(f, exprs[i]))) {
       snprintf(why, SCHED_WHY_MAX, "%s = %s(%s...) reads %s at other positions, and %s is computed in the fusion (a "
-               "resize's operand must be a segment input: define and run cuts the fusion before it)",
+               "%s operand must be a segment input: define and run cuts the fusion before it)",
                TV(exprs[i]->out[0])->display_name, ir_op_name(exprs[i]->op), TV(*tv)->display_name,
-               TV(*tv)->display_name, TV(*tv)->display_name);
+               TV(*tv)->display_name, TV(*tv)->display_name,
+               ir_op_kind(exprs[i]->op) == OPK_RESIZE ? "resize's" : "lookup, scatter or scan");
       return CF_ERR_UNSUPPORTED;
     }
   Val **tvs = ir_fusion_all_tvs(f, &n);
@@ -261,7 +257,9 @@ static bool reaches_squeeze(cf_fusion *f, Val *tv) {
     for (int k = 0; k < v->uses.len; k++) {
       const Expr *e = v->uses.items[k];
       if (ir_op_kind(e->op) == OPK_TRANSFORM) continue;
-      if (e->op == OP_SQUEEZE || ir_op_kind(e->op) == OPK_RESIZE || ir_op_kind(e->op) == OPK_PERMUTE) return true;
+      if (e->op == OP_SQUEEZE || ir_op_kind(e->op) == OPK_RESIZE || ir_op_kind(e->op) == OPK_PERMUTE ||
+          ir_op_kind(e->op) == OPK_INDEXED)
+        return true;
       if (!seen[e->out[0]->id]) seen[e->out[0]->id] = true, stack[top++] = e->out[0];
     }
   }

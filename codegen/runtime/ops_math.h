@@ -113,6 +113,13 @@ CF_OPS_FN int64_t cf_shr_i(int64_t a, int64_t b) {
   int64_t s = b < 0 || b >= 64 ? 63 : b;
   return a < 0 ? ~(~a >> s) : a >> s;
 }
+/* The position an index names along an axis of extent n (gather, take_along_axis,
+ * scatter): a negative index counts from the end; one still outside is clamped into the
+ * axis (a kernel cannot raise as the evaluator does; it never reads or writes outside). */
+CF_OPS_FN int64_t cf_index_clamp(int64_t i, int64_t n) {
+  if (i < 0) i += n;
+  return i < 0 || n <= 0 ? 0 : i >= n ? n - 1 : i;
+}
 
 /* ---- the generic names ------------------------------------------------------------------------ */
 
@@ -160,6 +167,7 @@ CF_OPS_FN float cf_nextafter(float a, float b) { return cf_nextafter_f(a, b); }
 CF_OPS_FN double cf_nextafter(double a, double b) { return cf_nextafter_d(a, b); }
 CF_OPS_FN int64_t cf_shl(int64_t a, int64_t b) { return cf_shl_i(a, b); }
 CF_OPS_FN int64_t cf_shr(int64_t a, int64_t b) { return cf_shr_i(a, b); }
+CF_OPS_FN int64_t cf_gcd(int64_t a, int64_t b) { return cf_special_gcd(a, b); }
 #else
 #define CF_OPS_SELECT(name, a) _Generic((a), float: name##_f, double: name##_d, default: name##_i)
 #define cf_max(a, b) CF_OPS_SELECT(cf_max, a)((a), (b))
@@ -193,6 +201,7 @@ CF_OPS_FN int64_t cf_shr(int64_t a, int64_t b) { return cf_shr_i(a, b); }
 #define cf_nextafter(a, b) CF_OPS_SELECT_FLOAT(cf_nextafter, a)((a), (b))
 #define cf_shl(a, b) cf_shl_i((a), (b))
 #define cf_shr(a, b) cf_shr_i((a), (b))
+#define cf_gcd(a, b) cf_special_gcd((a), (b))
 #endif
 
 /* ---- floating -> integer conversions ------------------------------------------------------------ */

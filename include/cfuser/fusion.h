@@ -85,7 +85,7 @@ CF_API cf_tv *cf_tensor_strided(cf_fusion *f, cf_dtype dtype, int rank);
   X(add) X(sub) X(mul) X(div) X(max) X(min) X(pow) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) \
   X(truediv) X(mod) X(fmod) X(remainder) X(floor_divide) X(atan2) X(nextafter) \
   X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(logical_and) X(logical_or) \
-  X(bitwise_left_shift) X(bitwise_right_shift)
+  X(bitwise_left_shift) X(bitwise_right_shift) X(gcd)
 
 /* set: a copy (the data-movement op of the scheduling tutorials). */
 CF_API cf_tv *cf_set(cf_fusion *f, cf_tv *in);
@@ -121,7 +121,9 @@ CF_UNARY_OP_TABLE(CF_X)
  * - bitwise_and/or/xor take integers and bool; bitwise_left_shift and
  *   bitwise_right_shift integers (arithmetic shift; an amount < 0 or >= the width gives 0,
  *   or the sign for right shifts); atan2 gives a floating result; nextafter takes float
- *   and double only. */
+ *   and double only;
+ * - gcd takes integers (torch.gcd): the greatest common divisor of |a| and |b|, never
+ *   negative, gcd(0, 0) = 0; |INT_MIN| wraps to INT_MIN as in torch's two's complement. */
 #define CF_X(name) CF_API cf_tv *cf_##name(cf_fusion *f, cf_tv *a, cf_tv *b);
 CF_BINARY_OP_TABLE(CF_X)
 #undef CF_X
@@ -310,6 +312,38 @@ CF_API cf_tv *cf_slice_dynamic(cf_fusion *f, cf_tv *x, int rank, cf_tv *const *s
                                cf_tv *const *steps);
 /* cf_iota of a length given at run time (>= 0). */
 CF_API cf_tv *cf_iota_dynamic(cf_fusion *f, cf_tv *length, double start, double step, cf_dtype dtype);
+
+/* Indexing and scan ops (torch's, nvFuser's spellings; dim negative counts from the end).
+ * An index tensor has dtype int32 or int64; a negative index counts from the end of the
+ * axis (index + extent). The tensor read at those positions (x of gather, take_along_axis,
+ * index_select and select; index and src of scatter; x of cumsum) must be in memory a
+ * kernel reads whole, as a resize's operand: a fusion input or a segment input (define and
+ * run cuts the fusion before the op; a hand schedule computing it in the same kernel is
+ * refused when compiled). Indices are computed in the same kernel freely.
+ * Out-of-range indices: the evaluator refuses them (torch raises), naming the op, the
+ * tensor and the index; a kernel cannot raise, so it clamps the position into the axis
+ * (never reading or writing outside the tensor): its result there is unspecified.
+ * - take_along_axis(x, index, dim): index of x's rank, each other axis of equal extent or
+ *   broadcast on one side; out[..i..] = x[..index[..i..]..] along dim, index's extent there.
+ * - gather(x, dim, index) (torch.gather): index of x's rank, other extents <= x's; the
+ *   result has index's shape.
+ * - index_select(x, dim, index): index 1-D (or 0-d: one position); the result is x with
+ *   dim's extent replaced by index's (1 for 0-d).
+ * - select(x, dim, index): index a 0-d integer tensor (cf_scalar_input, cf_const_int); the
+ *   result is x without axis dim.
+ * - scatter(x, dim, index, src) (torch.scatter, out of place): x copied, then out[...
+ *   index[i][j] ...] = src[i][j] along dim for every element of index; index of x's rank,
+ *   its extents <= src's and, off dim, <= x's. Where several elements name one position,
+ *   one of their values is written (the last along dim, on every backend).
+ * - cumsum(x, dim): the inclusive prefix sum along dim; integers and bool give int64,
+ *   floating dtypes keep theirs and accumulate in float (double for double), summed in
+ *   index order on every backend. */
+CF_API cf_tv *cf_take_along_axis(cf_fusion *f, cf_tv *x, cf_tv *index, int dim);
+CF_API cf_tv *cf_gather(cf_fusion *f, cf_tv *x, int dim, cf_tv *index);
+CF_API cf_tv *cf_index_select(cf_fusion *f, cf_tv *x, int dim, cf_tv *index);
+CF_API cf_tv *cf_select(cf_fusion *f, cf_tv *x, int dim, cf_tv *index);
+CF_API cf_tv *cf_scatter(cf_fusion *f, cf_tv *x, int dim, cf_tv *index, cf_tv *src);
+CF_API cf_tv *cf_cumsum(cf_fusion *f, cf_tv *x, int dim);
 
 /* ---- inspection ------------------------------------------------------------------- */
 

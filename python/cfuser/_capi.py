@@ -178,7 +178,7 @@ UNARY_OPS = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "relu", 
 BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow", "eq", "ne", "lt", "le", "gt", "ge",
               "truediv", "mod", "fmod", "remainder", "floor_divide", "atan2", "nextafter",
               "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
-              "bitwise_left_shift", "bitwise_right_shift")
+              "bitwise_left_shift", "bitwise_right_shift", "gcd")
 
 
 class OpInfo(ctypes.Structure):
@@ -254,6 +254,11 @@ _proto("cf_expand_dynamic", _T, _F, _T, c_int, POINTER(_T))
 _proto("cf_full_dynamic", _T, _F, c_int, POINTER(_T), c_double, c_int)
 _proto("cf_slice_dynamic", _T, _F, _T, c_int, POINTER(_T), POINTER(_T), POINTER(_T))
 _proto("cf_iota_dynamic", _T, _F, _T, c_double, c_double, c_int)
+_proto("cf_take_along_axis", _T, _F, _T, _T, c_int)
+for _name in ("cf_gather", "cf_index_select", "cf_select"):
+    _proto(_name, _T, _F, _T, c_int, _T)
+_proto("cf_scatter", _T, _F, _T, c_int, _T, _T)
+_proto("cf_cumsum", _T, _F, _T, c_int)
 _proto("cf_tv_name", c_char_p, _T)
 for _name in ("cf_tv_dtype", "cf_tv_logical_rank", "cf_tv_naxes", "cf_tv_memory_type",
               "cf_tv_compute_at_pos"):

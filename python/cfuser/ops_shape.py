@@ -39,15 +39,6 @@ def logical_ids(t: Tensor) -> List[_capi.IdHandle]:
     return [i for i in ids if lib.cf_id_iter_type(i) != ITER_REDUCTION]
 
 
-def _missing(name: str, nv: str) -> Any:
-    def op(self: Any, *args: Any, **kwargs: Any) -> Any:
-        raise UnsupportedError(f"{name}: not in this cfuser's op table yet ({nv}); nvFuser has it")
-
-    op.__name__ = name
-    op.__doc__ = f"Not in cfuser yet, raises UnsupportedError (nvFuser's {name}: {nv})."
-    return op
-
-
 class ShapeOps:
     """The shape, creation and random ops of Ops (a mixin)."""
 
@@ -487,15 +478,72 @@ class ShapeOps:
         """Standard normal numbers of arg's shape and dtype."""
         return self._random("randn_like", 0.0, 1.0, None, None, rng_seed, rng_offset, self._tensor(arg, "randn_like"))
 
-    # ---- nvFuser ops this cfuser's op table does not have yet ---------------------------------
+    # ---- indexing and scan ops ------------------------------------------------------------------
 
-    gather = _missing("gather", "arg, index, dim")
-    index_select = _missing("index_select", "arg, index, dim")
-    take_along_axis = _missing("take_along_axis", "arg, index, dim")
-    scatter = _missing("scatter", "arg, index, src, dim")
-    select = _missing("select", "arg, index, dim")
-    cumsum = _missing("cumsum", "arg, dim")
-    gcd = _missing("gcd", "a, b")
+    def _index_arg(self: "Ops", index: Any, what: str) -> Tuple[Union[Tensor, Scalar], _capi.TvHandle]:
+        i = self._operand(index, what)
+        return i, self._handle(i, what)
+
+    def gather(self: "Ops", arg: Any, index: Any, dim: int) -> Tensor:
+        """torch.gather(arg, dim, index): index (int32 or int64) of arg's rank, its extents
+        off dim at most arg's; the result has index's shape. arg is read at computed
+        positions: define and run keeps it in memory (a fusion or segment input)."""
+        self._fd._check_open("gather")
+        t, (i, ih) = self._tensor(arg, "gather"), self._index_arg(index, "gather")
+        d = self._axes(dim, t.ndim, "gather", t)[0]
+        ext = i.extents if isinstance(i, Tensor) else ()
+        return self._make("gather", _capi.lib.cf_gather(self._fd._f, t.handle, d, ih), ext)
+
+    def take_along_axis(self: "Ops", arg: Any, index: Any, dim: int) -> Tensor:
+        """numpy's take_along_axis: index of arg's rank, its extents off dim equal to arg's
+        (or broadcast); the result has index's extent along dim."""
+        self._fd._check_open("take_along_axis")
+        t, (i, ih) = self._tensor(arg, "take_along_axis"), self._index_arg(index, "take_along_axis")
+        d = self._axes(dim, t.ndim, "take_along_axis", t)[0]
+        ie = list(i.extents) if isinstance(i, Tensor) else []
+        ext = [ie[k] if k < len(ie) and (k == d or e == 1) else e for k, e in enumerate(t.extents)]
+        return self._make("take_along_axis", _capi.lib.cf_take_along_axis(self._fd._f, t.handle, ih, d), ext)
+
+    def index_select(self: "Ops", arg: Any, index: Any, dim: int) -> Tensor:
+        """torch.index_select: index 1-D (or 0-d: one position, the axis kept of extent 1)."""
+        self._fd._check_open("index_select")
+        t, (i, ih) = self._tensor(arg, "index_select"), self._index_arg(index, "index_select")
+        d = self._axes(dim, t.ndim, "index_select", t)[0]
+        ext = list(t.extents)
+        ext[d] = i.extents[0] if isinstance(i, Tensor) and i.ndim == 1 else 1
+        return self._make("index_select", _capi.lib.cf_index_select(self._fd._f, t.handle, d, ih), ext)
+
+    def select(self: "Ops", arg: Any, index: Any, dim: int) -> Tensor:
+        """torch.select: arg without axis dim, at position index (an integer Scalar or a
+        number; negative counts from the end)."""
+        self._fd._check_open("select")
+        t, (_, ih) = self._tensor(arg, "select"), self._index_arg(index, "select")
+        d = self._axes(dim, t.ndim, "select", t)[0]
+        ext = [e for k, e in enumerate(t.extents) if k != d]
+        return self._make("select", _capi.lib.cf_select(self._fd._f, t.handle, d, ih), ext)
+
+    def scatter(self: "Ops", arg: Any, index: Any, src: Any, dim: int) -> Tensor:
+        """torch.scatter (out of place): arg with out[...index[i][j]...] = src[i][j] along
+        dim; src a tensor of arg's dtype (extents at least index's) or a number or Scalar
+        (filled to index's shape). Duplicate positions: one of their values."""
+        fd = self._fd
+        fd._check_open("scatter")
+        t, (i, ih) = self._tensor(arg, "scatter"), self._index_arg(index, "scatter")
+        d = self._axes(dim, t.ndim, "scatter", t)[0]
+        s = self._operand(src, "scatter")
+        if not isinstance(s, Tensor):
+            if not isinstance(i, Tensor):
+                raise InvalidArgumentError("scatter: index must be a Tensor")
+            s = self.full(i.shape(), s, t.dtype)
+        return self._make("scatter", _capi.lib.cf_scatter(fd._f, t.handle, d, ih, s.handle), t.extents)
+
+    def cumsum(self: "Ops", arg: Any, dim: int) -> Tensor:
+        """torch.cumsum: the inclusive prefix sum along dim; integers and bool give int64,
+        floating dtypes keep theirs (accumulated in float, double for double)."""
+        self._fd._check_open("cumsum")
+        t = self._tensor(arg, "cumsum")
+        d = self._axes(dim, t.ndim, "cumsum", t)[0]
+        return self._make("cumsum", _capi.lib.cf_cumsum(self._fd._f, t.handle, d), t.extents)
 
     # ---- matmul --------------------------------------------------------------------------
 

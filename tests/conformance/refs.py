@@ -320,6 +320,7 @@ BINARY = {
     "bitwise_xor": ("int_bool", "same", True, lambda a, b, dt: a ^ b),
     "bitwise_left_shift": ("int", "same", True, _shl),
     "bitwise_right_shift": ("int", "same", True, _shr),
+    "gcd": ("int", "same", True, lambda a, b, dt: math.gcd(a, b)),  # |INT_MIN| wraps to INT_MIN
 }
 
 # Ops whose sign of zero is unspecified (torch's maximum(-0.0, 0.0) is either zero).

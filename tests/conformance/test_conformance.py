@@ -37,6 +37,7 @@ STRUCTURAL = {
     "slice": "test_resize", "pad": "test_resize", "cat": "test_resize", "ceilDiv": "tests/ir/test_scalar.c (index arithmetic)", "Split": "tests/ir/test_transforms.c",
     "Merge": "tests/ir/test_transforms.c", "Swizzle": "tests/ir/test_transforms.c",
     "online_softmax": "tests/ir/test_reduce_ops.c, tests/scheduler/test_norm_sched.c (made by the scheduler only)",
+    "gather": "test_indexed", "take_along_axis": "test_indexed", "scatter": "test_indexed", "cumsum": "test_indexed",
 }
 
 # Approximate ops: a relative tolerance of a few units in the last place, and an absolute
@@ -539,3 +540,60 @@ def test_rope():
 
 
 import ctypes  # noqa: E402  (used by the structural tests above)
+
+
+def _cumsum_ref(x, dtype, axis):
+    """torch.cumsum: integers and bool in int64 (wrapping), floats summed in order in float
+    (double for double), each partial rounded to it, then stored in the input's dtype."""
+    if not V.is_float(dtype):
+        return np.cumsum(x.astype(np.int64), axis=axis, dtype=np.int64), "int64"
+    if dtype == "bfloat16":
+        wide = (x.astype(np.uint32) << 16).view(np.float32)
+        acc = np.cumsum(wide, axis=axis, dtype=np.float32)
+        bits = acc.view(np.uint32)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even (no NaN here)
+        return rounded.astype(np.uint16), dtype
+    acc = np.cumsum(x.astype(np.float64 if dtype == "float64" else np.float32), axis=axis)
+    return acc.astype(capi.STORAGE[dtype]), dtype
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_indexed(dtype):
+    """gather, take_along_axis, scatter (moves: bit-exact) and cumsum of every dtype on
+    [5, 6] with int64 and int32 indices (negative ones too), against NumPy: the evaluator
+    and define and run on every backend."""
+    rng = np.random.default_rng(7)
+    vals = rng.integers(0, 3, size=30).astype(np.float64) if dtype == "bool" else rng.integers(-20, 20, size=30) / 2
+    if not V.is_float(dtype):
+        vals = np.abs(vals).astype(np.int64) if dtype in ("uint32", "bool") else np.trunc(vals).astype(np.int64)
+    x = V.array([v.item() for v in vals], dtype).reshape(5, 6)
+    gi = rng.integers(-5, 5, size=(3, 6)).astype(np.int64)
+    ti = rng.integers(-6, 6, size=(5, 4)).astype(np.int32)
+    si = np.array([[4, 0, -1, 2, 1, 3], [1, 3, 0, 4, 2, 0]], np.int64)  # unique per column
+    src = x[::-1].copy()[:2]
+    fus = capi.Fusion()
+    tx = fus.input_concrete(dtype, (5, 6))
+    tg, tt = fus.input_concrete("int64", (3, 6)), fus.input_concrete("int32", (5, 4))
+    ts, tsrc = fus.input_concrete("int64", (2, 6)), fus.input_concrete(dtype, (2, 6))
+    outs = [_call(fus, "gather", capi.P, capi.P(tx), 0, capi.P(tg)),
+            _call(fus, "take_along_axis", capi.P, capi.P(tx), capi.P(tt), 1),
+            _call(fus, "scatter", capi.P, capi.P(tx), 0, capi.P(ts), capi.P(tsrc)),
+            _call(fus, "cumsum", capi.P, capi.P(tx), 1), _call(fus, "cumsum", capi.P, capi.P(tx), 0)]
+    assert all(outs), fus.error()
+    for t in outs:
+        fus.output(t)
+    scat = x.copy()
+    for r in range(2):
+        for c in range(6):
+            scat[si[r, c] % 5, c] = src[r, c]
+    (c1, d1), (c0, _) = _cumsum_ref(x, dtype, 1), _cumsum_ref(x, dtype, 0)
+    want = [np.take_along_axis(x, gi % 5, 0), np.take_along_axis(x, ti.astype(np.int64) % 6, 1), scat, c1, c0]
+    dts = [dtype, dtype, dtype, d1, d1]
+    xs = [x, gi, ti, si, src]
+    runs = [("evaluator", capi.evaluate(fus, xs, dts))]
+    runs += [(bk, capi.execute(fus, xs, dts, capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST))
+             for bk in BACKENDS]
+    for where, (s, got) in runs:
+        assert s == 0, f"{where}: {got}"
+        for n, (g, w) in enumerate(zip(got, want)):
+            assert np.array_equal(g, w), f"{where}: output {n}: {g} != {w}"

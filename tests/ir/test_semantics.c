@@ -203,6 +203,25 @@ Test(semantics, shifts_past_the_width) {
   eval_int(cf_bitwise_left_shift, CF_INT8, 2, (int64_t[]){100, 1}, (int64_t[]){5, 8}, (int64_t[]){-128, 0});
 }
 
+/* torch.gcd: never negative, gcd(0, 0) = 0, negative operands by absolute value; |INT_MIN|
+ * wraps to INT_MIN of the dtype's width as in torch's two's complement. */
+Test(semantics, gcd_of_absolute_values) {
+  eval_int(cf_gcd, CF_INT64, 7, (int64_t[]){12, -12, 0, 0, 17, INT64_MIN, INT64_MIN},
+           (int64_t[]){18, 18, 0, -5, 5, 0, 6}, (int64_t[]){6, 6, 0, 5, 1, INT64_MIN, 2});
+  eval_int(cf_gcd, CF_INT32, 3, (int64_t[]){-48, INT32_MIN, 1000000007}, (int64_t[]){-36, 0, 999999937},
+           (int64_t[]){12, INT32_MIN, 1});
+  eval_int(cf_gcd, CF_INT8, 2, (int64_t[]){-128, -100}, (int64_t[]){0, 75}, (int64_t[]){-128, 25});
+}
+
+Test(semantics, gcd_refuses_floating_operands) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = tu_input(f, CF_FLOAT, 1, (int64_t[]){2}), *b = tu_input(f, CF_INT32, 1, (int64_t[]){2});
+  cr_expect_null(cf_gcd(f, a, b));
+  cr_expect_str_eq(cf_fusion_error(f),
+                   "gcd: T0 has dtype float, but gcd takes integer tensors; cast it first for T0_g_float[iS0{2}]");
+  cf_fusion_destroy(f);
+}
+
 /* ---- NaN, empty reductions, var_mean, casts ------------------------------------------- */
 
 Test(semantics, maximum_and_minimum_propagate_nan) {

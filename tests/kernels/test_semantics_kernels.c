@@ -90,6 +90,19 @@ Test(semantics_kernels, integer_division_by_zero_and_int_min_by_minus_one_do_not
   free(src);
 }
 
+Test(semantics_kernels, gcd_agrees_with_the_evaluator) {
+  cf_tv *a = tu_input(f, CF_INT32, 1, NULL), *b = tu_input(f, CF_INT32, 1, NULL);
+  cf_tv *c = tu_input(f, CF_INT64, 1, NULL), *d = tu_input(f, CF_INT64, 1, NULL);
+  cf_fusion_add_output(f, cf_gcd(f, a, b));
+  cf_fusion_add_output(f, cf_gcd(f, cf_add(f, c, d), d)); /* inside a larger fusion */
+  const int64_t x[6] = {12, -12, 0, INT32_MIN, 7, 0}, y[6] = {18, 18, 0, 0, -21, -9};
+  const int64_t z[6] = {INT64_MIN, 100, 0, -3, 35, 5}, w[6] = {0, -75, 0, 9, 14, -5};
+  DLManagedTensor *in[4] = {ints(CF_INT32, 6, x), ints(CF_INT32, 6, y), ints(CF_INT64, 6, z), ints(CF_INT64, 6, w)};
+  char *src = run_everywhere(4, in);
+  cr_expect(strstr(src, "cf_gcd("), "%s", src);
+  free(src);
+}
+
 Test(semantics_kernels, float_to_integer_casts_agree_with_the_evaluator) {
   cf_tv *a = tu_input(f, CF_FLOAT, 1, NULL), *h = tu_input(f, CF_HALF, 1, NULL);
   const cf_dtype to[4] = {CF_INT8, CF_INT32, CF_INT64, CF_UINT32};
