@@ -553,6 +553,10 @@ def _cumsum_ref(x, dtype, axis):
         bits = acc.view(np.uint32)
         rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even (no NaN here)
         return rounded.astype(np.uint16), dtype
+    if dtype in V.FP8:  # codes: decoded, summed in float, each sum stored as the 8-bit float
+        wide = np.array(V.widen(x, dtype), np.float32).reshape(x.shape)
+        acc = np.cumsum(wide, axis=axis, dtype=np.float32)
+        return V.array([float(v) for v in acc.reshape(-1)], dtype).reshape(x.shape), dtype
     acc = np.cumsum(x.astype(np.float64 if dtype == "float64" else np.float32), axis=axis)
     return acc.astype(capi.STORAGE[dtype]), dtype
 
