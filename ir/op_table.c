@@ -249,7 +249,8 @@ cf_dtype ir_op_result_dtype(IrOp op, cf_dtype promoted) {
 cf_dtype ir_op_compute_dtype(IrOp op, cf_dtype promoted, cf_dtype out) {
   if (ir_op_complex_to_real(op)) return promoted; /* |z| and the parts are computed from the complex value */
   switch (ir_op_type_rule(op)) {
-  case TR_MAKE: return ir_dtype_is_float(out) ? CF_DOUBLE : CF_INT64; /* iota: start + i * step */
+  case TR_MAKE: /* iota: start + i * step; a complex full's value */
+    return ir_dtype_is_complex(out) ? CF_COMPLEX_DOUBLE : ir_dtype_is_float(out) ? CF_DOUBLE : CF_INT64;
   case TR_RANDOM:
   case TR_RANDOM64: return CF_INT64; /* seed, offset and the element's index */
   case TR_PREDICATE:
