@@ -196,7 +196,7 @@ bool ir_op_accepts(IrOp op, cf_dtype t) {
   IrTypeRule r = ir_op_type_rule(op);
   if (ir_dtype_is_complex(t)) return ir_op_takes_complex(op);
   if (op == OP_IMAG) return false; /* torch: imag is not implemented for real tensors */
-  if (r == TR_COMPLEX_PART) return t != CF_BOOL && !ir_dtype_is_welford(t);
+  if (r == TR_COMPLEX_PART) return !ir_dtype_is_welford(t); /* real of a real tensor: itself */
   if (ir_dtype_is_welford(t)) return r == TR_WELFORD || r == TR_MOVE || (r == TR_REDUCE && op == OP_WELFORD);
   if (op == OP_WELFORD) return ir_dtype_is_float(t); /* a mean and a variance need floating elements */
   switch (r) {
@@ -226,7 +226,7 @@ const char *ir_op_accepts_str(IrOp op) {
   case TR_RANDOM:
   case TR_RANDOM64: return "integer";
   case TR_WELFORD: return "Welford-state";
-  case TR_COMPLEX_PART: return op == OP_IMAG ? "complex" : "numeric (not bool)";
+  case TR_COMPLEX_PART: return op == OP_IMAG ? "complex" : "any";
   default: return "any";
   }
 }
