@@ -18,8 +18,6 @@ static void setup(void) { f = cf_fusion_create(); }
 static void teardown(void) { cf_fusion_destroy(f); }
 TestSuite(complex_kernels, .init = setup, .fini = teardown);
 
-static const cf_executor_options host = {.backend = CF_BACKEND_HOST};
-
 /* Random inputs of the given dtypes and shape (complex ones get both parts random). */
 static DLManagedTensor *input(cf_dtype dt, int rank, const int64_t *sizes, uint64_t seed) {
   DLManagedTensor *t = cf_tensor_host(dt, rank, sizes);
@@ -27,33 +25,7 @@ static DLManagedTensor *input(cf_dtype dt, int rank, const int64_t *sizes, uint6
   return t;
 }
 
-/* The evaluator, define and run on the host, and the hand-inlined fusion on the host, each
- * within tol; returns the sm_90a source of the inlined fusion (caller frees). Frees in. */
-static char *run_all(int nin, DLManagedTensor **in, double tol) {
-  enum { MAX_IO = 32 };
-  int nout = cf_fusion_num_outputs(f);
-  cr_assert(nin <= MAX_IO && nout <= MAX_IO);
-  const DLTensor *ins[MAX_IO];
-  for (int i = 0; i < nin; i++) ins[i] = &in[i]->dl_tensor;
-  DLManagedTensor *want[MAX_IO] = {0}, *got[MAX_IO] = {0};
-  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
-  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
-  cr_assert_eq(cf_fusion_execute(c, nin, ins, nout, got), CF_OK, "define and run: %s", cf_fusion_cache_error(c));
-  kc_compare(got, want, nout, tol, "define and run");
-  for (int i = 0; i < nout; i++) cf_tensor_free(got[i]), got[i] = NULL;
-  cf_fusion_cache_destroy(c);
-  cf_inline_most(f);
-  char *src = kc_compile_sm90(f);
-  cf_executor *e = cf_executor_create(&host);
-  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
-  cr_assert_eq(cf_executor_run(e, nin, ins, nout, got), CF_OK, "%s", cf_executor_error(e));
-  kc_compare(got, want, nout, tol, "inlined on the host");
-  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, in, want, tol);
-  for (int i = 0; i < nout; i++) cf_tensor_free(got[i]), cf_tensor_free(want[i]);
-  for (int i = 0; i < nin; i++) cf_tensor_free(in[i]);
-  cf_executor_destroy(e);
-  return src;
-}
+static char *run_all(int nin, DLManagedTensor **in, double tol) { return kc_run_everywhere(f, nin, in, tol, tol); }
 
 Test(complex_kernels, pointwise_ops_agree_with_the_evaluator) {
   cf_tv *a = tu_input(f, CF_COMPLEX_FLOAT, 2, NULL), *b = tu_input(f, CF_COMPLEX_FLOAT, 2, NULL);
