@@ -28,6 +28,8 @@ static void preamble(Emitter *e) {
   sb_puts(&e->out, cg_embedded_file("philox.h"));
   sb_puts(&e->out, cg_embedded_file("ops_math.h"));
   if (uses_dtype(e->k, CF_FLOAT8_E4M3FN) || uses_dtype(e->k, CF_FLOAT8_E5M2)) sb_puts(&e->out, cg_embedded_file("fp8.h"));
+  if (uses_dtype(e->k, CF_COMPLEX_FLOAT) || uses_dtype(e->k, CF_COMPLEX_DOUBLE))
+    sb_puts(&e->out, cg_embedded_file("complex.h"));
   if (uses_dtype(e->k, CF_WELFORD_FLOAT) || uses_dtype(e->k, CF_WELFORD_DOUBLE))
     sb_puts(&e->out, cg_embedded_file("welford.h"));
   if (e->k->grid_sem) sb_puts(&e->out, cg_embedded_file("grid_sync.cuh"));

@@ -77,12 +77,20 @@ static const char *narrow_from_float(cf_dtype t) {
 
 /* Conversions are spelled alike in CUDA C++ and in the host runtime (the narrow types'
  * conversions above; ops_math.h the conversions from floating types to integers, which
- * saturate instead of C's undefined behaviour). A narrow type converts to anything
+ * saturate instead of C's undefined behaviour; complex.h's cf_creal and cf_cbool, and a
+ * cast to CfComplexF/CfComplexD, C's conversion and the CUDA struct's constructors). A narrow type converts to anything
  * through float (exact), and anything converts to it through float (torch's rounding of
  * a double to an 8-bit float). */
 void cg_convert(Emitter *e, cf_dtype from, cf_dtype to, const char *v) {
   bool from_float = ir_dtype_is_float(from);
-  if (ir_dtype_is_welford(to)) { /* an element folded into a Welford reduction: its one-element state */
+  if (ir_dtype_is_complex(from) && !ir_dtype_is_complex(to)) { /* the real part (bool: either part nonzero) */
+    StrBuf r = {0};
+    sb_printf(&r, "%s(%s)", to == CF_BOOL ? "cf_cbool" : "cf_creal", v);
+    char *rv = sb_take(&r);
+    if (to == CF_BOOL) sb_puts(&e->out, rv);
+    else cg_convert(e, ir_dtype_real_of(from), to, rv);
+    free(rv);
+  } else if (ir_dtype_is_welford(to)) { /* an element folded into a Welford reduction: its one-element state */
     sb_printf(&e->out, "%s(", to == CF_WELFORD_DOUBLE ? "cf_welford_of_d" : "cf_welford_of_f");
     cg_convert(e, from, ir_welford_scalar(to), v);
     sb_puts(&e->out, ")");
@@ -140,7 +148,8 @@ static cf_dtype welford_type(const KNode *op) {
 }
 
 /* The type arithmetic is done in: a Welford state type if the op has one (elements are
- * folded in as one-element states, and states are read by the field ops), double if any
+ * folded in as one-element states, and states are read by the field ops), a complex type if
+ * any operand or the result is complex (complex_double if anything holds a double), double if any
  * operand is double, float for other floating types, else 64-bit integers. */
 cf_dtype cg_compute_type(const KNode *op) {
   cf_dtype w = welford_type(op);
@@ -148,14 +157,21 @@ cf_dtype cg_compute_type(const KNode *op) {
   IrTypeRule r = ir_op_type_rule(op->u.op.op);
   if (r == TR_MAKE || r == TR_RANDOM || r == TR_RANDOM64) /* iota's double or int64; seeds in int64 */
     return ir_op_compute_dtype(op->u.op.op, op->u.op.out_dtype, op->u.op.out_dtype);
-  bool any_double = op->u.op.out_dtype == CF_DOUBLE, any_float = is_floating(op->u.op.out_dtype);
+  cf_dtype out = op->u.op.out_dtype;
+  bool any_double = ir_dtype_real_of(out) == CF_DOUBLE, any_float = is_floating(out);
+  bool any_complex = ir_dtype_is_complex(out);
   for (int i = 0; i < op->u.op.nin; i++) {
     const KAccess *a = &op->u.op.in[i];
-    if (!a->t && !a->var) continue;
+    if (!a->t && !a->var) {
+      any_complex |= a->scalar_complex;
+      continue;
+    }
     cf_dtype t = a->t ? a->t->dtype : a->var_dtype;
-    any_double |= t == CF_DOUBLE;
+    any_double |= ir_dtype_real_of(t) == CF_DOUBLE;
     any_float |= is_floating(t);
+    any_complex |= ir_dtype_is_complex(t);
   }
+  if (any_complex) return any_double ? CF_COMPLEX_DOUBLE : CF_COMPLEX_FLOAT;
   if (any_double) return CF_DOUBLE;
   if (any_float) return CF_FLOAT;
   return CF_INT64; /* integers compute in 64 bits: one overload set for the helpers */
@@ -192,6 +208,14 @@ char *cg_access_str(Emitter *e, const KAccess *a, bool is_write) {
     char *x = cg_expr(e, a->scalar_expr);
     sb_printf(&b, "(int64_t)(%s)", x);
     free(x);
+    return sb_take(&b);
+  }
+  if (!a->t && a->scalar_complex) { /* a complex constant: both parts, each exactly */
+    sb_puts(&b, "cf_complex_d(");
+    print_constant(&b, a->scalar);
+    sb_puts(&b, ", ");
+    print_constant(&b, a->scalar_im);
+    sb_puts(&b, ")");
     return sb_take(&b);
   }
   if (!a->t) {
@@ -275,12 +299,13 @@ static void emit_op(Emitter *e, const KNode *n) {
   if (ir_op_kind(n->u.op.op) == OPK_REDUCTION) args[k++] = cg_converted(e, n->u.op.out_dtype, ct, out);
   for (int i = 0; i < n->u.op.nin && k < 3; i++) {
     const KAccess *in = &n->u.op.in[i];
-    bool int_constant = !in->t && !in->var && !in->scalar_expr && !is_floating(ct) && !ir_dtype_is_welford(ct);
+    bool int_constant = !in->t && !in->var && !in->scalar_expr && !ir_dtype_is_inexact(ct) && !ir_dtype_is_welford(ct);
     /* a double constant of an integer op: its type rule made it integral (ir_scalar_rhs_dtype) */
     char *a = int_constant ? int64_literal(ir_elem_convert((IrElem){.d = in->scalar}, CF_DOUBLE, CF_INT64).i)
                            : cg_access_str(e, in, false);
     cf_dtype from = in->t           ? in->t->dtype
                     : in->var       ? in->var_dtype
+                    : in->scalar_complex ? CF_COMPLEX_DOUBLE
                     : int_constant || in->scalar_expr ? CF_INT64
                                                       : CF_DOUBLE;
     /* where's condition stays a bool; everything else goes to the compute type */

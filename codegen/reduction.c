@@ -144,6 +144,8 @@ static void grid_fold(Emitter *e, const KNode *n, const char *slot) {
   StrBuf vol = {0};
   if (ir_dtype_is_welford(n->u.acc.dtype)) /* C++ copies no volatile struct: field by field */
     sb_printf(&vol, "cf_welford_volatile(&%s)", other);
+  else if (ir_dtype_is_complex(n->u.acc.dtype)) /* nor a volatile complex (complex.h) */
+    sb_printf(&vol, "cf_complex_volatile(&%s)", other);
   else
     sb_printf(&vol, "*(volatile %s *)&%s", cg_ctype(n->u.acc.dtype), other);
   char *fold = combine(e, n, v, vol.data);

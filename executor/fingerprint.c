@@ -134,6 +134,7 @@ static void fp_attrs(Fp *b, const Expr *e) {
   case OP_FULL: /* an integer full is exact in ivalue (2^62 + 1 and 2^62 are one double) */
     fp_f64(b, e->attr.full.value);
     fp_i64(b, e->attr.full.ivalue);
+    fp_f64(b, e->attr.full.imag);
     return;
   case OP_PERMUTE:
     fp_i64(b, e->attr.permute.rank);

@@ -518,7 +518,7 @@ static cf_status describe_param(ExecHostCall *c, int i, const ExecHostParam *p, 
               "%d", i, p->rank, p->alloc_rank, EXEC_HOST_MAX_RANK);
     return CF_ERR_UNSUPPORTED;
   }
-  if (!p->is_tensor && !ir_dtype_is_narrow_float(p->dtype)) {
+  if (!p->is_tensor && !ir_dtype_is_narrow_float(p->dtype) && !ir_dtype_is_complex(p->dtype)) {
     set_error(err, "kernel parameter %d: unsupported dtype", i);
     return CF_ERR_INVALID_ARGUMENT;
   }
@@ -528,6 +528,10 @@ static cf_status describe_param(ExecHostCall *c, int i, const ExecHostParam *p, 
     *(*el)++ = &ffi_type_pointer;
     for (int k = 0; k < p->rank + p->alloc_rank; k++)
       *(*el)++ = p->index32 ? &ffi_type_sint32 : &ffi_type_sint64;
+  } else if (ir_dtype_is_complex(p->dtype)) { /* the SysV ABI passes a _Complex as the struct {re, im} */
+    ffi_type *part = p->dtype == CF_COMPLEX_FLOAT ? &ffi_type_float : &ffi_type_double;
+    *(*el)++ = part;
+    *(*el)++ = part;
   } else {
     *(*el)++ = cf_dtype_size(p->dtype) == 1 ? &ffi_type_uint8 : &ffi_type_uint16;
   }
@@ -546,7 +550,7 @@ cf_status exec_host_call_prepare(const ExecHostModule *m, int nparams, const Exe
   }
   ExecHostCall *c = calloc(1, sizeof *c);
   size_t nel = 0;
-  for (int i = 0; i < nparams; i++) nel += params[i].is_tensor ? 2 * EXEC_HOST_MAX_RANK + 2 : 2;
+  for (int i = 0; i < nparams; i++) nel += params[i].is_tensor ? 2 * EXEC_HOST_MAX_RANK + 2 : 3;
   if (c) {
     c->args = calloc((size_t)nparams + 1, sizeof *c->args);
     c->structs = calloc((size_t)nparams + 1, sizeof *c->structs);

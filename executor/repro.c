@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/dtype.h"
+
 const char *exec_repro_dtype_enum(cf_dtype t) {
   static const char *const names[] = {
 #define CF_X(e, name, size, ctype, dlcode, dlbits) #e,
@@ -149,7 +151,12 @@ static void emit_shape_op(ReproWalk *w, const Expr *e, Val *out) {
     return;
   case OP_EXPAND: sb_printf(b, "cf_expand(f, t%d, %d, ", e->in[0]->name, o->nlogical); break;
   case OP_RESHAPE: sb_printf(b, "cf_reshape(f, t%d, %d, ", e->in[0]->name, o->nlogical); break;
-  default: /* OP_FULL */
+  default: /* OP_FULL; a complex constant keeps its imaginary part */
+    if (ir_dtype_is_complex(out->dtype) && o->nlogical == 0) {
+      sb_printf(b, "cf_const_complex(f, %s, %.17g, %.17g)", exec_repro_dtype_enum(out->dtype), e->attr.full.value,
+                e->attr.full.imag);
+      return;
+    }
     sb_printf(b, "cf_full(f, %d, ", o->nlogical);
     extents(b, o->logical, o->nlogical, w);
     sb_printf(b, ", %.17g, %s)", e->attr.full.value, exec_repro_dtype_enum(out->dtype));

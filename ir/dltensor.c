@@ -65,6 +65,14 @@ bool ir_dtype_is_narrow_float(cf_dtype t) {
   return t == CF_HALF || t == CF_BFLOAT16 || t == CF_FLOAT8_E4M3FN || t == CF_FLOAT8_E5M2;
 }
 bool ir_dtype_is_float(cf_dtype t) { return t == CF_FLOAT || t == CF_DOUBLE || ir_dtype_is_narrow_float(t); }
+bool ir_dtype_is_complex(cf_dtype t) { return t == CF_COMPLEX_FLOAT || t == CF_COMPLEX_DOUBLE; }
+bool ir_dtype_is_inexact(cf_dtype t) { return ir_dtype_is_float(t) || ir_dtype_is_complex(t); }
+cf_dtype ir_dtype_real_of(cf_dtype t) {
+  return t == CF_COMPLEX_FLOAT ? CF_FLOAT : t == CF_COMPLEX_DOUBLE ? CF_DOUBLE : t;
+}
+cf_dtype ir_dtype_complex_of(cf_dtype t) {
+  return ir_dtype_is_complex(t) ? t : t == CF_DOUBLE ? CF_COMPLEX_DOUBLE : CF_COMPLEX_FLOAT;
+}
 
 cf_dtype ir_dtype_accumulate(cf_dtype t) {
   switch (t) {
@@ -74,6 +82,8 @@ cf_dtype ir_dtype_accumulate(cf_dtype t) {
   case CF_BFLOAT16:
   case CF_FLOAT8_E4M3FN:
   case CF_FLOAT8_E5M2: return CF_FLOAT;
+  case CF_COMPLEX_FLOAT:
+  case CF_COMPLEX_DOUBLE: return t; /* torch sums complex64 in complex64 */
   case CF_WELFORD_FLOAT:
   case CF_WELFORD_DOUBLE: return t;
   default: return CF_INT64;
@@ -188,9 +198,13 @@ IrElem ir_elem_load(const void *p, cf_dtype t) {
     int64_t i64;
     uint32_t u32;
     uint8_t u8;
+    float cf[2];
+    double cd[2];
   } u;
   memcpy(&u, p, cf_dtype_size(t));
   switch (t) {
+  case CF_COMPLEX_FLOAT: v = ir_complex(u.cf[0], u.cf[1]); break;
+  case CF_COMPLEX_DOUBLE: v = ir_complex(u.cd[0], u.cd[1]); break;
   case CF_FLOAT: v.d = u.f; break;
   case CF_DOUBLE: v.d = u.d; break;
   case CF_HALF: v.d = ir_half_to_double(u.u16); break;
@@ -227,8 +241,30 @@ static int64_t to_integer(IrElem v, bool from_float, cf_dtype t) {
   }
 }
 
+/* A complex value stored into complex t: each part rounded as a float or double is; from a
+ * real type, the imaginary part is 0. */
+static void store_complex(void *p, cf_dtype t, IrElem v, cf_dtype from) {
+  double re = ir_dtype_is_inexact(from) ? v.c.re : (double)v.i, im = ir_dtype_is_complex(from) ? v.c.im : 0.0;
+  if (t == CF_COMPLEX_DOUBLE) {
+    double d[2] = {re, im};
+    memcpy(p, d, sizeof d);
+  } else {
+    float f[2] = {ir_dtype_is_inexact(from) ? (float)re : (float)v.i, (float)im};
+    memcpy(p, f, sizeof f);
+  }
+}
+
 void ir_elem_store(void *p, cf_dtype t, IrElem v, cf_dtype from) {
-  bool from_float = ir_dtype_is_float(from);
+  if (ir_dtype_is_complex(t)) {
+    store_complex(p, t, v, from);
+    return;
+  }
+  if (ir_dtype_is_complex(from) && t == CF_BOOL) { /* nonzero when either part is (C's and torch's) */
+    uint8_t b = v.c.re != 0 || v.c.im != 0;
+    memcpy(p, &b, 1);
+    return;
+  }
+  bool from_float = ir_dtype_is_inexact(from); /* a complex value converts to a real type by its real part */
   if (ir_dtype_is_float(t)) {
     double x = from_float ? v.d : (double)v.i;
     float f = from_float ? (float)x : (float)v.i; /* an integer rounds once, as C's conversion does */
@@ -261,12 +297,12 @@ void ir_elem_store(void *p, cf_dtype t, IrElem v, cf_dtype from) {
 }
 
 IrElem ir_elem_convert(IrElem v, cf_dtype from, cf_dtype to) {
-  unsigned char buf[8];
+  unsigned char buf[16];
   ir_elem_store(buf, to, v, from);
   return ir_elem_load(buf, to);
 }
 
-double ir_elem_to_double(IrElem v, cf_dtype t) { return ir_dtype_is_float(t) ? v.d : (double)v.i; }
+double ir_elem_to_double(IrElem v, cf_dtype t) { return ir_dtype_is_inexact(t) ? v.d : (double)v.i; }
 
 /* ---- host tensors ----------------------------------------------------------------------------- */
 
@@ -365,7 +401,10 @@ static IrElem random_elem(uint64_t r, cf_dtype t, cf_dtype *cls) {
                                                      [CF_FLOAT8_E4M3FN] = 4, [CF_FLOAT8_E5M2] = 3};
   IrElem v;
   *cls = t;
-  if (ir_dtype_is_float(t)) {
+  if (ir_dtype_is_complex(t)) { /* two values of the real type, exact in it */
+    int p = precision[ir_dtype_real_of(t)];
+    v = ir_complex(ldexp((double)(r >> (64 - p)), 1 - p) - 1.0, ldexp((double)(r & ((1ull << p) - 1)), 1 - p) - 1.0);
+  } else if (ir_dtype_is_float(t)) {
     int p = precision[t];
     v.d = ldexp((double)(r >> (64 - p)), 1 - p) - 1.0;
   } else if (t == CF_BOOL) {
@@ -406,6 +445,13 @@ double cf_tensor_get(const DLTensor *t, int64_t linear_index) {
   return ir_elem_to_double(v, dt);
 }
 
+double cf_tensor_get_imag(const DLTensor *t, int64_t linear_index) {
+  cf_dtype dt;
+  if (!host_dtype(t, &dt) || linear_index < 0 || linear_index >= cf_tensor_numel(t)) return NAN;
+  IrElem v = ir_elem_load(ir_dl_elem_ptr(t, linear_offset(t, linear_index, NULL)), dt);
+  return ir_dtype_is_complex(dt) ? v.c.im : 0.0;
+}
+
 static bool same_shape(const DLTensor *a, const DLTensor *b) {
   if (a->ndim != b->ndim) return false;
   for (int d = 0; d < a->ndim; d++)
@@ -420,7 +466,8 @@ bool cf_tensor_equal(const DLTensor *a, const DLTensor *b) {
   for (int64_t i = 0; i < n; i++) {
     IrElem x = ir_elem_load(ir_dl_elem_ptr(a, linear_offset(a, i, NULL)), da);
     IrElem y = ir_elem_load(ir_dl_elem_ptr(b, linear_offset(b, i, NULL)), db);
-    bool eq = ir_dtype_is_float(da) ? (x.d == y.d || (isnan(x.d) && isnan(y.d))) : x.i == y.i;
+    bool eq = ir_dtype_is_inexact(da) ? (x.d == y.d || (isnan(x.d) && isnan(y.d))) : x.i == y.i;
+    if (ir_dtype_is_complex(da)) eq = eq && (x.c.im == y.c.im || (isnan(x.c.im) && isnan(y.c.im)));
     if (!eq) return false;
   }
   return true;
@@ -459,12 +506,14 @@ bool cf_tensor_allclose(const DLTensor *a, const DLTensor *b, double rtol, doubl
     return false;
   }
   int64_t n = cf_tensor_numel(a);
-  for (int64_t i = 0; i < n; i++) {
-    double x = cf_tensor_get(a, i), y = cf_tensor_get(b, i);
-    double tol = atol + rtol * fabs(y);
-    if (x == y || (isnan(x) && isnan(y)) || fabs(x - y) <= tol) continue;
-    if (msg) mismatch_msg(a, i, x, y, tol, msg, msglen);
-    return false;
-  }
+  for (int64_t i = 0; i < n; i++) /* the real parts, then the imaginary parts of complex ones */
+    for (int part = 0; part < (ir_dtype_is_complex(da) || ir_dtype_is_complex(db) ? 2 : 1); part++) {
+      double x = part ? cf_tensor_get_imag(a, i) : cf_tensor_get(a, i);
+      double y = part ? cf_tensor_get_imag(b, i) : cf_tensor_get(b, i);
+      double tol = atol + rtol * fabs(y);
+      if (x == y || (isnan(x) && isnan(y)) || fabs(x - y) <= tol) continue;
+      if (msg) mismatch_msg(a, i, x, y, tol, msg, msglen);
+      return false;
+    }
   return true;
 }

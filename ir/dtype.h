@@ -33,6 +33,17 @@ bool ir_dtype_is_float(cf_dtype t); /* float, double and the narrow ones */
 /* The storage-only floating types that compute in float (the opmath type): half,
  * bfloat16, float8_e4m3fn, float8_e5m2. */
 bool ir_dtype_is_narrow_float(cf_dtype t);
+/* complex_float and complex_double (ir_dtype_is_float is false for them: they are their
+ * own category, above the floating one, in promotion). */
+bool ir_dtype_is_complex(cf_dtype t);
+/* The types whose elements are carried in IrElem.d (and .c): floating and complex. */
+bool ir_dtype_is_inexact(cf_dtype t);
+/* The real type of the same precision: float for complex_float, double for
+ * complex_double, t itself for every other type. */
+cf_dtype ir_dtype_real_of(cf_dtype t);
+/* The complex type holding t's values: complex_double for double, complex_float for the
+ * other floating types, integers and bool (torch's), t itself for a complex t. */
+cf_dtype ir_dtype_complex_of(cf_dtype t);
 /* The accumulation column of the dtype table: the type a reduction of elements of dtype t
  * accumulates in, wherever its partial results live (registers, shared workspaces, grid
  * work buffers, rfactor partials, tensors between segments): float for float, half and
@@ -52,10 +63,16 @@ bool ir_dl_is_host(const DLTensor *t);
 
 /* ---- element values (dltensor.c) ------------------------------------------------------- */
 
-/* An element widened for computing: d for floating dtypes, i for integers and bool. */
+/* An element widened for computing: d for floating dtypes, i for integers and bool, c for
+ * complex ones. **Decision**: one union, c's real part sharing d's bytes, so that code
+ * reading .d of any inexact value reads the real part and every real path is unchanged;
+ * c.im is meaningful only where the dtype says complex. */
 typedef union IrElem {
   double d;
   int64_t i;
+  struct {
+    double re, im;
+  } c;
 } IrElem;
 
 IrElem ir_elem_load(const void *p, cf_dtype t);
@@ -79,6 +96,8 @@ double ir_bf16_to_double(uint16_t h);
 /* float8_e4m3fn or float8_e5m2 (t) bits of x, rounded as torch does (to float first, then
  * to nearest even; e4m3fn overflows to NaN, e5m2 to infinity: ir/fp8.h), and back. */
 uint8_t ir_fp8_from_double(double x, cf_dtype t);
+/* A complex element value {re, im}. */
+static inline IrElem ir_complex(double re, double im) { return (IrElem){.c = {re, im}}; }
 double ir_fp8_to_double(uint8_t b, cf_dtype t);
 
 /* ---- the type rules of the ops (op_table.c) ----------------------------------------- */
@@ -163,12 +182,22 @@ IrWelford ir_softmax_merge(IrWelford a, IrWelford b);
 /* ---- element math: the evaluator column of the op table (eval_math.c) ------------------ */
 
 /* The evaluator's form of an op: its value from operands a[] already converted to the
- * compute dtype's opmath type (IrElem.d for floating ct, .i for integers and bool). The
+ * compute dtype's opmath type (IrElem.d for floating ct, .i for integers and bool, .c for
+ * complex ones: the forms of the ops ir_op_takes_complex lists have a complex branch). The
  * value has the dtype ir_op_value_dtype(op, ct) gives. Integer math wraps (two's
  * complement); integer division by zero gives -1 and its remainder the dividend, and
  * INT_MIN / -1 wraps to INT_MIN with remainder 0 (the rule of ops_math.h, identical on
  * every backend; see docs/architecture.md). */
 typedef IrElem (*IrEvalFn)(const IrElem *a, cf_dtype ct);
+/* Complex math for those forms (eval_complex.c: C99's complex functions, in double). */
+IrElem ir_cx_mul(IrElem a, IrElem b);
+IrElem ir_cx_div(IrElem a, IrElem b);
+IrElem ir_cx_exp(IrElem a);
+IrElem ir_cx_log(IrElem a);
+IrElem ir_cx_sqrt(IrElem a);
+IrElem ir_cx_rsqrt(IrElem a);
+IrElem ir_cx_reciprocal(IrElem a);
+double ir_cx_abs(IrElem a);
 IrEvalFn ir_op_eval(IrOp op);
 #define IR_X(e, name, kind, py, rule, ev, cuda, host) IrElem ev(const IrElem *a, cf_dtype ct);
 IR_OP_TABLE(IR_X)

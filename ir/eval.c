@@ -314,10 +314,10 @@ static void run_welford_elementwise(const ExprPlan *p, NdIter *it) {
 
 /* full: every element is the value (exact: a double or an int64, by the dtype). */
 static void run_full(const ExprPlan *p, NdIter *it) {
-  bool fl = ir_dtype_is_float(p->dt[0]);
-  IrElem v = fl ? (IrElem){.d = p->e->attr.full.value} : (IrElem){.i = p->e->attr.full.ivalue};
+  bool fl = ir_dtype_is_inexact(p->dt[0]);
+  IrElem v = fl ? ir_complex(p->e->attr.full.value, p->e->attr.full.imag) : (IrElem){.i = p->e->attr.full.ivalue};
   if (nd_empty(it)) return;
-  do ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], v, fl ? CF_DOUBLE : CF_INT64);
+  do ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], v, fl ? CF_COMPLEX_DOUBLE : CF_INT64);
   while (nd_next(it));
 }
 
@@ -354,8 +354,8 @@ static void run_elementwise(const ExprPlan *p, NdIter *it) {
   /* A constant right-hand side stays a double for floating types (C's x + 2.5) and is an
    * exact integer otherwise (ir_scalar_rhs_dtype made the result floating if it is not). */
   if (ir_op_kind(p->e->op) == OPK_BINARY && p->e->nin == 1) { /* attr is a union: check the kind first */
-    IrElem v = {.d = p->rhs};
-    rhs = ir_dtype_is_float(ct) ? v : ir_elem_convert(v, CF_DOUBLE, CF_INT64);
+    IrElem v = ir_complex(p->rhs, 0.0);
+    rhs = ir_dtype_is_inexact(ct) ? v : ir_elem_convert(v, CF_DOUBLE, CF_INT64);
   }
   if (nd_empty(it)) return;
   cf_dtype vt = ir_op_value_dtype(p->e->op, ct);
@@ -372,7 +372,7 @@ static IrElem reduction_init(IrOp op, bool fl) {
   ReduceIdentity r = ir_reduction_identity(op);
   IrElem v;
   if (fl)
-    v.d = fident[r];
+    v = ir_complex(fident[r], 0.0); /* a complex accumulator's imaginary part starts at 0 */
   else
     v.i = iident[r];
   return v;
@@ -402,7 +402,8 @@ static void acc_fold(IrOp op, bool fl, EvalAcc *a, const void *src, cf_dtype in)
     return;
   }
   IrElem x[2] = {a->v, ir_elem_load(src, in)};
-  a->v = ir_op_eval(op)(x, fl ? CF_DOUBLE : CF_INT64); /* a reduction's form is its combine's */
+  cf_dtype wide = ir_dtype_is_complex(in) ? CF_COMPLEX_DOUBLE : fl ? CF_DOUBLE : CF_INT64;
+  a->v = ir_op_eval(op)(x, wide); /* a reduction's form is its combine's */
 }
 
 static void acc_store(void *dst, cf_dtype out, const EvalAcc *a, cf_dtype in) {
@@ -417,7 +418,7 @@ static void acc_store(void *dst, cf_dtype out, const EvalAcc *a, cf_dtype in) {
 static cf_status run_reduction(Eval *ev, const ExprPlan *p, NdIter *it) {
   const Expr *e = p->e;
   cf_dtype ct = p->dt[1];
-  bool fl = ir_dtype_is_float(ct);
+  bool fl = ir_dtype_is_inexact(ct);
   int64_t n = cf_tensor_numel(p->t[0]);
   EvalAcc *acc = malloc(sizeof(EvalAcc) * (size_t)(n > 0 ? n : 1));
   if (!acc) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
@@ -515,7 +516,7 @@ static cf_status run_rfactor(Eval *ev, const Expr *e, Arena *scratch) {
   p.hist = ir_tv_root_to_logical(scratch, out, &p.nh);
   const DLTensor *ot = ev->bufs[out->id].t, *it = ev->bufs[in->id].t;
   int64_t n = cf_tensor_numel(ot), total = 1;
-  bool fl = ir_dtype_is_float(in->dtype);
+  bool fl = ir_dtype_is_inexact(in->dtype);
   EvalAcc *acc = ARENA_ARRAY(scratch, EvalAcc, n > 0 ? n : 1);
   if (!acc) return eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
   for (int64_t i = 0; i < n; i++) acc[i] = acc_init(e->op, fl);
@@ -618,8 +619,8 @@ static cf_status run_resize(Eval *ev, const Expr *e) {
   }
   DLManagedTensor *m = cf_tensor_host(out->dtype, r, sizes);
   cf_status s = m ? set_buf(ev, out, &m->dl_tensor, m) : eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
-  bool fl = ir_dtype_is_float(out->dtype);
-  IrElem pad = fl ? (IrElem){.d = e->attr.pad.value} : (IrElem){.i = e->attr.pad.ivalue};
+  bool fl = ir_dtype_is_inexact(out->dtype);
+  IrElem pad = fl ? ir_complex(e->attr.pad.value, 0.0) : (IrElem){.i = e->attr.pad.ivalue};
   for (int64_t i = 0; !s && i < n; i++) {
     IrElem a[3] = {{.i = 0}, e->op == OP_PAD ? pad : (IrElem){.i = 0}, {.i = 0}};
     a[2].i = resize_source(ev, e, 0, idx, r, &off0);

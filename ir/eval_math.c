@@ -20,6 +20,8 @@
 static IrElem F(double x) { return (IrElem){.d = x}; }
 static IrElem I(int64_t x) { return (IrElem){.i = x}; }
 static bool fl(cf_dtype ct) { return ir_dtype_is_float(ct); }
+static bool cx(cf_dtype ct) { return ir_dtype_is_complex(ct); }
+static IrElem C(double re, double im) { return ir_complex(re, im); }
 
 static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 static int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
@@ -72,10 +74,17 @@ IrElem ir_ev_softmax_merge(const IrElem *a, cf_dtype ct) { return ir_ev_none(a, 
 
 /* ---- unary --------------------------------------------------------------------------------- */
 
-IrElem ir_ev_neg(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(-a[0].d) : I(wrap_sub(0, a[0].i)); }
+IrElem ir_ev_neg(const IrElem *a, cf_dtype ct) {
+  return cx(ct) ? C(-a[0].c.re, -a[0].c.im) : fl(ct) ? F(-a[0].d) : I(wrap_sub(0, a[0].i));
+}
 IrElem ir_ev_abs(const IrElem *a, cf_dtype ct) {
+  if (cx(ct)) return F(ir_cx_abs(a[0])); /* |z|, of the real type (ir_op_complex_to_real) */
   return fl(ct) ? F(fabs(a[0].d)) : I(a[0].i < 0 ? wrap_sub(0, a[0].i) : a[0].i);
 }
+/* The parts of a complex value; of a real one, real is the value itself (torch's). */
+IrElem ir_ev_real(const IrElem *a, cf_dtype ct) { return cx(ct) ? F(a[0].c.re) : a[0]; }
+IrElem ir_ev_imag(const IrElem *a, cf_dtype ct) { return cx(ct) ? F(a[0].c.im) : F(0.0); }
+IrElem ir_ev_conj(const IrElem *a, cf_dtype ct) { return cx(ct) ? C(a[0].c.re, -a[0].c.im) : a[0]; }
 IrElem ir_ev_relu(const IrElem *a, cf_dtype ct) {
   return fl(ct) ? F(a[0].d <= 0 ? 0.0 : a[0].d) : I(a[0].i <= 0 ? 0 : a[0].i);
 }
@@ -89,11 +98,18 @@ IrElem ir_ev_ceil(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(ceil(a[0].d)
     double x = a[0].d;                                       \
     return F(expr);                                          \
   }
-EV_FLOAT1(exp, exp(x))
-EV_FLOAT1(log, log(x))
-EV_FLOAT1(sqrt, sqrt(x))
-EV_FLOAT1(rsqrt, 1.0 / sqrt(x))
-EV_FLOAT1(reciprocal, 1.0 / x)
+/* The floating math that takes complex operands too (torch's principal branches). */
+#define EV_FLOAT1_COMPLEX(name, expr)                        \
+  IrElem ir_ev_##name(const IrElem *a, cf_dtype ct) {        \
+    if (cx(ct)) return ir_cx_##name(a[0]);                   \
+    double x = a[0].d;                                       \
+    return F(expr);                                          \
+  }
+EV_FLOAT1_COMPLEX(exp, exp(x))
+EV_FLOAT1_COMPLEX(log, log(x))
+EV_FLOAT1_COMPLEX(sqrt, sqrt(x))
+EV_FLOAT1_COMPLEX(rsqrt, 1.0 / sqrt(x))
+EV_FLOAT1_COMPLEX(reciprocal, 1.0 / x)
 EV_FLOAT1(sigmoid, 1.0 / (1.0 + exp(-x)))
 EV_FLOAT1(tanh, tanh(x))
 EV_FLOAT1(gelu, 0.5 * x * (1.0 + erf(x / sqrt(2.0))))
@@ -154,10 +170,22 @@ IrElem ir_ev_bitwise_not(const IrElem *a, cf_dtype ct) {
 
 /* ---- binary -------------------------------------------------------------------------------- */
 
-IrElem ir_ev_add(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(a[0].d + a[1].d) : I(wrap_add(a[0].i, a[1].i)); }
-IrElem ir_ev_sub(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(a[0].d - a[1].d) : I(wrap_sub(a[0].i, a[1].i)); }
-IrElem ir_ev_mul(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(a[0].d * a[1].d) : I(wrap_mul(a[0].i, a[1].i)); }
-IrElem ir_ev_div(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(a[0].d / a[1].d) : I(int_div(a[0].i, a[1].i)); }
+IrElem ir_ev_add(const IrElem *a, cf_dtype ct) {
+  if (cx(ct)) return C(a[0].c.re + a[1].c.re, a[0].c.im + a[1].c.im);
+  return fl(ct) ? F(a[0].d + a[1].d) : I(wrap_add(a[0].i, a[1].i));
+}
+IrElem ir_ev_sub(const IrElem *a, cf_dtype ct) {
+  if (cx(ct)) return C(a[0].c.re - a[1].c.re, a[0].c.im - a[1].c.im);
+  return fl(ct) ? F(a[0].d - a[1].d) : I(wrap_sub(a[0].i, a[1].i));
+}
+IrElem ir_ev_mul(const IrElem *a, cf_dtype ct) {
+  if (cx(ct)) return ir_cx_mul(a[0], a[1]);
+  return fl(ct) ? F(a[0].d * a[1].d) : I(wrap_mul(a[0].i, a[1].i));
+}
+IrElem ir_ev_div(const IrElem *a, cf_dtype ct) {
+  if (cx(ct)) return ir_cx_div(a[0], a[1]);
+  return fl(ct) ? F(a[0].d / a[1].d) : I(int_div(a[0].i, a[1].i));
+}
 IrElem ir_ev_mod(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(fmod(a[0].d, a[1].d)) : I(int_mod(a[0].i, a[1].i)); }
 IrElem ir_ev_ceildiv(const IrElem *a, cf_dtype ct) {
   return fl(ct) ? F(ceil(a[0].d / a[1].d)) : I(int_div(wrap_sub(wrap_add(a[0].i, a[1].i), 1), a[1].i));
@@ -194,7 +222,7 @@ static int64_t int_remainder(int64_t a, int64_t b) {
 }
 
 IrElem ir_ev_truediv(const IrElem *a, cf_dtype ct) {
-  (void)ct; /* the type rule makes ct floating */
+  if (cx(ct)) return ir_cx_div(a[0], a[1]); /* the type rule makes ct floating or complex */
   return F(a[0].d / a[1].d);
 }
 IrElem ir_ev_fmod(const IrElem *a, cf_dtype ct) { return ir_ev_mod(a, ct); }
@@ -245,8 +273,12 @@ IrElem ir_ev_pow(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(pow(a[0].d, a
   IrElem ir_ev_##name(const IrElem *a, cf_dtype ct) {                        \
     return I(fl(ct) ? (a[0].d op a[1].d) : (a[0].i op a[1].i));              \
   }
-EV_COMPARE(eq, ==)
-EV_COMPARE(ne, !=)
+/* eq and ne of complex values compare both parts. */
+IrElem ir_ev_eq(const IrElem *a, cf_dtype ct) {
+  if (cx(ct)) return I(a[0].c.re == a[1].c.re && a[0].c.im == a[1].c.im);
+  return I(fl(ct) ? (a[0].d == a[1].d) : (a[0].i == a[1].i));
+}
+IrElem ir_ev_ne(const IrElem *a, cf_dtype ct) { return I(!ir_ev_eq(a, ct).i); }
 EV_COMPARE(lt, <)
 EV_COMPARE(le, <=)
 EV_COMPARE(gt, >)

@@ -128,6 +128,7 @@ typedef enum IrTypeRule {
                    float-precision value out (the 24-bit uniform: it stays below 1 in float) */
   TR_RANDOM64,  /* the same with a double value out (the 53-bit uniform, normal) */
   TR_WELFORD,   /* Welford states in, a field out (welford_avg, welford_m2, welford_n) */
+  TR_COMPLEX_PART, /* a complex in, its real type out (real, imag; real of a real type is itself) */
   TR_REDUCE,    /* reductions: the reduction table's columns */
   TR_SCAN,      /* any dtype in; integers and bool give int64 (torch.cumsum), floats keep
                    theirs and accumulate in their accumulation dtype (float for 16-bit) */
@@ -165,6 +166,9 @@ typedef enum IrTypeRule {
   X(OP_COS, "cos", OPK_UNARY, "cos", TR_FLOAT, ir_ev_cos, "cos(%0)", "cos(%0)")                                 \
   X(OP_TAN, "tan", OPK_UNARY, "tan", TR_FLOAT, ir_ev_tan, "tan(%0)", "tan(%0)")                                 \
   X(OP_ERF, "erf", OPK_UNARY, "erf", TR_FLOAT, ir_ev_erf, "erf(%0)", "erf(%0)")                                 \
+  X(OP_REAL, "real", OPK_UNARY, "real", TR_COMPLEX_PART, ir_ev_real, "cf_creal(%0)", "cf_creal(%0)")           \
+  X(OP_IMAG, "imag", OPK_UNARY, "imag", TR_COMPLEX_PART, ir_ev_imag, "cf_cimag(%0)", "cf_cimag(%0)")           \
+  X(OP_CONJ, "conj", OPK_UNARY, "conj", TR_SAME, ir_ev_conj, "cf_conj(%0)", "cf_conj(%0)")                      \
   X(OP_FLOOR, "floor", OPK_UNARY, "floor", TR_SAME, ir_ev_floor, "cf_floor(%0)", "cf_floor(%0)")                \
   X(OP_CEIL, "ceil", OPK_UNARY, "ceil", TR_SAME, ir_ev_ceil, "cf_ceil(%0)", "cf_ceil(%0)")                      \
   X(OP_ACOS, "acos", OPK_UNARY, "acos", TR_FLOAT, ir_ev_acos, "acos(%0)", "acos(%0)") \
@@ -345,6 +349,14 @@ bool ir_operand_read_elsewhere(const struct Expr *e, int operand);
 /* Whether operand axis `axis` (counted as ir_resize_axis counts) is paired with nothing of
  * the output (a resized axis, or an indexed op's axis of an operand read along it). */
 bool ir_unpaired_axis(const struct Expr *e, int operand, int axis);
+/* The ops that take complex operands (torch's complex semantics: arithmetic, exp, log,
+ * sqrt, rsqrt, reciprocal, abs, real, imag, conj, eq, ne, where, sum, the moves and casts):
+ * one helper beside the op table; every other op refuses a complex operand with a message
+ * naming the op and the tensor, as torch refuses max, lt or floor of complex tensors. */
+bool ir_op_takes_complex(IrOp op);
+/* The ops whose result is the real type of a complex operand (abs, real, imag): they
+ * compute in the complex type and give its real type. */
+bool ir_op_complex_to_real(IrOp op);
 /* The columns of IR_OP_TABLE (ir/op_table.c). */
 const char *ir_op_py_name(IrOp op);
 IrTypeRule ir_op_type_rule(IrOp op);
@@ -440,7 +452,8 @@ struct Expr {
      * integers and bool (`value` is then its double, for printing only). */
     /* extent: a 0-d full whose value is this integer scalar (cf_tv_size: a size read at
      * run time), made a constant by concretization; NULL for every other full. */
-    struct { double value; int64_t ivalue; Val *extent; } full;
+    /* imag: the imaginary part of a complex dtype's value (0 for every other dtype). */
+    struct { double value; int64_t ivalue; Val *extent; double imag; } full;
     /* OP_IOTA: the element at index (i_0, ..., i_axis, ...) is start + i_axis * step, in
      * double for floating dtypes (then rounded once) and exactly in int64 for integers
      * (istart, istep); cf_iota makes the 1-D one (axis 0). */

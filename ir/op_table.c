@@ -144,6 +144,11 @@ bool ir_reduction_needs_elements(IrOp op) {
 
 static bool is_int(cf_dtype t) { return t == CF_INT8 || t == CF_INT32 || t == CF_INT64 || t == CF_UINT32; }
 
+/* torch's categories: bool < integer < floating < complex. */
+static int category(cf_dtype t) {
+  return ir_dtype_is_complex(t) ? 3 : ir_dtype_is_float(t) ? 2 : t == CF_BOOL ? 0 : 1;
+}
+
 /* 8-bit floats rank below the 16-bit ones, which hold each of their values exactly. */
 static int float_rank(cf_dtype t) {
   return t == CF_DOUBLE ? 3 : t == CF_FLOAT ? 2 : t == CF_HALF || t == CF_BFLOAT16 ? 1 : 0;
@@ -161,6 +166,10 @@ static int int_rank(cf_dtype t) {
 
 cf_dtype ir_dtype_promote(cf_dtype a, cf_dtype b) {
   if (a == b) return a;
+  if (ir_dtype_is_complex(a) || ir_dtype_is_complex(b)) { /* complex128 if either side holds a double */
+    bool wide = ir_dtype_real_of(a) == CF_DOUBLE || ir_dtype_real_of(b) == CF_DOUBLE;
+    return wide ? CF_COMPLEX_DOUBLE : CF_COMPLEX_FLOAT;
+  }
   bool fa = ir_dtype_is_float(a), fb = ir_dtype_is_float(b);
   if (fa && fb) {
     if (float_rank(a) == float_rank(b)) return CF_FLOAT; /* half with bfloat16, e4m3fn with e5m2 */
@@ -175,15 +184,17 @@ cf_dtype ir_dtype_promote(cf_dtype a, cf_dtype b) {
 /* torch's combine_categories: a lower tier counts only when its category is higher. */
 static cf_dtype combine_tiers(cf_dtype higher, cf_dtype lower) {
   if (higher == CF_DTYPE_COUNT) return lower;
-  if (lower == CF_DTYPE_COUNT || ir_dtype_is_float(higher)) return higher;
-  if (higher == CF_BOOL || ir_dtype_is_float(lower)) return ir_dtype_promote(higher, lower);
-  return higher;
+  if (lower == CF_DTYPE_COUNT || category(lower) <= category(higher)) return higher;
+  return ir_dtype_promote(higher, lower);
 }
 
 cf_dtype ir_dtype_result_type(int n, const cf_dtype *t, const IrTier *tier) {
   cf_dtype r[3] = {CF_DTYPE_COUNT, CF_DTYPE_COUNT, CF_DTYPE_COUNT};
   for (int i = 0; i < n; i++) {
-    cf_dtype d = tier[i] == IR_TIER_SCALAR && ir_dtype_is_float(t[i]) ? IR_DEFAULT_FLOAT : t[i];
+    cf_dtype d = tier[i] != IR_TIER_SCALAR ? t[i]
+                 : ir_dtype_is_float(t[i])   ? IR_DEFAULT_FLOAT
+                 : ir_dtype_is_complex(t[i]) ? ir_dtype_complex_of(IR_DEFAULT_FLOAT)
+                                             : t[i];
     r[tier[i]] = r[tier[i]] == CF_DTYPE_COUNT ? d : ir_dtype_promote(r[tier[i]], d);
   }
   return combine_tiers(r[IR_TIER_DIM], combine_tiers(r[IR_TIER_ZERO_DIM], r[IR_TIER_SCALAR]));
@@ -191,9 +202,26 @@ cf_dtype ir_dtype_result_type(int n, const cf_dtype *t, const IrTier *tier) {
 
 /* ---- the type rule's answers --------------------------------------------------------------------- */
 
+bool ir_op_takes_complex(IrOp op) {
+  switch (op) {
+  case OP_NEG: case OP_ABS: case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_RECIPROCAL:
+  case OP_REAL: case OP_IMAG: case OP_CONJ: case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+  case OP_TRUEDIV: case OP_EQ: case OP_NE: case OP_WHERE: case OP_SUM: return true;
+  default: { /* every op that moves elements: set, cast, broadcast, permute, reshape, slice, pad, cat, full */
+    IrTypeRule r = ir_op_type_rule(op);
+    return r == TR_MOVE || r == TR_CAST || (r == TR_MAKE && op != OP_IOTA);
+  }
+  }
+}
+
+bool ir_op_complex_to_real(IrOp op) { return op == OP_ABS || ir_op_type_rule(op) == TR_COMPLEX_PART; }
+
 bool ir_op_accepts(IrOp op, cf_dtype t) {
   if (!ir_dtype_valid(t)) return false;
   IrTypeRule r = ir_op_type_rule(op);
+  if (ir_dtype_is_complex(t)) return ir_op_takes_complex(op);
+  if (op == OP_IMAG) return false; /* torch: imag is not implemented for real tensors */
+  if (r == TR_COMPLEX_PART) return !ir_dtype_is_welford(t); /* real of a real tensor: itself */
   if (ir_dtype_is_welford(t)) return r == TR_WELFORD || r == TR_MOVE || (r == TR_REDUCE && op == OP_WELFORD);
   if (op == OP_WELFORD) return ir_dtype_is_float(t); /* a mean and a variance need floating elements */
   switch (r) {
@@ -223,14 +251,16 @@ const char *ir_op_accepts_str(IrOp op) {
   case TR_RANDOM:
   case TR_RANDOM64: return "integer";
   case TR_WELFORD: return "Welford-state";
+  case TR_COMPLEX_PART: return op == OP_IMAG ? "complex" : "any";
   default: return "any";
   }
 }
 
 cf_dtype ir_op_result_dtype(IrOp op, cf_dtype promoted) {
+  if (ir_op_complex_to_real(op)) return ir_dtype_real_of(promoted);
   switch (ir_op_type_rule(op)) {
   case TR_FLOAT:
-  case TR_TRUE_DIV: return ir_dtype_is_float(promoted) ? promoted : IR_DEFAULT_FLOAT;
+  case TR_TRUE_DIV: return ir_dtype_is_inexact(promoted) ? promoted : IR_DEFAULT_FLOAT;
   case TR_PREDICATE:
   case TR_COMPARE:
   case TR_LOGICAL: return CF_BOOL;
@@ -243,8 +273,10 @@ cf_dtype ir_op_result_dtype(IrOp op, cf_dtype promoted) {
 }
 
 cf_dtype ir_op_compute_dtype(IrOp op, cf_dtype promoted, cf_dtype out) {
+  if (ir_op_complex_to_real(op)) return promoted; /* |z| and the parts are computed from the complex value */
   switch (ir_op_type_rule(op)) {
-  case TR_MAKE: return ir_dtype_is_float(out) ? CF_DOUBLE : CF_INT64; /* iota: start + i * step */
+  case TR_MAKE: /* iota: start + i * step; a complex full's value */
+    return ir_dtype_is_complex(out) ? CF_COMPLEX_DOUBLE : ir_dtype_is_float(out) ? CF_DOUBLE : CF_INT64;
   case TR_RANDOM:
   case TR_RANDOM64: return CF_INT64; /* seed, offset and the element's index */
   case TR_PREDICATE:
@@ -258,6 +290,7 @@ cf_dtype ir_op_compute_dtype(IrOp op, cf_dtype promoted, cf_dtype out) {
 
 cf_dtype ir_op_value_dtype(IrOp op, cf_dtype ct) {
   IrTypeRule r = ir_op_type_rule(op);
+  if (ir_op_complex_to_real(op)) return ir_dtype_real_of(ct);
   if (r == TR_PREDICATE || r == TR_COMPARE || r == TR_LOGICAL) return CF_BOOL;
   if (r == TR_WELFORD) return ir_op_result_dtype(op, ct);
   if (r == TR_RANDOM || r == TR_RANDOM64) return ir_op_result_dtype(op, ct);
@@ -272,7 +305,7 @@ cf_dtype ir_unary_dtype(IrOp op, cf_dtype in) { return ir_op_result_dtype(op, in
  * their dtype; an integer tensor keeps its dtype for an integral value exact in a double
  * and becomes the default float otherwise; bool becomes int64 or the default float. */
 cf_dtype ir_scalar_rhs_dtype(cf_dtype a, double b) {
-  if (ir_dtype_is_float(a)) return a;
+  if (ir_dtype_is_inexact(a)) return a;
   if (!isfinite(b) || b != trunc(b)) return IR_DEFAULT_FLOAT;
   return a == CF_BOOL ? CF_INT64 : a;
 }
@@ -293,7 +326,7 @@ static const char *const rule_names[] = {
     [TR_SIGNED] = "signed",     [TR_FLOAT] = "float",         [TR_FLOAT_ONLY] = "float_only",
     [TR_PREDICATE] = "predicate", [TR_INTEGRAL] = "integral", [TR_INTEGER] = "integer", [TR_PROMOTE] = "promote", [TR_NUMERIC] = "numeric",
     [TR_TRUE_DIV] = "true_div", [TR_FLOAT_PAIR] = "float_pair", [TR_COMPARE] = "compare", [TR_LOGICAL] = "logical",
-    [TR_SELECT] = "select",     [TR_RANDOM] = "random",       [TR_RANDOM64] = "random64",     [TR_WELFORD] = "welford",     [TR_REDUCE] = "reduce",     [TR_SCAN] = "scan",     [TR_NONE] = "none",
+    [TR_SELECT] = "select",     [TR_RANDOM] = "random",       [TR_RANDOM64] = "random64",     [TR_WELFORD] = "welford",     [TR_COMPLEX_PART] = "complex_part",     [TR_REDUCE] = "reduce",     [TR_SCAN] = "scan",     [TR_NONE] = "none",
 };
 _Static_assert(sizeof rule_names / sizeof rule_names[0] == TR_NONE + 1, "a type rule without its name");
 

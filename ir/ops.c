@@ -201,12 +201,18 @@ static IrTier tier_of(Val *tv) {
 
 /* Refuses an operand whose dtype op does not take (a float in bitwise_and, bool in neg). */
 static bool check_accepts(cf_fusion *f, const char *what, IrOp op, int n, Val *const *tvs) {
-  for (int j = 0; j < n; j++)
+  for (int j = 0; j < n; j++) {
+    if (ir_dtype_is_complex(tvs[j]->dtype) && !ir_op_takes_complex(op)) { /* torch refuses these too */
+      ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tvs[j], "%s: %s has dtype %s, but %s does not take complex tensors",
+                  what, TV(tvs[j])->display_name, cf_dtype_name(tvs[j]->dtype), what);
+      return false;
+    }
     if (!ir_dtype_is_welford(tvs[j]->dtype) && !ir_op_accepts(op, tvs[j]->dtype)) {
       ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tvs[j], "%s: %s has dtype %s, but %s takes %s tensors; cast it first",
                   what, TV(tvs[j])->display_name, cf_dtype_name(tvs[j]->dtype), what, ir_op_accepts_str(op));
       return false;
     }
+  }
   return true;
 }
 
@@ -405,7 +411,7 @@ static cf_tv *reduce(cf_fusion *f, const char *what, IrOp op, Val *tv, int n, Va
   for (int k = 0; k < n; k++)
     if (!(ids[k] = axis_copy(f, ax[k], red[k] ? CF_ITER_REDUCTION : ID(ax[k])->iter_type))) return oom(f, what);
   /* Sums and products of integers and bool widen to int64, as torch and nvFuser do. */
-  cf_dtype dt = ir_reduction_widens_int(op) && !ir_dtype_is_float(tv->dtype) ? CF_INT64 : tv->dtype;
+  cf_dtype dt = ir_reduction_widens_int(op) && !ir_dtype_is_inexact(tv->dtype) ? CF_INT64 : tv->dtype;
   return result(wire(f, what, op, 1, &tv, ir_tv_new(f, dt, n, ids)));
 }
 
@@ -431,7 +437,7 @@ static cf_tv *reduce_or_squeeze(cf_fusion *f, const char *what, IrOp op, Val *tv
     Val **sax = op_axes(f, ir_tv(s), &m);
     return sax ? reduce(f, what, op, ir_tv(s), m, sax, rest) : oom(f, what);
   }
-  bool widen = ir_reduction_widens_int(op) && !ir_dtype_is_float(tv->dtype) && tv->dtype != CF_INT64;
+  bool widen = ir_reduction_widens_int(op) && !ir_dtype_is_inexact(tv->dtype) && tv->dtype != CF_INT64;
   return widen ? cf_cast(f, s, CF_INT64) : s;
 }
 
@@ -480,9 +486,10 @@ cf_tv *cf_reduce(cf_fusion *f, cf_reduce_op rop, cf_tv *in, int naxes, const int
   bool *red = ARENA_ARRAY(f->arena, bool, n);
   if (!ax || !red) return oom(f, what);
   if (!reduction_axes(f, what, tv, n, naxes, axes, red)) return NULL;
+  if (!check_accepts(f, what, reduce_ops[rop].op, 1, &tv)) return NULL;
   Val *count = NULL;
   if (rop == CF_REDUCE_MEAN) {
-    if (!ir_dtype_is_float(tv->dtype))
+    if (!ir_dtype_is_inexact(tv->dtype))
       return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "mean: %s has dtype %s; a mean needs a floating-point "
                          "input (cast it first)", TV(tv)->display_name, cf_dtype_name(tv->dtype)), NULL;
     if (!(count = mean_count(f, n, ax, red))) return oom(f, what);

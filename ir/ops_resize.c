@@ -93,7 +93,7 @@ cf_tv *cf_pad(cf_fusion *f, cf_tv *x, int npad, const int64_t *widths, double va
   if (npad < 0 || npad % 2 || npad / 2 > n || (npad && !widths))
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "pad: %d widths for %d axes; give a (left, right) pair per axis, "
                        "the last axis first (torch.nn.functional.pad)", npad, n), NULL;
-  bool fl = ir_dtype_is_float(tv->dtype);
+  bool fl = ir_dtype_is_inexact(tv->dtype);
   if (!fl && (isnan(value) || value != trunc(value)))
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "pad: %g is not a value of dtype %s", value,
                        cf_dtype_name(tv->dtype)), NULL;

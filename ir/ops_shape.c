@@ -149,25 +149,26 @@ cf_tv *cf_expand_to(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes, cf_i
 }
 
 /* A full tensor over the given axes (fresh ones, made by the caller), of value v in the
- * class of dtype (IrElem.d for floating dtypes, .i for integers and bool). */
+ * class of dtype (IrElem.d for floating dtypes, .i for integers and bool, .c for complex). */
 static cf_tv *full_exact(cf_fusion *f, const char *what, int n, Val **ids, IrElem v, cf_dtype dtype) {
   if (!ir_dtype_valid(dtype) || ir_dtype_is_welford(dtype))
     return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: invalid dtype %d", what, (int)dtype), NULL;
   Val *out = ir_tv_new(f, dtype, n, ids);
   Expr *e = out ? ir_expr_new(f, OP_FULL, 0, NULL, 1, &out) : NULL;
   if (!e) return ir_op_oom(f, what);
-  bool fl = ir_dtype_is_float(dtype);
+  bool fl = ir_dtype_is_inexact(dtype);
   e->attr.full.ivalue = fl ? 0 : dtype == CF_BOOL ? v.i != 0 : v.i;
   e->attr.full.value = fl ? v.d : (double)e->attr.full.ivalue;
+  e->attr.full.imag = ir_dtype_is_complex(dtype) ? v.c.im : 0.0;
   return ir_op_result(e);
 }
 
 /* value converted to dtype as C converts a double (integers: truncated, saturated). */
 static cf_tv *full_over(cf_fusion *f, const char *what, int n, Val **ids, double value, cf_dtype dtype) {
-  if (isnan(value) && ir_dtype_valid(dtype) && !ir_dtype_is_float(dtype))
+  if (isnan(value) && ir_dtype_valid(dtype) && !ir_dtype_is_inexact(dtype))
     return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: NaN is not a value of dtype %s", what, cf_dtype_name(dtype)), NULL;
-  IrElem v = {.d = value};
-  if (ir_dtype_valid(dtype) && !ir_dtype_is_float(dtype) && !ir_dtype_is_welford(dtype))
+  IrElem v = ir_complex(value, 0.0);
+  if (ir_dtype_valid(dtype) && !ir_dtype_is_inexact(dtype) && !ir_dtype_is_welford(dtype))
     v = ir_elem_convert(v, CF_DOUBLE, CF_INT64);
   return full_exact(f, what, n, ids, v, dtype);
 }
@@ -218,19 +219,27 @@ cf_tv *cf_const(cf_fusion *f, cf_dtype dtype, double value) {
   if (!f || f->status) return NULL;
   if (!ir_dtype_valid(dtype) || ir_dtype_is_welford(dtype))
     return ir_error(f, CF_ERR_INVALID_ARGUMENT, "const: invalid dtype %d", (int)dtype), NULL;
-  if (!ir_dtype_is_float(dtype)) {
+  if (!ir_dtype_is_inexact(dtype)) {
     if (isnan(value)) return ir_error(f, CF_ERR_INVALID_ARGUMENT, "const: NaN is not a value of dtype %s",
                                       cf_dtype_name(dtype)), NULL;
     return constant(f, "const", ir_elem_convert((IrElem){.d = value}, CF_DOUBLE, CF_INT64), dtype);
   }
-  return constant(f, "const", (IrElem){.d = value}, dtype);
+  return constant(f, "const", ir_complex(value, 0.0), dtype);
+}
+
+cf_tv *cf_const_complex(cf_fusion *f, cf_dtype dtype, double re, double im) {
+  if (!f || f->status) return NULL;
+  if (!ir_dtype_is_complex(dtype))
+    return ir_error(f, CF_ERR_INVALID_ARGUMENT, "const_complex: dtype %s is not a complex dtype (complex_float or "
+                    "complex_double)", ir_dtype_valid(dtype) ? cf_dtype_name(dtype) : "invalid"), NULL;
+  return constant(f, "const_complex", ir_complex(re, im), dtype);
 }
 
 cf_tv *cf_const_int(cf_fusion *f, cf_dtype dtype, int64_t value) {
   if (!f || f->status) return NULL;
   if (!ir_dtype_valid(dtype) || ir_dtype_is_welford(dtype))
     return ir_error(f, CF_ERR_INVALID_ARGUMENT, "const_int: invalid dtype %d", (int)dtype), NULL;
-  if (ir_dtype_is_float(dtype)) return constant(f, "const_int", (IrElem){.d = (double)value}, dtype);
+  if (ir_dtype_is_inexact(dtype)) return constant(f, "const_int", ir_complex((double)value, 0.0), dtype);
   IrElem v = ir_elem_convert((IrElem){.i = value}, CF_INT64, dtype);
   if (v.i != value && dtype != CF_BOOL)
     return ir_error(f, CF_ERR_INVALID_ARGUMENT, "const_int: %lld is not a value of dtype %s", (long long)value,
@@ -242,7 +251,7 @@ cf_tv *cf_full_int(cf_fusion *f, int rank, const int64_t *sizes, int64_t value, 
   cf_tv *t = cf_full(f, rank, sizes, 0, CF_INT64);
   if (!t) return NULL;
   Expr *e = ir_tv(t)->def;
-  if (!ir_dtype_valid(dtype) || ir_dtype_is_welford(dtype) || ir_dtype_is_float(dtype))
+  if (!ir_dtype_valid(dtype) || ir_dtype_is_welford(dtype) || ir_dtype_is_inexact(dtype))
     return ir_error(f, CF_ERR_INVALID_ARGUMENT, "full_int: dtype %s is not an integer dtype (use cf_full)",
                     ir_dtype_valid(dtype) ? cf_dtype_name(dtype) : "invalid"), NULL;
   IrElem v = ir_elem_convert((IrElem){.i = value}, CF_INT64, dtype);

@@ -124,7 +124,7 @@ static void print_resize(StrBuf *b, const Expr *e) {
   sb_puts(b, ", widths {");
   for (int i = 0; i < e->attr.pad.rank; i++)
     sb_printf(b, "%s{%lld, %lld}", i ? ", " : "", (long long)e->attr.pad.left[i], (long long)e->attr.pad.right[i]);
-  if (ir_dtype_is_float(e->out[0]->dtype))
+  if (ir_dtype_is_inexact(e->out[0]->dtype))
     sb_printf(b, "}, %g", e->attr.pad.value);
   else
     sb_printf(b, "}, %lld", (long long)e->attr.pad.ivalue);
@@ -165,7 +165,9 @@ static void print_attrs(StrBuf *b, const Expr *e) {
       ir_print_scalar(b, ID(TV(e->out[0])->logical[i])->extent);
     }
     sb_puts(b, "}");
-    if (e->op == OP_FULL && ir_dtype_is_float(e->out[0]->dtype))
+    if (e->op == OP_FULL && ir_dtype_is_complex(e->out[0]->dtype)) /* nvFuser's complex(3, 0.5) */
+      sb_printf(b, ", complex(%g, %g), %s", e->attr.full.value, e->attr.full.imag, cf_dtype_name(e->out[0]->dtype));
+    else if (e->op == OP_FULL && ir_dtype_is_float(e->out[0]->dtype))
       sb_printf(b, ", %g, %s", e->attr.full.value, cf_dtype_name(e->out[0]->dtype));
     else if (e->op == OP_FULL)
       sb_printf(b, ", %lld, %s", (long long)e->attr.full.ivalue, cf_dtype_name(e->out[0]->dtype));

@@ -407,7 +407,7 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
   }
   if (ir_op_kind(e->op) == OPK_INDEXED) indexed_op(c, cm, op);
   if (e->op == OP_PAD) /* the value where the operand has no element, then the condition */
-    op->u.op.in[op->u.op.nin++] = ir_dtype_is_float(cv->dtype)
+    op->u.op.in[op->u.op.nin++] = ir_dtype_is_inexact(cv->dtype)
                                       ? (KAccess){.t = NULL, .scalar = e->attr.pad.value}
                                       : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.pad.ivalue)};
   if (e->op == OP_PAD || e->op == OP_CAT)
@@ -430,9 +430,10 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
     op->u.op.in[op->u.op.nin++] = fl ? (KAccess){.t = NULL, .scalar = e->attr.iota.step}
                                      : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.iota.istep)};
   }
-  if (e->op == OP_FULL) /* integers exactly, as an integer scalar (never through a double) */
-    op->u.op.in[op->u.op.nin++] = ir_dtype_is_float(cv->dtype)
-                                      ? (KAccess){.t = NULL, .scalar = e->attr.full.value}
+  if (e->op == OP_FULL) /* integers exactly, as an integer scalar (never through a double); complex with both parts */
+    op->u.op.in[op->u.op.nin++] = ir_dtype_is_inexact(cv->dtype)
+                                      ? (KAccess){.t = NULL, .scalar = e->attr.full.value, .scalar_im = e->attr.full.imag,
+                                                  .scalar_complex = ir_dtype_is_complex(cv->dtype)}
                                       : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.full.ivalue)};
   reset(cm);
 }

@@ -140,6 +140,8 @@ typedef struct KAccess {
   KExpr *index;     /* linear element index (not for Tensor memory) */
   KExpr *lane, *col; /* Tensor memory: lane (rounded to the warp's base) and column */
   double scalar;    /* scalar constant operand */
+  double scalar_im; /* its imaginary part when scalar_complex (a complex full's value) */
+  bool scalar_complex;
   KExpr *scalar_expr; /* when t and var are NULL and this is set: an integer scalar (a mean's
                        * count of symbolic extents, an integer full's value), an int64 */
   const char *var;  /* when t is NULL: a named register (a reduction's accumulator) */

@@ -23,6 +23,10 @@ static void access(StrBuf *b, const KKernel *k, const KAccess *a) {
     sb_puts(b, ")");
     return;
   }
+  if (!a->t && a->scalar_complex) {
+    sb_printf(b, "complex(%g, %g)", a->scalar, a->scalar_im);
+    return;
+  }
   if (!a->t) {
     sb_printf(b, "%g", a->scalar);
     return;

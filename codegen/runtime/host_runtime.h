@@ -489,7 +489,8 @@ CFH_SHFL_T(ull, unsigned long long)
   _Generic((v), float: cfh__shfl_f, double: cfh__shfl_d, int: cfh__shfl_i,                   \
            unsigned int: cfh__shfl_u, long: cfh__shfl_l, unsigned long: cfh__shfl_ul,        \
            long long: cfh__shfl_ll, unsigned long long: cfh__shfl_ull,                        \
-           CfWelfordF: cfh__shfl_wf, CfWelfordD: cfh__shfl_wd)(op, (m), (v), (a), (w))
+           CfWelfordF: cfh__shfl_wf, CfWelfordD: cfh__shfl_wd,                              \
+           float _Complex: cfh__shfl_cf, double _Complex: cfh__shfl_cd)(op, (m), (v), (a), (w))
 #define __shfl_sync(m, v, src) CFH_SHFL(CFH_OP_SHFL_IDX, m, v, src, 32)
 #define __shfl_up_sync(m, v, d) CFH_SHFL(CFH_OP_SHFL_UP, m, v, d, 32)
 #define __shfl_down_sync(m, v, d) CFH_SHFL(CFH_OP_SHFL_DOWN, m, v, d, 32)

@@ -80,7 +80,8 @@ CF_API cf_tv *cf_tensor_strided(cf_fusion *f, cf_dtype dtype, int rank);
   X(acos) X(acosh) X(asin) X(asinh) X(atan) X(atanh) X(cosh) X(sinh) X(erfc) X(expm1) \
   X(exp2) X(log1p) X(log2) X(log10) X(lgamma) X(erfinv) X(erfcinv) X(digamma) X(silu) \
   X(round) X(trunc) X(frac) X(sign) X(isfinite) X(isinf) X(isnan) X(isneginf) X(isposinf) \
-  X(isreal) X(signbit) X(logical_not) X(bitwise_not)
+  X(isreal) X(signbit) X(logical_not) X(bitwise_not) \
+  X(real) X(imag) X(conj)
 #define CF_BINARY_OP_TABLE(X) \
   X(add) X(sub) X(mul) X(div) X(max) X(min) X(pow) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) \
   X(truediv) X(mod) X(fmod) X(remainder) X(floor_divide) X(atan2) X(nextafter) \
@@ -97,7 +98,11 @@ CF_API cf_tv *cf_set(cf_fusion *f, cf_tv *in);
  *   frac takes floating inputs only;
  * - predicates (isfinite, isinf, isnan, isneginf, isposinf, isreal, signbit,
  *   logical_not) give bool; integers are finite, real and never NaN;
- * - bitwise_not takes integers and bool (for bool it is logical_not).
+ * - bitwise_not takes integers and bool (for bool it is logical_not);
+ * - complex operands (CF_COMPLEX_FLOAT, CF_COMPLEX_DOUBLE) go to neg, abs (giving the real
+ *   type: |z|), exp, log, sqrt, rsqrt, reciprocal (torch's principal branches), real and
+ *   imag (the parts, of the real type; real of a real tensor is itself, imag refuses
+ *   one) and conj (the identity on real types); the other unary ops refuse them.
  * An operand of a dtype the op does not take is refused with a message naming it. */
 #define CF_X(name) CF_API cf_tv *cf_##name(cf_fusion *f, cf_tv *in);
 CF_UNARY_OP_TABLE(CF_X)
@@ -106,7 +111,8 @@ CF_UNARY_OP_TABLE(CF_X)
  * (0-d operands included); then each axis pair must have equal extents or a broadcast
  * side. The result dtype is torch's (torch.result_type): a tensor with axes decides
  * unless a 0-d tensor or a scalar (cf_scalar_input, cf_const_*) is of a higher category
- * (bool < integer < floating), where a floating scalar counts as float32: float32 tensor
+ * (bool < integer < floating < complex), where a floating scalar counts as float32 and a
+ * complex one as complex_float: float32 tensor
  * * double scalar is float32, int32 tensor * double scalar is float32, int8 tensor + int64
  * scalar is int8 (an operand wider than the result is cast first). Comparisons and
  * logical_and/or give bool. Semantics, identical on every backend:
@@ -123,7 +129,9 @@ CF_UNARY_OP_TABLE(CF_X)
  *   or the sign for right shifts); atan2 gives a floating result; nextafter takes float
  *   and double only;
  * - gcd takes integers (torch.gcd): the greatest common divisor of |a| and |b|, never
- *   negative, gcd(0, 0) = 0; |INT_MIN| wraps to INT_MIN as in torch's two's complement. */
+ *   negative, gcd(0, 0) = 0; |INT_MIN| wraps to INT_MIN as in torch's two's complement.
+ * - complex operands go to add, sub, mul, div, truediv (C99's complex arithmetic), eq,
+ *   ne and where; the other binary ops refuse them, as torch does. */
 #define CF_X(name) CF_API cf_tv *cf_##name(cf_fusion *f, cf_tv *a, cf_tv *b);
 CF_BINARY_OP_TABLE(CF_X)
 #undef CF_X
@@ -254,6 +262,10 @@ CF_API cf_tv *cf_scalar_input(cf_fusion *f, cf_dtype dtype);
  * is exact, where a double would be off by one. */
 CF_API cf_tv *cf_const(cf_fusion *f, cf_dtype dtype, double value);
 CF_API cf_tv *cf_const_int(cf_fusion *f, cf_dtype dtype, int64_t value);
+/* A complex constant re + im i of dtype CF_COMPLEX_FLOAT or CF_COMPLEX_DOUBLE (each part
+ * rounded to the dtype's precision); a scalar in promotion, as cf_const: a complex_float
+ * constant times a float tensor is complex_float, times a double tensor complex_double. */
+CF_API cf_tv *cf_const_complex(cf_fusion *f, cf_dtype dtype, double re, double im);
 /* The elements of x in row-major order under new sizes (one may be -1: inferred); the
  * element counts must match (checked here when constant, at run time otherwise). x must
  * not be strided (cf_tensor_strided). Size-1 output axes are broadcast axes. Evaluated

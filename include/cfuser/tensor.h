@@ -39,8 +39,10 @@ CF_API bool cf_tensor_equal(const DLTensor *a, const DLTensor *b);
  * and when msg is not NULL, writes the first differing coordinate and values to msg. */
 CF_API bool cf_tensor_allclose(const DLTensor *a, const DLTensor *b, double rtol, double atol,
                                char *msg, size_t msglen);
-/* Host element at a logical linear index, converted to double. */
+/* Host element at a logical linear index, converted to double (a complex one's real part). */
 CF_API double cf_tensor_get(const DLTensor *t, int64_t linear_index);
+/* The imaginary part of a complex element (0 for other dtypes; NaN out of range). */
+CF_API double cf_tensor_get_imag(const DLTensor *t, int64_t linear_index);
 
 /* The reference evaluator: computes f's outputs from host inputs, ignoring every
  * schedule. outputs[i] receives a new contiguous host tensor the caller frees with

@@ -25,7 +25,9 @@ extern "C" {
  * inputs, read with cf_welford_avg, cf_welford_m2 and cf_welford_n. The rows after them
  * are element types again, appended so that the earlier values stay: the 8-bit floats
  * (torch's float8_e4m3fn: no infinity, NaN 0x7F, largest 448; float8_e5m2: IEEE-like,
- * largest 57344), storage types that compute in float as half does. */
+ * largest 57344), storage types that compute in float as half does; then the complex
+ * types (DLPack code 5: kDLComplex), two floats or two doubles {real, imaginary}, laid
+ * out as C's float _Complex and torch's complex64/complex128. */
 #define CF_DTYPE_TABLE(X)                                    \
   X(CF_FLOAT, "float", 4, "float", 2, 32)             \
   X(CF_DOUBLE, "double", 8, "double", 2, 64)          \
@@ -39,7 +41,9 @@ extern "C" {
   X(CF_WELFORD_FLOAT, "welford_float", 16, "CfWelfordF", 3, 128) \
   X(CF_WELFORD_DOUBLE, "welford_double", 24, "CfWelfordD", 3, 192) \
   X(CF_FLOAT8_E4M3FN, "__e4m3", 1, "__e4m3", 10, 8)   \
-  X(CF_FLOAT8_E5M2, "__e5m2", 1, "__e5m2", 12, 8)
+  X(CF_FLOAT8_E5M2, "__e5m2", 1, "__e5m2", 12, 8)     \
+  X(CF_COMPLEX_FLOAT, "complex_float", 8, "CfComplexF", 5, 64) \
+  X(CF_COMPLEX_DOUBLE, "complex_double", 16, "CfComplexD", 5, 128)
 
 typedef enum cf_dtype {
 #define CF_X(e, name, size, ctype, dlcode, dlbits) e,

@@ -174,7 +174,7 @@ UNARY_OPS = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "relu", 
              "acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "erfc", "expm1",
              "exp2", "log1p", "log2", "log10", "lgamma", "erfinv", "erfcinv", "digamma", "silu",
              "round", "trunc", "frac", "sign", "isfinite", "isinf", "isnan", "isneginf", "isposinf",
-             "isreal", "signbit", "logical_not", "bitwise_not")
+             "isreal", "signbit", "logical_not", "bitwise_not", "real", "imag", "conj")
 BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow", "eq", "ne", "lt", "le", "gt", "ge",
               "truediv", "mod", "fmod", "remainder", "floor_divide", "atan2", "nextafter",
               "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
@@ -244,6 +244,7 @@ _proto("cf_full_like", _T, _F, _T, c_double)
 _proto("cf_scalar_input", _T, _F, c_int)
 _proto("cf_const", _T, _F, c_int, c_double)
 _proto("cf_const_int", _T, _F, c_int, c_int64)
+_proto("cf_const_complex", _T, _F, c_int, c_double, c_double)
 _proto("cf_reshape", _T, _F, _T, c_int, POINTER(c_int64))
 _proto("cf_slice", _T, _F, _T, c_int, POINTER(c_int64), POINTER(c_int64), POINTER(c_int64))
 _proto("cf_pad", _T, _F, _T, c_int, POINTER(c_int64), c_double)
@@ -304,6 +305,7 @@ _proto("cf_fusion_clear_error", None, _F)
 _proto("cf_tensor_free", None, _P)
 _proto("cf_tensor_host", _P, c_int, c_int, POINTER(c_int64))
 _proto("cf_tensor_get", c_double, _P, c_int64)
+_proto("cf_tensor_get_imag", c_double, _P, c_int64)
 _proto("cf_fusion_evaluate", c_int, _F, c_int, POINTER(c_void_p), POINTER(c_void_p))
 _proto("cf_expand_to", _T, _F, _T, c_int, POINTER(c_int64), POINTER(_I))
 _proto("cf_executor_create", _E, POINTER(ExecutorOptions))

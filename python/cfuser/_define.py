@@ -19,7 +19,7 @@ from . import _capi
 from ._inputs import InputSpec, check_rank, check_size, compute_tensor_descriptor, normalize_stride_order
 from ._tensor import RunValue, Scalar, Tensor, Vector
 from .ops_shape import check_stride_order
-from .types import DataType, InvalidArgumentError, UnsupportedError, as_dtype, dtype_of_number, is_floating
+from .types import DataType, InvalidArgumentError, UnsupportedError, as_dtype, dtype_of_number, is_complex, is_floating
 
 
 def _is_contiguous(array: Any) -> bool:
@@ -183,11 +183,12 @@ class DefineMixin:
             dt = as_dtype(dtype) if dtype is not None else DataType.Double
             return self._scalar_input(dt, ("user", len(self._inputs)))
         dt = dtype_of_number(value) if dtype is None else as_dtype(dtype)
-        if isinstance(value, complex):
-            raise UnsupportedError(f"define_scalar: the complex number {value!r}: cfuser has no complex dtypes")
+        if isinstance(value, complex) and not is_complex(dt):
+            raise InvalidArgumentError(f"define_scalar: the complex number {value!r} is not a value of {dt.name}")
         if dt in (DataType.Null, DataType.WelfordFloat, DataType.WelfordDouble):
             raise InvalidArgumentError(f"define_scalar: {dt.name} is not a scalar dtype")
-        v = bool(value) if dt == DataType.Bool else int(value) if not is_floating(dt) else float(value)
+        v = complex(value) if is_complex(dt) else bool(value) if dt == DataType.Bool else \
+            int(value) if not is_floating(dt) else float(value)
         return Scalar(self, v, dt)  # type: ignore[arg-type]
 
     define_constant = define_scalar

@@ -250,7 +250,7 @@ def export(obj: Any, kind: str, index: int) -> Tuple[object, int, int]:
 # (DLPack type code, bits) of the NumPy dtypes cfuser takes (bfloat16 and float8: ml_dtypes').
 _NUMPY_DL = {"bool": (6, 8), "int8": (0, 8), "int32": (0, 32), "int64": (0, 64), "uint32": (1, 32),
              "float16": (2, 16), "float32": (2, 32), "float64": (2, 64), "bfloat16": (4, 16),
-             "float8_e4m3fn": (10, 8), "float8_e5m2": (12, 8)}
+             "float8_e4m3fn": (10, 8), "float8_e5m2": (12, 8), "complex64": (5, 64), "complex128": (5, 128)}
 
 
 def _numpy_manual(arr: Any) -> Tuple[object, int, int]:

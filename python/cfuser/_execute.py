@@ -87,7 +87,7 @@ def scalar_arrays(args: List[Any], dtypes: Dict[int, DataType], like: Any, host:
             continue
         if hasattr(x, "__dlpack__"):
             continue
-        if isinstance(x, complex) or not isinstance(x, (int, float, bool)) and not hasattr(x, "item"):
+        if not isinstance(x, (int, float, bool, complex)) and not hasattr(x, "item"):
             raise InvalidArgumentError(f"execute: input {i} is a scalar input of dtype {dt.name}; give a number or "
                                        f"a 0-d array, not a {type(x).__name__}")
         name = ARRAY_DTYPE_NAMES[dt]

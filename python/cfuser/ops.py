@@ -24,12 +24,12 @@ from ._tensor import Scalar, Tensor, broadcast_shapes
 from .ops_reduce import ReduceOps
 from .ops_shape import ShapeOps
 from .types import (DataType, InternalError, InvalidArgumentError, UnsupportedError, as_dtype, dtype_of_number,
-                    error_for, is_floating)
+                    error_for, is_complex, is_floating)
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
 
-Number = Union[int, float, bool]
+Number = Union[int, float, bool, complex]
 Operand = Union[Tensor, Scalar, int, float, bool]
 
 _INTEGER = (DataType.Int8, DataType.Int32, DataType.Int, DataType.UInt32, DataType.Bool)
@@ -37,6 +37,18 @@ _INTEGER = (DataType.Int8, DataType.Int32, DataType.Int, DataType.UInt32, DataTy
 _READ = {DataType.Float: ctypes.c_float, DataType.Double: ctypes.c_double, DataType.Int8: ctypes.c_int8,
          DataType.Int32: ctypes.c_int32, DataType.Int: ctypes.c_int64, DataType.UInt32: ctypes.c_uint32,
          DataType.Bool: ctypes.c_bool, DataType.Half: ctypes.c_uint16, DataType.BFloat16: ctypes.c_uint16}
+
+
+def _constant(f: Any, s: Scalar) -> Any:
+    """The 0-d constant of a Scalar's value in fusion f (integers exactly, complex numbers with
+    both parts)."""
+    lib, dt = _capi.lib, s.dtype
+    if dt in _INTEGER:
+        return lib.cf_const_int(f, int(dt), int(s.value))
+    if is_complex(dt):
+        z = complex(s.value)
+        return lib.cf_const_complex(f, int(dt), z.real, z.imag)
+    return lib.cf_const(f, int(dt), float(s.value))
 
 
 def _element(address: int, dt: DataType) -> Number:
@@ -67,11 +79,10 @@ class Ops(ShapeOps, ReduceOps):
                 raise InvalidArgumentError(f"{what}: {x.name if isinstance(x, Tensor) else repr(x)} belongs to another "
                                            "FusionDefinition")
             return x
-        if isinstance(x, (bool, int, float)) or type(x).__name__ in ("float64", "float32", "int64", "int32", "bool_"):
+        if isinstance(x, (bool, int, float, complex)) or type(x).__name__ in ("float64", "float32", "int64", "int32",
+                                                                               "bool_", "complex64", "complex128"):
             value = x.item() if hasattr(x, "item") else x
             return Scalar(fd, value, dtype_of_number(value))
-        if isinstance(x, complex):
-            raise UnsupportedError(f"{what}: the complex number {x!r}: cfuser has no complex dtypes")
         raise InvalidArgumentError(f"{what}: expected a Tensor, a Scalar or a number, got {type(x).__name__}")
 
     def _tensor(self, x: Any, what: str) -> Tensor:
@@ -93,8 +104,7 @@ class Ops(ShapeOps, ReduceOps):
                 t, d = x.source
                 h = lib.cf_tv_size(f, t.handle, d)
             else:
-                h = lib.cf_const_int(f, int(dt), int(x.value)) if dt in _INTEGER else \
-                    lib.cf_const(f, int(dt), float(x.value))
+                h = _constant(f, x)
             if not h:
                 raise self._fd._error(what)
             x.handle = h
@@ -126,7 +136,8 @@ class Ops(ShapeOps, ReduceOps):
         if form is None or len(ops) != 2 or not isinstance(ops[0], Tensor) or not isinstance(ops[1], Scalar):
             return None
         t, c = ops
-        if c.value is None or not is_floating(t.dtype) or is_floating(c.dtype) and c.dtype != DataType.Double:
+        if c.value is None or not is_floating(t.dtype) or is_floating(c.dtype) and c.dtype != DataType.Double \
+                or is_complex(c.dtype):
             return None
         return getattr(_capi.lib, form[0])(self._fd._f, t.handle, form[1] * float(c.value))
 
@@ -148,8 +159,7 @@ class Ops(ShapeOps, ReduceOps):
         if not f:
             raise MemoryError(f"{what}: out of memory")
         try:
-            hs = [lib.cf_const_int(f, int(s.dtype), int(s.value)) if s.dtype in _INTEGER else
-                  lib.cf_const(f, int(s.dtype), float(s.value)) for s in ops]
+            hs = [_constant(f, s) for s in ops]
             out = build(f, hs) if all(hs) else None
             status = lib.cf_fusion_add_output(f, out) if out else lib.cf_fusion_status(f)
             result = (ctypes.c_void_p * 1)()
@@ -160,7 +170,8 @@ class Ops(ShapeOps, ReduceOps):
             dt = DataType(lib.cf_tv_dtype(out))
             m = _capi.DLManagedTensor.from_address(result[0])
             value = _element((m.dl_tensor.data or 0) + m.dl_tensor.byte_offset, dt) if dt in _READ else \
-                lib.cf_tensor_get(result[0], 0)  # the 8-bit floats, decoded by the library
+                complex(lib.cf_tensor_get(result[0], 0), lib.cf_tensor_get_imag(result[0], 0)) if is_complex(dt) \
+                else lib.cf_tensor_get(result[0], 0)  # the 8-bit floats, decoded by the library
             lib.cf_tensor_free(result[0])
             return Scalar(self._fd, value, dt)
         finally:

@@ -33,6 +33,9 @@ class DataType(enum.IntEnum):
     # storage types that compute in float as Half does.
     Float8_e4m3fn = 11
     Float8_e5m2 = 12
+    # torch's complex64 and complex128: {real, imaginary} of float or double.
+    ComplexFloat = 13
+    ComplexDouble = 14
 
 
 # The C library's printed name of each DataType (cf_dtype_name), and the NumPy-style name
@@ -43,12 +46,14 @@ C_DTYPE_NAMES: Dict[DataType, str] = {
     DataType.Int: "int64_t", DataType.UInt32: "uint32_t", DataType.Bool: "bool",
     DataType.WelfordFloat: "welford_float", DataType.WelfordDouble: "welford_double",
     DataType.Float8_e4m3fn: "__e4m3", DataType.Float8_e5m2: "__e5m2",
+    DataType.ComplexFloat: "complex_float", DataType.ComplexDouble: "complex_double",
 }
 ARRAY_DTYPE_NAMES: Dict[DataType, str] = {
     DataType.Float: "float32", DataType.Double: "float64", DataType.Half: "float16",
     DataType.BFloat16: "bfloat16", DataType.Int8: "int8", DataType.Int32: "int32",
     DataType.Int: "int64", DataType.UInt32: "uint32", DataType.Bool: "bool",
     DataType.Float8_e4m3fn: "float8_e4m3fn", DataType.Float8_e5m2: "float8_e5m2",
+    DataType.ComplexFloat: "complex64", DataType.ComplexDouble: "complex128",
 }
 # The dtypes NumPy lacks and ml_dtypes (JAX's) provides, by the same names.
 ML_DTYPES = (DataType.BFloat16, DataType.Float8_e4m3fn, DataType.Float8_e5m2)
@@ -57,7 +62,8 @@ ML_DTYPES = (DataType.BFloat16, DataType.Float8_e4m3fn, DataType.Float8_e5m2)
 # The element types of tensors (DataType without Null and the Welford states).
 ELEMENT_DTYPES = tuple(d for d in DataType if d >= 0 and d not in (DataType.WelfordFloat, DataType.WelfordDouble))
 _ALIASES = {"int64": DataType.Int, "long": DataType.Int, "int": DataType.Int32, "float": DataType.Float,
-            "double": DataType.Double, "half": DataType.Half, "bool_": DataType.Bool, "bool": DataType.Bool}
+            "double": DataType.Double, "half": DataType.Half, "bool_": DataType.Bool, "bool": DataType.Bool,
+            "cfloat": DataType.ComplexFloat, "cdouble": DataType.ComplexDouble}
 
 
 def as_dtype(dtype: object) -> DataType:
@@ -78,8 +84,8 @@ def as_dtype(dtype: object) -> DataType:
 
 
 def dtype_of_number(value: object) -> DataType:
-    """nvFuser's dtype of a Python number given to define_scalar: Bool, Int (int64) or
-    Double."""
+    """nvFuser's dtype of a Python number given to define_scalar: Bool, Int (int64), Double
+    or ComplexDouble."""
     if isinstance(value, bool):
         return DataType.Bool
     if isinstance(value, int):
@@ -87,13 +93,17 @@ def dtype_of_number(value: object) -> DataType:
     if isinstance(value, float):
         return DataType.Double
     if isinstance(value, complex):
-        raise UnsupportedError(f"the complex number {value!r}: cfuser has no complex dtypes")
-    raise InvalidArgumentError(f"{value!r} is not a number (bool, int or float)")
+        return DataType.ComplexDouble
+    raise InvalidArgumentError(f"{value!r} is not a number (bool, int, float or complex)")
 
 
 def is_floating(dt: DataType) -> bool:
     return dt in (DataType.Float, DataType.Double, DataType.Half, DataType.BFloat16, DataType.Float8_e4m3fn,
                   DataType.Float8_e5m2)
+
+
+def is_complex(dt: DataType) -> bool:
+    return dt in (DataType.ComplexFloat, DataType.ComplexDouble)
 
 
 def is_integral(dt: DataType) -> bool:

@@ -52,8 +52,8 @@ def close(got: np.ndarray, want: Any, rtol: float = 1e-5, atol: float = 1e-6) ->
     assert got.shape == want.shape, (got.shape, want.shape)
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     if got.dtype.kind in "fc":
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol,
-                                   equal_nan=True)
+        wide = np.complex128 if "c" in (got.dtype.kind, want.dtype.kind) else np.float64  # both parts of complex
+        np.testing.assert_allclose(got.astype(wide), want.astype(wide), rtol=rtol, atol=atol, equal_nan=True)
     else:
         np.testing.assert_array_equal(got, want)
 

@@ -27,7 +27,8 @@ PYTHON_NAME = {
     "cf_propagate_transforms_checked": "propagate_transforms", "cf_fusion_group_tmem": "group_tmem",
     "cf_tensor_concrete": None, "cf_tensor_symbolic": None, "cf_tensor_strided": None,  # define_tensor
     "cf_scalar_input": None,  # fd.define_scalar(dtype)
-    "cf_const": None, "cf_const_int": None,  # define_scalar(value) and numbers, when an op uses them
+    # define_scalar(value) and numbers (complex ones too), when an op uses them
+    "cf_const": None, "cf_const_int": None, "cf_const_complex": None,
     "cf_full_int": "full", "cf_expand_to": "broadcast_in_dim",  # also expand and full to another tensor's sizes
     "cf_uniform_like": "rand_like", "cf_normal_like": "randn_like",
     # sizes known only at run time: the ops given such sizes (a Scalar input, t.size(i) in arithmetic)

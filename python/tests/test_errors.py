@@ -205,8 +205,8 @@ def test_invalid_schedule_is_reported_at_execute():
 def test_definition_errors():
     with FusionDefinition() as fd:
         raises(cfuser.InvalidArgumentError,
-               "unknown dtype 'complex64'; use cfuser.DataType or a name such as 'float32'",
-               fd.define_tensor, 1, None, "complex64")
+               "unknown dtype 'complex32'; use cfuser.DataType or a name such as 'float32'",
+               fd.define_tensor, 1, None, "complex32")
         raises(cfuser.InvalidArgumentError, "define_tensor: rank -1 is outside 0..16 (cfuser's CF_MAX_RANK)",
                fd.define_tensor, -1)
         raises(cfuser.InvalidArgumentError, "define_tensor: rank 1000000000 is outside 0..16 (cfuser's CF_MAX_RANK)",

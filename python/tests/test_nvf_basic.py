@@ -577,13 +577,6 @@ def test_constant_nans(dev):
     assert np.isnan(out[0]).all()
 
 
-def test_complex_constants():
-    with cfuser.FusionDefinition() as fd:
-        # nvFuser has complex dtypes; cfuser refuses them with a message (no complex dtypes)
-        with pytest.raises(cfuser.UnsupportedError, match="cfuser has no complex dtypes"):
-            fd.define_scalar(complex(3.0, 0.5))
-
-
 def test_arithmetic_ops_on_literals_and_scalars(dev):
     x = randn(3, 4)
 

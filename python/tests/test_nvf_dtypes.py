@@ -110,3 +110,124 @@ def test_fp8_dtype_names():
     assert cfuser.types.as_dtype("float8_e4m3fn") is DataType.Float8_e4m3fn
     assert cfuser.types.as_dtype("torch.float8_e5m2") is DataType.Float8_e5m2
     assert cfuser.types.is_floating(DataType.Float8_e5m2)
+
+
+# ---- complex64 and complex128 (DataType.ComplexFloat / ComplexDouble) ----------------------
+
+COMPLEX = {np.complex64: DataType.ComplexFloat, np.complex128: DataType.ComplexDouble}
+
+
+def _crandn(n, dtype, seed=0):
+    return (randn(n, dtype=np.float64, seed=seed) + 1j * randn(n, dtype=np.float64, seed=seed + 7)).astype(dtype)
+
+
+def test_complex_rsqrt(dev):
+    inputs = [_crandn(4, np.complex64), _crandn(4, np.complex128, seed=1)]
+
+    def fusion_func(fd):
+        t0 = fd.from_pytorch(inputs[0])
+        t1 = fd.from_pytorch(inputs[1])
+        fd.add_output(fd.ops.rsqrt(t0))
+        fd.add_output(fd.ops.rsqrt(t1))
+
+    (rfloat, rdouble), _ = exec_nvfuser(dev, fusion_func, inputs)
+    close(rfloat, 1 / np.sqrt(inputs[0]))
+    close(rdouble, 1 / np.sqrt(inputs[1]), rtol=1e-12, atol=1e-14)
+
+
+def test_complex_sqrt_branch_cut_is_numpys(dev):
+    # the negative real axis: the sign of a zero imaginary part picks the side, as NumPy's
+    x = np.array([-4 + 0j, complex(-4, -0.0), 0j, 3 + 4j, -1e-30 + 1e-30j], dtype=np.complex128)
+
+    def fusion_func(fd):
+        t0 = fd.from_pytorch(x)
+        fd.add_output(fd.ops.sqrt(t0))
+        fd.add_output(fd.ops.rsqrt(fd.ops.cast(t0, DataType.ComplexFloat)))
+
+    (s, r), _ = exec_nvfuser(dev, fusion_func, [x])
+    close(s, np.sqrt(x), rtol=1e-15, atol=0)
+    assert np.signbit(s.imag[1]) and not np.signbit(s.imag[0])
+    with np.errstate(all="ignore"):  # 1 / sqrt(0) is inf in both
+        want = 1 / np.sqrt(x.astype(np.complex64))
+    close(r[[0, 1, 3]], want[[0, 1, 3]])
+
+
+def test_real_imag(dev):
+    for dtype in (np.complex128, np.complex64):
+        inputs = [_crandn(5, dtype)]
+
+        def fusion_func(fd):
+            t0 = fd.from_pytorch(inputs[0])
+            fd.add_output(fd.ops.real(t0))
+            fd.add_output(fd.ops.imag(t0))
+
+        (re, im), fd = exec_nvfuser(dev, fusion_func, inputs)
+        close(re, np.real(inputs[0]), rtol=0, atol=0)
+        close(im, np.imag(inputs[0]), rtol=0, atol=0)
+
+
+def test_reduction_complex_number(dev):
+    for dtype, dt in COMPLEX.items():
+        inputs = [(randn(2, 32, dtype=np.float64) + 1j * randn(2, 32, dtype=np.float64, seed=3)).astype(dtype)]
+
+        def fusion_func(fd):
+            t0 = fd.from_pytorch(inputs[0])
+            fd.add_output(fd.ops.sum(t0, [-1], False, dt))
+
+        (out,), _ = exec_nvfuser(dev, fusion_func, inputs)
+        assert out.dtype == dtype
+        close(out, np.sum(inputs[0], axis=-1), rtol=1e-5 if dtype == np.complex64 else 1e-12)
+
+
+def test_complex_constants(dev):
+    inputs = [np.arange(2).astype(np.complex64)]
+
+    def fusion_func(fd):
+        t0 = fd.from_pytorch(inputs[0])
+        c0 = fd.define_scalar(complex(3.0, 0.5))
+        fd.add_output(fd.ops.mul(t0, c0))
+
+    (out,), fd = exec_nvfuser(dev, fusion_func, inputs)
+    assert out.dtype == np.complex64  # a complex scalar does not promote a complex64 tensor
+    close(out, inputs[0] * (3.0 + 0.5j))
+
+
+def test_complex_scalar_promotes_a_float_tensor_to_complex64(dev):
+    x = randn(3)
+
+    def fusion_func(fd):
+        t0 = fd.from_pytorch(x)
+        fd.add_output(t0 * complex(1.0, -2.0))
+        fd.add_output(fd.ops.abs(fd.ops.cast(t0, DataType.ComplexDouble) + 1j))
+
+    (z, a), _ = exec_nvfuser(dev, fusion_func, [x])
+    assert z.dtype == np.complex64 and a.dtype == np.float64
+    close(z, x * np.complex64(1 - 2j))
+    close(a, np.abs(x.astype(np.complex128) + 1j), rtol=1e-12)
+
+
+def test_complex_arithmetic_and_comparisons(dev):
+    a, b = _crandn(6, np.complex64), _crandn(6, np.complex64, seed=2)
+    b[1] = a[1]
+
+    def fusion_func(fd):
+        t0, t1 = fd.from_pytorch(a), fd.from_pytorch(b)
+        for op in ("add", "sub", "mul", "div", "eq", "ne"):
+            fd.add_output(getattr(fd.ops, op)(t0, t1))
+        for op in ("neg", "exp", "log", "reciprocal", "abs"):
+            fd.add_output(getattr(fd.ops, op)(t0))
+        fd.add_output(fd.ops.where(fd.ops.eq(t0, t1), t0, t1))
+
+    outs, _ = exec_nvfuser(dev, fusion_func, [a, b])
+    want = [a + b, a - b, a * b, a / b, a == b, a != b, -a, np.exp(a), np.log(a), 1 / a, np.abs(a),
+            np.where(a == b, a, b)]
+    for o, w in zip(outs, want):
+        close(o, w)
+
+
+def test_ops_that_do_not_take_complex_refuse_it():
+    with cfuser.FusionDefinition() as fd:
+        t0 = fd.define_tensor([4], dtype=DataType.ComplexFloat)
+        with pytest.raises(cfuser.InvalidArgumentError, match="max: T0 has dtype complex_float, but max does "
+                                                              "not take complex tensors"):
+            fd.ops.maximum(t0, t0)  # the C op is max

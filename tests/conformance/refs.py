@@ -137,6 +137,11 @@ def _relu(x, dt):  # keeps NaN (torch's clamp_min)
 UNARY = {
     "neg": ("no_bool", "same", True, lambda x, dt: -x),
     "abs": ("all", "same", True, lambda x, dt: abs(x)),
+    # torch.real and torch.conj of a real tensor are the tensor; torch.imag refuses one (the
+    # complex columns: python/tests/test_nvf_dtypes.py against NumPy)
+    "real": ("all", "same", True, lambda x, dt: x),
+    "conj": ("all", "same", True, lambda x, dt: x),
+    "imag": ("complex", "same", True, lambda x, dt: 0.0),
     "relu": ("all", "same", True, _relu),
     "floor": ("all", "same", True, _floor),
     "ceil": ("all", "same", True, _ceil),
@@ -333,7 +338,7 @@ FLOATS = ("float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_
 def accepts(kind, dtype):
     return {"all": True, "no_bool": dtype != "bool", "float": dtype in FLOATS,
             "full_float": dtype in ("float32", "float64"), "int_bool": dtype in INT_BITS,
-            "int": dtype in INT_BITS and dtype != "bool"}[kind]
+            "int": dtype in INT_BITS and dtype != "bool", "complex": False}[kind]
 
 
 def result_dtype(result, dtype):

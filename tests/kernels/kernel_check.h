@@ -121,6 +121,37 @@ static inline void kc_run_backend(cf_fusion *f, cf_backend backend, int nin, DLM
   cf_executor_destroy(e);
 }
 
+/* For a fusion scheduled by nothing but define and run: the evaluator's outputs, then define
+ * and run's and a hand-inlined executor's on the host (within tol; 0: exactly) and on CUDA
+ * when present (within cuda_tol: CUDA's libm is not glibc's), each compared with them; the
+ * NVRTC source of the inlined fusion (caller frees). Frees the inputs. */
+static inline char *kc_run_everywhere(cf_fusion *f, int nin, DLManagedTensor **in, double tol, double cuda_tol) {
+  enum { MAX_IO = 32 };
+  const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+  int nout = cf_fusion_num_outputs(f);
+  cr_assert(nin <= MAX_IO && nout <= MAX_IO);
+  const DLTensor *ins[MAX_IO];
+  for (int i = 0; i < nin; i++) ins[i] = &in[i]->dl_tensor;
+  DLManagedTensor *want[MAX_IO] = {0}, *got[MAX_IO] = {0};
+  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
+  cr_assert_eq(cf_fusion_execute(c, nin, ins, nout, got), CF_OK, "define and run: %s", cf_fusion_cache_error(c));
+  kc_compare(got, want, nout, tol, "define and run");
+  for (int i = 0; i < nout; i++) cf_tensor_free(got[i]), got[i] = NULL;
+  cf_fusion_cache_destroy(c);
+  cf_inline_most(f);
+  char *src = kc_compile_sm90(f);
+  cf_executor *e = cf_executor_create(&host);
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  cr_assert_eq(cf_executor_run(e, nin, ins, nout, got), CF_OK, "%s", cf_executor_error(e));
+  kc_compare(got, want, nout, tol, "inlined on the host");
+  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, in, want, cuda_tol);
+  for (int i = 0; i < nout; i++) cf_tensor_free(got[i]), cf_tensor_free(want[i]);
+  for (int i = 0; i < nin; i++) cf_tensor_free(in[i]);
+  cf_executor_destroy(e);
+  return src;
+}
+
 /* The whole check. Returns the sm_90a CUDA source for further assertions (caller frees). */
 static inline char *kc_check(cf_fusion *f, int nin, const KcInput *inputs, double tol) {
   cr_assert_eq(cf_fusion_status(f), CF_OK, "scheduling failed: %s", cf_fusion_error(f));

@@ -36,39 +36,10 @@ static DLManagedTensor *floats(cf_dtype dt, int rank, const int64_t *sizes, cons
   return t;
 }
 
-static void expect_equal(DLManagedTensor **got, DLManagedTensor **want, int n, const char *where) {
-  for (int i = 0; i < n; i++)
-    cr_expect(cf_tensor_equal(&got[i]->dl_tensor, &want[i]->dl_tensor), "%s: output %d differs from the evaluator",
-              where, i);
-}
-
-/* The evaluator's outputs, then define and run's and a hand-inlined executor's on the host
- * (and CUDA, within cuda_tol: CUDA's libm is not glibc's), each equal to them; the NVRTC
- * source of the inlined fusion (caller frees). The inputs are freed. */
+/* define and run and the inlined fusion on the host equal the evaluator exactly; CUDA
+ * within cuda_tol (kernel_check.h). */
 static char *run_everywhere_tol(int nin, DLManagedTensor **in, double cuda_tol) {
-  enum { MAX_IO = 16 };
-  int nout = cf_fusion_num_outputs(f);
-  cr_assert(nin <= MAX_IO && nout <= MAX_IO);
-  const DLTensor *ins[MAX_IO];
-  for (int i = 0; i < nin; i++) ins[i] = &in[i]->dl_tensor;
-  DLManagedTensor *want[MAX_IO] = {0}, *got[MAX_IO] = {0};
-  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
-  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
-  cr_assert_eq(cf_fusion_execute(c, nin, ins, nout, got), CF_OK, "define and run: %s", cf_fusion_cache_error(c));
-  expect_equal(got, want, nout, "define and run");
-  for (int i = 0; i < nout; i++) cf_tensor_free(got[i]), got[i] = NULL;
-  cf_fusion_cache_destroy(c);
-  cf_inline_most(f);
-  char *src = kc_compile_sm90(f);
-  cf_executor *e = cf_executor_create(&host);
-  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
-  cr_assert_eq(cf_executor_run(e, nin, ins, nout, got), CF_OK, "%s", cf_executor_error(e));
-  expect_equal(got, want, nout, "inlined on the host");
-  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, in, want, cuda_tol);
-  for (int i = 0; i < nout; i++) cf_tensor_free(got[i]), cf_tensor_free(want[i]);
-  for (int i = 0; i < nin; i++) cf_tensor_free(in[i]);
-  cf_executor_destroy(e);
-  return src;
+  return kc_run_everywhere(f, nin, in, 0, cuda_tol);
 }
 
 static char *run_everywhere(int nin, DLManagedTensor **in) { return run_everywhere_tol(nin, in, 0); }

@@ -1,0 +1,27 @@
+/* ir/eval_complex.c: the evaluator's complex math, for the evaluator forms of the ops that
+ * take complex operands (ir_op_takes_complex; eval_math.c calls these when the compute
+ * dtype is complex).
+ *
+ * Values are IrElem's {re, im} widened to double, as real values are widened to double;
+ * the store into complex_float rounds each part once. Key decision: C99's complex
+ * functions (<complex.h>: Annex G's special values, principal branches with the branch
+ * cuts on the negative real axis) are torch's semantics for exp, log, sqrt and |z|, and
+ * the host backend's kernels call the same functions (codegen/runtime/complex.h), so the
+ * evaluator and the host agree; rsqrt is 1 / sqrt(z) and reciprocal 1 / z, as torch
+ * computes them. This file is kept apart from eval_math.c because <complex.h> defines a
+ * macro I. */
+#include <complex.h>
+
+#include "ir/dtype.h"
+
+static double complex cx(IrElem v) { return CMPLX(v.c.re, v.c.im); }
+static IrElem el(double complex z) { return ir_complex(creal(z), cimag(z)); }
+
+IrElem ir_cx_mul(IrElem a, IrElem b) { return el(cx(a) * cx(b)); }
+IrElem ir_cx_div(IrElem a, IrElem b) { return el(cx(a) / cx(b)); }
+IrElem ir_cx_exp(IrElem a) { return el(cexp(cx(a))); }
+IrElem ir_cx_log(IrElem a) { return el(clog(cx(a))); }
+IrElem ir_cx_sqrt(IrElem a) { return el(csqrt(cx(a))); }
+IrElem ir_cx_rsqrt(IrElem a) { return el(1.0 / csqrt(cx(a))); }
+IrElem ir_cx_reciprocal(IrElem a) { return el(1.0 / cx(a)); }
+double ir_cx_abs(IrElem a) { return cabs(cx(a)); }
