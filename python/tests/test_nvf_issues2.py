@@ -299,3 +299,29 @@ def test_nanogpt_split_mha_linears(dev):
     out, _ = exec_nvfuser(dev, fusion_1, [x])
     for o, part in zip(out, (q, k, v)):
         close(o, part)
+
+
+def test_cumsum_int(dev):
+    x = np.random.default_rng(0).integers(-9, 10, 4).astype(np.int32)
+
+    def fusion_func(fd):
+        fd.add_output(fd.ops.cast(fd.ops.cumsum(fd.from_pytorch(x), dim=-1), dtype=DataType.Int))
+
+    out, _ = exec_nvfuser(dev, fusion_func, [x])
+    close(out[0], np.cumsum(x.astype(np.int64)))
+
+
+def test_allocation_domain_index_select(dev):
+    # the lookup is column-major (stride order [0, 1]); index_select along its axis 1
+    base = randn(252)
+    x = strided(base, (9, 28), (1, 9))
+    idx = np.random.default_rng(1).integers(0, 28, 4).astype(np.int64)
+    arg = dev.asarray(x) if dev.name == "numpy" else dev.asarray(base).as_strided((9, 28), (1, 9))
+
+    def fusion_func(fd):
+        t1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, stride_order=[0, 1])
+        t2 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+        fd.add_output(fd.ops.index_select(t1, t2, dim=1))
+
+    out = run_raw(dev, fusion_func, [arg, dev.asarray(idx)])
+    close(dev.to_numpy(out[0]), x[:, idx])
