@@ -64,8 +64,9 @@ void cg_block_reduce_end(Emitter *e, const KNode *n);
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write);
 /* Element i of a tensor-core operand (b: B, else A) as the expression `(mask ? <bits> : 0)`
  * where <bits> is the element through `wrap` ("__half_as_ushort(%s)") or, with wrap NULL,
- * converted to float (malloc'd). */
-char *cg_mma_operand(Emitter *e, const KNode *n, bool b, int i, const char *wrap);
+ * converted to float (malloc'd); `value` (an expression of the operand's dtype, as ldmatrix
+ * delivered it) instead of the tile's element when not NULL. */
+char *cg_mma_operand(Emitter *e, const KNode *n, bool b, int i, const char *wrap, const char *value);
 /* An op's code form in the emitter's dialect with %0 %1 %2 replaced by args (malloc'd). */
 char *cg_op_form(const Emitter *e, IrOp op, char *const *args);
 /* Generates the whole kernel source with the given dialect (malloc'd). */

@@ -275,10 +275,10 @@ static void emit_op(Emitter *e, const KNode *n) {
   free(out);
 }
 
-char *cg_mma_operand(Emitter *e, const KNode *n, bool b, int i, const char *wrap) {
+char *cg_mma_operand(Emitter *e, const KNode *n, bool b, int i, const char *wrap, const char *value) {
   const KAccess *x = b ? &n->u.mma.b[i] : &n->u.mma.a[i];
   const KExpr *mask = b ? n->u.mma.b_mask[i] : n->u.mma.a_mask[i];
-  char *v = access_str(e, x, false), *m = mask ? cg_expr(e, mask) : NULL;
+  char *v = value ? strdup(value) : access_str(e, x, false), *m = mask ? cg_expr(e, mask) : NULL;
   StrBuf s = {0}, w = {0};
   if (wrap) sb_printf(&w, wrap, v);
   else w.data = converted(e, n->u.mma.in_dtype, CF_FLOAT, v);

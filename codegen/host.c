@@ -147,6 +147,25 @@ static void tmem_access(Emitter *e, const KNode *n, const char *addr, const char
   }
 }
 
+/* ldmatrix for operand op: each lane gives its row (recorded as a read of 8 elements by
+ * the race detector) and the elements its registers must receive (checked by the runtime);
+ * the halves land in cfm_<op>v. */
+static void ldmatrix(Emitter *e, const KNode *n, int op, int nel) {
+  const KAccess *r = &n->u.mma.ldm_row[op], *el = op ? n->u.mma.b : n->u.mma.a;
+  char c = op ? 'b' : 'a', *idx = cg_expr(e, r->index);
+  StrBuf ex = {0};
+  for (int i = 0; i < nel; i++) {
+    char *ei = cg_expr(e, el[i].index);
+    sb_printf(&ex, "%s&%s[%s]", i ? ", " : "", el[i].t->name, ei);
+    free(ei);
+  }
+  cg_line(e, "const void *const cfm_%ce[%d] = {%s};", c, nel, ex.data);
+  cg_line(e, "%s cfm_%cv[%d];", cg_ctype(n->u.mma.in_dtype), c, nel);
+  cg_line(e, "cfh_ldmatrix(%d, %d, cfh_smem_rn(%s, %s, 8), cfm_%ce, cfm_%cv);", n->u.mma.ldm[op], n->u.mma.ldm_trans[op],
+          r->t->name, idx, c, c);
+  free(idx), sb_free(&ex);
+}
+
 /* The warp's instruction is a rendezvous in the runtime (host_mma.h): each lane gives its
  * operand elements (as float, exact for half and bfloat16; 0 where masked) and the
  * addresses of its accumulator registers, the last lane computes the tile. */
@@ -156,12 +175,16 @@ static void mma(Emitter *e, const KNode *n) {
   e->indent++;
   for (int op = 0; op < 2; op++) {
     StrBuf s = {0};
-    for (int i = 0; i < (op ? in->b.n : in->a.n); i++) {
-      char *v = cg_mma_operand(e, n, op, i, NULL);
+    int nel = op ? in->b.n : in->a.n;
+    if (n->u.mma.ldm[op]) ldmatrix(e, n, op, nel);
+    for (int i = 0; i < nel; i++) {
+      char val[32];
+      snprintf(val, sizeof val, "cfm_%cv[%d]", op ? 'b' : 'a', i);
+      char *v = cg_mma_operand(e, n, op, i, NULL, n->u.mma.ldm[op] ? val : NULL);
       sb_printf(&s, "%s%s", i ? ", " : "", v);
       free(v);
     }
-    cg_line(e, "const float cfm_%c[%d] = {%s};", op ? 'b' : 'a', op ? in->b.n : in->a.n, s.data);
+    cg_line(e, "const float cfm_%c[%d] = {%s};", op ? 'b' : 'a', nel, s.data);
     sb_free(&s);
   }
   StrBuf d = {0};

@@ -219,6 +219,12 @@ struct KNode {
        * read only where its mask holds (else 0: out of bounds of M, N or K). */
       KAccess acc[IR_MMA_MAX_FRAG], a[IR_MMA_MAX_FRAG], b[IR_MMA_MAX_FRAG];
       KExpr *a_mask[IR_MMA_MAX_FRAG], *b_mask[IR_MMA_MAX_FRAG];
+      /* Operand 0 (A) and 1 (B) loaded by one ldmatrix.x<ldm> (mma_ldmatrix.c; 0: the
+       * per-lane loads above): the running lane's row address, .trans or not; a[i] and
+       * b[i] stay the elements the registers hold (the host checks them), masks after. */
+      int ldm[2];
+      bool ldm_trans[2];
+      KAccess ldm_row[2];
     } mma;
   } u;
 };

@@ -98,7 +98,10 @@ static bool node(KVisitor *v, KNode *n) {
     access(b, k, &n->u.mma.a[0]);
     sb_puts(b, " x ");
     access(b, k, &n->u.mma.b[0]);
-    sb_puts(b, " (lane's first elements)\n");
+    sb_puts(b, " (lane's first elements)");
+    for (int op = 0; op < 2; op++)
+      if (n->u.mma.ldm[op]) sb_printf(b, " %c: ldmatrix.x%d%s", op ? 'B' : 'A', n->u.mma.ldm[op], n->u.mma.ldm_trans[op] ? ".trans" : "");
+    sb_puts(b, "\n");
     break;
   }
   return true;

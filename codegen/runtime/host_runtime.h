@@ -97,7 +97,8 @@ enum { CFH_RUNNABLE, CFH_AT_BARRIER, CFH_AT_WARP, CFH_AT_GRID, CFH_EXITED };
   X(NONE, "none") X(ALLOC, "tcgen05.alloc") X(DEALLOC, "tcgen05.dealloc")                 \
   X(RELINQUISH, "tcgen05.relinquish_alloc_permit") X(LD, "tcgen05.ld") X(ST, "tcgen05.st") \
   X(SHFL_IDX, "__shfl_sync") X(SHFL_UP, "__shfl_up_sync") X(SHFL_DOWN, "__shfl_down_sync")  \
-  X(SHFL_XOR, "__shfl_xor_sync") X(SYNCWARP, "__syncwarp") X(MMA, "mma.sync")
+  X(SHFL_XOR, "__shfl_xor_sync") X(SYNCWARP, "__syncwarp") X(MMA, "mma.sync")            \
+  X(LDMATRIX, "ldmatrix")
 enum {
 #define CFH_X(e, s) CFH_OP_##e,
   CFH_OPS(CFH_X)
@@ -512,10 +513,12 @@ CFH_FN void cfh__tmem_block_end(cfh_launch_state *L);
 CFH_FN void cfh__tmem_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
 /* Defined in host_mma.h: a warp's tensor-core instruction. */
 CFH_FN void cfh__mma_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
+CFH_FN void cfh__ldmatrix_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
 
 CFH_FN void cfh__warp_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W) {
   if (W->op >= CFH_OP_SHFL_IDX && W->op <= CFH_OP_SHFL_XOR) cfh__shfl_execute(L, w, W);
   else if (W->op == CFH_OP_MMA) cfh__mma_execute(L, w, W);
+  else if (W->op == CFH_OP_LDMATRIX) cfh__ldmatrix_execute(L, w, W);
   else if (W->op != CFH_OP_SYNCWARP) cfh__tmem_execute(L, w, W);
 }
 

@@ -76,6 +76,21 @@ Test(matmul_sched, sixteen_bit_operands_accumulate_in_float) {
   plain(CF_BFLOAT16, 7, 127, 66);
 }
 
+/* The tensor-core kernel loads A's fragments with ldmatrix.x4 and B's with .x2 (both tiles
+ * K-contiguous: no .trans) from tiles stored through Sw<2,3,3> (the XOR of a row's chunk
+ * with bits 1..2 of its row); the host emulation checks every lane's elements. */
+Test(matmul_sched, tensor_core_fragments_come_from_ldmatrix_on_swizzled_tiles) {
+  KcInput in[2] = {{CF_HALF, 2, {130, 70}, NULL}, {CF_HALF, 2, {70, 20}, NULL}};
+  cf_tv *a = tu_input(f, CF_HALF, 2, in[0].sizes), *b = tu_input(f, CF_HALF, 2, in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  char *src = row_check(2, in, 1e-2);
+  cr_expect(strstr(src, "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"));
+  cr_expect(strstr(src, "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"));
+  cr_expect(!strstr(src, ".trans"));
+  cr_expect(strstr(src, "/ 2) % 4) ^ "), "the tiles are not swizzled");
+  free(src);
+}
+
 Test(matmul_sched, batched_and_broadcast_batch) {
   KcInput in[2] = {{CF_FLOAT, 3, {3, 7, 13}, NULL}, {CF_FLOAT, 3, {3, 13, 5}, NULL}};
   cf_tv *a = tu_input(f, CF_FLOAT, 3, in[0].sizes), *b = tu_input(f, CF_FLOAT, 3, in[1].sizes);
