@@ -29,6 +29,9 @@ typedef struct Dialect {
   void (*tmem_access)(Emitter *e, const KNode *n, const char *addr, const char *reg);
   bool is_cuda; /* which code form of the op table (ir_op_form) the dialect prints */
   void (*mma)(Emitter *e, const KNode *n); /* a warp's tensor-core instruction (KN_MMA) */
+  /* cp.async: an async copy op (dst and src its printed element accesses), or a commit or
+   * wait node (dst and src NULL). */
+  void (*cp_async)(Emitter *e, const KNode *n, const char *dst, const char *src);
 } Dialect;
 
 struct Emitter {

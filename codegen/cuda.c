@@ -79,6 +79,17 @@ static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char
           n, src);
 }
 
+/* cp.async.cg.shared.global (16 bytes, cached in L2 only) of an async copy op; the group's
+ * commit and wait. */
+static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *src) {
+  if (n->kind == KN_ASYNC_COMMIT) cg_line(e, "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
+  else if (n->kind == KN_ASYNC_WAIT)
+    cg_line(e, "asm volatile(\"cp.async.wait_group %%0;\" :: \"n\"(%d) : \"memory\");", n->u.async.pending);
+  else
+    cg_line(e, "asm volatile(\"cp.async.cg.shared.global [%%0], [%%1], 16;\" :: \"r\"((uint32_t)__cvta_generic_to_shared(&%s)), "
+            "\"l\"(&%s) : \"memory\");", dst, src);
+}
+
 static void tmem_admin(Emitter *e, const KNode *n) {
   if (n->kind == KN_TMEM_RELINQUISH) {
     cg_line(e, "if (cf_linear_tid() < 32) asm volatile(\"tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;\");");
@@ -193,6 +204,6 @@ static void mma(Emitter *e, const KNode *n) {
 }
 
 const Dialect cg_cuda_dialect = {"cuda",  preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma};
+                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma, cp_async};
 
 char *cg_cuda_source(const KKernel *k) { return cg_generate(k, &cg_cuda_dialect); }

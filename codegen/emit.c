@@ -262,7 +262,8 @@ static void emit_op(Emitter *e, const KNode *n) {
   }
   if (n->u.op.vector > 1) {
     char *src = access_str(e, &n->u.op.in[0], false);
-    e->d->vector_copy(e, n, out, src);
+    if (n->u.op.async) e->d->cp_async(e, n, out, src);
+    else e->d->vector_copy(e, n, out, src);
     free(src);
   } else {
     char *val = cg_op_form(e, n->u.op.op, args);
@@ -357,6 +358,8 @@ static bool emit_pre(KVisitor *v, KNode *n) {
   case KN_ACC_DECL: cg_acc_decl(e, n); break;
   case KN_BLOCK_REDUCE: cg_block_reduce(e, n); break;
   case KN_MMA: e->d->mma(e, n); break;
+  case KN_ASYNC_COMMIT: e->d->cp_async(e, n, NULL, NULL); break;
+  case KN_ASYNC_WAIT: e->d->cp_async(e, n, NULL, NULL); break;
   }
   return true;
 }

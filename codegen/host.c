@@ -35,7 +35,7 @@ static void tensor_typedefs(Emitter *e) {
   }
 }
 
-const char *const cg_host_runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_mma.h", "host_race.h", "host_math.h",
+const char *const cg_host_runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_mma.h", "host_race.h", "host_async.h", "host_math.h",
                                              "special_math.h", "philox.h", "ops_math.h", "welford.h", "host_grid.h", NULL};
 
 /* The bytes of the kernel's local arrays (constant sizes: lowering refuses others), each
@@ -125,6 +125,25 @@ static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char
   sb_free(&d), sb_free(&s);
 }
 
+/* cp.async: the copy is queued in the thread's open group and done at the wait that
+ * completes it (host_async.h), its shared-memory write recorded then. */
+static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *src) {
+  (void)dst;
+  if (n->kind == KN_ASYNC_COMMIT) {
+    cg_line(e, "cfh_cp_async_commit();");
+    return;
+  }
+  if (n->kind == KN_ASYNC_WAIT) {
+    cg_line(e, "cfh_cp_async_wait(%d);", n->u.async.pending);
+    return;
+  }
+  const KAccess *o = &n->u.op.out;
+  char *idx = cg_expr(e, o->index);
+  cg_line(e, "cfh_cp_async(%s, &%s[%s], &%s, 16, sizeof %s[0], \"%s\");", o->t->name, o->t->name, idx, src, o->t->name,
+          o->t->name);
+  free(idx);
+}
+
 static void tmem_admin(Emitter *e, const KNode *n) {
   if (n->kind == KN_TMEM_RELINQUISH) {
     cg_line(e, "if (cf_linear_tid() < 32) cfh_tcgen05_relinquish_alloc_permit();");
@@ -201,6 +220,6 @@ static void mma(Emitter *e, const KNode *n) {
 }
 
 const Dialect cg_host_dialect = {"host",     preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false, mma};
+                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false, mma, cp_async};
 
 char *cg_host_source(const KKernel *k) { return cg_generate(k, &cg_host_dialect); }

@@ -110,7 +110,9 @@ typedef struct KTensor {
   X(KN_COMMENT, false)                                                                        \
   X(KN_ACC_DECL, false)        /* a reduction's register accumulator: `T var = identity;` */    \
   X(KN_BLOCK_REDUCE, true)     /* all-reduce of an accumulator across thread dimensions (reduction.c) */ \
-  X(KN_MMA, true)              /* a warp's tensor-core instruction (mma.c): accumulator += A x B */
+  X(KN_MMA, true)              /* a warp's tensor-core instruction (mma.c): accumulator += A x B */ \
+  X(KN_ASYNC_COMMIT, false)    /* cp.async.commit_group: the thread's copies issued since form a group */ \
+  X(KN_ASYNC_WAIT, false)      /* cp.async.wait_group u.async.pending: all but that many newest groups done */
 
 typedef enum KnKind {
 #define KN_X(kind, collective) kind,
@@ -170,6 +172,7 @@ struct KNode {
       int nin;
       bool reduction_init; /* out = init value of the reduction op */
       int vector;          /* > 1: a vectorized access of this many elements */
+      bool async;          /* a 16-byte global -> shared copy issued as cp.async (circular_buffer.c) */
       /* During lowering only: the fusion expression and the index of each loop axis of
        * its output (what indexing and predicates are computed from). */
       const Expr *src;
@@ -191,6 +194,9 @@ struct KNode {
     struct {
       int region;
     } region;
+    struct {
+      int pending;         /* KN_ASYNC_WAIT: groups that may stay in flight */
+    } async;
     const char *comment;
     struct {
       bool grid;           /* every thread of every block (a cooperative launch) */

@@ -25,7 +25,7 @@
 #include "scheduler/registry.h"
 
 enum { MMA_WM = 2, MMA_WN = 2, MMA_TM = 4, MMA_TN = 8, MMA_KW = 2, MMA_THREADS = 32 * MMA_WM * MMA_WN };
-enum { MMA_IM = 16, MMA_IN = 8, MMA_IK = 16 };
+enum { MMA_IM = 16, MMA_IN = 8, MMA_IK = 16, MMA_STAGES = 3 };
 enum { MMA_BM = MMA_WM * MMA_TM * MMA_IM, MMA_BN = MMA_WN * MMA_TN * MMA_IN, MMA_BK = MMA_KW * MMA_IK };
 
 static Val *cast_input(Val *v) {
@@ -45,8 +45,8 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t) {
 }
 
 void sched_matmul_mma_params(char *text) {
-  snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warps=%dx%d mma=m16n8k16 smem=operands", MMA_BM, MMA_BN, MMA_BK,
-           MMA_WM, MMA_WN);
+  snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warps=%dx%d mma=m16n8k16 smem=operands stages=%d", MMA_BM, MMA_BN,
+           MMA_BK, MMA_WM, MMA_WN, MMA_STAGES);
 }
 
 /* [b?, M, N, K] -> [b?, M/BM, N/BN, K/BK, BM, BN, BK]. */
@@ -171,6 +171,7 @@ cf_status sched_matmul_mma(cf_fusion *f, const MmaTiles *t) {
   static const cf_parallel_type threads[] = {CF_PT_TIDZ, CF_PT_TIDY, CF_PT_TIDX};
   if (!f->status && ns) cf_parallelize_all_like(f, r, 3, threads);
   if (!f->status) inline_all(f, ex, n, t, b + 3);
+  for (int i = 0; i < 2 && !f->status; i++) cf_circular_buffer(f, ir_tv_handle(i ? t->y : t->x), MMA_STAGES);
   arena_destroy(a);
   return f->status;
 }

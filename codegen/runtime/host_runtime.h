@@ -164,6 +164,7 @@ typedef struct cfh_launch_state {
   bool relinquished;
   bool valgrind_registered; /* every fiber stack, with CFH_VALGRIND */
   cfh_race_cell *race; /* host_race.h's shadow, one cell per byte; NULL when off */
+  struct cfh_async_q *async; /* host_async.h: each thread's pending cp.async copies (first use) */
   uint32_t race_epoch; /* advances at every __syncthreads and block start */
   int code;
   char *err;
@@ -510,6 +511,8 @@ CFH_INLINE void cfh_syncwarp(unsigned int mask) {
 /* Defined in host_tmem.h: per-block reset, the end-of-CTA check, tcgen05 collectives. */
 CFH_FN void cfh__tmem_block_start(cfh_launch_state *L);
 CFH_FN void cfh__tmem_block_end(cfh_launch_state *L);
+/* Defined in host_async.h: a block starts with no copy pending. */
+CFH_FN void cfh__async_block_start(cfh_launch_state *L);
 CFH_FN void cfh__tmem_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
 /* Defined in host_mma.h: a warp's tensor-core instruction. */
 CFH_FN void cfh__mma_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
@@ -558,6 +561,7 @@ CFH_FN void cfh__block_start(cfh_launch_state *L) {
   for (unsigned int w = 0; w < L->nwarps; w++) L->warps[w].op = CFH_OP_NONE;
   if (L->smem_bytes) memset(L->smem, 0xFF, L->smem_bytes);
   cfh__tmem_block_start(L);
+  cfh__async_block_start(L);
   cfh__race_next_epoch(L);
   for (unsigned int i = 0; i < L->nthreads; i++) {
     cfh__fiber_init(&L->fibers[i], L->stacks + i * L->stack_stride + (L->stack_stride -
@@ -693,6 +697,7 @@ CFH_FN void cfh__release(cfh_launch_state *L) {
   free(L->smem);
   free(L->tmem);
   free(L->race);
+  free(L->async);
   free(L);
 }
 

@@ -19,7 +19,7 @@ TestSuite(matmul_sched, .init = setup, .fini = teardown);
 
 static const char *const PARAMS = "tile=64x64x16 threads=16x16 regs=4x4 smem=operands";
 /* half and bfloat16 operands run on tensor cores (scheduler/matmul_mma.c) */
-static const char *const MMA_PARAMS = "tile=128x128x32 warps=2x2 mma=m16n8k16 smem=operands";
+static const char *const MMA_PARAMS = "tile=128x128x32 warps=2x2 mma=m16n8k16 smem=operands stages=3";
 
 static void fresh(void) {
   cf_fusion_destroy(f);
