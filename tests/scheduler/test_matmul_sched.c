@@ -78,7 +78,8 @@ Test(matmul_sched, sixteen_bit_operands_accumulate_in_float) {
 
 /* The tensor-core kernel loads A's fragments with ldmatrix.x4 and B's with .x2 (both tiles
  * K-contiguous: no .trans) from tiles stored through Sw<2,3,3> (the XOR of a row's chunk
- * with bits 1..2 of its row); the host emulation checks every lane's elements. */
+ * with bits 1..2 of its row), 3 stages deep; the host emulation checks every lane's
+ * elements; NVRTC compiles it for sm_90a and sm_80. */
 Test(matmul_sched, tensor_core_fragments_come_from_ldmatrix_on_swizzled_tiles) {
   KcInput in[2] = {{CF_HALF, 2, {130, 70}, NULL}, {CF_HALF, 2, {70, 20}, NULL}};
   cf_tv *a = tu_input(f, CF_HALF, 2, in[0].sizes), *b = tu_input(f, CF_HALF, 2, in[1].sizes);
@@ -89,6 +90,11 @@ Test(matmul_sched, tensor_core_fragments_come_from_ldmatrix_on_swizzled_tiles) {
   cr_expect(!strstr(src, ".trans"));
   cr_expect(strstr(src, "/ 2) % 4) ^ "), "the tiles are not swizzled");
   free(src);
+  if (!tu_nvrtc_or_note()) return;
+  /* mma.sync, ldmatrix and the staged tiles are sm_80 instructions: NVRTC compiles them for Ampere too */
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_CUDA, .arch = "sm_80"});
+  cr_expect_eq(cf_executor_compile(e, f), CF_OK, "NVRTC compile for sm_80 failed: %s", cf_executor_error(e));
+  cf_executor_destroy(e);
 }
 
 Test(matmul_sched, batched_and_broadcast_batch) {
