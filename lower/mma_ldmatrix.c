@@ -82,28 +82,6 @@ static bool compile(const KExpr *e, const LdmEnv *v, LdmProg *p, int depth) {
   return true;
 }
 
-static bool binary(IrOp op, int64_t a, int64_t b, int64_t *out) {
-  switch (op) {
-  case OP_ADD: *out = a + b; return true;
-  case OP_SUB: *out = a - b; return true;
-  case OP_MUL: *out = a * b; return true;
-  case OP_DIV: *out = b ? a / b : 0; return b != 0;
-  case OP_MOD: *out = b ? a % b : 0; return b != 0;
-  case OP_CEILDIV: *out = b > 0 ? (a + b - 1) / b : 0; return b > 0;
-  case OP_XOR: *out = a ^ b; return true;
-  case OP_MAX: *out = a > b ? a : b; return true;
-  case OP_MIN: *out = a < b ? a : b; return true;
-  case OP_EQ: *out = a == b; return true;
-  case OP_NE: *out = a != b; return true;
-  case OP_LT: *out = a < b; return true;
-  case OP_LE: *out = a <= b; return true;
-  case OP_GT: *out = a > b; return true;
-  case OP_GE: *out = a >= b; return true;
-  case OP_AND: *out = a && b; return true;
-  default: return false;
-  }
-}
-
 /* False where it divides by zero (also in a select's branch not taken: then the
  * instruction is simply not used). */
 static bool ev(const LdmProg *p, const LdmEnv *v, int64_t *out) {
@@ -114,7 +92,7 @@ static bool ev(const LdmProg *p, const LdmEnv *v, int64_t *out) {
     if (in->kind == 0) st[sp++] = in->k;
     else if (in->kind == 1) st[sp++] = v->slot[in->k];
     else if (in->kind == 3) sp -= 2, st[sp - 1] = st[sp - 1] ? st[sp] : st[sp + 1];
-    else if (sp--, !binary(in->op, st[sp - 1], st[sp], &st[sp - 1])) return false;
+    else if (sp--, !ir_int_apply(in->op, st[sp - 1], st[sp], &st[sp - 1])) return false;
   }
   *out = st[0];
   return true;

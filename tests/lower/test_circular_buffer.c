@@ -49,10 +49,7 @@ Test(circular_buffer, cp_async_tiles_in_three_stages_equal_the_evaluator) {
   cr_expect(strstr(src, "cp.async.wait_group %0;\" :: \"n\"(1)")); /* stages - 2 in flight */
   cr_expect(strstr(src, "cp.async.commit_group;"));
   free(src);
-  if (!tu_nvrtc_or_note()) return;
-  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_CUDA, .arch = "sm_80"});
-  cr_expect_eq(cf_executor_compile(e, f), CF_OK, "NVRTC compile for sm_80 failed: %s", cf_executor_error(e));
-  cf_executor_destroy(e);
+  free(kc_compile_for(f, "sm_80"));
 }
 
 Test(circular_buffer, two_stages_wait_for_everything) {
