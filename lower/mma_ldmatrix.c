@@ -37,6 +37,7 @@ typedef struct LdmEnv {
   int64_t ext[LDM_MAX_VARS]; /* 0: of run-time extent (sampled) */
   int nvar;
   int64_t pt_ext[CF_PT_COUNT]; /* thread extents enumerated (1: index not read) */
+  int64_t dim[CF_PT_COUNT];    /* launch extents known when lowering (0: sampled) */
   int64_t slot[LDM_SLOTS];
 } LdmEnv;
 
@@ -164,7 +165,7 @@ static bool holds_everywhere(LdmEnv *v, const LdmProg *rowp, const LdmProg *want
   if (combos > LDM_MAX_COMBOS) return false;
   for (size_t s = 0; s < sizeof samples / sizeof samples[0]; s++) {
     for (int p = 0; p < CF_PT_COUNT; p++) {
-      v->slot[LDM_DIM + p] = p == CF_PT_TIDX ? 32 : ir_ptype_is_thread((cf_parallel_type)p) ? v->pt_ext[p] : 1 + samples[s] + p;
+      v->slot[LDM_DIM + p] = v->dim[p] ? v->dim[p] : 1 + samples[s] + p;
       v->slot[LDM_PT + p] = samples[s] + p; /* block indices */
     }
     for (int64_t k = 0; k < combos; k++) {
@@ -202,6 +203,8 @@ static void try_operand(LowerCtx *c, const KPath *path, KNode *n, int op, KAcces
       if (read && !(c->pdim[p] && kx_is_const(c->pdim[p], &e))) ok = false;
       v.pt_ext[p] = read ? e : 1;
     }
+    for (int p = 0; p < CF_PT_COUNT; p++)
+      if (c->pdim[p] && !kx_is_const(c->pdim[p], &v.dim[p])) v.dim[p] = 0;
     ok = ok && program(c->a, r.index, &v, &rowp);
     for (int i = 0; i < fr->n && ok; i++) ok = program(c->a, el[i].index, &v, &want[i]);
     if (ok && holds_everywhere(&v, &rowp, want, fr->n, trans)) {
