@@ -274,6 +274,8 @@ _proto("cf_set_allocation_domain", c_int, _F, _T, c_int, POINTER(_I), POINTER(c_
 _proto("cf_set_allocation_to_loop", c_int, _F, _T, c_bool)
 _proto("cf_set_tmem_dim_sep_pos", c_int, _F, _T, c_int)
 _proto("cf_fusion_group_tmem", c_int, _F, c_int, POINTER(_T))
+_proto("cf_mma_tile", c_int, _F, _T, c_int, c_int)
+_proto("cf_circular_buffer", c_int, _F, _T, c_int)
 _proto("cf_cache_after", _T, _F, _T)
 _proto("cf_cache_before", _T, _F, _T)
 _proto("cf_rfactor", _T, _F, _T, c_int, POINTER(c_int))

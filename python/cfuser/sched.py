@@ -115,6 +115,21 @@ class Sched:
         hs = [self._tv(t, "group_tmem") for t in tensors]
         self._fd._check(_capi.lib.cf_fusion_group_tmem(self._fd._f, len(hs), _capi.handle_array(_capi.TvHandle, hs)))
 
+    # cf_mma_macro's values, by the instruction's name.
+    MMA_MACROS = {"m16n8k16": 0}
+
+    def mma_tile(self, t: Tensor, axis: int, macro: str = "m16n8k16") -> None:
+        """Axes axis, axis + 1, axis + 2 of the sum t are a tensor-core instruction's M, N and K
+        tiles; they become the accumulator's fragment layout (lane, M-, N-registers, K)."""
+        if macro not in self.MMA_MACROS:
+            raise ValueError(f"mma_tile: unknown instruction {macro!r}; known: {', '.join(self.MMA_MACROS)}")
+        self._call("mma_tile", "cf_mma_tile", self._tv(t, "mma_tile"), axis, self.MMA_MACROS[macro])
+
+    def circular_buffer(self, t: Tensor, stages: int) -> None:
+        """The shared tile t, computed at a serial loop, gets `stages` buffers: each iteration
+        fills the tile of stages - 1 iterations later (cp.async for 16-byte copies)."""
+        self._call("circular_buffer", "cf_circular_buffer", self._tv(t, "circular_buffer"), stages)
+
     def cache_after(self, t: Tensor) -> Tensor:
         """A local copy of t that every consumer of t reads instead (for vector loads)."""
         h = self._tv(t, "cache_after")
