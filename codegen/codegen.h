@@ -29,6 +29,9 @@ typedef struct Dialect {
   void (*tmem_access)(Emitter *e, const KNode *n, const char *addr, const char *reg);
   bool is_cuda; /* which code form of the op table (ir_op_form) the dialect prints */
   void (*mma)(Emitter *e, const KNode *n); /* a warp's tensor-core instruction (KN_MMA) */
+  /* cp.async: an async copy op (dst and src its printed element accesses), or a commit or
+   * wait node (dst and src NULL). */
+  void (*cp_async)(Emitter *e, const KNode *n, const char *dst, const char *src);
 } Dialect;
 
 struct Emitter {
@@ -64,8 +67,9 @@ void cg_block_reduce_end(Emitter *e, const KNode *n);
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write);
 /* Element i of a tensor-core operand (b: B, else A) as the expression `(mask ? <bits> : 0)`
  * where <bits> is the element through `wrap` ("__half_as_ushort(%s)") or, with wrap NULL,
- * converted to float (malloc'd). */
-char *cg_mma_operand(Emitter *e, const KNode *n, bool b, int i, const char *wrap);
+ * converted to float (malloc'd); `value` (an expression of the operand's dtype, as ldmatrix
+ * delivered it) instead of the tile's element when not NULL. */
+char *cg_mma_operand(Emitter *e, const KNode *n, bool b, int i, const char *wrap, const char *value);
 /* An op's code form in the emitter's dialect with %0 %1 %2 replaced by args (malloc'd). */
 char *cg_op_form(const Emitter *e, IrOp op, char *const *args);
 /* The type an op computes in (emit.c): a Welford state type, double, float or int64. */

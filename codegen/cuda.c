@@ -82,6 +82,17 @@ static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char
           n, src);
 }
 
+/* cp.async.cg.shared.global (16 bytes, cached in L2 only) of an async copy op; the group's
+ * commit and wait. */
+static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *src) {
+  if (n->kind == KN_ASYNC_COMMIT) cg_line(e, "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
+  else if (n->kind == KN_ASYNC_WAIT)
+    cg_line(e, "asm volatile(\"cp.async.wait_group %%0;\" :: \"n\"(%d) : \"memory\");", n->u.async.pending);
+  else
+    cg_line(e, "asm volatile(\"cp.async.cg.shared.global [%%0], [%%1], 16;\" :: \"r\"((uint32_t)__cvta_generic_to_shared(&%s)), "
+            "\"l\"(&%s) : \"memory\");", dst, src);
+}
+
 static void tmem_admin(Emitter *e, const KNode *n) {
   if (n->kind == KN_TMEM_RELINQUISH) {
     cg_line(e, "if (cf_linear_tid() < 32) asm volatile(\"tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;\");");
@@ -127,9 +138,34 @@ static void tmem_access(Emitter *e, const KNode *n, const char *addr, const char
   sb_free(&regs), sb_free(&ops);
 }
 
+/* Operand op's registers by ldmatrix.sync.aligned.m8n8.x<n>[.trans].shared.b16 from the
+ * lane's row address, then each half whose mask fails cleared (the rows out of bounds
+ * were read from the tile and must count 0). */
+static void ldmatrix(Emitter *e, const KNode *n, int op, int nreg, StrBuf *ins) {
+  char c = op ? 'b' : 'a', *idx = cg_expr(e, n->u.mma.ldm_row[op].index);
+  StrBuf asm_ = {0}, outs = {0};
+  for (int r = 0; r < nreg; r++) {
+    cg_line(e, "uint32_t cfm_%c%d;", c, r);
+    sb_printf(&asm_, "%s%%%d", r ? ", " : "", r);
+    sb_printf(&outs, "%s\"=r\"(cfm_%c%d)", r ? ", " : "", c, r);
+    sb_printf(ins, "%s\"r\"(cfm_%c%d)", ins->len ? ", " : "", c, r);
+  }
+  cg_line(e, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {%s}, [%%%d];\" : %s : "
+          "\"r\"((uint32_t)__cvta_generic_to_shared(&%s[%s])));", n->u.mma.ldm[op], n->u.mma.ldm_trans[op] ? ".trans" : "",
+          asm_.data ? asm_.data : "", nreg, outs.data ? outs.data : "", n->u.mma.ldm_row[op].t->name, idx);
+  for (int i = 0; i < 2 * nreg; i++) {
+    const KExpr *mask = op ? n->u.mma.b_mask[i] : n->u.mma.a_mask[i];
+    if (!mask) continue;
+    char *m = cg_expr(e, mask);
+    cg_line(e, "if (!(%s)) cfm_%c%d &= %s;", m, c, i / 2, i % 2 ? "0x0000FFFFu" : "0xFFFF0000u");
+    free(m);
+  }
+  free(idx), sb_free(&asm_), sb_free(&outs);
+}
+
 /* mma.sync.aligned.<shape>.row.col.f32.<ab>.<ab>.f32: the lane's operand elements packed
- * two to a 32-bit register (the lower half first), each 0 where its mask fails; the
- * accumulator's registers read and written in place. */
+ * two to a 32-bit register (the lower half first), each 0 where its mask fails, or loaded
+ * by ldmatrix; the accumulator's registers read and written in place. */
 static void mma(Emitter *e, const KNode *n) {
   const IrMmaInstr *in = n->u.mma.instr;
   bool half = n->u.mma.in_dtype == CF_HALF;
@@ -138,13 +174,18 @@ static void mma(Emitter *e, const KNode *n) {
   StrBuf asm_ = {0}, outs = {0}, ins = {0};
   cg_line(e, "{");
   e->indent++;
-  for (int op = 0; op < 2; op++)
+  for (int op = 0; op < 2; op++) {
+    if (n->u.mma.ldm[op]) {
+      ldmatrix(e, n, op, op ? nb : na, &ins);
+      continue;
+    }
     for (int r = 0; r < (op ? nb : na); r++) {
-      char *lo = cg_mma_operand(e, n, op, 2 * r, bits), *hi = cg_mma_operand(e, n, op, 2 * r + 1, bits);
+      char *lo = cg_mma_operand(e, n, op, 2 * r, bits, NULL), *hi = cg_mma_operand(e, n, op, 2 * r + 1, bits, NULL);
       cg_line(e, "const uint32_t cfm_%c%d = (uint32_t)%s | ((uint32_t)%s << 16);", op ? 'b' : 'a', r, lo, hi);
       sb_printf(&ins, "%s\"r\"(cfm_%c%d)", ins.len ? ", " : "", op ? 'b' : 'a', r);
       free(lo), free(hi);
     }
+  }
   for (int i = 0; i < nc; i++) {
     char *idx = cg_expr(e, n->u.mma.acc[i].index);
     sb_printf(&outs, "%s\"+f\"(%s[%s])", i ? ", " : "", n->u.mma.acc[i].t->name, idx);
@@ -166,6 +207,6 @@ static void mma(Emitter *e, const KNode *n) {
 }
 
 const Dialect cg_cuda_dialect = {"cuda",  preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma};
+                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma, cp_async};
 
 char *cg_cuda_source(const KKernel *k) { return cg_generate(k, &cg_cuda_dialect); }

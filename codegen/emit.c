@@ -314,7 +314,8 @@ static void emit_op(Emitter *e, const KNode *n) {
   }
   if (n->u.op.vector > 1) {
     char *src = cg_access_str(e, &n->u.op.in[0], false);
-    e->d->vector_copy(e, n, out, src);
+    if (n->u.op.async) e->d->cp_async(e, n, out, src);
+    else e->d->vector_copy(e, n, out, src);
     free(src);
   } else {
     char *val = cg_op_form(e, n->u.op.op, args);
@@ -327,10 +328,10 @@ static void emit_op(Emitter *e, const KNode *n) {
   free(out);
 }
 
-char *cg_mma_operand(Emitter *e, const KNode *n, bool b, int i, const char *wrap) {
+char *cg_mma_operand(Emitter *e, const KNode *n, bool b, int i, const char *wrap, const char *value) {
   const KAccess *x = b ? &n->u.mma.b[i] : &n->u.mma.a[i];
   const KExpr *mask = b ? n->u.mma.b_mask[i] : n->u.mma.a_mask[i];
-  char *v = cg_access_str(e, x, false), *m = mask ? cg_expr(e, mask) : NULL;
+  char *v = value ? strdup(value) : cg_access_str(e, x, false), *m = mask ? cg_expr(e, mask) : NULL;
   StrBuf s = {0}, w = {0};
   if (wrap) sb_printf(&w, wrap, v);
   else w.data = cg_converted(e, n->u.mma.in_dtype, CF_FLOAT, v);
@@ -409,6 +410,8 @@ static bool emit_pre(KVisitor *v, KNode *n) {
   case KN_ACC_DECL: cg_acc_decl(e, n); break;
   case KN_BLOCK_REDUCE: cg_block_reduce(e, n); break;
   case KN_MMA: e->d->mma(e, n); break;
+  case KN_ASYNC_COMMIT: e->d->cp_async(e, n, NULL, NULL); break;
+  case KN_ASYNC_WAIT: e->d->cp_async(e, n, NULL, NULL); break;
   }
   return true;
 }

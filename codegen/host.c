@@ -36,8 +36,8 @@ static void tensor_typedefs(Emitter *e) {
 }
 
 const char *const cg_host_runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_mma.h", "host_race.h",
-                                             "host_math.h", "fp8.h", "special_math.h", "philox.h", "ops_math.h",
-                                             "welford.h", "complex.h", "host_grid.h", NULL};
+                                             "host_async.h", "host_math.h", "fp8.h", "special_math.h", "philox.h",
+                                             "ops_math.h", "welford.h", "complex.h", "host_grid.h", NULL};
 
 /* The bytes of the kernel's local arrays (constant sizes: lowering refuses others), each
  * aligned to 16 as buffers() declares them: the host runtime adds them to every emulated
@@ -126,6 +126,25 @@ static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char
   sb_free(&d), sb_free(&s);
 }
 
+/* cp.async: the copy is queued in the thread's open group and done at the wait that
+ * completes it (host_async.h), its shared-memory write recorded then. */
+static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *src) {
+  (void)dst;
+  if (n->kind == KN_ASYNC_COMMIT) {
+    cg_line(e, "cfh_cp_async_commit();");
+    return;
+  }
+  if (n->kind == KN_ASYNC_WAIT) {
+    cg_line(e, "cfh_cp_async_wait(%d);", n->u.async.pending);
+    return;
+  }
+  const KAccess *o = &n->u.op.out;
+  char *idx = cg_expr(e, o->index);
+  cg_line(e, "cfh_cp_async(%s, &%s[%s], &%s, 16, sizeof %s[0], \"%s\");", o->t->name, o->t->name, idx, src, o->t->name,
+          o->t->name);
+  free(idx);
+}
+
 static void tmem_admin(Emitter *e, const KNode *n) {
   if (n->kind == KN_TMEM_RELINQUISH) {
     cg_line(e, "if (cf_linear_tid() < 32) cfh_tcgen05_relinquish_alloc_permit();");
@@ -148,6 +167,25 @@ static void tmem_access(Emitter *e, const KNode *n, const char *addr, const char
   }
 }
 
+/* ldmatrix for operand op: each lane gives its row (recorded as a read of 8 elements by
+ * the race detector) and the elements its registers must receive (checked by the runtime);
+ * the halves land in cfm_<op>v. */
+static void ldmatrix(Emitter *e, const KNode *n, int op, int nel) {
+  const KAccess *r = &n->u.mma.ldm_row[op], *el = op ? n->u.mma.b : n->u.mma.a;
+  char c = op ? 'b' : 'a', *idx = cg_expr(e, r->index);
+  StrBuf ex = {0};
+  for (int i = 0; i < nel; i++) {
+    char *ei = cg_expr(e, el[i].index);
+    sb_printf(&ex, "%s&%s[%s]", i ? ", " : "", el[i].t->name, ei);
+    free(ei);
+  }
+  cg_line(e, "const void *const cfm_%ce[%d] = {%s};", c, nel, ex.data);
+  cg_line(e, "%s cfm_%cv[%d];", cg_ctype(n->u.mma.in_dtype), c, nel);
+  cg_line(e, "cfh_ldmatrix(%d, %d, cfh_smem_rn(%s, %s, 8), cfm_%ce, cfm_%cv);", n->u.mma.ldm[op], n->u.mma.ldm_trans[op],
+          r->t->name, idx, c, c);
+  free(idx), sb_free(&ex);
+}
+
 /* The warp's instruction is a rendezvous in the runtime (host_mma.h): each lane gives its
  * operand elements (as float, exact for half and bfloat16; 0 where masked) and the
  * addresses of its accumulator registers, the last lane computes the tile. */
@@ -157,12 +195,16 @@ static void mma(Emitter *e, const KNode *n) {
   e->indent++;
   for (int op = 0; op < 2; op++) {
     StrBuf s = {0};
-    for (int i = 0; i < (op ? in->b.n : in->a.n); i++) {
-      char *v = cg_mma_operand(e, n, op, i, NULL);
+    int nel = op ? in->b.n : in->a.n;
+    if (n->u.mma.ldm[op]) ldmatrix(e, n, op, nel);
+    for (int i = 0; i < nel; i++) {
+      char val[32];
+      snprintf(val, sizeof val, "cfm_%cv[%d]", op ? 'b' : 'a', i);
+      char *v = cg_mma_operand(e, n, op, i, NULL, n->u.mma.ldm[op] ? val : NULL);
       sb_printf(&s, "%s%s", i ? ", " : "", v);
       free(v);
     }
-    cg_line(e, "const float cfm_%c[%d] = {%s};", op ? 'b' : 'a', op ? in->b.n : in->a.n, s.data);
+    cg_line(e, "const float cfm_%c[%d] = {%s};", op ? 'b' : 'a', nel, s.data);
     sb_free(&s);
   }
   StrBuf d = {0};
@@ -179,6 +221,6 @@ static void mma(Emitter *e, const KNode *n) {
 }
 
 const Dialect cg_host_dialect = {"host",     preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false, mma};
+                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false, mma, cp_async};
 
 char *cg_host_source(const KKernel *k) { return cg_generate(k, &cg_host_dialect); }

@@ -110,7 +110,9 @@ typedef struct KTensor {
   X(KN_COMMENT, false)                                                                        \
   X(KN_ACC_DECL, false)        /* a reduction's register accumulator: `T var = identity;` */    \
   X(KN_BLOCK_REDUCE, true)     /* all-reduce of an accumulator across thread dimensions (reduction.c) */ \
-  X(KN_MMA, true)              /* a warp's tensor-core instruction (mma.c): accumulator += A x B */
+  X(KN_MMA, true)              /* a warp's tensor-core instruction (mma.c): accumulator += A x B */ \
+  X(KN_ASYNC_COMMIT, false)    /* cp.async.commit_group: the thread's copies issued since form a group */ \
+  X(KN_ASYNC_WAIT, false)      /* cp.async.wait_group u.async.pending: all but that many newest groups done */
 
 typedef enum KnKind {
 #define KN_X(kind, collective) kind,
@@ -179,6 +181,7 @@ struct KNode {
        * scatter: whether the output element lies within the index's other extents. */
       KExpr *along_pos, *along_size, *along_guard;
       int vector;          /* > 1: a vectorized access of this many elements */
+      bool async;          /* a 16-byte global -> shared copy issued as cp.async (circular_buffer.c) */
       /* During lowering only: the fusion expression and the index of each loop axis of
        * its output (what indexing and predicates are computed from). */
       const Expr *src;
@@ -200,6 +203,9 @@ struct KNode {
     struct {
       int region;
     } region;
+    struct {
+      int pending;         /* KN_ASYNC_WAIT: groups that may stay in flight */
+    } async;
     const char *comment;
     struct {
       bool grid;           /* every thread of every block (a cooperative launch) */
@@ -228,6 +234,12 @@ struct KNode {
        * read only where its mask holds (else 0: out of bounds of M, N or K). */
       KAccess acc[IR_MMA_MAX_FRAG], a[IR_MMA_MAX_FRAG], b[IR_MMA_MAX_FRAG];
       KExpr *a_mask[IR_MMA_MAX_FRAG], *b_mask[IR_MMA_MAX_FRAG];
+      /* Operand 0 (A) and 1 (B) loaded by one ldmatrix.x<ldm> (mma_ldmatrix.c; 0: the
+       * per-lane loads above): the running lane's row address, .trans or not; a[i] and
+       * b[i] stay the elements the registers hold (the host checks them), masks after. */
+      int ldm[2];
+      bool ldm_trans[2];
+      KAccess ldm_row[2];
     } mma;
   } u;
 };

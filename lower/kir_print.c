@@ -95,6 +95,8 @@ static bool node(KVisitor *v, KNode *n) {
     sb_printf(b, "BLOCK_REDUCE %s %s over%s%s%s%s\n", ir_op_name(n->u.acc.op), n->u.acc.var, n->u.acc.reduce[0] ? " x" : "",
               n->u.acc.reduce[1] ? " y" : "", n->u.acc.reduce[2] ? " z" : "", n->u.acc.warp ? " (warp shuffles)" : "");
     break;
+  case KN_ASYNC_COMMIT: sb_puts(b, "CP_ASYNC_COMMIT\n"); break;
+  case KN_ASYNC_WAIT: sb_printf(b, "CP_ASYNC_WAIT %d\n", n->u.async.pending); break;
   case KN_MMA:
     sb_printf(b, "MMA %s.%s ", n->u.mma.instr->name, cf_dtype_name(n->u.mma.in_dtype));
     access(b, k, &n->u.mma.acc[0]);
@@ -102,7 +104,10 @@ static bool node(KVisitor *v, KNode *n) {
     access(b, k, &n->u.mma.a[0]);
     sb_puts(b, " x ");
     access(b, k, &n->u.mma.b[0]);
-    sb_puts(b, " (lane's first elements)\n");
+    sb_puts(b, " (lane's first elements)");
+    for (int op = 0; op < 2; op++)
+      if (n->u.mma.ldm[op]) sb_printf(b, " %c: ldmatrix.x%d%s", op ? 'B' : 'A', n->u.mma.ldm[op], n->u.mma.ldm_trans[op] ? ".trans" : "");
+    sb_puts(b, "\n");
     break;
   }
   return true;

@@ -30,6 +30,7 @@ static const struct {
     {"predicate", lower_predicate},
     {"reduction", lower_reduction},
     {"sync", lower_sync},
+    {"circular_buffer", lower_circular_buffer},
     {"mma", lower_mma},
     {"tmem_lifetime", lower_tmem_lifetime},
     {"unswitch", lower_unswitch},

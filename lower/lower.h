@@ -124,7 +124,12 @@ void lower_reduction(LowerCtx *c);        /* reduction.c: block reductions */
  * floating type (half, bfloat16 in float): its accumulator is a register. */
 bool lower_widened_reduction(const Val *tv);
 void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
+void lower_circular_buffer(LowerCtx *c);  /* circular_buffer.c: staged shared tiles, prefetched (cp.async) */
 void lower_mma(LowerCtx *c);              /* mma.c: MMA loop nests become tensor-core instructions */
+/* mma_ldmatrix.c: operand fragments of n loaded by ldmatrix where that provably gives each
+ * lane its elements; moved_at(ctx, op, row, col) is operand op's access at a fragment position. */
+void lower_mma_ldmatrix(LowerCtx *c, const KPath *path, KNode *n, KAccess (*moved_at)(void *, int, KExpr *, KExpr *),
+                        void *ctx);
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
 void lower_unswitch(LowerCtx *c);         /* unswitch.c: Unswitch/Unroll nests: hoisted predicates, fallback copy */
 void lower_local_reuse(LowerCtx *c);      /* local_reuse.c: local buffers shared by lifetime, the local limit */

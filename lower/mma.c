@@ -90,6 +90,18 @@ static KAccess moved(Arena *a, const KAccess *src, const Subst *s) {
   return r;
 }
 
+/* Operand op's tile access at fragment position (row, col) (for mma_ldmatrix.c). */
+typedef struct MovedCtx {
+  MmaCtx *x;
+  const MmaNest *nest;
+} MovedCtx;
+
+static KAccess moved_at(void *ctx, int op, KExpr *row, KExpr *col) {
+  MovedCtx *mc = ctx;
+  Subst s = op ? at(mc->x, NULL, col, row) : at(mc->x, row, NULL, col);
+  return moved(mc->x->c->a, &mc->nest->op[op ? NEST_CAST_B : NEST_CAST_A]->u.op.in[0], &s);
+}
+
 static KNode *build(MmaCtx *x, const MmaNest *nest) {
   Arena *a = x->c->a;
   KNode *n = ARENA_NEW(a, KNode);
@@ -236,7 +248,10 @@ static void on_loop(KMutator *m, KNode *n, KBlock *out) {
       lower_fail(x->c, CF_ERR_INVALID_SCHEDULE, "compile: %s of %s's product is not inlined into its MMA loops",
                  k == NEST_CAST_A ? TV(x->p.a)->display_name : k == NEST_CAST_B ? TV(x->p.b)->display_name
                  : k == NEST_MUL ? TV(x->p.mul->out[0])->display_name : TV(r)->display_name, TV(r)->display_name);
-  kb_push(m->arena, out, build(x, &nest));
+  KNode *mma = build(x, &nest);
+  MovedCtx mc = {x, &nest};
+  lower_mma_ldmatrix(x->c, &m->path, mma, moved_at, &mc);
+  kb_push(m->arena, out, mma);
 }
 
 /* An op left on an MMA axis (not an accumulator's initialization) was not replaced. */

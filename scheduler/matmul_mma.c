@@ -14,16 +14,18 @@
  *      as legal (the product into the instruction, the sum into the epilogue at the block
  *      tile).
  * Non-divisible M, N, K are predicated loads and stores; the instruction masks what lies
- * out of bounds (lower/mma.c). Key decision: correctness and a structure the next slices
- * refine (ldmatrix, cp.async pipelining, swizzle, wgmma): one tile shape; the tiles are
- * neither swizzled nor double-buffered, and the fragments are per-lane loads. */
+ * out of bounds (lower/mma.c). The tiles are stored through the XOR swizzle layout/ picks
+ * for their 16-byte chunks, so the lowering's ldmatrix loads (lower/mma_ldmatrix.c) are
+ * bank-conflict free. Key decision: correctness and a structure the next slices refine
+ * (cp.async pipelining, wgmma): one tile shape. */
 #include "scheduler/matmul_mma.h"
 
+#include "cfuser/layout.h"
 #include "ir/mma.h"
 #include "scheduler/registry.h"
 
 enum { MMA_WM = 2, MMA_WN = 2, MMA_TM = 4, MMA_TN = 8, MMA_KW = 2, MMA_THREADS = 32 * MMA_WM * MMA_WN };
-enum { MMA_IM = 16, MMA_IN = 8, MMA_IK = 16 };
+enum { MMA_IM = 16, MMA_IN = 8, MMA_IK = 16, MMA_STAGES = 3 };
 enum { MMA_BM = MMA_WM * MMA_TM * MMA_IM, MMA_BN = MMA_WN * MMA_TN * MMA_IN, MMA_BK = MMA_KW * MMA_IK };
 
 static Val *cast_input(Val *v) {
@@ -43,8 +45,8 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t) {
 }
 
 void sched_matmul_mma_params(char *text) {
-  snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warps=%dx%d mma=m16n8k16 smem=operands", MMA_BM, MMA_BN, MMA_BK,
-           MMA_WM, MMA_WN);
+  snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warps=%dx%d mma=m16n8k16 smem=operands stages=%d", MMA_BM, MMA_BN,
+           MMA_BK, MMA_WM, MMA_WN, MMA_STAGES);
 }
 
 /* [b?, M, N, K] -> [b?, M/BM, N/BN, K/BK, BM, BN, BK]. */
@@ -55,11 +57,38 @@ static void block_tile(cf_fusion *f, cf_tv *r, int b) {
   cf_reorder(f, r, 2, (int[]){b + 1, b + 3, b + 3, b + 4}); /* [b, Mo, No, Ko, BM, BN, BK] */
 }
 
-/* A tile's [BM, BN, BK] (one of the first two a broadcast) over all the block's threads. */
-static void tile_threads(cf_fusion *f, cf_tv *x, int b) {
+static int log2_of(int64_t v) {
+  int k = 0;
+  while (v > 1) v >>= 1, k++;
+  return k;
+}
+
+/* The tile's [rows, BK] at p -> [rows, BK] stored through the swizzle layout/ gives for
+ * rows of BK elements of esz bytes (Sw<2,3,3> for 64-byte rows of half: chunk c of row r
+ * at chunk c ^ (r / 2) % 4), as an XOR of axes: K split into [chunks, 2^M elements], the
+ * rows into [.., 2^B rows, rows below bit M + S], the chunk bits that address a 16-byte
+ * slot XORed with the 2^B rows, everything merged back into one axis (the loop domain is a shared
+ * tensor's storage). ldmatrix's phases (8 rows, one chunk each) then hit 32 banks. */
+static bool tile_swizzle(cf_fusion *f, cf_tv *x, int p, int64_t esz) {
+  cf_swizzle s;
+  if (cf_swizzle_for_rows(esz, MMA_BK * esz, &s, NULL) != CF_OK || !s.bits) return false;
+  int c = log2_of(MMA_BK * esz / 16), n = 3;
+  cf_split(f, x, p + 1, (int64_t)1 << s.base); /* [rows, chunks{2^c}, elems] */
+  if (c > s.bits) cf_split(f, x, p + 1, (int64_t)1 << s.bits), n++;
+  if (s.shift > c) cf_split(f, x, p, (int64_t)1 << (s.shift - c)), n++;
+  cf_split(f, x, p, (int64_t)1 << s.bits); /* [rows.., 2^B rows, rows below, chunks.., elems] */
+  n++;
+  cf_swizzle_xor(f, x, p + 1, p + n - 2);
+  for (int i = 1; i < n; i++) cf_merge(f, x, p);
+  return true;
+}
+
+/* A tile's [BM, BN, BK] (one of the first two a broadcast) -> [BM or BN, BK] swizzled, then
+ * over all the block's threads. */
+static void tile_threads(cf_fusion *f, cf_tv *x, int b, int64_t esz) {
   int p = b + 3;
-  cf_merge(f, x, p);
-  cf_merge(f, x, p); /* [.., BM*BN*BK] */
+  cf_merge(f, x, p); /* [.., rows, BK] */
+  if (!tile_swizzle(f, x, p, esz)) cf_merge(f, x, p); /* [.., rows*BK] */
   cf_split(f, x, p, MMA_THREADS);
   cf_split(f, x, p + 1, 32);
   cf_split(f, x, p + 1, MMA_WN); /* [.., iters, z, y, lane] */
@@ -133,7 +162,7 @@ cf_status sched_matmul_mma(cf_fusion *f, const MmaTiles *t) {
   cf_parallelize_all_like(f, r, 3, blocks);
   for (int i = 0; i < 2 && !f->status; i++) {
     cf_tv *x = ir_tv_handle(i ? t->y : t->x);
-    tile_threads(f, x, b);
+    tile_threads(f, x, b, (int64_t)cf_dtype_size(t->x->dtype));
     cf_set_memory_type(f, x, CF_MEM_SHARED);
   }
   warp_tile(f, r, b);
@@ -142,6 +171,7 @@ cf_status sched_matmul_mma(cf_fusion *f, const MmaTiles *t) {
   static const cf_parallel_type threads[] = {CF_PT_TIDZ, CF_PT_TIDY, CF_PT_TIDX};
   if (!f->status && ns) cf_parallelize_all_like(f, r, 3, threads);
   if (!f->status) inline_all(f, ex, n, t, b + 3);
+  for (int i = 0; i < 2 && !f->status; i++) cf_circular_buffer(f, ir_tv_handle(i ? t->y : t->x), MMA_STAGES);
   arena_destroy(a);
   return f->status;
 }

@@ -258,10 +258,15 @@ static cf_status mm_row_apply(cf_fusion **pf, const SchedCall *call, const Sched
   if (!a) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
   MmMatch m;
   MmaTiles t;
-  bool ok = mm_match(a, f, &m, why);
+  /* A computed tensor of lower rank broadcast into the epilogue (a bias cast to float)
+   * would get only part of the accumulator's layout (no M axes: in the fragment layout,
+   * 4 of a warp's 32 lanes) and could not be inlined into its broadcast; define and run
+   * hoists such broadcasts onto the inputs before any row is asked, and a row applied
+   * directly does the same (idempotent, bit for bit the same values). */
+  bool ok = sched_hoist_broadcasts(f) == CF_OK && mm_match(a, f, &m, why);
   if (ok && mm_uses_mma(&m, &t)) sched_matmul_mma_params(used->text);
   else if (ok) mm_params(used->text);
-  cf_status s = ok ? mm_schedule_match(f, &m) : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
+  cf_status s = f->status ? f->status : ok ? mm_schedule_match(f, &m) : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
   arena_destroy(a);
   return s;
 }

@@ -90,4 +90,8 @@ int sched_max_inline_pos(const IdMap *m, Val *tv, bool best_effort);
  * position or -1 with the error recorded. */
 int sched_wrap_pos(cf_fusion *f, const char *what, cf_tv *tv, int pos);
 
+/* circular_buffer.c: whether tile tv may be circular-buffered with `stages` stages (the
+ * rule cf_circular_buffer and the lowering check); false with the violated rule in why. */
+bool sched_cb_check(cf_fusion *f, Val *tv, int stages, char *why, size_t nwhy);
+
 #endif

@@ -66,4 +66,48 @@ CFH_INLINE void cfh_mma_sync(int m, int n, int k, const float *a, const float *b
   cfh__warp_collective(CFH_OP_MMA, 0xFFFFFFFFu, &args);
 }
 
+/* ldmatrix.sync.aligned.m8n8.x<num>[.trans].shared.b16: what one lane brings. */
+typedef struct cfh_ldm_lane {
+  const uint16_t *row;                /* the row of its matrix this lane addresses */
+  const uint16_t *const *expect;      /* the element each of its 2 num halves must be */
+  uint16_t *out;                      /* its 2 num halves, register j's low half first */
+} cfh_ldm_lane;
+
+/* Lane l's register j holds matrix j's elements at row l / 4, columns 2 (l % 4) + 0..1
+ * (of the transposed matrix with .trans), matrix j's row q being the 16 bytes lane 8j + q
+ * addressed (PTX ISA, "Warp-level matrix load instruction: ldmatrix"). The lowering claims
+ * those are the fragment's elements: each is checked against the address the lane's
+ * per-element load would have read, so a wrong claim is an error naming the lane. */
+CFH_FN void cfh__ldmatrix_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W) {
+  unsigned int num = W->lane[0].taddr & 0xFF, trans = W->lane[0].taddr >> 8;
+  char bd[48];
+  for (unsigned int l = 0; l < 32; l++) {
+    const cfh_ldm_lane *m = (const cfh_ldm_lane *)W->lane[l].ptr;
+    for (unsigned int j = 0; j < num; j++)
+      for (unsigned int p = 0; p < 2; p++) {
+        unsigned int src = trans ? 8 * j + 2 * (l % 4) + p : 8 * j + l / 4, off = trans ? l / 4 : 2 * (l % 4) + p;
+        const uint16_t *got = ((const cfh_ldm_lane *)W->lane[src].ptr)->row + off;
+        if (got != m->expect[2 * j + p]) {
+          cfh__error(L, CFH_ERR_RUNTIME, "ldmatrix.x%u%s: block %s warp %u lane %u register %u half %u gets the "
+                     "element %td elements away from the one its fragment needs", num, trans ? ".trans" : "",
+                     cfh__dim(bd, L->bid), w, l, j, p, got - m->expect[2 * j + p]);
+          cfh__stop(L);
+        }
+        m->out[2 * j + p] = *got;
+      }
+  }
+}
+
+/* The calling lane's part of ldmatrix: row its row address (16 bytes, 16-byte aligned),
+ * expect the elements its registers must receive, out where they go. */
+CFH_INLINE void cfh_ldmatrix(int num, int trans, const void *row, const void *const *expect, void *out) {
+  if ((uintptr_t)row % 16) {
+    cfh__error(cfh__L, CFH_ERR_RUNTIME, "ldmatrix: a row address is not 16-byte aligned");
+    cfh__stop(cfh__L);
+  }
+  cfh_ldm_lane lane = {(const uint16_t *)row, (const uint16_t *const *)expect, (uint16_t *)out};
+  cfh_lane_args args = {(uint32_t)(num | trans << 8), 0, &lane, 0, NULL};
+  cfh__warp_collective(CFH_OP_LDMATRIX, 0xFFFFFFFFu, &args);
+}
+
 #endif

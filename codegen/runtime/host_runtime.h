@@ -97,7 +97,8 @@ enum { CFH_RUNNABLE, CFH_AT_BARRIER, CFH_AT_WARP, CFH_AT_GRID, CFH_EXITED };
   X(NONE, "none") X(ALLOC, "tcgen05.alloc") X(DEALLOC, "tcgen05.dealloc")                 \
   X(RELINQUISH, "tcgen05.relinquish_alloc_permit") X(LD, "tcgen05.ld") X(ST, "tcgen05.st") \
   X(SHFL_IDX, "__shfl_sync") X(SHFL_UP, "__shfl_up_sync") X(SHFL_DOWN, "__shfl_down_sync")  \
-  X(SHFL_XOR, "__shfl_xor_sync") X(SYNCWARP, "__syncwarp") X(MMA, "mma.sync")
+  X(SHFL_XOR, "__shfl_xor_sync") X(SYNCWARP, "__syncwarp") X(MMA, "mma.sync")            \
+  X(LDMATRIX, "ldmatrix")
 enum {
 #define CFH_X(e, s) CFH_OP_##e,
   CFH_OPS(CFH_X)
@@ -163,6 +164,7 @@ typedef struct cfh_launch_state {
   bool relinquished;
   bool valgrind_registered; /* every fiber stack, with CFH_VALGRIND */
   cfh_race_cell *race; /* host_race.h's shadow, one cell per byte; NULL when off */
+  struct cfh_async_q *async; /* host_async.h: each thread's pending cp.async copies (first use) */
   uint32_t race_epoch; /* advances at every __syncthreads and block start */
   int code;
   char *err;
@@ -510,13 +512,17 @@ CFH_INLINE void cfh_syncwarp(unsigned int mask) {
 /* Defined in host_tmem.h: per-block reset, the end-of-CTA check, tcgen05 collectives. */
 CFH_FN void cfh__tmem_block_start(cfh_launch_state *L);
 CFH_FN void cfh__tmem_block_end(cfh_launch_state *L);
+/* Defined in host_async.h: a block starts with no copy pending. */
+CFH_FN void cfh__async_block_start(cfh_launch_state *L);
 CFH_FN void cfh__tmem_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
 /* Defined in host_mma.h: a warp's tensor-core instruction. */
 CFH_FN void cfh__mma_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
+CFH_FN void cfh__ldmatrix_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
 
 CFH_FN void cfh__warp_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W) {
   if (W->op >= CFH_OP_SHFL_IDX && W->op <= CFH_OP_SHFL_XOR) cfh__shfl_execute(L, w, W);
   else if (W->op == CFH_OP_MMA) cfh__mma_execute(L, w, W);
+  else if (W->op == CFH_OP_LDMATRIX) cfh__ldmatrix_execute(L, w, W);
   else if (W->op != CFH_OP_SYNCWARP) cfh__tmem_execute(L, w, W);
 }
 
@@ -556,6 +562,7 @@ CFH_FN void cfh__block_start(cfh_launch_state *L) {
   for (unsigned int w = 0; w < L->nwarps; w++) L->warps[w].op = CFH_OP_NONE;
   if (L->smem_bytes) memset(L->smem, 0xFF, L->smem_bytes);
   cfh__tmem_block_start(L);
+  cfh__async_block_start(L);
   cfh__race_next_epoch(L);
   for (unsigned int i = 0; i < L->nthreads; i++) {
     cfh__fiber_init(&L->fibers[i], L->stacks + i * L->stack_stride + (L->stack_stride -
@@ -691,6 +698,7 @@ CFH_FN void cfh__release(cfh_launch_state *L) {
   free(L->smem);
   free(L->tmem);
   free(L->race);
+  free(L->async);
   free(L);
 }
 

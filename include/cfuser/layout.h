@@ -416,6 +416,27 @@ CF_API cf_status cf_ctensor_tv_partition(const cf_ctensor *t, const cf_layout *t
 /* Prints `ptr[32b](0x7ff...) o (_4,_8):(_1,_4)` as CuTe does; snprintf conventions. */
 CF_API int cf_ctensor_snprint(char *buf, size_t n, const cf_ctensor *t);
 
+/* ---- swizzles ------------------------------------------------------------------------ */
+
+/* CuTe's Swizzle<B, M, S> (printed `Sw<B,M,S>`): offset o -> o ^ ((o & yyy) >> S) with yyy
+ * = ((1 << B) - 1) << (M + S), the bits [M + S, M + S + B) XORed into [M, M + B). Only
+ * S >= B (a bijection, its own inverse). */
+typedef struct cf_swizzle {
+  int bits, base, shift; /* B, M, S */
+} cf_swizzle;
+CF_API int64_t cf_swizzle_apply(cf_swizzle s, int64_t offset);
+/* Refuses a swizzle that is not a bijection (B < 0, M < 0, S < B, or bits beyond 62). */
+CF_API cf_status cf_swizzle_check(cf_swizzle s, cf_layout_err *err);
+/* The swizzle of element offsets of a row-major tile whose rows are row_bytes long (a
+ * power of 2, at least 16) and 128-byte aligned, under which 8 lanes reading the same
+ * 16-byte chunk of 8 consecutive rows (an ldmatrix phase) touch 32 distinct banks:
+ * Sw<min(c, 3), log2(16 / elem_bytes), max(c, 3)>, c = log2(row_bytes / 16); 64-byte rows
+ * of half give Sw<2,3,3>, 128-byte rows Sw<3,3,3>. */
+CF_API cf_status cf_swizzle_for_rows(int64_t elem_bytes, int64_t row_bytes, cf_swizzle *out,
+                                     cf_layout_err *err);
+/* `Sw<2,3,3>`; snprintf conventions. */
+CF_API int cf_swizzle_snprint(char *buf, size_t n, cf_swizzle s);
+
 #ifdef __cplusplus
 }
 #endif

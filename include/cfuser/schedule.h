@@ -65,6 +65,16 @@ typedef enum cf_mma_macro {
  * as exactly the 32 lanes; a and b are read from shared or local memory by the lowering.
  * Errors name the rule and the axis. */
 CF_API cf_status cf_mma_tile(cf_fusion *f, cf_tv *tv, int axis, cf_mma_macro macro);
+/* Circular buffering (nvFuser's circularBuffer(stages)): the shared-memory tile tv,
+ * computed at a serial loop (its compute-at position, so call it after inlining), gets
+ * `stages` buffers; the fills of the first stages - 1 iterations run before the loop and
+ * iteration i fills the tile of i + stages - 1 while the others are read. 16-byte
+ * vectorized copies from global memory become cp.async with commit and wait groups.
+ * Errors name the rule: 2..CF_MAX_CB_STAGES stages, shared memory, computed elementwise
+ * in the kernel, a serial compute-at loop (and, when lowering, one fill statement that
+ * reaches a __syncthreads before the tile is read and writes nothing read elsewhere). */
+#define CF_MAX_CB_STAGES 4
+CF_API cf_status cf_circular_buffer(cf_fusion *f, cf_tv *tv, int stages);
 
 /* ---- caching ------------------------------------------------------------------------- */
 

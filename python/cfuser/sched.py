@@ -72,14 +72,6 @@ class Sched:
         """(i, j) -> (i, i ^ j) on axes x and y (equal powers of two)."""
         self._call("swizzle_xor", "cf_swizzle_xor", self._tv(t, "swizzle_xor"), x, y)
 
-    MMA_M16N8K16 = 0  # cf_mma_macro: mma.sync m16n8k16 (half or bfloat16 operands, float accumulator)
-
-    def mma_tile(self, t: Tensor, axis: int, macro: int = MMA_M16N8K16) -> None:
-        """Runs t's last three loop axes (from axis, which must be rank - 3: M, N and the
-        reduced K tile) as one tensor-core instruction each (cf_mma_tile; t a float sum of
-        mul(cast(a), cast(b)) of half or bfloat16 a and b)."""
-        self._call("mma_tile", "cf_mma_tile", self._tv(t, "mma_tile"), axis, int(macro))
-
     def parallelize(self, t: Tensor, axis: int, parallel_type: ParallelType) -> None:
         """Binds a loop axis to threads, blocks, vector lanes or unrolling."""
         self._call("parallelize", "cf_parallelize", self._tv(t, "parallelize"), axis,
@@ -123,6 +115,21 @@ class Sched:
         """Tensor memory: the tensors share one region, side by side in its columns."""
         hs = [self._tv(t, "group_tmem") for t in tensors]
         self._fd._check(_capi.lib.cf_fusion_group_tmem(self._fd._f, len(hs), _capi.handle_array(_capi.TvHandle, hs)))
+
+    # cf_mma_macro's values, by the instruction's name.
+    MMA_MACROS = {"m16n8k16": 0}
+
+    def mma_tile(self, t: Tensor, axis: int, macro: str = "m16n8k16") -> None:
+        """Axes axis, axis + 1, axis + 2 of the sum t are a tensor-core instruction's M, N and K
+        tiles; they become the accumulator's fragment layout (lane, M-, N-registers, K)."""
+        if macro not in self.MMA_MACROS:
+            raise ValueError(f"mma_tile: unknown instruction {macro!r}; known: {', '.join(self.MMA_MACROS)}")
+        self._call("mma_tile", "cf_mma_tile", self._tv(t, "mma_tile"), axis, self.MMA_MACROS[macro])
+
+    def circular_buffer(self, t: Tensor, stages: int) -> None:
+        """The shared tile t, computed at a serial loop, gets `stages` buffers: each iteration
+        fills the tile of stages - 1 iterations later (cp.async for 16-byte copies)."""
+        self._call("circular_buffer", "cf_circular_buffer", self._tv(t, "circular_buffer"), stages)
 
     def cache_after(self, t: Tensor) -> Tensor:
         """A local copy of t that every consumer of t reads instead (for vector loads)."""

@@ -51,18 +51,20 @@ static inline void kc_compare(DLManagedTensor **got, DLManagedTensor **want, int
   }
 }
 
-/* Compiles for sm_90a with NVRTC; returns the generated source (caller frees). Without
- * NVRTC: the kernel function's text, and the host backend still runs. */
-static inline char *kc_compile_sm90(cf_fusion *f) {
+/* Compiles for `arch` (e.g. "sm_90a", "sm_80") with NVRTC; returns the generated source
+ * (caller frees). Without NVRTC: the kernel function's text, and the host backend still runs. */
+static inline char *kc_compile_for(cf_fusion *f, const char *arch) {
   if (!tu_nvrtc_or_note()) return tu_cuda_kernel_text(f);
-  cf_executor_options o = {.backend = CF_BACKEND_CUDA, .arch = "sm_90a"};
+  cf_executor_options o = {.backend = CF_BACKEND_CUDA, .arch = arch};
   cf_executor *e = cf_executor_create(&o);
   cf_status s = cf_executor_compile(e, f);
-  cr_expect_eq(s, CF_OK, "NVRTC compile for sm_90a failed: %s", cf_executor_error(e));
+  cr_expect_eq(s, CF_OK, "NVRTC compile for %s failed: %s", arch, cf_executor_error(e));
   char *src = strdup(cf_executor_source(e));
   cf_executor_destroy(e);
   return src;
 }
+
+static inline char *kc_compile_sm90(cf_fusion *f) { return kc_compile_for(f, "sm_90a"); }
 
 /* A device copy of a host input that keeps its strides: the raw footprint is copied as a
  * 1-D tensor and `view` is set up over it with the host tensor's shape and strides. */

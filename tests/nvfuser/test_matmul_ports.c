@@ -1,5 +1,7 @@
-/* Ports of nvFuser's matmul tests: test_matmul.cpp's Ampere ones on mma.sync (the last
- * section; its Hopper and Blackwell ones need wgmma/tcgen05, issue 24's later slices),
+/* Ports of nvFuser's matmul tests: test_matmul.cpp's Ampere ones on mma.sync (the last two
+ * sections: layouts, bfloat16, broadcast batch, the 3- and 4-stage gmem pipeline, batched,
+ * relu and cast epilogues, and the gaps: a pointwise prologue and multiple M/N axes leave
+ * the tensor cores; its Hopper and Blackwell ones need wgmma/tcgen05, later slices),
  * test_gpu1/2.cpp's hand schedules
  * of C = sum(A[M, K, 1] * B[1, K, N], 1) with shared-memory operand tiles and rfactored K
  * loops (against the evaluator on the host backend, and CUDA when present, as nvFuser's
@@ -7,6 +9,7 @@
  * operand shape nvFuser lists (1-D, batched, broadcast, K = 1, with and without bias,
  * concrete and symbolic), run by define and run against the evaluator. */
 #include "nvfuser/nvf_util.h"
+#include "scheduler/registry.h"
 
 TestSuite(matmul_ports, .init = nv_setup, .fini = nv_teardown);
 
@@ -104,18 +107,24 @@ Test(matmul_ports, FusionSimpleGemmTransposed) {
 /* nvFuser's sizes b = 128, m = 64, k = 32, n = 16, scaled down for the host backend. */
 enum { PB = 3, PM = 5, PK = 7, PN = 4 };
 
+static cf_dtype mp_dtype = CF_HALF; /* the operands' dtype (bfloat16 for the BFloat16 ports) */
+
 /* A half input of the given shape: concrete (sizes of 1 are broadcast axes), or symbolic
  * with the size-1 axes broadcast (nvFuser's makeSymbolicTensor of that shape); *in gets
  * the run-time tensor (the kept axes). */
 static cf_tv *mp_input(int rank, const int64_t *shape, bool symbolic, KcInput *in) {
-  *in = (KcInput){CF_HALF, 0, {0}, NULL};
+  *in = (KcInput){mp_dtype, 0, {0}, NULL};
   bool bc[8];
   for (int d = 0; d < rank; d++)
     if (!(bc[d] = symbolic && shape[d] == 1)) in->sizes[in->rank++] = shape[d];
-  if (!symbolic) return nv_input(cf_tensor_concrete(f, CF_HALF, rank, shape));
-  cf_tv *t = nv_input(cf_tensor_symbolic(f, CF_HALF, in->rank));
+  if (!symbolic) return nv_input(cf_tensor_concrete(f, mp_dtype, rank, shape));
+  cf_tv *t = nv_input(cf_tensor_symbolic(f, mp_dtype, in->rank));
   return in->rank == rank ? t : cf_broadcast(f, t, rank, bc);
 }
+
+static const char *mp_params; /* when set, the params define and run must report for segment 0 */
+static int mp_segments;        /* when set, the number of segments it must use */
+static const char *mp_scheduler; /* when set, the row that must schedule segment 0 */
 
 /* Runs f through define and run on the host backend against the evaluator (half outputs:
  * a float sum rounded to half may differ from the evaluator's double by one half ulp). */
@@ -127,6 +136,9 @@ static void mp_execute(int nin, const KcInput *in) {
   cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
   cr_assert_eq(cf_fusion_execute(c, nin, ins, 1, &got), CF_OK, "execute: %s", cf_fusion_cache_error(c));
   kc_compare(&got, &want, 1, 1e-2, "define and run");
+  if (mp_params) cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), mp_params);
+  if (mp_segments) cr_expect_eq(cf_fusion_cache_last_segments(c), mp_segments);
+  if (mp_scheduler) cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), mp_scheduler);
   cf_fusion_cache_destroy(c);
   for (int i = 0; i < nin; i++) cf_tensor_free(t[i]);
   cf_tensor_free(got), cf_tensor_free(want);
@@ -228,4 +240,127 @@ Test(matmul_ports, AmpereLinearBiasNonDivisible) {
   cf_tv *bias = mp_input(1, (int64_t[]){17}, true, &in[2]);
   cf_fusion_add_output(f, cf_linear(f, x, w, bias));
   mp_execute(3, in);
+}
+
+/* ---- test_matmul.cpp, issue 24's second slice: ldmatrix, swizzle, circular buffering --- */
+
+static const char *const MMA_ROW = "tile=128x128x32 warps=2x2 mma=m16n8k16 smem=operands stages=3";
+static const char *const TILED_ROW = "tile=64x64x16 threads=16x16 regs=4x4 smem=operands";
+
+static void mp_fresh(void) {
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+  mp_params = mp_scheduler = NULL, mp_segments = 0, mp_dtype = CF_HALF;
+}
+
+/* AmpereMatmulBFloat16 over the four layouts: nvFuser's result equal to at::matmul; here
+ * 63 x 17 x 33 on tensor cores, equal to the evaluator. */
+Test(matmul_ports, AmpereMatmulBFloat16) {
+  for (int layout = 0; layout < 4; layout++) {
+    mp_fresh();
+    mp_dtype = CF_BFLOAT16, mp_params = MMA_ROW;
+    KcInput in[2];
+    cf_tv *a = mp_layout_input(63, 33, layout & 1, &in[0]), *b = mp_layout_input(33, 17, layout & 2, &in[1]);
+    cf_fusion_add_output(f, cf_matmul(f, a, b));
+    mp_execute(2, in);
+  }
+  mp_fresh();
+}
+
+/* AmpereMatmulBroadcastBatch: A [1, M, K] and B [1, K, N], the batch axis a broadcast in
+ * both; nvFuser: equal to at::matmul(..).unsqueeze(0). Here 70 x 20 x 40. */
+Test(matmul_ports, AmpereMatmulBroadcastBatch) {
+  mp_params = MMA_ROW;
+  KcInput in[2];
+  cf_tv *a = mp_input(2, (int64_t[]){70, 40}, true, &in[0]), *b = mp_input(2, (int64_t[]){40, 20}, true, &in[1]);
+  cf_tv *a3 = cf_broadcast(f, a, 3, (bool[]){true, false, false}), *b3 = cf_broadcast(f, b, 3, (bool[]){true, false, false});
+  cf_fusion_add_output(f, cf_matmul(f, a3, b3));
+  mp_execute(2, in);
+  mp_fresh();
+}
+
+/* AmpereMatmulPipelineGmem: the gmem -> smem pipeline in 3 and 4 stages (nvFuser: equal to
+ * at::matmul for both). The row's schedule has 3; the 4-stage variant re-stages its two
+ * operand tiles with cf_circular_buffer after the row (64 KB of shared memory). */
+Test(matmul_ports, AmpereMatmulPipelineGmem) {
+  for (int stages = 3; stages <= 4; stages++) {
+    mp_fresh();
+    KcInput in[2] = {{CF_HALF, 2, {70, 100}, NULL}, {CF_HALF, 2, {20, 100}, NULL}};
+    cf_tv *a = nv_input(cf_tensor_concrete(f, CF_HALF, 2, in[0].sizes));
+    cf_tv *b = nv_input(cf_tensor_concrete(f, CF_HALF, 2, in[1].sizes));
+    cf_fusion_add_output(f, cf_linear(f, a, b, NULL));
+    const SchedRow *r = sched_row_named("matmul");
+    SchedCall call = {0, NULL, sched_device_default()};
+    char why[SCHED_WHY_MAX] = "";
+    SchedParams p, used;
+    cr_assert(r->plan(f, &call, &p, why), "%s", why);
+    cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
+    int staged = 0;
+    for (int i = 0; i < cf_fusion_num_tvs(f); i++) {
+      cf_tv *t = cf_fusion_tv(f, i);
+      if (cf_tv_memory_type(t) == CF_MEM_SHARED) staged += cf_circular_buffer(f, t, stages) == CF_OK;
+    }
+    cr_expect_eq(staged, 2);
+    nv_check_tol(2, in, 1e-2);
+  }
+  mp_fresh();
+}
+
+/* AmpereSplitKLikeStridedBatchedMatmul: [B, M, K] x [B, K, N] (nvFuser: equal to
+ * at::matmul); here 3 x 33 x 20 x 40 on tensor cores. */
+Test(matmul_ports, AmpereSplitKLikeStridedBatchedMatmul) {
+  mp_params = MMA_ROW;
+  KcInput in[2];
+  cf_tv *a = mp_input(3, (int64_t[]){3, 33, 40}, true, &in[0]), *b = mp_input(3, (int64_t[]){3, 40, 20}, true, &in[1]);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  mp_execute(2, in);
+  mp_fresh();
+}
+
+/* AmpereMatmulSmemEpilogueRelu and AmpereMatmulSmemEpilogueCast: relu of the float
+ * product, and the product cast to half (nvFuser: equal to at::relu(at::matmul) and
+ * at::matmul(..).to(half)); one kernel on tensor cores each. */
+Test(matmul_ports, AmpereMatmulSmemEpilogueReluAndCast) {
+  for (int cast = 0; cast < 2; cast++) {
+    mp_fresh();
+    mp_params = MMA_ROW, mp_segments = 1;
+    KcInput in[2];
+    cf_tv *a = mp_input(2, (int64_t[]){70, 40}, true, &in[0]), *b = mp_input(2, (int64_t[]){20, 40}, true, &in[1]);
+    cf_tv *p = cf_linear(f, a, b, NULL); /* half: the float sum cast back */
+    cf_fusion_add_output(f, cast ? p : cf_relu(f, cf_cast(f, p, CF_FLOAT)));
+    mp_execute(2, in);
+  }
+  mp_fresh();
+}
+
+/* AmpereProloguePointwise: each operand cast(half, sin(x)) before the product; nvFuser
+ * fuses the prologue into its matmul kernel (equal to at::matmul of the sines). Here the
+ * matmul row takes only casts, permutes and broadcasts of inputs as prologue and refuses;
+ * the reduction row takes the whole fusion as one plain reduction kernel (no tensor
+ * cores): equal to the evaluator, a gap in speed only. */
+Test(matmul_ports, AmpereProloguePointwise) {
+  KcInput in[2];
+  cf_tv *a = mp_input(2, (int64_t[]){33, 40}, true, &in[0]), *b = mp_input(2, (int64_t[]){20, 40}, true, &in[1]);
+  cf_tv *sa = cf_cast(f, cf_sin(f, cf_cast(f, a, CF_FLOAT)), CF_HALF);
+  cf_tv *sb = cf_cast(f, cf_sin(f, cf_cast(f, b, CF_FLOAT)), CF_HALF);
+  cf_fusion_add_output(f, cf_linear(f, sa, sb, NULL));
+  mp_segments = 1, mp_scheduler = "reduction";
+  mp_execute(2, in);
+  mp_fresh();
+}
+
+/* MultipleConsecutiveDims: A [M1, M2, K], B [N1, N2, K], the product [M1, M2, N1, N2]
+ * (nvFuser: on tensor cores, equal to the reference). Here two M and two N axes take the
+ * row's tiled CUDA-core schedule (the tensor-core one has one M and one N axis): equal to
+ * the evaluator, a gap in speed only. */
+Test(matmul_ports, MultipleConsecutiveDims) {
+  KcInput in[2];
+  cf_tv *a = mp_input(3, (int64_t[]){9, 4, 40}, true, &in[0]), *b = mp_input(3, (int64_t[]){7, 2, 40}, true, &in[1]);
+  cf_tv *a5 = cf_broadcast(f, a, 5, (bool[]){false, false, true, true, false});
+  cf_tv *b5 = cf_broadcast(f, b, 5, (bool[]){true, true, false, false, false});
+  cf_tv *prod = cf_mul(f, cf_cast(f, a5, CF_FLOAT), cf_cast(f, b5, CF_FLOAT));
+  cf_fusion_add_output(f, cf_sum(f, prod, 1, (int[]){4}));
+  mp_params = TILED_ROW;
+  mp_execute(2, in);
+  mp_fresh();
 }

@@ -28,7 +28,7 @@ static void run_checked(cf_fusion_cache *c, int n, const KcInput *in, uint64_t s
   cr_assert_eq(cf_fusion_evaluate(f, n, ins, &want), CF_OK, "%s", cf_fusion_error(f));
   cr_assert_eq(cf_fusion_execute(c, n, ins, 1, &got), CF_OK, "%s", cf_fusion_cache_error(c));
   kc_compare(&got, &want, 1, 2e-2, "mma");
-  cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), "tile=128x128x32 warps=2x2 mma=m16n8k16 smem=operands");
+  cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), "tile=128x128x32 warps=2x2 mma=m16n8k16 smem=operands stages=3");
   for (int i = 0; i < n; i++) cf_tensor_free(t[i]);
   cf_tensor_free(got), cf_tensor_free(want);
 }

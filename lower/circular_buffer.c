@@ -1,0 +1,225 @@
+/* lower/circular_buffer.c: the circular_buffer pass. A shared tile T given S stages by
+ * cf_circular_buffer (scheduler/circular_buffer.c), written once per iteration of its
+ * compute-at loop L (`for i { W: fill T; sync; read T; sync }`, the syncs placed by the sync
+ * pass), becomes
+ *   for s in 0..S-2: if (s < n) W[i := s] into stage s; commit
+ *   for i { wait(S - 2); if (i + S - 1 < n) W[i := i + S - 1] into stage (i + S - 1) % S;
+ *           commit; sync; read T from stage i % S; sync }
+ * T's allocation grows to S tiles, the stage the outermost dimension. 16-byte vector copies
+ * from global memory in W become cp.async (the commit and wait nodes are emitted only
+ * then; other copies complete as they run).
+ * Requires: syncs (the sync pass judged the loop as written), before mma (the fragment
+ * reads are the cast ops' reads of T, which get the stage offset here). Establishes: no
+ * KN_OP of T outside its stages.
+ * Why it is correct with the syncs already there: W now writes stage (i - 1) % S, last
+ * read in iteration i - 1, which ended with its write-after-read sync; the stage read in
+ * iteration i was filled S - 1 iterations (or the prologue) before, its copies complete at
+ * the wait (all but the S - 2 newest groups: those of iterations i + 1 .. i + S - 2) and
+ * visible to all threads after the read-after-write sync that follows W.
+ * Tiles filled one after the other in L share a group per iteration (one wait, one
+ * commit); their prologues commit a group per tile and stage, which keeps every stage's
+ * group older than the S - 2 newest at the wait that needs it.
+ * Key decision: the pass moves the fill, it does not re-judge synchronization; it refuses
+ * (naming the tile) a fill that is not one top-level statement of L's body reaching a sync
+ * before any use of the tile, the shape the matmul schedule and every tile computed at a
+ * loop have. */
+#include <string.h>
+
+#include "lower/lower.h"
+
+static KNode *node(LowerCtx *c, KnKind kind) {
+  KNode *n = ARENA_NEW(c->a, KNode);
+  n->kind = kind;
+  return n;
+}
+
+static KExpr *subst_var(Arena *a, KExpr *e, const char *var, KExpr *val) {
+  if (!e) return NULL;
+  switch (e->kind) {
+  case KX_VAR: return !strcmp(e->name, var) ? val : e;
+  case KX_BINARY: return kx_bin(a, e->op, subst_var(a, e->a, var, val), subst_var(a, e->b, var, val));
+  case KX_SELECT: return kx_select(a, subst_var(a, e->a, var, val), subst_var(a, e->b, var, val), subst_var(a, e->c, var, val));
+  case KX_BLOCK_ALL: return kx_block_all(a, subst_var(a, e->a, var, val));
+  default: return e;
+  }
+}
+
+/* What a fill and its copies are rewritten with. */
+typedef struct Fill {
+  LowerCtx *c;
+  KTensor *t;
+  const char *var;
+  KExpr *val;   /* what the loop variable becomes (NULL: unchanged) */
+  KExpr *stage; /* element offset of the stage written or read */
+  bool async;   /* some copy became cp.async */
+} Fill;
+
+static void offset(Fill *w, KAccess *x) {
+  if (w->val) x->index = subst_var(w->c->a, x->index, w->var, w->val);
+  if (x->t == w->t) x->index = kx_bin(w->c->a, OP_ADD, x->index, w->stage);
+}
+
+static bool copies_16_bytes_from_global(const KNode *n) {
+  const KAccess *in = &n->u.op.in[0];
+  return n->u.op.vector > 1 && n->u.op.nin == 1 && in->t && in->t->param >= 0 && in->t->mem == CF_MEM_GLOBAL &&
+         n->u.op.vector * (int)cf_dtype_size(n->u.op.out_dtype) == 16 && in->t->dtype == n->u.op.out_dtype;
+}
+
+/* Rewrites the nodes of b: the loop variable substituted, T's accesses staged. */
+static void rewrite(Fill *w, KBlock *b, bool fill) {
+  Arena *a = w->c->a;
+  for (int i = 0; i < b->len; i++) {
+    KNode *n = b->items[i];
+    if (n->kind == KN_FOR && w->val) n->u.loop.extent = subst_var(a, n->u.loop.extent, w->var, w->val);
+    if (n->kind == KN_IF && w->val) n->u.cond.cond = subst_var(a, n->u.cond.cond, w->var, w->val);
+    if (n->kind == KN_OP) {
+      offset(w, &n->u.op.out);
+      for (int k = 0; k < n->u.op.nin; k++) offset(w, &n->u.op.in[k]);
+      if (fill && n->u.op.out.t == w->t && copies_16_bytes_from_global(n)) n->u.op.async = w->async = true;
+    }
+    KBlock *inner[KN_MAX_BLOCKS];
+    int nb = kn_blocks(n, inner);
+    for (int k = 0; k < nb; k++) rewrite(w, inner[k], fill);
+  }
+}
+
+/* Finds the loop the tile's fill runs in: the write op's loop at T's compute-at position. */
+typedef struct Find {
+  KTensor *t;
+  int ca;
+  KNode *loop, *fill;   /* L and the top-level statement of its body holding the write */
+  KBlock *parent;       /* the block holding L */
+  int writes;
+} Find;
+
+static bool find_write(KVisitor *v, KNode *n) {
+  Find *fd = v->user;
+  if (n->u.op.out.t != fd->t || n->u.op.reduction_init) return true;
+  fd->writes++;
+  KNode *l = fd->ca >= 1 && fd->ca <= n->u.op.nloop ? n->u.op.loops[fd->ca - 1] : NULL;
+  for (int d = 0; l && d + 1 < v->path.depth; d++)
+    if (v->path.node[d] == l) fd->loop = l, fd->parent = v->path.block[d], fd->fill = v->path.node[d + 1];
+  return true;
+}
+
+static int index_in(const KBlock *b, const KNode *n) {
+  for (int i = 0; i < b->len; i++)
+    if (b->items[i] == n) return i;
+  return -1;
+}
+
+/* Whether n reads or writes t. */
+static bool mentions(KNode *n, const KTensor *t) {
+  if (n->kind == KN_OP) {
+    for (int k = 0; k < n->u.op.nin; k++)
+      if (n->u.op.in[k].t == t) return true;
+    return n->u.op.out.t == t;
+  }
+  KBlock *inner[KN_MAX_BLOCKS];
+  int nb = kn_blocks(n, inner);
+  for (int k = 0; k < nb; k++)
+    for (int i = 0; i < inner[k]->len; i++)
+      if (mentions(inner[k]->items[i], t)) return true;
+  return false;
+}
+
+/* The fill at `at` reaches a __syncthreads of the body before anything uses the tile. */
+static bool synced_after(const KBlock *body, int at, const KTensor *t) {
+  for (int i = at + 1; i < body->len; i++) {
+    if (body->items[i]->kind == KN_SYNC) return true;
+    if (mentions(body->items[i], t)) return false;
+  }
+  return false;
+}
+
+/* Every tensor the fill writes besides the tile (an inlined producer) is read only inside
+ * the fill: moved to iteration i + S - 1, it must not feed anything of iteration i. */
+static bool self_contained(KNode *fill, const KBlock *body, const KTensor *t) {
+  if (fill->kind == KN_OP) {
+    const KTensor *o = fill->u.op.out.t;
+    for (int i = 0; o && o != t && i < body->len; i++)
+      if (mentions(body->items[i], o)) return false;
+    return true;
+  }
+  KBlock *inner[KN_MAX_BLOCKS];
+  int nb = kn_blocks(fill, inner);
+  for (int k = 0; k < nb; k++)
+    for (int i = 0; i < inner[k]->len; i++)
+      if (!self_contained(inner[k]->items[i], body, t)) return false;
+  return true;
+}
+
+static KNode *guarded(LowerCtx *c, KExpr *cond, KNode *body) {
+  KNode *g = node(c, KN_IF);
+  g->u.cond.cond = cond;
+  kb_push(c->a, &g->u.cond.then, body);
+  return g;
+}
+
+static KNode *async_node(LowerCtx *c, KnKind kind, int pending) {
+  KNode *n = node(c, kind);
+  n->u.async.pending = pending;
+  return n;
+}
+
+static void buffer(LowerCtx *c, Val *tv) {
+  int S = TV(tv)->cb_stages;
+  Find fd = {c->info[tv->id].kt, TV(tv)->ca_pos, NULL, NULL, NULL, 0};
+  KVisitor v = {.pre = {[KN_OP] = find_write}, .user = &fd, .arena = c->a};
+  kir_visit(&v, &c->k->body);
+  KBlock *body = fd.loop ? &fd.loop->u.loop.body : NULL;
+  int at = body ? index_in(body, fd.fill) : -1;
+  if (fd.writes != 1 || !fd.loop || !fd.loop->u.loop.var || at < 0 || !synced_after(body, at, fd.t))
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s cannot be circular-buffered: its fill must be one write in a "
+               "serial loop at its compute-at position, followed by a __syncthreads", lower_tv_str(c, tv));
+  kb_remove(body, at);
+  bool alone = self_contained(fd.fill, body, fd.t);
+  kb_insert(c->a, body, at, fd.fill);
+  if (!alone)
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s cannot be circular-buffered: its fill writes a tensor that "
+               "other statements of the loop read (inline that producer into the fill only)", lower_tv_str(c, tv));
+  Arena *a = c->a;
+  const char *var = fd.loop->u.loop.var;
+  KExpr *n_iter = fd.loop->u.loop.extent, *tile = fd.t->size, *ahead = kx_const(a, S - 1), *vs = kx_var(a, var);
+  KExpr *Sx = kx_const(a, S);
+  /* reads in the loop: stage i % S */
+  Fill r = {c, fd.t, var, NULL, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, vs, Sx), tile), false};
+  KNode *fill = fd.fill;
+  kb_remove(body, at);
+  rewrite(&r, body, false);
+  /* the fill of iteration i + S - 1, in stage (i + S - 1) % S */
+  KExpr *next = kx_bin(a, OP_ADD, vs, ahead);
+  Fill w = {c, fd.t, var, next, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, next, Sx), tile), false};
+  KNode *in_loop = kir_clone(a, fill);
+  KBlock one = {0};
+  kb_push(a, &one, in_loop);
+  rewrite(&w, &one, true);
+  int pos = at;
+  /* a tile filled just before joins that fill's group (one wait, one commit per iteration) */
+  if (w.async && pos > 0 && body->items[pos - 1]->kind == KN_ASYNC_COMMIT) kb_remove(body, --pos);
+  else if (w.async) kb_insert(a, body, pos++, async_node(c, KN_ASYNC_WAIT, S - 2));
+  kb_insert(a, body, pos++, guarded(c, kx_bin(a, OP_LT, next, n_iter), in_loop));
+  if (w.async) kb_insert(a, body, pos, async_node(c, KN_ASYNC_COMMIT, 0));
+  /* the prologue: stages 0 .. S - 2 */
+  int lp = index_in(fd.parent, fd.loop);
+  for (int s = 0; s < S - 1; s++) {
+    Fill p = {c, fd.t, var, kx_const(a, s), kx_bin(a, OP_MUL, kx_const(a, s), tile), false};
+    KBlock pb = {0};
+    kb_push(a, &pb, kir_clone(a, fill));
+    rewrite(&p, &pb, true);
+    kb_insert(a, fd.parent, lp++, guarded(c, kx_bin(a, OP_LT, kx_const(a, s), n_iter), pb.items[0]));
+    if (w.async) kb_insert(a, fd.parent, lp++, async_node(c, KN_ASYNC_COMMIT, 0));
+  }
+  if (w.async) kb_insert(a, fd.parent, lp + 1, async_node(c, KN_ASYNC_WAIT, 0)); /* nothing left in flight */
+  fd.t->size = kx_bin(a, OP_MUL, tile, Sx);
+}
+
+void lower_circular_buffer(LowerCtx *c) {
+  for (int i = 0; i < c->ntvs; i++) {
+    Val *tv = c->tvs[i];
+    char why[512];
+    if (!TV(tv)->cb_stages) continue;
+    if (!sched_cb_check(c->f, tv, TV(tv)->cb_stages, why, sizeof why)) lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s", why);
+    buffer(c, tv);
+  }
+}

@@ -1,0 +1,55 @@
+/* scheduler/circular_buffer.c: cf_circular_buffer, the scheduling primitive of pipelined
+ * shared-memory tiles (nvFuser's TensorView::circularBuffer(stages)), and the rule it and
+ * the lowering (lower/circular_buffer.c) check.
+ *
+ * A tile tv in shared memory, computed at a serial loop L (its compute-at position) by a
+ * fill (its op and the producers inlined into it), is filled once per iteration of L and read in the same
+ * iteration. With S stages it has S buffers; the lowering issues the copies of iterations
+ * 0..S-2 before L, and iteration i copies the tile of iteration i + S - 1 into buffer
+ * (i + S - 1) % S while the others are read from buffer i % S.
+ * Key decision: the stage count is a field of the TensorView (cb_stages) read by the
+ * lowering, not a transform: the tile's loop domain (its storage, swizzle included) stays
+ * what the schedule made, and the lowering adds the stage as the outermost dimension of
+ * its allocation. The rule is checked here and again when lowering (inlining may move the
+ * compute-at position afterwards), by the one function below. */
+#include "scheduler/sched.h"
+
+bool sched_cb_check(cf_fusion *f, Val *tv, int stages, char *why, size_t nwhy) {
+  TensorView *t = TV(tv);
+  Expr *d = tv->def;
+  if (stages < 2 || stages > CF_MAX_CB_STAGES) {
+    snprintf(why, nwhy, "circular_buffer: %s asks for %d stages; 2 to %d are supported", t->display_name, stages,
+             CF_MAX_CB_STAGES);
+    return false;
+  }
+  if (t->mem != CF_MEM_SHARED) {
+    snprintf(why, nwhy, "circular_buffer: %s is in %s memory; only shared-memory tiles are circular-buffered",
+             t->display_name, cf_memory_type_name(t->mem));
+    return false;
+  }
+  if (!d || ir_tv_is_input(f, tv) || ir_op_kind(d->op) == OPK_REDUCTION) {
+    snprintf(why, nwhy, "circular_buffer: %s is not computed elementwise in the kernel (a fusion input or a "
+             "reduction has no fill to prefetch)", t->display_name);
+    return false;
+  }
+  if (t->ca_pos < 1 || ID(t->loop[t->ca_pos - 1])->ptype != CF_PT_SERIAL) {
+    StrBuf b = {0};
+    if (t->ca_pos >= 1) ir_print_id(&b, t->loop[t->ca_pos - 1]);
+    snprintf(why, nwhy, "circular_buffer: %s must be computed at a serial loop, the one its stages circulate over; "
+             "its compute-at position is %d%s%s%s (inline it at that loop first)", t->display_name, t->ca_pos,
+             b.data ? " (" : "", b.data ? b.data : "", b.data ? ", not serial)" : "");
+    sb_free(&b);
+    return false;
+  }
+  return true;
+}
+
+cf_status cf_circular_buffer(cf_fusion *f, cf_tv *handle, int stages) {
+  cf_status s = ir_check_tv(f, "circular_buffer", handle);
+  if (s) return s;
+  Val *tv = ir_tv(handle);
+  char why[512];
+  if (!sched_cb_check(f, tv, stages, why, sizeof why)) return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv, "%s", why);
+  TV(tv)->cb_stages = stages;
+  return CF_OK;
+}
