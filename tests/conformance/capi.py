@@ -98,7 +98,8 @@ def op_table():
 # cf_dtype values by cfuser's printed name, and the NumPy dtype holding each (bfloat16: bits).
 DTYPE_NAMES = {"float": "float32", "double": "float64", "__half": "float16", "__bfloat": "bfloat16",
                "int8_t": "int8", "int": "int32", "int64_t": "int64", "uint32_t": "uint32", "bool": "bool",
-               "__e4m3": "float8_e4m3fn", "__e5m2": "float8_e5m2"}
+               "__e4m3": "float8_e4m3fn", "__e5m2": "float8_e5m2",
+               "complex_float": "complex64", "complex_double": "complex128"}
 DTYPES = {}
 for _t in range(16):
     _n = LIB.cf_dtype_name(_t).decode()
@@ -106,10 +107,10 @@ for _t in range(16):
         DTYPES[DTYPE_NAMES[_n]] = _t
 STORAGE = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "bfloat16": np.uint16,
            "int8": np.int8, "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "bool": np.bool_,
-           "float8_e4m3fn": np.uint8, "float8_e5m2": np.uint8}
+           "float8_e4m3fn": np.uint8, "float8_e5m2": np.uint8, "complex64": np.complex64, "complex128": np.complex128}
 DL_CODE = {"float32": (2, 32), "float64": (2, 64), "float16": (2, 16), "bfloat16": (4, 16), "int8": (0, 8),
            "int32": (0, 32), "int64": (0, 64), "uint32": (1, 32), "bool": (6, 8), "float8_e4m3fn": (10, 8),
-           "float8_e5m2": (12, 8)}
+           "float8_e5m2": (12, 8), "complex64": (5, 64), "complex128": (5, 128)}
 DTYPE_OF = {v: k for k, v in DTYPES.items()}
 
 

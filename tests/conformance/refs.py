@@ -335,7 +335,71 @@ ZERO_SIGN_FREE = {"maximum", "minimum"}
 FLOATS = ("float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
-def accepts(kind, dtype):
+# ---- complex -----------------------------------------------------------------------------------
+# The ops torch (and NumPy) define on complex tensors, cfuser's set of them: name -> (result
+# "same", "part" (the real dtype of a part) or "bool"; exact; fn on NumPy scalars of the
+# dtype). NumPy computes complex64 in float, so a product or quotient of two complex values
+# rounds several times (differently in C99's arithmetic, the evaluator's, computed in double):
+# those, abs (hypot) and the transcendental ops are compared within the dtype's rounding,
+# normwise; add, sub, neg, conj, real, imag, eq and ne round once or not at all: exact.
+def _np_div(a, b):
+    return a / b
+
+
+COMPLEX = {
+    "neg": ("same", True, lambda z: -z),
+    "abs": ("part", False, np.abs),
+    "real": ("part", True, np.real),
+    "imag": ("part", True, np.imag),
+    "conj": ("same", True, np.conj),
+    "exp": ("same", False, np.exp),
+    "log": ("same", False, np.log),
+    "sqrt": ("same", False, np.sqrt),
+    "rsqrt": ("same", False, lambda z: 1 / np.sqrt(z)),  # torch.rsqrt and cfuser: 1 / sqrt(z)
+    "reciprocal": ("same", False, lambda z: 1 / z),
+    "add": ("same", True, lambda a, b: a + b),
+    "sub": ("same", True, lambda a, b: a - b),
+    "mul": ("same", False, lambda a, b: a * b),
+    "div": ("same", False, _np_div),
+    "truediv": ("same", False, _np_div),
+    "eq": ("bool", True, lambda a, b: a == b),
+    "ne": ("bool", True, lambda a, b: a != b),
+}
+COMPLEX_PART = {"complex64": "float32", "complex128": "float64"}
+
+
+def complex_ref(name, dtype, *args):
+    """The reference's result of a complex op on Python complex operands of dtype, as a
+    Python complex, float or bool (not yet stored in the result dtype)."""
+    np_t = np.complex64 if dtype == "complex64" else np.complex128
+    with np.errstate(all="ignore"):
+        r = COMPLEX[name][2](*[np_t(a) for a in args])
+    return bool(r) if COMPLEX[name][0] == "bool" else complex(r) if COMPLEX[name][0] == "same" else float(r)
+
+
+# Products and quotients whose NumPy value is not finite: NumPy's formulas give NaN (or a
+# complex infinity of another sign) where C99's Annex G, which cfuser's evaluator and kernels
+# follow (and torch's CPU through the C++ library), recovers the infinity or the zero:
+# (1+0j) * (-inf-infj) is -inf-infj in C99, nan+nanj in NumPy; 1 / (-inf-infj) is -0+0j,
+# nan+nanj; 1 / (-0-0j) is -inf+nanj, inf+nanj; NumPy's 0 / (a subnormal) is nan+nanj.
+# The matrix compares these cells against NumPy in test_complex_annex_g (an expected
+# failure listing each difference) and everywhere else checks the backends against the evaluator.
+ANNEX_G_OPS = ("mul", "div", "truediv", "reciprocal", "rsqrt")
+
+
+def annex_g_cell(name, want):
+    return name in ANNEX_G_OPS and not (math.isfinite(want.real) and math.isfinite(want.imag))
+
+
+def complex_result_dtype(name, dtype):
+    return {"same": dtype, "part": COMPLEX_PART[dtype], "bool": "bool"}[COMPLEX[name][0]]
+
+
+def accepts(kind, dtype, name=None):
+    """Whether an op of reference kind `kind` (named `name`) takes dtype: complex dtypes
+    only for the ops of COMPLEX."""
+    if dtype in COMPLEX_PART:
+        return name in COMPLEX
     return {"all": True, "no_bool": dtype != "bool", "float": dtype in FLOATS,
             "full_float": dtype in ("float32", "float64"), "int_bool": dtype in INT_BITS,
             "int": dtype in INT_BITS and dtype != "bool", "complex": False}[kind]

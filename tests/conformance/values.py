@@ -6,7 +6,10 @@ does (round to nearest even; floating to integer truncates and saturates, NaN gi
 integers wrap), so references computed wide and stored once are what the evaluator,
 host kernels and CUDA kernels must give. bfloat16 arrays hold raw uint16 bits, the 8-bit
 floats raw uint8 bits (torch's rounding: to float32 first, then nearest even; e4m3fn
-overflows past 464 to NaN, e5m2 from 61440 to infinity)."""
+overflows past 464 to NaN, e5m2 from 61440 to infinity). Complex values are Python
+complex numbers, each part stored as the part's dtype (complex64: float32 parts); a
+complex value stored in a real dtype keeps its real part (bool: either part nonzero), a
+real one stored in a complex dtype gets imaginary 0 (cfuser's casts, torch's and NumPy's)."""
 import math
 import struct
 
@@ -14,6 +17,7 @@ import numpy as np
 
 FLOATS = ("float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 FP8 = {"float8_e4m3fn": (3, 4, 448.0), "float8_e5m2": (2, 5, 57344.0)}  # fraction bits, exponent bits, largest
+COMPLEX = {"complex64": "float32", "complex128": "float64"}  # the dtype of each part
 INTS = {"int8": (8, True), "int32": (32, True), "int64": (64, True), "uint32": (32, False)}
 
 _COMMON = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 7.0, -7.0, 0.1, -0.3, 100.0, 0.9, -0.9,
@@ -35,8 +39,27 @@ SPECIALS = {
 }
 
 
+def _complex_specials(part):
+    """0, -0, 1, -1, 0.5j, inf, -inf and NaN in either part, large and small magnitudes."""
+    inf, nan = math.inf, math.nan
+    big, tiny = {"float32": (1e30, 1e-40), "float64": (1e300, 5e-324)}[part]
+    return [complex(0.0, 0.0), complex(-0.0, -0.0), complex(0.0, -0.0), complex(1.0, 0.0), complex(-1.0, 0.0),
+            complex(0.0, 0.5), complex(-0.0, -0.5), complex(1.0, 1.0), complex(-2.5, 0.5), complex(3.0, -7.0),
+            complex(0.1, -0.3), complex(inf, 0.0), complex(-inf, 0.0), complex(inf, 1.0), complex(1.0, inf),
+            complex(0.0, -inf), complex(-inf, -inf), complex(nan, 0.0), complex(0.0, nan), complex(nan, nan),
+            complex(1.0, nan), complex(big, -big), complex(-big, 2.0), complex(tiny, -tiny), complex(tiny, 1.0)]
+
+
+for _c, _p in COMPLEX.items():
+    SPECIALS[_c] = _complex_specials(_p)
+
+
 def is_float(dtype):
     return dtype in FLOATS
+
+
+def is_complex(dtype):
+    return dtype in COMPLEX
 
 
 def _round_to_format(x, mbits, ebits, largest=None):
@@ -113,7 +136,12 @@ def to_int(x, dtype):
 
 
 def store(v, dtype):
-    """The wide value v (Python float, int or bool) as dtype holds it, widened again."""
+    """The wide value v (Python float, int, bool or complex) as dtype holds it, widened again."""
+    if is_complex(dtype):
+        part = COMPLEX[dtype]
+        return complex(store(complex(v).real, part), store(complex(v).imag, part))
+    if isinstance(v, complex):  # a real dtype keeps the real part; bool: either part nonzero
+        return (v.real != 0 or v.imag != 0) if dtype == "bool" else store(v.real, dtype)
     if is_float(dtype):
         x = float(v)
         if dtype == "float64":
@@ -150,7 +178,8 @@ def array(values, dtype):
         return np.array([0x7F if math.isnan(x) else codes.index(x) if x or not math.copysign(1, x) < 0 else 0x80
                          for x in stored], dtype=np.uint8)
     np_dtype = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int8": np.int8,
-                "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "bool": np.bool_}[dtype]
+                "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "bool": np.bool_,
+                "complex64": np.complex64, "complex128": np.complex128}[dtype]
     return np.array(stored, dtype=np_dtype)
 
 
@@ -161,6 +190,8 @@ def widen(arr, dtype):
     if dtype in FP8:
         codes = _fp8_codes(dtype)
         return [codes[int(b)] for b in arr.reshape(-1)]
+    if is_complex(dtype):
+        return [complex(x) for x in arr.reshape(-1)]
     if is_float(dtype):
         return [float(x) for x in arr.reshape(-1)]
     if dtype == "bool":
