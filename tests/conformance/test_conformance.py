@@ -11,6 +11,7 @@ The rows that are not elementwise (moves, casts, reductions, transforms) are eac
 by a named test below or in the C suites; the list STRUCTURAL says which."""
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -341,6 +342,13 @@ def test_casts_and_moves():
 
 def _reduce_ref(op, row, dt):
     """torch's reduction of one row (wide values), in the result dtype."""
+    if V.is_complex(dt):  # sum and mean: each part summed exactly, rounded once
+        parts = [[x.real for x in row], [x.imag for x in row]]
+        r = [math.fsum(p) if all(math.isfinite(x) for x in p) else sum(p) for p in parts]
+        if op == "mean":  # NumPy's (and cfuser's): the sum divided by n as a complex number (inf+xj -> inf+nanj)
+            with np.errstate(all="ignore"):
+                return V.store(complex(np.complex128(complex(*r)) / np.complex128(len(row))), dt)
+        return V.store(complex(*r), dt)
     floating = V.is_float(dt)
     if op in ("max", "min"):
         if floating and any(math.isnan(x) for x in row):
@@ -367,6 +375,8 @@ def _order_sensitive(op, row, dt):
     """A sum or product of floating values whose partial results can overflow in some
     order: its value depends on the order of the fold (torch's too), so kernels, which fold
     in their own order, are not compared on it."""
+    if V.is_complex(dt):  # complex sums accumulate in their own type: large parts absorb small ones in any order
+        return any(abs(p) > 1e20 for x in row for p in (x.real, x.imag) if math.isfinite(p))
     big = [abs(x) for x in row if math.isfinite(x) and x != 0]
     if op == "sum":
         return any(x > FINITE_MAX[dt] / len(row) for x in big)
@@ -388,8 +398,18 @@ def test_reductions():
         a = fus.input(dt, 2)
         for op, code in REDUCE_OPS.items():
             t = _call(fus, "reduce", capi.P, ctypes.c_int(code), capi.P(a), 1, (ctypes.c_int * 1)(1), False)
+            if V.is_complex(dt) and op != "sum":  # torch refuses these too
+                cname = capi.LIB.cf_dtype_name(capi.DTYPES[dt]).decode()
+                what = {"max": "max_reduce", "min": "min_reduce"}.get(op, op)
+                assert not t and re.fullmatch(rf"{what}: (T\d+) has dtype {cname}, but {what} does not take complex "
+                                              rf"tensors for \1_g_{cname}\[iS\d+\{{i\d+\}}, iS\d+\{{i\d+\}}\]",
+                                              fus.error()), fus.error()
+                capi.LIB.cf_fusion_clear_error(fus.f)
+                continue
             assert t, fus.error()
             outs.append((dt, op, rows, t))
+        if V.is_complex(dt):
+            outs.append((dt, "mean", rows, _call(fus, "mean", capi.P, capi.P(a), 1, (ctypes.c_int * 1)(1))))
     for *_, t in outs:
         fus.output(t)
     out_dts = [capi.out_dtype(t) for *_, t in outs]
@@ -400,9 +420,10 @@ def test_reductions():
         assert s == 0, f"{where}: {got}"
         for (dt, op, rows, _), out_dt, g in zip(outs, out_dts, got):
             want = [_reduce_ref(op, r, dt) for r in rows]
-            exact = op in ("max", "min") or not V.is_float(dt) or where == "evaluator"
+            exact = op in ("max", "min") or not (V.is_float(dt) or V.is_complex(dt)) or where == "evaluator"
             bad = [(r, x, w) for r, x, w in zip(rows, V.widen(g, out_dt), want) if not _close(x, w, out_dt, exact, op in ("max", "min"))
-                   and not (where != "evaluator" and V.is_float(dt) and _order_sensitive(op, r, dt))]
+                   and not (op == "mean" and refs.annex_g_cell("div", complex(w)))  # see test_complex_annex_g
+                   and not ((where != "evaluator" and V.is_float(dt) or V.is_complex(dt)) and _order_sensitive(op, r, dt))]
             assert not bad, f"{where}: {op} of {dt}: (row, got, expected) {bad[:4]}"
 
 
