@@ -189,9 +189,10 @@ IrWelford ir_softmax_merge(IrWelford a, IrWelford b);
  * INT_MIN / -1 wraps to INT_MIN with remainder 0 (the rule of ops_math.h, identical on
  * every backend; see docs/architecture.md). */
 typedef IrElem (*IrEvalFn)(const IrElem *a, cf_dtype ct);
-/* Complex math for those forms (eval_complex.c: C99's complex functions, in double). */
-IrElem ir_cx_mul(IrElem a, IrElem b);
-IrElem ir_cx_div(IrElem a, IrElem b);
+/* Complex math for those forms (eval_complex.c: C99's complex functions, in double;
+ * products and quotients of complex64 in float complex, as kernels compute them). */
+IrElem ir_cx_mul(IrElem a, IrElem b, cf_dtype ct);
+IrElem ir_cx_div(IrElem a, IrElem b, cf_dtype ct);
 IrElem ir_cx_exp(IrElem a);
 IrElem ir_cx_log(IrElem a);
 IrElem ir_cx_sqrt(IrElem a);

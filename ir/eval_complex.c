@@ -16,9 +16,18 @@
 
 static double complex cx(IrElem v) { return CMPLX(v.c.re, v.c.im); }
 static IrElem el(double complex z) { return ir_complex(creal(z), cimag(z)); }
+static float complex cxf(IrElem v) { return CMPLXF((float)v.c.re, (float)v.c.im); }
+static IrElem elf(float complex z) { return ir_complex(crealf(z), cimagf(z)); }
 
-IrElem ir_cx_mul(IrElem a, IrElem b) { return el(cx(a) * cx(b)); }
-IrElem ir_cx_div(IrElem a, IrElem b) { return el(cx(a) / cx(b)); }
+/* Products and quotients of complex64 are computed in float complex, as the kernels
+ * compute them: in double, (1e30-1e30j)^2 is 0-2e60j (then -inf imaginary in float), where
+ * float's ac - bd is inf - inf (nan), and the parts round differently. */
+IrElem ir_cx_mul(IrElem a, IrElem b, cf_dtype ct) {
+  return ct == CF_COMPLEX_FLOAT ? elf(cxf(a) * cxf(b)) : el(cx(a) * cx(b));
+}
+IrElem ir_cx_div(IrElem a, IrElem b, cf_dtype ct) {
+  return ct == CF_COMPLEX_FLOAT ? elf(cxf(a) / cxf(b)) : el(cx(a) / cx(b));
+}
 IrElem ir_cx_exp(IrElem a) { return el(cexp(cx(a))); }
 IrElem ir_cx_log(IrElem a) { return el(clog(cx(a))); }
 IrElem ir_cx_sqrt(IrElem a) { return el(csqrt(cx(a))); }

@@ -179,11 +179,11 @@ IrElem ir_ev_sub(const IrElem *a, cf_dtype ct) {
   return fl(ct) ? F(a[0].d - a[1].d) : I(wrap_sub(a[0].i, a[1].i));
 }
 IrElem ir_ev_mul(const IrElem *a, cf_dtype ct) {
-  if (cx(ct)) return ir_cx_mul(a[0], a[1]);
+  if (cx(ct)) return ir_cx_mul(a[0], a[1], ct);
   return fl(ct) ? F(a[0].d * a[1].d) : I(wrap_mul(a[0].i, a[1].i));
 }
 IrElem ir_ev_div(const IrElem *a, cf_dtype ct) {
-  if (cx(ct)) return ir_cx_div(a[0], a[1]);
+  if (cx(ct)) return ir_cx_div(a[0], a[1], ct);
   return fl(ct) ? F(a[0].d / a[1].d) : I(int_div(a[0].i, a[1].i));
 }
 IrElem ir_ev_mod(const IrElem *a, cf_dtype ct) { return fl(ct) ? F(fmod(a[0].d, a[1].d)) : I(int_mod(a[0].i, a[1].i)); }
@@ -222,7 +222,7 @@ static int64_t int_remainder(int64_t a, int64_t b) {
 }
 
 IrElem ir_ev_truediv(const IrElem *a, cf_dtype ct) {
-  if (cx(ct)) return ir_cx_div(a[0], a[1]); /* the type rule makes ct floating or complex */
+  if (cx(ct)) return ir_cx_div(a[0], a[1], ct); /* the type rule makes ct floating or complex */
   return F(a[0].d / a[1].d);
 }
 IrElem ir_ev_fmod(const IrElem *a, cf_dtype ct) { return ir_ev_mod(a, ct); }

@@ -200,7 +200,7 @@ static IrTier tier_of(Val *tv) {
 }
 
 /* Refuses an operand whose dtype op does not take (a float in bitwise_and, bool in neg). */
-static bool check_accepts(cf_fusion *f, const char *what, IrOp op, int n, Val *const *tvs) {
+bool ir_op_check_accepts(cf_fusion *f, const char *what, IrOp op, int n, Val *const *tvs) {
   for (int j = 0; j < n; j++) {
     if (ir_dtype_is_complex(tvs[j]->dtype) && !ir_op_takes_complex(op)) { /* torch refuses these too */
       ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tvs[j], "%s: %s has dtype %s, but %s does not take complex tensors",
@@ -236,7 +236,7 @@ static cf_dtype promote_operands(cf_fusion *f, int n, Val **tvs) {
 /* The shared body of elementwise ops of n tensor operands (where's condition excluded:
  * `first` is the first operand promoted): checks, promotion, broadcasting, the result. */
 static cf_tv *elementwise_op(cf_fusion *f, const char *what, IrOp op, int n, Val **tvs, int first) {
-  if (!check_accepts(f, what, op, n - first, tvs + first)) return NULL;
+  if (!ir_op_check_accepts(f, what, op, n - first, tvs + first)) return NULL;
   cf_dtype ct = promote_operands(f, n - first, tvs + first);
   lift_ranks(f, n, tvs);
   int rank;
@@ -259,7 +259,7 @@ static cf_tv *unary_op(cf_fusion *f, const char *what, cf_tv *in) {
   IrOp op = op_by_name(what, OPK_UNARY);
   if (op == OP_COUNT) return IR_INTERNAL(f, op != OP_COUNT), NULL;
   Val *tv = arg_tv(f, what, 1, "in", in);
-  if (!tv || !check_accepts(f, what, op, 1, &tv)) return NULL;
+  if (!tv || !ir_op_check_accepts(f, what, op, 1, &tv)) return NULL;
   if (op == OP_BITWISE_NOT && tv->dtype == CF_BOOL) op = OP_LOGICAL_NOT; /* torch's ~ of bool */
   return result(wire(f, what, op, 1, &tv, ir_tv_like(f, tv, ir_unary_dtype(op, tv->dtype))));
 }
@@ -486,7 +486,7 @@ cf_tv *cf_reduce(cf_fusion *f, cf_reduce_op rop, cf_tv *in, int naxes, const int
   bool *red = ARENA_ARRAY(f->arena, bool, n);
   if (!ax || !red) return oom(f, what);
   if (!reduction_axes(f, what, tv, n, naxes, axes, red)) return NULL;
-  if (!check_accepts(f, what, reduce_ops[rop].op, 1, &tv)) return NULL;
+  if (!ir_op_check_accepts(f, what, reduce_ops[rop].op, 1, &tv)) return NULL;
   Val *count = NULL;
   if (rop == CF_REDUCE_MEAN) {
     if (!ir_dtype_is_inexact(tv->dtype))

@@ -157,7 +157,7 @@ cf_tv *cf_scatter(cf_fusion *f, cf_tv *xh, int dim, cf_tv *ih, cf_tv *sh) {
 cf_tv *cf_cumsum(cf_fusion *f, cf_tv *xh, int dim) {
   if (!f || f->status) return NULL;
   Val *x = ir_op_arg(f, "cumsum", 1, "x", xh);
-  if (!x) return NULL;
+  if (!x || !ir_op_check_accepts(f, "cumsum", OP_CUMSUM, 1, &x)) return NULL;
   int n;
   Val **xa = ir_op_axes(f, x, &n), **ids = ARENA_ARRAY(f->arena, Val *, n > 0 ? n : 1);
   if (!xa || !ids) return ir_op_oom(f, "cumsum");

@@ -11,6 +11,10 @@
 Val *ir_op_arg(cf_fusion *f, const char *what, int pos, const char *name, cf_tv *t);
 /* The axes an op sees: tv's logical domain without its reduction axes (in f's arena). */
 Val **ir_op_axes(cf_fusion *f, Val *tv, int *n);
+/* Refuses (the fusion's error, false) an operand whose dtype op does not take: a complex
+ * tensor in an op ir_op_takes_complex does not list, a dtype outside the op's accepted
+ * ones (ir_op_accepts). The one check every op builder makes (ops.c). */
+bool ir_op_check_accepts(cf_fusion *f, const char *what, IrOp op, int n, Val *const *tvs);
 /* Records "<what>: out of memory"; returns NULL. */
 void *ir_op_oom(cf_fusion *f, const char *what);
 /* Links out to its inputs with a new Expr (refusing tensors of Welford states for ops that
