@@ -69,17 +69,6 @@ def test_arithmetic_ops(dev):
     close(out[2], x * (1.0 - x * x) / np.abs(x), rtol=1e-5, atol=1e-5)
 
 
-def test_broadcast(dev):
-    inputs = [randn(3), randn(2, 3, 4)]
-
-    def fusion_func(fd):
-        t0, t1 = fd.from_pytorch(inputs[0]), fd.from_pytorch(inputs[1])
-        fd.add_output(fd.ops.add(fd.ops.broadcast(t0, [True, False, True]), t1))
-
-    out, _ = exec_nvfuser(dev, fusion_func, inputs)
-    close(out[0], inputs[0][None, :, None] + inputs[1])
-
-
 def test_cast_scalar(dev):
     inputs = [np.ones((2, 4, 8), np.int32), np.ones((2, 4, 8), np.int32)]
 
