@@ -14,9 +14,18 @@
 
 #include "ir/dtype.h"
 
-static double complex cx(IrElem v) { return CMPLX(v.c.re, v.c.im); }
+/* The complex of two parts, as C11's CMPLX (which glibc's header gives GCC only, not
+ * clang): through C11's layout of a complex, an array of its two parts, so an infinite or
+ * NaN part stays where it is (re + I * im would mix them). */
+static double complex cx(IrElem v) {
+  union { double complex z; double p[2]; } u = {.p = {v.c.re, v.c.im}};
+  return u.z;
+}
 static IrElem el(double complex z) { return ir_complex(creal(z), cimag(z)); }
-static float complex cxf(IrElem v) { return CMPLXF((float)v.c.re, (float)v.c.im); }
+static float complex cxf(IrElem v) {
+  union { float complex z; float p[2]; } u = {.p = {(float)v.c.re, (float)v.c.im}};
+  return u.z;
+}
 static IrElem elf(float complex z) { return ir_complex(crealf(z), cimagf(z)); }
 
 /* Products and quotients of complex64 are computed in float complex, as the kernels

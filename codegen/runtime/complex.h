@@ -93,7 +93,12 @@ CF_COMPLEX_DEFINE(CfComplexD, double, CF_CX_MD)
 typedef float _Complex CfComplexF;
 typedef double _Complex CfComplexD;
 
-CFH_INLINE CfComplexD cf_complex_d(double re, double im) { return CMPLX(re, im); }
+/* C11's CMPLX, which glibc's header gives GCC only: through the complex's layout, an array
+ * of its two parts (re + I * im would turn an infinite part into NaNs). */
+CFH_INLINE CfComplexD cf_complex_d(double re, double im) {
+  union { CfComplexD z; double p[2]; } u = {.p = {re, im}};
+  return u.z;
+}
 CFH_INLINE CfComplexF cfh__crsqrtf(CfComplexF z) { return 1.0f / csqrtf(z); }
 CFH_INLINE CfComplexD cfh__crsqrt(CfComplexD z) { return 1.0 / csqrt(z); }
 CFH_INLINE CfComplexF cfh__crecipf(CfComplexF z) { return 1.0f / z; }
@@ -102,7 +107,7 @@ CFH_INLINE CfComplexF cfh__cdivf(CfComplexF a, CfComplexF b) { return a / b; }
 CFH_INLINE CfComplexD cfh__cdiv(CfComplexD a, CfComplexD b) { return a / b; }
 CFH_SHFL_T(cf, CfComplexF) /* 8 bytes: one payload */
 CFH_INLINE CfComplexD cfh__shfl_cd(int op, unsigned int mask, CfComplexD v, int arg, int width) {
-  return CMPLX(cfh__shfl_d(op, mask, creal(v), arg, width), cfh__shfl_d(op, mask, cimag(v), arg, width));
+  return cf_complex_d(cfh__shfl_d(op, mask, creal(v), arg, width), cfh__shfl_d(op, mask, cimag(v), arg, width));
 }
 
 #define cf_creal(x) _Generic((x), CfComplexF: crealf(x), CfComplexD: creal(x), default: (x))
