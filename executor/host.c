@@ -147,12 +147,15 @@ static void buf_shell_quoted(Buf *b, const char *s) {
 
 /* ---- the cache ------------------------------------------------------------------------------- */
 
-/* "$CC -std=c11 -O2 -shared -fPIC -fno-strict-aliasing -fwrapv $CFUSER_HOST_CFLAGS": -fwrapv
- * because integer kernels wrap in two's complement, as the evaluator does */
+/* "$CC -std=c11 -O2 -shared -fPIC -fno-strict-aliasing -fwrapv
+ * -Werror=implicit-function-declaration $CFUSER_HOST_CFLAGS": -fwrapv because integer
+ * kernels wrap in two's complement, as the evaluator does; a call to a function no header
+ * declares is the compiler's error, with its message, where compilers before GCC 14 would
+ * leave an undefined symbol that fails only when the kernel is loaded */
 static void compiler_command(Buf *b) {
   const char *cc = getenv("CC"), *extra = getenv("CFUSER_HOST_CFLAGS");
   buf_str(b, cc && *cc ? cc : "cc");
-  buf_str(b, " -std=c11 -O2 -shared -fPIC -fno-strict-aliasing -fwrapv");
+  buf_str(b, " -std=c11 -O2 -shared -fPIC -fno-strict-aliasing -fwrapv -Werror=implicit-function-declaration");
   if (extra && *extra) {
     buf_str(b, " ");
     buf_str(b, extra);
