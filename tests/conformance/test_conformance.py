@@ -157,6 +157,21 @@ def test_every_row_has_a_reference():
     assert missing == [], "ops of the table without a column in the conformance matrix"
 
 
+def test_torch_matrix_maps_every_dtype():
+    """torch_matrix.py (ctest conformance_torch, the GPU machine) compares every column of
+    this matrix with torch: each dtype has torch's name (it stopped on a KeyError when
+    complex64 became a column here); a dtype without one, or whose torch dtype this torch
+    lacks, is an error naming it, and one torch added late is skipped with a note."""
+    import torch_matrix  # loads without torch
+    assert torch_matrix.torch_dtypes(DTYPES, lambda name: name) == ({dt: dt for dt in DTYPES}, [], [])
+    assert torch_matrix.torch_dtypes(["complex32"], lambda name: name)[1:] == (
+        ["cfuser's dtype complex32 (a column of the conformance matrix) has no torch name: add it to TORCH_NAME "
+         "in tests/conformance/torch_matrix.py"], [])
+    assert torch_matrix.torch_dtypes(["complex64", "uint32"], lambda name: None)[1:] == (
+        ["cfuser's dtype complex64 is torch.complex64, which this torch lacks"],
+        ["this torch has no torch.uint32 (added in torch 2.3): the uint32 column is not compared"])
+
+
 @pytest.mark.parametrize("row", ELEMENTWISE, ids=lambda r: r["py_name"])
 def test_accepted_dtypes(row):
     want = [dt for dt in DTYPES if refs.accepts(_ref(row)[0], dt, row["py_name"])]
