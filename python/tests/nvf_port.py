@@ -8,6 +8,7 @@ library's own UnsupportedError message (`needs`), so it runs the day the op is b
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, List, Sequence, Tuple
 
 import numpy as np
@@ -17,7 +18,9 @@ import arrays
 import cfuser
 from cfuser import FusionDefinition
 
-DEVICES = ["numpy", "torch-cuda"]
+# CFUSER_TEST_TORCH_CPU=1 adds torch CPU tensors (the host backend): torch's side of the
+# ports (its DLPack, its dtypes) checked on a machine without a GPU
+DEVICES = ["numpy", "torch-cuda"] + (["torch-cpu"] if os.environ.get("CFUSER_TEST_TORCH_CPU") == "1" else [])
 
 
 @pytest.fixture(params=DEVICES)
