@@ -75,6 +75,30 @@ def first_tensor(args: Sequence[Any], dtypes: Dict[int, DataType]) -> Optional[A
     return next((x for i, x in enumerate(args) if i not in dtypes), None)
 
 
+def device_like(device: Any) -> Optional[Any]:
+    """execute's device for a definition without tensor inputs: None for the host ("cpu"),
+    else an empty torch tensor on CUDA device 0 ("cuda", "cuda:0", 0, torch.device) whose
+    library and device the scalars and outputs follow."""
+    kind = getattr(device, "type", device)
+    index = getattr(device, "index", None) if hasattr(device, "type") else None
+    if isinstance(kind, str) and kind.startswith("cuda:"):
+        kind, index = "cuda", int(kind[5:])
+    elif isinstance(kind, int) and not isinstance(kind, bool):
+        kind, index = "cuda", kind
+    if kind == "cpu":
+        return None
+    if kind != "cuda":
+        raise InvalidArgumentError(f"execute: device {device!r} is neither \"cpu\" nor a CUDA device")
+    if index:
+        raise UnsupportedError(f"execute: device {device!r}: cfuser runs on CUDA device 0 only")
+    try:
+        import torch
+    except ImportError:
+        raise UnsupportedError(f"execute: device {device!r} without tensor inputs returns torch CUDA tensors, "
+                               "and torch is not installed") from None
+    return torch.empty(0, device="cuda")
+
+
 def scalar_arrays(args: List[Any], dtypes: Dict[int, DataType], like: Any, host: Any = ()) -> None:
     """Scalars given as numbers become 0-d arrays of their dtype, in the library and on the
     device of the first tensor argument (NumPy when there is none); those used as sizes

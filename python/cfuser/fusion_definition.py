@@ -223,8 +223,11 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
         itself raises from a later execute on the same definition. Every other input runs
         synchronously (complete on return). capture_debug_output=True keeps what the
         library prints on standard error during the call (CFUSER_DUMP's dumps) for
-        debug_output(). device, profile, print_repro and nvFuser's other options are
-        accepted and ignored (cfuser runs on device 0)."""
+        debug_output(). device ("cuda", "cuda:0", 0, a torch.device, or "cpu") says where a
+        definition without tensor inputs runs (iota, full, rand: outputs of torch on CUDA,
+        NumPy on the host; default the host); with tensor inputs their device decides.
+        profile, print_repro and nvFuser's other options are accepted and ignored (cfuser
+        runs on device 0)."""
         self._check_ready("execute")
         if hasattr(inputs, "__dlpack__") or not isinstance(inputs, (list, tuple)):
             raise InvalidArgumentError(f"execute: inputs must be a list of arrays, got a {type(inputs).__name__}")
@@ -246,7 +249,7 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
                         return self._failed(status, inputs, fast.runner)
             if outs is not None:
                 return outs
-        return self._execute(inputs)
+        return self._execute(inputs, device)
 
     def _regroup_vectors(self, inputs: Sequence[Any]) -> Sequence[Any]:
         """define_vector(n) inputs given flat (n numbers in its place, as nvFuser also
@@ -264,16 +267,21 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
                 k += 1
         return out if k == len(inputs) else inputs
 
-    def _execute(self, inputs: Sequence[Any]) -> List[Any]:
+    def _execute(self, inputs: Sequence[Any], device_hint: Any = None) -> List[Any]:
         if not self._c_outputs:  # every output is an input (nvFuser returns it): nothing to run
             return _execute.finish(self, _dlpack.GENERIC, inputs, [])
         args = _execute.c_arguments(self, inputs)
         like = _execute.first_tensor(args, self._c_scalars)
+        hinted = like is None and device_hint is not None and self._backend is None
+        if hinted:  # where a definition without tensor inputs runs: an empty array of that device
+            like = _execute.device_like(device_hint)
         _execute.scalar_arrays(args, self._c_scalars, like, self._host_scalars)
         n, nout = len(args), len(self._c_outputs)
         in_arr, out_arr = (ctypes.c_void_p * max(n, 1))(), (ctypes.c_void_p * max(nout, 1))()
         keep: List[object] = []  # capsules and views: alive until the run is over
         device = _execute.export_inputs(self, args, in_arr, keep)
+        if hinted and like is not None:
+            device = _capi.KDLCUDA
         runner = self._runner(device)
         fw = _dlpack.framework_of(like) if like is not None else self._default_framework(runner.backend)
         stream = self._stream(fw, [args[i] for i in range(n) if i not in self._c_scalars], device) \
@@ -326,13 +334,13 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
 
     def _make_torch_fast(self) -> Optional[TorchFastPath]:
         """The fast path of later torch CUDA runs, once one has run (None where an output
-        dtype has no torch twin)."""
+        dtype has no torch twin or an output size is an expression of the inputs)."""
         torch = sys.modules.get("torch")
         rules = []
         for t in self._c_outputs:
             tdtype = getattr(torch, ARRAY_DTYPE_NAMES[t.dtype], None)
-            if tdtype is None:
-                return None
+            if tdtype is None or not all(type(e) in (int, tuple) for e in t.extents):
+                return None  # sizes computed by an expression: only the general path knows them
             rules.append((tuple(t.extents), tdtype))
         return TorchFastPath(torch, rules, self._last) if torch is not None and self._backend in (None, _capi.BACKEND_CUDA) else None
 

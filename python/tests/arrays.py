@@ -46,7 +46,21 @@ def _torch(device: str) -> ArrayLib:
         if not torch.cuda.is_available() or not ok:
             pytest.skip(f"no CUDA device for torch and cfuser ({why or 'torch.cuda.is_available() is False'})")
     return ArrayLib(f"torch-{device}", torch, lambda a: torch.from_numpy(np.array(a, order="C")).to(device),  # 0-d stays 0-d
-                    lambda t: t.detach().cpu().numpy(), torch.erf)
+                    lambda t: _torch_to_numpy(torch, t), torch.erf)
+
+
+def _torch_to_numpy(torch: Any, t: Any) -> np.ndarray:
+    """A torch tensor's values as NumPy's: bfloat16 and the float8 types, which torch's
+    .numpy() refuses, through their bits as ml_dtypes' types (skipped without ml_dtypes)."""
+    if isinstance(t, np.ndarray):  # a definition without tensor inputs on the host: NumPy's own outputs
+        return t
+    t = t.detach().cpu()
+    name = str(t.dtype).replace("torch.", "")
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        ml = pytest.importorskip("ml_dtypes", reason=f"{name} on NumPy arrays needs ml_dtypes")
+        bits = t.contiguous().view(torch.int16 if name == "bfloat16" else torch.uint8).numpy()
+        return bits.view(getattr(ml, name))
+    return t.numpy()
 
 
 def _cupy() -> ArrayLib:

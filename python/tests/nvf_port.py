@@ -8,6 +8,7 @@ library's own UnsupportedError message (`needs`), so it runs the day the op is b
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, List, Sequence, Tuple
 
 import numpy as np
@@ -17,7 +18,9 @@ import arrays
 import cfuser
 from cfuser import FusionDefinition
 
-DEVICES = ["numpy", "torch-cuda"]
+# CFUSER_TEST_TORCH_CPU=1 adds torch CPU tensors (the host backend): torch's side of the
+# ports (its DLPack, its dtypes) checked on a machine without a GPU
+DEVICES = ["numpy", "torch-cuda"] + (["torch-cpu"] if os.environ.get("CFUSER_TEST_TORCH_CPU") == "1" else [])
 
 
 @pytest.fixture(params=DEVICES)
@@ -40,7 +43,8 @@ def exec_nvfuser(dev: Any, fusion_func: Callable[[FusionDefinition], Any], input
 
 def run(dev: Any, fd: FusionDefinition, inputs: Sequence[Any]) -> List[np.ndarray]:
     args = [dev.asarray(x) if isinstance(x, np.ndarray) else x for x in inputs]
-    return [dev.to_numpy(o) for o in fd.execute(args)]
+    # a definition without tensor inputs runs where the test's arrays live, as nvFuser's on CUDA
+    return [dev.to_numpy(o) for o in fd.execute(args, device="cuda" if dev.name == "torch-cuda" else None)]
 
 
 def randn(*shape: int, dtype: Any = np.float32, seed: int = 0) -> np.ndarray:

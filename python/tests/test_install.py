@@ -33,6 +33,20 @@ def clean_env():
     return {k: v for k, v in os.environ.items() if k not in ("CFUSER_LIBRARY", "CFUSER_BUILD_DIR", "PYTHONPATH")}
 
 
+def _see_this_numpy(py: str) -> None:
+    """Where this interpreter is itself a venv, --system-site-packages shows the new venv
+    its base's packages, not this one's numpy: a .pth file adds numpy's directory (the
+    machine is offline, and cfuser's own files still come from the venv: .pth paths go
+    after its site-packages)."""
+    if subprocess.run([py, "-c", "import numpy"], capture_output=True).returncode == 0:
+        return
+    import numpy
+    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(site, "numpy_of_the_test.pth"), "w") as pth:
+        pth.write(os.path.dirname(os.path.dirname(numpy.__file__)) + "\n")
+
+
 def test_the_wheel_carries_the_library_and_runs_the_readme_in_a_fresh_venv(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(PYTHON_DIR, "build_wheel.py"), "--out", str(tmp_path / "dist"),
                         "--lib", os.path.realpath(cfuser.library_path)], capture_output=True, text=True)
@@ -46,6 +60,7 @@ def test_the_wheel_carries_the_library_and_runs_the_readme_in_a_fresh_venv(tmp_p
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     py = str(venv / "bin" / "python")
+    _see_this_numpy(py)
     r = subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel], capture_output=True,
                        text=True, env=clean_env())
     assert r.returncode == 0, r.stdout + r.stderr
