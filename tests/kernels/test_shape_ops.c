@@ -44,10 +44,11 @@ static const cf_executor_options host = {.backend = CF_BACKEND_HOST};
 static cf_status execute_vs_eval(int nin, DLManagedTensor **in) {
   if (!c) c = cf_fusion_cache_create(f, &host);
   cr_assert(c);
-  const DLTensor *ins[8];
+  tu_assert_io_fits(f, nin);
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < nin; i++) ins[i] = &in[i]->dl_tensor;
   int nout = cf_fusion_num_outputs(f);
-  DLManagedTensor *got[4] = {0}, *want[4] = {0};
+  DLManagedTensor *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
   cf_status s = cf_fusion_execute(c, nin, ins, nout, got);
   if (s == CF_OK) {
     cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "%s", cf_fusion_error(f));

@@ -14,7 +14,8 @@
  * the status of the run is returned (its message in cf_mesh_executor_error). */
 static inline cf_status mu_check(cf_fusion *fu, int ndev, uint64_t seed, cf_mesh_executor **xo) {
   int nin = cf_fusion_num_inputs(fu), nout = cf_fusion_num_outputs(fu);
-  DLManagedTensor *g[16], *ref[16], **loc = calloc((size_t)(ndev * nin + 1), sizeof *loc);
+  tu_assert_io_fits(fu, nin);
+  DLManagedTensor *g[TU_MAX_IO], *ref[TU_MAX_IO] = {0}, **loc = calloc((size_t)(ndev * nin + 1), sizeof *loc);
   DLManagedTensor **out = calloc((size_t)(ndev * nout + 1), sizeof *out);
   const DLTensor **in = calloc((size_t)(ndev * nin + 1), sizeof *in);
   for (int i = 0; i < nin; i++) {
@@ -30,7 +31,7 @@ static inline cf_status mu_check(cf_fusion *fu, int ndev, uint64_t seed, cf_mesh
       in[d * nin + i] = &loc[d * nin + i]->dl_tensor;
     }
   }
-  const DLTensor *gin[16];
+  const DLTensor *gin[TU_MAX_IO];
   for (int i = 0; i < nin; i++) gin[i] = &g[i]->dl_tensor;
   cr_assert_eq(cf_fusion_evaluate(fu, nin, gin, ref), CF_OK, "%s", cf_fusion_error(fu));
   cf_mesh_executor *x = cf_mesh_executor_create(fu, NULL);
