@@ -10,9 +10,11 @@
 
 /* Runs f on ndev host-mesh devices with random global inputs (seeded), each device given
  * its shard (cf_shard_tensor), and checks every device's output shards against the
- * shards of the evaluator's outputs. x receives the executor (the caller destroys it);
- * the status of the run is returned (its message in cf_mesh_executor_error). */
-static inline cf_status mu_check(cf_fusion *fu, int ndev, uint64_t seed, cf_mesh_executor **xo) {
+ * shards of the evaluator's outputs. The executor is made with opts (NULL: defaults); x
+ * receives it (the caller destroys it); the status of the run is returned (its message
+ * in cf_mesh_executor_error). */
+static inline cf_status mu_check_opts(cf_fusion *fu, int ndev, uint64_t seed, const cf_executor_options *opts,
+                                      cf_mesh_executor **xo) {
   int nin = cf_fusion_num_inputs(fu), nout = cf_fusion_num_outputs(fu);
   tu_assert_io_fits(fu, nin);
   DLManagedTensor *g[TU_MAX_IO], *ref[TU_MAX_IO] = {0}, **loc = calloc((size_t)(ndev * nin + 1), sizeof *loc);
@@ -34,7 +36,7 @@ static inline cf_status mu_check(cf_fusion *fu, int ndev, uint64_t seed, cf_mesh
   const DLTensor *gin[TU_MAX_IO];
   for (int i = 0; i < nin; i++) gin[i] = &g[i]->dl_tensor;
   cr_assert_eq(cf_fusion_evaluate(fu, nin, gin, ref), CF_OK, "%s", cf_fusion_error(fu));
-  cf_mesh_executor *x = cf_mesh_executor_create(fu, NULL);
+  cf_mesh_executor *x = cf_mesh_executor_create(fu, opts);
   cf_status st = cf_mesh_run_host(x, ndev, nin, in, nout, out);
   for (int o = 0; o < nout && !st; o++)
     for (int d = 0; d < ndev; d++) {
@@ -60,6 +62,10 @@ static inline cf_status mu_check(cf_fusion *fu, int ndev, uint64_t seed, cf_mesh
   if (xo) *xo = x;
   else cf_mesh_executor_destroy(x);
   return st;
+}
+
+static inline cf_status mu_check(cf_fusion *fu, int ndev, uint64_t seed, cf_mesh_executor **xo) {
+  return mu_check_opts(fu, ndev, seed, NULL, xo);
 }
 
 /* The plan of x's last run as text (caller frees). */
