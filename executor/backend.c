@@ -1,4 +1,5 @@
-/* executor/backend.c: which backend a compile uses, CUDA or host.
+/* executor/backend.c: which backend a compile uses, CUDA or host, and which memory each
+ * backend reads.
  *
  * Shared by the executor's two backends; it sits before lowering in cf_executor_compile.
  * An explicit request (an executor option) wins; CF_BACKEND_AUTO consults
@@ -39,4 +40,18 @@ cf_status exec_backend_choose(cf_backend requested, bool (*cuda_usable)(const ch
   }
   *out = cuda_usable && cuda_usable(NULL) ? CF_BACKEND_CUDA : CF_BACKEND_HOST;
   return CF_OK;
+}
+
+bool exec_backend_reads(cf_backend b, DLDeviceType t) {
+  return b == CF_BACKEND_HOST ? (t == kDLCPU || t == kDLCUDAHost) : (t == kDLCUDA || t == kDLCUDAManaged);
+}
+
+const char *exec_memory_name(DLDeviceType t) {
+  switch (t) {
+  case kDLCPU: return "host memory (kDLCPU)";
+  case kDLCUDA: return "device memory (kDLCUDA)";
+  case kDLCUDAHost: return "pinned host memory (kDLCUDAHost)";
+  case kDLCUDAManaged: return "managed memory (kDLCUDAManaged)";
+  default: return "an unsupported device";
+  }
 }

@@ -119,4 +119,10 @@ cf_status exec_host_launch(const ExecHostModule *m, const int64_t grid[3], const
 cf_status exec_backend_choose(cf_backend requested, bool (*cuda_usable)(const char **reason),
                               cf_backend *out, char *err, size_t errlen);
 
+/* Whether backend b (CUDA or HOST) reads tensors in memory of type t: host memory and
+ * pinned host memory for the host backend, device and managed memory for CUDA. */
+bool exec_backend_reads(cf_backend b, DLDeviceType t);
+/* The memory of type t in words, for messages: "host memory (kDLCPU)". */
+const char *exec_memory_name(DLDeviceType t);
+
 #endif

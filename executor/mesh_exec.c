@@ -8,10 +8,15 @@
  * (mesh_plan.c), kept while the sizes repeat; the plan's segments hold define-and-run
  * caches, so their kernels are compiled once. Key decision: the plan is a function of
  * the global sizes only, so every device of a real mesh, lowering independently, makes
- * the same plan and calls the same collectives in the same order (NCCL needs that). */
+ * the same plan and calls the same collectives in the same order (NCCL needs that).
+ * Decision: the backend of the segments follows where the shards live, not the machine:
+ * the host mesh's shards and collectives are host memory, so its devices run on the host
+ * backend even where a GPU exists; cf_mesh_run's shards are CUDA tensors, so CUDA. The
+ * options' AUTO means that backend, and an explicit other one is refused with the reason. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/exec_host.h"
 #include "executor/mesh.h"
 #include "lower/lower.h"
 
@@ -26,6 +31,7 @@ struct cf_mesh_executor {
   char *create_error;
   MeshPlan plan;
   bool has_plan;
+  cf_backend plan_backend; /* the backend the plan's segments run on */
   int64_t key[64 * CF_MAX_RANK]; /* the global input sizes the plan was made for */
   ErrMsg error;
   cf_status error_status; /* of the last failed check */
@@ -122,8 +128,44 @@ static cf_status check_extents(cf_mesh_executor *x, int i, const int64_t *sizes)
   return CF_OK;
 }
 
-/* Makes (or keeps) the plan for the global sizes of `shards` (one local shard per input). */
-static cf_status plan_for(cf_mesh_executor *x, const DLTensor *const *shards) {
+/* The backend every device of a run uses (see the top of this file): host for the host
+ * mesh, CUDA for cf_mesh_run; an explicit option naming the other one is refused. */
+static cf_status run_backend(cf_mesh_executor *x, bool host_mesh, cf_backend *out) {
+  cf_backend asked = x->has_opts ? x->opts.backend : CF_BACKEND_AUTO;
+  *out = host_mesh ? CF_BACKEND_HOST : CF_BACKEND_CUDA;
+  if (asked == CF_BACKEND_AUTO || asked == *out) return CF_OK;
+  if (asked != CF_BACKEND_HOST && asked != CF_BACKEND_CUDA)
+    return set_error(x, CF_ERR_INVALID_ARGUMENT, "mesh: unknown backend %d in the executor's options", (int)asked);
+  if (host_mesh)
+    return set_error(x, CF_ERR_INVALID_ARGUMENT,
+                     "mesh: the host mesh keeps its shards in host memory and runs every device on the host backend, "
+                     "but the executor's options ask for CUDA: use CF_BACKEND_AUTO or CF_BACKEND_HOST (cf_mesh_run "
+                     "runs a mesh of GPUs)");
+  return set_error(x, CF_ERR_INVALID_ARGUMENT,
+                   "mesh: cf_mesh_run runs this process's GPU on CUDA tensors, but the executor's options ask for the "
+                   "host backend: use CF_BACKEND_AUTO or CF_BACKEND_CUDA (cf_mesh_run_host simulates a mesh on the host)");
+}
+
+/* Every shard given (NULL: a device outside the input's mesh) is in memory that backend b
+ * reads; device < 0: the shards of this process (cf_mesh_run), one per input. */
+static cf_status check_memory(cf_mesh_executor *x, cf_backend b, int ndev, int nin, const DLTensor *const *shards,
+                              int device) {
+  for (int k = 0; k < ndev * nin; k++) {
+    const DLTensor *t = shards[k];
+    if (!t || exec_backend_reads(b, t->device.device_type)) continue;
+    const char *name = TV((Val *)x->g->inputs.items[k % nin])->display_name;
+    if (device < 0)
+      return set_error(x, CF_ERR_INVALID_ARGUMENT, "mesh: input %d (%s) is in %s, but cf_mesh_run needs device memory",
+                       k % nin, name, exec_memory_name(t->device.device_type));
+    return set_error(x, CF_ERR_INVALID_ARGUMENT, "mesh: device %d: input %d (%s) is in %s, but the host mesh needs "
+                     "host memory", k / nin, k % nin, name, exec_memory_name(t->device.device_type));
+  }
+  return CF_OK;
+}
+
+/* Makes (or keeps) the plan for the global sizes of `shards` (one local shard per input),
+ * its segments run on backend b. */
+static cf_status plan_for(cf_mesh_executor *x, const DLTensor *const *shards, cf_backend b) {
   int nin = x->g->inputs.len;
   int64_t key[64 * CF_MAX_RANK] = {0};
   DLTensor fake[64];
@@ -138,7 +180,7 @@ static cf_status plan_for(cf_mesh_executor *x, const DLTensor *const *shards) {
     fake[i] = *shards[i];
     fake[i].shape = &key[i * CF_MAX_RANK];
   }
-  if (x->has_plan && !memcmp(key, x->key, sizeof key)) return CF_OK;
+  if (x->has_plan && x->plan_backend == b && !memcmp(key, x->key, sizeof key)) return CF_OK;
   if (x->has_plan) mesh_plan_free(&x->plan), x->has_plan = false;
   const DLTensor *sizes[64];
   for (int i = 0; i < nin; i++) sizes[i] = &fake[i];
@@ -156,7 +198,9 @@ static cf_status plan_for(cf_mesh_executor *x, const DLTensor *const *shards) {
     if (map[i]) s.by_id[map[i]->id] = x->layout[i];
   free(map);
   if (!st) st = ir_check_extents(c, "mesh");
-  if (!st) st = mesh_plan_build(&x->plan, c, &s, x->has_opts ? &x->opts : NULL);
+  cf_executor_options opts = x->has_opts ? x->opts : (cf_executor_options){0};
+  opts.backend = b;
+  if (!st) st = mesh_plan_build(&x->plan, c, &s, &opts);
   free(s.by_id);
   if (st) {
     set_error(x, st, "%s", c ? cf_fusion_error(c) : "mesh: out of memory");
@@ -165,6 +209,7 @@ static cf_status plan_for(cf_mesh_executor *x, const DLTensor *const *shards) {
     return st;
   }
   x->has_plan = true;
+  x->plan_backend = b;
   memcpy(x->key, key, sizeof key);
   if (lower_dump_requested("segments")) mesh_plan_print(&x->plan, stderr);
   return CF_OK;
@@ -179,11 +224,13 @@ cf_status cf_mesh_run_host(cf_mesh_executor *x, int ndevices, int ninputs, const
       noutputs != x->g->outputs.len)
     return set_error(x, CF_ERR_INVALID_ARGUMENT, "mesh: run_host takes 1..%d devices, %d inputs and %d outputs per device",
                      CF_MESH_MAX_DEVICES, x->g->inputs.len, x->g->outputs.len);
+  cf_backend b;
+  if (run_backend(x, true, &b) || check_memory(x, b, ndevices, ninputs, inputs, 0)) return CF_ERR_INVALID_ARGUMENT;
   const DLTensor *first[64] = {0};
   for (int i = 0; i < ninputs && i < 64; i++)
     for (int d = ndevices - 1; d >= 0; d--)
       if (inputs[d * ninputs + i]) first[i] = inputs[d * ninputs + i];
-  cf_status st = plan_for(x, first);
+  cf_status st = plan_for(x, first, b);
   if (st) return st;
   char err[512] = "";
   st = mesh_host_run(&x->plan, ndevices, inputs, outputs, err, sizeof err);
@@ -211,8 +258,11 @@ int cf_mesh_executor_num_communications(const cf_mesh_executor *x) { return coun
 /* For the NCCL executor (mesh_nccl.c): the plan for this device's shards. */
 cf_status mesh_exec_plan(cf_mesh_executor *x, const DLTensor *const *shards, const MeshPlan **plan) {
   errmsg_begin(&x->error);
+  *plan = NULL;
   if (x->status) return set_error(x, x->status, "%s", x->create_error);
-  cf_status st = plan_for(x, shards);
+  cf_backend b;
+  if (run_backend(x, false, &b) || check_memory(x, b, 1, x->g->inputs.len, shards, -1)) return CF_ERR_INVALID_ARGUMENT;
+  cf_status st = plan_for(x, shards, b);
   *plan = st ? NULL : &x->plan;
   return st;
 }

@@ -122,20 +122,6 @@ cf_status exec_plan_make(const KKernel *k, ExecPlan **out) {
   return CF_OK;
 }
 
-static const char *device_name(DLDeviceType t) {
-  switch (t) {
-  case kDLCPU: return "host memory (kDLCPU)";
-  case kDLCUDA: return "device memory (kDLCUDA)";
-  case kDLCUDAHost: return "pinned host memory (kDLCUDAHost)";
-  case kDLCUDAManaged: return "managed memory (kDLCUDAManaged)";
-  default: return "an unsupported device";
-  }
-}
-
-static bool device_ok(cf_backend b, DLDeviceType t) {
-  return b == CF_BACKEND_HOST ? (t == kDLCPU || t == kDLCUDAHost) : (t == kDLCUDA || t == kDLCUDAManaged);
-}
-
 static cf_status check_strides(cf_executor *e, const char *what, int i, const KTensor *p, const DLTensor *t) {
   int64_t expect = 1;
   for (int a = p->rank - 1; a >= 0; a--) {
@@ -204,9 +190,9 @@ static cf_status check_tensor(cf_executor *e, const char *what, int i, int param
   if (t->ndim != p->rank)
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has %d dimensions, expected %d", what, i, p->name,
                       t->ndim, p->rank);
-  if (!device_ok(e->cc->backend, t->device.device_type))
+  if (!exec_backend_reads(e->cc->backend, t->device.device_type))
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) is in %s, but the %s backend needs %s", what, i,
-                      p->name, device_name(t->device.device_type), e->cc->backend == CF_BACKEND_HOST ? "host" : "CUDA",
+                      p->name, exec_memory_name(t->device.device_type), e->cc->backend == CF_BACKEND_HOST ? "host" : "CUDA",
                       e->cc->backend == CF_BACKEND_HOST ? "host memory" : "device memory");
   cf_status st = check_storage(e, what, i, p, t);
   if (st) return st;

@@ -33,6 +33,18 @@ static inline char *tu_tv_str(cf_fusion *f, cf_tv *tv) {
   return buf;
 }
 
+/* The most fusion inputs and outputs the test helpers' fixed arrays hold: they are indexed
+ * by input and output number (test_complex_kernels' fusions have 24 outputs). */
+enum { TU_MAX_IO = 32 };
+
+/* Asserts that nin inputs and f's outputs fit arrays of TU_MAX_IO, naming the limit: past
+ * it a helper would write beyond a stack array, which showed as outputs that "differ". */
+static inline void tu_assert_io_fits(cf_fusion *f, int nin) {
+  int nout = cf_fusion_num_outputs(f);
+  cr_assert(nin >= 0 && nin <= TU_MAX_IO && nout >= 0 && nout <= TU_MAX_IO,
+            "%d inputs and %d outputs: the test helpers hold at most TU_MAX_IO = %d of each", nin, nout, TU_MAX_IO);
+}
+
 /* Tests that need NVRTC (the CUDA toolkit) skip, with the reason, where it is missing. */
 #define TU_SKIP_WITHOUT_NVRTC()                                                        \
   do {                                                                                 \

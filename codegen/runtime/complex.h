@@ -13,8 +13,10 @@
  * names, computed with the textbook formulas (Smith's division, hypot for |z|, the
  * principal square root and logarithm; special values of infinite parts may differ from
  * Annex G's). cf_creal, cf_cimag, cf_conj and cf_cbool (nonzero when either part is) are
- * the part ops and conversions emit.c prints; cf_creal and cf_conj are the identity on
- * real types (torch's real and conj of a real tensor). Sums shuffle and read grid partials
+ * the part ops and conversions emit.c prints; cf_creal and cf_conj of a real type (torch's
+ * real and conj of a real tensor: itself) are ops_math.h's templates on CUDA, which every
+ * kernel has (this file only those with a complex dtype), and the _Generic selections'
+ * default here on the host. Sums shuffle and read grid partials
  * of a complex accumulator through __shfl_xor_sync and cf_complex_volatile. */
 #ifndef CF_COMPLEX_H
 #define CF_COMPLEX_H
@@ -40,8 +42,6 @@ struct CfComplexD {
 CF_CX_FN CfComplexF::CfComplexF(const CfComplexD &z) : re((float)z.re), im((float)z.im) {}
 
 CF_CX_FN CfComplexD cf_complex_d(double re, double im) { return CfComplexD(re, im); }
-template <typename T> CF_CX_FN T cf_creal(T x) { return x; }
-template <typename T> CF_CX_FN T cf_conj(T x) { return x; }
 
 #define CF_COMPLEX_DEFINE(S, T, M)                                                             \
   CF_CX_FN S operator+(S a, S b) { return S(a.re + b.re, a.im + b.im); }                      \

@@ -168,6 +168,12 @@ CF_OPS_FN double cf_nextafter(double a, double b) { return cf_nextafter_d(a, b);
 CF_OPS_FN int64_t cf_shl(int64_t a, int64_t b) { return cf_shl_i(a, b); }
 CF_OPS_FN int64_t cf_shr(int64_t a, int64_t b) { return cf_shr_i(a, b); }
 CF_OPS_FN int64_t cf_gcd(int64_t a, int64_t b) { return cf_special_gcd(a, b); }
+/* real and conj of a real element (any type, half and bool included): itself, as torch's
+ * are. Every CUDA kernel has these, a kernel without a complex dtype included; complex.h
+ * adds the complex overloads, which overload resolution prefers to a template. (The host
+ * spells them as complex.h's _Generic selections, whose default is the same identity.) */
+template <typename T> CF_OPS_FN T cf_creal(T x) { return x; }
+template <typename T> CF_OPS_FN T cf_conj(T x) { return x; }
 #else
 #define CF_OPS_SELECT(name, a) _Generic((a), float: name##_f, double: name##_d, default: name##_i)
 #define cf_max(a, b) CF_OPS_SELECT(cf_max, a)((a), (b))

@@ -93,18 +93,25 @@ typedef struct cf_mesh_executor cf_mesh_executor;
 typedef struct cf_comm cf_comm;
 
 /* An executor for f (unscheduled, sharded as above); f is copied, and may be destroyed
- * after. NULL only when out of memory; an error of f is reported by each run. */
+ * after. NULL only when out of memory; an error of f is reported by each run. opts (NULL:
+ * defaults) go to every compute segment's define-and-run cache, but the backend follows
+ * where the shards live, not the machine: cf_mesh_run_host runs every device on the host
+ * backend (its shards and collectives are host memory), even where a GPU exists or
+ * CFUSER_BACKEND says cuda; cf_mesh_run runs on CUDA. CF_BACKEND_AUTO means that backend;
+ * naming the other one is refused by the run with the reason. */
 CF_API cf_mesh_executor *cf_mesh_executor_create(cf_fusion *f, const cf_executor_options *opts);
 CF_API void cf_mesh_executor_destroy(cf_mesh_executor *x);
 /* The message of the last failed call on x, or "". */
 CF_API const char *cf_mesh_executor_error(const cf_mesh_executor *x);
 
 /* The host mesh: runs f on ndevices simulated devices (ids 0 .. ndevices-1) in this
- * process. inputs[d * ninputs + i] is device d's local shard of input i (host tensors;
- * NULL for a device outside the input's mesh); outputs[d * noutputs + o] receives device
- * d's shard of output o (NULL for a device outside its mesh), freed by the caller with
- * cf_tensor_free. Collectives run over memory with NCCL's semantics; each compute
- * segment runs through define and run, once per device. */
+ * process, every one on the host backend. inputs[d * ninputs + i] is device d's local
+ * shard of input i (host tensors, kDLCPU or kDLCUDAHost: a shard elsewhere is refused,
+ * naming the device and input; NULL for a device outside the input's mesh);
+ * outputs[d * noutputs + o] receives device d's shard of output o (NULL for a device
+ * outside its mesh), freed by the caller with cf_tensor_free. Collectives run over
+ * memory with NCCL's semantics; each compute segment runs through define and run, once
+ * per device. */
 CF_API cf_status cf_mesh_run_host(cf_mesh_executor *x, int ndevices, int ninputs, const DLTensor *const *inputs,
                                   int noutputs, DLManagedTensor **outputs);
 
@@ -138,7 +145,8 @@ CF_API const char *cf_comm_error(const cf_comm *comm);
  * hang): each rank's next collective returns CF_ERR_RUNTIME naming the failed rank. */
 CF_API cf_status cf_comm_report_failure(cf_comm *comm, const char *what);
 
-/* Runs f on this process's GPU: inputs are this device's local shards (CUDA tensors),
+/* Runs f on this process's GPU, on the CUDA backend: inputs are this device's local
+ * shards (CUDA tensors: a shard in host memory is refused, named),
  * outputs receive its shards (allocated, freed with cf_tensor_free). Collectives run
  * through NCCL on a stream of their own ordered by events. A failure on any rank is
  * reported on every rank within the communicator's timeout. */

@@ -26,9 +26,10 @@ static double tol(cf_dtype dt) { return dt == CF_FLOAT ? 1e-5 : 1e-2; }
  * per input NULL or its strides) and compares every output with the evaluator's. */
 static void run(cf_dtype dt, int n, const int *rank, const int64_t (*sizes)[3], const int64_t *const *strides,
                 const char *what) {
-  DLManagedTensor *t[4], *got[4] = {0}, *want[4] = {0};
-  DLTensor view[4];
-  const DLTensor *in[4];
+  tu_assert_io_fits(f, n);
+  DLManagedTensor *t[TU_MAX_IO], *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
+  DLTensor view[TU_MAX_IO];
+  const DLTensor *in[TU_MAX_IO];
   for (int i = 0; i < n; i++) {
     t[i] = cf_tensor_host(dt, rank[i], sizes[i]);
     cf_tensor_fill_random(&t[i]->dl_tensor, 7 + (uint64_t)i);

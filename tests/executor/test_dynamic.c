@@ -30,9 +30,10 @@ static DLManagedTensor *iota_tensor(int rank, const int64_t *sizes) {
  * checked equal to the evaluator's and *got receives output 0; returns the cache's status. */
 static cf_status run(int nin, DLManagedTensor **in, DLManagedTensor **got) {
   if (!c) c = cf_fusion_cache_create(f, &host);
-  const DLTensor *ins[8];
+  tu_assert_io_fits(f, nin);
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < nin; i++) ins[i] = &in[i]->dl_tensor;
-  DLManagedTensor *out[2] = {0}, *want[2] = {0};
+  DLManagedTensor *out[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
   cf_status s = cf_fusion_execute(c, nin, ins, cf_fusion_num_outputs(f), out);
   if (s) return s;
   cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "%s", cf_fusion_error(f));

@@ -27,8 +27,9 @@ static cf_tv *input(int rank) {
  * per input) and compares every output with the evaluator's, twice (a compile, a hit). */
 static void check(int nin, const int *rank, const int64_t (*sizes)[4]) {
   if (!c) c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
-  DLManagedTensor *x[4];
-  const DLTensor *ins[4];
+  tu_assert_io_fits(f, nin);
+  DLManagedTensor *x[TU_MAX_IO];
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < nin; i++) {
     x[i] = cf_tensor_host(CF_FLOAT, rank[i], sizes[i]);
     cf_tensor_fill_random(&x[i]->dl_tensor, (uint64_t)i + 5);
@@ -36,7 +37,7 @@ static void check(int nin, const int *rank, const int64_t (*sizes)[4]) {
   }
   int nout = cf_fusion_num_outputs(f);
   for (int call = 0; call < 2; call++) {
-    DLManagedTensor *got[4] = {0}, *want[4] = {0};
+    DLManagedTensor *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
     cr_assert_eq(cf_fusion_execute(c, nin, ins, nout, got), CF_OK, "%s", cf_fusion_cache_error(c));
     cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "%s", cf_fusion_error(f));
     for (int o = 0; o < nout; o++) {

@@ -21,10 +21,11 @@ static cf_fusion_cache *cache(void) {
 
 /* Runs the cache on the inputs and compares every output with the evaluator's. */
 static void check_call(int nin, DLManagedTensor **in, double tol) {
-  const DLTensor *ins[8];
+  tu_assert_io_fits(f, nin);
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < nin; i++) ins[i] = &in[i]->dl_tensor;
   int nout = cf_fusion_num_outputs(f);
-  DLManagedTensor *got[4] = {0}, *want[4] = {0};
+  DLManagedTensor *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
   cr_assert_eq(cf_fusion_execute(cache(), nin, ins, nout, got), CF_OK, "%s", cf_fusion_cache_error(c));
   cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "%s", cf_fusion_error(f));
   for (int o = 0; o < nout; o++) {
@@ -44,7 +45,8 @@ static DLManagedTensor *rand_tensor(int rank, const int64_t *sizes, uint64_t see
 
 /* Calls with random float inputs of the given sizes (all of one shape). */
 static void check_shape(int nin, int rank, const int64_t *sizes, double tol) {
-  DLManagedTensor *in[8];
+  cr_assert(nin <= TU_MAX_IO);
+  DLManagedTensor *in[TU_MAX_IO];
   for (int i = 0; i < nin; i++) in[i] = rand_tensor(rank, sizes, (uint64_t)i + 1);
   check_call(nin, in, tol);
   for (int i = 0; i < nin; i++) cf_tensor_free(in[i]);

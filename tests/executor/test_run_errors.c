@@ -221,7 +221,9 @@ static cf_status run_m_by_3(cf_fusion *g, int64_t m, cf_executor *x, int nout, b
   cf_tensor_fill_random(&a->dl_tensor, 1);
   cf_tensor_fill_random(&b->dl_tensor, 2);
   const DLTensor *ins[2] = {&a->dl_tensor, &b->dl_tensor};
-  DLManagedTensor *got[2] = {0}, *want[2] = {0};
+  tu_assert_io_fits(g, 2);
+  cr_assert(nout <= cf_fusion_num_outputs(g));
+  DLManagedTensor *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
   cr_assert_eq(cf_fusion_evaluate(g, 2, ins, want), CF_OK, "%s", cf_fusion_error(g));
   cf_status s = cf_executor_run(x, 2, ins, nout, got);
   for (int i = 0; compare && !s && i < nout; i++) cr_expect(cf_tensor_equal(&got[i]->dl_tensor, &want[i]->dl_tensor));

@@ -27,8 +27,9 @@ static double tol(cf_dtype dt) { return dt == CF_FLOAT ? 1e-4 : 3e-2; }
 /* Executes the cache on random inputs of mi and compares every output with the
  * evaluator's; the status of the execute. */
 static cf_status check_inputs(cf_dtype dt, MfInputs mi, uint64_t seed, const char *what) {
-  DLManagedTensor *t[4], *got[4] = {0}, *want[4] = {0};
-  const DLTensor *in[4];
+  tu_assert_io_fits(f, mi.n);
+  DLManagedTensor *t[TU_MAX_IO], *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
+  const DLTensor *in[TU_MAX_IO];
   for (int i = 0; i < mi.n; i++) {
     t[i] = cf_tensor_host(dt, mi.rank[i], mi.sizes[i]);
     cf_tensor_fill_random(&t[i]->dl_tensor, seed + (uint64_t)i);

@@ -50,7 +50,8 @@ static inline DLManagedTensor *ot_tensor_i(cf_dtype dt, int rank, const int64_t 
 
 /* Evaluates f on n inputs; frees nothing. */
 static inline cf_status ot_eval(cf_fusion *f, int n, DLManagedTensor *const *ins, DLManagedTensor **outs) {
-  const DLTensor *dl[8];
+  tu_assert_io_fits(f, n);
+  const DLTensor *dl[TU_MAX_IO];
   for (int i = 0; i < n; i++) dl[i] = ins[i] ? &ins[i]->dl_tensor : NULL;
   return cf_fusion_evaluate(f, n, dl, outs);
 }

@@ -27,7 +27,8 @@ static void expect_same_math(void) {
 
 /* Both fusions evaluated on the same random inputs give equal outputs. */
 static void expect_same_results(int nin, const DLTensor *const *ins) {
-  DLManagedTensor *want[4] = {0}, *got[4] = {0};
+  tu_assert_io_fits(f, nin);
+  DLManagedTensor *want[TU_MAX_IO] = {0}, *got[TU_MAX_IO] = {0};
   cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "%s", cf_fusion_error(f));
   cr_assert_eq(cf_fusion_evaluate(g, nin, ins, got), CF_OK, "%s", cf_fusion_error(g));
   for (int i = 0; i < cf_fusion_num_outputs(f); i++) {

@@ -16,7 +16,7 @@
 typedef struct KcInput {
   cf_dtype dtype;
   int rank;
-  int64_t sizes[8];
+  int64_t sizes[CF_MAX_RANK];
   const int64_t *strides; /* NULL: contiguous */
 } KcInput;
 
@@ -30,9 +30,11 @@ static inline DLManagedTensor *kc_make_input(const KcInput *in, uint64_t seed) {
   return t;
 }
 
-/* A fusion input (tu_input) also recorded as in[*nin] for kc_check; sizes NULL: symbolic
- * (kc_check then needs in[]'s sizes set by the caller). */
+/* A fusion input (tu_input) also recorded as in[*nin] for kc_check (in[] holds TU_MAX_IO);
+ * sizes NULL: symbolic (kc_check then needs in[]'s sizes set by the caller). */
 static inline cf_tv *kc_input(cf_fusion *f, KcInput *in, int *nin, cf_dtype dt, int rank, const int64_t *sizes) {
+  cr_assert(*nin < TU_MAX_IO && rank <= CF_MAX_RANK, "input %d of rank %d: the harness holds TU_MAX_IO = %d inputs "
+            "of rank CF_MAX_RANK = %d at most", *nin, rank, TU_MAX_IO, CF_MAX_RANK);
   in[*nin] = (KcInput){dt, rank, {0}, NULL};
   for (int i = 0; sizes && i < rank; i++) in[*nin].sizes[i] = sizes[i];
   (*nin)++;
@@ -84,38 +86,46 @@ static inline DLManagedTensor *kc_to_device(const DLTensor *h, cf_dtype dt, DLTe
   return d;
 }
 
+/* Device copies (kc_to_device) of f's nin host inputs: dev[i] owns the memory (the caller
+ * frees it), views[i] is the host tensor's shape and strides over it, ins[i] points there. */
+static inline void kc_inputs_to_device(cf_fusion *f, int nin, DLManagedTensor **host_in, DLManagedTensor **dev,
+                                       DLTensor *views, const DLTensor **ins) {
+  for (int i = 0; i < nin; i++) {
+    dev[i] = kc_to_device(&host_in[i]->dl_tensor, cf_tv_dtype(cf_fusion_input(f, i)), &views[i]);
+    ins[i] = &views[i];
+  }
+}
+
+/* Host copies of f's nout device outputs into back[] (the caller frees both). */
+static inline void kc_outputs_to_host(cf_fusion *f, int nout, DLManagedTensor **out, DLManagedTensor **back) {
+  for (int i = 0; i < nout; i++) {
+    DLTensor *d = &out[i]->dl_tensor;
+    back[i] = cf_tensor_host(cf_tv_dtype(cf_fusion_output(f, i)), d->ndim, d->shape);
+    cf_tensor_copy(&back[i]->dl_tensor, d);
+  }
+}
+
 static inline void kc_run_backend(cf_fusion *f, cf_backend backend, int nin, DLManagedTensor **host_in,
                                   DLManagedTensor **want, double tol) {
+  tu_assert_io_fits(f, nin);
   cf_executor_options o = {.backend = backend};
   cf_executor *e = cf_executor_create(&o);
   cf_status s = cf_executor_compile(e, f);
   cr_assert_eq(s, CF_OK, "compile failed: %s", cf_executor_error(e));
   int nout = cf_fusion_num_outputs(f);
-  const DLTensor *ins[16];
-  DLTensor views[16];
-  DLManagedTensor *dev_in[16] = {0}, *out[16] = {0}, *back[16] = {0};
-  for (int i = 0; i < nin; i++) {
-    if (backend == CF_BACKEND_CUDA) {
-      dev_in[i] = kc_to_device(&host_in[i]->dl_tensor, cf_tv_dtype(cf_fusion_input(f, i)), &views[i]);
-      ins[i] = &views[i];
-    } else {
-      ins[i] = &host_in[i]->dl_tensor;
-    }
-  }
+  const DLTensor *ins[TU_MAX_IO];
+  DLTensor views[TU_MAX_IO];
+  DLManagedTensor *dev_in[TU_MAX_IO] = {0}, *out[TU_MAX_IO] = {0}, *back[TU_MAX_IO] = {0};
+  if (backend == CF_BACKEND_CUDA) kc_inputs_to_device(f, nin, host_in, dev_in, views, ins);
+  else
+    for (int i = 0; i < nin; i++) ins[i] = &host_in[i]->dl_tensor;
   s = cf_executor_run(e, nin, ins, nout, out);
   cr_assert_eq(s, CF_OK, "run failed: %s", cf_executor_error(e));
-  for (int i = 0; i < nout; i++) {
-    if (backend == CF_BACKEND_CUDA) {
-      DLTensor *d = &out[i]->dl_tensor;
-      back[i] = cf_tensor_host(cf_tv_dtype(cf_fusion_output(f, i)), d->ndim, d->shape);
-      cf_tensor_copy(&back[i]->dl_tensor, d);
-    } else {
-      back[i] = out[i];
-      out[i] = NULL;
-    }
-  }
+  if (backend == CF_BACKEND_CUDA) kc_outputs_to_host(f, nout, out, back);
+  else
+    for (int i = 0; i < nout; i++) back[i] = out[i], out[i] = NULL;
   kc_compare(back, want, nout, tol, backend == CF_BACKEND_CUDA ? "cuda" : "host");
-  for (int i = 0; i < 16; i++) {
+  for (int i = 0; i < TU_MAX_IO; i++) {
     cf_tensor_free(dev_in[i]);
     cf_tensor_free(out[i]);
     cf_tensor_free(back[i]);
@@ -128,13 +138,12 @@ static inline void kc_run_backend(cf_fusion *f, cf_backend backend, int nin, DLM
  * when present (within cuda_tol: CUDA's libm is not glibc's), each compared with them; the
  * NVRTC source of the inlined fusion (caller frees). Frees the inputs. */
 static inline char *kc_run_everywhere(cf_fusion *f, int nin, DLManagedTensor **in, double tol, double cuda_tol) {
-  enum { MAX_IO = 32 };
   const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+  tu_assert_io_fits(f, nin);
   int nout = cf_fusion_num_outputs(f);
-  cr_assert(nin <= MAX_IO && nout <= MAX_IO);
-  const DLTensor *ins[MAX_IO];
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < nin; i++) ins[i] = &in[i]->dl_tensor;
-  DLManagedTensor *want[MAX_IO] = {0}, *got[MAX_IO] = {0};
+  DLManagedTensor *want[TU_MAX_IO] = {0}, *got[TU_MAX_IO] = {0};
   cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
   cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
   cr_assert_eq(cf_fusion_execute(c, nin, ins, nout, got), CF_OK, "define and run: %s", cf_fusion_cache_error(c));
@@ -158,8 +167,9 @@ static inline char *kc_run_everywhere(cf_fusion *f, int nin, DLManagedTensor **i
 static inline char *kc_check(cf_fusion *f, int nin, const KcInput *inputs, double tol) {
   cr_assert_eq(cf_fusion_status(f), CF_OK, "scheduling failed: %s", cf_fusion_error(f));
   cr_assert_eq(cf_fusion_verify(f), CF_OK, "IR verifier: %s", cf_fusion_error(f));
-  DLManagedTensor *host_in[16] = {0}, *want[16] = {0};
-  const DLTensor *ins[16];
+  tu_assert_io_fits(f, nin);
+  DLManagedTensor *host_in[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < nin; i++) {
     host_in[i] = kc_make_input(&inputs[i], 1234 + (uint64_t)i);
     ins[i] = &host_in[i]->dl_tensor;
@@ -168,7 +178,7 @@ static inline char *kc_check(cf_fusion *f, int nin, const KcInput *inputs, doubl
   char *src = kc_compile_sm90(f);
   kc_run_backend(f, CF_BACKEND_HOST, nin, host_in, want, tol);
   if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, host_in, want, tol);
-  for (int i = 0; i < 16; i++) {
+  for (int i = 0; i < TU_MAX_IO; i++) {
     cf_tensor_free(host_in[i]);
     cf_tensor_free(want[i]);
   }

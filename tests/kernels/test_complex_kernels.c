@@ -118,3 +118,25 @@ Test(complex_kernels, grid_sum_of_complex_double) {
   cr_expect(strstr(src, "cf_complex_volatile("), "no grid reduction in:\n%s", src);
   free(src);
 }
+
+/* real and conj of real tensors (float, int32, half, bool: themselves) in a kernel with no
+ * complex dtype: the CUDA source, which then has no complex.h, still compiles for sm_90a
+ * (cf_creal and cf_conj of a real type are ops_math.h's; NVRTC said "identifier cf_creal
+ * is undefined"), and the host backend equals the evaluator exactly. */
+Test(complex_kernels, real_and_conj_of_real_tensors_compile_without_complex_types) {
+  cf_dtype dts[] = {CF_FLOAT, CF_INT32, CF_HALF, CF_BOOL};
+  enum { N = sizeof dts / sizeof *dts };
+  DLManagedTensor *in[N];
+  int64_t sz[2] = {3, 19};
+  for (int i = 0; i < N; i++) {
+    cf_tv *x = tu_input(f, dts[i], 2, NULL);
+    cf_fusion_add_output(f, cf_real(f, x));
+    cf_fusion_add_output(f, cf_conj(f, cf_add(f, x, x)));
+    in[i] = input(dts[i], 2, sz, 20 + (uint64_t)i);
+  }
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
+  for (int i = 0; i < N; i++) cr_expect_eq(cf_tv_dtype(cf_fusion_output(f, 2 * i)), dts[i]);
+  char *src = run_all(N, in, 0);
+  cr_expect(strstr(src, "cf_creal(") && strstr(src, "cf_conj(") && !strstr(src, "CfComplex"), "%s", src);
+  free(src);
+}

@@ -9,11 +9,12 @@ static void run_both(int i) {
   const char *reason = NULL;
   if (!cf_cuda_available(&reason)) cr_skip_test("no CUDA device: %s", reason);
   cf_fusion *f = cf_fusion_create();
-  KcInput in[8];
+  KcInput in[TU_MAX_IO];
   int nin = 0;
   kc_cases[i].build(f, in, &nin);
-  DLManagedTensor *host_in[8] = {0}, *host_out[8] = {0};
-  const DLTensor *ins[8];
+  tu_assert_io_fits(f, nin);
+  DLManagedTensor *host_in[TU_MAX_IO] = {0}, *host_out[TU_MAX_IO] = {0};
+  const DLTensor *ins[TU_MAX_IO];
   for (int k = 0; k < nin; k++) {
     host_in[k] = kc_make_input(&in[k], 77 + (uint64_t)k);
     ins[k] = &host_in[k]->dl_tensor;
@@ -24,7 +25,7 @@ static void run_both(int i) {
   cr_assert_eq(cf_executor_run(he, nin, ins, cf_fusion_num_outputs(f), host_out), CF_OK, "%s", cf_executor_error(he));
   /* the CUDA run is compared with the host backend's outputs */
   kc_run_backend(f, CF_BACKEND_CUDA, nin, host_in, host_out, kc_cases[i].tol);
-  for (int k = 0; k < 8; k++) {
+  for (int k = 0; k < TU_MAX_IO; k++) {
     cf_tensor_free(host_in[k]);
     cf_tensor_free(host_out[k]);
   }

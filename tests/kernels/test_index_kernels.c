@@ -36,40 +36,37 @@ static DLManagedTensor *filled(cf_dtype dt, int rank, const int64_t *sizes, int6
   return t;
 }
 
-/* Define and run on `opts` equals the evaluator; returns the schedulers of the segments,
- * space-separated (caller frees). The inputs are freed. */
+/* Define and run on `opts` (the inputs, in host memory, copied to the device and the
+ * outputs back for CUDA) equals the evaluator; returns the schedulers of the segments,
+ * space-separated (caller frees). */
 static char *run_defined(int nin, DLManagedTensor **in, const cf_executor_options *opts) {
-  enum { MAX_IO = 8 };
+  tu_assert_io_fits(f, nin);
+  bool on_cuda = opts->backend == CF_BACKEND_CUDA;
   int nout = cf_fusion_num_outputs(f);
-  const DLTensor *ins[MAX_IO];
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < nin; i++) ins[i] = &in[i]->dl_tensor;
-  DLManagedTensor *want[MAX_IO] = {0}, *got[MAX_IO] = {0};
+  DLManagedTensor *want[TU_MAX_IO] = {0}, *got[TU_MAX_IO] = {0}, *dev[TU_MAX_IO] = {0}, *back[TU_MAX_IO] = {0};
+  DLTensor views[TU_MAX_IO];
   cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
+  if (on_cuda) kc_inputs_to_device(f, nin, in, dev, views, ins);
   cf_fusion_cache *c = cf_fusion_cache_create(f, opts);
   cr_assert_eq(cf_fusion_execute(c, nin, ins, nout, got), CF_OK, "define and run: %s", cf_fusion_cache_error(c));
+  if (on_cuda) kc_outputs_to_host(f, nout, got, back);
   for (int i = 0; i < nout; i++)
-    cr_expect(cf_tensor_equal(&got[i]->dl_tensor, &want[i]->dl_tensor), "output %d differs from the evaluator", i);
+    cr_expect(cf_tensor_equal(&(on_cuda ? back : got)[i]->dl_tensor, &want[i]->dl_tensor),
+              "%s: output %d differs from the evaluator", on_cuda ? "cuda" : "host", i);
   StrBuf b = {0};
   for (int s = 0; s < cf_fusion_cache_last_segments(c); s++)
     sb_printf(&b, "%s%s", s ? " " : "", cf_fusion_cache_last_scheduler(c, s));
-  for (int i = 0; i < nout; i++) cf_tensor_free(got[i]), cf_tensor_free(want[i]);
+  for (int i = 0; i < TU_MAX_IO; i++)
+    cf_tensor_free(got[i]), cf_tensor_free(want[i]), cf_tensor_free(dev[i]), cf_tensor_free(back[i]);
   cf_fusion_cache_destroy(c);
   return sb_take(&b);
 }
 
-/* On the host backend, then (inputs copied first) on CUDA when present. */
+/* On CUDA when present, then on the host backend; the inputs are freed. */
 static char *run_everywhere(int nin, DLManagedTensor **in) {
-  if (cf_cuda_available(NULL)) {
-    DLManagedTensor *copy[8];
-    for (int i = 0; i < nin; i++) {
-      cf_dtype dt;
-      cr_assert(ir_dtype_from_dl(in[i]->dl_tensor.dtype, &dt));
-      copy[i] = cf_tensor_host(dt, in[i]->dl_tensor.ndim, in[i]->dl_tensor.shape);
-      memcpy(copy[i]->dl_tensor.data, in[i]->dl_tensor.data, (size_t)cf_tensor_numel(&in[i]->dl_tensor) * cf_dtype_size(dt));
-    }
-    free(run_defined(nin, copy, &cuda));
-    for (int i = 0; i < nin; i++) cf_tensor_free(copy[i]);
-  }
+  if (cf_cuda_available(NULL)) free(run_defined(nin, in, &cuda));
   char *s = run_defined(nin, in, &host);
   for (int i = 0; i < nin; i++) cf_tensor_free(in[i]);
   return s;

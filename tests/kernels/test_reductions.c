@@ -11,7 +11,7 @@
 #include "kernel_check.h"
 
 static cf_fusion *f;
-static KcInput in[4];
+static KcInput in[TU_MAX_IO];
 static int nin;
 
 static void setup(void) {
@@ -30,12 +30,13 @@ static cf_launch_params host_launch(void) {
   cf_executor_options o = {.backend = CF_BACKEND_HOST};
   cf_executor *e = cf_executor_create(&o);
   cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
-  DLManagedTensor *t[4] = {0}, *out[4] = {0};
-  const DLTensor *ins[4];
+  tu_assert_io_fits(f, nin);
+  DLManagedTensor *t[TU_MAX_IO] = {0}, *out[TU_MAX_IO] = {0};
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < nin; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 7))->dl_tensor;
   cr_assert_eq(cf_executor_run(e, nin, ins, cf_fusion_num_outputs(f), out), CF_OK, "%s", cf_executor_error(e));
   cf_launch_params p = cf_executor_last_launch_params(e);
-  for (int i = 0; i < 4; i++) cf_tensor_free(t[i]), cf_tensor_free(out[i]);
+  for (int i = 0; i < TU_MAX_IO; i++) cf_tensor_free(t[i]), cf_tensor_free(out[i]);
   cf_executor_destroy(e);
   return p;
 }

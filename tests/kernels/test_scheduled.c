@@ -8,7 +8,7 @@
 
 static char *run_case(int i) {
   cf_fusion *f = cf_fusion_create();
-  KcInput in[8];
+  KcInput in[TU_MAX_IO];
   int nin = 0;
   kc_cases[i].build(f, in, &nin);
   char *src = kc_check(f, nin, in, kc_cases[i].tol);

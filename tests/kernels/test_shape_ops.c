@@ -44,10 +44,11 @@ static const cf_executor_options host = {.backend = CF_BACKEND_HOST};
 static cf_status execute_vs_eval(int nin, DLManagedTensor **in) {
   if (!c) c = cf_fusion_cache_create(f, &host);
   cr_assert(c);
-  const DLTensor *ins[8];
+  tu_assert_io_fits(f, nin);
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < nin; i++) ins[i] = &in[i]->dl_tensor;
   int nout = cf_fusion_num_outputs(f);
-  DLManagedTensor *got[4] = {0}, *want[4] = {0};
+  DLManagedTensor *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
   cf_status s = cf_fusion_execute(c, nin, ins, nout, got);
   if (s == CF_OK) {
     cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "%s", cf_fusion_error(f));
@@ -70,7 +71,7 @@ static DLManagedTensor *rand_in(cf_dtype dt, int rank, const int64_t *sizes, uin
 Test(shape_ops, define_and_run_squeeze_expand_full_scalar) {
   build_squeeze_expand_full((int64_t[]){4, 1, 8}); /* squeeze needs extent 1 known at build */
   DLManagedTensor *in[2] = {rand_in(CF_FLOAT, 3, (int64_t[]){4, 1, 8}, 1), rand_in(CF_FLOAT, 0, NULL, 2)};
-  cr_expect_eq(execute_vs_eval(2, in), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(execute_vs_eval(2, in), CF_OK, "%s", cf_fusion_cache_error(c));
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
   cf_tensor_free(in[0]), cf_tensor_free(in[1]);
 }
@@ -83,7 +84,7 @@ Test(shape_ops, define_and_run_full_like_expand_as_symbolic) {
   cf_fusion_add_output(f, cf_add(f, cf_mul(f, cf_full_like(f, x, 3), x), e));
   cf_fusion_add_output(f, cf_full_like(f, cf_cast(f, x, CF_INT32), -7));
   DLManagedTensor *in[2] = {rand_in(CF_FLOAT, 2, (int64_t[]){5, 6}, 1), rand_in(CF_FLOAT, 2, (int64_t[]){1, 6}, 2)};
-  cr_expect_eq(execute_vs_eval(2, in), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(execute_vs_eval(2, in), CF_OK, "%s", cf_fusion_cache_error(c));
   cf_tensor_free(in[0]), cf_tensor_free(in[1]);
 }
 
@@ -92,7 +93,7 @@ Test(shape_ops, define_and_run_reshape_of_an_input) {
   cf_tv *x = input(CF_FLOAT, 3, NULL);
   cf_fusion_add_output(f, cf_add_scalar(f, cf_relu(f, cf_reshape(f, x, 2, (int64_t[]){-1, 8})), 1));
   DLManagedTensor *in[1] = {rand_in(CF_FLOAT, 3, (int64_t[]){3, 4, 8}, 1)};
-  cr_expect_eq(execute_vs_eval(1, in), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(execute_vs_eval(1, in), CF_OK, "%s", cf_fusion_cache_error(c));
   cr_expect_eq(cf_fusion_cache_last_segments(c), 2);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "view");
   cr_expect_eq(cf_fusion_cache_num_kernels(c), 1);
@@ -105,7 +106,7 @@ Test(shape_ops, define_and_run_reshape_between_segments) {
   cf_tv *r = cf_reshape(f, cf_exp(f, x), 2, (int64_t[]){12, 4});
   cf_fusion_add_output(f, cf_sum(f, r, 1, (int[]){1}));
   DLManagedTensor *in[1] = {rand_in(CF_FLOAT, 2, (int64_t[]){6, 8}, 1)};
-  cr_expect_eq(execute_vs_eval(1, in), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(execute_vs_eval(1, in), CF_OK, "%s", cf_fusion_cache_error(c));
   cr_expect_eq(cf_fusion_cache_last_segments(c), 3);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "view");
   cf_tensor_free(in[0]);
@@ -117,7 +118,7 @@ Test(shape_ops, define_and_run_copies_a_reshaped_output) {
   cf_tv *x = input(CF_FLOAT, 2, (int64_t[]){6, 8});
   cf_fusion_add_output(f, cf_reshape(f, cf_exp(f, x), 1, (int64_t[]){48}));
   DLManagedTensor *in[1] = {rand_in(CF_FLOAT, 2, (int64_t[]){6, 8}, 1)};
-  cr_expect_eq(execute_vs_eval(1, in), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(execute_vs_eval(1, in), CF_OK, "%s", cf_fusion_cache_error(c));
   cr_expect_eq(cf_fusion_cache_last_segments(c), 3);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "view");
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 2), "pointwise");

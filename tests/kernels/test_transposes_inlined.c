@@ -11,7 +11,7 @@
 #include "kernel_check.h"
 
 static cf_fusion *f;
-static KcInput in[4];
+static KcInput in[TU_MAX_IO];
 static int nin;
 
 static void setup(void) {
@@ -36,7 +36,8 @@ static void expect_refused(const char *msg) {
  * every output equal to the evaluator's. */
 static void expect_define_and_run_right(int64_t n) {
   cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
-  DLManagedTensor *x = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){n, n}), *got[2] = {0}, *want[2] = {0};
+  tu_assert_io_fits(f, 1);
+  DLManagedTensor *x = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){n, n}), *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
   cf_tensor_fill_random(&x->dl_tensor, 11);
   const DLTensor *ins[1] = {&x->dl_tensor};
   int nout = cf_fusion_num_outputs(f);

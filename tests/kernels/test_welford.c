@@ -12,7 +12,7 @@
 #include "kernel_check.h"
 
 static cf_fusion *f;
-static KcInput in[4];
+static KcInput in[TU_MAX_IO];
 static int nin;
 
 static void setup(void) {

@@ -8,7 +8,7 @@
 #include "kernels/kernel_check.h"
 
 static cf_fusion *f;
-static KcInput in[2];
+static KcInput in[TU_MAX_IO];
 static int nin;
 static void setup(void) {
   f = cf_fusion_create();

@@ -10,11 +10,14 @@
 
 /* Runs f on ndev host-mesh devices with random global inputs (seeded), each device given
  * its shard (cf_shard_tensor), and checks every device's output shards against the
- * shards of the evaluator's outputs. x receives the executor (the caller destroys it);
- * the status of the run is returned (its message in cf_mesh_executor_error). */
-static inline cf_status mu_check(cf_fusion *fu, int ndev, uint64_t seed, cf_mesh_executor **xo) {
+ * shards of the evaluator's outputs. The executor is made with opts (NULL: defaults); x
+ * receives it (the caller destroys it); the status of the run is returned (its message
+ * in cf_mesh_executor_error). */
+static inline cf_status mu_check_opts(cf_fusion *fu, int ndev, uint64_t seed, const cf_executor_options *opts,
+                                      cf_mesh_executor **xo) {
   int nin = cf_fusion_num_inputs(fu), nout = cf_fusion_num_outputs(fu);
-  DLManagedTensor *g[16], *ref[16], **loc = calloc((size_t)(ndev * nin + 1), sizeof *loc);
+  tu_assert_io_fits(fu, nin);
+  DLManagedTensor *g[TU_MAX_IO], *ref[TU_MAX_IO] = {0}, **loc = calloc((size_t)(ndev * nin + 1), sizeof *loc);
   DLManagedTensor **out = calloc((size_t)(ndev * nout + 1), sizeof *out);
   const DLTensor **in = calloc((size_t)(ndev * nin + 1), sizeof *in);
   for (int i = 0; i < nin; i++) {
@@ -30,10 +33,10 @@ static inline cf_status mu_check(cf_fusion *fu, int ndev, uint64_t seed, cf_mesh
       in[d * nin + i] = &loc[d * nin + i]->dl_tensor;
     }
   }
-  const DLTensor *gin[16];
+  const DLTensor *gin[TU_MAX_IO];
   for (int i = 0; i < nin; i++) gin[i] = &g[i]->dl_tensor;
   cr_assert_eq(cf_fusion_evaluate(fu, nin, gin, ref), CF_OK, "%s", cf_fusion_error(fu));
-  cf_mesh_executor *x = cf_mesh_executor_create(fu, NULL);
+  cf_mesh_executor *x = cf_mesh_executor_create(fu, opts);
   cf_status st = cf_mesh_run_host(x, ndev, nin, in, nout, out);
   for (int o = 0; o < nout && !st; o++)
     for (int d = 0; d < ndev; d++) {
@@ -59,6 +62,10 @@ static inline cf_status mu_check(cf_fusion *fu, int ndev, uint64_t seed, cf_mesh
   if (xo) *xo = x;
   else cf_mesh_executor_destroy(x);
   return st;
+}
+
+static inline cf_status mu_check(cf_fusion *fu, int ndev, uint64_t seed, cf_mesh_executor **xo) {
+  return mu_check_opts(fu, ndev, seed, NULL, xo);
 }
 
 /* The plan of x's last run as text (caller frees). */

@@ -1,7 +1,8 @@
 /* tests/multidevice/test_mesh_host.c: the reference fusions sharded over a host mesh of
  * 2 and 4 simulated devices (row and column sums over a sharded axis, softmax and layer
  * norm with rows or columns sharded, pointwise) equal the reference evaluator on the
- * unsharded tensors, and their plans are the communications expected. */
+ * unsharded tensors, and their plans are the communications expected. The host mesh runs
+ * its devices on the host backend wherever it runs (its shards are host memory). */
 #include "multidevice/mesh_util.h"
 
 MU_SUITE(mesh_host);
@@ -194,4 +195,46 @@ Test(mesh_host, a_refused_layout_is_the_executors_error) {
   cr_expect_str_eq(cf_mesh_executor_error(x), "sharding: the axis parallelized on deviceIdx.x (logical axis 0) must "
                                               "have the mesh axis's extent 4 for T0_g_float[ideviceIdx.x0{6}, iS1{4}] "
                                               "(DeviceMesh{0 1 2 3})");
+}
+
+/* The host mesh's shards are host memory: its devices run on the host backend even where
+ * a GPU exists or CFUSER_BACKEND asks for CUDA (on a GPU machine AUTO used to pick CUDA,
+ * which refused every host shard); no options, AUTO and HOST alike. */
+Test(mesh_host, auto_runs_the_host_mesh_on_the_host_backend) {
+  setenv("CFUSER_BACKEND", "cuda", 1);
+  const cf_executor_options autos = {.backend = CF_BACKEND_AUTO}, host = {.backend = CF_BACKEND_HOST};
+  const cf_executor_options *opts[3] = {NULL, &autos, &host};
+  for (int k = 0; k < 3; k++) {
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    cf_mesh_executor_destroy(x);
+    cf_fusion_add_output(f, cf_sum(f, sharded_input(8, 6, 2, 0), 1, (int[]){0}));
+    cr_expect_eq(mu_check_opts(f, 2, 7, opts[k], &x), CF_OK, "options %d: %s", k, cf_mesh_executor_error(x));
+  }
+  unsetenv("CFUSER_BACKEND");
+}
+
+/* An explicit CUDA backend cannot run host shards: refused before anything runs, saying
+ * why and what to use. */
+Test(mesh_host, a_cuda_backend_for_the_host_mesh_is_refused) {
+  cf_fusion_add_output(f, cf_exp(f, sharded_input(4, 4, 2, 0)));
+  cr_expect_eq(mu_check_opts(f, 2, 7, &(cf_executor_options){.backend = CF_BACKEND_CUDA}, &x), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_mesh_executor_error(x), "mesh: the host mesh keeps its shards in host memory and runs every "
+                                              "device on the host backend, but the executor's options ask for CUDA: "
+                                              "use CF_BACKEND_AUTO or CF_BACKEND_HOST (cf_mesh_run runs a mesh of GPUs)");
+}
+
+/* A shard in device memory given to the host mesh is refused, the device and input named
+ * (its collectives would read it as host memory). The tensor is never read. */
+Test(mesh_host, a_device_shard_given_to_the_host_mesh_is_refused) {
+  cf_fusion_add_output(f, cf_exp(f, sharded_input(4, 4, 2, 0)));
+  x = cf_mesh_executor_create(f, NULL);
+  DLManagedTensor *in = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){2, 4}), *out[2];
+  DLTensor on_gpu = in->dl_tensor;
+  on_gpu.device = (DLDevice){kDLCUDA, 0};
+  const DLTensor *ins[2] = {&in->dl_tensor, &on_gpu};
+  cr_expect_eq(cf_mesh_run_host(x, 2, 1, ins, 1, out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_mesh_executor_error(x),
+                   "mesh: device 1: input 0 (T0) is in device memory (kDLCUDA), but the host mesh needs host memory");
+  cf_tensor_free(in);
 }

@@ -33,8 +33,9 @@ static inline cf_tv *nv_concrete(int rank, const int64_t *sizes) {
 static inline void nv_check_tol(int nin, const KcInput *inputs, double tol) {
   cr_assert_eq(cf_fusion_status(f), CF_OK, "scheduling failed: %s", cf_fusion_error(f));
   cr_assert_eq(cf_fusion_verify(f), CF_OK, "IR verifier: %s", cf_fusion_error(f));
-  DLManagedTensor *in[16] = {0}, *want[16] = {0};
-  const DLTensor *ins[16];
+  tu_assert_io_fits(f, nin);
+  DLManagedTensor *in[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < nin; i++) {
     in[i] = kc_make_input(&inputs[i], 77 + (uint64_t)i);
     ins[i] = &in[i]->dl_tensor;
@@ -42,7 +43,7 @@ static inline void nv_check_tol(int nin, const KcInput *inputs, double tol) {
   cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
   kc_run_backend(f, CF_BACKEND_HOST, nin, in, want, tol);
   if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, nin, in, want, tol);
-  for (int i = 0; i < 16; i++) cf_tensor_free(in[i]), cf_tensor_free(want[i]);
+  for (int i = 0; i < TU_MAX_IO; i++) cf_tensor_free(in[i]), cf_tensor_free(want[i]);
 }
 static inline void nv_check(int nin, const KcInput *inputs) { nv_check_tol(nin, inputs, 1e-5); }
 
@@ -50,8 +51,9 @@ static inline void nv_check(int nin, const KcInput *inputs) { nv_check_tol(nin, 
  * schedulers, nvFuser's FusionExecutorCache) on the host backend, comparing every output
  * with the evaluator. */
 static inline void nv_execute_check(int nin, const KcInput *inputs) {
-  DLManagedTensor *in[16] = {0}, *want[16] = {0}, *got[16] = {0};
-  const DLTensor *ins[16];
+  tu_assert_io_fits(f, nin);
+  DLManagedTensor *in[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0}, *got[TU_MAX_IO] = {0};
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < nin; i++) {
     in[i] = kc_make_input(&inputs[i], 77 + (uint64_t)i);
     ins[i] = &in[i]->dl_tensor;
@@ -62,14 +64,15 @@ static inline void nv_execute_check(int nin, const KcInput *inputs) {
   cr_assert_eq(cf_fusion_execute(c, nin, ins, nout, got), CF_OK, "execute: %s", cf_fusion_cache_error(c));
   kc_compare(got, want, nout, 1e-5, "define and run");
   cf_fusion_cache_destroy(c);
-  for (int i = 0; i < 16; i++) cf_tensor_free(in[i]), cf_tensor_free(want[i]), cf_tensor_free(got[i]);
+  for (int i = 0; i < TU_MAX_IO; i++) cf_tensor_free(in[i]), cf_tensor_free(want[i]), cf_tensor_free(got[i]);
 }
 
 /* nv_expect_gap for define and run: the first call through cf_fusion_execute fails with
  * exactly msg. */
 static inline void nv_execute_gap(int nin, const KcInput *inputs, const char *msg) {
-  DLManagedTensor *in[16] = {0}, *got[16] = {0};
-  const DLTensor *ins[16];
+  tu_assert_io_fits(f, nin);
+  DLManagedTensor *in[TU_MAX_IO] = {0}, *got[TU_MAX_IO] = {0};
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < nin; i++) {
     in[i] = kc_make_input(&inputs[i], 77 + (uint64_t)i);
     ins[i] = &in[i]->dl_tensor;
@@ -80,7 +83,7 @@ static inline void nv_execute_gap(int nin, const KcInput *inputs, const char *ms
   cr_expect_str_eq(got_msg, msg, "the refusal changed (or the gap closed: check the results with nv_execute_check): "
                    "%s", got_msg);
   cf_fusion_cache_destroy(c);
-  for (int i = 0; i < 16; i++) cf_tensor_free(in[i]), cf_tensor_free(got[i]);
+  for (int i = 0; i < TU_MAX_IO; i++) cf_tensor_free(in[i]), cf_tensor_free(got[i]);
 }
 
 /* The error of compiling f for the host backend ("" when it compiled); caller frees. */

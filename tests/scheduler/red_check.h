@@ -56,11 +56,12 @@ static inline double tol_of(cf_dtype dt) { return dt == CF_FLOAT ? 1e-4 : 2e-2; 
 /* Host tensors of the inputs' sizes (data unread), as the call the plan reads. */
 typedef struct RcCall {
   SchedCall call;
-  DLManagedTensor *t[4];
-  const DLTensor *dl[4];
+  DLManagedTensor *t[TU_MAX_IO];
+  const DLTensor *dl[TU_MAX_IO];
 } RcCall;
 
 static inline void rc_call(RcCall *c, int n, const KcInput *in, const SchedDevice *dev) {
+  cr_assert(n <= TU_MAX_IO, "%d inputs: RcCall holds TU_MAX_IO = %d", n, TU_MAX_IO);
   for (int i = 0; i < n; i++) {
     c->t[i] = cf_tensor_host(in[i].dtype, in[i].rank, in[i].sizes);
     c->dl[i] = &c->t[i]->dl_tensor;
@@ -79,20 +80,21 @@ static inline void rc_define_and_run(cf_fusion *g, int n, const KcInput *in, con
   cf_fusion_cache *c = cf_fusion_cache_create(g, &host);
   cr_assert(c);
   fc_set_device(c, dev);
-  DLManagedTensor *t[4];
-  const DLTensor *ins[4];
+  tu_assert_io_fits(g, n);
+  DLManagedTensor *t[TU_MAX_IO];
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < n; i++) {
     t[i] = kc_make_input(&in[i], 99 + (uint64_t)i);
     ins[i] = &t[i]->dl_tensor;
   }
   int nout = cf_fusion_num_outputs(g);
-  DLManagedTensor *got[4] = {0}, *want[4] = {0};
+  DLManagedTensor *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
   cr_assert_eq(cf_fusion_execute(c, n, ins, nout, got), CF_OK, "%s", cf_fusion_cache_error(c));
   cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), rc_scheduler);
   cr_assert_eq(cf_fusion_evaluate(g, n, ins, want), CF_OK, "%s", cf_fusion_error(g));
   kc_compare(got, want, nout, tol, "define and run");
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < TU_MAX_IO; i++) {
     if (i < n) cf_tensor_free(t[i]);
     cf_tensor_free(got[i]);
     cf_tensor_free(want[i]);

@@ -47,11 +47,12 @@ static inline void fresh(void) {
 /* The call: host tensors of the inputs' sizes (their data is not read). */
 typedef struct Call {
   SchedCall call;
-  DLManagedTensor *t[4];
-  const DLTensor *dl[4];
+  DLManagedTensor *t[TU_MAX_IO];
+  const DLTensor *dl[TU_MAX_IO];
 } Call;
 
 static inline void call_make(Call *c, int n, const KcInput *in) {
+  cr_assert(n <= TU_MAX_IO, "%d inputs: Call holds TU_MAX_IO = %d", n, TU_MAX_IO);
   for (int i = 0; i < n; i++) {
     c->t[i] = cf_tensor_host(in[i].dtype, in[i].rank, in[i].sizes);
     c->dl[i] = &c->t[i]->dl_tensor;
@@ -102,8 +103,9 @@ static inline cf_fusion_cache *execute_vs_eval(int n, const KcInput *in, double 
   cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
   cr_assert_not_null(c);
   if (sc_dev) fc_set_device(c, sc_dev);
-  DLManagedTensor *t[4] = {0}, *got[4] = {0}, *want[4] = {0};
-  const DLTensor *ins[4];
+  tu_assert_io_fits(f, n);
+  DLManagedTensor *t[TU_MAX_IO] = {0}, *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
+  const DLTensor *ins[TU_MAX_IO];
   for (int i = 0; i < n; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 90 + (uint64_t)i))->dl_tensor;
   int nout = cf_fusion_num_outputs(f);
   cr_assert_eq(cf_fusion_execute(c, n, ins, nout, got), CF_OK, "%s", cf_fusion_cache_error(c));
@@ -113,7 +115,7 @@ static inline cf_fusion_cache *execute_vs_eval(int n, const KcInput *in, double 
     cr_expect(cf_tensor_allclose(&got[o]->dl_tensor, &want[o]->dl_tensor, tol, tol, msg, sizeof msg), "output %d: %s",
               o, msg);
   }
-  for (int i = 0; i < 4; i++) cf_tensor_free(t[i]), cf_tensor_free(got[i]), cf_tensor_free(want[i]);
+  for (int i = 0; i < TU_MAX_IO; i++) cf_tensor_free(t[i]), cf_tensor_free(got[i]), cf_tensor_free(want[i]);
   return c;
 }
 
