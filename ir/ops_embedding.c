@@ -90,8 +90,9 @@ static cf_tv *renorm(cf_fusion *f, cf_tv *rows, Val *weight, Val *max_norm, Val 
                        WHAT, TV(weight)->display_name, cf_dtype_name(weight->dtype)), NULL;
   cf_dtype op = ir_dtype_opmath(weight->dtype);
   cf_tv *x = as_dtype(f, rows, op), *mn = as_dtype(f, ir_tv_handle(max_norm), op);
+  mn = cf_broadcast(f, mn, 2, (bool[]){true, true}); /* once, for the comparison and the scale */
   cf_tv *norm = row_norm(f, cf_abs(f, x), norm_type);
-  cf_tv *scale = cf_div(f, mn, cf_add(f, norm, cf_const(f, op, 1e-7)));
+  cf_tv *scale = cf_div(f, mn, cf_add_scalar(f, norm, 1e-7)); /* 1e-7 in the expression: no 0-d tensor */
   cf_tv *r = cf_where(f, cf_gt(f, norm, mn), cf_mul(f, x, scale), x);
   return as_dtype(f, r, weight->dtype);
 }
@@ -126,6 +127,9 @@ cf_tv *cf_embedding_fwd(cf_fusion *f, cf_tv *input, cf_tv *weight, cf_tv *paddin
   if (n < 1 || n + 1 > CF_MAX_RANK)
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, in, "%s: input %s has %d axes; it needs 1 to %d", WHAT,
                        TV(in)->display_name, n, CF_MAX_RANK - 1), NULL;
+  if (in->dtype != CF_INT32 && in->dtype != CF_INT64)
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, in, "%s: input %s has dtype %s; an index must be int32 or int64",
+                       WHAT, TV(in)->display_name, cf_dtype_name(in->dtype)), NULL;
   if (m != 2)
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, w, "%s: weight %s has %d axes; it must be 2-D [num_embeddings, "
                        "embedding_dim]", WHAT, TV(w)->display_name, m), NULL;
