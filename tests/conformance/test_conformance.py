@@ -638,25 +638,6 @@ def test_rope():
 import ctypes  # noqa: E402  (used by the structural tests above)
 
 
-def _cumsum_ref(x, dtype, axis):
-    """torch.cumsum: integers and bool in int64 (wrapping), floats summed in order in float
-    (double for double), each partial rounded to it, then stored in the input's dtype."""
-    if not V.is_float(dtype):
-        return np.cumsum(x.astype(np.int64), axis=axis, dtype=np.int64), "int64"
-    if dtype == "bfloat16":
-        wide = (x.astype(np.uint32) << 16).view(np.float32)
-        acc = np.cumsum(wide, axis=axis, dtype=np.float32)
-        bits = acc.view(np.uint32)
-        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even (no NaN here)
-        return rounded.astype(np.uint16), dtype
-    if dtype in V.FP8:  # codes: decoded, summed in float, each sum stored as the 8-bit float
-        wide = np.array(V.widen(x, dtype), np.float32).reshape(x.shape)
-        acc = np.cumsum(wide, axis=axis, dtype=np.float32)
-        return V.array([float(v) for v in acc.reshape(-1)], dtype).reshape(x.shape), dtype
-    acc = np.cumsum(x.astype(np.float64 if dtype == "float64" else np.float32), axis=axis)
-    return acc.astype(capi.STORAGE[dtype]), dtype
-
-
 # The scans (IR_SCAN_TABLE): each the running value of a reduction, by the Python fold its
 # combine is here; whether integers and bool widen to int64 (torch.cumsum, torch.cumprod) or
 # keep their dtype (torch.cummax and torch.cummin's values).
@@ -779,7 +760,8 @@ def test_indexed(dtype):
     want = [np.take_along_axis(x, gi % 5, 0), np.take_along_axis(x, ti.astype(np.int64) % 6, 1), scat]
     dts = [dtype, dtype, dtype]
     if dtype not in V.COMPLEX:
-        (c1, d1), (c0, _) = _cumsum_ref(x, dtype, 1), _cumsum_ref(x, dtype, 0)
+        d1 = scan_out_dtype("cumsum", dtype)
+        c1, c0 = (V.array(scan_ref("cumsum", x, dtype, a)[0], d1).reshape(x.shape) for a in (1, 0))
         want, dts = want + [c1, c0], dts + [d1, d1]
     xs = [x, gi, ti, si, src]
     runs = [("evaluator", capi.evaluate(fus, xs, dts))]
