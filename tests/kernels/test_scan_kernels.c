@@ -20,9 +20,10 @@ static void teardown(void) { cf_fusion_destroy(f); }
 TestSuite(scan_kernels, .init = setup, .fini = teardown);
 
 static uint64_t rng = 4242;
-static int64_t draw(int64_t lo, int64_t hi) { /* [lo, hi) */
+static int64_t draw(int64_t lo, int64_t hi) { /* [lo, hi), any span of int64 (unsigned arithmetic) */
   rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-  return lo + (int64_t)((rng >> 33) % (uint64_t)(hi - lo));
+  uint64_t r = (rng >> 11) ^ (rng << 21);
+  return (int64_t)((uint64_t)lo + r % ((uint64_t)hi - (uint64_t)lo));
 }
 
 /* Floats: quarters in [-2.25, 2.25), every 5th element from -0.0, NaN, inf, -inf, 0.5. */
