@@ -78,7 +78,7 @@ cf_dtype cg_compute_type(const KNode *op);
 char *cg_access_str(Emitter *e, const KAccess *a, bool is_write);
 /* v of dtype `from` converted to `to` (malloc'd). */
 char *cg_converted(Emitter *e, cf_dtype from, cf_dtype to, const char *v);
-/* gather, take_along_axis, scatter and cumsum (indexed.c). */
+/* gather, take_along_axis, scatter and the scans (indexed.c). */
 void cg_indexed_op(Emitter *e, const KNode *n);
 /* Generates the whole kernel source with the given dialect (malloc'd). */
 char *cg_generate(const KKernel *k, const Dialect *d);

@@ -1,5 +1,6 @@
-/* codegen/indexed.c: the code of the indexed ops (gather, take_along_axis, scatter,
- * cumsum) for both dialects, called by emit.c's op emitter.
+/* codegen/indexed.c: the code of the indexed ops (gather, take_along_axis, scatter and
+ * the scans cumsum, cumprod, cummax, cummin) for both dialects, called by emit.c's op
+ * emitter.
  *
  * Lowering gives each operand read along the op's axis its element at position 0 of that
  * axis, the axis's stride and extent (KAccess.along_*), and the op its output's position
@@ -7,12 +8,13 @@
  *   gather, take_along_axis: the index read once, made a position (cf_index_clamp: a
  *     negative index counts from the end, one still outside the axis is clamped into it, so
  *     no kernel reads outside the tensor), then the lookup read there;
- *   cumsum: a serial loop over positions 0..p adding in the compute type (the accumulation
- *     dtype), in index order, as the evaluator adds;
+ *   a scan: its reduction's identity, then a serial loop over positions 0..p folding the
+ *     reduction's combine (IR_SCAN_TABLE) in the compute type (the accumulation dtype), in
+ *     index order, as the evaluator folds;
  *   scatter: a loop over the index along the axis keeping the last element naming this
  *     output's position (within the index's other extents), then src there or x.
  * Key decision: correctness first. Every output element is computed on its own from
- * global memory (cumsum re-adds its prefix: O(n) per element, O(n^2) per row), so any
+ * global memory (a scan re-folds its prefix: O(n) per element, O(n^2) per row), so any
  * schedule the pointwise scheduler or the fallback makes of the output is correct, and
  * the sums are the evaluator's bit for bit; a block-parallel scan is not done. */
 #include <stdlib.h>
@@ -52,16 +54,19 @@ static void emit_lookup(Emitter *e, const KNode *n, const char *out) {
   free(idx), free(pos), free(v), free(c);
 }
 
-static void emit_cumsum(Emitter *e, const KNode *n, const char *out) {
+/* A scan: its reduction's identity (in the compute type), then the combine folded serially. */
+static void emit_scan(Emitter *e, const KNode *n, const char *out) {
   const KAccess *x = &n->u.op.in[0];
-  cf_dtype ct = ir_op_compute_dtype(OP_CUMSUM, n->u.op.out_dtype, n->u.op.out_dtype);
+  IrOp red = ir_scan_reduction(n->u.op.op);
+  cf_dtype ct = ir_op_compute_dtype(n->u.op.op, n->u.op.out_dtype, n->u.op.out_dtype);
   char *p = cg_expr(e, n->u.op.along_pos), *v = element_at(e, x, "cf_j"), *cv = cg_converted(e, x->t->dtype, ct, v);
-  char *args[3] = {"cf_acc", cv, NULL}, *sum = cg_op_form(e, OP_CUMSUM, args);
-  cg_line(e, "%s cf_acc = 0;", cg_ctype(ct));
-  cg_line(e, "for (cf_index_t cf_j = 0; cf_j <= %s; ++cf_j) cf_acc = %s;", p, sum);
+  char *args[3] = {"cf_acc", cv, NULL}, *step = cg_op_form(e, ir_reduction_combine(red), args);
+  char *init = cg_reduction_init(e, red, ct, ct);
+  cg_line(e, "%s cf_acc = %s;", cg_ctype(ct), init);
+  cg_line(e, "for (cf_index_t cf_j = 0; cf_j <= %s; ++cf_j) cf_acc = %s;", p, step);
   char *r = cg_converted(e, ct, n->u.op.out_dtype, "cf_acc");
   cg_line(e, "%s = %s;", out, r);
-  free(p), free(v), free(cv), free(sum), free(r);
+  free(p), free(v), free(cv), free(step), free(init), free(r);
 }
 
 static void emit_scatter(Emitter *e, const KNode *n, const char *out) {
@@ -81,8 +86,8 @@ void cg_indexed_op(Emitter *e, const KNode *n) {
   char *out = cg_access_str(e, &n->u.op.out, true);
   cg_line(e, "{");
   e->indent++;
-  if (n->u.op.op == OP_CUMSUM)
-    emit_cumsum(e, n, out);
+  if (ir_op_is_scan(n->u.op.op))
+    emit_scan(e, n, out);
   else if (n->u.op.op == OP_SCATTER)
     emit_scatter(e, n, out);
   else

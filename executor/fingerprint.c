@@ -123,10 +123,6 @@ static void fp_attrs(Fp *b, const Expr *e) {
     fp_f64(b, e->attr.pad.value), fp_i64(b, e->attr.pad.ivalue);
     return;
   case OP_CAT: fp_i64(b, e->attr.cat.axis); return;
-  case OP_GATHER:
-  case OP_TAKE_ALONG_AXIS:
-  case OP_SCATTER:
-  case OP_CUMSUM: fp_i64(b, e->attr.indexed.axis); return;
   case OP_IOTA:
     fp_f64(b, e->attr.iota.start), fp_f64(b, e->attr.iota.step);
     fp_i64(b, e->attr.iota.istart), fp_i64(b, e->attr.iota.istep), fp_i64(b, e->attr.iota.axis);
@@ -141,6 +137,7 @@ static void fp_attrs(Fp *b, const Expr *e) {
     for (int i = 0; i < e->attr.permute.rank; i++) fp_i64(b, e->attr.permute.perm[i]);
     return;
   default:
+    if (ir_op_kind(e->op) == OPK_INDEXED) fp_i64(b, e->attr.indexed.axis); /* gather, scatter, the scans */
     if (ir_op_kind(e->op) != OPK_BINARY) return;
     fp_i64(b, e->attr.scalar_rhs.is_scalar_rhs);
     fp_f64(b, e->attr.scalar_rhs.is_scalar_rhs ? e->attr.scalar_rhs.value : 0.0);

@@ -88,6 +88,10 @@ double ir_elem_to_double(IrElem v, cf_dtype t);
  * their element strides, its output dense and row-major; NULL, or a malloc'd message
  * (without "evaluate: ") naming the op, the tensor and the element at fault. */
 char *ir_eval_indexed(const Expr *e, const DLTensor *const *in, const int64_t *const *st, DLTensor *out);
+/* A reduction's accumulator start in the evaluator's wide types (its identity column:
+ * IrElem.d for floating accumulators, .i for integers), for the reductions and the scans
+ * (ir/eval.c). */
+IrElem ir_reduction_start(IrOp op, bool fl);
 
 uint16_t ir_half_from_double(double x);
 double ir_half_to_double(uint16_t h);

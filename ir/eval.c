@@ -365,8 +365,7 @@ static void run_elementwise(const ExprPlan *p, NdIter *it) {
   } while (nd_next(it));
 }
 
-/* The accumulator's start in the evaluator's wide types (the op table's identity column). */
-static IrElem reduction_init(IrOp op, bool fl) {
+IrElem ir_reduction_start(IrOp op, bool fl) {
   static const double fident[] = {[RID_ZERO] = 0.0, [RID_ONE] = 1.0, [RID_LOWEST] = -INFINITY, [RID_HIGHEST] = INFINITY};
   static const int64_t iident[] = {[RID_ZERO] = 0, [RID_ONE] = 1, [RID_LOWEST] = INT64_MIN, [RID_HIGHEST] = INT64_MAX};
   ReduceIdentity r = ir_reduction_identity(op);
@@ -389,7 +388,7 @@ static EvalAcc acc_init(IrOp op, bool fl) {
   if (op == OP_WELFORD || op == OP_ONLINE_SOFTMAX)
     a.w = ir_welford_empty();
   else
-    a.v = reduction_init(op, fl);
+    a.v = ir_reduction_start(op, fl);
   return a;
 }
 

@@ -1,5 +1,5 @@
 /* ir/eval_index.c: the reference evaluator of the indexed ops (OPK_INDEXED: gather,
- * take_along_axis, scatter, cumsum), called by ir/eval.c with the operands' host tensors
+ * take_along_axis, scatter, the scans), called by ir/eval.c with the operands' host tensors
  * and the dense row-major output it allocated.
  *
  * Key decisions, the semantics every backend follows: an index is read as int64, a
@@ -7,9 +7,10 @@
  * naming the op, the tensor and the element (torch raises; kernels, which cannot, clamp);
  * scatter copies x, then writes src over it in index's row-major order, so where several
  * elements name one position the last along the axis wins (what the kernels compute);
- * cumsum adds in index order in the accumulation dtype (float for floating dtypes but
- * double, int64 for integers, wrapping), each partial sum rounded to it, as a kernel
- * folding serially does: the evaluator and the kernels agree bit for bit. */
+ * a scan (cumsum, cumprod, cummax, cummin: IR_SCAN_TABLE) folds its reduction's combine in
+ * index order in the accumulation dtype (float for floating dtypes but double, int64 for
+ * integers, wrapping), from the reduction's identity, each partial result rounded to it, as
+ * a kernel folding serially does: the evaluator and the kernels agree bit for bit. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -136,20 +137,23 @@ static char *run_scatter(const IdxIo *io) {
   return err;
 }
 
-/* cumsum: each element the sum of x's up to it along the axis, rounded to the accumulation
- * dtype at every step (the row's previous sum plus this element). */
-static char *run_cumsum(const IdxIo *io) {
-  cf_dtype dt = io->e->out[0]->dtype, ct = ir_op_compute_dtype(OP_CUMSUM, dt, dt), xt = io->e->in[0]->dtype;
+/* A scan (IR_SCAN_TABLE): each element its reduction's combine folded over x up to it along
+ * the axis, from the reduction's identity, in index order: the row's previous result and
+ * this element, computed wide and rounded to the compute dtype at every step. */
+static char *run_scan(const IdxIo *io) {
+  IrOp red = ir_scan_reduction(io->e->op);
+  IrEvalFn fold = ir_op_eval(ir_reduction_combine(red));
+  cf_dtype dt = io->e->out[0]->dtype, ct = ir_op_compute_dtype(io->e->op, dt, dt), xt = io->e->in[0]->dtype;
+  bool fl = ir_dtype_is_float(ct);
+  cf_dtype wide = fl ? CF_DOUBLE : CF_INT64;
   int64_t c[CF_MAX_RANK] = {0}, n = numel(io->out->shape, io->r), inner = 1;
   for (int a = io->d + 1; a < io->r; a++) inner *= io->out->shape[a];
   IrElem *acc = malloc(sizeof(IrElem) * (size_t)(n > 0 ? n : 1));
-  if (!acc) return msg("cumsum: out of memory");
+  if (!acc) return msg("%s: out of memory", ir_op_name(io->e->op));
   for (int64_t i = 0; i < n; i++, next(c, io->out->shape, io->r)) {
-    IrElem x = ir_elem_convert(load(io, 0, c), xt, ct), prev = c[io->d] > 0 ? acc[i - inner] : (IrElem){.i = 0};
-    if (ir_dtype_is_float(ct))
-      acc[i] = ir_elem_convert((IrElem){.d = (c[io->d] > 0 ? prev.d : 0.0) + x.d}, CF_DOUBLE, ct);
-    else
-      acc[i] = (IrElem){.i = (int64_t)((uint64_t)prev.i + (uint64_t)x.i)};
+    IrElem args[2] = {c[io->d] > 0 ? acc[i - inner] : ir_reduction_start(red, fl),
+                      ir_elem_convert(load(io, 0, c), xt, ct)};
+    acc[i] = ir_elem_convert(fold(args, wide), wide, ct);
     ir_elem_store(ir_dl_elem_ptr(io->out, i), dt, acc[i], ct);
   }
   free(acc);
@@ -164,7 +168,8 @@ char *ir_eval_indexed(const Expr *e, const DLTensor *const *in, const int64_t *c
   case OP_GATHER:
   case OP_TAKE_ALONG_AXIS: return run_lookup(&io);
   case OP_SCATTER: return run_scatter(&io);
-  case OP_CUMSUM: return run_cumsum(&io);
-  default: return msg("%s is not an indexed op", ir_op_name(e->op));
+  default:
+    if (ir_op_is_scan(e->op)) return run_scan(&io);
+    return msg("%s is not an indexed op", ir_op_name(e->op));
   }
 }

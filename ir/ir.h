@@ -95,7 +95,8 @@ typedef enum OpKind {
   OPK_RESIZE,    /* slice / pad / cat: output element i of a resized axis reads its operand
                     at another position (start + i * step; i - left; i or i - offset), so
                     those axes are not paired with the operand's (an_pairwise_map) */
-  OPK_INDEXED,   /* gather / take_along_axis / scatter / cumsum: an output element reads
+  OPK_INDEXED,   /* gather / take_along_axis / scatter / the scans (cumsum, cumprod, cummax,
+                    cummin): an output element reads
                     operands along attr.indexed.axis at positions computed from data or from
                     its own index (IR_INDEXED_TABLE says which operands; they are read from
                     memory, never computed in the kernel that reads them) */
@@ -130,8 +131,10 @@ typedef enum IrTypeRule {
   TR_WELFORD,   /* Welford states in, a field out (welford_avg, welford_m2, welford_n) */
   TR_COMPLEX_PART, /* a complex in, its real type out (real, imag; real of a real type is itself) */
   TR_REDUCE,    /* reductions: the reduction table's columns */
-  TR_SCAN,      /* any dtype in; integers and bool give int64 (torch.cumsum), floats keep
-                   theirs and accumulate in their accumulation dtype (float for 16-bit) */
+  TR_SCAN,      /* the scans: the scan table's columns (integers and bool give int64 where
+                   the scan's reduction widens them: torch.cumsum, torch.cumprod; cummax and
+                   cummin keep them); floats keep theirs and accumulate in their
+                   accumulation dtype (float for 16-bit) */
   TR_NONE       /* transforms of IterDomains: no elements */
 } IrTypeRule;
 
@@ -270,6 +273,9 @@ typedef enum IrTypeRule {
   X(OP_TAKE_ALONG_AXIS, "take_along_axis", OPK_INDEXED, "take_along_axis", TR_MOVE, ir_ev_move, "%0", "%0")       \
   X(OP_SCATTER, "scatter", OPK_INDEXED, "scatter", TR_MOVE, ir_ev_move, "%0", "%0")                              \
   X(OP_CUMSUM, "cumsum", OPK_INDEXED, "cumsum", TR_SCAN, ir_ev_add, "(%0 + %1)", "(%0 + %1)")                     \
+  X(OP_CUMPROD, "cumprod", OPK_INDEXED, "cumprod", TR_SCAN, ir_ev_mul, "(%0 * %1)", "(%0 * %1)")                 \
+  X(OP_CUMMAX, "cummax", OPK_INDEXED, "cummax", TR_SCAN, ir_ev_max, "cf_max(%0, %1)", "cf_max(%0, %1)")         \
+  X(OP_CUMMIN, "cummin", OPK_INDEXED, "cummin", TR_SCAN, ir_ev_min, "cf_min(%0, %1)", "cf_min(%0, %1)")         \
   X(OP_SPLIT, "Split", OPK_TRANSFORM, "split", TR_NONE, ir_ev_none, "", "")                                     \
   X(OP_MERGE, "Merge", OPK_TRANSFORM, "merge", TR_NONE, ir_ev_none, "", "")                                     \
   X(OP_SWIZZLE, "Swizzle", OPK_TRANSFORM, "swizzle", TR_NONE, ir_ev_none, "", "")
@@ -332,7 +338,7 @@ bool ir_resize_axis(const struct Expr *e, int operand, int axis);
  * op's axis at computed positions, operands none of whose axes pair with the output's),
  * each a bit per operand. gather and take_along_axis read operand 0 (the lookup) at the
  * position its index operand 1 holds; scatter writes its source (operand 2) where its index
- * (operand 1) says, over a copy of operand 0; cumsum reads operand 0 at every position up
+ * (operand 1) says, over a copy of operand 0; a scan reads operand 0 at every position up
  * to the output's. gather's lookup, scatter's index and source may be larger than the
  * output's off-axis extents (torch's sizes <= rule): none of their axes pair with the
  * output's, and they are read at the output's index there. */
@@ -340,7 +346,27 @@ bool ir_resize_axis(const struct Expr *e, int operand, int axis);
   X(OP_GATHER, 0x1u, 0x1u)           \
   X(OP_TAKE_ALONG_AXIS, 0x1u, 0x0u)  \
   X(OP_SCATTER, 0x6u, 0x6u)          \
-  X(OP_CUMSUM, 0x1u, 0x0u)
+  X(OP_CUMSUM, 0x1u, 0x0u)           \
+  X(OP_CUMPROD, 0x1u, 0x0u)          \
+  X(OP_CUMMAX, 0x1u, 0x0u)           \
+  X(OP_CUMMIN, 0x1u, 0x0u)
+/* The scans' column, beside the indexed table: X(enumerator, the reduction whose running
+ * value it is). A scan's output element is that reduction of operand 0 over positions 0..p
+ * of its axis, folded in index order from the reduction's identity with the reduction's
+ * combine, each partial result rounded to the compute dtype (the accumulation dtype); its
+ * integer widening is the reduction's too (cumsum and cumprod of integers and bool give
+ * int64, cummax and cummin keep the dtype). Max and min keep NaN, so once a NaN is seen the
+ * running max/min stays NaN (torch.cummax's values). The evaluator, both code dialects and
+ * the type rule read the combine, identity and widening from here; every scan row's own
+ * forms are its combine's (a test checks). */
+#define IR_SCAN_TABLE(X)           \
+  X(OP_CUMSUM, OP_SUM)             \
+  X(OP_CUMPROD, OP_PROD)           \
+  X(OP_CUMMAX, OP_MAX_REDUCE)      \
+  X(OP_CUMMIN, OP_MIN_REDUCE)
+/* Whether op is a scan; the reduction it runs (OP_COUNT for an op without a row). */
+bool ir_op_is_scan(IrOp op);
+IrOp ir_scan_reduction(IrOp op);
 /* Whether operand j of e is read at positions other than the output's: a resize's operand,
  * an indexed op's operand read along its axis. Such an operand must be in memory the
  * kernel reads whole (a fusion input or a segment input): the schedulers keep it out of
@@ -352,7 +378,9 @@ bool ir_unpaired_axis(const struct Expr *e, int operand, int axis);
 /* The ops that take complex operands (torch's complex semantics: arithmetic, exp, log,
  * sqrt, rsqrt, reciprocal, abs, real, imag, conj, eq, ne, where, sum, the moves and casts):
  * one helper beside the op table; every other op refuses a complex operand with a message
- * naming the op and the tensor, as torch refuses max, lt or floor of complex tensors. */
+ * naming the op and the tensor, as torch refuses max, lt or floor of complex tensors. The
+ * scans refuse complex too: cummax and cummin as torch does; cumsum and cumprod, which torch
+ * takes, because no scan has a complex accumulator here (refused, never a wrong sum). */
 bool ir_op_takes_complex(IrOp op);
 /* The ops whose result is the real type of a complex operand (abs, real, imag): they
  * compute in the complex type and give its real type. */

@@ -135,6 +135,19 @@ bool ir_reduction_widens_int(IrOp op) {
   }
 }
 
+/* ---- the scans' column ------------------------------------------------------------------------ */
+
+bool ir_op_is_scan(IrOp op) { return ir_scan_reduction(op) != OP_COUNT; }
+
+IrOp ir_scan_reduction(IrOp op) {
+  switch (op) {
+#define IR_X(e, reduction) case e: return reduction;
+    IR_SCAN_TABLE(IR_X)
+#undef IR_X
+  default: return OP_COUNT;
+  }
+}
+
 bool ir_reduction_needs_elements(IrOp op) {
   ReduceIdentity r = ir_reduction_identity(op);
   return ir_op_is_reduction(op) && (r == RID_LOWEST || r == RID_HIGHEST);
@@ -267,7 +280,8 @@ cf_dtype ir_op_result_dtype(IrOp op, cf_dtype promoted) {
   case TR_WELFORD: return op == OP_WELFORD_N ? CF_INT64 : ir_welford_scalar(promoted);
   case TR_RANDOM: return CF_FLOAT;
   case TR_RANDOM64: return CF_DOUBLE;
-  case TR_SCAN: return ir_dtype_is_float(promoted) ? promoted : CF_INT64;
+  case TR_SCAN: /* cumsum and cumprod widen integers and bool to int64, as their reductions do */
+    return ir_dtype_is_float(promoted) || !ir_reduction_widens_int(ir_scan_reduction(op)) ? promoted : CF_INT64;
   default: return promoted;
   }
 }

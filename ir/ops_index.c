@@ -1,8 +1,10 @@
 /* ir/ops_index.c: the indexing and scan ops of the public API, as torch's and nvFuser's:
- * take_along_axis, gather, index_select, select, scatter and cumsum.
+ * take_along_axis, gather, index_select, select, scatter and the scans cumsum, cumprod,
+ * cummax and cummin.
  *
- * Four op-table rows of kind OPK_INDEXED carry them (gather, take_along_axis, scatter,
- * cumsum); IR_INDEXED_TABLE says which operands each reads along its axis at computed
+ * Op-table rows of kind OPK_INDEXED carry them (gather, take_along_axis, scatter and one
+ * per scan, IR_SCAN_TABLE naming the reduction each runs: one builder for the four);
+ * IR_INDEXED_TABLE says which operands each reads along its axis at computed
  * positions and which have no axis paired with the output's. index_select and select are
  * compositions, as nvFuser's frontend defines them: the 1-D (or 0-d) index is broadcast to
  * x's rank along every other axis and read by take_along_axis, and select squeezes the
@@ -152,19 +154,26 @@ cf_tv *cf_scatter(cf_fusion *f, cf_tv *xh, int dim, cf_tv *ih, cf_tv *sh) {
   return ir_op_result(wire(f, "scatter", OP_SCATTER, 3, in, x->dtype, n, ids, d));
 }
 
-/* ---- cumsum -------------------------------------------------------------------------------- */
+/* ---- the scans ------------------------------------------------------------------------------ */
 
-cf_tv *cf_cumsum(cf_fusion *f, cf_tv *xh, int dim) {
+/* A scan of x along dim (IR_SCAN_TABLE): x's axes, the scan's dtype rule. */
+static cf_tv *scan(cf_fusion *f, IrOp op, cf_tv *xh, int dim) {
+  const char *what = ir_op_name(op);
   if (!f || f->status) return NULL;
-  Val *x = ir_op_arg(f, "cumsum", 1, "x", xh);
-  if (!x || !ir_op_check_accepts(f, "cumsum", OP_CUMSUM, 1, &x)) return NULL;
+  Val *x = ir_op_arg(f, what, 1, "x", xh);
+  if (!x || !ir_op_check_accepts(f, what, op, 1, &x)) return NULL;
   int n;
   Val **xa = ir_op_axes(f, x, &n), **ids = ARENA_ARRAY(f->arena, Val *, n > 0 ? n : 1);
-  if (!xa || !ids) return ir_op_oom(f, "cumsum");
-  int d = wrap_dim(f, "cumsum", x, n, dim);
+  if (!xa || !ids) return ir_op_oom(f, what);
+  int d = wrap_dim(f, what, x, n, dim);
   if (d < 0) return NULL;
   for (int k = 0; k < n; k++)
-    if (!(ids[k] = ir_op_axis_copy(f, xa[k], ID(xa[k])->iter_type))) return ir_op_oom(f, "cumsum");
+    if (!(ids[k] = ir_op_axis_copy(f, xa[k], ID(xa[k])->iter_type))) return ir_op_oom(f, what);
   Val *in[1] = {x};
-  return ir_op_result(wire(f, "cumsum", OP_CUMSUM, 1, in, ir_op_result_dtype(OP_CUMSUM, x->dtype), n, ids, d));
+  return ir_op_result(wire(f, what, op, 1, in, ir_op_result_dtype(op, x->dtype), n, ids, d));
 }
+
+cf_tv *cf_cumsum(cf_fusion *f, cf_tv *x, int dim) { return scan(f, OP_CUMSUM, x, dim); }
+cf_tv *cf_cumprod(cf_fusion *f, cf_tv *x, int dim) { return scan(f, OP_CUMPROD, x, dim); }
+cf_tv *cf_cummax(cf_fusion *f, cf_tv *x, int dim) { return scan(f, OP_CUMMAX, x, dim); }
+cf_tv *cf_cummin(cf_fusion *f, cf_tv *x, int dim) { return scan(f, OP_CUMMIN, x, dim); }

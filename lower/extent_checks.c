@@ -51,7 +51,7 @@ static KExpr *numel(LowerCtx *c, Val *tv);
  * ones), and a lookup or scatter over an empty axis of a non-empty result; the messages
  * are the evaluator's sense (ir/eval_index.c) after "run: ". */
 static void check_indexed(LowerCtx *c, const Expr *e) {
-  if (ir_op_kind(e->op) != OPK_INDEXED || e->op == OP_CUMSUM) return;
+  if (ir_op_kind(e->op) != OPK_INDEXED || ir_op_is_scan(e->op)) return;
   Val *x = e->in[0], *idx = e->in[1], *cv = e->out[0];
   int d = e->attr.indexed.axis;
   KExpr *xd = lower_extent(c, TV(x)->logical[d]);

@@ -328,7 +328,7 @@ CF_API cf_tv *cf_iota_dynamic(cf_fusion *f, cf_tv *length, double start, double 
 /* Indexing and scan ops (torch's, nvFuser's spellings; dim negative counts from the end).
  * An index tensor has dtype int32 or int64; a negative index counts from the end of the
  * axis (index + extent). The tensor read at those positions (x of gather, take_along_axis,
- * index_select and select; index and src of scatter; x of cumsum) must be in memory a
+ * index_select and select; index and src of scatter; x of the scans) must be in memory a
  * kernel reads whole, as a resize's operand: a fusion input or a segment input (define and
  * run cuts the fusion before the op; a hand schedule computing it in the same kernel is
  * refused when compiled). Indices are computed in the same kernel freely.
@@ -349,13 +349,38 @@ CF_API cf_tv *cf_iota_dynamic(cf_fusion *f, cf_tv *length, double start, double 
  *   one of their values is written (the last along dim, on every backend).
  * - cumsum(x, dim): the inclusive prefix sum along dim; integers and bool give int64,
  *   floating dtypes keep theirs and accumulate in float (double for double), summed in
- *   index order on every backend. */
+ *   index order on every backend, from 0 (torch's start: cumsum of -0.0 is +0.0).
+ * - cumprod(x, dim): the inclusive prefix product (torch.cumprod), dtypes as cumsum's
+ *   (integers and bool give int64, wrapping on overflow), multiplied in index order.
+ * - cummax(x, dim), cummin(x, dim): the running maximum and minimum along dim: the values
+ *   of torch.cummax and torch.cummin (nvFuser's cummax and cummin return no indices); the
+ *   dtype is kept (bool and integers too); a NaN propagates: from the first NaN on, the
+ *   rest of the row is NaN. Between -0.0 and +0.0 the sign kept is cf_max's (cf_min's).
+ * The scans take no complex tensor: cummax and cummin as torch; cumsum and cumprod, which
+ * torch takes, are refused (no scan accumulates in complex here). */
 CF_API cf_tv *cf_take_along_axis(cf_fusion *f, cf_tv *x, cf_tv *index, int dim);
 CF_API cf_tv *cf_gather(cf_fusion *f, cf_tv *x, int dim, cf_tv *index);
 CF_API cf_tv *cf_index_select(cf_fusion *f, cf_tv *x, int dim, cf_tv *index);
 CF_API cf_tv *cf_select(cf_fusion *f, cf_tv *x, int dim, cf_tv *index);
 CF_API cf_tv *cf_scatter(cf_fusion *f, cf_tv *x, int dim, cf_tv *index, cf_tv *src);
 CF_API cf_tv *cf_cumsum(cf_fusion *f, cf_tv *x, int dim);
+CF_API cf_tv *cf_cumprod(cf_fusion *f, cf_tv *x, int dim);
+CF_API cf_tv *cf_cummax(cf_fusion *f, cf_tv *x, int dim);
+CF_API cf_tv *cf_cummin(cf_fusion *f, cf_tv *x, int dim);
+/* The forward of torch.nn.functional.embedding (nvFuser's embedding_fwd): weight's rows at
+ * input's indices, [*input, D] of weight's dtype, for input an int32 or int64 tensor of 1
+ * to CF_MAX_RANK - 1 axes and weight 2-D [num_embeddings, D] (an input of more than one
+ * axis must not be strided: it is flattened by a reshape, a view). The other arguments are
+ * NULL or 0-d tensors (cf_scalar_input, cf_const*): padding_idx (integer),
+ * scale_grad_by_freq and sparse change only the backward, so they have no effect here;
+ * max_norm: each looked-up row whose norm_type-norm (NULL: 2; 1, 2, +-inf and 0 as
+ * torch.norm) exceeds max_norm is scaled by max_norm / (norm + 1e-7), as torch's
+ * embedding_renorm_, computed in float for 16- and 8-bit weights (max_norm needs a
+ * floating weight). Unlike torch, the weight itself is not modified (a fusion never writes
+ * its inputs): only the result is renormalized. Indices out of range are the index_select
+ * rule above (the evaluator refuses them, kernels clamp). */
+CF_API cf_tv *cf_embedding_fwd(cf_fusion *f, cf_tv *input, cf_tv *weight, cf_tv *padding_idx, cf_tv *max_norm,
+                               cf_tv *norm_type, cf_tv *scale_grad_by_freq, cf_tv *sparse);
 
 /* ---- inspection ------------------------------------------------------------------- */
 

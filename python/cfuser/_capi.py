@@ -259,7 +259,9 @@ _proto("cf_take_along_axis", _T, _F, _T, _T, c_int)
 for _name in ("cf_gather", "cf_index_select", "cf_select"):
     _proto(_name, _T, _F, _T, c_int, _T)
 _proto("cf_scatter", _T, _F, _T, c_int, _T, _T)
-_proto("cf_cumsum", _T, _F, _T, c_int)
+for _name in ("cf_cumsum", "cf_cumprod", "cf_cummax", "cf_cummin"):
+    _proto(_name, _T, _F, _T, c_int)
+_proto("cf_embedding_fwd", _T, _F, _T, _T, _T, _T, _T, _T, _T)
 _proto("cf_tv_name", c_char_p, _T)
 for _name in ("cf_tv_dtype", "cf_tv_logical_rank", "cf_tv_naxes", "cf_tv_memory_type",
               "cf_tv_compute_at_pos"):

@@ -537,13 +537,47 @@ class ShapeOps:
             s = self.full(i.shape(), s, t.dtype)
         return self._make("scatter", _capi.lib.cf_scatter(fd._f, t.handle, d, ih, s.handle), t.extents)
 
+    def _scan(self: "Ops", what: str, arg: Any, dim: int) -> Tensor:
+        self._fd._check_open(what)
+        t = self._tensor(arg, what)
+        d = self._axes(dim, t.ndim, what, t)[0]
+        return self._make(what, getattr(_capi.lib, "cf_" + what)(self._fd._f, t.handle, d), t.extents)
+
     def cumsum(self: "Ops", arg: Any, dim: int) -> Tensor:
         """torch.cumsum: the inclusive prefix sum along dim; integers and bool give int64,
         floating dtypes keep theirs (accumulated in float, double for double)."""
-        self._fd._check_open("cumsum")
-        t = self._tensor(arg, "cumsum")
-        d = self._axes(dim, t.ndim, "cumsum", t)[0]
-        return self._make("cumsum", _capi.lib.cf_cumsum(self._fd._f, t.handle, d), t.extents)
+        return self._scan("cumsum", arg, dim)
+
+    def cumprod(self: "Ops", arg: Any, dim: int) -> Tensor:
+        """torch.cumprod: the inclusive prefix product along dim; dtypes as cumsum's."""
+        return self._scan("cumprod", arg, dim)
+
+    def cummax(self: "Ops", arg: Any, dim: int) -> Tensor:
+        """torch.cummax's values (nvFuser's cummax: no indices): the running maximum along
+        dim, dtype kept; a NaN stays for the rest of the row."""
+        return self._scan("cummax", arg, dim)
+
+    def cummin(self: "Ops", arg: Any, dim: int) -> Tensor:
+        """torch.cummin's values (nvFuser's cummin: no indices): the running minimum along
+        dim, dtype kept; a NaN stays for the rest of the row."""
+        return self._scan("cummin", arg, dim)
+
+    def embedding_fwd(self: "Ops", input: Any, weight: Any, padding_idx: Any = None,  # noqa: A002
+                      max_norm: Any = None, norm_type: Any = None, scale_grad_by_freq: Any = None,
+                      sparse: Any = None) -> Tensor:
+        """torch.nn.functional.embedding's forward (nvFuser's embedding_fwd): weight's rows
+        at input's indices, [*input, D]. The optional arguments are None, numbers or
+        Scalars (define_scalar inputs too); max_norm renormalizes the looked-up rows whose
+        norm_type-norm (default 2) exceeds it, in the result only (the weight is not
+        modified, unlike torch); padding_idx, scale_grad_by_freq and sparse only matter for
+        the backward."""
+        fd = self._fd
+        fd._check_open("embedding_fwd")
+        x, w = self._tensor(input, "embedding_fwd"), self._tensor(weight, "embedding_fwd")
+        opt = [None if v is None else self._handle(self._operand(v, "embedding_fwd"), "embedding_fwd")
+               for v in (padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)]
+        h = _capi.lib.cf_embedding_fwd(fd._f, x.handle, w.handle, *opt)
+        return self._make("embedding_fwd", h, tuple(x.extents) + tuple(w.extents[1:]))
 
     # ---- matmul --------------------------------------------------------------------------
 

@@ -38,7 +38,8 @@ STRUCTURAL = {
     "slice": "test_resize", "pad": "test_resize", "cat": "test_resize", "ceilDiv": "tests/ir/test_scalar.c (index arithmetic)", "Split": "tests/ir/test_transforms.c",
     "Merge": "tests/ir/test_transforms.c", "Swizzle": "tests/ir/test_transforms.c",
     "online_softmax": "tests/ir/test_reduce_ops.c, tests/scheduler/test_norm_sched.c (made by the scheduler only)",
-    "gather": "test_indexed", "take_along_axis": "test_indexed", "scatter": "test_indexed", "cumsum": "test_indexed",
+    "gather": "test_indexed", "take_along_axis": "test_indexed", "scatter": "test_indexed",
+    "cumsum": "test_indexed, test_scans", "cumprod": "test_scans", "cummax": "test_scans", "cummin": "test_scans",
 }
 
 # Approximate ops: a relative tolerance of a few units in the last place, and an absolute
@@ -652,34 +653,93 @@ def test_rope():
 import ctypes  # noqa: E402  (used by the structural tests above)
 
 
-def _cumsum_ref(x, dtype, axis):
-    """torch.cumsum: integers and bool in int64 (wrapping), floats summed in order in float
-    (double for double), each partial rounded to it, then stored in the input's dtype."""
-    if not V.is_float(dtype):
-        return np.cumsum(x.astype(np.int64), axis=axis, dtype=np.int64), "int64"
-    if dtype == "bfloat16":
-        wide = (x.astype(np.uint32) << 16).view(np.float32)
-        acc = np.cumsum(wide, axis=axis, dtype=np.float32)
-        bits = acc.view(np.uint32)
-        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even (no NaN here)
-        return rounded.astype(np.uint16), dtype
-    if dtype in V.FP8:  # codes: decoded, summed in float, each sum stored as the 8-bit float
-        wide = np.array(V.widen(x, dtype), np.float32).reshape(x.shape)
-        acc = np.cumsum(wide, axis=axis, dtype=np.float32)
-        return V.array([float(v) for v in acc.reshape(-1)], dtype).reshape(x.shape), dtype
-    acc = np.cumsum(x.astype(np.float64 if dtype == "float64" else np.float32), axis=axis)
-    return acc.astype(capi.STORAGE[dtype]), dtype
+# The scans (IR_SCAN_TABLE): each the running value of a reduction, by the Python fold its
+# combine is here; whether integers and bool widen to int64 (torch.cumsum, torch.cumprod) or
+# keep their dtype (torch.cummax and torch.cummin's values).
+SCANS = {
+    "cumsum": (lambda a, b: a + b, 0, True),
+    "cumprod": (lambda a, b: a * b, 1, True),
+    "cummax": (lambda a, b: a if math.isnan(a) else b if math.isnan(b) else max(a, b), -math.inf, False),
+    "cummin": (lambda a, b: a if math.isnan(a) else b if math.isnan(b) else min(a, b), math.inf, False),
+}
 
 
+def scan_out_dtype(op, dtype):
+    return "int64" if SCANS[op][2] and not V.is_float(dtype) else dtype
+
+
+def scan_ref(op, x, dtype, axis):
+    """torch's scan of the wide values of x (2-D, dtype) along axis: folded in index order
+    from the identity, each partial result rounded to the accumulation dtype (float, double
+    for double; int64 or the dtype's own integers, wrapping), then stored in the output's
+    dtype. Wide values, row-major."""
+    fold, start, widen = SCANS[op]
+    acc_dt = ("float64" if dtype == "float64" else "float32") if V.is_float(dtype) else "int64"
+    out_dt = scan_out_dtype(op, dtype)
+    w = np.array(V.widen(x, dtype), dtype=object).reshape(x.shape)
+    w = w if axis == 1 else w.T
+    rows = []
+    for row in w:
+        acc = start if V.is_float(dtype) or start in (0, 1) else None
+        out = []
+        for v in row:
+            v = int(v) if not V.is_float(dtype) else v
+            acc = v if acc is None else V.store(fold(acc, v), acc_dt)
+            out.append(V.store(acc, out_dt))
+        rows.append(out)
+    res = np.array(rows, dtype=object)
+    return list((res if axis == 1 else res.T).reshape(-1)), out_dt
+
+
+def scan_input(dtype):
+    """The dtype's special values (NaN, +-inf, -0.0, subnormals, integer extremes) shuffled
+    into a [5, 7] tensor, every value at least once."""
+    vals = V.SPECIALS[dtype]
+    rng = np.random.default_rng(11)
+    order = np.concatenate([rng.permutation(len(vals)) for _ in range(35 // len(vals) + 1)])[:35]
+    return V.array([vals[k] for k in order], dtype).reshape(5, 7)
+
+
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d not in V.COMPLEX])
+def test_scans(dtype):
+    """cumsum, cumprod, cummax and cummin of every dtype's special values along both axes,
+    in one fusion, against torch's semantics: the evaluator and define and run on every
+    backend, exact (NaN stays NaN to the end of its row; cumsum and cumprod give int64 for
+    integers and bool, wrapping; the sign of zero too, but where max and min meet +-0.0)."""
+    x = scan_input(dtype)
+    fus = capi.Fusion()
+    tx = fus.input_concrete(dtype, x.shape)
+    cases = [(op, axis) for op in SCANS for axis in (0, 1)]
+    for op, axis in cases:
+        t = _call(fus, op, capi.P, capi.P(tx), axis)
+        assert t, fus.error()
+        fus.output(t)
+    want = [scan_ref(op, x, dtype, axis) for op, axis in cases]
+    dts = [d for _, d in want]
+    runs = [("evaluator", capi.evaluate(fus, [x], dts))]
+    runs += [(bk, capi.execute(fus, [x], dts, capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST))
+             for bk in BACKENDS]
+    for where, (s, got) in runs:
+        assert s == 0, f"{where}: {got}"
+        for (op, axis), g, (w, dt) in zip(cases, got, want):
+            have = V.widen(g, dt)
+            bad = [(i, h, v) for i, (h, v) in enumerate(zip(have, w))
+                   if not _close(h, v, dt, True, op in ("cummax", "cummin"))]
+            assert not bad, f"{where}: {op} along {axis} of {dtype}: (index, got, want) {bad[:6]}"
+
+
+@pytest.mark.parametrize("op", list(SCANS))
 @pytest.mark.parametrize("dtype", list(V.COMPLEX))
-def test_cumsum_refuses_complex(dtype):
-    """cumsum of a complex tensor is refused, naming the op and the tensor (it was accepted
-    and summed the real parts into int64)."""
+def test_scans_refuse_complex(op, dtype):
+    """A scan of a complex tensor is refused, naming the op and the tensor: cummax and
+    cummin as torch refuses them; cumsum and cumprod (torch takes them) because no scan
+    accumulates in complex here (cumsum was accepted once and summed the real parts into
+    int64)."""
     fus = capi.Fusion()
     tx = fus.input_concrete(dtype, (5, 6))
-    assert not _call(fus, "cumsum", capi.P, capi.P(tx), 1)
+    assert not _call(fus, op, capi.P, capi.P(tx), 1)
     name = {"complex64": "complex_float", "complex128": "complex_double"}[dtype]
-    assert fus.error() == f"cumsum: T0 has dtype {name}, but cumsum does not take complex tensors for T0_g_{name}[iS0{{5}}, iS1{{6}}]", fus.error()
+    assert fus.error() == f"{op}: T0 has dtype {name}, but {op} does not take complex tensors for T0_g_{name}[iS0{{5}}, iS1{{6}}]", fus.error()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -715,7 +775,8 @@ def test_indexed(dtype):
     want = [np.take_along_axis(x, gi % 5, 0), np.take_along_axis(x, ti.astype(np.int64) % 6, 1), scat]
     dts = [dtype, dtype, dtype]
     if dtype not in V.COMPLEX:
-        (c1, d1), (c0, _) = _cumsum_ref(x, dtype, 1), _cumsum_ref(x, dtype, 0)
+        d1 = scan_out_dtype("cumsum", dtype)
+        c1, c0 = (V.array(scan_ref("cumsum", x, dtype, a)[0], d1).reshape(x.shape) for a in (1, 0))
         want, dts = want + [c1, c0], dts + [d1, d1]
     xs = [x, gi, ti, si, src]
     runs = [("evaluator", capi.evaluate(fus, xs, dts))]
