@@ -137,15 +137,13 @@ static bool device_ok(cf_backend b, DLDeviceType t) {
 }
 
 static cf_status check_strides(cf_executor *e, const char *what, int i, const KTensor *p, const DLTensor *t) {
-  int64_t expect = 1;
-  for (int a = p->rank - 1; a >= 0; a--) {
-    if (t->shape[a] != 1 && t->strides[a] != expect)
-      return exec_error(e, CF_ERR_INVALID_ARGUMENT,
-                        "run: %s %d (%s) has stride %lld in dimension %d where the fusion promised a contiguous "
-                        "tensor (stride %lld); make it with cf_tensor_strided for arbitrary strides",
-                        what, i, p->name, (long long)t->strides[a], a, (long long)expect);
-    expect *= t->shape[a];
-  }
+  int64_t expect;
+  int a = ir_dl_noncontiguous_axis(t, &expect);
+  if (a >= 0)
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT,
+                      "run: %s %d (%s) has stride %lld in dimension %d where the fusion promised a contiguous "
+                      "tensor (stride %lld); make it with cf_tensor_strided for arbitrary strides",
+                      what, i, p->name, (long long)t->strides[a], a, (long long)expect);
   return CF_OK;
 }
 
