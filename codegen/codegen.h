@@ -40,6 +40,10 @@ struct Emitter {
   const KKernel *k;
   const Dialect *d;
   const char *const *param_names; /* the kernel's (KKernel.param_names) */
+  /* A parameter whose element was printed though lowering marked its data unused
+   * (KTensor.data_used): the source gets an #error, since the executor no longer checks
+   * where such a tensor lives. NULL: none. */
+  const KTensor *unmarked;
 };
 
 /* Prints a line at the current indentation. */
@@ -65,6 +69,9 @@ void cg_acc_decl(Emitter *e, const KNode *n);
 void cg_block_reduce(Emitter *e, const KNode *n);
 void cg_block_reduce_end(Emitter *e, const KNode *n);
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write);
+/* What a parameter's declaration says after its name: a comment "sizes only" when the
+ * kernel never touches its elements (KTensor.data_used), else "". */
+const char *cg_param_note(const KTensor *t);
 /* Element i of a tensor-core operand (b: B, else A) as the expression `(mask ? <bits> : 0)`
  * where <bits> is the element through `wrap` ("__half_as_ushort(%s)") or, with wrap NULL,
  * converted to float (malloc'd); `value` (an expression of the operand's dtype, as ldmatrix

@@ -46,7 +46,8 @@ static void signature(Emitter *e) {
   sb_printf(&b, "%s(", k->name);
   for (int i = 0; i < k->nparams; i++) {
     const KTensor *t = k->params[i];
-    sb_printf(&b, "%sTensor<%s, %d, %d> %s", i ? ", " : "", cg_ctype(t->dtype), t->rank, t->alloc_rank, t->name);
+    sb_printf(&b, "%sTensor<%s, %d, %d> %s%s", i ? ", " : "", cg_ctype(t->dtype), t->rank, t->alloc_rank, t->name,
+              cg_param_note(t));
   }
   sb_puts(&b, ") {");
   cg_line(e, "%s", b.data);

@@ -129,11 +129,14 @@ void cg_grid_sync(Emitter *e) {
 
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write) {
   (void)is_write;
+  if (t->param >= 0 && !t->data_used && !e->unmarked) e->unmarked = t;
   if (t->param >= 0)
     sb_printf(&e->out, "%s.data[%s]", t->name, index);
   else
     sb_printf(&e->out, "%s[%s]", t->name, index);
 }
+
+const char *cg_param_note(const KTensor *t) { return t->data_used ? "" : " /* sizes only */"; }
 
 static bool is_floating(cf_dtype t) { return ir_dtype_is_float(t); }
 
@@ -448,5 +451,8 @@ char *cg_generate(const KKernel *k, const Dialect *d) {
   emit_block(&e, &k->body);
   e.indent = 0;
   d->epilogue(&e);
+  if (e.unmarked) /* lowering's list (kn_data_tensors) missed an access: fail the compile, not the run */
+    sb_printf(&e.out, "#error \"cfuser internal error: the kernel reads or writes elements of %s, which lowering "
+              "(param_use) marked unused; please report this bug\"\n", e.unmarked->name);
   return sb_take(&e.out);
 }

@@ -71,7 +71,7 @@ static void signature(Emitter *e) {
   for (int i = 0; i < k->nparams; i++) {
     if (i) sb_puts(&b, ", ");
     struct_name(&b, k->params[i]);
-    sb_printf(&b, " %s", k->params[i]->name);
+    sb_printf(&b, " %s%s", k->params[i]->name, cg_param_note(k->params[i]));
   }
   if (!k->nparams) sb_puts(&b, "void");
   sb_puts(&b, ") {");

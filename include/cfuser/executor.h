@@ -140,6 +140,23 @@ typedef struct cf_tmem_region_info {
   int64_t num_lanes;          /* largest lane count of its tensors */
 } cf_tmem_region_info;
 
+/* A kernel parameter: the fusion's inputs, then its outputs, then the buffers the executor
+ * provides (global intermediates, grid reductions' partials and semaphores). */
+typedef struct cf_param_info {
+  const char *tensor;      /* "T0" */
+  cf_dtype dtype;
+  int rank;
+  bool is_output;
+  bool is_workspace;       /* a buffer the executor allocates */
+  /* The kernel loads, stores or takes the address of one of its elements. When false it
+   * reads only the sizes and strides, and cf_executor_run takes the tensor in any memory
+   * (a size given at run time in host memory to a CUDA kernel) at any alignment. */
+  bool data_used;
+} cf_param_info;
+
+CF_API int cf_kernel_num_params(const cf_kernel_info *k);
+/* Parameter i, or all zeros (tensor NULL) when i is out of range. */
+CF_API cf_param_info cf_kernel_param(const cf_kernel_info *k, int i);
 CF_API int cf_kernel_num_allocations(const cf_kernel_info *k);
 CF_API cf_allocation_info cf_kernel_allocation(const cf_kernel_info *k, int i);
 CF_API int cf_kernel_num_tmem_regions(const cf_kernel_info *k);
