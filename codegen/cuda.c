@@ -210,4 +210,4 @@ static void mma(Emitter *e, const KNode *n) {
 const Dialect cg_cuda_dialect = {"cuda",  preamble,    signature,  buffers,    epilogue,   cg_sync,
                                  cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma, cp_async};
 
-char *cg_cuda_source(const KKernel *k) { return cg_generate(k, &cg_cuda_dialect); }
+char *cg_cuda_source(const KKernel *k, const char **unmarked) { return cg_generate(k, &cg_cuda_dialect, unmarked); }
