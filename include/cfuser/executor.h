@@ -74,9 +74,12 @@ CF_API const char *cf_executor_error(const cf_executor *e);
 CF_API cf_status cf_executor_set_lowering_hook(cf_executor *e, cf_lowering_hook hook, void *user);
 CF_API cf_status cf_executor_compile(cf_executor *e, cf_fusion *f);
 /* Runs the kernel. inputs: one per fusion input, on the backend's device (host memory
- * for the host backend). outputs: ninputs... one per fusion output; each either a tensor
- * given by the caller (outputs[i] != NULL on entry) or NULL, in which case a new tensor is
- * allocated and stored there for the caller to free with cf_tensor_free.
+ * for the host backend), except a tensor the kernel reads only through its sizes and
+ * strides (cf_param_info.data_used false), which may be in any memory at any alignment.
+ * A tensor the fusion made contiguous may have any stride on a size-1 axis, and any
+ * strides when it has no element. outputs: ninputs... one per fusion output; each either
+ * a tensor given by the caller (outputs[i] != NULL on entry) or NULL, in which case a new
+ * tensor is allocated and stored there for the caller to free with cf_tensor_free.
  * Every tensor is checked before anything is launched: sizes not negative and their byte
  * count within int64, a data pointer wherever there is an element, and a caller's output
  * of exactly the sizes the fusion computes for these inputs.
