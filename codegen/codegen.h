@@ -40,6 +40,9 @@ struct Emitter {
   const KKernel *k;
   const Dialect *d;
   const char *const *param_names; /* the kernel's (KKernel.param_names) */
+  /* The first parameter whose element was printed though lowering marked its data unused
+   * (KTensor.data_used; cg_generate reports it). NULL: none. */
+  const KTensor *unmarked;
 };
 
 /* Prints a line at the current indentation. */
@@ -65,6 +68,9 @@ void cg_acc_decl(Emitter *e, const KNode *n);
 void cg_block_reduce(Emitter *e, const KNode *n);
 void cg_block_reduce_end(Emitter *e, const KNode *n);
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write);
+/* What a parameter's declaration says after its name: a comment "sizes only" when the
+ * kernel never touches its elements (KTensor.data_used), else "". */
+const char *cg_param_note(const KTensor *t);
 /* Element i of a tensor-core operand (b: B, else A) as the expression `(mask ? <bits> : 0)`
  * where <bits> is the element through `wrap` ("__half_as_ushort(%s)") or, with wrap NULL,
  * converted to float (malloc'd); `value` (an expression of the operand's dtype, as ldmatrix
@@ -80,8 +86,10 @@ char *cg_access_str(Emitter *e, const KAccess *a, bool is_write);
 char *cg_converted(Emitter *e, cf_dtype from, cf_dtype to, const char *v);
 /* gather, take_along_axis, scatter and the scans (indexed.c). */
 void cg_indexed_op(Emitter *e, const KNode *n);
-/* Generates the whole kernel source with the given dialect (malloc'd). */
-char *cg_generate(const KKernel *k, const Dialect *d);
+/* Generates the whole kernel source with the given dialect (malloc'd); *unmarked (unmarked
+ * may be NULL) receives the name of a parameter whose element the code reads or writes
+ * though lowering marked its data unused (KTensor.data_used), else NULL. */
+char *cg_generate(const KKernel *k, const Dialect *d, const char **unmarked);
 /* The embedded runtime snippet named `name` (codegen/runtime/), or NULL. */
 const char *cg_embedded_file(const char *name);
 
@@ -89,9 +97,12 @@ const char *cg_embedded_file(const char *name);
  * starts with them; NULL-terminated. */
 extern const char *const cg_host_runtime_parts[];
 
-/* Entry points: the whole source for a backend. */
-char *cg_cuda_source(const KKernel *k);
-char *cg_host_source(const KKernel *k);
+/* Entry points: the whole source for a backend (unmarked: as for cg_generate; a name there
+ * means lowering's list of dereferences, kn_data_tensors, missed an access: the executor
+ * then refuses the kernel as an internal error, since it no longer checks where such a
+ * parameter's data lives). */
+char *cg_cuda_source(const KKernel *k, const char **unmarked);
+char *cg_host_source(const KKernel *k, const char **unmarked);
 extern const Dialect cg_cuda_dialect;
 extern const Dialect cg_host_dialect;
 

@@ -46,7 +46,8 @@ static void signature(Emitter *e) {
   sb_printf(&b, "%s(", k->name);
   for (int i = 0; i < k->nparams; i++) {
     const KTensor *t = k->params[i];
-    sb_printf(&b, "%sTensor<%s, %d, %d> %s", i ? ", " : "", cg_ctype(t->dtype), t->rank, t->alloc_rank, t->name);
+    sb_printf(&b, "%sTensor<%s, %d, %d> %s%s", i ? ", " : "", cg_ctype(t->dtype), t->rank, t->alloc_rank, t->name,
+              cg_param_note(t));
   }
   sb_puts(&b, ") {");
   cg_line(e, "%s", b.data);
@@ -209,4 +210,4 @@ static void mma(Emitter *e, const KNode *n) {
 const Dialect cg_cuda_dialect = {"cuda",  preamble,    signature,  buffers,    epilogue,   cg_sync,
                                  cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma, cp_async};
 
-char *cg_cuda_source(const KKernel *k) { return cg_generate(k, &cg_cuda_dialect); }
+char *cg_cuda_source(const KKernel *k, const char **unmarked) { return cg_generate(k, &cg_cuda_dialect, unmarked); }

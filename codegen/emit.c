@@ -129,11 +129,14 @@ void cg_grid_sync(Emitter *e) {
 
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write) {
   (void)is_write;
+  if (t->param >= 0 && !t->data_used && !e->unmarked) e->unmarked = t;
   if (t->param >= 0)
     sb_printf(&e->out, "%s.data[%s]", t->name, index);
   else
     sb_printf(&e->out, "%s[%s]", t->name, index);
 }
+
+const char *cg_param_note(const KTensor *t) { return t->data_used ? "" : " /* sizes only */"; }
 
 static bool is_floating(cf_dtype t) { return ir_dtype_is_float(t); }
 
@@ -438,7 +441,7 @@ static void emit_block(Emitter *e, const KBlock *b) {
   kir_visit(&v, (KBlock *)b); /* printing changes nothing */
 }
 
-char *cg_generate(const KKernel *k, const Dialect *d) {
+char *cg_generate(const KKernel *k, const Dialect *d, const char **unmarked) {
   Emitter e = {.k = k, .d = d};
   e.param_names = k->param_names;
   d->preamble(&e);
@@ -448,5 +451,6 @@ char *cg_generate(const KKernel *k, const Dialect *d) {
   emit_block(&e, &k->body);
   e.indent = 0;
   d->epilogue(&e);
+  if (unmarked) *unmarked = e.unmarked ? e.unmarked->name : NULL;
   return sb_take(&e.out);
 }

@@ -71,7 +71,7 @@ static void signature(Emitter *e) {
   for (int i = 0; i < k->nparams; i++) {
     if (i) sb_puts(&b, ", ");
     struct_name(&b, k->params[i]);
-    sb_printf(&b, " %s", k->params[i]->name);
+    sb_printf(&b, " %s%s", k->params[i]->name, cg_param_note(k->params[i]));
   }
   if (!k->nparams) sb_puts(&b, "void");
   sb_puts(&b, ") {");
@@ -223,4 +223,4 @@ static void mma(Emitter *e, const KNode *n) {
 const Dialect cg_host_dialect = {"host",     preamble,    signature,  buffers,    epilogue,   cg_sync,
                                  element,    vector_copy, cg_convert, tmem_admin, tmem_access, false, mma, cp_async};
 
-char *cg_host_source(const KKernel *k) { return cg_generate(k, &cg_host_dialect); }
+char *cg_host_source(const KKernel *k, const char **unmarked) { return cg_generate(k, &cg_host_dialect, unmarked); }

@@ -166,6 +166,19 @@ static void report_times(const Compiled *c, cf_backend backend, const double t[4
             t[3] - t[2]);
 }
 
+/* The source of c's kernel for the backend. A parameter the code dereferences that lowering
+ * marked unused (lower/param_use.c) is an internal error: run.c does not check where such
+ * a parameter's data lives, so the kernel could read memory the backend cannot. */
+static cf_status generate(cf_executor *e, Compiled *c, cf_backend backend) {
+  const char *unmarked = NULL;
+  c->source = backend == CF_BACKEND_HOST ? cg_host_source(c->k, &unmarked) : cg_cuda_source(c->k, &unmarked);
+  if (!c->source) return exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory generating the source");
+  if (unmarked)
+    return exec_error(e, CF_ERR_INTERNAL, "internal error: kernel %s reads or writes elements of %s, which lowering "
+                      "(param_use) marked unused; please report this bug", c->k->name, unmarked);
+  return CF_OK;
+}
+
 /* Lowers, generates and compiles f for the chosen backend into a new Compiled. */
 static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compiled **out) {
   Compiled *c = calloc(1, sizeof *c);
@@ -189,11 +202,9 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
   }
   if (!s) {
     t[1] = seconds_now();
-    c->source = backend == CF_BACKEND_HOST ? cg_host_source(c->k) : cg_cuda_source(c->k);
+    s = generate(e, c, backend);
     t[2] = seconds_now();
-    if (!c->source) {
-      s = exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory generating the source");
-    } else {
+    if (!s) {
       if (lower_dump_requested("source"))
         fprintf(lower_dump_out(), "=== %s source of %s ===\n%s\n", backend == CF_BACKEND_HOST ? "host C" : "CUDA",
                 c->k->name, c->source);
@@ -283,7 +294,7 @@ cf_status cf_fusion_print_kernel(cf_fusion *f, FILE *out) {
     free(msg);
     return s;
   }
-  char *src = cg_cuda_source(k);
+  char *src = cg_cuda_source(k, NULL); /* for reading only */
   const char *kernel = strstr(src, "extern \"C\" __global__");
   if (out) fputs(kernel ? kernel : src, out);
   free(src);

@@ -1,10 +1,26 @@
 /* executor/kernel_info.c: the read-only view of a lowered kernel that lowering hooks get
- * (include/cfuser/executor.h): its allocations with memory type and size, and its
- * tensor-memory regions with their column counts. cf_kernel_info is the lowered kernel
- * itself, seen through these accessors only. */
+ * (include/cfuser/executor.h): its parameters (whether the kernel touches their elements),
+ * its allocations with memory type and size, and its tensor-memory regions with their
+ * column counts. cf_kernel_info is the lowered kernel itself, seen through these
+ * accessors only. */
 #include "lower/kir.h"
 
 static const KKernel *kk(const cf_kernel_info *k) { return (const KKernel *)(const void *)k; }
+
+int cf_kernel_num_params(const cf_kernel_info *k) { return k ? kk(k)->nparams : 0; }
+
+cf_param_info cf_kernel_param(const cf_kernel_info *k, int i) {
+  cf_param_info info = {0};
+  if (!k || i < 0 || i >= kk(k)->nparams) return info;
+  const KTensor *t = kk(k)->params[i];
+  info.tensor = t->name;
+  info.dtype = t->dtype;
+  info.rank = t->rank;
+  info.is_output = t->is_output;
+  info.is_workspace = t->is_workspace;
+  info.data_used = t->data_used;
+  return info;
+}
 
 int cf_kernel_num_allocations(const cf_kernel_info *k) { return k ? kk(k)->nallocs : 0; }
 

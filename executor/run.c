@@ -123,15 +123,13 @@ cf_status exec_plan_make(const KKernel *k, ExecPlan **out) {
 }
 
 static cf_status check_strides(cf_executor *e, const char *what, int i, const KTensor *p, const DLTensor *t) {
-  int64_t expect = 1;
-  for (int a = p->rank - 1; a >= 0; a--) {
-    if (t->shape[a] != 1 && t->strides[a] != expect)
-      return exec_error(e, CF_ERR_INVALID_ARGUMENT,
-                        "run: %s %d (%s) has stride %lld in dimension %d where the fusion promised a contiguous "
-                        "tensor (stride %lld); make it with cf_tensor_strided for arbitrary strides",
-                        what, i, p->name, (long long)t->strides[a], a, (long long)expect);
-    expect *= t->shape[a];
-  }
+  int64_t expect;
+  int a = ir_dl_noncontiguous_axis(t, &expect);
+  if (a >= 0)
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT,
+                      "run: %s %d (%s) has stride %lld in dimension %d where the fusion promised a contiguous "
+                      "tensor (stride %lld); make it with cf_tensor_strided for arbitrary strides",
+                      what, i, p->name, (long long)t->strides[a], a, (long long)expect);
   return CF_OK;
 }
 
@@ -190,9 +188,12 @@ static cf_status check_tensor(cf_executor *e, const char *what, int i, int param
   if (t->ndim != p->rank)
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has %d dimensions, expected %d", what, i, p->name,
                       t->ndim, p->rank);
-  if (!exec_backend_reads(e->cc->backend, t->device.device_type))
-    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) is in %s, but the %s backend needs %s", what, i,
-                      p->name, exec_memory_name(t->device.device_type), e->cc->backend == CF_BACKEND_HOST ? "host" : "CUDA",
+  /* A parameter whose elements the kernel never touches (lower/param_use.c) may be in any
+   * memory: its sizes and strides are all the kernel reads. */
+  if (p->data_used && !exec_backend_reads(e->cc->backend, t->device.device_type))
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) is in %s, but the kernel accesses its elements "
+                      "and the %s backend needs %s", what, i, p->name, exec_memory_name(t->device.device_type),
+                      e->cc->backend == CF_BACKEND_HOST ? "host" : "CUDA",
                       e->cc->backend == CF_BACKEND_HOST ? "host memory" : "device memory");
   cf_status st = check_storage(e, what, i, p, t);
   if (st) return st;
@@ -206,6 +207,7 @@ static cf_status check_tensor(cf_executor *e, const char *what, int i, int param
   }
   cf_status s;
   if (p->contiguous && t->strides && (s = check_strides(e, what, i, p, t))) return s;
+  if (!p->data_used) return CF_OK; /* where its data lies and how it is aligned concern no access */
   if ((s = check_address(e, what, i, p, t))) return s;
   uintptr_t addr = (uintptr_t)t->data + t->byte_offset;
   if (p->vector_bytes > 1 && addr % (uintptr_t)p->vector_bytes)
@@ -385,10 +387,15 @@ static cf_status check_aliasing(cf_executor *e) {
   ExecPlan *b = e->plan;
   const KKernel *k = e->cc->k;
   int64_t *lo = b->lo, *hi = b->hi;
-  for (int p = 0; p < k->nparams; p++)
+  for (int p = 0; p < k->nparams; p++) {
+    if (!k->params[p]->data_used) { /* no byte of it is touched: it aliases nothing */
+      lo[p] = hi[p] = 0;
+      continue;
+    }
     if (!exec_byte_range(b->tensors[p], (int64_t)cf_dtype_size(k->params[p]->dtype), &lo[p], &hi[p]))
       return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: argument %d (%s) has strides whose byte footprint overflows",
                         p, k->params[p]->name);
+  }
   for (int p = b->nin; p < b->nin + b->nout; p++)
     for (int q = 0; q < p; q++)
       if (lo[p] < hi[p] && lo[q] < hi[q] && lo[p] < hi[q] && lo[q] < hi[p])

@@ -133,6 +133,21 @@ bool ir_dl_is_host(const DLTensor *t) {
   return t->device.device_type == kDLCPU || t->device.device_type == kDLCUDAHost;
 }
 
+int ir_dl_noncontiguous_axis(const DLTensor *t, int64_t *expect) {
+  if (!t->strides) return -1;
+  for (int a = 0; a < t->ndim; a++)
+    if (t->shape[a] == 0) return -1;
+  uint64_t want = 1; /* unsigned: absurd sizes wrap instead of overflowing (they are refused elsewhere) */
+  for (int a = t->ndim - 1; a >= 0; a--) {
+    if (t->shape[a] != 1 && (uint64_t)t->strides[a] != want) {
+      if (expect) *expect = (int64_t)want;
+      return a;
+    }
+    want *= (uint64_t)t->shape[a];
+  }
+  return -1;
+}
+
 /* ---- half and bfloat16 in software --------------------------------------------------------- */
 
 /* Rounds x to the nearest value (ties to even) of a binary format with `mbits` fraction

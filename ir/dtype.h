@@ -60,6 +60,12 @@ void ir_dl_strides(const DLTensor *t, int64_t *out);
 void *ir_dl_elem_ptr(const DLTensor *t, int64_t off);
 /* True for memory the host can read (CPU, CUDA host-pinned). */
 bool ir_dl_is_host(const DLTensor *t);
+/* The axis whose stride breaks row-major contiguity (the innermost such), with the stride
+ * it should have in *expect; -1 when t is contiguous: no strides, or each axis of a size
+ * other than 1 at the row-major stride, or no element at all (an empty tensor is read
+ * nowhere, so its strides promise nothing: torch gives empty tensors any strides). Size-1
+ * axes may have any stride (torch keeps 1 or 0 for an expanded one). */
+int ir_dl_noncontiguous_axis(const DLTensor *t, int64_t *expect);
 
 /* ---- element values (dltensor.c) ------------------------------------------------------- */
 

@@ -85,6 +85,9 @@ typedef struct KTensor {
   KExpr *smem_offset;    /* Shared: byte offset in dynamic shared memory (a constant, or a named variable) */
   KExpr *smem_offset_def; /* Shared, symbolic offset: the variable's definition, in terms of the previous one */
   int vector_bytes;      /* parameters: widest vector access (data must be aligned to it) */
+  bool data_used;        /* parameters: the kernel loads, stores or takes the address of an
+                          * element (param_use.c); false: it reads only the sizes and strides,
+                          * so the data may be anywhere (a size scalar in host memory on CUDA) */
   /* Tensor memory: the region, and this tensor's lane and column offset in it. */
   int tmem_region;
   int64_t tmem_lanes, tmem_columns;
@@ -294,6 +297,14 @@ enum { KN_MAX_BLOCKS = 2 };
 /* The blocks n holds, in program order: a loop's body; an if's then and else branches; a
  * grid reduction's tail (what the last block of a group runs). Returns how many. */
 int kn_blocks(KNode *n, KBlock *out[KN_MAX_BLOCKS]);
+
+/* The tensors whose elements node n itself loads, stores or takes the address of (not those
+ * of the nodes in its blocks), each passed to fn once per access: an op's operands and
+ * output, a tensor-memory copy's two sides, an MMA's fragments and ldmatrix rows, a block
+ * reduction's workspaces, semaphores and flag, a grid sync's semaphore (k->grid_sem, also
+ * a grid all-reduce's, whose grid sync is part of its node). The
+ * one list of what a node dereferences (param_use.c reads it). */
+void kn_data_tensors(const KKernel *k, const KNode *n, void (*fn)(KTensor *t, void *user), void *user);
 
 /* The nodes enclosing the one a callback is called for, outermost first, with the block
  * holding each; node[depth - 1] is that node itself. */

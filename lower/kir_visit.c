@@ -35,6 +35,60 @@ int kn_blocks(KNode *n, KBlock *out[KN_MAX_BLOCKS]) {
   }
 }
 
+static void each(const KAccess *x, int n, void (*fn)(KTensor *, void *), void *user) {
+  for (int i = 0; i < n; i++)
+    if (x[i].t) fn(x[i].t, user);
+}
+
+static void each_tensor(KTensor *t, void (*fn)(KTensor *, void *), void *user) {
+  if (t) fn(t, user);
+}
+
+/* A switch without a default: a new node kind is a compile warning (-Wswitch) here until
+ * it says what it dereferences. */
+void kn_data_tensors(const KKernel *k, const KNode *n, void (*fn)(KTensor *t, void *user), void *user) {
+  switch (n->kind) {
+  case KN_OP:
+    each(&n->u.op.out, 1, fn, user);
+    each(n->u.op.in, n->u.op.nin, fn, user);
+    break;
+  case KN_TMEM_LD:
+  case KN_TMEM_ST:
+    each(&n->u.tmem.reg, 1, fn, user);
+    each(&n->u.tmem.tmem, 1, fn, user);
+    break;
+  case KN_MMA: {
+    const IrMmaInstr *in = n->u.mma.instr;
+    each(n->u.mma.acc, in->acc.n, fn, user);
+    each(n->u.mma.a, in->a.n, fn, user);
+    each(n->u.mma.b, in->b.n, fn, user);
+    for (int op = 0; op < 2; op++)
+      if (n->u.mma.ldm[op]) each(&n->u.mma.ldm_row[op], 1, fn, user);
+    break;
+  }
+  case KN_BLOCK_REDUCE:
+    each_tensor(n->u.acc.ws, fn, user);
+    each_tensor(n->u.acc.work, fn, user);
+    each_tensor(n->u.acc.sem, fn, user);
+    each_tensor(n->u.acc.flag, fn, user);
+    if (n->u.acc.all_blocks) each_tensor(k->grid_sem, fn, user); /* its grid sync */
+    break;
+  case KN_SYNC:
+    if (n->u.sync.grid) each_tensor(k->grid_sem, fn, user);
+    break;
+  case KN_TMEM_ALLOC:
+  case KN_TMEM_DEALLOC: each_tensor(k->regions[n->u.region.region].slot, fn, user); break;
+  case KN_FOR:
+  case KN_IF:
+  case KN_ALLOC:
+  case KN_TMEM_RELINQUISH:
+  case KN_COMMENT:
+  case KN_ACC_DECL:
+  case KN_ASYNC_COMMIT:
+  case KN_ASYNC_WAIT: break;
+  }
+}
+
 /* ---- the path of enclosing nodes -------------------------------------------------------- */
 
 /* Grows p by one entry: in arena a, or with realloc when a is NULL (the printers and the

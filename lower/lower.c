@@ -36,6 +36,7 @@ static const struct {
     {"unswitch", lower_unswitch},
     {"local_reuse", lower_local_reuse},
     {"smem_layout", lower_smem_layout},
+    {"param_use", lower_param_use},
 };
 
 _Noreturn void lower_fail(LowerCtx *c, cf_status s, const char *fmt, ...) {

@@ -134,6 +134,7 @@ void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish,
 void lower_unswitch(LowerCtx *c);         /* unswitch.c: Unswitch/Unroll nests: hoisted predicates, fallback copy */
 void lower_local_reuse(LowerCtx *c);      /* local_reuse.c: local buffers shared by lifetime, the local limit */
 void lower_smem_layout(LowerCtx *c);      /* smem_layout.c: offsets, dynamic size */
+void lower_param_use(LowerCtx *c);        /* param_use.c: the parameters whose elements the kernel touches */
 
 /* Kernel IR dump for CFUSER_DUMP (kir_print.c). */
 void kir_print(StrBuf *b, const KKernel *k);

@@ -96,7 +96,8 @@ extern const SchedHeuristic sched_pointwise_heuristic;
 /* Whether every tensor given (n of them, NULL entries skipped) starts at a 16-byte
  * aligned address (data + byte_offset). */
 bool sched_aligned16(int n, const DLTensor *const *t);
-/* Whether a DLTensor is laid out row-major without gaps (strides of size-1 axes free). */
+/* Whether a DLTensor is laid out row-major without gaps (ir_dl_noncontiguous_axis: strides
+ * of size-1 axes free, any strides when it is empty). */
 bool sched_dl_contiguous(const DLTensor *t);
 /* Turns every vectorized axis of f into a serial one (always legal): the define-and-run
  * executor does it after scheduling a call whose tensors are not all 16-byte aligned, so

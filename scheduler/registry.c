@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "ir/dtype.h"
 #include "ir/ir.h"
 #include "scheduler/registry.h"
 
@@ -189,15 +190,7 @@ bool sched_aligned16(int n, const DLTensor *const *t) {
   return true;
 }
 
-bool sched_dl_contiguous(const DLTensor *t) {
-  if (!t->strides) return true;
-  int64_t want = 1;
-  for (int x = t->ndim - 1; x >= 0; x--) {
-    if (t->shape[x] != 1 && t->strides[x] != want) return false;
-    want *= t->shape[x];
-  }
-  return true;
-}
+bool sched_dl_contiguous(const DLTensor *t) { return ir_dl_noncontiguous_axis(t, NULL) < 0; }
 
 void sched_devectorize(cf_fusion *f) {
   for (int i = 0; i < f->vals.len; i++) {

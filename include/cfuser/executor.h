@@ -74,9 +74,12 @@ CF_API const char *cf_executor_error(const cf_executor *e);
 CF_API cf_status cf_executor_set_lowering_hook(cf_executor *e, cf_lowering_hook hook, void *user);
 CF_API cf_status cf_executor_compile(cf_executor *e, cf_fusion *f);
 /* Runs the kernel. inputs: one per fusion input, on the backend's device (host memory
- * for the host backend). outputs: ninputs... one per fusion output; each either a tensor
- * given by the caller (outputs[i] != NULL on entry) or NULL, in which case a new tensor is
- * allocated and stored there for the caller to free with cf_tensor_free.
+ * for the host backend), except a tensor the kernel reads only through its sizes and
+ * strides (cf_param_info.data_used false), which may be in any memory at any alignment.
+ * A tensor the fusion made contiguous may have any stride on a size-1 axis, and any
+ * strides when it has no element. outputs: ninputs... one per fusion output; each either
+ * a tensor given by the caller (outputs[i] != NULL on entry) or NULL, in which case a new
+ * tensor is allocated and stored there for the caller to free with cf_tensor_free.
  * Every tensor is checked before anything is launched: sizes not negative and their byte
  * count within int64, a data pointer wherever there is an element, and a caller's output
  * of exactly the sizes the fusion computes for these inputs.
@@ -140,6 +143,23 @@ typedef struct cf_tmem_region_info {
   int64_t num_lanes;          /* largest lane count of its tensors */
 } cf_tmem_region_info;
 
+/* A kernel parameter: the fusion's inputs, then its outputs, then the buffers the executor
+ * provides (global intermediates, grid reductions' partials and semaphores). */
+typedef struct cf_param_info {
+  const char *tensor;      /* "T0" */
+  cf_dtype dtype;
+  int rank;
+  bool is_output;
+  bool is_workspace;       /* a buffer the executor allocates */
+  /* The kernel loads, stores or takes the address of one of its elements. When false it
+   * reads only the sizes and strides, and cf_executor_run takes the tensor in any memory
+   * (a size given at run time in host memory to a CUDA kernel) at any alignment. */
+  bool data_used;
+} cf_param_info;
+
+CF_API int cf_kernel_num_params(const cf_kernel_info *k);
+/* Parameter i, or all zeros (tensor NULL) when i is out of range. */
+CF_API cf_param_info cf_kernel_param(const cf_kernel_info *k, int i);
 CF_API int cf_kernel_num_allocations(const cf_kernel_info *k);
 CF_API cf_allocation_info cf_kernel_allocation(const cf_kernel_info *k, int i);
 CF_API int cf_kernel_num_tmem_regions(const cf_kernel_info *k);

@@ -83,10 +83,12 @@ def test_strided_array_for_a_contiguous_tensor():
 
 def test_cuda_array_on_the_host_backend():
     raises(cfuser.InvalidArgumentError,
-           "run: input 1 (T1) is in device memory (kDLCUDA), but the host backend needs host memory",
+           "run: input 1 (T1) is in device memory (kDLCUDA), but the kernel accesses its elements and the host "
+           "backend needs host memory",
            add_fusion().execute, [ones((3, 4)), FakeCuda((3, 4))])
     raises(cfuser.InvalidArgumentError,
-           "run: input 0 (T0) is in device memory (kDLCUDA), but the host backend needs host memory",
+           "run: input 0 (T0) is in device memory (kDLCUDA), but the kernel accesses its elements and the host "
+           "backend needs host memory",
            add_fusion(backend="host").execute, [FakeCuda((3, 4)), ones((3, 4))])
 
 

@@ -89,7 +89,8 @@ Test(run_errors, device) {
   DLTensor t = in2x4->dl_tensor;
   t.device.device_type = kDLCUDA;
   EXPECT_RUN_ERROR(run1(&t), CF_ERR_INVALID_ARGUMENT,
-                   "run: input 0 (T0) is in device memory (kDLCUDA), but the host backend needs host memory");
+                   "run: input 0 (T0) is in device memory (kDLCUDA), but the kernel accesses its elements and the "
+                   "host backend needs host memory");
 }
 
 Test(run_errors, strides_against_promised_contiguity) {

@@ -63,6 +63,35 @@ Test(dltensor, empty_and_rank_zero_tensors) {
   cf_tensor_free(s);
 }
 
+/* The axis of t (shape and strides given) that breaks row-major contiguity, and the stride
+ * it should have (-1 when none). */
+static int noncontiguous(int rank, const int64_t *shape, const int64_t *strides, int64_t *expect) {
+  DLTensor t = {.ndim = rank, .shape = (int64_t *)shape, .strides = (int64_t *)strides, .dtype = {kDLFloat, 32, 1}};
+  *expect = -1;
+  return ir_dl_noncontiguous_axis(&t, expect);
+}
+
+Test(dltensor, contiguity_ignores_size_one_axes_and_empty_tensors) {
+  int64_t want;
+  /* torch's empty [1, 32, 256, 0]: any strides (there is nothing to read) */
+  cr_expect_eq(noncontiguous(4, (int64_t[]){1, 32, 256, 0}, (int64_t[]){131072, 4096, 16, 1}, &want), -1);
+  cr_expect_eq(want, -1);
+  cr_expect_eq(noncontiguous(2, (int64_t[]){0, 5}, (int64_t[]){7, 3}, &want), -1);
+  /* size-1 axes keep any stride (an expanded one: 0; torch's: 1) */
+  cr_expect_eq(noncontiguous(3, (int64_t[]){4, 1, 3}, (int64_t[]){3, 0, 1}, &want), -1);
+  cr_expect_eq(noncontiguous(3, (int64_t[]){4, 1, 3}, (int64_t[]){3, 1, 1}, &want), -1);
+  cr_expect_eq(noncontiguous(2, (int64_t[]){1, 1}, (int64_t[]){9, 9}, &want), -1);
+  /* no strides: row-major */
+  cr_expect_eq(noncontiguous(2, (int64_t[]){2, 3}, NULL, &want), -1);
+  /* the innermost axis that breaks it, and the stride it should have */
+  cr_expect_eq(noncontiguous(3, (int64_t[]){2, 1, 4}, (int64_t[]){5, 1, 1}, &want), 0);
+  cr_expect_eq(want, 4);
+  cr_expect_eq(noncontiguous(2, (int64_t[]){2, 4}, (int64_t[]){1, 2}, &want), 1);
+  cr_expect_eq(want, 1);
+  DLTensor t = {.ndim = 2, .shape = (int64_t[]){2, 4}, .strides = (int64_t[]){1, 2}};
+  cr_expect_eq(ir_dl_noncontiguous_axis(&t, NULL), 1); /* expect may be NULL */
+}
+
 Test(dltensor, iota_converts_like_c) {
   DLManagedTensor *b = cf_tensor_host(CF_BOOL, 1, (int64_t[]){3});
   DLManagedTensor *i8 = cf_tensor_host(CF_INT8, 1, (int64_t[]){300});
