@@ -55,6 +55,11 @@ static void preamble(Emitter *e) {
     const char *text = cg_embedded_file(cg_host_runtime_parts[i]);
     if (text) sb_puts(&e->out, text);
   }
+  /* the runtime's generic helpers are macros: one that a header of the host compiler's
+   * undefined would compile as a call to an undeclared function, so say which */
+  sb_puts(&e->out, "\n#if !defined(max) || !defined(min) || !defined(ceilDiv)\n"
+                   "#error \"a header of the host C compiler undefined the host runtime's max, min or ceilDiv\"\n"
+                   "#endif\n");
   sb_printf(&e->out, "\n#include <string.h>\ntypedef %s cf_index_t;\n", e->k->index32 ? "int" : "long long");
   sb_printf(&e->out, "static size_t cfh__kernel_local_bytes = %lldu;\n", (long long)local_bytes(e->k));
   sb_printf(&e->out, "static int cfh__kernel_cooperative = %d;\n", e->k->grid_sem != NULL);

@@ -36,6 +36,9 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
+#include <complex.h> /* complex.h's part; here, before any macro of the runtime: a header */
+#undef I               /* the host compiler's setup may add can no longer undefine one */
+#undef complex
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
