@@ -39,7 +39,9 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t) {
   Val *u = cast_input(mul->in[0]), *v = cast_input(mul->in[1]);
   if (!u || !v || u->dtype != v->dtype || m_axes != 1 || n_axes != 1) return false;
   cf_fusion *f = r->fusion;
-  if (ir_tv_is_input(f, u) || ir_tv_is_input(f, v) || r->dtype != CF_FLOAT) return false;
+  /* an input operand becomes its tile's copy (stage_operands): only when the cast is its one reader */
+  if ((ir_tv_is_input(f, u) && u->uses.len != 1) || (ir_tv_is_input(f, v) && v->uses.len != 1) || r->dtype != CF_FLOAT)
+    return false;
   t->r = r, t->mul = mul->out[0], t->x = u, t->y = v, t->ca = mul->in[0], t->cb = mul->in[1];
   return true;
 }
@@ -143,7 +145,25 @@ static void inline_all(cf_fusion *f, Expr **ex, int n, const MmaTiles *t, int ti
   }
 }
 
-cf_status sched_matmul_mma(cf_fusion *f, const MmaTiles *t) {
+/* The tensor cores read shared-memory tiles and accumulate in registers. An operand cast
+ * straight from a fusion input (its broadcast axes in the input) gets a copy to be its
+ * tile (cacheAfter, as nvFuser stages its operands); a product that is itself an output
+ * (no epilogue cast) is summed into a local cache that a copy writes out (cacheBefore, as
+ * nvFuser caches its mma's output): the fragments would otherwise be addresses in global
+ * memory. The cache takes r's domain, so the schedule so far carries over. */
+static cf_status stage_operands(cf_fusion *f, MmaTiles *t) {
+  for (int i = 0; i < 2 && !f->status; i++) {
+    Val **x = i ? &t->y : &t->x;
+    cf_tv *c = ir_tv_is_input(f, *x) ? cf_cache_after(f, ir_tv_handle(*x)) : NULL;
+    if (c) *x = ir_tv(c);
+  }
+  cf_tv *c = !f->status && ir_tv_is_output(f, t->r) ? cf_cache_before(f, ir_tv_handle(t->r)) : NULL;
+  if (c) t->r = ir_tv(c);
+  return f->status;
+}
+
+cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
+  if (stage_operands(f, t)) return f->status;
   cf_tv *r = ir_tv_handle(t->r);
   int b = t->batch;
   Arena *a = arena_create();

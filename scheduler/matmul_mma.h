@@ -14,13 +14,14 @@ typedef struct MmaTiles {
 } MmaTiles;
 
 /* Whether the product fits the tensor-core schedule: the mul's operands are casts of half
- * or bfloat16 tensors computed in the fusion (broadcasts of the inputs), one M and one N
- * axis. Fills t (r, x, y, casts) when it does. */
+ * or bfloat16 tensors (broadcasts of the inputs, or inputs with their broadcast axes read
+ * only by the cast), one M and one N axis. Fills t (r, x, y, casts) when it does. */
 bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t);
 /* Block tile 128 x 128 x 32 of 2 x 2 warps (threadIdx.z, threadIdx.y) of 64 x 64 each:
  * 4 x 8 m16n8k16 instructions a K step; x and y in shared memory, loaded by all 128
- * threads at each K tile; the epilogue on the accumulator's fragments. */
-cf_status sched_matmul_mma(cf_fusion *f, const MmaTiles *t);
+ * threads at each K tile; the epilogue on the accumulator's fragments. An input x or y
+ * gets a copy as its tile, and an output r a local cache (t is updated to them). */
+cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t);
 /* The row's parameter text for it. */
 void sched_matmul_mma_params(char *text);
 

@@ -94,6 +94,29 @@ Test(matmul_sched, tensor_core_fragments_come_from_ldmatrix_on_swizzled_tiles) {
   free(kc_compile_for(f, "sm_80"));
 }
 
+/* The product itself an output (float, no epilogue cast) of half inputs that carry their
+ * broadcast axes ([M, 1, K] and [1, N, K], cast straight to float): the tensor-core
+ * schedule stages each input through a copy, its shared-memory tile, and sums into a
+ * local cache written out by a copy (the accumulator's fragments were addresses in the
+ * global output: "subscripted value is neither array nor pointer" from the host
+ * compiler); the kernel equals the evaluator. */
+Test(matmul_sched, tensor_core_product_of_inputs_as_the_output) {
+  KcInput in[2] = {{CF_HALF, 3, {33, 1, 40}, NULL}, {CF_HALF, 3, {1, 17, 40}, NULL}};
+  cf_tv *x = tu_input(f, CF_HALF, 3, in[0].sizes), *y = tu_input(f, CF_HALF, 3, in[1].sizes);
+  cf_tv *p = cf_mul(f, cf_cast(f, x, CF_FLOAT), cf_cast(f, y, CF_FLOAT));
+  cf_fusion_add_output(f, cf_sum(f, p, 1, (int[]){2}));
+  char *src = row_check(2, in, 1e-4);
+  cr_expect(strstr(src, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+  free(src);
+  fresh(); /* the same product of 2-d inputs broadcast in the fusion (symbolic sizes) */
+  KcInput in2[2] = {{CF_BFLOAT16, 2, {33, 40}, NULL}, {CF_BFLOAT16, 2, {17, 40}, NULL}};
+  x = tu_input(f, CF_BFLOAT16, 2, NULL), y = tu_input(f, CF_BFLOAT16, 2, NULL);
+  cf_tv *xb = cf_broadcast(f, x, 3, (bool[]){false, true, false}), *yb = cf_broadcast(f, y, 3, (bool[]){true, false, false});
+  p = cf_mul(f, cf_cast(f, xb, CF_FLOAT), cf_cast(f, yb, CF_FLOAT));
+  cf_fusion_add_output(f, cf_sum(f, p, 1, (int[]){2}));
+  free(row_check(2, in2, 1e-4));
+}
+
 Test(matmul_sched, batched_and_broadcast_batch) {
   KcInput in[2] = {{CF_FLOAT, 3, {3, 7, 13}, NULL}, {CF_FLOAT, 3, {3, 13, 5}, NULL}};
   cf_tv *a = tu_input(f, CF_FLOAT, 3, in[0].sizes), *b = tu_input(f, CF_FLOAT, 3, in[1].sizes);
