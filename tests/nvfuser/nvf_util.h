@@ -47,24 +47,53 @@ static inline void nv_check_tol(int nin, const KcInput *inputs, double tol) {
 }
 static inline void nv_check(int nin, const KcInput *inputs) { nv_check_tol(nin, inputs, 1e-5); }
 
-/* Runs the unscheduled fusion through define and run (cf_fusion_execute: the automatic
- * schedulers, nvFuser's FusionExecutorCache) on the host backend, comparing every output
- * with the evaluator. */
-static inline void nv_execute_check(int nin, const KcInput *inputs) {
+/* What define and run (cf_fusion_execute: the automatic schedulers, nvFuser's
+ * FusionExecutorCache) must give and report for a fusion, nvFuser's checks of its
+ * FusionKernelRuntime; a zero or NULL field is not checked. */
+typedef struct NvRun {
+  double tol;                /* every output against the evaluator */
+  const double *scalars;     /* the values of the 0-d inputs in order (nvFuser's alpha, beta); NULL: random */
+  int segments;              /* the segments of the run */
+  const char *schedulers[4]; /* the row that scheduled each segment, in order */
+  const char *params;        /* the params of segment 0 */
+} NvRun;
+
+/* Writes v into the 0-d floating tensor t. */
+static inline void nv_set_scalar(DLManagedTensor *t, cf_dtype dt, double v) {
+  cr_assert(dt == CF_DOUBLE || dt == CF_FLOAT, "a scalar input's value is set for float and double only");
+  if (dt == CF_DOUBLE) *(double *)t->dl_tensor.data = v;
+  else *(float *)t->dl_tensor.data = (float)v;
+}
+
+/* Runs the unscheduled fusion through define and run on the host backend, comparing every
+ * output with the evaluator within want->tol and the plan with want's fields. */
+static inline void nv_execute_expect(int nin, const KcInput *inputs, const NvRun *want) {
   tu_assert_io_fits(f, nin);
-  DLManagedTensor *in[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0}, *got[TU_MAX_IO] = {0};
+  DLManagedTensor *in[TU_MAX_IO] = {0}, *ref[TU_MAX_IO] = {0}, *got[TU_MAX_IO] = {0};
   const DLTensor *ins[TU_MAX_IO];
-  for (int i = 0; i < nin; i++) {
+  for (int i = 0, s = 0; i < nin; i++) {
     in[i] = kc_make_input(&inputs[i], 77 + (uint64_t)i);
+    if (inputs[i].rank == 0 && want->scalars) nv_set_scalar(in[i], inputs[i].dtype, want->scalars[s++]);
     ins[i] = &in[i]->dl_tensor;
   }
   int nout = cf_fusion_num_outputs(f);
-  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
+  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, ref), CF_OK, "evaluator: %s", cf_fusion_error(f));
   cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
   cr_assert_eq(cf_fusion_execute(c, nin, ins, nout, got), CF_OK, "execute: %s", cf_fusion_cache_error(c));
-  kc_compare(got, want, nout, 1e-5, "define and run");
+  kc_compare(got, ref, nout, want->tol, "define and run");
+  if (want->segments) cr_expect_eq(cf_fusion_cache_last_segments(c), want->segments);
+  for (int i = 0; i < 4; i++) {
+    const char *row = cf_fusion_cache_last_scheduler(c, i);
+    if (want->schedulers[i]) cr_expect_str_eq(row ? row : "(none)", want->schedulers[i], "segment %d", i);
+  }
+  if (want->params) cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), want->params);
   cf_fusion_cache_destroy(c);
-  for (int i = 0; i < TU_MAX_IO; i++) cf_tensor_free(in[i]), cf_tensor_free(want[i]), cf_tensor_free(got[i]);
+  for (int i = 0; i < TU_MAX_IO; i++) cf_tensor_free(in[i]), cf_tensor_free(ref[i]), cf_tensor_free(got[i]);
+}
+
+/* nv_execute_expect within 1e-5, the plan unchecked. */
+static inline void nv_execute_check(int nin, const KcInput *inputs) {
+  nv_execute_expect(nin, inputs, &(NvRun){.tol = 1e-5});
 }
 
 /* nv_expect_gap for define and run: the first call through cf_fusion_execute fails with

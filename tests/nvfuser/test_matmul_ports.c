@@ -129,19 +129,8 @@ static const char *mp_scheduler; /* when set, the row that must schedule segment
 /* Runs f through define and run on the host backend against the evaluator (half outputs:
  * a float sum rounded to half may differ from the evaluator's double by one half ulp). */
 static void mp_execute(int nin, const KcInput *in) {
-  DLManagedTensor *t[3] = {0}, *got = NULL, *want = NULL;
-  const DLTensor *ins[3];
-  for (int i = 0; i < nin; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 31 + (uint64_t)i))->dl_tensor;
-  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, &want), CF_OK, "evaluator: %s", cf_fusion_error(f));
-  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
-  cr_assert_eq(cf_fusion_execute(c, nin, ins, 1, &got), CF_OK, "execute: %s", cf_fusion_cache_error(c));
-  kc_compare(&got, &want, 1, 1e-2, "define and run");
-  if (mp_params) cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), mp_params);
-  if (mp_segments) cr_expect_eq(cf_fusion_cache_last_segments(c), mp_segments);
-  if (mp_scheduler) cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), mp_scheduler);
-  cf_fusion_cache_destroy(c);
-  for (int i = 0; i < nin; i++) cf_tensor_free(t[i]);
-  cf_tensor_free(got), cf_tensor_free(want);
+  nv_execute_expect(nin, in, &(NvRun){.tol = 1e-2, .segments = mp_segments, .schedulers = {mp_scheduler},
+                                      .params = mp_params});
 }
 
 typedef struct MpShape { int rank; int64_t s[4]; } MpShape;
