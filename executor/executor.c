@@ -10,7 +10,6 @@
  * NVRTC log or the C compiler's output in the error message. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "executor/executor_internal.h"
 #include "executor/repro.h"
@@ -141,29 +140,31 @@ static cf_status compile_host(cf_executor *e, Compiled *c) {
 }
 
 
-static double seconds_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A compile slower than this says so on stderr, even without CFUSER_DUMP=times (a
  * 3,000-op fusion compiled for 20 s without a word). */
 #define SLOW_COMPILE_SECONDS 5.0
 
-/* CFUSER_DUMP=times: each kernel's compile time by stage; a slow compile: a note. t[0..3]:
- * before lowering, after lowering, after codegen, after the compile. */
+/* CFUSER_DUMP=times: each kernel's compile time by stage, then its lowering by pass; a
+ * slow compile: a note naming the slowest pass. t[0..3]: before lowering, after lowering,
+ * after codegen, after the compile. */
 static void report_times(const Compiled *c, cf_backend backend, const double t[4]) {
   const char *tool = backend == CF_BACKEND_HOST ? "C compiler" : "NVRTC";
   bool hit = backend == CF_BACKEND_HOST && exec_host_module_cache_hit(c->host);
-  if (lower_dump_requested("times"))
-    fprintf(lower_dump_out(), "=== compile of %s (%s): lowering %.1f ms, codegen %.1f ms, %s %.1f ms%s ===\n",
-            c->k->name, backend == CF_BACKEND_HOST ? "host" : "CUDA", (t[1] - t[0]) * 1e3, (t[2] - t[1]) * 1e3,
-            tool, (t[3] - t[2]) * 1e3, hit ? " (disk cache hit)" : "");
+  const struct KPassTime *slow = lower_slowest_pass(c->k);
+  if (lower_dump_requested("times")) {
+    FILE *out = lower_dump_out();
+    fprintf(out, "=== compile of %s (%s): lowering %.1f ms, codegen %.1f ms, %s %.1f ms%s ===\n", c->k->name,
+            backend == CF_BACKEND_HOST ? "host" : "CUDA", (t[1] - t[0]) * 1e3, (t[2] - t[1]) * 1e3, tool,
+            (t[3] - t[2]) * 1e3, hit ? " (disk cache hit)" : "");
+    fprintf(out, "=== lowering of %s by pass:", c->k->name);
+    for (int i = 0; i < c->k->npass_times; i++)
+      fprintf(out, "%s %s %.1f ms", i ? "," : "", c->k->pass_times[i].pass, c->k->pass_times[i].seconds * 1e3);
+    fprintf(out, " ===\n");
+  }
   if (t[3] - t[0] > SLOW_COMPILE_SECONDS)
-    fprintf(stderr, "cfuser: note: compiling %s took %.1f s (lowering %.1f s, codegen %.1f s, %s %.1f s); "
-            "CFUSER_DUMP=times reports every compile\n", c->k->name, t[3] - t[0], t[1] - t[0], t[2] - t[1], tool,
-            t[3] - t[2]);
+    fprintf(stderr, "cfuser: note: compiling %s took %.1f s (lowering %.1f s, its slowest pass %s %.1f s; codegen "
+            "%.1f s, %s %.1f s); CFUSER_DUMP=times reports every compile\n", c->k->name, t[3] - t[0], t[1] - t[0],
+            slow ? slow->pass : "none", slow ? slow->seconds : 0.0, t[2] - t[1], tool, t[3] - t[2]);
 }
 
 /* The source of c's kernel for the backend. A parameter the code dereferences that lowering
@@ -190,7 +191,7 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
     lo.hook_user = e;
   }
   char *msg = NULL;
-  double t[4] = {seconds_now(), 0, 0, 0};
+  double t[4] = {lower_seconds_now(), 0, 0, 0};
   /* The verifier refuses graphs no builder call catches (an output nothing computes, an
    * operand never added as an input) before they become a kernel reading garbage. */
   cf_status s = cf_fusion_verify(f);
@@ -201,15 +202,15 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
     free(msg);
   }
   if (!s) {
-    t[1] = seconds_now();
+    t[1] = lower_seconds_now();
     s = generate(e, c, backend);
-    t[2] = seconds_now();
+    t[2] = lower_seconds_now();
     if (!s) {
       if (lower_dump_requested("source"))
         fprintf(lower_dump_out(), "=== %s source of %s ===\n%s\n", backend == CF_BACKEND_HOST ? "host C" : "CUDA",
                 c->k->name, c->source);
       s = backend == CF_BACKEND_HOST ? compile_host(e, c) : compile_cuda(e, c);
-      t[3] = seconds_now();
+      t[3] = lower_seconds_now();
       if (!s) report_times(c, backend, t);
     }
   }
