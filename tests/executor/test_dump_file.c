@@ -9,14 +9,11 @@
 
 #include "cfuser.h"
 #include "executor/executor_internal.h"
+#include "test_util.h"
 
 Test(dump_file, compile_times_go_to_the_dump_file) {
   char path[] = "/tmp/cfuser-dump-XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  close(fd);
-  setenv("CFUSER_DUMP", "times", 1);
-  setenv("CFUSER_DUMP_FILE", path, 1);
+  tu_dump_times_to_temp(path);
   cf_fusion *f = cf_fusion_create();
   cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){32});
   cf_fusion_add_input(f, x);

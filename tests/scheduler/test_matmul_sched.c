@@ -7,7 +7,6 @@
  * memory; refusals with their exact reasons. */
 #include <criterion/criterion.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "executor/fusion_cache.h"
 #include "kernels/kernel_check.h"
@@ -253,11 +252,7 @@ static double dumped_lowering_ms(FILE *times, char **src, bool *cuda) {
 Test(matmul_sched, lowering_time_does_not_grow_with_k) {
   static const int64_t ks[] = {8192, 65536};
   char path[] = "/tmp/cfuser-matmul-times-XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  close(fd);
-  setenv("CFUSER_DUMP", "times", 1);
-  setenv("CFUSER_DUMP_FILE", path, 1);
+  tu_dump_times_to_temp(path);
   FILE *times = fopen(path, "r");
   cr_assert_not_null(times);
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
