@@ -10,7 +10,6 @@
  * NVRTC log or the C compiler's output in the error message. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "executor/executor_internal.h"
 #include "executor/repro.h"
@@ -141,29 +140,43 @@ static cf_status compile_host(cf_executor *e, Compiled *c) {
 }
 
 
-static double seconds_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A compile slower than this says so on stderr, even without CFUSER_DUMP=times (a
  * 3,000-op fusion compiled for 20 s without a word). */
 #define SLOW_COMPILE_SECONDS 5.0
 
-/* CFUSER_DUMP=times: each kernel's compile time by stage; a slow compile: a note. t[0..3]:
- * before lowering, after lowering, after codegen, after the compile. */
-static void report_times(const Compiled *c, cf_backend backend, const double t[4]) {
-  const char *tool = backend == CF_BACKEND_HOST ? "C compiler" : "NVRTC";
-  bool hit = backend == CF_BACKEND_HOST && exec_host_module_cache_hit(c->host);
-  if (lower_dump_requested("times"))
-    fprintf(lower_dump_out(), "=== compile of %s (%s): lowering %.1f ms, codegen %.1f ms, %s %.1f ms%s ===\n",
-            c->k->name, backend == CF_BACKEND_HOST ? "host" : "CUDA", (t[1] - t[0]) * 1e3, (t[2] - t[1]) * 1e3,
-            tool, (t[3] - t[2]) * 1e3, hit ? " (disk cache hit)" : "");
-  if (t[3] - t[0] > SLOW_COMPILE_SECONDS)
-    fprintf(stderr, "cfuser: note: compiling %s took %.1f s (lowering %.1f s, codegen %.1f s, %s %.1f s); "
-            "CFUSER_DUMP=times reports every compile\n", c->k->name, t[3] - t[0], t[1] - t[0], t[2] - t[1], tool,
+void exec_times_text(StrBuf *b, const KKernel *k, bool cuda, bool disk_hit, const double t[4]) {
+  sb_printf(b, "=== compile of %s (%s): lowering %.1f ms, codegen %.1f ms, %s %.1f ms%s ===\n", k->name,
+            cuda ? "CUDA" : "host", (t[1] - t[0]) * 1e3, (t[2] - t[1]) * 1e3, cuda ? "NVRTC" : "C compiler",
+            (t[3] - t[2]) * 1e3, disk_hit ? " (disk cache hit)" : "");
+  sb_printf(b, "=== lowering of %s by pass:", k->name);
+  for (int i = 0; i < k->npass_times; i++)
+    sb_printf(b, "%s %s %.1f ms", i ? "," : "", k->pass_times[i].pass, k->pass_times[i].seconds * 1e3);
+  sb_puts(b, " ===\n");
+}
+
+void exec_slow_note_text(StrBuf *b, const KKernel *k, bool cuda, const double t[4]) {
+  const struct KPassTime *slow = lower_slowest_pass(k);
+  sb_printf(b, "cfuser: note: compiling %s took %.1f s (lowering %.1f s, its slowest pass %s %.1f s; codegen %.1f s, "
+            "%s %.1f s); CFUSER_DUMP=times reports every compile\n", k->name, t[3] - t[0], t[1] - t[0],
+            slow ? slow->pass : "none", slow ? slow->seconds : 0.0, t[2] - t[1], cuda ? "NVRTC" : "C compiler",
             t[3] - t[2]);
+}
+
+/* CFUSER_DUMP=times: each kernel's compile time by stage, then its lowering by pass; a
+ * slow compile: a note naming the slowest pass. t[0..3]: before lowering, after lowering,
+ * after codegen, after the compile. */
+static void report_times(const Compiled *c, cf_backend backend, const double t[4]) {
+  bool cuda = backend != CF_BACKEND_HOST;
+  StrBuf b = {0};
+  if (lower_dump_requested("times")) {
+    exec_times_text(&b, c->k, cuda, !cuda && exec_host_module_cache_hit(c->host), t);
+    fputs(b.data, lower_dump_out());
+    sb_free(&b);
+  }
+  if (t[3] - t[0] <= SLOW_COMPILE_SECONDS) return;
+  exec_slow_note_text(&b, c->k, cuda, t);
+  fputs(b.data, stderr);
+  sb_free(&b);
 }
 
 /* The source of c's kernel for the backend. A parameter the code dereferences that lowering
@@ -190,7 +203,7 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
     lo.hook_user = e;
   }
   char *msg = NULL;
-  double t[4] = {seconds_now(), 0, 0, 0};
+  double t[4] = {lower_seconds_now(), 0, 0, 0};
   /* The verifier refuses graphs no builder call catches (an output nothing computes, an
    * operand never added as an input) before they become a kernel reading garbage. */
   cf_status s = cf_fusion_verify(f);
@@ -201,15 +214,15 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
     free(msg);
   }
   if (!s) {
-    t[1] = seconds_now();
+    t[1] = lower_seconds_now();
     s = generate(e, c, backend);
-    t[2] = seconds_now();
+    t[2] = lower_seconds_now();
     if (!s) {
       if (lower_dump_requested("source"))
         fprintf(lower_dump_out(), "=== %s source of %s ===\n%s\n", backend == CF_BACKEND_HOST ? "host C" : "CUDA",
                 c->k->name, c->source);
       s = backend == CF_BACKEND_HOST ? compile_host(e, c) : compile_cuda(e, c);
-      t[3] = seconds_now();
+      t[3] = lower_seconds_now();
       if (!s) report_times(c, backend, t);
     }
   }

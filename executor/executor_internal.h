@@ -27,6 +27,13 @@ typedef struct Compiled {
 
 void exec_compiled_free(Compiled *c);
 
+/* What CFUSER_DUMP=times prints after compiling k (two lines: the stages, then each
+ * lowering pass) and the note a compile over 5 s prints unasked (naming the slowest
+ * pass); t[0..3]: before lowering, after lowering, after codegen, after NVRTC or the C
+ * compiler, in seconds (executor.c). */
+void exec_times_text(StrBuf *b, const KKernel *k, bool cuda, bool disk_hit, const double t[4]);
+void exec_slow_note_text(StrBuf *b, const KKernel *k, bool cuda, const double t[4]);
+
 /* What a run needs, sized and precomputed once per compile (run.c). */
 typedef struct ExecPlan ExecPlan;
 cf_status exec_plan_make(const KKernel *k, ExecPlan **out);

@@ -63,6 +63,17 @@ typedef struct KxEnv {
 /* Evaluates an expression over parameters only (launch dims, run-time checks); false if
  * it reads a variable or thread index, or divides by zero. */
 bool kx_eval(const KExpr *e, const KxEnv *env, int64_t *out);
+/* The values a leaf of an expression (a variable, a thread index or extent, a parameter's
+ * size) takes where the caller evaluates it, as [lo, hi]; false when unknown. */
+typedef bool (*KxRangeFn)(void *user, const KExpr *leaf, int64_t *lo, int64_t *hi);
+/* Whether all n expressions shift by one common drift when the leaf `var` (a KX_VAR or
+ * KX_THREAD) grows by a common period: e(var + period) = e(var) + drift for each of them,
+ * wherever var and var + period both lie in var's range and every other leaf anywhere in
+ * its range, in exact arithmetic (nothing wraps there). A property of the n values that
+ * such a shift keeps then holds over var's whole range once it holds for `period`
+ * consecutive values of var (kx_period.c: the rules, and what makes it fail). */
+bool kx_period(const KExpr *const *es, int n, const KExpr *var, KxRangeFn range, void *user, int64_t *period,
+               int64_t *drift);
 /* Prints in C syntax; `param_name(i)` gives the parameter's name ("T0"). */
 void kx_print(StrBuf *b, const KExpr *e, const char *const *param_names);
 
@@ -285,6 +296,14 @@ typedef struct KKernel {
   KTensor *grid_sem;          /* the grid syncs' counter (a workspace parameter), or NULL: a
                                * kernel with grid syncs needs a cooperative launch */
   bool uses_tmem;
+  /* How long each pass of lower.c's table took on this kernel, in table order (what
+   * CFUSER_DUMP=times prints and a slow compile's note names); the verifier's time after
+   * a pass (CFUSER_VERIFY=1) is not counted. */
+  struct KPassTime {
+    const char *pass;
+    double seconds;
+  } *pass_times;
+  int npass_times;
 } KKernel;
 
 void kkernel_free(KKernel *k);

@@ -9,6 +9,7 @@
  * CFUSER_VERIFY=1 checks the kernel IR after each pass. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lower/lower.h"
 
@@ -171,10 +172,29 @@ static void after_pass(LowerCtx *c, const char *name) {
   }
 }
 
+double lower_seconds_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+const struct KPassTime *lower_slowest_pass(const KKernel *k) {
+  const struct KPassTime *slow = NULL;
+  for (int i = 0; i < k->npass_times; i++)
+    if (!slow || k->pass_times[i].seconds > slow->seconds) slow = &k->pass_times[i];
+  return slow;
+}
+
+/* Runs the table in order, timing each pass (a slow compile names its slowest pass). */
 static void run_passes(LowerCtx *c) {
   check_dump_names(c);
-  for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
+  size_t n = sizeof passes / sizeof passes[0];
+  c->k->pass_times = ARENA_ARRAY(c->a, struct KPassTime, n);
+  for (size_t i = 0; i < n; i++) {
+    double t0 = lower_seconds_now();
     passes[i].run(c);
+    c->k->pass_times[i] = (struct KPassTime){passes[i].name, lower_seconds_now() - t0};
+    c->k->npass_times = (int)i + 1;
     after_pass(c, passes[i].name);
   }
 }

@@ -58,6 +58,10 @@ typedef struct LowerCtx {
 } LowerCtx;
 
 cf_status lower_fusion(cf_fusion *f, const LowerOptions *opts, KKernel **out, char **error);
+/* The monotonic clock in seconds, for compile times. */
+double lower_seconds_now(void);
+/* The pass of k's lowering that took longest (k->pass_times), NULL when none was timed. */
+const struct KPassTime *lower_slowest_pass(const KKernel *k);
 /* Where dumps go: $CFUSER_DUMP_FILE (appended to), else stderr (lower/dump_file.c). */
 FILE *lower_dump_out(void);
 /* Is `name` (a pass, "source", "ptx" or "launch") listed in CFUSER_DUMP, or is "all"? */

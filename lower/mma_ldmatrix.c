@@ -20,7 +20,10 @@
  * loops of run-time extent at two joint samples, as they enter a shared tile's index only
  * through its block tile), checking that the element ldmatrix hands lane l for its
  * register j is the one a[2j + p] reads, and that rows are 16-byte aligned; otherwise the
- * per-lane loads stay (correct for any layout). The host emulation checks the same
+ * per-lane loads stay (correct for any layout). A loop whose variable shifts every index
+ * by one common drift (a multiple of 8) over a period shorter than its extent is
+ * evaluated over that period only (kx_period, lower/kx_period.c): the answer is the same
+ * at i and i + period, so the proof of a matmul's tiles costs the same for every K. The host emulation checks the same
  * addresses again at run time (codegen/runtime/host_mma.h). Masks still apply after the
  * load: rows out of bounds of M, N or K are read (inside the tile) and zeroed. */
 #include <string.h>
@@ -28,6 +31,10 @@
 #include "lower/lower.h"
 
 enum { LDM_MAX_VARS = 16, LDM_MAX_COMBOS = 1 << 14, LDM_STACK = 64 };
+/* The joint samples of the values not enumerated: a variable of run-time extent, a block
+ * index, an extent not known when lowering (leaf_range says which values these give). */
+static const int64_t ldm_samples[] = {0, 5};
+enum { LDM_SAMPLE_MAX = 5 };
 /* Value slots: the variables, then each parallel type's index, then its extent. */
 enum { LDM_PT = LDM_MAX_VARS, LDM_DIM = LDM_PT + CF_PT_COUNT, LDM_SLOTS = LDM_DIM + CF_PT_COUNT };
 
@@ -35,6 +42,7 @@ enum { LDM_PT = LDM_MAX_VARS, LDM_DIM = LDM_PT + CF_PT_COUNT, LDM_SLOTS = LDM_DI
 typedef struct LdmEnv {
   const char *var[LDM_MAX_VARS];
   int64_t ext[LDM_MAX_VARS]; /* 0: of run-time extent (sampled) */
+  int64_t span[LDM_MAX_VARS]; /* the values of each enumerated: ext, or one period (var_span) */
   int nvar;
   int64_t pt_ext[CF_PT_COUNT]; /* thread extents enumerated (1: index not read) */
   int64_t dim[CF_PT_COUNT];    /* launch extents known when lowering (0: sampled) */
@@ -155,24 +163,23 @@ static bool delivers(LdmEnv *v, const LdmProg *rowp, const LdmProg *want, int n,
   return true;
 }
 
-/* Every combination of the bounded variables and thread indices, the others (variables of
- * run-time extent, block indices, grid extents) at two joint samples. */
+/* Every combination of the bounded variables (each over its span) and thread indices, the
+ * others (variables of run-time extent, block indices, grid extents) at two joint samples. */
 static bool holds_everywhere(LdmEnv *v, const LdmProg *rowp, const LdmProg *want, int n, bool trans) {
-  static const int64_t samples[] = {0, 5};
   int64_t combos = 1;
-  for (int i = 0; i < v->nvar; i++) combos *= v->ext[i] ? v->ext[i] : 1;
+  for (int i = 0; i < v->nvar; i++) combos *= v->ext[i] ? v->span[i] : 1;
   for (int p = CF_PT_TIDY; p <= CF_PT_TIDZ; p++) combos *= v->pt_ext[p];
   if (combos > LDM_MAX_COMBOS) return false;
-  for (size_t s = 0; s < sizeof samples / sizeof samples[0]; s++) {
+  for (size_t s = 0; s < sizeof ldm_samples / sizeof ldm_samples[0]; s++) {
     for (int p = 0; p < CF_PT_COUNT; p++) {
-      v->slot[LDM_DIM + p] = v->dim[p] ? v->dim[p] : 1 + samples[s] + p;
-      v->slot[LDM_PT + p] = samples[s] + p; /* block indices */
+      v->slot[LDM_DIM + p] = v->dim[p] ? v->dim[p] : 1 + ldm_samples[s] + p;
+      v->slot[LDM_PT + p] = ldm_samples[s] + p; /* block indices */
     }
     for (int64_t k = 0; k < combos; k++) {
       int64_t r = k;
       for (int i = 0; i < v->nvar; i++) {
-        int64_t e = v->ext[i];
-        v->slot[i] = e ? r % e : samples[s] + i; /* distinct run-time values per variable */
+        int64_t e = v->ext[i] ? v->span[i] : 0;
+        v->slot[i] = e ? r % e : ldm_samples[s] + i; /* distinct run-time values per variable */
         r = e ? r / e : r;
       }
       for (int p = CF_PT_TIDY; p <= CF_PT_TIDZ; p++) v->slot[LDM_PT + p] = r % v->pt_ext[p], r /= v->pt_ext[p];
@@ -180,6 +187,35 @@ static bool holds_everywhere(LdmEnv *v, const LdmProg *rowp, const LdmProg *want
     }
   }
   return true;
+}
+
+/* The values holds_everywhere gives a leaf of an index, as a range (kx_period's). */
+static bool leaf_range(void *user, const KExpr *e, int64_t *lo, int64_t *hi) {
+  const LdmEnv *v = user;
+  int i = e->kind == KX_VAR ? var_slot(v, e->name) : -1;
+  if (i >= 0) return *lo = 0, *hi = v->ext[i] ? v->ext[i] - 1 : LDM_SAMPLE_MAX + i, true;
+  if (e->kind != KX_THREAD) return false;
+  int p = (int)e->pt;
+  if (e->is_dim) *lo = v->dim[p] ? v->dim[p] : 1 + p, *hi = v->dim[p] ? v->dim[p] : 1 + LDM_SAMPLE_MAX + p;
+  else if (p == CF_PT_TIDX) *lo = 0, *hi = 31; /* the lane */
+  else if (p == CF_PT_TIDY || p == CF_PT_TIDZ) *lo = 0, *hi = v->pt_ext[p] - 1;
+  else *lo = p, *hi = LDM_SAMPLE_MAX + p;
+  return true;
+}
+
+/* How many values of variable i (of constant extent) stand for all of them: one period
+ * when every index (the row address and the n fragment elements) shifts by one common
+ * drift as it grows by that period, and the drift keeps rows 16-byte aligned (then
+ * delivers() answers the same at i and i + period); else its whole extent. A K loop of a
+ * circular-buffered tile has period `stages`, so the proof's cost does not grow with K. */
+static int64_t var_span(Arena *a, const LdmEnv *v, int i, const KAccess *r, const KAccess *el, int n) {
+  const KExpr *es[1 + IR_MMA_MAX_FRAG];
+  int64_t period, drift;
+  es[0] = r->index;
+  for (int k = 0; k < n; k++) es[1 + k] = el[k].index;
+  if (!kx_period(es, 1 + n, kx_var(a, v->var[i]), leaf_range, (void *)v, &period, &drift) || drift % 8)
+    return v->ext[i];
+  return period < v->ext[i] ? period : v->ext[i];
 }
 
 /* Tries operand op (0: A, 1: B) of n with and without .trans. */
@@ -205,6 +241,7 @@ static void try_operand(LowerCtx *c, const KPath *path, KNode *n, int op, KAcces
     }
     for (int p = 0; p < CF_PT_COUNT; p++)
       if (c->pdim[p] && !kx_is_const(c->pdim[p], &v.dim[p])) v.dim[p] = 0;
+    for (int i = 0; i < v.nvar && ok; i++) v.span[i] = v.ext[i] ? var_span(c->a, &v, i, &r, el, fr->n) : 0;
     ok = ok && program(c->a, r.index, &v, &rowp);
     for (int i = 0; i < fr->n && ok; i++) ok = program(c->a, el[i].index, &v, &want[i]);
     if (ok && holds_everywhere(&v, &rowp, want, fr->n, trans)) {

@@ -9,6 +9,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* Sends CFUSER_DUMP=times to a new, empty temporary file whose name `path` (a mkstemp
+ * template, e.g. "/tmp/cfuser-times-XXXXXX") then holds. A process opens its dump file
+ * once (lower/dump_file.c): call this before its first compile. */
+static inline void tu_dump_times_to_temp(char *path) {
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  setenv("CFUSER_DUMP", "times", 1);
+  setenv("CFUSER_DUMP_FILE", path, 1);
+}
 
 /* Runs a printer into a malloc'd string (the caller frees it). The memstream's buffer is
  * copied out: GCC's -Wdangling-pointer otherwise mistakes it, once inlined, for a local. */
