@@ -10,14 +10,20 @@
  * log, sqrt, rsqrt, reciprocal, cf_abs, cf_div) become _Generic selections whose default
  * stays the real function. NVRTC has no <complex>, so CUDA gets a struct with
  * constructors (from any real type: imaginary 0), operators and overloads of the same
- * names, computed with the textbook formulas (Smith's division, hypot for |z|, the
- * principal square root and logarithm; special values of infinite parts may differ from
- * Annex G's). cf_creal, cf_cimag, cf_conj and cf_cbool (nonzero when either part is) are
- * the part ops and conversions emit.c prints; cf_creal and cf_conj of a real type (torch's
- * real and conj of a real tensor: itself) are ops_math.h's templates on CUDA, which every
- * kernel has (this file only those with a complex dtype), and the _Generic selections'
- * default here on the host. Sums shuffle and read grid partials
- * of a complex accumulator through __shfl_xor_sync and cf_complex_volatile. */
+ * names, written here to give the evaluator's values: Annex G's special values (the
+ * recovery of products' and quotients' infinities, exp(-inf-infi) = 0-0i, sqrt(x+infi) =
+ * inf+infi ...) and the C library's accuracy from subnormal parts to DBL_MAX (operands
+ * scaled by powers of two: no intermediate overflow or underflow); products and complex64
+ * quotients are libgcc's formulas (complex64's in double), complex128 quotients by a
+ * special operand are libgcc's Smith formula (its zeros' signs), complex64 reciprocal and
+ * rsqrt are computed in double as the evaluator computes them. tests/codegen/
+ * test_complex_cuda_math.c compiles this C++ for the host and checks it cell by cell
+ * against glibc and libgcc. cf_creal, cf_cimag, cf_conj and cf_cbool (nonzero when either
+ * part is) are the part ops and conversions emit.c prints; cf_creal and cf_conj of a real
+ * type (torch's real and conj of a real tensor: itself) are ops_math.h's templates on
+ * CUDA, which every kernel has (this file only those with a complex dtype), and the
+ * _Generic selections' default here on the host. Sums shuffle and read grid partials of a
+ * complex accumulator through __shfl_xor_sync and cf_complex_volatile. */
 #ifndef CF_COMPLEX_H
 #define CF_COMPLEX_H
 
@@ -43,48 +49,264 @@ CF_CX_FN CfComplexF::CfComplexF(const CfComplexD &z) : re((float)z.re), im((floa
 
 CF_CX_FN CfComplexD cf_complex_d(double re, double im) { return CfComplexD(re, im); }
 
-#define CF_COMPLEX_DEFINE(S, T, M)                                                             \
+/* The real math of the complex functions, one overloaded name per function for both part
+ * types (expf or exp), so that each algorithm below is written once, as a template.
+ * cf_cxm_mul is a product the compiler never fuses into an fma: NVRTC's --fmad=true would
+ * turn ac - bd into fma(a, c, -bd), -inf where C's overflowing ac - bd is inf - inf, NaN. */
+#define CF_CX_MATH(T, M, MUL)                                                                \
+  CF_CX_FN T cf_cxm_mul(T a, T b) { return MUL(a, b); }                                      \
+  CF_CX_FN T cf_cxm_fabs(T x) { return M(fabs)(x); }                                         \
+  CF_CX_FN T cf_cxm_copysign(T x, T y) { return M(copysign)(x, y); }                         \
+  CF_CX_FN T cf_cxm_fmax(T x, T y) { return M(fmax)(x, y); }                                 \
+  CF_CX_FN T cf_cxm_fma(T x, T y, T z) { return M(fma)(x, y, z); }                           \
+  CF_CX_FN int cf_cxm_ilogb(T x) { return M(ilogb)(x); }                                     \
+  CF_CX_FN T cf_cxm_ldexp(T x, int e) { return M(ldexp)(x, e); }                             \
+  CF_CX_FN T cf_cxm_frexp(T x, int *e) { return M(frexp)(x, e); }                            \
+  CF_CX_FN T cf_cxm_sqrt(T x) { return M(sqrt)(x); }                                         \
+  CF_CX_FN T cf_cxm_exp(T x) { return M(exp)(x); }                                           \
+  CF_CX_FN T cf_cxm_log(T x) { return M(log)(x); }                                           \
+  CF_CX_FN T cf_cxm_log1p(T x) { return M(log1p)(x); }                                       \
+  CF_CX_FN T cf_cxm_cos(T x) { return M(cos)(x); }                                           \
+  CF_CX_FN T cf_cxm_sin(T x) { return M(sin)(x); }                                           \
+  CF_CX_FN T cf_cxm_atan2(T y, T x) { return M(atan2)(y, x); }
+#define CF_CX_MF(name) name##f
+#define CF_CX_MD(name) name
+CF_CX_MATH(float, CF_CX_MF, __fmul_rn)
+CF_CX_MATH(double, CF_CX_MD, __dmul_rn)
+
+template <typename T> CF_CX_FN bool cf_cx_isnan(T v) { return v != v; }
+template <typename T> CF_CX_FN bool cf_cx_isinf(T v) { return cf_cxm_fabs(v) == (T)INFINITY; }
+template <typename T> CF_CX_FN bool cf_cx_isfinite(T v) { return cf_cxm_fabs(v) < (T)INFINITY; }
+/* Annex G's "box" of a value with an infinite part: +-1 where a part is infinite, +-0 where
+ * it is not (NaN included), each with its part's sign; and a NaN part taken as +-0. */
+template <typename T> CF_CX_FN T cf_cx_box(T v) { return cf_cxm_copysign(cf_cx_isinf(v) ? (T)1 : (T)0, v); }
+template <typename T> CF_CX_FN T cf_cx_unnan(T v) { return cf_cx_isnan(v) ? cf_cxm_copysign((T)0, v) : v; }
+/* ac + bd and bc - ad, each product rounded on its own (C's, never an fma). */
+template <typename T> CF_CX_FN T cf_cx_dot(T a, T b, T c, T d) { return cf_cxm_mul(a, c) + cf_cxm_mul(b, d); }
+template <typename T> CF_CX_FN T cf_cx_cross(T a, T b, T c, T d) { return cf_cxm_mul(b, c) - cf_cxm_mul(a, d); }
+/* The binary exponent of the larger part of a finite nonzero value: both parts times
+ * 2^-e then have the larger magnitude in [1, 2), so their squares and sums neither overflow
+ * nor lose bits to underflow, subnormal parts included (ilogb is exact, and so is ldexp
+ * back into the normal range). */
+template <typename T> CF_CX_FN int cf_cx_exponent(T x, T y) {
+  return cf_cxm_ilogb(cf_cxm_fmax(cf_cxm_fabs(x), cf_cxm_fabs(y)));
+}
+
+/* (a + bi)(c + di) as C99 Annex G (G.5.1) defines it, as the evaluator and the host compute
+ * it: the textbook parts; where both come out NaN because a factor is infinite or a
+ * product overflowed, the infinity is recovered by recomputing with infinite parts boxed
+ * and NaN parts taken as 0 ((1+0i)(-inf-infi) is -inf-infi, not NaN+NaNi). */
+template <typename S, typename T> CF_CX_FN S cf_cx_mul(T a, T b, T c, T d) {
+  T ac = cf_cxm_mul(a, c), bd = cf_cxm_mul(b, d), ad = cf_cxm_mul(a, d), bc = cf_cxm_mul(b, c);
+  T x = ac - bd, y = ad + bc;
+  if (!cf_cx_isnan(x) || !cf_cx_isnan(y)) return S(x, y);
+  bool inf1 = cf_cx_isinf(a) || cf_cx_isinf(b), inf2 = cf_cx_isinf(c) || cf_cx_isinf(d);
+  bool over = cf_cx_isinf(ac) || cf_cx_isinf(bd) || cf_cx_isinf(ad) || cf_cx_isinf(bc);
+  if (!inf1 && !inf2 && !over) return S(x, y);
+  if (inf1) a = cf_cx_box(a), b = cf_cx_box(b);
+  if (inf2) c = cf_cx_box(c), d = cf_cx_box(d);
+  a = cf_cx_unnan(a), b = cf_cx_unnan(b), c = cf_cx_unnan(c), d = cf_cx_unnan(d);
+  return S((T)INFINITY * (cf_cxm_mul(a, c) - cf_cxm_mul(b, d)), (T)INFINITY * (cf_cxm_mul(a, d) + cf_cxm_mul(b, c)));
+}
+
+/* Annex G's recovery of the quotients that computed as NaN+NaNi although they are infinite
+ * or zero: nonzero over zero, infinite over finite, finite over infinite (x, y: the
+ * quotient as computed). */
+template <typename S, typename T> CF_CX_FN S cf_cx_div_special(T a, T b, T c, T d, T x, T y) {
+  const T inf = (T)INFINITY;
+  if (!cf_cx_isnan(x) || !cf_cx_isnan(y)) return S(x, y);
+  if (c == 0 && d == 0 && (!cf_cx_isnan(a) || !cf_cx_isnan(b)))
+    return S(cf_cxm_copysign(inf, c) * a, cf_cxm_copysign(inf, c) * b);
+  if ((cf_cx_isinf(a) || cf_cx_isinf(b)) && cf_cx_isfinite(c) && cf_cx_isfinite(d)) {
+    a = cf_cx_box(a), b = cf_cx_box(b);
+    return S(inf * cf_cx_dot(a, b, c, d), inf * cf_cx_cross(a, b, c, d));
+  }
+  if ((cf_cx_isinf(c) || cf_cx_isinf(d)) && cf_cx_isfinite(a) && cf_cx_isfinite(b)) {
+    c = cf_cx_box(c), d = cf_cx_box(d);
+    return S((T)0 * cf_cx_dot(a, b, c, d), (T)0 * cf_cx_cross(a, b, c, d));
+  }
+  return S(x, y);
+}
+
+/* complex128 quotients of operands that are not all finite, or by zero: Smith's formula
+ * (the divisor's smaller part over its larger as the ratio; where that ratio underflows,
+ * the products regrouped as Stewart does), every operand halved first by a divisor from
+ * 2^1023 (an infinite one: the recovery's ac + bd then cannot overflow), as libgcc computes
+ * it, so that the zeros' signs are the evaluator's too ((0+0i) / (0-infi) is -0+0i there,
+ * +0+0i by the textbook formula; 5e-324 halves to 0), then Annex G's recovery. */
+CF_CX_FN CfComplexD cf_cx_div_smith(double a, double b, double c, double d) {
+  const double tiny = 2.2250738585072014e-308; /* DBL_MIN */
+  double x, y;
+  bool d_larger = cf_cxm_fabs(c) < cf_cxm_fabs(d); /* false where either is NaN */
+  if (cf_cxm_fabs(d_larger ? d : c) >= 0x1p1023) a *= 0.5, b *= 0.5, c *= 0.5, d *= 0.5;
+  if (d_larger) {
+    double r = c / d, den = cf_cxm_mul(c, r) + d;
+    if (cf_cxm_fabs(r) > tiny) x = (cf_cxm_mul(a, r) + b) / den, y = (cf_cxm_mul(b, r) - a) / den;
+    else x = (cf_cxm_mul(c, a / d) + b) / den, y = (cf_cxm_mul(c, b / d) - a) / den;
+  } else {
+    double r = d / c, den = cf_cxm_mul(d, r) + c;
+    if (cf_cxm_fabs(r) > tiny) x = (cf_cxm_mul(b, r) + a) / den, y = (b - cf_cxm_mul(a, r)) / den;
+    else x = (a + cf_cxm_mul(d, b / c)) / den, y = (b - cf_cxm_mul(d, a / c)) / den;
+  }
+  return cf_cx_div_special<CfComplexD>(a, b, c, d, x, y);
+}
+/* p q + r s with about one rounding (Kahan's: the second product's rounding error put back
+ * with fmas), so that a part that cancels is still accurate: (1e20 + 1e300i) / (1e-300 +
+ * 1e-20i) is inf + 5.0e23i, where the plain sum gives 0. */
+CF_CX_FN double cf_cx_dot2(double p, double q, double r, double s) {
+  double w = cf_cxm_mul(r, s);
+  return cf_cxm_fma(p, q, w) + cf_cxm_fma(r, s, -w);
+}
+/* One part of a quotient, (p q + r s) / den 2^-ec (q, s, den: of the divisor scaled by
+ * 2^-ec), the larger product's exponent k taken out of both (p and r scaled, q and s
+ * brought to [1, 2)): for a part that the dividend's common scaling left subnormal. */
+CF_CX_FN double cf_cx_part(double p, double q, double r, double s, double den, int ec) {
+  bool t1 = p != 0 && q != 0, t2 = r != 0 && s != 0;
+  if (!t1 && !t2) return cf_cx_dot2(p, q, r, s) / den; /* a signed zero */
+  int eq = t1 ? cf_cxm_ilogb(q) : 0, es = t2 ? cf_cxm_ilogb(s) : 0;
+  int k1 = t1 ? cf_cxm_ilogb(p) + eq : -2200, k2 = t2 ? cf_cxm_ilogb(r) + es : -2200, k = k1 > k2 ? k1 : k2;
+  if (t1) p = cf_cxm_ldexp(p, eq - k), q = cf_cxm_ldexp(q, -eq);
+  if (t2) r = cf_cxm_ldexp(r, es - k), s = cf_cxm_ldexp(s, -es);
+  return cf_cxm_ldexp(cf_cx_dot2(p, q, r, s) / den, k - ec);
+}
+/* complex128 quotients. Finite operands and a nonzero divisor: each operand scaled by a
+ * power of two to parts below 2 in magnitude (exact), the textbook formula on those (its
+ * denominator is in [1, 8): nothing overflows or underflows; each numerator by Kahan's
+ * sum), the quotient scaled back once, so it is accurate part by part from subnormal
+ * operands to DBL_MAX (Smith's formula overflows for (DBL_MAX+DBL_MAXi)/(1+i)). A part
+ * that came out below 2^-960 there (one scaling cannot hold parts 2^1100 apart: (0 +
+ * 6e307i) / (5e-324 + 0.1i) is inf + 2.96e-14i) is formed again with its own. */
+CF_CX_FN CfComplexD cf_cx_div(double a, double b, double c, double d) {
+  bool finite = cf_cx_isfinite(a) && cf_cx_isfinite(b) && cf_cx_isfinite(c) && cf_cx_isfinite(d);
+  if (!finite || (c == 0 && d == 0)) return cf_cx_div_smith(a, b, c, d);
+  int ec = cf_cx_exponent(c, d), ea = a == 0 && b == 0 ? 0 : cf_cx_exponent(a, b);
+  c = cf_cxm_ldexp(c, -ec), d = cf_cxm_ldexp(d, -ec);
+  double den = c * c + d * d, as = cf_cxm_ldexp(a, -ea), bs = cf_cxm_ldexp(b, -ea);
+  double x = cf_cx_dot2(as, c, bs, d) / den, y = cf_cx_dot2(bs, c, -as, d) / den;
+  const double low = 0x1p-960;
+  bool redo_x = cf_cxm_fabs(x) < low && (x != 0 || ea - ec > 64);
+  bool redo_y = cf_cxm_fabs(y) < low && (y != 0 || ea - ec > 64);
+  x = redo_x ? cf_cx_part(a, c, b, d, den, ec) : cf_cxm_ldexp(x, ea - ec);
+  y = redo_y ? cf_cx_part(b, c, -a, d, den, ec) : cf_cxm_ldexp(y, ea - ec);
+  return CfComplexD(x, y);
+}
+/* complex64 quotients, computed in double as GCC's libgcc computes them (and so the
+ * evaluator and the host backend): float operands' products are exact there and nothing
+ * overflows or underflows, so the textbook formula is accurate; then the recovery. */
+CF_CX_FN CfComplexF cf_cx_div(float a, float b, float c, float d) {
+  double a2 = a, b2 = b, c2 = c, d2 = d, den = c2 * c2 + d2 * d2;
+  float x = (float)((a2 * c2 + b2 * d2) / den), y = (float)((b2 * c2 - a2 * d2) / den);
+  return cf_cx_div_special<CfComplexF>(a, b, c, d, x, y);
+}
+
+/* |x + yi| (C's cabs, Annex G: infinite if a part is, even NaN): the scaled parts' norm. */
+template <typename T> CF_CX_FN T cf_cx_abs(T x, T y) {
+  if (cf_cx_isinf(x) || cf_cx_isinf(y)) return (T)INFINITY;
+  if (cf_cx_isnan(x) || cf_cx_isnan(y)) return x + y;
+  if (x == 0 && y == 0) return (T)0;
+  int e = cf_cx_exponent(x, y);
+  T xs = cf_cxm_ldexp(x, -e), ys = cf_cxm_ldexp(y, -e);
+  return cf_cxm_ldexp(cf_cxm_sqrt(xs * xs + ys * ys), e);
+}
+
+/* The principal square root (Annex G, G.6.4.2: sqrt(x +- inf i) = inf +- inf i for every x,
+ * sqrt(-inf + yi) = 0 + inf i, sqrt(+inf + yi) = inf + 0i, the sign of a zero imaginary part
+ * picks the side of the cut). Finite: t = sqrt((|x| + |z|) / 2) on parts scaled by an even
+ * power of two (no overflow near DBL_MAX, no lost bits for subnormals), the other part
+ * y / 2t from the unscaled y. */
+template <typename S, typename T> CF_CX_FN S cf_cx_sqrt(T x, T y) {
+  const T inf = (T)INFINITY;
+  if (cf_cx_isinf(y)) return S(inf, y);
+  if (cf_cx_isinf(x)) {
+    T other = cf_cx_isnan(y) ? y : (T)0;
+    return x > 0 ? S(x, cf_cxm_copysign(other, y)) : S(other, cf_cxm_copysign(inf, y));
+  }
+  if (cf_cx_isnan(x) || cf_cx_isnan(y)) return S(x + y, x + y);
+  if (x == 0 && y == 0) return S((T)0, y);
+  int e = cf_cx_exponent(x, y) & ~1;
+  T xs = cf_cxm_ldexp(x, -e), ys = cf_cxm_ldexp(y, -e);
+  T t = cf_cxm_ldexp(cf_cxm_sqrt((cf_cxm_fabs(xs) + cf_cxm_sqrt(xs * xs + ys * ys)) * (T)0.5), e / 2);
+  T u = y / (t + t);
+  return x >= 0 ? S(t, u) : S(cf_cxm_fabs(u), cf_cxm_copysign(t, y));
+}
+
+/* x + y - s, the rounding error of s = x + y (Knuth's two-sum, any order of magnitudes). */
+template <typename T> CF_CX_FN T cf_cx_sum_err(T x, T y, T s) {
+  T yv = s - x;
+  return (x - (s - yv)) + (y - yv);
+}
+/* x^2 + y^2 - 1 for |z| near 1, where it cancels: each square with its rounding error (an
+ * fma), the sums with theirs. */
+template <typename T> CF_CX_FN T cf_cx_norm_minus_1(T x, T y) {
+  T xx = cf_cxm_mul(x, x), yy = cf_cxm_mul(y, y);
+  T s1 = xx - (T)1, s2 = s1 + yy;
+  T err = cf_cx_sum_err(xx, (T)-1, s1) + cf_cx_sum_err(s1, yy, s2);
+  return s2 + (err + cf_cxm_fma(x, x, -xx) + cf_cxm_fma(y, y, -yy));
+}
+/* log|z| of a finite nonzero z: |z|^2 = m 2^k with m in [sqrt(1/2), sqrt(2)) from the scaled
+ * parts (exact from subnormal to DBL_MAX), log|z| = (k/2) ln2 + log(m)/2, terms that cannot
+ * cancel (ln2 split in two, its high part exact times k/2); near |z| = 1 (k = 0)
+ * log1p(x^2 + y^2 - 1)/2 without the cancellation. */
+template <typename T> CF_CX_FN T cf_cx_log_abs(T x, T y) {
+  int e = cf_cx_exponent(x, y), k;
+  T xs = cf_cxm_ldexp(x, -e), ys = cf_cxm_ldexp(y, -e);
+  T m = cf_cxm_frexp(xs * xs + ys * ys, &k);
+  if (m < (T)0.70710678118654752) m += m, k -= 1;
+  k += 2 * e;
+  if (k == 0) return (T)0.5 * cf_cxm_log1p(cf_cx_norm_minus_1(x, y));
+  T h = (T)k * (T)0.5;
+  return h * (T)0.693359375 + (h * (T)-2.1219444005469058277e-4 + (T)0.5 * cf_cxm_log(m));
+}
+/* The principal logarithm (Annex G, G.6.3.2): log|z| + i atan2(y, x); |z| infinite if a
+ * part is (NaN included), log(+-0 +- 0i) = -inf + i atan2. */
+template <typename S, typename T> CF_CX_FN S cf_cx_log(T x, T y) {
+  T im = cf_cxm_atan2(y, x);
+  if (cf_cx_isinf(x) || cf_cx_isinf(y)) return S((T)INFINITY, im);
+  if (cf_cx_isnan(x) || cf_cx_isnan(y)) return S(x + y, im);
+  if (x == 0 && y == 0) return S(-(T)INFINITY, im);
+  return S(cf_cx_log_abs(x, y), im);
+}
+
+/* e^x (cos y + i sin y) (Annex G, G.6.3.1): a zero y is kept (exp(NaN + 0i) = NaN + 0i),
+ * exp(-inf + yi) = 0 cis(y) (+-0 +- 0i for y infinite or NaN, the sign of y's), exp(+inf +
+ * yi) = inf cis(y) (inf + NaNi for y infinite or NaN), a finite x with y infinite or NaN
+ * gives NaN + NaNi. Where e^x overflows but the parts may not, e^(x/2) twice. */
+template <typename S, typename T> CF_CX_FN S cf_cx_exp(T x, T y) {
+  const T inf = (T)INFINITY;
+  if (y == 0) return S(cf_cxm_exp(x), y);
+  if (cf_cx_isnan(x)) return S(x, x);
+  if (!cf_cx_isfinite(y)) return x == -inf ? S((T)0, cf_cxm_copysign((T)0, y)) : S(x == inf ? x : y - y, y - y);
+  T c = cf_cxm_cos(y), s = cf_cxm_sin(y), m = cf_cxm_exp(x);
+  if (m < inf || x == inf) return S(m * c, m * s);
+  T h = cf_cxm_exp(x * (T)0.5);
+  return S((h * c) * h, (h * s) * h);
+}
+
+#define CF_COMPLEX_DEFINE(S, T)                                                               \
   CF_CX_FN S operator+(S a, S b) { return S(a.re + b.re, a.im + b.im); }                      \
   CF_CX_FN S operator-(S a, S b) { return S(a.re - b.re, a.im - b.im); }                      \
   CF_CX_FN S operator-(S a) { return S(-a.re, -a.im); }                                       \
-  CF_CX_FN S operator*(S a, S b) { return S(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re); } \
-  CF_CX_FN S operator/(S a, S b) { /* Smith's algorithm: no overflow of |b|^2 */              \
-    if (M(fabs)(b.re) >= M(fabs)(b.im)) {                                                     \
-      T r = b.im / b.re, d = b.re + b.im * r;                                                 \
-      return S((a.re + a.im * r) / d, (a.im - a.re * r) / d);                                 \
-    }                                                                                         \
-    T r = b.re / b.im, d = b.im + b.re * r;                                                   \
-    return S((a.re * r + a.im) / d, (a.im * r - a.re) / d);                                   \
-  }                                                                                           \
+  CF_CX_FN S operator*(S a, S b) { return cf_cx_mul<S>(a.re, a.im, b.re, b.im); }             \
+  CF_CX_FN S operator/(S a, S b) { return cf_cx_div(a.re, a.im, b.re, b.im); }                \
   CF_CX_FN bool operator==(S a, S b) { return a.re == b.re && a.im == b.im; }                 \
   CF_CX_FN bool operator!=(S a, S b) { return !(a == b); }                                    \
   CF_CX_FN T cf_creal(S z) { return z.re; }                                                   \
   CF_CX_FN T cf_cimag(S z) { return z.im; }                                                   \
   CF_CX_FN S cf_conj(S z) { return S(z.re, -z.im); }                                          \
   CF_CX_FN bool cf_cbool(S z) { return z.re != 0 || z.im != 0; }                              \
-  CF_CX_FN T cf_abs(S z) { return M(hypot)(z.re, z.im); }                                     \
+  CF_CX_FN T cf_abs(S z) { return cf_cx_abs(z.re, z.im); }                                    \
   CF_CX_FN S cf_div(S a, S b) { return a / b; }                                               \
-  CF_CX_FN S exp(S z) {                                                                       \
-    T m = M(exp)(z.re);                                                                       \
-    return z.im == 0 ? S(m, z.im) : S(m * M(cos)(z.im), m * M(sin)(z.im));                    \
-  }                                                                                           \
-  CF_CX_FN S log(S z) { return S(M(log)(M(hypot)(z.re, z.im)), M(atan2)(z.im, z.re)); }      \
-  CF_CX_FN S sqrt(S z) { /* the principal root; the sign of a zero imaginary part picks the side */ \
-    if (z.re == 0 && z.im == 0) return S((T)0, z.im);                                         \
-    T t = M(sqrt)((M(fabs)(z.re) + M(hypot)(z.re, z.im)) / (T)2);                             \
-    if (z.re >= 0) return S(t, z.im / ((T)2 * t));                                            \
-    return S(M(fabs)(z.im) / ((T)2 * t), M(copysign)(t, z.im));                               \
-  }                                                                                           \
-  CF_CX_FN S rsqrt(S z) { return S((T)1, (T)0) / sqrt(z); }                                   \
-  CF_CX_FN S reciprocal(S z) { return S((T)1, (T)0) / z; }                                    \
+  CF_CX_FN S exp(S z) { return cf_cx_exp<S>(z.re, z.im); }                                    \
+  CF_CX_FN S log(S z) { return cf_cx_log<S>(z.re, z.im); }                                    \
+  CF_CX_FN S sqrt(S z) { return cf_cx_sqrt<S>(z.re, z.im); }                                  \
+  CF_CX_FN S reciprocal(S z) { return S(cf_cx_div(1.0, 0.0, (double)z.re, (double)z.im)); }  \
+  CF_CX_FN S rsqrt(S z) { return reciprocal(sqrt(z)); }                                       \
   CF_CX_FN S cf_complex_volatile(const volatile S *p) { return S(p->re, p->im); }            \
   CF_CX_FN S __shfl_xor_sync(unsigned mask, S v, int lane_mask, int width = 32) {             \
     return S(__shfl_xor_sync(mask, v.re, lane_mask, width), __shfl_xor_sync(mask, v.im, lane_mask, width)); \
   }
-#define CF_CX_MF(name) name##f
-#define CF_CX_MD(name) name
-CF_COMPLEX_DEFINE(CfComplexF, float, CF_CX_MF)
-CF_COMPLEX_DEFINE(CfComplexD, double, CF_CX_MD)
+CF_COMPLEX_DEFINE(CfComplexF, float)
+CF_COMPLEX_DEFINE(CfComplexD, double)
 
 #else /* the host backend: C99 complex */
 #include <complex.h>

@@ -22,17 +22,26 @@ what the hardware gives), INT_MIN / -1 (cfuser wraps), erfcinv of x within the d
 epsilon of 0 (torch computes erfinv(1 - x), and 1 - x rounds to 1: inf, where cfuser keeps
 the value, e.g. erfcinv(1e-40) = 9.45), and casts of NaN or out-of-range floats (or complex
 real parts) to integers (C++ leaves them undefined: torch gives the hardware's value,
-cfuser saturates). Ops torch refuses for a real dtype that cfuser takes (gelu of integers:
+cfuser saturates), and gcd with the dtype's INT_MIN as an operand (torch's |INT_MIN|
+overflows: gcd(40, INT32_MIN) is -8 in torch, 8 in NumPy and cfuser). Ops torch refuses for
+a real dtype that cfuser takes (gelu of integers:
 cfuser computes it in float, as exp of integers) are notes; for a complex dtype they are
 differences (cfuser takes complex only where torch does).
 
-Pinned, as the NumPy side pins them (test_complex_annex_g, refs.ANNEX_G_OPS): complex
-products and quotients (and means, a quotient by n) whose torch value is not finite. There
-cfuser's evaluator follows C99 Annex G; torch's CUDA arithmetic is the textbook formulas with
-its own special cases (x / (0+0j) is re/0 + (im/0)j; the reciprocal of an infinity is 0; a
-mean multiplies the sum by the real 1/n, so inf+1j over 4 is inf+0.25j, where a quotient by
-4+0j is inf+nanj). Those cells are listed (cfuser, the evaluator's value, torch), not
-compared; a dtype none of whose pinned cells differs any more is a difference (drop the pin).
+Pinned (PIN_KINDS), where cfuser's evaluator follows C99 Annex G (or plain C) and torch
+does not: complex products and quotients (and means, a quotient by n) whose torch value is
+not finite, as the NumPy side pins them (test_complex_annex_g, refs.ANNEX_G_OPS): torch's
+CUDA arithmetic is the textbook formulas with its own special cases (x / (0+0j) is re/0 +
+(im/0)j; the reciprocal of an infinity is 0; a mean multiplies the sum by the real 1/n, so
+inf+1j over 4 is inf+0.25j, where a quotient by 4+0j is inf+nanj); complex sums and
+differences where torch's a + alpha * b with alpha = 1+0j (sub: -1+0j) is not C's sum of
+the parts (0 + (inf+0j) is inf+nanj there, as (1+0j) * (inf+0j) is inf+nanj; (-0-0j) +
+(-0-0j) is 0-0j);
+exp, sqrt and rsqrt of a non-finite operand (Annex G's special values). Those cells are listed where torch differs
+(cfuser, the evaluator's value, torch), not compared with torch; there cfuser must equal
+its evaluator (the CUDA run found rsqrt(0j) = nan+nanj where the evaluator gives inf+nanj);
+a dtype none of whose pinned products or sums differs any more is a difference (drop the
+pin).
 
 Usage: CFUSER_LIBRARY=build/libcfuser.so python3 tests/conformance/torch_matrix.py [--cpu]
 (from the repository root; PYTHONPATH needs tests/conformance, which the script adds).
@@ -166,44 +175,94 @@ EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "flo
 
 
 def undefined_in_torch(name, dtype, args):
-    """Cells where torch's GPU value is the hardware's (or its formula's overflow) and cfuser
-    defines one."""
+    """Cells where torch's GPU value is the hardware's (or its formula's overflow: gcd with
+    INT_MIN) and cfuser defines one."""
     if name == "erfcinv" and V.is_float(dtype) and args[0] != 0 and abs(args[0]) <= EPS[dtype]:
         return True
     if V.is_float(dtype) or V.is_complex(dtype) or len(args) != 2:
         return False
     a, b = args
+    int_min = -(1 << (refs.INT_BITS[dtype] - 1))
     if name in ("div", "mod", "fmod", "remainder", "floor_divide") and b == 0:
         return True
-    return name in ("div", "floor_divide") and b == -1 and a == -(1 << (refs.INT_BITS[dtype] - 1))
+    if name == "gcd" and int_min in (a, b):  # torch's |INT_MIN| overflows: a negative gcd
+        return True
+    return name in ("div", "floor_divide") and b == -1 and a == int_min
 
 
 def _takes(row, dt):
     return row["dtypes"] >> capi.DTYPES[dt] & 1
 
 
+# The kinds of pinned complex cells: what the notes call them, and whether a dtype where no
+# such cell differs from torch any more is a difference (drop the pin): exp, sqrt and rsqrt
+# of non-finite operands are pinned only where torch differs from Annex G.
+PIN_KINDS = {
+    "quotient": ("products, quotients and means whose torch value is not finite (C99 Annex G in cfuser's "
+                 "evaluator, textbook formulas in torch)", True),
+    "sum": ("sums and differences where torch's a + alpha * b (alpha = 1+0j, sub: -1+0j) is not C's (a "
+            "non-finite or zero part in b)", True),
+    "function": ("exp, sqrt and rsqrt of a non-finite operand (C99 Annex G in cfuser's evaluator)", False),
+}
+
+
+def torch_alpha_sum(name, a, b, dt):
+    """torch's complex add and sub as dt stores them: a + alpha * b with alpha = 1+0j (sub:
+    -1+0j), the product by the textbook formula (0 * inf is NaN: (1+0j) * (1+infj) is
+    nan+infj; (1+0j) * (-0-0j) is 0-0j)."""
+    a, b, al = complex(a), complex(b), 1.0 if name == "add" else -1.0
+    return V.store(complex(a.real + (al * b.real - 0.0 * b.imag), a.imag + (al * b.imag + 0.0 * b.real)), dt)
+
+
+def c_sum(name, a, b, dt):
+    """C's (and NumPy's) complex a + b or a - b, part by part, as dt stores it."""
+    a, b = complex(a), complex(b)
+    r = complex(a.real + b.real, a.imag + b.imag) if name == "add" else complex(a.real - b.real, a.imag - b.imag)
+    return V.store(r, dt)
+
+
+def pin_kind(name, dt, cell, want):
+    """The PIN_KINDS kind of a complex cell (name's operands `cell`, torch's value `want`),
+    or None: compared with torch."""
+    if not V.is_complex(dt):
+        return None
+    if refs.annex_g_cell(name, want):
+        return "quotient"
+    if name in ("add", "sub"):
+        alpha, c = torch_alpha_sum(name, *cell, dt), c_sum(name, *cell, dt)
+        return "sum" if not T._close(alpha, c, dt, True, False) else None
+    special = not all(math.isfinite(complex(x).real) and math.isfinite(complex(x).imag) for x in cell)
+    return "function" if special and name in ("exp", "sqrt", "rsqrt") else None
+
+
 class Pins:
-    """The pinned cells of each complex dtype that differ from torch where torch's value is
-    not finite: {what: (cfuser, evaluator, torch)} (a unary op sees each operand 25 times)."""
+    """The pinned cells of each complex dtype and kind that differ from torch: {(dt, kind):
+    {what: (cfuser, evaluator, torch)}} (a unary op sees each operand 25 times); and the
+    pinned cells where cfuser differs from its evaluator (differences)."""
 
     def __init__(self):
-        self.cells = {}
+        self.cells, self.wrong = {}, []
 
-    def add(self, dt, what, have, ev, want):
-        cells = self.cells.setdefault(dt, {})
+    def add(self, dt, kind, what, have, ev, want, exact):
+        """exact: whether cfuser must equal the evaluator exactly (complex64 kernels compute
+        in float, the evaluator's quotients, exp and sqrt in double)."""
+        cells = self.cells.setdefault((dt, kind), {})
+        if not T._close(complex(have), complex(ev), dt, exact, False):
+            self.wrong.append(f"{what} {dt}: cfuser {have!r}, its evaluator {ev!r} (a pinned cell)")
         if not T._close(complex(have), complex(want), dt, True, False):
             cells[what] = (have, ev, want)
 
     def close(self, report, notes):
-        for dt, cells in self.cells.items():
+        report += list(dict.fromkeys(self.wrong))
+        for (dt, kind), cells in self.cells.items():
+            what, must_differ = PIN_KINDS[kind]
             if not cells:
-                report.append(f"{dt}: no product, quotient or mean whose torch value is not finite differs from "
-                              "torch now: drop the pin (refs.ANNEX_G_OPS in torch_matrix)")
+                if must_differ:
+                    report.append(f"{dt}: no {what.split(' (')[0]} differs from torch now: drop the pin "
+                                  f"(PIN_KINDS['{kind}'] in torch_matrix)")
                 continue
             ex = "; ".join(f"{w} = {h!r} (evaluator {e!r}), torch {t!r}" for w, (h, e, t) in list(cells.items())[:8])
-            notes.append(f"pinned: {dt}: {len(cells)} products, quotients and means whose torch value is not "
-                         f"finite differ from torch (C99 Annex G in cfuser's evaluator, textbook formulas in "
-                         f"torch): {ex}")
+            notes.append(f"pinned: {dt}: {len(cells)} {what} differ from torch: {ex}")
 
 
 def compare_elementwise(dt, arrays, pins, report, notes):
@@ -240,8 +299,9 @@ def compare_elementwise(dt, arrays, pins, report, notes):
             cell = [c[i] for c in args]
             if undefined_in_torch(name, dt, cell):
                 continue
-            if V.is_complex(dt) and refs.annex_g_cell(name, want[i]):
-                pins.add(dt, f"{name}({', '.join(map(repr, cell))})", have[i], ev_w[i], want[i])
+            kind = pin_kind(name, dt, cell, want[i])
+            if kind:
+                pins.add(dt, kind, f"{name}({', '.join(map(repr, cell))})", have[i], ev_w[i], want[i], exact)
             elif not T._close(have[i], want[i], out_dt, exact, name in refs.ZERO_SIGN_FREE):
                 bad.append(i)
         if bad:
@@ -305,7 +365,7 @@ def _reduction_cells(op, dt, rows, values, out_dt, pins):
         if (V.is_float(dt) or V.is_complex(dt)) and T._order_sensitive(op, r, dt):
             continue
         if op == "mean" and refs.annex_g_cell("div", complex(w)):
-            pins.add(dt, f"mean{tuple(r)}", h, e, w)
+            pins.add(dt, "quotient", f"mean{tuple(r)}", h, e, w, False)
         elif not T._close(h, w, out_dt, exact, op in ("max", "min")):
             bad.append((r, h, w))
     return bad
@@ -436,10 +496,13 @@ def main(argv):
     compare_reductions(arith, pins, report, notes)
     compare_casts([dt for dt in T.DTYPES if TORCH_DTYPE[dt] is not None], report, notes)
     pins.close(report, notes)
-    print("not compared (torch's GPU value is the hardware's): integer division and remainders by zero, "
-          "INT_MIN / -1; erfcinv within the dtype's epsilon of 0 (torch's 1 - x rounds to 1); NaN or out-of-range "
-          "float -> int casts; complex products, quotients and means whose torch value is not finite (pinned: "
-          "the notes list those that differ)")
+    print("not compared (torch's GPU value is the hardware's, or its formula's overflow): integer division and "
+          "remainders by zero, INT_MIN / -1; gcd with the dtype's INT_MIN as an operand (torch's |INT_MIN| "
+          "overflows: a negative gcd); erfcinv within the dtype's epsilon of 0 (torch's 1 - x rounds to 1); NaN or "
+          "out-of-range float -> int casts; complex products, quotients and means whose torch value is not finite, "
+          "complex sums and differences where torch's a + alpha * b is not a + b (a non-finite or zero part in "
+          "b), exp, sqrt and rsqrt of non-finite complex operands (pinned: cfuser must equal its evaluator "
+          "there; the notes list the cells where torch differs)")
     for line in notes:
         print("note:", line)
     for line in report:
