@@ -10,6 +10,7 @@
 
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,9 +119,17 @@ static void cx_compile(const char *cxx, const char *src, const char *so) {
   if (system(cmd) != 0) cr_log_warn("could not remove %s", dir);
 }
 
+/* Removes the shims of earlier source texts (an edited complex.h leaves one each). */
+static void cx_remove_stale(void) {
+  glob_t g;
+  if (glob("/tmp/cfuser-cxshim-*.so", 0, NULL, &g) != 0) return;
+  for (size_t i = 0; i < g.gl_pathc; i++) unlink(g.gl_pathv[i]);
+  globfree(&g);
+}
+
 /* The shim, compiled once per source text and compiler (Criterion runs each test in its
- * own process: the object is kept as /tmp/cfuser-cxshim-<hash>.so) and loaded once per
- * process; skips the test without a C++ compiler. */
+ * own process: the object is kept as /tmp/cfuser-cxshim-<hash>.so, the only one kept) and
+ * loaded once per process; skips the test without a C++ compiler. */
 static CxShim cx_shim(void) {
   static CxShim shim;
   if (shim.unary_f) return shim;
@@ -133,7 +142,10 @@ static CxShim cx_shim(void) {
   for (const char *p = cxx; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
   for (const char *p = src; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
   snprintf(so, sizeof so, "/tmp/cfuser-cxshim-%016llx.so", (unsigned long long)h);
-  if (access(so, R_OK) != 0) cx_compile(cxx, src, so);
+  if (access(so, R_OK) != 0) {
+    cx_remove_stale();
+    cx_compile(cxx, src, so);
+  }
   free(src);
   void *handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   cr_assert_not_null(handle, "dlopen %s: %s", so, dlerror());

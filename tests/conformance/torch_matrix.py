@@ -36,12 +36,11 @@ CUDA arithmetic is the textbook formulas with its own special cases (x / (0+0j) 
 inf+1j over 4 is inf+0.25j, where a quotient by 4+0j is inf+nanj); complex sums and
 differences where torch's a + alpha * b with alpha = 1+0j (sub: -1+0j) is not C's sum of
 the parts (0 + (inf+0j) is inf+nanj there, as (1+0j) * (inf+0j) is inf+nanj; (-0-0j) +
-(-0-0j) is 0-0j);
-exp, sqrt and rsqrt of a non-finite operand (Annex G's special values). Those cells are listed where torch differs
-(cfuser, the evaluator's value, torch), not compared with torch; there cfuser must equal
-its evaluator (the CUDA run found rsqrt(0j) = nan+nanj where the evaluator gives inf+nanj);
-a dtype none of whose pinned products or sums differs any more is a difference (drop the
-pin).
+(-0-0j) is 0-0j); exp, sqrt and rsqrt of a non-finite operand (Annex G's special values).
+Those cells are listed where torch differs (cfuser, the evaluator's value, torch), not
+compared with torch; there cfuser must equal its evaluator (the CUDA run found rsqrt(0j) =
+nan+nanj where the evaluator gives inf+nanj); a dtype none of whose pinned products or sums
+differs any more is a difference (drop the pin).
 
 Usage: CFUSER_LIBRARY=build/libcfuser.so python3 tests/conformance/torch_matrix.py [--cpu]
 (from the repository root; PYTHONPATH needs tests/conformance, which the script adds).
