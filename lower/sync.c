@@ -13,7 +13,8 @@
  * Requires: predicated ops in their loop nest. Establishes: KN_SYNC nodes.
  * Key decision: a read needs a sync only if some thread dimension maps differently on
  * the two sides (the writer's axis on threadIdx.p is not exactly mapped to the reader's,
- * only one side uses p, or the writer is thread 0 of p alone and the reader is not); then the sync goes into the innermost block enclosing both
+ * only one side uses p, the reader's index does not follow threadIdx.p although both run
+ * in its loop, or the writer is thread 0 of p alone and the reader is not); then the sync goes into the innermost block enclosing both
  * the write and the read, right before the branch holding the read. Predicates wrap single
  * ops, so a sync never lands under a thread-dependent condition. Tensor memory is treated
  * like shared memory. */
@@ -67,7 +68,7 @@ static const KNode *thread_loop(const KNode *op, int pt) {
  * exactly the same axis), or it does not and both ops run on thread 0 of pt alone. A
  * write whose place does not depend on pt is done by thread 0 (guarded) or, unguarded, by
  * every thread at once: readers on other threads need the sync either way. */
-static bool thread_dims_match(LowerCtx *c, const KNode *wop, const KNode *rop) {
+static bool thread_dims_match(LowerCtx *c, const KNode *wop, const KNode *rop, const KAccess *read) {
   for (int pt = CF_PT_TIDX; pt <= CF_PT_TIDZ; pt++) {
     int64_t ext;
     if (!c->pdim[pt] || (kx_is_const(c->pdim[pt], &ext) && ext == 1)) continue;
@@ -79,8 +80,18 @@ static bool thread_dims_match(LowerCtx *c, const KNode *wop, const KNode *rop) {
       continue;
     }
     if (!wl || !rl || !(wl == rl || an_idmap_same(c->model.exact, wl->u.loop.concrete, rl->u.loop.concrete))) return false;
+    /* the reader runs in the writer's pt loop, but on a broadcast axis of its own: the
+     * element it reads does not follow threadIdx.pt, so other threads wrote it */
+    if (read && read->index && !kx_uses_thread(read->index, (cf_parallel_type)pt)) return false;
   }
   return true;
+}
+
+/* The access of op that reads tensor p (NULL when none names it). */
+static const KAccess *access_of(const KNode *op, const Val *p) {
+  for (int i = 0; i < 3; i++)
+    if (op->u.op.in[i].t && op->u.op.in[i].t->fusion_tv_name == p->name) return &op->u.op.in[i];
+  return NULL;
 }
 
 static void request(SyncCtx *s, KBlock *b, KNode *before, bool grid) {
@@ -111,7 +122,7 @@ static void check_unconditional(SyncCtx *s, const Path *rp, int d, const KNode *
 
 static void reader(SyncCtx *s, const Path *rp, const KNode *rop, Val *p, bool grid) {
   const Path *wp = s->writer[p->id];
-  if (!wp || (!grid && thread_dims_match(s->c, wp->op, rop))) return;
+  if (!wp || (!grid && thread_dims_match(s->c, wp->op, rop, access_of(rop, p)))) return;
   int d = 0;
   while (d < wp->depth && d < rp->depth && wp->node[d] == rp->node[d]) d++;
   if (grid) check_unconditional(s, rp, d, rop, p);

@@ -500,8 +500,13 @@ static const int nknown_hostile_mode4 = sizeof known_failing_hostile_mode4 / siz
  * the output's shape (an internal error of the evaluator); refused now. 8962: a block
  * reduction inlined into another reduction's thread loop was left a per-thread sum; 6905:
  * a one-element reduction in a one-block loop was serial, other blocks read the empty
- * state (now a grid reduction, its read refused). */
-static const uint64_t known_failing_mode5[] = {505, 1647, 4795, 6328, 6883, 8510, 8962, 6905};
+ * state (now a grid reduction, its read refused). 10073021 (the 100,000-seed run): a
+ * shared broadcast written across threadIdx.x was read, in the writer's threadIdx.x loop,
+ * through a broadcast axis of the reader's own on threadIdx.x and an unrolled loop over the
+ * written axis: each thread read its neighbours' elements with no __syncthreads (the
+ * verifier's internal error; a race without CFUSER_VERIFY); the sync pass now asks whether
+ * the read's index follows the thread index. */
+static const uint64_t known_failing_mode5[] = {505, 1647, 4795, 6328, 6883, 8510, 8962, 6905, 10073021};
 static const int nknown_mode5 = sizeof known_failing_mode5 / sizeof known_failing_mode5[0];
 
 /* Mode 1 with DG_X_ALL (hostile_dags...): 3001021 computed x[1, n] in the loop of y[0, n]
