@@ -13,9 +13,9 @@
  * names, written here to give the evaluator's values: Annex G's special values (the
  * recovery of products' and quotients' infinities, exp(-inf-infi) = 0-0i, sqrt(x+infi) =
  * inf+infi ...) and the C library's accuracy from subnormal parts to DBL_MAX (operands
- * scaled by powers of two: no intermediate overflow or underflow); products and complex64
- * quotients are libgcc's formulas (complex64's in double), complex128 quotients by a
- * special operand are libgcc's Smith formula (its zeros' signs), complex64 reciprocal and
+ * scaled by powers of two: no intermediate overflow or underflow); products and quotients
+ * are libgcc's algorithms step for step (complex64's quotients in double, complex128's
+ * Smith's method with GCC 12's scaling), so they give its bits; complex64 reciprocal and
  * rsqrt are computed in double as the evaluator computes them. tests/codegen/
  * test_complex_cuda_math.c compiles this C++ for the host and checks it cell by cell
  * against glibc and libgcc. cf_creal, cf_cimag, cf_conj and cf_cbool (nonzero when either
@@ -128,74 +128,61 @@ template <typename S, typename T> CF_CX_FN S cf_cx_div_special(T a, T b, T c, T 
   return S(x, y);
 }
 
-/* complex128 quotients of operands that are not all finite, or by zero: Smith's formula
- * (the divisor's smaller part over its larger as the ratio; where that ratio underflows,
- * the products regrouped as Stewart does), every operand halved first by a divisor from
- * 2^1023 (an infinite one: the recovery's ac + bd then cannot overflow), as libgcc computes
- * it, so that the zeros' signs are the evaluator's too ((0+0i) / (0-infi) is -0+0i there,
- * +0+0i by the textbook formula; 5e-324 halves to 0), then Annex G's recovery. */
-CF_CX_FN CfComplexD cf_cx_div_smith(double a, double b, double c, double d) {
-  const double tiny = 2.2250738585072014e-308; /* DBL_MIN */
-  double x, y;
-  bool d_larger = cf_cxm_fabs(c) < cf_cxm_fabs(d); /* false where either is NaN */
-  if (cf_cxm_fabs(d_larger ? d : c) >= 0x1p1023) a *= 0.5, b *= 0.5, c *= 0.5, d *= 0.5;
-  if (d_larger) {
-    double r = c / d, den = cf_cxm_mul(c, r) + d;
-    if (cf_cxm_fabs(r) > tiny) x = (cf_cxm_mul(a, r) + b) / den, y = (cf_cxm_mul(b, r) - a) / den;
-    else x = (cf_cxm_mul(c, a / d) + b) / den, y = (cf_cxm_mul(c, b / d) - a) / den;
+/* libgcc's complex128 division (GCC 12 and later's __divdc3, the evaluator's and the host
+ * backend's), step for step, so that CUDA gives its bits, zeros' signs and NaNs included.
+ * The divisor's larger part (c here; the callers swap the parts when it is d) sets the
+ * scaling: every operand halved where it is at least DBL_MAX / 2 (no overflow of the
+ * denominator), multiplied by 2^52 where it is below DBL_EPSILON or where a dividend's part
+ * is below DBL_MIN while the other parts are below DBL_MAX / 2 * DBL_EPSILON (fewer
+ * underflows). The scaling is libgcc's even where it hurts: 5e-324 halves to 0, 1e300
+ * grows to inf ((1e300-1e300i) / (5e-324-5e-324i) is inf+NaNi there, and so here). */
+CF_CX_FN void cf_cx_div_scale(double *a, double *b, double *c, double *d) {
+  const double rbig = 0x1.fffffffffffffp1022, rmin = 0x1p-1022, rmin2 = 0x1p-52, rmax2 = 0x1.fffffffffffffp970;
+  if (cf_cxm_fabs(*c) >= rbig) *a *= 0.5, *b *= 0.5, *c *= 0.5, *d *= 0.5;
+  bool small_a = cf_cxm_fabs(*a) < rmin && cf_cxm_fabs(*b) < rmax2 && cf_cxm_fabs(*c) < rmax2;
+  bool small_b = cf_cxm_fabs(*b) < rmin && cf_cxm_fabs(*a) < rmax2 && cf_cxm_fabs(*c) < rmax2;
+  if (cf_cxm_fabs(*c) < rmin2 || small_a || small_b) *a *= 0x1p52, *b *= 0x1p52, *c *= 0x1p52, *d *= 0x1p52;
+}
+/* Smith's quotient (a + bi) / (c + di) with |c| the divisor's larger part, up to the order of
+ * the imaginary part's terms (sign: +1 as written, -1 for the swapped operands of
+ * cf_cx_div, whose imaginary part is then -(b r - a) rather than a - b r, as libgcc has
+ * it: the two differ in a zero's sign). Where the ratio d / c is subnormal or zero, the
+ * products regrouped (c (a / d) rather than (c / d) a), as libgcc does. Every product
+ * rounded on its own (no fma, as libgcc is built). */
+CF_CX_FN void cf_cx_smith(double a, double b, double c, double d, bool swapped, double *x, double *y) {
+  double r = d / c, den = cf_cxm_mul(d, r) + c;
+  if (cf_cxm_fabs(r) > 0x1p-1022) {
+    *x = (cf_cxm_mul(b, r) + a) / den;
+    *y = swapped ? (cf_cxm_mul(a, r) - b) / den : (b - cf_cxm_mul(a, r)) / den;
   } else {
-    double r = d / c, den = cf_cxm_mul(d, r) + c;
-    if (cf_cxm_fabs(r) > tiny) x = (cf_cxm_mul(b, r) + a) / den, y = (b - cf_cxm_mul(a, r)) / den;
-    else x = (a + cf_cxm_mul(d, b / c)) / den, y = (b - cf_cxm_mul(d, a / c)) / den;
+    *x = (a + cf_cxm_mul(d, b / c)) / den;
+    *y = swapped ? (cf_cxm_mul(d, a / c) - b) / den : (b - cf_cxm_mul(d, a / c)) / den;
+  }
+}
+/* complex128 quotients: libgcc's. Where |c| < |d| (false where either is NaN) libgcc
+ * divides with the parts' roles swapped (ratio c / d, the real part (a r + b) / den, the
+ * imaginary (b r - a) / den): cf_cx_smith of (b, a, d, c) gives the real part and the
+ * imaginary part's terms in that order. Then Annex G's recovery of the quotients that
+ * computed as NaN+NaNi (nonzero over zero, infinite over finite, finite over infinite) on
+ * the scaled operands, as libgcc recovers them. */
+CF_CX_FN CfComplexD cf_cx_div(double a, double b, double c, double d) {
+  double x, y;
+  if (cf_cxm_fabs(c) < cf_cxm_fabs(d)) {
+    cf_cx_div_scale(&b, &a, &d, &c);
+    cf_cx_smith(b, a, d, c, true, &x, &y);
+  } else {
+    cf_cx_div_scale(&a, &b, &c, &d);
+    cf_cx_smith(a, b, c, d, false, &x, &y);
   }
   return cf_cx_div_special<CfComplexD>(a, b, c, d, x, y);
 }
-/* p q + r s with about one rounding (Kahan's: the second product's rounding error put back
- * with fmas), so that a part that cancels is still accurate: (1e20 + 1e300i) / (1e-300 +
- * 1e-20i) is inf + 5.0e23i, where the plain sum gives 0. */
-CF_CX_FN double cf_cx_dot2(double p, double q, double r, double s) {
-  double w = cf_cxm_mul(r, s);
-  return cf_cxm_fma(p, q, w) + cf_cxm_fma(r, s, -w);
-}
-/* One part of a quotient, (p q + r s) / den 2^-ec (q, s, den: of the divisor scaled by
- * 2^-ec), the larger product's exponent k taken out of both (p and r scaled, q and s
- * brought to [1, 2)): for a part that the dividend's common scaling left subnormal. */
-CF_CX_FN double cf_cx_part(double p, double q, double r, double s, double den, int ec) {
-  bool t1 = p != 0 && q != 0, t2 = r != 0 && s != 0;
-  if (!t1 && !t2) return cf_cx_dot2(p, q, r, s) / den; /* a signed zero */
-  int eq = t1 ? cf_cxm_ilogb(q) : 0, es = t2 ? cf_cxm_ilogb(s) : 0;
-  int k1 = t1 ? cf_cxm_ilogb(p) + eq : -2200, k2 = t2 ? cf_cxm_ilogb(r) + es : -2200, k = k1 > k2 ? k1 : k2;
-  if (t1) p = cf_cxm_ldexp(p, eq - k), q = cf_cxm_ldexp(q, -eq);
-  if (t2) r = cf_cxm_ldexp(r, es - k), s = cf_cxm_ldexp(s, -es);
-  return cf_cxm_ldexp(cf_cx_dot2(p, q, r, s) / den, k - ec);
-}
-/* complex128 quotients. Finite operands and a nonzero divisor: each operand scaled by a
- * power of two to parts below 2 in magnitude (exact), the textbook formula on those (its
- * denominator is in [1, 8): nothing overflows or underflows; each numerator by Kahan's
- * sum), the quotient scaled back once, so it is accurate part by part from subnormal
- * operands to DBL_MAX (Smith's formula overflows for (DBL_MAX+DBL_MAXi)/(1+i)). A part
- * that came out below 2^-960 there (one scaling cannot hold parts 2^1100 apart: (0 +
- * 6e307i) / (5e-324 + 0.1i) is inf + 2.96e-14i) is formed again with its own. */
-CF_CX_FN CfComplexD cf_cx_div(double a, double b, double c, double d) {
-  bool finite = cf_cx_isfinite(a) && cf_cx_isfinite(b) && cf_cx_isfinite(c) && cf_cx_isfinite(d);
-  if (!finite || (c == 0 && d == 0)) return cf_cx_div_smith(a, b, c, d);
-  int ec = cf_cx_exponent(c, d), ea = a == 0 && b == 0 ? 0 : cf_cx_exponent(a, b);
-  c = cf_cxm_ldexp(c, -ec), d = cf_cxm_ldexp(d, -ec);
-  double den = c * c + d * d, as = cf_cxm_ldexp(a, -ea), bs = cf_cxm_ldexp(b, -ea);
-  double x = cf_cx_dot2(as, c, bs, d) / den, y = cf_cx_dot2(bs, c, -as, d) / den;
-  const double low = 0x1p-960;
-  bool redo_x = cf_cxm_fabs(x) < low && (x != 0 || ea - ec > 64);
-  bool redo_y = cf_cxm_fabs(y) < low && (y != 0 || ea - ec > 64);
-  x = redo_x ? cf_cx_part(a, c, b, d, den, ec) : cf_cxm_ldexp(x, ea - ec);
-  y = redo_y ? cf_cx_part(b, c, -a, d, den, ec) : cf_cxm_ldexp(y, ea - ec);
-  return CfComplexD(x, y);
-}
-/* complex64 quotients, computed in double as GCC's libgcc computes them (and so the
- * evaluator and the host backend): float operands' products are exact there and nothing
- * overflows or underflows, so the textbook formula is accurate; then the recovery. */
+/* complex64 quotients, computed in double as GCC's libgcc computes them (__divsc3, and so
+ * the evaluator and the host backend): float operands' products are exact there and
+ * nothing overflows or underflows, so the textbook formula is accurate; its products never
+ * fused (an fma would round the sums differently from libgcc's); then the recovery. */
 CF_CX_FN CfComplexF cf_cx_div(float a, float b, float c, float d) {
-  double a2 = a, b2 = b, c2 = c, d2 = d, den = c2 * c2 + d2 * d2;
-  float x = (float)((a2 * c2 + b2 * d2) / den), y = (float)((b2 * c2 - a2 * d2) / den);
+  double a2 = a, b2 = b, c2 = c, d2 = d, den = cf_cx_dot(c2, d2, c2, d2);
+  float x = (float)(cf_cx_dot(a2, b2, c2, d2) / den), y = (float)(cf_cx_cross(a2, b2, c2, d2) / den);
   return cf_cx_div_special<CfComplexF>(a, b, c, d, x, y);
 }
 

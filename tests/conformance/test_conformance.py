@@ -173,6 +173,22 @@ def test_torch_matrix_maps_every_dtype():
         ["this torch has no torch.uint32 (added in torch 2.3): the uint32 column is not compared"])
 
 
+def test_torch_matrix_pins_subnormal_complex_functions():
+    """torch's log, rsqrt, sqrt and |z| of a complex operand with a subnormal part go through
+    an |z| that underflows (log(5e-324-5e-324j): torch -744.4401-0.7854j, glibc and cfuser
+    -744.0935-0.7854j): those cells are pinned (cfuser must equal its evaluator), not
+    compared with torch; normal operands and other functions still are."""
+    import torch_matrix
+    for name in ("log", "rsqrt", "sqrt", "abs"):
+        assert torch_matrix.pin_kind(name, "complex128", [5e-324 - 5e-324j], -744.44 - 0.78j) == "subnormal"
+        assert torch_matrix.pin_kind(name, "complex128", [5e-324 + 1j], 0.5 + 0.5j) == "subnormal"
+        assert torch_matrix.pin_kind(name, "complex64", [1e-40 - 1e-40j], 1 + 1j) == "subnormal"
+        assert torch_matrix.pin_kind(name, "complex128", [1e-40 - 1e-40j], 1 + 1j) is None  # normal in double
+        assert torch_matrix.pin_kind(name, "complex128", [2.2250738585072014e-308 + 0j], 1 + 1j) is None
+    assert torch_matrix.pin_kind("exp", "complex128", [5e-324 - 5e-324j], 1 + 0j) is None
+    assert torch_matrix.pin_kind("log", "float64", [5e-324], -744.44) is None
+
+
 @pytest.mark.parametrize("row", ELEMENTWISE, ids=lambda r: r["py_name"])
 def test_accepted_dtypes(row):
     want = [dt for dt in DTYPES if refs.accepts(_ref(row)[0], dt, row["py_name"])]

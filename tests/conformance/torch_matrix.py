@@ -36,8 +36,10 @@ CUDA arithmetic is the textbook formulas with its own special cases (x / (0+0j) 
 inf+1j over 4 is inf+0.25j, where a quotient by 4+0j is inf+nanj); complex sums and
 differences where torch's a + alpha * b with alpha = 1+0j (sub: -1+0j) is not C's sum of
 the parts (0 + (inf+0j) is inf+nanj there, as (1+0j) * (inf+0j) is inf+nanj; (-0-0j) +
-(-0-0j) is 0-0j); exp, sqrt and rsqrt of a non-finite operand (Annex G's special values).
-Those cells are listed where torch differs (cfuser, the evaluator's value, torch), not
+(-0-0j) is 0-0j); exp, sqrt and rsqrt of a non-finite operand (Annex G's special values);
+log, rsqrt, sqrt and |z| of an operand with a subnormal part (glibc's values; torch's |z|
+underflows: log(5e-324-5e-324j) is -744.0935-0.7854j in cfuser, as ln|z| with |z| =
+7e-324 is, -744.4401-0.7854j in torch). Those cells are listed where torch differs (cfuser, the evaluator's value, torch), not
 compared with torch; there cfuser must equal its evaluator (the CUDA run found rsqrt(0j) =
 nan+nanj where the evaluator gives inf+nanj); a dtype none of whose pinned products or sums
 differs any more is a difference (drop the pin).
@@ -195,14 +197,25 @@ def _takes(row, dt):
 
 # The kinds of pinned complex cells: what the notes call them, and whether a dtype where no
 # such cell differs from torch any more is a difference (drop the pin): exp, sqrt and rsqrt
-# of non-finite operands are pinned only where torch differs from Annex G.
+# of non-finite operands are pinned only where torch differs from Annex G, log, rsqrt, sqrt
+# and |z| of subnormal parts only where torch's |z| underflows.
 PIN_KINDS = {
     "quotient": ("products, quotients and means whose torch value is not finite (C99 Annex G in cfuser's "
                  "evaluator, textbook formulas in torch)", True),
     "sum": ("sums and differences where torch's a + alpha * b (alpha = 1+0j, sub: -1+0j) is not C's (a "
             "non-finite or zero part in b)", True),
     "function": ("exp, sqrt and rsqrt of a non-finite operand (C99 Annex G in cfuser's evaluator)", False),
+    "subnormal": ("log, rsqrt, sqrt and |z| of an operand with a subnormal part (glibc's, exact there, in "
+                  "cfuser's evaluator; torch's |z| underflows: log(5e-324-5e-324j) is -744.0935-0.7854j, torch "
+                  "-744.4401-0.7854j)", False),
 }
+SUBNORMAL_PINNED = ("log", "rsqrt", "sqrt", "abs")
+
+
+def subnormal_part(z, dt):
+    """Whether a part of the complex value z is subnormal in dt's part type."""
+    tiny = np.finfo(refs.COMPLEX_PART[dt]).tiny
+    return any(0 < abs(p) < tiny for p in (complex(z).real, complex(z).imag))
 
 
 def torch_alpha_sum(name, a, b, dt):
@@ -231,7 +244,9 @@ def pin_kind(name, dt, cell, want):
         alpha, c = torch_alpha_sum(name, *cell, dt), c_sum(name, *cell, dt)
         return "sum" if not T._close(alpha, c, dt, True, False) else None
     special = not all(math.isfinite(complex(x).real) and math.isfinite(complex(x).imag) for x in cell)
-    return "function" if special and name in ("exp", "sqrt", "rsqrt") else None
+    if special and name in ("exp", "sqrt", "rsqrt"):
+        return "function"
+    return "subnormal" if name in SUBNORMAL_PINNED and any(subnormal_part(x, dt) for x in cell) else None
 
 
 class Pins:
@@ -500,7 +515,8 @@ def main(argv):
           "overflows: a negative gcd); erfcinv within the dtype's epsilon of 0 (torch's 1 - x rounds to 1); NaN or "
           "out-of-range float -> int casts; complex products, quotients and means whose torch value is not finite, "
           "complex sums and differences where torch's a + alpha * b is not a + b (a non-finite or zero part in "
-          "b), exp, sqrt and rsqrt of non-finite complex operands (pinned: cfuser must equal its evaluator "
+          "b), exp, sqrt and rsqrt of non-finite complex operands, log, rsqrt, sqrt and |z| of complex operands "
+          "with a subnormal part (pinned: cfuser must equal its evaluator "
           "there; the notes list the cells where torch differs)")
     for line in notes:
         print("note:", line)
