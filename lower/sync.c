@@ -63,12 +63,22 @@ static const KNode *thread_loop(const KNode *op, int pt) {
   return NULL;
 }
 
+/* Whether every access of op to tensor p indexes it by threadIdx.pt (tensor-memory
+ * accesses, which have no linear index, are left to the loop rule). */
+static bool reads_follow_thread(const KNode *op, const Val *p, cf_parallel_type pt) {
+  for (size_t i = 0; i < sizeof op->u.op.in / sizeof op->u.op.in[0]; i++) {
+    const KAccess *a = &op->u.op.in[i];
+    if (a->t && a->t->fusion_tv_name == p->name && a->index && !kx_uses_thread(a->index, pt)) return false;
+  }
+  return true;
+}
+
 /* Whether each thread reads only what it wrote itself, for every launched thread type:
  * the write's place depends on pt and both ops run in one loop on pt (or loops over
  * exactly the same axis), or it does not and both ops run on thread 0 of pt alone. A
  * write whose place does not depend on pt is done by thread 0 (guarded) or, unguarded, by
  * every thread at once: readers on other threads need the sync either way. */
-static bool thread_dims_match(LowerCtx *c, const KNode *wop, const KNode *rop, const KAccess *read) {
+static bool thread_dims_match(LowerCtx *c, const KNode *wop, const KNode *rop, const Val *p) {
   for (int pt = CF_PT_TIDX; pt <= CF_PT_TIDZ; pt++) {
     int64_t ext;
     if (!c->pdim[pt] || (kx_is_const(c->pdim[pt], &ext) && ext == 1)) continue;
@@ -82,16 +92,9 @@ static bool thread_dims_match(LowerCtx *c, const KNode *wop, const KNode *rop, c
     if (!wl || !rl || !(wl == rl || an_idmap_same(c->model.exact, wl->u.loop.concrete, rl->u.loop.concrete))) return false;
     /* the reader runs in the writer's pt loop, but on a broadcast axis of its own: the
      * element it reads does not follow threadIdx.pt, so other threads wrote it */
-    if (read && read->index && !kx_uses_thread(read->index, (cf_parallel_type)pt)) return false;
+    if (!reads_follow_thread(rop, p, (cf_parallel_type)pt)) return false;
   }
   return true;
-}
-
-/* The access of op that reads tensor p (NULL when none names it). */
-static const KAccess *access_of(const KNode *op, const Val *p) {
-  for (int i = 0; i < 3; i++)
-    if (op->u.op.in[i].t && op->u.op.in[i].t->fusion_tv_name == p->name) return &op->u.op.in[i];
-  return NULL;
 }
 
 static void request(SyncCtx *s, KBlock *b, KNode *before, bool grid) {
@@ -122,7 +125,7 @@ static void check_unconditional(SyncCtx *s, const Path *rp, int d, const KNode *
 
 static void reader(SyncCtx *s, const Path *rp, const KNode *rop, Val *p, bool grid) {
   const Path *wp = s->writer[p->id];
-  if (!wp || (!grid && thread_dims_match(s->c, wp->op, rop, access_of(rop, p)))) return;
+  if (!wp || (!grid && thread_dims_match(s->c, wp->op, rop, p))) return;
   int d = 0;
   while (d < wp->depth && d < rp->depth && wp->node[d] == rp->node[d]) d++;
   if (grid) check_unconditional(s, rp, d, rop, p);
