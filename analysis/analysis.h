@@ -158,6 +158,10 @@ Val *an_promoting_tensor(const LoopModel *m, Val *tv, int j);
 bool an_stands_for(const LoopModel *m, Val *tv, Val *ref, int j);
 /* A promoting tensor of tv that its own axis j stands for, or NULL: */
 Val *an_positional_ref(const LoopModel *m, Val *tv, int j);
+/* The IterDomain whose positions the loop of tv's axis j runs: the promoted one, else the
+ * axis of the tensor it stands for, else its own. Two tensors hold the same elements along
+ * their axes in one thread only when these are exactly mapped. */
+Val *an_iterated_domain(const LoopModel *m, Val *tv, int j);
 /* Whether two extents are the same scalar: one Val, equal constants, or the same
  * arithmetic on the same extents. */
 bool an_same_extent(const Val *a, const Val *b);

@@ -43,7 +43,12 @@ bool an_stands_for(const LoopModel *m, Val *tv, Val *ref, int j) {
     const Expr *e = tv->uses.items[u];
     if (ir_op_kind(e->op) == OPK_TRANSFORM || e->out[0]->kind != VAL_TV) continue;
     Val *cv = e->out[0];
-    if (j >= TV(cv)->nloop || !an_idmap_same(m->exact, an_promoted(m, TV(cv)->loop[j]), rid)) return false;
+    if (j >= TV(cv)->nloop) return false;
+    if (an_idmap_same(m->exact, an_promoted(m, TV(cv)->loop[j]), rid)) continue;
+    /* tv computed in the consumer's loop j, which itself stands for ref's axis: the loop
+     * runs ref's positions for both (an op inlined into a positional cache) */
+    if (j < TV(tv)->ca_pos && an_stands_for(m, cv, ref, j)) continue;
+    return false;
   }
   return true;
 }
@@ -54,4 +59,10 @@ Val *an_positional_ref(const LoopModel *m, Val *tv, int j) {
     if (ref && an_stands_for(m, tv, ref, j)) return ref;
   }
   return NULL;
+}
+
+Val *an_iterated_domain(const LoopModel *m, Val *tv, int j) {
+  if (an_promoting_tensor(m, tv, j)) return an_promoted(m, TV(tv)->loop[j]);
+  Val *ref = an_positional_ref(m, tv, j);
+  return ref ? TV(ref)->loop[j] : TV(tv)->loop[j];
 }

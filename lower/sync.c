@@ -54,13 +54,26 @@ static bool only_thread0(LowerCtx *c, const KNode *op, int pt) {
   return lower_write_guarded(c, op->u.op.src->out[0], (cf_parallel_type)pt) && !write_spans(c, op, pt);
 }
 
-/* The loop of op on thread type pt, or NULL when the op runs on no pt loop. */
-static const KNode *thread_loop(const KNode *op, int pt) {
+/* The loop of op on thread type pt, or NULL when the op runs on no pt loop; *axis: the
+ * axis of op's output that loop runs. */
+static const KNode *thread_loop(const KNode *op, int pt, int *axis) {
   for (int j = 0; j < op->u.op.nloop; j++) {
     const KNode *l = op->u.op.loops[j];
-    if (l && l->u.loop.pt == (cf_parallel_type)pt) return l;
+    if (l && l->u.loop.pt == (cf_parallel_type)pt) return *axis = j, l;
   }
   return NULL;
+}
+
+/* Whether the writer's and the reader's pt loops run the positions of one domain: the
+ * same loop, or loops over exactly mapped domains, each as the loop model reads it (a
+ * loop that stands for a promoting tensor's axis runs that axis' positions). */
+static bool same_thread_domain(LowerCtx *c, const KNode *wop, const KNode *wl, int wj, const KNode *rop,
+                               const KNode *rl, int rj) {
+  if (wl == rl) return true;
+  Val *wv = wop->u.op.src->out[0], *rv = rop->u.op.src->out[0];
+  Val *wd = wj < TV(wv)->nloop ? an_iterated_domain(&c->model, wv, wj) : wl->u.loop.concrete;
+  Val *rd = rj < TV(rv)->nloop ? an_iterated_domain(&c->model, rv, rj) : rl->u.loop.concrete;
+  return an_idmap_same(c->model.exact, wd, rd);
 }
 
 /* Whether every access of op to tensor p indexes it by threadIdx.pt (tensor-memory
@@ -83,13 +96,14 @@ static bool thread_dims_match(LowerCtx *c, const KNode *wop, const KNode *rop, c
     int64_t ext;
     if (!c->pdim[pt] || (kx_is_const(c->pdim[pt], &ext) && ext == 1)) continue;
     bool wd = write_spans(c, wop, pt);
-    const KNode *wl = thread_loop(wop, pt), *rl = thread_loop(rop, pt);
+    int wj = 0, rj = 0;
+    const KNode *wl = thread_loop(wop, pt, &wj), *rl = thread_loop(rop, pt, &rj);
     if (!wd) {
       bool w0 = only_thread0(c, wop, pt), r0 = only_thread0(c, rop, pt);
       if (!w0 || !r0) return false;
       continue;
     }
-    if (!wl || !rl || !(wl == rl || an_idmap_same(c->model.exact, wl->u.loop.concrete, rl->u.loop.concrete))) return false;
+    if (!wl || !rl || !same_thread_domain(c, wop, wl, wj, rop, rl, rj)) return false;
     /* the reader runs in the writer's pt loop, but on a broadcast axis of its own: the
      * element it reads does not follow threadIdx.pt, so other threads wrote it */
     if (!reads_follow_thread(rop, p, (cf_parallel_type)pt)) return false;

@@ -14,6 +14,17 @@
  * may end up with one parallel type on two axes. */
 #include "lower/lower.h"
 
+/* A broadcast or an axis of extent 1 runs one position. */
+static bool one_position(Val *id) {
+  int64_t n;
+  return ID(id)->iter_type == CF_ITER_BROADCAST || (ir_scalar_const_value(ID(id)->extent, &n) && n == 1);
+}
+
+/* Whether loops over domains a and b run the same elements position by position. */
+static bool same_positions(LowerCtx *c, Val *a, Val *b) {
+  return a == b || an_idmap_same(c->model.exact, a, b) || (one_position(a) && one_position(b));
+}
+
 static void check_axis(LowerCtx *c, Val *p, int j, Val *cv) {
   Val *id = TV(p)->loop[j];
   cf_parallel_type pt = lower_ptype(c, id);
@@ -31,10 +42,10 @@ static void check_axis(LowerCtx *c, Val *p, int j, Val *cv) {
     Val *ck = TV(cv)->loop[k];
     if (lower_ptype(c, ck) != pt || !an_idmap_same(c->model.exact, id, ck)) continue;
     /* The same axis, but the consumer's loop may iterate a larger domain it was inlined
-     * into (a broadcast concretized): then its threads stand for elements the producer's
-     * threads never computed. */
-    Val *pp = lower_promoted(c, id), *cp = lower_promoted(c, ck);
-    if (pp == cp || an_idmap_same(c->model.exact, pp, cp)) return;
+     * into (a broadcast concretized), or stand for one positionally: then its threads
+     * stand for elements the producer's threads never computed. */
+    Val *pp = an_iterated_domain(&c->model, p, j), *cp = an_iterated_domain(&c->model, cv, k);
+    if (same_positions(c, pp, cp)) return;
     lower_fail(c, CF_ERR_INVALID_SCHEDULE,
                "compile: %s is in %s memory, but %s reads its axis %d (%s) on %s in a loop over %s, which that axis "
                "does not iterate (the producer's %s hold other elements); inline %s into %s, or parallelize them apart",
@@ -64,6 +75,17 @@ static void check_shared_loop(LowerCtx *c, Val *p, Val *cv, int j) {
                "compile: axis %d of %s (on %s) and axis %d of %s (on %s) share a loop; axes that share a loop need "
                "the same parallel type", j, TV(p)->display_name, cf_parallel_type_name(pp), j, TV(cv)->display_name,
                cf_parallel_type_name(cp));
+  /* One loop, read two ways: the consumer's axis stands for a promoting tensor's positions
+   * and the producer's (read by another consumer elsewhere) does not, so the producer would
+   * compute its own element where the consumer reads another. */
+  if (an_promoting_tensor(&c->model, cv, j) || !an_positional_ref(&c->model, cv, j)) return;
+  Val *pd = an_iterated_domain(&c->model, p, j), *cd = an_iterated_domain(&c->model, cv, j);
+  if (!same_positions(c, pd, cd))
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE,
+               "compile: %s is computed in the loop of %s's axis %d, which runs the positions of %s, but its own axis "
+               "%d (%s) runs %s; inline %s into %s alone, or not at axis %d", TV(p)->display_name, TV(cv)->display_name,
+               j, lower_id_str(c, cd), j, lower_id_str(c, TV(p)->loop[j]), lower_id_str(c, pd), TV(p)->display_name,
+               TV(cv)->display_name, j);
 }
 
 /* A launch type indexes one axis of a tensor: threadIdx.y cannot stand for two. Judged on

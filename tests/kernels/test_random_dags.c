@@ -505,8 +505,12 @@ static const int nknown_hostile_mode4 = sizeof known_failing_hostile_mode4 / siz
  * through a broadcast axis of the reader's own on threadIdx.x and an unrolled loop over the
  * written axis: each thread read its neighbours' elements with no __syncthreads (the
  * verifier's internal error; a race without CFUSER_VERIFY); the sync pass now asks whether
- * the read's index follows the thread index. */
-static const uint64_t known_failing_mode5[] = {505, 1647, 4795, 6328, 6883, 8510, 8962, 6905, 10073021};
+ * the read's index follows the thread index. 11008639: an op inlined into a positional cache
+ * (a shared copy of a broadcast whose thread axis stands for the consumer's merged one) read
+ * its inputs at its own row, not at the cache's (-nan: rows 3 and 4 of a 3-row tensor);
+ * standing for an axis now passes through shared loops, and a local producer read there by
+ * another thread is refused. */
+static const uint64_t known_failing_mode5[] = {505, 1647, 4795, 6328, 6883, 8510, 8962, 6905, 10073021, 11008639};
 static const int nknown_mode5 = sizeof known_failing_mode5 / sizeof known_failing_mode5[0];
 
 /* Mode 1 with DG_X_ALL (hostile_dags...): 3001021 computed x[1, n] in the loop of y[0, n]

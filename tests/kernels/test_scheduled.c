@@ -100,3 +100,56 @@ Test(scheduled, global_intermediate_workspace_at_two_sizes) {
   cf_executor_destroy(e);
   cf_fusion_destroy(f);
 }
+
+/* An op inlined into a positional cache (fuzz seed 11008639): s = broadcast(b) + broadcast(b)
+ * is computed in the loops of its shared copy c, whose threadIdx.y axis stands for the
+ * consumer's merged one (c's row is (i * 5 + threadIdx.y) / 64 there, not threadIdx.y).
+ * The op must read its operands at the cache's row; before, it read them at
+ * threadIdx.y (uninitialized rows 3 and 4 of a 3-row tensor, and the wrong row elsewhere).
+ * With the second operand in local memory the threads that hold its rows are not the
+ * threads that read them: refused. */
+static cf_tv *positional_cache_fusion(cf_fusion *f, KcInput *in, int *nin, cf_memory_type second) {
+  cf_tv *x = kc_input(f, in, nin, CF_FLOAT, 2, (int64_t[]){3, 64});
+  cf_tv *b = kc_input(f, in, nin, CF_FLOAT, 1, (int64_t[]){3});
+  cf_tv *b1 = cf_broadcast(f, b, 2, (bool[]){false, true}), *b2 = cf_broadcast(f, b, 2, (bool[]){false, true});
+  cf_tv *s = cf_add(f, b1, b2), *c = cf_set(f, s), *xx = cf_add(f, x, x), *y = cf_add(f, c, xx);
+  cf_fusion_add_output(f, y);
+  cf_set_memory_type(f, b1, CF_MEM_SHARED);
+  cf_set_memory_type(f, b2, second);
+  cf_set_memory_type(f, c, CF_MEM_SHARED);
+  cf_tv *all[] = {b1, b2, s, c, xx, y};
+  for (int i = 0; i < 6; i++) {
+    cf_merge(f, all[i], 0);
+    cf_split(f, all[i], 0, 5);
+    cf_parallelize(f, all[i], 1, CF_PT_TIDY);
+  }
+  cf_compute_at(f, s, c, 2);
+  cf_compute_at(f, c, y, 1);
+  cf_compute_at(f, xx, y, 2);
+  return y;
+}
+
+Test(scheduled, op_inlined_into_a_positional_cache_reads_its_rows) {
+  cf_fusion *f = cf_fusion_create();
+  KcInput in[TU_MAX_IO];
+  int nin = 0;
+  positional_cache_fusion(f, in, &nin, CF_MEM_SHARED);
+  free(kc_check(f, nin, in, 0));
+  cf_fusion_destroy(f);
+}
+
+Test(scheduled, local_operand_of_a_positional_cache_is_refused) {
+  cf_fusion *f = cf_fusion_create();
+  KcInput in[TU_MAX_IO];
+  int nin = 0;
+  positional_cache_fusion(f, in, &nin, CF_MEM_LOCAL);
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_expect_eq(cf_executor_compile(e, f), CF_ERR_INVALID_SCHEDULE);
+  cr_expect_str_eq(cf_executor_error(e),
+                   "compile: T3 is in Local memory, but T4 reads its axis 1 (ithreadIdx.y20{5}) on threadIdx.y in a loop "
+                   "over ithreadIdx.y29{5}, which that axis does not iterate (the producer's threads hold other "
+                   "elements); inline T3 into T4, or parallelize them apart");
+  cf_executor_destroy(e);
+  cf_fusion_destroy(f);
+}
