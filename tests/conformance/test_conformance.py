@@ -189,6 +189,23 @@ def test_torch_matrix_pins_subnormal_complex_functions():
     assert torch_matrix.pin_kind("log", "float64", [5e-324], -744.44) is None
 
 
+def test_torch_indexed_accumulation_folds():
+    """torch_indexed.py (conformance_torch's scans) compares a floating cumsum or cumprod
+    cell with torch only where the folds in the dtype, float and double agree: [2048, 1, 1]
+    in float16 sums to 2050 in float (cfuser, torch's CPU) and stays 2048 in float16
+    (torch's CUDA), along either axis; [2^24, 1, 1] in float32 to 2^24 + 2 in double alone."""
+    import torch_indexed
+    x = V.array([2048.0, 1.0, 1.0], "float16")
+    want = {"float16": [2048.0] * 3, "float32": [2048.0, 2048.0, 2050.0], "float64": [2048.0, 2048.0, 2050.0]}
+    assert torch_indexed._acc_models("cumsum", x.reshape(1, 3), "float16", 1) == want
+    assert torch_indexed._acc_models("cumsum", x.reshape(3, 1), "float16", 0) == want
+    x = V.array([2.0 ** 24, 1.0, 1.0], "float32").reshape(1, 3)
+    assert torch_indexed._acc_models("cumsum", x, "float32", 1) == {"float32": [2.0 ** 24] * 3,
+                                                                    "float64": [2.0 ** 24] * 2 + [2.0 ** 24 + 2]}
+    assert torch_indexed._acc_models("cumprod", V.array([0.1, 3.0], "float64").reshape(1, 2), "float64", 1) == {
+        "float64": [0.1, 0.1 * 3.0]}  # double folds in double alone: every float64 cell is compared
+
+
 @pytest.mark.parametrize("row", ELEMENTWISE, ids=lambda r: r["py_name"])
 def test_accepted_dtypes(row):
     want = [dt for dt in DTYPES if refs.accepts(_ref(row)[0], dt, row["py_name"])]

@@ -12,7 +12,11 @@ each output is compared with torch's op on CUDA tensors of the same values, its 
 dtype included; every op cfuser refuses for the dtype is asserted refused (the exact
 message for complex operands), and ops torch takes there are listed as notes; then the
 sum/prod/max/min reductions (complex: sum and mean; prod, max and min asserted refused)
-and casts between every pair of dtypes. Differences are listed per (op, dtype) with
+and casts between every pair of dtypes. The indexed ops (gather, take_along_axis,
+index_select, select, scatter, embedding_fwd) and the scans (cumsum, cumprod, cummax,
+cummin) are torch_indexed.py's families: its docstring lists what they compare and their
+pins (negative indices given to torch as index + extent; cumsum and cumprod cells that
+depend on the accumulation dtype). Differences are listed per (op, dtype) with
 examples. Exit status: 0 when every compared cell agrees, 1 otherwise (or a dtype without
 a torch name), 77 (skipped, with the reason) without numpy and pytest, torch or a GPU.
 
@@ -45,9 +49,11 @@ nan+nanj where the evaluator gives inf+nanj); a dtype none of whose pinned produ
 differs any more is a difference (drop the pin).
 
 Usage: CFUSER_LIBRARY=build/libcfuser.so python3 tests/conformance/torch_matrix.py [--cpu]
-(from the repository root; PYTHONPATH needs tests/conformance, which the script adds).
---cpu compares torch's CPU kernels with cfuser's host backend: a check of the script on a
-machine without a GPU, not of the CUDA kernels."""
+[--only=FAMILY,...] (from the repository root; PYTHONPATH needs tests/conformance, which
+the script adds). --cpu compares torch's CPU kernels with cfuser's host backend: a check of
+the script on a machine without a GPU, not of the CUDA kernels. --only runs some of the
+families (FAMILIES: elementwise, with the refusals, reductions, casts, scans, indexed).
+The counts of cells compared per op of the scans and indexed families are printed first."""
 import ctypes
 import math
 import os
@@ -71,6 +77,7 @@ except ImportError as e:
     MISSING = f"{e.name} is not installed"
 try:
     import test_conformance as T
+    import torch_indexed  # the indexed ops' and scans' families (needs test_conformance)
 except ImportError as e:
     MISSING_T = f"{e.name} is not installed"
 
@@ -279,6 +286,24 @@ class Pins:
             notes.append(f"pinned: {dt}: {len(cells)} {what} differ from torch: {ex}")
 
 
+def run_built(fus, outs, arrays, what, report, evaluate):
+    """The tensors `outs` of fus made its outputs and run on `arrays` by define and run on
+    BACKEND (and the evaluator when `evaluate`): (their dtypes, cfuser's arrays, the
+    evaluator's or None), or None after reporting a refused op (a None in outs) or a failure."""
+    if not all(outs):
+        report.append(f"{what}: cfuser refused: {fus.error()}")
+        return None
+    for t in outs:
+        fus.output(t)
+    out_dts = [capi.out_dtype(t) for t in outs]
+    s, got = capi.execute(fus, arrays, out_dts, BACKEND)
+    s_ev, ev = capi.evaluate(fus, arrays, out_dts) if evaluate else (0, None)
+    if s or s_ev:
+        report.append(f"{what}: cfuser failed: {got if s else ev}")
+        return None
+    return out_dts, got, ev
+
+
 def compare_elementwise(dt, arrays, pins, report, notes):
     """Every op that takes dt against torch's, on every pair of dt's specials."""
     rows = [r for r in T.ELEMENTWISE if _takes(r, dt)]
@@ -286,17 +311,10 @@ def compare_elementwise(dt, arrays, pins, report, notes):
     fus = capi.Fusion()
     a, b = fus.input(dt, 1), fus.input(dt, 1)
     outs = [fus.op(r["name"], a) if r["kind"] == "unary" else fus.op(r["name"], a, b) for r in rows]
-    if not all(outs):
-        report.append(f"{dt}: cfuser refused an op its table says it takes: {fus.error()}")
+    ran = run_built(fus, outs, arrays, f"{dt} (ops its table says it takes)", report, V.is_complex(dt))
+    if not ran:
         return
-    for t in outs:
-        fus.output(t)
-    out_dts = [capi.out_dtype(t) for t in outs]
-    s, got = capi.execute(fus, arrays, out_dts, BACKEND)
-    s_ev, ev = capi.evaluate(fus, arrays, out_dts) if V.is_complex(dt) else (0, None)
-    if s or s_ev:
-        report.append(f"{dt}: cfuser failed: {got if s else ev}")
-        return
+    out_dts, got, ev = ran
     ta, tb = to_torch(arrays[0], dt), to_torch(arrays[1], dt)
     for row, out_dt, g, e in zip(rows, out_dts, got, ev or got):
         name, unary = row["py_name"], row["kind"] == "unary"
@@ -484,6 +502,19 @@ def _load_torch(cpu):
     return (1, errors) if errors else (0, notes)
 
 
+FAMILIES = ("elementwise", "reductions", "casts", "scans", "indexed")
+
+
+def _families(argv):
+    """The families to run: all, or those of --only=a,b (an unknown one: the message)."""
+    only = [a.split("=", 1)[1] for a in argv if a.startswith("--only=")]
+    if not only:
+        return FAMILIES
+    asked = [f for a in only for f in a.split(",")]
+    unknown = [f for f in asked if f not in FAMILIES]
+    return f"unknown families {unknown}: --only takes {', '.join(FAMILIES)}" if unknown else tuple(asked)
+
+
 def main(argv):
     if MISSING:
         print(f"skipped: {MISSING} (the NumPy side's modules need numpy)")
@@ -500,16 +531,29 @@ def main(argv):
     if status:
         print("\n".join(notes))
         return status
+    families = _families(argv)
+    if isinstance(families, str):
+        print(families)
+        return 1
     warnings.filterwarnings("ignore", message="Casting complex values to real discards the imaginary part")
     report, pins = [], Pins()
-    arith = [dt for dt in T.DTYPES if TORCH_DTYPE[dt] is not None and dt not in CASTS_ONLY]
-    for dt in arith:
+    named = [dt for dt in T.DTYPES if TORCH_DTYPE[dt] is not None]
+    arith = [dt for dt in named if dt not in CASTS_ONLY]
+    for dt in arith if "elementwise" in families else []:
         arrays = [V.array(c, dt) for c in T._operands({"kind": "binary"}, dt)]
         compare_elementwise(dt, arrays, pins, report, notes)
         compare_refusals(dt, arrays, report, notes)
-    compare_reductions(arith, pins, report, notes)
-    compare_casts([dt for dt in T.DTYPES if TORCH_DTYPE[dt] is not None], report, notes)
+    if "reductions" in families:
+        compare_reductions(arith, pins, report, notes)
+    if "casts" in families:
+        compare_casts(named, report, notes)
     pins.close(report, notes)
+    counts = {}
+    for fam in ("scans", "indexed"):  # every named dtype: torch's refusals (the 8-bit floats' scans) are notes
+        if fam in families:
+            counts.update(getattr(torch_indexed, "compare_" + fam)(sys.modules[__name__], named, report, notes))
+    if counts:
+        print("cells compared with torch: " + ", ".join(f"{op} {n}" for op, n in counts.items()))
     print("not compared (torch's GPU value is the hardware's, or its formula's overflow): integer division and "
           "remainders by zero, INT_MIN / -1; gcd with the dtype's INT_MIN as an operand (torch's |INT_MIN| "
           "overflows: a negative gcd); erfcinv within the dtype's epsilon of 0 (torch's 1 - x rounds to 1); NaN or "
@@ -517,7 +561,8 @@ def main(argv):
           "complex sums and differences where torch's a + alpha * b is not a + b (a non-finite or zero part in "
           "b), exp, sqrt and rsqrt of non-finite complex operands, log, rsqrt, sqrt and |z| of complex operands "
           "with a subnormal part (pinned: cfuser must equal its evaluator "
-          "there; the notes list the cells where torch differs)")
+          "there; the notes list the cells where torch differs); the indexed ops' and scans' cells apart: "
+          "torch_indexed's docstring")
     for line in notes:
         print("note:", line)
     for line in report:
