@@ -46,6 +46,7 @@ void exec_arch_for_cc(int major, int minor, char *buf, size_t buflen) {
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #define EXEC_STR_(x) #x
 #define EXEC_STR(x) EXEC_STR_(x) /* expands the header's #defines first: "cuMemAlloc_v2" */
@@ -158,7 +159,28 @@ static CUresult read_attributes(CUdevice dev, ExecDeviceInfo *in) {
   return CU->cuDeviceGetName(in->name, (int)sizeof in->name, dev);
 }
 
-/* cuInit, device 0, its attributes and primary context; the reason on failure. */
+/* The process's device: CFUSER_DEVICE when set, else torchrun's LOCAL_RANK (one process
+ * per GPU of the node, all of them visible: rank 1 runs on cuda:1) when it names a device,
+ * else 0. -1 (why set) for a CFUSER_DEVICE that names no device. */
+static int process_ordinal(int count, char *why, size_t len) {
+  const char *dev = getenv("CFUSER_DEVICE"), *local = getenv("LOCAL_RANK");
+  char *end = NULL;
+  if (dev && *dev) {
+    long n = strtol(dev, &end, 10);
+    if (!*end && n >= 0 && n < count) return (int)n;
+    exec_fail(CF_ERR_NO_DEVICE, why, len, "CFUSER_DEVICE=%s names no device: this process sees %d CUDA device%s", dev,
+              count, count == 1 ? "" : "s");
+    return -1;
+  }
+  if (local && *local) {
+    long n = strtol(local, &end, 10);
+    if (!*end && n >= 0 && n < count) return (int)n;
+  }
+  return 0;
+}
+
+/* cuInit, the process's device (process_ordinal), its attributes and primary context;
+ * the reason on failure. */
 static cf_status open_device(CudaState *s) {
   char *why = s->reason;
   size_t len = sizeof s->reason;
@@ -174,14 +196,16 @@ static cf_status open_device(CudaState *s) {
   if (r != CUDA_SUCCESS) return cu_fail(r, why, len, "cuDeviceGetCount");
   s->count = count;
   if (count == 0) return exec_fail(CF_ERR_NO_DEVICE, why, len, "no CUDA device");
-  if ((r = CU->cuDeviceGet(&s->dev, 0)) != CUDA_SUCCESS) return cu_fail(r, why, len, "cuDeviceGet(0)");
+  int ordinal = process_ordinal(count, why, len);
+  if (ordinal < 0) return CF_ERR_NO_DEVICE;
+  if ((r = CU->cuDeviceGet(&s->dev, ordinal)) != CUDA_SUCCESS) return cu_fail(r, why, len, "cuDeviceGet(%d)", ordinal);
   if ((r = CU->cuDriverGetVersion(&s->info.driver_version)) != CUDA_SUCCESS)
     return cu_fail(r, why, len, "cuDriverGetVersion");
   if ((r = read_attributes(s->dev, &s->info)) != CUDA_SUCCESS)
     return cu_fail(r, why, len, "cuDeviceGetAttribute/cuDeviceGetName");
   r = CU->cuDevicePrimaryCtxRetain(&s->ctx, s->dev);
   if (r != CUDA_SUCCESS) return cu_fail(r, why, len, "cuDevicePrimaryCtxRetain");
-  s->info.ordinal = 0;
+  s->info.ordinal = ordinal;
   exec_arch_for_cc(s->info.cc_major, s->info.cc_minor, s->info.arch, sizeof s->info.arch);
   return CF_OK;
 }

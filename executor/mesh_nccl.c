@@ -296,7 +296,11 @@ cf_status cf_mesh_run(cf_mesh_executor *x, cf_comm *comm, int ninputs, const DLT
   if (comm->aborted) return mesh_exec_fail(x, comm->status, comm->error), comm->status;
   const MeshPlan *p = NULL;
   cf_status st = mesh_exec_plan(x, inputs, &p);
-  if (st) return cf_comm_report_failure(comm, cf_mesh_executor_error(x)), st;
+  if (st) { /* said on every rank, this one too, as "rank N failed: ..." */
+    cf_comm_report_failure(comm, cf_mesh_executor_error(x));
+    if (comm->error[0]) mesh_exec_fail(x, st, comm->error);
+    return st;
+  }
   if (ninputs != p->ninputs || noutputs != p->noutputs) {
     mesh_exec_fail(x, CF_ERR_INVALID_ARGUMENT, "mesh: cf_mesh_run takes the fusion's inputs and outputs");
     return cf_comm_report_failure(comm, cf_mesh_executor_error(x)), CF_ERR_INVALID_ARGUMENT;

@@ -170,7 +170,11 @@ CF_API cf_tmem_region_info cf_kernel_tmem_region(const cf_kernel_info *k, int i)
 /* True when NVRTC (the CUDA toolkit's runtime compiler) can be loaded, so kernels compile
  * for CUDA with or without a device; reason (may be NULL) says why not. */
 CF_API bool cf_nvrtc_available(const char **reason);
-/* True when a CUDA driver and device are present; reason (may be NULL) says why not. */
+/* True when a CUDA driver and device are present; reason (may be NULL) says why not.
+ * cfuser runs on one device per process, chosen at the first CUDA call: the ordinal in
+ * CFUSER_DEVICE when set (one the process does not see makes CUDA unavailable, with that
+ * reason), else torchrun's LOCAL_RANK when it names a device (a process per GPU, each
+ * seeing all of them), else cuda:0. */
 CF_API bool cf_cuda_available(const char **reason);
 /* Copies between host and device tensors (allocated by cf_tensor_device). */
 CF_API DLManagedTensor *cf_tensor_device(cf_dtype dtype, int rank, const int64_t *sizes);
