@@ -142,10 +142,75 @@ static bool only_float_overflow(const DLTensor *got, const DLTensor *want) {
   return true;
 }
 
+/* Float rounding of an ill-conditioned output: a kernel rounds every float intermediate
+ * (and sums in its own order), the evaluator computes in double, so an output that is a
+ * small difference of large values (x * x - x * y with x and y two sums of one row,
+ * rfactored in different orders: seed 20065460 of the 100,000-seed mode-5 run, 0.036987
+ * against 0.037109 where the products were ~1400) differs by a few float ulps of those
+ * values. Allowed: ROUNDING_ULPS ulps of the largest magnitude among the values the
+ * output is computed from (the evaluator's, on a copy of the case whose every value is an
+ * output), on top of the usual tolerance; a wrong element or row is far larger. */
+enum { ROUNDING_ULPS = 4 };
+static const Args *cur_args;            /* the inputs of the seed being run (reference) */
+static uint64_t scale_seed = UINT64_MAX; /* the seed out_scale was computed for */
+static double out_scale[DG_MAX_VALS];
+
+static double max_abs(const DLTensor *t) {
+  double m = 0;
+  for (int64_t i = 0, n = cf_tensor_numel(t); i < n; i++) {
+    double x = fabs(cf_tensor_get(t, i));
+    if (isfinite(x) && x > m) m = x;
+  }
+  return m;
+}
+
+static int val_of(const DgCase *c, const cf_tv *tv) {
+  for (int k = 0; k < c->nv; k++)
+    if (c->v[k].tv == tv) return k;
+  return -1;
+}
+
+/* out_scale[o]: the largest magnitude among output o's producers (inputs included). */
+static void compute_scales(uint64_t seed) {
+  DgCase c;
+  cf_fusion *g = cf_fusion_create();
+  dg_build_extra(&c, g, seed, fuzz_mode == DG_RFACTOR ? DG_UNSCHEDULED : fuzz_mode, fuzz_extra);
+  int nout = cf_fusion_num_outputs(g), of[DG_MAX_VALS * 2];
+  for (int o = 0; o < nout; o++) of[o] = val_of(&c, cf_fusion_output(g, o));
+  for (int k = 0; k < c.nv; k++)
+    if (!c.v[k].input && !c.v[k].states && !c.v[k].output && cf_fusion_add_output(g, c.v[k].tv) == CF_OK)
+      of[cf_fusion_num_outputs(g) - 1] = k;
+  double mag[DG_MAX_VALS] = {0};
+  int n = cf_fusion_num_outputs(g), in = 0;
+  DLManagedTensor *vals[DG_MAX_VALS * 2] = {0};
+  for (int k = 0; k < c.nv; k++)
+    if (c.v[k].input && in < c.nin) mag[k] = max_abs(cur_args->ins[in++]);
+  if (cf_fusion_evaluate(g, c.nin, cur_args->ins, vals) == CF_OK)
+    for (int o = 0; o < n; o++)
+      if (of[o] >= 0) mag[of[o]] = max_abs(&vals[o]->dl_tensor);
+  for (int o = 0; o < nout && o < DG_MAX_VALS; o++) {
+    out_scale[o] = 0;
+    for (int k = 0; of[o] >= 0 && k < c.nv; k++)
+      if ((c.v[of[o]].anc >> k & 1) && mag[k] > out_scale[o]) out_scale[o] = mag[k];
+  }
+  for (int o = 0; o < n; o++) cf_tensor_free(vals[o]);
+  cf_fusion_destroy(g);
+  scale_seed = seed;
+}
+
+static bool rounding_explains(const DLTensor *got, const DLTensor *want, uint64_t seed, int out) {
+  if (got->dtype.code != kDLFloat || got->dtype.bits != 32 || !cur_args || out >= DG_MAX_VALS) return false;
+  if (scale_seed != seed) compute_scales(seed);
+  double atol = cur_tol + ROUNDING_ULPS * FLT_EPSILON * out_scale[out];
+  if (getenv("CFUSER_FUZZ_VERBOSE")) fprintf(stderr, "seed %llu: output %d: rounding scale %g (atol %g)\n", (unsigned long long)seed, out, out_scale[out], atol);
+  return atol > cur_tol && cf_tensor_allclose(got, want, cur_tol, atol, NULL, 0);
+}
+
 static bool same(const DLTensor *got, const DLTensor *want, uint64_t seed, const char *where, int out) {
   char msg[256] = "";
   if (cf_tensor_allclose(got, want, cur_tol, cur_tol, msg, sizeof msg)) return true;
   if (got->dtype.code == kDLFloat && got->dtype.bits == 32 && only_float_overflow(got, want)) return true;
+  if (rounding_explains(got, want, seed, out)) return true;
   fprintf(stderr, "seed %llu: wrong result on %s, output %d: %s\n", (unsigned long long)seed, where, out, msg);
   return false;
 }
@@ -208,6 +273,7 @@ static bool run_cuda(cf_fusion *f, const DgCase *c, uint64_t seed, const Args *a
 static int reference(cf_fusion *f, const DgCase *c, uint64_t seed, Args *a, DLManagedTensor **want) {
   make_inputs(c, seed, a);
   cur_tol = case_tol(c);
+  cur_args = a;
   if (cf_fusion_evaluate(f, c->nin, a->ins, want) == CF_OK) return ST_ACCEPTED;
   bool refused = c->extra && *cf_fusion_error(f);
   cf_fusion_clear_error(f);
@@ -509,8 +575,10 @@ static const int nknown_hostile_mode4 = sizeof known_failing_hostile_mode4 / siz
  * (a shared copy of a broadcast whose thread axis stands for the consumer's merged one) read
  * its inputs at its own row, not at the cache's (-nan: rows 3 and 4 of a 3-row tensor);
  * standing for an axis now passes through shared loops, and a local producer read there by
- * another thread is refused. */
-static const uint64_t known_failing_mode5[] = {505, 1647, 4795, 6328, 6883, 8510, 8962, 6905, 10073021, 11008639};
+ * another thread is refused. 20065460: not a compiler bug, float rounding of an
+ * ill-conditioned output (rounding_explains). */
+static const uint64_t known_failing_mode5[] = {505,  1647, 4795,    6328,     6883,
+                                               8510, 8962, 6905, 10073021, 11008639, 20065460};
 static const int nknown_mode5 = sizeof known_failing_mode5 / sizeof known_failing_mode5[0];
 
 /* Mode 1 with DG_X_ALL (hostile_dags...): 3001021 computed x[1, n] in the loop of y[0, n]
