@@ -6,7 +6,8 @@
 # /usr/bin/python3 (distinct executables) that has pytest and numpy: the binding must work
 # on a PIE interpreter (pyenv's, handles above 2^31) and on Debian's alike. One without them
 # is reported skipped with the reason (CI stays offline); with none at all the run is
-# skipped (exit 77). $CFUSER_PYTHON_ONLY=1: only the first usable one.
+# skipped (exit 77). $CFUSER_PYTHON_ONLY=1: only the first usable one. With pytest-xdist
+# the tests run in $CFUSER_PYTEST_WORKERS processes (default auto; 1: serially).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 lib="${1:?usage: run_tests.sh <libcfuser.so> [pytest args]}"
@@ -22,8 +23,14 @@ for py in ${CFUSER_PYTHON:-} python3 /usr/bin/python3; do
     echo "skipped on $exe: it lacks pytest or numpy (install them, e.g. in a venv given as CFUSER_PYTHON)"
     continue
   fi
-  echo "== $exe"
-  "$py" -m pytest -q -p no:cacheprovider -rs "${CFUSER_PYTEST_DIR:-$here}" "$@" || rc=$?
+  # pytest-xdist where the interpreter has it (the GPU machine's torch venv: the torch CUDA
+  # ports run serially for minutes): $CFUSER_PYTEST_WORKERS workers (default auto)
+  xd=()
+  if "$py" -c "import xdist" >/dev/null 2>&1 && [ "${CFUSER_PYTEST_WORKERS:-auto}" != 1 ]; then
+    xd=(-n "${CFUSER_PYTEST_WORKERS:-auto}")
+  fi
+  echo "== $exe${xd[*]:+ (${xd[*]})}"
+  "$py" -m pytest -q -p no:cacheprovider -rs "${xd[@]}" "${CFUSER_PYTEST_DIR:-$here}" "$@" || rc=$?
   ran=$((ran + 1))
   [ "${CFUSER_PYTHON_ONLY:-0}" = 1 ] && break
 done
