@@ -124,33 +124,50 @@ static bool trial(const SchedRow *r, cf_fusion *f, const SchedCall *call, SchedL
 /* One rule for every kernel row: no kernel reads a tensor in two orders (x^T + x; or a
  * matmul's operand added to its output, which makes K and N one axis). The loop model
  * refuses every schedule of such a segment (analysis/loop_model.c), so no row takes it
- * and segmentation cuts it; asked after a row's own checks accept (the maps cost a walk). */
-static bool reads_in_one_order(const SchedRow *r, cf_fusion *f, char *why) {
-  if (r->kind != SCHED_ROW_KERNEL) return true;
-  bool ok = true;
-  for (int k = 0; k < 2 && ok; k++) {
+ * and segmentation cuts it; asked after a row's own checks accept, once per query of the rows (the maps cost a walk). */
+static bool reads_in_two_orders(cf_fusion *f, char *what) {
+  bool two = false;
+  for (int k = 0; k < 2 && !two; k++) {
     IdMap *m = an_idmap_build(f, k == 1);
     const Expr *op;
     const Val *tv, *a, *b;
     if (m && an_idmap_self_mapping(m, &op, &tv, &a, &b)) {
-      snprintf(why, SCHED_WHY_MAX, "%s: the segment reads %s in two orders (two of its axes are one axis through %s): "
-               "no kernel computes it", r->name, TV((Val *)tv)->display_name, TV(op->out[0])->display_name);
-      ok = false;
+      snprintf(what, SCHED_WHY_MAX, "the segment reads %s in two orders (two of its axes are one axis through %s): "
+               "no kernel computes it", TV((Val *)tv)->display_name, TV(op->out[0])->display_name);
+      two = true;
     }
     if (m) an_idmap_free(m);
   }
-  return ok;
+  return two;
+}
+
+/* The segment's answer to reads_in_two_orders, asked once per query of the rows (the
+ * first kernel row that accepts asks; the others reuse it). */
+typedef struct OrderVerdict {
+  int two; /* -1 not asked yet, 0 one order, 1 two orders */
+  char what[SCHED_WHY_MAX];
+} OrderVerdict;
+
+static bool row_accepts(const SchedRow *r, cf_fusion *f, const SchedCall *call, SchedLowers lowers, OrderVerdict *v,
+                        char *why) {
+  if (!r->can_schedule(f, call, why)) return false;
+  if (r->kind == SCHED_ROW_KERNEL) {
+    if (v->two < 0) v->two = reads_in_two_orders(f, v->what);
+    if (v->two) return snprintf(why, SCHED_WHY_MAX, "%s: %.200s", r->name, v->what), false;
+  }
+  return !r->trial || !lowers || trial(r, f, call, lowers, why);
 }
 
 bool sched_row_accepts(const SchedRow *r, cf_fusion *f, const SchedCall *call, SchedLowers lowers, char *why) {
-  return r->can_schedule(f, call, why) && reads_in_one_order(r, f, why) &&
-         (!r->trial || !lowers || trial(r, f, call, lowers, why));
+  OrderVerdict v = {.two = -1};
+  return row_accepts(r, f, call, lowers, &v, why);
 }
 
 bool sched_choose(cf_fusion *f, const SchedCall *call, SchedLowers lowers, SchedPlan *out, StrBuf *refusals) {
+  OrderVerdict v = {.two = -1};
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
     char why[SCHED_WHY_MAX] = "";
-    if (sched_row_accepts(table[i], f, call, lowers, why) && table[i]->plan(f, call, &out->params, why)) {
+    if (row_accepts(table[i], f, call, lowers, &v, why) && table[i]->plan(f, call, &out->params, why)) {
       out->row = table[i];
       return true;
     }
@@ -161,9 +178,10 @@ bool sched_choose(cf_fusion *f, const SchedCall *call, SchedLowers lowers, Sched
 }
 
 bool sched_any_accepts(cf_fusion *f, const SchedCall *call, SchedLowers lowers) {
+  OrderVerdict v = {.two = -1};
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
     char why[SCHED_WHY_MAX];
-    if (sched_row_accepts(table[i], f, call, lowers, why)) return true;
+    if (row_accepts(table[i], f, call, lowers, &v, why)) return true;
   }
   return false;
 }
