@@ -12,7 +12,9 @@
  *                     type (parallel_types.c), built once and handed to the passes;
  *   positional.c      the positional reading of promoted loops (indexing asks it);
  *   uniformity.c      per-thread uniformity: which launch types each tensor's values
- *                     depend on, and which its writes spell out (predicates, syncs).
+ *                     depend on, and which its writes spell out (predicates, syncs);
+ *   vector_access.c   the rule for a vector access of global memory (the schedulers ask
+ *                     it before they vectorize, lowering's validate_vectorize after).
  *
  * Dependencies: ir/ only. scheduler/ (inlining legality, propagation, parallelize-all-like,
  * the automatic schedulers) and lower/ (loop nests, indexing, allocation, predicates,
@@ -185,5 +187,21 @@ bool an_write_spans(const Uniformity *u, const Val *tv, cf_parallel_type p);
 /* parallel_types.c, the second half of the build (an_loop_model_build calls it): fills
  * m->ptype from m->loops, or returns false with the refusal in *error (malloc'd). */
 bool an_parallel_types(LoopModel *m, Arena *a, char **error);
+
+/* ---- vector accesses of global memory (vector_access.c) --------------------------------- */
+
+/* Whether tv's innermost logical axis has unit stride in memory: contiguous there, not a
+ * strided input (false for a 0-d tensor). */
+bool an_innermost_unit_stride(Val *tv);
+/* The global tensors a vectorized copy tv accesses: tv itself when in global memory, then
+ * the operand of its definition when in global memory; returns how many (0 to 2). */
+int an_vector_globals(Val *tv, Val *globals[2]);
+/* Why a vector of v elements along loop axis `id` of tv cannot access `global` (one of
+ * an_vector_globals) as v adjacent elements, or NULL when it can (the file's rule). The
+ * reason is a static string that names neither tensor ("the global tensor it reads is not
+ * contiguous along it"); lowering prefixes the tensor and axis. */
+const char *an_vector_refusal(Val *tv, const Val *id, int64_t v, Val *global);
+/* The first refusal over every global tensor tv accesses, or NULL when none refuses. */
+const char *an_vector_refusal_any(Val *tv, const Val *id, int64_t v);
 
 #endif

@@ -103,5 +103,10 @@ bool sched_dl_contiguous(const DLTensor *t);
  * executor does it after scheduling a call whose tensors are not all 16-byte aligned, so
  * no heuristic has to consider alignment. */
 void sched_devectorize(cf_fusion *f);
+/* Vectorizes tv's innermost loop axis (a copy's, of constant extent) when analysis/'s rule
+ * for vector accesses of global memory accepts it (an_vector_refusal_any: the rule
+ * lowering's validate_vectorize applies), else leaves it serial, so that no scheduler
+ * makes a schedule lowering refuses for it; returns whether it vectorized. */
+bool sched_vectorize_innermost(cf_fusion *f, Val *tv);
 
 #endif

@@ -165,7 +165,7 @@ static cf_status schedule_loops(cf_fusion *f, const NormPlan *p, const Vectors *
   if (q->rows_y > 1) cf_parallelize(f, rf, tx - 2, types[ntypes++] = CF_PT_TIDY);
   cf_parallelize(f, rf, tx, types[ntypes++] = CF_PT_TIDX);
   cf_parallelize_all_like(f, rf, ntypes, types);
-  for (int c = 0; c < vs->n && q->vec > 1; c++) cf_parallelize(f, ir_tv_handle(vs->tvs[c]), -1, CF_PT_VECTORIZE);
+  for (int c = 0; c < vs->n && q->vec > 1; c++) sched_vectorize_innermost(f, vs->tvs[c]);
   if (f->status) return f->status;
   print_params(p, ri > 0, params);
   return cf_inline_most(f);

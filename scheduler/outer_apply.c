@@ -149,7 +149,7 @@ static cf_status schedule_loops(cf_fusion *f, const OuterPlan *p, Val **caches, 
   cf_propagate_transforms(f, rf);
   order_rows_inner(f, p, rf);
   parallelize(f, p, rf);
-  for (int c = 0; c < ncaches && p->q.vec > 1; c++) cf_parallelize(f, ir_tv_handle(caches[c]), -1, CF_PT_VECTORIZE);
+  for (int c = 0; c < ncaches && p->q.vec > 1; c++) sched_vectorize_innermost(f, caches[c]);
   if (f->status) return f->status;
   print_params(&p->q, params);
   return cf_inline_most(f);

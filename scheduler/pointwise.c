@@ -4,7 +4,10 @@
  *   1. the reference is the first output; every output must have its rank and extents;
  *   2. the vector width is 16 bytes over the widest element of the tensors it touches
  *      (inputs of the reference's rank and the outputs), halved until it divides the
- *      innermost extent, which must be a constant; 1 when a touched tensor is strided;
+ *      innermost extent, which must be a constant; 1 when a touched tensor's innermost
+ *      axis has no unit stride (strided, or not contiguous there); a tensor whose
+ *      innermost loop axis the rule for vector accesses refuses (sched_vectorize_innermost)
+ *      is left scalar, the others keep their vectors;
  *   3. those inputs are cached after (vector loads), the outputs cached before (vector
  *      stores);
  *   4. without a break point (5), the reference's axes are merged into one and split into
@@ -233,7 +236,8 @@ static int64_t vector_width(cf_fusion *f, Val *ref) {
     /* a symbolic innermost extent (an input the output's constant one is checked against
      * at run time) proves no divisibility */
     int64_t e;
-    if (TV(t)->has_strides || !ir_scalar_const_value(ID(TV(t)->logical[TV(t)->nlogical - 1])->extent, &e)) return 1;
+    if (!an_innermost_unit_stride(t) || !ir_scalar_const_value(ID(TV(t)->logical[TV(t)->nlogical - 1])->extent, &e))
+      return 1;
     if (cf_dtype_size(t->dtype) > widest) widest = cf_dtype_size(t->dtype);
   }
   int64_t v = (int64_t)(16 / widest);
@@ -312,15 +316,17 @@ static void tile(cf_fusion *f, Val *tv, int64_t v) {
   cf_parallelize_all_like(f, r, 3, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_UNSWITCH, CF_PT_TIDX});
 }
 
-/* Vectorizes tv's innermost axis where the split by v reached it. A tensor the propagation
- * reached only through a broadcast (an input of lower rank between it and the reference)
- * keeps axes the reference's merge never saw, its innermost of any extent: it stays
- * scalar. */
+/* Vectorizes tv's innermost axis where the split by v reached it, when the rule for vector
+ * accesses of global memory accepts it (sched_vectorize_innermost, the rule lowering
+ * applies). A tensor the propagation reached only through a broadcast (an input of lower
+ * rank between it and the reference) keeps axes the reference's merge never saw, its
+ * innermost of any extent, v too (the rows of a [4, 32] input or output, left innermost
+ * by a propagation through a [32] broadcast: DAG seed 12000229 of define and run, which
+ * lowering refused): it stays scalar; the other tensors keep their vectors. */
 static void vectorize_split(cf_fusion *f, Val *tv, int64_t v) {
   int64_t e;
   int n = TV(tv)->nloop;
-  if (n > 0 && ir_scalar_const_value(ID(TV(tv)->loop[n - 1])->extent, &e) && e == v)
-    cf_parallelize(f, ir_tv_handle(tv), -1, CF_PT_VECTORIZE);
+  if (n > 0 && ir_scalar_const_value(ID(TV(tv)->loop[n - 1])->extent, &e) && e == v) sched_vectorize_innermost(f, tv);
 }
 
 static bool untransformed(Val *tv) {

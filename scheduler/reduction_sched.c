@@ -104,7 +104,7 @@ static const cf_parallel_type all_types[] = {CF_PT_BIDX, CF_PT_BIDY, CF_PT_TIDX,
  * the prologue before the unroll axis: a thread's loads of one step come before their
  * use). */
 static cf_status finish(cf_fusion *f, const RedParams *p, Val **caches, int ncaches) {
-  for (int c = 0; c < ncaches && p->vec > 1; c++) cf_parallelize(f, ir_tv_handle(caches[c]), -1, CF_PT_VECTORIZE);
+  for (int c = 0; c < ncaches && p->vec > 1; c++) sched_vectorize_innermost(f, caches[c]);
   if (f->status) return f->status;
   return cf_inline_most(f);
 }

@@ -216,3 +216,12 @@ void sched_devectorize(cf_fusion *f) {
     if (v->kind == VAL_ID && ID(v)->ptype == CF_PT_VECTORIZE) ID(v)->ptype = CF_PT_SERIAL;
   }
 }
+
+bool sched_vectorize_innermost(cf_fusion *f, Val *tv) {
+  int n = TV(tv)->nloop;
+  int64_t v;
+  if (n == 0 || !ir_scalar_const_value(ID(TV(tv)->loop[n - 1])->extent, &v) ||
+      an_vector_refusal_any(tv, TV(tv)->loop[n - 1], v))
+    return false;
+  return cf_parallelize(f, ir_tv_handle(tv), n - 1, CF_PT_VECTORIZE) == CF_OK;
+}

@@ -8,7 +8,9 @@
  * 148 after hoisting: pointwise recomputes it per reader), and transposes that move only
  * axes of one element ([N, 1], as torch passes it with strides (1, 1), went to the
  * fallback: now one pointwise copy; bias + gelu of such a column went to the transpose
- * row), beside a real transpose that keeps its row. */
+ * row), beside a real transpose that keeps its row; and two outputs whose rows the
+ * pointwise tile reaches only through a broadcast (DAG seed 12000229: no vector along
+ * them). */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -145,6 +147,38 @@ Test(computed_broadcasts, broadcast_result_read_twice_is_one_pointwise_kernel) {
     snprintf(what, sizeof what, "[%lld, %lld, %lld]", (long long)e[0], (long long)e[1], (long long)e[2]);
     run(CF_FLOAT, 3, (int[]){3, 3, 1}, (const int64_t[][3]){{e[0], e[1], e[2]}, {e[0], e[1], e[2]}, {e[2]}}, NULL,
         what);
+    expect_schedulers("pointwise", what);
+  }
+}
+
+/* ---- rows reached through a broadcast: no vector along them -------------------------------- */
+
+/* x + broadcast(b) and y * broadcast(b), x and y [R, C], b [C] of constant sizes (a
+ * symbolic R is no vector's extent): the pointwise propagation
+ * from the first output reaches y and the second output only through b, which leaves their
+ * rows innermost; with R equal to the vector width the row vectorized them across rows
+ * (DAG seed 12000229 of define and run: lowering refused the schedule, an internal error).
+ * Now they are read and written element by element, x and the first output by vectors. */
+Test(computed_broadcasts, rows_reached_through_a_broadcast_are_not_vectorized) {
+  const struct {
+    cf_dtype dt;
+    int64_t r, c;
+  } cases[] = {{CF_FLOAT, 4, 32}, {CF_FLOAT, 2, 6}, {CF_FLOAT, 4, 4}, {CF_BFLOAT16, 8, 64}, {CF_HALF, 2, 2}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    tu_fresh();
+    const bool rows[] = {true, false};
+    int64_t r = cases[k].r, n = cases[k].c;
+    cf_tv *x = cf_tensor_concrete(f, cases[k].dt, 2, (int64_t[]){r, n});
+    cf_tv *y = cf_tensor_concrete(f, cases[k].dt, 2, (int64_t[]){r, n});
+    cf_tv *b = cf_tensor_concrete(f, cases[k].dt, 1, (int64_t[]){n});
+    cf_fusion_add_input(f, x);
+    cf_fusion_add_input(f, y);
+    cf_fusion_add_input(f, b);
+    cf_fusion_add_output(f, cf_add(f, x, cf_broadcast(f, b, 2, rows)));
+    cf_fusion_add_output(f, cf_mul(f, y, cf_broadcast(f, b, 2, rows)));
+    char what[64];
+    snprintf(what, sizeof what, "%s [%lld, %lld]", cf_dtype_name(cases[k].dt), (long long)r, (long long)n);
+    run(cases[k].dt, 3, (int[]){2, 2, 1}, (const int64_t[][3]){{r, n}, {r, n}, {n}}, NULL, what);
     expect_schedulers("pointwise", what);
   }
 }

@@ -552,8 +552,12 @@ static const int nknown_mode3 = sizeof known_failing_mode3 / sizeof known_failin
  * broadcast inlined into the loops of two outputs of unrelated inputs), now refused
  * segments that a finer cut runs; 3001974 (the long run) overflowed float intermediates
  * to inf where the evaluator's double ones stay finite near FLT_MAX (accepted as a range
- * limit: only_float_overflow); 3002954: see the hostile list below. */
-static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996, 3001974, 3002954};
+ * limit: only_float_overflow); 3002954: see the hostile list below; 12000229 vectorized
+ * the rows of 4 of a [4, 32] input and output that the pointwise propagation reached only
+ * through a broadcast [32] (left innermost, their extent that of the vector): lowering
+ * refused the schedule, an internal error; the pointwise row now asks lowering's rule for
+ * vector accesses (analysis/vector_access.c) and leaves them scalar. */
+static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996, 3001974, 3002954, 12000229};
 static const int nknown_mode4 = sizeof known_failing_mode4 / sizeof known_failing_mode4[0];
 /* Mode 4 with issue 28's options (DG_X_ALL). 3001213, and 3002954 of mode 4 above: a Welford
  * mean of float elements that overflowed to inf was NaN in the evaluator's serial fold

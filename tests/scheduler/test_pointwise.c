@@ -298,3 +298,36 @@ Test(pointwise, break_point_splits_outer_half_over_grid_y_limit) {
   bias_row(70001, 128);
   check_2d("break=1 vector=4 threads=128 rows=2", 2, (KcInput[]){F32(70001, 128), F32(128)}, 1e-5);
 }
+
+/* x + broadcast(b) and y * broadcast(b) for x, y [4, 32], b [32]: the propagation from the
+ * first output reaches y and the second output only through b, so their rows of 4 (an
+ * extent equal to the vector) stay innermost; a vector along a row is not contiguous in
+ * memory (lowering refused the schedule: DAG seed 12000229 of define and run), so y's
+ * cache and the second output stay scalar while x's cache and the first output keep their
+ * vectors of 4. */
+Test(pointwise, rows_reached_through_a_broadcast_stay_scalar) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 32});
+  cf_tv *y = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 32});
+  cf_tv *b = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){32});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, y);
+  cf_fusion_add_input(f, b);
+  cf_tv *o1 = cf_add(f, x, cf_broadcast(f, b, 2, (bool[]){true, false}));
+  cf_tv *o2 = cf_mul(f, y, cf_broadcast(f, b, 2, (bool[]){true, false}));
+  cf_fusion_add_output(f, o1);
+  cf_fusion_add_output(f, o2);
+  char why[SCHED_WHY_MAX] = "", params[SCHED_PARAMS_MAX] = "";
+  cr_assert(sched_pointwise_heuristic.accepts(f, &no_call, why), "%s", why);
+  cr_assert_eq(sched_pointwise_heuristic.schedule(f, &no_call, params), CF_OK, "%s", cf_fusion_error(f));
+  cr_expect_str_eq(params, "vector=4 threads=128");
+  EXPECT_TV(o1, "T4_g_float[iblockIdx.x26{1}, iUS27{1}, ithreadIdx.x25{128}, iV23{4}] ca_pos( 3 ) produce_pos( 3 )");
+  EXPECT_TV(o2, "T6_g_float[iblockIdx.x84{1}, iUS85{1}, ithreadIdx.x83{128}, iS81{4}, iS19{4}] ca_pos( 5 ) produce_pos( 5 )");
+  char *k = tu_capture_fusion(cf_fusion_print_kernel, f);
+  cr_expect(strstr(k, "*reinterpret_cast<Array<float, 4>*>(&T7[0]) = *reinterpret_cast<const Array<float, 4>*>(&T0.data[") &&
+                strstr(k, "*reinterpret_cast<Array<float, 4>*>(&T4.data["),
+            "x and the first output keep their vectors:\n%s", k);
+  cr_expect(!strstr(k, "Array<float, 4>*>(&T1.data[") && !strstr(k, "Array<float, 4>*>(&T6.data["),
+            "y and the second output are scalar:\n%s", k);
+  free(k);
+  free(kc_check(f, 3, (KcInput[]){F32(4, 32), F32(4, 32), F32(32)}, 1e-6));
+}

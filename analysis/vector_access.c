@@ -1,0 +1,74 @@
+/* analysis/vector_access.c: the rule for a vector access of global memory, one rule asked
+ * in two places: by the automatic schedulers before they vectorize an axis (so that a
+ * schedule they make is never refused for it) and by lowering's validate_vectorize pass,
+ * which words its compile error from the reason returned here.
+ * A vector of v elements along loop axis `id` of a copy tv moves v adjacent elements of a
+ * global tensor g (tv itself when tv is in global memory, or the operand the copy reads
+ * from global memory) only when
+ *   1. id walks tv's innermost logical axis: up its history, the inner output of a split,
+ *      or the output of a merge whose constant inner input v divides (a vector then never
+ *      straddles two rows of the merge), down to that axis; and tv's innermost axis has
+ *      unit stride (contiguous, not a strided input);
+ *   2. for g other than tv: tv's innermost logical axis pairs (the copy's pairwise map)
+ *      with g's innermost logical axis, which has unit stride in memory.
+ * Key decision: a vector axis whose extent merely equals v is not enough; the pointwise
+ * row once vectorized a [4, 32] input's row axis of 4, reached by a propagation through a
+ * broadcast [32] that left the rows unmerged innermost (DAG seed 12000229 of define and
+ * run: lowering refused the schedule, an internal error). Depends on ir/ only. */
+#include <stdlib.h>
+
+#include "analysis/analysis.h"
+
+bool an_innermost_unit_stride(Val *tv) {
+  const TensorView *t = TV(tv);
+  return t->nlogical > 0 && !t->has_strides && t->contiguity[t->nlogical - 1] == 1;
+}
+
+/* Rule 1: id (a vector of v elements) walks tv's innermost logical axis with unit stride. */
+static bool walks_innermost(Val *tv, const Val *id, int64_t v) {
+  const TensorView *t = TV(tv);
+  if (t->nlogical == 0) return false;
+  const Val *last = t->logical[t->nlogical - 1];
+  while (id && id != last) {
+    const Expr *d = id->def;
+    int64_t inner;
+    if (d && d->op == OP_SPLIT && d->out[1] == id) {
+      id = d->in[0];
+    } else if (d && d->op == OP_MERGE && ir_scalar_const_value(ID(d->in[1])->extent, &inner) && inner % v == 0) {
+      id = d->in[1];
+    } else {
+      return false;
+    }
+  }
+  return id == last && an_innermost_unit_stride(tv);
+}
+
+int an_vector_globals(Val *tv, Val *globals[2]) {
+  int n = 0;
+  if (TV(tv)->mem == CF_MEM_GLOBAL) globals[n++] = tv;
+  const Expr *d = tv->def;
+  if (d && d->nin > 0 && d->in[0]->kind == VAL_TV && TV(d->in[0])->mem == CF_MEM_GLOBAL) globals[n++] = d->in[0];
+  return n;
+}
+
+const char *an_vector_refusal(Val *tv, const Val *id, int64_t v, Val *global) {
+  if (global == tv)
+    return walks_innermost(tv, id, v) ? NULL : "it is not the innermost contiguous axis of the global tensor";
+  static const char *const not_contiguous = "the global tensor it reads is not contiguous along it";
+  if (!walks_innermost(tv, id, v)) return not_contiguous;
+  const TensorView *g = TV(global);
+  /* the operand's axis that pairs with tv's innermost logical axis (the copy's map) */
+  const Val *g_id = an_pairwise_partner(tv, global, TV(tv)->logical[TV(tv)->nlogical - 1]);
+  if (!g_id || g->logical[g->nlogical - 1] != g_id || !an_innermost_unit_stride(global)) return not_contiguous;
+  return NULL;
+}
+
+const char *an_vector_refusal_any(Val *tv, const Val *id, int64_t v) {
+  Val *globals[2];
+  int n = an_vector_globals(tv, globals);
+  for (int i = 0; i < n; i++) {
+    const char *why = an_vector_refusal(tv, id, v, globals[i]);
+    if (why) return why;
+  }
+  return NULL;
+}
