@@ -325,6 +325,9 @@ OpKind ir_op_kind(IrOp op);
 /* Elementwise ops (kinds set, unary, binary, ternary, cast): one output element from the
  * input elements at the same index. expand is a set whose output iterates axes that its
  * input broadcasts. */
+/* Whether computing the op takes a math-library function (the float type rule: exp, log,
+ * tanh, erf, ...): worth keeping in a register rather than computing again. */
+bool ir_op_is_math_function(IrOp op);
 bool ir_op_is_elementwise(IrOp op);
 /* Ops the pointwise scheduler takes: the elementwise ones, broadcast, squeeze and full
  * (each output element from input elements at positionally mapped indices). */

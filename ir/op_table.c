@@ -51,6 +51,8 @@ IrTypeRule ir_op_type_rule(IrOp op) { return valid(op) ? op_table[op].rule : TR_
 IrEvalFn ir_op_eval(IrOp op) { return valid(op) ? op_table[op].eval : ir_ev_none; }
 const char *ir_op_form(IrOp op, bool cuda) { return !valid(op) ? "" : cuda ? op_table[op].cuda : op_table[op].host; }
 
+bool ir_op_is_math_function(IrOp op) { return ir_op_type_rule(op) == TR_FLOAT; }
+
 bool ir_op_is_elementwise(IrOp op) {
   OpKind k = ir_op_kind(op);
   return k == OPK_SET || k == OPK_UNARY || k == OPK_BINARY || k == OPK_TERNARY || k == OPK_CAST;

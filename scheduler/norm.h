@@ -16,6 +16,7 @@ typedef struct NormPlan {
   bool *full_in;     /* per fusion input: of the rows' shape */
   SchedBuffers buf;  /* bytes per row element kept, as computed or projected to inputs */
   int64_t clones[2]; /* ops sched_recompute adds: keeping the caches, cloning them */
+  bool recompute_math; /* keeping the caches, it would compute a math function again (exp) */
   int online;        /* softmax chains the online rewrite would merge */
   int64_t row;       /* R for this call */
   int64_t inner;     /* the innermost extent (what a vector must divide) */

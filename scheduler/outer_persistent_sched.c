@@ -121,7 +121,7 @@ static bool check_shapes(cf_fusion *f, Arena *a, const IdMap *m, OuterPlan *p, c
   if (!p->cached || !p->full_in || !row) return WHY("out of memory");
   for (int i = 0; i < f->inputs.len; i++) p->full_in[i] = sched_same_shape(m, ref, f->inputs.items[i]);
   if (!sched_buffers(f, a, &p->r, row, p->full_in, p->cached, &p->buf)) return WHY("out of memory");
-  p->clones = sched_recompute_count(f, a, row, SCHED_CLONE_CACHES);
+  p->clones = sched_recompute_count(f, a, row, SCHED_CLONE_CACHES, NULL);
   return p->clones >= 0 ? true : WHY("out of memory");
 }
 

@@ -192,8 +192,9 @@ typedef enum SchedRecompute {
 } SchedRecompute;
 
 /* How many ops sched_recompute would add (past SCHED_RECOMPUTE_MAX_OPS: some count above
- * it); -1 when out of memory. row: by Val id (tensors made later count as rows). */
-int64_t sched_recompute_count(cf_fusion *f, Arena *a, const bool *row, SchedRecompute mode);
+ * it); -1 when out of memory. row: by Val id (tensors made later count as rows). *math
+ * (may be NULL): whether an op it computes again is a math function (ir_op_is_math_function). */
+int64_t sched_recompute_count(cf_fusion *f, Arena *a, const bool *row, SchedRecompute mode, bool *math);
 /* Clones the defining op of every computed row tensor (elementwise or broadcast) for each
  * of its readers but the first, consumers first, so that each is read once. */
 cf_status sched_recompute(cf_fusion *f, Arena *a, const bool *row, SchedRecompute mode);

@@ -570,7 +570,7 @@ static Val *computed_broadcast_in_half(cf_fusion *f, Val *ref) {
 static bool recompute_fits(cf_fusion *f, Val *ref, char *why) {
   Arena *a = arena_create();
   bool *row = a ? recompute_rows(f, a, ref, pw_break_point(f, ref).at) : NULL;
-  int64_t n = row ? sched_recompute_count(f, a, row, SCHED_CLONE_CACHES) : -1;
+  int64_t n = row ? sched_recompute_count(f, a, row, SCHED_CLONE_CACHES, NULL) : -1;
   arena_destroy(a);
   if (n < 0) snprintf(why, SCHED_WHY_MAX, "pointwise: out of memory");
   else if (n > SCHED_RECOMPUTE_MAX_OPS)

@@ -37,8 +37,9 @@ static int tensor_uses(const Val *tv) {
   return n;
 }
 
-int64_t sched_recompute_count(cf_fusion *f, Arena *a, const bool *row, SchedRecompute mode) {
+int64_t sched_recompute_count(cf_fusion *f, Arena *a, const bool *row, SchedRecompute mode, bool *math) {
   int n;
+  if (math) *math = false;
   Expr **exprs = ir_fusion_tensor_exprs_in(a, f, &n);
   int64_t *copies = ARENA_ARRAY(a, int64_t, f->vals.len), added = 0;
   if (!exprs || !copies) return -1;
@@ -54,6 +55,7 @@ int64_t sched_recompute_count(cf_fusion *f, Arena *a, const bool *row, SchedReco
     }
     copies[t->id] = c > 0 ? c : 1;
     added += copies[t->id] - 1;
+    if (math && copies[t->id] > 1 && ir_op_is_math_function(t->def->op)) *math = true;
     if (added > SCHED_RECOMPUTE_MAX_OPS) return added;
   }
   return added;
