@@ -10,7 +10,9 @@
  * another mesh gathers whole, broadcasts from the first device of the source mesh (a
  * send/recv between single devices), and slices. A reduction over a sharded axis closes
  * its segment right after it: its output holds partial results, combined by an allreduce
- * per partial mesh axis, or a reduce-scatter when the output is sharded on that axis.
+ * per partial mesh axis, or a reduce-scatter when the output is sharded on that axis or
+ * every reader needs it sharded there. A set reading another layout is its communication
+ * (no kernel copies it), and a segment reads each tensor in one layout.
  * Key decision: values, not tensors, flow between steps. A tensor may exist in several
  * layouts (the gathered and the sharded one); each (tensor, layout, mesh) is one value
  * made once and reused by every later reader, so a tensor gathered for two consumers is
