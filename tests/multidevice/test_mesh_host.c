@@ -7,16 +7,20 @@
 
 MU_SUITE(mesh_host);
 
-/* An input [rows, cols] on a mesh of d devices, axis `axis` sharded (-1: replicated). */
-static cf_tv *sharded_input(int64_t rows, int64_t cols, int d, int axis) {
+/* Places t on the mesh of d devices, axis `axis` sharded (-1: replicated). */
+static cf_tv *place(cf_tv *t, int d, int axis) {
   cf_device_mesh m = mu_mesh(d);
-  cf_tv *t = tu_input(f, CF_FLOAT, 2, (int64_t[]){rows, cols});
   cf_tv_set_device_mesh(f, t, &m);
   if (axis >= 0) {
     cf_split_outer(f, t, axis, d);
     cf_parallelize(f, t, axis, CF_PT_DIDX);
   }
   return t;
+}
+
+/* An input [rows, cols] on a mesh of d devices, axis `axis` sharded (-1: replicated). */
+static cf_tv *sharded_input(int64_t rows, int64_t cols, int d, int axis) {
+  return place(tu_input(f, CF_FLOAT, 2, (int64_t[]){rows, cols}), d, axis);
 }
 
 static void expect_plan(const char *want) {
@@ -141,13 +145,9 @@ Test(mesh_host, allgather_and_slice) {
  * a copy in the segment after it (its output is not the gathered value itself, which the
  * other reader reads). */
 Test(mesh_host, a_tensor_gathered_for_two_readers_is_gathered_once) {
-  cf_device_mesh m = mu_mesh(2);
   cf_tv *e = cf_exp(f, sharded_input(4, 6, 2, 0));
-  cf_tv *g = cf_set(f, e), *n = cf_neg(f, e);
-  cf_tv_set_device_mesh(f, g, &m);
-  cf_tv_set_device_mesh(f, n, &m);
-  cf_fusion_add_output(f, g);
-  cf_fusion_add_output(f, n);
+  cf_fusion_add_output(f, place(cf_set(f, e), 2, -1));
+  cf_fusion_add_output(f, place(cf_neg(f, e), 2, -1));
   run(2);
   expect_plan("mesh plan: 3 steps, 1 communications\n"
               "  step 0: compute segment (1 in, 1 out): T1[ideviceIdx.x, iS] (DeviceMesh{0 1})\n"
@@ -158,13 +158,8 @@ Test(mesh_host, a_tensor_gathered_for_two_readers_is_gathered_once) {
 /* Partials over the mesh axis whose one reader needs the result sharded on that axis go
  * there by a reduce-scatter (not an allreduce and a slice), the sum itself unplaced. */
 Test(mesh_host, partials_a_reader_needs_sharded_are_reduce_scattered) {
-  cf_device_mesh m = mu_mesh(4);
   cf_tv *s = cf_sum(f, sharded_input(8, 8, 4, 1), 1, (int[]){1});
-  cf_tv *out = cf_exp(f, s);
-  cf_tv_set_device_mesh(f, out, &m);
-  cf_split_outer(f, out, 0, 4);
-  cf_parallelize(f, out, 0, CF_PT_DIDX);
-  cf_fusion_add_output(f, out);
+  cf_fusion_add_output(f, place(cf_exp(f, s), 4, 0));
   run(4);
   expect_plan("mesh plan: 3 steps, 1 communications\n"
               "  step 0: compute segment (1 in, 1 out): T1[iS, rS] partial (DeviceMesh{0 1 2 3})\n"
@@ -175,15 +170,9 @@ Test(mesh_host, partials_a_reader_needs_sharded_are_reduce_scattered) {
 /* Readers that need different layouts of the partials (one sharded, one whole) get an
  * allreduce, and the sharded one a local slice of it. */
 Test(mesh_host, partials_readers_disagree_on_are_allreduced) {
-  cf_device_mesh m = mu_mesh(2);
   cf_tv *s = cf_sum(f, sharded_input(4, 8, 2, 1), 1, (int[]){1});
-  cf_tv *sharded = cf_exp(f, s), *whole = cf_neg(f, s);
-  cf_tv_set_device_mesh(f, sharded, &m);
-  cf_split_outer(f, sharded, 0, 2);
-  cf_parallelize(f, sharded, 0, CF_PT_DIDX);
-  cf_tv_set_device_mesh(f, whole, &m);
-  cf_fusion_add_output(f, sharded);
-  cf_fusion_add_output(f, whole);
+  cf_fusion_add_output(f, place(cf_exp(f, s), 2, 0));
+  cf_fusion_add_output(f, place(cf_neg(f, s), 2, -1));
   run(2);
   expect_plan("mesh plan: 5 steps, 1 communications\n"
               "  step 0: compute segment (1 in, 1 out): T1[iS, rS] partial (DeviceMesh{0 1})\n"
