@@ -11,6 +11,10 @@
  *                    through cfuser's communicator (raw NCCL) and through a fusion
  *       --fusions    the sharded fusions' time per call
  *       --failure    rank 1 runs without its input: every rank must report it (last)
+ * The cases: the sharded reference fusions (one input [rows, cols], rows or columns
+ * sharded) and sp_ln_tp_mlp, Megatron's sequence-parallel layer norm + tensor-parallel
+ * MLP (tests/multidevice/mesh_mlp.h: S = rows, H = cols, F = 4 H; allgather, two
+ * linears with gelu on F/D, reduce-scatter), S=2048 H=1024 F=4096 float32 when timed.
  * Lines are `key value` tables that bench/multidevice.sh puts next to torch's
  * (bench/multidevice_torch.py). Internal: it reads the communicator (executor/mesh_comm.h)
  * to time NCCL itself with the same streams cfuser uses. */
@@ -21,21 +25,25 @@
 #include "bench_util.h"
 #include "executor/exec_cuda.h"
 #include "executor/mesh_comm.h"
+#include "tests/multidevice/mesh_mlp.h"
 
 typedef struct Case {
   const char *name;
   int rows, cols, axis; /* the input [rows, cols], its sharded axis */
-  int kind;             /* 0 pointwise, 1 row sum, 2 column sum, 3 softmax, 4 layer norm */
+  int kind;             /* 0 pointwise, 1 row sum, 2 column sum, 3 softmax, 4 layer norm, 5 the MLP */
 } Case;
+
+enum { MAX_IN = MLP_NINPUTS, MAX_DEV = 8 };
 
 static const Case cases[] = {
     {"pointwise_rows", 64, 256, 0, 0}, {"sum_sharded_rows", 64, 256, 0, 1}, {"sum_sharded_cols", 64, 256, 1, 2},
     {"softmax_rows", 64, 256, 0, 3},   {"softmax_cols", 64, 256, 1, 3},     {"layer_norm_rows", 64, 256, 0, 4},
-    {"layer_norm_cols", 64, 256, 1, 4},
+    {"layer_norm_cols", 64, 256, 1, 4}, {"sp_ln_tp_mlp", 64, 32, 0, 5},
 };
 
 /* The fusion of case k on a mesh of d devices; sizes scaled by `scale`. */
 static cf_fusion *make_case(const Case *c, int d, int scale) {
+  if (c->kind == 5) return mlp_fusion(d, (int64_t)c->rows * scale, (int64_t)c->cols * scale, 4 * (int64_t)c->cols * scale, CF_FLOAT);
   cf_fusion *f = cf_fusion_create();
   cf_device_mesh m;
   cf_device_mesh_linear(&m, d);
@@ -63,58 +71,83 @@ static cf_fusion *make_case(const Case *c, int d, int scale) {
   return f;
 }
 
-/* The global input and the evaluator's output of f. */
+/* The global inputs (seeded) and, unless out is NULL, the evaluator's output of f (the
+ * timed sizes skip it: the MLP's evaluator would make its [S, F, H] product). */
 static void reference(cf_fusion *f, DLManagedTensor **in, DLManagedTensor **out) {
-  cf_tv *a = cf_fusion_input(f, 0);
-  int64_t sizes[2] = {cf_id_extent(cf_tv_domain_axis(a, CF_DOMAIN_LOGICAL, 0)),
-                      cf_id_extent(cf_tv_domain_axis(a, CF_DOMAIN_LOGICAL, 1))};
-  *in = cf_tensor_host(CF_FLOAT, 2, sizes);
-  cf_tensor_fill_random(&(*in)->dl_tensor, 42);
-  const DLTensor *gin = &(*in)->dl_tensor;
-  cf_fusion_evaluate(f, 1, &gin, out);
+  int n = cf_fusion_num_inputs(f);
+  const DLTensor *gin[MAX_IN];
+  for (int i = 0; i < n; i++) {
+    cf_tv *a = cf_fusion_input(f, i);
+    int64_t sizes[CF_MAX_RANK];
+    for (int k = 0; k < cf_tv_logical_rank(a); k++) sizes[k] = cf_id_extent(cf_tv_domain_axis(a, CF_DOMAIN_LOGICAL, k));
+    in[i] = cf_tensor_host(CF_FLOAT, cf_tv_logical_rank(a), sizes);
+    cf_tensor_fill_random(&in[i]->dl_tensor, 42 + (uint64_t)i);
+    gin[i] = &in[i]->dl_tensor;
+  }
+  if (out) cf_fusion_evaluate(f, n, gin, out);
 }
 
-static bool same_shard(cf_fusion *f, const DLTensor *got, const DLTensor *ref, int dev, const char *what) {
+/* Device dev's shards of the global inputs g, into loc[0..n) and their views ins. */
+static void shard_inputs(cf_fusion *f, DLManagedTensor **g, int dev, DLManagedTensor **loc, const DLTensor **ins) {
+  for (int i = 0; i < cf_fusion_num_inputs(f); i++) {
+    cf_shard_tensor(f, cf_fusion_input(f, i), &g[i]->dl_tensor, dev, &loc[i]);
+    ins[i] = loc[i] ? &loc[i]->dl_tensor : NULL;
+  }
+}
+
+static void free_all(DLManagedTensor **ts, int n) {
+  for (int i = 0; i < n; i++) cf_tensor_free(ts[i]);
+}
+
+/* Whether got is device dev's shard of ref. The MLP's sums of 4 H and H float products
+ * (kernels in float, the evaluator in double) get an absolute tolerance of 1e-4. */
+static bool same_shard(cf_fusion *f, const DLTensor *got, const DLTensor *ref, int dev, const Case *k) {
   DLManagedTensor *want = NULL;
   char msg[256] = "";
   bool ok = cf_shard_tensor(f, cf_fusion_output(f, 0), ref, dev, &want) == CF_OK &&
-            cf_tensor_allclose(got, &want->dl_tensor, 1e-4, 1e-5, msg, sizeof msg);
-  if (!ok) printf("MISMATCH %s device %d: %s\n", what, dev, msg);
+            cf_tensor_allclose(got, &want->dl_tensor, 1e-4, k->kind == 5 ? 1e-4 : 1e-5, msg, sizeof msg);
+  if (!ok) printf("MISMATCH %s device %d: %s\n", k->name, dev, msg);
   cf_tensor_free(want);
   return ok;
 }
 
 /* ---- the host mesh (--small) --------------------------------------------------------- */
 
+/* Case k on d host devices: checked against the evaluator and timed; the row printed. */
+static int small_case(const Case *k, int d) {
+  cf_fusion *f = make_case(k, d, 1);
+  int n = cf_fusion_num_inputs(f), bad = 0;
+  DLManagedTensor *g[MAX_IN], *ref, *loc[MAX_DEV * MAX_IN], *out[MAX_DEV] = {0};
+  const DLTensor *ins[MAX_DEV * MAX_IN];
+  reference(f, g, &ref);
+  for (int r = 0; r < d; r++) shard_inputs(f, g, r, &loc[r * n], &ins[r * n]);
+  cf_mesh_executor *x = cf_mesh_executor_create(f, NULL);
+  double t0 = 0;
+  cf_status st = CF_OK;
+  for (int it = 0; it < 4 && !st; it++) {
+    if (it == 1) t0 = bu_now_us();
+    for (int r = 0; it && r < d; r++) cf_tensor_free(out[r]);
+    st = cf_mesh_run_host(x, d, n, ins, 1, out);
+  }
+  double us = (bu_now_us() - t0) / 3;
+  for (int r = 0; r < d && !st; r++) bad += !same_shard(f, &out[r]->dl_tensor, &ref->dl_tensor, r, k);
+  if (st) printf("FAILED %s on %d devices: %s\n", k->name, d, cf_mesh_executor_error(x)), bad++;
+  else printf("%s %d %d %d %.1f\n", k->name, d, cf_mesh_executor_num_segments(x), cf_mesh_executor_num_communications(x),
+              us);
+  free_all(out, d);
+  free_all(loc, d * n);
+  free_all(g, n);
+  cf_tensor_free(ref);
+  cf_mesh_executor_destroy(x);
+  cf_fusion_destroy(f);
+  return bad;
+}
+
 static int run_small(void) {
   int bad = 0;
   printf("case devices segments communications us_per_call\n");
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-    for (int d = 2; d <= 4; d += 2) {
-      cf_fusion *f = make_case(&cases[k], d, 1);
-      DLManagedTensor *g, *ref, *loc[4], *out[4] = {0};
-      const DLTensor *ins[4];
-      reference(f, &g, &ref);
-      for (int r = 0; r < d; r++) cf_shard_tensor(f, cf_fusion_input(f, 0), &g->dl_tensor, r, &loc[r]), ins[r] = &loc[r]->dl_tensor;
-      cf_mesh_executor *x = cf_mesh_executor_create(f, NULL);
-      double t0 = 0;
-      cf_status st = CF_OK;
-      for (int it = 0; it < 4 && !st; it++) {
-        if (it == 1) t0 = bu_now_us();
-        for (int r = 0; it && r < d; r++) cf_tensor_free(out[r]);
-        st = cf_mesh_run_host(x, d, 1, ins, 1, out);
-      }
-      double us = (bu_now_us() - t0) / 3;
-      for (int r = 0; r < d && !st; r++) bad += !same_shard(f, &out[r]->dl_tensor, &ref->dl_tensor, r, cases[k].name);
-      if (st) printf("FAILED %s on %d devices: %s\n", cases[k].name, d, cf_mesh_executor_error(x)), bad++;
-      else printf("%s %d %d %d %.1f\n", cases[k].name, d, cf_mesh_executor_num_segments(x),
-                  cf_mesh_executor_num_communications(x), us);
-      for (int r = 0; r < d; r++) cf_tensor_free(out[r]), cf_tensor_free(loc[r]);
-      cf_tensor_free(g);
-      cf_tensor_free(ref);
-      cf_mesh_executor_destroy(x);
-      cf_fusion_destroy(f);
-    }
+    for (int d = 2; d <= 4; d += 2) bad += small_case(&cases[k], d);
   printf("%s\n", bad ? "host mesh: MISMATCHES" : "host mesh: every sharded fusion equals the evaluator");
   return bad ? 1 : 0;
 }

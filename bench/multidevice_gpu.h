@@ -16,41 +16,50 @@ static DLManagedTensor *to_device(cf_comm *c, const DLTensor *h) {
   return d;
 }
 
-static void free_all(DLManagedTensor **ts, int n) {
-  for (int i = 0; i < n; i++) cf_tensor_free(ts[i]);
-}
-
 static DLManagedTensor *to_host(const DLTensor *d) {
   DLManagedTensor *h = cf_tensor_host(CF_FLOAT, d->ndim, d->shape);
   if (h && cf_tensor_copy(&h->dl_tensor, d)) cf_tensor_free(h), h = NULL;
   return h;
 }
 
+/* This rank's shards of the global inputs g on its GPU, into dev[0..n) and views ins; the
+ * host shards in loc. */
+static void device_inputs(cf_comm *c, cf_fusion *f, DLManagedTensor **g, DLManagedTensor **loc, DLManagedTensor **dev,
+                          const DLTensor **ins) {
+  int n = cf_fusion_num_inputs(f);
+  shard_inputs(f, g, cf_comm_rank(c), loc, ins);
+  for (int i = 0; i < n; i++) {
+    dev[i] = loc[i] ? to_device(c, &loc[i]->dl_tensor) : NULL;
+    ins[i] = dev[i] ? &dev[i]->dl_tensor : NULL;
+  }
+}
+
 /* One sharded case on the GPUs: checked (check) or timed (us != NULL). */
 static int gpu_case(cf_comm *c, const Case *k, int scale, bool check, double *us) {
-  int d = cf_comm_size(c), me = cf_comm_rank(c), bad = 0;
-  cf_fusion *f = make_case(k, d, scale);
-  DLManagedTensor *g, *ref, *loc = NULL, *dev = NULL, *out = NULL;
-  reference(f, &g, &ref);
-  cf_shard_tensor(f, cf_fusion_input(f, 0), &g->dl_tensor, me, &loc);
-  dev = to_device(c, &loc->dl_tensor);
-  const DLTensor *in = &dev->dl_tensor;
+  int me = cf_comm_rank(c), bad = 0;
+  cf_fusion *f = make_case(k, cf_comm_size(c), scale);
+  int n = cf_fusion_num_inputs(f);
+  DLManagedTensor *g[MAX_IN], *ref = NULL, *loc[MAX_IN], *dev[MAX_IN], *out = NULL;
+  const DLTensor *in[MAX_IN];
+  reference(f, g, check ? &ref : NULL);
+  device_inputs(c, f, g, loc, dev, in);
   cf_mesh_executor *x = cf_mesh_executor_create(f, NULL);
-  cf_status st = cf_mesh_run(x, c, 1, &in, 1, &out);
+  cf_status st = cf_mesh_run(x, c, n, in, 1, &out);
   if (!st && check) {
     DLManagedTensor *h = to_host(&out->dl_tensor);
-    bad = !same_shard(f, &h->dl_tensor, &ref->dl_tensor, me, k->name);
+    bad = !same_shard(f, &h->dl_tensor, &ref->dl_tensor, me, k);
     cf_tensor_free(h);
   }
   for (int it = 0; !st && us && it < 25; it++) {
     if (it == 5) *us = bu_now_us();
     cf_tensor_free(out);
-    st = cf_mesh_run(x, c, 1, &in, 1, &out);
+    st = cf_mesh_run(x, c, n, in, 1, &out);
   }
   if (us) *us = (bu_now_us() - *us) / 20;
   if (st) printf("rank %d: FAILED %s: %s\n", me, k->name, cf_mesh_executor_error(x)), bad = 1;
   else if (check) printf("rank %d: %s %s\n", me, k->name, bad ? "MISMATCH" : "ok");
-  free_all((DLManagedTensor *[]){out, dev, loc, g, ref}, 5);
+  cf_tensor_free(out), cf_tensor_free(ref);
+  free_all(dev, n), free_all(loc, n), free_all(g, n);
   cf_mesh_executor_destroy(x);
   cf_fusion_destroy(f);
   return bad;
@@ -111,19 +120,19 @@ static int run_failure(cf_comm *c) {
   const Case *k = &cases[1];
   int me = cf_comm_rank(c);
   cf_fusion *f = make_case(k, cf_comm_size(c), 1);
-  DLManagedTensor *g, *ref, *loc = NULL, *dev, *out = NULL;
-  reference(f, &g, &ref);
-  cf_shard_tensor(f, cf_fusion_input(f, 0), &g->dl_tensor, me, &loc);
-  dev = to_device(c, &loc->dl_tensor);
-  const DLTensor *in = me == 1 ? NULL : &dev->dl_tensor;
+  DLManagedTensor *g[MAX_IN], *ref, *loc[MAX_IN], *dev[MAX_IN], *out = NULL;
+  const DLTensor *in[MAX_IN];
+  reference(f, g, &ref);
+  device_inputs(c, f, g, loc, dev, in);
+  if (me == 1) in[0] = NULL;
   cf_mesh_executor *x = cf_mesh_executor_create(f, NULL);
   double t0 = bu_now_us();
-  cf_status st = cf_mesh_run(x, c, 1, &in, 1, &out);
+  cf_status st = cf_mesh_run(x, c, 1, in, 1, &out);
   double ms = (bu_now_us() - t0) / 1e3;
   bool named = strstr(cf_mesh_executor_error(x), "rank 1") != NULL;
   printf("rank %d: failure %s in %.0f ms: %s\n", me, st && named ? "reported" : "NOT REPORTED", ms,
          cf_mesh_executor_error(x));
-  free_all((DLManagedTensor *[]){out, dev, loc, g, ref}, 5);
+  free_all((DLManagedTensor *[]){out, dev[0], loc[0], g[0], ref}, 5);
   cf_mesh_executor_destroy(x);
   cf_fusion_destroy(f);
   return st && named ? 0 : 1;

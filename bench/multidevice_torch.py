@@ -2,13 +2,16 @@
 torchrun --nproc-per-node=N: the bus bandwidth of all_reduce, all_gather_into_tensor and
 reduce_scatter_tensor over 1 MiB .. 1 GiB (nccl-tests' formulas, the median of 20 calls
 after 5 warm-ups), and the sharded fusions of bench/multidevice.c written with torch
-(local ops on the shard plus the collective cfuser's plan uses). Prints the same `key
-value` tables, so bench/multidevice.sh can put them side by side."""
+(local ops on the shard plus the collective cfuser's plan uses), the sequence-parallel
+layer norm + tensor-parallel MLP among them (all_gather_into_tensor, local F.linear and
+gelu on F/N, reduce_scatter_tensor, + b2). Prints the same `key value` tables, so
+bench/multidevice.sh can put them side by side."""
 import os
 import time
 
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 
 
 def median_us(fn, iters=20, warmup=5):
@@ -96,6 +99,31 @@ def fusions(rank, n):
         us = median_us(lambda: fn(x))
         if rank == 0:
             print(f"{name} {n} {rows} {cols} {us:.1f}")
+    sp_ln_tp_mlp(rank, n)
+
+
+def sp_ln_tp_mlp(rank, n, S=2048, H=1024):
+    """Megatron's sequence-parallel layer norm + tensor-parallel MLP, bench/multidevice.c's
+    sp_ln_tp_mlp (tests/multidevice/mesh_mlp.h): x [S/n, H] (rows of this rank), gamma,
+    beta, b2 [H] replicated, w1 [F/n, H] and b1 [F/n] (column parallel), w2 [H, F/n] (row
+    parallel), F = 4 H, float32."""
+    Fn = 4 * H // n
+    x = torch.randn(S // n, H, device="cuda")
+    gamma, beta, b2 = (torch.randn(H, device="cuda") for _ in range(3))
+    w1, b1 = torch.randn(Fn, H, device="cuda"), torch.randn(Fn, device="cuda")
+    w2 = torch.randn(H, Fn, device="cuda")
+    gathered = torch.empty(S, H, device="cuda")
+    out = torch.empty(S // n, H, device="cuda")
+
+    def mlp():
+        dist.all_gather_into_tensor(gathered, F.layer_norm(x, (H,), gamma, beta, 1e-5))
+        z = F.linear(F.gelu(F.linear(gathered, w1, b1)), w2)
+        dist.reduce_scatter_tensor(out, z)
+        return out + b2
+
+    us = median_us(mlp)
+    if rank == 0:
+        print(f"sp_ln_tp_mlp {n} {S} {H} {us:.1f}")
 
 
 def main():

@@ -10,7 +10,9 @@
  * another mesh gathers whole, broadcasts from the first device of the source mesh (a
  * send/recv between single devices), and slices. A reduction over a sharded axis closes
  * its segment right after it: its output holds partial results, combined by an allreduce
- * per partial mesh axis, or a reduce-scatter when the output is sharded on that axis.
+ * per partial mesh axis, or a reduce-scatter when the output is sharded on that axis or
+ * every reader needs it sharded there. A set reading another layout is its communication
+ * (no kernel copies it), and a segment reads each tensor in one layout.
  * Key decision: values, not tensors, flow between steps. A tensor may exist in several
  * layouts (the gathered and the sharded one); each (tensor, layout, mesh) is one value
  * made once and reused by every later reader, so a tensor gathered for two consumers is
@@ -44,12 +46,20 @@ typedef struct Builder {
 
 static cf_status oom(Builder *b) { return ir_error(b->p->global, CF_ERR_OUT_OF_MEMORY, "mesh plan: out of memory"); }
 
-static int add_value(Builder *b, Val *tv, const int8_t *dim, const cf_device_mesh *mesh, bool partial) {
-  MeshPlan *p = b->p;
-  for (int i = 0; i < p->nvalues && !partial; i++)
+/* The value of tv laid out `dim` on mesh (not partial) made so far, or -1. */
+static int find_value(const Builder *b, Val *tv, const int8_t *dim, const cf_device_mesh *mesh) {
+  const MeshPlan *p = b->p;
+  for (int i = 0; i < p->nvalues; i++)
     if (p->values[i].tv == tv && !p->values[i].partial && !memcmp(p->values[i].dim, dim, CF_MAX_RANK) &&
         cf_device_mesh_equal(p->values[i].mesh, mesh))
       return i;
+  return -1;
+}
+
+static int add_value(Builder *b, Val *tv, const int8_t *dim, const cf_device_mesh *mesh, bool partial) {
+  MeshPlan *p = b->p;
+  int found = partial ? -1 : find_value(b, tv, dim, mesh);
+  if (found >= 0) return found;
   if (p->nvalues == p->capvalues) {
     int cap = p->capvalues ? 2 * p->capvalues : 16;
     MeshValue *v = realloc(p->values, sizeof(MeshValue) * (size_t)cap);
@@ -79,11 +89,14 @@ static MeshStep *add_step(Builder *b) {
   return s;
 }
 
-/* Appends a communication from value src; returns the value it makes. */
+/* Appends a communication from value src; returns the value it makes. A value made
+ * before (a tensor gathered for an earlier reader) is reused, with no step. */
 static int comm(Builder *b, MeshCommKind k, int src, int dim, int axis, int8_t *layout, const cf_device_mesh *mesh,
                 bool partial) {
   Val *tv = b->p->values[src].tv;
   IrOp redop = tv->def ? tv->def->op : OP_SUM;
+  int made = partial ? -1 : find_value(b, tv, layout, mesh);
+  if (made >= 0) return made;
   int dst = add_value(b, tv, layout, mesh, partial);
   MeshStep *s = dst >= 0 ? add_step(b) : NULL;
   if (!s) return -1;
@@ -173,24 +186,96 @@ static cf_status close_segment(Builder *b, const int *reads) {
   return s->seg.cache ? CF_OK : oom(b);
 }
 
-/* The combining communications after a reduction over sharded axes. */
+/* The iteration axis of c that every reader of c needs sharded on mesh axis dim, where
+ * c's own layout l leaves it whole, or -1. Then the partials over dim go straight to that
+ * layout by a reduce-scatter, where an allreduce would be followed by a local slice: the
+ * same result with (D-1)/D of the traffic and no replicated copy. A fusion output keeps
+ * its own layout, and a reader on another mesh gathers whole: -1 for both. */
+static int scatter_for_readers(const Builder *b, Val *c, const int8_t *l, int dim) {
+  if (ir_tv_is_output(b->p->global, c)) return -1;
+  int axis = -1;
+  for (int u = 0; u < c->uses.len; u++) {
+    const AnReshard *r = reshard_of(b, c->uses.items[u], c);
+    int a = -1;
+    for (int k = 0; r && !r->cross_mesh && k < TV(c)->nlogical; k++)
+      if (r->to[k] == dim && l[k] < 0 && ID(TV(c)->logical[k])->iter_type != CF_ITER_REDUCTION) a = k;
+    if (a < 0 || (axis >= 0 && a != axis)) return -1;
+    axis = a;
+  }
+  return axis;
+}
+
+/* The combining communications after a reduction over sharded axes: a reduce-scatter
+ * onto the axis c's own layout shards on the partial mesh axis, or onto the one all its
+ * readers need sharded there (scatter_for_readers), else an allreduce. */
 static cf_status combine_partials(Builder *b, const AnReshard *r, const int *reads) {
   Val *c = r->consumer;
   int8_t l[CF_MAX_RANK];
+  int scatter[2] = {-1, -1};
   own_layout(b, c, l);
   for (int k = 0; k < r->npartial; k++)
     if (r->scatter_axis[k] >= 0) l[r->scatter_axis[k]] = -1;
+  for (int k = 0; k < r->npartial; k++)
+    scatter[k] = r->scatter_axis[k] >= 0 ? r->scatter_axis[k] : scatter_for_readers(b, c, l, r->partial_dim[k]);
   const cf_device_mesh *mesh = an_sharding_of(b->s, c)->mesh;
   int v = add_value(b, c, l, mesh, true);
   b->natural[c->id] = v;
   if (v < 0 || close_segment(b, reads)) return b->p->global->status;
   for (int k = 0; k < r->npartial && v >= 0; k++) {
-    int ax = r->scatter_axis[k];
+    int ax = scatter[k];
     if (ax >= 0) l[ax] = (int8_t)r->partial_dim[k];
     v = comm(b, ax >= 0 ? MC_REDUCE_SCATTER : MC_ALLREDUCE, v, r->partial_dim[k], ax, l, mesh, false);
   }
   b->natural[c->id] = v;
   return b->p->global->status;
+}
+
+/* Whether a reader of p other than e needs p laid out as r makes it. */
+static bool layout_shared(const Builder *b, const Expr *e, Val *p, const AnReshard *r) {
+  for (int u = 0; u < p->uses.len; u++) {
+    const AnReshard *o = p->uses.items[u] == e ? NULL : reshard_of(b, p->uses.items[u], p);
+    if (o && !memcmp(o->to, r->to, sizeof o->to) && cf_device_mesh_equal(o->to_mesh, r->to_mesh)) return true;
+  }
+  return false;
+}
+
+/* A set reading its operand in another layout is that resharding itself (nvFuser lowers
+ * such a set to a communication, not a kernel): when the communications that make the
+ * layout made a new value (first) just now, and no other reader needs it, that value
+ * becomes the set's output, and no segment copies it. True when so. */
+static bool set_is_communication(Builder *b, const Expr *e, int read, int first) {
+  const AnReshard *r = e->op == OP_SET ? reshard_of(b, e, e->in[0]) : NULL;
+  if (!r || !an_reshard_moves_input(r) || r->npartial || read < first || layout_shared(b, e, e->in[0], r)) return false;
+  MeshValue *v = &b->p->values[read];
+  v->tv = e->out[0];
+  own_layout(b, e->out[0], v->dim);
+  b->natural[e->out[0]->id] = read;
+  return true;
+}
+
+/* The values e reads (mine[j]; -1 for a scalar), made by the communications its operands
+ * need; the resharding of a partial operand in *partial. -1 on an error. */
+static int read_values(Builder *b, const Expr *e, int *mine, const AnReshard **partial) {
+  for (int j = 0; j < e->nin; j++) {
+    Val *in = e->in[j];
+    mine[j] = -1;
+    if (in->kind != VAL_TV) continue;
+    const AnReshard *r = reshard_of(b, e, in);
+    if (r && r->npartial) *partial = r;
+    mine[j] = r && an_reshard_moves_input(r) ? relayout(b, in, r->to, r->to_mesh) : b->natural[in->id];
+    if (mine[j] < 0) return -1;
+  }
+  return 0;
+}
+
+/* Whether the open segment reads an operand of e as another value (another layout): a
+ * local fusion has one input per tensor, in one layout. */
+static bool reads_another_layout(const Builder *b, const Expr *e, const int *mine, const int *reads) {
+  for (int j = 0; j < e->nin; j++)
+    for (int i = 0; i < b->nseg && e->in[j]->kind == VAL_TV; i++)
+      for (int k = 0; k < b->seg[i]->nin; k++)
+        if (b->seg[i]->in[k] == e->in[j] && reads[i * 4 + k] != mine[j]) return true;
+  return false;
 }
 
 /* Adds e to the open segment (closing it first where e cannot join). */
@@ -205,14 +290,11 @@ static cf_status add_expr(Builder *b, Expr *e, int *reads) {
   if (close && close_segment(b, reads)) return b->p->global->status;
   if (e->nin > 4) return IR_INTERNAL(b->p->global, e->nin <= 4);
   const AnReshard *partial = NULL;
-  for (int j = 0; j < e->nin; j++) {
-    Val *in = e->in[j];
-    if (in->kind != VAL_TV) continue;
-    const AnReshard *r = reshard_of(b, e, in);
-    if (r && r->npartial) partial = r;
-    reads[b->nseg * 4 + j] = r && an_reshard_moves_input(r) ? relayout(b, in, r->to, r->to_mesh) : b->natural[in->id];
-    if (reads[b->nseg * 4 + j] < 0) return b->p->global->status;
-  }
+  int first = b->p->nvalues, mine[4];
+  if (read_values(b, e, mine, &partial)) return b->p->global->status;
+  if (set_is_communication(b, e, mine[0], first)) return CF_OK;
+  if (reads_another_layout(b, e, mine, reads) && close_segment(b, reads)) return b->p->global->status;
+  memcpy(&reads[b->nseg * 4], mine, sizeof(int) * (size_t)e->nin);
   b->seg_mesh = mesh;
   b->seg[b->nseg++] = e;
   if (partial) return combine_partials(b, partial, reads);

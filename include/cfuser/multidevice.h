@@ -20,8 +20,10 @@
  * define and run), and communications move data between them: sharded -> replicated is
  * an allgather, replicated -> sharded a local slice (no communication), a reduction over
  * a sharded axis a local reduction then an allreduce (or a reduce-scatter where its
- * output is sharded on the same mesh axis), a tensor moving to another mesh a broadcast
- * (or a send/recv between single devices). CFUSER_DUMP=segments prints the plan.
+ * output, or every reader of it, is sharded on the same mesh axis), a tensor moving to
+ * another mesh a broadcast (or a send/recv between single devices); a set placed in
+ * another layout than its operand's is that communication (nvFuser's resharding set).
+ * CFUSER_DUMP=segments prints the plan.
  *
  * Two executors run a plan: the host mesh simulates N devices in one process (a loop
  * over ranks, collectives over memory with NCCL's semantics), so every sharded fusion is

@@ -1,6 +1,8 @@
 """cfuser.multidevice on the host mesh: nvFuser's multidevice frontend (a mesh, the DID
 parallel types in fd.sched, sharded inputs and outputs) with NumPy shards, each device's
 result against NumPy on the unsharded arrays."""
+import math
+
 import numpy as np
 import pytest
 
@@ -69,3 +71,49 @@ def test_errors_carry_cfusers_message():
 def test_nccl_availability_is_said():
     why = nccl_available()
     assert why is None or why.startswith("NCCL unavailable")
+
+
+def _mlp_reference(x, gamma, beta, w1, b1, w2, b2):
+    """The unsharded math of test_sequence_parallel_layer_norm_tensor_parallel_mlp, in
+    float64: layer norm (biased variance, eps 1e-5), linear, exact gelu, linear, + b2."""
+    x, gamma, beta, w1, b1, w2, b2 = (a.astype(np.float64) for a in (x, gamma, beta, w1, b1, w2, b2))
+    xc = x - x.mean(1, keepdims=True)
+    y = xc / np.sqrt((xc * xc).mean(1, keepdims=True) + 1e-5) * gamma + beta
+    h = y @ w1.T + b1
+    h = 0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))
+    return h @ w2.T + b2
+
+
+# Megatron's sequence-parallel layer norm + tensor-parallel MLP (tests/multidevice/mesh_mlp.h
+# in C): x sharded on its rows, w1 and b1 on F (column parallel), w2 on F (row parallel);
+# the gathered layer norm output and the second linear's output placed as nvFuser's tests
+# do. The plan: the layer norm, an allgather, one segment (both linears and gelu on F/n),
+# a reduce-scatter of the partial sums onto the rows, + b2.
+@pytest.mark.parametrize("n", [2, 4])
+def test_sequence_parallel_layer_norm_tensor_parallel_mlp(n, rng):
+    S, H, F = 8, 16, 32
+    with FusionDefinition() as fd:
+        x, gamma, beta = fd.define_tensor([S, H]), fd.define_tensor([H]), fd.define_tensor([H])
+        w1, b1 = fd.define_tensor([F, H]), fd.define_tensor([F])
+        w2, b2 = fd.define_tensor([H, F]), fd.define_tensor([H])
+        xc = fd.ops.sub(x, fd.ops.mean(x, [1], keepdim=True))
+        var = fd.ops.mean(fd.ops.mul(xc, xc), [1], keepdim=True)
+        y = fd.ops.add(fd.ops.mul(fd.ops.mul(xc, fd.ops.rsqrt(fd.ops.add(var, 1e-5))), gamma), beta)
+        gathered = fd.ops.set(y)
+        z = fd.ops.linear(fd.ops.gelu(fd.ops.linear(gathered, w1, b1)), w2)
+        fd.add_output(fd.ops.add(z, b2))
+    mesh = DeviceMesh(range(n))
+    for t in (x, gamma, beta, w1, b1, w2, b2, gathered, z):
+        fd.sched.set_device_mesh(t, mesh)
+    for t, axis in ((x, 0), (w1, 0), (b1, 0), (w2, 1), (z, 0)):
+        fd.sched.split(t, axis, n, inner_split=False)
+        fd.sched.parallelize(t, axis, ParallelType.mesh_x)
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in ((S, H), (H,), (H,), (F, H), (F,), (H, F), (H,))]
+    ex = MultiDeviceExecutor(fd)
+    outs = ex.run_host_mesh([[shard_tensor(fd, a, t, d) for a, t in zip(inputs, (x, gamma, beta, w1, b1, w2, b2))]
+                             for d in range(n)])
+    want = _mlp_reference(*inputs)
+    rows = S // n
+    for d in range(n):
+        np.testing.assert_allclose(outs[d][0], want[d * rows:(d + 1) * rows], rtol=1e-4, atol=1e-4)
+    assert ex.num_communications == 2 and ex.num_segments == 3

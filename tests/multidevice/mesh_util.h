@@ -10,11 +10,11 @@
 
 /* Runs f on ndev host-mesh devices with random global inputs (seeded), each device given
  * its shard (cf_shard_tensor), and checks every device's output shards against the
- * shards of the evaluator's outputs. The executor is made with opts (NULL: defaults); x
- * receives it (the caller destroys it); the status of the run is returned (its message
- * in cf_mesh_executor_error). */
-static inline cf_status mu_check_opts(cf_fusion *fu, int ndev, uint64_t seed, const cf_executor_options *opts,
-                                      cf_mesh_executor **xo) {
+ * shards of the evaluator's outputs, within tol (relative and absolute). The executor is
+ * made with opts (NULL: defaults); x receives it (the caller destroys it); the status of
+ * the run is returned (its message in cf_mesh_executor_error). */
+static inline cf_status mu_check_tol(cf_fusion *fu, int ndev, uint64_t seed, const cf_executor_options *opts,
+                                     double tol, cf_mesh_executor **xo) {
   int nin = cf_fusion_num_inputs(fu), nout = cf_fusion_num_outputs(fu);
   tu_assert_io_fits(fu, nin);
   DLManagedTensor *g[TU_MAX_IO], *ref[TU_MAX_IO] = {0}, **loc = calloc((size_t)(ndev * nin + 1), sizeof *loc);
@@ -48,7 +48,7 @@ static inline cf_status mu_check_opts(cf_fusion *fu, int ndev, uint64_t seed, co
       cr_assert_eq(cf_shard_tensor(fu, cf_fusion_output(fu, o), &ref[o]->dl_tensor, d, &want), CF_OK, "%s",
                    cf_fusion_error(fu));
       char msg[256] = "";
-      cr_expect(cf_tensor_allclose(&out[d * nout + o]->dl_tensor, &want->dl_tensor, 1e-5, 1e-5, msg, sizeof msg),
+      cr_expect(cf_tensor_allclose(&out[d * nout + o]->dl_tensor, &want->dl_tensor, tol, tol, msg, sizeof msg),
                 "device %d output %d: %s", d, o, msg);
       cf_tensor_free(want);
     }
@@ -62,6 +62,11 @@ static inline cf_status mu_check_opts(cf_fusion *fu, int ndev, uint64_t seed, co
   if (xo) *xo = x;
   else cf_mesh_executor_destroy(x);
   return st;
+}
+
+static inline cf_status mu_check_opts(cf_fusion *fu, int ndev, uint64_t seed, const cf_executor_options *opts,
+                                      cf_mesh_executor **xo) {
+  return mu_check_tol(fu, ndev, seed, opts, 1e-5, xo);
 }
 
 static inline cf_status mu_check(cf_fusion *fu, int ndev, uint64_t seed, cf_mesh_executor **xo) {

@@ -7,16 +7,20 @@
 
 MU_SUITE(mesh_host);
 
-/* An input [rows, cols] on a mesh of d devices, axis `axis` sharded (-1: replicated). */
-static cf_tv *sharded_input(int64_t rows, int64_t cols, int d, int axis) {
+/* Places t on the mesh of d devices, axis `axis` sharded (-1: replicated). */
+static cf_tv *place(cf_tv *t, int d, int axis) {
   cf_device_mesh m = mu_mesh(d);
-  cf_tv *t = tu_input(f, CF_FLOAT, 2, (int64_t[]){rows, cols});
   cf_tv_set_device_mesh(f, t, &m);
   if (axis >= 0) {
     cf_split_outer(f, t, axis, d);
     cf_parallelize(f, t, axis, CF_PT_DIDX);
   }
   return t;
+}
+
+/* An input [rows, cols] on a mesh of d devices, axis `axis` sharded (-1: replicated). */
+static cf_tv *sharded_input(int64_t rows, int64_t cols, int d, int axis) {
+  return place(tu_input(f, CF_FLOAT, 2, (int64_t[]){rows, cols}), d, axis);
 }
 
 static void expect_plan(const char *want) {
@@ -113,7 +117,9 @@ Test(mesh_host, layer_norm_columns_sharded) {
 }
 
 /* A replicated consumer of a sharded tensor gathers it; a sharded consumer of a
- * replicated one slices it, without communication. */
+ * replicated one slices it, without communication. A set placed in another layout is
+ * the communication itself: the gather writes T3, the set's output, and no segment
+ * copies it. */
 Test(mesh_host, allgather_and_slice) {
   cf_device_mesh m = mu_mesh(2);
   cf_tv *a = sharded_input(4, 6, 2, 0);
@@ -127,13 +133,53 @@ Test(mesh_host, allgather_and_slice) {
   cf_fusion_add_output(f, g);
   cf_fusion_add_output(f, s);
   run(2);
-  expect_plan("mesh plan: 6 steps, 1 communications\n"
+  expect_plan("mesh plan: 5 steps, 1 communications\n"
               "  step 0: compute segment (1 in, 1 out): T2[ideviceIdx.x, iS] (DeviceMesh{0 1})\n"
-              "  step 1: allgather axis 0: T2[ideviceIdx.x, iS] -> T2[iS, iS]\n"
-              "  step 2: compute segment (1 in, 1 out): T3[iS, iS] (DeviceMesh{0 1})\n"
-              "  step 3: slice axis 1: T3[iS, iS] -> T3[iS, ideviceIdx.x]\n"
-              "  step 4: slice axis 1: T1[iS, iS] -> T1[iS, ideviceIdx.x]\n"
-              "  step 5: compute segment (2 in, 1 out): T4[iS, ideviceIdx.x] (DeviceMesh{0 1})\n");
+              "  step 1: allgather axis 0: T2[ideviceIdx.x, iS] -> T3[iS, iS]\n"
+              "  step 2: slice axis 1: T3[iS, iS] -> T3[iS, ideviceIdx.x]\n"
+              "  step 3: slice axis 1: T1[iS, iS] -> T1[iS, ideviceIdx.x]\n"
+              "  step 4: compute segment (2 in, 1 out): T4[iS, ideviceIdx.x] (DeviceMesh{0 1})\n");
+}
+
+/* Two readers that need one layout of a tensor share one gather; the set among them stays
+ * a copy in the segment after it (its output is not the gathered value itself, which the
+ * other reader reads). */
+Test(mesh_host, a_tensor_gathered_for_two_readers_is_gathered_once) {
+  cf_tv *e = cf_exp(f, sharded_input(4, 6, 2, 0));
+  cf_fusion_add_output(f, place(cf_set(f, e), 2, -1));
+  cf_fusion_add_output(f, place(cf_neg(f, e), 2, -1));
+  run(2);
+  expect_plan("mesh plan: 3 steps, 1 communications\n"
+              "  step 0: compute segment (1 in, 1 out): T1[ideviceIdx.x, iS] (DeviceMesh{0 1})\n"
+              "  step 1: allgather axis 0: T1[ideviceIdx.x, iS] -> T1[iS, iS]\n"
+              "  step 2: compute segment (1 in, 2 out): T2[iS, iS], T3[iS, iS] (DeviceMesh{0 1})\n");
+}
+
+/* Partials over the mesh axis whose one reader needs the result sharded on that axis go
+ * there by a reduce-scatter (not an allreduce and a slice), the sum itself unplaced. */
+Test(mesh_host, partials_a_reader_needs_sharded_are_reduce_scattered) {
+  cf_tv *s = cf_sum(f, sharded_input(8, 8, 4, 1), 1, (int[]){1});
+  cf_fusion_add_output(f, place(cf_exp(f, s), 4, 0));
+  run(4);
+  expect_plan("mesh plan: 3 steps, 1 communications\n"
+              "  step 0: compute segment (1 in, 1 out): T1[iS, rS] partial (DeviceMesh{0 1 2 3})\n"
+              "  step 1: reduce_scatter(sum) axis 0: T1[iS, rS] partial -> T1[ideviceIdx.x, rS]\n"
+              "  step 2: compute segment (1 in, 1 out): T2[ideviceIdx.x] (DeviceMesh{0 1 2 3})\n");
+}
+
+/* Readers that need different layouts of the partials (one sharded, one whole) get an
+ * allreduce, and the sharded one a local slice of it. */
+Test(mesh_host, partials_readers_disagree_on_are_allreduced) {
+  cf_tv *s = cf_sum(f, sharded_input(4, 8, 2, 1), 1, (int[]){1});
+  cf_fusion_add_output(f, place(cf_exp(f, s), 2, 0));
+  cf_fusion_add_output(f, place(cf_neg(f, s), 2, -1));
+  run(2);
+  expect_plan("mesh plan: 5 steps, 1 communications\n"
+              "  step 0: compute segment (1 in, 1 out): T1[iS, rS] partial (DeviceMesh{0 1})\n"
+              "  step 1: allreduce(sum): T1[iS, rS] partial -> T1[iS, rS]\n"
+              "  step 2: slice axis 0: T1[iS, rS] -> T1[ideviceIdx.x, rS]\n"
+              "  step 3: compute segment (1 in, 1 out): T2[ideviceIdx.x] (DeviceMesh{0 1})\n"
+              "  step 4: compute segment (1 in, 1 out): T3[iS] (DeviceMesh{0 1})\n");
 }
 
 /* A 2-D mesh: rows on deviceIdx.y, columns on deviceIdx.x; a full sum needs both. */
