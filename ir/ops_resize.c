@@ -61,8 +61,8 @@ static Val *plus_const(cf_fusion *f, Val *n, int64_t c) {
  * so its constant terms fold: [-4:-1] is max(0, min(i0 - 1, 3)), [0:4] is min(i0, 4), [:]
  * is i0 itself (the axis whole), and a constant term <= 0 makes the axis empty at build
  * time. It gives ir_py_bound's lengths; a start past the end stays unclamped (its axis is
- * empty, as nvFuser leaves it). Exact for extents up to INT64_MAX / 2, where a saturated
- * b - a (start < 0 <= stop) could matter. */
+ * empty, as nvFuser leaves it). Exact for every extent up to INT64_MAX / 2 (beyond it, the
+ * saturated constant of B - A when start < 0 <= stop could be the smallest term). */
 static void symbolic_bounds(cf_fusion *f, Val *n, int64_t start, int64_t stop, Val **st, Val **len) {
   int ca = start < 0, cb = stop < 0 || stop == INT64_MAX; /* the coefficient of n in A and in B */
   int64_t kb = stop == INT64_MAX ? 0 : stop;
