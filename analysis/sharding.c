@@ -93,7 +93,10 @@ static bool resize_keeps_axis(const Expr *e, int k, Val *pid, Val *cid) {
   int64_t a, b;
   if (!pid || !cid || !ir_scalar_const_value(ID(pid)->extent, &a) || !ir_scalar_const_value(ID(cid)->extent, &b) || a != b)
     return false;
-  if (e->op == OP_SLICE) return k < e->attr.slice.rank && e->attr.slice.start[k] == 0 && e->attr.slice.step[k] == 1;
+  int64_t s;
+  if (e->op == OP_SLICE)
+    return k < e->attr.slice.rank && ir_scalar_const_value(e->attr.slice.start[k], &s) && s == 0 &&
+           e->attr.slice.step[k] == 1;
   if (e->op == OP_PAD) return k < e->attr.pad.rank && !e->attr.pad.left[k] && !e->attr.pad.right[k];
   return false;
 }

@@ -116,7 +116,7 @@ static void fp_attrs(Fp *b, const Expr *e) {
     for (int i = 0; i < e->attr.squeeze.rank; i++) fp_i64(b, e->attr.squeeze.is_squeezed[i]);
     return;
   case OP_SLICE:
-    for (int i = 0; i < e->attr.slice.rank; i++) fp_i64(b, e->attr.slice.start[i]), fp_i64(b, e->attr.slice.step[i]);
+    for (int i = 0; i < e->attr.slice.rank; i++) fp_ref(b, e->attr.slice.start[i]), fp_i64(b, e->attr.slice.step[i]);
     return;
   case OP_PAD:
     for (int i = 0; i < e->attr.pad.rank; i++) fp_i64(b, e->attr.pad.left[i]), fp_i64(b, e->attr.pad.right[i]);

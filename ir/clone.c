@@ -201,7 +201,10 @@ static cf_status copy_expr(Copier *c, const Expr *e) {
                                                sizeof(bool) * (size_t)(e->attr.squeeze.rank > 0 ? e->attr.squeeze.rank : 1));
   if (e->op == OP_SLICE) {
     size_t k = (size_t)(e->attr.slice.rank > 0 ? e->attr.slice.rank : 1);
-    n->attr.slice.start = arena_memdup(c->dst->arena, e->attr.slice.start, sizeof(int64_t) * k);
+    n->attr.slice.start = ARENA_ARRAY(c->dst->arena, Val *, k);
+    if (!n->attr.slice.start) return ir_error(c->dst, CF_ERR_OUT_OF_MEMORY, "fusion_copy: out of memory");
+    for (int i = 0; i < e->attr.slice.rank; i++)
+      if (!(n->attr.slice.start[i] = copy_scalar(c, e->attr.slice.start[i]))) return c->dst->status;
     n->attr.slice.step = arena_memdup(c->dst->arena, e->attr.slice.step, sizeof(int64_t) * k);
     n->attr.slice.resized = arena_memdup(c->dst->arena, e->attr.slice.resized, sizeof(bool) * k);
   }

@@ -218,7 +218,7 @@ static cf_status slice_params(Dyn *d, Expr *e, const int64_t *v) {
     if (step < 1) return dyn_fail_tv(d, x, "slice: step %lld of axis %d is not positive", (long long)step, k);
     put(d, a);
     put(d, step);
-    give_extent(d, e, k, b > a ? (b - a + step - 1) / step : 0);
+    give_extent(d, e, k, b > a ? (b - a - 1) / step + 1 : 0); /* no overflow for a huge step */
   }
   return s;
 }
@@ -295,7 +295,8 @@ static void rewrite(cf_fusion *g, Expr *e, const int64_t *p) {
     Val *ext = ID(o->logical[k])->extent;
     int64_t v = e->op == OP_SLICE ? p[3 * k + 2] : p[k];
     if (e->op == OP_SLICE) {
-      e->attr.slice.start[k] = p[3 * k], e->attr.slice.step[k] = p[3 * k + 1];
+      make_const(e->attr.slice.start[k], p[3 * k]); /* the copy's own constant (cf_slice_dynamic made one per axis) */
+      e->attr.slice.step[k] = p[3 * k + 1];
       e->attr.slice.resized[k] = true;
     }
     if (!ir_scalar_is_const(ext) && !ext->def && !SC(ext)->input_tv) make_const(ext, v);

@@ -575,14 +575,16 @@ static cf_status run_reshape(Eval *ev, const Expr *e) {
   return CF_OK;
 }
 
-/* Where output element idx reads operand j of a resize op: *off receives the element's
- * offset in that operand; false where it reads none (pad's border, cat's other operand). */
-static bool resize_source(const Eval *ev, const Expr *e, int j, const int64_t *idx, int r, int64_t *off) {
+/* Where output element idx reads operand j of a resize op (a slice from its evaluated
+ * starts): *off receives the element's offset in that operand; false where it reads none
+ * (pad's border, cat's other operand). */
+static bool resize_source(const Eval *ev, const Expr *e, int j, const int64_t *idx, int r, const int64_t *start,
+                          int64_t *off) {
   const EvalBuf *b = &ev->bufs[e->in[j]->id];
   *off = 0;
   for (int d = 0; d < r; d++) {
     int64_t n = b->t->shape[d], s = idx[d];
-    if (e->op == OP_SLICE) s = e->attr.slice.start[d] + idx[d] * e->attr.slice.step[d];
+    if (e->op == OP_SLICE) s = start[d] + idx[d] * e->attr.slice.step[d];
     if (e->op == OP_PAD) s = idx[d] - e->attr.pad.left[d];
     if (e->op == OP_CAT && d == e->attr.cat.axis && j == 1) s = idx[d] - ev->bufs[e->in[0]->id].t->shape[d];
     if (n == 1 && !ir_resize_axis(e, j, d)) s = 0; /* a broadcast axis */
@@ -592,14 +594,32 @@ static bool resize_source(const Eval *ev, const Expr *e, int j, const int64_t *i
   return true;
 }
 
+/* A slice's starts with the bound sizes (max(0, i0 - 4) for -4 on a symbolic extent:
+ * ops_resize.c). Normalized, a slice reads within its operand; a read past it would be a
+ * bug of that normalization, reported as one. */
+static cf_status slice_starts(Eval *ev, const Expr *e, int r, const int64_t *sizes, int64_t *start) {
+  const DLTensor *x = ev->bufs[e->in[0]->id].t;
+  for (int d = 0; e->op == OP_SLICE && d < r; d++) {
+    const char *unbound = NULL;
+    if (!ir_scalar_eval(e->attr.slice.start[d], &ev->bind, &start[d], &unbound))
+      return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "slice: the start of axis %d of %s is not bound: %s", d,
+                        TV(e->in[0])->display_name, unbound ? unbound : "?");
+    int64_t last = start[d] + (sizes[d] - 1) * e->attr.slice.step[d];
+    if (sizes[d] > 0 && (start[d] < 0 || last >= x->shape[d]))
+      return eval_error(ev, CF_ERR_INTERNAL, "internal error: slice: axis %d of %s has extent %lld; the slice reads "
+                        "elements %lld to %lld; please report this bug", d, TV(e->in[0])->display_name,
+                        (long long)x->shape[d], (long long)start[d], (long long)last);
+  }
+  return CF_OK;
+}
+
 /* slice, pad and cat: each output element is the op's form (ir_ev_select for pad and cat)
  * on what it reads: the operand where it has the element, else the pad value or cat's
- * second operand. A slice reading past its operand (bounds checked here on symbolic
- * extents) is an error naming the axis. */
+ * second operand. */
 static cf_status run_resize(Eval *ev, const Expr *e) {
   Val *out = e->out[0];
   int r = TV(out)->nlogical;
-  int64_t sizes[r > 0 ? r : 1], idx[r > 0 ? r : 1], n = 1, off0, off1;
+  int64_t sizes[r > 0 ? r : 1], idx[r > 0 ? r : 1], start[r > 0 ? r : 1], n = 1, off0, off1;
   for (int d = 0; d < r; d++) {
     cf_status s = eval_extent(ev, out, d, &sizes[d]);
     if (s) return s;
@@ -610,21 +630,17 @@ static cf_status run_resize(Eval *ev, const Expr *e) {
     if (!ev->bufs[e->in[j]->id].t)
       return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s is neither an input of the fusion nor computed by it",
                         TV(e->in[j])->display_name);
-  for (int d = 0; e->op == OP_SLICE && n > 0 && d < r; d++) {
-    int64_t last = e->attr.slice.start[d] + (sizes[d] - 1) * e->attr.slice.step[d];
-    if (last >= ev->bufs[e->in[0]->id].t->shape[d])
-      return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "slice: axis %d of %s has extent %lld; the slice reads element %lld",
-                        d, TV(e->in[0])->display_name, (long long)ev->bufs[e->in[0]->id].t->shape[d], (long long)last);
-  }
+  cf_status s0 = n > 0 ? slice_starts(ev, e, r, sizes, start) : CF_OK;
+  if (s0) return s0;
   DLManagedTensor *m = cf_tensor_host(out->dtype, r, sizes);
   cf_status s = m ? set_buf(ev, out, &m->dl_tensor, m) : eval_error(ev, CF_ERR_OUT_OF_MEMORY, "out of memory");
   bool fl = ir_dtype_is_inexact(out->dtype);
   IrElem pad = fl ? ir_complex(e->attr.pad.value, 0.0) : (IrElem){.i = e->attr.pad.ivalue};
   for (int64_t i = 0; !s && i < n; i++) {
     IrElem a[3] = {{.i = 0}, e->op == OP_PAD ? pad : (IrElem){.i = 0}, {.i = 0}};
-    a[2].i = resize_source(ev, e, 0, idx, r, &off0);
+    a[2].i = resize_source(ev, e, 0, idx, r, start, &off0);
     if (a[2].i) a[0] = ir_elem_load(ir_dl_elem_ptr(ev->bufs[e->in[0]->id].t, off0), out->dtype);
-    if (e->op == OP_CAT && !a[2].i && resize_source(ev, e, 1, idx, r, &off1))
+    if (e->op == OP_CAT && !a[2].i && resize_source(ev, e, 1, idx, r, start, &off1))
       a[1] = ir_elem_load(ir_dl_elem_ptr(ev->bufs[e->in[1]->id].t, off1), out->dtype);
     ir_elem_store(ir_dl_elem_ptr(&m->dl_tensor, i), out->dtype, ir_op_eval(e->op)(a, out->dtype), out->dtype);
     for (int d = r - 1; d >= 0 && ++idx[d] == sizes[d]; d--) idx[d] = 0;

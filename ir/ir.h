@@ -495,8 +495,10 @@ struct Expr {
      * e.g. i0 * i2), converted to double. */
     struct { double value; bool is_scalar_rhs; Val *val; } scalar_rhs;
     /* OP_SLICE: per operand axis, output element i reads start + i * step (step >= 1);
-     * resized: the axis is cut (not start 0, step 1 and the whole extent). */
-    struct { int64_t *start, *step; bool *resized; int rank; } slice;
+     * start is an integer scalar: a constant, or on a symbolic extent the bound normalized
+     * at run time (max(0, i0 - 4) for -4: ops_resize.c); resized: the axis is cut (not
+     * start 0, step 1 and the whole extent). */
+    struct { Val **start; int64_t *step; bool *resized; int rank; } slice;
     /* OP_PAD: per operand axis, left and right widths (>= 0); outside the operand the
      * value (a double for floating dtypes, ivalue for integers and bool). */
     struct { int64_t *left, *right; int rank; double value; int64_t ivalue; } pad;

@@ -142,14 +142,15 @@ cf_tv *cf_slice_dynamic(cf_fusion *f, cf_tv *x, int rank, cf_tv *const *starts, 
   if (rank != n)
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "slice_dynamic: %d bounds given for %d axes", rank, n), NULL;
   Val *b[3 * CF_MAX_RANK], *ids[CF_MAX_RANK];
-  int64_t *st = ARENA_ARRAY(f->arena, int64_t, n > 0 ? n : 1), *sp = ARENA_ARRAY(f->arena, int64_t, n > 0 ? n : 1);
+  Val **st = ARENA_ARRAY(f->arena, Val *, n > 0 ? n : 1);
+  int64_t *sp = ARENA_ARRAY(f->arena, int64_t, n > 0 ? n : 1);
   bool *resized = ARENA_ARRAY(f->arena, bool, n > 0 ? n : 1);
   if (!st || !sp || !resized) return ir_op_oom(f, "slice_dynamic");
   for (int k = 0; k < n; k++) {
     if (!(b[k] = bound_arg(f, "starts", starts, k, 0)) || !(b[n + k] = bound_arg(f, "stops", stops, k, INT64_MAX)) ||
         !(b[2 * n + k] = bound_arg(f, "steps", steps, k, 1)))
       return NULL;
-    if (!(ids[k] = dynamic_axis(f))) return ir_op_oom(f, "slice_dynamic");
+    if (!(ids[k] = dynamic_axis(f)) || !(st[k] = ir_const_int(f, 0))) return ir_op_oom(f, "slice_dynamic");
     sp[k] = 1, resized[k] = true; /* set per call by concretization */
   }
   Expr *e = ir_op_wire(f, "slice", OP_SLICE, 1, &tv, ir_tv_new(f, tv->dtype, n, ids));

@@ -8,8 +8,12 @@
  * operand from the output's index (lower/index.c), which needs the operand in memory the
  * kernel reads whole: a fusion input or a segment input (define and run cuts there). cat
  * of more than two tensors is a chain of two-operand cats; its operands are promoted to
- * one dtype (torch.cat's rule) and cast first. Bounds are constants; on a symbolic extent
- * a slice's stop is checked when sizes are bound (the evaluator, the run-time checks). */
+ * one dtype (torch.cat's rule) and cast first. A slice's bounds are constants with
+ * Python's rules (negative counts from the end, out of range clamps, never an error):
+ * normalized when built on a constant extent, and on a symbolic one kept as scalar
+ * expressions of the extent (the start and the output extent: max and min of it, see
+ * symbolic_bounds), so the evaluator, the host backend and CUDA normalize them alike when
+ * the sizes are known, one kernel for every size. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,27 +30,75 @@ int64_t ir_py_bound(int64_t v, int64_t n) {
   return v < 0 ? 0 : v > n ? n : v;
 }
 
-/* Axis k's start and step and its output extent; false after recording an error. */
-static bool slice_axis(cf_fusion *f, Val *tv, int k, Val *ax, int64_t start, int64_t stop, int64_t step, int64_t *st,
+/* A slice's length on a symbolic extent n is the minimum of terms coef * n + c, coef in
+ * {-1, 0, 1}; only the smallest c of each coef matters (has and c indexed by coef + 1). */
+typedef struct SliceTerms {
+  bool has[3];
+  int64_t c[3];
+} SliceTerms;
+
+static void slice_term(SliceTerms *t, int coef, int64_t c) {
+  if (!t->has[coef + 1] || c < t->c[coef + 1]) t->has[coef + 1] = true, t->c[coef + 1] = c;
+}
+
+/* a - b on the bounds' constants, saturated (a bound may be INT64_MIN or INT64_MAX). */
+static int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
+/* n + c, printed i0 - 4 rather than i0 + -4 (n itself for c = 0). */
+static Val *plus_const(cf_fusion *f, Val *n, int64_t c) {
+  return c < 0 && c != INT64_MIN ? ir_scalar_op(f, OP_SUB, n, ir_const_int(f, -c))
+                                 : ir_scalar_op(f, OP_ADD, n, ir_const_int(f, c));
+}
+
+/* Python's (torch's, nvFuser's) bounds on a symbolic extent n, normalized when the sizes
+ * are known, as scalar expressions every backend evaluates: start' = max(0, A) and stop' =
+ * max(start', min(n, B)), where A is start (start + n when negative) and B is stop (stop +
+ * n when negative, n for INT64_MAX); nothing is refused, out-of-range bounds clamp. The
+ * length stop' - start' = max(0, min(n, B) - max(0, A)) = max(0, min(n, n - A, B, B - A)),
+ * so its constant terms fold: [-4:-1] is max(0, min(i0 - 1, 3)), [0:4] is min(i0, 4), [:]
+ * is i0 itself (the axis whole), and a constant term <= 0 makes the axis empty at build
+ * time. It gives ir_py_bound's lengths; a start past the end stays unclamped (its axis is
+ * empty, as nvFuser leaves it). Exact for every extent up to INT64_MAX / 2 (beyond it, the
+ * saturated constant of B - A when start < 0 <= stop could be the smallest term). */
+static void symbolic_bounds(cf_fusion *f, Val *n, int64_t start, int64_t stop, Val **st, Val **len) {
+  int ca = start < 0, cb = stop < 0 || stop == INT64_MAX; /* the coefficient of n in A and in B */
+  int64_t kb = stop == INT64_MAX ? 0 : stop;
+  SliceTerms t = {{false}, {0}};
+  slice_term(&t, 1, 0);                          /* n */
+  slice_term(&t, 1 - ca, sat_sub(0, start));     /* n - A */
+  slice_term(&t, cb, kb);                        /* B */
+  slice_term(&t, cb - ca, sat_sub(kb, start));   /* B - A */
+  *st = start < 0 ? ir_scalar_op(f, OP_MAX, ir_const_int(f, 0), plus_const(f, n, start)) : ir_const_int(f, start);
+  if (t.has[1] && t.c[1] <= 0) {
+    *len = ir_const_int(f, 0);
+    return;
+  }
+  Val *m = plus_const(f, n, t.c[2]); /* n's term: n, n - a or n + b (c <= 0) */
+  if (t.has[1]) m = ir_scalar_op(f, OP_MIN, m, ir_const_int(f, t.c[1]));
+  if (t.has[0]) m = ir_scalar_op(f, OP_MIN, m, ir_scalar_op(f, OP_SUB, ir_const_int(f, t.c[0]), n));
+  *len = t.c[2] == 0 && !t.has[0] ? m : ir_scalar_op(f, OP_MAX, ir_const_int(f, 0), m); /* >= 0 already */
+}
+
+/* Axis k's start (a scalar) and step and its output extent; false after recording an error. */
+static bool slice_axis(cf_fusion *f, Val *tv, int k, Val *ax, int64_t start, int64_t stop, int64_t step, Val **st,
                        Val **extent) {
   int64_t n;
+  Val *len;
   if (step < 1)
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "slice: step %lld of axis %d is not positive", (long long)step, k),
            false;
   if (ir_scalar_const_value(ID(ax)->extent, &n)) {
     int64_t a = ir_py_bound(start, n), b = ir_py_bound(stop, n);
-    *st = a;
-    *extent = ir_const_int(f, b > a ? (b - a + step - 1) / step : 0);
-    return true;
+    *st = ir_const_int(f, a);
+    *extent = ir_const_int(f, b > a ? (b - a - 1) / step + 1 : 0); /* no overflow for a huge step */
+  } else {
+    symbolic_bounds(f, ID(ax)->extent, start, stop, st, &len);
+    *extent = ir_scalar_op(f, OP_CEILDIV, len, ir_const_int(f, step));
   }
-  if (start < 0 || stop < 0)
-    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "slice: axis %d of %s has a symbolic extent; its start %lld and "
-                       "stop %lld must not be negative (INT64_MAX stops at the end)", k, TV(tv)->display_name,
-                       (long long)start, (long long)stop), false;
-  *st = start;
-  Val *end = stop == INT64_MAX ? ID(ax)->extent : ir_const_int(f, stop); /* checked against the extent at run time */
-  *extent = ir_scalar_op(f, OP_CEILDIV, ir_scalar_op(f, OP_SUB, end, ir_const_int(f, start)), ir_const_int(f, step));
-  return true;
+  return *st && *extent ? true : (ir_op_oom(f, "slice"), false);
 }
 
 cf_tv *cf_slice(cf_fusion *f, cf_tv *x, int rank, const int64_t *starts, const int64_t *stops, const int64_t *steps) {
@@ -61,7 +113,8 @@ cf_tv *cf_slice(cf_fusion *f, cf_tv *x, int rank, const int64_t *starts, const i
   if (n > 0 && (!starts || !stops))
     return ir_error(f, CF_ERR_INVALID_ARGUMENT, "slice: argument %d (%s) is NULL", starts ? 4 : 3,
                     starts ? "stops" : "starts"), NULL;
-  int64_t *st = ARENA_ARRAY(f->arena, int64_t, n), *sp = ARENA_ARRAY(f->arena, int64_t, n);
+  Val **st = ARENA_ARRAY(f->arena, Val *, n);
+  int64_t *sp = ARENA_ARRAY(f->arena, int64_t, n);
   bool *resized = ARENA_ARRAY(f->arena, bool, n);
   Val **ids = ARENA_ARRAY(f->arena, Val *, n);
   if (!st || !sp || !resized || !ids) return ir_op_oom(f, "slice");
@@ -69,8 +122,8 @@ cf_tv *cf_slice(cf_fusion *f, cf_tv *x, int rank, const int64_t *starts, const i
     Val *ext;
     sp[k] = steps ? steps[k] : 1;
     if (!slice_axis(f, tv, k, ax[k], starts[k], stops[k], sp[k], &st[k], &ext)) return NULL;
-    resized[k] = st[k] != 0 || sp[k] != 1 || ext != ID(ax[k])->extent;
     int64_t c;
+    resized[k] = !ir_scalar_const_value(st[k], &c) || c != 0 || sp[k] != 1 || ext != ID(ax[k])->extent;
     bool whole_one = !resized[k] || (ir_scalar_const_value(ext, &c) && c == 1);
     cf_iter_type type = ID(ax[k])->iter_type == CF_ITER_BROADCAST && whole_one ? CF_ITER_BROADCAST : CF_ITER_ITERATION;
     if (!(ids[k] = resized[k] ? ir_id_new(f, ext, type) : ir_op_axis_copy(f, ax[k], ID(ax[k])->iter_type)))

@@ -115,7 +115,10 @@ static void print_resize(StrBuf *b, const Expr *e) {
   }
   if (e->op == OP_SLICE) {
     sb_puts(b, ", starts {");
-    for (int i = 0; i < e->attr.slice.rank; i++) sb_printf(b, "%s%lld", i ? ", " : "", (long long)e->attr.slice.start[i]);
+    for (int i = 0; i < e->attr.slice.rank; i++) {
+      if (i) sb_puts(b, ", ");
+      ir_print_scalar(b, e->attr.slice.start[i]);
+    }
     sb_puts(b, "}, steps {");
     for (int i = 0; i < e->attr.slice.rank; i++) sb_printf(b, "%s%lld", i ? ", " : "", (long long)e->attr.slice.step[i]);
     sb_puts(b, "}");

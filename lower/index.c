@@ -276,7 +276,7 @@ static void seed_resized(LowerCtx *c, IndexMap *cm, IndexMap *pm, const Expr *e,
     if (ir_resize_axis(e, j, k)) {
       KExpr *x = get(cm, TV(cv)->root[k]);
       if (e->op == OP_SLICE)
-        x = kx_bin(a, OP_ADD, kx_const(a, e->attr.slice.start[k]), kx_bin(a, OP_MUL, x, kx_const(a, e->attr.slice.step[k])));
+        x = kx_bin(a, OP_ADD, lower_scalar(c, e->attr.slice.start[k]), kx_bin(a, OP_MUL, x, kx_const(a, e->attr.slice.step[k])));
       if (e->op == OP_PAD) x = kx_bin(a, OP_SUB, x, kx_const(a, e->attr.pad.left[k]));
       if (e->op == OP_CAT && j == 1) x = kx_bin(a, OP_SUB, x, ext(c, cat_first_axis(e, k)));
       put(pm, pid, ID(pid)->iter_type == CF_ITER_BROADCAST ? kx_const(a, 0) : x);

@@ -278,12 +278,14 @@ CF_API cf_tv *cf_reshape(cf_fusion *f, cf_tv *x, int rank, const int64_t *sizes)
  * each operand of a resize must be in memory a kernel reads whole: a fusion input, or a
  * tensor define and run makes a segment's input (it cuts the fusion before the op; a hand
  * schedule that computes the operand in the same kernel is refused when compiled, with a
- * message). slice: per axis start, stop (exclusive) and step (steps NULL: all 1), Python's
- * rules on constant extents (negative counts from the end, clamped); on a symbolic extent
- * start and stop must not be negative (INT64_MAX stops at the end) and are checked when
- * sizes are bound. pad: npad widths, a (left, right) pair per axis from the last axis
- * backwards (torch.nn.functional.pad), each >= 0, the new elements `value` (an integer for
- * integer dtypes). cat: n tensors of equal ranks, their other extents equal, joined along
+ * message). slice: per axis start, stop (exclusive) and step >= 1 (steps NULL: all 1), with
+ * Python's (torch's) rules: negative counts from the end, out of range clamps to the axis,
+ * a stop at or before the start gives an empty axis, INT64_MAX stops at the end; on a
+ * symbolic extent they apply when the size is known (the output's extent and the start
+ * are expressions of it, e.g. max(0, i0 - 4) for -4: one kernel for every size). pad:
+ * npad widths, a (left, right) pair per axis from the last axis backwards
+ * (torch.nn.functional.pad), each >= 0, the new elements `value` (an integer for integer
+ * dtypes). cat: n tensors of equal ranks, their other extents equal, joined along
  * dim (negative counts from the end); the dtype is torch.cat's (promoted, operands cast). */
 CF_API cf_tv *cf_slice(cf_fusion *f, cf_tv *x, int rank, const int64_t *starts, const int64_t *stops,
                        const int64_t *steps);

@@ -121,7 +121,7 @@ def test_slice_api(dev):
              ([2, 0], [100, 3], None)]
 
     def fusion_func(fd):
-        t0 = fd.from_pytorch(x, static_sizes=True)  # negative indices need constant extents in cfuser
+        t0 = fd.from_pytorch(x)  # symbolic sizes: negative indices normalized at run time
         for a, b, s in cases:
             fd.add_output(fd.ops.slice(t0, a, b, s))
 
@@ -138,11 +138,26 @@ def test_slice_dynamic(dev):
         close(run(dev, fd, [x])[0], x[1:4:2])
 
 
+@pytest.mark.parametrize("start,stop,step", [(-4, -1, 1), (-10, 6, 1), (2, 100, 1), (4, 2, 1), (-5, -1, 2),
+                                             (-3, None, 1), (0, -2, 3)])
+def test_slice_negative_bounds_symbolic(dev, start, stop, step):
+    # torch's (and NumPy's) x[start:stop:step] on an extent known only at run time: negative
+    # bounds count from the end and out-of-range ones clamp when the size is known, one
+    # definition for every size (nvFuser's slice normalizes them in its IR alike)
+    def fusion_func(fd):
+        t0 = fd.define_tensor(1)
+        end = t0.shape()[0] if stop is None else stop
+        fd.add_output(fd.ops.slice(t0, [start], [end], [step]))
+
+    fd = define(fusion_func)
+    if start < 0:
+        assert f"starts {{( max(0, ( i0 - {-start} )) )}}" in fd.fusion_ir()
+    for n in (6, 9):
+        x = randn(n)
+        close(run(dev, fd, [x])[0], x[start:stop:step])
+
+
 def test_slice_error_checks():
-    with FusionDefinition() as fd:
-        with pytest.raises(cfuser.InvalidArgumentError, match="has a symbolic extent; its start -4 and stop -1 must "
-                           "not be negative"):  # a cfuser refusal: nvFuser normalizes them at run time
-            fd.ops.slice(fd.define_tensor(1), [-4], [-1])
     with FusionDefinition() as fd:
         t0 = fd.define_tensor([4, 6])
         with pytest.raises(cfuser.InvalidArgumentError, match="slice: 1 start, 2 end and 2 stride indices"):

@@ -366,10 +366,8 @@ Test(semantics, resize_ops_print_and_refuse_bad_bounds) {
   cf_tv *c = cf_cat(f, 2, (cf_tv *[]){x, y}, 1);
   cr_expect_eq(cf_tv_dtype(c), CF_FLOAT); /* torch.cat promotes; the int32 operand is cast */
   cr_expect_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
-  cr_expect_null(cf_slice(f, y, 2, (int64_t[]){0, -1}, (int64_t[]){INT64_MAX, INT64_MAX}, NULL));
-  cr_expect_str_eq(cf_fusion_error(f), "slice: axis 1 of T1 has a symbolic extent; its start -1 and stop "
-                                       "9223372036854775807 must not be negative (INT64_MAX stops at the end) for "
-                                       "T1_g_int[iS2{i0}, iS3{i1}]");
+  cr_expect_null(cf_slice(f, y, 2, (int64_t[]){0, 0}, (int64_t[]){INT64_MAX, 1}, (int64_t[]){1, 0}));
+  cr_expect_str_eq(cf_fusion_error(f), "slice: step 0 of axis 1 is not positive for T1_g_int[iS2{i0}, iS3{i1}]");
   cf_fusion_clear_error(f);
   cr_expect_null(cf_pad(f, y, 2, (int64_t[]){1, 1}, 0.5));
   cr_expect_str_eq(cf_fusion_error(f), "pad: 0.5 is not a value of dtype int for T1_g_int[iS2{i0}, iS3{i1}]");
@@ -381,17 +379,5 @@ Test(semantics, resize_ops_print_and_refuse_bad_bounds) {
   cr_expect_null(cf_cat(f, 2, (cf_tv *[]){x, tu_input(f, CF_FLOAT, 2, (int64_t[]){4, 2})}, 1));
   cr_expect_str_eq(cf_fusion_error(f), "cat: axis 0 has extent 3 in T0_g_float[iS0{3}, iS1{8}] but 4 in "
                                        "T6_g_float[iS13{4}, iS14{2}]");
-  cf_fusion_destroy(f);
-}
-
-/* A slice of a symbolic extent reading past the tensor is an error when sizes are bound. */
-Test(semantics, a_slice_past_a_symbolic_extent_is_an_error) {
-  cf_fusion *f = cf_fusion_create();
-  cf_tv *x = tu_input(f, CF_FLOAT, 1, NULL);
-  cf_fusion_add_output(f, cf_slice(f, x, 1, (int64_t[]){2}, (int64_t[]){9}, NULL));
-  DLManagedTensor *in = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){5}), *out = NULL;
-  cr_expect_eq(ot_eval(f, 1, &in, &out), CF_ERR_INVALID_ARGUMENT);
-  cr_expect_str_eq(cf_fusion_error(f), "evaluate: slice: axis 0 of T0 has extent 5; the slice reads element 8");
-  cf_tensor_free(in);
   cf_fusion_destroy(f);
 }
