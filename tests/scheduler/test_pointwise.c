@@ -298,3 +298,33 @@ Test(pointwise, break_point_splits_outer_half_over_grid_y_limit) {
   bias_row(70001, 128);
   check_2d("break=1 vector=4 threads=128 rows=2", 2, (KcInput[]){F32(70001, 128), F32(128)}, 1e-5);
 }
+
+/* out0 = a x b and out1 = a x b again through broadcasts of their own (a [300], b [64]):
+ * the reference's axes reach out1 only apart (axis 0 through a's second broadcast, axis 1
+ * through b's), so a propagation from out0 alone gave out1's mul one part of the tile and
+ * a broadcast of its operands the other, and lowering refused the loop they share (issue
+ * 28, as two lookups of one weight by one index). out1 is tiled as out0 and roots the
+ * propagation too: the same tile, one kernel, the evaluator's values. 64 columns keep the
+ * 1-D tile; 256 the break point. */
+static void outer_products(int64_t rows, int64_t cols) {
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){rows}), *b = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){cols});
+  cf_fusion_add_input(f, a);
+  cf_fusion_add_input(f, b);
+  for (int o = 0; o < 2; o++) {
+    cf_tv *x = cf_broadcast(f, a, 2, (bool[]){false, true}), *y = cf_broadcast(f, b, 2, (bool[]){true, false});
+    cf_fusion_add_output(f, o ? cf_mul(f, x, y) : cf_add(f, x, y));
+  }
+}
+
+Test(pointwise, outputs_reached_in_part_root_the_propagation) {
+  outer_products(300, 64);
+  check_2d("break=none (every inner half has fewer than 128 elements) vector=4 threads=128", 2,
+           (KcInput[]){F32(300), F32(64)}, 0);
+  EXPECT_TV(cf_fusion_output(f, 1), "T7_g_float[iblockIdx.x30{38}, iUS31{1}, ithreadIdx.x29{128}, iV27{4}] ca_pos( 3 ) "
+                                    "produce_pos( 3 )");
+}
+
+Test(pointwise, outputs_reached_in_part_root_the_propagation_at_a_break_point) {
+  outer_products(300, 256);
+  check_2d("break=1 vector=4 threads=128", 2, (KcInput[]){F32(300), F32(256)}, 0);
+}
