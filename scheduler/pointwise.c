@@ -12,9 +12,10 @@
  *      stores);
  *   4. without a break point (5), the reference's axes are merged into one and split into
  *      [blockIdx.x, threadIdx.x{128}, vector{v}], propagated to every tensor and
- *      parallelized alike (an output the propagation does not reach, of another
- *      connected component, gets the same from itself); the caches' innermost axes are
- *      vectorized; everything is inlined as deep as legal;
+ *      parallelized alike (an output the propagation reaches with part of the reference's
+ *      axes or none, of another connected component or a second lookup of one weight by
+ *      one index, gets the same tile itself and roots the propagation too); the caches'
+ *      innermost axes are vectorized; everything is inlined as deep as legal;
  *   5. the 2-D break point (nvFuser's idea, our own rule): when some input broadcasts
  *      along some of the reference's axes (it varies along a non-empty strict subset of
  *      them, by the exact IterDomain map: a bias [N] broadcast as [1, N], a column
@@ -301,15 +302,20 @@ static int broadcasts_first(cf_fusion *f, Val *tv) {
 }
 
 /* [broadcasts.., blockIdx.x, unswitch{1}, threadIdx.x{128}, vector{v}] over tv's other
- * axes merged, propagated from tv and parallelized alike. */
-static void tile(cf_fusion *f, Val *tv, int64_t v) {
+ * axes merged; returns the position of blockIdx.x. */
+static int tile(cf_fusion *f, Val *tv, int64_t v) {
   cf_tv *r = ir_tv_handle(tv);
   int nb = broadcasts_first(f, tv);
   for (int a = TV(tv)->nloop - 1; a > nb; a--) cf_merge(f, r, nb);
   if (v > 1) cf_split(f, r, nb, v);
   cf_split(f, r, nb, THREADS);
   cf_split(f, r, nb, 1);
-  cf_propagate_transforms(f, r);
+  return nb;
+}
+
+/* tile's axes parallelized from position nb, and alike on every tensor mapped to them. */
+static void parallelize_tile(cf_fusion *f, Val *tv, int nb) {
+  cf_tv *r = ir_tv_handle(tv);
   cf_parallelize(f, r, nb, CF_PT_BIDX);
   cf_parallelize(f, r, nb + 1, CF_PT_UNSWITCH);
   cf_parallelize(f, r, nb + 2, CF_PT_TIDX);
@@ -327,13 +333,6 @@ static void vectorize_split(cf_fusion *f, Val *tv, int64_t v) {
   int64_t e;
   int n = TV(tv)->nloop;
   if (n > 0 && ir_scalar_const_value(ID(TV(tv)->loop[n - 1])->extent, &e) && e == v) sched_vectorize_innermost(f, tv);
-}
-
-static bool untransformed(Val *tv) {
-  if (TV(tv)->nlogical == 0 || TV(tv)->nloop != TV(tv)->nlogical) return false;
-  for (int a = 0; a < TV(tv)->nloop; a++)
-    if (TV(tv)->loop[a] != TV(tv)->logical[a]) return false;
-  return true;
 }
 
 /* ---- the 2-D break point ---------------------------------------------------------------- */
@@ -447,18 +446,21 @@ static int64_t pw_rows_per_block(Val *ref, int b) {
 }
 
 /* [blockIdx.y (outer half), (S{rows}), blockIdx.x, unswitch{1}, threadIdx.x{128},
- * vector{v}] over tv's two halves at break point b, propagated from tv and parallelized
- * alike. */
-static void tile_2d(cf_fusion *f, Val *tv, int b, int64_t rows, int64_t v) {
+ * vector{v}] over tv's two halves at break point b; returns the position of blockIdx.x. */
+static int tile_2d(cf_fusion *f, Val *tv, int b, int64_t rows, int64_t v) {
   cf_tv *t = ir_tv_handle(tv);
   for (int a = TV(tv)->nloop - 1; a > b; a--) cf_merge(f, t, b);
   for (int a = b - 1; a > 0; a--) cf_merge(f, t, 0);
   if (v > 1) cf_split(f, t, 1, v);
   cf_split(f, t, 1, THREADS); /* [outer, inner/128v, 128, v] */
   cf_split(f, t, 1, 1);       /* [outer, inner/128v, 1, 128, v] */
-  int x = 1;
-  if (rows > 1) cf_split(f, t, 0, rows), x = 2;
-  cf_propagate_transforms(f, t);
+  if (rows > 1) cf_split(f, t, 0, rows);
+  return rows > 1 ? 2 : 1;
+}
+
+/* tile_2d's axes parallelized (blockIdx.x at x), and alike on every tensor mapped to them. */
+static void parallelize_tile_2d(cf_fusion *f, Val *tv, int x) {
+  cf_tv *t = ir_tv_handle(tv);
   cf_parallelize(f, t, 0, CF_PT_BIDY);
   cf_parallelize(f, t, x, CF_PT_BIDX);
   cf_parallelize(f, t, x + 1, CF_PT_UNSWITCH);
@@ -508,6 +510,50 @@ static bool *recompute_rows(cf_fusion *f, Arena *a, Val *ref, int at) {
   return row;
 }
 
+/* The outputs the reference's propagation reaches with part of its axes or not at all
+ * (sched_span_forest's whole): another connected component (outputs of inputs that share
+ * no op, a full alone), or a lookup's result whose axes reach it from the reference apart,
+ * the looked-up axis through its index, the others through the table or a bias broadcast
+ * (issue 28: two index_selects of one weight by one index). Each is tiled as the reference
+ * is and roots the propagation itself, so every tensor it computes is reached whole; a
+ * tree from the reference alone gave such an output one part (or none) of the tile and its
+ * producers another, and lowering refused the loops they share. -1 when out of memory. */
+static int partial_outputs(cf_fusion *f, Val *ref, Val **roots) {
+  Arena *a = arena_create();
+  SpanTree tree;
+  bool *whole = a ? ARENA_ARRAY(a, bool, f->vals.len) : NULL;
+  int n = -1;
+  if (whole && sched_span_tree(a, ref, TV(ref)->nloop, NULL, NULL, &tree)) {
+    for (int i = 0; i < tree.n; i++) whole[tree.tvs[i]->id] = tree.whole[i];
+    n = 0;
+    for (int o = 1; o < f->outputs.len; o++)
+      if (!whole[((Val *)f->outputs.items[o])->id]) roots[n++] = f->outputs.items[o];
+  }
+  arena_destroy(a);
+  return n;
+}
+
+/* Tiles the reference (plan p), then the outputs it would reach in part (partial_outputs),
+ * propagates from all of them at once and parallelizes each. */
+static cf_status pw_tile_all(cf_fusion *f, const PwPlan *p) {
+  Val *ref = f->outputs.items[0];
+  int n = f->outputs.len, *at = ARENA_ARRAY(f->arena, int, n);
+  Val **roots = ARENA_ARRAY(f->arena, Val *, n);
+  if (!at || !roots) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "schedule_pointwise: out of memory");
+  at[0] = p->bp.at ? tile_2d(f, ref, p->bp.at, p->rows, p->vector) : tile(f, ref, p->vector);
+  int nroots = partial_outputs(f, ref, roots);
+  if (nroots < 0) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "schedule_pointwise: out of memory");
+  for (int r = 0; r < nroots; r++)
+    at[r + 1] = p->bp.at ? tile_2d(f, roots[r], p->bp.at, p->rows, p->vector) : tile(f, roots[r], p->vector);
+  if (f->status || sched_propagate_from_roots(f, ref, nroots, roots)) return f->status;
+  for (int r = 0; r <= nroots; r++) {
+    Val *tv = r ? roots[r - 1] : ref;
+    if (p->bp.at) parallelize_tile_2d(f, tv, at[r]);
+    else parallelize_tile(f, tv, at[r]);
+  }
+  return f->status;
+}
+
 /* Schedules f with plan p; f's sizes may be symbolic where the plan's were constant (the
  * plan's vector width divides the innermost extent, kept constant by define and run). */
 static cf_status pw_apply_plan(cf_fusion *f, const PwPlan *p) {
@@ -520,14 +566,7 @@ static cf_status pw_apply_plan(cf_fusion *f, const PwPlan *p) {
   Val **caches = ARENA_ARRAY(f->arena, Val *, f->inputs.len + 1);
   int ncaches = add_caches(f, f->outputs.items[0], caches);
   if (f->status) return f->status;
-  /* An output the reference's propagation does not reach (another connected component:
-   * outputs of inputs that share no op, or of a full alone) is tiled the same way on its
-   * own. */
-  for (int o = 0; o < f->outputs.len; o++)
-    if (o == 0 || untransformed(f->outputs.items[o])) {
-      if (p->bp.at) tile_2d(f, f->outputs.items[o], p->bp.at, p->rows, v);
-      else tile(f, f->outputs.items[o], v);
-    }
+  if ((s = pw_tile_all(f, p))) return s;
   if (v > 1) {
     for (int i = 0; i < ncaches; i++) vectorize_split(f, caches[i], v);
     for (int o = 0; o < f->outputs.len; o++) vectorize_split(f, f->outputs.items[o], v);

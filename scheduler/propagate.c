@@ -20,22 +20,27 @@
 
 #include "scheduler/sched.h"
 
-static cf_status propagate(cf_fusion *f, Val *ref, const char *what) {
+static cf_status propagate(cf_fusion *f, Val *ref, int nroots, Val *const *roots, const char *what) {
   Arena *a = arena_create();
   SpanTree tree;
-  if (!a || !sched_span_tree(a, ref, TV(ref)->nloop, NULL, NULL, &tree)) {
+  if (!a || !sched_span_forest(a, ref, TV(ref)->nloop, nroots, roots, NULL, NULL, &tree)) {
     arena_destroy(a);
     return ir_error(f, CF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
   }
   cf_status s = CF_OK;
   /* Each tensor replays its parent's full loop domain, already propagated, so what the
-   * reference did reaches every tensor even through tensors that lack some of its axes. */
+   * reference did reaches every tensor even through tensors that lack some of its axes;
+   * the roots keep their own. */
   for (int i = 1; i < tree.n && !s; i++) {
     int pos;
-    s = sched_replay(f, a, tree.from[i], tree.tvs[i], TV(tree.from[i])->nloop, what, &pos);
+    if (tree.from[i]) s = sched_replay(f, a, tree.from[i], tree.tvs[i], TV(tree.from[i])->nloop, what, &pos);
   }
   arena_destroy(a);
   return s;
+}
+
+cf_status sched_propagate_from_roots(cf_fusion *f, Val *ref, int nroots, Val *const *roots) {
+  return propagate(f, ref, nroots, roots, "propagate_transforms");
 }
 
 cf_status sched_replay_along(cf_fusion *f, Arena *a, const SpanTree *tree, int pos, const char *what, int *at) {
@@ -85,14 +90,14 @@ cf_status cf_propagate_transforms_to(cf_fusion *f, cf_tv *ref_handle, int pos, i
 cf_status cf_propagate_transforms(cf_fusion *f, cf_tv *ref) {
   cf_status s = ir_check_tv(f, "propagate_transforms", ref);
   if (s) return s;
-  return propagate(f, ir_tv(ref), "propagate_transforms");
+  return propagate(f, ir_tv(ref), 0, NULL, "propagate_transforms");
 }
 
 cf_status cf_propagate_transforms_checked(cf_fusion *f, cf_tv *ref) {
   const char *what = "propagate_transforms_checked";
   cf_status s = ir_check_tv(f, what, ref);
   if (s) return s;
-  if ((s = propagate(f, ir_tv(ref), what))) return s;
+  if ((s = propagate(f, ir_tv(ref), 0, NULL, what))) return s;
   return sched_check_transforms(f, ir_tv(ref), what);
 }
 

@@ -53,6 +53,7 @@ typedef struct SpanTree {
   int n;
   Val **tvs;
   Val **from;
+  bool *whole; /* every tracked reference axis reached tvs[i] whole (see sched_span_forest) */
 } SpanTree;
 
 /* Grows a spanning tree from ref over producer<->consumer edges, always taking next the
@@ -64,11 +65,23 @@ typedef struct SpanTree {
  * found first (earlier-reached tensor, producers before consumers). Allocated in
  * scratch; false when out of memory. */
 bool sched_span_tree(Arena *scratch, Val *ref, int ref_pos, SpanSelect sel, void *ctx, SpanTree *out);
+/* The same grown from several roots at once: ref and the nroots tensors roots (of ref's
+ * rank, each standing for ref position by position: a tensor tiled as ref is), every
+ * tensor reached from the best edge of any of them; from[i] is NULL for each root.
+ * whole[i] says whether each tracked reference axis reached tvs[i] with its full extent
+ * (or as a broadcast axis of tvs[i]): false for a tensor reached with part of them (a
+ * second lookup's result, through its index or a bias broadcast) or none. */
+bool sched_span_forest(Arena *scratch, Val *ref, int ref_pos, int nroots, Val *const *roots, SpanSelect sel,
+                       void *ctx, SpanTree *out);
 
 /* Replays along tree (propagate.c): each tensor from its tree parent, matching the
  * position the parent reached (at[0] = pos for the reference); at (tree->n entries)
  * receives each tensor's position. */
 cf_status sched_replay_along(cf_fusion *f, Arena *a, const SpanTree *tree, int pos, const char *what, int *at);
+/* cf_propagate_transforms from ref and the nroots tensors roots at once (sched_span_forest):
+ * each root keeps its loop domain (scheduled as ref's, position by position) and every
+ * other tensor replays its tree parent's. */
+cf_status sched_propagate_from_roots(cf_fusion *f, Val *ref, int nroots, Val *const *roots);
 
 /* ---- checks shared by the public calls (propagate.c, inline.c) ------------------------- */
 

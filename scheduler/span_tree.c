@@ -8,6 +8,12 @@
  * edge first (Prim's algorithm) means a tensor reachable both ways is scheduled from the
  * side that knows the most about the reference.
  *
+ * Several roots may grow one forest (sched_span_forest): each stands for the reference
+ * position by position (a tensor tiled as the reference is), so a tensor whose axes reach
+ * it from the reference only apart (a second lookup of one weight: the looked-up axis
+ * through its index, the others through the table or a broadcast) is reached whole from
+ * the root above it instead; the tree says which tensors it reaches whole.
+ *
  * The best edge is kept in a heap of candidates, each weighed once when its tensor is
  * reached, so the tree is O(edges log edges) in time and linear in memory.
  *
@@ -177,9 +183,25 @@ static bool reach(Tree *t, Val *tv, Val *from, Info *in) {
   return an_tab_put(&t->info, tv, keep);
 }
 
-static bool grow_tree(Tree *t, Val *ref, Info *root) {
+/* Info for another root of ref's rank: its own logical axes, position by position, for the
+ * reference axes tracked. */
+static bool root_info(Tree *t, const Info *ref_info, Val *root, Info *out) {
+  out->ids = ARENA_ARRAY(t->a, Val *, t->nref);
+  out->complete = ARENA_ARRAY(t->a, bool, t->nref);
+  if (!out->ids || !out->complete) return false;
+  for (int k = 0; k < t->nref && k < TV(root)->nlogical; k++)
+    if (ref_info->ids[k]) out->ids[k] = TV(root)->logical[k], out->complete[k] = true;
+  return true;
+}
+
+static bool grow_tree(Tree *t, Val *ref, Info *root, int nroots, Val *const *roots) {
   Heap h = {0};
   bool ok = reach(t, ref, NULL, root) && for_neighbours(t, ref, offer, &h);
+  for (int r = 0; ok && r < nroots; r++) {
+    Info in = {0};
+    if (an_tab_get(&t->info, roots[r])) continue;
+    ok = root_info(t, root, roots[r], &in) && reach(t, roots[r], NULL, &in) && for_neighbours(t, roots[r], offer, &h);
+  }
   while (ok && h.len) {
     Cand c = heap_pop(&h);
     if (an_tab_get(&t->info, c.to)) continue;
@@ -189,13 +211,32 @@ static bool grow_tree(Tree *t, Val *ref, Info *root) {
   return ok;
 }
 
-bool sched_span_tree(Arena *scratch, Val *ref, int ref_pos, SpanSelect sel, void *ctx, SpanTree *out) {
+/* Whether every reference axis tracked (in the reference's info) reached a tensor with
+ * information `in` with its full extent (or as a broadcast axis of the tensor itself). */
+static bool whole(const Tree *t, const Info *ref_info, const Info *in) {
+  for (int k = 0; k < t->nref; k++) {
+    if (!ref_info->ids[k]) continue;
+    if (!in->ids[k]) return false;
+    if (!in->complete[k] && ID(in->ids[k])->iter_type != CF_ITER_BROADCAST) return false;
+  }
+  return true;
+}
+
+bool sched_span_forest(Arena *scratch, Val *ref, int ref_pos, int nroots, Val *const *roots, SpanSelect sel,
+                       void *ctx, SpanTree *out) {
   Tree t = {.a = scratch, .sel = sel, .ctx = ctx};
   t.info.arena = scratch;
   Info root = {0};
-  if (!reference_info(&t, ref, ref_pos, &root) || !grow_tree(&t, ref, &root)) return false;
+  if (!reference_info(&t, ref, ref_pos, &root) || !grow_tree(&t, ref, &root, nroots, roots)) return false;
   out->n = t.tvs.len;
   out->tvs = (Val **)t.tvs.items;
   out->from = (Val **)t.from.items;
+  out->whole = ARENA_ARRAY(scratch, bool, out->n + 1);
+  if (!out->whole) return false;
+  for (int i = 0; i < out->n; i++) out->whole[i] = whole(&t, &root, an_tab_get(&t.info, out->tvs[i]));
   return true;
+}
+
+bool sched_span_tree(Arena *scratch, Val *ref, int ref_pos, SpanSelect sel, void *ctx, SpanTree *out) {
+  return sched_span_forest(scratch, ref, ref_pos, 0, NULL, sel, ctx, out);
 }

@@ -49,8 +49,9 @@ Semantics that differ by design, and how each cell is treated:
   in float for 16-bit weights, as torch's CUDA kernel does; torch's CPU rounds it to the
   weight's dtype, so with --cpu a float16 or bfloat16 row whose norm overflows there
   (65536 in float16: torch's row becomes zeros) is not compared (a note).
-- A fusion holds one max_norm lookup: two embedding_fwd of one weight by one index in one
-  fusion (two index_selects alike) fail to schedule, a bug reported, not a semantics."""
+- Both max_norm lookups (norm_type 2 and 1) are one fusion of one weight and one index, as
+  a model's two embeddings of one table are (issue 28: such a fusion once failed to
+  schedule, and each lookup had a fusion of its own)."""
 import ctypes
 import math
 
@@ -323,15 +324,21 @@ def _compare_moves(tm, dt, cases, got, xs, counts, report, notes):
         _counted(counts, name, len(want) - len(bad))
 
 
-def _renorm_fusion(dt, shapes, p):
-    """embedding_fwd(index, weight, max_norm=1.5, norm_type=p (None: not given, 2)): (fusion,
-    result or None), one fusion per norm_type (see the docstring's last item)."""
+NORM_TYPES = (None, 1.0)  # embedding_fwd's norm_type for max_norm (None: not given, 2)
+
+
+def _renorm_fusion(dt, shapes):
+    """embedding_fwd(index, weight, max_norm=1.5, norm_type=p) for each p of NORM_TYPES, in
+    one fusion of one weight and one index: (fusion, results; None where refused)."""
     fus = capi.Fusion()
     ti, tw = fus.input_concrete("int32", shapes[0]), fus.input_concrete(dt, shapes[1])
     f64 = ctypes.c_int(capi.DTYPES["float64"])
     mn = T._call(fus, "const", P, f64, ctypes.c_double(1.5))
-    pt = T._call(fus, "const", P, f64, ctypes.c_double(p)) if p is not None else None
-    return fus, T._call(fus, "embedding_fwd", P, P(ti), P(tw), None, P(mn), P(pt) if pt else None, None, None)
+    outs = []
+    for p in NORM_TYPES:
+        pt = T._call(fus, "const", P, f64, ctypes.c_double(p)) if p is not None else None
+        outs.append(T._call(fus, "embedding_fwd", P, P(ti), P(tw), None, P(mn), P(pt) if pt else None, None, None))
+    return fus, outs
 
 
 def _cpu_norm_overflows(tm, dt, x, e1, p):
@@ -350,39 +357,52 @@ def _cpu_norm_overflows(tm, dt, x, e1, p):
     return rows
 
 
+def _renorm_refused(dt, fus, outs, whats, wants, report, notes):
+    """A weight that is not floating: cfuser refuses max_norm (the message asserted); where
+    torch takes a norm_type, a note."""
+    name = capi.LIB.cf_dtype_name(capi.DTYPES[dt]).decode()
+    want = (f"embedding_fwd: max_norm needs a floating-point weight; T1 has dtype {name} for "
+            f"T1_g_{name}[iS1{{5}}, iS2{{7}}]")
+    if any(outs) or fus.error() != want:
+        report.append(f"embedding_fwd(e1, x, max_norm=1.5) {dt}: expected cfuser's refusal '{want}', got "
+                      f"'{fus.error() or 'a tensor'}'")
+    for what, (want_t, _) in zip(whats, wants):
+        if want_t is not None:
+            notes.append(f"{what}: torch takes it; cfuser refuses it (max_norm needs a floating weight)")
+
+
+def _renorm_compared(tm, dt, x, e1, p, what, want, have, counts, report, notes):
+    """One norm_type's result `have` against torch's (want, why), within the dtype's rounding."""
+    want_t, why = want
+    if want_t is None:
+        notes.append(f"{what}: torch refuses ({why}); cfuser takes it")
+        return
+    skip = _cpu_norm_overflows(tm, dt, x, e1, p or 2.0)
+    if skip:
+        notes.append(f"{what}: rows {sorted(skip)} not compared on torch's CPU (its norm in {dt} overflows)")
+    want_w, have_w = tm.torch_wide(want_t, dt, what, report), V.widen(have, dt)
+    cells = [i for i in range(len(want_w)) if i // SHAPE[1] not in skip]
+    bad = [(i, have_w[i], want_w[i]) for i in cells if not T._close(have_w[i], want_w[i], dt, False, False)]
+    if bad:
+        report.append(f"{what}: {len(bad)} of {len(cells)} differ (index, cfuser, torch): {bad[:5]}")
+    _counted(counts, "embedding_fwd max_norm", len(cells) - len(bad))
+
+
 def _renorm(tm, dt, x, e1, counts, report, notes):
-    """embedding_fwd with max_norm 1.5 and norm_type 2 (not given) and 1 of weight x: a
-    floating weight against torch (within the dtype's rounding), others refused."""
+    """embedding_fwd with max_norm 1.5 and norm_type 2 (not given) and 1 of weight x, one
+    fusion for both: a floating weight against torch, others refused."""
     tw, ti = tm.to_torch(x, dt), _torch_inputs(tm, dt, {"e1": e1})
-    for p in (None, 1.0):
-        fus, t = _renorm_fusion(dt, (e1.shape, x.shape), p)
-        what = f"embedding_fwd(e1, x, max_norm=1.5, norm_type={p or 2.0}) {dt}"
-        want_t, why = _torch_value(tm, lambda w, i: tm.F.embedding(i["e1"], w.clone(), max_norm=1.5,
-                                                                    norm_type=p or 2.0), tw, ti, ("e1",), what, notes)
-        if not V.is_float(dt):
-            name = capi.LIB.cf_dtype_name(capi.DTYPES[dt]).decode()
-            want = (f"embedding_fwd: max_norm needs a floating-point weight; T1 has dtype {name} for "
-                    f"T1_g_{name}[iS1{{5}}, iS2{{7}}]")
-            if t or fus.error() != want:
-                report.append(f"{what}: expected cfuser's refusal '{want}', got '{fus.error() or 'a tensor'}'")
-            if want_t is not None:
-                notes.append(f"{what}: torch takes it; cfuser refuses it (max_norm needs a floating weight)")
-            continue
-        ran = tm.run_built(fus, [t], [e1, x], what, report, False)
-        if not ran:
-            continue
-        if want_t is None:
-            notes.append(f"{what}: torch refuses ({why}); cfuser takes it")
-        else:
-            skip = _cpu_norm_overflows(tm, dt, x, e1, p or 2.0)
-            if skip:
-                notes.append(f"{what}: rows {sorted(skip)} not compared on torch's CPU (its norm in {dt} overflows)")
-            want, have = tm.torch_wide(want_t, dt, what, report), V.widen(ran[1][0], dt)
-            cells = [i for i in range(len(want)) if i // SHAPE[1] not in skip]
-            bad = [(i, have[i], want[i]) for i in cells if not T._close(have[i], want[i], dt, False, False)]
-            if bad:
-                report.append(f"{what}: {len(bad)} of {len(cells)} differ (index, cfuser, torch): {bad[:5]}")
-            _counted(counts, "embedding_fwd max_norm", len(cells) - len(bad))
+    fus, outs = _renorm_fusion(dt, (e1.shape, x.shape))
+    whats = [f"embedding_fwd(e1, x, max_norm=1.5, norm_type={p or 2.0}) {dt}" for p in NORM_TYPES]
+    wants = [_torch_value(tm, lambda w, i, p=p: tm.F.embedding(i["e1"], w.clone(), max_norm=1.5, norm_type=p or 2.0),
+                          tw, ti, ("e1",), what, notes) for p, what in zip(NORM_TYPES, whats)]
+    if not V.is_float(dt):
+        _renorm_refused(dt, fus, outs, whats, wants, report, notes)
+        return
+    ran = tm.run_built(fus, outs, [e1, x], f"embedding_fwd(e1, x, max_norm=1.5, norm_type=2 and 1) {dt}", report,
+                       False)
+    for p, what, want, have in zip(NORM_TYPES, whats, wants, ran[1] if ran else []):
+        _renorm_compared(tm, dt, x, e1, p, what, want, have, counts, report, notes)
 
 
 def compare_indexed(tm, dtypes, report, notes):

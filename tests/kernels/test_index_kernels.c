@@ -116,6 +116,86 @@ Test(index_kernels, index_select_of_a_computed_tensor_is_cut_before_the_lookup) 
   }
 }
 
+/* Two index_selects of one weight by one index, both outputs (issue 28): the reference's
+ * axes reach the second lookup only apart (the looked-up axis through the index, the
+ * others through the weight), so the propagation from the first output gave it part of
+ * the tile (or none) and its index broadcast another, and lowering refused the loops they
+ * share as an internal error; the second output now roots the propagation itself. Both
+ * axes, int32 and int64 indices, constant and symbolic sizes; one pointwise kernel. */
+Test(index_kernels, two_index_selects_of_one_weight_by_one_index) {
+  for (int c = 0; c < 8; c++) {
+    int dim = c & 1;
+    cf_dtype it = c & 2 ? CF_INT64 : CF_INT32;
+    bool symbolic = c & 4;
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    const int64_t ws[2] = {5, 7}, is[1] = {dim ? 9 : 3};
+    cf_tv *i = tu_input(f, it, 1, symbolic ? NULL : is), *w = tu_input(f, CF_FLOAT, 2, symbolic ? NULL : ws);
+    cf_fusion_add_output(f, cf_index_select(f, w, dim, i));
+    cf_fusion_add_output(f, cf_index_select(f, w, dim, i));
+    DLManagedTensor *in[2] = {filled(it, 1, is, -ws[dim], ws[dim]), filled(CF_FLOAT, 2, ws, -40, 40)};
+    char *s = run_everywhere(2, in);
+    cr_expect_str_eq(s, "pointwise", "dim %d, %s, %s sizes", dim, cf_dtype_name(it), symbolic ? "symbolic" : "constant");
+    free(s);
+  }
+}
+
+/* More lookups sharing a weight and an index, one pointwise kernel each: a 3-D weight's axis
+ * 1 (two of the reference's axes reach the second lookup through the weight, one through
+ * the index), a square weight's axes 0 and 1 by one index (the second result's axes are
+ * the first's swapped: its innermost axis had the vector width's extent without the vector
+ * split), one broadcast index read by two take_along_axis, 300 rows of 64 (vectorized,
+ * three blocks), and 300 rows of 64 plus a bias (a third path: the bias broadcast carried
+ * the second result's other axis, its index the looked-up one). */
+Test(index_kernels, lookups_sharing_a_weight_and_an_index) {
+  for (int c = 0; c < 5; c++) {
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    const int64_t shapes[5][3] = {{4, 5, 6}, {4, 4}, {5, 7}, {50, 64}, {50, 64}}, is[5][1] = {{3}, {4}, {3}, {300}, {300}};
+    int rank = c ? 2 : 3, dim = c == 0, nin = 2 + (c == 4);
+    cf_dtype it = c & 1 ? CF_INT32 : CF_INT64;
+    cf_tv *i = tu_input(f, it, 1, is[c]), *w = tu_input(f, CF_FLOAT, rank, shapes[c]);
+    if (c == 4) {
+      cf_tv *b = cf_broadcast(f, tu_input(f, CF_FLOAT, 1, (int64_t[]){64}), 2, (bool[]){true, false});
+      cf_fusion_add_output(f, cf_add(f, cf_index_select(f, w, 0, i), b));
+      cf_fusion_add_output(f, cf_mul(f, cf_index_select(f, w, 0, i), b));
+    } else if (c == 2) {
+      cf_tv *b = cf_broadcast(f, i, 2, (bool[]){false, true});
+      cf_fusion_add_output(f, cf_take_along_axis(f, w, b, 0));
+      cf_fusion_add_output(f, cf_neg(f, cf_take_along_axis(f, w, b, 0)));
+    } else {
+      cf_fusion_add_output(f, cf_index_select(f, w, dim, i));
+      cf_fusion_add_output(f, cf_neg(f, cf_index_select(f, w, c == 1 ? 1 : dim, i)));
+    }
+    int64_t n = shapes[c][dim];
+    DLManagedTensor *in[3] = {filled(it, 1, is[c], -n, n), filled(CF_FLOAT, rank, shapes[c], -40, 40),
+                              filled(CF_FLOAT, 1, (int64_t[]){64}, -40, 40)};
+    if (nin == 2) cf_tensor_free(in[2]);
+    char *s = run_everywhere(nin, in);
+    cr_expect_str_eq(s, "pointwise", "case %d", c);
+    free(s);
+  }
+}
+
+/* Two max_norm embeddings of one weight by one index (norm_type 2 and 1), both outputs, and
+ * a third lookup of another index: each equals the evaluator (issue 28: the same refusal as
+ * two index_selects). */
+Test(index_kernels, two_max_norm_embeddings_of_one_weight_by_one_index) {
+  for (int k = 0; k < 2; k++) {
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    cf_dtype it = k ? CF_INT64 : CF_INT32;
+    const int64_t ws[2] = {6, 5}, is[1] = {7}, js[1] = {4};
+    cf_tv *i = tu_input(f, it, 1, is), *w = tu_input(f, CF_FLOAT, 2, ws), *j = tu_input(f, it, 1, js);
+    cf_tv *mn = cf_const(f, CF_DOUBLE, 1.5), *p1 = cf_const(f, CF_DOUBLE, 1.0);
+    cf_fusion_add_output(f, cf_embedding_fwd(f, i, w, NULL, mn, NULL, NULL, NULL));
+    cf_fusion_add_output(f, cf_embedding_fwd(f, i, w, NULL, mn, p1, NULL, NULL));
+    cf_fusion_add_output(f, cf_embedding_fwd(f, j, w, NULL, mn, NULL, NULL, NULL));
+    DLManagedTensor *in[3] = {filled(it, 1, is, -6, 6), filled(CF_FLOAT, 2, ws, -4, 4), filled(it, 1, js, -6, 6)};
+    free(run_everywhere(3, in));
+  }
+}
+
 Test(index_kernels, select_with_a_scalar_input_index) {
   cf_tv *x = tu_input(f, CF_DOUBLE, 3, (int64_t[]){3, 5, 7}), *s = cf_scalar_input(f, CF_INT64);
   cf_fusion_add_input(f, s);
