@@ -5,7 +5,9 @@
  * the host backend (NVRTC compiles the cp.async kernel for sm_90a); the kernel with its
  * waits removed, or waiting for one group too few, reads stale shared memory on the host
  * (the emulation completes a group's copies only at its wait) and differs; a fill that is
- * not vectorized stays a plain store; the primitive's rules, each refused by name. */
+ * not vectorized stays a plain store; a producer inlined into the fill moves with it, one
+ * computed before the loop is read as it is; the primitive's rules, each refused by name
+ * (a producer beside the fill at the tile's loop among them). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>

@@ -4,7 +4,8 @@
  * gelu and cast epilogues, each scheduled by the row and run against the evaluator
  * (NVRTC for sm_90a, the host backend, the GPU when there is one), and through define and
  * run (the plan names the row, one kernel); the kernel keeps the operand tiles in shared
- * memory; refusals with their exact reasons. */
+ * memory; refusals with their exact reasons. Operand chains (sets, transposes, prologue
+ * casts) in every dtype load their tiles straight from the inputs: no per-thread copy. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -283,44 +284,48 @@ static void linear_of(Form form, const KcInput in[2], bool sizes) {
  * array computed in the K loop beside the tile's fill, which runs 2 iterations ahead), and
  * for the transposed operands a per-thread copy of the block's whole K panel (8192 halves,
  * or 3 x 16 x 4 floats at K = 40: growing with K). */
-Test(matmul_sched, operand_chains_load_tiles_from_the_inputs) {
-  static const cf_dtype dts[] = {CF_FLOAT, CF_HALF, CF_BFLOAT16};
+static void dnr_forms(cf_dtype dt, Form form) {
   static const int64_t shapes[][3] = {{64, 72, 40}, {97, 72, 40}, {130, 72, 40}, {128, 128, 32}, {16, 8, 16}};
+  KcInput in[2];
+  form_inputs(dt, form, 1, 1, 1, in);
+  linear_of(form, in, false);
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  for (size_t i = form == SET ? 0 : 2; i < sizeof shapes / sizeof shapes[0]; i += form == SET ? 1 : 2) {
+    form_inputs(dt, form, shapes[i][0], shapes[i][1], shapes[i][2], in);
+    char *src = dnr_check(c, 2, in, tol_of(dt), dt == CF_FLOAT ? PARAMS : MMA_PARAMS);
+    cr_expect_eq(largest_local(src), dt == CF_FLOAT ? 1 : 128, "dtype %d form %d shape %zu", dt, form, i);
+    free(src);
+  }
+  cf_fusion_cache_destroy(c);
+}
+
+/* check(dt, form) on a fresh fusion for each dtype and form. */
+static void each_form(void (*check)(cf_dtype, Form)) {
+  static const cf_dtype dts[] = {CF_FLOAT, CF_HALF, CF_BFLOAT16};
   for (int d = 0; d < 3; d++)
     for (Form form = PLAIN; form <= CAST; form++) {
       fresh();
-      KcInput in[2];
-      form_inputs(dts[d], form, 1, 1, 1, in);
-      linear_of(form, in, false);
-      cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
-      for (size_t i = form == SET ? 0 : 2; i < sizeof shapes / sizeof shapes[0]; i += form == SET ? 1 : 2) {
-        form_inputs(dts[d], form, shapes[i][0], shapes[i][1], shapes[i][2], in);
-        char *src = dnr_check(c, 2, in, tol_of(dts[d]), dts[d] == CF_FLOAT ? PARAMS : MMA_PARAMS);
-        cr_expect_eq(largest_local(src), dts[d] == CF_FLOAT ? 1 : 128, "dtype %d form %d shape %zu", dts[d], form, i);
-        free(src);
-      }
-      cf_fusion_cache_destroy(c);
+      check(dts[d], form);
     }
 }
+
+Test(matmul_sched, operand_chains_load_tiles_from_the_inputs) { each_form(dnr_forms); }
 
 /* The same forms with constant sizes (130 x 72 x 40), the row applied directly (it hoists
  * the broadcasts as define and run does): NVRTC compiles each kernel for sm_90a, the host
  * backend runs it equal to the evaluator, and the CUDA source has no local array but the
  * accumulator either. */
-Test(matmul_sched, operand_chains_compile_for_sm90a) {
-  static const cf_dtype dts[] = {CF_FLOAT, CF_HALF, CF_BFLOAT16};
-  for (int d = 0; d < 3; d++)
-    for (Form form = PLAIN; form <= CAST; form++) {
-      fresh();
-      KcInput in[2];
-      form_inputs(dts[d], form, 130, 72, 40, in);
-      linear_of(form, in, true);
-      apply_row(dts[d] != CF_FLOAT);
-      char *src = kc_check(f, 2, in, tol_of(dts[d]));
-      cr_expect_eq(largest_local(src), dts[d] == CF_FLOAT ? 1 : 128, "dtype %d form %d", dts[d], form);
-      free(src);
-    }
+static void nvrtc_forms(cf_dtype dt, Form form) {
+  KcInput in[2];
+  form_inputs(dt, form, 130, 72, 40, in);
+  linear_of(form, in, true);
+  apply_row(dt != CF_FLOAT);
+  char *src = kc_check(f, 2, in, tol_of(dt));
+  cr_expect_eq(largest_local(src), dt == CF_FLOAT ? 1 : 128, "dtype %d form %d", dt, form);
+  free(src);
 }
+
+Test(matmul_sched, operand_chains_compile_for_sm90a) { each_form(nvrtc_forms); }
 
 /* A residual linear, y = x @ w^T + x with w square (nvFuser's test_reduction_transpose_sched_
  * issue2317): the add maps x's axis 1 (K) onto the output's N, so one kernel would read x
