@@ -52,6 +52,7 @@ typedef struct Fill {
   KExpr *val;   /* what the loop variable becomes (NULL: unchanged) */
   KExpr *stage; /* element offset of the stage written or read */
   bool async;   /* some copy became cp.async */
+  KNode *out_of; /* a prologue fill's loop L, which its ops no longer run in (else NULL) */
 } Fill;
 
 static void offset(Fill *w, KAccess *x) {
@@ -73,6 +74,9 @@ static void rewrite(Fill *w, KBlock *b, bool fill) {
     if (n->kind == KN_FOR && w->val) n->u.loop.extent = subst_var(a, n->u.loop.extent, w->var, w->val);
     if (n->kind == KN_IF && w->val) n->u.cond.cond = subst_var(a, n->u.cond.cond, w->var, w->val);
     if (n->kind == KN_OP) {
+      /* an inlined producer's value is then read outside L, as its write was made */
+      for (int j = 0; w->out_of && j < n->u.op.nloop; j++)
+        if (n->u.op.loops[j] == w->out_of) n->u.op.loops[j] = NULL;
       offset(w, &n->u.op.out);
       for (int k = 0; k < n->u.op.nin; k++) offset(w, &n->u.op.in[k]);
       if (fill && n->u.op.out.t == w->t && copies_16_bytes_from_global(n)) n->u.op.async = w->async = true;
@@ -183,13 +187,13 @@ static void buffer(LowerCtx *c, Val *tv) {
   KExpr *n_iter = fd.loop->u.loop.extent, *tile = fd.t->size, *ahead = kx_const(a, S - 1), *vs = kx_var(a, var);
   KExpr *Sx = kx_const(a, S);
   /* reads in the loop: stage i % S */
-  Fill r = {c, fd.t, var, NULL, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, vs, Sx), tile), false};
+  Fill r = {c, fd.t, var, NULL, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, vs, Sx), tile), false, NULL};
   KNode *fill = fd.fill;
   kb_remove(body, at);
   rewrite(&r, body, false);
   /* the fill of iteration i + S - 1, in stage (i + S - 1) % S */
   KExpr *next = kx_bin(a, OP_ADD, vs, ahead);
-  Fill w = {c, fd.t, var, next, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, next, Sx), tile), false};
+  Fill w = {c, fd.t, var, next, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, next, Sx), tile), false, NULL};
   KNode *in_loop = kir_clone(a, fill);
   KBlock one = {0};
   kb_push(a, &one, in_loop);
@@ -203,7 +207,7 @@ static void buffer(LowerCtx *c, Val *tv) {
   /* the prologue: stages 0 .. S - 2 */
   int lp = index_in(fd.parent, fd.loop);
   for (int s = 0; s < S - 1; s++) {
-    Fill p = {c, fd.t, var, kx_const(a, s), kx_bin(a, OP_MUL, kx_const(a, s), tile), false};
+    Fill p = {c, fd.t, var, kx_const(a, s), kx_bin(a, OP_MUL, kx_const(a, s), tile), false, fd.loop};
     KBlock pb = {0};
     kb_push(a, &pb, kir_clone(a, fill));
     rewrite(&p, &pb, true);

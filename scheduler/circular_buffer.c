@@ -11,8 +11,25 @@
  * lowering, not a transform: the tile's loop domain (its storage, swizzle included) stays
  * what the schedule made, and the lowering adds the stage as the outermost dimension of
  * its allocation. The rule is checked here and again when lowering (inlining may move the
- * compute-at position afterwards), by the one function below. */
+ * compute-at position afterwards), by the one function below, including that whatever
+ * the fill reads is computed inside the fill or before the loop: the fill moves ahead, a
+ * producer beside it at the same loop would not. */
 #include "scheduler/sched.h"
+
+/* A tensor computed in the kernel that tv's fill reads, directly or through producers
+ * inlined into the fill, computed at tv's own loop L as a statement of its own (its
+ * compute-at position is tv's, ca: loops are shared position by position, so one past ca
+ * is inside the fill and one below it before L); NULL when none. */
+static Val *producer_beside_fill(cf_fusion *f, const Expr *d, int ca) {
+  for (int i = 0; i < d->nin; i++) {
+    Val *p = d->in[i];
+    if (p->kind != VAL_TV || !p->def || ir_tv_is_input(f, p) || TV(p)->ca_pos < ca) continue;
+    if (TV(p)->ca_pos == ca) return p;
+    Val *q = producer_beside_fill(f, p->def, ca);
+    if (q) return q;
+  }
+  return NULL;
+}
 
 bool sched_cb_check(cf_fusion *f, Val *tv, int stages, char *why, size_t nwhy) {
   TensorView *t = TV(tv);
@@ -39,6 +56,14 @@ bool sched_cb_check(cf_fusion *f, Val *tv, int stages, char *why, size_t nwhy) {
              "its compute-at position is %d%s%s%s (inline it at that loop first)", t->display_name, t->ca_pos,
              b.data ? " (" : "", b.data ? b.data : "", b.data ? ", not serial)" : "");
     sb_free(&b);
+    return false;
+  }
+  Val *p = producer_beside_fill(f, d, t->ca_pos);
+  if (p) {
+    snprintf(why, nwhy, "circular_buffer: %s reads %s, computed at the same loop as a statement of its own (both "
+             "at compute-at position %d): the fill, run %d iterations ahead, would read it before it is written "
+             "(inline %s into %s's fill, or compute it before that loop)", t->display_name, TV(p)->display_name,
+             t->ca_pos, stages - 1, TV(p)->display_name, t->display_name);
     return false;
   }
   return true;

@@ -99,6 +99,21 @@ static void tile_threads(cf_fusion *f, cf_tv *x, int b, int64_t esz) {
   cf_parallelize(f, x, p + 3, CF_PT_TIDX);
 }
 
+/* The tile's producers computed in the kernel (the rest of its operand chain: a
+ * broadcast of the input, a permute, a cast, each of the tile's rank after
+ * sched_matmul_operand_order) take its transforms and threads, so that inline_all puts
+ * them inside the tile's writes: each element is read from the input and converted where
+ * it is stored, not computed for the block by every thread as a statement of its own
+ * (which the circular buffer's prefetch would read before it is written). set holds
+ * room for every tensor. */
+static void tile_producers(cf_fusion *f, Val *x, cf_tv **set) {
+  int n = 0;
+  for (Val *w = x->def->in[0]; w->def && !ir_tv_is_input(f, w); w = w->def->in[0]) set[n++] = ir_tv_handle(w);
+  static const cf_parallel_type threads[] = {CF_PT_TIDZ, CF_PT_TIDY, CF_PT_TIDX};
+  if (n && !cf_propagate_transforms_to(f, ir_tv_handle(x), -1, n, set))
+    cf_parallelize_all_like(f, ir_tv_handle(x), 3, threads);
+}
+
 /* r's [BM, BN, BK] -> [WM, WN, K/16, TM, TN, 16, 8, 16], the last three tiled by cf_mma_tile. */
 static void warp_tile(cf_fusion *f, cf_tv *r, int b) {
   int p = b + 3;
@@ -184,6 +199,7 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
     cf_tv *x = ir_tv_handle(i ? t->y : t->x);
     tile_threads(f, x, b, (int64_t)cf_dtype_size(t->x->dtype));
     cf_set_memory_type(f, x, CF_MEM_SHARED);
+    tile_producers(f, ir_tv(x), set);
   }
   warp_tile(f, r, b);
   int ns = inner_set(ex, n, t, set);

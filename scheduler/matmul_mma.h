@@ -1,5 +1,7 @@
 /* scheduler/matmul_mma.h: the matmul row's tensor-core schedule (matmul_mma.c), called by
- * scheduler/matmul_sched.c when the product's operands are half or bfloat16. */
+ * scheduler/matmul_sched.c when the product's operands are half or bfloat16, and the
+ * rewrite of its operand chains into load order (matmul_operands.c), before either
+ * schedule. */
 #ifndef CFUSER_SCHED_MATMUL_MMA_H
 #define CFUSER_SCHED_MATMUL_MMA_H
 
@@ -24,5 +26,11 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t);
 cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t);
 /* The row's parameter text for it. */
 void sched_matmul_mma_params(char *text);
+/* Rebuilds operand i of the product's mul, a chain of sets, permutes, broadcasts and casts
+ * of one fusion input (matmul_operands.c), as broadcast(x), a permute, the casts: every
+ * tensor of the chain then has the tile's axes and is inlined into its writes. A chain in
+ * that order already, or without broadcast and permute, is left as it is. The Expr mul is
+ * dropped and made again (its output, the sum's input, stays the same tensor). */
+cf_status sched_matmul_operand_order(cf_fusion *f, Expr *mul, int i);
 
 #endif

@@ -248,6 +248,13 @@ static bool mm_row_plan(cf_fusion *f, const SchedCall *call, SchedParams *out, c
   return ok;
 }
 
+/* The operand chains rebuilt in load order (matmul_operands.c: each chain tensor of the
+ * tile's rank, so it is inlined into the tile's writes), then matched again. */
+static bool mm_load_order(Arena *a, cf_fusion *f, MmMatch *m, char *why) {
+  for (int i = 0; i < 2 && !f->status; i++) sched_matmul_operand_order(f, m->sum->in[0]->def, i);
+  return !f->status && mm_match(a, f, m, why);
+}
+
 /* The plan depends on the fusion's structure only: derived again here. */
 static cf_status mm_row_apply(cf_fusion **pf, const SchedCall *call, const SchedParams *in, SchedParams *used) {
   cf_fusion *f = *pf;
@@ -263,7 +270,7 @@ static cf_status mm_row_apply(cf_fusion **pf, const SchedCall *call, const Sched
    * 4 of a warp's 32 lanes) and could not be inlined into its broadcast; define and run
    * hoists such broadcasts onto the inputs before any row is asked, and a row applied
    * directly does the same (idempotent, bit for bit the same values). */
-  bool ok = sched_hoist_broadcasts(f) == CF_OK && mm_match(a, f, &m, why);
+  bool ok = sched_hoist_broadcasts(f) == CF_OK && mm_match(a, f, &m, why) && mm_load_order(a, f, &m, why);
   if (ok && mm_uses_mma(&m, &t)) sched_matmul_mma_params(used->text);
   else if (ok) mm_params(used->text);
   cf_status s = f->status ? f->status : ok ? mm_schedule_match(f, &m) : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);

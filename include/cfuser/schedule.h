@@ -71,8 +71,10 @@ CF_API cf_status cf_mma_tile(cf_fusion *f, cf_tv *tv, int axis, cf_mma_macro mac
  * iteration i fills the tile of i + stages - 1 while the others are read. 16-byte
  * vectorized copies from global memory become cp.async with commit and wait groups.
  * Errors name the rule: 2..CF_MAX_CB_STAGES stages, shared memory, computed elementwise
- * in the kernel, a serial compute-at loop (and, when lowering, one fill statement that
- * reaches a __syncthreads before the tile is read and writes nothing read elsewhere). */
+ * in the kernel, a serial compute-at loop, no producer computed at that loop beside the
+ * fill (inline it into tv, or compute it before the loop: the fill runs ahead of it), and,
+ * when lowering, one fill statement that reaches a __syncthreads before the tile is read
+ * and writes nothing read elsewhere. */
 #define CF_MAX_CB_STAGES 4
 CF_API cf_status cf_circular_buffer(cf_fusion *f, cf_tv *tv, int stages);
 

@@ -5,7 +5,9 @@
  * the host backend (NVRTC compiles the cp.async kernel for sm_90a); the kernel with its
  * waits removed, or waiting for one group too few, reads stale shared memory on the host
  * (the emulation completes a group's copies only at its wait) and differs; a fill that is
- * not vectorized stays a plain store; the primitive's rules, each refused by name. */
+ * not vectorized stays a plain store; a producer inlined into the fill moves with it, one
+ * computed before the loop is read as it is; the primitive's rules, each refused by name
+ * (a producer beside the fill at the tile's loop among them). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -65,6 +67,42 @@ Test(circular_buffer, scalar_fills_are_plain_stores) {
   char *src = kc_check(f, 1, IN, 0);
   cr_expect(!strstr(src, "cp.async"));
   free(src);
+}
+
+/* out = float(T2), T2 = set(T1) the shared tile per row as staged_rows(1, 3) makes it,
+ * T1 = neg(T0) its producer, scheduled alike (local, one element a thread) and inlined at
+ * producer_pos: 3 is inside the fill, 1 beside it in the row loop, 0 before that loop. */
+static void staged_negated_rows(int producer_pos) {
+  cf_tv *in = tu_input(f, CF_HALF, 2, (int64_t[]){ROWS, COLS});
+  cf_tv *p = cf_neg(f, in), *t = cf_set(f, p), *out = cf_cast(f, t, CF_FLOAT);
+  cf_fusion_add_output(f, out);
+  cf_split(f, out, 1, 8);
+  cf_parallelize(f, out, 2, CF_PT_TIDX);
+  cf_tv *tiles[2] = {p, t};
+  for (int i = 0; i < 2; i++) {
+    cf_split(f, tiles[i], 1, COLS / 8);
+    cf_split(f, tiles[i], 2, 1);
+    cf_merge(f, tiles[i], 1); /* [row, tidx{64}, 1] */
+    cf_parallelize(f, tiles[i], 1, CF_PT_TIDX);
+  }
+  cf_set_memory_type(f, t, CF_MEM_SHARED);
+  cf_inline_at(f, t, 1);
+  cf_inline_at(f, p, producer_pos);
+  cf_circular_buffer(f, t, 3);
+}
+
+/* The producer inside the fill moves with it: the prologue's fills (out of the row loop)
+ * compute it too, and the kernel equals the evaluator. */
+Test(circular_buffer, a_producer_inlined_into_the_fill_is_prefetched_with_it) {
+  staged_negated_rows(3);
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
+  free(kc_check(f, 1, IN, 0));
+}
+
+Test(circular_buffer, a_producer_computed_before_the_loop_is_read_as_it_is) {
+  staged_negated_rows(0);
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
+  free(kc_check(f, 1, IN, 0));
 }
 
 /* ---- the emulation shows a broken pipeline ------------------------------------------------ */
@@ -160,6 +198,18 @@ Test(circular_buffer, refuses_a_tile_not_computed_at_a_serial_loop) {
   cf_circular_buffer(f, t, 2);
   expect_error("circular_buffer: T1 must be computed at a serial loop, the one its stages circulate over; its "
                "compute-at position is 0 (inline it at that loop first) for T1_s___half[iS2{7}, iS3{64}]");
+}
+
+/* A producer at the tile's own loop, a statement beside the fill: the fill of iteration
+ * i + 2 would read it before iteration i + 2 computes it (the matmul row's tensor-core
+ * tiles of set(broadcast(x)) did this: "internal error: kernel IR invalid after pass
+ * circular_buffer: T11 is read before it is written"). */
+Test(circular_buffer, refuses_a_producer_beside_the_fill) {
+  staged_negated_rows(1);
+  expect_error("circular_buffer: T2 reads T1, computed at the same loop as a statement of its own (both at "
+               "compute-at position 1): the fill, run 2 iterations ahead, would read it before it is written "
+               "(inline T1 into T2's fill, or compute it before that loop) for T2_s___half[iS4{7}, "
+               "ithreadIdx.x19{64}, iS18{1}]");
 }
 
 /* A tile read only by the threads that wrote it has no __syncthreads after its fill: the

@@ -4,7 +4,8 @@
  * gelu and cast epilogues, each scheduled by the row and run against the evaluator
  * (NVRTC for sm_90a, the host backend, the GPU when there is one), and through define and
  * run (the plan names the row, one kernel); the kernel keeps the operand tiles in shared
- * memory; refusals with their exact reasons. */
+ * memory; refusals with their exact reasons. Operand chains (sets, transposes, prologue
+ * casts) in every dtype load their tiles straight from the inputs: no per-thread copy. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -198,6 +199,31 @@ Test(matmul_sched, refusals) {
   refused("matmul: output T7 does not read the product's sum");
 }
 
+/* Runs f (one output) by define and run on the host backend through c against the
+ * evaluator: one segment, the matmul row with `params`; returns the segment's CUDA kernel
+ * as cf_fusion_cache_print_kernel prints it (caller frees). */
+static char *dnr_check(cf_fusion_cache *c, int n, const KcInput *in, double tol, const char *params) {
+  DLManagedTensor *t[3], *got = NULL, *want = NULL;
+  const DLTensor *ins[3];
+  for (int i = 0; i < n; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 5 + (uint64_t)i))->dl_tensor;
+  cr_assert_eq(cf_fusion_execute(c, n, ins, 1, &got), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(cf_fusion_evaluate(f, n, ins, &want), CF_OK, "%s", cf_fusion_error(f));
+  char msg[256] = "";
+  cr_expect(cf_tensor_allclose(&got->dl_tensor, &want->dl_tensor, tol, tol, msg, sizeof msg), "%lldx%lld: %s",
+            (long long)in[0].sizes[0], (long long)in[1].sizes[0], msg);
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "matmul");
+  cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), params);
+  char *src = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&src, &len);
+  cr_assert_eq(cf_fusion_cache_print_kernel(c, 0, out), CF_OK);
+  fclose(out);
+  for (int i = 0; i < n; i++) cf_tensor_free(t[i]);
+  cf_tensor_free(got), cf_tensor_free(want);
+  return src;
+}
+
 /* Define and run picks the row and runs one kernel equal to the evaluator. */
 Test(matmul_sched, define_and_run_picks_the_row) {
   cf_tv *x = cf_tensor_symbolic(f, CF_HALF, 2), *w = cf_tensor_symbolic(f, CF_HALF, 2);
@@ -205,21 +231,101 @@ Test(matmul_sched, define_and_run_picks_the_row) {
   cf_fusion_add_input(f, x), cf_fusion_add_input(f, w), cf_fusion_add_input(f, bias);
   cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
   KcInput in[3] = {{CF_HALF, 2, {37, 45}, NULL}, {CF_HALF, 2, {29, 45}, NULL}, {CF_HALF, 1, {29}, NULL}};
-  DLManagedTensor *t[3], *got = NULL, *want = NULL;
-  const DLTensor *ins[3];
-  for (int i = 0; i < 3; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 5 + (uint64_t)i))->dl_tensor;
   cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
-  cr_assert_eq(cf_fusion_execute(c, 3, ins, 1, &got), CF_OK, "%s", cf_fusion_cache_error(c));
-  cr_assert_eq(cf_fusion_evaluate(f, 3, ins, &want), CF_OK, "%s", cf_fusion_error(f));
-  char msg[256] = "";
-  cr_expect(cf_tensor_allclose(&got->dl_tensor, &want->dl_tensor, 1e-2, 1e-2, msg, sizeof msg), "%s", msg);
-  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
-  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "matmul");
-  cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), MMA_PARAMS);
+  free(dnr_check(c, 3, in, 1e-2, MMA_PARAMS));
   cf_fusion_cache_destroy(c);
-  for (int i = 0; i < 3; i++) cf_tensor_free(t[i]);
-  cf_tensor_free(got), cf_tensor_free(want);
 }
+
+/* ---- operand chains in load order (scheduler/matmul_operands.c) ------------------------ */
+
+/* The largest local array of a printed kernel, in elements ("alignas(16) float T9[128];"). */
+static long long largest_local(const char *src) {
+  long long most = 0, n;
+  for (const char *p = strstr(src, "alignas(16) "); p; p = strstr(p + 1, "alignas(16) ")) {
+    const char *b = strchr(p, '['), *e = strchr(p, ';');
+    if (b && e && b < e && !strstr(p, "alignas(16) extern") && sscanf(b, "[%lld]", &n) == 1 && n > most) most = n;
+  }
+  return most;
+}
+
+/* How linear's operands reach the product: as inputs, through a set (define and run moves
+ * the broadcast onto the input: set(broadcast(x))), stored transposed ([K, M] and [K, N],
+ * permuted in the fusion before linear broadcasts them), or x stored in another dtype
+ * (float for 16-bit operands, half for float) and cast to the operands' (a prologue cast:
+ * cast(broadcast(x)) once hoisted). */
+typedef enum Form { PLAIN, SET, TRANSPOSED, CAST } Form;
+
+/* The inputs of linear(x, w) of [m, k] and [n, k] in dt in the given form. */
+static void form_inputs(cf_dtype dt, Form form, int64_t m, int64_t n, int64_t k, KcInput in[2]) {
+  bool t = form == TRANSPOSED;
+  cf_dtype other = dt == CF_FLOAT ? CF_HALF : CF_FLOAT;
+  in[0] = (KcInput){form == CAST ? other : dt, 2, {t ? k : m, t ? m : k}, NULL};
+  in[1] = (KcInput){dt, 2, {t ? k : n, t ? n : k}, NULL};
+}
+
+/* f = linear(x, w) in that form, of in[]'s sizes when `sizes`, else symbolic. */
+static void linear_of(Form form, const KcInput in[2], bool sizes) {
+  cf_tv *x = tu_input(f, in[0].dtype, 2, sizes ? in[0].sizes : NULL);
+  cf_tv *w = tu_input(f, in[1].dtype, 2, sizes ? in[1].sizes : NULL);
+  if (form == SET) x = cf_set(f, x), w = cf_set(f, w);
+  if (form == TRANSPOSED) x = cf_transpose(f, x, 0, 1), w = cf_transpose(f, w, 0, 1);
+  if (form == CAST) x = cf_cast(f, x, in[1].dtype);
+  cf_fusion_add_output(f, cf_linear(f, x, w, NULL));
+}
+
+/* Each form of linear in float, half and bfloat16 by define and run on the host (one
+ * kernel per shape: M from 64 to 130 against N = 72, K = 40, and the block tile's and the
+ * instruction's shapes), equal to the evaluator. Half and bfloat16 run the tensor-core
+ * schedule (mma.sync emulated lane by lane), float the CUDA-core one. Every tensor of an
+ * operand's chain is inlined into its tile's writes: no local array but the accumulator
+ * (128 floats a thread on tensor cores; 1 on CUDA cores, where the sum accumulates into
+ * the output). It was, for half set(x): "internal error: kernel IR invalid after pass
+ * circular_buffer: T11 is read before it is written" (broadcast(x) a 128 x 32 per-thread
+ * array computed in the K loop beside the tile's fill, which runs 2 iterations ahead), and
+ * for the transposed operands a per-thread copy of the block's whole K panel (8192 halves,
+ * or 3 x 16 x 4 floats at K = 40: growing with K). */
+static void dnr_forms(cf_dtype dt, Form form) {
+  static const int64_t shapes[][3] = {{64, 72, 40}, {97, 72, 40}, {130, 72, 40}, {128, 128, 32}, {16, 8, 16}};
+  KcInput in[2];
+  form_inputs(dt, form, 1, 1, 1, in);
+  linear_of(form, in, false);
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  for (size_t i = form == SET ? 0 : 2; i < sizeof shapes / sizeof shapes[0]; i += form == SET ? 1 : 2) {
+    form_inputs(dt, form, shapes[i][0], shapes[i][1], shapes[i][2], in);
+    char *src = dnr_check(c, 2, in, tol_of(dt), dt == CF_FLOAT ? PARAMS : MMA_PARAMS);
+    cr_expect_eq(largest_local(src), dt == CF_FLOAT ? 1 : 128, "dtype %d form %d shape %zu", dt, form, i);
+    free(src);
+  }
+  cf_fusion_cache_destroy(c);
+}
+
+/* check(dt, form) on a fresh fusion for each dtype and form. */
+static void each_form(void (*check)(cf_dtype, Form)) {
+  static const cf_dtype dts[] = {CF_FLOAT, CF_HALF, CF_BFLOAT16};
+  for (int d = 0; d < 3; d++)
+    for (Form form = PLAIN; form <= CAST; form++) {
+      fresh();
+      check(dts[d], form);
+    }
+}
+
+Test(matmul_sched, operand_chains_load_tiles_from_the_inputs) { each_form(dnr_forms); }
+
+/* The same forms with constant sizes (130 x 72 x 40), the row applied directly (it hoists
+ * the broadcasts as define and run does): NVRTC compiles each kernel for sm_90a, the host
+ * backend runs it equal to the evaluator, and the CUDA source has no local array but the
+ * accumulator either. */
+static void nvrtc_forms(cf_dtype dt, Form form) {
+  KcInput in[2];
+  form_inputs(dt, form, 130, 72, 40, in);
+  linear_of(form, in, true);
+  apply_row(dt != CF_FLOAT);
+  char *src = kc_check(f, 2, in, tol_of(dt));
+  cr_expect_eq(largest_local(src), dt == CF_FLOAT ? 1 : 128, "dtype %d form %d", dt, form);
+  free(src);
+}
+
+Test(matmul_sched, operand_chains_compile_for_sm90a) { each_form(nvrtc_forms); }
 
 /* A residual linear, y = x @ w^T + x with w square (nvFuser's test_reduction_transpose_sched_
  * issue2317): the add maps x's axis 1 (K) onto the output's N, so one kernel would read x
