@@ -9,7 +9,8 @@
  *     callback with them on CUDA, with the wall clock on the host backend;
  *   - bu_gbps, bu_skip_without_cuda (exit status 77 and the line every bench prints),
  *     bu_parse_args (`[iterations] [--print] [--small] [--mean]`);
- *   - bu_copy_bandwidth: the device's copy bandwidth, the line the tables compare with.
+ *   - bu_copy_bandwidth: the device's copy bandwidth, the line the tables compare with;
+ *     bu_copy_us: one copy's time (a fusion's own bytes copied: its ceiling at its size).
  * Benches include it as "bench_util.h" (their own folder). Key decision: timing callbacks
  * return a cf_status so that a failed run stops the timing and the bench reports it. */
 #ifndef CFUSER_BENCH_UTIL_H
@@ -182,19 +183,26 @@ static inline cf_status bu_copy_once(void *ctx) {
   return cf_tensor_copy(c->dst, c->src);
 }
 
-/* Prints the device's copy bandwidth over n floats (cuMemcpyDtoD; on the host backend a
- * host memcpy), the bytes read plus written: the reference of the GB/s a fusion reaches.
- * Returns 1 when it failed. */
-static inline int bu_copy_bandwidth(int64_t n, int iters, bool mean, BuEvents *ev, bool cuda) {
+/* The time of one copy of n floats (cuMemcpyDtoD; on the host backend a host memcpy), the
+ * median (or mean) of iters runs in microseconds; -1 with the status in *status on failure. */
+static inline double bu_copy_us(int64_t n, int iters, bool mean, BuEvents *ev, bool cuda, cf_status *status) {
   DLManagedTensor *x = cuda ? cf_tensor_device(CF_FLOAT, 1, &n) : cf_tensor_host(CF_FLOAT, 1, &n);
   DLManagedTensor *y = cuda ? cf_tensor_device(CF_FLOAT, 1, &n) : cf_tensor_host(CF_FLOAT, 1, &n);
   BuCopy c = {x ? &x->dl_tensor : NULL, y ? &y->dl_tensor : NULL};
-  cf_status s = CF_ERR_OUT_OF_MEMORY;
-  double us = x && y ? bu_time_us(ev, bu_copy_once, &c, iters, mean, &s) : -1;
+  *status = CF_ERR_OUT_OF_MEMORY;
+  double us = x && y ? bu_time_us(ev, bu_copy_once, &c, iters, mean, status) : -1;
+  cf_tensor_free(x), cf_tensor_free(y);
+  return us;
+}
+
+/* Prints the device's copy bandwidth over n floats, the bytes read plus written: the
+ * reference of the GB/s a fusion reaches. Returns 1 when it failed. */
+static inline int bu_copy_bandwidth(int64_t n, int iters, bool mean, BuEvents *ev, bool cuda) {
+  cf_status s;
+  double us = bu_copy_us(n, iters, mean, ev, cuda, &s);
   if (!s) printf("device copy (%s) %lld time_us=%.1f GB/s=%.0f\n", cuda ? "cuMemcpyDtoD" : "host", (long long)n, us,
                  bu_gbps(8.0 * (double)n, us));
   else printf("device copy (%s) %lld failed: %s\n", cuda ? "cuMemcpyDtoD" : "host", (long long)n, cf_status_name(s));
-  cf_tensor_free(x), cf_tensor_free(y);
   return s != CF_OK;
 }
 

@@ -17,7 +17,9 @@
  * then `cfuser <name> <shape> symbolic/constant=<ratio> check=ok` (issue 11: the symbolic
  * fusion within 5% of the constant one), or `... refused: <reason>` when no scheduler
  * takes it (the other fusions still run); last, the device's copy bandwidth
- * (cuMemcpyDtoD through cf_tensor_copy), the 90% reference. GB/s counts every input read
+ * (cuMemcpyDtoD through cf_tensor_copy), the 90% reference; after each case, `copy of its
+ * bytes <name> <shape> time_us= GB/s=`, a copy of the bytes the case moves (the ceiling at
+ * that size: launch and the last wave's tail weigh more at 128 MiB than at 2 GiB). GB/s counts every input read
  * once and every output written once; time is the median (or, with --mean, the mean) of
  * the CUDA-event times of `iterations` warm runs. Each result is checked once against the
  * reference evaluator on its first rows (a CPU loop on a corner for col_sum and
@@ -337,6 +339,15 @@ static int run_variant(Run *r, cf_fusion *f, cf_fusion *sym, const char *kind, c
   return rc;
 }
 
+/* A copy of as many bytes as the case moves (read plus written), timed as the case is:
+ * the bandwidth a memory-bound kernel of this size can reach at best (at 128 MiB the tail
+ * of the last wave and the launch cost more than at the 2 GiB of the device copy line). */
+static void same_bytes_copy(const Run *r, const char *shape, const BuArgs *a, BuEvents *ev) {
+  cf_status s;
+  double bytes = bytes_moved(r), us = bu_copy_us((int64_t)(bytes / 8), a->iters, a->mean, ev, r->cuda, &s);
+  if (!s) printf("copy of its bytes %s %s time_us=%.1f GB/s=%.0f\n", r->c->name, shape, us, bu_gbps(bytes, us));
+}
+
 /* One fusion, constant then symbolic; 1 when either failed or was wrong. */
 static int bench_case(const Case *c, const BuArgs *a, BuEvents *ev, bool cuda) {
   Run r = {.c = c, .sizes = a->small ? c->small : c->full, .cuda = cuda};
@@ -349,6 +360,7 @@ static int bench_case(const Case *c, const BuArgs *a, BuEvents *ev, bool cuda) {
   double t[2] = {0, 0};
   int v[2] = {1, 1};
   for (int k = 0; k < 2 && !rc; k++) v[k] = run_variant(&r, k ? fs : fc, fs, k ? "symbolic" : "constant", shape, ev, a, &t[k]);
+  if (!v[0]) same_bytes_copy(&r, shape, a, ev);
   if (!v[0] && !v[1])
     printf("cfuser symbolic/constant %s %s ratio=%.3f%s\n", c->name, shape, t[1] / t[0],
            !cuda || t[1] <= 1.05 * t[0] ? "" : " (over 5%)");

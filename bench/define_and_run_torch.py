@@ -80,13 +80,17 @@ COLUMNS = ("cfuser constant", "cfuser symbolic", "torch eager", "torch.compile")
 
 
 def read_results(paths):
-    """{(name, shape): {column: (us, gbps) or message}}, the copies {which: (us, gbps)}, and
-    the symbolic/constant ratios."""
-    rows, copies, ratios = {}, {}, {}
+    """{(name, shape): {column: (us, gbps) or message}}, the copies {which: (us, gbps)}, the
+    symbolic/constant ratios and each case's copy of its own bytes {(name, shape): gbps}."""
+    rows, copies, ratios, same = {}, {}, {}, {}
     for line in torch_common.result_lines(paths):
         m = torch_common.COPY.match(line)
         if m:
             copies[m.group(1)] = (float(m.group(3)), float(m.group(4)))
+            continue
+        c = re.match(r"^copy of its bytes (\S+) (\S+) time_us=([0-9.]+) GB/s=([0-9]+)", line)
+        if c:
+            same[(c.group(1), c.group(2))] = float(c.group(4))
             continue
         r = re.match(r"^cfuser symbolic/constant (\S+) (\S+) ratio=([0-9.]+)", line)
         if r:
@@ -97,7 +101,7 @@ def read_results(paths):
             t = TIMED.match(m.group(4))
             cell = (float(t.group(1)), float(t.group(2))) if t else m.group(4)
             rows.setdefault((m.group(2), m.group(3)), {})[m.group(1)] = cell
-    return rows, copies, ratios
+    return rows, copies, ratios, same
 
 
 def cell(v):
@@ -109,19 +113,21 @@ def cell(v):
 
 
 def table(paths):
-    rows, copies, ratios = read_results(paths)
+    rows, copies, ratios, same = read_results(paths)
     ref = copies.get("cuMemcpyDtoD") or copies.get("host") or copies.get("clone")
-    print("| fusion | shape | cfuser const | cfuser symbolic | sym/const | torch eager | torch.compile | % of copy |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| fusion | shape | cfuser const | cfuser symbolic | sym/const | torch eager | torch.compile | % of copy | % of a copy of its bytes |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for (name, shape), cols in rows.items():
         const = cols.get("cfuser constant")
         pct = f"{100 * const[1] / ref[1]:.0f}%" if isinstance(const, tuple) and ref and ref[1] else ""
         ratio = ratios.get((name, shape))
+        own = same.get((name, shape))
+        own_pct = f"{100 * const[1] / own:.0f}%" if isinstance(const, tuple) and own else ""
         print(f"| {name} | {shape} | " + " | ".join(cell(cols.get(c)) for c in COLUMNS[:2]) +
               f" | {'' if ratio is None else f'{ratio:.3f}'} | " +
-              " | ".join(cell(cols.get(c)) for c in COLUMNS[2:]) + f" | {pct} |")
+              " | ".join(cell(cols.get(c)) for c in COLUMNS[2:]) + f" | {pct} | {own_pct} |")
     for which, v in copies.items():
-        print(f"| device copy ({which}) | | {cell(v)} | | | | | {100 * v[1] / ref[1]:.0f}% |")
+        print(f"| device copy ({which}) | | {cell(v)} | | | | | {100 * v[1] / ref[1]:.0f}% | |")
     return 0
 
 
