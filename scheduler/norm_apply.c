@@ -5,8 +5,8 @@
  *   0. multipass: each softmax's max and sum of exponentials become one online softmax
  *      reduction (online_softmax.c), before the checks find the reductions;
  *   1. inputs of the rows' shape are cached after (read with vector loads), and in
- *      registers mode the row parameters too (read once per thread, kept for every row
- *      the thread runs); outputs of the rows' shape are cached before (vector stores)
+ *      registers mode the row parameters too (read once per thread of each block, vector
+ *      loads); outputs of the rows' shape are cached before (vector stores)
  *      when v > 1;
  *   2. projected registers, shared memory: every computed row tensor is recomputed at
  *      each reader, so only the caches persist (recompute.c, SCHED_KEEP_CACHES);
@@ -21,8 +21,7 @@
  *      leaving a threadIdx.x block all-reduce (and a blockIdx.y grid all-reduce) whose
  *      result every thread holds; then the
  *      outer axes are merged (after the rfactor: its iteration axes must be untransformed)
- *      and split [I / (s * ty), s, ty] and propagated: blockIdx.x, a serial loop over the
- *      block's rows, threadIdx.y; threadIdx.x takes t and the caches vectorize v;
+ *      and split [I / ty, ty] and propagated: blockIdx.x, threadIdx.y; threadIdx.x takes t and the caches vectorize v;
  *   5. everything is inlined as deep as legal: the loop graph stops every tensor that a
  *      reduction and the tensors computed from that reduction both read at the row,
  *      which makes it a per-thread register array of p*v elements (or, in shared memory,
@@ -115,7 +114,7 @@ static void split_row(cf_fusion *f, const NormPlan *p, cf_tv *ref) {
   else if (q->grid > 1) cf_split(f, ref, ri, q->grid);                     /* [p, gy, t, v] */
 }
 
-/* The rfactor tensor's outer axes merged and split [I / (s * ty), s, ty]; returns the
+/* The rfactor tensor's outer axes merged and split [I / ty, ty]; returns the
  * position of threadIdx.x's axis. */
 static int split_rows(cf_fusion *f, const NormPlan *p, cf_tv *rf) {
   const SchedInnerParams *q = &p->q;
@@ -124,7 +123,6 @@ static int split_rows(cf_fusion *f, const NormPlan *p, cf_tv *rf) {
   for (int k = 1; k < ri; k++) cf_merge(f, rf, 0);
   int pos = 1;
   if (q->rows_y > 1) cf_split(f, rf, 0, q->rows_y), pos++;
-  if (q->rows_serial > 1) cf_split(f, rf, 0, q->rows_serial), pos++;
   if (ri > 1 || pos > 1) cf_propagate_transforms(f, rf);
   return pos + 1; /* past p */
 }
@@ -132,14 +130,13 @@ static int split_rows(cf_fusion *f, const NormPlan *p, cf_tv *rf) {
 static void print_params(const NormPlan *p, bool blocks, char *params) {
   const SchedInnerParams *q = &p->q;
   static const char *const mode[] = {"registers", "shared", "multipass"};
-  char y[32] = "", serial[32] = "", grid[48] = "";
+  char y[32] = "", grid[48] = "";
   if (q->grid > 1) snprintf(grid, sizeof grid, " grid=blockIdx.y{%lld}", (long long)q->grid);
   if (q->rows_y > 1) snprintf(y, sizeof y, "x%lld", (long long)q->rows_y);
-  if (q->rows_serial > 1) snprintf(serial, sizeof serial, " serial=%lld", (long long)q->rows_serial);
-  snprintf(params, SCHED_PARAMS_MAX, "%s threads=%lld%s%s %s=%lld vector=%lld rows=%s%s%s%s%s", mode[q->mode],
+  snprintf(params, SCHED_PARAMS_MAX, "%s threads=%lld%s%s %s=%lld vector=%lld rows=%s%s%s%s", mode[q->mode],
            (long long)q->threads, y, q->symbolic ? " (ceilDiv(row, persistent) at run time)" : "",
            q->mode == SCHED_NORM_MULTIPASS ? "chunks" : "persistent", (long long)q->persist, (long long)q->vec,
-           blocks ? "blockIdx.x" : "1", serial, grid,
+           blocks ? "blockIdx.x" : "1", grid,
            q->mode == SCHED_NORM_REGISTERS && q->project ? " buffers=inputs" : "", q->online ? " online_softmax" : "");
 }
 

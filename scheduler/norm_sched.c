@@ -49,10 +49,13 @@
  *      t = ceil(n / p) in whole warps (p recomputed), or t = t_max and p = ceil(n / t)
  *      when more are needed; rows on threadIdx.y ty = the largest power of two with
  *      t * ty <= NORM_TARGET_THREADS and ty <= I (short rows fill a block); taken when
- *      p * v <= E(t * ty, b). With row parameters (a weight), a block runs s rows one
- *      after another, s = ceil(blocks / resident blocks) (blocks = ceil(I / ty), resident =
- *      SMs x the blocks per SM that threads and registers allow): one wave, the weight
- *      loaded once per thread for s rows;
+ *      p * v <= E(t * ty, b). A block runs its ty rows once: row parameters (a weight)
+ *      are read again by every block, from L2. Blocks that each ran s rows one after
+ *      another, so one wave read the weight once per thread, were slower on the H200
+ *      (16384 x 4096, bench/define_and_run.c, GB/s against a copy of the same bytes):
+ *      layer norm bf16 3112 -> 3368 (copy 3838), f32 3569 -> 3963 (4009), RMS norm f32
+ *      3565 -> 3933 (4084) with a block per row: a block that loads a row while others of
+ *      its SM reduce theirs keeps more loads in flight than a few blocks alternating;
  *   2. shared memory, the projected inputs' rows: t = min(t_max, n in whole warps),
  *      p = ceil(n / t); taken when p * t * v * projected bytes plus the reductions'
  *      workspaces (NORM_WORKSPACE_BYTES per thread each) fit smem_per_block. Each thread
@@ -221,19 +224,15 @@ static bool fits(const SchedDevice *d, const SchedInnerParams *q, int64_t thread
   return bytes == 0 || q->persist * q->vec <= sched_reg_elems(d, threads, bytes);
 }
 
-/* Rows on threadIdx.y and rows per block in series (rule 1). */
+/* Rows on threadIdx.y (rule 1). */
 static void plan_rows(const SchedDevice *d, NormPlan *p, int64_t bytes) {
   SchedInnerParams *q = &p->q;
-  q->rows_y = q->rows_serial = 1;
+  q->rows_y = 1;
   if (p->symbolic || p->outer < 2) return;
   int64_t most = NORM_TARGET_THREADS < max_threads(d) ? NORM_TARGET_THREADS : max_threads(d);
   while (q->threads * q->rows_y * 2 <= most && q->rows_y * 2 <= p->outer &&
          fits(d, q, q->threads * q->rows_y * 2, bytes))
     q->rows_y *= 2;
-  if (p->buf.params == 0) return;
-  int64_t regs = (q->persist * q->vec * bytes + 3) / 4 + SCHED_REG_RESERVE;
-  int64_t resident = (int64_t)d->sm_count * sched_blocks_per_sm(d, q->threads * q->rows_y, regs, 0);
-  q->rows_serial = sched_ceil_div(sched_ceil_div(p->outer, q->rows_y), resident);
 }
 
 /* Rule 1: the row in registers; false when it does not fit. */
@@ -267,7 +266,7 @@ static bool plan_shared(const SchedDevice *d, NormPlan *p) {
   int64_t n = sched_ceil_div(p->row, q->vec), tmax = max_threads(d);
   q->threads = round_warps(n) < tmax ? round_warps(n) : tmax;
   q->persist = sched_ceil_div(n, q->threads);
-  q->rows_y = q->rows_serial = 1;
+  q->rows_y = 1;
   q->project = true;
   int64_t bytes = q->persist * q->threads * q->vec * p->buf.projected + 16 * (int64_t)p->r.nreds +
                   NORM_WORKSPACE_BYTES * q->threads * p->r.nreds;
@@ -287,7 +286,7 @@ static bool plan_multipass(const SchedDevice *d, NormPlan *p, char *why) {
   if (t > round_warps(n)) t = round_warps(n);
   q->threads = t;
   q->persist = sched_ceil_div(n, t);
-  q->rows_y = q->rows_serial = 1;
+  q->rows_y = 1;
   q->project = true;
   q->online = p->online > 0;
   return true;
@@ -318,7 +317,7 @@ static bool plan_grid(const SchedDevice *d, NormPlan *p) {
   if (t > max_threads(d)) t = max_threads(d);
   q->threads = round_warps(n) < t ? round_warps(n) : t;
   int64_t ws = NORM_WORKSPACE_BYTES * q->threads * p->r.nreds;
-  q->rows_y = q->rows_serial = 1;
+  q->rows_y = 1;
   q->project = p->buf.projected < p->buf.live;
   int64_t bytes = (q->project ? p->buf.projected : p->buf.live) + p->buf.params;
   for (int64_t k = sched_blocks_per_sm(d, q->threads, SCHED_REG_RESERVE, ws); k >= 1; k--) {

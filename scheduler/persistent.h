@@ -106,7 +106,6 @@ typedef struct SchedInnerParams {
   int64_t persist; /* vectors of a row per thread (multipass: chunks of the row) */
   int64_t threads; /* threads of a row (threadIdx.x) */
   int64_t rows_y;  /* rows per block on threadIdx.y */
-  int64_t rows_serial; /* rows a block runs one after another (parameters read once) */
   int64_t grid;        /* blocks of a row (blockIdx.y, grid all-reduces); 1: a block per row */
 } SchedInnerParams;
 

@@ -300,14 +300,14 @@ Test(norm_sched, layernorm_and_rmsnorm_each_branch) {
     int64_t rows, cols;
     const char *ln, *rms;
   } cases[] = {
-      {CF_FLOAT, 3, 256, "registers threads=64 persistent=1 vector=4 rows=blockIdx.x serial=2",
-       "registers threads=64 persistent=1 vector=4 rows=blockIdx.x serial=2"},
+      {CF_FLOAT, 3, 256, "registers threads=64 persistent=1 vector=4 rows=blockIdx.x",
+       "registers threads=64 persistent=1 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, 2, 1000, "shared threads=64 persistent=4 vector=4 rows=blockIdx.x",
        "shared threads=64 persistent=4 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, 2, 2011, "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x",
        "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x"},
-      {CF_BFLOAT16, 3, 512, "registers threads=64 persistent=1 vector=8 rows=blockIdx.x serial=2 buffers=inputs",
-       "registers threads=64 persistent=1 vector=8 rows=blockIdx.x serial=2 buffers=inputs"},
+      {CF_BFLOAT16, 3, 512, "registers threads=64 persistent=1 vector=8 rows=blockIdx.x buffers=inputs",
+       "registers threads=64 persistent=1 vector=8 rows=blockIdx.x buffers=inputs"},
       {CF_BFLOAT16, 2, 3000, "shared threads=64 persistent=6 vector=8 rows=blockIdx.x",
        "shared threads=64 persistent=6 vector=8 rows=blockIdx.x"},
       {CF_HALF, 2, 4099, "multipass threads=32 chunks=129 vector=1 rows=blockIdx.x",
@@ -326,13 +326,12 @@ Test(norm_sched, layernorm_and_rmsnorm_each_branch) {
 }
 
 /* RMS norm of short rows: a row shorter than a warp on the power of two of threads covering
- * it, several rows per block on threadIdx.y, and several in series per block so the weight
- * is read once per thread for all of them (the grid one wave). */
+ * it, several rows per block on threadIdx.y (each block reads the weight once). */
 Test(norm_sched, rmsnorm_several_rows_per_block) {
   sc_dev = &tiny;
   rmsnorm(CF_BFLOAT16, 37, 64);
   schedule_and_check(2, (KcInput[]){IN(CF_BFLOAT16, 37, 64), IN(CF_BFLOAT16, 64)},
-                     "registers threads=8x8 persistent=1 vector=8 rows=blockIdx.x serial=3 buffers=inputs", 5e-2);
+                     "registers threads=8x8 persistent=1 vector=8 rows=blockIdx.x buffers=inputs", 5e-2);
   fresh();
   rmsnorm(CF_FLOAT, 2, 64);
   schedule_and_check(2, (KcInput[]){IN(CF_FLOAT, 2, 64), IN(CF_FLOAT, 64)},
