@@ -9,6 +9,11 @@
  * - warp: only threadIdx.x is reduced and blockDim.x is a multiple of 32: xor shuffles
  *   reduce each warp (every lane ends with its warp's value), lane 0 of each warp writes
  *   it to the workspace, and after one barrier every thread folds its group's warp values;
+ *   or only threadIdx.y under a power-of-two blockDim.x below 32 (a column reduction's
+ *   block: a warp holds 32 / bx rows of each of its bx columns): the xor shuffles from 16
+ *   down to bx fold a warp's rows of each column, its first row writes them, and every
+ *   thread folds its column's warp values after one barrier (two barriers in all, where
+ *   the tree takes two plus one per halving);
  * - tree: any combination of threadIdx.x/y/z: each thread writes its value at
  *   group * R + position (R threads per group, positions and groups linearized x, y, z),
  *   then halving steps with a barrier each fold the upper part into the lower one (the
@@ -72,16 +77,25 @@ static void linear(StrBuf *b, const bool *reduced, bool want) {
 
 static void warp_form(Emitter *e, const KNode *n) {
   const char *v = n->u.acc.var;
+  int stride = n->u.acc.warp_stride;
   char *sh = combine(e, n, v, "__shfl_xor_sync(0xffffffffu, cf_v, cf_o)");
-  cg_line(e, "for (int cf_o = 16; cf_o > 0; cf_o >>= 1) {");
+  cg_line(e, "for (int cf_o = 16; cf_o >= %d; cf_o >>= 1) {", stride);
   cg_line(e, "  %s cf_v = %s;", cg_ctype(n->u.acc.dtype), v);
   cg_line(e, "  %s = %s;", v, sh);
   cg_line(e, "}");
   free(sh);
-  cg_line(e, "const int cf_nw = (int)blockDim.x / 32;");
-  cg_line(e, "const int cf_rb = ((int)threadIdx.y + (int)threadIdx.z * (int)blockDim.y) * cf_nw;");
-  char *w = ws_at(e, n->u.acc.ws, "cf_rb + (int)threadIdx.x / 32", true);
-  cg_line(e, "if ((int)threadIdx.x %% 32 == 0) %s = %s;", w, v);
+  char *w;
+  if (n->u.acc.reduce[0]) { /* threadIdx.x: groups (y, z), blockDim.x / 32 warps each */
+    cg_line(e, "const int cf_nw = (int)blockDim.x / 32;");
+    cg_line(e, "const int cf_rb = ((int)threadIdx.y + (int)threadIdx.z * (int)blockDim.y) * cf_nw;");
+    w = ws_at(e, n->u.acc.ws, "cf_rb + (int)threadIdx.x / 32", true);
+    cg_line(e, "if ((int)threadIdx.x %% 32 == 0) %s = %s;", w, v);
+  } else { /* threadIdx.y: groups (x, z), each warp holding 32 / blockDim.x of its rows */
+    cg_line(e, "const int cf_nw = (int)blockDim.x * (int)blockDim.y / 32;");
+    cg_line(e, "const int cf_rb = ((int)threadIdx.x + (int)threadIdx.z * (int)blockDim.x) * cf_nw;");
+    w = ws_at(e, n->u.acc.ws, "cf_rb + (int)threadIdx.y / (32 / (int)blockDim.x)", true);
+    cg_line(e, "if ((int)threadIdx.y %% (32 / (int)blockDim.x) == 0) %s = %s;", w, v);
+  }
   free(w);
   e->d->sync(e);
   char *first = ws_at(e, n->u.acc.ws, "cf_rb", false), *other = ws_at(e, n->u.acc.ws, "cf_rb + cf_w", false);

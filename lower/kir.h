@@ -229,7 +229,10 @@ struct KNode {
       cf_dtype dtype;      /* its type: the reduction's compute type */
       IrOp op;             /* the reduction (identity and combine op from its table) */
       bool reduce[3];      /* block reduce: threadIdx.x/y/z reduced */
-      bool warp;           /* block reduce: only x, whose extent is a multiple of 32 */
+      bool warp;           /* block reduce: warp shuffles, then one value per warp (below) */
+      int warp_stride;     /* warp: lanes between neighbours of the reduced dimension: 1
+                            * (only x, a multiple of 32) or blockDim.x (only y, blockDim.x
+                            * a power of two below 32 and x * y whole warps) */
       KTensor *ws;         /* block reduce: shared workspace of blockDim.x*y*z elements */
       bool grid[3];        /* blockIdx.x/y/z reduced: a grid reduction follows */
       KTensor *work, *sem; /* grid: partials (gridDim x blockDim elements), semaphores */

@@ -124,13 +124,25 @@ static KNode *acc_node(LowerCtx *c, KnKind kind, const Expr *e, const char *var,
   return n;
 }
 
-/* The block-reduce node; the warp-shuffle form when only threadIdx.x is reduced and its
- * extent is a constant multiple of 32 (whole warps). */
+/* The lanes between neighbours of the one reduced thread dimension within a warp, when
+ * warp shuffles can reduce it: only threadIdx.x, a constant multiple of 32 (stride 1), or
+ * only threadIdx.y under a constant power-of-two blockDim.x below 32 with x * y whole
+ * warps (stride blockDim.x: a warp holds 32 / bx rows of y for each x, a column
+ * reduction's block). 0: the tree form. */
+static int warp_stride(const LowerCtx *c, const bool red[3]) {
+  int64_t bx, by;
+  bool x = kx_is_const(c->pdim[CF_PT_TIDX], &bx), y = kx_is_const(c->pdim[CF_PT_TIDY], &by);
+  if (red[0] && !red[1] && !red[2]) return x && bx % 32 == 0 ? 1 : 0;
+  if (red[0] || !red[1] || red[2] || !x || !y || bx < 1 || bx >= 32 || (bx & (bx - 1)) || (bx * by) % 32) return 0;
+  return (int)bx;
+}
+
+/* The block-reduce node; the warp-shuffle form where warp_stride allows it. */
 static KNode *block_reduce(LowerCtx *c, const Expr *e, const char *var, cf_dtype dt, const bool red[6]) {
   KNode *n = acc_node(c, KN_BLOCK_REDUCE, e, var, dt);
-  int64_t bx;
   for (int d = 0; d < 3; d++) n->u.acc.reduce[d] = red[d];
-  n->u.acc.warp = red[0] && !red[1] && !red[2] && kx_is_const(c->pdim[CF_PT_TIDX], &bx) && bx % 32 == 0;
+  n->u.acc.warp_stride = warp_stride(c, red);
+  n->u.acc.warp = n->u.acc.warp_stride > 0;
   if (red[0] || red[1] || red[2]) n->u.acc.ws = workspace(c, e, dt);
   return n;
 }

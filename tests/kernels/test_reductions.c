@@ -120,6 +120,54 @@ Test(reductions, two_d_block_reducing_y_only) {
   free(check(1e-5));
 }
 
+/* A column reduction's block: columns on threadIdx.x (a power of two below 32), rows on
+ * threadIdx.y, x * y whole warps: shuffles fold each warp's rows of a column (xor 16 down
+ * to blockDim.x), its first row writes them, one barrier, every thread folds its column's
+ * warps. Sum of 8 columns over 64 rows; max of 2 columns over 16 rows (one warp); Welford
+ * states of 4 columns over 8 rows beside 2 groups on threadIdx.z. */
+static void expect_y_shuffles(char *src, int bx) {
+  char loop[64];
+  snprintf(loop, sizeof loop, "for (int cf_o = 16; cf_o >= %d; cf_o >>= 1)", bx);
+  cr_expect(strstr(src, loop) != NULL, "no `%s` in:\n%s", loop, src);
+  cr_expect(strstr(src, "if ((int)threadIdx.y % (32 / (int)blockDim.x) == 0)") != NULL, "no first-row writer in:\n%s", src);
+  cr_expect(strstr(src, "cf_s >>= 1") == NULL, "a tree step in:\n%s", src);
+  free(src);
+}
+
+static cf_tv *columns_on_x_rows_on_y(cf_tv *r) {
+  cf_fusion_add_output(f, r);
+  cf_reorder(f, r, 1, (int[]){0, 1}); /* [rows, columns] -> [columns, rows] */
+  cf_parallelize(f, r, 0, CF_PT_TIDX);
+  cf_parallelize(f, r, 1, CF_PT_TIDY);
+  return r;
+}
+
+Test(reductions, column_reduction_by_warp_shuffles_over_y) {
+  columns_on_x_rows_on_y(cf_sum(f, input(CF_FLOAT, 2, (int64_t[]){64, 8}), 1, (int[]){0}));
+  expect_y_shuffles(check(1e-5), 8);
+  cf_fusion_destroy(f), setup();
+  columns_on_x_rows_on_y(cf_max_reduce(f, input(CF_FLOAT, 2, (int64_t[]){16, 2}), 1, (int[]){0}));
+  expect_y_shuffles(check(0), 2);
+  cf_fusion_destroy(f), setup();
+  cf_tv *x = input(CF_FLOAT, 3, (int64_t[]){2, 8, 4});
+  cf_tv *w = cf_welford(f, x, 1, (int[]){1});
+  cf_fusion_add_output(f, cf_welford_avg(f, w));
+  cf_fusion_add_output(f, cf_welford_m2(f, w));
+  cf_parallelize(f, w, 0, CF_PT_TIDZ);
+  cf_parallelize(f, w, 1, CF_PT_TIDY);
+  cf_parallelize(f, w, 2, CF_PT_TIDX);
+  cr_assert_eq(cf_parallelize_all_like(f, w, 0, NULL), CF_OK, "%s", cf_fusion_error(f));
+  expect_y_shuffles(check(1e-4), 4);
+}
+
+/* 8 columns on x and 3 rows on y: 24 threads, not whole warps: the tree. */
+Test(reductions, column_reduction_of_partial_warps_by_the_tree) {
+  columns_on_x_rows_on_y(cf_sum(f, input(CF_FLOAT, 2, (int64_t[]){3, 8}), 1, (int[]){0}));
+  char *src = check(1e-5);
+  cr_expect(strstr(src, "__shfl_xor_sync") == NULL && strstr(src, "cf_s >>= 1") != NULL, "not the tree in:\n%s", src);
+  free(src);
+}
+
 /* A serial loop per thread, then the block: 1000 columns split by 128 (not divisible). */
 Test(reductions, serial_then_block_with_a_non_divisible_split) {
   cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){16, 1000});
