@@ -42,7 +42,10 @@ static void signature(Emitter *e) {
   for (int d = 0; d < 3; d++) threads = kx_is_const(k->block[d], &v) && threads > 0 ? threads * v : -1;
   StrBuf b = {0};
   sb_puts(&b, "extern \"C\" __global__ void ");
-  if (threads > 0) sb_printf(&b, "__launch_bounds__(%lld) ", (long long)threads);
+  if (threads > 0 && k->min_blocks_per_sm > 1) /* a cooperative grid: registers that let it all be resident */
+    sb_printf(&b, "__launch_bounds__(%lld, %d) ", (long long)threads, k->min_blocks_per_sm);
+  else if (threads > 0)
+    sb_printf(&b, "__launch_bounds__(%lld) ", (long long)threads);
   sb_printf(&b, "%s(", k->name);
   for (int i = 0; i < k->nparams; i++) {
     const KTensor *t = k->params[i];

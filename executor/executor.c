@@ -179,11 +179,28 @@ static void report_times(const Compiled *c, cf_backend backend, const double t[4
   sb_free(&b);
 }
 
+/* The blocks per SM a cooperative kernel of constant grid needs resident on this device
+ * (ceil(blocks / SMs)), which its launch bounds then promise: the schedulers size such
+ * grids by the SMs x the blocks per SM they expect to fit (scheduler/persistent.h), and
+ * the bound makes the compiler keep to the registers that allow it. 0: not cooperative,
+ * a grid of symbolic size, or no device. */
+static int cooperative_blocks_per_sm(const KKernel *k) {
+  const ExecDeviceInfo *in = k->grid_sem ? exec_device_info() : NULL;
+  int64_t blocks = 1, v;
+  if (!in || in->num_sms <= 0) return 0;
+  for (int d = 0; d < 3; d++) {
+    if (!kx_is_const(k->grid[d], &v)) return 0;
+    blocks *= v;
+  }
+  return (int)((blocks + in->num_sms - 1) / in->num_sms);
+}
+
 /* The source of c's kernel for the backend. A parameter the code dereferences that lowering
  * marked unused (lower/param_use.c) is an internal error: run.c does not check where such
  * a parameter's data lives, so the kernel could read memory the backend cannot. */
 static cf_status generate(cf_executor *e, Compiled *c, cf_backend backend) {
   const char *unmarked = NULL;
+  if (backend != CF_BACKEND_HOST) c->k->min_blocks_per_sm = cooperative_blocks_per_sm(c->k);
   c->source = backend == CF_BACKEND_HOST ? cg_host_source(c->k, &unmarked) : cg_cuda_source(c->k, &unmarked);
   if (!c->source) return exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory generating the source");
   if (unmarked)

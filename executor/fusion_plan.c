@@ -104,6 +104,7 @@ static SchedDevice plan_device(const cf_fusion_cache *c) {
     in = exec_device_info();
   if (!in || in->num_sms <= 0) return d;
   d.sm_count = in->num_sms;
+  d.max_coop_threads = 0; /* the SMs bound a cooperative grid (the kernel's launch bounds make it fit) */
   if (in->max_threads_per_block > 0) d.max_threads_per_block = in->max_threads_per_block;
   if (in->max_threads_per_sm > 0) d.max_threads_per_sm = in->max_threads_per_sm;
   if (in->regs_per_sm > 0) d.regs_per_sm = in->regs_per_sm;

@@ -298,6 +298,8 @@ typedef struct KKernel {
   bool index32;               /* every tensor fits in 32-bit indexing */
   KTensor *grid_sem;          /* the grid syncs' counter (a workspace parameter), or NULL: a
                                * kernel with grid syncs needs a cooperative launch */
+  int min_blocks_per_sm;      /* CUDA: blocks one SM must hold (set by the executor for a
+                               * cooperative grid of constant size: ceil(blocks / SMs)), 0 none */
   bool uses_tmem;
   /* How long each pass of lower.c's table took on this kernel, in table order (what
    * CFUSER_DUMP=times prints and a slow compile's note names); the verifier's time after

@@ -35,7 +35,7 @@
  *      norm's 3 to 64 channels, a softmax of a few vocabulary rows): t = min(
  *      NORM_TARGET_THREADS, t_max, n in whole warps), each row split over gy blocks on
  *      blockIdx.y: for k = the blocks per SM threads allow, down to 1, gy = min(k x SMs /
- *      I, SCHED_MAX_COOPERATIVE_THREADS / (I x t), n / (t x NORM_GRID_MIN_VECS)) (at least
+ *      I, max_coop_threads / (I x t) (the host backend's limit), n / (t x NORM_GRID_MIN_VECS)) (at least
  *      2), p = ceil(n / (gy x t)); taken in registers when p * v <= E(t, b) and registers
  *      let k such blocks share an SM (all resident: one cooperative launch, the statistics
  *      grid all-reduces); else multipass over the same grid at the unbuffered blocks per
@@ -297,7 +297,7 @@ static bool plan_multipass(const SchedDevice *d, NormPlan *p, char *why) {
 static bool grid_blocks(const SchedDevice *d, NormPlan *p, int64_t k) {
   SchedInnerParams *q = &p->q;
   int64_t n = sched_ceil_div(p->row, q->vec);
-  int64_t gy = k * d->sm_count / p->outer, cap = SCHED_MAX_COOPERATIVE_THREADS / (p->outer * q->threads);
+  int64_t gy = k * d->sm_count / p->outer, cap = sched_coop_block_cap(d, p->outer * q->threads);
   int64_t most = n / (q->threads * NORM_GRID_MIN_VECS);
   if (gy > cap) gy = cap;
   if (gy > most) gy = most;

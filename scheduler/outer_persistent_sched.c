@@ -34,7 +34,7 @@
  *   1. grid (Io < SMs, so column groups alone leave SMs idle, and a constant R):
  *      blocks of rows on blockIdx.y, gy of them, each thread keeping p rows:
  *      for k = the blocks per SM threads and shared memory allow, down to 1: gy =
- *      min(k x SMs / Io, SCHED_MAX_COOPERATIVE_THREADS / (Io x tx x ty0),
+ *      min(k x SMs / Io, max_coop_threads / (Io x tx x ty0) (the host backend's),
  *      R / (ty0 x OUTER_GRID_MIN_ROWS)) (at least 2),
  *      p = ceilDiv(ceilDiv(R, ty0), gy); taken when p x v <= E(tx x ty0, b) and registers let k
  *      such blocks share an SM (every block resident: a cooperative launch); the
@@ -163,7 +163,7 @@ static int64_t plan_columns(const SchedDevice *d, OuterPlan *p, int64_t *tymax) 
 /* gy and p for k blocks per SM (rule 1); false when fewer than 2 blocks of rows. */
 static bool grid_rows(const SchedDevice *d, OuterPlan *p, int64_t io, int64_t k) {
   SchedOuterParams *q = &p->q;
-  int64_t gy = k * d->sm_count / io, cap = SCHED_MAX_COOPERATIVE_THREADS / (io * q->tx * q->ty);
+  int64_t gy = k * d->sm_count / io, cap = sched_coop_block_cap(d, io * q->tx * q->ty);
   int64_t most = sched_ceil_div(p->rows, q->ty * OUTER_GRID_MIN_ROWS);
   if (gy > cap) gy = cap;
   if (gy > most) gy = most;

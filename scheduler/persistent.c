@@ -229,6 +229,10 @@ int64_t sched_reg_elems(const SchedDevice *d, int64_t threads, int64_t bytes) {
   return r > 0 ? r * 4 / bytes : 0;
 }
 
+int64_t sched_coop_block_cap(const SchedDevice *d, int64_t threads) {
+  return d->max_coop_threads > 0 && threads > 0 ? d->max_coop_threads / threads : INT64_MAX;
+}
+
 int64_t sched_blocks_per_sm(const SchedDevice *d, int64_t threads, int64_t regs_each, int64_t smem) {
   int64_t n = d->max_threads_per_sm / threads, by_regs = d->regs_per_sm / (threads * regs_each);
   if (by_regs < n) n = by_regs;

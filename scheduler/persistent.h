@@ -138,9 +138,9 @@ typedef struct SchedOuterParams {
   int64_t grid_y;     /* blocks of rows (grid modes), 1 otherwise */
 } SchedOuterParams;
 
-/* The most threads of a cooperative launch (grid modes): what the host backend keeps
- * resident at once (host_grid.h); on a GPU, blocks per SM x SMs bound it too. */
-enum { SCHED_MAX_COOPERATIVE_THREADS = 65536 };
+/* The most blocks of `threads` threads a cooperative launch (grid modes) may have beside
+ * k x SMs: the device's max_coop_threads / threads (INT64_MAX where it has none). */
+int64_t sched_coop_block_cap(const SchedDevice *d, int64_t threads);
 
 bool sched_outer_persistent_plan(cf_fusion *f, const SchedCall *call, SchedOuterParams *q, char *why);
 cf_status sched_outer_persistent_apply(cf_fusion *f, const SchedCall *call, const SchedOuterParams *q, char *params);

@@ -198,6 +198,7 @@ const SchedDevice sched_device_h100 = {
     .smem_per_sm = 228 * 1024,
     .l2_bytes = 50 * 1024 * 1024,
     .max_cluster = 8,
+    .max_coop_threads = 65536, /* the host backend's CFH_MAX_RESIDENT_THREADS (host_grid.h) */
 };
 
 const SchedDevice *sched_device_default(void) { return &sched_device_h100; }

@@ -4,6 +4,8 @@
 #include <criterion/redirect.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
+#include "lower/lower.h"
 #include "test_util.h"
 
 static char *kernel_of(cf_fusion *f) { return tu_capture_fusion(cf_fusion_print_kernel, f); }
@@ -35,6 +37,33 @@ Test(print_kernel, pointwise_with_broadcast) {
                       "T2[0]);\n"
                       "}\n");
   free(k);
+  cf_fusion_destroy(f);
+}
+
+/* A kernel whose blocks must be resident together (the executor sets min_blocks_per_sm
+ * for a cooperative grid: ceil(blocks / SMs)) promises it in its launch bounds, so the
+ * compiler keeps to the registers that let that many blocks share an SM. */
+Test(print_kernel, launch_bounds_promise_the_blocks_per_sm_of_a_cooperative_grid) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_fusion_add_input(f, a);
+  cf_tv *out = cf_neg(f, a);
+  cf_fusion_add_output(f, out);
+  cf_parallelize(f, out, 0, CF_PT_BIDX);
+  cf_parallelize(f, out, 1, CF_PT_TIDX);
+  KKernel *k = NULL;
+  char *msg = NULL;
+  cr_assert_eq(lower_fusion(f, NULL, &k, &msg), CF_OK, "%s", msg ? msg : "");
+  const char *head = "extern \"C\" __global__ void __launch_bounds__(8, 3) cfuser_kernel(";
+  k->min_blocks_per_sm = 3;
+  char *src = cg_cuda_source(k, NULL);
+  cr_expect(strstr(src, head) != NULL, "no `%s` in:\n%s", head, src);
+  free(src);
+  k->min_blocks_per_sm = 0;
+  src = cg_cuda_source(k, NULL);
+  cr_expect(strstr(src, "__launch_bounds__(8) cfuser_kernel(") != NULL, "one bound only without it:\n%s", src);
+  free(src);
+  kkernel_free(k);
   cf_fusion_destroy(f);
 }
 

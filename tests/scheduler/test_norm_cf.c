@@ -130,8 +130,8 @@ Test(norm_cf, statistics_alone_one_reduction_kernel) {
 
 /* The sweep's shapes on an H100 (132 SMs), planned as define and run plans them (symbolic
  * sizes: no vectors, the registers' rows split outer by the persistent count): channels
- * fewer than the SMs split over blocks (at most SCHED_MAX_COOPERATIVE_THREADS threads in
- * all), in registers; 512 channels of 50176 elements a block each, multipass. */
+ * fewer than the SMs split over blocks (at most the host backend's 65536 threads in all, its
+ * max_coop_threads), in registers; 512 channels of 50176 elements a block each, multipass. */
 Test(norm_cf, sweep_shapes_on_an_h100) {
   static const Case cases[] = {
       {CF_FLOAT, {16, 64, 3136}, "registers threads=128 (ceilDiv(row, persistent) at run time) persistent=49 vector=1 rows=blockIdx.x grid=blockIdx.y{8}"},

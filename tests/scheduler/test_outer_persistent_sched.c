@@ -223,6 +223,35 @@ Test(outer_sched, channels_last_activations_on_an_h100) {
   }
 }
 
+/* The same activations planned for an H100 itself rather than the host backend: no
+ * cooperative limit but the SMs x the blocks per SM the kernel allows (the host keeps
+ * 65536 threads resident; the launch bounds make the GPU kernel fit its grid), so the
+ * multipass grid is 660 blocks of rows for each of two column groups, 1320 blocks of 128
+ * threads (10 per SM at 48 registers) where the host takes 256 per group: five times the
+ * loads in flight. */
+Test(outer_sched, channels_last_activations_on_an_h100_gpu) {
+  static SchedDevice gpu;
+  gpu = sched_device_h100;
+  gpu.max_coop_threads = 0;
+  sc_dev = &gpu;
+  static const struct {
+    cf_dtype dt;
+    int64_t rows, cols;
+    const char *params;
+  } cases[] = {
+      {CF_FLOAT, 802816, 64, "grid multipass threads=8x16 chunks=77 vector=4 columns=blockIdx.x rows=blockIdx.y{660}"},
+      {CF_BFLOAT16, 802816, 64,
+       "grid multipass threads=4x32 chunks=39 vector=8 columns=blockIdx.x rows=blockIdx.y{660}"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cf_dtype dt = cases[i].dt;
+    int64_t n = cases[i].rows, c = cases[i].cols;
+    fresh();
+    batchnorm(dt, 2, (int64_t[]){n, c}, false, false);
+    planned(3, (KcInput[]){IN(dt, n, c), IN(dt, c), IN(dt, c)}, cases[i].params);
+  }
+}
+
 /* Batch norm through define and run on the scaled-down device, each form, against the
  * evaluator of the fusion as written. */
 Test(outer_sched, define_and_run_batchnorm_each_branch) {
