@@ -40,8 +40,9 @@ typedef struct SchedDevice {
   int64_t l2_bytes;          /* the L2 cache, bytes */
   int max_cluster;           /* blocks per thread-block cluster (8 portable on Hopper; 1: none) */
   int64_t max_coop_threads;  /* the most threads of a cooperative launch (every block resident):
-                              * the host backend's fibers (host_grid.h); 0 on a GPU, where the
-                              * SMs x the blocks per SM the kernel allows bound it alone */
+                              * the host backend's fibers (host_grid.h), kept on GPUs too (see
+                              * executor/fusion_plan.c); 0: the SMs x the blocks per SM the
+                              * kernel allows bound it alone */
 } SchedDevice;
 
 /* An H100 SXM (132 SMs, 227 KiB of shared memory per block, 50 MiB of L2): the

@@ -223,13 +223,14 @@ Test(outer_sched, channels_last_activations_on_an_h100) {
   }
 }
 
-/* The same activations planned for an H100 itself rather than the host backend: no
- * cooperative limit but the SMs x the blocks per SM the kernel allows (the host keeps
- * 65536 threads resident; the launch bounds make the GPU kernel fit its grid), so the
+/* The same activations on a device without the host backend's cooperative limit
+ * (max_coop_threads 0; the host keeps 65536 threads resident, and GPUs keep that limit
+ * too until the larger grids are tuned): the SMs x the blocks per SM the kernel allows
+ * bound it alone (the launch bounds make the GPU kernel fit its grid), so the
  * multipass grid is 660 blocks of rows for each of two column groups, 1320 blocks of 128
  * threads (10 per SM at 48 registers) where the host takes 256 per group: five times the
  * loads in flight. */
-Test(outer_sched, channels_last_activations_on_an_h100_gpu) {
+Test(outer_sched, channels_last_activations_without_a_cooperative_limit) {
   static SchedDevice gpu;
   gpu = sched_device_h100;
   gpu.max_coop_threads = 0;
