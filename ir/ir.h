@@ -594,6 +594,10 @@ Val *ir_tv_new(cf_fusion *f, cf_dtype dtype, int n, Val *const *logical);
  * dropped), for ops: the caller then wires the Expr. */
 Val *ir_tv_like(cf_fusion *f, Val *in, cf_dtype dtype);
 
+/* Whether an IterDomain has a single position: a broadcast, or a constant extent of 1
+ * (loops over it run index 0 only; shape ops squeeze it). transform.c. */
+bool ir_id_is_one_position(const Val *id);
+
 /* ---- transforms on IterDomains (transform.c) ------------------------------------------ */
 
 /* Creates the split of id; returns false on OOM. factor is a scalar Val. */

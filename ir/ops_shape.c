@@ -18,11 +18,6 @@
 
 /* ---- shape ops: squeeze, expand, full, reshape; scalar inputs ------------------------------------ */
 
-static bool id_is_one(Val *id) {
-  int64_t e;
-  return ID(id)->iter_type == CF_ITER_BROADCAST || (ir_scalar_const_value(ID(id)->extent, &e) && e == 1);
-}
-
 cf_tv *cf_squeeze(cf_fusion *f, cf_tv *x, int naxes, const int *axes) {
   if (!f || f->status) return NULL;
   Val *tv = ir_op_arg(f, "squeeze", 1, "x", x);
@@ -39,7 +34,7 @@ cf_tv *cf_squeeze(cf_fusion *f, cf_tv *x, int naxes, const int *axes) {
     if (a < 0 || sq[a])
       return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "squeeze: axis %d %s", axes[i],
                          a < 0 ? "out of range" : "given twice"), NULL;
-    if (!id_is_one(ax[a])) {
+    if (!ir_id_is_one_position(ax[a])) {
       StrBuf b = {0};
       ir_print_id(&b, ax[a]);
       ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "squeeze: axis %d (%s) of %s is neither a broadcast axis nor of "

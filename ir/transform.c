@@ -14,6 +14,11 @@
 
 /* A broadcast axis holds one element however it is split: both halves are broadcast axes
  * of extent 1 (else merging one with an iteration axis would repeat every element). */
+bool ir_id_is_one_position(const Val *id) {
+  int64_t e;
+  return id->u.id.iter_type == CF_ITER_BROADCAST || (ir_scalar_const_value(id->u.id.extent, &e) && e == 1);
+}
+
 bool ir_id_split(cf_fusion *f, Val *id, Val *factor, bool inner, Val **outer_out, Val **inner_out) {
   bool bcast = ID(id)->iter_type == CF_ITER_BROADCAST;
   Val *rest = bcast ? ir_const_int(f, 1) : ir_scalar_op(f, OP_CEILDIV, ID(id)->extent, factor);

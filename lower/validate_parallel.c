@@ -14,15 +14,10 @@
  * may end up with one parallel type on two axes. */
 #include "lower/lower.h"
 
-/* A broadcast or an axis of extent 1 runs one position. */
-static bool one_position(Val *id) {
-  int64_t n;
-  return ID(id)->iter_type == CF_ITER_BROADCAST || (ir_scalar_const_value(ID(id)->extent, &n) && n == 1);
-}
-
-/* Whether loops over domains a and b run the same elements position by position. */
+/* Whether loops over domains a and b run the same elements position by position (a
+ * broadcast and an axis of extent 1 both run index 0 only). */
 static bool same_positions(LowerCtx *c, Val *a, Val *b) {
-  return a == b || an_idmap_same(c->model.exact, a, b) || (one_position(a) && one_position(b));
+  return a == b || an_idmap_same(c->model.exact, a, b) || (ir_id_is_one_position(a) && ir_id_is_one_position(b));
 }
 
 static void check_axis(LowerCtx *c, Val *p, int j, Val *cv) {
