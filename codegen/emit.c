@@ -150,7 +150,20 @@ static cf_dtype welford_type(const KNode *op) {
   return CF_DTYPE_COUNT;
 }
 
-/* The type arithmetic is done in: a Welford state type if the op has one (elements are
+/* Whether every operand of a move (set, broadcast, permute, ...) is an element of the
+ * output's dtype: the move is then a plain assignment, no round trip through float (a
+ * bfloat16 weight's broadcast was __float2bfloat16(__bfloat162float(w)) per element). */
+static bool moves_its_own_dtype(const KNode *op) {
+  for (int i = 0; i < op->u.op.nin; i++) {
+    const KAccess *a = &op->u.op.in[i];
+    cf_dtype t = a->t ? a->t->dtype : a->var ? a->var_dtype : CF_DTYPE_COUNT;
+    if (t != op->u.op.out_dtype) return false; /* a scalar (a pad value) or another dtype */
+  }
+  return op->u.op.nin > 0;
+}
+
+/* The type arithmetic is done in: the output's own dtype for a move of elements of that
+ * dtype; a Welford state type if the op has one (elements are
  * folded in as one-element states, and states are read by the field ops), a complex type if
  * any operand or the result is complex (complex_double if anything holds a double), double if any
  * operand is double, float for other floating types, else 64-bit integers. */
@@ -158,6 +171,7 @@ cf_dtype cg_compute_type(const KNode *op) {
   cf_dtype w = welford_type(op);
   if (w != CF_DTYPE_COUNT) return w;
   IrTypeRule r = ir_op_type_rule(op->u.op.op);
+  if (r == TR_MOVE && moves_its_own_dtype(op)) return op->u.op.out_dtype;
   if (r == TR_MAKE || r == TR_RANDOM || r == TR_RANDOM64) /* iota's double or int64; seeds in int64 */
     return ir_op_compute_dtype(op->u.op.op, op->u.op.out_dtype, op->u.op.out_dtype);
   cf_dtype out = op->u.op.out_dtype;
