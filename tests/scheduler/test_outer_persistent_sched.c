@@ -194,15 +194,28 @@ Test(outer_sched, batchnorm_each_branch) {
   }
 }
 
+/* A batch norm of [rows, cols] planned as each case says (channels last). */
+typedef struct ClCase {
+  cf_dtype dt;
+  int64_t rows, cols;
+  const char *params;
+} ClCase;
+
+static void plan_channels_last(const ClCase *cases, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    cf_dtype dt = cases[i].dt;
+    int64_t r = cases[i].rows, c = cases[i].cols;
+    fresh();
+    batchnorm(dt, 2, (int64_t[]){r, c}, false, false);
+    planned(3, (KcInput[]){IN(dt, r, c), IN(dt, c), IN(dt, c)}, cases[i].params);
+  }
+}
+
 /* Channels-last activations of 64 channels on an H100: blocks of rows over the grid,
  * in registers while they hold the rows, else each pass reading them again (never a
  * refusal, never a serial kernel); a wide batch (65536 channels) a block per group. */
 Test(outer_sched, channels_last_activations_on_an_h100) {
-  static const struct {
-    cf_dtype dt;
-    int64_t rows, cols;
-    const char *params;
-  } cases[] = {
+  static const ClCase cases[] = {
       {CF_BFLOAT16, 8192, 64,
        "grid threads=4x32 persistent=8 vector=8 columns=blockIdx.x rows=blockIdx.y{32} buffers=inputs"},
       {CF_BFLOAT16, 65536, 64,
@@ -214,13 +227,7 @@ Test(outer_sched, channels_last_activations_on_an_h100) {
       {CF_BFLOAT16, 100352, 256,
        "grid multipass threads=4x32 chunks=49 vector=8 columns=blockIdx.x rows=blockIdx.y{64}"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    cf_dtype dt = cases[i].dt;
-    int64_t n = cases[i].rows, c = cases[i].cols;
-    fresh();
-    batchnorm(dt, 2, (int64_t[]){n, c}, false, false);
-    planned(3, (KcInput[]){IN(dt, n, c), IN(dt, c), IN(dt, c)}, cases[i].params);
-  }
+  plan_channels_last(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* The same activations on a device without the host backend's cooperative limit
@@ -235,22 +242,12 @@ Test(outer_sched, channels_last_activations_without_a_cooperative_limit) {
   gpu = sched_device_h100;
   gpu.max_coop_threads = 0;
   sc_dev = &gpu;
-  static const struct {
-    cf_dtype dt;
-    int64_t rows, cols;
-    const char *params;
-  } cases[] = {
+  static const ClCase cases[] = {
       {CF_FLOAT, 802816, 64, "grid multipass threads=8x16 chunks=77 vector=4 columns=blockIdx.x rows=blockIdx.y{660}"},
       {CF_BFLOAT16, 802816, 64,
        "grid multipass threads=4x32 chunks=39 vector=8 columns=blockIdx.x rows=blockIdx.y{660}"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    cf_dtype dt = cases[i].dt;
-    int64_t n = cases[i].rows, c = cases[i].cols;
-    fresh();
-    batchnorm(dt, 2, (int64_t[]){n, c}, false, false);
-    planned(3, (KcInput[]){IN(dt, n, c), IN(dt, c), IN(dt, c)}, cases[i].params);
-  }
+  plan_channels_last(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* Batch norm through define and run on the scaled-down device, each form, against the
