@@ -9,7 +9,7 @@
  * elements name one position the last along the axis wins (what the kernels compute);
  * a scan (cumsum, cumprod, cummax, cummin: IR_SCAN_TABLE) folds its reduction's combine in
  * index order in the accumulation dtype (float for floating dtypes but double, int64 for
- * integers, wrapping), from the reduction's identity, each partial result rounded to it, as
+ * integers, wrapping, the complex type itself for complex), from the reduction's identity, each partial result rounded to it, as
  * a kernel folding serially does: the evaluator and the kernels agree bit for bit. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,8 +144,10 @@ static char *run_scan(const IdxIo *io) {
   IrOp red = ir_scan_reduction(io->e->op);
   IrEvalFn fold = ir_op_eval(ir_reduction_combine(red));
   cf_dtype dt = io->e->out[0]->dtype, ct = ir_op_compute_dtype(io->e->op, dt, dt), xt = io->e->in[0]->dtype;
-  bool fl = ir_dtype_is_float(ct);
-  cf_dtype wide = fl ? CF_DOUBLE : CF_INT64;
+  bool fl = ir_dtype_is_inexact(ct);
+  /* complex folds in its own type: complex64 products in float complex, as the kernels'
+   * (a part's sum in double rounds to float's sum) */
+  cf_dtype wide = ir_dtype_is_complex(ct) ? ct : fl ? CF_DOUBLE : CF_INT64;
   int64_t c[CF_MAX_RANK] = {0}, n = numel(io->out->shape, io->r), inner = 1;
   for (int a = io->d + 1; a < io->r; a++) inner *= io->out->shape[a];
   IrElem *acc = malloc(sizeof(IrElem) * (size_t)(n > 0 ? n : 1));

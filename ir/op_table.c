@@ -221,7 +221,7 @@ bool ir_op_takes_complex(IrOp op) {
   switch (op) {
   case OP_NEG: case OP_ABS: case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_RECIPROCAL:
   case OP_REAL: case OP_IMAG: case OP_CONJ: case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
-  case OP_TRUEDIV: case OP_EQ: case OP_NE: case OP_WHERE: case OP_SUM: return true;
+  case OP_TRUEDIV: case OP_EQ: case OP_NE: case OP_WHERE: case OP_SUM: case OP_CUMSUM: case OP_CUMPROD: return true;
   default: { /* every op that moves elements: set, cast, broadcast, permute, reshape, slice, pad, cat, full */
     IrTypeRule r = ir_op_type_rule(op);
     return r == TR_MOVE || r == TR_CAST || (r == TR_MAKE && op != OP_IOTA);
@@ -283,7 +283,7 @@ cf_dtype ir_op_result_dtype(IrOp op, cf_dtype promoted) {
   case TR_RANDOM: return CF_FLOAT;
   case TR_RANDOM64: return CF_DOUBLE;
   case TR_SCAN: /* cumsum and cumprod widen integers and bool to int64, as their reductions do */
-    return ir_dtype_is_float(promoted) || !ir_reduction_widens_int(ir_scan_reduction(op)) ? promoted : CF_INT64;
+    return ir_dtype_is_inexact(promoted) || !ir_reduction_widens_int(ir_scan_reduction(op)) ? promoted : CF_INT64;
   default: return promoted;
   }
 }
