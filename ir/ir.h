@@ -385,6 +385,10 @@ bool ir_unpaired_axis(const struct Expr *e, int operand, int axis);
  * complex tensors (and cummax, cummin: "not implemented for 'ComplexFloat'"). cumsum and
  * cumprod fold in the complex type itself, as kernels do (complex64 products in float). */
 bool ir_op_takes_complex(IrOp op);
+/* The ops that take a packed operand (float4_e2m1fn, a storage type as nvFuser's and
+ * torch's float4_e2m1fn_x2 are): those that move elements and casts; every other op refuses
+ * it naming the op and the tensor (cast it to float first). */
+bool ir_op_takes_packed(IrOp op);
 /* The ops whose result is the real type of a complex operand (abs, real, imag): they
  * compute in the complex type and give its real type. */
 bool ir_op_complex_to_real(IrOp op);

@@ -164,9 +164,10 @@ static int category(cf_dtype t) {
   return ir_dtype_is_complex(t) ? 3 : ir_dtype_is_float(t) ? 2 : t == CF_BOOL ? 0 : 1;
 }
 
-/* 8-bit floats rank below the 16-bit ones, which hold each of their values exactly. */
+/* 8-bit floats rank below the 16-bit ones, which hold each of their values exactly, and
+ * float4_e2m1fn below them (both 8-bit floats hold its values). */
 static int float_rank(cf_dtype t) {
-  return t == CF_DOUBLE ? 3 : t == CF_FLOAT ? 2 : t == CF_HALF || t == CF_BFLOAT16 ? 1 : 0;
+  return t == CF_DOUBLE ? 4 : t == CF_FLOAT ? 3 : t == CF_HALF || t == CF_BFLOAT16 ? 2 : t == CF_FLOAT4_E2M1FN ? 0 : 1;
 }
 
 static int int_rank(cf_dtype t) {
@@ -229,12 +230,18 @@ bool ir_op_takes_complex(IrOp op) {
   }
 }
 
+bool ir_op_takes_packed(IrOp op) {
+  IrTypeRule r = ir_op_type_rule(op);
+  return r == TR_MOVE || r == TR_CAST;
+}
+
 bool ir_op_complex_to_real(IrOp op) { return op == OP_ABS || ir_op_type_rule(op) == TR_COMPLEX_PART; }
 
 bool ir_op_accepts(IrOp op, cf_dtype t) {
   if (!ir_dtype_valid(t)) return false;
   IrTypeRule r = ir_op_type_rule(op);
   if (ir_dtype_is_complex(t)) return ir_op_takes_complex(op);
+  if (ir_dtype_is_packed(t)) return ir_op_takes_packed(op);
   if (op == OP_IMAG) return false; /* torch: imag is not implemented for real tensors */
   if (r == TR_COMPLEX_PART) return !ir_dtype_is_welford(t); /* real of a real tensor: itself */
   if (ir_dtype_is_welford(t)) return r == TR_WELFORD || r == TR_MOVE || (r == TR_REDUCE && op == OP_WELFORD);
