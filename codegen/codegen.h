@@ -68,6 +68,10 @@ void cg_acc_decl(Emitter *e, const KNode *n);
 void cg_block_reduce(Emitter *e, const KNode *n);
 void cg_block_reduce_end(Emitter *e, const KNode *n);
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write);
+/* A vector copy with a packed parameter on either side (float4_e2m1fn in global memory):
+ * printed as cf_fp4_pack / cf_fp4_unpack of its elements (both dialects; true), or false
+ * for any other copy. */
+bool cg_packed_copy(Emitter *e, const KNode *op, const char *dst, const char *src);
 /* What a parameter's declaration says after its name: a comment "sizes only" when the
  * kernel never touches its elements (KTensor.data_used), else "". */
 const char *cg_param_note(const KTensor *t);

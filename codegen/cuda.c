@@ -27,7 +27,8 @@ static void preamble(Emitter *e) {
   sb_puts(&e->out, cg_embedded_file("special_math.h"));
   sb_puts(&e->out, cg_embedded_file("philox.h"));
   sb_puts(&e->out, cg_embedded_file("ops_math.h"));
-  if (uses_dtype(e->k, CF_FLOAT8_E4M3FN) || uses_dtype(e->k, CF_FLOAT8_E5M2)) sb_puts(&e->out, cg_embedded_file("fp8.h"));
+  if (uses_dtype(e->k, CF_FLOAT8_E4M3FN) || uses_dtype(e->k, CF_FLOAT8_E5M2) || uses_dtype(e->k, CF_FLOAT4_E2M1FN))
+    sb_puts(&e->out, cg_embedded_file("fp8.h"));
   if (uses_dtype(e->k, CF_COMPLEX_FLOAT) || uses_dtype(e->k, CF_COMPLEX_DOUBLE))
     sb_puts(&e->out, cg_embedded_file("complex.h"));
   if (uses_dtype(e->k, CF_WELFORD_FLOAT) || uses_dtype(e->k, CF_WELFORD_DOUBLE))
@@ -80,6 +81,7 @@ static void buffers(Emitter *e) {
 static void epilogue(Emitter *e) { cg_line(e, "}"); }
 
 static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char *src) {
+  if (cg_packed_copy(e, op, dst, src)) return;
   const char *ty = cg_ctype(op->u.op.out_dtype);
   int n = op->u.op.vector;
   cg_line(e, "*reinterpret_cast<Array<%s, %d>*>(&%s) = *reinterpret_cast<const Array<%s, %d>*>(&%s);", ty, n, dst, ty,

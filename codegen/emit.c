@@ -63,6 +63,7 @@ static const char *narrow_to_float(cf_dtype t) {
   case CF_HALF: return "__half2float";
   case CF_BFLOAT16: return "__bfloat162float";
   case CF_FLOAT8_E4M3FN: return "__e4m32float";
+  case CF_FLOAT4_E2M1FN: return "__e2m12float";
   default: return "__e5m22float";
   }
 }
@@ -71,6 +72,7 @@ static const char *narrow_from_float(cf_dtype t) {
   case CF_HALF: return "__float2half";
   case CF_BFLOAT16: return "__float2bfloat16";
   case CF_FLOAT8_E4M3FN: return "__float2e4m3";
+  case CF_FLOAT4_E2M1FN: return "__float2e2m1";
   default: return "__float2e5m2";
   }
 }
@@ -127,13 +129,37 @@ void cg_grid_sync(Emitter *e) {
   free(sem);
 }
 
+/* A packed parameter (float4_e2m1fn in global memory, two elements per byte) is read one
+ * nibble at a time (ir/fp8.h's cf_fp4_get) and written only by vector copies
+ * (cg_packed_copy; lowering refuses any other write, lower/vectorize.c); registers and
+ * shared memory hold one element per byte and are indexed as any type. */
 void cg_element(Emitter *e, const KTensor *t, const char *index, bool is_write) {
-  (void)is_write;
   if (t->param >= 0 && !t->data_used && !e->unmarked) e->unmarked = t;
-  if (t->param >= 0)
+  if (t->param >= 0 && ir_dtype_is_packed(t->dtype))
+    sb_printf(&e->out, "cf_fp4_get(%s.data, %s)%s", t->name, index, is_write ? " /* refused by lowering */" : "");
+  else if (t->param >= 0)
     sb_printf(&e->out, "%s.data[%s]", t->name, index);
   else
     sb_printf(&e->out, "%s[%s]", t->name, index);
+}
+
+bool cg_packed_copy(Emitter *e, const KNode *op, const char *dst, const char *src) {
+  const KAccess *out = &op->u.op.out, *in = &op->u.op.in[0];
+  bool pout = out->t->param >= 0 && ir_dtype_is_packed(out->t->dtype);
+  bool pin = in->t && in->t->param >= 0 && ir_dtype_is_packed(in->t->dtype);
+  if (!pout && !pin) return false;
+  const KAccess *g = pout ? out : in;
+  if (!g->t->data_used && !e->unmarked) e->unmarked = g->t;
+  char *idx = cg_expr(e, g->index);
+  if (pout && pin) /* global to global: whole bytes */
+    cg_line(e, "for (int cf_k = 0; cf_k < %d; cf_k += 2) %s.data[((%s) + cf_k) / 2] = %s.data[((%s) + cf_k) / 2];",
+            op->u.op.vector, out->t->name, idx, in->t->name, idx);
+  else if (pout)
+    cg_line(e, "cf_fp4_pack(%s.data, %s, &%s, %d);", out->t->name, idx, src, op->u.op.vector);
+  else
+    cg_line(e, "cf_fp4_unpack(&%s, %s.data, %s, %d);", dst, in->t->name, idx, op->u.op.vector);
+  free(idx);
+  return true;
 }
 
 const char *cg_param_note(const KTensor *t) { return t->data_used ? "" : " /* sizes only */"; }

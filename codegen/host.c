@@ -124,6 +124,7 @@ static void vector_side(Emitter *e, StrBuf *b, const KAccess *a, int n, const ch
 }
 
 static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char *src) {
+  if (cg_packed_copy(e, op, dst, src)) return;
   StrBuf d = {0}, s = {0};
   vector_side(e, &d, &op->u.op.out, op->u.op.vector, dst, true);
   vector_side(e, &s, &op->u.op.in[0], op->u.op.vector, src, false);

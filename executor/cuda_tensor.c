@@ -85,6 +85,7 @@ static cf_status check_new_tensor(cf_dtype dtype, int rank, const int64_t *sizes
   int64_t numel;
   if (!ck_numel(rank, sizes, &numel) || !ck_bytes(numel, cf_dtype_size(dtype), 1, bytes))
     return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "the byte count of the sizes overflows int64");
+  *bytes = cf_dtype_storage_bytes(dtype, (size_t)numel); /* packed: two elements per byte */
   return CF_OK;
 }
 

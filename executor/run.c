@@ -197,6 +197,10 @@ static cf_status check_tensor(cf_executor *e, const char *what, int i, int param
                       e->cc->backend == CF_BACKEND_HOST ? "host memory" : "device memory");
   cf_status st = check_storage(e, what, i, p, t);
   if (st) return st;
+  if (!ir_packed_rows_whole(p->dtype, t->ndim, t->shape))
+    return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has dtype %s, two elements per byte, and innermost "
+                      "extent %lld; it must be even", what, i, p->name, cf_dtype_name(p->dtype),
+                      (long long)t->shape[t->ndim - 1]);
   for (int a = 0; a < p->rank; a++) {
     if (p->broadcast[a] && t->shape[a] != 1)
       return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has size %lld in dimension %d, a broadcast axis of size 1",
@@ -299,7 +303,7 @@ static cf_status workspace(cf_executor *e, const KTensor *p, int slot, const int
   e->work[slot] = NULL;
   DLManagedTensor *zero = cf_tensor_host(p->dtype, p->rank, sizes);
   if (!zero) return exec_error(e, CF_ERR_OUT_OF_MEMORY, "run: out of memory for %s", p->name);
-  memset(zero->dl_tensor.data, 0, (size_t)cf_tensor_numel(&zero->dl_tensor) * cf_dtype_size(p->dtype));
+  memset(zero->dl_tensor.data, 0, cf_dtype_storage_bytes(p->dtype, (size_t)cf_tensor_numel(&zero->dl_tensor)));
   if (e->cc->backend == CF_BACKEND_HOST) {
     w = zero;
   } else {

@@ -55,6 +55,8 @@ static const char *const status_names[] = {[CF_OK] = "OK",
 bool ir_dtype_valid(cf_dtype t) { return (unsigned)t < CF_DTYPE_COUNT; }
 const char *cf_dtype_name(cf_dtype t) { return ir_dtype_valid(t) ? dtype_info[t].name : "invalid"; }
 size_t cf_dtype_size(cf_dtype t) { return ir_dtype_valid(t) ? dtype_info[t].size : 0; }
+bool ir_dtype_is_packed(cf_dtype t) { return ir_dtype_valid(t) && dtype_info[t].dl.bits < 8; }
+size_t cf_dtype_storage_bytes(cf_dtype t, size_t n) { return ir_dtype_is_packed(t) ? n / 2 + n % 2 : n * cf_dtype_size(t); }
 const char *cf_parallel_type_name(cf_parallel_type p) {
   return (unsigned)p < CF_PT_COUNT ? parallel_names[p] : "invalid";
 }
@@ -62,7 +64,7 @@ const char *cf_memory_type_name(cf_memory_type m) { return (unsigned)m < CF_MEM_
 const char *cf_status_name(cf_status s) { return (unsigned)s <= CF_ERR_IO ? status_names[s] : "invalid"; }
 
 bool ir_dtype_is_narrow_float(cf_dtype t) {
-  return t == CF_HALF || t == CF_BFLOAT16 || t == CF_FLOAT8_E4M3FN || t == CF_FLOAT8_E5M2;
+  return t == CF_HALF || t == CF_BFLOAT16 || t == CF_FLOAT8_E4M3FN || t == CF_FLOAT8_E5M2 || t == CF_FLOAT4_E2M1FN;
 }
 bool ir_dtype_is_float(cf_dtype t) { return t == CF_FLOAT || t == CF_DOUBLE || ir_dtype_is_narrow_float(t); }
 bool ir_dtype_is_complex(cf_dtype t) { return t == CF_COMPLEX_FLOAT || t == CF_COMPLEX_DOUBLE; }
@@ -81,7 +83,8 @@ cf_dtype ir_dtype_accumulate(cf_dtype t) {
   case CF_HALF:
   case CF_BFLOAT16:
   case CF_FLOAT8_E4M3FN:
-  case CF_FLOAT8_E5M2: return CF_FLOAT;
+  case CF_FLOAT8_E5M2:
+  case CF_FLOAT4_E2M1FN: return CF_FLOAT;
   case CF_COMPLEX_FLOAT:
   case CF_COMPLEX_DOUBLE: return t; /* torch sums complex64 in complex64 */
   case CF_WELFORD_FLOAT:
@@ -127,6 +130,27 @@ void ir_dl_strides(const DLTensor *t, int64_t *out) {
 void *ir_dl_elem_ptr(const DLTensor *t, int64_t off) {
   int64_t bytes = (t->dtype.bits * t->dtype.lanes + 7) / 8;
   return (char *)t->data + t->byte_offset + off * bytes;
+}
+
+bool ir_packed_rows_whole(cf_dtype t, int rank, const int64_t *shape) {
+  return !ir_dtype_is_packed(t) || rank == 0 || shape[rank - 1] % 2 == 0;
+}
+
+/* A packed element (4 bits) is read and written in its byte's nibble: element 2k low. */
+IrElem ir_dl_load(const DLTensor *t, int64_t off, cf_dtype dt) {
+  if (!ir_dtype_is_packed(dt)) return ir_elem_load(ir_dl_elem_ptr(t, off), dt);
+  __e2m1 q = cf_fp4_get((const char *)t->data + t->byte_offset, off);
+  return ir_elem_load(&q.x, dt);
+}
+
+void ir_dl_store(const DLTensor *t, int64_t off, cf_dtype dt, IrElem v, cf_dtype from) {
+  if (!ir_dtype_is_packed(dt)) {
+    ir_elem_store(ir_dl_elem_ptr(t, off), dt, v, from);
+    return;
+  }
+  unsigned char q, *b = (unsigned char *)t->data + t->byte_offset + (off >> 1);
+  ir_elem_store(&q, dt, v, from);
+  *b = (unsigned char)(off & 1 ? (*b & 0x0Fu) | (q & 0x0Fu) << 4 : (*b & 0xF0u) | (q & 0x0Fu));
 }
 
 bool ir_dl_is_host(const DLTensor *t) {
@@ -226,6 +250,7 @@ IrElem ir_elem_load(const void *p, cf_dtype t) {
   case CF_BFLOAT16: v.d = ir_bf16_to_double(u.u16); break;
   case CF_FLOAT8_E4M3FN:
   case CF_FLOAT8_E5M2: v.d = ir_fp8_to_double(u.u8, t); break;
+  case CF_FLOAT4_E2M1FN: v.d = __e2m12float((__e2m1){(unsigned char)(u.u8 & 0xFu)}); break;
   case CF_INT8: v.i = u.i8; break;
   case CF_INT32: v.i = u.i32; break;
   case CF_INT64: v.i = u.i64; break;
@@ -290,6 +315,7 @@ void ir_elem_store(void *p, cf_dtype t, IrElem v, cf_dtype from) {
     case CF_DOUBLE: memcpy(p, &x, 8); return;
     case CF_FLOAT8_E4M3FN:
     case CF_FLOAT8_E5M2: q = ir_fp8_from_double(f, t), memcpy(p, &q, 1); return;
+    case CF_FLOAT4_E2M1FN: q = __float2e2m1(f).x, memcpy(p, &q, 1); return;
     case CF_HALF: h = ir_half_from_double(x); break;
     default: h = ir_bf16_from_double(x); break;
     }
@@ -338,7 +364,8 @@ static DLManagedTensor *host_alloc(cf_dtype dtype, int rank, const int64_t *size
   int64_t span, numel;
   size_t bytes;
   if (!ck_numel(rank, sizes, &numel) || !ck_span(rank, sizes, strides, &span) ||
-      !ck_bytes(span, cf_dtype_size(dtype), 64, &bytes))
+      !ck_bytes(ir_dtype_is_packed(dtype) ? span / 2 + span % 2 : span, ir_dtype_is_packed(dtype) ? 1 : cf_dtype_size(dtype),
+                64, &bytes))
     return NULL;
   HostTensor *h = calloc(1, sizeof *h + sizeof(int64_t) * 2 * (size_t)rank);
   void *data = h ? aligned_alloc(64, bytes ? bytes : 64) : NULL;
@@ -413,7 +440,7 @@ static uint64_t splitmix64(uint64_t *state) {
  * is exact in its type and lies in [-1, 1). */
 static IrElem random_elem(uint64_t r, cf_dtype t, cf_dtype *cls) {
   static const int precision[CF_DTYPE_COUNT] = {[CF_FLOAT] = 24, [CF_DOUBLE] = 53, [CF_HALF] = 11, [CF_BFLOAT16] = 8,
-                                                     [CF_FLOAT8_E4M3FN] = 4, [CF_FLOAT8_E5M2] = 3};
+                                                     [CF_FLOAT8_E4M3FN] = 4, [CF_FLOAT8_E5M2] = 3, [CF_FLOAT4_E2M1FN] = 2};
   IrElem v;
   *cls = t;
   if (ir_dtype_is_complex(t)) { /* two values of the real type, exact in it */
@@ -439,7 +466,7 @@ cf_status cf_tensor_fill_random(DLTensor *t, uint64_t seed) {
   int64_t n = cf_tensor_numel(t);
   for (int64_t i = 0; i < n; i++) {
     IrElem v = random_elem(splitmix64(&state), dt, &cls);
-    ir_elem_store(ir_dl_elem_ptr(t, linear_offset(t, i, NULL)), dt, v, cls);
+    ir_dl_store(t, linear_offset(t, i, NULL), dt, v, cls);
   }
   return CF_OK;
 }
@@ -449,21 +476,21 @@ cf_status cf_tensor_fill_iota(DLTensor *t) {
   if (!host_dtype(t, &dt)) return CF_ERR_INVALID_ARGUMENT;
   int64_t n = cf_tensor_numel(t);
   for (int64_t i = 0; i < n; i++)
-    ir_elem_store(ir_dl_elem_ptr(t, linear_offset(t, i, NULL)), dt, (IrElem){.i = i}, CF_INT64);
+    ir_dl_store(t, linear_offset(t, i, NULL), dt, (IrElem){.i = i}, CF_INT64);
   return CF_OK;
 }
 
 double cf_tensor_get(const DLTensor *t, int64_t linear_index) {
   cf_dtype dt;
   if (!host_dtype(t, &dt) || linear_index < 0 || linear_index >= cf_tensor_numel(t)) return NAN;
-  IrElem v = ir_elem_load(ir_dl_elem_ptr(t, linear_offset(t, linear_index, NULL)), dt);
+  IrElem v = ir_dl_load(t, linear_offset(t, linear_index, NULL), dt);
   return ir_elem_to_double(v, dt);
 }
 
 double cf_tensor_get_imag(const DLTensor *t, int64_t linear_index) {
   cf_dtype dt;
   if (!host_dtype(t, &dt) || linear_index < 0 || linear_index >= cf_tensor_numel(t)) return NAN;
-  IrElem v = ir_elem_load(ir_dl_elem_ptr(t, linear_offset(t, linear_index, NULL)), dt);
+  IrElem v = ir_dl_load(t, linear_offset(t, linear_index, NULL), dt);
   return ir_dtype_is_complex(dt) ? v.c.im : 0.0;
 }
 
@@ -479,8 +506,8 @@ bool cf_tensor_equal(const DLTensor *a, const DLTensor *b) {
   if (!host_dtype(a, &da) || !host_dtype(b, &db) || da != db || !same_shape(a, b)) return false;
   int64_t n = cf_tensor_numel(a);
   for (int64_t i = 0; i < n; i++) {
-    IrElem x = ir_elem_load(ir_dl_elem_ptr(a, linear_offset(a, i, NULL)), da);
-    IrElem y = ir_elem_load(ir_dl_elem_ptr(b, linear_offset(b, i, NULL)), db);
+    IrElem x = ir_dl_load(a, linear_offset(a, i, NULL), da);
+    IrElem y = ir_dl_load(b, linear_offset(b, i, NULL), db);
     bool eq = ir_dtype_is_inexact(da) ? (x.d == y.d || (isnan(x.d) && isnan(y.d))) : x.i == y.i;
     if (ir_dtype_is_complex(da)) eq = eq && (x.c.im == y.c.im || (isnan(x.c.im) && isnan(y.c.im)));
     if (!eq) return false;

@@ -56,8 +56,16 @@ void ir_dl_type_str(DLDataType dl, char *buf, size_t n);
 
 /* Element strides of t (its own, or row-major when t->strides is NULL) into out[ndim]. */
 void ir_dl_strides(const DLTensor *t, int64_t *out);
-/* Address of the element at offset `off` elements from t's first element. */
+/* Address of the element at offset `off` elements from t's first element (not of a packed
+ * dtype: ir_dl_load and ir_dl_store read and write any element). */
 void *ir_dl_elem_ptr(const DLTensor *t, int64_t off);
+/* Whether t's elements are packed below a byte (float4_e2m1fn: two to a byte, element 2k
+ * in the low nibble). */
+bool ir_dtype_is_packed(cf_dtype t);
+/* Whether a tensor of dtype t and this shape starts each row at a byte: its innermost
+ * extent is even (always, for an unpacked t or a 0-d tensor). Packed tensors must: a byte
+ * is written whole by one thread, and torch's float4_e2m1fn_x2 counts bytes. */
+bool ir_packed_rows_whole(cf_dtype t, int rank, const int64_t *shape);
 /* True for memory the host can read (CPU, CUDA host-pinned). */
 bool ir_dl_is_host(const DLTensor *t);
 /* The axis whose stride breaks row-major contiguity (the innermost such), with the stride
@@ -106,6 +114,10 @@ double ir_bf16_to_double(uint16_t h);
 /* float8_e4m3fn or float8_e5m2 (t) bits of x, rounded as torch does (to float first, then
  * to nearest even; e4m3fn overflows to NaN, e5m2 to infinity: ir/fp8.h), and back. */
 uint8_t ir_fp8_from_double(double x, cf_dtype t);
+/* Element `off` (in elements) of t, of dtype dt, widened; and stored from `from` (a packed
+ * element's nibble rewritten, its byte's other nibble kept). */
+IrElem ir_dl_load(const DLTensor *t, int64_t off, cf_dtype dt);
+void ir_dl_store(const DLTensor *t, int64_t off, cf_dtype dt, IrElem v, cf_dtype from);
 /* A complex element value {re, im}. */
 static inline IrElem ir_complex(double re, double im) { return (IrElem){.c = {re, im}}; }
 double ir_fp8_to_double(uint8_t b, cf_dtype t);

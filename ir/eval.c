@@ -124,6 +124,11 @@ static cf_status check_inputs(Eval *ev, int ninputs, const DLTensor *const *inpu
   for (int i = 0; i < ninputs; i++) {
     cf_status s = check_input_type(ev, i, f->inputs.items[i], inputs[i]);
     if (s) return s;
+    Val *tv = f->inputs.items[i];
+    if (!ir_packed_rows_whole(tv->dtype, inputs[i]->ndim, inputs[i]->shape))
+      return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "input %d (%s) has dtype %s, two elements per byte, and innermost "
+                        "extent %lld; it must be even", i, TV(tv)->display_name, cf_dtype_name(tv->dtype),
+                        (long long)inputs[i]->shape[inputs[i]->ndim - 1]);
   }
   cf_status s = bind_symbols(ev, inputs);
   for (int i = 0; !s && i < ninputs; i++) {
@@ -269,7 +274,7 @@ static cf_dtype compute_dtype(const Expr *e) {
 /* Operand j, converted to the opmath type of ct (float for half and bfloat16). */
 static IrElem load_as(const ExprPlan *p, const NdIter *it, int j, cf_dtype ct) {
   cf_dtype to = ir_dtype_opmath(ct);
-  IrElem v = ir_elem_load(ir_dl_elem_ptr(p->t[j], it->off[j]), p->dt[j]);
+  IrElem v = ir_dl_load(p->t[j], it->off[j], p->dt[j]);
   return p->dt[j] == to ? v : ir_elem_convert(v, p->dt[j], to);
 }
 
@@ -279,7 +284,7 @@ static IrElem apply_elementwise(const ExprPlan *p, const NdIter *it, cf_dtype ct
   const Expr *e = p->e;
   IrElem a[3];
   for (int j = 0; j < e->nin && j < 3; j++)
-    a[j] = e->op == OP_WHERE && j == 0 ? ir_elem_load(ir_dl_elem_ptr(p->t[1], it->off[1]), CF_BOOL)
+    a[j] = e->op == OP_WHERE && j == 0 ? ir_dl_load(p->t[1], it->off[1], CF_BOOL)
                                        : load_as(p, it, j + 1, ct);
   if (ir_op_kind(e->op) == OPK_BINARY && e->nin == 1) a[1] = rhs;
   IrTypeRule r = ir_op_type_rule(e->op);
@@ -317,7 +322,7 @@ static void run_full(const ExprPlan *p, NdIter *it) {
   bool fl = ir_dtype_is_inexact(p->dt[0]);
   IrElem v = fl ? ir_complex(p->e->attr.full.value, p->e->attr.full.imag) : (IrElem){.i = p->e->attr.full.ivalue};
   if (nd_empty(it)) return;
-  do ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], v, fl ? CF_COMPLEX_DOUBLE : CF_INT64);
+  do ir_dl_store(p->t[0], it->off[0], p->dt[0], v, fl ? CF_COMPLEX_DOUBLE : CF_INT64);
   while (nd_next(it));
 }
 
@@ -332,7 +337,7 @@ static void run_iota(const ExprPlan *p, NdIter *it) {
     IrElem a[3] = {fl ? (IrElem){.d = (double)i} : (IrElem){.i = i},
                    fl ? (IrElem){.d = e->attr.iota.start} : (IrElem){.i = e->attr.iota.istart},
                    fl ? (IrElem){.d = e->attr.iota.step} : (IrElem){.i = e->attr.iota.istep}};
-    ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], ir_op_eval(e->op)(a, ct), ct);
+    ir_dl_store(p->t[0], it->off[0], p->dt[0], ir_op_eval(e->op)(a, ct), ct);
   } while (nd_next(it));
 }
 
@@ -361,7 +366,7 @@ static void run_elementwise(const ExprPlan *p, NdIter *it) {
   cf_dtype vt = ir_op_value_dtype(p->e->op, ct);
   do {
     IrElem r = apply_elementwise(p, it, ct, rhs);
-    ir_elem_store(ir_dl_elem_ptr(p->t[0], it->off[0]), p->dt[0], r, vt);
+    ir_dl_store(p->t[0], it->off[0], p->dt[0], r, vt);
   } while (nd_next(it));
 }
 
@@ -570,7 +575,10 @@ static cf_status run_reshape(Eval *ev, const Expr *e) {
       off += (rest % b->t->shape[d]) * b->strides[d];
       rest /= b->t->shape[d];
     }
-    memcpy(ir_dl_elem_ptr(&m->dl_tensor, i), ir_dl_elem_ptr(b->t, off), bytes);
+    if (ir_dtype_is_packed(out->dtype)) /* a nibble, not a byte */
+      ir_dl_store(&m->dl_tensor, i, out->dtype, ir_dl_load(b->t, off, out->dtype), out->dtype);
+    else
+      memcpy(ir_dl_elem_ptr(&m->dl_tensor, i), ir_dl_elem_ptr(b->t, off), bytes);
   }
   return CF_OK;
 }
@@ -639,10 +647,10 @@ static cf_status run_resize(Eval *ev, const Expr *e) {
   for (int64_t i = 0; !s && i < n; i++) {
     IrElem a[3] = {{.i = 0}, e->op == OP_PAD ? pad : (IrElem){.i = 0}, {.i = 0}};
     a[2].i = resize_source(ev, e, 0, idx, r, start, &off0);
-    if (a[2].i) a[0] = ir_elem_load(ir_dl_elem_ptr(ev->bufs[e->in[0]->id].t, off0), out->dtype);
+    if (a[2].i) a[0] = ir_dl_load(ev->bufs[e->in[0]->id].t, off0, out->dtype);
     if (e->op == OP_CAT && !a[2].i && resize_source(ev, e, 1, idx, r, start, &off1))
-      a[1] = ir_elem_load(ir_dl_elem_ptr(ev->bufs[e->in[1]->id].t, off1), out->dtype);
-    ir_elem_store(ir_dl_elem_ptr(&m->dl_tensor, i), out->dtype, ir_op_eval(e->op)(a, out->dtype), out->dtype);
+      a[1] = ir_dl_load(ev->bufs[e->in[1]->id].t, off1, out->dtype);
+    ir_dl_store(&m->dl_tensor, i, out->dtype, ir_op_eval(e->op)(a, out->dtype), out->dtype);
     for (int d = r - 1; d >= 0 && ++idx[d] == sizes[d]; d--) idx[d] = 0;
   }
   return s;

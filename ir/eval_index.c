@@ -9,7 +9,7 @@
  * elements name one position the last along the axis wins (what the kernels compute);
  * a scan (cumsum, cumprod, cummax, cummin: IR_SCAN_TABLE) folds its reduction's combine in
  * index order in the accumulation dtype (float for floating dtypes but double, int64 for
- * integers, wrapping), from the reduction's identity, each partial result rounded to it, as
+ * integers, wrapping, the complex type itself for complex), from the reduction's identity, each partial result rounded to it, as
  * a kernel folding serially does: the evaluator and the kernels agree bit for bit. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +44,7 @@ static int64_t offset(const IdxIo *io, int j, const int64_t *c) {
 }
 
 static IrElem load(const IdxIo *io, int j, const int64_t *c) {
-  return ir_elem_load(ir_dl_elem_ptr(io->in[j], offset(io, j, c)), io->e->in[j]->dtype);
+  return ir_dl_load(io->in[j], offset(io, j, c), io->e->in[j]->dtype);
 }
 
 /* The position index value v names along an axis of extent n, or an error. */
@@ -113,7 +113,7 @@ static char *run_lookup(const IdxIo *io) {
     c[io->d] = p;
     IrElem v = load(io, 0, c);
     c[io->d] = keep;
-    ir_elem_store(ir_dl_elem_ptr(io->out, i), dt, v, dt);
+    ir_dl_store(io->out, i, dt, v, dt);
   }
   return err;
 }
@@ -125,14 +125,14 @@ static char *run_scatter(const IdxIo *io) {
   if (!err) err = fits(io, 1, 0, true);
   int64_t c[CF_MAX_RANK] = {0}, n = numel(io->out->shape, io->r), m = numel(io->in[1]->shape, io->r), p;
   for (int64_t i = 0; !err && i < n; i++, next(c, io->out->shape, io->r))
-    ir_elem_store(ir_dl_elem_ptr(io->out, i), dt, load(io, 0, c), dt);
+    ir_dl_store(io->out, i, dt, load(io, 0, c), dt);
   for (int a = 0; a < io->r; a++) c[a] = 0;
   for (int64_t i = 0; !err && i < m; i++, next(c, io->in[1]->shape, io->r)) {
     if ((err = position(io, load(io, 1, c).i, io->out->shape[io->d], i, &p))) break;
     IrElem v = load(io, 2, c);
     int64_t at = 0;
     for (int a = 0; a < io->r; a++) at = at * io->out->shape[a] + (a == io->d ? p : c[a]);
-    ir_elem_store(ir_dl_elem_ptr(io->out, at), dt, v, dt);
+    ir_dl_store(io->out, at, dt, v, dt);
   }
   return err;
 }
@@ -144,8 +144,10 @@ static char *run_scan(const IdxIo *io) {
   IrOp red = ir_scan_reduction(io->e->op);
   IrEvalFn fold = ir_op_eval(ir_reduction_combine(red));
   cf_dtype dt = io->e->out[0]->dtype, ct = ir_op_compute_dtype(io->e->op, dt, dt), xt = io->e->in[0]->dtype;
-  bool fl = ir_dtype_is_float(ct);
-  cf_dtype wide = fl ? CF_DOUBLE : CF_INT64;
+  bool fl = ir_dtype_is_inexact(ct);
+  /* complex folds in its own type: complex64 products in float complex, as the kernels'
+   * (a part's sum in double rounds to float's sum) */
+  cf_dtype wide = ir_dtype_is_complex(ct) ? ct : fl ? CF_DOUBLE : CF_INT64;
   int64_t c[CF_MAX_RANK] = {0}, n = numel(io->out->shape, io->r), inner = 1;
   for (int a = io->d + 1; a < io->r; a++) inner *= io->out->shape[a];
   IrElem *acc = malloc(sizeof(IrElem) * (size_t)(n > 0 ? n : 1));
@@ -154,7 +156,7 @@ static char *run_scan(const IdxIo *io) {
     IrElem args[2] = {c[io->d] > 0 ? acc[i - inner] : ir_reduction_start(red, fl),
                       ir_elem_convert(load(io, 0, c), xt, ct)};
     acc[i] = ir_elem_convert(fold(args, wide), wide, ct);
-    ir_elem_store(ir_dl_elem_ptr(io->out, i), dt, acc[i], ct);
+    ir_dl_store(io->out, i, dt, acc[i], ct);
   }
   free(acc);
   return NULL;

@@ -1,8 +1,9 @@
-/* ir/fp8.h: the two 8-bit floating types, float8_e4m3fn (__e4m3) and float8_e5m2
- * (__e5m2), and their conversions, written once in the subset of C that CUDA C++ also
- * compiles (as ir/philox.h): the element loads and stores of ir/dltensor.c include it,
- * and the build embeds it into every host-backend kernel (after host_math.h) and into
- * CUDA kernels that touch an 8-bit float (codegen/cuda.c).
+/* ir/fp8.h: the floating types narrower than 16 bits, float8_e4m3fn (__e4m3),
+ * float8_e5m2 (__e5m2) and float4_e2m1fn (__e2m1), their conversions and the packed
+ * accesses of the 4-bit one, written once in the subset of C that CUDA C++ also compiles
+ * (as ir/philox.h): the element loads and stores of ir/dltensor.c include it, and the
+ * build embeds it into every host-backend kernel (after host_math.h) and into CUDA kernels
+ * that touch one of these types (codegen/cuda.c).
  *
  * Both types are storage only, a struct around one byte, as __half is: kernels convert to
  * float to compute (the op table's opmath type) and back to store. Key decision: the
@@ -14,7 +15,20 @@
  * two fp8 values rounds as torch's does). cuda_fp8.h's __nv_fp8_e4m3 saturates on sm_89+
  * (the hardware's cvt is .satfinite only), and so do nvFuser's casts; cfuser follows
  * torch, the reference users compare against. Integer bit arithmetic only, so the three
- * compilations give the same bits. */
+ * compilations give the same bits.
+ *
+ * float4_e2m1fn (nvFuser's Float4_e2m1fn; torch has it only as the storage type
+ * float4_e2m1fn_x2, without conversions) follows CUDA's cuda_fp4.h instead: a float
+ * rounds to nearest even and saturates to +-6 (an infinity too), NaN becomes +6 (0x7:
+ * __nv_cvt_double_to_fp4's "NaN converts to positive FP4_MAXNORM", and the hardware's
+ * cvt.rn.satfinite.e2m1x2.f32), a magnitude up to 0.25 is a zero of its sign. A double is
+ * rounded to float first, as for the 8-bit floats (one algorithm on every backend; CUDA's
+ * own double path rounds once, so 0.25 + 2^-60 gives 0 here and 0.5 there). In a register
+ * an __e2m1 holds one value in the low nibble of its byte; in a tensor two values share a
+ * byte, element 2k in the low nibble (DLPack's and torch's order): cf_fp4_get reads one,
+ * cf_fp4_pack and cf_fp4_unpack move an even number of them (a vector access), so every
+ * byte written is written whole by one thread. No Blackwell instruction: this compiles
+ * for sm_90a. */
 #ifndef CF_FP8_H
 #define CF_FP8_H
 
@@ -100,6 +114,41 @@ CF_FP8_FN float cf_fp8__decode(unsigned b, int mbits, int ebits, bool is_nan, bo
 CF_FP8_FN float __e4m32float(__e4m3 h) { return cf_fp8__decode(h.x, 3, 4, (h.x & 0x7Fu) == 0x7Fu, false); }
 CF_FP8_FN float __e5m22float(__e5m2 h) {
   return cf_fp8__decode(h.x, 2, 5, (h.x & 0x7Fu) > 0x7Cu, (h.x & 0x7Fu) == 0x7Cu);
+}
+
+/* ---- float4_e2m1fn --------------------------------------------------------------------- */
+
+typedef struct __e2m1 {
+  unsigned char x; /* the code in the low nibble: sign, 2 exponent bits, 1 mantissa bit */
+} __e2m1;
+
+CF_FP8_FN __e2m1 __float2e2m1(float f) {
+  unsigned u = cf_fp8__bits(f), a = u & 0x7FFFFFFFu, sign = (u >> 28) & 0x8u;
+  __e2m1 r; /* NaN: +6; a finite or infinite magnitude rounds, past 6 saturating to 6 */
+  r.x = (unsigned char)(a > 0x7F800000u ? 0x7u : sign | cf_fp8__round(a, 1, 2, 0x8u, 0x7u));
+  return r;
+}
+
+CF_FP8_FN float __e2m12float(__e2m1 h) {
+  return cf_fp8__decode((h.x & 0x8u) << 4 | (h.x & 0x7u), 1, 2, false, false);
+}
+
+/* Element i of packed 4-bit data p. */
+CF_FP8_FN __e2m1 cf_fp4_get(const void *p, long long i) {
+  __e2m1 r;
+  r.x = (unsigned char)((((const unsigned char *)p)[i >> 1] >> ((i & 1) * 4)) & 0xFu);
+  return r;
+}
+
+/* Elements i .. i + n - 1 of packed data p from src (i and n even: whole bytes). */
+CF_FP8_FN void cf_fp4_pack(void *p, long long i, const __e2m1 *src, int n) {
+  unsigned char *b = (unsigned char *)p + (i >> 1);
+  for (int k = 0; k < n; k += 2) b[k >> 1] = (unsigned char)((src[k].x & 0xFu) | (src[k + 1].x & 0xFu) << 4);
+}
+
+/* dst[0 .. n - 1] from elements i .. i + n - 1 of packed data p. */
+CF_FP8_FN void cf_fp4_unpack(__e2m1 *dst, const void *p, long long i, int n) {
+  for (int k = 0; k < n; k++) dst[k] = cf_fp4_get(p, i + k);
 }
 
 #endif

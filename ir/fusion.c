@@ -130,6 +130,18 @@ cf_status ir_check_tv(cf_fusion *f, const char *what, cf_tv *t) {
   return CF_OK;
 }
 
+/* A packed tensor in global memory (an input or an output) of a constant odd innermost
+ * extent: refused (a row would end inside a byte). A symbolic one is checked when run. */
+static cf_status check_packed_rows(cf_fusion *f, const char *what, Val *v) {
+  TensorView *t = TV(v);
+  int64_t n;
+  if (!ir_dtype_is_packed(v->dtype) || t->nlogical == 0 ||
+      !ir_scalar_const_value(ID(t->logical[t->nlogical - 1])->extent, &n) || n % 2 == 0)
+    return CF_OK;
+  return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, v, "%s: T%d has dtype %s, two elements per byte, and innermost extent "
+                     "%lld; it must be even", what, v->name, cf_dtype_name(v->dtype), (long long)n);
+}
+
 cf_status cf_fusion_add_input(cf_fusion *f, cf_tv *t) {
   cf_status s = ir_check_tv(f, "add_input", t);
   if (s) return s;
@@ -139,6 +151,7 @@ cf_status cf_fusion_add_input(cf_fusion *f, cf_tv *t) {
                        "add_input: T%d is computed by an expression and cannot be an input", v->name);
   if (ir_tv_is_output(f, v))
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, v, "add_input: T%d is an output; a tensor cannot be both", v->name);
+  if ((s = check_packed_rows(f, "add_input", v))) return s;
   if (!ptrvec_contains(&f->inputs, v)) ptrvec_push(f->arena, &f->inputs, v);
   TV(v)->mem = CF_MEM_GLOBAL;
   return CF_OK;
@@ -154,6 +167,7 @@ cf_status cf_fusion_add_output(cf_fusion *f, cf_tv *t) {
   if (ir_dtype_is_welford(v->dtype))
     return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, v, "add_output: T%d holds Welford states; output cf_welford_avg, "
                        "cf_welford_m2 or cf_welford_n of it", v->name);
+  if ((s = check_packed_rows(f, "add_output", v))) return s;
   if (!ptrvec_contains(&f->outputs, v)) ptrvec_push(f->arena, &f->outputs, v);
   TV(v)->mem = CF_MEM_GLOBAL;
   return CF_OK;

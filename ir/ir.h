@@ -379,12 +379,16 @@ bool ir_operand_read_elsewhere(const struct Expr *e, int operand);
  * the output (a resized axis, or an indexed op's axis of an operand read along it). */
 bool ir_unpaired_axis(const struct Expr *e, int operand, int axis);
 /* The ops that take complex operands (torch's complex semantics: arithmetic, exp, log,
- * sqrt, rsqrt, reciprocal, abs, real, imag, conj, eq, ne, where, sum, the moves and casts):
- * one helper beside the op table; every other op refuses a complex operand with a message
- * naming the op and the tensor, as torch refuses max, lt or floor of complex tensors. The
- * scans refuse complex too: cummax and cummin as torch does; cumsum and cumprod, which torch
- * takes, because no scan has a complex accumulator here (refused, never a wrong sum). */
+ * sqrt, rsqrt, reciprocal, abs, real, imag, conj, eq, ne, where, sum, cumsum, cumprod, the
+ * moves and casts): one helper beside the op table; every other op refuses a complex
+ * operand with a message naming the op and the tensor, as torch refuses max, lt or floor of
+ * complex tensors (and cummax, cummin: "not implemented for 'ComplexFloat'"). cumsum and
+ * cumprod fold in the complex type itself, as kernels do (complex64 products in float). */
 bool ir_op_takes_complex(IrOp op);
+/* The ops that take a packed operand (float4_e2m1fn, a storage type as nvFuser's and
+ * torch's float4_e2m1fn_x2 are): those that move elements and casts; every other op refuses
+ * it naming the op and the tensor (cast it to float first). */
+bool ir_op_takes_packed(IrOp op);
 /* The ops whose result is the real type of a complex operand (abs, real, imag): they
  * compute in the complex type and give its real type. */
 bool ir_op_complex_to_real(IrOp op);

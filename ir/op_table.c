@@ -164,9 +164,10 @@ static int category(cf_dtype t) {
   return ir_dtype_is_complex(t) ? 3 : ir_dtype_is_float(t) ? 2 : t == CF_BOOL ? 0 : 1;
 }
 
-/* 8-bit floats rank below the 16-bit ones, which hold each of their values exactly. */
+/* 8-bit floats rank below the 16-bit ones, which hold each of their values exactly, and
+ * float4_e2m1fn below them (both 8-bit floats hold its values). */
 static int float_rank(cf_dtype t) {
-  return t == CF_DOUBLE ? 3 : t == CF_FLOAT ? 2 : t == CF_HALF || t == CF_BFLOAT16 ? 1 : 0;
+  return t == CF_DOUBLE ? 4 : t == CF_FLOAT ? 3 : t == CF_HALF || t == CF_BFLOAT16 ? 2 : t == CF_FLOAT4_E2M1FN ? 0 : 1;
 }
 
 static int int_rank(cf_dtype t) {
@@ -221,12 +222,17 @@ bool ir_op_takes_complex(IrOp op) {
   switch (op) {
   case OP_NEG: case OP_ABS: case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_RECIPROCAL:
   case OP_REAL: case OP_IMAG: case OP_CONJ: case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
-  case OP_TRUEDIV: case OP_EQ: case OP_NE: case OP_WHERE: case OP_SUM: return true;
+  case OP_TRUEDIV: case OP_EQ: case OP_NE: case OP_WHERE: case OP_SUM: case OP_CUMSUM: case OP_CUMPROD: return true;
   default: { /* every op that moves elements: set, cast, broadcast, permute, reshape, slice, pad, cat, full */
     IrTypeRule r = ir_op_type_rule(op);
     return r == TR_MOVE || r == TR_CAST || (r == TR_MAKE && op != OP_IOTA);
   }
   }
+}
+
+bool ir_op_takes_packed(IrOp op) {
+  IrTypeRule r = ir_op_type_rule(op);
+  return r == TR_MOVE || r == TR_CAST;
 }
 
 bool ir_op_complex_to_real(IrOp op) { return op == OP_ABS || ir_op_type_rule(op) == TR_COMPLEX_PART; }
@@ -235,6 +241,7 @@ bool ir_op_accepts(IrOp op, cf_dtype t) {
   if (!ir_dtype_valid(t)) return false;
   IrTypeRule r = ir_op_type_rule(op);
   if (ir_dtype_is_complex(t)) return ir_op_takes_complex(op);
+  if (ir_dtype_is_packed(t)) return ir_op_takes_packed(op);
   if (op == OP_IMAG) return false; /* torch: imag is not implemented for real tensors */
   if (r == TR_COMPLEX_PART) return !ir_dtype_is_welford(t); /* real of a real tensor: itself */
   if (ir_dtype_is_welford(t)) return r == TR_WELFORD || r == TR_MOVE || (r == TR_REDUCE && op == OP_WELFORD);
@@ -283,7 +290,7 @@ cf_dtype ir_op_result_dtype(IrOp op, cf_dtype promoted) {
   case TR_RANDOM: return CF_FLOAT;
   case TR_RANDOM64: return CF_DOUBLE;
   case TR_SCAN: /* cumsum and cumprod widen integers and bool to int64, as their reductions do */
-    return ir_dtype_is_float(promoted) || !ir_reduction_widens_int(ir_scan_reduction(op)) ? promoted : CF_INT64;
+    return ir_dtype_is_inexact(promoted) || !ir_reduction_widens_int(ir_scan_reduction(op)) ? promoted : CF_INT64;
   default: return promoted;
   }
 }

@@ -207,6 +207,11 @@ bool ir_op_check_accepts(cf_fusion *f, const char *what, IrOp op, int n, Val *co
                   what, TV(tvs[j])->display_name, cf_dtype_name(tvs[j]->dtype), what);
       return false;
     }
+    if (ir_dtype_is_packed(tvs[j]->dtype) && !ir_op_takes_packed(op)) { /* a storage type, as torch's */
+      ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tvs[j], "%s: %s has dtype %s, a storage type; %s does not take it (cast "
+                  "it to float first)", what, TV(tvs[j])->display_name, cf_dtype_name(tvs[j]->dtype), what);
+      return false;
+    }
     if (!ir_dtype_is_welford(tvs[j]->dtype) && !ir_op_accepts(op, tvs[j]->dtype)) {
       ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tvs[j], "%s: %s has dtype %s, but %s takes %s tensors; cast it first",
                   what, TV(tvs[j])->display_name, cf_dtype_name(tvs[j]->dtype), what, ir_op_accepts_str(op));

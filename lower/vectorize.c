@@ -4,11 +4,14 @@
  * and are checked by the tmem_pattern pass), and over global memory it must walk the
  * innermost, contiguous logical axis (analysis/vector_access.c's rule, which the
  * automatic schedulers ask before they vectorize).
+ * A packed tensor (float4_e2m1fn) written in global memory must be written by such a copy
+ * of an even width (one thread writes both halves of each byte).
  * Requires: TvInfo from the tensors pass. Establishes: KTensor.vector_bytes of parameters
  * (the executor checks their alignment), or a compile error / run-time check naming the
  * tensor and axis.
  * Key decision: divisibility of a symbolic extent becomes a run-time check, not a
  * predicate: a vector access is all or nothing. */
+#include "ir/dtype.h"
 #include "lower/lower.h"
 
 static void fail_axis(LowerCtx *c, Val *tv, int axis, const char *why) {
@@ -51,11 +54,29 @@ static void check_tv(LowerCtx *c, Val *tv) {
                      "compile: cannot vectorize axis %d of %s: the split it comes from is not divisible by %lld", i,
                      t->display_name, (long long)v);
     }
-    check_global_sides(c, tv, id, v, i, bytes);
+    check_global_sides(c, tv, id, v, i, (int)cf_dtype_storage_bytes(tv->dtype, (size_t)v));
   }
+}
+
+/* A packed tensor (float4_e2m1fn) written in global memory: two elements share a byte, so
+ * one thread must write both; the one write cfuser proves does is a vector copy of an even
+ * width (cf_fp4_pack), which the rule above keeps on the innermost contiguous axis. */
+static void check_packed_write(LowerCtx *c, Val *tv) {
+  TensorView *t = TV(tv);
+  if (!ir_dtype_is_packed(tv->dtype) || t->mem != CF_MEM_GLOBAL || t->nloop == 0) return;
+  Val *id = t->loop[t->nloop - 1];
+  int64_t v;
+  if (ID(id)->ptype == CF_PT_VECTORIZE && ir_scalar_const_value(ID(id)->extent, &v) && v % 2 == 0) return;
+  lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s has dtype %s in global memory, two elements per byte: one thread "
+             "must write both elements of a byte, so its innermost loop axis (%s) must be vectorized by an even width "
+             "(cache it before and vectorize the copy)", lower_tv_str(c, tv), cf_dtype_name(tv->dtype),
+             lower_id_str(c, id));
 }
 
 void lower_validate_vectorize(LowerCtx *c) {
   for (int i = 0; i < c->ntvs; i++)
-    if (!ir_tv_is_input(c->f, c->tvs[i])) check_tv(c, c->tvs[i]);
+    if (!ir_tv_is_input(c->f, c->tvs[i])) {
+      check_tv(c, c->tvs[i]);
+      check_packed_write(c, c->tvs[i]);
+    }
 }

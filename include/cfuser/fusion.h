@@ -358,8 +358,9 @@ CF_API cf_tv *cf_iota_dynamic(cf_fusion *f, cf_tv *length, double start, double 
  *   of torch.cummax and torch.cummin (nvFuser's cummax and cummin return no indices); the
  *   dtype is kept (bool and integers too); a NaN propagates: from the first NaN on, the
  *   rest of the row is NaN. Between -0.0 and +0.0 the sign kept is cf_max's (cf_min's).
- * The scans take no complex tensor: cummax and cummin as torch; cumsum and cumprod, which
- * torch takes, are refused (no scan accumulates in complex here). */
+ * cumsum and cumprod of complex tensors keep the dtype and fold in it (complex64's products
+ * in float complex, C99's Annex G special values); cummax and cummin refuse complex
+ * tensors, as torch does. */
 CF_API cf_tv *cf_take_along_axis(cf_fusion *f, cf_tv *x, cf_tv *index, int dim);
 CF_API cf_tv *cf_gather(cf_fusion *f, cf_tv *x, int dim, cf_tv *index);
 CF_API cf_tv *cf_index_select(cf_fusion *f, cf_tv *x, int dim, cf_tv *index);

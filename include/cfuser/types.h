@@ -27,7 +27,12 @@ extern "C" {
  * (torch's float8_e4m3fn: no infinity, NaN 0x7F, largest 448; float8_e5m2: IEEE-like,
  * largest 57344), storage types that compute in float as half does; then the complex
  * types (DLPack code 5: kDLComplex), two floats or two doubles {real, imaginary}, laid
- * out as C's float _Complex and torch's complex64/complex128. */
+ * out as C's float _Complex and torch's complex64/complex128; then float4_e2m1fn
+ * (nvFuser's Float4_e2m1fn, DLPack 1.1's kDLFloat4_e2m1fn, code 17, 4 bits: sign, 2
+ * exponent bits, 1 mantissa bit; 0, 0.5, 1, 1.5, 2, 3, 4, 6), packed in memory two to a
+ * byte, the lower index in the low nibble (torch's float4_e2m1fn_x2): its size here is a
+ * register's, one value per byte; in tensors n elements take ceil(n / 2) bytes
+ * (cf_dtype_storage_bytes). */
 #define CF_DTYPE_TABLE(X)                                    \
   X(CF_FLOAT, "float", 4, "float", 2, 32)             \
   X(CF_DOUBLE, "double", 8, "double", 2, 64)          \
@@ -43,7 +48,8 @@ extern "C" {
   X(CF_FLOAT8_E4M3FN, "__e4m3", 1, "__e4m3", 10, 8)   \
   X(CF_FLOAT8_E5M2, "__e5m2", 1, "__e5m2", 12, 8)     \
   X(CF_COMPLEX_FLOAT, "complex_float", 8, "CfComplexF", 5, 64) \
-  X(CF_COMPLEX_DOUBLE, "complex_double", 16, "CfComplexD", 5, 128)
+  X(CF_COMPLEX_DOUBLE, "complex_double", 16, "CfComplexD", 5, 128) \
+  X(CF_FLOAT4_E2M1FN, "__e2m1", 1, "__e2m1", 17, 4)
 
 typedef enum cf_dtype {
 #define CF_X(e, name, size, ctype, dlcode, dlbits) e,
@@ -104,6 +110,9 @@ typedef enum cf_iter_type {
 /* Printed names: "float", "threadIdx.x", "l" (memory letter), "Local" etc. */
 CF_API const char *cf_dtype_name(cf_dtype t);
 CF_API size_t cf_dtype_size(cf_dtype t);
+/* The bytes n elements of t take in a tensor: n * cf_dtype_size(t), or ceil(n / 2) for a
+ * packed type (float4_e2m1fn). */
+CF_API size_t cf_dtype_storage_bytes(cf_dtype t, size_t n);
 CF_API const char *cf_parallel_type_name(cf_parallel_type p);
 CF_API const char *cf_memory_type_name(cf_memory_type m);
 

@@ -191,6 +191,7 @@ class OpInfo(ctypes.Structure):
 for _name in ("cf_status_name", "cf_dtype_name", "cf_parallel_type_name", "cf_memory_type_name"):
     _proto(_name, c_char_p, c_int)
 _proto("cf_dtype_size", c_size_t, c_int)
+_proto("cf_dtype_storage_bytes", c_size_t, c_int, c_size_t)
 _proto("cf_op_count", c_int)
 _proto("cf_op_get", c_int, c_int, POINTER(OpInfo))
 _proto("cf_op_result_dtype", c_int, c_int, c_int)

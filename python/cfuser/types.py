@@ -36,6 +36,10 @@ class DataType(enum.IntEnum):
     # torch's complex64 and complex128: {real, imaginary} of float or double.
     ComplexFloat = 13
     ComplexDouble = 14
+    # nvFuser's Float4_e2m1fn (0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives): a storage
+    # type, packed two to a byte in tensors (DLPack code 17, 4 bits; torch's
+    # float4_e2m1fn_x2 counts the bytes), cast to and from the wider floats only.
+    Float4_e2m1fn = 15
 
 
 # The C library's printed name of each DataType (cf_dtype_name), and the NumPy-style name
@@ -47,6 +51,7 @@ C_DTYPE_NAMES: Dict[DataType, str] = {
     DataType.WelfordFloat: "welford_float", DataType.WelfordDouble: "welford_double",
     DataType.Float8_e4m3fn: "__e4m3", DataType.Float8_e5m2: "__e5m2",
     DataType.ComplexFloat: "complex_float", DataType.ComplexDouble: "complex_double",
+    DataType.Float4_e2m1fn: "__e2m1",
 }
 ARRAY_DTYPE_NAMES: Dict[DataType, str] = {
     DataType.Float: "float32", DataType.Double: "float64", DataType.Half: "float16",
@@ -54,6 +59,7 @@ ARRAY_DTYPE_NAMES: Dict[DataType, str] = {
     DataType.Int: "int64", DataType.UInt32: "uint32", DataType.Bool: "bool",
     DataType.Float8_e4m3fn: "float8_e4m3fn", DataType.Float8_e5m2: "float8_e5m2",
     DataType.ComplexFloat: "complex64", DataType.ComplexDouble: "complex128",
+    DataType.Float4_e2m1fn: "float4_e2m1fn",
 }
 # The dtypes NumPy lacks and ml_dtypes (JAX's) provides, by the same names.
 ML_DTYPES = (DataType.BFloat16, DataType.Float8_e4m3fn, DataType.Float8_e5m2)

@@ -4,8 +4,9 @@ all 32 parametrizations of the last), with NumPy references (nvf_port.py; the `d
 runs them on torch CUDA where present, where test_embedding also compares with
 torch.nn.functional.embedding itself), and the semantics nvFuser's tests leave out: dtypes
 (integers and bool widen for cumprod, keep theirs for cummax/cummin), NaN propagation, both
-axes of odd shapes in a fused kernel, inputs of more than one axis for embedding_fwd, and
-the refusals with their messages."""
+axes of odd shapes in a fused kernel, cumsum and cumprod of complex64 and complex128
+(np.cumsum, np.cumprod), inputs of more than one axis for embedding_fwd, and the refusals
+with their messages (cummax and cummin of complex, as torch's)."""
 import numpy as np
 import pytest
 
@@ -71,6 +72,28 @@ def test_scan_nan_propagates(dev, op):
     assert np.isnan(out[0][0, 1:]).all() and np.isnan(out[0][1, 3])
 
 
+@pytest.mark.parametrize("np_dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_scan_complex(dev, op, np_dtype):
+    # torch.cumsum and torch.cumprod of complex tensors: folded in the complex dtype itself,
+    # as NumPy's accumulate is (each part's sum; products a*c - b*d, a*d + b*c in the part
+    # type), along both axes of an odd shape, one of them consumed by a product
+    x = (randn(5, 7, dtype=np.float64) + 1j * randn(5, 7, dtype=np.float64, seed=1)).astype(np_dtype)
+
+    def fusion_func(fd):
+        t0 = fd.from_pytorch(x)
+        fd.add_output(getattr(fd.ops, op)(t0, 1))
+        fd.add_output(fd.ops.mul(getattr(fd.ops, op)(t0, 0), 2.0))
+
+    out, _ = exec_nvfuser(dev, fusion_func, [x])
+    np_op = np.cumsum if op == "cumsum" else np.cumprod
+    # sums exact; NumPy 2's complex128 products use fma where the CPU has it (a*c - b*d
+    # rounded once), cfuser's are C's (each product rounded): a few ulps per step apart
+    rtol = 0 if op == "cumsum" else 4 * x.shape[1] * np.finfo(np_dtype).eps
+    close(out[0], np_op(x, axis=1), rtol=rtol, atol=0)
+    close(out[1], np_op(x, axis=0) * np_dtype(2), rtol=rtol, atol=0)
+
+
 def test_scans_fused_with_pointwise_ops(dev):
     # a computed operand (cut before the scan by define and run), a consumer, double and half
     x, h = randn(3, 37, 5, dtype=np.float64), randn(9, 11, dtype=np.float16, seed=2)
@@ -94,10 +117,11 @@ def test_scan_errors():
         t0 = fd.define_tensor(2, dtype=DataType.Float)
         with pytest.raises(cfuser.InvalidArgumentError, match="cummax: dimension 2 out of range for T0 of 2 dimensions"):
             fd.ops.cummax(t0, 2)
-    with cfuser.FusionDefinition() as fd:
-        t0 = fd.define_tensor(2, dtype=DataType.ComplexFloat)
-        with pytest.raises(cfuser.InvalidArgumentError, match="cumprod does not take complex tensors"):
-            fd.ops.cumprod(t0, 0)
+    for op in ("cummax", "cummin"):  # torch refuses them too ("cummax_cpu" not implemented for 'ComplexFloat')
+        with cfuser.FusionDefinition() as fd:
+            t0 = fd.define_tensor(2, dtype=DataType.ComplexFloat)
+            with pytest.raises(cfuser.InvalidArgumentError, match=f"{op} does not take complex tensors"):
+                getattr(fd.ops, op)(t0, 0)
 
 
 # ---- embedding -------------------------------------------------------------------------------

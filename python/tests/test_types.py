@@ -8,7 +8,8 @@ def test_data_types_match_the_c_table():
     names = [_capi.lib.cf_dtype_name(i).decode() for i in range(len(c_dtypes) + 1)]
     assert names[-1] == "invalid"  # every C dtype has a Python name
     assert [types.C_DTYPE_NAMES[d] for d in c_dtypes] == names[:-1]
-    assert [_capi.lib.cf_dtype_size(int(d)) for d in c_dtypes] == [4, 8, 2, 2, 1, 4, 8, 4, 1, 16, 24, 1, 1, 8, 16]
+    assert [_capi.lib.cf_dtype_size(int(d)) for d in c_dtypes] == [4, 8, 2, 2, 1, 4, 8, 4, 1, 16, 24, 1, 1, 8, 16, 1]
+    assert _capi.lib.cf_dtype_storage_bytes(int(DataType.Float4_e2m1fn), 7) == 4  # packed: two to a byte
     assert DataType.Null.value == -1 and DataType.Null not in types.ELEMENT_DTYPES
 
 

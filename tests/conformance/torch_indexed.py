@@ -8,8 +8,9 @@ on the same device, values and result dtypes, into the same difference report.
 - compare_scans: cumsum, cumprod, cummax and cummin (torch.cummax's and torch.cummin's
   values) along both axes of each dtype's special values shuffled into [5, 7]
   (test_conformance.scan_input, the NumPy side's operand), one fusion per dtype; cumsum
-  and cumprod of integers and bool are int64 in both. Complex scans are refused (the exact
-  message asserted): cumsum and cumprod, which torch takes, are notes.
+  and cumprod of integers and bool are int64 in both, of complex the complex dtype. cummax
+  and cummin of complex are refused by both (cfuser's exact message asserted; torch taking
+  one is a difference).
 - compare_indexed: gather, take_along_axis (torch.take_along_dim), index_select (1-D and
   0-d indices), select (a 0-d index tensor; torch.select's int), scatter and
   embedding_fwd (torch.nn.functional.embedding, 1-D and 2-D inputs) of every dtype,
@@ -39,6 +40,13 @@ Semantics that differ by design, and how each cell is treated:
   the innermost axis is a tree (another association order than cfuser's index order), so
   torch's cumsum and cumprod along the last axis are taken of a copy with that axis moved
   first, which its kernel folds in index order; every other cell is compared exactly.
+  Complex cumsum is the same rule (torch's CPU folds complex64 in complex128, its CUDA in
+  complex64). A complex cumprod cell is compared within the dtype's rounding, normwise
+  (torch's products are a*c - b*d, its CPU's in complex128 and maybe with fma), where
+  NumPy's fold (test_conformance.scan_ref) is finite; past that C99's Annex G (cfuser)
+  and torch's formulas part (torch gives NaN where Annex G recovers an infinity): those
+  cells are not compared with torch, cfuser must equal its evaluator there, and they are
+  one note per (axis, dtype) listing where torch differs.
 - cummax and cummin between -0.0 and +0.0: torch keeps the later of equal values, cfuser
   the sign cf_max (cf_min) gives; compared without the sign of zero, as the NumPy side
   does (test_scans), the cells where only that sign differs listed in a note.
@@ -58,6 +66,7 @@ import math
 import numpy as np
 
 import capi
+import refs
 import test_conformance as T
 import values as V
 
@@ -83,7 +92,8 @@ def _same(a, b, dt):
 
 # Accumulation dtypes at least as wide as each floating dtype torch folds in (see the docstring).
 ACC_MODELS = {"float16": ("float16", "float32", "float64"), "bfloat16": ("bfloat16", "float32", "float64"),
-              "float32": ("float32", "float64"), "float64": ("float64",)}
+              "float32": ("float32", "float64"), "float64": ("float64",),
+              "complex64": ("complex64", "complex128"), "complex128": ("complex128",)}
 
 
 def _fold(op, row, dt, acc_dt):
@@ -122,8 +132,10 @@ def _torch_scan(tm, op, t, axis):
 class Apart:
     """The scan cells compared apart from torch, per (kind, op, dtype): "accumulation" (a
     cumsum or cumprod cell whose folds in ACC_MODELS differ: not compared; cfuser must equal
-    its evaluator, torch's value must be one of the folds) and "zero sign" (a cummax or
-    cummin cell where only the sign of a zero differs from torch's)."""
+    its evaluator, torch's value must be one of the folds), "annex g" (a complex cumprod
+    cell whose NumPy fold is not finite: not compared; cfuser must equal its evaluator) and
+    "zero sign" (a cummax or cummin cell where only the sign of a zero differs from
+    torch's)."""
 
     def __init__(self):
         self.cells = {}
@@ -136,6 +148,11 @@ class Apart:
                           f"({', '.join(repr(m) for m in folds.values())}): see ACC_MODELS in torch_indexed")
         self.cells.setdefault(("accumulation", what), []).append((have, want, _same(have, want, dt)))
 
+    def annex_g(self, what, dt, have, ev, want, report):
+        if not _same(have, ev, dt):
+            report.append(f"{what}: cfuser {have!r}, its evaluator {ev!r} (a product past NumPy's finite values)")
+        self.cells.setdefault(("annex g", what), []).append((have, want, _same(have, want, dt)))
+
     def zero_sign(self, what, have, want):
         self.cells.setdefault(("zero sign", what), []).append((have, want, False))
 
@@ -145,26 +162,27 @@ class Apart:
             if kind == "zero sign":
                 notes.append(f"{what}: {len(cells)} cells are a zero of the other sign than torch's (torch keeps the "
                              f"later of equal values; compared without the sign of zero) (cfuser, torch): {differ[:4]}")
+            elif kind == "annex g":
+                notes.append(f"{what}: {len(cells)} cells past NumPy's finite products (C99's Annex G; not compared, "
+                             f"cfuser equals its evaluator), {len(differ)} differ from torch (cfuser, torch): "
+                             f"{differ[:4]}")
             else:
                 notes.append(f"{what}: {len(cells)} cells depend on the accumulation dtype (not compared; cfuser "
                              f"equals its evaluator), {len(differ)} differ from torch (cfuser, torch): {differ[:4]}")
 
 
-def _scan_refusals(tm, dt, report, notes):
-    """Every scan of complex dt refused with cfuser's message; those torch takes: one note."""
+def _scan_refusals(tm, dt, report):
+    """cummax and cummin of complex dt refused with cfuser's message, and by torch."""
     x = T.scan_input(dt)
     name = capi.LIB.cf_dtype_name(capi.DTYPES[dt]).decode()
-    takes = []
-    for op in T.SCANS:
+    for op in (op for op in T.SCANS if op not in T.COMPLEX_SCANS):
         fus = capi.Fusion()
         tx = fus.input_concrete(dt, x.shape)
         msg = f"{op}: T0 has dtype {name}, but {op} does not take complex tensors for T0_g_{name}[iS0{{5}}, iS1{{7}}]"
         if T._call(fus, op, P, P(tx), 1) or fus.error() != msg:
             report.append(f"{op} {dt}: expected cfuser's refusal '{msg}', got '{fus.error() or 'a tensor'}'")
         if tm.call_torch(lambda t: _torch_scan(tm, op, t, 1), tm.to_torch(x, dt))[0] is not None:
-            takes.append(op)
-    if takes:
-        notes.append(f"{dt}: torch takes {', '.join(takes)}; cfuser refuses them (no scan accumulates in complex)")
+            report.append(f"{op} {dt}: torch takes it; cfuser refuses it as torch did")
 
 
 def _compare_scan(tm, case, apart, counts, report, notes):
@@ -177,9 +195,17 @@ def _compare_scan(tm, case, apart, counts, report, notes):
         return
     want = tm.torch_wide(want_t, out_dt, what, report)
     have, ev = V.widen(g, out_dt), V.widen(e, out_dt)
-    folds = _acc_models(op, x, dt, axis) if op in ("cumsum", "cumprod") and dt in ACC_MODELS else {}
+    cx_prod = V.is_complex(dt) and op == "cumprod"
+    folds = _acc_models(op, x, dt, axis) if op in ("cumsum", "cumprod") and dt in ACC_MODELS and not cx_prod else {}
+    np_fold = T.scan_ref(op, x, dt, axis)[0] if cx_prod else []
     bad = []
     for i, (h, w) in enumerate(zip(have, want)):
+        if cx_prod and refs.annex_g_cell("mul", np_fold[i]):
+            apart.annex_g(what, dt, h, ev[i], w, report)
+            continue
+        if cx_prod and not T._close(h, w, out_dt, False, False):
+            bad.append((i, h, w))
+            continue
         cell = {a: m[i] for a, m in folds.items()}
         if any(not _same(m, cell[dt], dt) for m in cell.values()):
             apart.accumulation(what, dt, cell, h, ev[i], w, report)
@@ -187,7 +213,7 @@ def _compare_scan(tm, case, apart, counts, report, notes):
         if not T._close(h, w, out_dt, True, op in ("cummax", "cummin")):
             bad.append((i, h, w))
             continue
-        if not _same(h, w, out_dt):
+        if not _same(h, w, out_dt) and not cx_prod:
             apart.zero_sign(what, h, w)
         _counted(counts, op, 1)
     if bad:
@@ -196,16 +222,16 @@ def _compare_scan(tm, case, apart, counts, report, notes):
 
 def compare_scans(tm, dtypes, report, notes):
     """cumsum, cumprod, cummax and cummin of each dtype's specials along both axes, one
-    fusion per dtype; complex scans asserted refused. Returns {op: cells compared}."""
+    fusion per dtype; cummax and cummin of complex asserted refused. Returns {op: cells
+    compared}."""
     counts, apart = {}, Apart()
     for dt in dtypes:
         if V.is_complex(dt):
-            _scan_refusals(tm, dt, report, notes)
-            continue
+            _scan_refusals(tm, dt, report)
         x = T.scan_input(dt)
         fus = capi.Fusion()
         tx = fus.input_concrete(dt, x.shape)
-        cases = [(op, axis) for op in T.SCANS for axis in (0, 1)]
+        cases = [(op, axis) for op in T.SCANS for axis in (0, 1) if not V.is_complex(dt) or op in T.COMPLEX_SCANS]
         outs = [T._call(fus, op, P, P(tx), axis) for op, axis in cases]
         ran = tm.run_built(fus, outs, [x], f"scans of {dt}", report, True)
         for case, out_dt, g, e in zip(cases, *ran) if ran else []:

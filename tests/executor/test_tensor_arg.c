@@ -227,7 +227,7 @@ Test(no_device, invalid_tensor_requests_fail_before_the_device) {
   DLManagedTensor *t = NULL;
   cr_assert_eq(exec_tensor_device(CF_DTYPE_COUNT, 1, neg, &t, err, sizeof err),
                CF_ERR_INVALID_ARGUMENT);
-  cr_assert_str_eq(err, "invalid dtype 15");
+  cr_assert_str_eq(err, "invalid dtype 16");
   cr_assert_eq(exec_tensor_device(CF_FLOAT, 1, neg, &t, err, sizeof err), CF_ERR_INVALID_ARGUMENT);
   cr_assert_str_eq(err, "negative size -1 of axis 0");
   cr_assert_null(cf_tensor_device(CF_FLOAT, -1, NULL));

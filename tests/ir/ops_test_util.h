@@ -36,7 +36,7 @@ static inline DLManagedTensor *ot_tensor(cf_dtype dt, int rank, const int64_t *s
   cr_assert_not_null(m);
   int64_t n = cf_tensor_numel(&m->dl_tensor);
   for (int64_t i = 0; i < n; i++)
-    ir_elem_store(ir_dl_elem_ptr(&m->dl_tensor, i), dt, (IrElem){.d = vals[i]}, CF_DOUBLE);
+    ir_dl_store(&m->dl_tensor, i, dt, (IrElem){.d = vals[i]}, CF_DOUBLE);
   return m;
 }
 
@@ -44,7 +44,7 @@ static inline DLManagedTensor *ot_tensor_i(cf_dtype dt, int rank, const int64_t 
   DLManagedTensor *m = cf_tensor_host(dt, rank, sizes);
   cr_assert_not_null(m);
   int64_t n = cf_tensor_numel(&m->dl_tensor);
-  for (int64_t i = 0; i < n; i++) ir_elem_store(ir_dl_elem_ptr(&m->dl_tensor, i), dt, (IrElem){.i = vals[i]}, CF_INT64);
+  for (int64_t i = 0; i < n; i++) ir_dl_store(&m->dl_tensor, i, dt, (IrElem){.i = vals[i]}, CF_INT64);
   return m;
 }
 

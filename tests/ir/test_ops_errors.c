@@ -136,7 +136,7 @@ Test(ops_errors, cast_to_an_invalid_dtype) {
   cf_tv *a = tu_input(f, CF_FLOAT, 1, (int64_t[]){4});
   EXPECT_OP_ERROR(f, cf_cast(f, a, (cf_dtype)42), "cast: invalid dtype 42");
   EXPECT_OP_ERROR(f, cf_cast(f, a, (cf_dtype)-1), "cast: invalid dtype -1");
-  EXPECT_OP_ERROR(f, cf_cast(f, a, CF_DTYPE_COUNT), "cast: invalid dtype 15");
+  EXPECT_OP_ERROR(f, cf_cast(f, a, CF_DTYPE_COUNT), "cast: invalid dtype 16");
   EXPECT_OP_ERROR(f, cf_cast(f, a, CF_WELFORD_FLOAT), "cast: invalid dtype 9 (Welford states are made by cf_welford)");
   cf_fusion_destroy(f);
 }

@@ -4,6 +4,8 @@
  * with pointwise consumers: define and run on the host backend, the same fusion inlined by
  * hand into one kernel on the host, and CUDA when present, all exactly equal to the
  * reference evaluator; the inlined kernel's CUDA source compiles with NVRTC for sm_90a.
+ * cumsum and cumprod of complex64 and complex128 (special parts, float overflow) the same way,
+ * and on a hand schedule of blocks and threads.
  * embedding_fwd through define and run: the lookup bit-exact, the renorm (a reduction per
  * row) within float's rounding, constant and symbolic index shapes, the segments pinned. */
 #include <math.h>
@@ -94,6 +96,62 @@ Test(scan_kernels, every_scan_of_the_integer_dtypes_and_bool_on_odd_shapes) {
   cr_expect(strstr(src, "int64_t cf_acc = (-9223372036854775807LL - 1);") &&
             strstr(src, "int64_t cf_acc = 9223372036854775807LL;"), "%s", src);
   free(src);
+}
+
+/* ---- complex ---------------------------------------------------------------------------- */
+
+/* Complex elements: parts quarters in [-2.25, 2.25), every 5th element's real or imaginary
+ * part (alternately) from -0.0, NaN, inf, -inf, 1e30 (float's products overflow). */
+static DLManagedTensor *complexes(cf_dtype dt, int rank, const int64_t *sizes) {
+  static const double special[] = {-0.0, NAN, INFINITY, -INFINITY, 1e30};
+  DLManagedTensor *t = cf_tensor_host(dt, rank, sizes);
+  for (int64_t i = 0; i < cf_tensor_numel(&t->dl_tensor); i++) {
+    double re = (double)draw(-9, 9) / 4, im = (double)draw(-9, 9) / 4;
+    if (i % 5 == 3) *((i / 5) % 2 ? &im : &re) = special[(i / 5) % 5];
+    ir_elem_store(ir_dl_elem_ptr(&t->dl_tensor, i), dt, ir_complex(re, im), CF_COMPLEX_DOUBLE);
+  }
+  return t;
+}
+
+/* cumsum and cumprod of complex64 and complex128 along both axes, consumed by a product
+ * with a real scalar or not: define and run and the inlined kernel equal the evaluator bit
+ * for bit (complex64's products in float complex everywhere); the CUDA source compiles. */
+Test(scan_kernels, cumsum_and_cumprod_of_complex_on_odd_shapes) {
+  cf_tv *x = tu_input(f, CF_COMPLEX_FLOAT, 2, (int64_t[]){4, 9}), *d = tu_input(f, CF_COMPLEX_DOUBLE, 2, (int64_t[]){7, 3});
+  cf_tv *s[8] = {cf_cumsum(f, x, 1), cf_cumprod(f, x, 1), cf_cumsum(f, x, 0), cf_cumprod(f, x, 0),
+                 cf_cumsum(f, d, 0), cf_cumprod(f, d, 0), cf_cumsum(f, d, 1), cf_cumprod(f, d, 1)};
+  for (int k = 0; k < 8; k++) cf_fusion_add_output(f, k % 3 ? s[k] : cf_mul_scalar(f, s[k], 2.0));
+  DLManagedTensor *in[2] = {complexes(CF_COMPLEX_FLOAT, 2, (int64_t[]){4, 9}),
+                            complexes(CF_COMPLEX_DOUBLE, 2, (int64_t[]){7, 3})};
+  char *src = kc_run_everywhere(f, 2, in, 0, 0);
+  cr_expect(strstr(src, "CfComplexF cf_acc = ") && strstr(src, "CfComplexD cf_acc = "), "%s", src);
+  cr_expect(strstr(src, "cf_acc = (cf_acc * ") && strstr(src, "cf_acc = (cf_acc + "), "%s", src);
+  free(src);
+}
+
+/* A scan's output scheduled by hand onto blocks and threads (merged, split by 32): every
+ * thread folds its own prefix, so the threaded kernel equals the evaluator too. */
+Test(scan_kernels, complex_scans_on_threads) {
+  cf_tv *x = tu_input(f, CF_COMPLEX_FLOAT, 2, (int64_t[]){6, 37}), *d = tu_input(f, CF_COMPLEX_DOUBLE, 2, (int64_t[]){5, 11});
+  cf_tv *o[2] = {cf_cumprod(f, x, 1), cf_cumsum(f, d, 0)};
+  for (int k = 0; k < 2; k++) {
+    cf_fusion_add_output(f, o[k]);
+    cf_merge(f, o[k], 0);
+    cf_split(f, o[k], 0, 32);
+    cf_parallelize(f, o[k], 0, CF_PT_BIDX);
+    cf_parallelize(f, o[k], 1, CF_PT_TIDX);
+  }
+  DLManagedTensor *in[2] = {complexes(CF_COMPLEX_FLOAT, 2, (int64_t[]){6, 37}),
+                            complexes(CF_COMPLEX_DOUBLE, 2, (int64_t[]){5, 11})};
+  const DLTensor *ins[2] = {&in[0]->dl_tensor, &in[1]->dl_tensor};
+  DLManagedTensor *want[2] = {0};
+  cr_assert_eq(cf_fusion_evaluate(f, 2, ins, want), CF_OK, "%s", cf_fusion_error(f));
+  char *src = kc_compile_sm90(f);
+  cr_expect(strstr(src, "threadIdx.x") && strstr(src, "cf_acc"), "%s", src);
+  free(src);
+  kc_run_backend(f, CF_BACKEND_HOST, 2, in, want, 0);
+  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, 2, in, want, 0);
+  for (int k = 0; k < 2; k++) cf_tensor_free(want[k]), cf_tensor_free(in[k]);
 }
 
 /* ---- embedding_fwd ---------------------------------------------------------------------- */

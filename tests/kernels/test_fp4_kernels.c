@@ -1,0 +1,102 @@
+/* float4_e2m1fn in kernels (issue 26): fp4 -> float -> mul -> fp4 (and fp4 -> bfloat16)
+ * through define and run on the host backend and cf_schedule_pointwise by hand (the
+ * pointwise row vectorizes: every byte of the output written whole by one thread,
+ * cf_fp4_pack), a hand schedule of blocks, threads and a vector of 2 on both
+ * sides, each equal to the reference evaluator bit for bit; their CUDA source compiles with
+ * NVRTC for sm_90a (software conversions: no Blackwell instruction); a schedule writing the
+ * packed output one element per thread is refused with its message. */
+#include <string.h>
+
+#include "kernel_check.h"
+
+#include "ir/dtype.h"
+
+static cf_fusion *f;
+static void setup(void) { f = cf_fusion_create(); }
+static void teardown(void) { cf_fusion_destroy(f); }
+TestSuite(fp4_kernels, .init = setup, .fini = teardown);
+
+/* Every code, in order, then again (x[i] is code i % 16). */
+static DLManagedTensor *codes(int rank, const int64_t *sizes) {
+  DLManagedTensor *t = cf_tensor_host(CF_FLOAT4_E2M1FN, rank, sizes);
+  uint8_t *b = t->dl_tensor.data;
+  for (int64_t i = 0; i < cf_tensor_numel(&t->dl_tensor); i += 2) b[i / 2] = (uint8_t)((i % 16) | ((i + 1) % 16) << 4);
+  return t;
+}
+
+static cf_tv *scale(cf_tv *x) { return cf_cast(f, cf_mul_scalar(f, cf_cast(f, x, CF_FLOAT), 1.5), CF_FLOAT4_E2M1FN); }
+
+Test(fp4_kernels, cast_mul_cast_in_define_and_run_and_nvrtc) {
+  cf_tv *x = tu_input(f, CF_FLOAT4_E2M1FN, 2, (int64_t[]){6, 40});
+  cf_fusion_add_output(f, scale(x));
+  cf_fusion_add_output(f, cf_cast(f, x, CF_BFLOAT16));
+  DLManagedTensor *in = codes(2, (int64_t[]){6, 40}), *want[2] = {0}, *got[2] = {0};
+  const DLTensor *ins[1] = {&in->dl_tensor};
+  cr_assert_eq(cf_fusion_evaluate(f, 1, ins, want), CF_OK, "evaluator: %s", cf_fusion_error(f));
+  const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
+  cr_assert_eq(cf_fusion_execute(c, 1, ins, 2, got), CF_OK, "define and run: %s", cf_fusion_cache_error(c));
+  kc_compare(got, want, 2, 0, "define and run");
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
+  cf_fusion_cache_destroy(c);
+  for (int k = 0; k < 2; k++) cf_tensor_free(got[k]), got[k] = NULL;
+  /* the same schedule by hand: its NVRTC source, and the host executor */
+  cr_assert_eq(cf_schedule_pointwise(f), CF_OK, "%s", cf_fusion_error(f));
+  char *src = kc_compile_sm90(f);
+  cr_expect(strstr(src, "__float2e2m1(") && strstr(src, "__e2m12float(") && strstr(src, "cf_fp4_pack("), "%s", src);
+  free(src);
+  DLManagedTensor *inv[1] = {in};
+  kc_run_backend(f, CF_BACKEND_HOST, 1, inv, want, 0);
+  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, 1, inv, want, 0);
+  for (int k = 0; k < 2; k++) cf_tensor_free(want[k]);
+  cf_tensor_free(in);
+}
+
+/* out = cache_before(y), merged, split [blocks, 32 threads, 2 vector]; x cached after the
+ * same way: the packed sides are cf_fp4_unpack / cf_fp4_pack of 2 elements. */
+Test(fp4_kernels, hand_schedule_with_vectors_of_two) {
+  cf_tv *x = tu_input(f, CF_FLOAT4_E2M1FN, 2, (int64_t[]){5, 26});
+  cf_tv *y = scale(x);
+  cf_fusion_add_output(f, y);
+  cf_tv *xc = cf_cache_after(f, x);
+  cf_cache_before(f, y);
+  cf_merge(f, y, 0);
+  cf_split(f, y, 0, 2);
+  cf_split(f, y, 0, 32);
+  cf_propagate_transforms(f, y);
+  cf_parallelize(f, y, 0, CF_PT_BIDX);
+  cf_parallelize(f, y, 1, CF_PT_TIDX);
+  cf_parallelize_all_like(f, y, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+  cf_parallelize(f, y, 2, CF_PT_VECTORIZE);
+  cf_parallelize(f, xc, 2, CF_PT_VECTORIZE);
+  cf_inline_most(f);
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "%s", cf_fusion_error(f));
+  DLManagedTensor *in[1] = {codes(2, (int64_t[]){5, 26})};
+  const DLTensor *ins[1] = {&in[0]->dl_tensor};
+  DLManagedTensor *want = NULL;
+  cr_assert_eq(cf_fusion_evaluate(f, 1, ins, &want), CF_OK, "%s", cf_fusion_error(f));
+  char *src = kc_compile_sm90(f);
+  cr_expect(strstr(src, "cf_fp4_pack(") && strstr(src, "cf_fp4_unpack("), "%s", src);
+  free(src);
+  kc_run_backend(f, CF_BACKEND_HOST, 1, in, &want, 0);
+  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, 1, in, &want, 0);
+  cf_tensor_free(want), cf_tensor_free(in[0]);
+}
+
+/* One element per thread: two threads would write one byte's halves. */
+Test(fp4_kernels, a_write_of_single_elements_is_refused) {
+  cf_tv *x = tu_input(f, CF_FLOAT4_E2M1FN, 1, (int64_t[]){64});
+  cf_tv *y = scale(x);
+  cf_fusion_add_output(f, y);
+  cf_split(f, y, 0, 32);
+  cf_parallelize(f, y, 1, CF_PT_TIDX);
+  cf_inline_most(f);
+  const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+  cf_executor *e = cf_executor_create(&host);
+  cr_expect_eq(cf_executor_compile(e, f), CF_ERR_INVALID_SCHEDULE);
+  cr_expect_str_eq(cf_executor_error(e), "compile: T3_g___e2m1[iS4{2}, ithreadIdx.x5{32}] has dtype __e2m1 in global "
+                                         "memory, two elements per byte: one thread must write both elements of a "
+                                         "byte, so its innermost loop axis (ithreadIdx.x5{32}) must be vectorized by an "
+                                         "even width (cache it before and vectorize the copy)");
+  cf_executor_destroy(e);
+}
