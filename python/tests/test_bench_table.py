@@ -10,6 +10,7 @@ import define_and_run_torch  # noqa: E402
 CFUSER = """# define and run, CUDA events, median of 50 runs
 cfuser constant row_sum 16384x16384 time_us=350.0 GB/s=3068 segments=1 schedulers=reduction
 cfuser symbolic row_sum 16384x16384 time_us=352.0 GB/s=3050 segments=1 schedulers=reduction
+copy of its bytes row_sum 16384x16384 time_us=300.0 GB/s=3579
 cfuser symbolic/constant row_sum 16384x16384 ratio=1.006
 cfuser constant odd 4x4 refused: execute: no scheduler accepts segment 1 of 2 (computing T2): reduction: no
 cfuser symbolic odd 4x4 refused: execute: no scheduler accepts segment 1 of 2 (computing T2): reduction: no
@@ -29,7 +30,7 @@ def test_table_rows(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| fusion | shape | cfuser const | cfuser symbolic | sym/const |")
     assert lines[2] == ("| row_sum | 16384x16384 | 350.0 us (3068 GB/s) | 352.0 us (3050 GB/s) | 1.006 | "
-                        "360.0 us (2983 GB/s) | failed: RuntimeError: boom | 100% |")
+                        "360.0 us (2983 GB/s) | failed: RuntimeError: boom | 100% | 86% |")
     assert lines[3].startswith("| odd | 4x4 | refused: execute: no scheduler accepts segment 1 of 2")
-    assert lines[4] == "| device copy (cuMemcpyDtoD) | | 700.0 us (3068 GB/s) | | | | | 100% |"
-    assert lines[5] == "| device copy (clone) | | 720.0 us (2983 GB/s) | | | | | 97% |"
+    assert lines[4] == "| device copy (cuMemcpyDtoD) | | 700.0 us (3068 GB/s) | | | | | 100% | |"
+    assert lines[5] == "| device copy (clone) | | 720.0 us (2983 GB/s) | | | | | 97% | |"
