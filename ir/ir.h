@@ -393,6 +393,9 @@ const char *ir_op_py_name(IrOp op);
 IrTypeRule ir_op_type_rule(IrOp op);
 /* The code form of op in the CUDA dialect (cuda) or the host C one (!cuda). */
 const char *ir_op_form(IrOp op, bool cuda);
+/* Whether op's value is its one operand's, converted to the output dtype (its form is "%0"
+ * in both dialects: the moves and casts, set, broadcast, permute, slice, cast, ...). */
+bool ir_op_passes_operand(IrOp op);
 
 /* ---- values ----------------------------------------------------------------------------- */
 

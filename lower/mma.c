@@ -102,6 +102,14 @@ static KAccess moved_at(void *ctx, int op, KExpr *row, KExpr *col) {
   return moved(mc->x->c->a, &mc->nest->op[op ? NEST_CAST_B : NEST_CAST_A]->u.op.in[0], &s);
 }
 
+/* Operand k's element mask: none when its tile is zero-filled (predicate.c: every element
+ * of the stage written, zeros out of bounds of M, N or K, so the element read there is 0
+ * already), else the cast's predicate at the element's position. */
+static KExpr *unless_zero_filled(Arena *a, const MmaNest *nest, int k, const Subst *s) {
+  const KTensor *t = nest->op[k]->u.op.in[0].t;
+  return t && t->zero_filled ? NULL : subst(a, nest->cond[k], s);
+}
+
 static KNode *build(MmaCtx *x, const MmaNest *nest) {
   Arena *a = x->c->a;
   KNode *n = ARENA_NEW(a, KNode);
@@ -114,14 +122,14 @@ static KNode *build(MmaCtx *x, const MmaNest *nest) {
     frag_pos(a, &in->a, i, &m, &k);
     Subst s = at(x, m, NULL, k);
     n->u.mma.a[i] = moved(a, &nest->op[NEST_CAST_A]->u.op.in[0], &s);
-    n->u.mma.a_mask[i] = subst(a, nest->cond[NEST_CAST_A], &s);
+    n->u.mma.a_mask[i] = unless_zero_filled(a, nest, NEST_CAST_A, &s);
   }
   for (int i = 0; i < in->b.n; i++) {
     KExpr *k, *col;
     frag_pos(a, &in->b, i, &k, &col);
     Subst s = at(x, NULL, col, k);
     n->u.mma.b[i] = moved(a, &nest->op[NEST_CAST_B]->u.op.in[0], &s);
-    n->u.mma.b_mask[i] = subst(a, nest->cond[NEST_CAST_B], &s);
+    n->u.mma.b_mask[i] = unless_zero_filled(a, nest, NEST_CAST_B, &s);
   }
   for (int i = 0; i < in->acc.n; i++) {
     KExpr *m, *col;

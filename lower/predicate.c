@@ -164,8 +164,8 @@ static void record_varies(LowerCtx *c, const KNode *op) {
   an_uniformity_record(&c->uniform, op->u.op.src, value_varies(c, op), spans);
 }
 
-static KExpr *predicate_of(LowerCtx *c, const Range *r, const KNode *op) {
-  KExpr *p = redundancy_guard(c, op);
+/* The bound terms of op not proven true, conjoined onto p. */
+static KExpr *bounds_of(LowerCtx *c, const Range *r, const KNode *op, KExpr *p) {
   for (int i = 0; i < op->u.op.nbounds; i++) {
     KExpr *t = op->u.op.bounds[i];
     bool dup = false;
@@ -173,6 +173,28 @@ static KExpr *predicate_of(LowerCtx *c, const Range *r, const KNode *op) {
     if (!dup && !provably_true(c, r, t)) p = kx_bin(c->a, OP_AND, p, t);
   }
   return p;
+}
+
+/* The fill of a circular-buffered shared tile: a copy (a move of one tensor operand). It
+ * writes zeros where its bounds fail instead of skipping them, so every element of each
+ * stage is written every time and a reader may take the tile as zero-padded (the mma pass
+ * drops the fragments' masks; cp.async reads 0 bytes there). */
+static bool zero_fills(const KNode *op) {
+  const Val *out = op->u.op.src->out[0];
+  return TV((Val *)out)->cb_stages > 0 && TV((Val *)out)->mem == CF_MEM_SHARED && !op->u.op.reduction_init &&
+         op->u.op.nin == 1 && op->u.op.in[0].t && ir_op_passes_operand(op->u.op.op);
+}
+
+/* The guard an op is wrapped in; a zero-filling op keeps its bounds as its zfill. */
+static KExpr *predicate_of(LowerCtx *c, const Range *r, KNode *op) {
+  KExpr *g = redundancy_guard(c, op);
+  if (!zero_fills(op)) return bounds_of(c, r, op, g);
+  KExpr *z = bounds_of(c, r, op, kx_const(c->a, 1));
+  int64_t v;
+  op->u.op.out.t->zero_filled = true;
+  if (kx_is_const(z, &v) && v) return g;
+  op->u.op.zfill = z;
+  return g;
 }
 
 static bool is_tmem_access(const KNode *op) {
