@@ -7,7 +7,8 @@
  *           commit; sync; read T from stage i % S; sync }
  * T's allocation grows to S tiles, the stage the outermost dimension. 16-byte vector copies
  * from global memory in W become cp.async (the commit and wait nodes are emitted only
- * then; other copies complete as they run).
+ * then; other copies complete as they run); a zero-filling one (predicate.c) reads 0 bytes
+ * from element 0 of its source where its bounds fail.
  * Requires: syncs (the sync pass judged the loop as written), before mma (the fragment
  * reads are the cast ops' reads of T, which get the stage offset here). Establishes: no
  * KN_OP of T outside its stages.

@@ -12,7 +12,8 @@
  * lane index replaced by those of (m, k): M-regs = m / acc_m_inner, lane = (m % acc_m_inner)
  * * (N / acc_n_inner) + (n / acc_n_inner), N-regs = n % acc_n_inner, K = k. The cast's
  * predicate, substituted alike, is the element's mask: out of bounds of M or K the element
- * is 0, so non-divisible sizes need no zero-filled tiles; B likewise over (k, n); the
+ * is 0; a zero-filled tile (KTensor.zero_filled: a circular-buffered one, predicate.c) is
+ * 0 there already and its elements get no mask; B likewise over (k, n); the
  * accumulator is never guarded (rows and columns out of bounds are computed and not stored).
  * Key decision: the instruction is the loop nest's replacement, not a fusion op: the
  * evaluator, the schedulers and every pass before this one see the plain product, so the

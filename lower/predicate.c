@@ -6,7 +6,11 @@
  * Requires: ops with their bound terms (index < extent) from the index pass. Establishes:
  * ops that need a predicate are wrapped in a KN_IF whose condition is the conjunction of
  * the write guard's terms (`threadIdx.p == 0`) and the bound terms (`index < extent`), in
- * that order: the unswitch pass reads those terms back from the condition.
+ * that order: the unswitch pass reads those terms back from the condition. The fill of a
+ * circular-buffered shared tile (a move or cast) instead keeps its bound terms as its
+ * zfill, writing zeros where they fail (its write guard stays an if), and marks the tile
+ * zero_filled: every element of every stage is written, so a reader of the tile (the mma
+ * pass) needs no mask of its own.
  * Key decision: a small interval analysis proves terms true and drops them: every loop
  * variable lies in [0, extent), every thread index in [0, launch extent), and upper
  * bounds propagate through +, *, /, % and ^ (all operands are non-negative). A divisible

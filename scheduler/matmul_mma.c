@@ -3,9 +3,12 @@
  *   1. the sum r, [b?, M, N, K], is tiled [b, M/BM, N/BN, K/BK, BM, BN, BK] and that is
  *      propagated to every tensor (blockIdx.z, .y, .x over batch, M tiles, N tiles);
  *   2. the operand tiles x (BM x BK) and y (BN x BK) live in shared memory, computed at
- *      the K-tile loop; their inner axes are merged and split over all the block's threads
- *      ([BM*BK / 128, threadIdx.z, threadIdx.y, threadIdx.x]): every thread writes its own
- *      elements, K innermost (coalesced for K-contiguous operands, linear's layout);
+ *      the K-tile loop, stored along their input's contiguous axis (K, or M / N: B of
+ *      matmul's [K, N] is [BK, BN]); their inner axes are merged and split over all the
+ *      block's threads ([.., threadIdx.z, threadIdx.y, threadIdx.x]), 16-byte vectors a
+ *      thread (cp.async in the lowering) where the tile is a copy of its input whose
+ *      contiguous extent is a multiple of 8 (fill_of: the params say which, and why not),
+ *      else one element;
  *   3. r's inner tile becomes [warp M (threadIdx.z), warp N (threadIdx.y), K/16, M/16 per
  *      warp, N/8 per warp, 16, 8, 16], the last three handed to cf_mma_tile; the same
  *      transforms go to the mul, its casts and the epilogue (cf_propagate_transforms_to),
@@ -13,8 +16,9 @@
  *   4. x and y inlined at the K-tile loop, the prologue into them, everything else as deep
  *      as legal (the product into the instruction, the sum into the epilogue at the block
  *      tile).
- * Non-divisible M, N, K are predicated loads and stores; the instruction masks what lies
- * out of bounds (lower/mma.c). The tiles are stored through the XOR swizzle layout/ picks
+ * Non-divisible M, N, K: the tiles are zero-filled where the operand is out of bounds
+ * (lower/predicate.c, cp.async's source size), so the instruction reads them unmasked
+ * (lower/mma.c); the output's stores are predicated. The tiles are stored through the XOR swizzle layout/ picks
  * for their 16-byte chunks, so the lowering's ldmatrix loads (lower/mma_ldmatrix.c) are
  * bank-conflict free. Key decision: correctness and a structure the next slices refine
  * (cp.async pipelining, wgmma): one tile shape. */
