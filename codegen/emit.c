@@ -284,20 +284,6 @@ char *cg_reduction_init(Emitter *e, IrOp op, cf_dtype ct, cf_dtype t) {
   return is_floating(t) ? cg_converted(e, ct, t, v) : cg_converted(e, CF_INT64, t, v);
 }
 
-/* A move or cast whose operand's dtype embeds exactly in the compute type: the value
- * converted straight to the output dtype (operand -> compute type -> output is operand ->
- * output then), so a copy of bfloat16 is a plain copy, not a round trip through float;
- * NULL for any other op. */
-static char *passed_value(Emitter *e, const KNode *n, cf_dtype ct) {
-  const KAccess *in = &n->u.op.in[0];
-  if (!ir_op_passes_operand(n->u.op.op) || n->u.op.nin != 1 || (!in->t && !in->var)) return NULL;
-  cf_dtype from = in->t ? in->t->dtype : in->var_dtype;
-  if (!ir_dtype_embeds(from, ct)) return NULL;
-  char *a = cg_access_str(e, in, false), *v = cg_converted(e, from, n->u.op.out_dtype, a);
-  free(a);
-  return v;
-}
-
 /* The line `out = v;`, or `out = zfill ? v : 0;` for an op that zero-fills where its
  * bounds fail (a circular-buffered tile's fill: its operand's index was made safe there). */
 static void emit_store(Emitter *e, const KNode *n, const char *out, const char *v) {
@@ -369,9 +355,9 @@ static void emit_op(Emitter *e, const KNode *n) {
     else e->d->vector_copy(e, n, out, src);
     free(src);
   } else {
-    char *val = cg_op_form(e, n->u.op.op, args), *v = passed_value(e, n, ct);
+    char *val = cg_op_form(e, n->u.op.op, args);
     /* the form's value type: predicates and comparisons give bool, a Welford field its scalar */
-    if (!v) v = cg_converted(e, ir_op_value_dtype(n->u.op.op, ct), n->u.op.out_dtype, val);
+    char *v = cg_converted(e, ir_op_value_dtype(n->u.op.op, ct), n->u.op.out_dtype, val);
     emit_store(e, n, out, v);
     free(val), free(v);
   }
