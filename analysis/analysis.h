@@ -193,6 +193,9 @@ bool an_parallel_types(LoopModel *m, Arena *a, char **error);
 /* Whether tv's innermost logical axis has unit stride in memory: contiguous there, not a
  * strided input (false for a 0-d tensor). */
 bool an_innermost_unit_stride(Val *tv);
+/* The innermost logical axis of tv that is not a broadcast (-1: none): the one a vector
+ * access walks. */
+int an_innermost_axis(Val *tv);
 /* The global tensors a vectorized copy tv accesses: tv itself when in global memory, then
  * the operand of its definition when in global memory; returns how many (0 to 2). */
 int an_vector_globals(Val *tv, Val *globals[2]);

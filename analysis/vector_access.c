@@ -5,7 +5,8 @@
  * A vector of v elements along loop axis `id` of a copy tv moves v adjacent elements of a
  * global tensor g (tv itself when tv is in global memory, or the operand the copy reads
  * from global memory) only when
- *   1. id walks tv's innermost logical axis: up its history, the inner output of a split,
+ *   1. id walks tv's innermost logical axis (trailing broadcast axes aside): up its
+ *      history, the inner output of a split,
  *      or the output of a merge whose constant inner input v divides (a vector then never
  *      straddles two rows of the merge), down to that axis; and tv's innermost axis has
  *      unit stride (contiguous, not a strided input);
@@ -24,11 +25,21 @@ bool an_innermost_unit_stride(Val *tv) {
   return t->nlogical > 0 && !t->has_strides && t->contiguity[t->nlogical - 1] == 1;
 }
 
-/* Rule 1: id (a vector of v elements) walks tv's innermost logical axis with unit stride. */
+int an_innermost_axis(Val *tv) {
+  const TensorView *t = TV(tv);
+  int i = t->nlogical - 1;
+  while (i >= 0 && ID(t->logical[i])->iter_type == CF_ITER_BROADCAST) i--;
+  return i;
+}
+
+/* Rule 1: id (a vector of v elements) walks tv's innermost logical axis with unit stride
+ * (the innermost but broadcast axes: of extent 1, they move no address; a matmul's
+ * operand tile [M, K, 1] walks K). */
 static bool walks_innermost(Val *tv, const Val *id, int64_t v) {
   const TensorView *t = TV(tv);
-  if (t->nlogical == 0) return false;
-  const Val *last = t->logical[t->nlogical - 1];
+  int in = an_innermost_axis(tv);
+  if (in < 0 || t->has_strides || t->contiguity[in] != 1) return false;
+  const Val *last = t->logical[in];
   while (id && id != last) {
     const Expr *d = id->def;
     int64_t inner;
@@ -40,7 +51,7 @@ static bool walks_innermost(Val *tv, const Val *id, int64_t v) {
       return false;
     }
   }
-  return id == last && an_innermost_unit_stride(tv);
+  return id == last;
 }
 
 int an_vector_globals(Val *tv, Val *globals[2]) {
@@ -58,8 +69,9 @@ const char *an_vector_refusal(Val *tv, const Val *id, int64_t v, Val *global) {
   if (!walks_innermost(tv, id, v)) return not_contiguous;
   const TensorView *g = TV(global);
   /* the operand's axis that pairs with tv's innermost logical axis (the copy's map) */
-  const Val *g_id = an_pairwise_partner(tv, global, TV(tv)->logical[TV(tv)->nlogical - 1]);
-  if (!g_id || g->logical[g->nlogical - 1] != g_id || !an_innermost_unit_stride(global)) return not_contiguous;
+  const Val *g_id = an_pairwise_partner(tv, global, TV(tv)->logical[an_innermost_axis(tv)]);
+  int gi = an_innermost_axis(global);
+  if (!g_id || gi < 0 || g->logical[gi] != g_id || g->has_strides || g->contiguity[gi] != 1) return not_contiguous;
   return NULL;
 }
 

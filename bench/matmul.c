@@ -7,8 +7,9 @@
  *   batched     bfloat16, 8 x 1024^3
  *   linear_gelu bfloat16 gelu(x @ w^T + bias), 8192^3 (the fused epilogue)
  * Every case has half or bfloat16 operands, so the row runs its tensor-core schedule
- * (scheduler/matmul_mma.c: mma.sync m16n8k16 with ldmatrix, 128x128x32 tiles swizzled and
- * circular-buffered in 3 stages); params= in the plan.
+ * (scheduler/matmul_mma.c: mma.sync m16n8k16 with ldmatrix, 128x128x32 tiles swizzled,
+ * filled by 16-byte cp.async where the contiguous extent is a multiple of 8, zero-filled at
+ * the edges, circular-buffered in 3 stages); params= in the plan.
  * Per case it prints
  *   cfuser <name> <shape> time_us=<t> TFLOPS=<2*B*M*N*K / t> schedulers=<rows> check=ok
  * and bench/matmul_torch.py the same lines for torch.matmul (cuBLAS), eager and

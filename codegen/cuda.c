@@ -89,14 +89,21 @@ static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char
 }
 
 /* cp.async.cg.shared.global (16 bytes, cached in L2 only) of an async copy op; the group's
- * commit and wait. */
+ * commit and wait. A zero-filling copy gives its source size as the fourth operand: 16
+ * where its bounds hold, 0 where they fail (no byte read, 16 zero bytes written). */
 static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *src) {
   if (n->kind == KN_ASYNC_COMMIT) cg_line(e, "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
   else if (n->kind == KN_ASYNC_WAIT)
     cg_line(e, "asm volatile(\"cp.async.wait_group %%0;\" :: \"n\"(%d) : \"memory\");", n->u.async.pending);
-  else
+  else if (!n->u.op.zfill)
     cg_line(e, "asm volatile(\"cp.async.cg.shared.global [%%0], [%%1], 16;\" :: \"r\"((uint32_t)__cvta_generic_to_shared(&%s)), "
             "\"l\"(&%s) : \"memory\");", dst, src);
+  else {
+    char *z = cg_expr(e, n->u.op.zfill);
+    cg_line(e, "asm volatile(\"cp.async.cg.shared.global [%%0], [%%1], 16, %%2;\" :: \"r\"((uint32_t)__cvta_generic_to_shared(&%s)), "
+            "\"l\"(&%s), \"r\"((%s) ? 16u : 0u) : \"memory\");", dst, src, z);
+    free(z);
+  }
 }
 
 static void tmem_admin(Emitter *e, const KNode *n) {

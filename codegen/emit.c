@@ -324,6 +324,39 @@ char *cg_reduction_init(Emitter *e, IrOp op, cf_dtype ct, cf_dtype t) {
   return is_floating(t) ? cg_converted(e, ct, t, v) : cg_converted(e, CF_INT64, t, v);
 }
 
+/* The line `out = v;`, or `out = zfill ? v : 0;` for an op that zero-fills where its
+ * bounds fail (a circular-buffered tile's fill: its operand's index was made safe there). */
+static void emit_store(Emitter *e, const KNode *n, const char *out, const char *v) {
+  if (!n->u.op.zfill) {
+    cg_line(e, "%s = %s;", out, v);
+    return;
+  }
+  char *c = cg_expr(e, n->u.op.zfill), *zero = cg_converted(e, CF_INT64, n->u.op.out_dtype, "0");
+  cg_line(e, "%s = (%s) ? %s : %s;", out, c, v, zero);
+  free(c), free(zero);
+}
+
+/* A vector copy that zero-fills: the copy where zfill holds, else a zero into each element. */
+static void zero_filled_vector(Emitter *e, const KNode *n, const char *out, const char *src) {
+  char *c = cg_expr(e, n->u.op.zfill), *zero = cg_converted(e, CF_INT64, n->u.op.out_dtype, "0");
+  cg_line(e, "if (%s) {", c);
+  e->indent++;
+  e->d->vector_copy(e, n, out, src);
+  e->indent--;
+  cg_line(e, "} else {");
+  e->indent++;
+  for (int v = 0; v < n->u.op.vector; v++) {
+    KAccess o = n->u.op.out;
+    o.index = kx_bin(e->k->arena, OP_ADD, o.index, kx_const(e->k->arena, v));
+    char *el = cg_access_str(e, &o, true);
+    cg_line(e, "%s = %s;", el, zero);
+    free(el);
+  }
+  e->indent--;
+  cg_line(e, "}");
+  free(c), free(zero);
+}
+
 static void emit_op(Emitter *e, const KNode *n) {
   if (ir_op_kind(n->u.op.op) == OPK_INDEXED && !n->u.op.reduction_init) {
     cg_indexed_op(e, n);
@@ -357,14 +390,15 @@ static void emit_op(Emitter *e, const KNode *n) {
   }
   if (n->u.op.vector > 1) {
     char *src = cg_access_str(e, &n->u.op.in[0], false);
-    if (n->u.op.async) e->d->cp_async(e, n, out, src);
+    if (n->u.op.async) e->d->cp_async(e, n, out, src); /* its zfill is the copy's source size */
+    else if (n->u.op.zfill) zero_filled_vector(e, n, out, src);
     else e->d->vector_copy(e, n, out, src);
     free(src);
   } else {
     char *val = cg_op_form(e, n->u.op.op, args);
     /* the form's value type: predicates and comparisons give bool, a Welford field its scalar */
     char *v = cg_converted(e, ir_op_value_dtype(n->u.op.op, ct), n->u.op.out_dtype, val);
-    cg_line(e, "%s = %s;", out, v);
+    emit_store(e, n, out, v);
     free(val), free(v);
   }
   for (int i = 0; i < 3; i++) free(args[i]);

@@ -145,10 +145,10 @@ static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *sr
     return;
   }
   const KAccess *o = &n->u.op.out;
-  char *idx = cg_expr(e, o->index);
-  cg_line(e, "cfh_cp_async(%s, &%s[%s], &%s, 16, sizeof %s[0], \"%s\");", o->t->name, o->t->name, idx, src, o->t->name,
-          o->t->name);
-  free(idx);
+  char *idx = cg_expr(e, o->index), *z = n->u.op.zfill ? cg_expr(e, n->u.op.zfill) : strdup("1");
+  cg_line(e, "cfh_cp_async(%s, &%s[%s], &%s, 16, (%s) ? 16u : 0u, sizeof %s[0], \"%s\");", o->t->name, o->t->name, idx,
+          src, z, o->t->name, o->t->name);
+  free(idx), free(z);
 }
 
 static void tmem_admin(Emitter *e, const KNode *n) {

@@ -79,7 +79,8 @@ static void warp_form(Emitter *e, const KNode *n) {
   const char *v = n->u.acc.var;
   int stride = n->u.acc.warp_stride;
   char *sh = combine(e, n, v, "__shfl_xor_sync(0xffffffffu, cf_v, cf_o)");
-  cg_line(e, "for (int cf_o = 16; cf_o >= %d; cf_o >>= 1) {", stride);
+  if (stride == 1) cg_line(e, "for (int cf_o = 16; cf_o > 0; cf_o >>= 1) {");
+  else cg_line(e, "for (int cf_o = 16; cf_o >= %d; cf_o >>= 1) {", stride);
   cg_line(e, "  %s cf_v = %s;", cg_ctype(n->u.acc.dtype), v);
   cg_line(e, "  %s = %s;", v, sh);
   cg_line(e, "}");

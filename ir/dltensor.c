@@ -76,6 +76,43 @@ cf_dtype ir_dtype_complex_of(cf_dtype t) {
   return ir_dtype_is_complex(t) ? t : t == CF_DOUBLE ? CF_COMPLEX_DOUBLE : CF_COMPLEX_FLOAT;
 }
 
+/* The values a real dtype holds, as its format: a float's exponent and significand bits
+ * (the implicit bit included; subnormals, infinities and NaN come with the format), an
+ * integer's bits and sign (bool: one unsigned bit). */
+typedef struct NumFormat {
+  bool is_float, is_signed;
+  int exp_bits, bits;
+} NumFormat;
+
+static bool num_format(cf_dtype t, NumFormat *f) {
+  switch (t) {
+  case CF_DOUBLE: *f = (NumFormat){true, true, 11, 53}; return true;
+  case CF_FLOAT: *f = (NumFormat){true, true, 8, 24}; return true;
+  case CF_HALF: *f = (NumFormat){true, true, 5, 11}; return true;
+  case CF_BFLOAT16: *f = (NumFormat){true, true, 8, 8}; return true;
+  case CF_FLOAT8_E4M3FN: *f = (NumFormat){true, true, 4, 4}; return true;
+  case CF_FLOAT8_E5M2: *f = (NumFormat){true, true, 5, 3}; return true;
+  case CF_INT8: *f = (NumFormat){false, true, 0, 8}; return true;
+  case CF_INT32: *f = (NumFormat){false, true, 0, 32}; return true;
+  case CF_INT64: *f = (NumFormat){false, true, 0, 64}; return true;
+  case CF_UINT32: *f = (NumFormat){false, false, 0, 32}; return true;
+  case CF_BOOL: *f = (NumFormat){false, false, 0, 1}; return true;
+  default: return false;
+  }
+}
+
+bool ir_dtype_embeds(cf_dtype a, cf_dtype b) {
+  if (a == b) return ir_dtype_valid(a);
+  if (ir_dtype_is_complex(a) || ir_dtype_is_complex(b))
+    return ir_dtype_is_complex(b) && ir_dtype_embeds(ir_dtype_real_of(a), ir_dtype_real_of(b));
+  NumFormat fa, fb;
+  if (!num_format(a, &fa) || !num_format(b, &fb)) return false;
+  if (fa.is_float) return fb.is_float && fa.exp_bits <= fb.exp_bits && fa.bits <= fb.bits;
+  int magnitude = fa.bits - fa.is_signed;
+  if (fb.is_float) return magnitude <= fb.bits;
+  return (!fa.is_signed || fb.is_signed) && magnitude <= fb.bits - fb.is_signed;
+}
+
 cf_dtype ir_dtype_accumulate(cf_dtype t) {
   switch (t) {
   case CF_DOUBLE: return CF_DOUBLE;

@@ -36,6 +36,13 @@ bool ir_dtype_is_narrow_float(cf_dtype t);
 /* complex_float and complex_double (ir_dtype_is_float is false for them: they are their
  * own category, above the floating one, in promotion). */
 bool ir_dtype_is_complex(cf_dtype t);
+/* Whether every value of dtype a is exactly a value of dtype b (a embeds in b): then a
+ * conversion a -> b -> a is the identity (bfloat16 -> float -> bfloat16), and a -> b -> c
+ * is a -> c. Floats by exponent and significand bits (half, bfloat16 and the 8-bit floats
+ * in float, float in double; bfloat16 not in half), integers by their magnitude bits (int8
+ * in float, int32 in double, not in float), bool in every numeric type, a real type in a
+ * complex one whose parts it embeds in; never a Welford state. */
+bool ir_dtype_embeds(cf_dtype a, cf_dtype b);
 /* The types whose elements are carried in IrElem.d (and .c): floating and complex. */
 bool ir_dtype_is_inexact(cf_dtype t);
 /* The real type of the same precision: float for complex_float, double for

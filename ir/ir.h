@@ -397,6 +397,12 @@ const char *ir_op_py_name(IrOp op);
 IrTypeRule ir_op_type_rule(IrOp op);
 /* The code form of op in the CUDA dialect (cuda) or the host C one (!cuda). */
 const char *ir_op_form(IrOp op, bool cuda);
+/* Whether op's value is its one operand's, converted to the output dtype (its form is "%0"
+ * in both dialects: the moves and casts, set, broadcast, permute, slice, cast, ...). */
+bool ir_op_passes_operand(IrOp op);
+/* The copies a vectorized access may move: set, and broadcast (the operand's elements in
+ * their order, axes of extent 1 added), the ops lowering makes vector copies of. */
+bool ir_op_is_vector_copy(IrOp op);
 
 /* ---- values ----------------------------------------------------------------------------- */
 

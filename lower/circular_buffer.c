@@ -7,7 +7,8 @@
  *           commit; sync; read T from stage i % S; sync }
  * T's allocation grows to S tiles, the stage the outermost dimension. 16-byte vector copies
  * from global memory in W become cp.async (the commit and wait nodes are emitted only
- * then; other copies complete as they run).
+ * then; other copies complete as they run); a zero-filling one (predicate.c) reads 0 bytes
+ * from element 0 of its source where its bounds fail.
  * Requires: syncs (the sync pass judged the loop as written), before mma (the fragment
  * reads are the cast ops' reads of T, which get the stage offset here). Establishes: no
  * KN_OP of T outside its stages.
@@ -74,12 +75,17 @@ static void rewrite(Fill *w, KBlock *b, bool fill) {
     if (n->kind == KN_FOR && w->val) n->u.loop.extent = subst_var(a, n->u.loop.extent, w->var, w->val);
     if (n->kind == KN_IF && w->val) n->u.cond.cond = subst_var(a, n->u.cond.cond, w->var, w->val);
     if (n->kind == KN_OP) {
+      if (w->val && n->u.op.zfill) n->u.op.zfill = subst_var(a, n->u.op.zfill, w->var, w->val);
       /* an inlined producer's value is then read outside L, as its write was made */
       for (int j = 0; w->out_of && j < n->u.op.nloop; j++)
         if (n->u.op.loops[j] == w->out_of) n->u.op.loops[j] = NULL;
       offset(w, &n->u.op.out);
       for (int k = 0; k < n->u.op.nin; k++) offset(w, &n->u.op.in[k]);
       if (fill && n->u.op.out.t == w->t && copies_16_bytes_from_global(n)) n->u.op.async = w->async = true;
+      /* a zero-filling copy reads no byte where its bounds fail, but its source address is
+       * still formed: element 0 there, always inside the tensor */
+      if (n->u.op.async && n->u.op.zfill)
+        n->u.op.in[0].index = kx_select(a, n->u.op.zfill, n->u.op.in[0].index, kx_const(a, 0));
     }
     KBlock *inner[KN_MAX_BLOCKS];
     int nb = kn_blocks(n, inner);

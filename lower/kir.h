@@ -96,6 +96,8 @@ typedef struct KTensor {
   KExpr *smem_offset;    /* Shared: byte offset in dynamic shared memory (a constant, or a named variable) */
   KExpr *smem_offset_def; /* Shared, symbolic offset: the variable's definition, in terms of the previous one */
   int vector_bytes;      /* parameters: widest vector access (data must be aligned to it) */
+  bool zero_filled;      /* Shared: every element of the tile is written, zero where its fill's
+                          * bounds fail (predicate.c), so a reader needs no mask of its own */
   bool data_used;        /* parameters: the kernel loads, stores or takes the address of an
                           * element (param_use.c); false: it reads only the sizes and strides,
                           * so the data may be anywhere (a size scalar in host memory on CUDA) */
@@ -196,6 +198,10 @@ struct KNode {
       KExpr *along_pos, *along_size, *along_guard;
       int vector;          /* > 1: a vectorized access of this many elements */
       bool async;          /* a 16-byte global -> shared copy issued as cp.async (circular_buffer.c) */
+      /* Non-NULL: the op writes its value where zfill holds and zeros where it does not
+       * (predicate.c: a circular-buffered tile's fill, its bounds; as cp.async it reads 0
+       * bytes there, from element 0 of its source); NULL: an ordinary write. */
+      KExpr *zfill;
       /* During lowering only: the fusion expression and the index of each loop axis of
        * its output (what indexing and predicates are computed from). */
       const Expr *src;

@@ -74,6 +74,11 @@ static bool node(KVisitor *v, KNode *n) {
     }
     sb_puts(b, ")");
     if (n->u.op.vector > 1) sb_printf(b, " x%d", n->u.op.vector);
+    if (n->u.op.async) sb_puts(b, " cp.async");
+    if (n->u.op.zfill) {
+      sb_puts(b, " zero unless ");
+      kx_print(b, n->u.op.zfill, param_names(k));
+    }
     sb_puts(b, "\n");
     break;
   case KN_TMEM_LD:

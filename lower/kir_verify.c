@@ -150,8 +150,8 @@ static bool op_ok(Verify *v, const KNode *n) {
     if (!access_ok(v, &n->u.op.in[i], &th)) return false;
     if (n->u.op.in[i].t && !(n->u.op.in[i].t == n->u.op.out.t) && !read_ok(v, &n->u.op.in[i], th)) return false;
   }
-  unsigned th = 0;
-  if (!access_ok(v, &n->u.op.out, &th)) return false;
+  unsigned th = 0, zth = 0;
+  if (!access_ok(v, &n->u.op.out, &th) || !expr_ok(v, n->u.op.zfill, &zth)) return false;
   record_write(v, n, n->u.op.out.t, th);
   return true;
 }

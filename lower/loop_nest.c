@@ -98,7 +98,7 @@ static void check_reduction_order(LowerCtx *c, Val *tv, int r) {
 }
 
 static bool vector_copy(const Expr *e, Val *tv, int j) {
-  return j == TV(tv)->nloop - 1 && ID(TV(tv)->loop[j])->ptype == CF_PT_VECTORIZE && e->op == OP_SET;
+  return j == TV(tv)->nloop - 1 && ID(TV(tv)->loop[j])->ptype == CF_PT_VECTORIZE && ir_op_is_vector_copy(e->op);
 }
 
 static KNode *new_op(LowerCtx *c, const Expr *e, Nest *n, int nloop) {

@@ -12,7 +12,8 @@
  * lane index replaced by those of (m, k): M-regs = m / acc_m_inner, lane = (m % acc_m_inner)
  * * (N / acc_n_inner) + (n / acc_n_inner), N-regs = n % acc_n_inner, K = k. The cast's
  * predicate, substituted alike, is the element's mask: out of bounds of M or K the element
- * is 0, so non-divisible sizes need no zero-filled tiles; B likewise over (k, n); the
+ * is 0; a zero-filled tile (KTensor.zero_filled: a circular-buffered one, predicate.c) is
+ * 0 there already and its elements get no mask; B likewise over (k, n); the
  * accumulator is never guarded (rows and columns out of bounds are computed and not stored).
  * Key decision: the instruction is the loop nest's replacement, not a fusion op: the
  * evaluator, the schedulers and every pass before this one see the plain product, so the
@@ -102,6 +103,14 @@ static KAccess moved_at(void *ctx, int op, KExpr *row, KExpr *col) {
   return moved(mc->x->c->a, &mc->nest->op[op ? NEST_CAST_B : NEST_CAST_A]->u.op.in[0], &s);
 }
 
+/* Operand k's element mask: none when its tile is zero-filled (predicate.c: every element
+ * of the stage written, zeros out of bounds of M, N or K, so the element read there is 0
+ * already), else the cast's predicate at the element's position. */
+static KExpr *unless_zero_filled(Arena *a, const MmaNest *nest, int k, const Subst *s) {
+  const KTensor *t = nest->op[k]->u.op.in[0].t;
+  return t && t->zero_filled ? NULL : subst(a, nest->cond[k], s);
+}
+
 static KNode *build(MmaCtx *x, const MmaNest *nest) {
   Arena *a = x->c->a;
   KNode *n = ARENA_NEW(a, KNode);
@@ -114,14 +123,14 @@ static KNode *build(MmaCtx *x, const MmaNest *nest) {
     frag_pos(a, &in->a, i, &m, &k);
     Subst s = at(x, m, NULL, k);
     n->u.mma.a[i] = moved(a, &nest->op[NEST_CAST_A]->u.op.in[0], &s);
-    n->u.mma.a_mask[i] = subst(a, nest->cond[NEST_CAST_A], &s);
+    n->u.mma.a_mask[i] = unless_zero_filled(a, nest, NEST_CAST_A, &s);
   }
   for (int i = 0; i < in->b.n; i++) {
     KExpr *k, *col;
     frag_pos(a, &in->b, i, &k, &col);
     Subst s = at(x, NULL, col, k);
     n->u.mma.b[i] = moved(a, &nest->op[NEST_CAST_B]->u.op.in[0], &s);
-    n->u.mma.b_mask[i] = subst(a, nest->cond[NEST_CAST_B], &s);
+    n->u.mma.b_mask[i] = unless_zero_filled(a, nest, NEST_CAST_B, &s);
   }
   for (int i = 0; i < in->acc.n; i++) {
     KExpr *m, *col;

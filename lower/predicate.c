@@ -6,7 +6,11 @@
  * Requires: ops with their bound terms (index < extent) from the index pass. Establishes:
  * ops that need a predicate are wrapped in a KN_IF whose condition is the conjunction of
  * the write guard's terms (`threadIdx.p == 0`) and the bound terms (`index < extent`), in
- * that order: the unswitch pass reads those terms back from the condition.
+ * that order: the unswitch pass reads those terms back from the condition. The fill of a
+ * circular-buffered shared tile (a move or cast) instead keeps its bound terms as its
+ * zfill, writing zeros where they fail (its write guard stays an if), and marks the tile
+ * zero_filled: every element of every stage is written, so a reader of the tile (the mma
+ * pass) needs no mask of its own.
  * Key decision: a small interval analysis proves terms true and drops them: every loop
  * variable lies in [0, extent), every thread index in [0, launch extent), and upper
  * bounds propagate through +, *, /, % and ^ (all operands are non-negative). A divisible
@@ -164,8 +168,8 @@ static void record_varies(LowerCtx *c, const KNode *op) {
   an_uniformity_record(&c->uniform, op->u.op.src, value_varies(c, op), spans);
 }
 
-static KExpr *predicate_of(LowerCtx *c, const Range *r, const KNode *op) {
-  KExpr *p = redundancy_guard(c, op);
+/* The bound terms of op not proven true, conjoined onto p. */
+static KExpr *bounds_of(LowerCtx *c, const Range *r, const KNode *op, KExpr *p) {
   for (int i = 0; i < op->u.op.nbounds; i++) {
     KExpr *t = op->u.op.bounds[i];
     bool dup = false;
@@ -173,6 +177,28 @@ static KExpr *predicate_of(LowerCtx *c, const Range *r, const KNode *op) {
     if (!dup && !provably_true(c, r, t)) p = kx_bin(c->a, OP_AND, p, t);
   }
   return p;
+}
+
+/* The fill of a circular-buffered shared tile: a copy (a move of one tensor operand). It
+ * writes zeros where its bounds fail instead of skipping them, so every element of each
+ * stage is written every time and a reader may take the tile as zero-padded (the mma pass
+ * drops the fragments' masks; cp.async reads 0 bytes there). */
+static bool zero_fills(const KNode *op) {
+  const Val *out = op->u.op.src->out[0];
+  return TV((Val *)out)->cb_stages > 0 && TV((Val *)out)->mem == CF_MEM_SHARED && !op->u.op.reduction_init &&
+         op->u.op.nin == 1 && op->u.op.in[0].t && ir_op_passes_operand(op->u.op.op);
+}
+
+/* The guard an op is wrapped in; a zero-filling op keeps its bounds as its zfill. */
+static KExpr *predicate_of(LowerCtx *c, const Range *r, KNode *op) {
+  KExpr *g = redundancy_guard(c, op);
+  if (!zero_fills(op)) return bounds_of(c, r, op, g);
+  KExpr *z = bounds_of(c, r, op, kx_const(c->a, 1));
+  int64_t v;
+  op->u.op.out.t->zero_filled = true;
+  if (kx_is_const(z, &v) && v) return g;
+  op->u.op.zfill = z;
+  return g;
 }
 
 static bool is_tmem_access(const KNode *op) {

@@ -1,6 +1,7 @@
 /* lower/vectorize.c: the validate_vectorize pass. Validates vectorized axes before loops are built:
- * a Vectorize axis must be the innermost loop axis of a copy (set), of constant extent,
- * made by a divisible split, at most 16 bytes (tensor-memory accesses go up to 512 bytes
+ * a Vectorize axis must be the innermost loop axis of a copy (set, broadcast), of constant
+ * extent, made by divisible splits (the one it comes from and those above it up to the
+ * logical axis), at most 16 bytes (tensor-memory accesses go up to 512 bytes
  * and are checked by the tmem_pattern pass), and over global memory it must walk the
  * innermost, contiguous logical axis (analysis/vector_access.c's rule, which the
  * automatic schedulers ask before they vectorize).
@@ -33,6 +34,29 @@ static void check_global_sides(LowerCtx *c, Val *tv, Val *vid, int64_t v, int ax
   }
 }
 
+/* Every split the vector walks up through (as its inner output, toward the logical axis:
+ * analysis/'s walk) divides by v, so that no vector straddles the end of an axis: the
+ * split it comes from, and those above it (a matmul tile's K chunk of 8 is the inner part
+ * of a split of BK, itself the inner part of K's split by BK: K itself must divide by 8).
+ * Constant extents at compile time, symbolic ones at run time. A tensor-memory access
+ * (registers <-> columns, no global side) checks the split it comes from only. */
+static void check_splits(LowerCtx *c, Val *tv, Val *id, int64_t v, int axis, bool tmem) {
+  for (Val *w = id; w && w->def && (!tmem || w == id);) {
+    Expr *d = w->def;
+    if (d->op == OP_SPLIT && d->out[1] == w) {
+      KExpr *in_ext = lower_extent(c, d->in[0]);
+      lower_validate(c, kx_bin(c->a, OP_EQ, kx_bin(c->a, OP_MOD, in_ext, kx_const(c->a, v)), kx_const(c->a, 0)),
+                     "compile: cannot vectorize axis %d of %s: the split it comes from is not divisible by %lld", axis,
+                     TV(tv)->display_name, (long long)v);
+      w = d->in[0];
+    } else if (d->op == OP_MERGE && d->out[0] == w) {
+      w = d->in[1];
+    } else {
+      break;
+    }
+  }
+}
+
 static void check_tv(LowerCtx *c, Val *tv) {
   TensorView *t = TV(tv);
   for (int i = 0; i < t->nloop; i++) {
@@ -42,18 +66,14 @@ static void check_tv(LowerCtx *c, Val *tv) {
     int64_t v;
     if (!ir_scalar_const_value(ID(id)->extent, &v)) fail_axis(c, tv, i, "its extent is not a constant");
     Expr *def = tv->def;
-    if (!def || def->op != OP_SET) fail_axis(c, tv, i, "only copies (set) are vectorized");
+    if (!def || !ir_op_is_vector_copy(def->op))
+      fail_axis(c, tv, i, "only copies (set, broadcast) are vectorized");
     Val *in = def->in[0];
     bool tmem = t->mem == CF_MEM_TENSOR || TV(in)->mem == CF_MEM_TENSOR;
     int bytes = (int)(v * (int64_t)cf_dtype_size(tv->dtype));
     if (!tmem && (bytes > 16 || (v & (v - 1))))
       fail_axis(c, tv, i, "a vector access is a power of two of at most 16 bytes");
-    if (id->def && id->def->op == OP_SPLIT) {
-      KExpr *in_ext = lower_extent(c, id->def->in[0]);
-      lower_validate(c, kx_bin(c->a, OP_EQ, kx_bin(c->a, OP_MOD, in_ext, kx_const(c->a, v)), kx_const(c->a, 0)),
-                     "compile: cannot vectorize axis %d of %s: the split it comes from is not divisible by %lld", i,
-                     t->display_name, (long long)v);
-    }
+    check_splits(c, tv, id, v, i, tmem);
     check_global_sides(c, tv, id, v, i, (int)cf_dtype_storage_bytes(tv->dtype, (size_t)v));
   }
 }

@@ -3,9 +3,12 @@
  *   1. the sum r, [b?, M, N, K], is tiled [b, M/BM, N/BN, K/BK, BM, BN, BK] and that is
  *      propagated to every tensor (blockIdx.z, .y, .x over batch, M tiles, N tiles);
  *   2. the operand tiles x (BM x BK) and y (BN x BK) live in shared memory, computed at
- *      the K-tile loop; their inner axes are merged and split over all the block's threads
- *      ([BM*BK / 128, threadIdx.z, threadIdx.y, threadIdx.x]): every thread writes its own
- *      elements, K innermost (coalesced for K-contiguous operands, linear's layout);
+ *      the K-tile loop, stored along their input's contiguous axis (K, or M / N: B of
+ *      matmul's [K, N] is [BK, BN]); their inner axes are merged and split over all the
+ *      block's threads ([.., threadIdx.z, threadIdx.y, threadIdx.x]), 16-byte vectors a
+ *      thread (cp.async in the lowering) where the tile is a copy of its input whose
+ *      contiguous extent is a multiple of 8 (fill_of: the params say which, and why not),
+ *      else one element;
  *   3. r's inner tile becomes [warp M (threadIdx.z), warp N (threadIdx.y), K/16, M/16 per
  *      warp, N/8 per warp, 16, 8, 16], the last three handed to cf_mma_tile; the same
  *      transforms go to the mul, its casts and the epilogue (cf_propagate_transforms_to),
@@ -13,8 +16,9 @@
  *   4. x and y inlined at the K-tile loop, the prologue into them, everything else as deep
  *      as legal (the product into the instruction, the sum into the epilogue at the block
  *      tile).
- * Non-divisible M, N, K are predicated loads and stores; the instruction masks what lies
- * out of bounds (lower/mma.c). The tiles are stored through the XOR swizzle layout/ picks
+ * Non-divisible M, N, K: the tiles are zero-filled where the operand is out of bounds
+ * (lower/predicate.c, cp.async's source size), so the instruction reads them unmasked
+ * (lower/mma.c); the output's stores are predicated. The tiles are stored through the XOR swizzle layout/ picks
  * for their 16-byte chunks, so the lowering's ldmatrix loads (lower/mma_ldmatrix.c) are
  * bank-conflict free. Key decision: correctness and a structure the next slices refine
  * (cp.async pipelining, wgmma): one tile shape. */
@@ -27,11 +31,36 @@
 enum { MMA_WM = 2, MMA_WN = 2, MMA_TM = 4, MMA_TN = 8, MMA_KW = 2, MMA_THREADS = 32 * MMA_WM * MMA_WN };
 enum { MMA_IM = 16, MMA_IN = 8, MMA_IK = 16, MMA_STAGES = 3 };
 enum { MMA_BM = MMA_WM * MMA_TM * MMA_IM, MMA_BN = MMA_WN * MMA_TN * MMA_IN, MMA_BK = MMA_KW * MMA_IK };
+enum { MMA_FILL_BYTES = 16 }; /* a fill's vector: one cp.async */
 
 static Val *cast_input(Val *v) {
   Expr *e = v->def;
   return e && ir_op_kind(e->op) == OPK_CAST && e->nin == 1 && (e->in[0]->dtype == CF_HALF || e->in[0]->dtype == CF_BFLOAT16)
              ? e->in[0] : NULL;
+}
+
+/* How operand `operand` of the product r's mul fills its tile (is_b: the second, along N):
+ * 16-byte vectors (cp.async) when the tile is a copy of its input along the input's
+ * contiguous axis, whose extent is a multiple of the vector, else one element a thread
+ * and o->why says why. Decided from the sizes, so the plan and the schedule agree. */
+static void fill_of(Val *r, Val *operand, bool is_b, MmaFill *o) {
+  *o = (MmaFill){.role = '?'};
+  if (!sched_matmul_operand_fill(r->fusion, operand, &o->chain)) {
+    snprintf(o->why, sizeof o->why, "out of memory");
+    return;
+  }
+  Val *x = o->chain.x;
+  int c = o->chain.contig, in = an_innermost_axis(x);
+  int64_t e, vec = MMA_FILL_BYTES / (int64_t)cf_dtype_size(x->dtype);
+  if (c >= 0) o->role = ID(TV(r)->logical[c])->iter_type == CF_ITER_REDUCTION ? 'K' : is_b ? 'N' : 'M';
+  if (o->chain.permuted || o->chain.cast)
+    snprintf(o->why, sizeof o->why, "a %s of %s", o->chain.permuted ? "permute" : "cast", TV(x)->display_name);
+  else if (c < 0 || TV(x)->has_strides || TV(x)->contiguity[in] != 1)
+    snprintf(o->why, sizeof o->why, "%s strided", TV(x)->display_name);
+  else if (!ir_scalar_const_value(ID(TV(x)->logical[in])->extent, &e))
+    snprintf(o->why, sizeof o->why, "%c symbolic", o->role);
+  else if (e % vec)
+    snprintf(o->why, sizeof o->why, "%c=%lld", o->role, (long long)e);
 }
 
 bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t) {
@@ -43,12 +72,16 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t) {
   if ((ir_tv_is_input(f, u) && u->uses.len != 1) || (ir_tv_is_input(f, v) && v->uses.len != 1) || r->dtype != CF_FLOAT)
     return false;
   t->r = r, t->mul = mul->out[0], t->x = u, t->y = v, t->ca = mul->in[0], t->cb = mul->in[1];
+  for (int i = 0; i < 2; i++) fill_of(r, mul->in[i], i, &t->fill[i]);
   return true;
 }
 
-void sched_matmul_mma_params(char *text) {
-  snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warps=%dx%d mma=m16n8k16 smem=operands stages=%d", MMA_BM, MMA_BN,
-           MMA_BK, MMA_WM, MMA_WN, MMA_STAGES);
+void sched_matmul_mma_params(const MmaTiles *t, char *text) {
+  char fill[2][64];
+  for (int i = 0; i < 2; i++)
+    snprintf(fill[i], sizeof fill[i], t->fill[i].why[0] ? "scalar(%s)" : "cp.async16", t->fill[i].why);
+  snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warps=%dx%d mma=m16n8k16 smem=operands stages=%d fill=%s,%s", MMA_BM,
+           MMA_BN, MMA_BK, MMA_WM, MMA_WN, MMA_STAGES, fill[0], fill[1]);
 }
 
 /* [b?, M, N, K] -> [b?, M/BM, N/BN, K/BK, BM, BN, BK]. */
@@ -71,10 +104,10 @@ static int log2_of(int64_t v) {
  * rows into [.., 2^B rows, rows below bit M + S], the chunk bits that address a 16-byte
  * slot XORed with the 2^B rows, everything merged back into one axis (the loop domain is a shared
  * tensor's storage). ldmatrix's phases (8 rows, one chunk each) then hit 32 banks. */
-static bool tile_swizzle(cf_fusion *f, cf_tv *x, int p, int64_t esz) {
+static bool tile_swizzle(cf_fusion *f, cf_tv *x, int p, int64_t esz, int64_t row) {
   cf_swizzle s;
-  if (cf_swizzle_for_rows(esz, MMA_BK * esz, &s, NULL) != CF_OK || !s.bits) return false;
-  int c = log2_of(MMA_BK * esz / 16), n = 3;
+  if (cf_swizzle_for_rows(esz, row * esz, &s, NULL) != CF_OK || !s.bits) return false;
+  int c = log2_of(row * esz / 16), n = 3;
   cf_split(f, x, p + 1, (int64_t)1 << s.base); /* [rows, chunks{2^c}, elems] */
   if (c > s.bits) cf_split(f, x, p + 1, (int64_t)1 << s.bits), n++;
   if (s.shift > c) cf_split(f, x, p, (int64_t)1 << (s.shift - c)), n++;
@@ -85,18 +118,31 @@ static bool tile_swizzle(cf_fusion *f, cf_tv *x, int p, int64_t esz) {
   return true;
 }
 
-/* A tile's [BM, BN, BK] (one of the first two a broadcast) -> [BM or BN, BK] swizzled, then
- * over all the block's threads. */
-static void tile_threads(cf_fusion *f, cf_tv *x, int b, int64_t esz) {
+/* A tile's [BM, BN, BK] (one of the first two a broadcast) -> [rows, cols] stored along
+ * its input's contiguous axis (cols: BK, or BM / BN when that is the input's innermost
+ * axis, as B of matmul's [K, N]: its fill then reads consecutive elements of the input),
+ * swizzled, then over all the block's threads: [iters, z, y, lane], or [iters, z, y, lane,
+ * V] with 16-byte vectors V when fill->why is empty (a copy: cp.async in the lowering). */
+static void tile_threads(cf_fusion *f, cf_tv *x, int b, int64_t esz, int mn, const MmaFill *fill) {
   int p = b + 3;
-  cf_merge(f, x, p); /* [.., rows, BK] */
-  if (!tile_swizzle(f, x, p, esz)) cf_merge(f, x, p); /* [.., rows*BK] */
+  int64_t cols = MMA_BK, vec = MMA_FILL_BYTES / esz;
+  if (fill->role == 'M' || fill->role == 'N') { /* the M or N tile (at p + mn) last */
+    cols = mn ? MMA_BN : MMA_BM;
+    cf_reorder(f, x, mn ? 2 : 3, mn ? (int[]){p + 1, p + 2, p + 2, p + 1} : (int[]){p, p + 2, p + 1, p, p + 2, p + 1});
+  }
+  cf_merge(f, x, p); /* [.., rows, cols] */
+  if (!tile_swizzle(f, x, p, esz, cols)) cf_merge(f, x, p); /* [.., rows*cols] */
+  bool v = !fill->why[0];
+  if (v) cf_split(f, x, p, vec);
   cf_split(f, x, p, MMA_THREADS);
   cf_split(f, x, p + 1, 32);
-  cf_split(f, x, p + 1, MMA_WN); /* [.., iters, z, y, lane] */
+  cf_split(f, x, p + 1, MMA_WN); /* [.., iters, z, y, lane, V?] */
   cf_parallelize(f, x, p + 1, CF_PT_TIDZ);
   cf_parallelize(f, x, p + 2, CF_PT_TIDY);
   cf_parallelize(f, x, p + 3, CF_PT_TIDX);
+  if (v && !f->status && !sched_vectorize_innermost(f, ir_tv(x)))
+    ir_error(f, CF_ERR_INTERNAL, "matmul: the fill of %s was planned as 16-byte vectors, which analysis/ refuses",
+             TV(ir_tv(x))->display_name);
 }
 
 /* The tile's producers computed in the kernel (the rest of its operand chain: a
@@ -197,7 +243,7 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
   cf_parallelize_all_like(f, r, 3, blocks);
   for (int i = 0; i < 2 && !f->status; i++) {
     cf_tv *x = ir_tv_handle(i ? t->y : t->x);
-    tile_threads(f, x, b, (int64_t)cf_dtype_size(t->x->dtype));
+    tile_threads(f, x, b, (int64_t)cf_dtype_size(t->x->dtype), i, &t->fill[i]);
     cf_set_memory_type(f, x, CF_MEM_SHARED);
     tile_producers(f, ir_tv(x), set);
   }

@@ -10,9 +10,29 @@
 /* The tensors of the product the schedule places: r = sum(mul(cast(x), cast(y))) whose
  * loop domain is already [batch?, M, N, K] (one axis each), x broadcast along N and y
  * along M (the operand tiles), and the mul's two casts. */
+/* What an operand's tile reads (sched_matmul_operand_fill): the chain's fusion input x;
+ * the operand's axis that holds x's innermost (non-broadcast) axis, -1 when none (the
+ * tile's rows are stored along it: its fill reads x along its contiguous axis); whether
+ * the chain permutes x's axes, and whether it casts x before the tile (the tile is a copy
+ * of x, which its fill moves 16 bytes at a time, only when neither). */
+typedef struct MmaOperandFill {
+  Val *x;
+  int contig;
+  bool permuted, cast;
+} MmaOperandFill;
+
+/* An operand tile's fill: its chain, the role of its contiguous axis ('K', 'M' or 'N'),
+ * and why its fill is not 16-byte vectors (cp.async), NULL when it is. */
+typedef struct MmaFill {
+  MmaOperandFill chain;
+  char role;
+  char why[48];
+} MmaFill;
+
 typedef struct MmaTiles {
   Val *r, *x, *y, *mul, *ca, *cb;
   bool batch;
+  MmaFill fill[2]; /* x's and y's */
 } MmaTiles;
 
 /* Whether the product fits the tensor-core schedule: the mul's operands are casts of half
@@ -24,13 +44,17 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t);
  * threads at each K tile; the epilogue on the accumulator's fragments. An input x or y
  * gets a copy as its tile, and an output r a local cache (t is updated to them). */
 cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t);
-/* The row's parameter text for it. */
-void sched_matmul_mma_params(char *text);
+/* The row's parameter text for it (the tile shape, the fills: cp.async16 or scalar(why)). */
+void sched_matmul_mma_params(const MmaTiles *t, char *text);
 /* Rebuilds operand i of the product's mul, a chain of sets, permutes, broadcasts and casts
  * of one fusion input (matmul_operands.c), as broadcast(x), a permute, the casts: every
  * tensor of the chain then has the tile's axes and is inlined into its writes. A chain in
  * that order already, or without broadcast and permute, is left as it is. The Expr mul is
  * dropped and made again (its output, the sum's input, stays the same tensor). */
 cf_status sched_matmul_operand_order(cf_fusion *f, Expr *mul, int i);
+/* What the tile of the mul's operand `operand` reads once its chain is in load order
+ * (read only: the plan asks before the rewrite, the schedule after, with one answer);
+ * false when out of memory. */
+bool sched_matmul_operand_fill(cf_fusion *f, Val *operand, MmaOperandFill *out);
 
 #endif

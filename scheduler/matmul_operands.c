@@ -17,12 +17,18 @@
  * before it is written. Rebuilt, every tensor of the chain has the tile's rank, takes its
  * transforms and is inlined into its writes; a chain of one broadcast and casts is the
  * tile itself reading x.
+ * A cast back to the dtype before the previous cast, which holds its every value
+ * (ir_dtype_embeds: bfloat16 -> float -> bfloat16), is the identity and is dropped with it:
+ * the tile is then a copy of the input, which its fill moves 16 bytes at a time.
  * Key decisions: the rebuilt chain computes the same elements bit for bit (moves are
- * exact, the casts keep their order); a chain already in that order, or without a
+ * exact, the casts keep their order, a dropped round trip changes no value); a chain
+ * already in that order, or without a
  * broadcast or permute (an input that has the product's axes: its tensors have the tile's
  * axes already), is left alone, so the rewrite is idempotent. */
 #include <string.h>
 
+#include "analysis/analysis.h"
+#include "ir/dtype.h"
 #include "scheduler/matmul_mma.h"
 
 /* The operand's index map: axis i of the operand is axis src[i] of x, or a broadcast (-1);
@@ -33,6 +39,7 @@ typedef struct Chain {
   int ncasts;
   cf_dtype *casts; /* as many as the chain has ops */
   bool canonical;  /* already broadcast?, permute?, casts to new dtypes (no set) */
+  bool folded;     /* a cast round trip was dropped */
 } Chain;
 
 /* Order of a canonical chain: each op's stage may not be below the previous one's. */
@@ -51,6 +58,13 @@ static void apply_op(Chain *c, const Expr *e, int *stage, cf_dtype *dt) {
     c->canonical &= *stage <= STAGE_PERMUTE;
     *stage = STAGE_CAST;
   } else if (ir_op_kind(e->op) == OPK_CAST && e->out[0]->dtype != *dt) {
+    /* a cast back to the dtype before the last one, which held its every value, undoes
+     * it (bfloat16 -> float -> bfloat16 is bfloat16): both are dropped */
+    cf_dtype before = c->ncasts >= 2 ? c->casts[c->ncasts - 2] : c->x->dtype;
+    if (c->ncasts && e->out[0]->dtype == before && ir_dtype_embeds(before, *dt)) {
+      c->ncasts--, *dt = before, c->canonical = false, c->folded = true;
+      return;
+    }
     c->casts[c->ncasts++] = *dt = e->out[0]->dtype;
     *stage = STAGE_CAST;
   } else {
@@ -75,7 +89,7 @@ static bool read_chain(Arena *a, cf_fusion *f, Val *v, Chain *c) {
   /* without a broadcast or permute every tensor of the chain has the tile's axes already */
   bool moves = c->rank != TV(c->x)->nlogical;
   for (int i = 0; i < c->rank; i++) moves |= c->src[i] != i;
-  c->canonical |= !moves;
+  c->canonical |= !moves && !c->folded;
   return true;
 }
 
@@ -116,6 +130,27 @@ static cf_status reread(cf_fusion *f, Expr *mul, int i, cf_tv *t) {
   if (!e) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
   e->attr = mul->attr;
   return CF_OK;
+}
+
+bool sched_matmul_operand_fill(cf_fusion *f, Val *operand, MmaOperandFill *out) {
+  Arena *a = arena_create();
+  Chain c;
+  if (!a || !read_chain(a, f, operand, &c)) {
+    arena_destroy(a);
+    return false;
+  }
+  int inner = an_innermost_axis(c.x);
+  bool ordered = true;
+  *out = (MmaOperandFill){c.x, -1, false, c.ncasts != 1};
+  for (int i = 0, last = -1; i < c.rank; i++) {
+    if (c.src[i] < 0) continue;
+    ordered &= c.src[i] > last, last = c.src[i];
+    if (c.src[i] == inner) out->contig = i;
+  }
+  /* the tile is the operand before its last cast (to the accumulation dtype) */
+  out->permuted = !ordered;
+  arena_destroy(a);
+  return true;
 }
 
 cf_status sched_matmul_operand_order(cf_fusion *f, Expr *mul, int i) {

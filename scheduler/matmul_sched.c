@@ -242,7 +242,7 @@ static bool mm_row_plan(cf_fusion *f, const SchedCall *call, SchedParams *out, c
   MmaTiles t;
   bool ok = a ? mm_match(a, f, &m, why) : mm_why(why, "matmul: %s", "out of memory");
   (void)call;
-  if (ok && mm_uses_mma(&m, &t)) sched_matmul_mma_params(out->text);
+  if (ok && mm_uses_mma(&m, &t)) sched_matmul_mma_params(&t, out->text);
   else if (ok) mm_params(out->text);
   arena_destroy(a);
   return ok;
@@ -271,7 +271,7 @@ static cf_status mm_row_apply(cf_fusion **pf, const SchedCall *call, const Sched
    * hoists such broadcasts onto the inputs before any row is asked, and a row applied
    * directly does the same (idempotent, bit for bit the same values). */
   bool ok = sched_hoist_broadcasts(f) == CF_OK && mm_match(a, f, &m, why) && mm_load_order(a, f, &m, why);
-  if (ok && mm_uses_mma(&m, &t)) sched_matmul_mma_params(used->text);
+  if (ok && mm_uses_mma(&m, &t)) sched_matmul_mma_params(&t, used->text);
   else if (ok) mm_params(used->text);
   cf_status s = f->status ? f->status : ok ? mm_schedule_match(f, &m) : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
   arena_destroy(a);

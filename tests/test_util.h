@@ -22,6 +22,15 @@ static inline void tu_dump_times_to_temp(char *path) {
   setenv("CFUSER_DUMP_FILE", path, 1);
 }
 
+/* The matmul row's params for its tensor-core schedule with these operand fills
+ * ("cp.async16" or "scalar(why)" for A, then B: scheduler/matmul_mma.c); a static buffer,
+ * valid until the next call. */
+static inline const char *tu_mma_params(const char *fill_a, const char *fill_b) {
+  static char buf[256];
+  snprintf(buf, sizeof buf, "tile=128x128x32 warps=2x2 mma=m16n8k16 smem=operands stages=3 fill=%s,%s", fill_a, fill_b);
+  return buf;
+}
+
 /* Runs a printer into a malloc'd string (the caller frees it). The memstream's buffer is
  * copied out: GCC's -Wdangling-pointer otherwise mistakes it, once inlined, for a local. */
 static inline char *tu_capture_fusion(cf_status (*fn)(cf_fusion *, FILE *), cf_fusion *f) {

@@ -1,8 +1,8 @@
 /* host_async.h: cp.async, the asynchronous global -> shared copies of cfuser's host
  * backend; a part of the host runtime, prepended after host_race.h.
  *
- * cp.async.cg.shared.global [dst], [src], 16 queues a copy in the issuing thread's open
- * group; cp.async.commit_group closes the group; cp.async.wait_group N returns once at
+ * cp.async.cg.shared.global [dst], [src], 16, src_size queues a copy in the issuing
+ * thread's open group (src_size bytes read, the rest of the 16 zero-filled); cp.async.commit_group closes the group; cp.async.wait_group N returns once at
  * most the N most recently committed groups are pending (PTX ISA, "cp.async",
  * "cp.async.wait_group"). Key decision: the emulation performs a group's copies exactly at
  * the wait that completes it, in issue order, never earlier (the hardware may land them
@@ -22,7 +22,7 @@ enum { CFH_ASYNC_MAX = 64 }; /* copies one thread may have in flight */
 typedef struct cfh_async_copy {
   void *base, *dst; /* the shared tensor and the copy's destination in it */
   const void *src;
-  unsigned int bytes, elem, group;
+  unsigned int bytes, src_bytes, elem, group; /* src_bytes read, the rest of bytes zeros */
   const char *name;
 } cfh_async_copy;
 
@@ -47,9 +47,11 @@ CFH_FN cfh_async_q *cfh__async_q(void) {
   return &L->async[L->cur->linear];
 }
 
-/* cp.async of `bytes` from global src to dst in shared tensor base (elements of elem bytes). */
-CFH_INLINE void cfh_cp_async(void *base, void *dst, const void *src, unsigned int bytes, unsigned int elem,
-                             const char *name) {
+/* cp.async of `bytes` to dst in shared tensor base (elements of elem bytes): the first
+ * src_bytes from global src, zeros after them (the PTX src-size operand: 0 reads nothing
+ * and writes zeros, the zero fill of a tile's elements out of bounds). */
+CFH_INLINE void cfh_cp_async(void *base, void *dst, const void *src, unsigned int bytes, unsigned int src_bytes,
+                             unsigned int elem, const char *name) {
   cfh_async_q *q = cfh__async_q();
   if (q->n == CFH_ASYNC_MAX) {
     char b[48];
@@ -57,7 +59,7 @@ CFH_INLINE void cfh_cp_async(void *base, void *dst, const void *src, unsigned in
                cfh__dim(b, cfh__L->cur->tid), CFH_ASYNC_MAX);
     cfh__stop(cfh__L);
   }
-  q->c[q->n++] = (cfh_async_copy){base, dst, src, bytes, elem, q->open, name};
+  q->c[q->n++] = (cfh_async_copy){base, dst, src, bytes, src_bytes < bytes ? src_bytes : bytes, elem, q->open, name};
 }
 
 CFH_INLINE void cfh_cp_async_commit(void) { cfh__async_q()->open++; }
@@ -70,7 +72,8 @@ CFH_INLINE void cfh_cp_async_wait(unsigned int pending) {
     cfh_async_copy *c = &q->c[i];
     if (c->group + pending < q->open) {
       void *d = cfh__smem_touch(c->base, c->dst, c->bytes / c->elem, c->elem, true, c->name);
-      memcpy(d, c->src, c->bytes);
+      if (c->src_bytes) memcpy(d, c->src, c->src_bytes);
+      memset((char *)d + c->src_bytes, 0, c->bytes - c->src_bytes);
     } else {
       q->c[keep++] = *c;
     }

@@ -233,7 +233,6 @@ Test(matmul_ports, AmpereLinearBiasNonDivisible) {
 
 /* ---- test_matmul.cpp, issue 24's second slice: ldmatrix, swizzle, circular buffering --- */
 
-static const char *const MMA_ROW = "tile=128x128x32 warps=2x2 mma=m16n8k16 smem=operands stages=3";
 static const char *const TILED_ROW = "tile=64x64x16 threads=16x16 regs=4x4 smem=operands";
 
 static void mp_fresh(void) {
@@ -247,7 +246,10 @@ static void mp_fresh(void) {
 Test(matmul_ports, AmpereMatmulBFloat16) {
   for (int layout = 0; layout < 4; layout++) {
     mp_fresh();
-    mp_dtype = CF_BFLOAT16, mp_params = MMA_ROW;
+    /* K = 33 and N = 17 are not multiples of 8, a transposed operand a permute: one element a thread */
+    static const char *const fill_b[] = {"scalar(N=17)", "scalar(N=17)", "scalar(a permute of T1)",
+                                         "scalar(a permute of T2)"};
+    mp_dtype = CF_BFLOAT16, mp_params = tu_mma_params(layout & 1 ? "scalar(a permute of T0)" : "scalar(K=33)", fill_b[layout]);
     KcInput in[2];
     cf_tv *a = mp_layout_input(63, 33, layout & 1, &in[0]), *b = mp_layout_input(33, 17, layout & 2, &in[1]);
     cf_fusion_add_output(f, cf_matmul(f, a, b));
@@ -259,7 +261,7 @@ Test(matmul_ports, AmpereMatmulBFloat16) {
 /* AmpereMatmulBroadcastBatch: A [1, M, K] and B [1, K, N], the batch axis a broadcast in
  * both; nvFuser: equal to at::matmul(..).unsqueeze(0). Here 70 x 20 x 40. */
 Test(matmul_ports, AmpereMatmulBroadcastBatch) {
-  mp_params = MMA_ROW;
+  mp_params = tu_mma_params("cp.async16", "scalar(N=20)");
   KcInput in[2];
   cf_tv *a = mp_input(2, (int64_t[]){70, 40}, true, &in[0]), *b = mp_input(2, (int64_t[]){40, 20}, true, &in[1]);
   cf_tv *a3 = cf_broadcast(f, a, 3, (bool[]){true, false, false}), *b3 = cf_broadcast(f, b, 3, (bool[]){true, false, false});
@@ -298,7 +300,7 @@ Test(matmul_ports, AmpereMatmulPipelineGmem) {
 /* AmpereSplitKLikeStridedBatchedMatmul: [B, M, K] x [B, K, N] (nvFuser: equal to
  * at::matmul); here 3 x 33 x 20 x 40 on tensor cores. */
 Test(matmul_ports, AmpereSplitKLikeStridedBatchedMatmul) {
-  mp_params = MMA_ROW;
+  mp_params = tu_mma_params("cp.async16", "scalar(N=20)");
   KcInput in[2];
   cf_tv *a = mp_input(3, (int64_t[]){3, 33, 40}, true, &in[0]), *b = mp_input(3, (int64_t[]){3, 40, 20}, true, &in[1]);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
@@ -312,7 +314,7 @@ Test(matmul_ports, AmpereSplitKLikeStridedBatchedMatmul) {
 Test(matmul_ports, AmpereMatmulSmemEpilogueReluAndCast) {
   for (int cast = 0; cast < 2; cast++) {
     mp_fresh();
-    mp_params = MMA_ROW, mp_segments = 1;
+    mp_params = tu_mma_params("cp.async16", "cp.async16"), mp_segments = 1;
     KcInput in[2];
     cf_tv *a = mp_input(2, (int64_t[]){70, 40}, true, &in[0]), *b = mp_input(2, (int64_t[]){20, 40}, true, &in[1]);
     cf_tv *p = cf_linear(f, a, b, NULL); /* half: the float sum cast back */

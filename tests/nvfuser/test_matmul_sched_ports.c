@@ -20,7 +20,9 @@
 
 TestSuite(matmul_sched_ports, .init = nv_setup, .fini = nv_teardown);
 
-static const char *const MMA_ROW = "tile=128x128x32 warps=2x2 mma=m16n8k16 smem=operands stages=3";
+/* The row's params for a TT product of DIMS: A [M, K] filled by 16-byte vectors (K = 128);
+ * B stored [K, N], transposed in the fusion: a permute of its input, one element a thread. */
+#define TT_PARAMS tu_mma_params("cp.async16", "scalar(a permute of T2)")
 
 /* nvFuser's MmaLayout: A stored [M, K] (T) or [K, M] (N), B stored [K, N] (T) or [N, K] (N). */
 typedef enum { TT, TN, NT, NN } MsLayout;
@@ -69,9 +71,10 @@ static cf_tv *ms_tt_product(MsDims d, cf_dtype dt, KcInput *in) {
 
 /* nvFuser's checkUnsegmentedVectorization (one segment, its Matmul scheduler: here the
  * matmul row on tensor cores; less the vector widths) and its allclose (within tol). */
-static void ms_expect_matmul_kernel(int nin, const KcInput *in, const double *scalars, double tol) {
+static void ms_expect_matmul_kernel(int nin, const KcInput *in, const double *scalars, double tol,
+                                    const char *params) {
   nv_execute_expect(nin, in, &(NvRun){.tol = tol, .scalars = scalars, .segments = 1, .schedulers = {"matmul"},
-                                      .params = MMA_ROW});
+                                      .params = params});
 }
 
 /* A double scalar input (nvFuser's alpha or beta). */
@@ -91,7 +94,7 @@ static void ms_fresh(void) {
 Test(matmul_sched_ports, EpilogueOutputCast) {
   KcInput in[2];
   cf_fusion_add_output(f, cf_cast(f, ms_tt_product(DIMS, CF_HALF, in), CF_HALF));
-  ms_expect_matmul_kernel(2, in, NULL, 1e-2);
+  ms_expect_matmul_kernel(2, in, NULL, 1e-2, TT_PARAMS);
 }
 
 /* EpilogueAlpha: alpha * (A x B), alpha a double input (2.5); one Matmul segment,
@@ -101,7 +104,7 @@ Test(matmul_sched_ports, EpilogueAlpha) {
   cf_tv *ab = ms_tt_product(DIMS, CF_HALF, in);
   cf_tv *alpha = ms_scalar(&in[2]);
   cf_fusion_add_output(f, cf_mul(f, alpha, ab));
-  ms_expect_matmul_kernel(3, in, (double[]){2.5}, 1e-3);
+  ms_expect_matmul_kernel(3, in, (double[]){2.5}, 1e-3, TT_PARAMS);
 }
 
 /* EpilogueAlphaOutputCast: half(alpha * (A x B)); one Matmul segment. */
@@ -110,7 +113,7 @@ Test(matmul_sched_ports, EpilogueAlphaOutputCast) {
   cf_tv *ab = ms_tt_product(DIMS, CF_HALF, in);
   cf_tv *alpha = ms_scalar(&in[2]);
   cf_fusion_add_output(f, cf_cast(f, cf_mul(f, alpha, ab), CF_HALF));
-  ms_expect_matmul_kernel(3, in, (double[]){2.5}, 1e-2);
+  ms_expect_matmul_kernel(3, in, (double[]){2.5}, 1e-2, TT_PARAMS);
 }
 
 /* EpilogueBeta: (A x B) + beta * C, beta 2.5 (inputs A, B, C, beta), nvFuser's mul of the
@@ -122,7 +125,7 @@ Test(matmul_sched_ports, EpilogueBeta) {
   cf_tv *c = ms_input(CF_HALF, 2, (int64_t[]){DIMS.m, DIMS.n}, &in[2]);
   cf_tv *beta = ms_scalar(&in[3]);
   cf_fusion_add_output(f, cf_add(f, ab, cf_mul(f, beta, cf_cast(f, c, CF_FLOAT))));
-  ms_expect_matmul_kernel(4, in, (double[]){2.5}, 1e-3);
+  ms_expect_matmul_kernel(4, in, (double[]){2.5}, 1e-3, TT_PARAMS);
 }
 
 /* alpha * (A x B) + beta * C (inputs A, B, C, alpha, beta), returned before the output. */
@@ -138,7 +141,7 @@ static cf_tv *ms_alpha_beta(KcInput *in, cf_tv *ab_epilogue(cf_tv *, KcInput *),
 Test(matmul_sched_ports, EpilogueAlphaBeta) {
   KcInput in[5];
   cf_fusion_add_output(f, ms_alpha_beta(in, NULL, NULL));
-  ms_expect_matmul_kernel(5, in, (double[]){2.5, 1.5}, 1e-3);
+  ms_expect_matmul_kernel(5, in, (double[]){2.5, 1.5}, 1e-3, TT_PARAMS);
 }
 
 /* EpilogueAlphaBetaGeluOutputCast: half(gelu(alpha * (A x B) + beta * C)); one Matmul
@@ -146,7 +149,7 @@ Test(matmul_sched_ports, EpilogueAlphaBeta) {
 Test(matmul_sched_ports, EpilogueAlphaBetaGeluOutputCast) {
   KcInput in[5];
   cf_fusion_add_output(f, cf_cast(f, cf_gelu(f, ms_alpha_beta(in, NULL, NULL)), CF_HALF));
-  ms_expect_matmul_kernel(5, in, (double[]){2.5, 1.5}, 1e-2);
+  ms_expect_matmul_kernel(5, in, (double[]){2.5, 1.5}, 1e-2, TT_PARAMS);
 }
 
 /* nvFuser's biasEpilogue: a float bias [M] (input 3) broadcast along N and added. */
@@ -160,7 +163,7 @@ static cf_tv *ms_bias_m(cf_tv *ab, KcInput *in) {
 Test(matmul_sched_ports, EpilogueAlphaBetaBias) {
   KcInput in[6];
   cf_fusion_add_output(f, ms_alpha_beta(in, ms_bias_m, &in[3]));
-  ms_expect_matmul_kernel(6, in, (double[]){2.5, 1.5}, 1e-3);
+  ms_expect_matmul_kernel(6, in, (double[]){2.5, 1.5}, 1e-3, TT_PARAMS);
 }
 
 /* ---- PrecisionParametrizedTest -------------------------------------------------------- */
@@ -182,7 +185,8 @@ Test(matmul_sched_ports, EpilogueReluAux) {
     cf_tv *d = ms_tt_product(DIMS_K248, PRECISIONS[p][0], in);
     cf_fusion_add_output(f, ms_maybe_cast(d, PRECISIONS[p][1]));
     cf_fusion_add_output(f, ms_maybe_cast(cf_relu(f, d), PRECISIONS[p][1]));
-    ms_expect_matmul_kernel(2, in, NULL, PRECISIONS[p][1] == CF_FLOAT ? 1e-3 : 1e-2);
+    ms_expect_matmul_kernel(2, in, NULL, PRECISIONS[p][1] == CF_FLOAT ? 1e-3 : 1e-2,
+                            tu_mma_params("scalar(K=31)", "scalar(a permute of T2)"));
   }
 }
 
@@ -199,7 +203,7 @@ Test(matmul_sched_ports, StridedBatch) {
     KcInput in[2];
     cf_tv *a = ms_operand(l, false, d, CF_HALF, &in[0]);
     cf_fusion_add_output(f, ms_fms(a, ms_operand(l, true, d, CF_HALF, &in[1])));
-    ms_expect_matmul_kernel(2, in, NULL, 1e-4);
+    ms_expect_matmul_kernel(2, in, NULL, 1e-4, tu_mma_params("scalar(a permute of T0)", "scalar(a permute of T3)"));
   }
 }
 
@@ -213,7 +217,7 @@ Test(matmul_sched_ports, FusedMultiplySumOnly) {
   cf_tv *x = nv_input(cf_tensor_concrete(f, CF_HALF, 3, in[0].sizes));
   cf_tv *y = nv_input(cf_tensor_concrete(f, CF_HALF, 3, in[1].sizes));
   cf_fusion_add_output(f, ms_fms(x, y));
-  ms_expect_matmul_kernel(2, in, NULL, 1e-4);
+  ms_expect_matmul_kernel(2, in, NULL, 1e-4, tu_mma_params("cp.async16", "cp.async16"));
 }
 
 /* BasicMatmulInputShuffledTT: B is the fusion's first input and A its second; nvFuser: one
@@ -224,7 +228,7 @@ Test(matmul_sched_ports, BasicMatmulInputShuffledTT) {
   cf_tv *b = ms_operand(TT, true, d, CF_HALF, &in[0]);
   cf_tv *a = ms_operand(TT, false, d, CF_HALF, &in[1]);
   cf_fusion_add_output(f, ms_fms(a, b));
-  ms_expect_matmul_kernel(2, in, NULL, 1e-3);
+  ms_expect_matmul_kernel(2, in, NULL, 1e-3, tu_mma_params("cp.async16", "scalar(a permute of T0)"));
 }
 
 /* OperandOrderIssue2434: bfloat16 A [M, K] and B [N, K] (concrete; B made first, A the
@@ -240,7 +244,7 @@ Test(matmul_sched_ports, OperandOrderIssue2434) {
   cf_tv *mm = cf_sum(f, cf_mul(f, cf_cast(f, ab, CF_FLOAT), cf_cast(f, bb, CF_FLOAT)), 1, (int[]){2});
   cf_fusion_add_input(f, a), cf_fusion_add_input(f, b);
   cf_fusion_add_output(f, mm);
-  ms_expect_matmul_kernel(2, in, NULL, 1e-4);
+  ms_expect_matmul_kernel(2, in, NULL, 1e-4, tu_mma_params("cp.async16", "cp.async16"));
 }
 
 /* ---- MatmulSchedulerTest and MatmulFusionTest: segmentation ---------------------------- */
@@ -289,5 +293,6 @@ Test(matmul_sched_ports, Llama2FFN) {
   cf_tv *t3 = cf_cast(f, cf_matmul(f, a, b1), CF_FLOAT), *t4 = cf_cast(f, cf_matmul(f, a, b2), CF_FLOAT);
   cf_tv *silu = cf_mul(f, cf_sigmoid(f, t3), t3);
   cf_fusion_add_output(f, cf_mul(f, silu, t4));
-  nv_execute_expect(3, in, &(NvRun){.tol = 1e-3, .segments = 2, .schedulers = {"matmul", "matmul"}, .params = MMA_ROW});
+  nv_execute_expect(3, in, &(NvRun){.tol = 1e-3, .segments = 2, .schedulers = {"matmul", "matmul"},
+                                          .params = tu_mma_params("scalar(K=31)", "scalar(N=17)")});
 }

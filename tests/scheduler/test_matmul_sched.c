@@ -19,17 +19,20 @@ static void teardown(void) { cf_fusion_destroy(f); }
 TestSuite(matmul_sched, .init = setup, .fini = teardown);
 
 static const char *const PARAMS = "tile=64x64x16 threads=16x16 regs=4x4 smem=operands";
-/* half and bfloat16 operands run on tensor cores (scheduler/matmul_mma.c) */
-static const char *const MMA_PARAMS = "tile=128x128x32 warps=2x2 mma=m16n8k16 smem=operands stages=3";
+/* Half and bfloat16 operands run on tensor cores (scheduler/matmul_mma.c), whose params
+ * name each operand tile's fill: the test sets what it expects of A and B. */
+static const char *fill_a = "cp.async16", *fill_b = "cp.async16";
 
 static void fresh(void) {
   cf_fusion_destroy(f);
   f = cf_fusion_create();
+  fill_a = fill_b = "cp.async16";
 }
 
 static double tol_of(cf_dtype dt) { return dt == CF_FLOAT ? 1e-4 : dt == CF_DOUBLE ? 1e-10 : 1e-2; }
 
-/* The row accepts f and schedules it with PARAMS (MMA_PARAMS for 16-bit operands). */
+/* The row accepts f and schedules it with PARAMS (tu_mma_params(fill_a, fill_b) for
+ * 16-bit operands). */
 static void apply_row(bool mma) {
   const SchedRow *r = sched_row_named("matmul");
   cr_assert_not_null(r);
@@ -38,7 +41,7 @@ static void apply_row(bool mma) {
   SchedParams p, used;
   cr_assert(r->can_schedule(f, &call, why), "%s", why);
   cr_assert(r->plan(f, &call, &p, why), "%s", why);
-  cr_expect_str_eq(p.text, mma ? MMA_PARAMS : PARAMS);
+  cr_expect_str_eq(p.text, mma ? tu_mma_params(fill_a, fill_b) : PARAMS);
   cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
   cr_expect(sched_params_equal(&p, &used));
 }
@@ -63,6 +66,10 @@ static void refused(const char *want) {
  * axis, which would make the operand a vector). */
 static void plain(cf_dtype dt, int64_t m, int64_t k, int64_t n) {
   fresh();
+  static char fa[32], fb[32]; /* A along K, B along N (matmul's [K, N]): vectors when 8 divide */
+  snprintf(fa, sizeof fa, k % 8 ? "scalar(K=%lld)" : "cp.async16", (long long)k);
+  snprintf(fb, sizeof fb, n % 8 ? "scalar(N=%lld)" : "cp.async16", (long long)n);
+  fill_a = fa, fill_b = fb;
   bool sym = m == 1 || k == 1 || n == 1;
   KcInput in[2] = {{dt, 2, {m, k}, NULL}, {dt, 2, {k, n}, NULL}};
   cf_tv *a = tu_input(f, dt, 2, sym ? NULL : in[0].sizes), *b = tu_input(f, dt, 2, sym ? NULL : in[1].sizes);
@@ -81,18 +88,20 @@ Test(matmul_sched, sixteen_bit_operands_accumulate_in_float) {
   plain(CF_BFLOAT16, 7, 127, 66);
 }
 
-/* The tensor-core kernel loads A's fragments with ldmatrix.x4 and B's with .x2 (both tiles
- * K-contiguous: no .trans) from tiles stored through Sw<2,3,3> (the XOR of a row's chunk
- * with bits 1..2 of its row), 3 stages deep; the host emulation checks every lane's
- * elements; NVRTC compiles it for sm_90a and sm_80. */
+/* The tensor-core kernel loads A's fragments with ldmatrix.x4 (its tile K-contiguous, as
+ * A [M, K] is stored) and B's with .x2.trans (its tile N-contiguous, as B [K, N] is: rows
+ * of K) from tiles stored through Sw<2,3,3> (A: the XOR of a row's chunk with bits 1..2 of
+ * its row) and Sw<3,3,4> (B's rows of 128 elements), 3 stages deep; the host emulation
+ * checks every lane's elements; NVRTC compiles it for sm_90a and sm_80. */
 Test(matmul_sched, tensor_core_fragments_come_from_ldmatrix_on_swizzled_tiles) {
   KcInput in[2] = {{CF_HALF, 2, {130, 70}, NULL}, {CF_HALF, 2, {70, 20}, NULL}};
   cf_tv *a = tu_input(f, CF_HALF, 2, in[0].sizes), *b = tu_input(f, CF_HALF, 2, in[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
+  fill_a = "scalar(K=70)", fill_b = "scalar(N=20)";
   char *src = row_check(2, in, 1e-2);
   cr_expect(strstr(src, "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"));
-  cr_expect(strstr(src, "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"));
-  cr_expect(!strstr(src, ".trans"));
+  cr_expect(strstr(src, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"));
+  cr_expect(!strstr(src, "x4.trans"));
   cr_expect(strstr(src, "/ 2) % 4) ^ "), "the tiles are not swizzled");
   free(src);
   /* mma.sync, ldmatrix and the staged tiles are sm_80 instructions: NVRTC compiles them for Ampere too */
@@ -116,6 +125,7 @@ Test(matmul_sched, tensor_core_product_of_inputs_as_the_output) {
   fresh(); /* the same product of 2-d inputs broadcast in the fusion (symbolic sizes) */
   KcInput in2[2] = {{CF_BFLOAT16, 2, {33, 40}, NULL}, {CF_BFLOAT16, 2, {17, 40}, NULL}};
   x = tu_input(f, CF_BFLOAT16, 2, NULL), y = tu_input(f, CF_BFLOAT16, 2, NULL);
+  fill_a = fill_b = "scalar(K symbolic)"; /* the row applied directly: no size to decide from */
   cf_tv *xb = cf_broadcast(f, x, 3, (bool[]){false, true, false}), *yb = cf_broadcast(f, y, 3, (bool[]){true, false, false});
   p = cf_mul(f, cf_cast(f, xb, CF_FLOAT), cf_cast(f, yb, CF_FLOAT));
   cf_fusion_add_output(f, cf_sum(f, p, 1, (int[]){2}));
@@ -157,6 +167,7 @@ Test(matmul_sched, linear_bias_gelu_epilogue) {
   fresh(); /* the same with symbolic sizes and half, 130 x 70 against 150 x 70 */
   KcInput in2[3] = {{CF_HALF, 2, {130, 70}, NULL}, {CF_HALF, 2, {150, 70}, NULL}, {CF_HALF, 1, {150}, NULL}};
   x = tu_input(f, CF_HALF, 2, NULL), w = tu_input(f, CF_HALF, 2, NULL), bias = tu_input(f, CF_HALF, 1, NULL);
+  fill_a = fill_b = "scalar(K symbolic)";
   cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
   free(row_check(3, in2, 1e-2));
 }
@@ -166,6 +177,7 @@ Test(matmul_sched, epilogue_with_a_float_output_and_a_cast) {
   cf_tv *a = tu_input(f, CF_HALF, 2, in[0].sizes), *b = tu_input(f, CF_HALF, 2, in[1].sizes);
   cf_tv *c = cf_matmul(f, a, b);
   cf_fusion_add_output(f, cf_relu(f, cf_cast(f, c, CF_FLOAT)));
+  fill_a = "scalar(K=31)", fill_b = "scalar(N=70)";
   free(row_check(2, in, 1e-2));
 }
 
@@ -232,7 +244,7 @@ Test(matmul_sched, define_and_run_picks_the_row) {
   cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
   KcInput in[3] = {{CF_HALF, 2, {37, 45}, NULL}, {CF_HALF, 2, {29, 45}, NULL}, {CF_HALF, 1, {29}, NULL}};
   cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
-  free(dnr_check(c, 3, in, 1e-2, MMA_PARAMS));
+  free(dnr_check(c, 3, in, 1e-2, tu_mma_params("scalar(K=45)", "scalar(K=45)")));
   cf_fusion_cache_destroy(c);
 }
 
@@ -254,6 +266,14 @@ static long long largest_local(const char *src) {
  * (float for 16-bit operands, half for float) and cast to the operands' (a prologue cast:
  * cast(broadcast(x)) once hoisted). */
 typedef enum Form { PLAIN, SET, TRANSPOSED, CAST } Form;
+
+/* The tensor-core params of linear in that form (K = 40, so copies of the inputs are
+ * filled by 16-byte vectors; a transposed input is a permute, a cast one a cast). */
+static const char *form_params(Form form) {
+  fill_a = form == TRANSPOSED ? "scalar(a permute of T0)" : form == CAST ? "scalar(a cast of T0)" : "cp.async16";
+  fill_b = form == TRANSPOSED ? "scalar(a permute of T1)" : "cp.async16";
+  return tu_mma_params(fill_a, fill_b);
+}
 
 /* The inputs of linear(x, w) of [m, k] and [n, k] in dt in the given form. */
 static void form_inputs(cf_dtype dt, Form form, int64_t m, int64_t n, int64_t k, KcInput in[2]) {
@@ -292,7 +312,7 @@ static void dnr_forms(cf_dtype dt, Form form) {
   cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
   for (size_t i = form == SET ? 0 : 2; i < sizeof shapes / sizeof shapes[0]; i += form == SET ? 1 : 2) {
     form_inputs(dt, form, shapes[i][0], shapes[i][1], shapes[i][2], in);
-    char *src = dnr_check(c, 2, in, tol_of(dt), dt == CF_FLOAT ? PARAMS : MMA_PARAMS);
+    char *src = dnr_check(c, 2, in, tol_of(dt), dt == CF_FLOAT ? PARAMS : form_params(form));
     cr_expect_eq(largest_local(src), dt == CF_FLOAT ? 1 : 128, "dtype %d form %d shape %zu", dt, form, i);
     free(src);
   }
@@ -319,6 +339,7 @@ static void nvrtc_forms(cf_dtype dt, Form form) {
   KcInput in[2];
   form_inputs(dt, form, 130, 72, 40, in);
   linear_of(form, in, true);
+  form_params(form);
   apply_row(dt != CF_FLOAT);
   char *src = kc_check(f, 2, in, tol_of(dt));
   cr_expect_eq(largest_local(src), dt == CF_FLOAT ? 1 : 128, "dtype %d form %d", dt, form);
