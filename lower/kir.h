@@ -74,6 +74,24 @@ typedef bool (*KxRangeFn)(void *user, const KExpr *leaf, int64_t *lo, int64_t *h
  * consecutive values of var (kx_period.c: the rules, and what makes it fail). */
 bool kx_period(const KExpr *const *es, int n, const KExpr *var, KxRangeFn range, void *user, int64_t *period,
                int64_t *drift);
+/* Value ranges and simplification (kx_range.c, kx_simplify.c). A scope says where
+ * expressions are evaluated: the ranges of their leaves, pushed and popped as a walk
+ * enters and leaves loops and branches (a leaf nobody pushed: a parameter's size >= 0, a
+ * launch extent >= 1, a thread index >= 0, anything else unknown). */
+typedef struct KxScope KxScope;
+KxScope *kx_scope_new(Arena *a);
+/* From now until the matching pop: `leaf` (a KX_VAR, or a KX_THREAD index or extent) lies
+ * in [lo, hi] (INT64_MIN / INT64_MAX: unbounded on that side), and below `bound` when not
+ * NULL (a comparison leaf < bound is then true). */
+void kx_scope_push(KxScope *s, const KExpr *leaf, int64_t lo, int64_t hi, const KExpr *bound);
+void kx_scope_pop(KxScope *s);
+/* The values e takes over the scope's ranges, [lo, hi] (C semantics, unbounded sides as
+ * above; a computation that may wrap is unknown). */
+void kx_range(KxScope *s, const KExpr *e, int64_t *lo, int64_t *hi);
+/* e rewritten by the rules of kx_simplify.c where the scope's ranges prove them: the same
+ * value at every point of the ranges, wherever e is defined. New nodes live in the arena
+ * the scope was made in; e itself is returned when no rule applies. */
+KExpr *kx_simplify(KxScope *s, KExpr *e);
 /* Prints in C syntax; `param_name(i)` gives the parameter's name ("T0"). */
 void kx_print(StrBuf *b, const KExpr *e, const char *const *param_names);
 
