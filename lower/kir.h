@@ -42,7 +42,8 @@ KExpr *kx_var(Arena *a, const char *name);
 KExpr *kx_thread(Arena *a, cf_parallel_type pt, bool is_dim);
 KExpr *kx_param_size(Arena *a, int param, int axis);
 KExpr *kx_param_stride(Arena *a, int param, int axis);
-/* Folds constants and identities (x*1, x+0, x*0, x/1, x%1, ceilDiv(x,1), c1<c2, a&&true). */
+/* Folds constants and identities (x*1, x+0, x*0, x/1, x%1, ceilDiv(x,1), c1<c2, a&&0, and
+ * 1&&a where a is 0 or 1 by its form). */
 KExpr *kx_bin(Arena *a, IrOp op, KExpr *x, KExpr *y);
 KExpr *kx_select(Arena *a, KExpr *c, KExpr *x, KExpr *y);
 /* The block vote over x (a constant folds to itself). */
@@ -59,9 +60,13 @@ typedef struct KxEnv {
   int nparams;
   const int64_t *const *sizes;   /* sizes[param][axis] */
   const int64_t *const *strides; /* strides[param][axis] */
+  /* The value of any other leaf (a variable, a thread index or extent), or NULL: false
+   * when it has none (tests evaluate indices at points of their ranges). */
+  bool (*leaf)(void *user, const KExpr *leaf, int64_t *out);
+  void *user;
 } KxEnv;
-/* Evaluates an expression over parameters only (launch dims, run-time checks); false if
- * it reads a variable or thread index, or divides by zero. */
+/* Evaluates an expression over parameters (launch dims, run-time checks) and the leaves
+ * env->leaf gives; false if it reads another leaf, or divides by zero. */
 bool kx_eval(const KExpr *e, const KxEnv *env, int64_t *out);
 /* The values a leaf of an expression (a variable, a thread index or extent, a parameter's
  * size) takes where the caller evaluates it, as [lo, hi]; false when unknown. */
