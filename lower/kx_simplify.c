@@ -16,15 +16,20 @@
  *   k*c*(x / c) + k*(x % c)               -> k*x (in any sum)
  *   k*c*((x / c) % m) + k*(x % c), x >= 0 -> k*(x % (c * m))
  *   like terms and constants of a sum     -> merged
- *   x + c1 < c2 (and <=, >, >=, ==, !=)   -> x < c2 - c1
- *   a && b, a != 0, b in [0, 1]           -> b; min/max decided by ranges; c ? v : v -> v
+ *   x + c1 < c2 (and <=, >, >=, ==, !=)   -> x < c2 - c1, then g*x < c -> x < ceil(c / g)
+ *   x / c < k, x >= 0                     -> x < k * c (and <=, >, >= alike)
+ *   a && b, a != 0, b in [0, 1]           -> b; a && ... && a -> a && ...
+ *   min/max decided by ranges; c ? v : v  -> v; (c ? k1 : k2) op k -> c ? k1 op k : k2 op k
+ *   a chain v == k ? c : ... over a small range of v -> a * v + b, a * (v % m) + b, ...
  * Sums are read as linear forms (terms k * t plus a constant) and rebuilt only where a rule
  * fired, so an expression no rule improves keeps its shape. Key decisions: a rewrite never
  * drops a block vote (KX_BLOCK_ALL is a barrier every thread reaches); sums are rearranged
  * freely (two's-complement arithmetic is a ring, so wrapping cannot tell), while the rules
  * of `/` and `%` rely on ranges computed without wrapping (kx_range.c). */
+#include <math.h> /* ir/special_math.h needs it; cf_special_gcd is what this file uses */
 #include <string.h>
 
+#include "ir/special_math.h"
 #include "lower/kx_scope.h"
 
 enum { KX_SIMPLIFY_MAX_DEPTH = 32 }; /* re-simplifications of a rewrite nested at most */
@@ -35,7 +40,7 @@ static bool is_bin(const KExpr *e, IrOp op) { return e->kind == KX_BINARY && e->
 static bool pos_const(const KExpr *e, int64_t *v) { return kx_is_const(e, v) && *v > 0; }
 static bool nonzero(KxIv a) { return a.lo > 0 || a.hi < 0; }
 static bool boolean(KxIv a) { return a.lo >= 0 && a.hi <= 1; }
-static bool finite(int64_t v) { return v != KX_NEG_INF && v != KX_POS_INF; }
+static bool finite64(int64_t v) { return v != KX_NEG_INF && v != KX_POS_INF; }
 
 /* ---- linear forms ------------------------------------------------------------------------ */
 
@@ -52,7 +57,7 @@ typedef struct Lin {
   int nconst, merged; /* constants read, terms merged with an equal one */
 } Lin;
 
-static bool coefficient_ok(int64_t k) { return finite(k); } /* the interval code reads INT64_MIN/MAX as unbounded */
+static bool coefficient_ok(int64_t k) { return finite64(k); } /* the interval code reads INT64_MIN/MAX as unbounded */
 
 static void lin_push(Lin *l, int64_t k, KExpr *t) {
   if (l->n == l->cap) {
@@ -225,21 +230,84 @@ static KExpr *rule_mod(KxScope *s, KExpr *e) {
 
 /* ---- comparisons, logic, extremes ------------------------------------------------------- */
 
-/* x + c1 op c2 -> x op c2 - c1, in exact arithmetic (index values do not wrap). */
+/* floor(v / g) and ceil(v / g) for g > 0. */
+static int64_t floor_div(int64_t v, int64_t g) { return v / g - (v % g != 0 && v < 0); }
+static int64_t ceil_div(int64_t v, int64_t g) { return v / g + (v % g != 0 && v > 0); }
+
+/* x / d op c -> x op' c * d for x >= 0 (floor division): x / d < c is x < c * d, x / d <= c
+ * is x < (c + 1) * d, and > and >= alike. */
+static KExpr *compare_quotient(KxScope *s, KExpr *e, int64_t c) {
+  int64_t d, lim;
+  KExpr *q = e->a;
+  if (!is_bin(q, OP_DIV) || !pos_const(q->b, &d) || kx_iv(s, q->a).lo < 0 || e->op == OP_EQ || e->op == OP_NE) return NULL;
+  bool past = e->op == OP_LE || e->op == OP_GT; /* compared with the next quotient's start */
+  if ((past && __builtin_add_overflow(c, 1, &c)) || __builtin_mul_overflow(c, d, &lim) || !finite64(lim)) return NULL;
+  IrOp op = e->op == OP_LE ? OP_LT : e->op == OP_GT ? OP_GE : e->op;
+  return kx_bin(s->a, op, q->a, kx_const(s->a, lim));
+}
+
+/* X op c with every coefficient of X a multiple of g > 1 -> (X / g) op c', c' rounded
+ * the way op needs (an equality with c not a multiple of g is decided). */
+static KExpr *compare_scaled(KxScope *s, IrOp op, Lin *l, int64_t c, bool moved) {
+  int64_t g = 0;
+  for (int i = 0; i < l->n; i++)
+    if (l->v[i].k && l->v[i].t) g = cf_special_gcd(g, l->v[i].k < 0 ? -l->v[i].k : l->v[i].k);
+  if (g <= 1) return moved ? kx_bin(s->a, op, lin_build(s->a, l), kx_const(s->a, c)) : NULL;
+  if ((op == OP_EQ || op == OP_NE) && c % g) return kx_const(s->a, op == OP_NE);
+  for (int i = 0; i < l->n; i++) l->v[i].k /= g;
+  c = op == OP_LT || op == OP_GE ? ceil_div(c, g) : op == OP_LE || op == OP_GT ? floor_div(c, g) : c / g;
+  return kx_bin(s->a, op, lin_build(s->a, l), kx_const(s->a, c));
+}
+
+/* x + c1 op c2 -> x op c2 - c1, then common factors divided out, in exact arithmetic
+ * (index values do not wrap); a quotient compared with a constant becomes its dividend. */
 static KExpr *rule_compare(KxScope *s, KExpr *e) {
-  int64_t v, r;
+  int64_t v;
   Lin l;
-  if (!kx_is_const(e->b, &v) || kx_is_const(e->a, NULL) || !lin_of(s, e->a, &l) || !l.c) return NULL;
-  if (__builtin_sub_overflow(v, l.c, &r) || !finite(r) || drops_vote(s, &l)) return NULL;
+  if (!kx_is_const(e->b, &v) || kx_is_const(e->a, NULL)) return NULL;
+  KExpr *r = compare_quotient(s, e, v);
+  if (r) return r;
+  if (!lin_of(s, e->a, &l) || drops_vote(s, &l) || __builtin_sub_overflow(v, l.c, &v) || !finite64(v)) return NULL;
+  bool moved = l.c != 0;
   l.c = 0;
-  return kx_bin(s->a, e->op, lin_build(s->a, &l), kx_const(s->a, r));
+  return compare_scaled(s, e->op, &l, v, moved);
+}
+
+/* The terms of a chain of &&, appended to *t. */
+static void conjuncts(Arena *a, KExpr *e, KExpr ***t, int *n, int *cap) {
+  if (is_bin(e, OP_AND)) {
+    conjuncts(a, e->a, t, n, cap);
+    conjuncts(a, e->b, t, n, cap);
+    return;
+  }
+  if (*n == *cap) {
+    int c = *cap ? 2 * *cap : 8;
+    KExpr **v = ARENA_ARRAY(a, KExpr *, c);
+    if (*n) memcpy(v, *t, sizeof(KExpr *) * (size_t)*n);
+    *t = v, *cap = c;
+  }
+  (*t)[(*n)++] = e;
+}
+
+/* A conjunction's repeated terms dropped (never a vote: each is a barrier). */
+static KExpr *and_once(KxScope *s, KExpr *e) {
+  KExpr **t = NULL, *r = NULL;
+  int n = 0, cap = 0, kept = 0;
+  conjuncts(s->a, e, &t, &n, &cap);
+  for (int i = 0; i < n; i++) {
+    bool seen = false;
+    for (int j = 0; j < i && !seen; j++) seen = t[j] && kx_equal(t[j], t[i]);
+    if (seen && !kx_has_vote(s, t[i])) t[i] = NULL;
+    else r = r ? kx_bin(s->a, OP_AND, r, t[i]) : t[i], kept++;
+  }
+  return kept == n || (kept == 1 && !boolean(kx_iv(s, r))) ? NULL : r;
 }
 
 static KExpr *rule_and(KxScope *s, KExpr *e) {
   KxIv a = kx_iv(s, e->a), b = kx_iv(s, e->b);
   if (nonzero(a) && boolean(b) && !kx_has_vote(s, e->a)) return e->b;
   if (nonzero(b) && boolean(a) && !kx_has_vote(s, e->b)) return e->a;
-  return NULL;
+  return and_once(s, e);
 }
 
 static KExpr *rule_extreme(KxScope *s, KExpr *e) {
@@ -404,7 +472,7 @@ static KExpr *simp(KxScope *s, KExpr *e) {
   if (m->has_simp) return m->simp;
   KExpr *r = rewrite(s, e);
   KxIv iv = kx_iv(s, r);
-  if (r->kind != KX_CONST && iv.lo == iv.hi && finite(iv.lo) && !kx_has_vote(s, r)) r = kx_const(s->a, iv.lo);
+  if (r->kind != KX_CONST && iv.lo == iv.hi && finite64(iv.lo) && !kx_has_vote(s, r)) r = kx_const(s->a, iv.lo);
   m = kx_memo(s, e);
   m->has_simp = true;
   m->simp = r;

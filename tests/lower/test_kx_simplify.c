@@ -108,6 +108,16 @@ Test(kx_simplify, comparisons_the_ranges_and_the_launch_decide) {
   expect_simp(s, B(OP_MIN, V("y"), B(OP_ADD, V("x"), C(10))), "y");
   expect_simp(s, B(OP_MAX, V("y"), B(OP_ADD, V("x"), C(10))), "(x + 10)");
   expect_simp(s, B(OP_EQ, B(OP_MOD, V("x"), C(2)), C(1)), "(x % 2)");
+  expect_simp(s, B(OP_LT, B(OP_MUL, V("x"), C(4)), C(12)), "(x < 3)");
+  expect_simp(s, B(OP_LE, B(OP_MUL, V("x"), C(4)), C(13)), "(x <= 3)");
+  expect_simp(s, B(OP_EQ, B(OP_MUL, V("x"), C(4)), C(6)), "0");
+  KExpr *row = B(OP_ADD, B(OP_MUL, B(OP_ADD, B(OP_MUL, V("z"), C(128)), V("x")), C(4)), C(3)); /* (z*128 + x)*4 + 3 */
+  expect_simp(s, B(OP_LT, row, C(33000)), "(((z * 128) + x) < 8250)");
+  KExpr *n4 = B(OP_ADD, B(OP_MUL, SIZE(1), C(4)), C(3));
+  expect_simp(s, B(OP_LT, B(OP_DIV, n4, C(1000)), C(33)), "(T0.logical_size[1] < 8250)");
+  expect_simp(s, B(OP_LT, B(OP_DIV, row, C(1000)), C(33)), "((((((z * 128) + x) * 4) + 3) / 1000) < 33)"); /* z < 0? */
+  KExpr *zl = B(OP_LT, V("z"), C(5));
+  expect_simp(s, B(OP_AND, zl, B(OP_AND, B(OP_LT, V("x"), C(100)), zl)), "((z < 5) && (x < 100))");
 }
 
 Test(kx_simplify, selects) {
@@ -185,7 +195,7 @@ static bool leaf_value(void *user, const KExpr *e, int64_t *out) {
  * positive), nested, selects and comparisons. */
 static KExpr *gen(int depth, int64_t *mag) {
   static const int64_t divs[] = {2, 3, 4, 8, 16, 32, 128, 5, 1, -4, 64, 6};
-  unsigned r = (unsigned)(next() % 20);
+  unsigned r = (unsigned)(next() % 21);
   if (depth == 0 || r < 4) {
     unsigned leaf = (unsigned)(next() % 9);
     *mag = 300;
@@ -250,6 +260,13 @@ static KExpr *gen(int depth, int64_t *mag) {
     KExpr *b = gen(0, &mb);
     *mag = ma;
     return B(next() % 2 ? OP_DIV : OP_MOD, a, b);
+  }
+  case 19: { /* a repeated conjunct, or a quotient compared */
+    KExpr *c = B(OP_LT, a, C(pick(-3, 40)));
+    *mag = 1;
+    static const IrOp cmp[] = {OP_LT, OP_LE, OP_GT, OP_GE, OP_EQ, OP_NE};
+    if (next() % 2) return B(cmp[next() % 6], B(next() % 2 ? OP_DIV : OP_MUL, a, C(d)), C(pick(-3, 9)));
+    return B(OP_AND, c, B(OP_AND, gen(depth - 1, &mb), c));
   }
   default: {
     KExpr *b = gen(depth - 1, &mb);
