@@ -17,6 +17,7 @@
  *   k*c*((x / c) % m) + k*(x % c), x >= 0 -> k*(x % (c * m))
  *   like terms and constants of a sum     -> merged
  *   x + c1 < c2 (and <=, >, >=, ==, !=)   -> x < c2 - c1, then g*x < c -> x < ceil(c / g)
+ *   g*q + r < c, 0 <= r < g, g | c        -> q < c / g
  *   x / c < k, x >= 0                     -> x < k * c (and <=, >, >= alike)
  *   a && b, a != 0, b in [0, 1]           -> b; a && ... && a -> a && ...
  *   min/max decided by ranges; c ? v : v  -> v; (c ? k1 : k2) op k -> c ? k1 op k : k2 op k
@@ -259,6 +260,28 @@ static KExpr *compare_scaled(KxScope *s, IrOp op, Lin *l, int64_t c, bool moved)
   return kx_bin(s->a, op, lin_build(s->a, l), kx_const(s->a, c));
 }
 
+/* g*Q + r < c -> Q < c / g where 0 <= r < g and g divides c (g*Q + r <= c where g divides
+ * c + 1 alike, and >=, > as their negations), g the common factor of the terms with a
+ * coefficient other than 1: a remainder within one step of g cannot cross a multiple. */
+static KExpr *compare_remainder(KxScope *s, IrOp op, const Lin *l, int64_t c) {
+  int64_t g = 0, edge;
+  Lin q = {.a = s->a}, r = {.a = s->a};
+  for (int i = 0; i < l->n; i++)
+    if (l->v[i].t && l->v[i].k != 1 && l->v[i].k) g = cf_special_gcd(g, l->v[i].k < 0 ? -l->v[i].k : l->v[i].k);
+  bool strict = op == OP_LT || op == OP_GE; /* < c, or its negation */
+  if (g <= 1 || (!strict && op != OP_LE && op != OP_GT) || __builtin_add_overflow(c, !strict, &edge) || edge % g)
+    return NULL;
+  for (int i = 0; i < l->n; i++)
+    if (l->v[i].t && l->v[i].k) {
+      if (l->v[i].k % g == 0) lin_push(&q, l->v[i].k / g, l->v[i].t);
+      else lin_push(&r, l->v[i].k, l->v[i].t);
+    }
+  KxIv ri = lin_iv(s, &r);
+  if (!r.n || ri.lo < 0 || ri.hi >= g) return NULL;
+  IrOp qop = op == OP_LT || op == OP_LE ? OP_LT : OP_GE;
+  return kx_bin(s->a, qop, lin_build(s->a, &q), kx_const(s->a, edge / g));
+}
+
 /* x + c1 op c2 -> x op c2 - c1, then common factors divided out, in exact arithmetic
  * (index values do not wrap); a quotient compared with a constant becomes its dividend. */
 static KExpr *rule_compare(KxScope *s, KExpr *e) {
@@ -270,7 +293,8 @@ static KExpr *rule_compare(KxScope *s, KExpr *e) {
   if (!lin_of(s, e->a, &l) || drops_vote(s, &l) || __builtin_sub_overflow(v, l.c, &v) || !finite64(v)) return NULL;
   bool moved = l.c != 0;
   l.c = 0;
-  return compare_scaled(s, e->op, &l, v, moved);
+  r = compare_remainder(s, e->op, &l, v);
+  return r ? r : compare_scaled(s, e->op, &l, v, moved);
 }
 
 /* The terms of a chain of &&, appended to *t. */

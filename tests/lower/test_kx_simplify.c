@@ -116,6 +116,13 @@ Test(kx_simplify, comparisons_the_ranges_and_the_launch_decide) {
   KExpr *n4 = B(OP_ADD, B(OP_MUL, SIZE(1), C(4)), C(3));
   expect_simp(s, B(OP_LT, B(OP_DIV, n4, C(1000)), C(33)), "(T0.logical_size[1] < 8250)");
   expect_simp(s, B(OP_LT, B(OP_DIV, row, C(1000)), C(33)), "((((((z * 128) + x) * 4) + 3) / 1000) < 33)"); /* z < 0? */
+  KExpr *rowi = B(OP_ADD, B(OP_MUL, B(OP_ADD, B(OP_MUL, V("z"), C(128)), V("x")), C(4)), TID()); /* ... * 4 + tid */
+  kx_scope_push(s, TID(), 0, 3, NULL);
+  expect_simp(s, B(OP_LT, rowi, C(33000)), "(((z * 128) + x) < 8250)");
+  expect_simp(s, B(OP_LE, rowi, C(32999)), "(((z * 128) + x) < 8250)");
+  expect_simp(s, B(OP_GT, rowi, C(32999)), "(((z * 128) + x) >= 8250)");
+  expect_simp(s, B(OP_LT, rowi, C(33001)), "(((((z * 128) + x) * 4) + threadIdx.x) < 33001)"); /* 4 does not divide */
+  kx_scope_pop(s);
   KExpr *zl = B(OP_LT, V("z"), C(5));
   expect_simp(s, B(OP_AND, zl, B(OP_AND, B(OP_LT, V("x"), C(100)), zl)), "((z < 5) && (x < 100))");
 }
@@ -265,7 +272,11 @@ static KExpr *gen(int depth, int64_t *mag) {
     KExpr *c = B(OP_LT, a, C(pick(-3, 40)));
     *mag = 1;
     static const IrOp cmp[] = {OP_LT, OP_LE, OP_GT, OP_GE, OP_EQ, OP_NE};
-    if (next() % 2) return B(cmp[next() % 6], B(next() % 2 ? OP_DIV : OP_MUL, a, C(d)), C(pick(-3, 9)));
+    if (next() % 3 == 0) return B(cmp[next() % 6], B(next() % 2 ? OP_DIV : OP_MUL, a, C(d)), C(pick(-3, 9)));
+    if (next() % 2) { /* a * d + r, r in [0, d - 1] or [0, d], against a multiple of d or one less */
+      KExpr *rest = B(OP_MIN, B(OP_MAX, gen(0, &mb), C(0)), C((d < 0 ? -d : d) - 1 + (int64_t)(next() % 2)));
+      return B(cmp[next() % 6], B(OP_ADD, B(OP_MUL, a, C(d)), rest), C(d * pick(-2, 6) - (int64_t)(next() % 2)));
+    }
     return B(OP_AND, c, B(OP_AND, gen(depth - 1, &mb), c));
   }
   default: {
