@@ -26,14 +26,18 @@
  * fired, so an expression no rule improves keeps its shape. Key decisions: a rewrite never
  * drops a block vote (KX_BLOCK_ALL is a barrier every thread reaches); sums are rearranged
  * freely (two's-complement arithmetic is a ring, so wrapping cannot tell), while the rules
- * of `/` and `%` rely on ranges computed without wrapping (kx_range.c). */
+ * of `/`, `%` and comparisons rely on ranges computed without wrapping (kx_range.c) and on
+ * index arithmetic not wrapping, which lowering guarantees for the sizes it accepts. */
 #include <math.h> /* ir/special_math.h needs it; cf_special_gcd is what this file uses */
 #include <string.h>
 
 #include "ir/special_math.h"
 #include "lower/kx_scope.h"
 
-enum { KX_SIMPLIFY_MAX_DEPTH = 32 }; /* re-simplifications of a rewrite nested at most */
+/* Re-simplifications of a rewrite nested at most: a guard, not a limit met in practice
+ * (a rule shortens or settles its expression, so chains of rewrites are short); past it
+ * the rewrite is kept as it is, which is correct, only less simplified. */
+enum { KX_SIMPLIFY_MAX_DEPTH = 32 };
 
 static KExpr *simp(KxScope *s, KExpr *e);
 
