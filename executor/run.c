@@ -114,7 +114,7 @@ cf_status exec_plan_make(const KKernel *k, ExecPlan **out) {
     b->stride_rows[p] = b->strides + b->off[p];
     b->values[p] = b->args + b->arg_off[p];
   }
-  b->env = (KxEnv){k->nparams, b->size_rows, b->stride_rows};
+  b->env = (KxEnv){.nparams = k->nparams, .sizes = b->size_rows, .strides = b->stride_rows};
   b->dims_const = kx_is_const(k->smem, &b->dims.smem);
   for (int d = 0; d < 3; d++)
     b->dims_const = b->dims_const && kx_is_const(k->grid[d], &b->dims.grid[d]) && kx_is_const(k->block[d], &b->dims.block[d]);

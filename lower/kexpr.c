@@ -72,6 +72,18 @@ static KExpr *fold_div_mod_sum(KExpr *x, KExpr *y) {
   return y->a;
 }
 
+/* Whether e's value is 0 or 1 by its form (a comparison, a conjunction, such a constant),
+ * or e is a block vote, which only conditions read: 1 && e is e itself only then. */
+static bool is_flag(const KExpr *e) {
+  if (e->kind == KX_CONST) return e->value == 0 || e->value == 1;
+  if (e->kind == KX_BLOCK_ALL) return true;
+  if (e->kind != KX_BINARY) return false;
+  switch (e->op) {
+  case OP_LT: case OP_LE: case OP_GT: case OP_GE: case OP_EQ: case OP_NE: case OP_AND: return true;
+  default: return false;
+  }
+}
+
 static KExpr *fold_identity(Arena *a, IrOp op, KExpr *x, KExpr *y) {
   switch (op) {
   case OP_ADD:
@@ -90,7 +102,9 @@ static KExpr *fold_identity(Arena *a, IrOp op, KExpr *x, KExpr *y) {
     if (is_c(y, 1) || is_c(x, 0)) return kx_const(a, 0);
     if (x->kind == KX_BINARY && x->op == OP_MUL && kx_equal(x->b, y)) return kx_const(a, 0);
     return NULL;
-  case OP_AND: return is_c(x, 1) ? y : is_c(y, 1) ? x : (is_c(x, 0) || is_c(y, 0)) ? kx_const(a, 0) : NULL;
+  case OP_AND:
+    if (is_c(x, 0) || is_c(y, 0)) return kx_const(a, 0);
+    return is_c(x, 1) && is_flag(y) ? y : is_c(y, 1) && is_flag(x) ? x : NULL;
   case OP_XOR: return is_c(x, 0) ? y : is_c(y, 0) ? x : NULL;
   case OP_MIN:
   case OP_MAX: return kx_equal(x, y) ? x : NULL;
@@ -160,8 +174,11 @@ bool kx_eval(const KExpr *e, const KxEnv *env, int64_t *out) {
   case KX_SELECT:
     if (!kx_eval(e->a, env, &c)) return false;
     return kx_eval(c ? e->b : e->c, env, out);
-  default: return false;
+  case KX_VAR:
+  case KX_THREAD: return env && env->leaf && env->leaf(env->user, e, out);
+  case KX_BLOCK_ALL: return false;
   }
+  return false;
 }
 
 static const char *thread_name(cf_parallel_type pt, bool is_dim) {

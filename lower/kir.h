@@ -42,7 +42,8 @@ KExpr *kx_var(Arena *a, const char *name);
 KExpr *kx_thread(Arena *a, cf_parallel_type pt, bool is_dim);
 KExpr *kx_param_size(Arena *a, int param, int axis);
 KExpr *kx_param_stride(Arena *a, int param, int axis);
-/* Folds constants and identities (x*1, x+0, x*0, x/1, x%1, ceilDiv(x,1), c1<c2, a&&true). */
+/* Folds constants and identities (x*1, x+0, x*0, x/1, x%1, ceilDiv(x,1), c1<c2, a&&0, and
+ * 1&&a where a is 0 or 1 by its form). */
 KExpr *kx_bin(Arena *a, IrOp op, KExpr *x, KExpr *y);
 KExpr *kx_select(Arena *a, KExpr *c, KExpr *x, KExpr *y);
 /* The block vote over x (a constant folds to itself). */
@@ -59,9 +60,13 @@ typedef struct KxEnv {
   int nparams;
   const int64_t *const *sizes;   /* sizes[param][axis] */
   const int64_t *const *strides; /* strides[param][axis] */
+  /* The value of any other leaf (a variable, a thread index or extent), or NULL: false
+   * when it has none (tests evaluate indices at points of their ranges). */
+  bool (*leaf)(void *user, const KExpr *leaf, int64_t *out);
+  void *user;
 } KxEnv;
-/* Evaluates an expression over parameters only (launch dims, run-time checks); false if
- * it reads a variable or thread index, or divides by zero. */
+/* Evaluates an expression over parameters (launch dims, run-time checks) and the leaves
+ * env->leaf gives; false if it reads another leaf, or divides by zero. */
 bool kx_eval(const KExpr *e, const KxEnv *env, int64_t *out);
 /* The values a leaf of an expression (a variable, a thread index or extent, a parameter's
  * size) takes where the caller evaluates it, as [lo, hi]; false when unknown. */
@@ -74,6 +79,24 @@ typedef bool (*KxRangeFn)(void *user, const KExpr *leaf, int64_t *lo, int64_t *h
  * consecutive values of var (kx_period.c: the rules, and what makes it fail). */
 bool kx_period(const KExpr *const *es, int n, const KExpr *var, KxRangeFn range, void *user, int64_t *period,
                int64_t *drift);
+/* Value ranges and simplification (kx_range.c, kx_simplify.c). A scope says where
+ * expressions are evaluated: the ranges of their leaves, pushed and popped as a walk
+ * enters and leaves loops and branches (a leaf nobody pushed: a parameter's size >= 0, a
+ * launch extent >= 1, a thread index >= 0, anything else unknown). */
+typedef struct KxScope KxScope;
+KxScope *kx_scope_new(Arena *a);
+/* From now until the matching pop: `leaf` (a KX_VAR, or a KX_THREAD index or extent) lies
+ * in [lo, hi] (INT64_MIN / INT64_MAX: unbounded on that side), and below `bound` when not
+ * NULL (a comparison leaf < bound is then true). */
+void kx_scope_push(KxScope *s, const KExpr *leaf, int64_t lo, int64_t hi, const KExpr *bound);
+void kx_scope_pop(KxScope *s);
+/* The values e takes over the scope's ranges, [lo, hi] (C semantics, unbounded sides as
+ * above; a computation that may wrap is unknown). */
+void kx_range(KxScope *s, const KExpr *e, int64_t *lo, int64_t *hi);
+/* e rewritten by the rules of kx_simplify.c where the scope's ranges prove them: the same
+ * value at every point of the ranges, wherever e is defined. New nodes live in the arena
+ * the scope was made in; e itself is returned when no rule applies. */
+KExpr *kx_simplify(KxScope *s, KExpr *e);
 /* Prints in C syntax; `param_name(i)` gives the parameter's name ("T0"). */
 void kx_print(StrBuf *b, const KExpr *e, const char *const *param_names);
 

@@ -35,6 +35,7 @@ static const struct {
     {"mma", lower_mma},
     {"tmem_lifetime", lower_tmem_lifetime},
     {"unswitch", lower_unswitch},
+    {"simplify", lower_simplify},
     {"local_reuse", lower_local_reuse},
     {"smem_layout", lower_smem_layout},
     {"param_use", lower_param_use},

@@ -136,6 +136,7 @@ void lower_mma_ldmatrix(LowerCtx *c, const KPath *path, KNode *n, KAccess (*move
                         void *ctx);
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
 void lower_unswitch(LowerCtx *c);         /* unswitch.c: Unswitch/Unroll nests: hoisted predicates, fallback copy */
+void lower_simplify(LowerCtx *c);         /* simplify.c: indices, extents, conditions simplified with value ranges */
 void lower_local_reuse(LowerCtx *c);      /* local_reuse.c: local buffers shared by lifetime, the local limit */
 void lower_smem_layout(LowerCtx *c);      /* smem_layout.c: offsets, dynamic size */
 void lower_param_use(LowerCtx *c);        /* param_use.c: the parameters whose elements the kernel touches */
