@@ -90,7 +90,9 @@ Test(matmul_fill, aligned_tiles_are_filled_by_16_byte_cp_async) {
   matmul_of(130, 40, 136, in);
   apply_row("cp.async16", "cp.async16");
   char *ir = kernel_ir();
-  cr_expect_eq(count(ir, " x8 cp.async zero unless "), 6, "%s", ir);
+  /* 2 tiles x the 2 prologue stages: K = 40 is two steps of 32, so the loop's prefetch of a
+   * third stage never runs, and simplify removes it (its condition (i0 + 2) < 2 is false) */
+  cr_expect_eq(count(ir, " x8 cp.async zero unless "), 4, "%s", ir);
   free(ir);
   char *src = kc_check(f, 2, in, 1e-2);
   cr_expect(strstr(src, "\"l\"(&T0.data[((("), "the source address of A's copies");
