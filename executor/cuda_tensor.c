@@ -27,8 +27,10 @@ static const char *dims_str(int n, const int64_t *d, char *buf, size_t len) {
   return buf;
 }
 
-static size_t dl_elem_bytes(DLDataType d) {
-  return ((size_t)d.bits * d.lanes + 7) / 8;
+/* The bytes of n elements of d: bits rounded up over the whole tensor, not per element
+ * (float4_e2m1fn keeps two elements per byte). */
+static size_t dl_bytes(DLDataType d, int64_t n) {
+  return ((size_t)n * d.bits * d.lanes + 7) / 8;
 }
 
 /* Element count, or -1 when a size is negative or the count overflows. */
@@ -225,7 +227,7 @@ static cf_status check_copy(const DLTensor *dst, const DLTensor *src, char *err,
 cf_status exec_tensor_copy(DLTensor *dst, const DLTensor *src, char *err, size_t errlen) {
   cf_status st = check_copy(dst, src, err, errlen);
   if (st != CF_OK) return st;
-  size_t bytes = (size_t)dl_numel(src) * dl_elem_bytes(src->dtype);
+  size_t bytes = dl_bytes(src->dtype, dl_numel(src));
   if (bytes == 0) return CF_OK;
   char *d = (char *)dst->data + dst->byte_offset;
   const char *s = (const char *)src->data + src->byte_offset;

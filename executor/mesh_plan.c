@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "executor/mesh.h"
+#include "ir/dtype.h"
 
 static const char *const comm_names[] = {
 #define MC_X(e, name) [e] = name,
@@ -326,9 +327,23 @@ static cf_status build(Builder *b, Expr **exprs, int n) {
   return g->status;
 }
 
+/* A packed dtype (float4_e2m1fn, two elements per byte) among the fusion's tensors: the
+ * mesh's shard copies move whole elements of cf_dtype_size bytes, so it is refused. */
+static cf_status refuse_packed(cf_fusion *f) {
+  for (int i = 0; i < f->vals.len; i++) {
+    Val *v = f->vals.items[i];
+    if (v->kind == VAL_TV && ir_dtype_is_packed(v->dtype))
+      return ir_error(f, CF_ERR_UNSUPPORTED, "mesh plan: %s has dtype %s, two elements per byte; multi-device "
+                      "fusions do not take packed dtypes yet (cast it to a wider dtype first)",
+                      TV(v)->display_name, cf_dtype_name(v->dtype));
+  }
+  return CF_OK;
+}
+
 cf_status mesh_plan_build(MeshPlan *p, cf_fusion *f_global, const AnShardings *s, const cf_executor_options *opts) {
   memset(p, 0, sizeof *p);
   p->global = f_global;
+  if (refuse_packed(f_global)) return f_global->status;
   Builder b = {p, s, opts, NULL, NULL, 0, NULL, NULL, 0};
   AnReshard *rs = NULL;
   b.nrs = an_reshardings(s, &rs);

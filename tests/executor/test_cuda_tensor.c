@@ -99,6 +99,25 @@ Test(cuda_tensor, round_trip_through_two_device_tensors) {
   free(out);
 }
 
+/* float4_e2m1fn keeps two elements per byte: host -> device -> host moves 4 bytes for 7
+ * elements and no more (a copy of one byte per element overran both buffers, and the fp4
+ * kernels read garbage on CUDA); the host-to-host half is test_tensor_arg.c's. */
+Test(cuda_tensor, packed_fp4_round_trip_moves_its_bytes_only) {
+  need_gpu();
+  unsigned char src[6] = {0x21, 0x43, 0x65, 0x07, 0xEE, 0xEE}, back[6] = {0, 0, 0, 0, 0x55, 0x55};
+  int64_t shape[1] = {7};
+  DLTensor hs = host_f32(NULL, 1, shape, NULL), hb = hs;
+  hs.data = src, hb.data = back;
+  hs.dtype = hb.dtype = (DLDataType){17, 4, 1};
+  char err[ERRLEN] = "";
+  DLManagedTensor *d = NULL;
+  cr_assert_eq(exec_tensor_device(CF_FLOAT4_E2M1FN, 1, shape, &d, err, sizeof err), CF_OK, "%s", err);
+  cr_assert_eq(exec_tensor_copy(&d->dl_tensor, &hs, err, sizeof err), CF_OK, "%s", err);
+  cr_assert_eq(exec_tensor_copy(&hb, &d->dl_tensor, err, sizeof err), CF_OK, "%s", err);
+  cr_expect_arr_eq(back, ((unsigned char[]){0x21, 0x43, 0x65, 0x07, 0x55, 0x55}), 6);
+  d->deleter(d);
+}
+
 Test(cuda_tensor, copy_to_another_device_id_is_refused) {
   need_gpu();
   int64_t shape[1] = {4};

@@ -38,6 +38,18 @@ static DLTensor host_view(void *data, DLDataType dt, int ndim, int64_t *shape, i
 static const DLDataType k_f32 = {kDLFloat, 32, 1};
 static const DLDataType k_i32 = {kDLInt, 32, 1};
 
+/* float4_e2m1fn keeps two elements per byte: a host copy of 7 of them moves 4 bytes (the
+ * last byte's high nibble is padding) and leaves the bytes after them alone. */
+Test(tensor_arg, packed_fp4_copies_move_their_bytes_only) {
+  unsigned char src[6] = {0x21, 0x43, 0x65, 0x07, 0xEE, 0xEE}, dst[6] = {0, 0, 0, 0, 0x77, 0x77};
+  int64_t shape[1] = {7};
+  DLTensor hs = {.data = src, .device = {kDLCPU, 0}, .ndim = 1, .dtype = {17, 4, 1}, .shape = shape}, hd = hs;
+  hd.data = dst;
+  char err[256] = "";
+  cr_assert_eq(exec_tensor_copy(&hd, &hs, err, sizeof err), CF_OK, "%s", err);
+  cr_expect_arr_eq(dst, ((unsigned char[]){0x21, 0x43, 0x65, 0x07, 0x77, 0x77}), 6);
+}
+
 Test(tensor_arg, sizes_are_padded_to_eight_bytes) {
   cr_assert_eq(exec_tensor_arg_size(0, 0, 8), 8);
   cr_assert_eq(exec_tensor_arg_size(2, 2, 8), 40);

@@ -243,6 +243,25 @@ Test(mesh_host, a_refused_layout_is_the_executors_error) {
                                               "(DeviceMesh{0 1 2 3})");
 }
 
+/* A packed dtype (float4_e2m1fn: two elements per byte) is refused by the mesh plan, named:
+ * its shard copies move whole elements. */
+Test(mesh_host, a_packed_fp4_tensor_is_refused) {
+  cf_device_mesh m = mu_mesh(2);
+  cf_tv *a = tu_input(f, CF_FLOAT4_E2M1FN, 2, (int64_t[]){4, 4});
+  cf_tv_set_device_mesh(f, a, &m);
+  cf_split_outer(f, a, 0, 2);
+  cf_parallelize(f, a, 0, CF_PT_DIDX);
+  cf_fusion_add_output(f, cf_cast(f, a, CF_FLOAT));
+  x = cf_mesh_executor_create(f, NULL);
+  DLManagedTensor *shard[2] = {cf_tensor_host(CF_FLOAT4_E2M1FN, 2, (int64_t[]){2, 4}),
+                               cf_tensor_host(CF_FLOAT4_E2M1FN, 2, (int64_t[]){2, 4})}, *out[2] = {NULL, NULL};
+  const DLTensor *ins[2] = {&shard[0]->dl_tensor, &shard[1]->dl_tensor};
+  cr_expect_eq(cf_mesh_run_host(x, 2, 1, ins, 1, out), CF_ERR_UNSUPPORTED, "%s", cf_mesh_executor_error(x));
+  cf_tensor_free(shard[0]), cf_tensor_free(shard[1]);
+  cr_expect_str_eq(cf_mesh_executor_error(x), "mesh plan: T0 has dtype __e2m1, two elements per byte; multi-device "
+                                              "fusions do not take packed dtypes yet (cast it to a wider dtype first)");
+}
+
 /* The host mesh's shards are host memory: its devices run on the host backend even where
  * a GPU exists or CFUSER_BACKEND asks for CUDA (on a GPU machine AUTO used to pick CUDA,
  * which refused every host shard); no options, AUTO and HOST alike. */
