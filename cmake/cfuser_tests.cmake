@@ -3,8 +3,18 @@
 # any listed on a first line of the form `// labels: gpu slow`. The label `split` makes
 # one ctest test per Criterion Test(suite, name) of the file instead, named
 # <dir>_<file>.<name>, so that ctest -j runs a long file's tests (the DAG fuzzer's modes)
-# side by side. Tests may include internal headers and link the static library so they
-# can reach hidden symbols.
+# side by side; `optimized` keeps the executor's own host compiler flags (below). Tests may
+# include internal headers and link the static library so they can reach hidden symbols.
+#
+# Host kernels compile with CFUSER_TEST_HOST_CFLAGS (-O1) appended to the executor's
+# command (the last -O wins over its -O2): the C compiler is 80-95% of every long test
+# (tools/test_times.py), and -O1 takes 20-30% less CPU for the compile and the emulated
+# run together (-O0 compiles no faster than -O1). The fuzzers (label `optimized`) and the
+# conformance matrix keep the executor's own flags, so -O2 kernels stay tested on random
+# fusions and on every op's special values; -DCFUSER_TEST_HOST_CFLAGS= runs every test
+# with them.
+set(CFUSER_TEST_HOST_CFLAGS "-O1" CACHE STRING
+    "Host C compiler flags the tests' kernels get (CFUSER_HOST_CFLAGS); empty: the executor's default -O2")
 find_path(CRITERION_INCLUDE_DIR criterion/criterion.h REQUIRED)
 find_library(CRITERION_LIBRARY criterion REQUIRED)
 
@@ -39,12 +49,14 @@ function(cfuser_add_test src base_label)
       list(APPEND commands "${tname} --jobs 1 --filter ${CMAKE_MATCH_1}/${CMAKE_MATCH_2}")
     endforeach()
   endif()
+  set(env "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1;CFUSER_CC_FLAGS=$<$<BOOL:${CFUSER_SANITIZE}>:-fsanitize=address,undefined>")
+  if(NOT "optimized" IN_LIST labels AND CFUSER_TEST_HOST_CFLAGS)
+    list(APPEND env "CFUSER_HOST_CFLAGS=${CFUSER_TEST_HOST_CFLAGS}")
+  endif()
   foreach(n c IN ZIP_LISTS names commands)
     separate_arguments(c)
     add_test(NAME ${n} COMMAND ${c})
-    set_tests_properties(${n} PROPERTIES LABELS "${labels}"
-      ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1;CFUSER_CC_FLAGS=$<$<BOOL:${CFUSER_SANITIZE}>:-fsanitize=address,undefined>"
-      SKIP_RETURN_CODE 77)
+    set_tests_properties(${n} PROPERTIES LABELS "${labels}" ENVIRONMENT "${env}" SKIP_RETURN_CODE 77)
   endforeach()
 endfunction()
 
@@ -96,11 +108,17 @@ if(Python3_FOUND)
   endforeach()
 endif()
 
+# The host C compiler's flags for the tests' kernels, as an ENVIRONMENT entry (or none).
+set(_cf_test_host_env "")
+if(CFUSER_TEST_HOST_CFLAGS)
+  set(_cf_test_host_env "CFUSER_HOST_CFLAGS=${CFUSER_TEST_HOST_CFLAGS}")
+endif()
+
 # The Python frontend's tests (python/tests, pytest) on the built shared library; skipped
 # (77) with the reason when no Python with pytest and numpy is found. Not labelled `unit`:
 # the sanitized build's library cannot be loaded into an uninstrumented interpreter.
 add_test(NAME python_tests COMMAND ${PROJECT_SOURCE_DIR}/python/tests/run_tests.sh $<TARGET_FILE:cfuser>)
-set_tests_properties(python_tests PROPERTIES LABELS "python" SKIP_RETURN_CODE 77)
+set_tests_properties(python_tests PROPERTIES LABELS "python" SKIP_RETURN_CODE 77 ENVIRONMENT "${_cf_test_host_env}")
 # The conformance matrix (tests/conformance, pytest): every op of the op table x every dtype
 # it takes x (evaluator, host backend, CUDA when present) on special values, against torch's
 # semantics computed with NumPy; skipped (77) like python_tests without pytest and numpy.
@@ -140,6 +158,15 @@ if(CFUSER_SANITIZE)
   set_tests_properties(kernels_random_schedules_instrumented PROPERTIES LABELS "unit"
     ENVIRONMENT "CFUSER_HOST_CFLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer;CFUSER_FUZZ_FIRST=5000;CFUSER_FUZZ_ITERS=30;CFUSER_VERIFY=1")
 endif()
+
+# The other tests that compile host kernels on the built library or program get the tests'
+# flags too (the top says which keep the executor's own).
+foreach(t docs_code_blocks bench_define_and_run_small bench_reduction_sweep_small bench_multidevice_small
+          bench_matmul_check bench_sweep_check)
+  if(TEST ${t} AND _cf_test_host_env)
+    set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "${_cf_test_host_env}")
+  endif()
+endforeach()
 
 # Long tests first: ctest -j starts tests in decreasing COST (later runs use the times it
 # recorded), so on a fresh build directory these would otherwise start last and run alone
