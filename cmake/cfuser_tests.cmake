@@ -114,11 +114,18 @@ if(CFUSER_TEST_HOST_CFLAGS)
   set(_cf_test_host_env "CFUSER_HOST_CFLAGS=${CFUSER_TEST_HOST_CFLAGS}")
 endif()
 
-# The Python frontend's tests (python/tests, pytest) on the built shared library; skipped
-# (77) with the reason when no Python with pytest and numpy is found. Not labelled `unit`:
-# the sanitized build's library cannot be loaded into an uninstrumented interpreter.
-add_test(NAME python_tests COMMAND ${PROJECT_SOURCE_DIR}/python/tests/run_tests.sh $<TARGET_FILE:cfuser>)
-set_tests_properties(python_tests PROPERTIES LABELS "python" SKIP_RETURN_CODE 77 ENVIRONMENT "${_cf_test_host_env}")
+# The Python frontend's tests (python/tests, pytest) on the built shared library, as
+# CFUSER_PYTEST_SHARDS ctest entries python_tests.<i>of<n> that ctest -j runs side by side
+# (python/tests/conftest.py: shard i runs every n-th test from the i-th); skipped (77) with
+# the reason when no Python with pytest and numpy is found. Not labelled `unit`: the
+# sanitized build's library cannot be loaded into an uninstrumented interpreter.
+set(CFUSER_PYTEST_SHARDS 4 CACHE STRING "ctest entries the Python tests are split into")
+foreach(i RANGE 1 ${CFUSER_PYTEST_SHARDS})
+  set(n python_tests.${i}of${CFUSER_PYTEST_SHARDS})
+  add_test(NAME ${n} COMMAND ${PROJECT_SOURCE_DIR}/python/tests/run_tests.sh $<TARGET_FILE:cfuser>)
+  set_tests_properties(${n} PROPERTIES LABELS "python" SKIP_RETURN_CODE 77
+    ENVIRONMENT "CFUSER_PYTEST_SHARD=${i}/${CFUSER_PYTEST_SHARDS};${_cf_test_host_env}")
+endforeach()
 # The conformance matrix (tests/conformance, pytest): every op of the op table x every dtype
 # it takes x (evaluator, host backend, CUDA when present) on special values, against torch's
 # semantics computed with NumPy; skipped (77) like python_tests without pytest and numpy.
