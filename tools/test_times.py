@@ -14,9 +14,10 @@ under the file dump: its row says FAILED, its seconds still count.
     tools/test_times.py BUILD_DIR --top N      the N longest of the last ctest run there
                                                (Testing/Temporary/CTestCostData.txt)
 
-Prints one row per test: wall seconds; count, disk-cache hits among them and seconds of
-host compiles (cc); count and seconds of NVRTC compiles; lowering plus codegen seconds;
-the rest; then the totals.
+Prints one row per test: wall seconds; CPU seconds (the test and every process it waited
+for: the figure a loaded machine changes least); count, disk-cache hits among them and
+seconds of host compiles (cc); count and seconds of NVRTC compiles; lowering plus codegen
+seconds; the rest; then the totals.
 """
 import os
 import re
@@ -46,15 +47,19 @@ def listed_tests(build, regex):
 
 
 def measure(build, name):
-    """(wall, {backend: [compiles, compile s, lower+codegen s, disk hits]}, passed) of one test, cold."""
+    """(wall, CPU seconds, {backend: [compiles, compile s, lower+codegen s, disk hits]}, passed) of one
+    test, cold."""
     with tempfile.TemporaryDirectory() as cache:
         dump = os.path.join(cache, "dump.txt")
         env = dict(os.environ, CFUSER_CACHE_DIR=os.path.join(cache, "k"), CFUSER_DUMP="times",
                    CFUSER_DUMP_FILE=dump)
         t0 = time.monotonic()
-        r = subprocess.run(["ctest", "-R", "^" + re.escape(name) + "$", "--timeout", "3000"], cwd=build, env=env,
-                           capture_output=True, text=True)
+        p = subprocess.Popen(["ctest", "-R", "^" + re.escape(name) + "$", "--timeout", "3000"], cwd=build, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, use = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
         wall = time.monotonic() - t0
+        cpu = use.ru_utime + use.ru_stime  # ctest, the test and every process it waited for
         sums = {"host": [0, 0.0, 0.0, 0], "CUDA": [0, 0.0, 0.0, 0]}
         if os.path.exists(dump):
             with open(dump, errors="replace") as f:
@@ -64,7 +69,7 @@ def measure(build, name):
                     s[1] += float(m.group(4)) / 1e3
                     s[2] += (float(m.group(2)) + float(m.group(3))) / 1e3
                     s[3] += bool(m.group(5))
-        return wall, sums, r.returncode == 0
+        return wall, cpu, sums, p.returncode == 0
 
 
 def main(argv):
@@ -76,18 +81,18 @@ def main(argv):
         names = top_tests(build, int(argv[3]))
     else:
         names = [n for rx in argv[2:] or ["."] for n in listed_tests(build, rx)]
-    head = f"{'test':58} {'wall s':>7} {'cc n':>5} {'hits':>4} {'cc s':>6} {'nvrtc n':>7} {'nvrtc s':>7} {'lower s':>7} {'rest s':>7}"
+    head = f"{'test':58} {'wall s':>7} {'cpu s':>7} {'cc n':>5} {'hits':>4} {'cc s':>6} {'nvrtc n':>7} {'nvrtc s':>7} {'lower s':>7} {'rest s':>7}"
     print(head)
-    tot = [0.0] * 8
+    tot = [0.0] * 9
     for name in names:
-        wall, s, ok = measure(build, name)
+        wall, cpu, s, ok = measure(build, name)
         h, c = s["host"], s["CUDA"]
         rest = wall - h[1] - c[1] - h[2] - c[2]
-        row = [wall, h[0], h[1], c[0], c[1], h[2] + c[2], rest, h[3]]
+        row = [wall, h[0], h[1], c[0], c[1], h[2] + c[2], rest, h[3], cpu]
         tot = [a + b for a, b in zip(tot, row)]
-        print(f"{name + ('' if ok else ' (FAILED)'):58} {wall:7.1f} {h[0]:5d} {h[3]:4d} {h[1]:6.1f} {c[0]:7d} {c[1]:7.1f} "
+        print(f"{name + ('' if ok else ' (FAILED)'):58} {wall:7.1f} {cpu:7.1f} {h[0]:5d} {h[3]:4d} {h[1]:6.1f} {c[0]:7d} {c[1]:7.1f} "
               f"{row[5]:7.1f} {rest:7.1f}", flush=True)
-    print(f"{'total':58} {tot[0]:7.1f} {int(tot[1]):5d} {int(tot[7]):4d} {tot[2]:6.1f} {int(tot[3]):7d} {tot[4]:7.1f} {tot[5]:7.1f} "
+    print(f"{'total':58} {tot[0]:7.1f} {tot[8]:7.1f} {int(tot[1]):5d} {int(tot[7]):4d} {tot[2]:6.1f} {int(tot[3]):7d} {tot[4]:7.1f} {tot[5]:7.1f} "
           f"{tot[6]:7.1f}")
     return 0
 
