@@ -3,8 +3,18 @@
 # any listed on a first line of the form `// labels: gpu slow`. The label `split` makes
 # one ctest test per Criterion Test(suite, name) of the file instead, named
 # <dir>_<file>.<name>, so that ctest -j runs a long file's tests (the DAG fuzzer's modes)
-# side by side. Tests may include internal headers and link the static library so they
-# can reach hidden symbols.
+# side by side; `optimized` keeps the executor's own host compiler flags (below). Tests may
+# include internal headers and link the static library so they can reach hidden symbols.
+#
+# Host kernels compile with CFUSER_TEST_HOST_CFLAGS (-O1) appended to the executor's
+# command (the last -O wins over its -O2): the C compiler is 80-95% of every long test
+# (tools/test_times.py), and -O1 takes 20-30% less CPU for the compile and the emulated
+# run together (-O0 compiles no faster than -O1). The fuzzers (label `optimized`) and the
+# conformance matrix keep the executor's own flags, so -O2 kernels stay tested on random
+# fusions and on every op's special values; -DCFUSER_TEST_HOST_CFLAGS= runs every test
+# with them.
+set(CFUSER_TEST_HOST_CFLAGS "-O1" CACHE STRING
+    "Host C compiler flags the tests' kernels get (CFUSER_HOST_CFLAGS); empty: the executor's default -O2")
 find_path(CRITERION_INCLUDE_DIR criterion/criterion.h REQUIRED)
 find_library(CRITERION_LIBRARY criterion REQUIRED)
 
@@ -39,12 +49,14 @@ function(cfuser_add_test src base_label)
       list(APPEND commands "${tname} --jobs 1 --filter ${CMAKE_MATCH_1}/${CMAKE_MATCH_2}")
     endforeach()
   endif()
+  set(env "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1;CFUSER_CC_FLAGS=$<$<BOOL:${CFUSER_SANITIZE}>:-fsanitize=address,undefined>")
+  if(NOT "optimized" IN_LIST labels AND CFUSER_TEST_HOST_CFLAGS)
+    list(APPEND env "CFUSER_HOST_CFLAGS=${CFUSER_TEST_HOST_CFLAGS}")
+  endif()
   foreach(n c IN ZIP_LISTS names commands)
     separate_arguments(c)
     add_test(NAME ${n} COMMAND ${c})
-    set_tests_properties(${n} PROPERTIES LABELS "${labels}"
-      ENVIRONMENT "CFUSER_BIN=$<TARGET_FILE:cfuser_cli>;CFUSER_SOURCE_DIR=${PROJECT_SOURCE_DIR};CFUSER_VERIFY=1;CFUSER_CC_FLAGS=$<$<BOOL:${CFUSER_SANITIZE}>:-fsanitize=address,undefined>"
-      SKIP_RETURN_CODE 77)
+    set_tests_properties(${n} PROPERTIES LABELS "${labels}" ENVIRONMENT "${env}" SKIP_RETURN_CODE 77)
   endforeach()
 endfunction()
 
@@ -96,11 +108,24 @@ if(Python3_FOUND)
   endforeach()
 endif()
 
-# The Python frontend's tests (python/tests, pytest) on the built shared library; skipped
-# (77) with the reason when no Python with pytest and numpy is found. Not labelled `unit`:
-# the sanitized build's library cannot be loaded into an uninstrumented interpreter.
-add_test(NAME python_tests COMMAND ${PROJECT_SOURCE_DIR}/python/tests/run_tests.sh $<TARGET_FILE:cfuser>)
-set_tests_properties(python_tests PROPERTIES LABELS "python" SKIP_RETURN_CODE 77)
+# The host C compiler's flags for the tests' kernels, as an ENVIRONMENT entry (or none).
+set(_cf_test_host_env "")
+if(CFUSER_TEST_HOST_CFLAGS)
+  set(_cf_test_host_env "CFUSER_HOST_CFLAGS=${CFUSER_TEST_HOST_CFLAGS}")
+endif()
+
+# The Python frontend's tests (python/tests, pytest) on the built shared library, as
+# CFUSER_PYTEST_SHARDS ctest entries python_tests.<i>of<n> that ctest -j runs side by side
+# (python/tests/conftest.py: shard i runs every n-th test from the i-th); skipped (77) with
+# the reason when no Python with pytest and numpy is found. Not labelled `unit`: the
+# sanitized build's library cannot be loaded into an uninstrumented interpreter.
+set(CFUSER_PYTEST_SHARDS 4 CACHE STRING "ctest entries the Python tests are split into")
+foreach(i RANGE 1 ${CFUSER_PYTEST_SHARDS})
+  set(n python_tests.${i}of${CFUSER_PYTEST_SHARDS})
+  add_test(NAME ${n} COMMAND ${PROJECT_SOURCE_DIR}/python/tests/run_tests.sh $<TARGET_FILE:cfuser>)
+  set_tests_properties(${n} PROPERTIES LABELS "python" SKIP_RETURN_CODE 77
+    ENVIRONMENT "CFUSER_PYTEST_SHARD=${i}/${CFUSER_PYTEST_SHARDS};${_cf_test_host_env}")
+endforeach()
 # The conformance matrix (tests/conformance, pytest): every op of the op table x every dtype
 # it takes x (evaluator, host backend, CUDA when present) on special values, against torch's
 # semantics computed with NumPy; skipped (77) like python_tests without pytest and numpy.
@@ -141,18 +166,37 @@ if(CFUSER_SANITIZE)
     ENVIRONMENT "CFUSER_HOST_CFLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer;CFUSER_FUZZ_FIRST=5000;CFUSER_FUZZ_ITERS=30;CFUSER_VERIFY=1")
 endif()
 
+# The other tests that compile host kernels on the built library or program get the tests'
+# flags too (the top says which keep the executor's own).
+foreach(t docs_code_blocks bench_define_and_run_small bench_reduction_sweep_small bench_multidevice_small
+          bench_matmul_check bench_sweep_check)
+  if(TEST ${t} AND _cf_test_host_env)
+    set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "${_cf_test_host_env}")
+  endif()
+endforeach()
+
 # Long tests first: ctest -j starts tests in decreasing COST (later runs use the times it
-# recorded), so on a fresh build directory these would otherwise start last and run alone
-# at the end. Figures: seconds on 2 cores, cold kernel cache.
-foreach(pair "kernels_test_random_dags.define_and_run_like_the_evaluator:250" "tutorial_tmem:175"
-             "executor_test_fusion_execute:130" "kernels_test_reductions:120" "python_tests:120"
-             "kernels_test_random_dags.define_and_run_seeds_that_found_bugs:120" "scheduler_test_norm_sched:118"
-             "scheduler_test_outer_persistent_sched:116" "kernels_test_random_dags.parallel_reduction_seeds_that_found_bugs:105"
-             "kernels_test_random_schedules.run_like_the_evaluator:88" "kernels_test_random_dags.seeds_that_found_bugs:83")
+# recorded in Testing/Temporary/CTestCostData.txt), so on a fresh build directory these
+# would otherwise start in name order and the longest could run alone at the end. Figures:
+# CPU seconds of each test (about its wall time on an idle core) with a cold kernel cache,
+# from a ctest -j2 run of the whole suite (tools/test_times.py breaks one down); the Python
+# shards get a share of the whole Python suite's ~220 s each.
+foreach(pair "executor_test_segments:57" "scheduler_test_norm_sched:52" "tutorial_tmem:50" "conformance_matrix:50"
+             "executor_test_fusion_execute:44" "nvfuser_test_matmul_ports:34" "scheduler_test_matmul_sched:30"
+             "scheduler_test_outer_persistent_sched:28" "bench_reduction_sweep_small:27"
+             "kernels_test_random_dags.seeds_that_found_bugs:21"
+             "kernels_test_random_dags.hostile_define_and_run_like_the_evaluator:19" "bench_sweep_check:16"
+             "kernels_test_reductions:16" "scheduler_test_reduction_sched:15" "scheduler_test_mma:15"
+             "kernels_test_random_dags.define_and_run_like_the_evaluator:14" "layout_libfuzzer:14"
+             "kernels_test_random_schedules.run_like_the_evaluator:12")
   string(REPLACE ":" ";" pair "${pair}")
   list(GET pair 0 name)
   list(GET pair 1 cost)
   if(TEST ${name})
     set_tests_properties(${name} PROPERTIES COST ${cost})
   endif()
+endforeach()
+math(EXPR _cf_shard_cost "220 / ${CFUSER_PYTEST_SHARDS}")
+foreach(i RANGE 1 ${CFUSER_PYTEST_SHARDS})
+  set_tests_properties(python_tests.${i}of${CFUSER_PYTEST_SHARDS} PROPERTIES COST ${_cf_shard_cost})
 endforeach()

@@ -1,5 +1,8 @@
 """Shared fixtures: `lib` runs a test once per array library (skipped with the reason
-where one is missing); `rng` is a seeded NumPy generator."""
+where one is missing); `rng` is a seeded NumPy generator. $CFUSER_PYTEST_SHARD=i/n runs
+one n-th of the suite (every n-th test from the i-th, in collection order, so that each
+shard gets its share of every file's parameters): ctest runs python_tests as n shards side
+by side."""
 import os
 import sys
 
@@ -27,3 +30,26 @@ def rng():
 
 
 from nvf_port import dev  # noqa: E402,F401  (the port's fixture: NumPy, and torch CUDA where present)
+
+
+def _shard():
+    """(i, n) of $CFUSER_PYTEST_SHARD ("i/n", 1 <= i <= n), or None when unset."""
+    spec = os.environ.get("CFUSER_PYTEST_SHARD", "")
+    if not spec:
+        return None
+    try:
+        i, n = (int(v) for v in spec.split("/"))
+    except ValueError:
+        i = n = 0
+    if not 1 <= i <= n:
+        raise pytest.UsageError(f"CFUSER_PYTEST_SHARD={spec!r}: expected i/n with 1 <= i <= n, e.g. 2/4")
+    return i, n
+
+
+def pytest_collection_modifyitems(config, items):
+    shard = _shard()
+    if shard is None:
+        return
+    i, n = shard
+    config.hook.pytest_deselected(items=[t for k, t in enumerate(items) if k % n != i - 1])
+    items[:] = items[i - 1::n]

@@ -79,8 +79,11 @@ Test(host_compile, second_compile_hits_the_disk_cache) {
   cr_assert_eq(exec_host_module_binary(m2, &bin, &size, &err), CF_OK);
   cr_assert_gt(size, 4);
   cr_assert_eq(memcmp(bin, "\177ELF", 4), 0);
-  /* Another compile command is another cache entry. */
-  setenv("CFUSER_HOST_CFLAGS", "-O1", 1);
+  /* Another compile command is another cache entry (flags added to whatever ctest gives). */
+  const char *flags = getenv("CFUSER_HOST_CFLAGS");
+  char other[256];
+  snprintf(other, sizeof other, "%s -DCFUSER_TEST_OTHER_COMMAND", flags ? flags : "");
+  setenv("CFUSER_HOST_CFLAGS", other, 1);
   cr_assert_eq(exec_host_compile(src, "tiny", &m3, &err), CF_OK, "%s", err.msg);
   cr_assert_not(exec_host_module_cache_hit(m3));
   cr_assert_str_neq(exec_host_module_path(m3), exec_host_module_path(m1));

@@ -1,4 +1,4 @@
-// labels: slow split
+// labels: slow split optimized
 /* Random DAGs with random schedules (tests/kernels/dag_gen.h), run on the host backend
  * against the reference evaluator, and on CUDA too when a device is present. A schedule
  * the compiler refuses with a message is fine (counted as refused); a wrong result, an

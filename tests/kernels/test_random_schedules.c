@@ -1,4 +1,4 @@
-// labels: slow split
+// labels: slow split optimized
 /* Random schedules, run on the host backend against the reference evaluator (the fuzz
  * target of DESIGN.md section 10, bounded by CFUSER_FUZZ_ITERS, default 100; ./cfuser fuzz runs more). Each case:
  * (CFUSER_FUZZ_FIRST sets the first seed, to replay one case)
