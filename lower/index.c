@@ -192,12 +192,26 @@ static void seed_producer(LowerCtx *c, IndexMap *cm, IndexMap *pm, const KNode *
   }
 }
 
-static KExpr *linearize(LowerCtx *c, IndexMap *m, Val *tv, Val *op_out, int lo, int hi) {
+/* The index of an allocation axis that is a promoted loop's IterDomain (lower/tensors.c:
+ * a slot per thread of the loop): the index of the op's loop over it, NULL if none. */
+static KExpr *promoted_slot(LowerCtx *c, const KNode *op, Val *tv, Val *id) {
+  if (ID(id)->tv == tv) return NULL;
+  for (int j = 0; j < op->u.op.nloop; j++) {
+    const KNode *l = op->u.op.loops[j];
+    if (l && (l->u.loop.concrete == id || an_idmap_same(c->model.exact, l->u.loop.concrete, id)))
+      return op->u.op.loop_index[j];
+  }
+  return NULL;
+}
+
+static KExpr *linearize(LowerCtx *c, IndexMap *m, const KNode *op, Val *tv, int lo, int hi) {
   TvInfo *ti = lower_info(c, tv);
+  Val *op_out = op->u.op.src->out[0];
   KExpr *sum = kx_const(c->a, 0);
   for (int i = lo; i < hi; i++) {
     if (!ti->allocated[i]) continue;
     KExpr *x = get(m, ti->alloc_ids[i]);
+    if (!x) x = promoted_slot(c, op, tv, ti->alloc_ids[i]);
     if (!x)
       lower_fail(c, CF_ERR_UNSUPPORTED,
                  "compile: %s's allocation axis %d (%s) cannot be indexed in the loops of %s: they iterate a "
@@ -210,14 +224,14 @@ static KExpr *linearize(LowerCtx *c, IndexMap *m, Val *tv, Val *op_out, int lo, 
   return sum;
 }
 
-static KAccess access_of(LowerCtx *c, IndexMap *m, Val *tv, Val *op_out) {
+static KAccess access_of(LowerCtx *c, IndexMap *m, const KNode *op, Val *tv) {
   TvInfo *ti = lower_info(c, tv);
   KAccess acc = {.t = ti->kt};
   if (ti->is_tmem) {
-    acc.lane = linearize(c, m, tv, op_out, 0, ti->dim_sep);
-    acc.col = linearize(c, m, tv, op_out, ti->dim_sep, ti->nalloc_ids);
+    acc.lane = linearize(c, m, op, tv, 0, ti->dim_sep);
+    acc.col = linearize(c, m, op, tv, ti->dim_sep, ti->nalloc_ids);
   } else {
-    acc.index = linearize(c, m, tv, op_out, 0, ti->nalloc_ids);
+    acc.index = linearize(c, m, op, tv, 0, ti->nalloc_ids);
   }
   return acc;
 }
@@ -391,7 +405,7 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
   Val *cv = e->out[0];
   seed_consumer(c, cm, pm, op);
   propagate(c, cm, cv);
-  op->u.op.out = access_of(c, cm, cv, cv);
+  op->u.op.out = access_of(c, cm, op, cv);
   collect_bounds(c, cm, op, cv);
   op->u.op.nin = 0;
   for (int i = 0; i < e->nin; i++) {
@@ -401,7 +415,7 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
     if (ir_op_kind(e->op) == OPK_RESIZE) seed_resized(c, cm, pm, e, i);
     if (ir_op_kind(e->op) == OPK_INDEXED) seed_indexed(c, cm, pm, e, i);
     propagate(c, pm, p);
-    op->u.op.in[op->u.op.nin++] = access_of(c, pm, p, cv);
+    op->u.op.in[op->u.op.nin++] = access_of(c, pm, op, p);
     if (ir_op_kind(e->op) == OPK_INDEXED && ir_operand_read_elsewhere(e, i)) along(c, e, p, &op->u.op.in[op->u.op.nin - 1]);
     reset(pm);
   }
@@ -462,11 +476,11 @@ KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv) {
   propagate(c, &m->cm, cv);
   KAccess acc;
   if (tv == cv) {
-    acc = access_of(c, &m->cm, cv, cv);
+    acc = access_of(c, &m->cm, op, cv);
   } else {
     seed_producer(c, &m->cm, &m->pm, op, tv);
     propagate(c, &m->pm, tv);
-    acc = access_of(c, &m->pm, tv, cv);
+    acc = access_of(c, &m->pm, op, tv);
   }
   reset(&m->cm);
   reset(&m->pm);

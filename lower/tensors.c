@@ -26,7 +26,9 @@ static bool left_of_ca(LowerCtx *c, Val *tv, Val *id) {
   return false;
 }
 
-static bool is_allocated(LowerCtx *c, Val *tv, Val *id) {
+/* left: the axis lies left of tv's compute-at position (the loop runs around tv's consumers
+ * too): allocated only where the memory is shared across the loop's parallel type. */
+static bool is_allocated(LowerCtx *c, Val *tv, Val *id, bool left) {
   IterDomain *d = ID(id);
   int64_t e;
   if (d->iter_type != CF_ITER_ITERATION) return false;
@@ -35,7 +37,27 @@ static bool is_allocated(LowerCtx *c, Val *tv, Val *id) {
   cf_parallel_type p = lower_ptype(c, id); /* a serial axis in a parallel loop runs on it */
   if (ir_mem_distributed_across(m, p)) return false;
   if (ir_mem_shared_across(m, p)) return true;
-  return !left_of_ca(c, tv, id);
+  return !left;
+}
+
+/* An intermediate's default allocation domain: its loop domain, with each axis left of
+ * the compute-at position that a promoted loop iterates replaced by the IterDomain the
+ * loop runs over (analysis/loop_model.c's promotion). Such an axis is allocated only when
+ * the memory is shared across its parallel type, one slot per thread (or block): the
+ * loop's extent counts the slots and the loop's index picks one (lower/index.c), so each
+ * thread writes and reads its own. The tensor's own axis may count fewer positions (a
+ * broadcast merged before the split), and its logical index repeats across threads: slots
+ * from it would be written by several threads at once. A broadcast axis stays: the value
+ * is the same at every position of the loop, one slot holds it for all. */
+static void default_alloc_domain(LowerCtx *c, Val *tv, TvInfo *ti) {
+  TensorView *t = TV(tv);
+  ti->nalloc_ids = t->nloop;
+  ti->alloc_ids = ARENA_ARRAY(c->a, Val *, t->nloop);
+  for (int i = 0; i < t->nloop; i++) {
+    Val *id = t->loop[i];
+    bool promoted = i < t->ca_pos && ID(id)->iter_type == CF_ITER_ITERATION && an_promoting_tensor(&c->model, tv, i);
+    ti->alloc_ids[i] = promoted ? an_promoted(&c->model, id) : id;
+  }
 }
 
 static KTensor *new_tensor(LowerCtx *c, Val *tv) {
@@ -64,11 +86,16 @@ static void make_allocation(LowerCtx *c, Val *tv) {
   TvInfo *ti = lower_info(c, tv);
   TensorView *t = TV(tv);
   ti->kt = new_tensor(c, tv);
-  ti->alloc_ids = t->alloc ? t->alloc : t->loop;
-  ti->nalloc_ids = t->alloc ? t->nalloc : t->nloop;
+  if (t->alloc) {
+    ti->alloc_ids = t->alloc;
+    ti->nalloc_ids = t->nalloc;
+  } else {
+    default_alloc_domain(c, tv, ti);
+  }
   ti->allocated = ARENA_ARRAY(c->a, bool, ti->nalloc_ids);
   ti->strides = ARENA_ARRAY(c->a, KExpr *, ti->nalloc_ids);
-  for (int i = 0; i < ti->nalloc_ids; i++) ti->allocated[i] = is_allocated(c, tv, ti->alloc_ids[i]);
+  for (int i = 0; i < ti->nalloc_ids; i++)
+    ti->allocated[i] = is_allocated(c, tv, ti->alloc_ids[i], t->alloc ? left_of_ca(c, tv, ti->alloc_ids[i]) : i < t->ca_pos);
   ti->is_tmem = t->mem == CF_MEM_TENSOR;
   if (ti->is_tmem) {
     ti->dim_sep = t->tmem_dim_sep;

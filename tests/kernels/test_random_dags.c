@@ -530,13 +530,16 @@ static Counts run_seeds(uint64_t first, int count, int jobs, const uint64_t *ski
 
 /* Seeds of 0..399 that gave a wrong result or an internal error before the loop model
  * (issue 9), and the ones found since: pinned, run by seeds_that_found_bugs (the range run
- * skips them only under CFUSER_FUZZ_KNOWN=0). */
+ * skips them only under CFUSER_FUZZ_KNOWN=0). 34003607: a shared copy of a broadcast,
+ * inlined into a loop on threadIdx.x promoted to a larger tensor's axis, had its slots
+ * indexed through its own merged broadcast (always slot 0): every thread wrote and read
+ * one cell (lower/tensors.c now allocates such an axis as the loop's, a slot per thread). */
 static const uint64_t known_failing[] = {12,  18,  21,  25,  45,  52,  69,  77,  81,  86,  92,  104, 124,
                                          132, 136, 144, 147, 158, 159, 165, 172, 173, 183, 188, 200, 205,
                                          210, 212, 220, 231, 250, 252, 256, 259, 265, 268, 278, 287, 302,
                                          305, 314, 321, 332, 348, 360, 363, 367, 378, 393, 295,
                                          1162, 1485, 1503, 1592, 2186, 2298, 2386, 2888, 3209, 3307, 3700, 3929, 4156, 34562, 200558, 201969, 33649, 7692,
-                                         61006, 63265};
+                                         61006, 63265, 34003607};
 static const int nknown = sizeof known_failing / sizeof known_failing[0];
 /* The same for mode 1 (parallel reductions). */
 static const uint64_t known_failing_mode1[] = {2795, 28308, 36222, 39199};

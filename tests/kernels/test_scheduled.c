@@ -153,3 +153,31 @@ Test(scheduled, local_operand_of_a_positional_cache_is_refused) {
   cf_executor_destroy(e);
   cf_fusion_destroy(f);
 }
+
+/* A shared broadcast inlined into a loop on threadIdx.x that is promoted to the consumer's
+ * larger axis (out's merged [2, 5] split by 8, threadIdx.x over its 2 outer positions; the
+ * broadcast's own outer axis counts 1): one slot per thread of the loop, indexed by the
+ * thread, so each thread keeps the row element it computed (once refused: "holds one
+ * element for all of threadIdx.x"; random_dags seed 34003607 was the same mechanism with
+ * the slots indexed through the broadcast's own axis, every thread on slot 0). */
+Test(scheduled, shared_broadcast_in_a_promoted_thread_loop_has_a_slot_per_thread) {
+  cf_fusion *f = cf_fusion_create();
+  KcInput in[TU_MAX_IO];
+  int nin = 0;
+  cf_tv *x = kc_input(f, in, &nin, CF_FLOAT, 2, (int64_t[]){2, 5});
+  cf_tv *row = kc_input(f, in, &nin, CF_FLOAT, 1, (int64_t[]){5});
+  cf_tv *b = cf_broadcast(f, row, 2, (bool[]){true, false});
+  cf_tv *out = cf_add(f, x, b);
+  cf_fusion_add_output(f, out);
+  cf_set_memory_type(f, b, CF_MEM_SHARED);
+  cf_merge(f, out, 0);
+  cf_split(f, out, 0, 8);
+  cf_propagate_transforms(f, out);
+  cf_parallelize(f, out, 0, CF_PT_TIDX);
+  cf_inline_most(f);
+  char *src = kc_check(f, nin, in, 0);
+  cr_expect(strstr(src, "T2[threadIdx.x] = T1.data[") != NULL, "T2 not written at the thread's slot in:\n%s", src);
+  cr_expect(strstr(src, " + T2[threadIdx.x]);") != NULL, "T2 not read at the thread's slot in:\n%s", src);
+  free(src);
+  cf_fusion_destroy(f);
+}

@@ -185,26 +185,3 @@ Test(lower_errors, conflicting_parallel_types_through_a_serial_axis) {
                                                 "parallel type");
 }
 
-/* The loop model's refusals (lower/loop_model.c, predicate.c, validate_parallel.c). */
-
-/* A shared broadcast inlined into a loop promoted onto threadIdx.x: one element for all
- * threads, a different value for each. */
-Test(lower_errors, one_shared_element_for_values_that_differ_per_thread) {
-  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){2, 5});
-  cf_tv *row = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){5});
-  cf_fusion_add_input(f, x);
-  cf_fusion_add_input(f, row);
-  cf_tv *b = cf_broadcast(f, row, 2, (bool[]){true, false});
-  cf_tv *out = cf_add(f, x, b);
-  cf_fusion_add_output(f, out);
-  cf_set_memory_type(f, b, CF_MEM_SHARED);
-  cf_merge(f, out, 0);
-  cf_split(f, out, 0, 8);
-  cf_propagate_transforms(f, out);
-  cf_parallelize(f, out, 0, CF_PT_TIDX);
-  cf_inline_most(f);
-  expect_compile_error(CF_ERR_INVALID_SCHEDULE,
-                       "compile: T2 is in Shared memory and holds one element for all of threadIdx.x, but each index "
-                       "of threadIdx.x computes a different one; give T2 an axis on threadIdx.x or put it in local "
-                       "memory");
-}
