@@ -19,7 +19,9 @@
  *   then halving steps with a barrier each fold the upper part into the lower one (the
  *   first step folds down to a power of two, so R need not be one); every thread reads
  *   the group's result.
- * A barrier ends both forms, so the workspace can be reused by the next reduction.
+ * A barrier ends both forms, so the workspace can be reused by the next reduction. A row
+ * within a warp (lanes: blockDim.x a power of two up to 32, whole warps) needs neither:
+ * xor shuffles alone give every lane its row's value (lanes_form).
  * A grid reduction (lower/reduction.c) follows with the last-block pattern: one thread of
  * the reduced thread dimensions per kept place stores the block's (all-reduced) partial
  * in the global work buffer, fences, and after a barrier thread 0 counts the block on the
@@ -73,6 +75,18 @@ static void linear(StrBuf *b, const bool *reduced, bool want) {
   }
   if (!any) sb_puts(b, "0");
   sb_free(&stride);
+}
+
+/* Warp-local: xor shuffles from lanes / 2 down to 1 fold each group of `lanes` lanes (a
+ * row within a warp); every lane ends with its row's value. No workspace, no barrier. */
+static void lanes_form(Emitter *e, const KNode *n) {
+  const char *v = n->u.acc.var;
+  char *sh = combine(e, n, v, "__shfl_xor_sync(0xffffffffu, cf_v, cf_o)");
+  cg_line(e, "for (int cf_o = %d; cf_o > 0; cf_o >>= 1) {", n->u.acc.lanes / 2);
+  cg_line(e, "  %s cf_v = %s;", cg_ctype(n->u.acc.dtype), v);
+  cg_line(e, "  %s = %s;", v, sh);
+  cg_line(e, "}");
+  free(sh);
 }
 
 static void warp_form(Emitter *e, const KNode *n) {
@@ -168,6 +182,10 @@ static void grid_fold(Emitter *e, const KNode *n, const char *slot) {
   cg_line(e, "for (int cf_b = cf_gri; cf_b < cf_gn; cf_b += cf_grn) %s = %s;", v, fold);
   free(init), free(other), free(fold);
   sb_free(&vol);
+  if (n->u.acc.lanes) {
+    lanes_form(e, n);
+    return;
+  }
   if (!n->u.acc.ws) return;
   cg_line(e, "{ // the block's folds combined");
   e->indent++;
@@ -241,11 +259,13 @@ void cg_block_reduce(Emitter *e, const KNode *n) {
   for (int d = 0; d < 3; d++)
     if (n->u.acc.grid[d]) sb_printf(&dims, "%sblockIdx.%s", dims.len ? ", " : "", dim_name[d]);
   cg_line(e, "{ // %s of %s (%s) over %s",
-          n->u.acc.all_blocks ? "grid all-reduce" : n->u.acc.ws ? "block all-reduce" : "grid reduction", n->u.acc.var,
-          ir_op_name(n->u.acc.op), dims.data);
+          n->u.acc.all_blocks ? "grid all-reduce" : n->u.acc.ws || n->u.acc.lanes ? "block all-reduce" : "grid reduction",
+          n->u.acc.var, ir_op_name(n->u.acc.op), dims.data);
   sb_free(&dims);
   e->indent++;
-  if (n->u.acc.ws && n->u.acc.warp)
+  if (n->u.acc.lanes)
+    lanes_form(e, n);
+  else if (n->u.acc.ws && n->u.acc.warp)
     warp_form(e, n);
   else if (n->u.acc.ws)
     tree_form(e, n);

@@ -262,6 +262,10 @@ struct KNode {
       int warp_stride;     /* warp: lanes between neighbours of the reduced dimension: 1
                             * (only x, a multiple of 32) or blockDim.x (only y, blockDim.x
                             * a power of two below 32 and x * y whole warps) */
+      int lanes;           /* warp-local: only x reduced, blockDim.x a constant power of two
+                            * up to 32, the block whole warps: xor shuffles within each group
+                            * of `lanes` lanes give every lane its row's value, with no
+                            * workspace and no barrier (0: the warp or tree form) */
       KTensor *ws;         /* block reduce: shared workspace of blockDim.x*y*z elements */
       bool grid[3];        /* blockIdx.x/y/z reduced: a grid reduction follows */
       KTensor *work, *sem; /* grid: partials (gridDim x blockDim elements), semaphores */

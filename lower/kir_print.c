@@ -98,7 +98,8 @@ static bool node(KVisitor *v, KNode *n) {
   case KN_ACC_DECL: sb_printf(b, "ACC %s %s = init:%s\n", cf_dtype_name(n->u.acc.dtype), n->u.acc.var, ir_op_name(n->u.acc.op)); break;
   case KN_BLOCK_REDUCE:
     sb_printf(b, "BLOCK_REDUCE %s %s over%s%s%s%s\n", ir_op_name(n->u.acc.op), n->u.acc.var, n->u.acc.reduce[0] ? " x" : "",
-              n->u.acc.reduce[1] ? " y" : "", n->u.acc.reduce[2] ? " z" : "", n->u.acc.warp ? " (warp shuffles)" : "");
+              n->u.acc.reduce[1] ? " y" : "", n->u.acc.reduce[2] ? " z" : "",
+              n->u.acc.lanes ? " (within a warp)" : n->u.acc.warp ? " (warp shuffles)" : "");
     break;
   case KN_ASYNC_COMMIT: sb_puts(b, "CP_ASYNC_COMMIT\n"); break;
   case KN_ASYNC_WAIT: sb_printf(b, "CP_ASYNC_WAIT %d\n", n->u.async.pending); break;

@@ -137,13 +137,29 @@ static int warp_stride(const LowerCtx *c, const bool red[3]) {
   return (int)bx;
 }
 
-/* The block-reduce node; the warp-shuffle form where warp_stride allows it. */
+/* The lanes of a warp-local all-reduce: only threadIdx.x reduced, blockDim.x a constant
+ * power of two from 2 to 32 and the block's threads whole warps (every lane of a warp
+ * takes part in its shuffles). 0: none. */
+static int warp_lanes(const LowerCtx *c, const bool red[3]) {
+  int64_t d[3] = {1, 1, 1};
+  if (!red[0] || red[1] || red[2]) return 0;
+  for (int i = 0; i < 3; i++) {
+    const KExpr *x = c->pdim[CF_PT_TIDX + i];
+    if (x && !kx_is_const(x, &d[i])) return 0;
+  }
+  if (d[0] < 2 || d[0] > 32 || (d[0] & (d[0] - 1)) || (d[0] * d[1] * d[2]) % 32) return 0;
+  return (int)d[0];
+}
+
+/* The block-reduce node: warp-local where a row lies within a warp (no workspace), else
+ * the warp-shuffle form where warp_stride allows it, else the tree. */
 static KNode *block_reduce(LowerCtx *c, const Expr *e, const char *var, cf_dtype dt, const bool red[6]) {
   KNode *n = acc_node(c, KN_BLOCK_REDUCE, e, var, dt);
   for (int d = 0; d < 3; d++) n->u.acc.reduce[d] = red[d];
-  n->u.acc.warp_stride = warp_stride(c, red);
+  n->u.acc.lanes = warp_lanes(c, red);
+  n->u.acc.warp_stride = n->u.acc.lanes ? 0 : warp_stride(c, red);
   n->u.acc.warp = n->u.acc.warp_stride > 0;
-  if (red[0] || red[1] || red[2]) n->u.acc.ws = workspace(c, e, dt);
+  if ((red[0] || red[1] || red[2]) && !n->u.acc.lanes) n->u.acc.ws = workspace(c, e, dt);
   return n;
 }
 

@@ -88,14 +88,48 @@ Test(reductions, tree_block_reduction_of_50_threads) {
   free(src);
 }
 
-/* Tutorial.Reduction's TIDy x TIDx schedule: rows on threadIdx.y, a 2-D thread block. */
+/* Tutorial.Reduction's TIDy x TIDx schedule: rows on threadIdx.y, a 2-D thread block. A
+ * row of 32 threads is one warp: its shuffles alone reduce it, with no workspace and no
+ * barrier. */
 Test(reductions, two_d_block_reducing_x) {
   cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){10, 32});
   cf_tv *r = cf_sum(f, a, 1, (int[]){1});
   cf_fusion_add_output(f, r);
   cf_parallelize(f, r, 0, CF_PT_TIDY);
   cf_parallelize(f, r, 1, CF_PT_TIDX);
-  free(check(1e-5));
+  char *src = check(1e-5);
+  cr_expect(strstr(src, "for (int cf_o = 16; cf_o > 0; cf_o >>= 1) {") != NULL, "no warp-local shuffles in:\n%s", src);
+  cr_expect(strstr(src, "__syncthreads") == NULL, "a barrier in:\n%s", src);
+  free(src);
+  cr_expect_eq(host_launch().smem, 0, "a warp-local all-reduce needs no workspace");
+}
+
+/* Rows of 8 threads, 16 rows on threadIdx.y (128 threads: whole warps): each row within a
+ * group of 8 lanes, shuffled from lane distance 4 down; max of negative values (a wrong
+ * group would mix rows). */
+Test(reductions, rows_of_eight_lanes_reduce_within_their_group) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){16, 8});
+  cf_tv *r = cf_max_reduce(f, cf_neg(f, a), 1, (int[]){1});
+  cf_fusion_add_output(f, r);
+  cf_inline_most(f);
+  cf_parallelize(f, r, 0, CF_PT_TIDY);
+  cf_parallelize(f, r, 1, CF_PT_TIDX);
+  char *src = check(0);
+  cr_expect(strstr(src, "for (int cf_o = 4; cf_o > 0; cf_o >>= 1) {") != NULL, "no 8-lane shuffles in:\n%s", src);
+  free(src);
+}
+
+/* Rows of 16 threads, 3 rows: 48 threads are not whole warps (the last warp's upper lanes
+ * would take no part in its shuffles): the tree. */
+Test(reductions, rows_within_a_partial_warp_use_the_tree) {
+  cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){3, 16});
+  cf_tv *r = cf_sum(f, a, 1, (int[]){1});
+  cf_fusion_add_output(f, r);
+  cf_parallelize(f, r, 0, CF_PT_TIDY);
+  cf_parallelize(f, r, 1, CF_PT_TIDX);
+  char *src = check(1e-5);
+  cr_expect(strstr(src, "__shfl_xor_sync") == NULL && strstr(src, "cf_s >>= 1") != NULL, "not the tree in:\n%s", src);
+  free(src);
 }
 
 /* Two reduction axes on threadIdx.y and threadIdx.x (6 x 10 = 60 threads per group). */

@@ -66,11 +66,11 @@ static const SchedDevice few_sms = {.sm_count = 4,
 Test(norm_cf, block_per_channel_each_branch) {
   sc_dev = &tiny;
   static const Case cases[] = {
-      {CF_FLOAT, {2, 3, 200}, "registers threads=64 persistent=2 vector=4 rows=blockIdx.x"},
+      {CF_FLOAT, {2, 3, 200}, "registers threads=32x2 persistent=4 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, {3, 5, 7}, "registers threads=32x2 persistent=1 vector=1 rows=blockIdx.x"},
       {CF_FLOAT, {3, 3, 500}, "shared threads=64 persistent=6 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, {4, 3, 1001}, "multipass threads=32 chunks=126 vector=1 rows=blockIdx.x"},
-      {CF_BFLOAT16, {2, 3, 256}, "registers threads=64 persistent=1 vector=8 rows=blockIdx.x buffers=inputs"},
+      {CF_BFLOAT16, {2, 3, 256}, "registers threads=32x2 persistent=2 vector=8 rows=blockIdx.x buffers=inputs"},
       {CF_BFLOAT16, {3, 4, 700}, "shared threads=64 persistent=9 vector=4 rows=blockIdx.x"},
       {CF_HALF, {5, 3, 1000}, "multipass threads=32 chunks=20 vector=8 rows=blockIdx.x"},
   };

@@ -124,7 +124,7 @@ Test(norm_sched, layernorm_with_mean_and_rstd_outputs) {
   cf_tv *s = cf_sum(f, x, 1, (int[]){1});
   cf_fusion_add_output(f, cf_div(f, x, back(s, 2)));
   cf_fusion_add_output(f, s); /* a reduction itself as an output */
-  schedule_and_check(1, &IN(CF_FLOAT, 5, 300), "registers threads=96 persistent=1 vector=4 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 5, 300), "registers threads=32x4 persistent=3 vector=4 rows=blockIdx.x", 1e-4);
 }
 
 /* The parameters for the rows of the benchmark and for a row that needs predicates. */
@@ -141,7 +141,7 @@ Test(norm_sched, parameters) {
                      "registers threads=128 persistent=4 vector=8 rows=blockIdx.x", 5e-2);
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){3, 1000}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 3, 1000), "registers threads=128 persistent=2 vector=4 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 3, 1000), "registers threads=32x2 persistent=8 vector=4 rows=blockIdx.x", 1e-4);
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){3, 4097}, false);
   schedule_and_check(1, &IN(CF_FLOAT, 3, 4097),
@@ -173,13 +173,13 @@ Test(norm_sched, softmax_3d) {
   cf_tv *x = input(CF_FLOAT, 3, (int64_t[]){3, 4, 50}, false);
   cf_tv *s = cf_sum(f, x, 2, (int[]){1, 2});
   cf_fusion_add_output(f, cf_div(f, x, cf_broadcast(f, s, 3, (bool[]){false, true, true})));
-  schedule_and_check(1, &IN(CF_FLOAT, 3, 4, 50), "registers threads=128 persistent=1 vector=2 rows=blockIdx.x", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 3, 4, 50), "registers threads=32x2 persistent=4 vector=2 rows=blockIdx.x", 1e-4);
 }
 
 /* One row: no outer axis, no blockIdx.x. */
 Test(norm_sched, softmax_of_a_vector) {
   softmax(CF_FLOAT, 1, (int64_t[]){300}, false);
-  schedule_and_check(1, &IN(CF_FLOAT, 300), "registers threads=96 persistent=1 vector=4 rows=1", 1e-4);
+  schedule_and_check(1, &IN(CF_FLOAT, 300), "registers threads=32 persistent=3 vector=4 rows=1", 1e-4);
 }
 
 /* Why a symbolic row is split outer by the persistent count: the same schedule by hand
@@ -257,16 +257,16 @@ Test(norm_sched, softmax_of_a_vector_over_the_grid) {
 Test(norm_sched, softmax_each_branch) {
   sc_dev = &tiny;
   static const Case cases[] = {
-      {CF_FLOAT, 3, 1000, "registers threads=64 persistent=4 vector=4 rows=blockIdx.x"},
+      {CF_FLOAT, 3, 1000, "registers threads=32 persistent=8 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, 2, 1009, "registers threads=64 persistent=16 vector=1 rows=blockIdx.x"},
       {CF_FLOAT, 5, 1031, "shared threads=64 persistent=17 vector=1 rows=blockIdx.x"},
       {CF_FLOAT, 4, 1500, "shared threads=64 persistent=6 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, 3, 1999, "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x online_softmax"},
       {CF_FLOAT, 2, 4096, "multipass threads=32 chunks=32 vector=4 rows=blockIdx.x online_softmax"},
-      {CF_BFLOAT16, 3, 2048, "registers threads=64 persistent=4 vector=8 rows=blockIdx.x buffers=inputs"},
+      {CF_BFLOAT16, 3, 2048, "registers threads=32 persistent=8 vector=8 rows=blockIdx.x"},
       {CF_BFLOAT16, 2, 2053, "shared threads=64 persistent=33 vector=1 rows=blockIdx.x"},
       {CF_BFLOAT16, 2, 5000, "multipass threads=32 chunks=20 vector=8 rows=blockIdx.x online_softmax"},
-      {CF_HALF, 3, 1024, "registers threads=64 persistent=2 vector=8 rows=blockIdx.x"},
+      {CF_HALF, 3, 1024, "registers threads=32 persistent=4 vector=8 rows=blockIdx.x"},
       {CF_HALF, 2, 3001, "shared threads=64 persistent=47 vector=1 rows=blockIdx.x"},
       {CF_HALF, 2, 8191, "multipass threads=32 chunks=256 vector=1 rows=blockIdx.x online_softmax"},
   };
@@ -300,14 +300,14 @@ Test(norm_sched, layernorm_and_rmsnorm_each_branch) {
     int64_t rows, cols;
     const char *ln, *rms;
   } cases[] = {
-      {CF_FLOAT, 3, 256, "registers threads=64 persistent=1 vector=4 rows=blockIdx.x",
-       "registers threads=64 persistent=1 vector=4 rows=blockIdx.x"},
+      {CF_FLOAT, 3, 256, "registers threads=32 persistent=2 vector=4 rows=blockIdx.x",
+       "registers threads=32x2 persistent=2 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, 2, 1000, "shared threads=64 persistent=4 vector=4 rows=blockIdx.x",
-       "shared threads=64 persistent=4 vector=4 rows=blockIdx.x"},
+       "registers threads=32 persistent=8 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, 2, 2011, "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x",
        "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x"},
-      {CF_BFLOAT16, 3, 512, "registers threads=64 persistent=1 vector=8 rows=blockIdx.x buffers=inputs",
-       "registers threads=64 persistent=1 vector=8 rows=blockIdx.x buffers=inputs"},
+      {CF_BFLOAT16, 3, 512, "registers threads=32 persistent=2 vector=8 rows=blockIdx.x buffers=inputs",
+       "registers threads=32x2 persistent=2 vector=8 rows=blockIdx.x buffers=inputs"},
       {CF_BFLOAT16, 2, 3000, "shared threads=64 persistent=6 vector=8 rows=blockIdx.x",
        "shared threads=64 persistent=6 vector=8 rows=blockIdx.x"},
       {CF_HALF, 2, 4099, "multipass threads=32 chunks=129 vector=1 rows=blockIdx.x",
@@ -359,7 +359,7 @@ Test(norm_sched, layernorm_with_keepdim_mean_and_invstd_outputs) {
   sc_dev = &tiny;
   static const Case cases[] = {
       {CF_FLOAT, 3, 100, "registers threads=32x2 persistent=1 vector=4 rows=blockIdx.x"},
-      {CF_BFLOAT16, 2, 1024, "registers threads=64 persistent=4 vector=4 rows=blockIdx.x buffers=inputs"},
+      {CF_BFLOAT16, 2, 1024, "registers threads=32x2 persistent=8 vector=4 rows=blockIdx.x buffers=inputs"},
       {CF_FLOAT, 2, 1500, "shared threads=64 persistent=6 vector=4 rows=blockIdx.x"},
       {CF_HALF, 3, 3001, "shared threads=64 persistent=47 vector=1 rows=blockIdx.x"},
       {CF_HALF, 3, 4099, "multipass threads=32 chunks=129 vector=1 rows=blockIdx.x"},
