@@ -74,7 +74,7 @@ static cf_status comm_fail(cf_comm *c, cf_status st, const char *fmt, ...) {
 static void line_end(cf_comm *c, MeshLine *l, bool abort) {
   if (l->fast || l->comm) { /* then NCCL is loaded */
     ncclResult_t (*end)(ncclComm_t) = abort ? c->nccl->ncclCommAbort : c->nccl->ncclCommDestroy;
-    if (l->fast) end(l->fast);
+    if (l->fast && l->fast != l->comm) end(l->fast);
     if (l->comm) end(l->comm);
   }
   free(l->warm);
@@ -167,8 +167,12 @@ static ncclConfig_2_18 comm_config(bool blocking) {
 }
 
 /* Line l's blocking twin: a split of its non-blocking communicator (every member, in
- * the same order), polled like any split. */
+ * the same order), polled like any split. CFUSER_NCCL_TWIN=0 makes none (the collectives
+ * run on the non-blocking communicator, each polled to its launch, and need no barrier):
+ * the way to tell a fault of the twins from others on a GPU node. */
 static cf_status make_twin(cf_comm *c, MeshLine *l, int key) {
+  const char *env = getenv("CFUSER_NCCL_TWIN");
+  if (env && !strcmp(env, "0")) return l->fast = l->comm, CF_OK;
   ncclConfig_2_18 cfg = comm_config(true);
   cf_status st = mesh_comm_check(c, c->nccl->ncclCommSplit(l->comm, 0, key, &l->fast, &cfg), "ncclCommSplit (twin)");
   l->ready = !st && l->fast;
@@ -323,7 +327,7 @@ cf_status mesh_comm_collective(cf_comm *c, MeshLine *l, MeshCommKind kind, const
                                ncclDataType_t type, ncclRedOp_t op, const char *what) {
   if (c->aborted) return c->status;
   if (!mesh_cu()) return comm_fail(c, CF_ERR_CUDA, "mesh: the CUDA driver lacks cuStreamQuery or events");
-  if (!is_warm(l, (MeshCallSig){(int)kind, (int)op, (int)type, count})) {
+  if (l->fast != l->comm && !is_warm(l, (MeshCallSig){(int)kind, (int)op, (int)type, count})) {
     void *b = c->barrier->dl_tensor.data;
     const char *why = "the barrier before a first collective";
     cf_status st = mesh_comm_check(c, c->nccl->ncclAllReduce(b, b, 1, ncclInt32, ncclSum, l->comm, c->comm_stream), why);

@@ -188,8 +188,6 @@ static cf_status move(NcclRun *r, const MeshComm *c) {
   const MeshValue *dv = &r->p->values[c->dst];
   int me = r->c->rank, to = dv->mesh->devices[0];
   bool in_dst = cf_device_mesh_index(dv->mesh, me) >= 0;
-  int64_t sizes[CF_MAX_RANK];
-  int rank = mesh_value_shape(dv, sizes);
   DLManagedTensor *buf = in_dst                    ? value_buffer(r, c->dst)
                          : c->kind == MC_BROADCAST ? mesh_state_kept(r->s, c->dst, 0, alloc_kept, r, r->err, sizeof r->err)
                                                    : NULL;
@@ -197,7 +195,6 @@ static cf_status move(NcclRun *r, const MeshComm *c) {
   const DLTensor *src = me == c->root ? r->view[c->src] : NULL;
   if (me == c->root && !src) return snprintf(r->err, sizeof r->err, "mesh: rank %d holds no shard to send", me), CF_ERR_INVALID_ARGUMENT;
   size_t n = buf ? (size_t)cf_tensor_numel(&buf->dl_tensor) : (size_t)cf_tensor_numel(src);
-  (void)rank;
   ncclDataType_t type = nccl_type(dv->tv->dtype);
   ncclComm_t world = r->c->world.comm;
   if (c->kind == MC_BROADCAST)
