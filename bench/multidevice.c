@@ -8,8 +8,10 @@
  *            [--fusions] [--failure]
  *       --check      each sharded fusion on the GPUs equals the evaluator's shard
  *       --bandwidth  allreduce, allgather and reduce-scatter bus bandwidth, 1 MiB .. 1 GiB,
- *                    through cfuser's communicator (raw NCCL) and through a fusion
- *       --fusions    the sharded fusions' time per call
+ *                    through cfuser's communicator as cf_mesh_run calls it (the world
+ *                    line's blocking twin, mesh_comm_collective), each call and its wait
+ *                    timed, the median of 20 (as bench/multidevice_torch.py times torch)
+ *       --fusions    the sharded fusions' time per call (median of 20, each call waits)
  *       --failure    rank 1 runs without its input: every rank must report it (last)
  * The cases: the sharded reference fusions (one input [rows, cols], rows or columns
  * sharded) and sp_ln_tp_mlp, Megatron's sequence-parallel layer norm + tensor-parallel

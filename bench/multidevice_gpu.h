@@ -50,12 +50,23 @@ static int gpu_case(cf_comm *c, const Case *k, int scale, bool check, double *us
     bad = !same_shard(f, &h->dl_tensor, &ref->dl_tensor, me, k);
     cf_tensor_free(h);
   }
-  for (int it = 0; !st && us && it < 25; it++) {
-    if (it == 5) *us = bu_now_us();
+  double t[20];
+  MeshStats before = mesh_exec_stats(x);
+  for (int it = 0; !st && us && it < 25; it++) { /* each call ends with its own wait, as torch's side syncs */
     cf_tensor_free(out);
+    double t0 = bu_now_us();
     st = cf_mesh_run(x, c, n, in, 1, &out);
+    if (it >= 5) t[it - 5] = bu_now_us() - t0;
+    if (it == 4) before = mesh_exec_stats(x);
   }
-  if (us) *us = (bu_now_us() - *us) / 20;
+  if (us && !st) {
+    MeshStats after = mesh_exec_stats(x);
+    *us = bu_median(t, 20);
+    if (me == 0) /* the steady state: no kept buffer, no event, one output per call */
+      printf("# %s: 20 calls made %lld kept buffers, %lld events, %lld outputs\n", k->name,
+             (long long)(after.buffers - before.buffers), (long long)(after.events - before.events),
+             (long long)(after.outputs - before.outputs));
+  }
   if (st) printf("rank %d: FAILED %s: %s\n", me, k->name, cf_mesh_executor_error(x)), bad = 1;
   else if (check) printf("rank %d: %s %s\n", me, k->name, bad ? "MISMATCH" : "ok");
   cf_tensor_free(out), cf_tensor_free(ref);
@@ -65,7 +76,9 @@ static int gpu_case(cf_comm *c, const Case *k, int scale, bool check, double *us
   return bad;
 }
 
-/* Raw NCCL through the group's communicator and streams: median of 20 timed calls. */
+/* NCCL through the group's world line (its blocking twin, mesh_comm_collective, as
+ * cf_mesh_run calls it) and streams: the median of 20 timed calls after 5 warm-ups, each
+ * call and its wait for the stream timed, as bench/multidevice_torch.py times torch's. */
 typedef struct BwCtx {
   cf_comm *c;
   int kind; /* 0 allreduce, 1 allgather, 2 reduce-scatter */
@@ -73,16 +86,12 @@ typedef struct BwCtx {
   size_t count; /* floats per rank sent (allreduce, reduce-scatter: the whole buffer) */
 } BwCtx;
 
-static int bw_call(void *arg) {
-  BwCtx *b = arg;
-  const NcclApi *n = b->c->nccl;
-  ncclResult_t r = b->kind == 0   ? n->ncclAllReduce(b->send, b->recv, b->count, ncclFloat32, ncclSum, b->c->world,
-                                                     b->c->comm_stream)
-                   : b->kind == 1 ? n->ncclAllGather(b->send, b->recv, b->count, ncclFloat32, b->c->world,
-                                                     b->c->comm_stream)
-                                  : n->ncclReduceScatter(b->send, b->recv, b->count / (size_t)b->c->size, ncclFloat32,
-                                                         ncclSum, b->c->world, b->c->comm_stream);
-  return r == ncclSuccess || r == ncclInProgress ? 0 : -1;
+static const MeshCommKind bw_kinds[3] = {MC_ALLREDUCE, MC_ALLGATHER, MC_REDUCE_SCATTER};
+
+static cf_status bw_call(BwCtx *b) {
+  size_t count = b->kind == 2 ? b->count / (size_t)b->c->size : b->count;
+  return mesh_comm_collective(b->c, &b->c->world, bw_kinds[b->kind], b->send, b->recv, count, ncclFloat32, ncclSum,
+                              "bandwidth");
 }
 
 static int bw_sync(void *arg) {
@@ -103,8 +112,7 @@ static void run_bandwidth(cf_comm *c) {
       double t[20];
       for (int it = 0; it < 25; it++) {
         double t0 = bu_now_us();
-        bw_call(&b);
-        mesh_comm_poll(c, bw_sync, &b, names[kind]);
+        if (bw_call(&b) || mesh_comm_poll(c, bw_sync, &b, names[kind])) break;
         if (it >= 5) t[it - 5] = bu_now_us() - t0;
       }
       double us = bu_median(t, 20), size = kind == 1 ? (double)bytes * n : (double)bytes;
@@ -113,6 +121,7 @@ static void run_bandwidth(cf_comm *c) {
       cf_tensor_free(s);
       cf_tensor_free(r);
     }
+  if (cf_comm_rank(c) == 0) printf("barriers %lld\n", (long long)c->barriers);
 }
 
 /* Rank 1 runs without its input; every rank must report a failure naming it. */

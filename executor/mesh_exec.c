@@ -31,6 +31,8 @@ struct cf_mesh_executor {
   char *create_error;
   MeshPlan plan;
   bool has_plan;
+  uint64_t plan_gen; /* counts the plans made: the run state's buffers belong to one */
+  MeshState state;
   cf_backend plan_backend; /* the backend the plan's segments run on */
   int64_t key[64 * CF_MAX_RANK]; /* the global input sizes the plan was made for */
   ErrMsg error;
@@ -96,6 +98,7 @@ cf_mesh_executor *cf_mesh_executor_create(cf_fusion *f, const cf_executor_option
 
 void cf_mesh_executor_destroy(cf_mesh_executor *x) {
   if (!x) return;
+  mesh_state_free(&x->state);
   if (x->has_plan) mesh_plan_free(&x->plan);
   cf_fusion_destroy(x->g);
   free(x->layout);
@@ -209,6 +212,7 @@ static cf_status plan_for(cf_mesh_executor *x, const DLTensor *const *shards, cf
     return st;
   }
   x->has_plan = true;
+  x->plan_gen++;
   x->plan_backend = b;
   memcpy(x->key, key, sizeof key);
   if (lower_dump_requested("segments")) mesh_plan_print(&x->plan, stderr);
@@ -233,7 +237,7 @@ cf_status cf_mesh_run_host(cf_mesh_executor *x, int ndevices, int ninputs, const
   cf_status st = plan_for(x, first, b);
   if (st) return st;
   char err[512] = "";
-  st = mesh_host_run(&x->plan, ndevices, inputs, outputs, err, sizeof err);
+  st = mesh_host_run(&x->state, x->plan_gen, &x->plan, ndevices, inputs, outputs, err, sizeof err);
   return st ? set_error(x, st, "%s", err) : CF_OK;
 }
 
@@ -268,3 +272,10 @@ cf_status mesh_exec_plan(cf_mesh_executor *x, const DLTensor *const *shards, con
 }
 
 void mesh_exec_fail(cf_mesh_executor *x, cf_status st, const char *msg) { set_error(x, st, "%s", msg); }
+
+MeshState *mesh_exec_state(cf_mesh_executor *x, uint64_t *gen) {
+  *gen = x->plan_gen;
+  return &x->state;
+}
+
+MeshStats mesh_exec_stats(const cf_mesh_executor *x) { return x ? x->state.stats : (MeshStats){0}; }

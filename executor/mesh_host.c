@@ -8,7 +8,11 @@
  * step sees every device's buffers at once, so a collective is a plain function of them
  * and the run is deterministic; what it cannot show (a device that stops half-way) is
  * the NCCL executor's failure model, tested there. Reductions across devices combine in
- * double and round once to the element type, in line order. */
+ * double and round once to the element type, in line order. Every buffer a run makes
+ * (segment outputs, communication results, a reduction's scratch) is kept in the
+ * executor's state (mesh_state.c) for the next run; the outputs are copied out, so a run
+ * in the steady state allocates only what it returns. An in-place allreduce (the plan's
+ * rule) writes the line's result over each device's partials, as NCCL's does. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +32,19 @@ void mesh_copy_block(void *dst, const void *src, int64_t outer, int64_t n, int64
 }
 
 typedef struct HostRun {
+  MeshState *s;
   const MeshPlan *p;
   int ndev;
-  const DLTensor **view;  /* [value * ndev + device] */
-  DLManagedTensor **own;  /* the buffers the run made */
+  const DLTensor **view; /* [value * ndev + device]: s->view */
   char err[512];
 } HostRun;
+
+static DLManagedTensor *host_alloc(void *ctx, cf_dtype dt, int rank, const int64_t *sizes, char *err, size_t errlen) {
+  (void)ctx;
+  DLManagedTensor *t = cf_tensor_host(dt, rank, sizes);
+  if (!t) snprintf(err, errlen, "mesh: out of memory");
+  return t;
+}
 
 static cf_status fail(HostRun *r, cf_status st, const char *msg) {
   snprintf(r->err, sizeof r->err, "%s", msg);
@@ -53,15 +64,21 @@ static void split_at(const DLTensor *t, int axis, int64_t *outer, int64_t *inner
   for (int i = axis + 1; i < t->ndim; i++) *inner *= t->shape[i];
 }
 
-static DLManagedTensor *new_like(HostRun *r, int value, int dev, const DLTensor *t, int axis, int64_t ext) {
-  int64_t sizes[CF_MAX_RANK];
-  for (int i = 0; i < t->ndim; i++) sizes[i] = i == axis ? ext : t->shape[i];
-  DLManagedTensor *m = cf_tensor_host(r->p->values[value].tv->dtype, t->ndim, sizes);
-  if (m) {
-    r->own[value * r->ndev + dev] = m;
-    r->view[value * r->ndev + dev] = &m->dl_tensor;
-  }
+/* The kept buffer of (value, dev) in the value's local shape, now its view. */
+static DLManagedTensor *new_value(HostRun *r, int value, int dev) {
+  DLManagedTensor *m = mesh_state_kept(r->s, value, dev, host_alloc, NULL, r->err, sizeof r->err);
+  if (m) r->view[value * r->ndev + dev] = &m->dl_tensor;
   return m;
+}
+
+/* A host tensor over the run's scratch, of src's dtype (es bytes) and shape (NULL: out
+ * of memory). */
+static DLTensor *scratch_like(HostRun *r, const DLTensor *src, size_t es, DLTensor *t) {
+  *t = *src;
+  t->strides = NULL;
+  t->byte_offset = 0;
+  t->data = mesh_state_scratch(r->s, (size_t)cf_tensor_numel(src) * es, host_alloc, NULL, r->err, sizeof r->err);
+  return t->data ? t : NULL;
 }
 
 static double get(const DLTensor *t, int64_t i) { return cf_tensor_get(t, i); }
@@ -95,6 +112,23 @@ static cf_status reduce_line(HostRun *r, const MeshComm *c, const int *team, int
   return CF_OK;
 }
 
+/* An allreduce over the line's buffers, in place: the device first in the line (the
+ * run visits devices in mesh order) reduces into the scratch and copies the result over
+ * every member's partials; each member's result is its own buffer. */
+static cf_status allreduce_in_place(HostRun *r, const MeshComm *c, const int *team, int n, int pos, int dev,
+                                    const DLTensor *src, size_t es) {
+  if (pos == 0) {
+    DLTensor t;
+    if (!scratch_like(r, src, es, &t)) return CF_ERR_OUT_OF_MEMORY;
+    cf_status st = reduce_line(r, c, team, n, &t);
+    for (int j = 0; !st && j < n; j++)
+      memcpy(r->view[c->src * r->ndev + team[j]]->data, t.data, (size_t)cf_tensor_numel(src) * es);
+    if (st) return st;
+  }
+  r->view[c->dst * r->ndev + dev] = src;
+  return CF_OK;
+}
+
 static cf_status comm_on(HostRun *r, const MeshComm *c, int dev) {
   const MeshValue *sv = &r->p->values[c->src];
   int team[CF_MESH_MAX_DEVICES], pos = 0;
@@ -111,34 +145,34 @@ static cf_status comm_on(HostRun *r, const MeshComm *c, int dev) {
   DLManagedTensor *m = NULL;
   switch (c->kind) {
   case MC_ALLGATHER:
-    if (!(m = new_like(r, c->dst, dev, src, axis, ext * n))) break;
+    if (!(m = new_value(r, c->dst, dev))) break;
     for (int j = 0; j < n; j++)
       mesh_copy_block(m->dl_tensor.data, r->view[c->src * r->ndev + team[j]]->data, outer, ext * n, inner, es, j, n, true);
     return CF_OK;
   case MC_SLICE:
-    if (!(m = new_like(r, c->dst, dev, src, axis, ext / n))) break;
+    if (!(m = new_value(r, c->dst, dev))) break;
     mesh_copy_block(m->dl_tensor.data, src->data, outer, ext, inner, es, pos, n, false);
     return CF_OK;
   case MC_ALLREDUCE:
-    if (!(m = new_like(r, c->dst, dev, src, -1, 0))) break;
+    if (c->in_place) return allreduce_in_place(r, c, team, n, pos, dev, src, es);
+    if (!(m = new_value(r, c->dst, dev))) break;
     return reduce_line(r, c, team, n, &m->dl_tensor);
   case MC_REDUCE_SCATTER: {
-    DLManagedTensor *full = cf_tensor_host(sv->tv->dtype, src->ndim, src->shape);
-    cf_status st = full ? reduce_line(r, c, team, n, &full->dl_tensor) : CF_ERR_OUT_OF_MEMORY;
-    if (!st && (m = new_like(r, c->dst, dev, src, axis, ext / n)))
-      mesh_copy_block(m->dl_tensor.data, full->dl_tensor.data, outer, ext, inner, es, pos, n, false);
-    cf_tensor_free(full);
+    DLTensor full;
+    cf_status st = scratch_like(r, src, es, &full) ? reduce_line(r, c, team, n, &full) : CF_ERR_OUT_OF_MEMORY;
+    if (!st && (m = new_value(r, c->dst, dev)))
+      mesh_copy_block(m->dl_tensor.data, full.data, outer, ext, inner, es, pos, n, false);
     if (st) return st;
     break;
   }
   case MC_BROADCAST:
   case MC_SEND_RECV:
-    if (!(m = new_like(r, c->dst, dev, src, -1, 0))) break;
+    if (!(m = new_value(r, c->dst, dev))) break;
     memcpy(m->dl_tensor.data, src->data, (size_t)cf_tensor_numel(src) * es);
     return CF_OK;
   default: return fail(r, CF_ERR_INTERNAL, "mesh: internal error: an unknown communication");
   }
-  return m ? CF_OK : fail(r, CF_ERR_OUT_OF_MEMORY, "mesh: out of memory");
+  return m ? CF_OK : CF_ERR_OUT_OF_MEMORY;
 }
 
 static cf_status segment_on(HostRun *r, const MeshSegment *s, int dev) {
@@ -150,15 +184,15 @@ static cf_status segment_on(HostRun *r, const MeshSegment *s, int dev) {
       return snprintf(r->err, sizeof r->err, "mesh: device %d has no shard of %s", dev,
                       TV(r->p->values[s->in[k]].tv)->display_name),
              CF_ERR_INVALID_ARGUMENT;
+  for (int k = 0; k < s->nout; k++)
+    if (!(outs[k] = mesh_state_kept(r->s, s->out[k], dev, host_alloc, NULL, r->err, sizeof r->err)))
+      return CF_ERR_OUT_OF_MEMORY;
   cf_status st = cf_fusion_execute(s->cache, s->nin, ins, s->nout, outs);
   if (st) {
     snprintf(r->err, sizeof r->err, "mesh: device %d: %s", dev, cf_fusion_cache_error(s->cache));
     return st;
   }
-  for (int k = 0; k < s->nout; k++) {
-    r->own[s->out[k] * r->ndev + dev] = outs[k];
-    r->view[s->out[k] * r->ndev + dev] = &outs[k]->dl_tensor;
-  }
+  for (int k = 0; k < s->nout; k++) r->view[s->out[k] * r->ndev + dev] = &outs[k]->dl_tensor;
   return CF_OK;
 }
 
@@ -184,23 +218,23 @@ static cf_status copy_out(HostRun *r, int noutputs, DLManagedTensor **outputs) {
       if (!c) return fail(r, CF_ERR_OUT_OF_MEMORY, "mesh: out of memory");
       memcpy(c->dl_tensor.data, t->data, (size_t)cf_tensor_numel(t) * cf_dtype_size(r->p->values[r->p->outputs[o]].tv->dtype));
       outputs[d * noutputs + o] = c;
+      r->s->stats.outputs++;
     }
   return CF_OK;
 }
 
-cf_status mesh_host_run(const MeshPlan *p, int ndev, const DLTensor *const *inputs, DLManagedTensor **outputs,
-                        char *err, size_t errlen) {
-  HostRun r = {p, ndev, calloc((size_t)(p->nvalues * ndev + 1), sizeof(DLTensor *)),
-               calloc((size_t)(p->nvalues * ndev + 1), sizeof(DLManagedTensor *)), {0}};
-  cf_status st = r.view && r.own ? CF_OK : fail(&r, CF_ERR_OUT_OF_MEMORY, "mesh: out of memory");
+cf_status mesh_host_run(MeshState *ms, uint64_t gen, const MeshPlan *p, int ndev, const DLTensor *const *inputs,
+                        DLManagedTensor **outputs, char *err, size_t errlen) {
+  HostRun r = {ms, p, ndev, NULL, {0}};
+  cf_status st = mesh_state_begin(ms, p, gen, ndev);
+  if (st) fail(&r, st, "mesh: out of memory");
+  r.view = ms->view;
   for (int i = 0; i < p->ninputs && !st; i++)
     for (int d = 0; d < ndev; d++) r.view[p->inputs[i] * ndev + d] = inputs[d * p->ninputs + i];
   for (int i = 0; i < p->nsteps && !st; i++) st = run_step(&r, &p->steps[i]);
   for (int o = 0; o < p->noutputs * ndev; o++) outputs[o] = NULL;
   if (!st) st = copy_out(&r, p->noutputs, outputs);
-  for (int i = 0; r.own && i < p->nvalues * ndev; i++) cf_tensor_free(r.own[i]);
-  free(r.own);
-  free((void *)r.view);
-  if (st) snprintf(err, errlen, "%s", r.err);
+  if (!st) mesh_state_end(ms);
+  if (st) snprintf(err, errlen, "%s", r.err[0] ? r.err : "mesh: out of memory");
   return st;
 }

@@ -3,16 +3,20 @@
  * Every rank walks the same plan (made from the global sizes, so identical everywhere):
  * compute segments of its mesh run on the compute stream through their define-and-run
  * caches; communications run on the communication stream, after an event recorded on
- * the compute stream when they read a segment's output, and the compute stream waits for
- * an event after them before the next segment. A collective along a tensor axis other
- * than the outermost packs or unpacks blocks with 2-D copies (NCCL gathers and scatters
- * contiguous chunks). A broadcast between meshes runs on the world communicator, every
- * rank taking part (those off the target mesh receive into scratch). The run ends with
- * one wait for both streams, polled with the group's deadline (mesh_comm.c): a failure
- * on any rank is reported on every rank, never a hang.
+ * the compute stream when a segment ran since the last one, and a segment reading a
+ * communication's result waits for an event recorded after it. Collectives go through
+ * the group's blocking twin of their line (mesh_comm.c). A collective along a tensor
+ * axis other than the outermost packs or unpacks blocks with 2-D copies through a
+ * scratch buffer (NCCL gathers and scatters contiguous chunks); an allreduce the plan
+ * marks in place runs on its partials' buffer. A broadcast between meshes runs on the
+ * world communicator, every rank taking part (those off the target mesh receive into
+ * scratch). The run ends with one wait for both streams, polled with the group's
+ * deadline (mesh_comm.c): a failure on any rank is reported on every rank, never a hang.
+ * Buffers of values that stay inside a run, the scratch and the events are the
+ * executor's (mesh_state.c), made once per plan: a call in the steady state allocates
+ * only its outputs.
  * Key decision: buffers are sized from the plan (the value's local extents), not from
  * tensors received, so a rank off a tensor's mesh still knows what to take part with. */
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,42 +39,14 @@ typedef struct {
   size_t WidthInBytes, Height;
 } CuMemcpy2D;
 
-typedef struct CuExtra {
-  int (*memcpy2d)(const CuMemcpy2D *, void *);
-  int (*event_create)(void **, unsigned);
-  int (*event_record)(void *, void *);
-  int (*event_destroy)(void *);
-  int (*stream_wait_event)(void *, void *, unsigned);
-  int (*stream_query)(void *);
-} CuExtra;
-
-/* The driver entry points the plan needs beyond cuda_driver.c's (libcuda is loaded by
- * then: exec_device_open opened the device). */
-static const CuExtra *cu_extra(void) {
-  static CuExtra x;
-  static bool done;
-  if (done) return x.memcpy2d ? &x : NULL;
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (h) {
-    *(void **)&x.memcpy2d = dlsym(h, "cuMemcpy2DAsync_v2");
-    *(void **)&x.event_create = dlsym(h, "cuEventCreate");
-    *(void **)&x.event_record = dlsym(h, "cuEventRecord");
-    *(void **)&x.event_destroy = dlsym(h, "cuEventDestroy_v2");
-    *(void **)&x.stream_wait_event = dlsym(h, "cuStreamWaitEvent");
-    *(void **)&x.stream_query = dlsym(h, "cuStreamQuery");
-  }
-  done = true;
-  bool all = x.memcpy2d && x.event_create && x.event_record && x.event_destroy && x.stream_wait_event && x.stream_query;
-  if (!all) x.memcpy2d = NULL;
-  return all ? &x : NULL;
-}
-
 typedef struct NcclRun {
   cf_comm *c;
   const MeshPlan *p;
-  const CuExtra *cu;
-  const DLTensor **view; /* by value */
-  DLManagedTensor **own;
+  const MeshCu *cu;
+  MeshState *s;
+  const DLTensor **view; /* by value: s->view */
+  DLManagedTensor **own; /* by value: s->own, what goes to the caller */
+  bool compute_dirty;    /* a segment ran since the communication stream last waited for it */
   char err[300];
 } NcclRun;
 
@@ -92,22 +68,35 @@ static ncclRedOp_t nccl_op(IrOp op) {
   return op == OP_PROD ? ncclProd : op == OP_MAX_REDUCE ? ncclMax : op == OP_MIN_REDUCE ? ncclMin : ncclSum;
 }
 
-/* A device buffer of value v's local shape (axis `axis` times `scale` when >= 0). */
-static DLManagedTensor *alloc_value(NcclRun *r, int v, int axis, int64_t scale) {
-  const MeshValue *mv = &r->p->values[v];
-  int64_t sizes[CF_MAX_RANK];
-  int rank = 0;
-  for (int a = 0; a < TV(mv->tv)->nlogical; a++)
-    if (ID(TV(mv->tv)->logical[a])->iter_type != CF_ITER_REDUCTION)
-      sizes[rank++] = mesh_local_extent(mv, a) * (a == axis ? scale : 1);
+/* A buffer that goes to the caller: in the order of the communication stream. */
+static DLManagedTensor *alloc_fresh(NcclRun *r, cf_dtype dt, int rank, const int64_t *sizes) {
   DLManagedTensor *t = NULL;
-  exec_tensor_device_async(r->c->local_rank, r->c->comm_stream, mv->tv->dtype, rank, sizes, &t, r->err, sizeof r->err);
+  exec_tensor_device_async(r->c->local_rank, r->c->comm_stream, dt, rank, sizes, &t, r->err, sizeof r->err);
+  r->s->stats.outputs += t != NULL;
   return t;
 }
 
-static void keep(NcclRun *r, int v, DLManagedTensor *t) {
-  r->own[v] = t;
-  r->view[v] = &t->dl_tensor;
+/* A buffer kept across runs (MeshAllocFn): allocated on the legacy stream and waited for,
+ * so that any stream may use it and freeing it never needs the group's streams. */
+static DLManagedTensor *alloc_kept(void *ctx, cf_dtype dt, int rank, const int64_t *sizes, char *err, size_t errlen) {
+  NcclRun *r = ctx;
+  DLManagedTensor *t = NULL;
+  if (exec_tensor_device_async(r->c->local_rank, NULL, dt, rank, sizes, &t, err, errlen) ||
+      exec_stream_synchronize(r->c->local_rank, NULL, err, errlen))
+    cf_tensor_free(t), t = NULL;
+  return t;
+}
+
+/* The buffer of value v made by a communication, now its view: the caller's (fresh) or
+ * kept. */
+static DLManagedTensor *value_buffer(NcclRun *r, int v) {
+  int64_t sizes[CF_MAX_RANK];
+  const MeshValue *mv = &r->p->values[v];
+  DLManagedTensor *t = r->s->fresh[v] ? alloc_fresh(r, mv->tv->dtype, mesh_value_shape(mv, sizes), sizes)
+                                      : mesh_state_kept(r->s, v, 0, alloc_kept, r, r->err, sizeof r->err);
+  if (t && r->s->fresh[v]) r->own[v] = t;
+  if (t) r->view[v] = &t->dl_tensor;
+  return t;
 }
 
 /* Blocks of `rows` rows of `width` bytes: dst row i at dst + i * dpitch from src + i * spitch. */
@@ -139,83 +128,91 @@ static char *at(const DLTensor *t, int64_t bytes) { return (char *)t->data + t->
 
 static cf_status nccl_step(NcclRun *r, ncclResult_t res, const char *what) { return mesh_comm_check(r->c, res, what); }
 
-static cf_status gather_or_scatter(NcclRun *r, const MeshComm *c, ncclComm_t line, int n, int pos) {
-  const NcclApi *nc = r->c->nccl;
+/* An allreduce the plan marks in place: on src's buffer, which becomes dst's. */
+static cf_status allreduce_in_place(NcclRun *r, const MeshComm *c, MeshLine *line, const DLTensor *src) {
+  const MeshValue *sv = &r->p->values[c->src];
+  void *data = at(src, 0);
+  cf_status st = mesh_comm_collective(r->c, line, MC_ALLREDUCE, data, data, (size_t)cf_tensor_numel(src),
+                                      nccl_type(sv->tv->dtype), nccl_op(c->redop), "ncclAllReduce");
+  r->view[c->dst] = src;
+  r->own[c->dst] = r->own[c->src];
+  r->own[c->src] = NULL;
+  return st;
+}
+
+/* Copies of the blocks of a gather (unpack: tmp's blocks j into dst's column blocks) or
+ * of a reduce-scatter (pack: src's column blocks into tmp's blocks j). */
+static bool pack(NcclRun *r, bool unpack, char *tmp, char *full, int n, size_t row, size_t blk, size_t outer) {
+  for (int j = 0; j < n; j++) {
+    bool ok = unpack ? copy2d(r, full + (size_t)j * row, row * (size_t)n, tmp + (size_t)j * row * outer, row, row, outer)
+                     : copy2d(r, tmp + (size_t)j * blk * outer, blk, full + blk * (size_t)j, row, blk, outer);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+static cf_status gather_or_scatter(NcclRun *r, const MeshComm *c, MeshLine *line, int n, int pos) {
   const MeshValue *sv = &r->p->values[c->src];
   const DLTensor *src = r->view[c->src];
+  if (c->kind == MC_ALLREDUCE && c->in_place) return allreduce_in_place(r, c, line, src);
   ncclDataType_t type = nccl_type(sv->tv->dtype);
   size_t es = cf_dtype_size(sv->tv->dtype);
   int64_t outer = 1, ext = 1, inner = 1, numel = cf_tensor_numel(src);
   if (c->axis >= 0) around(sv, c->axis, &outer, &ext, &inner);
   size_t row = (size_t)(ext * inner) * es, blk = row / (size_t)n;
-  DLManagedTensor *dst = alloc_value(r, c->dst, -1, 1), *tmp = NULL;
+  DLManagedTensor *dst = value_buffer(r, c->dst);
   if (!dst) return CF_ERR_CUDA;
-  keep(r, c->dst, dst);
-  void *stream = r->c->comm_stream;
+  char *out = dst->dl_tensor.data, *tmp = NULL;
   if (c->kind == MC_ALLREDUCE)
-    return nccl_step(r, nc->ncclAllReduce(at(src, 0), dst->dl_tensor.data, (size_t)numel, type, nccl_op(c->redop), line, stream),
-                     "ncclAllReduce");
+    return mesh_comm_collective(r->c, line, MC_ALLREDUCE, at(src, 0), out, (size_t)numel, type, nccl_op(c->redop),
+                                "ncclAllReduce");
   if (c->kind == MC_SLICE)
-    return copy2d(r, dst->dl_tensor.data, blk, at(src, (int64_t)blk * pos), row, blk, (size_t)outer) ? CF_OK : CF_ERR_CUDA;
-  bool packed = outer > 1;
-  int64_t tmp_n = c->kind == MC_ALLGATHER ? numel * n : numel;
-  if (packed && exec_tensor_device_async(r->c->local_rank, stream, sv->tv->dtype, 1, &tmp_n, &tmp, r->err, sizeof r->err))
-    return CF_ERR_CUDA;
-  cf_status st = CF_OK;
+    return copy2d(r, out, blk, at(src, (int64_t)blk * pos), row, blk, (size_t)outer) ? CF_OK : CF_ERR_CUDA;
+  bool packed = outer > 1; /* the axis is not the outermost one of more than one element */
+  size_t tmp_bytes = (size_t)numel * es * (c->kind == MC_ALLGATHER ? (size_t)n : 1);
+  if (packed && !(tmp = mesh_state_scratch(r->s, tmp_bytes, alloc_kept, r, r->err, sizeof r->err))) return CF_ERR_CUDA;
   if (c->kind == MC_ALLGATHER) {
-    st = nccl_step(r, nc->ncclAllGather(at(src, 0), packed ? tmp->dl_tensor.data : dst->dl_tensor.data, (size_t)numel,
-                                        type, line, stream), "ncclAllGather");
-    for (int j = 0; packed && !st && j < n; j++)
-      if (!copy2d(r, (char *)dst->dl_tensor.data + (size_t)j * row, row * (size_t)n,
-                  (char *)tmp->dl_tensor.data + (size_t)(j * numel) * es, row, row, (size_t)outer))
-        st = CF_ERR_CUDA;
-  } else {
-    for (int j = 0; packed && !st && j < n; j++)
-      if (!copy2d(r, (char *)tmp->dl_tensor.data + (size_t)j * blk * (size_t)outer, blk, at(src, (int64_t)blk * j), row,
-                  blk, (size_t)outer))
-        st = CF_ERR_CUDA;
-    if (!st)
-      st = nccl_step(r, nc->ncclReduceScatter(packed ? tmp->dl_tensor.data : at(src, 0), dst->dl_tensor.data,
-                                              (size_t)(numel / n), type, nccl_op(c->redop), line, stream),
-                     "ncclReduceScatter");
+    cf_status st = mesh_comm_collective(r->c, line, MC_ALLGATHER, at(src, 0), packed ? tmp : out, (size_t)numel, type,
+                                        ncclSum, "ncclAllGather");
+    return st || !packed || pack(r, true, tmp, out, n, row, blk, (size_t)outer) ? st : CF_ERR_CUDA;
   }
-  cf_tensor_free(tmp); /* freed in stream order */
-  return st;
+  if (packed && !pack(r, false, tmp, at(src, 0), n, row, blk, (size_t)outer)) return CF_ERR_CUDA;
+  return mesh_comm_collective(r->c, line, MC_REDUCE_SCATTER, packed ? tmp : at(src, 0), out, (size_t)(numel / n), type,
+                              nccl_op(c->redop), "ncclReduceScatter");
 }
 
-/* A move between meshes: a broadcast on the world (everyone takes part) or a send/recv. */
+/* A move between meshes: a broadcast on the world (everyone takes part) or a send/recv,
+ * on the non-blocking world communicator (rare; each polled to its launch). */
 static cf_status move(NcclRun *r, const MeshComm *c) {
   const NcclApi *nc = r->c->nccl;
   const MeshValue *dv = &r->p->values[c->dst];
   int me = r->c->rank, to = dv->mesh->devices[0];
   bool in_dst = cf_device_mesh_index(dv->mesh, me) >= 0;
-  DLManagedTensor *buf = (in_dst || c->kind == MC_BROADCAST) ? alloc_value(r, c->dst, -1, 1) : NULL;
+  DLManagedTensor *buf = in_dst                    ? value_buffer(r, c->dst)
+                         : c->kind == MC_BROADCAST ? mesh_state_kept(r->s, c->dst, 0, alloc_kept, r, r->err, sizeof r->err)
+                                                   : NULL;
   if ((in_dst || c->kind == MC_BROADCAST) && !buf) return CF_ERR_CUDA;
   const DLTensor *src = me == c->root ? r->view[c->src] : NULL;
   if (me == c->root && !src) return snprintf(r->err, sizeof r->err, "mesh: rank %d holds no shard to send", me), CF_ERR_INVALID_ARGUMENT;
   size_t n = buf ? (size_t)cf_tensor_numel(&buf->dl_tensor) : (size_t)cf_tensor_numel(src);
   ncclDataType_t type = nccl_type(dv->tv->dtype);
-  cf_status st = CF_OK;
+  ncclComm_t world = r->c->world.comm;
   if (c->kind == MC_BROADCAST)
-    st = nccl_step(r, nc->ncclBroadcast(src ? at(src, 0) : buf->dl_tensor.data, buf->dl_tensor.data, n, type, c->root,
-                                        r->c->world, r->c->comm_stream), "ncclBroadcast");
-  else if (me == c->root && me == to)
-    st = copy2d(r, buf->dl_tensor.data, 0, at(src, 0), 0, n * cf_dtype_size(dv->tv->dtype), 1) ? CF_OK : CF_ERR_CUDA;
-  else if (me == c->root || me == to) {
-    nc->ncclGroupStart();
-    if (me == c->root) nc->ncclSend(at(src, 0), n, type, to, r->c->world, r->c->comm_stream);
-    if (me == to) nc->ncclRecv(buf->dl_tensor.data, n, type, c->root, r->c->world, r->c->comm_stream);
-    st = nccl_step(r, nc->ncclGroupEnd(), "ncclSend/ncclRecv");
-  }
-  if (buf && in_dst) keep(r, c->dst, buf);
-  else cf_tensor_free(buf);
-  return st;
+    return nccl_step(r, nc->ncclBroadcast(src ? at(src, 0) : buf->dl_tensor.data, buf->dl_tensor.data, n, type, c->root,
+                                          world, r->c->comm_stream), "ncclBroadcast");
+  if (me == c->root && me == to)
+    return copy2d(r, buf->dl_tensor.data, 0, at(src, 0), 0, n * cf_dtype_size(dv->tv->dtype), 1) ? CF_OK : CF_ERR_CUDA;
+  if (me != c->root && me != to) return CF_OK;
+  nc->ncclGroupStart();
+  if (me == c->root) nc->ncclSend(at(src, 0), n, type, to, world, r->c->comm_stream);
+  if (me == to) nc->ncclRecv(buf->dl_tensor.data, n, type, c->root, world, r->c->comm_stream);
+  return nccl_step(r, nc->ncclGroupEnd(), "ncclSend/ncclRecv");
 }
 
 static cf_status run_comm(NcclRun *r, const MeshComm *c) {
   if (c->kind == MC_BROADCAST || c->kind == MC_SEND_RECV) return move(r, c);
   const MeshValue *sv = &r->p->values[c->src];
-  ncclComm_t line = NULL;
+  MeshLine *line = NULL;
   if (c->kind != MC_SLICE && mesh_comm_line(r->c, sv->mesh, c->dim, &line)) return r->c->status; /* collective: all ranks */
   int team[CF_MESH_MAX_DEVICES], pos = 0, n = mesh_team(sv->mesh, c->dim, r->c->rank, team, &pos);
   if (!n) return CF_OK; /* not on the source mesh */
@@ -226,7 +223,9 @@ static cf_status run_comm(NcclRun *r, const MeshComm *c) {
   return gather_or_scatter(r, c, line, n, pos);
 }
 
-static cf_status run_segment(NcclRun *r, const MeshSegment *s, void **events) {
+/* A segment: its inputs made by communications waited for, its outputs the caller's
+ * (allocated by the cache) or kept buffers given to it. */
+static cf_status run_segment(NcclRun *r, const MeshSegment *s) {
   const DLTensor *ins[64];
   DLManagedTensor *outs[64] = {0};
   if (cf_device_mesh_index(s->mesh, r->c->rank) < 0) return CF_OK;
@@ -236,12 +235,28 @@ static cf_status run_segment(NcclRun *r, const MeshSegment *s, void **events) {
       return snprintf(r->err, sizeof r->err, "mesh: rank %d holds no shard of %s", r->c->rank,
                       TV(r->p->values[s->in[k]].tv)->display_name),
              CF_ERR_INVALID_ARGUMENT;
-    if (events[s->in[k]]) r->cu->stream_wait_event(r->c->compute_stream, events[s->in[k]], 0);
+    if (r->s->recorded[s->in[k]]) r->cu->stream_wait_event(r->c->compute_stream, r->s->events[s->in[k]], 0);
   }
+  for (int k = 0; k < s->nout; k++)
+    if (!r->s->fresh[s->out[k]] && !(outs[k] = mesh_state_kept(r->s, s->out[k], 0, alloc_kept, r, r->err, sizeof r->err)))
+      return CF_ERR_CUDA;
+  DLManagedTensor *given[64];
+  memcpy(given, outs, sizeof(DLManagedTensor *) * (size_t)s->nout);
   cf_status st = cf_fusion_execute_async(s->cache, r->c->compute_stream, s->nin, ins, s->nout, outs);
   if (st) return snprintf(r->err, sizeof r->err, "rank %d: %s", r->c->rank, cf_fusion_cache_error(s->cache)), st;
-  for (int k = 0; k < s->nout; k++) keep(r, s->out[k], outs[k]);
+  for (int k = 0; k < s->nout; k++) {
+    if (outs[k] != given[k]) r->own[s->out[k]] = outs[k]; /* made by the cache: the run's */
+    r->s->stats.outputs += !given[k];
+    r->view[s->out[k]] = &outs[k]->dl_tensor;
+  }
+  r->compute_dirty = true;
   return CF_OK;
+}
+
+/* The event of slot ev (created on first use, kept), recorded on stream. */
+static void record(NcclRun *r, void **ev, void *stream) {
+  if (!*ev && !r->cu->event_create(ev, 2 /* CU_EVENT_DISABLE_TIMING */)) r->s->stats.events++;
+  if (*ev) r->cu->event_record(*ev, stream);
 }
 
 static int streams_done(void *arg) {
@@ -251,23 +266,23 @@ static int streams_done(void *arg) {
   return !a && !b;
 }
 
-static cf_status run_steps(NcclRun *r, void **events) {
+static cf_status run_steps(NcclRun *r) {
   cf_status st = CF_OK;
   for (int i = 0; i < r->p->nsteps && !st; i++) {
     const MeshStep *s = &r->p->steps[i];
     if (!s->is_comm) {
-      st = run_segment(r, &s->seg, events);
+      st = run_segment(r, &s->seg);
       continue;
     }
-    void *ev = NULL;
-    r->cu->event_create(&ev, 2 /* CU_EVENT_DISABLE_TIMING */);
-    r->cu->event_record(ev, r->c->compute_stream);
-    r->cu->stream_wait_event(r->c->comm_stream, ev, 0);
-    r->cu->event_destroy(ev);
+    if (r->compute_dirty) {
+      record(r, &r->s->pre, r->c->compute_stream);
+      if (r->s->pre) r->cu->stream_wait_event(r->c->comm_stream, r->s->pre, 0);
+      r->compute_dirty = false;
+    }
     st = run_comm(r, &s->comm);
     if (!st && !r->c->aborted) {
-      r->cu->event_create(&events[s->comm.dst], 2);
-      r->cu->event_record(events[s->comm.dst], r->c->comm_stream);
+      record(r, &r->s->events[s->comm.dst], r->c->comm_stream);
+      r->s->recorded[s->comm.dst] = r->s->events[s->comm.dst] != NULL;
     }
   }
   return st;
@@ -283,9 +298,9 @@ static void hand_out(NcclRun *r, int noutputs, DLManagedTensor **outputs) {
       r->own[v] = NULL;
       continue;
     }
-    DLManagedTensor *c = alloc_value(r, v, -1, 1);
-    if (c) copy2d(r, c->dl_tensor.data, 0, at(r->view[v], 0), 0,
-                  (size_t)cf_tensor_numel(r->view[v]) * cf_dtype_size(r->p->values[v].tv->dtype), 1);
+    const DLTensor *t = r->view[v];
+    DLManagedTensor *c = alloc_fresh(r, r->p->values[v].tv->dtype, t->ndim, t->shape);
+    if (c) copy2d(r, c->dl_tensor.data, 0, at(t, 0), 0, (size_t)cf_tensor_numel(t) * cf_dtype_size(r->p->values[v].tv->dtype), 1);
     outputs[o] = c;
   }
 }
@@ -305,24 +320,19 @@ cf_status cf_mesh_run(cf_mesh_executor *x, cf_comm *comm, int ninputs, const DLT
     mesh_exec_fail(x, CF_ERR_INVALID_ARGUMENT, "mesh: cf_mesh_run takes the fusion's inputs and outputs");
     return cf_comm_report_failure(comm, cf_mesh_executor_error(x)), CF_ERR_INVALID_ARGUMENT;
   }
-  NcclRun r = {comm, p, cu_extra(), calloc((size_t)p->nvalues + 1, sizeof(DLTensor *)),
-               calloc((size_t)p->nvalues + 1, sizeof(DLManagedTensor *)), ""};
-  void **events = calloc((size_t)p->nvalues + 1, sizeof(void *));
+  uint64_t gen = 0;
+  MeshState *ms = mesh_exec_state(x, &gen);
+  NcclRun r = {comm, p, mesh_cu(), ms, NULL, NULL, false, ""};
   if (!r.cu) snprintf(r.err, sizeof r.err, "mesh: the CUDA driver lacks cuMemcpy2DAsync or events"), st = CF_ERR_CUDA;
-  else if (!r.view || !r.own || !events) snprintf(r.err, sizeof r.err, "mesh: out of memory"), st = CF_ERR_OUT_OF_MEMORY;
+  else if (mesh_state_begin(ms, p, gen, 1)) snprintf(r.err, sizeof r.err, "mesh: out of memory"), st = CF_ERR_OUT_OF_MEMORY;
+  r.view = ms->view, r.own = ms->own;
   for (int i = 0; !st && i < p->ninputs; i++)
     if (cf_device_mesh_index(p->values[p->inputs[i]].mesh, comm->rank) >= 0) r.view[p->inputs[i]] = inputs[i];
-  if (!st) st = run_steps(&r, events);
+  if (!st) st = run_steps(&r);
   if (st && !comm->aborted) cf_comm_report_failure(comm, r.err[0] ? r.err : "a step failed");
   if (!st) st = mesh_comm_poll(comm, streams_done, &r, "cf_mesh_run");
   if (!st) hand_out(&r, noutputs, outputs);
-  for (int i = 0; i < p->nvalues; i++) {
-    if (r.own) cf_tensor_free(r.own[i]);
-    if (events && events[i] && r.cu) r.cu->event_destroy(events[i]);
-  }
-  free(r.own);
-  free((void *)r.view);
-  free(events);
+  if (r.view) mesh_state_end(ms); /* frees what was not handed out */
   if (st) mesh_exec_fail(x, st, comm->error[0] ? comm->error : r.err);
   return st;
 }

@@ -102,7 +102,7 @@ static int comm(Builder *b, MeshCommKind k, int src, int dim, int axis, int8_t *
   MeshStep *s = dst >= 0 ? add_step(b) : NULL;
   if (!s) return -1;
   s->is_comm = true;
-  s->comm = (MeshComm){k, src, dst, dim, axis, redop, mesh ? b->p->values[src].mesh->devices[0] : 0};
+  s->comm = (MeshComm){k, src, dst, dim, axis, redop, mesh ? b->p->values[src].mesh->devices[0] : 0, false};
   return dst;
 }
 
@@ -324,7 +324,29 @@ static cf_status build(Builder *b, Expr **exprs, int n) {
   if (!g->status) close_segment(b, reads);
   for (int i = 0; i < g->outputs.len && !g->status; i++) p->outputs[i] = b->natural[((Val *)g->outputs.items[i])->id];
   free(reads);
+  if (!g->status) mesh_plan_in_place(p);
   return g->status;
+}
+
+/* How many times value v is read: by steps, and as an input or output of the plan
+ * (each counts as a reader that needs the value's own buffer). */
+static int readers(const MeshPlan *p, int v) {
+  int n = 0;
+  for (int i = 0; i < p->nsteps; i++) {
+    const MeshStep *s = &p->steps[i];
+    if (s->is_comm) n += s->comm.src == v;
+    for (int k = 0; !s->is_comm && k < s->seg.nin; k++) n += s->seg.in[k] == v;
+  }
+  for (int i = 0; i < p->ninputs; i++) n += p->inputs[i] == v;
+  for (int i = 0; i < p->noutputs; i++) n += p->outputs[i] == v;
+  return n;
+}
+
+void mesh_plan_in_place(MeshPlan *p) {
+  for (int i = 0; i < p->nsteps; i++) {
+    MeshComm *c = &p->steps[i].comm;
+    if (p->steps[i].is_comm && c->kind == MC_ALLREDUCE) c->in_place = readers(p, c->src) == 1;
+  }
 }
 
 /* A packed dtype (float4_e2m1fn, two elements per byte) among the fusion's tensors: the
@@ -396,6 +418,7 @@ static void print_step(StrBuf *sb, const MeshPlan *p, int i) {
     const MeshComm *c = &s->comm;
     sb_printf(sb, "%s", mesh_comm_name(c->kind));
     if (c->kind == MC_ALLREDUCE || c->kind == MC_REDUCE_SCATTER) sb_printf(sb, "(%s)", ir_op_name(c->redop));
+    if (c->in_place) sb_puts(sb, " in place");
     if (c->axis >= 0) sb_printf(sb, " axis %d", c->axis);
     if (c->kind == MC_BROADCAST || c->kind == MC_SEND_RECV) sb_printf(sb, " from device %d", c->root);
     sb_puts(sb, ": ");

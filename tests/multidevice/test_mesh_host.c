@@ -3,6 +3,7 @@
  * norm with rows or columns sharded, pointwise) equal the reference evaluator on the
  * unsharded tensors, and their plans are the communications expected. The host mesh runs
  * its devices on the host backend wherever it runs (its shards are host memory). */
+#include "executor/mesh.h"
 #include "multidevice/mesh_util.h"
 
 MU_SUITE(mesh_host);
@@ -51,7 +52,7 @@ Test(mesh_host, row_sum_over_sharded_rows_is_an_allreduce) {
   run(2);
   expect_plan("mesh plan: 2 steps, 1 communications\n"
               "  step 0: compute segment (1 in, 1 out): T1[rS, iS] partial (DeviceMesh{0 1})\n"
-              "  step 1: allreduce(sum): T1[rS, iS] partial -> T1[rS, iS]\n");
+              "  step 1: allreduce(sum) in place: T1[rS, iS] partial -> T1[rS, iS]\n");
 }
 
 Test(mesh_host, column_sum_of_sharded_rows_is_local) {
@@ -61,11 +62,15 @@ Test(mesh_host, column_sum_of_sharded_rows_is_local) {
   cr_expect_eq(cf_mesh_executor_num_communications(x), 0);
 }
 
+/* A sum over the sharded axis: one local reduction and one allreduce, in place on the
+ * partials (no buffer, no copy of its own), nothing else. */
 Test(mesh_host, column_sum_over_sharded_columns_on_4_devices) {
   cf_tv *a = sharded_input(4, 8, 4, 1);
   cf_fusion_add_output(f, cf_sum(f, a, 1, (int[]){1}));
   run(4);
-  cr_expect_eq(cf_mesh_executor_num_communications(x), 1);
+  expect_plan("mesh plan: 2 steps, 1 communications\n"
+              "  step 0: compute segment (1 in, 1 out): T1[iS, rS] partial (DeviceMesh{0 1 2 3})\n"
+              "  step 1: allreduce(sum) in place: T1[iS, rS] partial -> T1[iS, rS]\n");
 }
 
 /* softmax over the last axis: x - max, exp, / sum. */
@@ -89,10 +94,10 @@ Test(mesh_host, softmax_columns_sharded_allreduces_max_and_sum) {
   run(4);
   expect_plan("mesh plan: 5 steps, 2 communications\n"
               "  step 0: compute segment (1 in, 1 out): T1[iS, rS] partial (DeviceMesh{0 1 2 3})\n"
-              "  step 1: allreduce(max): T1[iS, rS] partial -> T1[iS, rS]\n"
+              "  step 1: allreduce(max) in place: T1[iS, rS] partial -> T1[iS, rS]\n"
               "  step 2: compute segment (2 in, 2 out): T4[iS, ideviceIdx.x], T5[iS, rS] partial "
               "(DeviceMesh{0 1 2 3})\n"
-              "  step 3: allreduce(sum): T5[iS, rS] partial -> T5[iS, rS]\n"
+              "  step 3: allreduce(sum) in place: T5[iS, rS] partial -> T5[iS, rS]\n"
               "  step 4: compute segment (2 in, 1 out): T7[iS, ideviceIdx.x] (DeviceMesh{0 1 2 3})\n");
 }
 
@@ -176,7 +181,7 @@ Test(mesh_host, partials_readers_disagree_on_are_allreduced) {
   run(2);
   expect_plan("mesh plan: 5 steps, 1 communications\n"
               "  step 0: compute segment (1 in, 1 out): T1[iS, rS] partial (DeviceMesh{0 1})\n"
-              "  step 1: allreduce(sum): T1[iS, rS] partial -> T1[iS, rS]\n"
+              "  step 1: allreduce(sum) in place: T1[iS, rS] partial -> T1[iS, rS]\n"
               "  step 2: slice axis 0: T1[iS, rS] -> T1[ideviceIdx.x, rS]\n"
               "  step 3: compute segment (1 in, 1 out): T2[ideviceIdx.x] (DeviceMesh{0 1})\n"
               "  step 4: compute segment (1 in, 1 out): T3[iS] (DeviceMesh{0 1})\n");
@@ -302,4 +307,42 @@ Test(mesh_host, a_device_shard_given_to_the_host_mesh_is_refused) {
   cr_expect_str_eq(cf_mesh_executor_error(x),
                    "mesh: device 1: input 0 (T0) is in device memory (kDLCUDA), but the host mesh needs host memory");
   cf_tensor_free(in);
+}
+
+/* Runs x on the host mesh of d devices with the shards of f's one input [rows, cols],
+ * freeing the outputs; the status. */
+static cf_status run_again(int d, int64_t rows, int64_t cols) {
+  DLManagedTensor *g = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){rows, cols}), *loc[4], *out[4] = {0};
+  const DLTensor *ins[4];
+  cf_tensor_fill_random(&g->dl_tensor, 3);
+  for (int k = 0; k < d; k++) {
+    cr_assert_eq(cf_shard_tensor(f, cf_fusion_input(f, 0), &g->dl_tensor, k, &loc[k]), CF_OK);
+    ins[k] = &loc[k]->dl_tensor;
+  }
+  cf_status st = cf_mesh_run_host(x, d, 1, ins, 1, out);
+  for (int k = 0; k < d; k++) cf_tensor_free(out[k]), cf_tensor_free(loc[k]);
+  cf_tensor_free(g);
+  return st;
+}
+
+/* The buffers a run makes are kept for the next (executor/mesh_state.c): the first run
+ * of a plan makes one per value and device that lives inside the run (segment outputs,
+ * communication results) and one scratch; later runs of the plan make only the outputs
+ * they return. Layer norm with columns sharded on 2 devices: 3 segments of 1, 2 and 1
+ * outputs (8 buffers on 2 devices), two in-place allreduces (no buffer) through one
+ * scratch of a row sum: 9. */
+Test(mesh_host, steady_state_runs_allocate_only_their_outputs) {
+  layer_norm(sharded_input(4, 32, 2, 1));
+  x = cf_mesh_executor_create(f, NULL);
+  cr_assert_eq(run_again(2, 4, 32), CF_OK, "%s", cf_mesh_executor_error(x));
+  MeshStats s1 = mesh_exec_stats(x);
+  cr_expect_eq(s1.runs, 1);
+  cr_expect_eq(s1.buffers, 9);
+  cr_expect_eq(s1.outputs, 2);
+  cr_expect_eq(s1.events, 0);
+  for (int i = 0; i < 3; i++) cr_assert_eq(run_again(2, 4, 32), CF_OK, "%s", cf_mesh_executor_error(x));
+  MeshStats s4 = mesh_exec_stats(x);
+  cr_expect_eq(s4.runs, 4);
+  cr_expect_eq(s4.buffers, 9, "steady-state runs made %lld buffers", (long long)(s4.buffers - 9));
+  cr_expect_eq(s4.outputs, 8);
 }
