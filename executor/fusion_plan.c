@@ -55,6 +55,10 @@ static cf_status check_sizes(cf_fusion_cache *c, int i, Val *tv, const DLTensor 
       return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) has size %lld in dimension %d, expected %lld",
                       i, TV(tv)->display_name, (long long)t->shape[d], d, (long long)want);
   }
+  if (!ir_packed_rows_whole(tv->dtype, t->ndim, t->shape)) /* before a concrete copy's add_input refuses it */
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) has dtype %s, two elements per byte, and "
+                    "innermost extent %lld; it must be even", i, TV(tv)->display_name, cf_dtype_name(tv->dtype),
+                    (long long)t->shape[t->ndim - 1]);
   int64_t numel;
   size_t bytes;
   if (!ck_numel(t->ndim, t->shape, &numel) || !ck_bytes(numel, cf_dtype_size(tv->dtype), 1, &bytes))

@@ -100,3 +100,43 @@ Test(fp4_kernels, a_write_of_single_elements_is_refused) {
                                          "even width (cache it before and vectorize the copy)");
   cf_executor_destroy(e);
 }
+
+/* A call whose tensors are not 16-byte aligned is devectorized, but for its packed tensors:
+ * they are moved byte by byte at any address, and the packed write needs its vector (the
+ * call was an internal error, the write refused by lowering). x (fp4) starts 3 bytes into
+ * its buffer, w (float) 4 bytes in: out = fp4(float(x) * w) equals the evaluator. */
+Test(fp4_kernels, misaligned_calls_keep_the_packed_vectors) {
+  cf_tv *x = tu_input(f, CF_FLOAT4_E2M1FN, 2, NULL), *w = tu_input(f, CF_FLOAT, 2, NULL);
+  cf_fusion_add_output(f, cf_cast(f, cf_mul(f, cf_cast(f, x, CF_FLOAT), w), CF_FLOAT4_E2M1FN));
+  const int64_t sz[2] = {5, 32};
+  DLManagedTensor *xb = codes(2, (int64_t[]){6, 32}), *wb = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){6, 32});
+  for (int i = 0; i < 6 * 32; i++) ((float *)wb->dl_tensor.data)[i] = (float)(i % 7) * 0.75f - 2.0f;
+  DLTensor xv = xb->dl_tensor, wv = wb->dl_tensor;
+  xv.shape = wv.shape = (int64_t *)sz;
+  xv.byte_offset = 3, wv.byte_offset = 4; /* element 6 of x's buffer, element 1 of w's */
+  const DLTensor *ins[2] = {&xv, &wv};
+  DLManagedTensor *want = NULL, *got = NULL;
+  cr_assert_eq(cf_fusion_evaluate(f, 2, ins, &want), CF_OK, "evaluator: %s", cf_fusion_error(f));
+  const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
+  cr_assert_eq(cf_fusion_execute(c, 2, ins, 1, &got), CF_OK, "define and run: %s", cf_fusion_cache_error(c));
+  kc_compare(&got, &want, 1, 0, "define and run, misaligned");
+  cf_fusion_cache_destroy(c);
+  cf_tensor_free(got), cf_tensor_free(want), cf_tensor_free(xb), cf_tensor_free(wb);
+}
+
+/* An odd innermost extent of a symbolic packed input: define and run names the input
+ * before it plans (it was add_input's message, of the plan's concrete copy). */
+Test(fp4_kernels, define_and_run_refuses_an_odd_innermost_extent) {
+  cf_tv *x = tu_input(f, CF_FLOAT4_E2M1FN, 2, NULL);
+  cf_fusion_add_output(f, cf_cast(f, x, CF_FLOAT));
+  DLManagedTensor *in = cf_tensor_host(CF_FLOAT4_E2M1FN, 2, (int64_t[]){4, 5}), *out = NULL;
+  const DLTensor *ins[1] = {&in->dl_tensor};
+  const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
+  cr_expect_eq(cf_fusion_execute(c, 1, ins, 1, &out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "execute: input 0 (T0) has dtype __e2m1, two elements per byte, and "
+                                             "innermost extent 5; it must be even");
+  cf_fusion_cache_destroy(c);
+  cf_tensor_free(in);
+}
