@@ -148,14 +148,26 @@ typedef struct OrderVerdict {
   char what[SCHED_WHY_MAX];
 } OrderVerdict;
 
+/* Whether f writes a packed output (float4_e2m1fn): a kernel writes one only through vector
+ * copies of an even width (lower/vectorize.c), which not every row's schedule makes (the
+ * transpose row's threads write one element each), so such a segment is a trial for every
+ * kernel row: lowering says which schedules write it, and the fallback's pairs always do. */
+static bool writes_packed(const cf_fusion *f) {
+  for (int o = 0; o < f->outputs.len; o++)
+    if (ir_dtype_is_packed(((const Val *)f->outputs.items[o])->dtype)) return true;
+  return false;
+}
+
 static bool row_accepts(const SchedRow *r, cf_fusion *f, const SchedCall *call, SchedLowers lowers, OrderVerdict *v,
                         char *why) {
   if (!r->can_schedule(f, call, why)) return false;
+  bool trial_row = r->trial;
   if (r->kind == SCHED_ROW_KERNEL) {
     if (v->two < 0) v->two = reads_in_two_orders(f, v->what);
     if (v->two) return snprintf(why, SCHED_WHY_MAX, "%s: %.200s", r->name, v->what), false;
+    trial_row = trial_row || writes_packed(f);
   }
-  return !r->trial || !lowers || trial(r, f, call, lowers, why);
+  return !trial_row || !lowers || trial(r, f, call, lowers, why);
 }
 
 bool sched_row_accepts(const SchedRow *r, cf_fusion *f, const SchedCall *call, SchedLowers lowers, char *why) {
