@@ -141,6 +141,28 @@ Test(fp4_kernels, define_and_run_refuses_an_odd_innermost_extent) {
   cf_tensor_free(in);
 }
 
+/* An output whose innermost extent a call makes odd (a float input cast to fp4): the
+ * evaluator and define and run refuse it, naming the output, as a kernel's run does. */
+Test(fp4_kernels, an_odd_innermost_extent_of_an_output_is_refused) {
+  cf_tv *x = tu_input(f, CF_FLOAT, 2, NULL);
+  cf_fusion_add_output(f, cf_cast(f, x, CF_FLOAT4_E2M1FN));
+  DLManagedTensor *in = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){2, 5}), *out = NULL;
+  memset(in->dl_tensor.data, 0, 10 * sizeof(float));
+  const DLTensor *ins[1] = {&in->dl_tensor};
+  cr_expect_eq(cf_fusion_evaluate(f, 1, ins, &out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_null(out);
+  cr_expect_str_eq(cf_fusion_error(f), "evaluate: output 0 (T1) has dtype __e2m1, two elements per byte, and "
+                                       "innermost extent 5; it must be even");
+  cf_fusion_clear_error(f);
+  const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
+  cr_expect_eq(cf_fusion_execute(c, 1, ins, 1, &out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), "execute: output 0 (T1) has dtype __e2m1, two elements per byte, and "
+                                             "innermost extent 5; it must be even");
+  cf_fusion_cache_destroy(c);
+  cf_tensor_free(in);
+}
+
 /* Symbolic sizes (issue 26): cf_schedule_pointwise splits the symbolic innermost axis by 2
  * before merging ([blockIdx.x, unswitch, threadIdx.x{128}, vector{2}]), so each thread
  * writes a byte whole; lowering validates the split at run time. Equal to the evaluator on
