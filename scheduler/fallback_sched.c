@@ -83,13 +83,8 @@ static void tile_kept(cf_fusion *f, cf_tv *r, int nb, int nk) {
  * logical innermost; even by the packed rule, validated when symbolic) split by 2 first. */
 static void tile_pairs(cf_fusion *f, cf_tv *r, int nb, int nk) {
   cf_cache_before(f, r);
-  cf_split(f, r, nb + nk - 1, 2);
-  for (int k = 1; k < nk; k++) cf_merge(f, r, nb);
-  cf_split(f, r, nb, FB_THREADS);
-  cf_propagate_transforms(f, r);
-  cf_parallelize(f, r, nb, CF_PT_BIDX);
-  cf_parallelize(f, r, nb + 1, CF_PT_TIDX);
-  cf_parallelize_all_like(f, r, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
+  cf_split(f, r, nb + nk - 1, 2); /* the pair after the kept axes, which tile_kept merges */
+  tile_kept(f, r, nb, nk);
   cf_parallelize(f, r, nb + 2, CF_PT_VECTORIZE);
 }
 

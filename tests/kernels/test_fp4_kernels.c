@@ -127,18 +127,24 @@ Test(fp4_kernels, misaligned_calls_keep_the_packed_vectors) {
 
 /* An odd innermost extent of a symbolic packed input: define and run names the input
  * before it plans (it was add_input's message, of the plan's concrete copy). */
-Test(fp4_kernels, define_and_run_refuses_an_odd_innermost_extent) {
-  cf_tv *x = tu_input(f, CF_FLOAT4_E2M1FN, 2, NULL);
-  cf_fusion_add_output(f, cf_cast(f, x, CF_FLOAT));
-  DLManagedTensor *in = cf_tensor_host(CF_FLOAT4_E2M1FN, 2, (int64_t[]){4, 5}), *out = NULL;
+/* define and run of f's one input `in` and one output is refused with msg. */
+static void expect_define_and_run_refusal(DLManagedTensor *in, const char *msg) {
   const DLTensor *ins[1] = {&in->dl_tensor};
+  DLManagedTensor *out = NULL;
   const cf_executor_options host = {.backend = CF_BACKEND_HOST};
   cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
   cr_expect_eq(cf_fusion_execute(c, 1, ins, 1, &out), CF_ERR_INVALID_ARGUMENT);
-  cr_expect_str_eq(cf_fusion_cache_error(c), "execute: input 0 (T0) has dtype __e2m1, two elements per byte, and "
-                                             "innermost extent 5; it must be even");
+  cr_expect_str_eq(cf_fusion_cache_error(c), msg);
   cf_fusion_cache_destroy(c);
   cf_tensor_free(in);
+}
+
+Test(fp4_kernels, define_and_run_refuses_an_odd_innermost_extent) {
+  cf_tv *x = tu_input(f, CF_FLOAT4_E2M1FN, 2, NULL);
+  cf_fusion_add_output(f, cf_cast(f, x, CF_FLOAT));
+  expect_define_and_run_refusal(cf_tensor_host(CF_FLOAT4_E2M1FN, 2, (int64_t[]){4, 5}),
+                                "execute: input 0 (T0) has dtype __e2m1, two elements per byte, and innermost extent "
+                                "5; it must be even");
 }
 
 /* An output whose innermost extent a call makes odd (a float input cast to fp4): the
@@ -154,13 +160,8 @@ Test(fp4_kernels, an_odd_innermost_extent_of_an_output_is_refused) {
   cr_expect_str_eq(cf_fusion_error(f), "evaluate: output 0 (T1) has dtype __e2m1, two elements per byte, and "
                                        "innermost extent 5; it must be even");
   cf_fusion_clear_error(f);
-  const cf_executor_options host = {.backend = CF_BACKEND_HOST};
-  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
-  cr_expect_eq(cf_fusion_execute(c, 1, ins, 1, &out), CF_ERR_INVALID_ARGUMENT);
-  cr_expect_str_eq(cf_fusion_cache_error(c), "execute: output 0 (T1) has dtype __e2m1, two elements per byte, and "
-                                             "innermost extent 5; it must be even");
-  cf_fusion_cache_destroy(c);
-  cf_tensor_free(in);
+  expect_define_and_run_refusal(in, "execute: output 0 (T1) has dtype __e2m1, two elements per byte, and innermost "
+                                    "extent 5; it must be even");
 }
 
 /* Symbolic sizes (issue 26): cf_schedule_pointwise splits the symbolic innermost axis by 2
