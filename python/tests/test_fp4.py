@@ -212,8 +212,8 @@ def _torch_pairs():
     except ImportError:
         pytest.skip("torch is not installed: the DLPack capsules of torch's form are tested by hand above")
     if not hasattr(t, "float4_e2m1fn_x2"):
-        pytest.skip(f"torch {t.__version__} has no float4_e2m1fn_x2 (added in torch 2.8): it passes fp4 as uint8 "
-                    "bytes, tested above")
+        pytest.skip(f"torch {t.__version__} has no float4_e2m1fn_x2: it passes fp4 as uint8 bytes, "
+                    "tested above")
     return t
 
 
