@@ -55,6 +55,10 @@ static cf_status check_sizes(cf_fusion_cache *c, int i, Val *tv, const DLTensor 
       return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) has size %lld in dimension %d, expected %lld",
                       i, TV(tv)->display_name, (long long)t->shape[d], d, (long long)want);
   }
+  if (!ir_packed_rows_whole(tv->dtype, t->ndim, t->shape)) /* before a concrete copy's add_input refuses it */
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: input %d (%s) has dtype %s, two elements per byte, and "
+                    "innermost extent %lld; it must be even", i, TV(tv)->display_name, cf_dtype_name(tv->dtype),
+                    (long long)t->shape[t->ndim - 1]);
   int64_t numel;
   size_t bytes;
   if (!ck_numel(t->ndim, t->shape, &numel) || !ck_bytes(numel, cf_dtype_size(tv->dtype), 1, &bytes))
@@ -471,6 +475,21 @@ static cf_fusion *concrete_copy(cf_fusion_cache *c, const DLTensor *const *in, V
   return w;
 }
 
+/* A packed output (float4_e2m1fn) whose innermost extent this call makes odd, named as the
+ * call's output (the concrete copy's add_output refuses it in its own words). */
+static cf_status check_packed_outputs(cf_fusion_cache *c, Val *const *map) {
+  for (int o = 0; o < c->f->outputs.len; o++) {
+    Val *u = c->f->outputs.items[o], *tv = map[u->id];
+    int r = tv ? TV(tv)->nlogical : 0;
+    int64_t e;
+    if (r > 0 && ir_dtype_is_packed(tv->dtype) && ir_scalar_const_value(ID(TV(tv)->logical[r - 1])->extent, &e) && e % 2)
+      return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: output %d (%s) has dtype %s, two elements per byte, and "
+                      "innermost extent %lld; it must be even", o, TV(u)->display_name, cf_dtype_name(tv->dtype),
+                      (long long)e);
+  }
+  return CF_OK;
+}
+
 cf_status fc_plan(cf_fusion_cache *c, const DLTensor *const *in, int nout, DLManagedTensor **out, FcEntry *en) {
   cf_status s = check_inputs(c, in);
   if (s || !en) return s ? s : fc_error(c, CF_ERR_INTERNAL, "internal error: execute: a call unreadable for its "
@@ -480,7 +499,9 @@ cf_status fc_plan(cf_fusion_cache *c, const DLTensor *const *in, int nout, DLMan
                plan_on_host(c)};
   cf_fusion *w = p.fmap && p.a ? concrete_copy(c, in, p.fmap) : NULL;
   if (!w) s = fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
-  else if (ir_check_extents(w, "execute") || sched_prepare_views(w, in) || sched_hoist_broadcasts(w)) s = fc_error(c, w->status, "%s", cf_fusion_error(w));
+  else if (!(s = check_packed_outputs(c, p.fmap)) &&
+           (ir_check_extents(w, "execute") || sched_prepare_views(w, in) || sched_hoist_broadcasts(w)))
+    s = fc_error(c, w->status, "%s", cf_fusion_error(w));
   p.w = w;
   if (!s) s = plan(&p, en);
   cf_fusion_destroy(w);

@@ -785,7 +785,13 @@ cf_status cf_fusion_evaluate(cf_fusion *f, int ninputs, const DLTensor *const *i
   Expr **exprs = s || !scratch ? NULL : ir_fusion_tensor_exprs_in(scratch, f, &n);
   for (int i = 0; !s && i < n; i++) s = eval_expr(&ev, exprs[i], scratch);
   for (int i = 0; !s && i < f->outputs.len; i++) {
-    EvalBuf *b = &ev.bufs[((Val *)f->outputs.items[i])->id];
+    Val *tv = f->outputs.items[i];
+    EvalBuf *b = &ev.bufs[tv->id];
+    const DLTensor *t = b->owned ? &b->owned->dl_tensor : NULL;
+    if (t && !ir_packed_rows_whole(tv->dtype, t->ndim, t->shape)) /* as the executor refuses it */
+      s = eval_error(&ev, CF_ERR_INVALID_ARGUMENT, "output %d (%s) has dtype %s, two elements per byte, and "
+                     "innermost extent %lld; it must be even", i, TV(tv)->display_name, cf_dtype_name(tv->dtype),
+                     (long long)t->shape[t->ndim - 1]);
     outputs[i] = b->owned; /* outputs are computed, never inputs: add_output refuses those */
     b->owned = NULL;
   }

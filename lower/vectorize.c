@@ -22,7 +22,8 @@ static void fail_axis(LowerCtx *c, Val *tv, int axis, const char *why) {
 
 /* The global side of a vector access, by analysis/'s rule (an_vector_refusal: the one the
  * automatic schedulers ask before they vectorize); records the vector's bytes on each
- * global parameter (the executor checks their alignment). */
+ * global parameter (the executor checks their alignment), but a packed one's: its vectors
+ * are moved byte by byte (cf_fp4_pack, cf_fp4_unpack), at any address. */
 static void check_global_sides(LowerCtx *c, Val *tv, Val *vid, int64_t v, int axis, int bytes) {
   Val *globals[2];
   int n = an_vector_globals(tv, globals);
@@ -30,7 +31,7 @@ static void check_global_sides(LowerCtx *c, Val *tv, Val *vid, int64_t v, int ax
     const char *why = an_vector_refusal(tv, vid, v, globals[g]);
     if (why) fail_axis(c, tv, axis, why);
     KTensor *kt = lower_info(c, globals[g])->kt;
-    if (bytes > kt->vector_bytes) kt->vector_bytes = bytes;
+    if (!ir_dtype_is_packed(globals[g]->dtype) && bytes > kt->vector_bytes) kt->vector_bytes = bytes;
   }
 }
 

@@ -16,13 +16,17 @@
  *   - without kept axes (a reduction to one element): the reduced axes are merged and
  *     split [serial, threadIdx.x{128}] and the serial part rfactored, a block all-reduce
  *     of 128 partials;
+ *   - a packed output (float4_e2m1fn, written a byte at a time): the same with two
+ *     elements per thread, copied out by a vector of 2 (tile_pairs);
  *   - without axes (a 0-d result): one thread;
  * propagated to the rest (a Welford reduction's fields), parallelized alike and inlined
  * as deep as legal.
- * Key decision: correctness and parallelism over speed: no vector accesses, no staging,
+ * Key decision: correctness and parallelism over speed: no vector accesses (but a packed
+ * output's pairs), no staging,
  * uncoalesced reads for permutes and middle axes. The rows before it exist for speed; this
  * one exists so that nothing is refused and nothing runs on one thread over a whole
  * tensor. Its parameters are fixed ("threads=128 ..."), so one kernel serves every size. */
+#include "ir/dtype.h"
 #include "scheduler/registry.h"
 #include "scheduler/sched.h"
 
@@ -72,6 +76,18 @@ static void tile_kept(cf_fusion *f, cf_tv *r, int nb, int nk) {
   cf_parallelize_all_like(f, r, 2, (cf_parallel_type[]){CF_PT_BIDX, CF_PT_TIDX});
 }
 
+/* A packed output (float4_e2m1fn, two elements per byte; a move or a cast: no reduced
+ * axes): its op computed into a cache, two elements per thread, copied out by a vector of
+ * 2 so that one thread writes each byte whole (lower/vectorize.c):
+ * [broadcasts.., blockIdx.x, threadIdx.x{128}, vector{2}], the innermost kept axis (the
+ * logical innermost; even by the packed rule, validated when symbolic) split by 2 first. */
+static void tile_pairs(cf_fusion *f, cf_tv *r, int nb, int nk) {
+  cf_cache_before(f, r);
+  cf_split(f, r, nb + nk - 1, 2); /* the pair after the kept axes, which tile_kept merges */
+  tile_kept(f, r, nb, nk);
+  cf_parallelize(f, r, nb + 2, CF_PT_VECTORIZE);
+}
+
 /* [broadcasts.., serial (rfactored), threadIdx.x{128}]: a block all-reduce. */
 static void tile_reduced(cf_fusion *f, cf_tv *r, int nb, int nred) {
   for (int k = 1; k < nred; k++) cf_merge(f, r, nb);
@@ -96,7 +112,8 @@ cf_status sched_fallback_schedule(cf_fusion *f) {
   axis_order(ref, order, &nb, &nk);
   cf_tv *h = ir_tv_handle(ref);
   cf_reorder_all(f, h, r, order);
-  if (nk > 0) tile_kept(f, h, nb, nk);
+  if (nk > 0 && nb + nk == r && ir_dtype_is_packed(ref->dtype)) tile_pairs(f, h, nb, nk);
+  else if (nk > 0) tile_kept(f, h, nb, nk);
   else if (r > nb) tile_reduced(f, h, nb, r - nb);
   return f->status ? f->status : cf_inline_most(f);
 }

@@ -98,13 +98,14 @@ cf_fusion *sched_translate_welford(const cf_fusion *g);
 /* The pointwise scheduler (scheduler/pointwise.c): cf_schedule_pointwise. */
 extern const SchedHeuristic sched_pointwise_heuristic;
 
-/* Whether every tensor given (n of them, NULL entries skipped) starts at a 16-byte
- * aligned address (data + byte_offset). */
+/* Whether every tensor given (n of them, NULL entries and packed tensors skipped: their
+ * accesses are byte-wise) starts at a 16-byte aligned address (data + byte_offset). */
 bool sched_aligned16(int n, const DLTensor *const *t);
 /* Whether a DLTensor is laid out row-major without gaps (ir_dl_noncontiguous_axis: strides
  * of size-1 axes free, any strides when it is empty). */
 bool sched_dl_contiguous(const DLTensor *t);
-/* Turns every vectorized axis of f into a serial one (always legal): the define-and-run
+/* Turns every vectorized axis of f into a serial one (always legal), but those of packed
+ * tensors (byte-wise accesses, whose writes must stay vectors): the define-and-run
  * executor does it after scheduling a call whose tensors are not all 16-byte aligned, so
  * no heuristic has to consider alignment. */
 void sched_devectorize(cf_fusion *f);

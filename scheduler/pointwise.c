@@ -7,7 +7,10 @@
  *      innermost extent, which must be a constant; 1 when a touched tensor's innermost
  *      axis has no unit stride (strided, or not contiguous there); a tensor whose
  *      innermost loop axis the rule for vector accesses refuses (sched_vectorize_innermost)
- *      is left scalar, the others keep their vectors;
+ *      or whose vector would pass 16 bytes is left scalar, the others keep their vectors.
+ *      A packed output (float4_e2m1fn, written only by even vectors) makes it at least 2,
+ *      and 2 with a symbolic innermost extent (even at run time by the packed rule), which
+ *      is then split by 2 before the merges (split_symbolic_innermost);
  *   3. those inputs are cached after (vector loads), the outputs cached before (vector
  *      stores);
  *   4. without a break point (5), the reference's axes are merged into one and split into
@@ -60,6 +63,7 @@
  * Measured on an H200 (bench/run_define_and_run.sh, device copy 4185-4200 GB/s):
  * relu(a*b+c) over 2^28 floats 4472 GB/s (1-D); bias+gelu 16384x4096 4082 GB/s with the
  * 1-D tile, 3948 with the break point (its bias indexed from one half; no faster). */
+#include "ir/dtype.h"
 #include "scheduler/persistent.h"
 #include "scheduler/registry.h"
 #include "scheduler/sched.h"
@@ -226,24 +230,38 @@ static bool full_rank_input(Val *in, Val *ref) {
   return TV(in)->nlogical == r && r > 0 && ID(TV(in)->logical[r - 1])->iter_type == CF_ITER_ITERATION;
 }
 
+/* Whether an output has a packed dtype (float4_e2m1fn): written only by vectors of an even
+ * width (one thread writes a byte whole, lower/vectorize.c), its innermost extent (the
+ * reference's) even by its own rule, checked at run time when symbolic. */
+static bool packed_output(cf_fusion *f) {
+  for (int o = 0; o < f->outputs.len; o++)
+    if (ir_dtype_is_packed(((Val *)f->outputs.items[o])->dtype)) return true;
+  return false;
+}
+
 static int64_t vector_width(cf_fusion *f, Val *ref) {
   int r = TV(ref)->nlogical;
   int64_t inner;
-  if (r == 0 || !ir_scalar_const_value(ID(TV(ref)->logical[r - 1])->extent, &inner)) return 1;
+  bool packed = packed_output(f), constant = r > 0 && ir_scalar_const_value(ID(TV(ref)->logical[r - 1])->extent, &inner);
+  if (r == 0 || (!constant && !packed)) return 1;
   size_t widest = 1;
   for (int i = 0; i < f->inputs.len + f->outputs.len; i++) {
     Val *t = i < f->inputs.len ? f->inputs.items[i] : f->outputs.items[i - f->inputs.len];
     if (i < f->inputs.len && !full_rank_input(t, ref)) continue;
     /* a symbolic innermost extent (an input the output's constant one is checked against
-     * at run time) proves no divisibility */
+     * at run time) proves no divisibility, but a packed output's evenness; with a packed
+     * output, a tensor the rule for vector accesses refuses stays scalar (vectorize_split) */
     int64_t e;
-    if (!an_innermost_unit_stride(t) || !ir_scalar_const_value(ID(TV(t)->logical[TV(t)->nlogical - 1])->extent, &e))
+    if (!an_innermost_unit_stride(t) || !ir_scalar_const_value(ID(TV(t)->logical[TV(t)->nlogical - 1])->extent, &e)) {
+      if (packed) continue;
       return 1;
+    }
     if (cf_dtype_size(t->dtype) > widest) widest = cf_dtype_size(t->dtype);
   }
+  if (!constant) return 2;
   int64_t v = (int64_t)(16 / widest);
   while (v > 1 && inner % v) v /= 2;
-  return v;
+  return packed && v < 2 ? 2 : v; /* wider elements than 8 bytes stay scalar (vectorize_split) */
 }
 
 /* Whether a squeeze, a permute (one the row takes moves only axes of one element) or a
@@ -301,13 +319,25 @@ static int broadcasts_first(cf_fusion *f, Val *tv) {
   return nb;
 }
 
+/* Splits tv's innermost axis by v before the merges when its extent is symbolic (a packed
+ * output's: even at run time, lowering validating the split): the vector then walks that
+ * axis alone, where a merge with a symbolic inner input is refused by the rule for vector
+ * accesses (a vector could straddle two rows). Returns whether it split. */
+static bool split_symbolic_innermost(cf_fusion *f, Val *tv, int64_t v) {
+  int n = TV(tv)->nloop;
+  int64_t e;
+  if (v < 2 || n == 0 || ir_scalar_const_value(ID(TV(tv)->loop[n - 1])->extent, &e)) return false;
+  return cf_split(f, ir_tv_handle(tv), n - 1, v) == CF_OK;
+}
+
 /* [broadcasts.., blockIdx.x, unswitch{1}, threadIdx.x{128}, vector{v}] over tv's other
  * axes merged; returns the position of blockIdx.x. */
 static int tile(cf_fusion *f, Val *tv, int64_t v) {
   cf_tv *r = ir_tv_handle(tv);
-  int nb = broadcasts_first(f, tv);
-  for (int a = TV(tv)->nloop - 1; a > nb; a--) cf_merge(f, r, nb);
-  if (v > 1) cf_split(f, r, nb, v);
+  int nb = broadcasts_first(f, tv), n = TV(tv)->nloop;
+  bool first = split_symbolic_innermost(f, tv, v);
+  for (int a = n - 1; a > nb; a--) cf_merge(f, r, nb);
+  if (v > 1 && !first) cf_split(f, r, nb, v);
   cf_split(f, r, nb, THREADS);
   cf_split(f, r, nb, 1);
   return nb;
@@ -332,7 +362,9 @@ static void parallelize_tile(cf_fusion *f, Val *tv, int nb) {
 static void vectorize_split(cf_fusion *f, Val *tv, int64_t v) {
   int64_t e;
   int n = TV(tv)->nloop;
-  if (n > 0 && ir_scalar_const_value(ID(TV(tv)->loop[n - 1])->extent, &e) && e == v) sched_vectorize_innermost(f, tv);
+  if (n > 0 && ir_scalar_const_value(ID(TV(tv)->loop[n - 1])->extent, &e) && e == v &&
+      v * (int64_t)cf_dtype_size(tv->dtype) <= 16) /* a packed output's 2 of complex128: scalar */
+    sched_vectorize_innermost(f, tv);
 }
 
 /* ---- the 2-D break point ---------------------------------------------------------------- */
@@ -449,9 +481,11 @@ static int64_t pw_rows_per_block(Val *ref, int b) {
  * vector{v}] over tv's two halves at break point b; returns the position of blockIdx.x. */
 static int tile_2d(cf_fusion *f, Val *tv, int b, int64_t rows, int64_t v) {
   cf_tv *t = ir_tv_handle(tv);
-  for (int a = TV(tv)->nloop - 1; a > b; a--) cf_merge(f, t, b);
+  int n = TV(tv)->nloop;
+  bool first = split_symbolic_innermost(f, tv, v);
+  for (int a = n - 1; a > b; a--) cf_merge(f, t, b);
   for (int a = b - 1; a > 0; a--) cf_merge(f, t, 0);
-  if (v > 1) cf_split(f, t, 1, v);
+  if (v > 1 && !first) cf_split(f, t, 1, v);
   cf_split(f, t, 1, THREADS); /* [outer, inner/128v, 128, v] */
   cf_split(f, t, 1, 1);       /* [outer, inner/128v, 1, 128, v] */
   if (rows > 1) cf_split(f, t, 0, rows);

@@ -148,14 +148,26 @@ typedef struct OrderVerdict {
   char what[SCHED_WHY_MAX];
 } OrderVerdict;
 
+/* Whether f writes a packed output (float4_e2m1fn): a kernel writes one only through vector
+ * copies of an even width (lower/vectorize.c), which not every row's schedule makes (the
+ * transpose row's threads write one element each), so such a segment is a trial for every
+ * kernel row: lowering says which schedules write it, and the fallback's pairs always do. */
+static bool writes_packed(const cf_fusion *f) {
+  for (int o = 0; o < f->outputs.len; o++)
+    if (ir_dtype_is_packed(((const Val *)f->outputs.items[o])->dtype)) return true;
+  return false;
+}
+
 static bool row_accepts(const SchedRow *r, cf_fusion *f, const SchedCall *call, SchedLowers lowers, OrderVerdict *v,
                         char *why) {
   if (!r->can_schedule(f, call, why)) return false;
+  bool trial_row = r->trial;
   if (r->kind == SCHED_ROW_KERNEL) {
     if (v->two < 0) v->two = reads_in_two_orders(f, v->what);
     if (v->two) return snprintf(why, SCHED_WHY_MAX, "%s: %.200s", r->name, v->what), false;
+    trial_row = trial_row || writes_packed(f);
   }
-  return !r->trial || !lowers || trial(r, f, call, lowers, why);
+  return !trial_row || !lowers || trial(r, f, call, lowers, why);
 }
 
 bool sched_row_accepts(const SchedRow *r, cf_fusion *f, const SchedCall *call, SchedLowers lowers, char *why) {
@@ -203,18 +215,29 @@ const SchedDevice sched_device_h100 = {
 
 const SchedDevice *sched_device_default(void) { return &sched_device_h100; }
 
+/* A packed tensor (float4_e2m1fn) is read and written byte by byte (cf_fp4_pack), its
+ * vectors included: any address will do. */
+static bool needs_alignment(const DLTensor *t) {
+  cf_dtype dt;
+  return !ir_dtype_from_dl(t->dtype, &dt) || !ir_dtype_is_packed(dt);
+}
+
 bool sched_aligned16(int n, const DLTensor *const *t) {
   for (int i = 0; i < n; i++)
-    if (t[i] && ((uintptr_t)t[i]->data + t[i]->byte_offset) % 16) return false;
+    if (t[i] && needs_alignment(t[i]) && ((uintptr_t)t[i]->data + t[i]->byte_offset) % 16) return false;
   return true;
 }
 
 bool sched_dl_contiguous(const DLTensor *t) { return ir_dl_noncontiguous_axis(t, NULL) < 0; }
 
+/* A packed tensor keeps its vectors: they need no alignment, and its global writes need
+ * them (one thread writes both elements of a byte, lower/vectorize.c). */
 void sched_devectorize(cf_fusion *f) {
   for (int i = 0; i < f->vals.len; i++) {
     Val *v = f->vals.items[i];
-    if (v->kind == VAL_ID && ID(v)->ptype == CF_PT_VECTORIZE) ID(v)->ptype = CF_PT_SERIAL;
+    if (v->kind != VAL_TV || ir_dtype_is_packed(v->dtype)) continue;
+    for (int a = 0; a < TV(v)->nloop; a++)
+      if (ID(TV(v)->loop[a])->ptype == CF_PT_VECTORIZE) ID(TV(v)->loop[a])->ptype = CF_PT_SERIAL;
   }
 }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _capi
+from . import _capi, _packed
 from ._inputs import InputSpec, check_rank, check_size, compute_tensor_descriptor, normalize_stride_order
 from ._tensor import RunValue, Scalar, Tensor, Vector
 from .ops_shape import check_stride_order
@@ -162,6 +162,8 @@ class DefineMixin:
         except AttributeError:
             raise InvalidArgumentError(f"from_pytorch: a {type(tensor).__name__} has no shape and dtype") from None
         strides = _strides(tensor)
+        if shape and _packed.holds_pairs(tensor, dt):  # torch's float4_e2m1fn_x2: bytes of two elements
+            shape, strides = _packed.element_layout(shape, strides)
         if strides is None or _is_contiguous(tensor):
             sizes = [s if static_sizes or s == 1 else -1 for s in shape]
             return self.define_tensor(sizes, None, dt)

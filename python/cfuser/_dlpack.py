@@ -24,8 +24,8 @@ import importlib
 import sys
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
-from . import _capi
-from .types import ARRAY_DTYPE_NAMES, ML_DTYPES, DataType, InvalidArgumentError, UnsupportedError
+from . import _capi, _packed
+from .types import ARRAY_DTYPE_NAMES, ML_DTYPES, PACKED_DTYPES, DataType, InvalidArgumentError, UnsupportedError
 
 
 class DLPackTensor:
@@ -37,7 +37,7 @@ class DLPackTensor:
         self._managed: Optional[int] = managed
         m = _capi.DLManagedTensor.from_address(managed)
         self._device = (int(m.dl_tensor.device.device_type), int(m.dl_tensor.device.device_id))
-        self.shape: Tuple[int, ...] = tuple(m.dl_tensor.shape[i] for i in range(m.dl_tensor.ndim))
+        self.shape: Tuple[int, ...] = _packed.shape_of(managed)
 
     def __dlpack_device__(self) -> Tuple[int, int]:
         return self._device
@@ -69,6 +69,8 @@ def _ml_dtypes() -> Any:
 
 
 def _numpy_empty(shape: Tuple[int, ...], dtype: DataType, like: Any) -> Any:
+    if dtype in PACKED_DTYPES:  # NumPy has no dtype of two elements per byte: its bytes
+        return _module("numpy").empty(shape, dtype="uint8")
     if dtype in ML_DTYPES:  # NumPy's bfloat16 and float8 types are ml_dtypes' (JAX's)
         ml, name = _ml_dtypes(), ARRAY_DTYPE_NAMES[dtype]
         if ml is None:
@@ -93,7 +95,8 @@ def _numpy_layout(shape: Tuple[int, ...], like: Any, perm: Sequence[int]) -> Any
 
 def _torch_empty(shape: Tuple[int, ...], dtype: DataType, like: Any) -> Any:
     torch = _module("torch")
-    tdtype = getattr(torch, ARRAY_DTYPE_NAMES[dtype], None)
+    name = _packed.pair_dtype(torch)[0] if dtype in PACKED_DTYPES else ARRAY_DTYPE_NAMES[dtype]
+    tdtype = getattr(torch, name, None)
     return None if tdtype is None else torch.empty(shape, dtype=tdtype, device=like.device)
 
 
@@ -115,7 +118,7 @@ def _cupy_empty(shape: Tuple[int, ...], dtype: DataType, like: Any) -> Any:
     if dtype in ML_DTYPES:
         return None
     with like.device:
-        return cupy.empty(shape, dtype=ARRAY_DTYPE_NAMES[dtype])
+        return cupy.empty(shape, dtype="uint8" if dtype in PACKED_DTYPES else ARRAY_DTYPE_NAMES[dtype])
 
 
 def _jax_adopt(t: DLPackTensor) -> Any:
@@ -185,8 +188,12 @@ class Framework:
                  before_run: Optional[Callable[[Any], None]] = None,
                  stream: Optional[Callable[[Any], Optional[int]]] = None,
                  copy: Optional[Callable[[Any, Any], None]] = None,
-                 layout: Optional[Callable[[Tuple[int, ...], Any, Sequence[int]], Any]] = None) -> None:
+                 layout: Optional[Callable[[Tuple[int, ...], Any, Sequence[int]], Any]] = None,
+                 pairs: Optional[Callable[[], Tuple[int, int, int]]] = None) -> None:
         self.name, self.empty, self.adopt = name, empty, adopt
+        # The DLPack type of the library's bytes of two packed elements (_packed.py); None:
+        # it adopts packed tensors in DLPack's own form (elements).
+        self.pairs = pairs
         self.copy = copy      # copy(dst, src) into an existing array (in-place updates: alias_input)
         self.layout = layout  # layout(shape, like, perm): an empty array of that memory order
         self.export = export or _generic_export
@@ -197,13 +204,18 @@ class Framework:
         self.stream = stream
 
 
+def _uint8() -> Tuple[int, int, int]:
+    return _packed.UINT8
+
+
 FRAMEWORKS: Dict[str, Framework] = {
     "numpy": Framework("numpy", _numpy_empty, lambda t: _module("numpy").from_dlpack(t), copy=_numpy_copy,
-                       layout=_numpy_layout),
+                       layout=_numpy_layout, pairs=_uint8),
     "torch": Framework("torch", _torch_empty, lambda t: _module("torch").from_dlpack(t), _torch_export,
-                       _torch_before_run, _torch_stream, _torch_copy, _torch_layout),
+                       _torch_before_run, _torch_stream, _torch_copy, _torch_layout,
+                       pairs=lambda: _packed.pair_dtype(_module("torch"))[1]),
     "cupy": Framework("cupy", _cupy_empty, lambda t: _module("cupy").from_dlpack(t), copy=_cupy_copy,
-                      layout=_numpy_layout),
+                      layout=_numpy_layout, pairs=_uint8),
     "jax": Framework("jax", None, _jax_adopt),
     "jaxlib": Framework("jax", None, _jax_adopt),
 }
@@ -212,6 +224,15 @@ GENERIC = Framework("dlpack", None, lambda t: t)
 
 
 _BY_TYPE: Dict[type, Framework] = {}  # framework_of's answers, by the array's type
+
+
+def adopt(fw: Framework, managed: int, what: str) -> Any:
+    """A tensor cfuser allocated, adopted by fw's library (a packed one as its bytes)."""
+    t = DLPackTensor(managed)  # owns it from here: freed if the rewrite refuses
+    if fw.pairs is not None:
+        _packed.to_pairs(managed, fw.pairs(), what)
+        t.shape = _packed.shape_of(managed)
+    return fw.adopt(t)
 
 
 def framework_of(obj: Any) -> Framework:

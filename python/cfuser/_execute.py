@@ -20,10 +20,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
-from . import _capi, _dlpack
+from . import _capi, _dlpack, _packed
 from ._inputs import InputSpec, View, check_array
 from ._tensor import extent_value
-from .types import ARRAY_DTYPE_NAMES, DataType, InvalidArgumentError, UnsupportedError
+from .types import ARRAY_DTYPE_NAMES, PACKED_DTYPES, DataType, InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
@@ -136,9 +136,15 @@ def export_inputs(fd: "FusionDefinition", args: Sequence[Any], in_arr: Any, keep
                 raise InvalidArgumentError(f"execute: input {spec.index} is a tensor input; give an array (any "
                                            f"DLPack producer), not a {type(x).__name__}")
             if hasattr(x, "shape"):  # else a bare DLPack producer: the C library checks it
-                empty = check_array(spec, x) if (spec.view or spec.fixed) else 0 in tuple(x.shape)
-        capsule, ptr, dev = _dlpack.export(x, "input", spec.index if spec is not None else i)
+                shape = _packed.element_shape(x, spec.dtype)
+                empty = check_array(spec, shape) if (spec.view or spec.fixed) else 0 in shape
+        index = spec.index if spec is not None else i
+        capsule, ptr, dev = _dlpack.export(x, "input", index)
         keep.append(capsule)
+        packed = _packed.as_elements(ptr, spec.dtype if spec is not None else None, f"execute: input {index}", capsule)
+        if packed is not None:  # bytes of two elements (torch's float4_e2m1fn_x2, uint8): counted in elements
+            keep.append(packed)
+            ptr = packed.address
         if spec is not None and (spec.view or empty):
             v = View(ptr, spec.kept, empty, capsule)
             keep.append(v)
@@ -156,15 +162,33 @@ def allocate(fd: "FusionDefinition", fw: _dlpack.Framework, inputs: Sequence[Any
     if fw.empty is None:
         return [None] * len(fd._c_outputs)
     out = []
-    for t in fd._c_outputs:
+    inputs = _packed.in_elements(inputs, [v.dtype if kind == "tensor" else None for kind, v in fd._inputs])
+    for i, t in enumerate(fd._c_outputs):
         try:
             shape = tuple(extent_value(e, inputs) for e in t.extents)
         except (IndexError, AttributeError, TypeError):
             out.append(None)
             continue
+        if t.dtype in PACKED_DTYPES:  # the library's bytes of two elements
+            shape = _packed.byte_shape(shape, f"execute: output {i}")
         # empty outputs: cfuser's (the libraries' strides of empty arrays vary)
         out.append(None if any(s <= 0 for s in shape) else fw.empty(shape, t.dtype, like))
     return out
+
+
+def export_outputs(fd: "FusionDefinition", results: Sequence[Any], out_arr: Any, keep: List[object]) -> None:
+    """Fills out_arr with the DLTensor* of each output the library allocated (NULL: cfuser
+    allocates), packed ones counted in elements."""
+    for i, r in enumerate(results):
+        if r is None:
+            out_arr[i] = None
+            continue
+        capsule, out_arr[i], _ = _dlpack.export(r, "output", i)
+        keep.append(capsule)
+        packed = _packed.as_elements(out_arr[i], fd._c_outputs[i].dtype, f"execute: output {i}", capsule)
+        if packed is not None:
+            keep.append(packed)
+            out_arr[i] = packed.address
 
 
 def _view(x: Any, sizes: Sequence[int], index: int) -> Any:
@@ -193,7 +217,10 @@ def finish(fd: "FusionDefinition", fw: _dlpack.Framework, inputs: Sequence[Any],
             out.append(inputs[ref])
             continue
         if kind == "view":
-            out.append(_view(inputs[ref], entry[2], ref))
+            sizes = entry[2]
+            if _packed.holds_pairs(inputs[ref], fd._inputs[ref][1].dtype):  # the bytes of two elements each
+                sizes = _packed.byte_shape(sizes, f"execute: the reshape of input {ref}")
+            out.append(_view(inputs[ref], sizes, ref))
             continue
         if ref in fd._aliases:
             out.append(inputs[fd._aliases[ref]])
@@ -202,6 +229,9 @@ def finish(fd: "FusionDefinition", fw: _dlpack.Framework, inputs: Sequence[Any],
         order = entry[2]
         if order is not None and fw.layout is not None and fw.copy is not None and len(order) > 1:
             perm = sorted(range(len(order)), key=lambda a: -order[a])  # outermost first
+            if fd._c_outputs[ref].dtype in PACKED_DTYPES and perm[-1] != len(order) - 1:
+                raise UnsupportedError(f"execute: output {ref} has a packed dtype (two elements of a row per byte) "
+                                       f"and stride order {list(order)}, which moves its innermost dimension")
             dst = fw.layout(tuple(int(s) for s in r.shape), r, perm)
             fw.copy(dst, r)
             r = dst

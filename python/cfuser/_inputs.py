@@ -161,10 +161,10 @@ class View:
         return ctypes.addressof(self.tensor)
 
 
-def check_array(spec: InputSpec, x: Any) -> bool:
-    """Checks an execute argument against a tensor input's declared rank and fixed sizes
-    (broadcast axes must have size 1); returns whether it is empty."""
-    shape = tuple(int(s) for s in x.shape)
+def check_array(spec: InputSpec, shape: Tuple[int, ...]) -> bool:
+    """Checks the shape of an execute argument (in elements) against a tensor input's
+    declared rank and fixed sizes (broadcast axes must have size 1); returns whether it is
+    empty."""
     if len(shape) != spec.rank:
         raise InvalidArgumentError(f"execute: input {spec.index} has {len(shape)} dimensions but the definition "
                                    f"declares {spec.rank} (shape {list(spec.sizes)})")

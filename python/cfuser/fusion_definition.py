@@ -41,7 +41,7 @@ from ._torch_fast import TorchFastPath
 from .ops import Ops
 from .sched import Sched
 from .types import (ARRAY_DTYPE_NAMES, CfuserError, DataType, InternalError, InvalidArgumentError,
-                    NotDefinedError, UnsupportedError, error_for)
+                    NotDefinedError, PACKED_DTYPES, UnsupportedError, error_for)
 
 _BACKENDS = {"host": _capi.BACKEND_HOST, "cuda": _capi.BACKEND_CUDA}
 _compile_lock = threading.Lock()  # the kernel cache is not thread-safe
@@ -289,12 +289,7 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
         if stream is None:
             self._order_streams(args)
         results = _execute.allocate(self, fw, inputs, like)
-        for i, r in enumerate(results):
-            if r is None:
-                out_arr[i] = None
-            else:
-                capsule, out_arr[i], _ = _dlpack.export(r, "output", i)
-                keep.append(capsule)
+        _execute.export_outputs(self, results, out_arr, keep)
         with runner.lock:
             if stream is None:
                 status = runner.run(runner.handle, n, in_arr, nout, out_arr)
@@ -307,7 +302,7 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
             self._torch_fast = self._make_torch_fast()
         for i, r in enumerate(results):
             if r is None:  # cfuser allocated it: the library adopts it
-                results[i] = fw.adopt(_dlpack.DLPackTensor(out_arr[i]))
+                results[i] = _dlpack.adopt(fw, out_arr[i], f"execute: output {i}")
         return _execute.finish(self, fw, inputs, results)
 
     def _default_framework(self, backend: int) -> _dlpack.Framework:
@@ -336,6 +331,8 @@ class FusionDefinition(DefineMixin, IntrospectMixin):
         """The fast path of later torch CUDA runs, once one has run (None where an output
         dtype has no torch twin or an output size is an expression of the inputs)."""
         torch = sys.modules.get("torch")
+        if any(spec is not None and spec.dtype in PACKED_DTYPES for spec in self._c_specs):
+            return None  # inputs of bytes of two elements: the general path counts them in elements
         rules = []
         for t in self._c_outputs:
             tdtype = getattr(torch, ARRAY_DTYPE_NAMES[t.dtype], None)

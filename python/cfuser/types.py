@@ -63,6 +63,13 @@ ARRAY_DTYPE_NAMES: Dict[DataType, str] = {
 }
 # The dtypes NumPy lacks and ml_dtypes (JAX's) provides, by the same names.
 ML_DTYPES = (DataType.BFloat16, DataType.Float8_e4m3fn, DataType.Float8_e5m2)
+# The packed dtypes (two elements per byte in tensors; the C library's ir_dtype_is_packed,
+# checked by tests/test_types.py). Arrays hold them as bytes of two elements: torch's
+# float4_e2m1fn_x2 (DLPack lanes 2), or uint8 where the library has no such dtype; their
+# shapes count bytes, cfuser's count elements (_dlpack.py converts at the boundary).
+PACKED_DTYPES = (DataType.Float4_e2m1fn,)
+# The array libraries' dtype of one byte of two packed elements (torch >= 2.8).
+PACKED_ARRAY_NAMES: Dict[DataType, str] = {DataType.Float4_e2m1fn: "float4_e2m1fn_x2"}
 
 
 # The element types of tensors (DataType without Null and the Welford states).
@@ -86,6 +93,9 @@ def as_dtype(dtype: object) -> DataType:
                 return dt
         if name in _ALIASES:
             return _ALIASES[name]
+        for dt, pair_name in PACKED_ARRAY_NAMES.items():  # torch.float4_e2m1fn_x2: bytes of that dtype
+            if name == pair_name:
+                return dt
     raise InvalidArgumentError(f"unknown dtype {dtype!r}; use cfuser.DataType or a name such as 'float32'")
 
 

@@ -10,6 +10,10 @@ def test_data_types_match_the_c_table():
     assert [types.C_DTYPE_NAMES[d] for d in c_dtypes] == names[:-1]
     assert [_capi.lib.cf_dtype_size(int(d)) for d in c_dtypes] == [4, 8, 2, 2, 1, 4, 8, 4, 1, 16, 24, 1, 1, 8, 16, 1]
     assert _capi.lib.cf_dtype_storage_bytes(int(DataType.Float4_e2m1fn), 7) == 4  # packed: two to a byte
+    packed = [d for d in types.ELEMENT_DTYPES
+              if _capi.lib.cf_dtype_storage_bytes(int(d), 2) < 2 * _capi.lib.cf_dtype_size(int(d))]
+    assert tuple(packed) == types.PACKED_DTYPES
+    assert types.as_dtype("torch.float4_e2m1fn_x2") is DataType.Float4_e2m1fn  # torch's bytes of two
     assert DataType.Null.value == -1 and DataType.Null not in types.ELEMENT_DTYPES
 
 

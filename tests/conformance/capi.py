@@ -3,7 +3,9 @@ and plain DLPack structs (independent of the cfuser Python package, so the matri
 the library itself): building a one-op fusion, evaluating it with the reference evaluator,
 running it through define and run on a backend, and NumPy arrays in and out.
 
-bfloat16 has no NumPy dtype: its arrays hold the raw uint16 bits (see values.py)."""
+bfloat16 has no NumPy dtype: its arrays hold the raw uint16 bits (see values.py);
+float4_e2m1fn arrays hold one code a byte, packed two to a byte (element 2k in the low
+nibble) into the tensors C reads and unpacked from those it writes."""
 import ctypes
 import os
 
@@ -99,18 +101,32 @@ def op_table():
 DTYPE_NAMES = {"float": "float32", "double": "float64", "__half": "float16", "__bfloat": "bfloat16",
                "int8_t": "int8", "int": "int32", "int64_t": "int64", "uint32_t": "uint32", "bool": "bool",
                "__e4m3": "float8_e4m3fn", "__e5m2": "float8_e5m2",
-               "complex_float": "complex64", "complex_double": "complex128"}
+               "complex_float": "complex64", "complex_double": "complex128", "__e2m1": "float4_e2m1fn"}
 DTYPES = {}
-for _t in range(16):
+for _t in range(32):
     _n = LIB.cf_dtype_name(_t).decode()
     if _n in DTYPE_NAMES:
         DTYPES[DTYPE_NAMES[_n]] = _t
 STORAGE = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "bfloat16": np.uint16,
            "int8": np.int8, "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "bool": np.bool_,
-           "float8_e4m3fn": np.uint8, "float8_e5m2": np.uint8, "complex64": np.complex64, "complex128": np.complex128}
+           "float8_e4m3fn": np.uint8, "float8_e5m2": np.uint8, "complex64": np.complex64, "complex128": np.complex128,
+           "float4_e2m1fn": np.uint8}
 DL_CODE = {"float32": (2, 32), "float64": (2, 64), "float16": (2, 16), "bfloat16": (4, 16), "int8": (0, 8),
            "int32": (0, 32), "int64": (0, 64), "uint32": (1, 32), "bool": (6, 8), "float8_e4m3fn": (10, 8),
-           "float8_e5m2": (12, 8), "complex64": (5, 64), "complex128": (5, 128)}
+           "float8_e5m2": (12, 8), "complex64": (5, 64), "complex128": (5, 128), "float4_e2m1fn": (17, 4)}
+PACKED = ("float4_e2m1fn",)  # two elements a byte in tensors
+
+
+def pack(codes):
+    """Codes (one a byte, an even count) as bytes of two, element 2k in the low nibble."""
+    c = np.asarray(codes, np.uint8).reshape(-1)
+    return (c[0::2] & 0xF) | (c[1::2] & 0xF) << 4
+
+
+def unpack(raw, n):
+    """The n codes of packed bytes raw."""
+    b = np.frombuffer(raw, dtype=np.uint8)
+    return np.stack([b & 0xF, b >> 4], axis=-1).reshape(-1)[:n]
 DTYPE_OF = {v: k for k, v in DTYPES.items()}
 
 
@@ -161,10 +177,10 @@ class Inputs:
     def __init__(self, arrays, dtypes):
         self.arrays = [np.array(a, order="C", copy=True) for a in arrays]  # 0-d stays 0-d
         self.shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in self.arrays]
-        self.tensors = []
-        for a, d, s in zip(self.arrays, dtypes, self.shapes):
+        self.tensors, self.data = [], [pack(a) if d in PACKED else a for a, d in zip(self.arrays, dtypes)]
+        for a, data, d, s in zip(self.arrays, self.data, dtypes, self.shapes):
             code, bits = DL_CODE[d]
-            self.tensors.append(DLTensor(a.ctypes.data if a.size else None, DLDevice(1, 0), a.ndim,
+            self.tensors.append(DLTensor(data.ctypes.data if a.size else None, DLDevice(1, 0), a.ndim,
                                          DLDataType(code, bits, 1), s, None, 0))
         self.ptrs = (ctypes.POINTER(DLTensor) * max(len(arrays), 1))(*[ctypes.pointer(t) for t in self.tensors])
 
@@ -175,6 +191,9 @@ def read(m, dtype):
     shape = tuple(t.shape[i] for i in range(t.ndim))
     n = int(np.prod(shape)) if shape else 1
     st = STORAGE[dtype]
+    if dtype in PACKED:
+        raw = ctypes.string_at(t.data + t.byte_offset, (n + 1) // 2) if n else b""
+        return unpack(raw, n).reshape(shape).copy()
     raw = ctypes.string_at(t.data + t.byte_offset, n * np.dtype(st).itemsize) if n else b""
     return np.frombuffer(raw, dtype=st).reshape(shape).copy()
 

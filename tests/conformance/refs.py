@@ -395,9 +395,15 @@ def complex_result_dtype(name, dtype):
     return {"same": dtype, "part": COMPLEX_PART[dtype], "bool": "bool"}[COMPLEX[name][0]]
 
 
+# Storage types (torch's and nvFuser's float4_e2m1fn): moves and casts only, no elementwise op.
+STORAGE_ONLY = ("float4_e2m1fn",)
+
+
 def accepts(kind, dtype, name=None):
     """Whether an op of reference kind `kind` (named `name`) takes dtype: complex dtypes
-    only for the ops of COMPLEX."""
+    only for the ops of COMPLEX, storage types for none."""
+    if dtype in STORAGE_ONLY:
+        return False
     if dtype in COMPLEX_PART:
         return name in COMPLEX
     return {"all": True, "no_bool": dtype != "bool", "float": dtype in FLOATS,

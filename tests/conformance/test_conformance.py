@@ -8,7 +8,9 @@ tensors, against torch's semantics written down in refs.py with NumPy and Python
 as the arithmetic. A row of the table without a reference, or whose accepted dtypes differ
 from the reference's, fails: an op added to the table is in the matrix by construction.
 The rows that are not elementwise (moves, casts, reductions, transforms) are each covered
-by a named test below or in the C suites; the list STRUCTURAL says which."""
+by a named test below or in the C suites; the list STRUCTURAL says which. A storage type
+(float4_e2m1fn, refs.STORAGE_ONLY) is a column too: every op's refusal of it is asserted
+with its message, its moves and casts run."""
 import itertools
 import math
 import re
@@ -140,6 +142,23 @@ def _complex_refusal(name, dt, t=0):
     return f"{name}: T{t} has dtype {cname}, but {name} does not take complex tensors for T{t}_g_{cname}[iS{t}{{i{t}}}]"
 
 
+def _storage_refusal(name, dt, t=0, axes=None):
+    """The message of an op refusing the storage-type input T<t> (float4_e2m1fn: moves and
+    casts only), of axes (default: one symbolic axis)."""
+    cname = capi.LIB.cf_dtype_name(capi.DTYPES[dt]).decode()
+    axes = axes or f"iS{t}{{i{t}}}"
+    return (f"{name}: T{t} has dtype {cname}, a storage type; {name} does not take it (cast it to float first) for "
+            f"T{t}_g_{cname}[{axes}]")
+
+
+def _storage_refusal_re(name, dt, rank):
+    """_storage_refusal of any tensor of `rank` symbolic axes, as a regular expression."""
+    cname = re.escape(capi.LIB.cf_dtype_name(capi.DTYPES[dt]).decode())
+    axes = ", ".join([r"iS\d+\{i\d+\}"] * rank)
+    return (rf"{name}: (T\d+) has dtype {cname}, a storage type; {name} does not take it \(cast it to float first\) "
+            rf"for \1_g_{cname}\[{axes}\]")
+
+
 def _build(fus, row, dts, rank=1):
     outs = []
     for dt in dts:
@@ -164,7 +183,11 @@ def test_torch_matrix_maps_every_dtype():
     complex64 became a column here); a dtype without one, or whose torch dtype this torch
     lacks, is an error naming it, and one torch added late is skipped with a note."""
     import torch_matrix  # loads without torch
-    assert torch_matrix.torch_dtypes(DTYPES, lambda name: name) == ({dt: dt for dt in DTYPES}, [], [])
+    compared = [dt for dt in DTYPES if dt != "float4_e2m1fn"]
+    assert torch_matrix.torch_dtypes(DTYPES, lambda name: name) == (
+        {**{dt: dt for dt in compared}, "float4_e2m1fn": None}, [],
+        ["torch's float4_e2m1fn_x2 has no conversions or arithmetic: the float4_e2m1fn column is checked against the "
+         "evaluator and NumPy only"])
     assert torch_matrix.torch_dtypes(["complex32"], lambda name: name)[1:] == (
         ["cfuser's dtype complex32 (a column of the conformance matrix) has no torch name: add it to TORCH_NAME "
          "in tests/conformance/torch_matrix.py"], [])
@@ -220,6 +243,9 @@ def test_accepted_dtypes(row):
         if V.is_complex(dt):  # torch refuses these too
             assert fus.error() == _complex_refusal(row["name"], dt), fus.error()
             continue
+        if dt in refs.STORAGE_ONLY:  # as torch's and nvFuser's float4_e2m1fn: moves and casts only
+            assert fus.error() == _storage_refusal(row["name"], dt), fus.error()
+            continue
         assert f"{row['name']}: T0 has dtype" in fus.error() and "cast it first" in fus.error(), fus.error()
 
 
@@ -240,8 +266,17 @@ def test_evaluator(row):
         _check(row, dt, out_dt, V.widen(got[0], out_dt), want, cols, "evaluator")
 
 
+# The dtypes some elementwise op takes: the others are storage types (test_accepted_dtypes
+# asserts each op's refusal of them, test_casts_and_moves their moves and casts).
+KERNEL_DTYPES = [dt for dt in DTYPES if any(r["dtypes"] >> capi.DTYPES[dt] & 1 for r in ELEMENTWISE)]
+
+
+def test_storage_dtypes_take_no_elementwise_op():
+    assert [dt for dt in DTYPES if dt not in KERNEL_DTYPES] == list(refs.STORAGE_ONLY)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("dt", KERNEL_DTYPES)
 def test_kernels(dt, backend):
     """Per dtype, one fusion holding every elementwise op that takes it (unary ops on a,
     binary ones on (a, b), a and b every pair of the dtype's specials), run through
@@ -364,7 +399,7 @@ def test_casts_and_moves():
         outs += [(src, to, _call(fus, "cast", capi.P, capi.P(a), ctypes.c_int(capi.DTYPES[to]))) for to in DTYPES]
         moved = _call(fus, "set", capi.P, capi.P(a))
         b = _call(fus, "broadcast", capi.P, capi.P(moved), 2, (ctypes.c_bool * 2)(True, False))
-        e = _call(fus, "expand", capi.P, capi.P(b), 2, (ctypes.c_int64 * 2)(3, -1))
+        e = _call(fus, "expand", capi.P, capi.P(b), 2, (ctypes.c_int64 * 2)(4, -1))  # even: fp4 rows hold pairs
         outs.append((src, None, _call(fus, "permute", capi.P, capi.P(e), 2, (ctypes.c_int * 2)(1, 0))))
     assert all(t for _, _, t in outs), fus.error()
     for _, _, t in outs:
@@ -377,9 +412,9 @@ def test_casts_and_moves():
     for where, (s, got) in runs:
         assert s == 0, f"{where}: {got}"
         for (src, to, _), g in zip(outs, got):
-            if to is None:  # the moves: [n, 3], each value three times
-                want = [v for v in vals[src] for _ in range(3)]
-                assert g.shape == (n, 3) and all(_close(x, w, src, True, False)
+            if to is None:  # the moves: [n, 4], each value four times
+                want = [v for v in vals[src] for _ in range(4)]
+                assert g.shape == (n, 4) and all(_close(x, w, src, True, False)
                                                  for x, w in zip(V.widen(g, src), want)), f"{where}: moves of {src}"
                 continue
             want = [V.store(v, to) for v in vals[src]]
@@ -445,6 +480,11 @@ def test_reductions():
         a = fus.input(dt, 2)
         for op, code in REDUCE_OPS.items():
             t = _call(fus, "reduce", capi.P, ctypes.c_int(code), capi.P(a), 1, (ctypes.c_int * 1)(1), False)
+            if dt in refs.STORAGE_ONLY:  # a storage type: moves and casts only (torch's and nvFuser's)
+                what = {"max": "max_reduce", "min": "min_reduce"}.get(op, op)
+                assert not t and re.fullmatch(_storage_refusal_re(what, dt, 2), fus.error()), fus.error()
+                capi.LIB.cf_fusion_clear_error(fus.f)
+                continue
             if V.is_complex(dt) and op != "sum":  # torch refuses these too
                 cname = capi.LIB.cf_dtype_name(capi.DTYPES[dt]).decode()
                 what = {"max": "max_reduce", "min": "min_reduce"}.get(op, op)
@@ -530,7 +570,8 @@ def test_var_mean_of_nothing_and_large_corrections():
 
 
 def test_where():
-    """where(cond, a, b) on every dtype, the condition from a bool input."""
+    """where(cond, a, b) on every dtype, the condition from a bool input (float4_e2m1fn:
+    refused, naming the op and the tensor)."""
     fus = capi.Fusion()
     c = fus.input("bool", 1)
     arrays = [np.array([True, False] * 16, np.bool_)]
@@ -542,6 +583,10 @@ def test_where():
         arrays += [V.array(a_vals, dt), V.array(b_vals, dt)]
         a, b = fus.input(dt, 1), fus.input(dt, 1)
         t = _call(fus, "where", capi.P, capi.P(c), capi.P(a), capi.P(b))
+        if dt in refs.STORAGE_ONLY:  # a select, not a move: torch has no where of float4_e2m1fn_x2 either
+            assert not t and re.fullmatch(_storage_refusal_re("where", dt, 1), fus.error()), fus.error()
+            capi.LIB.cf_fusion_clear_error(fus.f)
+            continue
         fus.output(t)
         outs.append((dt, [x if i % 2 == 0 else y for i, (x, y) in enumerate(zip(a_vals, b_vals))]))
     out_dts = [dt for dt, _ in outs]
@@ -654,6 +699,44 @@ def test_resize(inlined):
             assert np.array_equal(g, fn(*xs)), f"{where}: case {n}: {g}"
 
 
+def test_resize_packed():
+    """The float4_e2m1fn column of the resize ops (moves: codes kept exactly): slices of
+    even width, one starting at an odd element (its pairs straddle the input's bytes), a
+    pad by -1.5 and a cat along the innermost axis, against NumPy on the codes: the
+    evaluator and define and run on every backend; and a full of the dtype."""
+    dt, i64 = "float4_e2m1fn", ctypes.c_int64
+    fus = capi.Fusion()
+    x, y = fus.input_concrete(dt, (3, 8)), fus.input_concrete(dt, (3, 4))
+    cases = [
+        (_call(fus, "slice", capi.P, capi.P(x), 2, (i64 * 2)(1, 1), (i64 * 2)(3, 5), None), lambda a, b: a[1:3, 1:5]),
+        (_call(fus, "slice", capi.P, capi.P(x), 2, (i64 * 2)(0, 2), (i64 * 2)(BIG, 8), (i64 * 2)(2, 1)),
+         lambda a, b: a[::2, 2:]),
+        (_call(fus, "pad", capi.P, capi.P(y), 2, (i64 * 2)(2, 0), ctypes.c_double(-1.5)),
+         lambda a, b: np.pad(b, ((0, 0), (2, 0)), constant_values=V.array([-1.5], dt)[0])),
+        (_call(fus, "cat", capi.P, 2, (capi.P * 2)(y, x), -1), lambda a, b: np.concatenate([b, a], -1)),
+    ]
+    assert all(t for t, _ in cases), fus.error()
+    for t, _ in cases:
+        fus.output(t)
+    vals = V.SPECIALS[dt]
+    xs = [V.array([vals[i % len(vals)] for i in range(24)], dt).reshape(3, 8),
+          V.array([vals[(7 * i + 3) % len(vals)] for i in range(12)], dt).reshape(3, 4)]
+    runs = [("evaluator", capi.evaluate(fus, xs, [dt] * len(cases)))]
+    runs += [(bk, capi.execute(fus, xs, [dt] * len(cases), capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST))
+             for bk in BACKENDS]
+    for where, (s, got) in runs:
+        assert s == 0, f"{where}: {got}"
+        for n, ((_, fn), g) in enumerate(zip(cases, got)):
+            assert np.array_equal(g, fn(*xs)), f"{where}: case {n}: {g} != {fn(*xs)}"
+    full = capi.Fusion()  # a constant made in the dtype: 5 rounds to 4 (a tie, to even)
+    full.output(_call(full, "full", capi.P, 2, (i64 * 2)(3, 4), ctypes.c_double(5.0), ctypes.c_int(capi.DTYPES[dt])))
+    runs = [("evaluator", capi.evaluate(full, [], [dt]))]
+    runs += [(bk, capi.execute(full, [], [dt], capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST))
+             for bk in BACKENDS]
+    for where, (s, got) in runs:
+        assert s == 0 and V.widen(got[0], dt) == [4.0] * 12, f"{where}: {got}"
+
+
 def test_rope():
     """Rotary embedding as generated definitions write it: x * cos + cat(-x2, x1) * sin with
     x1, x2 the halves of x's last axis (slice, neg, cat, mul, add), against NumPy. A hand
@@ -753,7 +836,7 @@ def _scan_cell_ok(op, dt, g, w):
     return _close(g, w, dt, True, op in ("cummax", "cummin"))
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", [dt for dt in DTYPES if dt not in refs.STORAGE_ONLY])
 def test_scans(dtype):
     """cumsum, cumprod, cummax and cummin of every dtype's special values along both axes,
     in one fusion, against torch's semantics: the evaluator and define and run on every
@@ -786,6 +869,17 @@ def test_scans(dtype):
                     f"{where}: {op} along {axis} of {dtype} differs from the evaluator: {g} != {e}"
 
 
+@pytest.mark.parametrize("op", list(SCANS))
+@pytest.mark.parametrize("dtype", list(refs.STORAGE_ONLY))
+def test_scans_refuse_storage_types(op, dtype):
+    """Every scan of a float4_e2m1fn tensor is refused, naming the op and the tensor (a
+    storage type: moves and casts only, as torch's and nvFuser's)."""
+    fus = capi.Fusion()
+    tx = fus.input_concrete(dtype, (5, 8))
+    assert not _call(fus, op, capi.P, capi.P(tx), 1)
+    assert fus.error() == _storage_refusal(op, dtype, 0, "iS0{5}, iS1{8}"), fus.error()
+
+
 @pytest.mark.parametrize("op", [op for op in SCANS if op not in COMPLEX_SCANS])
 @pytest.mark.parametrize("dtype", list(V.COMPLEX))
 def test_scans_refuse_complex(op, dtype):
@@ -802,7 +896,7 @@ def test_scans_refuse_complex(op, dtype):
 def test_indexed(dtype):
     """gather, take_along_axis, scatter (moves: bit-exact) and cumsum of every dtype on
     [5, 6] with int64 and int32 indices (negative ones too), against NumPy: the evaluator
-    and define and run on every backend."""
+    and define and run on every backend (float4_e2m1fn: the moves, its cumsum refused)."""
     rng = np.random.default_rng(7)
     vals = rng.integers(0, 3, size=30).astype(np.float64) if dtype == "bool" else rng.integers(-20, 20, size=30) / 2
     if not V.is_float(dtype):
@@ -819,7 +913,13 @@ def test_indexed(dtype):
     outs = [_call(fus, "gather", capi.P, capi.P(tx), 0, capi.P(tg)),
             _call(fus, "take_along_axis", capi.P, capi.P(tx), capi.P(tt), 1),
             _call(fus, "scatter", capi.P, capi.P(tx), 0, capi.P(ts), capi.P(tsrc))]
-    outs += [_call(fus, "cumsum", capi.P, capi.P(tx), 1), _call(fus, "cumsum", capi.P, capi.P(tx), 0)]
+    storage = dtype in refs.STORAGE_ONLY  # its moves only: cumsum refused
+    if storage:
+        assert not _call(fus, "cumsum", capi.P, capi.P(tx), 1)
+        assert fus.error() == _storage_refusal("cumsum", dtype, 0, "iS0{5}, iS1{6}"), fus.error()
+        capi.LIB.cf_fusion_clear_error(fus.f)
+    else:
+        outs += [_call(fus, "cumsum", capi.P, capi.P(tx), 1), _call(fus, "cumsum", capi.P, capi.P(tx), 0)]
     assert all(outs), fus.error()
     for t in outs:
         fus.output(t)
@@ -828,9 +928,11 @@ def test_indexed(dtype):
         for c in range(6):
             scat[si[r, c] % 5, c] = src[r, c]
     want = [np.take_along_axis(x, gi % 5, 0), np.take_along_axis(x, ti.astype(np.int64) % 6, 1), scat]
-    d1 = scan_out_dtype("cumsum", dtype)
-    c1, c0 = (V.array(scan_ref("cumsum", x, dtype, a)[0], d1).reshape(x.shape) for a in (1, 0))
-    want, dts = want + [c1, c0], [dtype, dtype, dtype, d1, d1]
+    dts = [dtype] * 3
+    if not storage:
+        d1 = scan_out_dtype("cumsum", dtype)
+        c1, c0 = (V.array(scan_ref("cumsum", x, dtype, a)[0], d1).reshape(x.shape) for a in (1, 0))
+        want, dts = want + [c1, c0], dts + [d1, d1]
     xs = [x, gi, ti, si, src]
     runs = [("evaluator", capi.evaluate(fus, xs, dts))]
     runs += [(bk, capi.execute(fus, xs, dts, capi.BACKEND_CUDA if bk == "cuda" else capi.BACKEND_HOST))

@@ -6,7 +6,9 @@ does (round to nearest even; floating to integer truncates and saturates, NaN gi
 integers wrap), so references computed wide and stored once are what the evaluator,
 host kernels and CUDA kernels must give. bfloat16 arrays hold raw uint16 bits, the 8-bit
 floats raw uint8 bits (torch's rounding: to float32 first, then nearest even; e4m3fn
-overflows past 464 to NaN, e5m2 from 61440 to infinity). Complex values are Python
+overflows past 464 to NaN, e5m2 from 61440 to infinity), float4_e2m1fn arrays one code a
+byte (capi.py packs them two to a byte at the C boundary; CUDA's cuda_fp4.h rounding: to
+float32 first, then nearest even, saturating to +-6, infinities too, NaN to +6). Complex values are Python
 complex numbers, each part stored as the part's dtype (complex64: float32 parts); a
 complex value stored in a real dtype keeps its real part (bool: either part nonzero), a
 real one stored in a complex dtype gets imaginary 0 (cfuser's casts, torch's and NumPy's)."""
@@ -15,8 +17,10 @@ import struct
 
 import numpy as np
 
-FLOATS = ("float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+FLOATS = ("float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn")
 FP8 = {"float8_e4m3fn": (3, 4, 448.0), "float8_e5m2": (2, 5, 57344.0)}  # fraction bits, exponent bits, largest
+# float4_e2m1fn by code: 0..7 the magnitudes, 8..15 their negatives (8 is -0.0)
+FP4_CODES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0] + [-v for v in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)]
 COMPLEX = {"complex64": "float32", "complex128": "float64"}  # the dtype of each part
 INTS = {"int8": (8, True), "int32": (32, True), "int64": (64, True), "uint32": (32, False)}
 
@@ -31,6 +35,8 @@ SPECIALS = {
     "bfloat16": _COMMON + [9.183549615799121e-41, 1e30, -1e30, 3.3895313892515355e38, 257.0],
     "float8_e4m3fn": _COMMON + [448.0, -448.0, 2.0 ** -9, -(2.0 ** -9), 2.0 ** -6, 240.0, 0.015625],
     "float8_e5m2": _COMMON + [57344.0, -57344.0, 2.0 ** -16, -(2.0 ** -16), 2.0 ** -14, 1000.0, 49152.0],
+    # every magnitude, ties (0.25 -> 0, 0.75 -> 1, 2.5 -> 2, 5 -> 4) and saturation (7, 100, 1e30, inf -> 6)
+    "float4_e2m1fn": _COMMON + [6.0, -6.0, 4.0, -4.0, 0.25, -0.25, 0.75, 5.0, -5.0, 1e30],
     "int8": [0, 1, -1, 2, -2, 3, 7, -7, 8, 100, -100, 127, -128, 126, -127],
     "int32": [0, 1, -1, 2, -2, 3, 7, -7, 31, 32, 40, 100000, 2 ** 31 - 1, -(2 ** 31), -(2 ** 31) + 1],
     "int64": [0, 1, -1, 2, -2, 3, 7, -7, 20, 63, 64, 2 ** 62 + 1, 2 ** 63 - 1, -(2 ** 63), -(2 ** 63) + 1],
@@ -111,6 +117,22 @@ def _fp8_codes(dtype):
     return vals
 
 
+def _fp4(x):
+    """x as CUDA's cuda_fp4.h stores it in float4_e2m1fn (through float32 first)."""
+    with np.errstate(over="ignore"):
+        x = float(np.float32(x))
+    if math.isnan(x):
+        return 6.0
+    a = abs(x)
+    if a >= 6.0:
+        return math.copysign(6.0, x)
+    k = max(c for c in range(8) if FP4_CODES[c] <= a)  # the code at or below a; a < 6: k < 7
+    lo, hi = FP4_CODES[k], FP4_CODES[k + 1]
+    mid = (lo + hi) / 2
+    v = lo if a < mid or (a == mid and k % 2 == 0) else hi
+    return math.copysign(v, x)
+
+
 def wrap(v, dtype):
     """An integer wrapped into dtype (two's complement), or bool."""
     if dtype == "bool":
@@ -151,6 +173,8 @@ def store(v, dtype):
                 return float(np.float32(x))
         if dtype in FP8:
             return _fp8(x, dtype)
+        if dtype == "float4_e2m1fn":
+            return _fp4(x)
         return _round_to_format(x, 10, 5) if dtype == "float16" else _round_to_format(x, 7, 8)
     if isinstance(v, float):
         return to_int(v, dtype)
@@ -177,6 +201,8 @@ def array(values, dtype):
         codes = _fp8_codes(dtype)
         return np.array([0x7F if math.isnan(x) else codes.index(x) if x or not math.copysign(1, x) < 0 else 0x80
                          for x in stored], dtype=np.uint8)
+    if dtype == "float4_e2m1fn":  # one code a byte (no NaN in the format)
+        return np.array([FP4_CODES.index(x) if x or not math.copysign(1, x) < 0 else 8 for x in stored], np.uint8)
     np_dtype = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int8": np.int8,
                 "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "bool": np.bool_,
                 "complex64": np.complex64, "complex128": np.complex128}[dtype]
@@ -190,6 +216,8 @@ def widen(arr, dtype):
     if dtype in FP8:
         codes = _fp8_codes(dtype)
         return [codes[int(b)] for b in arr.reshape(-1)]
+    if dtype == "float4_e2m1fn":
+        return [FP4_CODES[int(b)] for b in arr.reshape(-1)]
     if is_complex(dtype):
         return [complex(x) for x in arr.reshape(-1)]
     if is_float(dtype):

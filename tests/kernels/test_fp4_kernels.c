@@ -100,3 +100,148 @@ Test(fp4_kernels, a_write_of_single_elements_is_refused) {
                                          "even width (cache it before and vectorize the copy)");
   cf_executor_destroy(e);
 }
+
+/* A call whose tensors are not 16-byte aligned is devectorized, but for its packed tensors:
+ * they are moved byte by byte at any address, and the packed write needs its vector (the
+ * call was an internal error, the write refused by lowering). x (fp4) starts 3 bytes into
+ * its buffer, w (float) 4 bytes in: out = fp4(float(x) * w) equals the evaluator. */
+Test(fp4_kernels, misaligned_calls_keep_the_packed_vectors) {
+  cf_tv *x = tu_input(f, CF_FLOAT4_E2M1FN, 2, NULL), *w = tu_input(f, CF_FLOAT, 2, NULL);
+  cf_fusion_add_output(f, cf_cast(f, cf_mul(f, cf_cast(f, x, CF_FLOAT), w), CF_FLOAT4_E2M1FN));
+  const int64_t sz[2] = {5, 32};
+  DLManagedTensor *xb = codes(2, (int64_t[]){6, 32}), *wb = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){6, 32});
+  for (int i = 0; i < 6 * 32; i++) ((float *)wb->dl_tensor.data)[i] = (float)(i % 7) * 0.75f - 2.0f;
+  DLTensor xv = xb->dl_tensor, wv = wb->dl_tensor;
+  xv.shape = wv.shape = (int64_t *)sz;
+  xv.byte_offset = 3, wv.byte_offset = 4; /* element 6 of x's buffer, element 1 of w's */
+  const DLTensor *ins[2] = {&xv, &wv};
+  DLManagedTensor *want = NULL, *got = NULL;
+  cr_assert_eq(cf_fusion_evaluate(f, 2, ins, &want), CF_OK, "evaluator: %s", cf_fusion_error(f));
+  const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
+  cr_assert_eq(cf_fusion_execute(c, 2, ins, 1, &got), CF_OK, "define and run: %s", cf_fusion_cache_error(c));
+  kc_compare(&got, &want, 1, 0, "define and run, misaligned");
+  cf_fusion_cache_destroy(c);
+  cf_tensor_free(got), cf_tensor_free(want), cf_tensor_free(xb), cf_tensor_free(wb);
+}
+
+/* An odd innermost extent of a symbolic packed input: define and run names the input
+ * before it plans (it was add_input's message, of the plan's concrete copy). */
+/* define and run of f's one input `in` and one output is refused with msg. */
+static void expect_define_and_run_refusal(DLManagedTensor *in, const char *msg) {
+  const DLTensor *ins[1] = {&in->dl_tensor};
+  DLManagedTensor *out = NULL;
+  const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
+  cr_expect_eq(cf_fusion_execute(c, 1, ins, 1, &out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_cache_error(c), msg);
+  cf_fusion_cache_destroy(c);
+  cf_tensor_free(in);
+}
+
+Test(fp4_kernels, define_and_run_refuses_an_odd_innermost_extent) {
+  cf_tv *x = tu_input(f, CF_FLOAT4_E2M1FN, 2, NULL);
+  cf_fusion_add_output(f, cf_cast(f, x, CF_FLOAT));
+  expect_define_and_run_refusal(cf_tensor_host(CF_FLOAT4_E2M1FN, 2, (int64_t[]){4, 5}),
+                                "execute: input 0 (T0) has dtype __e2m1, two elements per byte, and innermost extent "
+                                "5; it must be even");
+}
+
+/* An output whose innermost extent a call makes odd (a float input cast to fp4): the
+ * evaluator and define and run refuse it, naming the output, as a kernel's run does. */
+Test(fp4_kernels, an_odd_innermost_extent_of_an_output_is_refused) {
+  cf_tv *x = tu_input(f, CF_FLOAT, 2, NULL);
+  cf_fusion_add_output(f, cf_cast(f, x, CF_FLOAT4_E2M1FN));
+  DLManagedTensor *in = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){2, 5}), *out = NULL;
+  memset(in->dl_tensor.data, 0, 10 * sizeof(float));
+  const DLTensor *ins[1] = {&in->dl_tensor};
+  cr_expect_eq(cf_fusion_evaluate(f, 1, ins, &out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_null(out);
+  cr_expect_str_eq(cf_fusion_error(f), "evaluate: output 0 (T1) has dtype __e2m1, two elements per byte, and "
+                                       "innermost extent 5; it must be even");
+  cf_fusion_clear_error(f);
+  expect_define_and_run_refusal(in, "execute: output 0 (T1) has dtype __e2m1, two elements per byte, and innermost "
+                                    "extent 5; it must be even");
+}
+
+/* Symbolic sizes (issue 26): cf_schedule_pointwise splits the symbolic innermost axis by 2
+ * before merging ([blockIdx.x, unswitch, threadIdx.x{128}, vector{2}]), so each thread
+ * writes a byte whole; lowering validates the split at run time. Equal to the evaluator on
+ * the host backend at two sizes with one kernel, its NVRTC sm_90a source compiles, and an
+ * odd innermost extent is refused when run, naming the tensor. */
+Test(fp4_kernels, symbolic_extents_through_the_pointwise_schedule) {
+  cf_tv *x = tu_input(f, CF_FLOAT4_E2M1FN, 2, NULL);
+  cf_fusion_add_output(f, scale(x));
+  cr_assert_eq(cf_schedule_pointwise(f), CF_OK, "%s", cf_fusion_error(f));
+  char *src = kc_compile_sm90(f);
+  cr_expect(strstr(src, "cf_fp4_pack(") != NULL, "%s", src);
+  free(src);
+  const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+  cf_executor *e = cf_executor_create(&host);
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  const int64_t shapes[2][2] = {{3, 10}, {7, 300}};
+  for (int k = 0; k < 2; k++) {
+    DLManagedTensor *in = codes(2, shapes[k]), *want = NULL, *got = NULL;
+    const DLTensor *ins[1] = {&in->dl_tensor};
+    cr_assert_eq(cf_fusion_evaluate(f, 1, ins, &want), CF_OK, "%s", cf_fusion_error(f));
+    cr_assert_eq(cf_executor_run(e, 1, ins, 1, &got), CF_OK, "%s", cf_executor_error(e));
+    kc_compare(&got, &want, 1, 0, "symbolic, pointwise schedule");
+    cf_tensor_free(in), cf_tensor_free(want), cf_tensor_free(got);
+  }
+  DLManagedTensor *odd = cf_tensor_host(CF_FLOAT4_E2M1FN, 2, (int64_t[]){2, 5}), *out = NULL;
+  const DLTensor *oins[1] = {&odd->dl_tensor};
+  cr_expect_eq(cf_executor_run(e, 1, oins, 1, &out), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_executor_error(e), "run: input 0 (T0) has dtype __e2m1, two elements per byte, and innermost "
+                                         "extent 5; it must be even");
+  cf_tensor_free(odd);
+  cf_executor_destroy(e);
+}
+
+/* The 2-D tile (a bias broadcast along rows), symbolic: fp4(float(x) * b) with b [K]. */
+Test(fp4_kernels, symbolic_extents_with_a_broadcast_bias) {
+  cf_tv *x = tu_input(f, CF_FLOAT4_E2M1FN, 2, NULL), *b = tu_input(f, CF_FLOAT, 1, NULL);
+  cf_tv *bb = cf_broadcast(f, b, 2, (bool[]){true, false});
+  cf_fusion_add_output(f, cf_cast(f, cf_mul(f, cf_cast(f, x, CF_FLOAT), bb), CF_FLOAT4_E2M1FN));
+  cr_assert_eq(cf_schedule_pointwise(f), CF_OK, "%s", cf_fusion_error(f));
+  free(kc_compile_sm90(f));
+  DLManagedTensor *in[2] = {codes(2, (int64_t[]){5, 258}), cf_tensor_host(CF_FLOAT, 1, (int64_t[]){258})};
+  for (int i = 0; i < 258; i++) ((float *)in[1]->dl_tensor.data)[i] = (float)(i % 5) * 0.5f - 1.0f;
+  const DLTensor *ins[2] = {&in[0]->dl_tensor, &in[1]->dl_tensor};
+  DLManagedTensor *want = NULL;
+  cr_assert_eq(cf_fusion_evaluate(f, 2, ins, &want), CF_OK, "%s", cf_fusion_error(f));
+  kc_run_backend(f, CF_BACKEND_HOST, 2, in, &want, 0);
+  if (cf_cuda_available(NULL)) kc_run_backend(f, CF_BACKEND_CUDA, 2, in, &want, 0);
+  cf_tensor_free(want), cf_tensor_free(in[0]), cf_tensor_free(in[1]);
+}
+
+/* A segment writing a packed tensor is a trial for every row: the transpose row's threads
+ * write one element each (lowering refuses it, so the row declines: that was an internal
+ * error), and the fallback computes pairs, copied out by vectors of 2. A permute of fp4 and
+ * a cast of complex128 to fp4 (the pointwise row: the packed output's vector of 2, the
+ * complex input scalar), both through define and run, equal the evaluator. */
+Test(fp4_kernels, permutes_and_wide_operands_in_define_and_run) {
+  cf_tv *x = tu_input(f, CF_FLOAT4_E2M1FN, 2, (int64_t[]){6, 64});
+  cf_fusion_add_output(f, cf_permute(f, x, 2, (int[]){1, 0}));
+  cf_fusion *g = cf_fusion_create();
+  cf_tv *z = tu_input(g, CF_COMPLEX_DOUBLE, 2, (int64_t[]){4, 6});
+  cf_fusion_add_output(g, cf_cast(g, z, CF_FLOAT4_E2M1FN));
+  DLManagedTensor *zin = cf_tensor_host(CF_COMPLEX_DOUBLE, 2, (int64_t[]){4, 6});
+  for (int i = 0; i < 24; i++) ((double *)zin->dl_tensor.data)[2 * i] = i * 0.375 - 4, ((double *)zin->dl_tensor.data)[2 * i + 1] = 1;
+  DLManagedTensor *xin = codes(2, (int64_t[]){6, 64});
+  cf_fusion *fs[2] = {f, g};
+  DLManagedTensor *ins[2] = {xin, zin};
+  const char *rows[2] = {"fallback", "pointwise"};
+  const cf_executor_options host = {.backend = CF_BACKEND_HOST};
+  for (int k = 0; k < 2; k++) {
+    const DLTensor *in[1] = {&ins[k]->dl_tensor};
+    DLManagedTensor *want = NULL, *got = NULL;
+    cr_assert_eq(cf_fusion_evaluate(fs[k], 1, in, &want), CF_OK, "%s", cf_fusion_error(fs[k]));
+    cf_fusion_cache *c = cf_fusion_cache_create(fs[k], &host);
+    cr_assert_eq(cf_fusion_execute(c, 1, in, 1, &got), CF_OK, "%s: %s", rows[k], cf_fusion_cache_error(c));
+    kc_compare(&got, &want, 1, 0, rows[k]);
+    cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), rows[k]);
+    cf_fusion_cache_destroy(c);
+    cf_tensor_free(want), cf_tensor_free(got), cf_tensor_free(ins[k]);
+  }
+  cf_fusion_destroy(g);
+}
