@@ -368,8 +368,8 @@ Test(fusion_execute, dump_segments) {
                          "only; view: a view is one reshape alone; fallback: 4 ops (it takes one op, a Welford "
                          "reduction with its fields)); 2 segments ===\n"),
             "%s", text);
-  cr_expect(strstr(text, "=== define and run: segment 0 of 2: scheduler inner_persistent (registers threads=96 "
-                         "persistent=1 vector=2 rows=blockIdx.x) ===\n"
+  cr_expect(strstr(text, "=== define and run: segment 0 of 2: scheduler inner_persistent (registers threads=32x2 "
+                         "persistent=3 vector=2 rows=blockIdx.x) ===\n"
                          "refused by: welford_translate: no Welford reduction whose states only its fields read; "
                          "matmul: the sum's input T0 is not a mul read only by it; reduction: T2 broadcasts a result of the reduction T1 (a normalization)\n"
                          "Inputs:\n  T0_g_float[iS0{2}, iS1{170}]\nOutputs:\n  T3_g_float[iS6{2}, iS7{170}]\n"),
