@@ -11,78 +11,22 @@
  * zfill, writing zeros where they fail (its write guard stays an if), and marks the tile
  * zero_filled: every element of every stage is written, so a reader of the tile (the mma
  * pass) needs no mask of its own.
- * Key decision: a small interval analysis proves terms true and drops them: every loop
- * variable lies in [0, extent), every thread index in [0, launch extent), and upper
- * bounds propagate through +, *, /, % and ^ (all operands are non-negative). A divisible
- * schedule of concrete sizes thus gets no predicate at all. Tensor-memory accesses are
+ * Key decision: the range analysis (lower/kx_range.c) proves terms true and drops them:
+ * every loop variable of constant extent lies in [0, extent), every thread index of a
+ * constant launch dimension in [0, dimension). A divisible schedule of concrete sizes thus
+ * gets no predicate at all. Tensor-memory accesses are
  * warp-collective and are never predicated (their indices stay in their allocation). */
 #include <string.h>
 
 #include "lower/lower.h"
 
-/* The constant-extent loops around an op, innermost last; as deep as the kernel nests. */
-typedef struct Range {
-  const char **var;
-  int64_t *ub;  /* inclusive upper bound */
-  int n, cap;
-} Range;
-
-static void range_push(LowerCtx *c, Range *r, const char *var, int64_t ub) {
-  if (r->n == r->cap) {
-    int cap = r->cap ? 2 * r->cap : 16;
-    const char **v = ARENA_ARRAY(c->a, const char *, cap);
-    int64_t *u = ARENA_ARRAY(c->a, int64_t, cap);
-    if (r->n) {
-      memcpy(v, r->var, sizeof(const char *) * (size_t)r->n);
-      memcpy(u, r->ub, sizeof(int64_t) * (size_t)r->n);
-    }
-    r->var = v;
-    r->ub = u;
-    r->cap = cap;
-  }
-  r->var[r->n] = var;
-  r->ub[r->n++] = ub;
-}
-
-static int64_t pow2_ceil_minus1(int64_t v) {
-  int64_t p = 1;
-  while (p <= v) p <<= 1;
-  return p - 1;
-}
-
-/* An inclusive upper bound of e, or -1 when unknown. */
-static int64_t upper(LowerCtx *c, const Range *r, const KExpr *e) {
-  int64_t x, y;
-  switch (e->kind) {
-  case KX_CONST: return e->value;
-  case KX_VAR:
-    for (int i = r->n - 1; i >= 0; i--)
-      if (r->var[i] == e->name) return r->ub[i];
-    return -1;
-  case KX_THREAD:
-    if (e->is_dim || !c->pdim[e->pt] || !kx_is_const(c->pdim[e->pt], &x)) return -1;
-    return x - 1;
-  case KX_BINARY:
-    x = upper(c, r, e->a);
-    y = upper(c, r, e->b);
-    switch (e->op) {
-    case OP_ADD: return x < 0 || y < 0 ? -1 : x + y;
-    case OP_MUL: return x < 0 || y < 0 ? -1 : x * y;
-    case OP_DIV: return x < 0 || !kx_is_const(e->b, &y) || y <= 0 ? -1 : x / y;
-    case OP_MOD: return kx_is_const(e->b, &y) && y > 0 ? (x >= 0 && x < y - 1 ? x : y - 1) : -1;
-    case OP_XOR: return x < 0 || y < 0 ? -1 : pow2_ceil_minus1(x > y ? x : y);
-    default: return -1;
-    }
-  default: return -1;
-  }
-}
-
-static bool provably_true(LowerCtx *c, const Range *r, const KExpr *term) {
-  int64_t v, bound;
-  if (kx_is_const(term, &v)) return v != 0;
-  if (term->kind != KX_BINARY || term->op != OP_LT || !kx_is_const(term->b, &bound)) return false;
-  int64_t ub = upper(c, r, term->a);
-  return ub >= 0 && ub < bound;
+/* A bound term the ranges prove true (lower/kx_range.c: each loop variable of constant
+ * extent in [0, extent - 1] within its loop, each thread index of a constant launch
+ * dimension in [0, dimension - 1]). */
+static bool provably_true(KxScope *s, const KExpr *term) {
+  int64_t lo, hi;
+  kx_range(s, term, &lo, &hi);
+  return lo > 0 || hi < 0;
 }
 
 /* threadIdx.p == 0 for each used thread dimension the output does not span, when the
@@ -169,12 +113,12 @@ static void record_varies(LowerCtx *c, const KNode *op) {
 }
 
 /* The bound terms of op not proven true, conjoined onto p. */
-static KExpr *bounds_of(LowerCtx *c, const Range *r, const KNode *op, KExpr *p) {
+static KExpr *bounds_of(LowerCtx *c, KxScope *r, const KNode *op, KExpr *p) {
   for (int i = 0; i < op->u.op.nbounds; i++) {
     KExpr *t = op->u.op.bounds[i];
     bool dup = false;
     for (int j = 0; j < i; j++) dup |= kx_equal(t, op->u.op.bounds[j]);
-    if (!dup && !provably_true(c, r, t)) p = kx_bin(c->a, OP_AND, p, t);
+    if (!dup && !provably_true(r, t)) p = kx_bin(c->a, OP_AND, p, t);
   }
   return p;
 }
@@ -190,7 +134,7 @@ static bool zero_fills(const KNode *op) {
 }
 
 /* The guard an op is wrapped in; a zero-filling op keeps its bounds as its zfill. */
-static KExpr *predicate_of(LowerCtx *c, const Range *r, KNode *op) {
+static KExpr *predicate_of(LowerCtx *c, KxScope *r, KNode *op) {
   KExpr *g = redundancy_guard(c, op);
   if (!zero_fills(op)) return bounds_of(c, r, op, g);
   KExpr *z = bounds_of(c, r, op, kx_const(c->a, 1));
@@ -208,17 +152,17 @@ static bool is_tmem_access(const KNode *op) {
 
 typedef struct PredWalk {
   LowerCtx *c;
-  Range r;
+  KxScope *r;
 } PredWalk;
 
 /* A loop of constant extent bounds its variable for the ops inside it. */
 static void on_loop(KMutator *m, KNode *n, KBlock *out) {
   PredWalk *w = m->user;
   int64_t ext;
-  bool pushed = n->u.loop.var && kx_is_const(n->u.loop.extent, &ext);
-  if (pushed) range_push(w->c, &w->r, n->u.loop.var, ext - 1);
+  bool pushed = n->u.loop.var && kx_is_const(n->u.loop.extent, &ext) && ext >= 1;
+  if (pushed) kx_scope_push(w->r, n->u.loop.index, 0, ext - 1, NULL);
   kir_mutate_children(m, n);
-  if (pushed) w->r.n--;
+  if (pushed) kx_scope_pop(w->r);
   kb_push(m->arena, out, n);
 }
 
@@ -232,7 +176,7 @@ static void on_op(KMutator *m, KNode *n, KBlock *out) {
   /* A tcgen05 load or store is warp-collective, so it is never predicated; it needs no
    * predicate either: its indices stay inside the tensor-memory allocation and its
    * register side, whatever the sizes, and the global accesses around it are guarded. */
-  if (!is_tmem_access(n)) p = predicate_of(c, &w->r, n);
+  if (!is_tmem_access(n)) p = predicate_of(c, w->r, n);
   if (!p || (kx_is_const(p, &v) && v)) {
     kb_push(m->arena, out, n);
     return;
@@ -246,7 +190,12 @@ static void on_op(KMutator *m, KNode *n, KBlock *out) {
 
 void lower_predicate(LowerCtx *c) {
   if (!an_uniformity_init(&c->uniform, c->a, c->f->vals.len)) lower_fail(c, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
-  PredWalk w = {c, {.n = 0}};
+  PredWalk w = {c, kx_scope_new(c->a)};
+  for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++) { /* a thread index of a constant launch dimension */
+    int64_t ext;
+    if (c->pdim[p] && kx_is_const(c->pdim[p], &ext) && ext >= 1)
+      kx_scope_push(w.r, kx_thread(c->a, (cf_parallel_type)p, false), 0, ext - 1, NULL);
+  }
   KMutator m = {.arena = c->a, .fn = {[KN_FOR] = on_loop, [KN_OP] = on_op}, .user = &w};
   kir_mutate(&m, &c->k->body);
 }
