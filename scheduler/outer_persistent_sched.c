@@ -34,7 +34,8 @@
  *   1. grid (Io < SMs, so column groups alone leave SMs idle, and a constant R):
  *      blocks of rows on blockIdx.y, gy of them, each thread keeping p rows:
  *      for k = the blocks per SM threads and shared memory allow, down to 1: gy =
- *      min(k x SMs / Io, max_coop_threads / (Io x tx x ty0) (the host backend's),
+ *      min(k x SMs / Io, sched_coop_block_cap (the resident threads: the host backend's
+ *      65536, a GPU's all; at most SCHED_GRID_MAX_GROUP_BLOCKS a column group),
  *      R / (ty0 x OUTER_GRID_MIN_ROWS)) (at least 2),
  *      p = ceilDiv(ceilDiv(R, ty0), gy); taken when p x v <= E(tx x ty0, b) and registers let k
  *      such blocks share an SM (every block resident: a cooperative launch); the

@@ -230,7 +230,8 @@ int64_t sched_reg_elems(const SchedDevice *d, int64_t threads, int64_t bytes) {
 }
 
 int64_t sched_coop_block_cap(const SchedDevice *d, int64_t threads) {
-  return d->max_coop_threads > 0 && threads > 0 ? d->max_coop_threads / threads : INT64_MAX;
+  int64_t cap = d->max_coop_threads > 0 && threads > 0 ? d->max_coop_threads / threads : INT64_MAX;
+  return cap < SCHED_GRID_MAX_GROUP_BLOCKS ? cap : SCHED_GRID_MAX_GROUP_BLOCKS;
 }
 
 int64_t sched_blocks_per_sm(const SchedDevice *d, int64_t threads, int64_t regs_each, int64_t smem) {

@@ -138,8 +138,18 @@ typedef struct SchedOuterParams {
   int64_t grid_y;     /* blocks of rows (grid modes), 1 otherwise */
 } SchedOuterParams;
 
+/* The blocks of one row (or column) group of a grid all-reduce at most: every block folds
+ * all of its group's partials after the grid sync, so the folds grow as the square of the
+ * group's blocks. Measured on the H200 (bench/sweep, batch norm channels-last, GB/s, with
+ * every thread of the GPU resident allowed): 1056 blocks a group made bfloat16 over 64
+ * channels 45% slower than 256; 256 instead of 512 made [1048576, 3] 0.63x and
+ * [100352, 100] 0.8x; [1048576, 256] float32 gained 1252 -> 1894 from the lifted
+ * residency (264 blocks a group). */
+enum { SCHED_GRID_MAX_GROUP_BLOCKS = 512 };
+
 /* The most blocks of `threads` threads a cooperative launch (grid modes) may have beside
- * k x SMs: the device's max_coop_threads / threads (INT64_MAX where it has none). */
+ * k x SMs in each group: the device's max_coop_threads / threads (no limit where it has
+ * none), and SCHED_GRID_MAX_GROUP_BLOCKS. */
 int64_t sched_coop_block_cap(const SchedDevice *d, int64_t threads);
 
 bool sched_outer_persistent_plan(cf_fusion *f, const SchedCall *call, SchedOuterParams *q, char *why);

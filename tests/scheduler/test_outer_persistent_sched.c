@@ -231,21 +231,20 @@ Test(outer_sched, channels_last_activations_on_an_h100) {
 }
 
 /* The same activations on a device without the host backend's cooperative limit
- * (max_coop_threads 0; the host keeps 65536 threads resident, and GPUs keep that limit
- * too until the larger grids are tuned): the SMs x the blocks per SM the kernel allows
- * bound it alone (the launch bounds make the GPU kernel fit its grid), so the
- * multipass grid is 660 blocks of rows for each of two column groups, 1320 blocks of 128
- * threads (10 per SM at 48 registers) where the host takes 256 per group: five times the
- * loads in flight. */
+ * (max_coop_threads 0; the host keeps 65536 threads resident; define and run gives a GPU
+ * every thread it holds): the SMs x the blocks per SM the kernel allows (660 blocks of
+ * rows for each of two column groups) would bound it, but the groups' folds cap it at
+ * SCHED_GRID_MAX_GROUP_BLOCKS = 512 (1024 blocks of 128 threads) where the host takes 256
+ * per group: four times the loads in flight. */
 Test(outer_sched, channels_last_activations_without_a_cooperative_limit) {
   static SchedDevice gpu;
   gpu = sched_device_h100;
   gpu.max_coop_threads = 0;
   sc_dev = &gpu;
   static const ClCase cases[] = {
-      {CF_FLOAT, 802816, 64, "grid multipass threads=8x16 chunks=77 vector=4 columns=blockIdx.x rows=blockIdx.y{660}"},
+      {CF_FLOAT, 802816, 64, "grid multipass threads=8x16 chunks=98 vector=4 columns=blockIdx.x rows=blockIdx.y{512}"},
       {CF_BFLOAT16, 802816, 64,
-       "grid multipass threads=4x32 chunks=39 vector=8 columns=blockIdx.x rows=blockIdx.y{660}"},
+       "grid multipass threads=4x32 chunks=49 vector=8 columns=blockIdx.x rows=blockIdx.y{512}"},
   };
   plan_channels_last(cases, sizeof cases / sizeof cases[0]);
 }
