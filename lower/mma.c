@@ -320,7 +320,13 @@ static void on_loop(KMutator *m, KNode *n, KBlock *out) {
 static bool stray(KVisitor *v, KNode *n) {
   LowerCtx *c = v->user;
   Val *tv = n->u.op.src->out[0];
-  if (n->u.op.reduction_init || !has_mma_axis(tv)) return true;
+  if (n->u.op.reduction_init && has_mma_axis(tv)) { /* the accumulator's registers zeroed: unrolled */
+    for (int j = 0; j < n->u.op.nloop && j < TV(tv)->nloop; j++)
+      if (ID(TV(tv)->loop[j])->ptype == CF_PT_MMA && n->u.op.loops[j] && n->u.op.loops[j]->u.loop.var)
+        n->u.op.loops[j]->u.loop.pt = CF_PT_UNROLL;
+    return true;
+  }
+  if (!has_mma_axis(tv)) return true;
   lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s has an axis on MMA but is not the sum of a product tiled by "
              "cf_mma_tile (or one inlined into its instruction)", lower_tv_str(c, tv));
 }

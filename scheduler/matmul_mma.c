@@ -245,6 +245,19 @@ static int inner_set(Expr **ex, int n, const MmaTiles *t, cf_tv **out) {
   return k;
 }
 
+/* wgmma: the epilogue's accumulator axes (its last two, M-registers and N-registers, 2 x
+ * N / 4 of them) unrolled, so that the accumulator's 64 floats a thread stay registers:
+ * wgmma's asynchronous writes to them are only right in registers. The product's casts and
+ * mul (inlined into the instruction) keep theirs. */
+static void unroll_epilogue(cf_fusion *f, cf_tv **set, int ns, const MmaTiles *t) {
+  for (int i = 0; i < ns && !f->status; i++) {
+    Val *v = ir_tv(set[i]);
+    int nl = TV(v)->nloop;
+    if (v == t->ca || v == t->cb || v == t->mul || nl < 2) continue;
+    for (int j = nl - 2; j < nl; j++) cf_parallelize(f, set[i], j, CF_PT_UNROLL);
+  }
+}
+
 /* x and y at the K-tile loop, their prologues into them, the rest as deep as legal. */
 static void inline_all(cf_fusion *f, Expr **ex, int n, const MmaTiles *t, int tile_pos) {
   for (int i = n - 1; i >= 0 && !f->status; i--) {
@@ -303,6 +316,7 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
   static const cf_parallel_type threads[] = {CF_PT_TIDZ, CF_PT_TIDY, CF_PT_TIDX};
   if (!f->status && ns) cf_parallelize_all_like(f, r, 3, threads);
   if (!f->status) inline_all(f, ex, n, t, b + 3);
+  if (!f->status && t->wgmma) unroll_epilogue(f, set, ns, t); /* after: Unroll loops are not shared */
   for (int i = 0; i < 2 && !f->status; i++) cf_circular_buffer(f, ir_tv_handle(i ? t->y : t->x), sh.stages);
   arena_destroy(a);
   return f->status;
