@@ -22,6 +22,9 @@
  * for their 16-byte chunks, so the lowering's ldmatrix loads (lower/mma_ldmatrix.c) are
  * bank-conflict free. Key decision: correctness and a structure the next slices refine
  * (cp.async pipelining, wgmma): one tile shape. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "scheduler/matmul_mma.h"
 
 #include "cfuser/layout.h"
@@ -34,8 +37,11 @@ enum { MMA_BM = MMA_WM * MMA_TM * MMA_IM, MMA_BN = MMA_WN * MMA_TN * MMA_IN, MMA
 enum { MMA_FILL_BYTES = 16 }; /* a fill's vector: one cp.async */
 /* wgmma (Hopper): 2 warpgroups (threadIdx.y) of 128 threads (threadIdx.x), each a 64 x BN
  * m64nNk16 instruction per 16 of K; K tiles of 64 (128-byte rows of 16-bit elements, the
- * widest swizzle a descriptor names); 4 stages of (128 + 128) x 64 x 2 B = 32 KiB. */
-enum { WG_GROUPS = 2, WG_IM = 64, WG_BN = 128, WG_IK = 16, WG_BK = 64, WG_STAGES = 4 };
+ * widest swizzle a descriptor names); by default BN 256 (CUTLASS's Hopper tile: 128
+ * accumulator floats a thread) and 4 stages of (128 + 256) x 64 x 2 B = 48 KiB.
+ * CFUSER_WGMMA_TILE=<BN>x<stages> (BN 64, 128, 192 or 256; stages 2 to 4) chooses another,
+ * for measuring on the GPU; the params name what was chosen. */
+enum { WG_GROUPS = 2, WG_IM = 64, WG_BN = 256, WG_IK = 16, WG_BK = 64, WG_STAGES = 4 };
 enum { WG_BM = WG_GROUPS * WG_IM, WG_THREADS = 128 * WG_GROUPS, WG_ATOM = 64 /* elements of a 128-byte row */ };
 
 /* The block tile and threads of the schedule t chose. */
@@ -44,8 +50,13 @@ typedef struct MmaShape {
 } MmaShape;
 
 static MmaShape shape_of(const MmaTiles *t) {
-  return t->wgmma ? (MmaShape){WG_BM, WG_BN, WG_BK, WG_THREADS, WG_STAGES}
-                  : (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES};
+  if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES};
+  MmaShape sh = {WG_BM, WG_BN, WG_BK, WG_THREADS, WG_STAGES};
+  const char *env = getenv("CFUSER_WGMMA_TILE");
+  int bn, st;
+  if (env && sscanf(env, "%dx%d", &bn, &st) == 2 && bn > 0 && bn % WG_ATOM == 0 && bn <= 256 && st >= 2 && st <= 4)
+    sh.bn = bn, sh.stages = st;
+  return sh;
 }
 
 static Val *cast_input(Val *v) {
@@ -97,8 +108,9 @@ void sched_matmul_mma_params(const MmaTiles *t, char *text) {
   for (int i = 0; i < 2; i++)
     snprintf(fill[i], sizeof fill[i], t->fill[i].why[0] ? "scalar(%s)" : "cp.async16", t->fill[i].why);
   if (t->wgmma) {
+    MmaShape sh = shape_of(t);
     snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warpgroups=%d mma=m64n%dk16 smem=operands stages=%d fill=%s,%s",
-             WG_BM, WG_BN, WG_BK, WG_GROUPS, WG_BN, WG_STAGES, fill[0], fill[1]);
+             sh.bm, sh.bn, sh.bk, WG_GROUPS, sh.bn, sh.stages, fill[0], fill[1]);
     return;
   }
   snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warps=%dx%d mma=m16n8k16 smem=operands stages=%d fill=%s,%s", MMA_BM,
@@ -199,7 +211,7 @@ static void tile_producers(cf_fusion *f, Val *x, cf_tv **set) {
 
 /* wgmma: r's [BM, BN, BK] -> [groups (threadIdx.y), K/16, 64, BN, 16], the last three
  * tiled by cf_mma_tile: each warpgroup one m64nBNk16 per 16 of K. */
-static void warpgroup_tile(cf_fusion *f, cf_tv *r, int b) {
+static void warpgroup_tile(cf_fusion *f, cf_tv *r, int b) { /* BN: the instruction's N */
   int p = b + 3;
   cf_split(f, r, p + 2, WG_IK); /* [BM, BN, KW, 16] */
   cf_split(f, r, p, WG_IM);     /* [G, 64, BN, KW, 16] */

@@ -1,5 +1,5 @@
 /* The matmul row on Hopper (scheduler/matmul_mma.c with a device of compute capability
- * 9.0): wgmma.mma_async m64n128k16 from shared tiles in the canonical layouts of wgmma's
+ * 9.0): wgmma.mma_async m64n256k16 from shared tiles in the canonical layouts of wgmma's
  * matrix descriptors (lower/mma_wgmma.c), emulated by the host backend from the
  * descriptors alone (codegen/runtime/host_wgmma.h). bfloat16 and half matmuls and linears
  * of odd and exact shapes, batched, with a bias + gelu epilogue, each equal to the
@@ -26,7 +26,7 @@ static void fresh(void) {
 
 static const char *params(const char *fa, const char *fb) {
   static char buf[256];
-  snprintf(buf, sizeof buf, "tile=128x128x64 warpgroups=2 mma=m64n128k16 smem=operands stages=4 fill=%s,%s", fa, fb);
+  snprintf(buf, sizeof buf, "tile=128x256x64 warpgroups=2 mma=m64n256k16 smem=operands stages=4 fill=%s,%s", fa, fb);
   return buf;
 }
 
@@ -61,7 +61,7 @@ static char *plain(cf_dtype dt, int64_t m, int64_t k, int64_t n) {
   return row_check(2, in, 1e-2, fa, fb);
 }
 
-Test(matmul_wgmma, bfloat16_exact_tile) { free(plain(CF_BFLOAT16, 128, 64, 128)); }
+Test(matmul_wgmma, bfloat16_exact_tile) { free(plain(CF_BFLOAT16, 128, 64, 256)); }
 
 /* Odd M, N, K: the tiles are zero-filled past the edges (cp.async's source size 0, or the
  * scalar fill's zeros), which wgmma reads whole. */
@@ -79,7 +79,7 @@ Test(matmul_wgmma, linear_bias_gelu_epilogue) {
   cf_tv *bias = tu_input(f, CF_BFLOAT16, 1, in[2].sizes);
   cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
   char *src = row_check(3, in, 2e-2, "cp.async16", "cp.async16");
-  cr_expect(strstr(src, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2,"));
+  cr_expect(strstr(src, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2,"));
   cr_expect(strstr(src, "p, 1, 1, 0, 0; }"), "B of a linear is K-major: no transpose bit");
   free(src);
 }
@@ -93,24 +93,25 @@ Test(matmul_wgmma, batched) {
 }
 
 /* The kernel IR and the CUDA text of the exact tile: per K tile of 64, a barrier with
- * fence.proxy.async before it, then wgmma.fence, four wgmmas (one per 16 of K) from
- * descriptors (A K-major: SBO 1024, 128-byte swizzle, 0x4000004000010000; B of matmul's
- * [K, N] MN-major, LBO 8192 between its 64-column blocks: 0x4000004002000000 and the
- * transpose bit), commit and wait 0; the tiles' shared memory 1024-byte aligned. */
+ * fence.proxy.async before it, then the 128 accumulator registers pinned and wgmma.fence,
+ * four wgmmas (one per 16 of K) from descriptors (A K-major: SBO 1024, 128-byte swizzle,
+ * 0x4000004000010000; B of matmul's [K, N] MN-major, LBO 8192 between its 64-column
+ * blocks: 0x4000004002000000 and the transpose bit), commit and wait 0; the tiles' shared
+ * memory 1024-byte aligned. */
 Test(matmul_wgmma, kernel_text_has_the_instruction_and_its_fences) {
-  char *src = plain(CF_BFLOAT16, 128, 64, 128);
+  char *src = plain(CF_BFLOAT16, 128, 64, 256);
   cr_expect(strstr(src, "alignas(1024) extern __shared__ char cf_smem[];"));
   cr_expect(strstr(src, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n    __syncthreads();\n"
                         "    asm volatile(\"\" : \"+f\"(T7[0]) :: \"memory\");"), "the barrier, then the registers pinned");
-  cr_expect(strstr(src, "asm volatile(\"\" : \"+f\"(T7[63]) :: \"memory\");\n"
+  cr_expect(strstr(src, "asm volatile(\"\" : \"+f\"(T7[127]) :: \"memory\");\n"
                         "    asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");"));
   cr_expect(strstr(src, "const unsigned long long cfw_da = 0x4000004000010000ull | (unsigned long long)(((unsigned)"
                         "__cvta_generic_to_shared(&T2["));
   cr_expect(strstr(src, "const unsigned long long cfw_db = 0x4000004002000000ull |"));
-  cr_expect(strstr(src, "{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+  cr_expect(strstr(src, "{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
                         "{%0, %1, %2, %3,"));
-  cr_expect(strstr(src, "%63}, %64, %65, p, 1, 1, 0, 1; }\" : \"+f\"(T7[0]), \"+f\"(T7[1]), \"+f\"(T7[32]), "
-                        "\"+f\"(T7[33]), \"+f\"(T7[2]),"), "the accumulator's registers in the PTX order d[4j + 2mr + p]");
+  cr_expect(strstr(src, "%127}, %128, %129, p, 1, 1, 0, 1; }\" : \"+f\"(T7[0]), \"+f\"(T7[1]), \"+f\"(T7[64]), "
+                        "\"+f\"(T7[65]), \"+f\"(T7[2]),"), "the accumulator's registers in the PTX order d[4j + 2mr + p]");
   cr_expect(strstr(src, "asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n"
                         "    asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(0) : \"memory\");"));
   free(src);
@@ -123,7 +124,7 @@ Test(matmul_wgmma, kernel_text_has_the_instruction_and_its_fences) {
   kkernel_free(k);
   cr_expect(strstr(ir, "FENCE_PROXY_ASYNC SYNC\n"), "%s", ir);
   cr_expect(strstr(ir, "WGMMA_FENCE\n"));
-  cr_expect(strstr(ir, "WGMMA m64n128k16.__bfloat T7[0] += desc T2["));
+  cr_expect(strstr(ir, "WGMMA m64n256k16.__bfloat T7[0] += desc T2["));
   cr_expect(strstr(ir, "|0x4000004000010000 x desc T4["));
   cr_expect(strstr(ir, "|0x4000004002000000 (MN-major)\n"));
   cr_expect(strstr(ir, "WGMMA_COMMIT\n"));
@@ -178,4 +179,27 @@ Test(matmul_wgmma, mma_tile_refusals) {
   cr_expect(strstr(cf_fusion_error(f), "mma_tile: axis 1 (iS"), "%s", cf_fusion_error(f));
   cr_expect(strstr(cf_fusion_error(f), "is the N tile; m64nNk16 needs its extent to be a constant multiple of 8 up to 256"),
             "%s", cf_fusion_error(f));
+}
+
+/* CFUSER_WGMMA_TILE chooses the block's N and the stages (for measuring on the GPU): each
+ * equals the evaluator, and the params name it. */
+Test(matmul_wgmma, other_tiles_by_the_environment) {
+  static const char *const tiles[][2] = {{"128x3", "tile=128x128x64 warpgroups=2 mma=m64n128k16 smem=operands stages=3"},
+                                         {"64x2", "tile=128x64x64 warpgroups=2 mma=m64n64k16 smem=operands stages=2"}};
+  for (int i = 0; i < 2; i++) {
+    setenv("CFUSER_WGMMA_TILE", tiles[i][0], 1);
+    fresh();
+    KcInput in[2] = {{CF_BFLOAT16, 2, {70, 136}, NULL}, {CF_BFLOAT16, 2, {136, 150}, NULL}};
+    cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+    cf_fusion_add_output(f, cf_matmul(f, a, b));
+    const SchedRow *r = sched_row_named("matmul");
+    SchedCall call = {0, NULL, &sched_device_h100};
+    char why[SCHED_WHY_MAX] = "";
+    SchedParams p, used;
+    cr_assert(r->plan(f, &call, &p, why), "%s", why);
+    cr_expect(!strncmp(p.text, tiles[i][1], strlen(tiles[i][1])), "%s", p.text);
+    cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
+    free(kc_check(f, 2, in, 2e-2));
+  }
+  unsetenv("CFUSER_WGMMA_TILE");
 }
