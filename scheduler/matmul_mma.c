@@ -20,8 +20,20 @@
  * (lower/predicate.c, cp.async's source size), so the instruction reads them unmasked
  * (lower/mma.c); the output's stores are predicated. The tiles are stored through the XOR swizzle layout/ picks
  * for their 16-byte chunks, so the lowering's ldmatrix loads (lower/mma_ldmatrix.c) are
- * bank-conflict free. Key decision: correctness and a structure the next slices refine
- * (cp.async pipelining, wgmma): one tile shape. */
+ * bank-conflict free.
+ * On Hopper (the device's cc 90, t->wgmma): wgmma.mma_async m64nNk16 instead, block tile
+ * 128 x BN x 64 (BN 256 by default): step 2 stores a K-contiguous tile as rows of 64
+ * elements (128 bytes) through Sw<3,3,3> and an M- or N-contiguous one as [BN / 64, BK, 64]
+ * (the K- and MN-major canonical layouts of wgmma's descriptors, which lower/mma_wgmma.c
+ * finds), over [iters, threadIdx.y{2}, threadIdx.x{128}]; step 3 is [warpgroup
+ * (threadIdx.y), K/16, 64, BN, 16], the last three handed to cf_mma_tile's wgmma row; the
+ * epilogue's register loops are unrolled after step 4. TMA and warp specialization come
+ * next here: a TMA fill would replace tile_threads' thread split of each tile (the layout
+ * it stores stays: TMA's 128-byte swizzle is the same Sw<3,4,3>), and a producer
+ * warpgroup a third value of threadIdx.y with the fills alone, the circular buffer's
+ * cp.async waits becoming mbarrier waits.
+ * Key decision: correctness and a structure the next slices refine (TMA, warp
+ * specialization): one tile shape per instruction. */
 #include <stdio.h>
 #include <stdlib.h>
 
