@@ -203,3 +203,12 @@ Test(matmul_wgmma, other_tiles_by_the_environment) {
   }
   unsetenv("CFUSER_WGMMA_TILE");
 }
+
+/* Symbolic sizes (the row applied directly, no size to decide the fills from): the
+ * descriptors are found all the same (the tiles' indices read no size). */
+Test(matmul_wgmma, symbolic_sizes) {
+  KcInput in[3] = {{CF_HALF, 2, {130, 70}, NULL}, {CF_HALF, 2, {150, 70}, NULL}, {CF_HALF, 1, {150}, NULL}};
+  cf_tv *x = tu_input(f, CF_HALF, 2, NULL), *w = tu_input(f, CF_HALF, 2, NULL), *bias = tu_input(f, CF_HALF, 1, NULL);
+  cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
+  free(row_check(3, in, 2e-2, "scalar(K symbolic)", "scalar(K symbolic)"));
+}
