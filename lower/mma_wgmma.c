@@ -233,46 +233,56 @@ static KNode *node(LowerCtx *c, KnKind kind, const KNode *group) {
   return n;
 }
 
+/* A block being walked and the statement at hand, linked to the enclosing one's frame. */
 typedef struct WgFrame {
   KBlock *b;
   int i;
+  const struct WgFrame *up;
 } WgFrame;
 
-/* The barrier nearest before statement st[depth].i, in its block or an enclosing one. */
-static KNode *barrier_before(WgFrame *st, int depth) {
-  for (int d = depth; d >= 0; d--)
-    for (int j = st[d].i - 1; j >= 0; j--)
-      if (st[d].b->items[j]->kind == KN_SYNC && !st[d].b->items[j]->u.sync.grid) return st[d].b->items[j];
+/* The barrier nearest before the statement at hand, in its block or an enclosing one. */
+static KNode *barrier_before(const WgFrame *fr) {
+  for (; fr; fr = fr->up)
+    for (int j = fr->i - 1; j >= 0; j--)
+      if (fr->b->items[j]->kind == KN_SYNC && !fr->b->items[j]->u.sync.grid) return fr->b->items[j];
   return NULL;
 }
 
-enum { WG_MAX_DEPTH = 64 };
-
-static void groups(LowerCtx *c, KBlock *b, WgFrame *st, int depth) {
-  if (depth == WG_MAX_DEPTH) lower_fail(c, CF_ERR_UNSUPPORTED, "compile: the kernel nests deeper than %d blocks", WG_MAX_DEPTH);
-  st[depth].b = b;
+static bool has_wgmma(const KBlock *b) {
   for (int i = 0; i < b->len; i++) {
-    KNode *n = b->items[i];
-    st[depth].i = i;
+    if (is_wgmma(b->items[i])) return true;
+    KBlock *inner[KN_MAX_BLOCKS];
+    int nb = kn_blocks(b->items[i], inner);
+    for (int k = 0; k < nb; k++)
+      if (has_wgmma(inner[k])) return true;
+  }
+  return false;
+}
+
+static void groups(LowerCtx *c, KBlock *b, const WgFrame *up) {
+  WgFrame fr = {b, 0, up};
+  for (fr.i = 0; fr.i < b->len; fr.i++) {
+    KNode *n = b->items[fr.i];
     if (!only_wgmma(n)) {
       KBlock *inner[KN_MAX_BLOCKS];
       int nb = kn_blocks(n, inner);
-      for (int k = 0; k < nb; k++) groups(c, inner[k], st, depth + 1);
+      for (int k = 0; k < nb; k++)
+        if (has_wgmma(inner[k])) groups(c, inner[k], &fr);
       continue;
     }
-    KNode *sync = barrier_before(st, depth);
+    KNode *sync = barrier_before(&fr);
     if (!sync)
       lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: a wgmma reads shared tiles with no barrier before it (the "
                  "async proxy reads them: their writes need fence.proxy.async and a __syncthreads)");
     sync->u.sync.proxy_async = true;
-    kb_insert(c->a, b, i, node(c, KN_WGMMA_FENCE, n));
-    kb_insert(c->a, b, i + 2, node(c, KN_WGMMA_COMMIT, n));
-    kb_insert(c->a, b, i + 3, node(c, KN_WGMMA_WAIT, n));
-    i += 3;
+    kb_insert(c->a, b, fr.i, node(c, KN_WGMMA_FENCE, n));
+    kb_insert(c->a, b, fr.i + 2, node(c, KN_WGMMA_COMMIT, n));
+    kb_insert(c->a, b, fr.i + 3, node(c, KN_WGMMA_WAIT, n));
+    fr.i += 3;
   }
 }
 
+/* Descends only into blocks holding a wgmma, so kernels without one cost a scan. */
 void lower_wgmma_groups(LowerCtx *c) {
-  WgFrame st[WG_MAX_DEPTH + 1];
-  groups(c, &c->k->body, st, 0);
+  if (has_wgmma(&c->k->body)) groups(c, &c->k->body, NULL);
 }
