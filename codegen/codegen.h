@@ -29,8 +29,10 @@ typedef struct Dialect {
   void (*tmem_access)(Emitter *e, const KNode *n, const char *addr, const char *reg);
   bool is_cuda; /* which code form of the op table (ir_op_form) the dialect prints */
   void (*mma)(Emitter *e, const KNode *n); /* a warp's tensor-core instruction (KN_MMA) */
-  /* cp.async: an async copy op (dst and src its printed element accesses), or a commit or
-   * wait node (dst and src NULL). */
+  /* The asynchronous instructions' bookkeeping: cp.async, an async copy op (dst and src its
+   * printed element accesses), or a commit or wait node; wgmma's fence, commit and wait;
+   * a barrier's fence.proxy.async (KN_SYNC: printed before the barrier); dst and src NULL
+   * but for the copy. */
   void (*cp_async)(Emitter *e, const KNode *n, const char *dst, const char *src);
 } Dialect;
 

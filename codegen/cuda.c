@@ -62,7 +62,10 @@ static void buffers(Emitter *e) {
   const KKernel *k = e->k;
   bool any_shared = false;
   for (int i = 0; i < k->nallocs; i++) any_shared |= k->allocs[i]->mem == CF_MEM_SHARED;
-  if (any_shared) cg_line(e, "alignas(16) extern __shared__ char cf_smem[];");
+  int64_t align = 16; /* a wgmma tile's swizzle needs its period (KTensor.smem_align) */
+  for (int i = 0; i < k->nallocs; i++)
+    if (k->allocs[i]->mem == CF_MEM_SHARED && k->allocs[i]->smem_align > align) align = k->allocs[i]->smem_align;
+  if (any_shared) cg_line(e, "alignas(%lld) extern __shared__ char cf_smem[];", (long long)align);
   for (int i = 0; i < k->nallocs; i++) {
     const KTensor *t = k->allocs[i];
     char *size = cg_expr(e, t->size);
@@ -91,7 +94,35 @@ static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char
 /* cp.async.cg.shared.global (16 bytes, cached in L2 only) of an async copy op; the group's
  * commit and wait. A zero-filling copy gives its source size as the fourth operand: 16
  * where its bounds hold, 0 where they fail (no byte read, 16 zero bytes written). */
+/* An empty asm naming each accumulator register of wgmma m "+f" (CUTLASS's
+ * warpgroup_fence_operand): no access to them moves across the wgmma group's fence or wait. */
+static void pin_accumulators(Emitter *e, const KNode *m) {
+  for (int i = 0; m && i < m->u.mma.nacc; i++) {
+    char *idx = cg_expr(e, m->u.mma.acc[i].index);
+    cg_line(e, "asm volatile(\"\" : \"+f\"(%s[%s]) :: \"memory\");", m->u.mma.acc[i].t->name, idx);
+    free(idx);
+  }
+}
+
+/* wgmma's group bookkeeping and a barrier's proxy fence (KN_SYNC). */
+static bool async_proxy(Emitter *e, const KNode *n) {
+  switch (n->kind) {
+  case KN_SYNC: cg_line(e, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");"); return true;
+  case KN_WGMMA_FENCE:
+    pin_accumulators(e, n->u.async.mma);
+    cg_line(e, "asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
+    return true;
+  case KN_WGMMA_COMMIT: cg_line(e, "asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");"); return true;
+  case KN_WGMMA_WAIT:
+    cg_line(e, "asm volatile(\"wgmma.wait_group.sync.aligned %%0;\" :: \"n\"(%d) : \"memory\");", n->u.async.pending);
+    pin_accumulators(e, n->u.async.mma);
+    return true;
+  default: return false;
+  }
+}
+
 static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *src) {
+  if (async_proxy(e, n)) return;
   if (n->kind == KN_ASYNC_COMMIT) cg_line(e, "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
   else if (n->kind == KN_ASYNC_WAIT)
     cg_line(e, "asm volatile(\"cp.async.wait_group %%0;\" :: \"n\"(%d) : \"memory\");", n->u.async.pending);
@@ -176,14 +207,51 @@ static void ldmatrix(Emitter *e, const KNode *n, int op, int nreg, StrBuf *ins) 
   free(idx), sb_free(&asm_), sb_free(&outs);
 }
 
+/* A wgmma operand's descriptor: the constant fields or'ed with its tile's shared address >> 4. */
+static void wgmma_desc(Emitter *e, const KNode *n, int op) {
+  const KAccess *s = &n->u.mma.desc_start[op];
+  char *idx = cg_expr(e, s->index);
+  cg_line(e, "const unsigned long long cfw_d%c = 0x%016llxull | (unsigned long long)(((unsigned)__cvta_generic_to_shared("
+          "&%s[%s]) >> 4) & 0x3FFFu);", op ? 'b' : 'a', (unsigned long long)n->u.mma.desc[op], s->t->name, idx);
+  free(idx);
+}
+
+/* wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<ab>.<ab> {d..}, desc-a, desc-b, scale-d,
+ * 1, 1, trans-a, trans-b: the accumulator's N / 2 registers in place, scale-d 1 (the sum's
+ * initialization zeroed them), the transpose bits for MN-major tiles. */
+static void wgmma(Emitter *e, const KNode *n) {
+  const char *ab = n->u.mma.in_dtype == CF_HALF ? "f16" : "bf16";
+  int nc = n->u.mma.nacc;
+  StrBuf asm_ = {0}, outs = {0};
+  cg_line(e, "{");
+  e->indent++;
+  for (int op = 0; op < 2; op++) wgmma_desc(e, n, op);
+  for (int i = 0; i < nc; i++) {
+    char *idx = cg_expr(e, n->u.mma.acc[i].index);
+    sb_printf(&outs, "%s\"+f\"(%s[%s])", i ? ", " : "", n->u.mma.acc[i].t->name, idx);
+    sb_printf(&asm_, "%s%%%d", i ? ", " : "", i);
+    free(idx);
+  }
+  cg_line(e, "asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%d, 0; wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s "
+          "{%s}, %%%d, %%%d, p, 1, 1, %d, %d; }\" : %s : \"l\"(cfw_da), \"l\"(cfw_db), \"r\"(1));", nc + 2, n->u.mma.n, ab,
+          ab, asm_.data, nc, nc + 1, n->u.mma.mn_major[0], n->u.mma.mn_major[1], outs.data);
+  e->indent--;
+  cg_line(e, "}");
+  sb_free(&asm_), sb_free(&outs);
+}
+
 /* mma.sync.aligned.<shape>.row.col.f32.<ab>.<ab>.f32: the lane's operand elements packed
  * two to a 32-bit register (the lower half first), each 0 where its mask fails, or loaded
  * by ldmatrix; the accumulator's registers read and written in place. */
 static void mma(Emitter *e, const KNode *n) {
   const IrMmaInstr *in = n->u.mma.instr;
+  if (ir_mma_is_wgmma(in)) {
+    wgmma(e, n);
+    return;
+  }
   bool half = n->u.mma.in_dtype == CF_HALF;
   const char *bits = half ? "__half_as_ushort(%s)" : "__bfloat16_as_ushort(%s)";
-  int na = in->a.n / 2, nb = in->b.n / 2, nc = in->acc.n;
+  int na = in->a.n / 2, nb = in->b.n / 2, nc = n->u.mma.nacc;
   StrBuf asm_ = {0}, outs = {0}, ins = {0};
   cg_line(e, "{");
   e->indent++;

@@ -476,6 +476,7 @@ static bool emit_pre(KVisitor *v, KNode *n) {
   case KN_TMEM_LD:
   case KN_TMEM_ST: emit_tmem(e, n); break;
   case KN_SYNC:
+    if (n->u.sync.proxy_async) e->d->cp_async(e, n, NULL, NULL); /* fence.proxy.async first */
     if (n->u.sync.grid) cg_grid_sync(e);
     else e->d->sync(e);
     break;
@@ -488,7 +489,10 @@ static bool emit_pre(KVisitor *v, KNode *n) {
   case KN_BLOCK_REDUCE: cg_block_reduce(e, n); break;
   case KN_MMA: e->d->mma(e, n); break;
   case KN_ASYNC_COMMIT: e->d->cp_async(e, n, NULL, NULL); break;
-  case KN_ASYNC_WAIT: e->d->cp_async(e, n, NULL, NULL); break;
+  case KN_ASYNC_WAIT:
+  case KN_WGMMA_FENCE:
+  case KN_WGMMA_COMMIT:
+  case KN_WGMMA_WAIT: e->d->cp_async(e, n, NULL, NULL); break;
   }
   return true;
 }

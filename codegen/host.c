@@ -36,7 +36,7 @@ static void tensor_typedefs(Emitter *e) {
 }
 
 const char *const cg_host_runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_mma.h", "host_race.h",
-                                             "host_async.h", "host_math.h", "fp8.h", "special_math.h", "philox.h",
+                                             "host_async.h", "host_math.h", "host_wgmma.h", "fp8.h", "special_math.h", "philox.h",
                                              "ops_math.h", "welford.h", "complex.h", "host_grid.h", NULL};
 
 /* The bytes of the kernel's local arrays (constant sizes: lowering refuses others), each
@@ -136,6 +136,13 @@ static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char
  * completes it (host_async.h), its shared-memory write recorded then. */
 static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *src) {
   (void)dst;
+  switch (n->kind) { /* wgmma completes when issued here (host_wgmma.h): nothing to wait for */
+  case KN_SYNC: cg_line(e, "/* fence.proxy.async.shared::cta */"); return;
+  case KN_WGMMA_FENCE: cg_line(e, "/* wgmma.fence */"); return;
+  case KN_WGMMA_COMMIT: cg_line(e, "/* wgmma.commit_group */"); return;
+  case KN_WGMMA_WAIT: cg_line(e, "/* wgmma.wait_group %d */", n->u.async.pending); return;
+  default: break;
+  }
   if (n->kind == KN_ASYNC_COMMIT) {
     cg_line(e, "cfh_cp_async_commit();");
     return;
@@ -195,8 +202,38 @@ static void ldmatrix(Emitter *e, const KNode *n, int op, int nel) {
 /* The warp's instruction is a rendezvous in the runtime (host_mma.h): each lane gives its
  * operand elements (as float, exact for half and bfloat16; 0 where masked) and the
  * addresses of its accumulator registers, the last lane computes the tile. */
+/* wgmma: each thread gives the descriptors and its accumulator registers (host_wgmma.h
+ * decodes the descriptors as the hardware does). */
+static void wgmma(Emitter *e, const KNode *n) {
+  StrBuf d = {0};
+  cg_line(e, "{");
+  e->indent++;
+  for (int op = 0; op < 2; op++) {
+    const KAccess *s = &n->u.mma.desc_start[op];
+    char *idx = cg_expr(e, s->index);
+    cg_line(e, "const uint64_t cfw_d%c = cfh_wgmma_desc(0x%016llxull, &%s[%s]);", op ? 'b' : 'a',
+            (unsigned long long)n->u.mma.desc[op], s->t->name, idx);
+    free(idx);
+  }
+  for (int i = 0; i < n->u.mma.nacc; i++) {
+    char *idx = cg_expr(e, n->u.mma.acc[i].index);
+    sb_printf(&d, "%s&%s[%s]", i ? ", " : "", n->u.mma.acc[i].t->name, idx);
+    free(idx);
+  }
+  cg_line(e, "float *const cfw_acc[%d] = {%s};", n->u.mma.nacc, d.data);
+  cg_line(e, "cfh_wgmma(%d, %d, %d, %d, cfw_da, cfw_db, cfw_acc);", n->u.mma.n, n->u.mma.in_dtype == CF_BFLOAT16,
+          n->u.mma.mn_major[0], n->u.mma.mn_major[1]);
+  e->indent--;
+  cg_line(e, "}");
+  sb_free(&d);
+}
+
 static void mma(Emitter *e, const KNode *n) {
   const IrMmaInstr *in = n->u.mma.instr;
+  if (ir_mma_is_wgmma(in)) {
+    wgmma(e, n);
+    return;
+  }
   cg_line(e, "{");
   e->indent++;
   for (int op = 0; op < 2; op++) {
@@ -214,12 +251,12 @@ static void mma(Emitter *e, const KNode *n) {
     sb_free(&s);
   }
   StrBuf d = {0};
-  for (int i = 0; i < in->acc.n; i++) {
+  for (int i = 0; i < n->u.mma.nacc; i++) {
     char *idx = cg_expr(e, n->u.mma.acc[i].index);
     sb_printf(&d, "%s&%s[%s]", i ? ", " : "", n->u.mma.acc[i].t->name, idx);
     free(idx);
   }
-  cg_line(e, "float *const cfm_d[%d] = {%s};", in->acc.n, d.data);
+  cg_line(e, "float *const cfm_d[%d] = {%s};", n->u.mma.nacc, d.data);
   cg_line(e, "cfh_mma_sync(%d, %d, %d, cfm_a, cfm_b, cfm_d);", in->m, in->n, in->k);
   e->indent--;
   cg_line(e, "}");

@@ -119,6 +119,7 @@ static SchedDevice plan_device(const cf_fusion_cache *c) {
   if (in->max_smem_per_sm > 0) d.smem_per_sm = in->max_smem_per_sm;
   if (in->l2_bytes > 0) d.l2_bytes = in->l2_bytes;
   if (in->cc_major < 9) d.max_cluster = 1;
+  d.cc = in->cc_major * 10 + in->cc_minor;
   return d;
 }
 

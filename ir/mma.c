@@ -1,7 +1,11 @@
-/* ir/mma.c: the table of tensor-core instructions (ir/mma.h). One row today, Ampere's
- * warp-wide mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32: A row-major
- * 16 x 16 (8 halves a lane), B column-major 16 x 8 (4 a lane), a float 16 x 8
- * accumulator (4 a lane). Key decision: the fragment layouts are data (coefficients of the
+/* ir/mma.c: the table of tensor-core instructions (ir/mma.h). Ampere's warp-wide
+ * mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32: A row-major 16 x 16 (8
+ * halves a lane), B column-major 16 x 8 (4 a lane), a float 16 x 8 accumulator (4 a lane);
+ * Hopper's warpgroup wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}: A
+ * 64 x 16 and B 16 x N read from shared memory through descriptors, a float 64 x N
+ * accumulator of N / 2 registers a thread, warp w holding rows 16w.. in mma.sync's C layout
+ * repeated every 8 columns (PTX ISA, "Register fragments and shared memory matrix layouts"
+ * of wgmma: d[4j + i] at row g + 8 (i / 2), column 8j + 2t + i % 2). Key decision: the fragment layouts are data (coefficients of the
  * lane's group and thread index), so the lowering, the code generators and the tests read
  * one description; the host runtime's emulation (codegen/runtime/host_mma.h) keeps its own
  * copy on purpose: it is the model of the hardware the generated loads are checked
@@ -19,7 +23,12 @@ static const IrMmaInstr instrs[] = {
      {4, 0, 2, 1, 0, {0, 1, 8, 9}, {0, 0, 0, 0}},
      /* accumulator: c0 c1 (g, 2t..2t+1), c2 c3 (g+8, ..) */
      {4, 1, 0, 0, 2, {0, 0, 8, 8}, {0, 1, 0, 1}},
-     8, 2},
+     8, 2, 0},
+    {CF_MMA_WGMMA_M64NK16, "m64nNk16", 64, 8, 16, 128, 90,
+     {0, 0, 0, 0, 0, {0}, {0}}, {0, 0, 0, 0, 0, {0}, {0}}, /* by descriptor */
+     /* accumulator, per 8 columns: as mma.sync's, within the warp's 16 rows */
+     {4, 1, 0, 0, 2, {0, 0, 8, 8}, {0, 1, 0, 1}},
+     8, 2, 256},
 };
 
 const IrMmaInstr *ir_mma_instr(cf_mma_macro macro) {

@@ -32,7 +32,14 @@ typedef struct IrMmaInstr {
    * group), N by acc_n_inner (adjacent columns of one lane); cf_mma_tile turns [M, N] into
    * [lane{M/acc_m_inner... }, M-registers, N-registers] with it. */
   int acc_m_inner, acc_n_inner;
+  /* 0: N is n. Else N is the N tile's extent, a multiple of n (8) up to n_max (wgmma's
+   * m64nNk16): the accumulator is `acc` repeated N / n times along N, and the operands come
+   * from shared memory through matrix descriptors (a and b have no per-lane fragment). */
+  int n_max;
 } IrMmaInstr;
+
+/* Whether in is a warpgroup instruction (wgmma: 128 threads, operands by descriptor). */
+static inline bool ir_mma_is_wgmma(const IrMmaInstr *in) { return in->n_max > 0; }
 
 /* The row of macro, or NULL for an unknown one. */
 const IrMmaInstr *ir_mma_instr(cf_mma_macro macro);

@@ -118,6 +118,8 @@ typedef struct KTensor {
   KExpr *size;           /* allocations: elements (Local, Shared); columns x lanes for Tensor */
   KExpr *smem_offset;    /* Shared: byte offset in dynamic shared memory (a constant, or a named variable) */
   KExpr *smem_offset_def; /* Shared, symbolic offset: the variable's definition, in terms of the previous one */
+  int64_t smem_align;    /* Shared: the byte alignment its offset needs beyond 16 (0: 16): a wgmma
+                          * operand tile's swizzle repeats every 8 rows of its width (mma_wgmma.c) */
   int vector_bytes;      /* parameters: widest vector access (data must be aligned to it) */
   bool zero_filled;      /* Shared: every element of the tile is written, zero where its fill's
                           * bounds fail (predicate.c), so a reader needs no mask of its own */
@@ -151,7 +153,10 @@ typedef struct KTensor {
   X(KN_BLOCK_REDUCE, true)     /* all-reduce of an accumulator across thread dimensions (reduction.c) */ \
   X(KN_MMA, true)              /* a warp's tensor-core instruction (mma.c): accumulator += A x B */ \
   X(KN_ASYNC_COMMIT, false)    /* cp.async.commit_group: the thread's copies issued since form a group */ \
-  X(KN_ASYNC_WAIT, false)      /* cp.async.wait_group u.async.pending: all but that many newest groups done */
+  X(KN_ASYNC_WAIT, false)      /* cp.async.wait_group u.async.pending: all but that many newest groups done */ \
+  X(KN_WGMMA_FENCE, true)      /* wgmma.fence: the accumulators' registers written before are seen by the wgmmas after */ \
+  X(KN_WGMMA_COMMIT, true)     /* wgmma.commit_group: the warpgroup's wgmmas issued since form a group */ \
+  X(KN_WGMMA_WAIT, true)       /* wgmma.wait_group u.async.pending: all but that many newest groups done */
 
 typedef enum KnKind {
 #define KN_X(kind, collective) kind,
@@ -247,11 +252,17 @@ struct KNode {
       int region;
     } region;
     struct {
-      int pending;         /* KN_ASYNC_WAIT: groups that may stay in flight */
+      int pending;         /* KN_ASYNC_WAIT, KN_WGMMA_WAIT: groups that may stay in flight */
+      const struct KNode *mma; /* KN_WGMMA_FENCE, _WAIT: a wgmma of the group, whose
+                                * accumulator registers the CUDA code pins there (an empty asm
+                                * naming each "+f") so the compiler moves no access across */
     } async;
     const char *comment;
     struct {
       bool grid;           /* every thread of every block (a cooperative launch) */
+      bool proxy_async;    /* fence.proxy.async.shared::cta first: the shared writes before it
+                            * (st.shared, completed cp.async) become visible to the async proxy
+                            * (wgmma's descriptor reads) after the barrier (mma_wgmma.c) */
     } sync;
     struct {
       const char *var;     /* the accumulator */
@@ -280,9 +291,13 @@ struct KNode {
       const IrMmaInstr *instr;
       cf_dtype in_dtype;   /* the operands' dtype (half, bfloat16) */
       /* The lane's elements of each fragment, in the instruction's register order: the
-       * accumulator's registers (a Local tensor), and the operand tiles' elements, each
-       * read only where its mask holds (else 0: out of bounds of M, N or K). */
-      KAccess acc[IR_MMA_MAX_FRAG], a[IR_MMA_MAX_FRAG], b[IR_MMA_MAX_FRAG];
+       * accumulator's nacc registers (a Local tensor; an array of the arena: wgmma has up
+       * to 128), and the operand tiles' elements, each read only where its mask holds
+       * (else 0: out of bounds of M, N or K); wgmma has no operand elements (below). */
+      KAccess *acc;
+      int nacc;
+      int n;               /* the instruction's N (wgmma: the tile's; mma.sync: instr->n) */
+      KAccess a[IR_MMA_MAX_FRAG], b[IR_MMA_MAX_FRAG];
       KExpr *a_mask[IR_MMA_MAX_FRAG], *b_mask[IR_MMA_MAX_FRAG];
       /* Operand 0 (A) and 1 (B) loaded by one ldmatrix.x<ldm> (mma_ldmatrix.c; 0: the
        * per-lane loads above): the running lane's row address, .trans or not; a[i] and
@@ -290,6 +305,13 @@ struct KNode {
       int ldm[2];
       bool ldm_trans[2];
       KAccess ldm_row[2];
+      /* wgmma (mma_wgmma.c): operand 0 (A) and 1 (B) read through a matrix descriptor: the
+       * tile's element at the instruction's (0, 0), whose shared address >> 4 is the start
+       * field, or'ed with desc[op] (leading and stride byte offsets >> 4, swizzle mode);
+       * mn_major[op]: the tile is contiguous along M (A) or N (B), the transpose bit. */
+      KAccess desc_start[2];
+      uint64_t desc[2];
+      bool mn_major[2];
     } mma;
   } u;
 };

@@ -90,7 +90,7 @@ static bool node(KVisitor *v, KNode *n) {
     sb_puts(b, "\n");
     break;
   case KN_ALLOC: sb_printf(b, "ALLOC %s\n", n->u.alloc.t->name); break;
-  case KN_SYNC: sb_puts(b, "SYNC\n"); break;
+  case KN_SYNC: sb_puts(b, n->u.sync.proxy_async ? "FENCE_PROXY_ASYNC SYNC\n" : "SYNC\n"); break;
   case KN_TMEM_ALLOC: sb_printf(b, "TMEM_ALLOC region %d\n", n->u.region.region); break;
   case KN_TMEM_RELINQUISH: sb_puts(b, "TMEM_RELINQUISH\n"); break;
   case KN_TMEM_DEALLOC: sb_printf(b, "TMEM_DEALLOC region %d\n", n->u.region.region); break;
@@ -103,7 +103,21 @@ static bool node(KVisitor *v, KNode *n) {
     break;
   case KN_ASYNC_COMMIT: sb_puts(b, "CP_ASYNC_COMMIT\n"); break;
   case KN_ASYNC_WAIT: sb_printf(b, "CP_ASYNC_WAIT %d\n", n->u.async.pending); break;
+  case KN_WGMMA_FENCE: sb_puts(b, "WGMMA_FENCE\n"); break;
+  case KN_WGMMA_COMMIT: sb_puts(b, "WGMMA_COMMIT\n"); break;
+  case KN_WGMMA_WAIT: sb_printf(b, "WGMMA_WAIT %d\n", n->u.async.pending); break;
   case KN_MMA:
+    if (ir_mma_is_wgmma(n->u.mma.instr)) {
+      sb_printf(b, "WGMMA m64n%dk16.%s ", n->u.mma.n, cf_dtype_name(n->u.mma.in_dtype));
+      access(b, k, &n->u.mma.acc[0]);
+      for (int op = 0; op < 2; op++) {
+        sb_puts(b, op ? " x desc " : " += desc ");
+        access(b, k, &n->u.mma.desc_start[op]);
+        sb_printf(b, "|0x%016llx%s", (unsigned long long)n->u.mma.desc[op], n->u.mma.mn_major[op] ? " (MN-major)" : "");
+      }
+      sb_puts(b, "\n");
+      break;
+    }
     sb_printf(b, "MMA %s.%s ", n->u.mma.instr->name, cf_dtype_name(n->u.mma.in_dtype));
     access(b, k, &n->u.mma.acc[0]);
     sb_puts(b, " += ");

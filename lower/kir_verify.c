@@ -14,6 +14,9 @@
  *   - syncs (once the sync pass ran): a shared or tensor-memory buffer read with other
  *     thread indices than it was written with (in its index or the conditions around the
  *     access) has a __syncthreads between the write and the read;
+ *   - proxies: a tile a wgmma reads through a descriptor (the async proxy) has a barrier
+ *     with fence.proxy.async between its last write (st.shared, cp.async: the generic
+ *     proxy) and the wgmma, as well as the sync above;
  *   - tensor-memory regions are allocated and deallocated exactly once.
  * Key decision: one walk (kir_visit) that reports the first broken rule; the pipeline
  * turns a failure into an internal error naming the pass. The two branches of an if/else
@@ -29,6 +32,7 @@ typedef struct Written {
   KNode **loops;     /* the loops enclosing it then */
   int nloops;
   long syncs;        /* syncs seen before that write */
+  long fences;       /* barriers with fence.proxy.async seen before that write */
   unsigned threads;  /* thread types its write index uses (bit per parallel type) */
 } Written;
 
@@ -46,6 +50,7 @@ typedef struct Verify {
   char *err;
   size_t errlen;
   KPath *path; /* the visitor's: the enclosing loops and ifs */
+  long fences; /* barriers with fence.proxy.async seen */
   long syncs;
   unsigned guard_threads; /* thread types the enclosing ifs test */
   int thread_ifs;         /* enclosing ifs whose condition depends on a thread index */
@@ -137,7 +142,24 @@ static void record_write(Verify *v, const KNode *op, const KTensor *t, unsigned 
   w->nloops = op->kind == KN_OP && op->u.op.loops ? op->u.op.nloop : 0;
   w->loops = w->nloops ? op->u.op.loops : NULL;
   w->syncs = v->syncs;
+  w->fences = v->fences;
   w->threads = threads | v->guard_threads;
+}
+
+/* A wgmma's operand tiles: read behind a sync and, being read by the async proxy, behind a
+ * fence.proxy.async after their last write. */
+static bool wgmma_ok(Verify *v, const KNode *n) {
+  if (!ir_mma_is_wgmma(n->u.mma.instr)) return true;
+  for (int op = 0; op < 2; op++) {
+    const KAccess *a = &n->u.mma.desc_start[op];
+    unsigned th = v->guard_threads;
+    if (!a->t) continue;
+    if (!access_ok(v, a, &th) || !read_ok(v, a, th)) return false;
+    const Written *w = &v->written[tensor_slot(v, a->t)];
+    if (a->t->param < 0 && w->fences == v->fences)
+      return fail(v, "%s is read by a wgmma (the async proxy) with no fence.proxy.async after its last write", a->t->name);
+  }
+  return true;
 }
 
 static bool op_ok(Verify *v, const KNode *n) {
@@ -233,7 +255,10 @@ static bool pre(KVisitor *kv, KNode *n) {
   switch (n->kind) {
   case KN_FOR: ok = loop_ok(v, n); break;
   case KN_IF: ok = if_enter(v, n); break;
+  case KN_MMA: ok = wgmma_ok(v, n); break;
   case KN_SYNC:
+    v->fences += n->u.sync.proxy_async;
+    /* fall through */
   case KN_BLOCK_REDUCE: /* it synchronizes the block */
     v->syncs++;
     ok = v->thread_ifs ? fail(v, "%s", "a __syncthreads under a condition that depends on the thread index") : true;

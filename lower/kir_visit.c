@@ -59,11 +59,12 @@ void kn_data_tensors(const KKernel *k, const KNode *n, void (*fn)(KTensor *t, vo
     break;
   case KN_MMA: {
     const IrMmaInstr *in = n->u.mma.instr;
-    each(n->u.mma.acc, in->acc.n, fn, user);
+    each(n->u.mma.acc, n->u.mma.nacc, fn, user);
     each(n->u.mma.a, in->a.n, fn, user);
     each(n->u.mma.b, in->b.n, fn, user);
     for (int op = 0; op < 2; op++)
       if (n->u.mma.ldm[op]) each(&n->u.mma.ldm_row[op], 1, fn, user);
+    if (ir_mma_is_wgmma(in)) each(n->u.mma.desc_start, 2, fn, user);
     break;
   }
   case KN_BLOCK_REDUCE:
@@ -85,7 +86,10 @@ void kn_data_tensors(const KKernel *k, const KNode *n, void (*fn)(KTensor *t, vo
   case KN_COMMENT:
   case KN_ACC_DECL:
   case KN_ASYNC_COMMIT:
-  case KN_ASYNC_WAIT: break;
+  case KN_ASYNC_WAIT:
+  case KN_WGMMA_FENCE:
+  case KN_WGMMA_COMMIT:
+  case KN_WGMMA_WAIT: break;
   }
 }
 
@@ -250,6 +254,7 @@ static KNode *clone_node(CloneMap *cm, const KNode *n) {
     c->u.op.loops = copy_array(cm->a, n->u.op.loops, sizeof(KNode *), n->u.op.nloop);
     c->u.op.bounds = copy_array(cm->a, n->u.op.bounds, sizeof(KExpr *), n->u.op.nbounds);
   }
+  if (n->kind == KN_MMA) c->u.mma.acc = copy_array(cm->a, n->u.mma.acc, sizeof(KAccess), n->u.mma.nacc);
   return c;
 }
 

@@ -134,6 +134,14 @@ void lower_mma(LowerCtx *c);              /* mma.c: MMA loop nests become tensor
  * lane its elements; moved_at(ctx, op, row, col) is operand op's access at a fragment position. */
 void lower_mma_ldmatrix(LowerCtx *c, const KPath *path, KNode *n, KAccess (*moved_at)(void *, int, KExpr *, KExpr *),
                         void *ctx);
+/* mma_wgmma.c: a wgmma's matrix descriptors, from its tiles' layout (refused when no
+ * descriptor names it); the wgmma groups (fence, commit, wait) and the fence.proxy.async
+ * of the barrier before them; the constant bits of a descriptor (LBO, SBO in bytes, the
+ * swizzle's B: 3 for 128-byte rows, 2, 1; 0 none). */
+void lower_wgmma_operands(LowerCtx *c, const KPath *path, KNode *n, KAccess (*moved_at)(void *, int, KExpr *, KExpr *),
+                          void *ctx, const char *rname);
+void lower_wgmma_groups(LowerCtx *c);
+uint64_t lower_wgmma_desc_bits(int64_t lbo, int64_t sbo, int swizzle_bits);
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
 void lower_unswitch(LowerCtx *c);         /* unswitch.c: Unswitch/Unroll nests: hoisted predicates, fallback copy */
 void lower_simplify(LowerCtx *c);         /* simplify.c: indices, extents, conditions simplified with value ranges */

@@ -63,12 +63,25 @@ typedef struct MmaCtx {
 } MmaCtx;
 
 /* The substitution for tile position (m, n, k) of the instruction, each an expression of
- * the lane index (NULL m or n: the operand does not depend on it, 0). */
+ * the lane index (NULL m or n: the operand does not depend on it, 0). mma.sync: M-regs =
+ * m / 8, N-regs = n % 2, lane = (m % 8) (N / 2) + n / 2; wgmma (mma_tile.c's layout):
+ * M-regs = m / 8 % 2, N-regs = 2 (n / 8) + n % 2, lane = 32 (m / 16) + 4 (m % 8) + n % 8 / 2. */
 static Subst at(MmaCtx *x, KExpr *m, KExpr *n, KExpr *k) {
   Arena *a = x->c->a;
   KExpr *zero = kx_const(a, 0);
   KExpr *mi = kx_const(a, x->in->acc_m_inner), *ni = kx_const(a, x->in->acc_n_inner);
   m = m ? m : zero, n = n ? n : zero;
+  if (ir_mma_is_wgmma(x->in)) {
+    KExpr *c2 = kx_const(a, 2), *c8 = kx_const(a, 8);
+    Subst s = {{x->var[0], x->var[1], x->var[2]},
+               {kx_bin(a, OP_MOD, kx_bin(a, OP_DIV, m, c8), c2),
+                kx_bin(a, OP_ADD, kx_bin(a, OP_MUL, kx_bin(a, OP_DIV, n, c8), c2), kx_bin(a, OP_MOD, n, c2)), k},
+               NULL};
+    KExpr *warp = kx_bin(a, OP_MUL, kx_bin(a, OP_DIV, m, kx_const(a, 16)), kx_const(a, 32));
+    KExpr *g = kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, m, c8), kx_const(a, 4));
+    s.lane = kx_bin(a, OP_ADD, kx_bin(a, OP_ADD, warp, g), kx_bin(a, OP_DIV, kx_bin(a, OP_MOD, n, c8), c2));
+    return s;
+  }
   KExpr *lanes_n = kx_const(a, x->in->n / x->in->acc_n_inner);
   Subst s = {{x->var[0], x->var[1], x->var[2]}, {kx_bin(a, OP_DIV, m, mi), kx_bin(a, OP_MOD, n, ni), k}, NULL};
   s.lane = kx_bin(a, OP_ADD, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, m, mi), lanes_n), kx_bin(a, OP_DIV, n, ni));
@@ -111,13 +124,38 @@ static KExpr *unless_zero_filled(Arena *a, const MmaNest *nest, int k, const Sub
   return t && t->zero_filled ? NULL : subst(a, nest->cond[k], s);
 }
 
-static KNode *build(MmaCtx *x, const MmaNest *nest) {
+/* wgmma's accumulator register i (PTX ISA: d[4j + 2mr + p] at row g + 8 mr, column 8j + 2t
+ * + p of the warp's rows) is r's element at M-regs = mr, N-regs = 2j + p: the lane's own. */
+static void wgmma_acc(MmaCtx *x, const MmaNest *nest, KNode *n) {
+  Arena *a = x->c->a;
+  for (int i = 0; i < n->u.mma.nacc; i++) {
+    Subst s = {{x->var[0], x->var[1], x->var[2]},
+               {kx_const(a, i % 4 / 2), kx_const(a, i / 4 * 2 + i % 2), kx_const(a, 0)},
+               kx_thread(a, CF_PT_TIDX, false)};
+    n->u.mma.acc[i] = moved(a, &nest->op[NEST_SUM]->u.op.out, &s);
+  }
+  for (int k = NEST_CAST_A; k <= NEST_CAST_B; k++) {
+    const KTensor *t = nest->op[k]->u.op.in[0].t;
+    if (nest->cond[k] && !(t && t->zero_filled))
+      lower_fail(x->c, CF_ERR_INVALID_SCHEDULE, "compile: wgmma reads whole tiles, but %s is not zero-filled where its "
+                 "reads are out of bounds (circular-buffer the tile: its fill writes the zeros)", t ? t->name : "a tile");
+  }
+}
+
+static KNode *build(MmaCtx *x, const MmaNest *nest, int64_t n_ext) {
   Arena *a = x->c->a;
   KNode *n = ARENA_NEW(a, KNode);
   n->kind = KN_MMA;
   n->u.mma.instr = x->in;
   n->u.mma.in_dtype = x->p.x->dtype;
   const IrMmaInstr *in = x->in;
+  n->u.mma.n = (int)n_ext;
+  n->u.mma.nacc = in->acc.n * (int)(n_ext / in->n);
+  n->u.mma.acc = ARENA_ARRAY(a, KAccess, n->u.mma.nacc);
+  if (ir_mma_is_wgmma(in)) {
+    wgmma_acc(x, nest, n);
+    return n;
+  }
   for (int i = 0; i < in->a.n; i++) {
     KExpr *m, *k;
     frag_pos(a, &in->a, i, &m, &k);
@@ -166,12 +204,15 @@ static void collect(MmaCtx *x, KBlock *b, KExpr *cond, MmaNest *nest, Val *r) {
   }
 }
 
-/* The instruction whose fragment shape the MMA axes have (M-regs, N-regs, K extents). */
-static const IrMmaInstr *instr_of(const int64_t ext[3]) {
+/* The instruction whose fragment shape the MMA axes have (M-regs, N-regs, K extents) under
+ * a lane axis of `lanes` (wgmma: 2, N / 4, 16 under 128 lanes). */
+static const IrMmaInstr *instr_of(const int64_t ext[3], int64_t lanes) {
   for (int m = 0;; m++) {
     const IrMmaInstr *in = ir_mma_instr((cf_mma_macro)m);
     if (!in) return NULL;
-    if (ext[0] == in->m / in->acc_m_inner && ext[1] == in->acc_n_inner && ext[2] == in->k) return in;
+    if (lanes != in->lanes || ext[2] != in->k) continue;
+    if (ir_mma_is_wgmma(in) && ext[0] == 2 && ext[1] * 4 % in->n == 0 && ext[1] * 4 <= in->n_max) return in;
+    if (!ir_mma_is_wgmma(in) && ext[0] == in->m / in->acc_m_inner && ext[1] == in->acc_n_inner) return in;
   }
 }
 
@@ -182,9 +223,15 @@ static bool is_split(const Val *id, int out, const Val *other, int other_pos) {
 
 /* The lane axis is merge(lane groups, lanes of a group), the lane groups the inner part of
  * M-regs' split and the lanes the outer part of N-regs' (cf_mma_tile's layout). */
-static bool layout_ok(Val *r, int j0) {
+static bool layout_ok(Val *r, int j0, const IrMmaInstr *in) {
   Val **l = TV(r)->loop;
   const Expr *d = l[j0 - 1]->def;
+  if (ir_mma_is_wgmma(in)) { /* lane = merge(merge(w, g), t), N-regs = merge(j, p) */
+    const Expr *wg = d && d->op == OP_MERGE ? d->in[0]->def : NULL, *jp = l[j0 + 1]->def;
+    return wg && wg->op == OP_MERGE && jp && jp->op == OP_MERGE && is_split(d->in[1], 1, jp->in[0], 0) &&
+           is_split(wg->in[0], 0, l[j0], 1);
+  }
+
   return d && d->op == OP_MERGE && d->nin == 2 && is_split(d->in[0], 1, l[j0], 0) && is_split(d->in[1], 0, l[j0 + 1], 1);
 }
 
@@ -198,18 +245,21 @@ static void validate(MmaCtx *x, Val *r) {
   LowerCtx *c = x->c;
   int nl = TV(r)->nloop, j0 = nl - 3, nmma = 0;
   for (int j = 0; j < nl; j++) nmma += ID(TV(r)->loop[j])->ptype == CF_PT_MMA;
-  int64_t ext[3] = {0, 0, 0}, lanes;
+  int64_t ext[3] = {0, 0, 0}, lanes, lane_ext = 0;
   for (int j = 0; j < 3 && j0 >= 1; j++)
     if (ID(TV(r)->loop[j0 + j])->ptype != CF_PT_MMA || !ir_scalar_const_value(ID(TV(r)->loop[j0 + j])->extent, &ext[j]))
       ext[0] = -1;
   if (nmma != 3 || j0 < 1 || ext[0] < 0) fail_axes(c, r, "must be its last three loop axes, of constant extents");
-  if (!(x->in = instr_of(ext))) fail_axes(c, r, "have no instruction's fragment shape (m16n8k16: 2, 2, 16)");
-  if (lower_ptype(c, TV(r)->loop[j0 - 1]) != CF_PT_TIDX || !layout_ok(r, j0))
+  if (j0 >= 1) ir_scalar_const_value(ID(TV(r)->loop[j0 - 1])->extent, &lane_ext);
+  if (!(x->in = instr_of(ext, lane_ext)))
+    fail_axes(c, r, "have no instruction's fragment shape (m16n8k16: 2, 2, 16 under 32 lanes; m64nNk16: 2, N / 4, 16 "
+              "under 128 lanes)");
+  if (lower_ptype(c, TV(r)->loop[j0 - 1]) != CF_PT_TIDX || !layout_ok(r, j0, x->in))
     fail_axes(c, r, "do not follow the lane axis of the accumulator's fragment layout on threadIdx.x");
   if (!c->pdim[CF_PT_TIDX] || !kx_is_const(c->pdim[CF_PT_TIDX], &lanes) || lanes != x->in->lanes)
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s runs %s as a warp's instruction, so threadIdx.x must be "
-               "exactly the %d lanes of a warp; it is launched %s wide", TV(r)->display_name, x->in->name,
-               x->in->lanes, c->pdim[CF_PT_TIDX] ? "a different size" : "1");
+               "exactly the %d lanes of a %s; it is launched %s wide", TV(r)->display_name, x->in->name,
+               x->in->lanes, ir_mma_is_wgmma(x->in) ? "warpgroup" : "warp", c->pdim[CF_PT_TIDX] ? "a different size" : "1");
   char why[512];
   if (!ir_mma_match(r, x->in, ir_mma_root_axis(r, TV(r)->loop[j0]), &x->p, why, sizeof why, "compile"))
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "%s", why);
@@ -257,9 +307,12 @@ static void on_loop(KMutator *m, KNode *n, KBlock *out) {
       lower_fail(x->c, CF_ERR_INVALID_SCHEDULE, "compile: %s of %s's product is not inlined into its MMA loops",
                  k == NEST_CAST_A ? TV(x->p.a)->display_name : k == NEST_CAST_B ? TV(x->p.b)->display_name
                  : k == NEST_MUL ? TV(x->p.mul->out[0])->display_name : TV(r)->display_name, TV(r)->display_name);
-  KNode *mma = build(x, &nest);
+  int64_t n_ext = x->in->n;
+  if (ir_mma_is_wgmma(x->in)) ir_scalar_const_value(ID(TV(r)->loop[j0 + 1])->extent, &n_ext), n_ext *= 4;
+  KNode *mma = build(x, &nest, n_ext);
   MovedCtx mc = {x, &nest};
-  lower_mma_ldmatrix(x->c, &m->path, mma, moved_at, &mc);
+  if (ir_mma_is_wgmma(x->in)) lower_wgmma_operands(x->c, &m->path, mma, moved_at, &mc, TV(r)->display_name);
+  else lower_mma_ldmatrix(x->c, &m->path, mma, moved_at, &mc);
   kb_push(m->arena, out, mma);
 }
 
@@ -267,7 +320,13 @@ static void on_loop(KMutator *m, KNode *n, KBlock *out) {
 static bool stray(KVisitor *v, KNode *n) {
   LowerCtx *c = v->user;
   Val *tv = n->u.op.src->out[0];
-  if (n->u.op.reduction_init || !has_mma_axis(tv)) return true;
+  if (n->u.op.reduction_init && has_mma_axis(tv)) { /* the accumulator's registers zeroed: unrolled */
+    for (int j = 0; j < n->u.op.nloop && j < TV(tv)->nloop; j++)
+      if (ID(TV(tv)->loop[j])->ptype == CF_PT_MMA && n->u.op.loops[j] && n->u.op.loops[j]->u.loop.var)
+        n->u.op.loops[j]->u.loop.pt = CF_PT_UNROLL;
+    return true;
+  }
+  if (!has_mma_axis(tv)) return true;
   lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s has an axis on MMA but is not the sum of a product tiled by "
              "cf_mma_tile (or one inlined into its instruction)", lower_tv_str(c, tv));
 }
@@ -278,4 +337,5 @@ void lower_mma(LowerCtx *c) {
   kir_mutate(&m, &c->k->body);
   KVisitor v = {.pre = {[KN_OP] = stray}, .user = c, .arena = c->a};
   kir_visit(&v, &c->k->body);
+  lower_wgmma_groups(c);
 }

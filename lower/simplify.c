@@ -144,13 +144,14 @@ static void on_tmem(KMutator *m, KNode *n, KBlock *out) {
 static void on_mma(KMutator *m, KNode *n, KBlock *out) {
   Simp *p = m->user;
   const IrMmaInstr *in = n->u.mma.instr;
-  accesses(p, n->u.mma.acc, in->acc.n);
+  accesses(p, n->u.mma.acc, n->u.mma.nacc);
   accesses(p, n->u.mma.a, in->a.n);
   accesses(p, n->u.mma.b, in->b.n);
   for (int i = 0; i < in->a.n; i++) n->u.mma.a_mask[i] = S(p, n->u.mma.a_mask[i]);
   for (int i = 0; i < in->b.n; i++) n->u.mma.b_mask[i] = S(p, n->u.mma.b_mask[i]);
   for (int op = 0; op < 2; op++)
     if (n->u.mma.ldm[op]) access(p, &n->u.mma.ldm_row[op]);
+  if (ir_mma_is_wgmma(in)) accesses(p, n->u.mma.desc_start, 2);
   kb_push(m->arena, out, n);
 }
 

@@ -43,11 +43,16 @@ typedef struct SchedDevice {
                               * the host backend's fibers (host_grid.h), kept on GPUs too (see
                               * executor/fusion_plan.c); 0: the SMs x the blocks per SM the
                               * kernel allows bound it alone */
+  int cc;                    /* compute capability, major * 10 + minor (90: Hopper, which has
+                              * wgmma); 0: not known, the heuristics choose instructions every
+                              * architecture since sm_80 has (mma.sync) */
 } SchedDevice;
 
-/* An H100 SXM (132 SMs, 227 KiB of shared memory per block, 50 MiB of L2): the
- * description of the host backend (with its cooperative limit), and of a device whose
- * attributes cannot be read. */
+/* An H100 SXM (132 SMs, 227 KiB of shared memory per block, 50 MiB of L2, compute
+ * capability 9.0). sched_device_default(): the same resources with cc 0, the description
+ * of the host backend (with its cooperative limit: its kernels are the portable ones, so
+ * that the host runs what any GPU since sm_80 runs; a test names sched_device_h100 for
+ * Hopper's), and of a device whose attributes cannot be read. */
 extern const SchedDevice sched_device_h100;
 const SchedDevice *sched_device_default(void);
 

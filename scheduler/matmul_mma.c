@@ -20,8 +20,23 @@
  * (lower/predicate.c, cp.async's source size), so the instruction reads them unmasked
  * (lower/mma.c); the output's stores are predicated. The tiles are stored through the XOR swizzle layout/ picks
  * for their 16-byte chunks, so the lowering's ldmatrix loads (lower/mma_ldmatrix.c) are
- * bank-conflict free. Key decision: correctness and a structure the next slices refine
- * (cp.async pipelining, wgmma): one tile shape. */
+ * bank-conflict free.
+ * On Hopper (the device's cc 90, t->wgmma): wgmma.mma_async m64nNk16 instead, block tile
+ * 128 x BN x 64 (BN 256 by default): step 2 stores a K-contiguous tile as rows of 64
+ * elements (128 bytes) through Sw<3,3,3> and an M- or N-contiguous one as [BN / 64, BK, 64]
+ * (the K- and MN-major canonical layouts of wgmma's descriptors, which lower/mma_wgmma.c
+ * finds), over [iters, threadIdx.y{2}, threadIdx.x{128}]; step 3 is [warpgroup
+ * (threadIdx.y), K/16, 64, BN, 16], the last three handed to cf_mma_tile's wgmma row; the
+ * epilogue's register loops are unrolled after step 4. TMA and warp specialization come
+ * next here: a TMA fill would replace tile_threads' thread split of each tile (the layout
+ * it stores stays: TMA's 128-byte swizzle is the same Sw<3,4,3>), and a producer
+ * warpgroup a third value of threadIdx.y with the fills alone, the circular buffer's
+ * cp.async waits becoming mbarrier waits.
+ * Key decision: correctness and a structure the next slices refine (TMA, warp
+ * specialization): one tile shape per instruction. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "scheduler/matmul_mma.h"
 
 #include "cfuser/layout.h"
@@ -32,6 +47,29 @@ enum { MMA_WM = 2, MMA_WN = 2, MMA_TM = 4, MMA_TN = 8, MMA_KW = 2, MMA_THREADS =
 enum { MMA_IM = 16, MMA_IN = 8, MMA_IK = 16, MMA_STAGES = 3 };
 enum { MMA_BM = MMA_WM * MMA_TM * MMA_IM, MMA_BN = MMA_WN * MMA_TN * MMA_IN, MMA_BK = MMA_KW * MMA_IK };
 enum { MMA_FILL_BYTES = 16 }; /* a fill's vector: one cp.async */
+/* wgmma (Hopper): 2 warpgroups (threadIdx.y) of 128 threads (threadIdx.x), each a 64 x BN
+ * m64nNk16 instruction per 16 of K; K tiles of 64 (128-byte rows of 16-bit elements, the
+ * widest swizzle a descriptor names); by default BN 256 (CUTLASS's Hopper tile: 128
+ * accumulator floats a thread) and 4 stages of (128 + 256) x 64 x 2 B = 48 KiB.
+ * CFUSER_WGMMA_TILE=<BN>x<stages> (BN 64, 128, 192 or 256; stages 2 to 4) chooses another,
+ * for measuring on the GPU; the params name what was chosen. */
+enum { WG_GROUPS = 2, WG_IM = 64, WG_BN = 256, WG_IK = 16, WG_BK = 64, WG_STAGES = 4 };
+enum { WG_BM = WG_GROUPS * WG_IM, WG_THREADS = 128 * WG_GROUPS, WG_ATOM = 64 /* elements of a 128-byte row */ };
+
+/* The block tile and threads of the schedule t chose. */
+typedef struct MmaShape {
+  int bm, bn, bk, threads, stages;
+} MmaShape;
+
+static MmaShape shape_of(const MmaTiles *t) {
+  if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES};
+  MmaShape sh = {WG_BM, WG_BN, WG_BK, WG_THREADS, WG_STAGES};
+  const char *env = getenv("CFUSER_WGMMA_TILE");
+  int bn, st;
+  if (env && sscanf(env, "%dx%d", &bn, &st) == 2 && bn > 0 && bn % WG_ATOM == 0 && bn <= 256 && st >= 2 && st <= 4)
+    sh.bn = bn, sh.stages = st;
+  return sh;
+}
 
 static Val *cast_input(Val *v) {
   Expr *e = v->def;
@@ -63,7 +101,7 @@ static void fill_of(Val *r, Val *operand, bool is_b, MmaFill *o) {
     snprintf(o->why, sizeof o->why, "%c=%lld", o->role, (long long)e);
 }
 
-bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t) {
+bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, const SchedDevice *dev, MmaTiles *t) {
   Expr *mul = r->def->in[0]->def;
   Val *u = cast_input(mul->in[0]), *v = cast_input(mul->in[1]);
   if (!u || !v || u->dtype != v->dtype || m_axes != 1 || n_axes != 1) return false;
@@ -72,6 +110,7 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t) {
   if ((ir_tv_is_input(f, u) && u->uses.len != 1) || (ir_tv_is_input(f, v) && v->uses.len != 1) || r->dtype != CF_FLOAT)
     return false;
   t->r = r, t->mul = mul->out[0], t->x = u, t->y = v, t->ca = mul->in[0], t->cb = mul->in[1];
+  t->wgmma = dev && dev->cc == 90; /* sm_90a only: Blackwell has tcgen05 instead */
   for (int i = 0; i < 2; i++) fill_of(r, mul->in[i], i, &t->fill[i]);
   return true;
 }
@@ -80,15 +119,21 @@ void sched_matmul_mma_params(const MmaTiles *t, char *text) {
   char fill[2][64];
   for (int i = 0; i < 2; i++)
     snprintf(fill[i], sizeof fill[i], t->fill[i].why[0] ? "scalar(%s)" : "cp.async16", t->fill[i].why);
+  if (t->wgmma) {
+    MmaShape sh = shape_of(t);
+    snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warpgroups=%d mma=m64n%dk16 smem=operands stages=%d fill=%s,%s",
+             sh.bm, sh.bn, sh.bk, WG_GROUPS, sh.bn, sh.stages, fill[0], fill[1]);
+    return;
+  }
   snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warps=%dx%d mma=m16n8k16 smem=operands stages=%d fill=%s,%s", MMA_BM,
            MMA_BN, MMA_BK, MMA_WM, MMA_WN, MMA_STAGES, fill[0], fill[1]);
 }
 
 /* [b?, M, N, K] -> [b?, M/BM, N/BN, K/BK, BM, BN, BK]. */
-static void block_tile(cf_fusion *f, cf_tv *r, int b) {
-  cf_split(f, r, b + 2, MMA_BK);
-  cf_split(f, r, b + 1, MMA_BN);
-  cf_split(f, r, b, MMA_BM); /* [b, Mo, BM, No, BN, Ko, BK] */
+static void block_tile(cf_fusion *f, cf_tv *r, int b, const MmaShape *sh) {
+  cf_split(f, r, b + 2, sh->bk);
+  cf_split(f, r, b + 1, sh->bn);
+  cf_split(f, r, b, sh->bm); /* [b, Mo, BM, No, BN, Ko, BK] */
   cf_reorder(f, r, 2, (int[]){b + 1, b + 3, b + 3, b + 4}); /* [b, Mo, No, Ko, BM, BN, BK] */
 }
 
@@ -122,24 +167,40 @@ static bool tile_swizzle(cf_fusion *f, cf_tv *x, int p, int64_t esz, int64_t row
  * its input's contiguous axis (cols: BK, or BM / BN when that is the input's innermost
  * axis, as B of matmul's [K, N]: its fill then reads consecutive elements of the input),
  * swizzled, then over all the block's threads: [iters, z, y, lane], or [iters, z, y, lane,
- * V] with 16-byte vectors V when fill->why is empty (a copy: cp.async in the lowering). */
-static void tile_threads(cf_fusion *f, cf_tv *x, int b, int64_t esz, int mn, const MmaFill *fill) {
+ * V] with 16-byte vectors V when fill->why is empty (a copy: cp.async in the lowering).
+ * wgmma: threads [iters, y, x{128}], and an M- or N-contiguous tile as [BM / 64, BK, 64]
+ * (columns of 128-byte rows, the MN-major layout a descriptor names: LBO between the
+ * columns, SBO between 8 rows of K); a K-contiguous one is [rows, BK = 64] as it is. */
+static void tile_threads(cf_fusion *f, cf_tv *x, int b, int64_t esz, int mn, const MmaFill *fill, const MmaTiles *t) {
   int p = b + 3;
-  int64_t cols = MMA_BK, vec = MMA_FILL_BYTES / esz;
+  MmaShape sh = shape_of(t);
+  int64_t cols = sh.bk, vec = MMA_FILL_BYTES / esz;
   if (fill->role == 'M' || fill->role == 'N') { /* the M or N tile (at p + mn) last */
-    cols = mn ? MMA_BN : MMA_BM;
+    cols = mn ? sh.bn : sh.bm;
     cf_reorder(f, x, mn ? 2 : 3, mn ? (int[]){p + 1, p + 2, p + 2, p + 1} : (int[]){p, p + 2, p + 1, p, p + 2, p + 1});
+  }
+  if (t->wgmma && cols > WG_ATOM) { /* [.., bcast, BK, cols] -> [.., bcast * cols / 64, BK, 64] */
+    cf_split(f, x, p + 2, WG_ATOM);
+    cf_reorder(f, x, 1, (int[]){p + 2, p + 1});
+    cf_merge(f, x, p);
+    cols = WG_ATOM;
   }
   cf_merge(f, x, p); /* [.., rows, cols] */
   if (!tile_swizzle(f, x, p, esz, cols)) cf_merge(f, x, p); /* [.., rows*cols] */
   bool v = !fill->why[0];
   if (v) cf_split(f, x, p, vec);
-  cf_split(f, x, p, MMA_THREADS);
-  cf_split(f, x, p + 1, 32);
-  cf_split(f, x, p + 1, MMA_WN); /* [.., iters, z, y, lane, V?] */
-  cf_parallelize(f, x, p + 1, CF_PT_TIDZ);
-  cf_parallelize(f, x, p + 2, CF_PT_TIDY);
-  cf_parallelize(f, x, p + 3, CF_PT_TIDX);
+  cf_split(f, x, p, sh.threads);
+  if (t->wgmma) {
+    cf_split(f, x, p + 1, 128); /* [.., iters, y, x{128}, V?] */
+    cf_parallelize(f, x, p + 1, CF_PT_TIDY);
+    cf_parallelize(f, x, p + 2, CF_PT_TIDX);
+  } else {
+    cf_split(f, x, p + 1, 32);
+    cf_split(f, x, p + 1, MMA_WN); /* [.., iters, z, y, lane, V?] */
+    cf_parallelize(f, x, p + 1, CF_PT_TIDZ);
+    cf_parallelize(f, x, p + 2, CF_PT_TIDY);
+    cf_parallelize(f, x, p + 3, CF_PT_TIDX);
+  }
   if (v && !f->status && !sched_vectorize_innermost(f, ir_tv(x)))
     ir_error(f, CF_ERR_INTERNAL, "matmul: the fill of %s was planned as 16-byte vectors, which analysis/ refuses",
              TV(ir_tv(x))->display_name);
@@ -158,6 +219,17 @@ static void tile_producers(cf_fusion *f, Val *x, cf_tv **set) {
   static const cf_parallel_type threads[] = {CF_PT_TIDZ, CF_PT_TIDY, CF_PT_TIDX};
   if (n && !cf_propagate_transforms_to(f, ir_tv_handle(x), -1, n, set))
     cf_parallelize_all_like(f, ir_tv_handle(x), 3, threads);
+}
+
+/* wgmma: r's [BM, BN, BK] -> [groups (threadIdx.y), K/16, 64, BN, 16], the last three
+ * tiled by cf_mma_tile: each warpgroup one m64nBNk16 per 16 of K. */
+static void warpgroup_tile(cf_fusion *f, cf_tv *r, int b) { /* BN: the instruction's N */
+  int p = b + 3;
+  cf_split(f, r, p + 2, WG_IK); /* [BM, BN, KW, 16] */
+  cf_split(f, r, p, WG_IM);     /* [G, 64, BN, KW, 16] */
+  cf_reorder(f, r, 1, (int[]){p + 3, p + 1}); /* [G, KW, 64, BN, 16] */
+  cf_parallelize(f, r, p, CF_PT_TIDY);
+  cf_mma_tile(f, r, p + 2, CF_MMA_WGMMA_M64NK16);
 }
 
 /* r's [BM, BN, BK] -> [WM, WN, K/16, TM, TN, 16, 8, 16], the last three tiled by cf_mma_tile. */
@@ -195,6 +267,19 @@ static int inner_set(Expr **ex, int n, const MmaTiles *t, cf_tv **out) {
     if (v != t->r && !in_prologue(t, v)) out[k++] = ir_tv_handle(v);
   }
   return k;
+}
+
+/* wgmma: the epilogue's accumulator axes (its last two, M-registers and N-registers, 2 x
+ * N / 4 of them) unrolled, so that the accumulator's 64 floats a thread stay registers:
+ * wgmma's asynchronous writes to them are only right in registers. The product's casts and
+ * mul (inlined into the instruction) keep theirs. */
+static void unroll_epilogue(cf_fusion *f, cf_tv **set, int ns, const MmaTiles *t) {
+  for (int i = 0; i < ns && !f->status; i++) {
+    Val *v = ir_tv(set[i]);
+    int nl = TV(v)->nloop;
+    if (v == t->ca || v == t->cb || v == t->mul || nl < 2) continue;
+    for (int j = nl - 2; j < nl; j++) cf_parallelize(f, set[i], j, CF_PT_UNROLL);
+  }
 }
 
 /* x and y at the K-tile loop, their prologues into them, the rest as deep as legal. */
@@ -235,7 +320,8 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
     arena_destroy(a);
     return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
   }
-  block_tile(f, r, b);
+  MmaShape sh = shape_of(t);
+  block_tile(f, r, b, &sh);
   cf_propagate_transforms(f, r);
   static const cf_parallel_type blocks[] = {CF_PT_BIDZ, CF_PT_BIDY, CF_PT_BIDX};
   for (int k = 0; k < 3; k++)
@@ -243,17 +329,19 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
   cf_parallelize_all_like(f, r, 3, blocks);
   for (int i = 0; i < 2 && !f->status; i++) {
     cf_tv *x = ir_tv_handle(i ? t->y : t->x);
-    tile_threads(f, x, b, (int64_t)cf_dtype_size(t->x->dtype), i, &t->fill[i]);
+    tile_threads(f, x, b, (int64_t)cf_dtype_size(t->x->dtype), i, &t->fill[i], t);
     cf_set_memory_type(f, x, CF_MEM_SHARED);
     tile_producers(f, ir_tv(x), set);
   }
-  warp_tile(f, r, b);
+  if (t->wgmma) warpgroup_tile(f, r, b);
+  else warp_tile(f, r, b);
   int ns = inner_set(ex, n, t, set);
   if (!f->status && ns) cf_propagate_transforms_to(f, r, -1, ns, set);
   static const cf_parallel_type threads[] = {CF_PT_TIDZ, CF_PT_TIDY, CF_PT_TIDX};
   if (!f->status && ns) cf_parallelize_all_like(f, r, 3, threads);
   if (!f->status) inline_all(f, ex, n, t, b + 3);
-  for (int i = 0; i < 2 && !f->status; i++) cf_circular_buffer(f, ir_tv_handle(i ? t->y : t->x), MMA_STAGES);
+  if (!f->status && t->wgmma) unroll_epilogue(f, set, ns, t); /* after: Unroll loops are not shared */
+  for (int i = 0; i < 2 && !f->status; i++) cf_circular_buffer(f, ir_tv_handle(i ? t->y : t->x), sh.stages);
   arena_destroy(a);
   return f->status;
 }

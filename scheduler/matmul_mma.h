@@ -5,6 +5,7 @@
 #ifndef CFUSER_SCHED_MATMUL_MMA_H
 #define CFUSER_SCHED_MATMUL_MMA_H
 
+#include "scheduler/heuristic.h"
 #include "scheduler/sched.h"
 
 /* The tensors of the product the schedule places: r = sum(mul(cast(x), cast(y))) whose
@@ -32,17 +33,21 @@ typedef struct MmaFill {
 typedef struct MmaTiles {
   Val *r, *x, *y, *mul, *ca, *cb;
   bool batch;
+  bool wgmma;      /* Hopper's warpgroup instruction (the device's cc is 90) */
   MmaFill fill[2]; /* x's and y's */
 } MmaTiles;
 
 /* Whether the product fits the tensor-core schedule: the mul's operands are casts of half
  * or bfloat16 tensors (broadcasts of the inputs, or inputs with their broadcast axes read
  * only by the cast), one M and one N axis. Fills t (r, x, y, casts) when it does. */
-bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, MmaTiles *t);
+bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, const SchedDevice *dev, MmaTiles *t);
 /* Block tile 128 x 128 x 32 of 2 x 2 warps (threadIdx.z, threadIdx.y) of 64 x 64 each:
  * 4 x 8 m16n8k16 instructions a K step; x and y in shared memory, loaded by all 128
  * threads at each K tile; the epilogue on the accumulator's fragments. An input x or y
- * gets a copy as its tile, and an output r a local cache (t is updated to them). */
+ * gets a copy as its tile, and an output r a local cache (t is updated to them).
+ * t->wgmma (a Hopper device): block tile 128 x 128 x 64 of 2 warpgroups (threadIdx.y) of
+ * 128 threads (threadIdx.x), each one m64n128k16 wgmma per 16 of K from tiles stored in
+ * the canonical layouts of wgmma's descriptors, 4 stages. */
 cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t);
 /* The row's parameter text for it (the tile shape, the fills: cp.async16 or scalar(why)). */
 void sched_matmul_mma_params(const MmaTiles *t, char *text);

@@ -207,17 +207,18 @@ static cf_status mm_inline(cf_fusion *f, const MmMatch *m, int tile_pos) {
 }
 
 /* Whether the product runs on tensor cores (matmul_mma.c): half or bfloat16 operands. */
-static bool mm_uses_mma(const MmMatch *m, MmaTiles *t) {
+static bool mm_uses_mma(const MmMatch *m, const SchedCall *call, MmaTiles *t) {
   t->batch = m->count[MM_BATCH] > 0;
-  return sched_matmul_mma_fits(m->sum->out[0], m->count[MM_M], m->count[MM_N], t);
+  const SchedDevice *dev = call && call->dev ? call->dev : sched_device_default();
+  return sched_matmul_mma_fits(m->sum->out[0], m->count[MM_M], m->count[MM_N], dev, t);
 }
 
-static cf_status mm_schedule_match(cf_fusion *f, const MmMatch *m) {
+static cf_status mm_schedule_match(cf_fusion *f, const MmMatch *m, const SchedCall *call) {
   cf_tv *r = ir_tv_handle(m->sum->out[0]);
   int b = m->count[MM_BATCH] > 0;
   MmaTiles t;
   mm_canonical(f, r, m);
-  if (mm_uses_mma(m, &t)) return f->status ? f->status : sched_matmul_mma(f, &t);
+  if (mm_uses_mma(m, call, &t)) return f->status ? f->status : sched_matmul_mma(f, &t);
   mm_tile(f, r, b);
   if (f->status || cf_propagate_transforms(f, r)) return f->status;
   cf_parallel_type pts[9];
@@ -241,8 +242,7 @@ static bool mm_row_plan(cf_fusion *f, const SchedCall *call, SchedParams *out, c
   MmMatch m;
   MmaTiles t;
   bool ok = a ? mm_match(a, f, &m, why) : mm_why(why, "matmul: %s", "out of memory");
-  (void)call;
-  if (ok && mm_uses_mma(&m, &t)) sched_matmul_mma_params(&t, out->text);
+  if (ok && mm_uses_mma(&m, call, &t)) sched_matmul_mma_params(&t, out->text);
   else if (ok) mm_params(out->text);
   arena_destroy(a);
   return ok;
@@ -259,7 +259,7 @@ static bool mm_load_order(Arena *a, cf_fusion *f, MmMatch *m, char *why) {
 static cf_status mm_row_apply(cf_fusion **pf, const SchedCall *call, const SchedParams *in, SchedParams *used) {
   cf_fusion *f = *pf;
   char why[SCHED_WHY_MAX];
-  (void)call, (void)in;
+  (void)in;
   *used = (SchedParams){0};
   Arena *a = arena_create();
   if (!a) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
@@ -271,9 +271,9 @@ static cf_status mm_row_apply(cf_fusion **pf, const SchedCall *call, const Sched
    * hoists such broadcasts onto the inputs before any row is asked, and a row applied
    * directly does the same (idempotent, bit for bit the same values). */
   bool ok = sched_hoist_broadcasts(f) == CF_OK && mm_match(a, f, &m, why) && mm_load_order(a, f, &m, why);
-  if (ok && mm_uses_mma(&m, &t)) sched_matmul_mma_params(&t, used->text);
+  if (ok && mm_uses_mma(&m, call, &t)) sched_matmul_mma_params(&t, used->text);
   else if (ok) mm_params(used->text);
-  cf_status s = f->status ? f->status : ok ? mm_schedule_match(f, &m) : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
+  cf_status s = f->status ? f->status : ok ? mm_schedule_match(f, &m, call) : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
   arena_destroy(a);
   return s;
 }

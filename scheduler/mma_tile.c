@@ -9,6 +9,8 @@
  * registers, and the epilogue, given the same transforms (cf_propagate_transforms_to),
  * reads them as plain local memory of its own thread; only the instruction itself (lower/
  * mma.c) knows more. */
+#include <string.h>
+
 #include "ir/mma.h"
 #include "scheduler/sched.h"
 
@@ -18,12 +20,17 @@ static bool axis_ok(cf_fusion *f, Val *r, int a, int64_t want, bool reduced, con
   int64_t e;
   StrBuf b = {0};
   ir_print_id(&b, id);
-  bool ok = true;
+  bool ok = true, n_free = in->n_max && !strcmp(role, "N"); /* wgmma: N is the tile's */
   if ((ID(id)->iter_type == CF_ITER_REDUCTION) != reduced) {
     ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d (%s) of %s must be %s axis, the instruction's %s tile",
                 a, b.data, TV(r)->display_name, reduced ? "the reduced" : "an iteration", role);
     ok = false;
-  } else if (!ir_scalar_const_value(ID(id)->extent, &e) || e != want) {
+  } else if (n_free && (!ir_scalar_const_value(ID(id)->extent, &e) || e % want || e > in->n_max)) {
+    ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d (%s) of %s is the N tile; %s needs its extent to be "
+                "a constant multiple of %lld up to %d", a, b.data, TV(r)->display_name, in->name, (long long)want,
+                in->n_max);
+    ok = false;
+  } else if (!n_free && (!ir_scalar_const_value(ID(id)->extent, &e) || e != want)) {
     ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d (%s) of %s is the %s tile; %s needs its extent to be "
                 "exactly %lld (split it by %lld first)", a, b.data, TV(r)->display_name, role, in->name,
                 (long long)want, (long long)want);
@@ -57,8 +64,28 @@ static bool roles_ok(cf_fusion *f, Val *r, int a, const IrMmaInstr *in, IrMmaPat
   return true;
 }
 
+/* wgmma's [.., M{64}, N, K] -> [.., lane{128}, M-regs{2}, N-regs{N/4}, K]: M = 16 w + 8 mr
+ * + g, N = 8 j + 2 t + p, the lane 32 w + 4 g + t (warp w of the warpgroup, group g,
+ * thread t), N-regs = 2 j + p: register 4 j + 2 mr + p of the PTX ISA's D fragment. */
+static void wgmma_layout(cf_fusion *f, cf_tv *t, int a, const IrMmaInstr *in) {
+  cf_split(f, t, a + 1, in->acc_n_inner); /* [.., M, N/2, p, K] */
+  cf_split(f, t, a + 1, 4);               /* [.., M, j, t, p, K] */
+  cf_split(f, t, a, in->acc_m_inner);     /* [.., M/8, g, j, t, p, K] */
+  cf_split(f, t, a, 2);                   /* [.., w, mr, g, j, t, p, K] */
+  cf_reorder(f, t, 4, (int[]){a + 1, a + 3, a + 2, a + 1, a + 3, a + 4, a + 4, a + 2}); /* [.., w, g, t, mr, j, p, K] */
+  cf_merge(f, t, a);
+  cf_merge(f, t, a); /* [.., lane, mr, j, p, K] */
+  cf_merge(f, t, a + 2);
+  cf_parallelize(f, t, a, CF_PT_TIDX);
+  for (int i = 1; i <= 3; i++) cf_parallelize(f, t, a + i, CF_PT_MMA);
+}
+
 /* [.., M, N, K] -> [.., lane (threadIdx.x), M-regs, N-regs, K], the last three on MMA. */
 static void fragment_layout(cf_fusion *f, cf_tv *t, int a, const IrMmaInstr *in) {
+  if (ir_mma_is_wgmma(in)) {
+    wgmma_layout(f, t, a, in);
+    return;
+  }
   cf_split(f, t, a + 1, in->acc_n_inner); /* [.., M, lanes of a group, N-regs, K] */
   cf_split(f, t, a, in->acc_m_inner);     /* [.., M-regs, lane groups, lanes, N-regs, K] */
   cf_reorder(f, t, 1, (int[]){a, a + 2}); /* [.., lane groups, lanes, M-regs, N-regs, K] */

@@ -101,7 +101,7 @@ enum { CFH_RUNNABLE, CFH_AT_BARRIER, CFH_AT_WARP, CFH_AT_GRID, CFH_EXITED };
   X(RELINQUISH, "tcgen05.relinquish_alloc_permit") X(LD, "tcgen05.ld") X(ST, "tcgen05.st") \
   X(SHFL_IDX, "__shfl_sync") X(SHFL_UP, "__shfl_up_sync") X(SHFL_DOWN, "__shfl_down_sync")  \
   X(SHFL_XOR, "__shfl_xor_sync") X(SYNCWARP, "__syncwarp") X(MMA, "mma.sync")            \
-  X(LDMATRIX, "ldmatrix")
+  X(LDMATRIX, "ldmatrix") X(WGMMA, "wgmma.mma_async")
 enum {
 #define CFH_X(e, s) CFH_OP_##e,
   CFH_OPS(CFH_X)
@@ -188,7 +188,7 @@ static _Thread_local cfh_launch_state *cfh__L;
 #define blockDim (*(const cfh_dim3 *)&cfh__L->block)
 #define gridDim (*(const cfh_dim3 *)&cfh__L->grid)
 
-/* The block's dynamic shared memory, 128-byte aligned. */
+/* The block's dynamic shared memory, 1024-byte aligned. */
 CFH_INLINE void *cfh_smem(void) { return cfh__L->smem; }
 
 /* ---- fibers -------------------------------------------------------------------------- */
@@ -521,11 +521,14 @@ CFH_FN void cfh__tmem_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
 /* Defined in host_mma.h: a warp's tensor-core instruction. */
 CFH_FN void cfh__mma_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
 CFH_FN void cfh__ldmatrix_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
+/* Defined in host_wgmma.h: a warp's quarter of a warpgroup's wgmma. */
+CFH_FN void cfh__wgmma_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
 
 CFH_FN void cfh__warp_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W) {
   if (W->op >= CFH_OP_SHFL_IDX && W->op <= CFH_OP_SHFL_XOR) cfh__shfl_execute(L, w, W);
   else if (W->op == CFH_OP_MMA) cfh__mma_execute(L, w, W);
   else if (W->op == CFH_OP_LDMATRIX) cfh__ldmatrix_execute(L, w, W);
+  else if (W->op == CFH_OP_WGMMA) cfh__wgmma_execute(L, w, W);
   else if (W->op != CFH_OP_SYNCWARP) cfh__tmem_execute(L, w, W);
 }
 
@@ -661,7 +664,8 @@ CFH_FN bool cfh__allocate(cfh_launch_state *L, size_t smem_bytes, bool guard) {
   L->fibers = (cfh_fiber *)calloc(L->nthreads, sizeof *L->fibers);
   L->queue = (unsigned int *)calloc(L->nthreads, sizeof *L->queue);
   L->warps = (cfh_warp *)calloc(L->nwarps, sizeof *L->warps);
-  L->smem = (unsigned char *)aligned_alloc(128, (smem_bytes + 127) / 128 * 128 + 128);
+  /* 1024-byte aligned: a wgmma tile's 128-byte swizzle is a function of absolute addresses */
+  L->smem = (unsigned char *)aligned_alloc(1024, (smem_bytes + 1023) / 1024 * 1024 + 1024);
   bool race = smem_bytes && cfh__racecheck();
   if (race) L->race = (cfh_race_cell *)calloc(smem_bytes, sizeof *L->race);
   void *st = mmap(NULL, L->nthreads * L->stack_stride, PROT_READ | PROT_WRITE,

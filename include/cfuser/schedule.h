@@ -50,7 +50,10 @@ CF_API cf_status cf_fusion_group_tmem(cf_fusion *f, int n, cf_tv *const *tvs);
 /* Tensor-core instructions, by their tile shape M x N x K (ir/mma.c holds each one's
  * dtypes, architecture and fragment layouts). */
 typedef enum cf_mma_macro {
-  CF_MMA_M16N8K16 /* mma.sync m16n8k16: half or bfloat16 operands, float accumulator, sm_80+ */
+  CF_MMA_M16N8K16,     /* mma.sync m16n8k16: half or bfloat16 operands, float accumulator, sm_80+ */
+  CF_MMA_WGMMA_M64NK16 /* wgmma.mma_async m64nNk16 (sm_90a): a warpgroup of 128 threads, N the N
+                        * tile's extent (a multiple of 8 up to 256), half or bfloat16 operands read
+                        * from shared memory through matrix descriptors, float accumulator */
 } cf_mma_macro;
 
 /* Runs the last three loop axes of tv, from `axis` (which must be rank - 3), as one
@@ -63,7 +66,13 @@ typedef enum cf_mma_macro {
  * (MMA), K (MMA)], so each thread holds its 4 accumulator elements and whatever reads tv
  * can be scheduled alike (cf_propagate_transforms_to). The kernel must launch threadIdx.x
  * as exactly the 32 lanes; a and b are read from shared or local memory by the lowering.
- * Errors name the rule and the axis. */
+ * CF_MMA_WGMMA_M64NK16: M is 64, N any multiple of 8 up to 256, K 16; the layout is
+ * [lane{128} (threadIdx.x: warp w of the warpgroup holds rows 16w..16w+15), M-registers{2},
+ * N-registers{N/4}, K] (mma.sync's C layout repeated N/8 times, PTX ISA "wgmma .m64nNk16
+ * register fragment layout for accumulator matrix D"), threadIdx.x launched as exactly 128,
+ * and a and b must be shared-memory tiles stored in a layout a wgmma matrix descriptor can
+ * name (K- or MN-major rows of 32, 64 or 128 bytes under their swizzle; the lowering finds
+ * which and refuses otherwise). Errors name the rule and the axis. */
 CF_API cf_status cf_mma_tile(cf_fusion *f, cf_tv *tv, int axis, cf_mma_macro macro);
 /* Circular buffering (nvFuser's circularBuffer(stages)): the shared-memory tile tv,
  * computed at a serial loop (its compute-at position, so call it after inlining), gets

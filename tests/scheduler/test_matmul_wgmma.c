@@ -1,0 +1,214 @@
+/* The matmul row on Hopper (scheduler/matmul_mma.c with a device of compute capability
+ * 9.0): wgmma.mma_async m64n256k16 from shared tiles in the canonical layouts of wgmma's
+ * matrix descriptors (lower/mma_wgmma.c), emulated by the host backend from the
+ * descriptors alone (codegen/runtime/host_wgmma.h). bfloat16 and half matmuls and linears
+ * of odd and exact shapes, batched, with a bias + gelu epilogue, each equal to the
+ * evaluator on the host backend (and on the GPU when there is one), compiled by NVRTC for
+ * sm_90a; the CUDA text holds the instruction, its descriptors' constant fields, the
+ * group's fence, commit and wait, and the proxy fence before the barrier. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "executor/fusion_cache.h"
+#include "kernels/kernel_check.h"
+#include "lower/lower.h"
+#include "scheduler/registry.h"
+
+static cf_fusion *f;
+static void setup(void) { f = cf_fusion_create(); }
+static void teardown(void) { cf_fusion_destroy(f); }
+TestSuite(matmul_wgmma, .init = setup, .fini = teardown);
+
+static void fresh(void) {
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+}
+
+static const char *params(const char *fa, const char *fb) {
+  static char buf[256];
+  snprintf(buf, sizeof buf, "tile=128x256x64 warpgroups=2 mma=m64n256k16 smem=operands stages=4 fill=%s,%s", fa, fb);
+  return buf;
+}
+
+/* The row plans and applies the wgmma schedule for a Hopper device with these fills. */
+static void apply_row(const char *fa, const char *fb) {
+  const SchedRow *r = sched_row_named("matmul");
+  SchedCall call = {0, NULL, &sched_device_h100};
+  char why[SCHED_WHY_MAX] = "";
+  SchedParams p, used;
+  cr_assert(r->can_schedule(f, &call, why), "%s", why);
+  cr_assert(r->plan(f, &call, &p, why), "%s", why);
+  cr_expect_str_eq(p.text, params(fa, fb));
+  cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
+  cr_expect(sched_params_equal(&p, &used));
+}
+
+static char *row_check(int n, const KcInput *in, double tol, const char *fa, const char *fb) {
+  apply_row(fa, fb);
+  if (getenv("CFUSER_MATMUL_PRINT")) cf_fusion_print_kernel(f, stdout);
+  return kc_check(f, n, in, tol);
+}
+
+/* matmul [m, k] @ [k, n] in dt: A K-major, B MN-major (the transpose bit). */
+static char *plain(cf_dtype dt, int64_t m, int64_t k, int64_t n) {
+  fresh();
+  char fa[32], fb[32];
+  snprintf(fa, sizeof fa, k % 8 ? "scalar(K=%lld)" : "cp.async16", (long long)k);
+  snprintf(fb, sizeof fb, n % 8 ? "scalar(N=%lld)" : "cp.async16", (long long)n);
+  KcInput in[2] = {{dt, 2, {m, k}, NULL}, {dt, 2, {k, n}, NULL}};
+  cf_tv *a = tu_input(f, dt, 2, in[0].sizes), *b = tu_input(f, dt, 2, in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  return row_check(2, in, 1e-2, fa, fb);
+}
+
+Test(matmul_wgmma, bfloat16_exact_tile) { free(plain(CF_BFLOAT16, 128, 64, 256)); }
+
+/* Odd M, N, K: the tiles are zero-filled past the edges (cp.async's source size 0, or the
+ * scalar fill's zeros), which wgmma reads whole. */
+Test(matmul_wgmma, odd_shapes_equal_the_evaluator) {
+  free(plain(CF_BFLOAT16, 130, 70, 20));
+  free(plain(CF_HALF, 33, 40, 17));
+  free(plain(CF_BFLOAT16, 7, 127, 136));
+  free(plain(CF_HALF, 65, 200, 129));
+}
+
+/* linear: w [N, K] is K-contiguous, so B's tile is K-major (no transpose bit), as A's. */
+Test(matmul_wgmma, linear_bias_gelu_epilogue) {
+  KcInput in[3] = {{CF_BFLOAT16, 2, {70, 72}, NULL}, {CF_BFLOAT16, 2, {150, 72}, NULL}, {CF_BFLOAT16, 1, {150}, NULL}};
+  cf_tv *x = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *w = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+  cf_tv *bias = tu_input(f, CF_BFLOAT16, 1, in[2].sizes);
+  cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
+  char *src = row_check(3, in, 2e-2, "cp.async16", "cp.async16");
+  cr_expect(strstr(src, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2,"));
+  cr_expect(strstr(src, "p, 1, 1, 0, 0; }"), "B of a linear is K-major: no transpose bit");
+  free(src);
+}
+
+/* A batch axis on blockIdx.z. */
+Test(matmul_wgmma, batched) {
+  KcInput in[2] = {{CF_HALF, 3, {3, 19, 33}, NULL}, {CF_HALF, 3, {3, 33, 21}, NULL}};
+  cf_tv *a = tu_input(f, CF_HALF, 3, in[0].sizes), *b = tu_input(f, CF_HALF, 3, in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  free(row_check(2, in, 1e-2, "scalar(K=33)", "scalar(N=21)"));
+}
+
+/* The kernel IR and the CUDA text of the exact tile: per K tile of 64, a barrier with
+ * fence.proxy.async before it, then the 128 accumulator registers pinned and wgmma.fence,
+ * four wgmmas (one per 16 of K) from descriptors (A K-major: SBO 1024, 128-byte swizzle,
+ * 0x4000004000010000; B of matmul's [K, N] MN-major, LBO 8192 between its 64-column
+ * blocks: 0x4000004002000000 and the transpose bit), commit and wait 0; the tiles' shared
+ * memory 1024-byte aligned. */
+Test(matmul_wgmma, kernel_text_has_the_instruction_and_its_fences) {
+  char *src = plain(CF_BFLOAT16, 128, 64, 256);
+  cr_expect(strstr(src, "alignas(1024) extern __shared__ char cf_smem[];"));
+  cr_expect(strstr(src, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n    __syncthreads();\n"
+                        "    asm volatile(\"\" : \"+f\"(T7[0]) :: \"memory\");"), "the barrier, then the registers pinned");
+  cr_expect(strstr(src, "asm volatile(\"\" : \"+f\"(T7[127]) :: \"memory\");\n"
+                        "    asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");"));
+  cr_expect(strstr(src, "const unsigned long long cfw_da = 0x4000004000010000ull | (unsigned long long)(((unsigned)"
+                        "__cvta_generic_to_shared(&T2["));
+  cr_expect(strstr(src, "const unsigned long long cfw_db = 0x4000004002000000ull |"));
+  cr_expect(strstr(src, "{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+                        "{%0, %1, %2, %3,"));
+  cr_expect(strstr(src, "%127}, %128, %129, p, 1, 1, 0, 1; }\" : \"+f\"(T7[0]), \"+f\"(T7[1]), \"+f\"(T7[64]), "
+                        "\"+f\"(T7[65]), \"+f\"(T7[2]),"), "the accumulator's registers in the PTX order d[4j + 2mr + p]");
+  cr_expect(strstr(src, "asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n"
+                        "    asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(0) : \"memory\");"));
+  free(src);
+  KKernel *k = NULL;
+  char *err = NULL;
+  cr_assert_eq(lower_fusion(f, &(LowerOptions){0}, &k, &err), CF_OK, "%s", err ? err : "");
+  StrBuf b = {0};
+  kir_print(&b, k);
+  char *ir = b.data;
+  kkernel_free(k);
+  cr_expect(strstr(ir, "FENCE_PROXY_ASYNC SYNC\n"), "%s", ir);
+  cr_expect(strstr(ir, "WGMMA_FENCE\n"));
+  cr_expect(strstr(ir, "WGMMA m64n256k16.__bfloat T7[0] += desc T2["));
+  cr_expect(strstr(ir, "|0x4000004000010000 x desc T4["));
+  cr_expect(strstr(ir, "|0x4000004002000000 (MN-major)\n"));
+  cr_expect(strstr(ir, "WGMMA_COMMIT\n"));
+  cr_expect(strstr(ir, "WGMMA_WAIT 0\n"));
+  free(ir);
+}
+
+/* Operands transposed in the fusion (matmul of permuted [K, M] and [N, K]): the tiles
+ * read the permutes one element a thread and are stored A MN-major, B K-major. */
+Test(matmul_wgmma, transposed_operands) {
+  KcInput in[2] = {{CF_HALF, 2, {40, 33}, NULL}, {CF_HALF, 2, {17, 40}, NULL}};
+  cf_tv *at = tu_input(f, CF_HALF, 2, in[0].sizes), *bt = tu_input(f, CF_HALF, 2, in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, cf_transpose(f, at, 0, 1), cf_transpose(f, bt, 0, 1)));
+  char *src = row_check(2, in, 1e-2, "scalar(a permute of T0)", "scalar(a permute of T1)");
+  cr_expect(strstr(src, "p, 1, 1, 1, 0; }"), "A stored M-contiguous: the transpose bit of A");
+  free(src);
+}
+
+/* Define and run with a Hopper device (the GPU's compute capability; fc_set_device here)
+ * picks the row's wgmma schedule: one kernel equal to the evaluator. */
+Test(matmul_wgmma, define_and_run_on_a_hopper_device) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_BFLOAT16, 2), *w = cf_tensor_symbolic(f, CF_BFLOAT16, 2);
+  cf_tv *bias = cf_tensor_symbolic(f, CF_BFLOAT16, 1);
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, w), cf_fusion_add_input(f, bias);
+  cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
+  KcInput in[3] = {{CF_BFLOAT16, 2, {37, 48}, NULL}, {CF_BFLOAT16, 2, {29, 48}, NULL}, {CF_BFLOAT16, 1, {29}, NULL}};
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  fc_set_device(c, &sched_device_h100);
+  DLManagedTensor *t[3], *got = NULL, *want = NULL;
+  const DLTensor *ins[3];
+  for (int i = 0; i < 3; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 5 + (uint64_t)i))->dl_tensor;
+  cr_assert_eq(cf_fusion_execute(c, 3, ins, 1, &got), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(cf_fusion_evaluate(f, 3, ins, &want), CF_OK, "%s", cf_fusion_error(f));
+  char msg[256] = "";
+  cr_expect(cf_tensor_allclose(&got->dl_tensor, &want->dl_tensor, 2e-2, 2e-2, msg, sizeof msg), "%s", msg);
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "matmul");
+  cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), params("cp.async16", "cp.async16"));
+  for (int i = 0; i < 3; i++) cf_tensor_free(t[i]);
+  cf_tensor_free(got), cf_tensor_free(want);
+  cf_fusion_cache_destroy(c);
+}
+
+/* cf_mma_tile's rules for wgmma: N a multiple of 8 up to 256, M exactly 64. */
+Test(matmul_wgmma, mma_tile_refusals) {
+  cf_tv *a = tu_input(f, CF_BFLOAT16, 2, (int64_t[]){64, 16}), *b = tu_input(f, CF_BFLOAT16, 2, (int64_t[]){16, 260});
+  cf_tv *r = cf_sum(f, cf_mul(f, cf_cast(f, cf_broadcast(f, a, 3, (bool[]){false, true, false}), CF_FLOAT),
+                              cf_cast(f, cf_broadcast(f, cf_transpose(f, b, 0, 1), 3, (bool[]){true, false, false}),
+                                      CF_FLOAT)), 1, (int[]){2});
+  cf_fusion_add_output(f, r);
+  cr_expect_neq(cf_mma_tile(f, r, 0, CF_MMA_WGMMA_M64NK16), CF_OK);
+  cr_expect(strstr(cf_fusion_error(f), "mma_tile: axis 1 (iS"), "%s", cf_fusion_error(f));
+  cr_expect(strstr(cf_fusion_error(f), "is the N tile; m64nNk16 needs its extent to be a constant multiple of 8 up to 256"),
+            "%s", cf_fusion_error(f));
+}
+
+/* CFUSER_WGMMA_TILE chooses the block's N and the stages (for measuring on the GPU): each
+ * equals the evaluator, and the params name it. */
+Test(matmul_wgmma, other_tiles_by_the_environment) {
+  static const char *const tiles[][2] = {{"128x3", "tile=128x128x64 warpgroups=2 mma=m64n128k16 smem=operands stages=3"},
+                                         {"64x2", "tile=128x64x64 warpgroups=2 mma=m64n64k16 smem=operands stages=2"}};
+  for (int i = 0; i < 2; i++) {
+    setenv("CFUSER_WGMMA_TILE", tiles[i][0], 1);
+    fresh();
+    KcInput in[2] = {{CF_BFLOAT16, 2, {70, 136}, NULL}, {CF_BFLOAT16, 2, {136, 150}, NULL}};
+    cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+    cf_fusion_add_output(f, cf_matmul(f, a, b));
+    const SchedRow *r = sched_row_named("matmul");
+    SchedCall call = {0, NULL, &sched_device_h100};
+    char why[SCHED_WHY_MAX] = "";
+    SchedParams p, used;
+    cr_assert(r->plan(f, &call, &p, why), "%s", why);
+    cr_expect(!strncmp(p.text, tiles[i][1], strlen(tiles[i][1])), "%s", p.text);
+    cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
+    free(kc_check(f, 2, in, 2e-2));
+  }
+  unsetenv("CFUSER_WGMMA_TILE");
+}
+
+/* Symbolic sizes (the row applied directly, no size to decide the fills from): the
+ * descriptors are found all the same (the tiles' indices read no size). */
+Test(matmul_wgmma, symbolic_sizes) {
+  KcInput in[3] = {{CF_HALF, 2, {130, 70}, NULL}, {CF_HALF, 2, {150, 70}, NULL}, {CF_HALF, 1, {150}, NULL}};
+  cf_tv *x = tu_input(f, CF_HALF, 2, NULL), *w = tu_input(f, CF_HALF, 2, NULL), *bias = tu_input(f, CF_HALF, 1, NULL);
+  cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
+  free(row_check(3, in, 2e-2, "scalar(K symbolic)", "scalar(K symbolic)"));
+}
