@@ -149,13 +149,21 @@ static void tile_producers(cf_fusion *f, Val *x, cf_tv **set) {
   if (n && !cf_propagate_transforms_to(f, ir_tv_handle(x), -1, n, set)) cf_parallelize_all_like(f, ir_tv_handle(x), 2, threads);
 }
 
-/* The tiles at the K-tile loop, the rest as deep as legal. */
+/* The tiles at the K-tile loop, the rest as deep as legal, unrolled loops included (the
+ * best-effort inlining stops at them: the product would be a 64-element array of its own
+ * beside the sum, and each epilogue op too). */
 static void inline_all(cf_fusion *f, Expr **ex, int n, const SimtTiles *t) {
+  IdMap *m = an_idmap_build(f, true);
+  if (!m) {
+    ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
+    return;
+  }
   for (int i = n - 1; i >= 0 && !f->status; i--) {
     Val *v = ex[i]->out[0];
-    if (v == t->tile[0] || v == t->tile[1]) cf_inline_at(f, ir_tv_handle(v), t->batch + 3);
-    else cf_inline_at_best_effort(f, ir_tv_handle(v), TV(v)->nloop);
+    bool tile = v == t->tile[0] || v == t->tile[1];
+    cf_inline_at(f, ir_tv_handle(v), tile ? t->batch + 3 : sched_max_inline_pos(m, v, false));
   }
+  an_idmap_free(m);
 }
 
 /* r's inner schedule goes to the mul and the epilogue: every computed tensor but r and
