@@ -431,3 +431,37 @@ Test(matmul_sched, lowering_time_does_not_grow_with_k) {
   fclose(times);
   unlink(path);
 }
+
+/* The SIMT schedule (scheduler/matmul_simt.c) of a float linear of whole tiles (256 x 64
+ * against 128 x 64, K-contiguous operands: linear's x and w, as the tensor-parallel MLP's
+ * are): A's tile filled by 16-byte cp.async, double-buffered; B's tile K-major with its
+ * rows' k XOR-swizzled by the row bits above the bank line ((n / 2) % 8: threadIdx.x / 2
+ * in the reads, 16 consecutive columns on 16 banks); the 64 products accumulated in a
+ * local array over unrolled loops with no predicate (whole tiles), and the output stored
+ * from it, each warp writing 16 consecutive columns. Equal to the evaluator on the host
+ * and compiled by NVRTC for sm_90a. */
+Test(matmul_sched, simt_linear_of_whole_tiles) {
+  KcInput in[2] = {{CF_FLOAT, 2, {256, 64}, NULL}, {CF_FLOAT, 2, {128, 64}, NULL}};
+  cf_tv *x = tu_input(f, CF_FLOAT, 2, in[0].sizes), *w = tu_input(f, CF_FLOAT, 2, in[1].sizes);
+  cf_fusion_add_output(f, cf_linear(f, x, w, NULL));
+  fill_a = "cp.async16", fill_b = "swizzled";
+  char *src = row_check(2, in, 1e-4);
+  cr_expect(strstr(src, "cp.async.cg.shared.global [%0], [%1], 16"));
+  cr_expect(strstr(src, "((threadIdx.x / 2) ^ (i3 % 8))"), "B's tile is not swizzled");
+  cr_expect(strstr(src, "float T6[64];"), "no 8 x 8 accumulator");
+  cr_expect(strstr(src, "T6[((i4 * 8) + i5)] = (T6[((i4 * 8) + i5)] + T4[0]);"));
+  const char *loop = strstr(src, "for (cf_index_t i3 = 0; i3 < 16; ++i3) {");
+  cr_assert(loop, "no k loop of 16");
+  const char *end = strstr(loop, "__syncthreads();");
+  cr_assert(end);
+  for (const char *p = strstr(loop, "if ("); p && p < end; p = NULL) cr_expect(0, "a predicate in the k loop");
+  free(src);
+  fresh(); /* double, odd sizes: B's rows of 16 doubles fill the bank line, k XORed by n % 16 */
+  KcInput in2[2] = {{CF_DOUBLE, 2, {33, 40}, NULL}, {CF_DOUBLE, 2, {17, 40}, NULL}};
+  x = tu_input(f, CF_DOUBLE, 2, in2[0].sizes), w = tu_input(f, CF_DOUBLE, 2, in2[1].sizes);
+  cf_fusion_add_output(f, cf_linear(f, x, w, NULL));
+  fill_a = "cp.async16", fill_b = "swizzled";
+  src = row_check(2, in2, 1e-10);
+  cr_expect(strstr(src, "(threadIdx.x ^ i3)"), "B's double tile is not swizzled by n %% 16");
+  free(src);
+}
