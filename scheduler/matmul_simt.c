@@ -16,9 +16,10 @@
  *      multiple of 4 floats, is filled by 16-byte vectors (cp.async); both are
  *      double-buffered (cf_circular_buffer, 2 stages: 32 KB for float);
  *   4. r's inner tile becomes [16 (k), threadIdx.y{16}, threadIdx.x{16}, 8, 8]: thread
- *      (ty, tx) accumulates rows ty + 16 i and columns tx + 16 j, the k and register loops
+ *      (ty, tx) accumulates rows ty + 16 i and columns tx + 16 j, the register loops
  *      unrolled so that NVCC keeps the 64 accumulators in registers and loads each A and B
- *      element of a k step once; the mul and the epilogue take the same transforms, so the
+ *      element of a k step once (the k loop stays a loop: unrolled too, NVRTC took ~10 s
+ *      a kernel); the mul and the epilogue take the same transforms, so the
  *      epilogue runs on the registers and a warp's stores are 16 consecutive columns;
  *   5. the tiles inlined at the K-tile loop, their producers into them, the rest as deep
  *      as legal.
@@ -86,7 +87,7 @@ static void block_tile(cf_fusion *f, cf_tv *r, int b) {
   cf_reorder(f, r, 2, (int[]){b + 1, b + 3, b + 3, b + 4});
 }
 
-/* r's [BM, BN, BK] at p -> [BK (unrolled), threadIdx.y{16}, threadIdx.x{16}, BM/16,
+/* r's [BM, BN, BK] at p -> [BK, threadIdx.y{16}, threadIdx.x{16}, BM/16,
  * BN/16 (unrolled)]: row ty + 16 i, column tx + 16 j. */
 static void thread_tile(cf_fusion *f, cf_tv *r, int p) {
   cf_split(f, r, p + 1, ST_TX); /* [BM, tn, tx, BK] */
