@@ -6,10 +6,14 @@
  *               11008x4096 weights (x [M, K] @ w [K, N])
  *   batched     bfloat16, 8 x 1024^3
  *   linear_gelu bfloat16 gelu(x @ w^T + bias), 8192^3 (the fused epilogue)
- * Every case has half or bfloat16 operands, so the row runs its tensor-core schedule
- * (scheduler/matmul_mma.c: mma.sync m16n8k16 with ldmatrix, 128x128x32 tiles swizzled,
- * filled by 16-byte cp.async where the contiguous extent is a multiple of 8, zero-filled at
- * the edges, circular-buffered in 3 stages); params= in the plan.
+ *   square_f32  float, 2048^3 and 4096^3 (torch: cuBLAS's SIMT float path, TF32 off)
+ *   linear_gelu_f32  float gelu(x @ w^T + bias), 2048 x 1024 @ 1024 x 2048: the first
+ *               linear of bench/multidevice.c's tensor-parallel MLP on each of 2 GPUs
+ * Half and bfloat16 operands run the row's tensor-core schedule (scheduler/matmul_mma.c:
+ * mma.sync m16n8k16 with ldmatrix, 128x128x32 tiles swizzled, filled by 16-byte cp.async
+ * where the contiguous extent is a multiple of 8, zero-filled at the edges,
+ * circular-buffered in 3 stages), float its SIMT schedule (scheduler/matmul_simt.c:
+ * 128x128x16 tiles, 8x8 registers a thread, double-buffered); params= in the plan.
  * Per case it prints
  *   cfuser <name> <shape> time_us=<t> TFLOPS=<2*B*M*N*K / t> schedulers=<rows> check=ok
  * and bench/matmul_torch.py the same lines for torch.matmul (cuBLAS), eager and
@@ -48,6 +52,8 @@ static const Case cases[] = {
     LLM(16, 11008, 4096),   LLM(128, 11008, 4096),   LLM(1024, 11008, 4096),   LLM(8192, 11008, 4096),
     {"batched", CF_BFLOAT16, 8, 1024, 1024, 1024, false, 3, 19, 33, 21},
     {"linear_gelu", CF_BFLOAT16, 0, 8192, 8192, 8192, true, 0, 65, 40, 31},
+    SQ(CF_FLOAT, "square_f32", 2048),     SQ(CF_FLOAT, "square_f32", 4096),
+    {"linear_gelu_f32", CF_FLOAT, 0, 2048, 1024, 2048, true, 0, 130, 40, 72},
 };
 
 /* Sizes of the operands (and the bias): a [b?, m, k]; w [k, n] (matmul) or [n, k]. */

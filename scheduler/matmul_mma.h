@@ -15,11 +15,13 @@
  * the operand's axis that holds x's innermost (non-broadcast) axis, -1 when none (the
  * tile's rows are stored along it: its fill reads x along its contiguous axis); whether
  * the chain permutes x's axes, and whether it casts x before the tile (the tile is a copy
- * of x, which its fill moves 16 bytes at a time, only when neither). */
+ * of x, which its fill moves 16 bytes at a time, only when neither); ncasts, the casts
+ * the chain keeps (the SIMT schedule's tile is the operand itself: a copy when 0). */
 typedef struct MmaOperandFill {
   Val *x;
   int contig;
   bool permuted, cast;
+  int ncasts;
 } MmaOperandFill;
 
 /* An operand tile's fill: its chain, the role of its contiguous axis ('K', 'M' or 'N'),

@@ -141,7 +141,7 @@ bool sched_matmul_operand_fill(cf_fusion *f, Val *operand, MmaOperandFill *out) 
   }
   int inner = an_innermost_axis(c.x);
   bool ordered = true;
-  *out = (MmaOperandFill){c.x, -1, false, c.ncasts != 1};
+  *out = (MmaOperandFill){c.x, -1, false, c.ncasts != 1, c.ncasts};
   for (int i = 0, last = -1; i < c.rank; i++) {
     if (c.src[i] < 0) continue;
     ordered &= c.src[i] > last, last = c.src[i];

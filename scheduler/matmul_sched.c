@@ -8,31 +8,23 @@
  *      axis M the first iterates; the other axes of P are batch axes (both iterate them or
  *      both broadcast). Everything after R is an epilogue of elementwise ops and
  *      broadcasts of other inputs (bias, residual), with outputs of R's kept rank;
- *   2. R is reordered to [batch.., M, N, K] (batch merged into one), tiled
- *      [batch, M/BM, N/BN, K/BK, BK, BM/TM, BN/TN, TM, TN] and that propagated to every
- *      tensor: blockIdx.z over batch, blockIdx.y over M tiles, blockIdx.x over N tiles,
- *      threadIdx.y and threadIdx.x over a block's TY x TX threads, each computing a TM x TN
- *      register tile (the sum's accumulator, allocated TM x TN per thread);
- *   3. the two operands of the mul live in shared memory, computed at the K-tile loop:
- *      each K step writes a BM x BK tile of A and a BK x BN tile of B (the prologue's
- *      casts inlined into the writes), lowering puts the __syncthreads around them, and
- *      the BK loop reads them into the register tile;
- *   4. everything else is inlined as deep as legal: the mul into the sum, the sum into the
- *      epilogue at the block tile (the reduction axes stop it), so the epilogue (bias,
- *      activation, cast) runs on the register tile and writes the output once.
+ *   2. R is reordered to [batch.., M, N, K] (each role merged into one axis) and handed to
+ *      a schedule: the tensor-core one (matmul_mma.c) when the operands are casts of half
+ *      or bfloat16 tensors with one M and one N axis, else the SIMT one (matmul_simt.c:
+ *      128 x 128 x 16 block tiles of 16 x 16 threads, 8 x 8 registers each, operands in
+ *      shared memory, double-buffered); each names its tile and the operand tiles' fills
+ *      in the params, decided from the sizes so that the plan and the schedule agree.
  * Non-divisible M, N, K (and symbolic ones) are predicated tiles. Vector operands (no M or
  * no N) are matrix-vector products, left to the reduction scheduler.
- * Key decision: correctness first, one tile shape (64 x 64 x 16, 16 x 16 threads, 4 x 4
- * registers); the smem tiles are written in the propagated order (threads that broadcast
- * a tile write the same values), neither vectorized nor swizzled, and K is not
- * pipelined: the places where TMA, wgmma and circular buffering come next. */
+ * Key decision: the row matches and canonicalizes; the schedules own their tiles, so
+ * adding one (wgmma) is a branch here and a file of its own. */
 #include <string.h>
 
 #include "scheduler/matmul_mma.h"
+#include "scheduler/matmul_simt.h"
 #include "scheduler/registry.h"
 #include "scheduler/sched.h"
 
-enum { MM_TM = 4, MM_TN = 4, MM_TY = 16, MM_TX = 16, MM_BK = 16 };
 enum { MM_BATCH, MM_M, MM_N, MM_K };
 
 /* What the pattern match found. */
@@ -167,45 +159,6 @@ static void mm_canonical(cf_fusion *f, cf_tv *r, const MmMatch *m) {
   }
 }
 
-/* [b?, M, N, K] -> [b?, M/BM, N/BN, K/BK, BK, TY, TX, TM, TN]; b = 1 with a batch axis. */
-static void mm_tile(cf_fusion *f, cf_tv *r, int b) {
-  cf_split(f, r, b + 2, MM_BK);           /* [b, M, N, Ko, Ki] */
-  cf_split(f, r, b + 1, MM_TX * MM_TN);   /* [b, M, No, Ni, Ko, Ki] */
-  cf_split(f, r, b + 2, MM_TN);           /* [b, M, No, tx, tn, Ko, Ki] */
-  cf_split(f, r, b, MM_TY * MM_TM);       /* [b, Mo, Mi, No, tx, tn, Ko, Ki] */
-  cf_split(f, r, b + 1, MM_TM);           /* [b, Mo, ty, tm, No, tx, tn, Ko, Ki] */
-  int new_pos[10] = {0};
-  static const int order[8] = {0, 4, 6, 1, 5, 7, 2, 3}; /* Mo ty tm No tx tn Ko Ki */
-  for (int i = 0; i < b; i++) new_pos[i] = i;
-  for (int i = 0; i < 8; i++) new_pos[b + i] = b + order[i];
-  cf_reorder_all(f, r, b + 8, new_pos);
-}
-
-static void mm_params(char *text) {
-  snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d threads=%dx%d regs=%dx%d smem=operands", MM_TY * MM_TM,
-           MM_TX * MM_TN, MM_BK, MM_TY, MM_TX, MM_TM, MM_TN);
-}
-
-/* Inlines every tensor as deep as legal, consumers first (inline_most's order), but the
- * two operand tiles at tile_pos (the K-tile loop: written once per K step, not inside the
- * BK loop, which inline_most would do and which inlining cannot undo). */
-static cf_status mm_inline(cf_fusion *f, const MmMatch *m, int tile_pos) {
-  Arena *a = arena_create();
-  int n;
-  Expr **ex = a ? ir_fusion_tensor_exprs_in(a, f, &n) : NULL;
-  if (!ex) {
-    arena_destroy(a);
-    return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
-  }
-  for (int i = n - 1; i >= 0 && !f->status; i--) {
-    Val *t = ex[i]->out[0];
-    if (t == m->op[0] || t == m->op[1]) cf_inline_at(f, ir_tv_handle(t), tile_pos);
-    else cf_inline_at_best_effort(f, ir_tv_handle(t), TV(t)->nloop);
-  }
-  arena_destroy(a);
-  return f->status;
-}
-
 /* Whether the product runs on tensor cores (matmul_mma.c): half or bfloat16 operands. */
 static bool mm_uses_mma(const MmMatch *m, const SchedCall *call, MmaTiles *t) {
   t->batch = m->count[MM_BATCH] > 0;
@@ -213,25 +166,28 @@ static bool mm_uses_mma(const MmMatch *m, const SchedCall *call, MmaTiles *t) {
   return sched_matmul_mma_fits(m->sum->out[0], m->count[MM_M], m->count[MM_N], dev, t);
 }
 
+/* The SIMT schedule's plan (matmul_simt.c: float and double operands). */
+static bool mm_simt(const MmMatch *m, SimtTiles *s) { return sched_matmul_simt_plan(m->sum->out[0], m->count[MM_BATCH] > 0, s); }
+
 static cf_status mm_schedule_match(cf_fusion *f, const MmMatch *m, const SchedCall *call) {
   cf_tv *r = ir_tv_handle(m->sum->out[0]);
-  int b = m->count[MM_BATCH] > 0;
   MmaTiles t;
+  SimtTiles s;
   mm_canonical(f, r, m);
   if (mm_uses_mma(m, call, &t)) return f->status ? f->status : sched_matmul_mma(f, &t);
-  mm_tile(f, r, b);
-  if (f->status || cf_propagate_transforms(f, r)) return f->status;
-  cf_parallel_type pts[9];
-  int np = 0;
-  if (b) pts[np++] = CF_PT_BIDZ;
-  pts[np++] = CF_PT_BIDY, pts[np++] = CF_PT_BIDX, pts[np++] = CF_PT_SERIAL, pts[np++] = CF_PT_SERIAL;
-  pts[np++] = CF_PT_TIDY, pts[np++] = CF_PT_TIDX;
-  for (int k = 0; k < np; k++)
-    if (pts[k] != CF_PT_SERIAL) cf_parallelize(f, r, k, pts[k]);
-  static const cf_parallel_type used[] = {CF_PT_BIDZ, CF_PT_BIDY, CF_PT_BIDX, CF_PT_TIDY, CF_PT_TIDX};
-  cf_parallelize_all_like(f, r, 5, used);
-  for (int i = 0; i < 2; i++) cf_set_memory_type(f, ir_tv_handle(m->op[i]), CF_MEM_SHARED);
-  return f->status ? f->status : mm_inline(f, m, b + 3);
+  if (!mm_simt(m, &s)) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
+  return f->status ? f->status : sched_matmul_simt(f, &s);
+}
+
+/* The row's parameter text: the tensor-core schedule's, else the SIMT one's; false when
+ * out of memory. */
+static bool mm_params(const MmMatch *m, const SchedCall *call, char *text) {
+  MmaTiles t;
+  SimtTiles s;
+  if (mm_uses_mma(m, call, &t)) sched_matmul_mma_params(&t, text);
+  else if (mm_simt(m, &s)) sched_matmul_simt_params(&s, text);
+  else return false;
+  return true;
 }
 
 /* ---- as a row of the registry ---------------------------------------------------------- */
@@ -240,10 +196,8 @@ static bool mm_row_plan(cf_fusion *f, const SchedCall *call, SchedParams *out, c
   *out = (SchedParams){0};
   Arena *a = arena_create();
   MmMatch m;
-  MmaTiles t;
   bool ok = a ? mm_match(a, f, &m, why) : mm_why(why, "matmul: %s", "out of memory");
-  if (ok && mm_uses_mma(&m, call, &t)) sched_matmul_mma_params(&t, out->text);
-  else if (ok) mm_params(out->text);
+  ok = ok && (mm_params(&m, call, out->text) || mm_why(why, "matmul: %s", "out of memory"));
   arena_destroy(a);
   return ok;
 }
@@ -264,15 +218,13 @@ static cf_status mm_row_apply(cf_fusion **pf, const SchedCall *call, const Sched
   Arena *a = arena_create();
   if (!a) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
   MmMatch m;
-  MmaTiles t;
   /* A computed tensor of lower rank broadcast into the epilogue (a bias cast to float)
    * would get only part of the accumulator's layout (no M axes: in the fragment layout,
    * 4 of a warp's 32 lanes) and could not be inlined into its broadcast; define and run
    * hoists such broadcasts onto the inputs before any row is asked, and a row applied
    * directly does the same (idempotent, bit for bit the same values). */
   bool ok = sched_hoist_broadcasts(f) == CF_OK && mm_match(a, f, &m, why) && mm_load_order(a, f, &m, why);
-  if (ok && mm_uses_mma(&m, call, &t)) sched_matmul_mma_params(&t, used->text);
-  else if (ok) mm_params(used->text);
+  ok = ok && (mm_params(&m, call, used->text) || mm_why(why, "matmul: %s", "out of memory"));
   cf_status s = f->status ? f->status : ok ? mm_schedule_match(f, &m, call) : ir_error(f, CF_ERR_UNSUPPORTED, "%s", why);
   arena_destroy(a);
   return s;

@@ -31,6 +31,15 @@ static inline const char *tu_mma_params(const char *fill_a, const char *fill_b) 
   return buf;
 }
 
+/* The matmul row's params for its SIMT schedule (float and double operands) with these
+ * operand fills ("cp.async16", "swizzled" for B's K-major tile, or "scalar(why)":
+ * scheduler/matmul_simt.c); a static buffer, valid until the next call. */
+static inline const char *tu_simt_params(const char *fill_a, const char *fill_b) {
+  static char buf[256];
+  snprintf(buf, sizeof buf, "tile=128x128x16 threads=16x16 regs=8x8 smem=operands stages=2 fill=%s,%s", fill_a, fill_b);
+  return buf;
+}
+
 /* Runs a printer into a malloc'd string (the caller frees it). The memstream's buffer is
  * copied out: GCC's -Wdangling-pointer otherwise mistakes it, once inlined, for a local. */
 static inline char *tu_capture_fusion(cf_status (*fn)(cf_fusion *, FILE *), cf_fusion *f) {

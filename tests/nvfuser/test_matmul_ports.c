@@ -233,8 +233,6 @@ Test(matmul_ports, AmpereLinearBiasNonDivisible) {
 
 /* ---- test_matmul.cpp, issue 24's second slice: ldmatrix, swizzle, circular buffering --- */
 
-static const char *const TILED_ROW = "tile=64x64x16 threads=16x16 regs=4x4 smem=operands";
-
 static void mp_fresh(void) {
   cf_fusion_destroy(f);
   f = cf_fusion_create();
@@ -342,8 +340,8 @@ Test(matmul_ports, AmpereProloguePointwise) {
 
 /* MultipleConsecutiveDims: A [M1, M2, K], B [N1, N2, K], the product [M1, M2, N1, N2]
  * (nvFuser: on tensor cores, equal to the reference). Here two M and two N axes take the
- * row's tiled CUDA-core schedule (the tensor-core one has one M and one N axis): equal to
- * the evaluator, a gap in speed only. */
+ * row's tiled CUDA-core schedule (the tensor-core one has one M and one N axis; A's tile
+ * a cast, B's K-major, swizzled): equal to the evaluator, a gap in speed only. */
 Test(matmul_ports, MultipleConsecutiveDims) {
   KcInput in[2];
   cf_tv *a = mp_input(3, (int64_t[]){9, 4, 40}, true, &in[0]), *b = mp_input(3, (int64_t[]){7, 2, 40}, true, &in[1]);
@@ -351,7 +349,7 @@ Test(matmul_ports, MultipleConsecutiveDims) {
   cf_tv *b5 = cf_broadcast(f, b, 5, (bool[]){true, true, false, false, false});
   cf_tv *prod = cf_mul(f, cf_cast(f, a5, CF_FLOAT), cf_cast(f, b5, CF_FLOAT));
   cf_fusion_add_output(f, cf_sum(f, prod, 1, (int[]){4}));
-  mp_params = TILED_ROW;
+  mp_params = tu_simt_params("scalar(a cast of T0)", "swizzled");
   mp_execute(2, in);
   mp_fresh();
 }

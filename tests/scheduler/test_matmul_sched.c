@@ -18,9 +18,9 @@ static void setup(void) { f = cf_fusion_create(); }
 static void teardown(void) { cf_fusion_destroy(f); }
 TestSuite(matmul_sched, .init = setup, .fini = teardown);
 
-static const char *const PARAMS = "tile=64x64x16 threads=16x16 regs=4x4 smem=operands";
-/* Half and bfloat16 operands run on tensor cores (scheduler/matmul_mma.c), whose params
- * name each operand tile's fill: the test sets what it expects of A and B. */
+/* Half and bfloat16 operands run on tensor cores (scheduler/matmul_mma.c), float and
+ * double on CUDA cores (scheduler/matmul_simt.c); both params name each operand tile's
+ * fill: the test sets what it expects of A and B. */
 static const char *fill_a = "cp.async16", *fill_b = "cp.async16";
 
 static void fresh(void) {
@@ -31,8 +31,8 @@ static void fresh(void) {
 
 static double tol_of(cf_dtype dt) { return dt == CF_FLOAT ? 1e-4 : dt == CF_DOUBLE ? 1e-10 : 1e-2; }
 
-/* The row accepts f and schedules it with PARAMS (tu_mma_params(fill_a, fill_b) for
- * 16-bit operands). */
+/* The row accepts f and schedules it with tu_mma_params(fill_a, fill_b) for 16-bit
+ * operands, else tu_simt_params(fill_a, fill_b). */
 static void apply_row(bool mma) {
   const SchedRow *r = sched_row_named("matmul");
   cr_assert_not_null(r);
@@ -41,16 +41,17 @@ static void apply_row(bool mma) {
   SchedParams p, used;
   cr_assert(r->can_schedule(f, &call, why), "%s", why);
   cr_assert(r->plan(f, &call, &p, why), "%s", why);
-  cr_expect_str_eq(p.text, mma ? tu_mma_params(fill_a, fill_b) : PARAMS);
+  cr_expect_str_eq(p.text, mma ? tu_mma_params(fill_a, fill_b) : tu_simt_params(fill_a, fill_b));
   cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
   cr_expect(sched_params_equal(&p, &used));
 }
 
-/* The row accepts f, schedules it with PARAMS, and the kernel equals the evaluator;
+/* The row accepts f, schedules it with its params, and the kernel equals the evaluator;
  * returns the CUDA source (caller frees). */
 static char *row_check(int n, const KcInput *in, double tol) {
   apply_row(in[0].dtype == CF_HALF || in[0].dtype == CF_BFLOAT16);
   if (getenv("CFUSER_MATMUL_PRINT")) cf_fusion_print_kernel(f, stdout);
+  if (getenv("CFUSER_MATMUL_PRINT")) cf_fusion_print_transforms(f, stdout);
   return kc_check(f, n, in, tol);
 }
 
@@ -66,11 +67,13 @@ static void refused(const char *want) {
  * axis, which would make the operand a vector). */
 static void plain(cf_dtype dt, int64_t m, int64_t k, int64_t n) {
   fresh();
-  static char fa[32], fb[32]; /* A along K, B along N (matmul's [K, N]): vectors when 8 divide */
-  snprintf(fa, sizeof fa, k % 8 ? "scalar(K=%lld)" : "cp.async16", (long long)k);
-  snprintf(fb, sizeof fb, n % 8 ? "scalar(N=%lld)" : "cp.async16", (long long)n);
-  fill_a = fa, fill_b = fb;
+  /* A along K, B along N (matmul's [K, N]): 16-byte vectors when their elements divide */
+  static char fa[32], fb[32];
   bool sym = m == 1 || k == 1 || n == 1;
+  int64_t vec = 16 / (int64_t)cf_dtype_size(dt);
+  snprintf(fa, sizeof fa, sym ? "scalar(K symbolic)" : k % vec ? "scalar(K=%lld)" : "cp.async16", (long long)k);
+  snprintf(fb, sizeof fb, sym ? "scalar(N symbolic)" : n % vec ? "scalar(N=%lld)" : "cp.async16", (long long)n);
+  fill_a = fa, fill_b = fb;
   KcInput in[2] = {{dt, 2, {m, k}, NULL}, {dt, 2, {k, n}, NULL}};
   cf_tv *a = tu_input(f, dt, 2, sym ? NULL : in[0].sizes), *b = tu_input(f, dt, 2, sym ? NULL : in[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
@@ -136,11 +139,13 @@ Test(matmul_sched, batched_and_broadcast_batch) {
   KcInput in[2] = {{CF_FLOAT, 3, {3, 7, 13}, NULL}, {CF_FLOAT, 3, {3, 13, 5}, NULL}};
   cf_tv *a = tu_input(f, CF_FLOAT, 3, in[0].sizes), *b = tu_input(f, CF_FLOAT, 3, in[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
+  fill_a = "scalar(K=13)", fill_b = "scalar(N=5)";
   free(row_check(2, in, 1e-4));
   fresh();
   KcInput in2[2] = {{CF_FLOAT, 4, {2, 3, 9, 13}, NULL}, {CF_FLOAT, 2, {13, 5}, NULL}};
   a = tu_input(f, CF_FLOAT, 4, in2[0].sizes), b = tu_input(f, CF_FLOAT, 2, in2[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
+  fill_a = "scalar(K=13)", fill_b = "scalar(N=5)";
   free(row_check(2, in2, 1e-4));
 }
 
@@ -148,6 +153,8 @@ Test(matmul_sched, transposed_operands) {
   KcInput in[2] = {{CF_FLOAT, 2, {19, 7}, NULL}, {CF_FLOAT, 2, {5, 19}, NULL}};
   cf_tv *at = tu_input(f, CF_FLOAT, 2, in[0].sizes), *bt = tu_input(f, CF_FLOAT, 2, in[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, cf_transpose(f, at, 0, 1), cf_transpose(f, bt, 0, 1)));
+  /* bt [N, K] is K-contiguous: B's tile K-major, swizzled */
+  fill_a = "scalar(a permute of T0)", fill_b = "swizzled";
   free(row_check(2, in, 1e-4));
 }
 
@@ -267,12 +274,14 @@ static long long largest_local(const char *src) {
  * cast(broadcast(x)) once hoisted). */
 typedef enum Form { PLAIN, SET, TRANSPOSED, CAST } Form;
 
-/* The tensor-core params of linear in that form (K = 40, so copies of the inputs are
- * filled by 16-byte vectors; a transposed input is a permute, a cast one a cast). */
-static const char *form_params(Form form) {
+/* The params of linear in that form in dt (K = 40, so copies of the inputs are filled by
+ * 16-byte vectors; a transposed input is a permute, a cast one a cast); on CUDA cores
+ * (float) w's K-major tile is swizzled, filled element by element. */
+static const char *form_params(cf_dtype dt, Form form) {
+  bool simt = dt == CF_FLOAT;
   fill_a = form == TRANSPOSED ? "scalar(a permute of T0)" : form == CAST ? "scalar(a cast of T0)" : "cp.async16";
-  fill_b = form == TRANSPOSED ? "scalar(a permute of T1)" : "cp.async16";
-  return tu_mma_params(fill_a, fill_b);
+  fill_b = form == TRANSPOSED ? "scalar(a permute of T1)" : simt ? "swizzled" : "cp.async16";
+  return simt ? tu_simt_params(fill_a, fill_b) : tu_mma_params(fill_a, fill_b);
 }
 
 /* The inputs of linear(x, w) of [m, k] and [n, k] in dt in the given form. */
@@ -298,8 +307,8 @@ static void linear_of(Form form, const KcInput in[2], bool sizes) {
  * instruction's shapes), equal to the evaluator. Half and bfloat16 run the tensor-core
  * schedule (mma.sync emulated lane by lane), float the CUDA-core one. Every tensor of an
  * operand's chain is inlined into its tile's writes: no local array but the accumulator
- * (128 floats a thread on tensor cores; 1 on CUDA cores, where the sum accumulates into
- * the output). It was, for half set(x): "internal error: kernel IR invalid after pass
+ * (128 floats a thread on tensor cores, 64 on CUDA cores: an 8 x 8 register tile; it was 1,
+ * the sum accumulating into the global output at every k). It was, for half set(x): "internal error: kernel IR invalid after pass
  * circular_buffer: T11 is read before it is written" (broadcast(x) a 128 x 32 per-thread
  * array computed in the K loop beside the tile's fill, which runs 2 iterations ahead), and
  * for the transposed operands a per-thread copy of the block's whole K panel (8192 halves,
@@ -312,8 +321,8 @@ static void dnr_forms(cf_dtype dt, Form form) {
   cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
   for (size_t i = form == SET ? 0 : 2; i < sizeof shapes / sizeof shapes[0]; i += form == SET ? 1 : 2) {
     form_inputs(dt, form, shapes[i][0], shapes[i][1], shapes[i][2], in);
-    char *src = dnr_check(c, 2, in, tol_of(dt), dt == CF_FLOAT ? PARAMS : form_params(form));
-    cr_expect_eq(largest_local(src), dt == CF_FLOAT ? 1 : 128, "dtype %d form %d shape %zu", dt, form, i);
+    char *src = dnr_check(c, 2, in, tol_of(dt), form_params(dt, form));
+    cr_expect_eq(largest_local(src), dt == CF_FLOAT ? 64 : 128, "dtype %d form %d shape %zu", dt, form, i);
     free(src);
   }
   cf_fusion_cache_destroy(c);
@@ -339,10 +348,10 @@ static void nvrtc_forms(cf_dtype dt, Form form) {
   KcInput in[2];
   form_inputs(dt, form, 130, 72, 40, in);
   linear_of(form, in, true);
-  form_params(form);
+  form_params(dt, form);
   apply_row(dt != CF_FLOAT);
   char *src = kc_check(f, 2, in, tol_of(dt));
-  cr_expect_eq(largest_local(src), dt == CF_FLOAT ? 1 : 128, "dtype %d form %d", dt, form);
+  cr_expect_eq(largest_local(src), dt == CF_FLOAT ? 64 : 128, "dtype %d form %d", dt, form);
   free(src);
 }
 
@@ -421,4 +430,38 @@ Test(matmul_sched, lowering_time_does_not_grow_with_k) {
   }
   fclose(times);
   unlink(path);
+}
+
+/* The SIMT schedule (scheduler/matmul_simt.c) of a float linear of whole tiles (256 x 64
+ * against 128 x 64, K-contiguous operands: linear's x and w, as the tensor-parallel MLP's
+ * are): A's tile filled by 16-byte cp.async, double-buffered; B's tile K-major with its
+ * rows' k XOR-swizzled by the row bits above the bank line ((n / 2) % 8: threadIdx.x / 2
+ * in the reads, 16 consecutive columns on 16 banks); the 64 products accumulated in a
+ * local array over unrolled loops with no predicate (whole tiles), and the output stored
+ * from it, each warp writing 16 consecutive columns. Equal to the evaluator on the host
+ * and compiled by NVRTC for sm_90a. */
+Test(matmul_sched, simt_linear_of_whole_tiles) {
+  KcInput in[2] = {{CF_FLOAT, 2, {256, 64}, NULL}, {CF_FLOAT, 2, {128, 64}, NULL}};
+  cf_tv *x = tu_input(f, CF_FLOAT, 2, in[0].sizes), *w = tu_input(f, CF_FLOAT, 2, in[1].sizes);
+  cf_fusion_add_output(f, cf_linear(f, x, w, NULL));
+  fill_a = "cp.async16", fill_b = "swizzled";
+  char *src = row_check(2, in, 1e-4);
+  cr_expect(strstr(src, "cp.async.cg.shared.global [%0], [%1], 16"));
+  cr_expect(strstr(src, "((threadIdx.x / 2) ^ (i3 % 8))"), "B's tile is not swizzled");
+  cr_expect(strstr(src, "float T6[64];"), "no 8 x 8 accumulator");
+  cr_expect(strstr(src, "T6[((i4 * 8) + i5)] = (T6[((i4 * 8) + i5)] + T4[0]);"));
+  const char *loop = strstr(src, "for (cf_index_t i3 = 0; i3 < 16; ++i3) {");
+  cr_assert(loop, "no k loop of 16");
+  const char *end = strstr(loop, "__syncthreads();");
+  cr_assert(end);
+  for (const char *p = strstr(loop, "if ("); p && p < end; p = NULL) cr_expect(0, "a predicate in the k loop");
+  free(src);
+  fresh(); /* double, odd sizes: B's rows of 16 doubles fill the bank line, k XORed by n % 16 */
+  KcInput in2[2] = {{CF_DOUBLE, 2, {33, 40}, NULL}, {CF_DOUBLE, 2, {17, 40}, NULL}};
+  x = tu_input(f, CF_DOUBLE, 2, in2[0].sizes), w = tu_input(f, CF_DOUBLE, 2, in2[1].sizes);
+  cf_fusion_add_output(f, cf_linear(f, x, w, NULL));
+  fill_a = "cp.async16", fill_b = "swizzled";
+  src = row_check(2, in2, 1e-10);
+  cr_expect(strstr(src, "(threadIdx.x ^ i3)"), "B's double tile is not swizzled by n %% 16");
+  free(src);
 }
