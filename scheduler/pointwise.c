@@ -10,7 +10,12 @@
  *      or whose vector would pass 16 bytes is left scalar, the others keep their vectors.
  *      A packed output (float4_e2m1fn, written only by even vectors) makes it at least 2,
  *      and 2 with a symbolic innermost extent (even at run time by the packed rule), which
- *      is then split by 2 before the merges (split_symbolic_innermost);
+ *      is then split by 2 before the merges (split_symbolic_innermost). Where the touched
+ *      tensors lie in memory as one contiguous run and none is packed, the flat vector
+ *      (pointwise_vector.c, issue 22: 16 bytes over the widest element whatever the
+ *      extents, the last vector partial where it does not divide the element count,
+ *      "vector=8 tail") replaces a narrower one along rows, the break point of 5 too
+ *      where the inner extents are constants (a bias is then read at its index);
  *   3. those inputs are cached after (vector loads), the outputs cached before (vector
  *      stores);
  *   4. without a break point (5), the reference's axes are merged into one and split into
@@ -673,14 +678,13 @@ static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
 static void pw_params(const PwPlan *p, SchedParams *out) {
   *out = (SchedParams){.nwords = 5, .w = {p->bp.at, p->vector, p->rows, p->bp.broadcasting, p->tail}};
   char *t = out->text;
-  size_t cap = sizeof out->text;
-  int len = 0;
-  if (p->bp.at) len = snprintf(t, cap, "break=%d ", p->bp.at);
-  else if (p->bp.broadcasting) len = snprintf(t, cap, "break=none (%s) ", p->bp.why);
-  len += snprintf(t + len, cap - (size_t)len, "vector=%lld%s", (long long)p->vector, p->tail ? " tail" : "");
-  if (p->misaligned) len += snprintf(t + len, cap - (size_t)len, " (%s is not 16-byte aligned)", p->misaligned);
-  len += snprintf(t + len, cap - (size_t)len, " threads=%d", THREADS);
-  if (p->rows > 1) snprintf(t + len, cap - (size_t)len, " rows=%lld", (long long)p->rows);
+  size_t cap = sizeof out->text, len = 0; /* the reason is at most half of the text */
+  if (p->bp.at) len = (size_t)snprintf(t, cap, "break=%d ", p->bp.at);
+  else if (p->bp.broadcasting) len = (size_t)snprintf(t, cap, "break=none (%s) ", p->bp.why);
+  len += (size_t)snprintf(t + len, cap - len, "vector=%lld%s", (long long)p->vector, p->tail ? " tail" : "");
+  if (p->misaligned && len < cap) len += (size_t)snprintf(t + len, cap - len, " (%s is not 16-byte aligned)", p->misaligned);
+  if (len < cap) len += (size_t)snprintf(t + len, cap - len, " threads=%d", THREADS);
+  if (p->rows > 1 && len < cap) snprintf(t + len, cap - len, " rows=%lld", (long long)p->rows);
 }
 
 /* The first input of the call whose data is not 16-byte aligned (a view at an offset),
