@@ -206,5 +206,15 @@ int an_vector_globals(Val *tv, Val *globals[2]);
 const char *an_vector_refusal(Val *tv, const Val *id, int64_t v, Val *global);
 /* The first refusal over every global tensor tv accesses, or NULL when none refuses. */
 const char *an_vector_refusal_any(Val *tv, const Val *id, int64_t v);
+/* Whether tv's non-broadcast logical axes lie in memory as one contiguous run in logical
+ * order (no strides, no other allocation order, no reduction axis, every one contiguous):
+ * the tensor may be walked as one flat axis. */
+bool an_flat_contiguous(Val *tv);
+/* Whether loop axis id of copy tv is the inner output of a split of tv's flat whole (its
+ * non-broadcast logical axes merged in order, or the one such axis), contiguous in tv and
+ * in every global tensor the copy moves: a vector along id starts at a multiple of its
+ * width in each tensor's flat index, so a split that does not divide may end in a partial
+ * vector (lower/vectorize.c's tail). */
+bool an_vector_flat(Val *tv, const Val *id);
 
 #endif

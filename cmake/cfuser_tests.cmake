@@ -183,7 +183,7 @@ endforeach()
 # shards get a share of the whole Python suite's ~220 s each.
 foreach(pair "executor_test_segments:57" "scheduler_test_norm_sched:52" "tutorial_tmem:50" "conformance_matrix:50"
              "executor_test_fusion_execute:44" "nvfuser_test_matmul_ports:34" "scheduler_test_matmul_sched:30"
-             "scheduler_test_outer_persistent_sched:28" "bench_reduction_sweep_small:27"
+             "scheduler_test_outer_persistent_sched:28" "bench_reduction_sweep_small:27" "scheduler_test_pointwise_tail:23"
              "kernels_test_random_dags.seeds_that_found_bugs:21"
              "kernels_test_random_dags.hostile_define_and_run_like_the_evaluator:19" "bench_sweep_check:16"
              "kernels_test_reductions:16" "scheduler_test_reduction_sched:15" "scheduler_test_mma:15"

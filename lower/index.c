@@ -400,13 +400,27 @@ static KExpr *row_major_index(LowerCtx *c, IndexMap *cm, Val *cv) {
   return sum;
 }
 
+/* A vector op with a tail (lower/vectorize.c) is in bounds when its last lane is: the
+ * vector walks the split of a flat whole (analysis/'s an_vector_flat), whose index grows
+ * with the lane and bounds every logical axis but through a modulo that stays in range. */
+static void last_lane_bounds(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
+  int j = op->u.op.nloop - 1;
+  KExpr *first = op->u.op.loop_index[j];
+  op->u.op.loop_index[j] = kx_const(c->a, op->u.op.vector - 1);
+  seed_consumer(c, cm, pm, op);
+  propagate(c, cm, op->u.op.src->out[0]);
+  collect_bounds(c, cm, op, op->u.op.src->out[0]);
+  reset(cm);
+  op->u.op.loop_index[j] = first;
+}
+
 static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
   const Expr *e = op->u.op.src;
   Val *cv = e->out[0];
   seed_consumer(c, cm, pm, op);
   propagate(c, cm, cv);
   op->u.op.out = access_of(c, cm, op, cv);
-  collect_bounds(c, cm, op, cv);
+  if (!op->u.op.tail) collect_bounds(c, cm, op, cv);
   op->u.op.nin = 0;
   for (int i = 0; i < e->nin; i++) {
     Val *p = e->in[i];
@@ -450,6 +464,7 @@ static void index_op(LowerCtx *c, IndexMap *cm, IndexMap *pm, KNode *op) {
                                                   .scalar_complex = ir_dtype_is_complex(cv->dtype)}
                                       : (KAccess){.t = NULL, .scalar_expr = kx_const(c->a, e->attr.full.ivalue)};
   reset(cm);
+  if (op->u.op.tail) last_lane_bounds(c, cm, pm, op);
 }
 
 /* The consumer's and the producer's index maps, by Val id: made once per lowering and
@@ -485,6 +500,20 @@ KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv) {
   reset(&m->cm);
   reset(&m->pm);
   return acc;
+}
+
+KNode *lower_vector_lane(LowerCtx *c, const KNode *vec, KExpr *lane) {
+  KNode *op = ARENA_NEW(c->a, KNode);
+  *op = *vec;
+  int n = op->u.op.nloop;
+  op->u.op.vector = 1;
+  op->u.op.tail = false;
+  op->u.op.loop_index = ARENA_ARRAY(c->a, KExpr *, n);
+  memcpy(op->u.op.loop_index, vec->u.op.loop_index, sizeof(KExpr *) * (size_t)n);
+  op->u.op.loop_index[n - 1] = lane;
+  IndexMaps *m = index_maps(c);
+  index_op(c, &m->cm, &m->pm, op);
+  return op;
 }
 
 static bool on_op(KVisitor *v, KNode *n) {

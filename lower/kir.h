@@ -225,6 +225,9 @@ struct KNode {
        * scatter: whether the output element lies within the index's other extents. */
       KExpr *along_pos, *along_size, *along_guard;
       int vector;          /* > 1: a vectorized access of this many elements */
+      bool tail;           /* vector > 1: the last vector may pass the end of its axis
+                            * (lower/vectorize.c); its bounds are its last lane's, and the
+                            * predicate pass adds the lanes one by one where they fail */
       bool async;          /* a 16-byte global -> shared copy issued as cp.async (circular_buffer.c) */
       /* Non-NULL: the op writes its value where zfill holds and zeros where it does not
        * (predicate.c: a circular-buffered tile's fill, its bounds; as cp.async it reads 0

@@ -20,6 +20,8 @@
  *   g*q + r < c, 0 <= r < g, g | c        -> q < c / g
  *   x / c < k, x >= 0                     -> x < k * c (and <=, >, >= alike)
  *   a && b, a != 0, b in [0, 1]           -> b; a && ... && a -> a && ...
+ *   x < c1 && ... && x < c2, c2 <= c1     -> ... && x < c2 (a vector's last-lane bound
+ *                                            beside its split's, lower/index.c)
  *   min/max decided by ranges; c ? v : v  -> v; (c ? k1 : k2) op k -> c ? k1 op k : k2 op k
  *   a chain v == k ? c : ... over a small range of v -> a * v + b, a * (v % m) + b, ...
  * Sums are read as linear forms (terms k * t plus a constant) and rebuilt only where a rule
@@ -317,7 +319,14 @@ static void conjuncts(Arena *a, KExpr *e, KExpr ***t, int *n, int *cap) {
   (*t)[(*n)++] = e;
 }
 
-/* A conjunction's repeated terms dropped (never a vote: each is a barrier). */
+/* Whether term u (`x < c2`) implies term t (`x < c1`, c2 <= c1). */
+static bool implies(const KExpr *u, const KExpr *t) {
+  int64_t c1, c2;
+  return is_bin(u, OP_LT) && is_bin(t, OP_LT) && kx_is_const(u->b, &c2) && kx_is_const(t->b, &c1) && c2 < c1 &&
+         kx_equal(u->a, t->a);
+}
+
+/* A conjunction's repeated or implied terms dropped (never a vote: each is a barrier). */
 static KExpr *and_once(KxScope *s, KExpr *e) {
   KExpr **t = NULL, *r = NULL;
   int n = 0, cap = 0, kept = 0;
@@ -325,6 +334,7 @@ static KExpr *and_once(KxScope *s, KExpr *e) {
   for (int i = 0; i < n; i++) {
     bool seen = false;
     for (int j = 0; j < i && !seen; j++) seen = t[j] && kx_equal(t[j], t[i]);
+    for (int j = 0; j < n && !seen; j++) seen = j != i && t[j] && implies(t[j], t[i]);
     if (seen && !kx_has_vote(s, t[i])) t[i] = NULL;
     else r = r ? kx_bin(s->a, OP_AND, r, t[i]) : t[i], kept++;
   }

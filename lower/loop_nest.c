@@ -179,6 +179,7 @@ static void place_expr(LowerCtx *c, const Expr *e, Nest *n) {
   if (r >= 0) insert_init(c, e, n, r);
   KNode *op = new_op(c, e, n, t->nloop);
   op->u.op.vector = vec > 0 ? vec : 1;
+  op->u.op.tail = vec > 0 && lower_info(c, tv)->vector_tail;
   if (vec > 0) op->u.op.loop_index[t->nloop - 1] = kx_const(c->a, 0);
   kb_push(c->a, block_at(c, n, nloops), op);
 }

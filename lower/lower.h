@@ -34,6 +34,7 @@ typedef struct TvInfo {
   int nhistory;
   bool is_tmem;
   int dim_sep;          /* tensor memory: lane axes are alloc_ids[0 .. dim_sep) */
+  bool vector_tail;     /* its vector copy may end in a partial vector (vectorize.c) */
 } TvInfo;
 
 typedef struct LowerCtx {
@@ -116,6 +117,10 @@ void lower_index(LowerCtx *c);            /* index.c */
  * op's loop indices as the index pass does, for analyses that evaluate indices
  * (tmem_pattern substitutes its own loop indices to check the TMem access pattern). */
 KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv);
+/* index.c: the scalar op of vector op vec's element `lane` (an index expression below its
+ * width), indexed as the index pass indexes ops (accesses and bounds): what the predicate
+ * pass runs lane by lane where a vector with a tail passes the end. */
+KNode *lower_vector_lane(LowerCtx *c, const KNode *vec, KExpr *lane);
 void lower_predicate(LowerCtx *c);        /* predicate.c */
 /* Whether a write of tv that does not span launch type p is done by index 0 of p alone
  * (tv's memory is shared across p and p is launched wider than 1): predicate.c guards such

@@ -10,7 +10,10 @@
  * circular-buffered shared tile (a move or cast) instead keeps its bound terms as its
  * zfill, writing zeros where they fail (its write guard stays an if), and marks the tile
  * zero_filled: every element of every stage is written, so a reader of the tile (the mma
- * pass) needs no mask of its own.
+ * pass) needs no mask of its own. A vector op with a tail (lower/vectorize.c) whose guard,
+ * its last lane's bounds, may fail becomes `if (guard) { vector } else { its lanes one by
+ * one, each under its own bounds }`: the unswitch pass hoists both alike, so a tile inside
+ * the tensor runs the vector alone.
  * Key decision: the range analysis (lower/kx_range.c) proves terms true and drops them:
  * every loop variable of constant extent lies in [0, extent), every thread index of a
  * constant launch dimension in [0, dimension). A divisible schedule of concrete sizes thus
@@ -166,6 +169,39 @@ static void on_loop(KMutator *m, KNode *n, KBlock *out) {
   kb_push(m->arena, out, n);
 }
 
+/* op under guard p: op itself when p is always true. */
+static KNode *guarded(LowerCtx *c, KNode *op, KExpr *p) {
+  int64_t v;
+  if (!p || (kx_is_const(p, &v) && v)) return op;
+  KNode *guard = ARENA_NEW(c->a, KNode);
+  guard->kind = KN_IF;
+  guard->u.cond.cond = p;
+  kb_push(c->a, &guard->u.cond.then, op);
+  return guard;
+}
+
+/* A vector op with a tail (lower/vectorize.c) where its guard may fail: the vector where
+ * the guard (its last lane's bounds) holds, else its lanes one by one, each under its own:
+ *   if (whole) { vector } else { for (l = 0; l < v; ++l) if (lane l's guard) element l } */
+static KNode *with_tail(PredWalk *w, KNode *vec, KExpr *whole) {
+  LowerCtx *c = w->c;
+  KNode *loop = ARENA_NEW(c->a, KNode), *ite = ARENA_NEW(c->a, KNode);
+  loop->kind = KN_FOR;
+  loop->u.loop.pt = CF_PT_SERIAL;
+  loop->u.loop.extent = kx_const(c->a, vec->u.op.vector);
+  loop->u.loop.var = arena_printf(c->a, "i%d", c->next_var++);
+  loop->u.loop.index = kx_var(c->a, loop->u.loop.var);
+  KNode *lane = lower_vector_lane(c, vec, loop->u.loop.index);
+  kx_scope_push(w->r, loop->u.loop.index, 0, vec->u.op.vector - 1, NULL);
+  kb_push(c->a, &loop->u.loop.body, guarded(c, lane, predicate_of(c, w->r, lane)));
+  kx_scope_pop(w->r);
+  ite->kind = KN_IF;
+  ite->u.cond.cond = whole;
+  kb_push(c->a, &ite->u.cond.then, vec);
+  kb_push(c->a, &ite->u.cond.otherwise, loop);
+  return ite;
+}
+
 /* An op is replaced by its guard holding it, unless its predicate is always true. */
 static void on_op(KMutator *m, KNode *n, KBlock *out) {
   PredWalk *w = m->user;
@@ -177,15 +213,8 @@ static void on_op(KMutator *m, KNode *n, KBlock *out) {
    * predicate either: its indices stay inside the tensor-memory allocation and its
    * register side, whatever the sizes, and the global accesses around it are guarded. */
   if (!is_tmem_access(n)) p = predicate_of(c, w->r, n);
-  if (!p || (kx_is_const(p, &v) && v)) {
-    kb_push(m->arena, out, n);
-    return;
-  }
-  KNode *guard = ARENA_NEW(c->a, KNode);
-  guard->kind = KN_IF;
-  guard->u.cond.cond = p;
-  kb_push(c->a, &guard->u.cond.then, n);
-  kb_push(m->arena, out, guard);
+  if (n->u.op.tail && p && !(kx_is_const(p, &v) && v)) kb_push(m->arena, out, with_tail(w, n, p));
+  else kb_push(m->arena, out, guarded(c, n, p));
 }
 
 void lower_predicate(LowerCtx *c) {

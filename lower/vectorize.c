@@ -8,10 +8,15 @@
  * A packed tensor (float4_e2m1fn) written in global memory must be written by such a copy
  * of an even width (one thread writes both halves of each byte).
  * Requires: TvInfo from the tensors pass. Establishes: KTensor.vector_bytes of parameters
- * (the executor checks their alignment), or a compile error / run-time check naming the
- * tensor and axis.
- * Key decision: divisibility of a symbolic extent becomes a run-time check, not a
- * predicate: a vector access is all or nothing. */
+ * (the executor checks their alignment), TvInfo.vector_tail, or a compile error / run-time
+ * check naming the tensor and axis.
+ * Key decisions: divisibility of a symbolic extent becomes a run-time check, not a
+ * predicate: a vector access is all or nothing; except a *tail* (issue 22): a copy between
+ * global memory and registers whose vector splits the tensors' flat whole (analysis/'s
+ * an_vector_flat: every vector starts at a multiple of its width of the flat index, so it
+ * is aligned wherever the base pointer is) needs no divisible split. Its last vector may
+ * pass the end: the predicate pass runs the vector where the whole of it is in bounds
+ * and its lanes one by one, each under its own bound, where it is not. */
 #include "ir/dtype.h"
 #include "lower/lower.h"
 
@@ -35,17 +40,46 @@ static void check_global_sides(LowerCtx *c, Val *tv, Val *vid, int64_t v, int ax
   }
 }
 
+/* Whether v divides e by its form: a constant multiple of v, or a product with such a
+ * factor (a symbolic row count times a constant row). */
+static bool divides(int64_t v, const KExpr *e) {
+  int64_t x;
+  if (kx_is_const(e, &x)) return x % v == 0;
+  return e->kind == KX_BINARY && e->op == OP_MUL && (divides(v, e->a) || divides(v, e->b));
+}
+
+/* Whether copy tv's vector along id may end in a partial vector (the header's tail): it
+ * moves between global memory and registers, neither side packed (a packed byte is
+ * written whole by one vector: lower/vectorize.c keeps those even), along the flat whole
+ * of every global side. */
+static bool tail_allowed(Val *tv, Val *id) {
+  Val *in = tv->def && tv->def->nin > 0 && tv->def->in[0]->kind == VAL_TV ? tv->def->in[0] : NULL;
+  if (!in || (TV(tv)->mem != CF_MEM_GLOBAL && TV(in)->mem != CF_MEM_GLOBAL)) return false;
+  for (int i = 0; i < 2; i++) {
+    Val *t = i ? in : tv;
+    if ((TV(t)->mem != CF_MEM_GLOBAL && TV(t)->mem != CF_MEM_LOCAL) || ir_dtype_is_packed(t->dtype)) return false;
+  }
+  return an_vector_flat(tv, id);
+}
+
 /* Every split the vector walks up through (as its inner output, toward the logical axis:
  * analysis/'s walk) divides by v, so that no vector straddles the end of an axis: the
  * split it comes from, and those above it (a matmul tile's K chunk of 8 is the inner part
  * of a split of BK, itself the inner part of K's split by BK: K itself must divide by 8).
- * Constant extents at compile time, symbolic ones at run time. A tensor-memory access
- * (registers <-> columns, no global side) checks the split it comes from only. */
+ * Constant extents at compile time, symbolic ones at run time; the split it comes from
+ * need not where the copy takes a tail (tail_allowed), unless v divides it by its form. A
+ * tensor-memory access (registers <-> columns, no global side) checks the split it comes
+ * from only. */
 static void check_splits(LowerCtx *c, Val *tv, Val *id, int64_t v, int axis, bool tmem) {
   for (Val *w = id; w && w->def && (!tmem || w == id);) {
     Expr *d = w->def;
     if (d->op == OP_SPLIT && d->out[1] == w) {
       KExpr *in_ext = lower_extent(c, d->in[0]);
+      if (w == id && !divides(v, in_ext) && tail_allowed(tv, id)) {
+        lower_info(c, tv)->vector_tail = true;
+        w = d->in[0];
+        continue;
+      }
       lower_validate(c, kx_bin(c->a, OP_EQ, kx_bin(c->a, OP_MOD, in_ext, kx_const(c->a, v)), kx_const(c->a, 0)),
                      "compile: cannot vectorize axis %d of %s: the split it comes from is not divisible by %lld", axis,
                      TV(tv)->display_name, (long long)v);

@@ -10,7 +10,12 @@
  *      or whose vector would pass 16 bytes is left scalar, the others keep their vectors.
  *      A packed output (float4_e2m1fn, written only by even vectors) makes it at least 2,
  *      and 2 with a symbolic innermost extent (even at run time by the packed rule), which
- *      is then split by 2 before the merges (split_symbolic_innermost);
+ *      is then split by 2 before the merges (split_symbolic_innermost). Where the touched
+ *      tensors lie in memory as one contiguous run and none is packed, the flat vector
+ *      (pointwise_vector.c, issue 22: 16 bytes over the widest element whatever the
+ *      extents, the last vector partial where it does not divide the element count,
+ *      "vector=8 tail") replaces a narrower one along rows, the break point of 5 too
+ *      where the inner extents are constants (a bias is then read at its index);
  *   3. those inputs are cached after (vector loads), the outputs cached before (vector
  *      stores);
  *   4. without a break point (5), the reference's axes are merged into one and split into
@@ -65,6 +70,7 @@
  * 1-D tile, 3948 with the break point (its bias indexed from one half; no faster). */
 #include "ir/dtype.h"
 #include "scheduler/persistent.h"
+#include "scheduler/pointwise.h"
 #include "scheduler/registry.h"
 #include "scheduler/sched.h"
 
@@ -223,47 +229,6 @@ static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
   return CF_OK;
 }
 
-/* Inputs whose accesses run along the reference's innermost axis: same rank, not
- * broadcast there. */
-static bool full_rank_input(Val *in, Val *ref) {
-  int r = TV(ref)->nlogical;
-  return TV(in)->nlogical == r && r > 0 && ID(TV(in)->logical[r - 1])->iter_type == CF_ITER_ITERATION;
-}
-
-/* Whether an output has a packed dtype (float4_e2m1fn): written only by vectors of an even
- * width (one thread writes a byte whole, lower/vectorize.c), its innermost extent (the
- * reference's) even by its own rule, checked at run time when symbolic. */
-static bool packed_output(cf_fusion *f) {
-  for (int o = 0; o < f->outputs.len; o++)
-    if (ir_dtype_is_packed(((Val *)f->outputs.items[o])->dtype)) return true;
-  return false;
-}
-
-static int64_t vector_width(cf_fusion *f, Val *ref) {
-  int r = TV(ref)->nlogical;
-  int64_t inner;
-  bool packed = packed_output(f), constant = r > 0 && ir_scalar_const_value(ID(TV(ref)->logical[r - 1])->extent, &inner);
-  if (r == 0 || (!constant && !packed)) return 1;
-  size_t widest = 1;
-  for (int i = 0; i < f->inputs.len + f->outputs.len; i++) {
-    Val *t = i < f->inputs.len ? f->inputs.items[i] : f->outputs.items[i - f->inputs.len];
-    if (i < f->inputs.len && !full_rank_input(t, ref)) continue;
-    /* a symbolic innermost extent (an input the output's constant one is checked against
-     * at run time) proves no divisibility, but a packed output's evenness; with a packed
-     * output, a tensor the rule for vector accesses refuses stays scalar (vectorize_split) */
-    int64_t e;
-    if (!an_innermost_unit_stride(t) || !ir_scalar_const_value(ID(TV(t)->logical[TV(t)->nlogical - 1])->extent, &e)) {
-      if (packed) continue;
-      return 1;
-    }
-    if (cf_dtype_size(t->dtype) > widest) widest = cf_dtype_size(t->dtype);
-  }
-  if (!constant) return 2;
-  int64_t v = (int64_t)(16 / widest);
-  while (v > 1 && inner % v) v /= 2;
-  return packed && v < 2 ? 2 : v; /* wider elements than 8 bytes stay scalar (vectorize_split) */
-}
-
 /* Whether a squeeze, a permute (one the row takes moves only axes of one element) or a
  * resize (slice, pad, cat) reads tv or a tensor computed from it: tv's axes then do not
  * line up with the reference's position by position (a resize reads its operand whole,
@@ -297,7 +262,7 @@ static int add_caches(cf_fusion *f, Val *ref, Val **caches) {
   for (int i = 0; i < nin; i++) {
     bool used = false;
     for (int k = 0; k < ins[i]->uses.len; k++) used |= ir_op_kind(((Expr *)ins[i]->uses.items[k])->op) != OPK_TRANSFORM;
-    if (used && full_rank_input(ins[i], ref) && !reaches_squeeze(f, ins[i])) caches[n++] = ir_tv(cf_cache_after(f, ir_tv_handle(ins[i])));
+    if (used && sched_pw_full_rank_input(ins[i], ref) && !reaches_squeeze(f, ins[i])) caches[n++] = ir_tv(cf_cache_after(f, ir_tv_handle(ins[i])));
   }
   for (int o = 0; o < nout; o++) cf_cache_before(f, ir_tv_handle(f->outputs.items[o]));
   return f->status ? 0 : n;
@@ -319,14 +284,16 @@ static int broadcasts_first(cf_fusion *f, Val *tv) {
   return nb;
 }
 
-/* Splits tv's innermost axis by v before the merges when its extent is symbolic (a packed
- * output's: even at run time, lowering validating the split): the vector then walks that
- * axis alone, where a merge with a symbolic inner input is refused by the rule for vector
- * accesses (a vector could straddle two rows). Returns whether it split. */
+/* Splits tv's innermost axis by v before the merges when its extent is symbolic and an
+ * output is packed (even at run time, lowering validating the split): the vector then
+ * walks that axis alone, where a merge with a symbolic inner input is refused by the rule
+ * for vector accesses (a vector could straddle two rows). A flat vector (no packed tensor)
+ * walks the merge of every axis instead. Returns whether it split. */
 static bool split_symbolic_innermost(cf_fusion *f, Val *tv, int64_t v) {
   int n = TV(tv)->nloop;
   int64_t e;
-  if (v < 2 || n == 0 || ir_scalar_const_value(ID(TV(tv)->loop[n - 1])->extent, &e)) return false;
+  if (v < 2 || n == 0 || !sched_pw_packed_output(f) || ir_scalar_const_value(ID(TV(tv)->loop[n - 1])->extent, &e))
+    return false;
   return cf_split(f, ir_tv_handle(tv), n - 1, v) == CF_OK;
 }
 
@@ -502,27 +469,71 @@ static void parallelize_tile_2d(cf_fusion *f, Val *tv, int x) {
   cf_parallelize_all_like(f, t, 4, (cf_parallel_type[]){CF_PT_BIDY, CF_PT_BIDX, CF_PT_UNSWITCH, CF_PT_TIDX});
 }
 
-/* The parameters: the break point (0: the 1-D schedule), the vector width and the rows
- * of the outer half each blockIdx.y runs. */
-typedef struct PwPlan {
-  PwBreak bp;
-  int64_t vector, rows;
-} PwPlan;
-
-/* The plan for f as it is (its constant extents; f is not modified). */
-static cf_status pw_plan_of(cf_fusion *f, PwPlan *p) {
-  Val *ref = f->outputs.items[0];
-  p->bp = pw_break_point(f, ref);
-  p->vector = vector_width(f, ref);
-  p->rows = p->bp.at ? pw_rows_per_block(ref, p->bp.at) : 1;
-  return f->status;
-}
-
 /* Whether tv has broadcast and other axes both in [from, to). */
 static bool mixed(Val *tv, int from, int to) {
   int nb = 0;
   for (int a = from; a < to; a++) nb += ID(TV(tv)->logical[a])->iter_type == CF_ITER_BROADCAST;
   return nb > 0 && nb < to - from;
+}
+
+/* A lower-rank tensor computed in the fusion and broadcast within a half of the tile at
+ * break point `at` (the whole, when 0) is tiled on its own extent, not inlined into the
+ * half's merged loop, and read from other blocks (lowering refuses: DAG seeds 148, 152
+ * of the registry's invariant test); the first such broadcast result, or NULL. A
+ * broadcast input is read from global memory and is fine. */
+static Val *computed_broadcast_at(cf_fusion *f, Val *ref, int at) {
+  int n, r = TV(ref)->nlogical;
+  Expr **exprs = ir_fusion_tensor_exprs(f, &n);
+  for (int i = 0; i < n; i++) {
+    Val *b = exprs[i]->out[0];
+    if (ir_op_kind(exprs[i]->op) != OPK_BROADCAST || !exprs[i]->in[0]->def) continue;
+    if (TV(b)->nlogical != r || mixed(b, 0, at ? at : r) || (at && mixed(b, at, r))) return b;
+  }
+  return NULL;
+}
+
+/* The parameters: the break point (0: the 1-D schedule), the vector width, whether the
+ * last vector may be partial (a flat vector's tail: informative, lowering decides it from
+ * the extents it sees), the rows of the outer half each blockIdx.y runs, and the input a
+ * call gives misaligned (NULL: none). */
+typedef struct PwPlan {
+  PwBreak bp;
+  int64_t vector, rows;
+  bool tail;
+  const char *misaligned;
+} PwPlan;
+
+/* Whether the reference's extents but the outermost are constants: a broadcast input read
+ * along the flat tensor is then indexed by divisions by constants, not by run-time sizes. */
+static bool inner_extents_constant(Val *ref) {
+  int64_t e;
+  for (int a = 1; a < TV(ref)->nlogical; a++)
+    if (!ir_scalar_const_value(ID(TV(ref)->logical[a])->extent, &e)) return false;
+  return true;
+}
+
+/* The plan for f as it is (its constant extents; f is not modified). The flat vector
+ * (scheduler/pointwise_vector.c) replaces a narrower one along rows, and the break point
+ * too (a bias is then read element by element at its index) where the inner extents are
+ * constants and no broadcast computed in the fusion would be mixed into the 1-D tile. */
+static cf_status pw_plan_of(cf_fusion *f, PwPlan *p) {
+  Val *ref = f->outputs.items[0];
+  bool tail;
+  p->bp = pw_break_point(f, ref);
+  p->vector = sched_pw_row_vector(f, ref);
+  p->tail = false;
+  p->misaligned = NULL;
+  int64_t flat = sched_pw_flat_vector(f, ref, &tail);
+  if (flat > p->vector && (!p->bp.at || (inner_extents_constant(ref) && !computed_broadcast_at(f, ref, 0)))) {
+    if (p->bp.at)
+      snprintf(p->bp.why, sizeof p->bp.why, "vectors of %lld along rows, %lld along the flat tensor",
+               (long long)p->vector, (long long)flat);
+    p->bp.at = 0;
+    p->vector = flat;
+    p->tail = tail;
+  }
+  p->rows = p->bp.at ? pw_rows_per_block(ref, p->bp.at) : 1;
+  return f->status;
 }
 
 /* The tensors recomputed for each reader (a row mask for sched_recompute, by Val id): those
@@ -622,27 +633,10 @@ cf_status cf_schedule_pointwise(cf_fusion *f) {
 
 /* ---- as a row of the registry ------------------------------------------------------------ */
 
-/* A lower-rank tensor computed in the fusion and broadcast within a half of the tile
- * (the whole, without a break point) is tiled on its own extent, not inlined into the
- * half's merged loop, and read from other blocks (lowering refuses: DAG seeds 148, 152
- * of the registry's invariant test); the first such broadcast result, or NULL. A
- * broadcast input is read from global memory and is fine. */
-static Val *computed_broadcast_in_half(cf_fusion *f, Val *ref) {
-  int n, r = TV(ref)->nlogical, at = -1;
-  Expr **exprs = ir_fusion_tensor_exprs(f, &n);
-  for (int i = 0; i < n; i++) {
-    Val *b = exprs[i]->out[0];
-    if (ir_op_kind(exprs[i]->op) != OPK_BROADCAST || !exprs[i]->in[0]->def) continue;
-    if (at < 0) at = pw_break_point(f, ref).at;
-    if (TV(b)->nlogical != r || mixed(b, 0, at ? at : r) || (at && mixed(b, at, r))) return b;
-  }
-  return NULL;
-}
-
 /* Whether the copies recompute_rows asks for stay within SCHED_RECOMPUTE_MAX_OPS. */
-static bool recompute_fits(cf_fusion *f, Val *ref, char *why) {
+static bool recompute_fits(cf_fusion *f, Val *ref, int at, char *why) {
   Arena *a = arena_create();
-  bool *row = a ? recompute_rows(f, a, ref, pw_break_point(f, ref).at) : NULL;
+  bool *row = a ? recompute_rows(f, a, ref, at) : NULL;
   int64_t n = row ? sched_recompute_count(f, a, row, SCHED_CLONE_CACHES, NULL) : -1;
   arena_destroy(a);
   if (n < 0) snprintf(why, SCHED_WHY_MAX, "pointwise: out of memory");
@@ -668,39 +662,55 @@ static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
     snprintf(why, SCHED_WHY_MAX, "pointwise: %.240s", reason);
     return false;
   }
-  if ((tv = computed_broadcast_in_half(f, ref)))
+  PwPlan p;
+  if (pw_plan_of(f, &p)) return snprintf(why, SCHED_WHY_MAX, "pointwise: %.240s", cf_fusion_error(f)), false;
+  if ((tv = computed_broadcast_at(f, ref, p.bp.at)))
     return snprintf(why, SCHED_WHY_MAX, "pointwise: %s broadcasts a tensor computed in the fusion along part of a "
                     "half of the tile (its own tile would run in other blocks)", TV(tv)->display_name), false;
-  return recompute_fits(f, ref, why);
+  return recompute_fits(f, ref, p.bp.at, why);
 }
 
 /* "break=1 vector=4 threads=128" (then " rows=F" when each blockIdx.y runs F rows of the
  * outer half); the 1-D form "vector=4 threads=128", after "break=none (why) " when an
- * input broadcasts. Sizes are not parameters: the grid follows from them at launch. */
+ * input broadcasts; "vector=8 tail" when the last flat vector may be partial, "vector=1
+ * (T0 is not 16-byte aligned)" for a call with a misaligned input. Sizes are not
+ * parameters: the grid follows from them at launch. */
 static void pw_params(const PwPlan *p, SchedParams *out) {
-  *out = (SchedParams){.nwords = 4, .w = {p->bp.at, p->vector, p->rows, p->bp.broadcasting}};
+  *out = (SchedParams){.nwords = 5, .w = {p->bp.at, p->vector, p->rows, p->bp.broadcasting, p->tail}};
   char *t = out->text;
-  size_t cap = sizeof out->text;
-  if (!p->bp.at) {
-    int len = p->bp.broadcasting ? snprintf(t, cap, "break=none (%s) ", p->bp.why) : 0;
-    snprintf(t + len, cap - (size_t)len, "vector=%lld threads=%d", (long long)p->vector, THREADS);
-    return;
-  }
-  int len = snprintf(t, cap, "break=%d vector=%lld threads=%d", p->bp.at, (long long)p->vector, THREADS);
-  if (p->rows > 1) snprintf(t + len, cap - (size_t)len, " rows=%lld", (long long)p->rows);
+  size_t cap = sizeof out->text, len = 0; /* the reason is at most half of the text */
+  if (p->bp.at) len = (size_t)snprintf(t, cap, "break=%d ", p->bp.at);
+  else if (p->bp.broadcasting) len = (size_t)snprintf(t, cap, "break=none (%s) ", p->bp.why);
+  len += (size_t)snprintf(t + len, cap - len, "vector=%lld%s", (long long)p->vector, p->tail ? " tail" : "");
+  if (p->misaligned && len < cap) len += (size_t)snprintf(t + len, cap - len, " (%s is not 16-byte aligned)", p->misaligned);
+  if (len < cap) len += (size_t)snprintf(t + len, cap - len, " threads=%d", THREADS);
+  if (p->rows > 1 && len < cap) snprintf(t + len, cap - len, " rows=%lld", (long long)p->rows);
+}
+
+/* The first input of the call whose data is not 16-byte aligned (a view at an offset),
+ * or NULL: define and run devectorizes its kernel (sched_devectorize), so the plan says
+ * so, unless an output is packed (its vectors need no alignment and stay). */
+static Val *misaligned_input(cf_fusion *f, const SchedCall *call) {
+  for (int i = 0; call && i < call->ninputs && i < f->inputs.len; i++)
+    if (!sched_aligned16(1, &call->inputs[i]) && ((Val *)f->inputs.items[i])->kind == VAL_TV)
+      return sched_pw_packed_output(f) ? NULL : f->inputs.items[i];
+  return NULL;
 }
 
 static bool pw_plan(cf_fusion *f, const SchedCall *call, SchedParams *out, char *why) {
   PwPlan p;
   if (!pw_accepts(f, call, why)) return false;
   if (pw_plan_of(f, &p)) return snprintf(why, SCHED_WHY_MAX, "pointwise: %.240s", cf_fusion_error(f)), false;
+  Val *m = misaligned_input(f, call);
+  if (m && p.vector > 1) p.vector = 1, p.tail = false, p.misaligned = TV(m)->display_name;
   pw_params(&p, out);
   return true;
 }
 
 static cf_status pw_apply(cf_fusion **f, const SchedCall *call, const SchedParams *in, SchedParams *used) {
   (void)call;
-  PwPlan p = {.bp = {.at = (int)in->w[0], .broadcasting = in->w[3] != 0}, .vector = in->w[1], .rows = in->w[2]};
+  PwPlan p = {.bp = {.at = (int)in->w[0], .broadcasting = in->w[3] != 0}, .vector = in->w[1], .rows = in->w[2],
+              .tail = in->w[4] != 0};
   *used = *in;
   return pw_apply_plan(*f, &p);
 }

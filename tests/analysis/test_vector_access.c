@@ -1,8 +1,8 @@
 /* Tests of the rule for vector accesses of global memory (analysis/vector_access.c), the
  * one the automatic schedulers ask before they vectorize and lowering's validate_vectorize
  * words its errors from: which global tensors a copy accesses, the walk up a vector axis's
- * history (splits, merges whose inner extent the vector divides), the pairing of the
- * copy's innermost axes and unit strides. */
+ * history (splits, merges whose inner extent the vector divides, the flat whole of a
+ * contiguous tensor), the pairing of the copy's innermost axes and unit strides. */
 #include "ir/ir.h"
 #include "scheduler/sched.h"
 #include "scheduler/sched_test_util.h"
@@ -68,7 +68,9 @@ Test(vector_access, the_outer_axis_moved_innermost_is_refused) {
 }
 
 /* A vector of the merge of [4, 32] stays within a row when it divides 32; of [4, 6] a
- * vector of 4 straddles two rows. */
+ * vector of 4 straddles two rows, adjacent in memory only when the rows are (the flat
+ * whole of a contiguous tensor, issue 22): a view whose rows are apart (contiguity false
+ * on its outer axis) is refused. */
 Test(vector_access, a_merge_whose_inner_extent_the_vector_divides) {
   cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 32});
   cf_tv *c = copy_of_input(x);
@@ -79,8 +81,42 @@ Test(vector_access, a_merge_whose_inner_extent_the_vector_divides) {
   cf_tv *d = copy_of_input(y);
   EXPECT_OK(cf_merge(f, d, 0));
   EXPECT_OK(cf_split(f, d, 0, 4));
-  cr_expect_str_eq(an_vector_refusal_any(ir_tv(d), axis(d, 1), 4), reads);
-  cr_expect_null(an_vector_refusal_any(ir_tv(d), axis(d, 1), 2), "a vector of 2 divides 6");
+  cr_expect_null(an_vector_refusal_any(ir_tv(d), axis(d, 1), 4), "the flat whole of a contiguous [4, 6]");
+  cf_tv *z = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 6});
+  EXPECT_OK(cf_set_allocation_domain(f, z, 2, (cf_id *[]){cf_tv_axis(z, 0), cf_tv_axis(z, 1)}, (int8_t[]){0, 1}));
+  cf_tv *e = copy_of_input(z);
+  EXPECT_OK(cf_merge(f, e, 0));
+  EXPECT_OK(cf_split(f, e, 0, 4));
+  cr_expect_str_eq(an_vector_refusal_any(ir_tv(e), axis(e, 1), 4), reads);
+  cr_expect_null(an_vector_refusal_any(ir_tv(e), axis(e, 1), 2), "a vector of 2 divides 6");
+}
+
+/* an_vector_flat: a vector's split of the flat whole (all axes merged, or a tensor's one
+ * axis) may end in a partial vector; a split of the innermost axis alone may not (the rows
+ * of [3, 10] start 10 elements apart: a vector of 4 there would start misaligned). */
+Test(vector_access, a_split_of_the_flat_whole) {
+  cf_tv *x = cf_tensor_concrete(f, CF_HALF, 2, (int64_t[]){7, 13});
+  cf_tv *c = copy_of_input(x);
+  cr_expect(an_flat_contiguous(ir_tv(x)) && an_flat_contiguous(ir_tv(c)));
+  EXPECT_OK(cf_merge(f, c, 0));
+  EXPECT_OK(cf_split(f, c, 0, 8));
+  cr_expect(an_vector_flat(ir_tv(c), axis(c, 1)));
+  cr_expect(!an_vector_flat(ir_tv(c), axis(c, 0)), "the outer half of the split");
+  cf_tv *y = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){3, 10});
+  cf_tv *d = copy_of_input(y);
+  EXPECT_OK(cf_split(f, d, 1, 4));
+  cr_expect_null(an_vector_refusal_any(ir_tv(d), axis(d, 2), 4), "a vector within a row");
+  cr_expect(!an_vector_flat(ir_tv(d), axis(d, 2)), "the rows of [3, 10] are not the flat whole");
+  cf_tv *z = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){10});
+  cf_tv *e = copy_of_input(z);
+  EXPECT_OK(cf_split(f, e, 0, 4));
+  cr_expect(an_vector_flat(ir_tv(e), axis(e, 1)), "a 1-D tensor is its flat whole");
+  cf_tv *s = cf_tensor_strided(f, CF_FLOAT, 2);
+  cf_tv *g = copy_of_input(s);
+  cr_expect(!an_flat_contiguous(ir_tv(s)));
+  EXPECT_OK(cf_merge(f, g, 0));
+  EXPECT_OK(cf_split(f, g, 0, 4));
+  cr_expect(!an_vector_flat(ir_tv(g), axis(g, 1)), "a strided input");
 }
 
 Test(vector_access, a_strided_input_has_no_unit_stride) {

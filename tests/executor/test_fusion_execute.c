@@ -128,20 +128,26 @@ Test(fusion_execute, pointwise_of_two_unconnected_components) {
 
 /* bias + gelu (a [rows, cols] input, a [cols] bias): the pointwise scheduler takes the 2-D
  * break point, rows on blockIdx.y and each row's columns on blockIdx.x; with short rows
- * (under a block of threads) it stays 1-D. */
+ * (under a block of threads) it stays 1-D; rows of an odd length, which take no vector,
+ * run as the flat tensor with vectors of 4 and a tail (issue 22: 3003 elements, 751
+ * vectors, 6 blocks). */
 Test(fusion_execute, bias_gelu_takes_the_break_point) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2), *b = cf_tensor_symbolic(f, CF_FLOAT, 1);
   cf_fusion_add_input(f, x);
   cf_fusion_add_input(f, b);
   cf_fusion_add_output(f, cf_gelu(f, cf_add(f, x, cf_broadcast(f, b, 2, (bool[]){true, false}))));
   int64_t shapes[][2] = {{64, 1024}, {3, 1001}, {5, 17}};
-  int64_t want_grid[][2] = {{2, 64}, {8, 3}, {1, 1}};
+  int64_t want_grid[][2] = {{2, 64}, {6, 1}, {1, 1}};
+  const char *want_params[] = {"break=1 vector=4 threads=128",
+                               "break=none (vectors of 1 along rows, 4 along the flat tensor) vector=4 tail threads=128",
+                               "break=none (every inner half has fewer than 128 elements) vector=4 tail threads=128"};
   for (int i = 0; i < 3; i++) {
     DLManagedTensor *in[2] = {rand_tensor(2, shapes[i], 1), rand_tensor(1, &shapes[i][1], 2)};
     check_call(2, in, 1e-5);
     cf_tensor_free(in[0]);
     cf_tensor_free(in[1]);
     cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "pointwise");
+    cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), want_params[i]);
     cf_launch_params lp = cf_executor_last_launch_params(cf_fusion_cache_last_executor(c, 0));
     cr_expect(lp.grid[0] == want_grid[i][0] && lp.grid[1] == want_grid[i][1] && lp.block[0] == 128,
               "shape %d: grid %lldx%lld, block %lld", i, (long long)lp.grid[0], (long long)lp.grid[1],

@@ -111,6 +111,27 @@ Test(lower_errors, vectorize_a_non_divisible_split) {
                        "compile: cannot vectorize axis 1 of T2: the split it comes from is not divisible by 4");
 }
 
+/* A vector along the rows of [3, 10] alone would start at 10 and 20, misaligned: no tail
+ * (lower/vectorize.c takes one only along a tensor's flat whole), the split must divide. */
+Test(lower_errors, vectorize_odd_rows_split_alone) {
+  chain(2, (int64_t[]){3, 10});
+  cf_split(f, t[1], 1, 4);
+  cf_parallelize(f, t[1], 2, CF_PT_VECTORIZE);
+  expect_compile_error(CF_ERR_INVALID_SCHEDULE,
+                       "compile: cannot vectorize axis 2 of T1: the split it comes from is not divisible by 4");
+}
+
+/* A fill of shared memory along a flat whole keeps whole vectors: the tail is for copies
+ * between global memory and registers. */
+Test(lower_errors, vectorize_a_shared_fill_of_a_non_divisible_split) {
+  chain(1, (int64_t[]){10});
+  cf_split(f, t[1], 0, 4);
+  cf_set_memory_type(f, t[1], CF_MEM_SHARED);
+  cf_parallelize(f, t[1], 1, CF_PT_VECTORIZE);
+  expect_compile_error(CF_ERR_INVALID_SCHEDULE,
+                       "compile: cannot vectorize axis 1 of T1: the split it comes from is not divisible by 4");
+}
+
 Test(lower_errors, vectorize_across_the_outer_axis_of_global_memory) {
   chain(2, (int64_t[]){4, 4});
   cf_reorder(f, t[1], 1, (int[]){0, 1});

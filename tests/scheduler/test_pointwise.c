@@ -85,27 +85,39 @@ Test(pointwise, vectorizes_by_four_floats) {
   free(k);
 }
 
+/* Contiguous tensors are one flat axis (issue 22): rows of 6 take vectors of 4 that
+ * straddle them, the bias read element by element at its index. */
+Test(pointwise, vectors_cross_the_rows_of_a_flat_tensor) {
+  demo_fusion(64, 6);
+  cr_assert_eq(cf_schedule_pointwise(f), CF_OK, "%s", cf_fusion_error(f));
+  char *k = tu_capture_fusion(cf_fusion_print_kernel, f);
+  cr_expect(strstr(k, "Array<float, 4>*>(&T0.data[(threadIdx.x * 4)])") != NULL, "%s", k);
+  cr_expect(strstr(k, "T2[0] = T1.data[(((threadIdx.x * 4) + i1) % 6)];") != NULL, "%s", k);
+  free(k);
+}
+
+/* An input whose rows are not adjacent in memory (contiguity false on its outer axis: a
+ * view of the first 6 columns of 8) keeps the vector along rows: halved to divide 6. */
 Test(pointwise, narrows_the_vector_to_divide_the_inner_extent) {
   demo_fusion(64, 6);
+  cf_tv *a = cf_fusion_input(f, 0);
+  cr_assert_eq(cf_set_allocation_domain(f, a, 2, (cf_id *[]){cf_tv_axis(a, 0), cf_tv_axis(a, 1)}, (int8_t[]){0, 1}),
+               CF_OK, "%s", cf_fusion_error(f));
   cr_assert_eq(cf_schedule_pointwise(f), CF_OK, "%s", cf_fusion_error(f));
   char *k = tu_capture_fusion(cf_fusion_print_kernel, f);
   cr_expect(strstr(k, "Array<float, 2>") != NULL && strstr(k, "Array<float, 4>") == NULL, "%s", k);
   free(k);
+  free(kc_check(f, 2, (KcInput[]){{CF_FLOAT, 2, {64, 6}, (int64_t[]){8, 1}}, F32(6)}, 1e-6));
 }
 
-Test(pointwise, no_vectors_for_odd_or_symbolic_or_strided_extents) {
-  demo_fusion(8, 7);
-  cr_assert_eq(cf_schedule_pointwise(f), CF_OK, "%s", cf_fusion_error(f));
-  char *k = tu_capture_fusion(cf_fusion_print_kernel, f);
-  cr_expect(strstr(k, "Array<") == NULL, "%s", k);
-  free(k);
+Test(pointwise, no_vectors_for_symbolic_or_strided_extents) {
   cf_fusion *g = cf_fusion_create();
   cf_tv *s = cf_tensor_symbolic(g, CF_FLOAT, 2), *st = cf_tensor_strided(g, CF_FLOAT, 2);
   cf_fusion_add_input(g, s);
   cf_fusion_add_input(g, st);
   cf_fusion_add_output(g, cf_add(g, s, st));
   cr_assert_eq(cf_schedule_pointwise(g), CF_OK, "%s", cf_fusion_error(g));
-  k = tu_capture_fusion(cf_fusion_print_kernel, g);
+  char *k = tu_capture_fusion(cf_fusion_print_kernel, g);
   cr_expect(strstr(k, "Array<") == NULL, "%s", k);
   free(k);
   cf_fusion_destroy(g);
@@ -222,7 +234,9 @@ Test(pointwise, break_point_bias_column) {
   cf_fusion_add_input(f, x);
   cf_fusion_add_input(f, c);
   cf_fusion_add_output(f, cf_mul(f, x, cf_broadcast(f, c, 2, (bool[]){false, true})));
-  check_2d("break=1 vector=1 threads=128", 2, (KcInput[]){F32(301, 129), F32(301)}, 1e-6);
+  /* rows of 129 take no vector; the flat tensor vectors of 4, the column read at its index */
+  check_2d("break=none (vectors of 1 along rows, 4 along the flat tensor) vector=4 tail threads=128", 2,
+           (KcInput[]){F32(301, 129), F32(301)}, 1e-6);
 }
 
 Test(pointwise, break_point_column_given_as_size_one_axis) {
@@ -235,7 +249,9 @@ Test(pointwise, break_point_column_given_as_size_one_axis) {
 }
 
 /* x [6, 50, 130] with y [6, 130] broadcast along the middle axis and z [50] along the
- * outer and inner ones: the outer half [6, 50] on blockIdx.y, the inner [130] on x. */
+ * outer and inner ones: the break point would put the outer half [6, 50] on blockIdx.y
+ * and the inner [130] on x with vectors of 2; the flat tensor (39000 elements) takes
+ * vectors of 4 with no tail, y and z read at their indices. */
 Test(pointwise, break_point_3d_middle_broadcast) {
   cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){6, 50, 130});
   cf_tv *y = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){6, 130});
@@ -245,7 +261,8 @@ Test(pointwise, break_point_3d_middle_broadcast) {
   cf_fusion_add_input(f, z);
   cf_tv *s = cf_add(f, x, cf_broadcast(f, y, 3, (bool[]){false, true, false}));
   cf_fusion_add_output(f, cf_mul(f, s, cf_broadcast(f, z, 3, (bool[]){true, false, true})));
-  check_2d("break=2 vector=2 threads=128", 3, (KcInput[]){F32(6, 50, 130), F32(6, 130), F32(50)}, 1e-6);
+  check_2d("break=none (vectors of 2 along rows, 4 along the flat tensor) vector=4 threads=128", 3,
+           (KcInput[]){F32(6, 50, 130), F32(6, 130), F32(50)}, 1e-6);
 }
 
 /* A bias along the innermost axis of [5, 3, 700]: the smaller outer half is [5, 3]. */
