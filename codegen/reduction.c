@@ -77,28 +77,25 @@ static void linear(StrBuf *b, const bool *reduced, bool want) {
   sb_free(&stride);
 }
 
-/* Warp-local: xor shuffles from lanes / 2 down to 1 fold each group of `lanes` lanes (a
- * row within a warp); every lane ends with its row's value. No workspace, no barrier. */
-static void lanes_form(Emitter *e, const KNode *n) {
+/* The accumulator folded with the lanes at xor distances from `first` down to `last`. */
+static void xor_shuffles(Emitter *e, const KNode *n, int first, int last) {
   const char *v = n->u.acc.var;
   char *sh = combine(e, n, v, "__shfl_xor_sync(0xffffffffu, cf_v, cf_o)");
-  cg_line(e, "for (int cf_o = %d; cf_o > 0; cf_o >>= 1) {", n->u.acc.lanes / 2);
+  if (last == 1) cg_line(e, "for (int cf_o = %d; cf_o > 0; cf_o >>= 1) {", first);
+  else cg_line(e, "for (int cf_o = %d; cf_o >= %d; cf_o >>= 1) {", first, last);
   cg_line(e, "  %s cf_v = %s;", cg_ctype(n->u.acc.dtype), v);
   cg_line(e, "  %s = %s;", v, sh);
   cg_line(e, "}");
   free(sh);
 }
 
+/* Warp-local: xor shuffles from lanes / 2 down to 1 fold each group of `lanes` lanes (a
+ * row within a warp); every lane ends with its row's value. No workspace, no barrier. */
+static void lanes_form(Emitter *e, const KNode *n) { xor_shuffles(e, n, n->u.acc.lanes / 2, 1); }
+
 static void warp_form(Emitter *e, const KNode *n) {
   const char *v = n->u.acc.var;
-  int stride = n->u.acc.warp_stride;
-  char *sh = combine(e, n, v, "__shfl_xor_sync(0xffffffffu, cf_v, cf_o)");
-  if (stride == 1) cg_line(e, "for (int cf_o = 16; cf_o > 0; cf_o >>= 1) {");
-  else cg_line(e, "for (int cf_o = 16; cf_o >= %d; cf_o >>= 1) {", stride);
-  cg_line(e, "  %s cf_v = %s;", cg_ctype(n->u.acc.dtype), v);
-  cg_line(e, "  %s = %s;", v, sh);
-  cg_line(e, "}");
-  free(sh);
+  xor_shuffles(e, n, 16, n->u.acc.warp_stride);
   char *w;
   if (n->u.acc.reduce[0]) { /* threadIdx.x: groups (y, z), blockDim.x / 32 warps each */
     cg_line(e, "const int cf_nw = (int)blockDim.x / 32;");
