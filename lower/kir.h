@@ -97,6 +97,10 @@ void kx_range(KxScope *s, const KExpr *e, int64_t *lo, int64_t *hi);
  * value at every point of the ranges, wherever e is defined. New nodes live in the arena
  * the scope was made in; e itself is returned when no rule applies. */
 KExpr *kx_simplify(KxScope *s, KExpr *e);
+/* Whether bound term u (a comparison) implies bound term t over the scope's ranges, by
+ * the rules of kx_implies.c (a split's, a merge's and a modulo's bound); false when no
+ * rule proves it. */
+bool kx_implies(KxScope *s, const KExpr *u, const KExpr *t);
 /* Prints in C syntax; `param_name(i)` gives the parameter's name ("T0"). */
 void kx_print(StrBuf *b, const KExpr *e, const char *const *param_names);
 

@@ -115,14 +115,28 @@ static void record_varies(LowerCtx *c, const KNode *op) {
   an_uniformity_record(&c->uniform, op->u.op.src, value_varies(c, op), spans);
 }
 
-/* The bound terms of op not proven true, conjoined onto p. */
+/* Whether bound term i of op is needed: not a repeat of an earlier one, not proven true,
+ * not implied by another term still kept (kx_implies.c). A term is dropped only for one
+ * kept when it is decided, so each dropped term follows from the terms finally kept. */
+static bool term_needed(KxScope *r, const KNode *op, const bool *kept, int i) {
+  KExpr *t = op->u.op.bounds[i];
+  for (int j = 0; j < i; j++)
+    if (kx_equal(t, op->u.op.bounds[j])) return false;
+  if (provably_true(r, t)) return false;
+  for (int j = 0; j < op->u.op.nbounds; j++)
+    if (j != i && kept[j] && !kx_equal(t, op->u.op.bounds[j]) && kx_implies(r, op->u.op.bounds[j], t)) return false;
+  return true;
+}
+
+/* The bound terms of op that term_needed keeps, conjoined onto p in their order. */
 static KExpr *bounds_of(LowerCtx *c, KxScope *r, const KNode *op, KExpr *p) {
-  for (int i = 0; i < op->u.op.nbounds; i++) {
-    KExpr *t = op->u.op.bounds[i];
-    bool dup = false;
-    for (int j = 0; j < i; j++) dup |= kx_equal(t, op->u.op.bounds[j]);
-    if (!dup && !provably_true(r, t)) p = kx_bin(c->a, OP_AND, p, t);
-  }
+  int n = op->u.op.nbounds;
+  bool *kept = ARENA_ARRAY(c->a, bool, n);
+  if (!kept) lower_fail(c, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
+  for (int i = 0; i < n; i++) kept[i] = true;
+  for (int i = 0; i < n; i++) kept[i] = term_needed(r, op, kept, i);
+  for (int i = 0; i < n; i++)
+    if (kept[i]) p = kx_bin(c->a, OP_AND, p, op->u.op.bounds[i]);
   return p;
 }
 

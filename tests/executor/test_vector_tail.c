@@ -5,7 +5,9 @@
  * count symbolic, so each last vector may be partial), and a call whose input is a view at
  * a misaligned offset runs scalar, its plan saying why. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 
+#include "executor/exec_cuda.h"
 #include "test_util.h"
 
 TU_CACHE_SUITE(vector_tail);
@@ -90,4 +92,38 @@ Test(vector_tail, a_misaligned_view_runs_scalar) {
   view.byte_offset = 0;
   check_call(1, (const DLTensor *[]){&view}, 0, "vector=4 tail threads=128");
   cf_tensor_free(buf);
+}
+
+/* nvFuser's test_arithmetic_ops (-x, |x| and x + 1 of one [3, 4, 5] input) compiled for
+ * sm_90a by define and run, without a GPU: one flat axis in vectors of 4 with a tail, the
+ * innermost extent 5 constant. Its tail guards once carried x*4 + l < E beside the split's
+ * x < ceilDiv(E, 4) and the unmerged axes' (x*4 + l)/5/n1 < n0 and ((x*4 + l)/5) % n1 < n1,
+ * all implied by the first, and NVRTC 13.0 crashed compiling them (a segmentation fault
+ * inside nvrtcCompileProgram, most times): the guards keep the flat bound alone now
+ * (lower/kx_implies.c). Three fresh compiles (the disk cache off), each one NVRTC's. */
+Test(vector_tail, arithmetic_ops_kernel_compiles_for_sm_90a) {
+  if (!tu_nvrtc_or_note()) return;
+  setenv("CFUSER_CACHE", "0", 1);
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 3);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_neg(f, x));
+  cf_fusion_add_output(f, cf_abs(f, x));
+  cf_fusion_add_output(f, cf_add_scalar(f, x, 1.0));
+  DLManagedTensor *in = rand_tensor(CF_FLOAT, 3, (int64_t[]){3, 4, 5}, 7);
+  const DLTensor *ins[1] = {&in->dl_tensor};
+  const cf_executor_options sm90 = {.backend = CF_BACKEND_CUDA, .arch = "sm_90a"};
+  for (int i = 0; i < 3; i++) {
+    cf_fusion_cache *cc = cf_fusion_cache_create(f, &sm90);
+    DLManagedTensor *outs[3] = {0};
+    int64_t before = exec_nvrtc_compile_count();
+    cf_status s = cf_fusion_execute(cc, 1, ins, 3, outs);
+    cr_expect_eq(exec_nvrtc_compile_count() - before, 1, "one NVRTC compile");
+    cr_expect(s == CF_OK || strstr(cf_fusion_cache_error(cc), "compiled for sm_90a without a matching device"),
+              "%s", cf_fusion_cache_error(cc));
+    cr_expect_str_eq(cf_fusion_cache_last_params(cc, 0), "vector=4 threads=128");
+    for (int o = 0; o < 3; o++) cf_tensor_free(outs[o]);
+    cf_fusion_cache_destroy(cc);
+  }
+  cf_tensor_free(in);
+  unsetenv("CFUSER_CACHE");
 }
