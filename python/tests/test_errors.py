@@ -39,7 +39,13 @@ class FakeCuda:
         return (_capi.KDLCUDA, 0)
 
     def __dlpack__(self, stream=None):
-        return _capi.new_capsule(ctypes.addressof(self._m))  # no deleter: nothing is freed
+        # A capsule without a destructor: this object owns the DLManagedTensor, and the
+        # capsule may outlive it (a traceback keeps execute's frame, and its capsules, until
+        # the collector takes them, in any order); _capi.new_capsule's destructor would read
+        # the freed struct's deleter.
+        new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+            ("PyCapsule_New", ctypes.pythonapi))
+        return new(ctypes.addressof(self._m), b"dltensor", None)
 
 
 def raises(cls, message, fn, *args):
