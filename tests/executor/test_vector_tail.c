@@ -118,8 +118,8 @@ Test(vector_tail, arithmetic_ops_kernel_compiles_for_sm_90a) {
     int64_t before = exec_nvrtc_compile_count();
     cf_status s = cf_fusion_execute(cc, 1, ins, 3, outs);
     cr_expect_eq(exec_nvrtc_compile_count() - before, 1, "one NVRTC compile");
-    cr_expect(s == CF_OK || strstr(cf_fusion_cache_error(cc), "compiled for sm_90a without a matching device"),
-              "%s", cf_fusion_cache_error(cc));
+    /* compiled; the run then refuses (no device, or this host memory on one) */
+    cr_expect(s == CF_OK || strncmp(cf_fusion_cache_error(cc), "run: ", 5) == 0, "%s", cf_fusion_cache_error(cc));
     cr_expect_str_eq(cf_fusion_cache_last_params(cc, 0), "vector=4 threads=128");
     for (int o = 0; o < 3; o++) cf_tensor_free(outs[o]);
     cf_fusion_cache_destroy(cc);
