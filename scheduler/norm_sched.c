@@ -67,7 +67,12 @@
  *      its SM reduce theirs keeps more loads in flight than a few blocks alternating;
  *   2. shared memory, the projected inputs' rows: t = min(t_max, n in whole warps),
  *      p = ceil(n / t); taken when p * t * v * projected bytes plus the reductions'
- *      workspaces (NORM_WORKSPACE_BYTES per thread each) fit smem_per_block. Each thread
+ *      workspaces (NORM_WORKSPACE_BYTES per thread each) fit smem_per_block, and v > 1:
+ *      a row of scalars (an odd length: 50257) ran far slower there than multipass on the
+ *      H200 (gpu_vocab, GB/s, eager beside: softmax f32 1335 x 50257 409 against 1035
+ *      (eager 1892), 4096 x 50257 444 against 1168, log-softmax f32 413 against 1088,
+ *      layer norm f32 965 against 1288), while vectors of 4 kept it ahead (softmax f32
+ *      4096 x 32000 2461 against 2159; eager 2421); v = 2 is not measured. Each thread
  *      writes its vectors of the row into shared memory and reads back only those (no
  *      barrier), through a register copy per reader (vector loads, no bank conflicts);
  *      parameters are read from global memory by the pass that needs them;
@@ -375,7 +380,7 @@ static bool plan_params(const SchedCall *call, NormPlan *p, cf_fusion *f, char *
   if (plan_registers(d, p)) return true;
   q->symbolic = false; /* shared memory and multipass split by threads: a symbolic count of chunks */
   q->mode = SCHED_NORM_SHARED;
-  if (!p->symbolic && plan_shared(d, p)) return true;
+  if (!p->symbolic && q->vec > 1 && plan_shared(d, p)) return true;
   q->mode = SCHED_NORM_MULTIPASS;
   q->vec = p->symbolic ? 1 : q->vec;
   return plan_multipass(d, p, why);

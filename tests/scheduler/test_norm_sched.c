@@ -253,21 +253,23 @@ Test(norm_sched, softmax_of_a_vector_over_the_grid) {
 }
 
 /* Softmax in float, bfloat16 and half through registers, shared memory and multipass:
- * primes (vector 1), multiples of 4 and 8, 1 to 5 rows. */
+ * primes (vector 1: registers or multipass, never shared memory), multiples of 4 and 8,
+ * 1 to 5 rows. */
 Test(norm_sched, softmax_each_branch) {
   sc_dev = &tiny;
   static const Case cases[] = {
       {CF_FLOAT, 3, 1000, "registers threads=32 persistent=8 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, 2, 1009, "registers threads=64 persistent=16 vector=1 rows=blockIdx.x"},
-      {CF_FLOAT, 5, 1031, "shared threads=64 persistent=17 vector=1 rows=blockIdx.x"},
+      {CF_FLOAT, 5, 1031, "multipass threads=32 chunks=33 vector=1 rows=blockIdx.x online_softmax"},
       {CF_FLOAT, 4, 1500, "shared threads=64 persistent=6 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, 3, 1999, "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x online_softmax"},
       {CF_FLOAT, 2, 4096, "multipass threads=32 chunks=32 vector=4 rows=blockIdx.x online_softmax"},
       {CF_BFLOAT16, 3, 2048, "registers threads=32 persistent=8 vector=8 rows=blockIdx.x"},
-      {CF_BFLOAT16, 2, 2053, "shared threads=64 persistent=33 vector=1 rows=blockIdx.x"},
+      {CF_BFLOAT16, 2, 2053, "multipass threads=32 chunks=65 vector=1 rows=blockIdx.x online_softmax"},
+      {CF_BFLOAT16, 2, 2560, "shared threads=64 persistent=5 vector=8 rows=blockIdx.x"},
       {CF_BFLOAT16, 2, 5000, "multipass threads=32 chunks=20 vector=8 rows=blockIdx.x online_softmax"},
       {CF_HALF, 3, 1024, "registers threads=32 persistent=4 vector=8 rows=blockIdx.x"},
-      {CF_HALF, 2, 3001, "shared threads=64 persistent=47 vector=1 rows=blockIdx.x"},
+      {CF_HALF, 2, 3001, "multipass threads=32 chunks=94 vector=1 rows=blockIdx.x online_softmax"},
       {CF_HALF, 2, 8191, "multipass threads=32 chunks=256 vector=1 rows=blockIdx.x online_softmax"},
   };
   run_cases(cases, sizeof cases / sizeof cases[0], softmax_2d);
@@ -361,7 +363,7 @@ Test(norm_sched, layernorm_with_keepdim_mean_and_invstd_outputs) {
       {CF_FLOAT, 3, 100, "registers threads=32x2 persistent=1 vector=4 rows=blockIdx.x"},
       {CF_BFLOAT16, 2, 1024, "registers threads=32x2 persistent=8 vector=4 rows=blockIdx.x buffers=inputs"},
       {CF_FLOAT, 2, 1500, "shared threads=64 persistent=6 vector=4 rows=blockIdx.x"},
-      {CF_HALF, 3, 3001, "shared threads=64 persistent=47 vector=1 rows=blockIdx.x"},
+      {CF_HALF, 3, 3001, "multipass threads=32 chunks=94 vector=1 rows=blockIdx.x"},
       {CF_HALF, 3, 4099, "multipass threads=32 chunks=129 vector=1 rows=blockIdx.x"},
   };
   run_cases(cases, sizeof cases / sizeof cases[0], layernorm_var_mean);
@@ -415,7 +417,7 @@ Test(norm_sched, vocabulary_rows_on_an_h100) {
   planned(1, &IN(CF_BFLOAT16, 132, 32000), "registers threads=1024 persistent=4 vector=8 rows=blockIdx.x buffers=inputs");
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){132, 50257}, false);
-  planned(1, &IN(CF_FLOAT, 132, 50257), "shared threads=1024 persistent=50 vector=1 rows=blockIdx.x");
+  planned(1, &IN(CF_FLOAT, 132, 50257), "multipass threads=512 chunks=99 vector=1 rows=blockIdx.x online_softmax");
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){132, 128256}, false);
   planned(1, &IN(CF_FLOAT, 132, 128256), "multipass threads=512 chunks=63 vector=4 rows=blockIdx.x online_softmax");
