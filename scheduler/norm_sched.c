@@ -67,12 +67,16 @@
  *      its SM reduce theirs keeps more loads in flight than a few blocks alternating;
  *   2. shared memory, the projected inputs' rows: t = min(t_max, n in whole warps),
  *      p = ceil(n / t); taken when p * t * v * projected bytes plus the reductions'
- *      workspaces (NORM_WORKSPACE_BYTES per thread each) fit smem_per_block, and v > 1:
- *      a row of scalars (an odd length: 50257) ran far slower there than multipass on the
- *      H200 (gpu_vocab, GB/s, eager beside: softmax f32 1335 x 50257 409 against 1035
- *      (eager 1892), 4096 x 50257 444 against 1168, log-softmax f32 413 against 1088,
- *      layer norm f32 965 against 1288), while vectors of 4 kept it ahead (softmax f32
- *      4096 x 32000 2461 against 2159; eager 2421); v = 2 is not measured. Each thread
+ *      workspaces (NORM_WORKSPACE_BYTES per thread each) fit smem_per_block. A row of
+ *      scalars (v = 1: an odd length) takes it only for projected elements narrower than
+ *      4 bytes and blocks of at most two thirds of an SM's shared memory; measured on the
+ *      H200 (gpu_vocab, softmax of 2^26 elements, GB/s shared against multipass, eager
+ *      beside): f32 rows of 30011 to 50257 (120 to 201 KiB) 496 .. 420 against 1100 ..
+ *      1048 (eager 2568 .. 1905; log-softmax and layer norm f32 of 50257 alike: 413 / 965
+ *      against 1088 / 1288); bf16 rows of 40009, 50257, 65537 (96 to 147 KiB) 891, 839,
+ *      713 against 656, 622, 606, but of 80021 and 100003 (176, 216 KiB) 456 and 259
+ *      against 535 and 570. Vectors of 4 keep it ahead (softmax f32 4096 x 32000 2461
+ *      against 2159; eager 2421). Each thread
  *      writes its vectors of the row into shared memory and reads back only those (no
  *      barrier), through a register copy per reader (vector loads, no bank conflicts);
  *      parameters are read from global memory by the pass that needs them;
@@ -303,7 +307,10 @@ static bool plan_shared(const SchedDevice *d, NormPlan *p) {
   q->project = true;
   int64_t bytes = q->persist * q->threads * q->vec * p->buf.projected + 16 * (int64_t)p->r.nreds +
                   NORM_WORKSPACE_BYTES * q->threads * p->r.nreds;
-  return p->buf.projected > 0 && bytes <= d->smem_per_block;
+  if (p->buf.projected <= 0 || bytes > d->smem_per_block) return false;
+  /* a row of scalars: shared memory only for elements narrower than 4 bytes in at most
+   * two thirds of an SM's shared memory, else multipass (measured above) */
+  return q->vec > 1 || (p->buf.projected < 4 && 3 * bytes <= 2 * d->smem_per_sm);
 }
 
 /* Rule 3: one pass over the row per reduction, then the epilogue. */
@@ -380,7 +387,7 @@ static bool plan_params(const SchedCall *call, NormPlan *p, cf_fusion *f, char *
   if (plan_registers(d, p)) return true;
   q->symbolic = false; /* shared memory and multipass split by threads: a symbolic count of chunks */
   q->mode = SCHED_NORM_SHARED;
-  if (!p->symbolic && q->vec > 1 && plan_shared(d, p)) return true;
+  if (!p->symbolic && plan_shared(d, p)) return true;
   q->mode = SCHED_NORM_MULTIPASS;
   q->vec = p->symbolic ? 1 : q->vec;
   return plan_multipass(d, p, why);

@@ -253,8 +253,8 @@ Test(norm_sched, softmax_of_a_vector_over_the_grid) {
 }
 
 /* Softmax in float, bfloat16 and half through registers, shared memory and multipass:
- * primes (vector 1: registers or multipass, never shared memory), multiples of 4 and 8,
- * 1 to 5 rows. */
+ * primes (vector 1: shared memory only for a row of narrower elements), multiples of 4
+ * and 8, 1 to 5 rows. */
 Test(norm_sched, softmax_each_branch) {
   sc_dev = &tiny;
   static const Case cases[] = {
@@ -265,7 +265,7 @@ Test(norm_sched, softmax_each_branch) {
       {CF_FLOAT, 3, 1999, "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x online_softmax"},
       {CF_FLOAT, 2, 4096, "multipass threads=32 chunks=32 vector=4 rows=blockIdx.x online_softmax"},
       {CF_BFLOAT16, 3, 2048, "registers threads=32 persistent=8 vector=8 rows=blockIdx.x"},
-      {CF_BFLOAT16, 2, 2053, "multipass threads=32 chunks=65 vector=1 rows=blockIdx.x online_softmax"},
+      {CF_BFLOAT16, 2, 2053, "shared threads=64 persistent=33 vector=1 rows=blockIdx.x"},
       {CF_BFLOAT16, 2, 2560, "shared threads=64 persistent=5 vector=8 rows=blockIdx.x"},
       {CF_BFLOAT16, 2, 5000, "multipass threads=32 chunks=20 vector=8 rows=blockIdx.x online_softmax"},
       {CF_HALF, 3, 1024, "registers threads=32 persistent=4 vector=8 rows=blockIdx.x"},
@@ -401,7 +401,9 @@ Test(norm_sched, define_and_run_softmax_and_log_softmax_each_branch) {
 /* Where the rows live on an H100 (132 SMs, 64K registers and 227 KiB of shared memory per
  * block): registers while a block's threads keep what their registers hold (544 threads of
  * 31 floats; 1024 threads hold 16 floats each, 32 of a bfloat16 row kept as its input),
- * then shared memory, then multipass; vocabulary sizes. 132 rows: a block per SM, no grid
+ * then shared memory (for a row of scalars only of elements narrower than a float, within
+ * two thirds of the SM's: bfloat16 of 50257, not float), then multipass; vocabulary
+ * sizes. 132 rows: a block per SM, no grid
  * split (fewer rows split each across blocks: grid_rows_on_an_h100). */
 Test(norm_sched, vocabulary_rows_on_an_h100) {
   softmax(CF_FLOAT, 2, (int64_t[]){132, 16384}, false);
@@ -418,6 +420,9 @@ Test(norm_sched, vocabulary_rows_on_an_h100) {
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){132, 50257}, false);
   planned(1, &IN(CF_FLOAT, 132, 50257), "multipass threads=512 chunks=99 vector=1 rows=blockIdx.x online_softmax");
+  fresh();
+  softmax(CF_BFLOAT16, 2, (int64_t[]){132, 50257}, false);
+  planned(1, &IN(CF_BFLOAT16, 132, 50257), "shared threads=1024 persistent=50 vector=1 rows=blockIdx.x");
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){132, 128256}, false);
   planned(1, &IN(CF_FLOAT, 132, 128256), "multipass threads=512 chunks=63 vector=4 rows=blockIdx.x online_softmax");
