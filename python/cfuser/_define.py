@@ -43,6 +43,22 @@ def _strides(array: Any) -> Optional[List[int]]:
     return [int(s) // size for s in st]
 
 
+
+def pairs_as_elements(sizes: List[int], stride_order: Optional[Sequence[int]]) -> List[int]:
+    """The shape in Float4_e2m1fn elements of a Float4_e2m1fn_x2 shape in bytes (nvFuser's
+    translation): the fastest axis (stride order 0, else the last) twice as long; a size
+    read at run time stays one (the call's bytes are counted as elements at execute)."""
+    if not sizes:
+        raise InvalidArgumentError("define_tensor: a 0-d Float4_e2m1fn_x2 tensor (one byte, two elements); a "
+                                   "packed tensor needs an axis to hold its pairs")
+    fastest = len(sizes) - 1
+    if stride_order is not None and 0 in list(stride_order):
+        fastest = list(stride_order).index(0)
+    out = list(sizes)
+    if out[fastest] >= 0:
+        out[fastest] *= 2
+    return out
+
 class DefineMixin:
     """define_tensor, define_scalar, define_vector, from_pytorch and add_output."""
 
@@ -109,6 +125,9 @@ class DefineMixin:
         shape = list(shape)
         check_rank(len(shape), "define_tensor")
         szs = [check_size(s, i) for i, s in enumerate(shape)]
+        dt = as_dtype(dtype, pairs=True)
+        if dt is DataType.Float4_e2m1fn_x2:  # bytes of two elements: twice the fastest axis, in elements
+            szs, dt = pairs_as_elements(szs, stride_order), DataType.Float4_e2m1fn
         if contiguity is None or isinstance(contiguity, bool):
             flags: List[Optional[bool]] = [None if s == 1 else (True if contiguity is None else contiguity)
                                            for s in szs]
@@ -121,7 +140,7 @@ class DefineMixin:
                 raise InvalidArgumentError(f"define_tensor: Length of contiguity argument ({len(flags)}) must match "
                                            f"that of shape argument ({len(szs)})")
             order = normalize_stride_order(stride_order, len(szs))
-        return self._tensor_input(szs, flags, as_dtype(dtype), order)
+        return self._tensor_input(szs, flags, dt, order)
 
     def _define_from_strides(self, sizes: Sequence[int], strides: Sequence[int], dtype: Any,
                              static_sizes: bool) -> Tensor:
@@ -129,6 +148,9 @@ class DefineMixin:
             raise InvalidArgumentError(f"define_tensor: The number of sizes ({len(sizes)}) does not match the number "
                                        f"of strides ({len(strides)}).")
         check_rank(len(sizes), "define_tensor")
+        if as_dtype(dtype, pairs=True) is DataType.Float4_e2m1fn_x2:  # sizes and strides in bytes of two
+            sizes, elem_strides = _packed.element_layout(sizes, strides)
+            strides, dtype = elem_strides or [], DataType.Float4_e2m1fn
         contiguity, order = compute_tensor_descriptor(list(sizes), list(strides))
         shape = [int(s) if static_sizes or s == 1 else -1 for s in sizes]
         return self._tensor_input(shape, contiguity, as_dtype(dtype), normalize_stride_order(order, len(sizes)))

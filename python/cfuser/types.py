@@ -40,6 +40,11 @@ class DataType(enum.IntEnum):
     # type, packed two to a byte in tensors (DLPack code 17, 4 bits; torch's
     # float4_e2m1fn_x2 counts the bytes), cast to and from the wider floats only.
     Float4_e2m1fn = 15
+    # nvFuser's Float4_e2m1fn_x2: torch's float4_e2m1fn_x2, one byte of two Float4_e2m1fn
+    # elements. Only define_tensor takes it, as nvFuser does: its shape counts bytes, and
+    # the input is the Float4_e2m1fn tensor of twice as many elements along its fastest
+    # axis. Like Null, a frontend value (negative), never a tensor's dtype in C.
+    Float4_e2m1fn_x2 = -2
 
 
 # The C library's printed name of each DataType (cf_dtype_name), and the NumPy-style name
@@ -79,10 +84,14 @@ _ALIASES = {"int64": DataType.Int, "long": DataType.Int, "int": DataType.Int32, 
             "cfloat": DataType.ComplexFloat, "cdouble": DataType.ComplexDouble}
 
 
-def as_dtype(dtype: object) -> DataType:
+def as_dtype(dtype: object, pairs: bool = False) -> DataType:
     """A DataType from itself, a name ("Float", "float32", "torch.float32"), a NumPy dtype
-    or a torch.dtype."""
+    or a torch.dtype. DataType.Float4_e2m1fn_x2 only where pairs is True (define_tensor)."""
     if isinstance(dtype, DataType):
+        if dtype is DataType.Float4_e2m1fn_x2 and not pairs:
+            raise InvalidArgumentError("DataType.Float4_e2m1fn_x2 is one byte of two Float4_e2m1fn elements (torch's "
+                                       "float4_e2m1fn_x2): define_tensor takes it, its shape counting bytes; "
+                                       "elsewhere use DataType.Float4_e2m1fn")
         return dtype
     if not isinstance(dtype, str) and dtype is not None:
         dtype = str(getattr(dtype, "name", None) or dtype)  # numpy.dtype('float32'), torch.float32

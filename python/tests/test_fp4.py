@@ -234,3 +234,38 @@ def test_torch_float4_e2m1fn_x2_in_and_out():
     out = t.from_dlpack(_dlpack.adopt(_dlpack.FRAMEWORKS["torch"], _capi.lib.cf_tensor_host(
         int(FP4), 2, (ctypes.c_int64 * 2)(2, 4)), "o"))
     assert out.dtype == t.float4_e2m1fn_x2 and tuple(out.shape) == (2, 2)
+
+
+def test_float4_e2m1fn_x2_in_define_tensor_counts_bytes():
+    """nvFuser's spelling: define_tensor(shape in bytes, dtype=Float4_e2m1fn_x2) is the
+    Float4_e2m1fn input of twice as many elements along its fastest axis (the last, or
+    stride order 0); -1 stays a size read at run time. Anywhere else the dtype is refused,
+    naming what to use."""
+    for shape, order in (([2, 2], None), ([-1, -1], None), ([2, -1], None), ([2, 2], [1, 0])):
+        with FusionDefinition() as fd:
+            x = fd.define_tensor(shape, dtype=DataType.Float4_e2m1fn_x2, stride_order=order)
+            fd.add_output(fd.ops.cast(x, DataType.Float))
+        assert x.dtype == FP4
+        (y,) = fd.execute([np.array(BYTES, np.uint8)])
+        assert y.tolist() == VALUES, (shape, order)
+        (y,) = fd.execute([Producer(np.array(BYTES, np.uint8), _packed.PAIRS, (2, 2))])  # torch's form
+        assert np.from_dlpack(y).tolist() == VALUES, (shape, order)
+    with FusionDefinition() as fd:  # stride order 0 names the fastest axis: axis 0 doubles
+        x = fd.define_tensor([3, 5], dtype=DataType.Float4_e2m1fn_x2, stride_order=[0, 1])
+        assert [int(x.size(0)), int(x.size(1))] == [6, 5]
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(sizes=[2, 2], strides=[2, 1], dtype=DataType.Float4_e2m1fn_x2)
+        fd.add_output(fd.ops.cast(x, DataType.Float))
+    (y,) = fd.execute([np.array(BYTES, np.uint8)])
+    assert y.tolist() == VALUES
+    msg = ("DataType.Float4_e2m1fn_x2 is one byte of two Float4_e2m1fn elements (torch's float4_e2m1fn_x2): "
+           "define_tensor takes it, its shape counting bytes; elsewhere use DataType.Float4_e2m1fn")
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([2, 4])
+        with pytest.raises(cfuser.InvalidArgumentError) as info:
+            fd.ops.cast(x, DataType.Float4_e2m1fn_x2)
+        assert str(info.value) == msg
+        with pytest.raises(cfuser.InvalidArgumentError) as info:
+            fd.define_tensor([], dtype=DataType.Float4_e2m1fn_x2)
+        assert str(info.value) == ("define_tensor: a 0-d Float4_e2m1fn_x2 tensor (one byte, two elements); a packed "
+                                   "tensor needs an axis to hold its pairs")
