@@ -8,9 +8,9 @@ shape [M, K] that DLPack exports as code 17, bits 4, lanes 2; NumPy, CuPy and a 
 without that dtype hold the bytes as uint8 [M, K], the definition's dtype saying what they
 hold. This module converts between the two at execute's boundary, without copies:
 
-- inputs: a tensor of such bytes becomes a view counting elements (PackedView: innermost
-  extent doubled, the other strides doubled; the innermost axis must be the bytes'
-  contiguous one, so that each byte holds two neighbours of one row);
+- inputs: a tensor of such bytes becomes a view counting elements (PackedView: the extent
+  of the bytes' contiguous axis doubled, the other strides doubled: each byte holds two
+  neighbours along that axis, the last one or, in a transposed view, another);
 - outputs: the library allocates bytes (byte_shape, pair_dtype) handed to C as elements
   the same way; one cfuser allocated is rewritten to bytes in place (to_pairs) before the
   library adopts it (a library without a dtype for the bytes, JAX, gets DLPack's form).
@@ -32,22 +32,46 @@ PAIRS = (KDL_FLOAT4_E2M1FN, 4, 2)  # torch's float4_e2m1fn_x2
 ELEMENTS = (KDL_FLOAT4_E2M1FN, 4, 1)  # DLPack's packed float4_e2m1fn
 
 
+def pair_axis(shape: Sequence[int], strides: Optional[Sequence[int]]) -> int:
+    """The axis whose neighbours share a byte: the bytes' contiguous one (stride 1, the last
+    such where several are, a transposed view's first), the last where none is or no
+    strides are known (as_elements refuses a tensor with none)."""
+    n = len(shape)
+    if strides is None or n == 0 or (n and strides[n - 1] == 1):
+        return n - 1
+    ones = [a for a in range(n) if strides[a] == 1 and shape[a] > 1]
+    return ones[-1] if ones else n - 1
+
+
 def element_layout(shape: Sequence[int], strides: Optional[Sequence[int]]) -> Tuple[List[int],
                                                                                     Optional[List[int]]]:
     """The shape and strides in elements of a tensor of bytes of two elements (shape and
-    strides in bytes; the innermost axis contiguous): innermost extent and outer strides
-    doubled. An empty tensor's strides mean nothing: row-major ones."""
+    strides in bytes): the pair axis (pair_axis: the contiguous one) twice as long, every
+    other stride doubled. An empty tensor's strides mean nothing: row-major ones."""
     shape = [int(s) for s in shape]
+    k = pair_axis(shape, strides)
     if shape:
-        shape[-1] *= 2
+        shape[k] *= 2
     if strides is None:
         return shape, None
     if 0 in shape:
         row, acc = [0] * len(shape), 1
-        for k in range(len(shape) - 1, -1, -1):
-            row[k], acc = acc, acc * shape[k]
+        for a in range(len(shape) - 1, -1, -1):
+            row[a], acc = acc, acc * shape[a]
         return shape, row
-    return shape, [int(s) * 2 for s in strides[:-1]] + [1]
+    return shape, [1 if a == k else int(st) * 2 for a, st in enumerate(strides)]
+
+
+def array_strides(x: Any) -> Optional[List[int]]:
+    """x's strides in its elements (torch's stride(), NumPy's bytes over its itemsize), or
+    None where it has none to tell."""
+    st = getattr(x, "stride", None)
+    if callable(st):
+        return [int(v) for v in st()]
+    st, item = getattr(x, "strides", None), getattr(getattr(x, "dtype", None), "itemsize", None)
+    if st is None or not item:
+        return None
+    return [int(v) // int(item) for v in st]
 
 
 def holds_pairs(x: Any, dtype: Optional[DataType]) -> bool:
@@ -60,7 +84,7 @@ def holds_pairs(x: Any, dtype: Optional[DataType]) -> bool:
 def element_shape(x: Any, dtype: Optional[DataType]) -> Tuple[int, ...]:
     """x's shape in elements of dtype (its own where it does not hold pairs)."""
     shape = [int(s) for s in x.shape]
-    return tuple(element_layout(shape, None)[0]) if shape and holds_pairs(x, dtype) else tuple(shape)
+    return tuple(element_layout(shape, array_strides(x))[0]) if shape and holds_pairs(x, dtype) else tuple(shape)
 
 
 class Sized:
@@ -142,11 +166,14 @@ def as_elements(ptr: int, dtype: Optional[DataType], what: str, keep: object) ->
     if t.ndim == 0:
         raise InvalidArgumentError(f"{what} is a 0-d {bytes_of} tensor (one byte, two elements); a packed "
                                    "tensor needs an innermost dimension to hold its pairs")
-    inner = t.ndim - 1
-    if t.strides and t.shape[inner] > 1 and t.strides[inner] != 1:
-        raise InvalidArgumentError(f"{what} ({bytes_of}, two elements per byte) has stride {t.strides[inner]} in its "
-                                   f"innermost dimension {inner}; a packed tensor's innermost dimension must be "
-                                   "contiguous (each byte holds two neighbours of a row): pass a contiguous copy")
+    n = int(t.ndim)
+    if t.strides:
+        shape, strides = [t.shape[i] for i in range(n)], [t.strides[i] for i in range(n)]
+        k = pair_axis(shape, strides)
+        if shape[k] > 1 and strides[k] != 1:
+            raise InvalidArgumentError(f"{what} ({bytes_of}, two elements per byte) has no dimension of stride 1 "
+                                       f"(strides {tuple(strides)}); each byte holds two neighbours along its "
+                                       "contiguous dimension: pass a copy with one")
     return PackedView(t, keep)
 
 

@@ -145,13 +145,11 @@ def test_refusals_name_the_tensor():
          "execute: input 0 has DLPack dtype float4_e2m1fn (code 17) with 4 lanes; cfuser takes lanes 1 (elements, two "
          "per byte: DLPack's form) or 2 (one byte of two elements: torch's float4_e2m1fn_x2)"),
         (np.zeros((4, 4), np.uint8)[:, ::2],
-         "execute: input 0 (uint8, two elements per byte) has stride 2 in its innermost dimension 1; a packed "
-         "tensor's innermost dimension must be contiguous (each byte holds two neighbours of a row): pass a "
-         "contiguous copy"),
-        (Producer(src, _packed.PAIRS, (2, 2), (1, 2)),
-         "execute: input 0 (float4_e2m1fn_x2, two elements per byte) has stride 2 in its innermost dimension 1; a "
-         "packed tensor's innermost dimension must be contiguous (each byte holds two neighbours of a row): pass a "
-         "contiguous copy"),
+         "execute: input 0 (uint8, two elements per byte) has no dimension of stride 1 (strides (4, 2)); each byte "
+         "holds two neighbours along its contiguous dimension: pass a copy with one"),
+        (Producer(src, _packed.PAIRS, (2, 2), (2, 4)),
+         "execute: input 0 (float4_e2m1fn_x2, two elements per byte) has no dimension of stride 1 (strides (2, 4)); "
+         "each byte holds two neighbours along its contiguous dimension: pass a copy with one"),
         (Producer(src, _packed.ELEMENTS, (2, 3)),
          "execute: input 0 (T0) has dtype __e2m1, two elements per byte, and innermost extent 3; it must be even"),
     ]
@@ -269,3 +267,22 @@ def test_float4_e2m1fn_x2_in_define_tensor_counts_bytes():
             fd.define_tensor([], dtype=DataType.Float4_e2m1fn_x2)
         assert str(info.value) == ("define_tensor: a 0-d Float4_e2m1fn_x2 tensor (one byte, two elements); a packed "
                                    "tensor needs an axis to hold its pairs")
+
+
+def test_transposed_bytes_pair_along_their_contiguous_axis():
+    """A transposed view of bytes (strides (1, 2)): each byte holds two neighbours along its
+    contiguous axis, the first, so the element view is [4, 2], element (i, j) nibble i % 2
+    of byte [i // 2, j]: the transpose of VALUES. NumPy's view and torch's form alike."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1], contiguity=[False, False], dtype=FP4)
+        fd.add_output(fd.ops.cast(x, DataType.Float))
+    want = np.array(VALUES).T.tolist()
+    (y,) = fd.execute([np.array(BYTES, np.uint8).T])
+    assert y.tolist() == want
+    (y,) = fd.execute([Producer(np.array(BYTES, np.uint8), _packed.PAIRS, (2, 2), (1, 2))])
+    assert np.from_dlpack(y).tolist() == want
+    with FusionDefinition() as fd:  # nvFuser's spelling: bytes [2, 2], axis 0 fastest
+        x = fd.define_tensor([2, 2], dtype=DataType.Float4_e2m1fn_x2, stride_order=[0, 1])
+        fd.add_output(fd.ops.cast(x, DataType.Float))
+    (y,) = fd.execute([np.array(BYTES, np.uint8).T])
+    assert y.tolist() == want
