@@ -61,13 +61,20 @@ typedef struct MmaShape {
   int bm, bn, bk, threads, stages;
 } MmaShape;
 
+static bool g_tile_warned; /* CFUSER_WGMMA_TILE's warning, given once a process */
+
 static MmaShape shape_of(const MmaTiles *t) {
   if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES};
   MmaShape sh = {WG_BM, WG_BN, WG_BK, WG_THREADS, WG_STAGES};
   const char *env = getenv("CFUSER_WGMMA_TILE");
   int bn, st;
-  if (env && sscanf(env, "%dx%d", &bn, &st) == 2 && bn > 0 && bn % WG_ATOM == 0 && bn <= 256 && st >= 2 && st <= 4)
+  char end;
+  if (!env || !*env) return sh;
+  if (sscanf(env, "%dx%d%c", &bn, &st, &end) == 2 && bn > 0 && bn % WG_ATOM == 0 && bn <= 256 && st >= 2 && st <= 4)
     sh.bn = bn, sh.stages = st;
+  else if (!__atomic_exchange_n(&g_tile_warned, true, __ATOMIC_RELAXED)) /* a heuristic has no error channel */
+    fprintf(stderr, "cfuser: CFUSER_WGMMA_TILE=\"%s\" ignored: expected <N>x<stages>, N a multiple of 64 up to 256 "
+                    "and 2 to 4 stages (e.g. 128x3); using %dx%d\n", env, WG_BN, WG_STAGES);
   return sh;
 }
 

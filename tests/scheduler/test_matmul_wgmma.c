@@ -7,6 +7,7 @@
  * sm_90a; the CUDA text holds the instruction, its descriptors' constant fields, the
  * group's fence, commit and wait, and the proxy fence before the barrier. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <string.h>
 
 #include "executor/fusion_cache.h"
@@ -202,6 +203,28 @@ Test(matmul_wgmma, other_tiles_by_the_environment) {
     free(kc_check(f, 2, in, 2e-2));
   }
   unsetenv("CFUSER_WGMMA_TILE");
+}
+
+/* A malformed CFUSER_WGMMA_TILE keeps the default tile and says so on stderr, once a
+ * process (a heuristic has no error channel); "128x3x" and "96x2" are malformed too. */
+Test(matmul_wgmma, a_malformed_tile_is_ignored_with_one_warning) {
+  cr_redirect_stderr();
+  static const char *const bad[] = {"wide", "128x3x", "96x2"};
+  for (int i = 0; i < 3; i++) {
+    setenv("CFUSER_WGMMA_TILE", bad[i], 1);
+    fresh();
+    cf_tv *a = tu_input(f, CF_BFLOAT16, 2, (int64_t[]){128, 64}), *b = tu_input(f, CF_BFLOAT16, 2, (int64_t[]){64, 256});
+    cf_fusion_add_output(f, cf_matmul(f, a, b));
+    SchedCall call = {0, NULL, &sched_device_h100};
+    char why[SCHED_WHY_MAX] = "";
+    SchedParams p;
+    cr_assert(sched_row_named("matmul")->plan(f, &call, &p, why), "%s", why);
+    cr_expect_str_eq(p.text, params("cp.async16", "cp.async16"));
+  }
+  unsetenv("CFUSER_WGMMA_TILE");
+  fflush(stderr);
+  cr_expect_stderr_eq_str("cfuser: CFUSER_WGMMA_TILE=\"wide\" ignored: expected <N>x<stages>, N a multiple of 64 up "
+                          "to 256 and 2 to 4 stages (e.g. 128x3); using 256x4\n");
 }
 
 /* Symbolic sizes (the row applied directly, no size to decide the fills from): the
