@@ -90,6 +90,11 @@ KxScope *kx_scope_new(Arena *a);
  * NULL (a comparison leaf < bound is then true). */
 void kx_scope_push(KxScope *s, const KExpr *leaf, int64_t lo, int64_t hi, const KExpr *bound);
 void kx_scope_pop(KxScope *s);
+/* The launch's ranges, for a walk over the whole kernel: for each thread and block index
+ * (dims[pt], its launch extent; NULL: 1), the extent in its range (at least 1) and the
+ * index in [0, extent - 1] below the extent. Popped with six pairs of kx_scope_pop, or
+ * never (a scope made for one walk). */
+void kx_scope_push_launch(KxScope *s, KExpr *const dims[CF_PT_COUNT]);
 /* The values e takes over the scope's ranges, [lo, hi] (C semantics, unbounded sides as
  * above; a computation that may wrap is unknown). */
 void kx_range(KxScope *s, const KExpr *e, int64_t *lo, int64_t *hi);

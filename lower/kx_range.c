@@ -37,6 +37,17 @@ void kx_scope_push(KxScope *s, const KExpr *leaf, int64_t lo, int64_t hi, const 
   s->gen++;
 }
 
+void kx_scope_push_launch(KxScope *s, KExpr *const dims[CF_PT_COUNT]) {
+  for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++) {
+    const KExpr *dim = dims[p] ? dims[p] : kx_const(s->a, 1);
+    int64_t lo, hi;
+    kx_range(s, dim, &lo, &hi);
+    if (lo < 1) lo = 1; /* a launch has at least one block and thread per dimension */
+    kx_scope_push(s, kx_thread(s->a, (cf_parallel_type)p, true), lo, hi, NULL);
+    kx_scope_push(s, kx_thread(s->a, (cf_parallel_type)p, false), 0, hi == KX_POS_INF ? hi : hi - 1, dim);
+  }
+}
+
 void kx_scope_pop(KxScope *s) {
   if (s->nleaves > 0) s->nleaves--;
   s->gen++;

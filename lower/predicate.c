@@ -234,11 +234,7 @@ static void on_op(KMutator *m, KNode *n, KBlock *out) {
 void lower_predicate(LowerCtx *c) {
   if (!an_uniformity_init(&c->uniform, c->a, c->f->vals.len)) lower_fail(c, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
   PredWalk w = {c, kx_scope_new(c->a)};
-  for (int p = CF_PT_TIDX; p <= CF_PT_BIDZ; p++) { /* a thread index of a constant launch dimension */
-    int64_t ext;
-    if (c->pdim[p] && kx_is_const(c->pdim[p], &ext) && ext >= 1)
-      kx_scope_push(w.r, kx_thread(c->a, (cf_parallel_type)p, false), 0, ext - 1, NULL);
-  }
+  kx_scope_push_launch(w.r, c->pdim); /* each thread index below its launch dimension */
   KMutator m = {.arena = c->a, .fn = {[KN_FOR] = on_loop, [KN_OP] = on_op}, .user = &w};
   kir_mutate(&m, &c->k->body);
 }

@@ -41,20 +41,14 @@ static void accesses(Simp *p, KAccess *x, int n) {
 
 /* ---- scopes -------------------------------------------------------------------------------- */
 
-/* The launch's ranges, for the whole kernel: index in [0, extent - 1] below the extent. */
+/* The launch's ranges, for the whole kernel (kx_scope_push_launch over its grid and block). */
 static void push_launch(Simp *p) {
-  static const cf_parallel_type types[] = {CF_PT_TIDX, CF_PT_TIDY, CF_PT_TIDZ, CF_PT_BIDX, CF_PT_BIDY, CF_PT_BIDZ};
-  Arena *a = p->k->arena;
-  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-    cf_parallel_type pt = types[i];
-    int d = ir_ptype_launch_dim(pt);
-    KExpr *dim = ir_ptype_is_block(pt) ? p->k->grid[d] : p->k->block[d];
-    int64_t lo, hi;
-    kx_range(p->s, dim, &lo, &hi);
-    if (lo < 1) lo = 1; /* a launch has at least one block and thread per dimension */
-    kx_scope_push(p->s, kx_thread(a, pt, true), lo, hi, NULL);
-    kx_scope_push(p->s, kx_thread(a, pt, false), 0, hi == INT64_MAX ? hi : hi - 1, dim);
+  KExpr *dims[CF_PT_COUNT] = {0};
+  for (int pt = CF_PT_TIDX; pt <= CF_PT_BIDZ; pt++) {
+    int d = ir_ptype_launch_dim((cf_parallel_type)pt);
+    dims[pt] = ir_ptype_is_block((cf_parallel_type)pt) ? p->k->grid[d] : p->k->block[d];
   }
+  kx_scope_push_launch(p->s, dims);
 }
 
 /* A serial loop's variable within its body: [0, extent - 1], below the extent. */
