@@ -95,9 +95,22 @@ bool ir_mma_match(Val *r, const IrMmaInstr *in, int m_root, IrMmaPattern *p, cha
   return true;
 }
 
-int ir_mma_root_axis(Val *r, Val *id) {
-  while (id->def && id->def->op == OP_SPLIT) id = id->def->in[0];
+int ir_mma_root_axes(Val *r, Val *id, int *out, int max) {
   for (int i = 0; i < TV(r)->nroot; i++)
-    if (TV(r)->root[i] == id) return i;
-  return -1;
+    if (TV(r)->root[i] == id) {
+      if (max < 1) return -1;
+      out[0] = i;
+      return 1;
+    }
+  if (id->def && id->def->op == OP_SPLIT) return ir_mma_root_axes(r, id->def->in[0], out, max);
+  if (!id->def || id->def->op != OP_MERGE) return -1;
+  int n = ir_mma_root_axes(r, id->def->in[0], out, max);
+  int m = n < 0 ? -1 : ir_mma_root_axes(r, id->def->in[1], out + n, max - n);
+  return m < 0 ? -1 : n + m;
+}
+
+int ir_mma_root_axis(Val *r, Val *id) {
+  int roots[CF_MAX_RANK + 1];
+  int n = ir_mma_root_axes(r, id, roots, CF_MAX_RANK + 1);
+  return n > 0 ? roots[n - 1] : -1;
 }

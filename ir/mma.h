@@ -61,7 +61,10 @@ typedef struct IrMmaPattern {
 /* Matches r against the pattern, its M axis being root axis m_root of r; false with a
  * message in why (`what`-prefixed, naming the tensors and the rule) when it does not hold. */
 bool ir_mma_match(Val *r, const IrMmaInstr *in, int m_root, IrMmaPattern *p, char *why, size_t nwhy, const char *what);
-/* r's root axis a loop axis of r derives from alone through splits (-1: none, or a merge). */
+/* The root axes of r that axis id of r derives from through splits and merges, outer to
+ * inner, written to out; their count, or -1 (another transform, or more than max). */
+int ir_mma_root_axes(Val *r, Val *id, int *out, int max);
+/* The innermost of them (a merged M: a batch of A alone with M), or -1. */
 int ir_mma_root_axis(Val *r, Val *id);
 
 #endif

@@ -111,7 +111,7 @@ static void fill_of(Val *r, Val *operand, bool is_b, MmaFill *o) {
 bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, const SchedDevice *dev, MmaTiles *t) {
   Expr *mul = r->def->in[0]->def;
   Val *u = cast_input(mul->in[0]), *v = cast_input(mul->in[1]);
-  if (!u || !v || u->dtype != v->dtype || m_axes != 1 || n_axes != 1) return false;
+  if (!u || !v || u->dtype != v->dtype || m_axes < 1 || n_axes < 1) return false;
   cf_fusion *f = r->fusion;
   /* an input operand becomes its tile's copy (stage_operands): only when the cast is its one reader */
   if ((ir_tv_is_input(f, u) && u->uses.len != 1) || (ir_tv_is_input(f, v) && v->uses.len != 1) || r->dtype != CF_FLOAT)

@@ -41,7 +41,8 @@ typedef struct MmaTiles {
 
 /* Whether the product fits the tensor-core schedule: the mul's operands are casts of half
  * or bfloat16 tensors (broadcasts of the inputs, or inputs with their broadcast axes read
- * only by the cast), one M and one N axis. Fills t (r, x, y, casts) when it does. */
+ * only by the cast), at least one M and one N axis (m_axes, n_axes: the row merges each
+ * role's into one). Fills t (r, x, y, casts) when it does. */
 bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, const SchedDevice *dev, MmaTiles *t);
 /* Block tile 128 x 128 x 32 of 2 x 2 warps (threadIdx.z, threadIdx.y) of 64 x 64 each:
  * 4 x 8 m16n8k16 instructions a K step; x and y in shared memory, loaded by all 128

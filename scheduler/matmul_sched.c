@@ -10,7 +10,8 @@
  *      broadcasts of other inputs (bias, residual), with outputs of R's kept rank;
  *   2. R is reordered to [batch.., M, N, K] (each role merged into one axis) and handed to
  *      a schedule: the tensor-core one (matmul_mma.c) when the operands are casts of half
- *      or bfloat16 tensors with one M and one N axis, else the SIMT one (matmul_simt.c:
+ *      or bfloat16 tensors (several M or N axes, a batch of one operand alone among them,
+ *      merged into one: its tiles cross from one into the next), else the SIMT one (matmul_simt.c:
  *      128 x 128 x 16 block tiles of 16 x 16 threads, 8 x 8 registers each, operands in
  *      shared memory, double-buffered); each names its tile and the operand tiles' fills
  *      in the params, decided from the sizes so that the plan and the schedule agree.

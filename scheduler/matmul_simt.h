@@ -1,6 +1,6 @@
 /* scheduler/matmul_simt.h: the matmul row's SIMT schedule (matmul_simt.c), called by
  * scheduler/matmul_sched.c for products that do not run on tensor cores (float and double
- * operands, or more than one M or N axis). */
+ * operands). */
 #ifndef CFUSER_SCHED_MATMUL_SIMT_H
 #define CFUSER_SCHED_MATMUL_SIMT_H
 

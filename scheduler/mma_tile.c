@@ -44,21 +44,37 @@ static bool axis_ok(cf_fusion *f, Val *r, int a, int64_t want, bool reduced, con
   return ok;
 }
 
-/* The roles of the M and N tiles: each derives from one root axis of r through splits,
- * the M one iterated by a alone, the N one by b alone. */
+/* Whether every root axis axis `a` of r derives from (through splits and merges) is
+ * iterated by `it` and broadcast by `bc`: an M axis (a batch of A alone merged with M is
+ * one) or an N axis. */
+static bool all_roots(Val *r, int a, Val *it, Val *bc) {
+  int roots[CF_MAX_RANK + 1];
+  int n = ir_mma_root_axes(r, TV(r)->loop[a], roots, CF_MAX_RANK + 1);
+  for (int i = 0; i < n; i++)
+    if (ID(TV(bc)->logical[roots[i]])->iter_type != CF_ITER_BROADCAST ||
+        ID(TV(it)->logical[roots[i]])->iter_type == CF_ITER_BROADCAST)
+      return false;
+  return n > 0;
+}
+
+/* The roles of the M and N tiles: each derives from root axes of r through splits and
+ * merges, the M one's all iterated by a alone, the N one's by b alone. */
 static bool roles_ok(cf_fusion *f, Val *r, int a, const IrMmaInstr *in, IrMmaPattern *p) {
   char why[512];
-  int mr = ir_mma_root_axis(r, TV(r)->loop[a]), nr = ir_mma_root_axis(r, TV(r)->loop[a + 1]);
+  int mr = ir_mma_root_axis(r, TV(r)->loop[a]);
   if (!ir_mma_match(r, in, mr, p, why, sizeof why, "mma_tile"))
     return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "%s", why), false;
-  int kr = ir_mma_root_axis(r, TV(r)->loop[a + 2]);
-  bool n_ok = nr >= 0 && ID(TV(p->a)->logical[nr])->iter_type == CF_ITER_BROADCAST &&
-              ID(TV(p->b)->logical[nr])->iter_type != CF_ITER_BROADCAST;
-  if (!n_ok)
-    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d of %s is not an N axis: it must come "
-                       "from one root axis through splits, broadcast by %s and iterated by %s", a + 1,
+  int kroots[CF_MAX_RANK + 1];
+  int nk = ir_mma_root_axes(r, TV(r)->loop[a + 2], kroots, CF_MAX_RANK + 1);
+  if (!all_roots(r, a, p->a, p->b))
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d of %s is not an M axis: it must come "
+                       "from root axes through splits and merges, each iterated by %s and broadcast by %s", a,
                        TV(r)->display_name, TV(p->a)->display_name, TV(p->b)->display_name), false;
-  if (kr != p->k_axis)
+  if (!all_roots(r, a + 1, p->b, p->a))
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d of %s is not an N axis: it must come "
+                       "from root axes through splits and merges, each broadcast by %s and iterated by %s", a + 1,
+                       TV(r)->display_name, TV(p->a)->display_name, TV(p->b)->display_name), false;
+  if (nk != 1 || kroots[0] != p->k_axis)
     return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d of %s is not a split of its reduced axis",
                        a + 2, TV(r)->display_name), false;
   return true;

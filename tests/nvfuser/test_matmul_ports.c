@@ -339,9 +339,9 @@ Test(matmul_ports, AmpereProloguePointwise) {
 }
 
 /* MultipleConsecutiveDims: A [M1, M2, K], B [N1, N2, K], the product [M1, M2, N1, N2]
- * (nvFuser: on tensor cores, equal to the reference). Here two M and two N axes take the
- * row's tiled CUDA-core schedule (the tensor-core one has one M and one N axis; A's tile
- * a cast, B's K-major, swizzled): equal to the evaluator, a gap in speed only. */
+ * (nvFuser: on tensor cores, equal to the reference). Here too: the two M axes merge into
+ * one and the two N axes into another, and the tensor-core schedule's tiles cross from one
+ * M1 (N1) into the next: equal to the evaluator. */
 Test(matmul_ports, MultipleConsecutiveDims) {
   KcInput in[2];
   cf_tv *a = mp_input(3, (int64_t[]){9, 4, 40}, true, &in[0]), *b = mp_input(3, (int64_t[]){7, 2, 40}, true, &in[1]);
@@ -349,7 +349,7 @@ Test(matmul_ports, MultipleConsecutiveDims) {
   cf_tv *b5 = cf_broadcast(f, b, 5, (bool[]){true, true, false, false, false});
   cf_tv *prod = cf_mul(f, cf_cast(f, a5, CF_FLOAT), cf_cast(f, b5, CF_FLOAT));
   cf_fusion_add_output(f, cf_sum(f, prod, 1, (int[]){4}));
-  mp_params = tu_simt_params("scalar(a cast of T0)", "swizzled");
+  mp_params = tu_mma_params("cp.async16", "cp.async16");
   mp_execute(2, in);
   mp_fresh();
 }

@@ -93,6 +93,21 @@ Test(matmul_wgmma, batched) {
   free(row_check(2, in, 1e-2, "scalar(K=33)", "scalar(N=21)"));
 }
 
+/* A batch axis of A alone (B a matrix shared by the batch, torch's matmul of [b, m, k] and
+ * [k, n]) is a second M axis: merged with M into one axis of b x m rows, the tiles cross
+ * from one batch into the next (19 rows each) and still equal the evaluator. */
+Test(matmul_wgmma, batch_of_a_alone_merges_into_m) {
+  KcInput in[2] = {{CF_BFLOAT16, 3, {3, 19, 64}, NULL}, {CF_BFLOAT16, 2, {64, 40}, NULL}};
+  cf_tv *a = tu_input(f, CF_BFLOAT16, 3, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  free(row_check(2, in, 1e-2, "cp.async16", "cp.async16"));
+  fresh();
+  KcInput in2[2] = {{CF_HALF, 2, {33, 64}, NULL}, {CF_HALF, 3, {2, 64, 24}, NULL}}; /* B's batch: a second N axis */
+  a = tu_input(f, CF_HALF, 2, in2[0].sizes), b = tu_input(f, CF_HALF, 3, in2[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  free(row_check(2, in2, 1e-2, "cp.async16", "cp.async16"));
+}
+
 /* The kernel IR and the CUDA text of the exact tile: per K tile of 64, a barrier with
  * fence.proxy.async before it, then the 128 accumulator registers pinned and wgmma.fence,
  * four wgmmas (one per 16 of K) from descriptors (A K-major: SBO 1024, 128-byte swizzle,
