@@ -141,7 +141,11 @@ def export_inputs(fd: "FusionDefinition", args: Sequence[Any], in_arr: Any, keep
         index = spec.index if spec is not None else i
         capsule, ptr, dev = _dlpack.export(x, "input", index)
         keep.append(capsule)
-        packed = _packed.as_elements(ptr, spec.dtype if spec is not None else None, f"execute: input {index}", capsule)
+        dt = spec.dtype if spec is not None else None
+        # the DLTensor's own dtype read (ctypes) only where it may hold pairs: a packed input,
+        # an array whose dtype says pairs, or a bare DLPack producer (no dtype to ask)
+        packed = _packed.as_elements(ptr, dt, f"execute: input {index}", capsule) \
+            if dt in PACKED_DTYPES or not hasattr(x, "dtype") or _packed.holds_pairs(x, dt) else None
         if packed is not None:  # bytes of two elements (torch's float4_e2m1fn_x2, uint8): counted in elements
             keep.append(packed)
             ptr = packed.address
@@ -185,7 +189,8 @@ def export_outputs(fd: "FusionDefinition", results: Sequence[Any], out_arr: Any,
             continue
         capsule, out_arr[i], _ = _dlpack.export(r, "output", i)
         keep.append(capsule)
-        packed = _packed.as_elements(out_arr[i], fd._c_outputs[i].dtype, f"execute: output {i}", capsule)
+        dt = fd._c_outputs[i].dtype  # arrays allocated here: bytes of pairs only for a packed output
+        packed = _packed.as_elements(out_arr[i], dt, f"execute: output {i}", capsule) if dt in PACKED_DTYPES else None
         if packed is not None:
             keep.append(packed)
             out_arr[i] = packed.address
