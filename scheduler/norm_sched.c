@@ -76,7 +76,11 @@
  *      against 1088 / 1288); bf16 rows of 40009, 50257, 65537 (96 to 147 KiB) 891, 839,
  *      713 against 656, 622, 606, but of 80021 and 100003 (176, 216 KiB) 456 and 259
  *      against 535 and 570. Vectors of 4 keep it ahead (softmax f32 4096 x 32000 2461
- *      against 2159; eager 2421). Each thread
+ *      against 2159; eager 2421). Caveat: these softmaxes cast their input to float
+ *      (bench/sweep_kinds.py), and the apply step then kept the row in a per-thread
+ *      register array, not shared memory (buffers.c's liveness missed the input's cache
+ *      behind the cast: f32 rows of scalars spilled at 1024 threads); branch h-smem-live
+ *      fixes that, to be measured before this rule is tuned again. Each thread
  *      writes its vectors of the row into shared memory and reads back only those (no
  *      barrier), through a register copy per reader (vector loads, no bank conflicts);
  *      parameters are read from global memory by the pass that needs them;
