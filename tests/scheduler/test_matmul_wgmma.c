@@ -95,7 +95,8 @@ Test(matmul_wgmma, batched) {
 
 /* A batch axis of A alone (B a matrix shared by the batch, torch's matmul of [b, m, k] and
  * [k, n]) is a second M axis: merged with M into one axis of b x m rows, the tiles cross
- * from one batch into the next (19 rows each) and still equal the evaluator. */
+ * from one batch into the next (19 rows each) and still equal the evaluator; odd sizes
+ * (scalar fills) and two batch axes of A alike. */
 Test(matmul_wgmma, batch_of_a_alone_merges_into_m) {
   KcInput in[2] = {{CF_BFLOAT16, 3, {3, 19, 64}, NULL}, {CF_BFLOAT16, 2, {64, 40}, NULL}};
   cf_tv *a = tu_input(f, CF_BFLOAT16, 3, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
@@ -106,6 +107,24 @@ Test(matmul_wgmma, batch_of_a_alone_merges_into_m) {
   a = tu_input(f, CF_HALF, 2, in2[0].sizes), b = tu_input(f, CF_HALF, 3, in2[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
   free(row_check(2, in2, 1e-2, "cp.async16", "cp.async16"));
+  /* odd everything: 5 batches of 13 rows (65 rows, one tile), K 37 and N 21 (scalar fills),
+   * and two batch axes of A ([2, 3, 13, k]: three M axes merged) */
+  static const int64_t sizes[][5] = {{5, 13, 37, 21, 0}, {2, 3, 13, 40, 24}};
+  for (int i = 0; i < 2; i++) {
+    fresh();
+    const int64_t *z = sizes[i];
+    int ra = z[4] ? 4 : 3;
+    KcInput in3[2] = {{CF_BFLOAT16, ra, {z[0], z[1], z[2], z[3]}, NULL}, {CF_BFLOAT16, 2, {0, 0}, NULL}};
+    if (ra == 3) in3[1].sizes[0] = z[2], in3[1].sizes[1] = z[3];
+    else in3[0].sizes[3] = z[3], in3[1].sizes[0] = z[3], in3[1].sizes[1] = z[4];
+    a = tu_input(f, CF_BFLOAT16, ra, in3[0].sizes), b = tu_input(f, CF_BFLOAT16, 2, in3[1].sizes);
+    cf_fusion_add_output(f, cf_matmul(f, a, b));
+    char fa[32], fb[32];
+    int64_t k = in3[1].sizes[0], n = in3[1].sizes[1];
+    snprintf(fa, sizeof fa, k % 8 ? "scalar(K=%lld)" : "cp.async16", (long long)k);
+    snprintf(fb, sizeof fb, n % 8 ? "scalar(N=%lld)" : "cp.async16", (long long)n);
+    free(row_check(2, in3, 2e-2, fa, fb));
+  }
 }
 
 /* The kernel IR and the CUDA text of the exact tile: per K tile of 64, a barrier with
