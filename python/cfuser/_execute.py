@@ -131,21 +131,22 @@ def export_inputs(fd: "FusionDefinition", args: Sequence[Any], in_arr: Any, keep
     for i, x in enumerate(args):
         spec: Optional[InputSpec] = specs[i]
         empty = False
+        dt = spec.dtype if spec is not None else None
+        pairs = _packed.holds_pairs(x, dt)  # bytes of two fp4 elements, by the array's dtype
         if spec is not None:
             if not hasattr(x, "__dlpack__"):
                 raise InvalidArgumentError(f"execute: input {spec.index} is a tensor input; give an array (any "
                                            f"DLPack producer), not a {type(x).__name__}")
             if hasattr(x, "shape"):  # else a bare DLPack producer: the C library checks it
-                shape = _packed.element_shape(x, spec.dtype)
+                shape = _packed.element_shape(x, dt, pairs)
                 empty = check_array(spec, shape) if (spec.view or spec.fixed) else 0 in shape
         index = spec.index if spec is not None else i
         capsule, ptr, dev = _dlpack.export(x, "input", index)
         keep.append(capsule)
-        dt = spec.dtype if spec is not None else None
         # the DLTensor's own dtype read (ctypes) only where it may hold pairs: a packed input,
         # an array whose dtype says pairs, or a bare DLPack producer (no dtype to ask)
         packed = _packed.as_elements(ptr, dt, f"execute: input {index}", capsule) \
-            if dt in PACKED_DTYPES or not hasattr(x, "dtype") or _packed.holds_pairs(x, dt) else None
+            if pairs or dt in PACKED_DTYPES or not hasattr(x, "dtype") else None
         if packed is not None:  # bytes of two elements (torch's float4_e2m1fn_x2, uint8): counted in elements
             keep.append(packed)
             ptr = packed.address

@@ -37,7 +37,7 @@ def pair_axis(shape: Sequence[int], strides: Optional[Sequence[int]]) -> int:
     such where several are, a transposed view's first), the last where none is or no
     strides are known (as_elements refuses a tensor with none)."""
     n = len(shape)
-    if strides is None or n == 0 or (n and strides[n - 1] == 1):
+    if strides is None or n == 0 or strides[n - 1] == 1:
         return n - 1
     ones = [a for a in range(n) if strides[a] == 1 and shape[a] > 1]
     return ones[-1] if ones else n - 1
@@ -81,10 +81,13 @@ def holds_pairs(x: Any, dtype: Optional[DataType]) -> bool:
     return name in PACKED_ARRAY_NAMES.values() or (dtype in PACKED_DTYPES and name == "uint8")
 
 
-def element_shape(x: Any, dtype: Optional[DataType]) -> Tuple[int, ...]:
-    """x's shape in elements of dtype (its own where it does not hold pairs)."""
+def element_shape(x: Any, dtype: Optional[DataType], pairs: Optional[bool] = None) -> Tuple[int, ...]:
+    """x's shape in elements of dtype (its own where it does not hold pairs; pairs:
+    holds_pairs(x, dtype) when the caller has it already)."""
     shape = [int(s) for s in x.shape]
-    return tuple(element_layout(shape, array_strides(x))[0]) if shape and holds_pairs(x, dtype) else tuple(shape)
+    if pairs is None:
+        pairs = holds_pairs(x, dtype)
+    return tuple(element_layout(shape, array_strides(x))[0]) if shape and pairs else tuple(shape)
 
 
 class Sized:
