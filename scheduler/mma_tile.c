@@ -44,12 +44,9 @@ static bool axis_ok(cf_fusion *f, Val *r, int a, int64_t want, bool reduced, con
   return ok;
 }
 
-/* Whether every root axis axis `a` of r derives from (through splits and merges) is
- * iterated by `it` and broadcast by `bc`: an M axis (a batch of A alone merged with M is
- * one) or an N axis. */
-static bool all_roots(Val *r, int a, Val *it, Val *bc) {
-  int roots[CF_MAX_RANK + 1];
-  int n = ir_mma_root_axes(r, TV(r)->loop[a], roots, CF_MAX_RANK + 1);
+/* Whether each of the n root axes of r is iterated by `it` and broadcast by `bc` (an M
+ * axis's, or an N axis's: a batch of A alone merged with M is an M axis). */
+static bool all_roots(const int *roots, int n, Val *it, Val *bc) {
   for (int i = 0; i < n; i++)
     if (ID(TV(bc)->logical[roots[i]])->iter_type != CF_ITER_BROADCAST ||
         ID(TV(it)->logical[roots[i]])->iter_type == CF_ITER_BROADCAST)
@@ -61,20 +58,19 @@ static bool all_roots(Val *r, int a, Val *it, Val *bc) {
  * merges, the M one's all iterated by a alone, the N one's by b alone. */
 static bool roles_ok(cf_fusion *f, Val *r, int a, const IrMmaInstr *in, IrMmaPattern *p) {
   char why[512];
-  int mr = ir_mma_root_axis(r, TV(r)->loop[a]);
-  if (!ir_mma_match(r, in, mr, p, why, sizeof why, "mma_tile"))
+  int roots[3][CF_MAX_RANK + 1], n[3]; /* of the M, N and K axes */
+  for (int k = 0; k < 3; k++) n[k] = ir_mma_root_axes(r, TV(r)->loop[a + k], roots[k], CF_MAX_RANK + 1);
+  if (!ir_mma_match(r, in, n[0] > 0 ? roots[0][n[0] - 1] : -1, p, why, sizeof why, "mma_tile"))
     return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "%s", why), false;
-  int kroots[CF_MAX_RANK + 1];
-  int nk = ir_mma_root_axes(r, TV(r)->loop[a + 2], kroots, CF_MAX_RANK + 1);
-  if (!all_roots(r, a, p->a, p->b))
+  if (!all_roots(roots[0], n[0], p->a, p->b))
     return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d of %s is not an M axis: it must come "
                        "from root axes through splits and merges, each iterated by %s and broadcast by %s", a,
                        TV(r)->display_name, TV(p->a)->display_name, TV(p->b)->display_name), false;
-  if (!all_roots(r, a + 1, p->b, p->a))
+  if (!all_roots(roots[1], n[1], p->b, p->a))
     return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d of %s is not an N axis: it must come "
                        "from root axes through splits and merges, each broadcast by %s and iterated by %s", a + 1,
                        TV(r)->display_name, TV(p->a)->display_name, TV(p->b)->display_name), false;
-  if (nk != 1 || kroots[0] != p->k_axis)
+  if (n[2] != 1 || roots[2][0] != p->k_axis)
     return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axis %d of %s is not a split of its reduced axis",
                        a + 2, TV(r)->display_name), false;
   return true;

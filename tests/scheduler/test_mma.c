@@ -153,6 +153,37 @@ Test(mma, tile_refuses_axes_that_are_not_the_last_three) {
                "tiles are innermost for T7_l_float[iS19{16}, iS21{8}, rS24{1}, rS25{16}]");
 }
 
+/* The sum of half A [sa] @ B [sb] (cf_matmul), its loop axes reordered by order. */
+static cf_tv *batched_sum(int ra, const int64_t *sa, int rb, const int64_t *sb, const int *order) {
+  cf_tv *a = cf_tensor_concrete(f, CF_HALF, ra, sa), *b = cf_tensor_concrete(f, CF_HALF, rb, sb);
+  cf_fusion_add_input(f, a), cf_fusion_add_input(f, b);
+  cf_tv *r = cf_matmul(f, a, b);
+  cf_fusion_add_output(f, r);
+  cf_tv *sum = ir_tv_handle(ir_tv(r)->def->in[0]);
+  cf_reorder_all(f, sum, 4, order);
+  return sum;
+}
+
+/* An M or N tile merged from axes of both roles: an N axis of B's batch merged into M, or
+ * an M axis of A's batch merged into N (a batch of one operand merged with its own role's
+ * axis is what the matmul row does, and runs). */
+Test(mma, tile_refuses_m_or_n_axes_merged_across_roles) {
+  /* [16, 16] @ [2, 16, 8]: R [N1 2, M 16, K 16, N 8] -> [M, N1, N, K], M and N1 merged, split by 16 */
+  cf_tv *r = batched_sum(2, (int64_t[]){16, 16}, 3, (int64_t[]){2, 16, 8}, (int[]){1, 0, 3, 2});
+  cf_merge(f, r, 0);
+  cf_split(f, r, 0, 16);
+  expect_error(cf_mma_tile(f, r, 1, CF_MMA_M16N8K16),
+               "mma_tile: axis 1 of T7 is not an M axis: it must come from root axes through splits and merges, each "
+               "iterated by T5 and broadcast by T3 for T7_l_float[iS33{2}, iS34{16}, iS28{8}, rS27{16}]");
+  fresh();
+  /* [2, 16, 16] @ [16, 4]: R [M1 2, M 16, K 16, N 4] -> [M, N, M1, K], N and M1 merged */
+  r = batched_sum(3, (int64_t[]){2, 16, 16}, 2, (int64_t[]){16, 4}, (int[]){2, 0, 3, 1});
+  cf_merge(f, r, 1);
+  expect_error(cf_mma_tile(f, r, 0, CF_MMA_M16N8K16),
+               "mma_tile: axis 1 of T7 is not an N axis: it must come from root axes through splits and merges, each "
+               "broadcast by T3 and iterated by T5 for T7_l_float[iS26{16}, iS32{8}, rS27{16}]");
+}
+
 /* Tiled by hand, then the lane axis taken off threadIdx.x: the lowering refuses. */
 Test(mma, lowering_refuses_the_lane_axis_off_threadIdx_x) {
   fresh();
