@@ -129,6 +129,6 @@ bool *sched_live_tensors(cf_fusion *f, Arena *a, const SchedReductions *r, const
   Sets s;
   if (!analyse(f, a, r, row, full_input, &s)) return NULL;
   bool *live = ARENA_ARRAY(a, bool, f->vals.len);
-  for (int i = 0; live && i < f->vals.len; i++) live[i] = row[i] && (s.into[i] & s.after[i]) != 0;
+  for (int i = 0; live && i < f->vals.len; i++) live[i] = row[i] && (s.into[i] & (s.after[i] | s.desc[i])) != 0;
   return live;
 }

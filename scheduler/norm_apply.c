@@ -95,6 +95,8 @@ static cf_status rewrite_rows(cf_fusion *f, Arena *a, const NormPlan *p, Vectors
   return f->status;
 }
 
+static bool unrolled(const SchedInnerParams *q) { return q->unroll > 1; }
+
 /* The reference's loop axes reordered kept-first when a kept axis stands between reduced
  * ones ([r, i, r] -> [i, r, r]: the merged row then runs along the innermost axis, read
  * coalesced), its reduced axes merged and split into [p, t, v]. */
@@ -112,6 +114,7 @@ static void split_row(cf_fusion *f, const NormPlan *p, cf_tv *ref) {
   else cf_split(f, ref, ri, q->threads);
   if (q->grid > 1 && q->symbolic) cf_split_outer(f, ref, ri + 1, q->grid); /* [p, gy, t at run time] */
   else if (q->grid > 1) cf_split(f, ref, ri, q->grid);                     /* [p, gy, t, v] */
+  if (unrolled(q)) cf_split(f, ref, ri, q->unroll);                        /* [p / u, u, (gy,) t] */
 }
 
 /* The rfactor tensor's outer axes merged and split [I / ty, ty]; returns the
@@ -131,11 +134,13 @@ static void print_params(const NormPlan *p, bool blocks, char *params) {
   const SchedInnerParams *q = &p->q;
   static const char *const mode[] = {"registers", "shared", "multipass"};
   char y[32] = "", grid[48] = "";
+  char u[32] = "";
   if (q->grid > 1) snprintf(grid, sizeof grid, " grid=blockIdx.y{%lld}", (long long)q->grid);
   if (q->rows_y > 1) snprintf(y, sizeof y, "x%lld", (long long)q->rows_y);
-  snprintf(params, SCHED_PARAMS_MAX, "%s threads=%lld%s%s %s=%lld vector=%lld rows=%s%s%s%s", mode[q->mode],
+  if (unrolled(q)) snprintf(u, sizeof u, " unroll=%lld", (long long)q->unroll);
+  snprintf(params, SCHED_PARAMS_MAX, "%s threads=%lld%s%s %s=%lld%s vector=%lld rows=%s%s%s%s", mode[q->mode],
            (long long)q->threads, y, q->symbolic ? " (ceilDiv(row, persistent) at run time)" : "",
-           q->mode == SCHED_NORM_MULTIPASS ? "chunks" : "persistent", (long long)q->persist, (long long)q->vec,
+           q->mode == SCHED_NORM_MULTIPASS ? "chunks" : "persistent", (long long)q->persist, u, (long long)q->vec,
            blocks ? "blockIdx.x" : "1", grid,
            q->mode == SCHED_NORM_REGISTERS && q->project ? " buffers=inputs" : "", q->online ? " online_softmax" : "");
 }
@@ -147,25 +152,30 @@ static cf_status schedule_loops(cf_fusion *f, const NormPlan *p, const Vectors *
   int ri = p->r.rank - p->r.nred;
   split_row(f, p, ref);
   cf_propagate_transforms(f, ref);
-  int g = q->grid > 1, rf_axes[2] = {ri, ri + 2 + g};
+  int g = q->grid > 1, u = unrolled(q);
+  int rf_axes[2] = {ri, u ? ri + 1 : ri + 2 + g}; /* p and v, or p / u and u */
   cf_tv *rf = NULL;
   for (int r = 0; r < p->r.nreds && !f->status; r++) {
-    cf_tv *t = cf_rfactor(f, ir_tv_handle(p->r.reds[r]), q->vec > 1 ? 2 : 1, rf_axes);
+    cf_tv *t = cf_rfactor(f, ir_tv_handle(p->r.reds[r]), q->vec > 1 || u ? 2 : 1, rf_axes);
     if (r == 0) rf = t;
   }
   if (f->status) return f->status;
-  int tx = split_rows(f, p, rf) + g;
-  cf_parallel_type types[4];
+  int tx = split_rows(f, p, rf) + g + u;
+  cf_parallel_type types[5];
   int ntypes = 0;
   if (ri > 0) cf_parallelize(f, rf, 0, types[ntypes++] = CF_PT_BIDX);
   if (g) cf_parallelize(f, rf, tx - 1, types[ntypes++] = CF_PT_BIDY);
-  if (q->rows_y > 1) cf_parallelize(f, rf, tx - 2, types[ntypes++] = CF_PT_TIDY);
+  if (u) cf_parallelize(f, rf, tx - 1 - g, types[ntypes++] = CF_PT_UNROLL);
+  if (q->rows_y > 1) cf_parallelize(f, rf, tx - 2 - g - u, types[ntypes++] = CF_PT_TIDY);
   cf_parallelize(f, rf, tx, types[ntypes++] = CF_PT_TIDX);
   cf_parallelize_all_like(f, rf, ntypes, types);
   for (int c = 0; c < vs->n && q->vec > 1; c++) sched_vectorize_innermost(f, vs->tvs[c]);
   if (f->status) return f->status;
   print_params(p, ri > 0, params);
-  return cf_inline_most(f);
+  if (cf_inline_most(f)) return f->status;
+  /* unrolled: each pass's u loads of a thread land in a register array first */
+  for (int c = 0; c < vs->n && u; c++) cf_inline_at(f, ir_tv_handle(vs->tvs[c]), tx - 1 - g);
+  return f->status;
 }
 
 cf_status sched_inner_persistent_apply(cf_fusion *f, const SchedCall *call, const SchedInnerParams *q, char *params) {

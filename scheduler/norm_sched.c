@@ -68,21 +68,17 @@
  *   2. shared memory, the projected inputs' rows: t = min(t_max, n in whole warps),
  *      p = ceil(n / t); taken when p * t * v * projected bytes plus the reductions'
  *      workspaces (NORM_WORKSPACE_BYTES per thread each) fit smem_per_block. A row of
- *      scalars (v = 1: an odd length) takes it only for projected elements narrower than
- *      4 bytes and blocks of at most two thirds of an SM's shared memory; measured on the
- *      H200 (gpu_vocab, softmax of 2^26 elements, GB/s shared against multipass, eager
- *      beside): f32 rows of 30011 to 50257 (120 to 201 KiB) 496 .. 420 against 1100 ..
- *      1048 (eager 2568 .. 1905; log-softmax and layer norm f32 of 50257 alike: 413 / 965
- *      against 1088 / 1288); bf16 rows of 40009, 50257, 65537 (96 to 147 KiB) 891, 839,
- *      713 against 656, 622, 606, but of 80021 and 100003 (176, 216 KiB) 456 and 259
- *      against 535 and 570. Vectors of 4 keep it ahead (softmax f32 4096 x 32000 2461
- *      against 2159; eager 2421). Caveat: these softmaxes cast their input to float
- *      (bench/sweep_kinds.py), and the apply step then kept the row in a per-thread
- *      register array, not shared memory (buffers.c's liveness missed the input's cache
- *      behind the cast: f32 rows of scalars spilled at 1024 threads); branch h-smem-live
- *      fixes that, to be measured before this rule is tuned again. Each thread
- *      writes its vectors of the row into shared memory and reads back only those (no
- *      barrier), through a register copy per reader (vector loads, no bank conflicts);
+ *      scalars (v = 1: an odd length) takes it only where two blocks (row and one
+ *      workspace each) fit an SM's shared memory, so one block loads while another
+ *      reduces; measured on the H200 (bench/norm_rows.py, 512-1024 rows, GB/s shared
+ *      against multipass unrolled, best of two runs): at most half an SM (f32 of 20011,
+ *      bf16 of 32003 and 50257) shared wins 7 of 7 (layer norm f32 20011 1727 / 1195,
+ *      RMS norm bf16 50257 1399 / 1178, softmax bf16 50257 911 / 826); past it (f32 of
+ *      32003 and 50257, bf16 of 65537 and 100003: 139 to 213 KiB, one block per SM) it
+ *      wins 4 of 12 by at most 16% and loses the rest by up to 30% (RMS norm bf16 100003
+ *      729 / 1040, softmax f32 50257 1584 / 1366 the largest win). Each thread writes
+ *      its vectors of the row into shared memory and reads back only those (no barrier),
+ *      through a register copy per reader (vector loads, no bank conflicts);
  *      parameters are read from global memory by the pass that needs them;
  *   3. multipass: t = min(t_max, n in whole warps, max_threads_per_sm /
  *      NORM_MULTIPASS_BLOCKS_PER_SM), p = ceil(n / t) chunks per thread; every tensor is
@@ -91,7 +87,14 @@
  *      epilogue) reading the inputs again, from L2 when the rows in flight fit it.
  *      A Welford reduction (var_mean) makes layer norm two passes; a softmax's max and
  *      sum of exponentials of a float row become one online softmax reduction
- *      (online_softmax.c): softmax and log-softmax in two passes.
+ *      (online_softmax.c): softmax and log-softmax in two passes. Rows of scalars split
+ *      the chunks [p / u, u] (u = NORM_MULTIPASS_UNROLL, unrolled) and load a thread's u
+ *      chunks into registers before using them, so u loads are in flight as a vector of
+ *      u would be: H200 (bench/norm_rows.py, GB/s without / with): softmax f32 512 x
+ *      131071 876 / 1410, bf16 489 / 871; RMS norm f32 1251 / 1670; layer norm f32
+ *      256 x 262147 898 / 1255; 30 of 38 such cases gain, the rest lose up to 20%
+ *      (layer norm and RMS norm bf16 of 100003 and 131071: 846 / 706, 1345 / 1079);
+ *      u = 8 was no better.
  * A symbolic R (a fusion scheduled for the call's sizes but not made constant) keeps v = 1
  * and, in registers, splits the row outer by p, so register arrays keep the constant size
  * p (threads = ceilDiv(R, p) at run time, refused by the executor past 1024).
@@ -114,6 +117,7 @@ enum {
   NORM_PREFERRED_ELEMS = 32,   /* preferred elements of a row per thread (tuned above) */
   NORM_WORKSPACE_BYTES = 8,    /* shared memory per thread of a block all-reduce (double) */
   NORM_MULTIPASS_BLOCKS_PER_SM = 4, /* multipass: blocks per SM the block size leaves room for */
+  NORM_MULTIPASS_UNROLL = 4,        /* multipass, v = 1: chunks a thread loads together (measured above) */
   NORM_WARP = 32,
   NORM_GRID_MIN_VECS = 8, /* grid: vectors of the row each thread keeps at least (amortizing the syncs) */
 };
@@ -309,12 +313,13 @@ static bool plan_shared(const SchedDevice *d, NormPlan *p) {
   q->persist = sched_ceil_div(n, q->threads);
   q->rows_y = 1;
   q->project = true;
-  int64_t bytes = q->persist * q->threads * q->vec * p->buf.projected + 16 * (int64_t)p->r.nreds +
-                  NORM_WORKSPACE_BYTES * q->threads * p->r.nreds;
+  int64_t row = q->persist * q->threads * q->vec * p->buf.projected, workspace = NORM_WORKSPACE_BYTES * q->threads;
+  int64_t bytes = row + 16 * (int64_t)p->r.nreds + workspace * p->r.nreds;
   if (p->buf.projected <= 0 || bytes > d->smem_per_block) return false;
-  /* a row of scalars: shared memory only for elements narrower than 4 bytes in at most
-   * two thirds of an SM's shared memory, else multipass (measured above) */
-  return q->vec > 1 || (p->buf.projected < 4 && 3 * bytes <= 2 * d->smem_per_sm);
+  /* a row of scalars: shared memory only where two blocks (their rows and one all-reduce's
+   * workspace each) fit an SM: one loads while the other reduces; else multipass
+   * (measured above) */
+  return q->vec > 1 || 2 * (row + workspace) <= d->smem_per_sm;
 }
 
 /* Rule 3: one pass over the row per reduction, then the epilogue. */
@@ -333,6 +338,7 @@ static bool plan_multipass(const SchedDevice *d, NormPlan *p, char *why) {
   q->rows_y = 1;
   q->project = true;
   q->online = p->online > 0;
+  q->unroll = q->vec == 1 && q->persist >= 2 * NORM_MULTIPASS_UNROLL ? NORM_MULTIPASS_UNROLL : 1;
   return true;
 }
 

@@ -107,6 +107,7 @@ typedef struct SchedInnerParams {
   int64_t threads; /* threads of a row (threadIdx.x) */
   int64_t rows_y;  /* rows per block on threadIdx.y */
   int64_t grid;        /* blocks of a row (blockIdx.y, grid all-reduces); 1: a block per row */
+  int64_t unroll;      /* multipass rows of scalars: chunks loaded together per pass (1: none) */
 } SchedInnerParams;
 
 /* Checks f and plans its parameters for the call (norm_sched.c's rules); false with the

@@ -69,7 +69,7 @@ Test(norm_cf, block_per_channel_each_branch) {
       {CF_FLOAT, {2, 3, 200}, "registers threads=32x2 persistent=4 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, {3, 5, 7}, "registers threads=32x2 persistent=1 vector=1 rows=blockIdx.x"},
       {CF_FLOAT, {3, 3, 500}, "shared threads=64 persistent=6 vector=4 rows=blockIdx.x"},
-      {CF_FLOAT, {4, 3, 1001}, "multipass threads=32 chunks=126 vector=1 rows=blockIdx.x"},
+      {CF_FLOAT, {4, 3, 1001}, "multipass threads=32 chunks=126 unroll=4 vector=1 rows=blockIdx.x"},
       {CF_BFLOAT16, {2, 3, 256}, "registers threads=32x2 persistent=2 vector=8 rows=blockIdx.x buffers=inputs"},
       {CF_BFLOAT16, {3, 4, 700}, "shared threads=64 persistent=9 vector=4 rows=blockIdx.x"},
       {CF_HALF, {5, 3, 1000}, "multipass threads=32 chunks=20 vector=8 rows=blockIdx.x"},
@@ -138,7 +138,7 @@ Test(norm_cf, sweep_shapes_on_an_h100) {
       {CF_FLOAT, {256, 3, 3136}, "registers threads=128 (ceilDiv(row, persistent) at run time) persistent=37 vector=1 rows=blockIdx.x grid=blockIdx.y{170}"},
       {CF_BFLOAT16, {16, 3, 50176}, "registers threads=128 (ceilDiv(row, persistent) at run time) persistent=37 vector=1 rows=blockIdx.x grid=blockIdx.y{170} buffers=inputs"},
       {CF_FLOAT, {1048576, 3, 1}, "registers threads=128 (ceilDiv(row, persistent) at run time) persistent=49 vector=1 rows=blockIdx.x grid=blockIdx.y{170}"},
-      {CF_FLOAT, {16, 512, 3136}, "multipass threads=512 chunks=98 vector=1 rows=blockIdx.x"},
+      {CF_FLOAT, {16, 512, 3136}, "multipass threads=512 chunks=98 unroll=4 vector=1 rows=blockIdx.x"},
       {CF_FLOAT, {32, 100, 1000}, "registers threads=128 (ceilDiv(row, persistent) at run time) persistent=50 vector=1 rows=blockIdx.x grid=blockIdx.y{5}"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -253,26 +253,48 @@ Test(norm_sched, softmax_of_a_vector_over_the_grid) {
 }
 
 /* Softmax in float, bfloat16 and half through registers, shared memory and multipass:
- * primes (vector 1: shared memory only for a row of narrower elements), multiples of 4
+ * primes (vector 1: shared memory only where two blocks fit an SM, never on sc_tiny;
+ * multipass loads 4 chunks together), multiples of 4
  * and 8, 1 to 5 rows. */
 Test(norm_sched, softmax_each_branch) {
   sc_dev = &tiny;
   static const Case cases[] = {
       {CF_FLOAT, 3, 1000, "registers threads=32 persistent=8 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, 2, 1009, "registers threads=64 persistent=16 vector=1 rows=blockIdx.x"},
-      {CF_FLOAT, 5, 1031, "multipass threads=32 chunks=33 vector=1 rows=blockIdx.x online_softmax"},
+      {CF_FLOAT, 5, 1031, "multipass threads=32 chunks=33 unroll=4 vector=1 rows=blockIdx.x online_softmax"},
       {CF_FLOAT, 4, 1500, "shared threads=64 persistent=6 vector=4 rows=blockIdx.x"},
-      {CF_FLOAT, 3, 1999, "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x online_softmax"},
+      {CF_FLOAT, 3, 1999, "multipass threads=32 chunks=63 unroll=4 vector=1 rows=blockIdx.x online_softmax"},
       {CF_FLOAT, 2, 4096, "multipass threads=32 chunks=32 vector=4 rows=blockIdx.x online_softmax"},
       {CF_BFLOAT16, 3, 2048, "registers threads=32 persistent=8 vector=8 rows=blockIdx.x"},
-      {CF_BFLOAT16, 2, 2053, "shared threads=64 persistent=33 vector=1 rows=blockIdx.x"},
+      {CF_BFLOAT16, 2, 2053, "multipass threads=32 chunks=65 unroll=4 vector=1 rows=blockIdx.x online_softmax"},
       {CF_BFLOAT16, 2, 2560, "shared threads=64 persistent=5 vector=8 rows=blockIdx.x"},
       {CF_BFLOAT16, 2, 5000, "multipass threads=32 chunks=20 vector=8 rows=blockIdx.x online_softmax"},
       {CF_HALF, 3, 1024, "registers threads=32 persistent=4 vector=8 rows=blockIdx.x"},
-      {CF_HALF, 2, 3001, "multipass threads=32 chunks=94 vector=1 rows=blockIdx.x online_softmax"},
-      {CF_HALF, 2, 8191, "multipass threads=32 chunks=256 vector=1 rows=blockIdx.x online_softmax"},
+      {CF_HALF, 2, 3001, "multipass threads=32 chunks=94 unroll=4 vector=1 rows=blockIdx.x online_softmax"},
+      {CF_HALF, 2, 8191, "multipass threads=32 chunks=256 unroll=4 vector=1 rows=blockIdx.x online_softmax"},
   };
   run_cases(cases, sizeof cases / sizeof cases[0], softmax_2d);
+}
+
+/* A bfloat16 row of scalars in shared memory (two blocks' worth fit an SM) is read through
+ * its cast to float by both the max and the sum: the input's cache, not the recomputed
+ * cast, is what the row keeps, and it lives in shared memory (not in registers, where it
+ * would spill). */
+Test(norm_sched, shared_row_read_through_a_cast_is_in_shared_memory) {
+  static const SchedDevice two_blocks = {.sm_count = 2, .max_threads_per_block = 64, .max_threads_per_sm = 128,
+                                         .regs_per_sm = 4096, .max_regs_per_thread = 255, .smem_per_block = 8192,
+                                         .smem_per_sm = 16384, .l2_bytes = 1 << 20, .max_cluster = 1};
+  sc_dev = &two_blocks; /* sc_tiny with room for two blocks' shared memory per SM */
+  softmax(CF_BFLOAT16, 2, (int64_t[]){2, 2053}, false);
+  schedule_and_check(1, &IN(CF_BFLOAT16, 2, 2053), "shared threads=64 persistent=33 vector=1 rows=blockIdx.x",
+                     tol(CF_BFLOAT16));
+  char *src = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&src, &len);
+  cr_assert_eq(cf_fusion_print_kernel(f, m), CF_OK, "%s", cf_fusion_error(f));
+  fclose(m);
+  cr_expect(strstr(src, "reinterpret_cast<__nv_bfloat16*>(cf_smem + 0)") != NULL, "%s", src);
+  free(src);
 }
 
 /* Symbolic rows: the call picks the branch; rows of one element. */
@@ -284,7 +306,7 @@ Test(norm_sched, softmax_each_branch_symbolic) {
   } cases[] = {
       {4, 1, "registers threads=1 (ceilDiv(row, persistent) at run time) persistent=1 vector=1 rows=blockIdx.x"},
       {3, 997, "registers threads=63 (ceilDiv(row, persistent) at run time) persistent=16 vector=1 rows=blockIdx.x"},
-      {2, 3001, "multipass threads=32 chunks=94 vector=1 rows=blockIdx.x online_softmax"},
+      {2, 3001, "multipass threads=32 chunks=94 unroll=4 vector=1 rows=blockIdx.x online_softmax"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     fresh();
@@ -306,14 +328,14 @@ Test(norm_sched, layernorm_and_rmsnorm_each_branch) {
        "registers threads=32x2 persistent=2 vector=4 rows=blockIdx.x"},
       {CF_FLOAT, 2, 1000, "shared threads=64 persistent=4 vector=4 rows=blockIdx.x",
        "registers threads=32 persistent=8 vector=4 rows=blockIdx.x"},
-      {CF_FLOAT, 2, 2011, "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x",
-       "multipass threads=32 chunks=63 vector=1 rows=blockIdx.x"},
+      {CF_FLOAT, 2, 2011, "multipass threads=32 chunks=63 unroll=4 vector=1 rows=blockIdx.x",
+       "multipass threads=32 chunks=63 unroll=4 vector=1 rows=blockIdx.x"},
       {CF_BFLOAT16, 3, 512, "registers threads=32 persistent=2 vector=8 rows=blockIdx.x buffers=inputs",
        "registers threads=32x2 persistent=2 vector=8 rows=blockIdx.x buffers=inputs"},
       {CF_BFLOAT16, 2, 3000, "shared threads=64 persistent=6 vector=8 rows=blockIdx.x",
        "shared threads=64 persistent=6 vector=8 rows=blockIdx.x"},
-      {CF_HALF, 2, 4099, "multipass threads=32 chunks=129 vector=1 rows=blockIdx.x",
-       "multipass threads=32 chunks=129 vector=1 rows=blockIdx.x"},
+      {CF_HALF, 2, 4099, "multipass threads=32 chunks=129 unroll=4 vector=1 rows=blockIdx.x",
+       "multipass threads=32 chunks=129 unroll=4 vector=1 rows=blockIdx.x"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     cf_dtype dt = cases[i].dt;
@@ -363,8 +385,8 @@ Test(norm_sched, layernorm_with_keepdim_mean_and_invstd_outputs) {
       {CF_FLOAT, 3, 100, "registers threads=32x2 persistent=1 vector=4 rows=blockIdx.x"},
       {CF_BFLOAT16, 2, 1024, "registers threads=32x2 persistent=8 vector=4 rows=blockIdx.x buffers=inputs"},
       {CF_FLOAT, 2, 1500, "shared threads=64 persistent=6 vector=4 rows=blockIdx.x"},
-      {CF_HALF, 3, 3001, "multipass threads=32 chunks=94 vector=1 rows=blockIdx.x"},
-      {CF_HALF, 3, 4099, "multipass threads=32 chunks=129 vector=1 rows=blockIdx.x"},
+      {CF_HALF, 3, 3001, "multipass threads=32 chunks=94 unroll=4 vector=1 rows=blockIdx.x"},
+      {CF_HALF, 3, 4099, "multipass threads=32 chunks=129 unroll=4 vector=1 rows=blockIdx.x"},
   };
   run_cases(cases, sizeof cases / sizeof cases[0], layernorm_var_mean);
 }
@@ -401,8 +423,8 @@ Test(norm_sched, define_and_run_softmax_and_log_softmax_each_branch) {
 /* Where the rows live on an H100 (132 SMs, 64K registers and 227 KiB of shared memory per
  * block): registers while a block's threads keep what their registers hold (544 threads of
  * 31 floats; 1024 threads hold 16 floats each, 32 of a bfloat16 row kept as its input),
- * then shared memory (for a row of scalars only of elements narrower than a float, within
- * two thirds of the SM's: bfloat16 of 50257, not float), then multipass; vocabulary
+ * then shared memory (for a row of scalars only where two blocks fit an SM: bfloat16 of
+ * 50257, not float), then multipass; vocabulary
  * sizes. 132 rows: a block per SM, no grid
  * split (fewer rows split each across blocks: grid_rows_on_an_h100). */
 Test(norm_sched, vocabulary_rows_on_an_h100) {
@@ -419,7 +441,7 @@ Test(norm_sched, vocabulary_rows_on_an_h100) {
   planned(1, &IN(CF_BFLOAT16, 132, 32000), "registers threads=1024 persistent=4 vector=8 rows=blockIdx.x buffers=inputs");
   fresh();
   softmax(CF_FLOAT, 2, (int64_t[]){132, 50257}, false);
-  planned(1, &IN(CF_FLOAT, 132, 50257), "multipass threads=512 chunks=99 vector=1 rows=blockIdx.x online_softmax");
+  planned(1, &IN(CF_FLOAT, 132, 50257), "multipass threads=512 chunks=99 unroll=4 vector=1 rows=blockIdx.x online_softmax");
   fresh();
   softmax(CF_BFLOAT16, 2, (int64_t[]){132, 50257}, false);
   planned(1, &IN(CF_BFLOAT16, 132, 50257), "shared threads=1024 persistent=50 vector=1 rows=blockIdx.x");
@@ -435,7 +457,7 @@ Test(norm_sched, vocabulary_rows_on_an_h100) {
           "registers threads=625 (ceilDiv(row, persistent) at run time) persistent=32 vector=1 rows=blockIdx.x");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
-  planned(1, &IN(CF_FLOAT, 132, 50000), "multipass threads=512 chunks=98 vector=1 rows=blockIdx.x online_softmax");
+  planned(1, &IN(CF_FLOAT, 132, 50000), "multipass threads=512 chunks=98 unroll=4 vector=1 rows=blockIdx.x online_softmax");
   fresh();
   softmax(CF_FLOAT, 2, NULL, true);
   refused(0, NULL, "inner_persistent: the rows of T0 are symbolic and the call gives no sizes");
