@@ -103,6 +103,16 @@ const char *cg_embedded_file(const char *name);
  * starts with them; NULL-terminated. */
 extern const char *const cg_host_runtime_parts[];
 
+/* The host runtime in two translation units (host_split.c): what a kernel's source starts
+ * with (the parts behind CG_HOST_KERNEL_TU_LINE, each CFH_FN function declared, not
+ * defined) and the runtime's own unit (the parts whole behind `#define CFH_RUNTIME_TU 1`),
+ * compiled once into the object every kernel links. Made once; NULL without memory. */
+#define CG_HOST_KERNEL_TU_LINE "#define CFH_KERNEL_TU 1\n"
+const char *cg_host_kernel_runtime(void);
+const char *cg_host_runtime_unit(void);
+/* text with each CFH_FN function's body replaced by `;` (malloc'd). */
+char *cg_host_strip_bodies(const char *text);
+
 /* Entry points: the whole source for a backend (unmarked: as for cg_generate; a name there
  * means lowering's list of dereferences, kn_data_tensors, missed an access: the executor
  * then refuses the kernel as an internal error, since it no longer checks where such a

@@ -51,18 +51,16 @@ static int64_t local_bytes(const KKernel *k) {
 }
 
 static void preamble(Emitter *e) {
-  for (size_t i = 0; cg_host_runtime_parts[i]; i++) {
-    const char *text = cg_embedded_file(cg_host_runtime_parts[i]);
-    if (text) sb_puts(&e->out, text);
-  }
+  const char *runtime = cg_host_kernel_runtime(); /* the runtime's declarations (host_split.c) */
+  sb_puts(&e->out, runtime ? runtime : "#error \"out of memory making the host runtime's declarations\"\n");
   /* the runtime's generic helpers are macros: one that a header of the host compiler's
    * undefined would compile as a call to an undeclared function, so say which */
   sb_puts(&e->out, "\n#if !defined(max) || !defined(min) || !defined(ceilDiv)\n"
                    "#error \"a header of the host C compiler undefined the host runtime's max, min or ceilDiv\"\n"
                    "#endif\n");
   sb_printf(&e->out, "\n#include <string.h>\ntypedef %s cf_index_t;\n", e->k->index32 ? "int" : "long long");
-  sb_printf(&e->out, "static size_t cfh__kernel_local_bytes = %lldu;\n", (long long)local_bytes(e->k));
-  sb_printf(&e->out, "static int cfh__kernel_cooperative = %d;\n", e->k->grid_sem != NULL);
+  sb_printf(&e->out, "CFH_KERNEL_VAR size_t cfh__kernel_local_bytes = %lldu;\n", (long long)local_bytes(e->k));
+  sb_printf(&e->out, "CFH_KERNEL_VAR int cfh__kernel_cooperative = %d;\n", e->k->grid_sem != NULL);
   sb_puts(&e->out, "static inline unsigned cf_linear_tid(void) {\n"
                    "  return threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;\n}\n");
   tensor_typedefs(e);

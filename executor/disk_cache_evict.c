@@ -2,8 +2,8 @@
  * used eviction, and the public view of it (cf_disk_cache_stat, cf_disk_cache_clear; the
  * `cfuser cache info|clear` commands).
  *
- * Which files are the cache's is decided by name alone (classify): <sha256>.so and
- * <sha256>.cubin are entries, <name>.tmp.XXXXXX their temporaries, 16-hex-digit names the
+ * Which files are the cache's is decided by name alone (classify): <sha256>.so,
+ * <sha256>.o (the host runtime's objects, executor/host.c) and <sha256>.cubin are entries, <name>.tmp.XXXXXX their temporaries, 16-hex-digit names the
  * entries of an earlier layout; nothing else in the directory is ever counted or removed.
  * Key decisions: the eviction order is the files' mtime, which a hit sets
  * (exec_disk_entry_read): atime is unreliable under relatime/noatime. A trim runs after
@@ -26,7 +26,7 @@
 
 #define TEMP_MAX_AGE_SECONDS 3600 /* a temporary older than this was left by a killed process */
 
-typedef enum { F_OTHER, F_HOST, F_CUBIN, F_OLD, F_TEMP } FileKind;
+typedef enum { F_OTHER, F_HOST, F_RUNTIME, F_CUBIN, F_OLD, F_TEMP } FileKind;
 
 static bool hex_run(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -40,6 +40,7 @@ static FileKind classify(const char *name) {
   if (n > 64 && hex_run(name, 64) && name[64] == '.') {
     const char *ext = name + 64;
     if (!strcmp(ext, ".so")) return F_HOST;
+    if (!strcmp(ext, ".o")) return F_RUNTIME;
     if (!strcmp(ext, ".cubin")) return F_CUBIN;
     if (strstr(ext, ".tmp.")) return F_TEMP;
     return F_OTHER;
@@ -199,8 +200,11 @@ cf_status cf_disk_cache_stat(cf_disk_cache_stats *out, char *err, size_t errlen)
   snprintf(out->dir, sizeof out->dir, "%s", dir);
   for (size_t i = 0; i < s.n; i++) {
     FileKind k = s.files[i].kind;
-    int64_t *count = k == F_HOST ? &out->host_kernels : k == F_CUBIN ? &out->cubins : k == F_OLD ? &out->old_entries
-                                                                                                 : &out->temporaries;
+    int64_t *count = k == F_HOST      ? &out->host_kernels
+                     : k == F_RUNTIME ? &out->host_runtimes
+                     : k == F_CUBIN   ? &out->cubins
+                     : k == F_OLD     ? &out->old_entries
+                                      : &out->temporaries;
     (*count)++;
   }
   out->bytes = s.bytes;

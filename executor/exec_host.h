@@ -44,7 +44,12 @@ typedef struct ExecHostModule ExecHostModule;
  * is loaded, so a truncated or foreign object is compiled again. A miss compiles in a
  * private temporary directory and then stores the object; an unusable cache directory
  * (or CFUSER_CACHE=0) only skips the cache,
- * after one warning. kernel_name: the kernel's (exported) function. On success *out owns
+ * after one warning. A kernel's unit (codegen/host.c's source, starting with
+ * CG_HOST_KERNEL_TU_LINE: the runtime's functions declared, not defined) is linked with
+ * the runtime's object for the same command (codegen/host_split.c's runtime unit with -c,
+ * built once per process and command, cached as <SHA-256>.o), whose name joins the
+ * command in the kernel's key; a source holding the whole runtime compiles alone.
+ * kernel_name: the kernel's (exported) function. On success *out owns
  * the loaded module. Errors: CF_ERR_COMPILE (compiler failed: err->compiler_output and
  * err->source are set; or the object does not load or lacks the kernel or cfh_launch),
  * CF_ERR_INVALID_ARGUMENT, CF_ERR_OUT_OF_MEMORY, CF_ERR_IO (the cache directory's path is

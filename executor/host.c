@@ -11,7 +11,9 @@
  * (by rename), so nothing the cache directory does (removed, full, a FIFO or a link where an
  * entry belongs) can make a compile fail or hang: at worst it is a miss. The
  * compiler runs through /bin/sh (so $CC may carry words, e.g. "ccache gcc") with its
- * output captured from a pipe. Each emulated CUDA thread calls the kernel with ffi_call:
+ * output captured from a pipe. A kernel's unit links the runtime's object of its command,
+ * compiled once per process (and cached): a kernel compile compiles only the kernel.
+ * Each emulated CUDA thread calls the kernel with ffi_call:
  * the by-value tensor structs are described to libffi as struct types, so the kernel
  * keeps the same C signature as the CUDA kernel. */
 #include "executor/exec_host.h"
@@ -23,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ffi.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -216,28 +219,35 @@ static const char *first_error_line(const char *output) {
   return e;
 }
 
-/* Compiles key (the text compiled) in the private directory priv into <priv>/<hex>.so, the
+/* Writes n bytes to path (a new file), false with errno on failure. */
+static bool write_new_file(const char *path, const void *bytes, size_t n) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  bool wrote = fd >= 0 && exec_write_all(fd, bytes, n);
+  if (fd >= 0 && close(fd) != 0) wrote = false;
+  return wrote;
+}
+
+/* Compiles key (the text compiled) in the private directory priv into <priv>/<hex><ext>
+ * (out), with `inputs` (shell words: objects to link, libraries) after the source, the
  * compiler writing nothing anywhere else: so a cache directory removed, full or unwritable
  * never makes a compile fail. */
 static cf_status compile_private(const char *priv, const char *hex, const char *command, const Buf *key,
-                                 const char *source, char *sopath, size_t sopath_len, ExecHostError *err) {
+                                 const char *source, const char *ext, const char *inputs, char *out,
+                                 size_t out_len, ExecHostError *err) {
   char cpath[4200];
   snprintf(cpath, sizeof cpath, "%s/%s.c", priv, hex);
-  snprintf(sopath, sopath_len, "%s/%s.so", priv, hex);
-  int fc = open(cpath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  bool wrote = fc >= 0 && exec_write_all(fc, key->p, key->len);
-  if (fc >= 0 && close(fc) != 0) wrote = false;
-  if (!wrote) {
+  snprintf(out, out_len, "%s/%s%s", priv, hex, ext);
+  if (!write_new_file(cpath, key->p, key->len)) {
     set_error(err, "cannot write a host kernel into the private directory %s: %s", priv, strerror(errno));
     return CF_ERR_IO;
   }
   Buf cmd = {0};
   buf_str(&cmd, command);
   buf_str(&cmd, " -o ");
-  buf_shell_quoted(&cmd, sopath);
+  buf_shell_quoted(&cmd, out);
   buf_str(&cmd, " ");
   buf_shell_quoted(&cmd, cpath);
-  buf_str(&cmd, " -lm");
+  buf_str(&cmd, inputs);
   char *output = NULL;
   int status = 0;
   cf_status st = cmd.failed ? CF_ERR_OUT_OF_MEMORY : run_shell(cmd.p, &output, &status, err);
@@ -304,19 +314,30 @@ static bool try_cached(const char *entry, const Buf *key, const char *kernel_nam
   return ok;
 }
 
-/* Reads the freshly compiled object into m->binary (a regular file of a sane size). */
-static cf_status read_object(const char *sopath, ExecHostModule *m, ExecHostError *err) {
+/* Reads a freshly compiled file into *bytes (malloc'd; a regular file of a sane size). */
+static cf_status read_compiled(const char *path, void **bytes, size_t *size, ExecHostError *err) {
   uint64_t n = 0;
-  int fd = exec_disk_open_regular(sopath, &n);
-  char *bytes = fd >= 0 ? malloc(n ? n : 1) : NULL;
-  bool ok = bytes && pread(fd, bytes, n, 0) == (ssize_t)n;
+  int fd = exec_disk_open_regular(path, &n);
+  char *b = fd >= 0 ? malloc(n ? n : 1) : NULL;
+  bool ok = b && pread(fd, b, n, 0) == (ssize_t)n;
   int saved = errno;
   if (fd >= 0) close(fd);
   if (!ok) {
-    free(bytes);
-    set_error(err, "cannot read the compiled host kernel %s: %s", sopath, strerror(saved));
+    free(b);
+    set_error(err, "cannot read the compiled host kernel %s: %s", path, strerror(saved));
     return CF_ERR_IO;
   }
+  *bytes = b;
+  *size = n;
+  return CF_OK;
+}
+
+/* Reads the freshly compiled object into m->binary. */
+static cf_status read_object(const char *sopath, ExecHostModule *m, ExecHostError *err) {
+  void *bytes = NULL;
+  size_t n = 0;
+  cf_status st = read_compiled(sopath, &bytes, &n, err);
+  if (st) return st;
   free(m->binary);
   m->binary = bytes;
   m->binary_size = n;
@@ -351,21 +372,126 @@ static void publish(const char *entry, const Buf *key, ExecHostModule *m) {
   exec_disk_cache_warn_once(EXEC_WARN_HOST_CACHE, msg);
 }
 
-/* A miss: compiles privately, loads the object from there, stores it into the cache under
- * `entry` (NULL: no cache) and removes the private files. */
-static cf_status compile_fresh(const char *entry, const char *command, const Buf *key, const char *source,
-                               const char *kernel_name, ExecHostModule *m, ExecHostError *err) {
-  char *priv = NULL, sopath[4200], hex[2 * EXEC_SHA256_BYTES + 1];
+/* The runtime's object (codegen/host_split.c's runtime unit) compiled with one kernel
+ * command plus -c: made once per command and process, kept in memory (and in the disk
+ * cache), written beside each kernel compiled with that command and linked into it, so a
+ * kernel compile compiles only the kernel. `name` ("<SHA-256 of its key>-rt.o") names it
+ * in the link line and in the keys of the kernels that link it. */
+typedef struct RuntimeObject {
+  char *command;
+  char name[2 * EXEC_SHA256_BYTES + 8];
+  void *bytes;
+  size_t size;
+  struct RuntimeObject *next;
+} RuntimeObject;
+
+static RuntimeObject *g_runtimes; /* every command's, for the process's lifetime */
+static pthread_mutex_t g_runtimes_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static cf_status cache_dir(char **dir, ExecHostError *err);
+
+/* Compiles the runtime's unit (key) privately into r->bytes. */
+static cf_status compile_runtime(const char *command, const Buf *key, const char *hex, RuntimeObject *r,
+                                 ExecHostError *err) {
+  char *priv = NULL, opath[4200];
+  cf_status st = private_dir(&priv, err);
+  if (st) return st;
+  st = compile_private(priv, hex, command, key, cg_host_runtime_unit(), ".o", "", opath, sizeof opath, err);
+  if (st == CF_OK) st = read_compiled(opath, &r->bytes, &r->size, err);
+  unlink(opath);
+  rmdir(priv);
+  free(priv);
+  return st;
+}
+
+/* r's object for the kernel command `command`: from the disk cache, else compiled (and
+ * stored there, best effort). */
+static cf_status build_runtime(const char *command, RuntimeObject *r, ExecHostError *err) {
+  const char *unit = cg_host_runtime_unit();
+  Buf cmd = {0}, key = {0};
+  buf_str(&cmd, command);
+  buf_str(&cmd, " -c");
+  if (unit && !cmd.failed) cache_key(&key, cmd.p, unit);
+  char *dir = NULL, *entry = NULL, hex[2 * EXEC_SHA256_BYTES + 1];
+  cf_status st = !unit || cmd.failed || key.failed ? CF_ERR_OUT_OF_MEMORY : cache_dir(&dir, err);
+  if (st == CF_ERR_OUT_OF_MEMORY) set_error(err, "out of memory");
+  if (st == CF_OK) {
+    exec_sha256_hex(key.p, key.len, hex);
+    snprintf(r->name, sizeof r->name, "%s-rt.o", hex);
+    entry = dir ? exec_disk_entry_path(dir, key.p, key.len, ".o") : NULL;
+    if (!(entry && exec_disk_entry_read(entry, EXEC_RECORD_LAST, key.p, key.len, &r->bytes, &r->size))) {
+      st = compile_runtime(cmd.p, &key, hex, r, err);
+      if (st == CF_OK && entry) (void)exec_disk_entry_write(entry, EXEC_RECORD_LAST, key.p, key.len, r->bytes, r->size);
+    }
+  }
+  free(entry);
+  free(dir);
+  free(cmd.p);
+  free(key.p);
+  return st;
+}
+
+/* The runtime's object for `command`, built on its first use in the process. */
+static cf_status runtime_for(const char *command, const RuntimeObject **out, ExecHostError *err) {
+  pthread_mutex_lock(&g_runtimes_lock);
+  RuntimeObject *r = g_runtimes;
+  while (r && strcmp(r->command, command) != 0) r = r->next;
+  cf_status st = CF_OK;
+  if (!r) {
+    r = calloc(1, sizeof *r);
+    char *c = r ? strdup(command) : NULL;
+    st = c ? build_runtime(command, r, err) : CF_ERR_OUT_OF_MEMORY;
+    if (!c) set_error(err, "out of memory");
+    if (st == CF_OK) {
+      r->command = c;
+      r->next = g_runtimes;
+      g_runtimes = r;
+    } else {
+      free(c);
+      if (r) free(r->bytes);
+      free(r);
+      r = NULL;
+    }
+  }
+  pthread_mutex_unlock(&g_runtimes_lock);
+  *out = r;
+  return st;
+}
+
+/* A miss: compiles privately (beside the runtime's object rt, when the kernel links one),
+ * loads the object from there, stores it into the cache under `entry` (NULL: no cache)
+ * and removes the private files. */
+static cf_status compile_fresh(const char *entry, const char *command, const RuntimeObject *rt, const Buf *key,
+                               const char *source, const char *kernel_name, ExecHostModule *m, ExecHostError *err) {
+  char *priv = NULL, sopath[4200] = "", rtpath[4200] = "", hex[2 * EXEC_SHA256_BYTES + 1];
   cf_status st = private_dir(&priv, err);
   if (st) return st;
   exec_sha256_hex(key->p, key->len, hex);
-  st = compile_private(priv, hex, command, key, source, sopath, sizeof sopath, err);
+  Buf inputs = {0};
+  if (rt) {
+    snprintf(rtpath, sizeof rtpath, "%s/%s", priv, rt->name);
+    if (!write_new_file(rtpath, rt->bytes, rt->size)) {
+      set_error(err, "cannot write the host runtime's object into the private directory %s: %s", priv,
+                strerror(errno));
+      st = CF_ERR_IO;
+    }
+    buf_str(&inputs, " ");
+    buf_shell_quoted(&inputs, rtpath);
+  }
+  buf_str(&inputs, " -lm");
+  if (st == CF_OK && inputs.failed) {
+    set_error(err, "out of memory");
+    st = CF_ERR_OUT_OF_MEMORY;
+  }
+  if (st == CF_OK) st = compile_private(priv, hex, command, key, source, ".so", inputs.p, sopath, sizeof sopath, err);
   if (st == CF_OK) st = read_object(sopath, m, err);
   if (st == CF_OK) st = load_module(sopath, kernel_name, m, err);
   if (st == CF_OK && entry) publish(entry, key, m);
-  unlink(sopath); /* the mapping outlives the file */
+  if (sopath[0]) unlink(sopath); /* the mapping outlives the file */
+  if (rtpath[0]) unlink(rtpath);
   rmdir(priv);
   free(priv);
+  free(inputs.p);
   return st;
 }
 
@@ -389,26 +515,34 @@ static cf_status cache_dir(char **dir, ExecHostError *err) {
 }
 
 /* Looks the key up in the cache, compiles on a miss (or when a cached object does not
- * verify or load), and loads the object. */
+ * verify or load), and loads the object. A kernel's unit (codegen/host.c's source, behind
+ * CG_HOST_KERNEL_TU_LINE) links the runtime's object of its command, whose name joins the
+ * command in the key; any other source is compiled alone. */
 static cf_status compile_and_load(const char *source, const char *kernel_name, ExecHostModule *m,
                                   ExecHostError *err) {
   char *dir = NULL, *entry = NULL;
   cf_status st = cache_dir(&dir, err);
   if (st != CF_OK) return st;
-  Buf command = {0}, key = {0};
+  Buf command = {0}, key = {0}, keyed = {0};
+  const RuntimeObject *rt = NULL;
   compiler_command(&command);
-  if (!command.failed) cache_key(&key, command.p, source);
-  if (!command.failed && !key.failed && dir) entry = exec_disk_entry_path(dir, key.p, key.len, ".so");
-  if (command.failed || key.failed || (dir && !entry)) {
+  bool kernel_unit = strncmp(source, CG_HOST_KERNEL_TU_LINE, strlen(CG_HOST_KERNEL_TU_LINE)) == 0;
+  if (!command.failed && kernel_unit) st = runtime_for(command.p, &rt, err);
+  buf_str(&keyed, command.p ? command.p : "");
+  if (rt) buf_str(&keyed, " "), buf_str(&keyed, rt->name);
+  if (st == CF_OK && !keyed.failed) cache_key(&key, keyed.p, source);
+  if (st == CF_OK && !command.failed && !key.failed && dir) entry = exec_disk_entry_path(dir, key.p, key.len, ".so");
+  if (st == CF_OK && (command.failed || keyed.failed || key.failed || (dir && !entry))) {
     set_error(err, "out of memory");
     st = CF_ERR_OUT_OF_MEMORY;
-  } else {
+  } else if (st == CF_OK) {
     m->cache_hit = entry && try_cached(entry, &key, kernel_name, m);
-    if (!m->cache_hit) st = compile_fresh(entry, command.p, &key, source, kernel_name, m, err);
+    if (!m->cache_hit) st = compile_fresh(entry, command.p, rt, &key, source, kernel_name, m, err);
   }
   free(entry);
   free(dir);
   free(command.p);
+  free(keyed.p);
   free(key.p);
   return st;
 }

@@ -36,6 +36,7 @@ static int info(void) {
   printf("directory: %s\n", s.dir);
   printf("enabled: %s\n", s.enabled ? "yes" : "no (CFUSER_CACHE=0)");
   printf("host kernels: %lld\n", (long long)s.host_kernels);
+  printf("host runtime objects: %lld\n", (long long)s.host_runtimes);
   printf("cubins: %lld\n", (long long)s.cubins);
   printf("entries of an older cfuser: %lld\n", (long long)s.old_entries);
   printf("temporaries: %lld\n", (long long)s.temporaries);

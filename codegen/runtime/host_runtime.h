@@ -64,7 +64,24 @@
 #endif
 #endif
 
+/* The runtime's out-of-line functions (CFH_FN) and its state shared with the kernel, by the
+ * translation unit compiled (codegen/host_split.c): a kernel's unit (CFH_KERNEL_TU) has
+ * their declarations only and links the runtime's unit (CFH_RUNTIME_TU), compiled once per
+ * compiler command, which defines them; both hidden, so a kernel's shared object exports
+ * only the kernel and cfh_launch. Without either, one self-contained unit (all static). */
+#if defined(CFH_KERNEL_TU)
+#define CFH_FN extern __attribute__((visibility("hidden"), unused))
+#define CFH_SHARED extern __attribute__((visibility("hidden")))
+#define CFH_KERNEL_VAR __attribute__((visibility("hidden")))
+#elif defined(CFH_RUNTIME_TU)
+#define CFH_FN __attribute__((visibility("hidden"), unused))
+#define CFH_SHARED __attribute__((visibility("hidden")))
+#define CFH_KERNEL_VAR extern __attribute__((visibility("hidden")))
+#else
 #define CFH_FN static __attribute__((unused))
+#define CFH_SHARED static
+#define CFH_KERNEL_VAR static
+#endif
 #define CFH_INLINE static inline __attribute__((unused))
 
 #define CFH_WARP 32u
@@ -78,10 +95,10 @@
 
 /* The bytes of the kernel's local arrays per thread: a tentative definition here, the
  * definition with the kernel's figure in the code generator's preamble (0 without one). */
-static size_t cfh__kernel_local_bytes;
+CFH_KERNEL_VAR size_t cfh__kernel_local_bytes;
 /* Whether the kernel has grid syncs (a cooperative launch: every block resident at once,
  * host_grid.h): tentative here too, set by the code generator's preamble. */
-static int cfh__kernel_cooperative;
+CFH_KERNEL_VAR int cfh__kernel_cooperative;
 #define warpSize 32
 
 /* cfh_launch's results. */
@@ -179,7 +196,7 @@ typedef struct cfh_launch_state {
 #endif
 } cfh_launch_state;
 
-static _Thread_local cfh_launch_state *cfh__L;
+CFH_SHARED _Thread_local cfh_launch_state *cfh__L;
 
 /* ---- the CUDA builtins ------------------------------------------------------------- */
 
@@ -197,6 +214,7 @@ CFH_INLINE void *cfh_smem(void) { return cfh__L->smem; }
 /* Saves the callee-saved registers, MXCSR and the x87 control word on the current stack,
  * stores the stack pointer in *save_sp, and resumes the context saved at next_sp. */
 __attribute__((visibility("hidden"))) void cfh__switch(void **save_sp, void *next_sp);
+#ifndef CFH_KERNEL_TU /* defined once, in the runtime's unit */
 __asm__(".pushsection .text\n"
         ".p2align 4\n"
         ".globl cfh__switch\n"
@@ -211,6 +229,7 @@ __asm__(".pushsection .text\n"
         "  ret\n"
         ".size cfh__switch, .-cfh__switch\n"
         ".popsection\n");
+#endif
 #endif
 
 CFH_FN void cfh__to_scheduler(cfh_launch_state *L) {
@@ -714,7 +733,9 @@ CFH_FN void cfh__run_cooperative(cfh_launch_state *L, size_t smem_bytes);
 
 /* Runs body(arg) as every thread of every block of the grid. Returns CFH_OK, or an error
  * code with its message in err (CFH_ERR_CONFIG: bad dimensions; CFH_ERR_RUNTIME: a
- * violated rule or a deadlock; CFH_ERR_NOMEM). */
+ * violated rule or a deadlock; CFH_ERR_NOMEM). A kernel's unit takes it from the
+ * runtime's object it links. */
+#ifndef CFH_KERNEL_TU
 __attribute__((visibility("default"))) int cfh_launch(const unsigned int grid[3],
                                                       const unsigned int block[3],
                                                       size_t smem_bytes, void (*body)(void *),
@@ -750,5 +771,6 @@ int cfh_launch(const unsigned int grid[3], const unsigned int block[3], size_t s
   cfh__release(L);
   return code;
 }
+#endif
 
 #endif

@@ -30,6 +30,8 @@ typedef struct cf_disk_cache_stats {
   int64_t temporaries;     /* files being written now, or left by a killed process */
   int64_t bytes;           /* disk space of all of them (allocated blocks) */
   int64_t cap_bytes;       /* the size cap; 0: none */
+  int64_t host_runtimes;   /* the host runtime's objects the host kernels link, one per compiler
+                              command (<sha256>.o) */
 } cf_disk_cache_stats;
 
 /* Fills *out. CF_ERR_IO (reason in err) when the directory is unusable (someone else's,

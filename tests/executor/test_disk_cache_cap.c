@@ -136,10 +136,10 @@ Test(disk_cache_cap, the_cache_command_shows_and_clears) {
   cr_assert_eq(pclose(f), 0, "%s", out);
   char want[2048];
   snprintf(want, sizeof want,
-           "directory: %s\nenabled: yes\nhost kernels: 1\ncubins: 0\nentries of an older cfuser: 0\ntemporaries: 0\n"
+           "directory: %s\nenabled: yes\nhost kernels: 1\nhost runtime objects: 0\ncubins: 0\nentries of an older cfuser: 0\ntemporaries: 0\n"
            "size: %.1f KiB (%lld bytes)\ncap: 2.0 GiB (2147483648 bytes)\n"
            "removed 1 files from %s\n"
-           "directory: %s\nenabled: yes\nhost kernels: 0\ncubins: 0\nentries of an older cfuser: 0\ntemporaries: 0\n"
+           "directory: %s\nenabled: yes\nhost kernels: 0\nhost runtime objects: 0\ncubins: 0\nentries of an older cfuser: 0\ntemporaries: 0\n"
            "size: 0 B (0 bytes)\ncap: 2.0 GiB (2147483648 bytes)\n",
            g_dir, (double)b / 1024, (long long)b, g_dir, g_dir);
   cr_expect_str_eq(out, want);
