@@ -10,7 +10,8 @@
  * tensor both read: one read), and the best one that keeps the groups' graph acyclic and
  * that some row accepts is made. It
  * stops when no candidate is accepted. A reshape stays a group of its own (a view). A
- * refused pair of groups is remembered, so each pair is asked at most once.
+ * refused pair of groups is remembered, so each pair is asked at most once. A group that
+ * is only a broadcast of a fusion input tensor is merged first (forwards_input).
  * Key decisions: the rows decide what fuses (a merge no row accepts is never made), so
  * a new scheduler fuses more without touching this file; ties go to the merge whose
  * producer comes first, so the result is deterministic; the groups run in a topological
@@ -212,6 +213,25 @@ typedef struct CandList {
   int n, cap;
 } CandList;
 
+/* Whether group g is one broadcast of a fusion input tensor (not a 0-D scalar), read by one
+ * op: it merges into that reader before anything else (nvFuser forwards such ops into
+ * their readers), so a matmul's bias, broadcast on its own, never makes the row of that
+ * matmul refuse its epilogue and leave it to the next matmul's segment. Casts, copies and
+ * scalars' broadcasts are not forwarded: forwarding them first cost nvFuser's
+ * embedding_fwd a kernel (tests/kernels/test_scan_kernels.c). */
+static bool forwards_input(const Seg *s, int g) {
+  int n = 0;
+  const Expr *e = NULL;
+  for (int i = 0; i < s->n && n < 2; i++)
+    if (s->grp[i] == g) e = s->exprs[i], n++;
+  if (n != 1 || e->op != OP_BROADCAST || e->out[0]->uses.len != 1) return false;
+  for (int j = 0; j < e->nin; j++) /* a tensor input, not a 0-D scalar's broadcast */
+    if (e->in[j]->kind == VAL_TV && (!ir_tv_is_input(s->f, e->in[j]) || TV(e->in[j])->nlogical == 0)) return false;
+  return true;
+}
+
+enum { SEG_FORWARD_FIRST = 1 }; /* added to a merge's bytes, in units of 2^60 bytes */
+
 static void add_cand(Seg *s, CandList *l, int a, int b) {
   if (a == b || s->fixed[a] || s->fixed[b] || was_refused(s, pair_key(s->gid[a], s->gid[b]))) return;
   if (a > b) {
@@ -227,7 +247,8 @@ static void add_cand(Seg *s, CandList *l, int a, int b) {
     if (l->n) memcpy(g, l->c, sizeof *g * (size_t)l->n);
     l->c = g, l->cap = cap;
   }
-  l->c[l->n++] = (Cand){a, b, saved(s, a, b)};
+  double first = forwards_input(s, a) || forwards_input(s, b) ? SEG_FORWARD_FIRST * 0x1p60 : 0;
+  l->c[l->n++] = (Cand){a, b, saved(s, a, b) + first};
 }
 
 /* The groups reading tv, each once, into g (room for tv's uses); returns their number. */

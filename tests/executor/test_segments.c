@@ -70,6 +70,28 @@ Test(segments, model_fusions_run_like_the_evaluator, .timeout = 900) {
     }
 }
 
+/* ---- two linears: each on the matmul scheduler ---------------------------------------------- */
+
+/* gelu(linear(x, w1, b1)) then linear(h, w2), the MLP of a transformer layer: the first
+ * linear's bias and gelu go with it (its epilogue), so the second linear's operand is a
+ * segment input and the matmul scheduler takes both. Before the bias broadcast was merged
+ * first (segment.c's forwards_input), the epilogue went with the second linear, whose
+ * computed operand the matmul scheduler refused: the reduction scheduler ran it as one dot
+ * product per output (15x torch's time in the tensor-parallel MLP on 2 H200s). */
+Test(segments, two_linears_are_two_matmul_segments) {
+  tu_fresh();
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2), *w1 = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_tv *b1 = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_tv *w2 = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, w1), cf_fusion_add_input(f, b1), cf_fusion_add_input(f, w2);
+  cf_fusion_add_output(f, cf_linear(f, cf_gelu(f, cf_linear(f, x, w1, b1)), w2, NULL));
+  MfInputs mi = {4, {2, 2, 1, 2}, {{64, 32}, {96, 32}, {96}, {40, 96}}};
+  check_inputs(CF_FLOAT, mi, 7, "mlp");
+  cr_assert_eq(cf_fusion_cache_last_segments(c), 2);
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "matmul");
+  cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 1), "matmul");
+}
+
 /* ---- a layer norm with extra outputs is one kernel --------------------------------------- */
 
 Test(segments, layer_norm_with_mean_and_invstd_is_one_kernel) {
