@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/checked.h"
 #include "lower/lower.h"
 
 /* Arrays smaller than this are registers: not shared. */
@@ -204,8 +205,10 @@ static int64_t keep_buffers(Reuse *r) {
     Life *l = life_of(r, t);
     if (l && l->into != t) continue;
     k->allocs[m++] = t;
-    if (t->mem == CF_MEM_LOCAL && kx_is_const(t->size, &n) && n * (int64_t)cf_dtype_size(t->dtype) >= LOWER_REUSE_MIN_BYTES)
-      bytes += (n * (int64_t)cf_dtype_size(t->dtype) + 15) / 16 * 16;
+    int64_t b;
+    if (t->mem != CF_MEM_LOCAL || !kx_is_const(t->size, &n)) continue;
+    if (!ck_mul(n, (int64_t)cf_dtype_size(t->dtype), &b) || !ck_add(b, 15, &b)) b = INT64_MAX - 15; /* saturated */
+    if (b - 15 >= LOWER_REUSE_MIN_BYTES && !ck_add(bytes, b / 16 * 16, &bytes)) bytes = INT64_MAX;
   }
   k->nallocs = m;
   return bytes;

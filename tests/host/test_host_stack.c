@@ -65,3 +65,23 @@ Test(host_stack, local_arrays_larger_than_a_thread_may_have_are_refused) {
                         "global memory");
   cf_fusion_destroy(f);
 }
+
+/* A local array of INT64_MAX one-byte elements: its bytes saturate (they overflowed
+ * int64_t when rounded up to 16, found by fuzz_builder) and the kernel is refused with
+ * the same message. */
+Test(host_stack, a_local_array_past_int64_bytes_is_refused_not_overflowed) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *in = cf_tensor_concrete(f, CF_BOOL, 1, (int64_t[]){INT64_MAX});
+  cf_fusion_add_input(f, in);
+  cf_fusion_add_output(f, cf_set(f, cf_set(f, in)));
+  FILE *sink = fopen("/dev/null", "w");
+  cr_assert_not_null(sink);
+  cr_expect_eq(cf_fusion_print_kernel(f, sink), CF_ERR_UNSUPPORTED, "%s", cf_fusion_error(f));
+  fclose(sink);
+  cr_expect_str_eq(cf_fusion_error(f),
+                   "compile: the kernel's local arrays take 9223372036854775792 bytes per thread (after sharing the "
+                   "buffers of arrays whose lifetimes do not overlap), over the 524288 bytes a CUDA thread may have "
+                   "(LOWER_MAX_LOCAL_BYTES); inline the tensors deeper, or put the large ones in shared or global "
+                   "memory");
+  cf_fusion_destroy(f);
+}
