@@ -91,31 +91,20 @@ static char *strip_bodies(const char *s) {
 
 /* The parts concatenated behind `head`, each stripped when `strip` (malloc'd, or NULL). */
 static char *join_parts(const char *head, bool strip) {
-  size_t len = strlen(head) + 1, o = 0;
-  char *part[32];
-  int np = 0;
-  bool ok = true;
-  for (size_t i = 0; cg_host_runtime_parts[i] && np < 32; i++) {
+  StrBuf b = {0};
+  sb_puts(&b, head);
+  for (size_t i = 0; cg_host_runtime_parts[i]; i++) {
     const char *t = cg_embedded_file(cg_host_runtime_parts[i]);
-    part[np] = t ? (strip ? strip_bodies(t) : strdup(t)) : NULL;
-    ok &= part[np] != NULL;
-    len += part[np] ? strlen(part[np]) + 1 : 0;
-    np++;
-  }
-  char *s = ok ? malloc(len) : NULL;
-  if (s) {
-    o = strlen(head);
-    memcpy(s, head, o);
-    for (int i = 0; i < np; i++) {
-      size_t m = strlen(part[i]);
-      memcpy(s + o, part[i], m);
-      o += m;
-      s[o++] = '\n';
+    char *part = t && strip ? strip_bodies(t) : NULL;
+    if (!t || (strip && !part)) {
+      sb_free(&b);
+      return NULL;
     }
-    s[o] = 0;
+    sb_puts(&b, strip ? part : t);
+    sb_puts(&b, "\n");
+    free(part);
   }
-  for (int i = 0; i < np; i++) free(part[i]);
-  return s;
+  return sb_take(&b);
 }
 
 static char *g_kernel_runtime, *g_runtime_unit;
