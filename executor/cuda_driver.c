@@ -62,7 +62,7 @@ void exec_arch_for_cc(int major, int minor, char *buf, size_t buflen) {
   X(cuMemPoolSetAttribute) X(cuLaunchCooperativeKernel) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuStreamBeginCapture) X(cuStreamEndCapture)                                              \
   X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)      \
-  X(cuStreamCreate) X(cuStreamDestroy)
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuMemsetD8Async)
 
 typedef struct CuApi {
 #define EXEC_X(name) __typeof__(name) *name;
@@ -251,9 +251,15 @@ bool cf_cuda_available(const char **reason) {
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
-cf_status exec_mem_alloc(size_t bytes, ExecDevPtr *out, char *err, size_t errlen) {
+/* The device's primary context made current (the process's device for EXEC_PROCESS_DEVICE). */
+static cf_status use_device(int device, char *err, size_t errlen) {
+  const ExecDeviceInfo *info = NULL;
+  return device == EXEC_PROCESS_DEVICE ? exec_cuda_init(err, errlen) : exec_device_open(device, &info, err, errlen);
+}
+
+cf_status exec_mem_alloc(int device, size_t bytes, ExecDevPtr *out, char *err, size_t errlen) {
   *out = 0;
-  cf_status st = exec_cuda_init(err, errlen);
+  cf_status st = use_device(device, err, errlen);
   if (st != CF_OK) return st;
   CUdeviceptr p = 0;
   CUresult r = CU->cuMemAlloc(&p, bytes);
@@ -262,9 +268,9 @@ cf_status exec_mem_alloc(size_t bytes, ExecDevPtr *out, char *err, size_t errlen
   return CF_OK;
 }
 
-cf_status exec_mem_free(ExecDevPtr p, char *err, size_t errlen) {
+cf_status exec_mem_free(int device, ExecDevPtr p, char *err, size_t errlen) {
   if (p == 0) return CF_OK;
-  cf_status st = exec_cuda_init(err, errlen);
+  cf_status st = use_device(device, err, errlen);
   if (st != CF_OK) return st;
   CUresult r = CU->cuMemFree((CUdeviceptr)p);
   if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "%s(0x%llx)", EXEC_STR(cuMemFree),
@@ -272,8 +278,17 @@ cf_status exec_mem_free(ExecDevPtr p, char *err, size_t errlen) {
   return CF_OK;
 }
 
-cf_status exec_memcpy_htod(ExecDevPtr dst, const void *src, size_t bytes, char *err, size_t errlen) {
-  cf_status st = exec_cuda_init(err, errlen);
+cf_status exec_mem_zero_async(int device, ExecDevPtr p, size_t bytes, void *stream, char *err, size_t errlen) {
+  if (bytes == 0) return CF_OK;
+  cf_status st = use_device(device, err, errlen);
+  if (st != CF_OK) return st;
+  CUresult r = CU->cuMemsetD8Async((CUdeviceptr)p, 0, bytes, (CUstream)stream);
+  if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "cuMemsetD8Async(%zu bytes on cuda:%d)", bytes, device);
+  return CF_OK;
+}
+
+cf_status exec_memcpy_htod(int device, ExecDevPtr dst, const void *src, size_t bytes, char *err, size_t errlen) {
+  cf_status st = use_device(device, err, errlen);
   if (st != CF_OK || bytes == 0) return st;
   CUresult r = CU->cuMemcpyHtoD((CUdeviceptr)dst, src, bytes);
   if (r != CUDA_SUCCESS)
@@ -281,8 +296,8 @@ cf_status exec_memcpy_htod(ExecDevPtr dst, const void *src, size_t bytes, char *
   return CF_OK;
 }
 
-cf_status exec_memcpy_dtoh(void *dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen) {
-  cf_status st = exec_cuda_init(err, errlen);
+cf_status exec_memcpy_dtoh(int device, void *dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen) {
+  cf_status st = use_device(device, err, errlen);
   if (st != CF_OK || bytes == 0) return st;
   CUresult r = CU->cuMemcpyDtoH(dst, (CUdeviceptr)src, bytes);
   if (r != CUDA_SUCCESS)
@@ -290,8 +305,8 @@ cf_status exec_memcpy_dtoh(void *dst, ExecDevPtr src, size_t bytes, char *err, s
   return CF_OK;
 }
 
-cf_status exec_memcpy_dtod(ExecDevPtr dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen) {
-  cf_status st = exec_cuda_init(err, errlen);
+cf_status exec_memcpy_dtod(int device, ExecDevPtr dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen) {
+  cf_status st = use_device(device, err, errlen);
   if (st != CF_OK || bytes == 0) return st;
   CUresult r = CU->cuMemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, bytes);
   if (r != CUDA_SUCCESS)
@@ -643,24 +658,29 @@ bool cf_cuda_available(const char **reason) {
   if (reason) *reason = k_no_header;
   return false;
 }
-cf_status exec_mem_alloc(size_t bytes, ExecDevPtr *out, char *err, size_t errlen) {
-  (void)bytes;
+cf_status exec_mem_alloc(int device, size_t bytes, ExecDevPtr *out, char *err, size_t errlen) {
+  (void)device, (void)bytes;
   *out = 0;
   return no_device(err, errlen);
 }
-cf_status exec_mem_free(ExecDevPtr p, char *err, size_t errlen) {
+cf_status exec_mem_free(int device, ExecDevPtr p, char *err, size_t errlen) {
+  (void)device;
   return p == 0 ? CF_OK : no_device(err, errlen);
 }
-cf_status exec_memcpy_htod(ExecDevPtr dst, const void *src, size_t bytes, char *err, size_t errlen) {
-  (void)dst, (void)src, (void)bytes;
+cf_status exec_mem_zero_async(int device, ExecDevPtr p, size_t bytes, void *stream, char *err, size_t errlen) {
+  (void)device, (void)p, (void)stream;
+  return bytes == 0 ? CF_OK : no_device(err, errlen);
+}
+cf_status exec_memcpy_htod(int device, ExecDevPtr dst, const void *src, size_t bytes, char *err, size_t errlen) {
+  (void)device, (void)dst, (void)src, (void)bytes;
   return no_device(err, errlen);
 }
-cf_status exec_memcpy_dtoh(void *dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen) {
-  (void)dst, (void)src, (void)bytes;
+cf_status exec_memcpy_dtoh(int device, void *dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen) {
+  (void)device, (void)dst, (void)src, (void)bytes;
   return no_device(err, errlen);
 }
-cf_status exec_memcpy_dtod(ExecDevPtr dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen) {
-  (void)dst, (void)src, (void)bytes;
+cf_status exec_memcpy_dtod(int device, ExecDevPtr dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen) {
+  (void)device, (void)dst, (void)src, (void)bytes;
   return no_device(err, errlen);
 }
 cf_status exec_kernel_load(const void *cubin, const char *lowered_name, ExecKernel *out,

@@ -66,7 +66,7 @@ static void device_tensor_deleter(DLManagedTensor *self) {
   ExecDevPtr p = (ExecDevPtr)(uintptr_t)self->dl_tensor.data;
   /* A deleter cannot report; a failed free leaves the device memory to the context. */
   if (t->async) exec_mem_free_async(self->dl_tensor.device.device_id, p, t->stream, NULL, 0);
-  else exec_mem_free(p, NULL, 0);
+  else exec_mem_free(self->dl_tensor.device.device_id, p, NULL, 0);
   free(self);
 }
 
@@ -118,17 +118,25 @@ static DeviceTensor *wrap_device(ExecDevPtr p, int device, bool async, void *str
 
 cf_status exec_tensor_device(cf_dtype dtype, int rank, const int64_t *sizes,
                              DLManagedTensor **out, char *err, size_t errlen) {
+  if (out) *out = NULL;
+  size_t bytes = 0; /* a bad request is refused before the device is looked for */
+  cf_status st = check_new_tensor(dtype, rank, sizes, &bytes, err, errlen);
+  if (st == CF_OK) st = exec_cuda_init(err, errlen);
+  return st != CF_OK ? st : exec_tensor_device_on(exec_device_info()->ordinal, dtype, rank, sizes, out, err, errlen);
+}
+
+cf_status exec_tensor_device_on(int device, cf_dtype dtype, int rank, const int64_t *sizes,
+                                DLManagedTensor **out, char *err, size_t errlen) {
   if (out == NULL) return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "out is NULL");
   *out = NULL;
   size_t bytes = 0;
   cf_status st = check_new_tensor(dtype, rank, sizes, &bytes, err, errlen);
   if (st != CF_OK) return st;
   ExecDevPtr p = 0;
-  if ((st = exec_cuda_init(err, errlen)) != CF_OK) return st;
-  if (bytes > 0 && (st = exec_mem_alloc(bytes, &p, err, errlen)) != CF_OK) return st;
-  DeviceTensor *t = wrap_device(p, exec_device_info()->ordinal, false, NULL, dtype, rank, sizes);
+  if (bytes > 0 && (st = exec_mem_alloc(device, bytes, &p, err, errlen)) != CF_OK) return st;
+  DeviceTensor *t = wrap_device(p, device, false, NULL, dtype, rank, sizes);
   if (t == NULL) {
-    exec_mem_free(p, NULL, 0);
+    exec_mem_free(device, p, NULL, 0);
     return exec_fail(CF_ERR_OUT_OF_MEMORY, err, errlen, "out of host memory");
   }
   *out = &t->managed;
@@ -189,16 +197,17 @@ static cf_status check_operand(const DLTensor *t, const char *which, char *err, 
   return CF_OK;
 }
 
+/* A device-side tensor's device exists here (its context is then current). */
 static cf_status check_device_id(const DLTensor *t, const char *which, char *err, size_t errlen) {
   if (side_of(t->device) != SIDE_DEVICE) return CF_OK;
-  cf_status st = exec_cuda_init(err, errlen);
+  cf_status st = exec_cuda_init(err, errlen); /* no CUDA at all: its reason alone */
   if (st != CF_OK) return st;
-  int ours = exec_device_info()->ordinal;
-  if (t->device.device_id != ours)
-    return exec_fail(CF_ERR_UNSUPPORTED, err, errlen,
-                     "cf_tensor_copy: %s is on cuda:%d, but cfuser runs on cuda:%d", which,
-                     (int)t->device.device_id, ours);
-  return CF_OK;
+  const ExecDeviceInfo *info = NULL;
+  char why[256] = "";
+  st = exec_device_open((int)t->device.device_id, &info, why, sizeof why);
+  return st != CF_OK ? exec_fail(st, err, errlen, "cf_tensor_copy: %s is on cuda:%d: %s", which,
+                                 (int)t->device.device_id, why)
+                     : CF_OK;
 }
 
 static cf_status check_copy(const DLTensor *dst, const DLTensor *src, char *err, size_t errlen) {
@@ -221,7 +230,13 @@ static cf_status check_copy(const DLTensor *dst, const DLTensor *src, char *err,
                      dims_str(dst->ndim, dst->shape, b1, sizeof b1),
                      dims_str(src->ndim, src->shape, b2, sizeof b2));
   if ((st = check_device_id(dst, "dst", err, errlen)) != CF_OK) return st;
-  return check_device_id(src, "src", err, errlen);
+  if ((st = check_device_id(src, "src", err, errlen)) != CF_OK) return st;
+  if (side_of(dst->device) == SIDE_DEVICE && side_of(src->device) == SIDE_DEVICE &&
+      dst->device.device_id != src->device.device_id)
+    return exec_fail(CF_ERR_UNSUPPORTED, err, errlen,
+                     "cf_tensor_copy: dst is on cuda:%d and src on cuda:%d; a copy between two devices goes "
+                     "through a host tensor", (int)dst->device.device_id, (int)src->device.device_id);
+  return CF_OK;
 }
 
 cf_status exec_tensor_copy(DLTensor *dst, const DLTensor *src, char *err, size_t errlen) {
@@ -237,10 +252,11 @@ cf_status exec_tensor_copy(DLTensor *dst, const DLTensor *src, char *err, size_t
     return CF_OK;
   }
   if (ds == SIDE_DEVICE && ss == SIDE_HOST)
-    return exec_memcpy_htod((ExecDevPtr)(uintptr_t)d, s, bytes, err, errlen);
+    return exec_memcpy_htod((int)dst->device.device_id, (ExecDevPtr)(uintptr_t)d, s, bytes, err, errlen);
   if (ds == SIDE_HOST)
-    return exec_memcpy_dtoh(d, (ExecDevPtr)(uintptr_t)s, bytes, err, errlen);
-  return exec_memcpy_dtod((ExecDevPtr)(uintptr_t)d, (ExecDevPtr)(uintptr_t)s, bytes, err, errlen);
+    return exec_memcpy_dtoh((int)src->device.device_id, d, (ExecDevPtr)(uintptr_t)s, bytes, err, errlen);
+  return exec_memcpy_dtod((int)dst->device.device_id, (ExecDevPtr)(uintptr_t)d, (ExecDevPtr)(uintptr_t)s, bytes,
+                          err, errlen);
 }
 
 cf_status cf_tensor_copy(DLTensor *dst, const DLTensor *src) {

@@ -55,12 +55,19 @@ const char *exec_device_arch(void);
 /* The NVRTC architecture of a compute capability, written into buf (at least 16 bytes). */
 void exec_arch_for_cc(int major, int minor, char *buf, size_t buflen);
 
-cf_status exec_mem_alloc(size_t bytes, ExecDevPtr *out, char *err, size_t errlen);
-/* Frees a pointer from exec_mem_alloc; 0 is ok. */
-cf_status exec_mem_free(ExecDevPtr p, char *err, size_t errlen);
-cf_status exec_memcpy_htod(ExecDevPtr dst, const void *src, size_t bytes, char *err, size_t errlen);
-cf_status exec_memcpy_dtoh(void *dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen);
-cf_status exec_memcpy_dtod(ExecDevPtr dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen);
+/* Device memory on cuda:device (EXEC_PROCESS_DEVICE: the process's device), in that
+ * device's primary context, which stays current on return. */
+enum { EXEC_PROCESS_DEVICE = -1 };
+cf_status exec_mem_alloc(int device, size_t bytes, ExecDevPtr *out, char *err, size_t errlen);
+/* Frees a pointer from exec_mem_alloc of the same device; 0 is ok. */
+cf_status exec_mem_free(int device, ExecDevPtr p, char *err, size_t errlen);
+/* Sets bytes of device memory to zero in the order of stream (of cuda:device). */
+cf_status exec_mem_zero_async(int device, ExecDevPtr p, size_t bytes, void *stream, char *err, size_t errlen);
+/* Synchronous copies in the context of cuda:device, the device memory's (EXEC_PROCESS_DEVICE:
+ * the process's device). */
+cf_status exec_memcpy_htod(int device, ExecDevPtr dst, const void *src, size_t bytes, char *err, size_t errlen);
+cf_status exec_memcpy_dtoh(int device, void *dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen);
+cf_status exec_memcpy_dtod(int device, ExecDevPtr dst, ExecDevPtr src, size_t bytes, char *err, size_t errlen);
 
 /* A loaded cubin and one kernel of it (CUmodule, CUfunction). */
 typedef struct ExecKernel {
@@ -186,9 +193,13 @@ cf_status exec_nvrtc_compile_cached(const char *source, const char *program_name
 
 /* ---- tensors (cuda_tensor.c) ----------------------------------------------------------- */
 
-/* A contiguous device tensor (strides filled in), freed by its deleter (cuMemFree). */
+/* A contiguous device tensor (strides filled in) on the process's device, freed by its
+ * deleter (cuMemFree). */
 cf_status exec_tensor_device(cf_dtype dtype, int rank, const int64_t *sizes,
                              DLManagedTensor **out, char *err, size_t errlen);
+/* The same on cuda:device. */
+cf_status exec_tensor_device_on(int device, cf_dtype dtype, int rank, const int64_t *sizes,
+                                DLManagedTensor **out, char *err, size_t errlen);
 /* The same on device `device`, allocated in the order of `stream`; its deleter frees it in
  * the order of the same stream, which must therefore outlive the tensor. */
 cf_status exec_tensor_device_async(int device, void *stream, cf_dtype dtype, int rank,
@@ -196,7 +207,8 @@ cf_status exec_tensor_device_async(int device, void *stream, cf_dtype dtype, int
                                    size_t errlen);
 /* Copies src to dst: host<->device, device<->device or host<->host. Both contiguous, of
  * equal dtype and sizes; byte_offset honored. Host is kDLCPU or kDLCUDAHost, device is
- * kDLCUDA or kDLCUDAManaged of cfuser's device. */
+ * kDLCUDA or kDLCUDAManaged of any device the process sees (a device-to-device copy: of
+ * one device); the copy runs in that device's context. */
 cf_status exec_tensor_copy(DLTensor *dst, const DLTensor *src, char *err, size_t errlen);
 
 /* The by-value kernel argument of a tensor, laid out as the CUDA-side struct of

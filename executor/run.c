@@ -290,28 +290,36 @@ static bool same_shape(const DLTensor *t, int rank, const int64_t *sizes) {
   return true;
 }
 
-/* A zeroed contiguous tensor of the given sizes for workspace parameter p, kept by the
- * executor and reused by later runs of the same sizes (grid reductions leave their
- * semaphores at zero; intermediates are written before they are read). */
-static cf_status workspace(cf_executor *e, const KTensor *p, int slot, const int64_t *sizes, DLManagedTensor **out) {
+/* A zeroed contiguous tensor of the given sizes for workspace parameter p on the run's
+ * device (zeroed in the order of the run's stream), kept by the executor and reused by
+ * later runs of the same sizes there (grid reductions leave their semaphores at zero;
+ * intermediates are written before they are read). */
+static cf_status workspace(cf_executor *e, const RunTarget *rt, const KTensor *p, int slot, const int64_t *sizes,
+                           DLManagedTensor **out) {
+  bool host = e->cc->backend == CF_BACKEND_HOST;
   DLManagedTensor *w = e->work[slot];
-  if (w && w->dl_tensor.dtype.bits == cf_dtype_size(p->dtype) * 8 && same_shape(&w->dl_tensor, p->rank, sizes)) {
+  if (w && w->dl_tensor.dtype.bits == cf_dtype_size(p->dtype) * 8 && same_shape(&w->dl_tensor, p->rank, sizes) &&
+      (host || w->dl_tensor.device.device_id == rt->device)) {
     *out = w;
     return CF_OK;
   }
   cf_tensor_free(w);
   e->work[slot] = NULL;
-  DLManagedTensor *zero = cf_tensor_host(p->dtype, p->rank, sizes);
-  if (!zero) return exec_error(e, CF_ERR_OUT_OF_MEMORY, "run: out of memory for %s", p->name);
-  memset(zero->dl_tensor.data, 0, cf_dtype_storage_bytes(p->dtype, (size_t)cf_tensor_numel(&zero->dl_tensor)));
-  if (e->cc->backend == CF_BACKEND_HOST) {
-    w = zero;
+  size_t bytes = 0;
+  if (host) {
+    w = cf_tensor_host(p->dtype, p->rank, sizes);
+    if (!w) return exec_error(e, CF_ERR_OUT_OF_MEMORY, "run: out of memory for %s", p->name);
+    memset(w->dl_tensor.data, 0, cf_dtype_storage_bytes(p->dtype, (size_t)cf_tensor_numel(&w->dl_tensor)));
   } else {
-    char err[512] = "copy failed";
-    cf_status s = exec_tensor_device(p->dtype, p->rank, sizes, &w, err, sizeof err);
-    if (!s) s = cf_tensor_copy(&w->dl_tensor, &zero->dl_tensor);
-    cf_tensor_free(zero);
-    if (s) return exec_error(e, s, "run: allocating %s: %s", p->name, err);
+    char err[512] = "";
+    cf_status s = exec_tensor_device_on(rt->device, p->dtype, p->rank, sizes, &w, err, sizeof err);
+    if (!s) bytes = cf_dtype_storage_bytes(p->dtype, (size_t)cf_tensor_numel(&w->dl_tensor));
+    if (!s) s = exec_mem_zero_async(rt->device, (ExecDevPtr)(uintptr_t)w->dl_tensor.data, bytes, rt->stream, err,
+                                    sizeof err);
+    if (s) {
+      cf_tensor_free(w);
+      return exec_error(e, s, "run: allocating %s on cuda:%d: %s", p->name, rt->device, err);
+    }
   }
   *out = e->work[slot] = w;
   return CF_OK;
@@ -319,7 +327,7 @@ static cf_status workspace(cf_executor *e, const KTensor *p, int slot, const int
 
 /* The workspaces, after the outputs (intermediates in global memory, then the grid
  * reductions' buffers): sized from the bound arguments. */
-static cf_status bind_workspaces(cf_executor *e) {
+static cf_status bind_workspaces(cf_executor *e, const RunTarget *rt) {
   ExecPlan *b = e->plan;
   const KKernel *k = e->cc->k;
   for (int p = b->nin + b->nout, slot = 0; p < k->nparams; p++) {
@@ -334,7 +342,7 @@ static cf_status bind_workspaces(cf_executor *e) {
       s = eval(e, t->extents[d], &sizes[d], "a workspace size");
       if (!s && sizes[d] < 1) sizes[d] = 1;
     }
-    if (!s) s = workspace(e, t, slot++, sizes, &w);
+    if (!s) s = workspace(e, rt, t, slot++, sizes, &w);
     if (s) return s;
     bind(b, p, &w->dl_tensor);
     b->tensors[p] = &w->dl_tensor;
@@ -367,7 +375,7 @@ static cf_status bind_outputs(cf_executor *e, const RunTarget *rt, DLManagedTens
     bind(b, p, &m->dl_tensor);
     b->tensors[p] = &m->dl_tensor;
   }
-  return bind_workspaces(e);
+  return bind_workspaces(e, rt);
 }
 
 bool exec_byte_range(const DLTensor *t, int64_t esz, int64_t *lo, int64_t *hi) {

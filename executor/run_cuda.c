@@ -83,7 +83,12 @@ cf_status exec_run_target_cuda(cf_executor *e, int nin, const DLTensor *const *i
 
 cf_status exec_run_launch_cuda(cf_executor *e, const RunTarget *rt, void **values) {
   char err[1024];
-  cf_status s = e->cc->k->grid_sem /* grid syncs: every block resident at once */
+  const ExecDeviceInfo *info = NULL;
+  /* The kernel and stream belong to the target device's context: make it current again (a
+   * call between choosing the target and launching may have made another one current). */
+  cf_status s = exec_device_open(rt->device, &info, err, sizeof err);
+  if (s) return exec_error(e, s, "run: the tensors are on cuda:%d: %s", rt->device, err);
+  s = e->cc->k->grid_sem /* grid syncs: every block resident at once */
                     ? exec_launch_cooperative_async(rt->kernel, rt->info, e->last.grid, e->last.block, e->last.smem,
                                                     rt->stream, values, err, sizeof err)
                     : exec_launch_async(rt->kernel, rt->info, e->last.grid, e->last.block, e->last.smem, rt->stream,

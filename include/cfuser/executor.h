@@ -176,8 +176,13 @@ CF_API bool cf_nvrtc_available(const char **reason);
  * reason), else torchrun's LOCAL_RANK when it names a device (a process per GPU, each
  * seeing all of them), else cuda:0. */
 CF_API bool cf_cuda_available(const char **reason);
-/* Copies between host and device tensors (allocated by cf_tensor_device). */
+/* A contiguous tensor on the process's device (above), freed by cf_tensor_free; NULL on
+ * failure. */
 CF_API DLManagedTensor *cf_tensor_device(cf_dtype dtype, int rank, const int64_t *sizes);
+/* Copies src to dst, host or device (contiguous, equal dtype and sizes): a device tensor
+ * may be on any device the process sees (a run's outputs are on its inputs' device), the
+ * copy made in that device's context; a copy between two devices is refused (go through a
+ * host tensor). */
 CF_API cf_status cf_tensor_copy(DLTensor *dst, const DLTensor *src);
 
 #ifdef __cplusplus

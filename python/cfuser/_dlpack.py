@@ -259,8 +259,6 @@ def export(obj: Any, kind: str, index: int) -> Tuple[object, int, int]:
             raise InvalidArgumentError(
                 f"{what} is a {type(obj).__name__}, not a DLPack tensor (it has no __dlpack_device__)") from None
         raise InvalidArgumentError(f"{what}: exporting it through DLPack failed: {e}") from None
-    if device_id and device_type in (_capi.KDLCUDA, _capi.KDLCUDAMANAGED):
-        raise UnsupportedError(f"execute: {kind} {index} is on CUDA device {device_id}; cfuser runs on device 0 only")
     ptr = _capi.capsule_pointer(capsule)
     if not ptr:
         raise InvalidArgumentError(f"execute: {kind} {index}: its DLPack export is not an unconsumed \"dltensor\" "

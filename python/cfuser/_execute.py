@@ -77,8 +77,9 @@ def first_tensor(args: Sequence[Any], dtypes: Dict[int, DataType]) -> Optional[A
 
 def device_like(device: Any) -> Optional[Any]:
     """execute's device for a definition without tensor inputs: None for the host ("cpu"),
-    else an empty torch tensor on CUDA device 0 ("cuda", "cuda:0", 0, torch.device) whose
-    library and device the scalars and outputs follow."""
+    else an empty torch tensor on that CUDA device ("cuda" and "cuda:N" as torch reads them, N,
+    torch.device) whose library and device the scalars and outputs follow. A run goes to the
+    device of its tensors (one per run: tensors on two devices are refused, named)."""
     kind = getattr(device, "type", device)
     index = getattr(device, "index", None) if hasattr(device, "type") else None
     if isinstance(kind, str) and kind.startswith("cuda:"):
@@ -89,14 +90,12 @@ def device_like(device: Any) -> Optional[Any]:
         return None
     if kind != "cuda":
         raise InvalidArgumentError(f"execute: device {device!r} is neither \"cpu\" nor a CUDA device")
-    if index:
-        raise UnsupportedError(f"execute: device {device!r}: cfuser runs on CUDA device 0 only")
     try:
         import torch
     except ImportError:
         raise UnsupportedError(f"execute: device {device!r} without tensor inputs returns torch CUDA tensors, "
                                "and torch is not installed") from None
-    return torch.empty(0, device="cuda")
+    return torch.empty(0, device="cuda" if index is None else f"cuda:{index}")
 
 
 def scalar_arrays(args: List[Any], dtypes: Dict[int, DataType], like: Any, host: Any = ()) -> None:

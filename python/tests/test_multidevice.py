@@ -2,6 +2,7 @@
 parallel types in fd.sched, sharded inputs and outputs) with NumPy shards, each device's
 result against NumPy on the unsharded arrays."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -117,3 +118,66 @@ def test_sequence_parallel_layer_norm_tensor_parallel_mlp(n, rng):
     for d in range(n):
         np.testing.assert_allclose(outs[d][0], want[d * rows:(d + 1) * rows], rtol=1e-4, atol=1e-4)
     assert ex.num_communications == 2 and ex.num_segments == 3
+
+
+def _gpus_for_torchrun():
+    """The GPUs torchrun can spread over here (>= 2), or why this machine cannot."""
+    import importlib.util
+    import shutil
+    if importlib.util.find_spec("torch") is None:
+        return None, "torch is not installed (the GPU run compares with torch.distributed)"
+    import torch
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        return None, "fewer than two CUDA GPUs here (a sharded run needs a GPU per rank)"
+    if shutil.which("torchrun") is None:
+        return None, "torchrun is not on PATH"
+    if nccl_available() is not None:
+        return None, nccl_available()
+    return min(torch.cuda.device_count(), 4), None
+
+
+# torchrun_multidevice.py on this machine's GPUs: MultiDeviceExecutor.run on torch CUDA
+# shards, each case equal to torch.distributed's computation on every rank.
+def test_sharded_fusions_on_gpus_equal_torch_distributed():
+    import os
+    import subprocess
+    import sys
+    n, why = _gpus_for_torchrun()
+    if n is None:
+        pytest.skip(why)
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, MASTER_PORT=os.environ.get("CFUSER_TEST_MASTER_PORT", "29631"))
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={n}",
+                           os.path.join(here, "torchrun_multidevice.py")],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    oks = re.findall(r"rank \d+: \w+ ok ", proc.stdout)  # the ranks' lines may interleave
+    assert len(oks) == 5 * n, proc.stdout
+
+
+def _torch_with_gpus(count):
+    import importlib.util
+    if importlib.util.find_spec("torch") is None:
+        return None, "torch is not installed (these tensors are torch CUDA tensors)"
+    import torch
+    if not torch.cuda.is_available() or torch.cuda.device_count() < count:
+        return None, f"fewer than {count} CUDA GPUs here"
+    return torch, None
+
+
+# A run goes to the device of its tensors (torchrun's rank 1 runs on cuda:1): a fusion on
+# torch tensors of the second GPU returns its outputs there; tensors on two GPUs are refused.
+def test_define_and_run_on_the_second_gpu():
+    torch, why = _torch_with_gpus(2)
+    if torch is None:
+        pytest.skip(why)
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([333, 1025])
+        y = fd.define_tensor([1025])
+        fd.add_output(fd.ops.relu(fd.ops.add(fd.ops.sum(x, [0]), y)))
+    a, b = torch.randn(333, 1025, device="cuda:1"), torch.randn(1025, device="cuda:1")
+    out, = fd.execute([a, b])
+    assert out.device == a.device
+    torch.testing.assert_close(out, torch.relu(a.sum(0) + b), rtol=1e-4, atol=1e-4)
+    with pytest.raises(InvalidArgumentError, match="must all be on one device"):
+        fd.execute([a, b.to("cuda:0")])

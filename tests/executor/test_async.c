@@ -3,7 +3,9 @@
  * with the reason, without one): a loop of runs on the default stream without
  * synchronizing in between, outputs allocated by the executor in stream order, gives the
  * right results after one cf_executor_synchronize; tensors on two devices, and on a device
- * the process does not have, are refused with messages naming the tensors. */
+ * the process does not have, are refused with messages naming the tensors; a kernel with
+ * a workspace (a grid reduction's buffers and semaphores) runs on a second device, its
+ * workspace made there (where the machine has two). */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -102,6 +104,67 @@ Test(async, a_device_the_process_lacks_is_refused) {
            "device%s", count, count == 1 ? "" : "s");
   cr_expect_str_eq(cf_executor_error(e), want);
   for (int i = 0; i < 3; i++) cf_tensor_free(in[i]);
+  cf_executor_destroy(e);
+}
+
+enum { GR_ROWS = 64, GR_COLS = 4096 };
+
+/* -sum(a, 1) of a[GR_ROWS, GR_COLS], the sum over blockIdx.x read in the same kernel: a
+ * grid all-reduce, a cooperative launch with workspace buffers and semaphores. */
+static cf_executor *compile_grid_reduction(void) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){GR_ROWS, GR_COLS});
+  cf_fusion_add_input(f, a);
+  cf_tv *s = cf_sum(f, a, 1, (int[]){1});
+  cf_fusion_add_output(f, cf_neg(f, s));
+  cf_split(f, s, 1, 128);
+  cf_parallelize(f, s, 1, CF_PT_BIDX);
+  cf_parallelize(f, s, 2, CF_PT_TIDX);
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_CUDA});
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  cf_fusion_destroy(f);
+  return e;
+}
+
+/* Runs e on a[r][c] = (r + c) % 5 - 2 on cuda:dev and checks -sum over each row (the
+ * copies to and from cuda:dev through cf_tensor_copy). */
+static void run_grid_reduction_on(cf_executor *e, int dev) {
+  char err[512] = "";
+  int64_t sizes[2] = {GR_ROWS, GR_COLS};
+  DLManagedTensor *h = cf_tensor_host(CF_FLOAT, 2, sizes), *got = cf_tensor_host(CF_FLOAT, 1, sizes), *a = NULL,
+                  *out = NULL;
+  float *x = h->dl_tensor.data;
+  for (int i = 0; i < GR_ROWS * GR_COLS; i++) x[i] = (float)((i / GR_COLS + i % GR_COLS) % 5 - 2);
+  cr_assert_eq(exec_tensor_device_on(dev, CF_FLOAT, 2, sizes, &a, err, sizeof err), CF_OK, "%s", err);
+  cr_assert_eq(cf_tensor_copy(&a->dl_tensor, &h->dl_tensor), CF_OK);
+  const DLTensor *ins[1] = {&a->dl_tensor};
+  cr_assert_eq(cf_executor_run_async(e, NULL, 1, ins, 1, &out), CF_OK, "%s", cf_executor_error(e));
+  cr_assert_eq(cf_executor_synchronize(e), CF_OK, "%s", cf_executor_error(e));
+  cr_assert_eq(out->dl_tensor.device.device_id, dev);
+  cr_assert_eq(cf_tensor_copy(&got->dl_tensor, &out->dl_tensor), CF_OK);
+  for (int r = 0; r < GR_ROWS; r++) {
+    double want = 0;
+    for (int c = 0; c < GR_COLS; c++) want += x[r * GR_COLS + c];
+    cr_assert_eq(cf_tensor_get(&got->dl_tensor, r), -want, "cuda:%d, row %d: %g, not %g", dev, r,
+                 cf_tensor_get(&got->dl_tensor, r), -want);
+  }
+  cf_tensor_free(out);
+  cf_tensor_free(a);
+  cf_tensor_free(got);
+  cf_tensor_free(h);
+}
+
+/* The workspace follows the run's device: cuda:1 twice (made there, then reused), then
+ * cuda:0 (made anew there). It was made on the process's device and the launch failed
+ * (CUDA_ERROR_INVALID_HANDLE: the kernel of cuda:1 launched in cuda:0's context). */
+Test(async, a_kernel_with_a_workspace_runs_on_a_second_device) {
+  need_gpu();
+  const ExecDeviceInfo *info = NULL;
+  if (exec_device_open(1, &info, NULL, 0) != CF_OK) cr_skip_test("one CUDA device: a second device is needed");
+  cf_executor *e = compile_grid_reduction();
+  run_grid_reduction_on(e, 1);
+  run_grid_reduction_on(e, 1);
+  run_grid_reduction_on(e, 0);
   cf_executor_destroy(e);
 }
 
