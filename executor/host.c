@@ -1,9 +1,9 @@
-/* executor/host.c: the host backend's compiler driver, disk cache, loader and launcher.
+/* executor/host.c: the host backend's compiler driver, disk cache and loader.
  *
  * The last stage of the host path: codegen/host.c has printed a kernel as C11 behind the
  * host runtime (codegen/runtime/host_*.h); this file compiles it with the system C compiler
- * into a shared object, caches the object on disk, dlopens it, and launches the kernel
- * through libffi (see exec_host.h for the API). Key decisions: the cache key is the exact
+ * into a shared object, caches the object on disk and dlopens it (see exec_host.h for the
+ * API; executor/host_call.c calls and launches the kernel). Key decisions: the cache key is the exact
  * text compiled — a comment carrying the compile command, then the source — whose SHA-256
  * names the entry and is stored in it (never the text: one file per kernel, the object and
  * a 56-byte record), so a changed $CC is another entry; a miss compiles in a private
@@ -12,11 +12,9 @@
  * entry belongs) can make a compile fail or hang: at worst it is a miss. The
  * compiler runs through /bin/sh (so $CC may carry words, e.g. "ccache gcc") with its
  * output captured from a pipe. A kernel's unit links the runtime's object of its command,
- * compiled once per process (and cached): a kernel compile compiles only the kernel.
- * Each emulated CUDA thread calls the kernel with ffi_call:
- * the by-value tensor structs are described to libffi as struct types, so the kernel
- * keeps the same C signature as the CUDA kernel. */
+ * compiled once per process (and cached): a kernel compile compiles only the kernel. */
 #include "executor/exec_host.h"
+#include "executor/host_module.h"
 
 #include "codegen/codegen.h" /* the embedded runtime and the list of its parts */
 #include "executor/disk_cache.h"
@@ -24,7 +22,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ffi.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -39,34 +36,7 @@
 extern char **environ;
 
 
-/* cfh_launch in host_runtime.h */
-typedef int (*CfhLaunchFn)(const unsigned int grid[3], const unsigned int block[3], size_t smem,
-                           void (*body)(void *), void *arg, char *err, size_t errlen);
-enum { CFH_OK = 0, CFH_ERR_CONFIG = 1, CFH_ERR_RUNTIME = 2, CFH_ERR_NOMEM = 3 };
-
-struct ExecHostModule {
-  void *handle;
-  void (*kernel)(void);
-  CfhLaunchFn launch;
-  char *path;
-  bool cache_hit;
-  double seconds;
-  void *binary;
-  size_t binary_size;
-};
-
-struct ExecHostCall {
-  ffi_cif cif;
-  ffi_type **args;     /* one per parameter */
-  ffi_type *structs;   /* the struct type of each struct parameter */
-  ffi_type **elements; /* the element lists of the struct types */
-  void (*kernel)(void);
-  CfhLaunchFn launch;
-};
-
-
-__attribute__((format(printf, 2, 3))) static void set_error(ExecHostError *e, const char *fmt,
-                                                            ...) {
+void exec_host_set_error(ExecHostError *e, const char *fmt, ...) {
   if (!e) return;
   va_list ap;
   va_start(ap, fmt);
@@ -177,7 +147,7 @@ static void cache_key(Buf *b, const char *command, const char *source) {
 static cf_status run_shell(const char *cmd, char **output, int *status, ExecHostError *err) {
   int fds[2];
   if (pipe(fds) != 0) {
-    set_error(err, "cannot run the host C compiler: pipe: %s", strerror(errno));
+    exec_host_set_error(err, "cannot run the host C compiler: pipe: %s", strerror(errno));
     return CF_ERR_INTERNAL;
   }
   posix_spawn_file_actions_t fa;
@@ -203,7 +173,7 @@ static cf_status run_shell(const char *cmd, char **output, int *status, ExecHost
   }
   if (rc != 0 || out.failed) {
     free(out.p);
-    set_error(err, "cannot run the host C compiler: %s", rc ? strerror(rc) : "out of memory");
+    exec_host_set_error(err, "cannot run the host C compiler: %s", rc ? strerror(rc) : "out of memory");
     return rc ? CF_ERR_INTERNAL : CF_ERR_OUT_OF_MEMORY;
   }
   *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
@@ -238,7 +208,7 @@ static cf_status compile_private(const char *priv, const char *hex, const char *
   snprintf(cpath, sizeof cpath, "%s/%s.c", priv, hex);
   snprintf(out, out_len, "%s/%s%s", priv, hex, ext);
   if (!write_new_file(cpath, key->p, key->len)) {
-    set_error(err, "cannot write a host kernel into the private directory %s: %s", priv, strerror(errno));
+    exec_host_set_error(err, "cannot write a host kernel into the private directory %s: %s", priv, strerror(errno));
     return CF_ERR_IO;
   }
   Buf cmd = {0};
@@ -253,7 +223,7 @@ static cf_status compile_private(const char *priv, const char *hex, const char *
   cf_status st = cmd.failed ? CF_ERR_OUT_OF_MEMORY : run_shell(cmd.p, &output, &status, err);
   if (st == CF_OK && status != 0) {
     const char *line = first_error_line(output), *nl = strchr(line, '\n');
-    set_error(err, "the host C compiler failed (exit status %d): %s\n%.*s", status, cmd.p,
+    exec_host_set_error(err, "the host C compiler failed (exit status %d): %s\n%.*s", status, cmd.p,
               (int)(nl ? (size_t)(nl - line) : strlen(line)), line);
     if (err) {
       err->compiler_output = output;
@@ -280,12 +250,12 @@ static cf_status load_module(const char *sopath, const char *kernel_name, ExecHo
                              ExecHostError *err) {
   m->handle = dlopen(sopath, RTLD_NOW | RTLD_LOCAL);
   if (!m->handle) {
-    set_error(err, "cannot load the compiled host kernel: %s", dlerror());
+    exec_host_set_error(err, "cannot load the compiled host kernel: %s", dlerror());
     return CF_ERR_COMPILE;
   }
   void *kernel = dlsym(m->handle, kernel_name), *launch = dlsym(m->handle, "cfh_launch");
   if (!kernel || !launch) {
-    set_error(err, kernel ? "the compiled host kernel %s has no cfh_launch: the host runtime "
+    exec_host_set_error(err, kernel ? "the compiled host kernel %s has no cfh_launch: the host runtime "
                             "was not prepended to its source"
                           : "the compiled host kernel %s has no function %s (it must be "
                             "defined, and not static)", sopath, kernel_name);
@@ -324,7 +294,7 @@ static cf_status read_compiled(const char *path, void **bytes, size_t *size, Exe
   if (fd >= 0) close(fd);
   if (!ok) {
     free(b);
-    set_error(err, "cannot read the compiled host kernel %s: %s", path, strerror(saved));
+    exec_host_set_error(err, "cannot read the compiled host kernel %s: %s", path, strerror(saved));
     return CF_ERR_IO;
   }
   *bytes = b;
@@ -349,11 +319,11 @@ static cf_status private_dir(char **dir, ExecHostError *err) {
   const char *t = getenv("TMPDIR");
   if (asprintf(dir, "%s/cfuser-XXXXXX", t && *t && strlen(t) < 1024 ? t : "/tmp") < 0) {
     *dir = NULL;
-    set_error(err, "out of memory");
+    exec_host_set_error(err, "out of memory");
     return CF_ERR_OUT_OF_MEMORY;
   }
   if (mkdtemp(*dir)) return CF_OK;
-  set_error(err, "cannot create a private directory %s for a host kernel: %s", *dir, strerror(errno));
+  exec_host_set_error(err, "cannot create a private directory %s for a host kernel: %s", *dir, strerror(errno));
   free(*dir);
   *dir = NULL;
   return CF_ERR_IO;
@@ -414,7 +384,7 @@ static cf_status build_runtime(const char *command, RuntimeObject *r, ExecHostEr
   if (unit && !cmd.failed) cache_key(&key, cmd.p, unit);
   char *dir = NULL, *entry = NULL, hex[2 * EXEC_SHA256_BYTES + 1];
   cf_status st = !unit || cmd.failed || key.failed ? CF_ERR_OUT_OF_MEMORY : cache_dir(&dir, err);
-  if (st == CF_ERR_OUT_OF_MEMORY) set_error(err, "out of memory");
+  if (st == CF_ERR_OUT_OF_MEMORY) exec_host_set_error(err, "out of memory");
   if (st == CF_OK) {
     exec_sha256_hex(key.p, key.len, hex);
     snprintf(r->name, sizeof r->name, "%s-rt.o", hex);
@@ -441,7 +411,7 @@ static cf_status runtime_for(const char *command, const RuntimeObject **out, Exe
     r = calloc(1, sizeof *r);
     char *c = r ? strdup(command) : NULL;
     st = c ? build_runtime(command, r, err) : CF_ERR_OUT_OF_MEMORY;
-    if (!c) set_error(err, "out of memory");
+    if (!c) exec_host_set_error(err, "out of memory");
     if (st == CF_OK) {
       r->command = c;
       r->next = g_runtimes;
@@ -471,7 +441,7 @@ static cf_status compile_fresh(const char *entry, const char *command, const Run
   if (rt) {
     snprintf(rtpath, sizeof rtpath, "%s/%s", priv, rt->name);
     if (!write_new_file(rtpath, rt->bytes, rt->size)) {
-      set_error(err, "cannot write the host runtime's object into the private directory %s: %s", priv,
+      exec_host_set_error(err, "cannot write the host runtime's object into the private directory %s: %s", priv,
                 strerror(errno));
       st = CF_ERR_IO;
     }
@@ -480,7 +450,7 @@ static cf_status compile_fresh(const char *entry, const char *command, const Run
   }
   buf_str(&inputs, " -lm");
   if (st == CF_OK && inputs.failed) {
-    set_error(err, "out of memory");
+    exec_host_set_error(err, "out of memory");
     st = CF_ERR_OUT_OF_MEMORY;
   }
   if (st == CF_OK) st = compile_private(priv, hex, command, key, source, ".so", inputs.p, sopath, sizeof sopath, err);
@@ -505,7 +475,7 @@ static cf_status cache_dir(char **dir, ExecHostError *err) {
   cf_status st = exec_disk_cache_dir(dir, &too_long, why, sizeof why);
   if (st == CF_OK) return CF_OK;
   if (st == CF_ERR_OUT_OF_MEMORY || too_long) {
-    set_error(err, "%s", why);
+    exec_host_set_error(err, "%s", why);
     return st;
   }
   char msg[4600];
@@ -533,7 +503,7 @@ static cf_status compile_and_load(const char *source, const char *kernel_name, E
   if (st == CF_OK && !keyed.failed) cache_key(&key, keyed.p, source);
   if (st == CF_OK && !command.failed && !key.failed && dir) entry = exec_disk_entry_path(dir, key.p, key.len, ".so");
   if (st == CF_OK && (command.failed || keyed.failed || key.failed || (dir && !entry))) {
-    set_error(err, "out of memory");
+    exec_host_set_error(err, "out of memory");
     st = CF_ERR_OUT_OF_MEMORY;
   } else if (st == CF_OK) {
     m->cache_hit = entry && try_cached(entry, &key, kernel_name, m);
@@ -554,12 +524,12 @@ cf_status exec_host_compile(const char *source, const char *kernel_name, ExecHos
   if (!out) return CF_ERR_INVALID_ARGUMENT;
   *out = NULL;
   if (!source || !kernel_name || !*kernel_name) {
-    set_error(err, "exec_host_compile: source and kernel name are required");
+    exec_host_set_error(err, "exec_host_compile: source and kernel name are required");
     return CF_ERR_INVALID_ARGUMENT;
   }
   ExecHostModule *m = calloc(1, sizeof *m);
   if (!m) {
-    set_error(err, "out of memory");
+    exec_host_set_error(err, "out of memory");
     return CF_ERR_OUT_OF_MEMORY;
   }
   cf_status st = compile_and_load(source, kernel_name, m, err);
@@ -588,202 +558,10 @@ cf_status exec_host_module_binary(ExecHostModule *m, const void **data, size_t *
                                   ExecHostError *err) {
   if (!m || !data || !size) return CF_ERR_INVALID_ARGUMENT;
   if (!m->binary) {
-    set_error(err, "the compiled host kernel %s was not kept in memory", m->path ? m->path : "");
+    exec_host_set_error(err, "the compiled host kernel %s was not kept in memory", m->path ? m->path : "");
     return CF_ERR_INTERNAL;
   }
   *data = m->binary;
   *size = m->binary_size;
   return CF_OK;
-}
-
-/* ---- parameters and libffi -------------------------------------------------------------------- */
-
-size_t exec_host_param_size(const ExecHostParam *p) {
-  if (!p->is_tensor) return p->dtype == CF_BOOL ? 1 : cf_dtype_size(p->dtype);
-  size_t isz = p->index32 ? 4 : 8;
-  size_t bytes = sizeof(void *) + (size_t)(p->rank + p->alloc_rank) * isz;
-  return (bytes + 7) / 8 * 8;
-}
-
-cf_status exec_host_pack_tensor(const ExecHostParam *p, void *data, const int64_t *sizes,
-                                const int64_t *strides, void *buf, ExecHostError *err) {
-  if (!p || !p->is_tensor || !buf) return CF_ERR_INVALID_ARGUMENT;
-  unsigned char *out = buf;
-  memset(out, 0, exec_host_param_size(p));
-  memcpy(out, &data, sizeof data);
-  out += sizeof data;
-  for (int i = 0; i < p->rank + p->alloc_rank; i++) {
-    int64_t v = i < p->rank ? sizes[i] : strides[i - p->rank];
-    if (!p->index32) {
-      memcpy(out, &v, 8);
-      out += 8;
-      continue;
-    }
-    if (v < INT32_MIN || v > INT32_MAX) {
-      set_error(err, "%s %lld does not fit the kernel's 32-bit index type",
-                i < p->rank ? "size" : "stride", (long long)v);
-      return CF_ERR_INVALID_ARGUMENT;
-    }
-    int32_t v32 = (int32_t)v;
-    memcpy(out, &v32, 4);
-    out += 4;
-  }
-  return CF_OK;
-}
-
-static ffi_type *scalar_ffi_type(cf_dtype t) {
-  switch (t) {
-  case CF_FLOAT: return &ffi_type_float;
-  case CF_DOUBLE: return &ffi_type_double;
-  case CF_INT8: return &ffi_type_sint8;
-  case CF_INT32: return &ffi_type_sint32;
-  case CF_INT64: return &ffi_type_sint64;
-  case CF_UINT32: return &ffi_type_uint32;
-  case CF_BOOL: return &ffi_type_uint8;
-  default: return NULL; /* __half, __nv_bfloat16, __e4m3, __e5m2: a struct of one uint16_t or uint8_t */
-  }
-}
-
-/* Describes parameter p as libffi type c->args[i], using element slots from *el. */
-static cf_status describe_param(ExecHostCall *c, int i, const ExecHostParam *p, ffi_type ***el,
-                                ExecHostError *err) {
-  ffi_type *s = &c->structs[i];
-  if (!p->is_tensor && (c->args[i] = scalar_ffi_type(p->dtype))) return CF_OK;
-  if (p->is_tensor && (p->rank < 0 || p->rank > EXEC_HOST_MAX_RANK || p->alloc_rank < 0 ||
-                      p->alloc_rank > EXEC_HOST_MAX_RANK)) {
-    set_error(err, "kernel parameter %d: a tensor of rank %d (allocation rank %d); the host backend takes at most "
-              "%d", i, p->rank, p->alloc_rank, EXEC_HOST_MAX_RANK);
-    return CF_ERR_UNSUPPORTED;
-  }
-  if (!p->is_tensor && !ir_dtype_is_narrow_float(p->dtype) && !ir_dtype_is_complex(p->dtype)) {
-    set_error(err, "kernel parameter %d: unsupported dtype", i);
-    return CF_ERR_INVALID_ARGUMENT;
-  }
-  s->type = FFI_TYPE_STRUCT;
-  s->elements = *el;
-  if (p->is_tensor) {
-    *(*el)++ = &ffi_type_pointer;
-    for (int k = 0; k < p->rank + p->alloc_rank; k++)
-      *(*el)++ = p->index32 ? &ffi_type_sint32 : &ffi_type_sint64;
-  } else if (ir_dtype_is_complex(p->dtype)) { /* the SysV ABI passes a _Complex as the struct {re, im} */
-    ffi_type *part = p->dtype == CF_COMPLEX_FLOAT ? &ffi_type_float : &ffi_type_double;
-    *(*el)++ = part;
-    *(*el)++ = part;
-  } else {
-    *(*el)++ = cf_dtype_size(p->dtype) == 1 ? &ffi_type_uint8 : &ffi_type_uint16;
-  }
-  *(*el)++ = NULL;
-  c->args[i] = s;
-  return CF_OK;
-}
-
-cf_status exec_host_call_prepare(const ExecHostModule *m, int nparams, const ExecHostParam *params,
-                                 ExecHostCall **out, ExecHostError *err) {
-  if (!m || !out || nparams < 0 || (nparams && !params)) return CF_ERR_INVALID_ARGUMENT;
-  if (nparams > EXEC_HOST_MAX_PARAMS) {
-    set_error(err, "a host kernel takes at most %d parameters, not %d", EXEC_HOST_MAX_PARAMS,
-              nparams);
-    return CF_ERR_UNSUPPORTED;
-  }
-  ExecHostCall *c = calloc(1, sizeof *c);
-  size_t nel = 0;
-  for (int i = 0; i < nparams; i++) nel += params[i].is_tensor ? 2 * EXEC_HOST_MAX_RANK + 2 : 3;
-  if (c) {
-    c->args = calloc((size_t)nparams + 1, sizeof *c->args);
-    c->structs = calloc((size_t)nparams + 1, sizeof *c->structs);
-    c->elements = calloc(nel + 1, sizeof *c->elements);
-  }
-  if (!c || !c->args || !c->structs || !c->elements) {
-    exec_host_call_free(c);
-    set_error(err, "out of memory");
-    return CF_ERR_OUT_OF_MEMORY;
-  }
-  c->kernel = m->kernel;
-  c->launch = m->launch;
-  ffi_type **el = c->elements;
-  cf_status st = CF_OK;
-  for (int i = 0; i < nparams && st == CF_OK; i++) st = describe_param(c, i, &params[i], &el, err);
-  if (st == CF_OK && ffi_prep_cif(&c->cif, FFI_DEFAULT_ABI, (unsigned)nparams, &ffi_type_void,
-                                  c->args) != FFI_OK) {
-    set_error(err, "internal error at %s:%d: ffi_prep_cif failed", __FILE__, __LINE__);
-    st = CF_ERR_INTERNAL;
-  }
-  for (int i = 0; i < nparams && st == CF_OK; i++)
-    if (c->args[i]->size != exec_host_param_size(&params[i])) {
-      set_error(err, "internal error at %s:%d: parameter %d has %zu bytes for libffi, %zu for "
-                "cfuser", __FILE__, __LINE__, i, c->args[i]->size, exec_host_param_size(&params[i]));
-      st = CF_ERR_INTERNAL;
-    }
-  if (st != CF_OK) {
-    exec_host_call_free(c);
-    return st;
-  }
-  *out = c;
-  return CF_OK;
-}
-
-void exec_host_call_free(ExecHostCall *c) {
-  if (!c) return;
-  free(c->args);
-  free(c->structs);
-  free(c->elements);
-  free(c);
-}
-
-typedef struct Invocation {
-  ffi_cif *cif;
-  void (*kernel)(void);
-  void **values;
-} Invocation;
-
-/* The body of every emulated thread: one call of the kernel. libffi may rewrite the
- * entries of the value array (it points those of large structs at its own copies), so
- * each thread passes its own copy of the array, on its own stack. */
-static void thread_body(void *arg) {
-  Invocation *inv = arg;
-  void *values[EXEC_HOST_MAX_PARAMS];
-  memcpy(values, inv->values, inv->cif->nargs * sizeof *values);
-  ffi_call(inv->cif, inv->kernel, NULL, values);
-}
-
-cf_status exec_host_call_launch(const ExecHostCall *c, const int64_t grid[3], const int64_t block[3],
-                                int64_t smem, void **values, ExecHostError *err) {
-  if (err) exec_host_error_clear(err);
-  if (!c || !grid || !block || (c->cif.nargs && !values)) return CF_ERR_INVALID_ARGUMENT;
-  unsigned int g[3], b[3];
-  for (int i = 0; i < 3; i++) {
-    if (grid[i] < 1 || grid[i] > UINT32_MAX || block[i] < 1 || block[i] > UINT32_MAX) {
-      set_error(err, "invalid launch: grid (%lld,%lld,%lld) block (%lld,%lld,%lld): every "
-                "dimension must be at least 1", (long long)grid[0], (long long)grid[1],
-                (long long)grid[2], (long long)block[0], (long long)block[1], (long long)block[2]);
-      return CF_ERR_INVALID_ARGUMENT;
-    }
-    g[i] = (unsigned int)grid[i];
-    b[i] = (unsigned int)block[i];
-  }
-  if (smem < 0) {
-    set_error(err, "invalid launch: %lld bytes of shared memory", (long long)smem);
-    return CF_ERR_INVALID_ARGUMENT;
-  }
-  /* ffi_call does not modify the cif; the const is cast away for its signature only. */
-  Invocation inv = {(ffi_cif *)&c->cif, c->kernel, values};
-  char msg[sizeof err->msg];
-  int rc = c->launch(g, b, (size_t)smem, thread_body, &inv, msg, sizeof msg);
-  if (rc == CFH_OK) return CF_OK;
-  set_error(err, "%s", msg);
-  return rc == CFH_ERR_CONFIG    ? CF_ERR_INVALID_ARGUMENT
-         : rc == CFH_ERR_RUNTIME ? CF_ERR_RUNTIME
-         : rc == CFH_ERR_NOMEM   ? CF_ERR_OUT_OF_MEMORY
-                                 : CF_ERR_INTERNAL;
-}
-
-cf_status exec_host_launch(const ExecHostModule *m, const int64_t grid[3], const int64_t block[3],
-                           int64_t smem, int nparams, const ExecHostParam *params, void **values,
-                           ExecHostError *err) {
-  ExecHostCall *c = NULL;
-  if (err) exec_host_error_clear(err);
-  cf_status st = exec_host_call_prepare(m, nparams, params, &c, err);
-  if (st == CF_OK) st = exec_host_call_launch(c, grid, block, smem, values, err);
-  exec_host_call_free(c);
-  return st;
 }
