@@ -34,12 +34,13 @@ class TorchFastPath:
 
     def run(self, inputs: Sequence[Any], in_arr: Any, out_arr: Any) -> Tuple[Optional[List[Any]], int]:
         """(outputs, cfuser's status of the launch); (None, 0) when the inputs are not all
-        plain torch CUDA tensors on device 0 or their ranks do not fit (the caller then
+        plain torch CUDA tensors of one device or their ranks do not fit (the caller then
         takes the general path, which reports what is wrong)."""
         keep = []
         tensor_type, to_dlpack, get = self.tensor_type, self.to_dlpack, self.capsule_get
+        device = inputs[0].get_device() if inputs and type(inputs[0]) is tensor_type else -1
         for i, x in enumerate(inputs):
-            if type(x) is not tensor_type or not x.is_cuda or x.requires_grad or x.get_device():
+            if type(x) is not tensor_type or not x.is_cuda or x.requires_grad or x.get_device() != device:
                 return None, 0
             cap = to_dlpack(x)
             keep.append(cap)
@@ -57,5 +58,5 @@ class TorchFastPath:
             out_arr[i] = get(cap, b"dltensor")
             outs.append(out)
         r = self.runner
-        status = r.run_async(r.handle, self.stream(0), len(inputs), in_arr, len(outs), out_arr)
+        status = r.run_async(r.handle, self.stream(device), len(inputs), in_arr, len(outs), out_arr)
         return outs, status

@@ -176,8 +176,9 @@ def test_define_and_run_on_the_second_gpu():
         y = fd.define_tensor([1025])
         fd.add_output(fd.ops.relu(fd.ops.add(fd.ops.sum(x, [0]), y)))
     a, b = torch.randn(333, 1025, device="cuda:1"), torch.randn(1025, device="cuda:1")
-    out, = fd.execute([a, b])
-    assert out.device == a.device
-    torch.testing.assert_close(out, torch.relu(a.sum(0) + b), rtol=1e-4, atol=1e-4)
+    for _ in range(3):  # the first call compiles; the later ones take torch's fast path
+        out, = fd.execute([a, b])
+        assert out.device == a.device
+        torch.testing.assert_close(out, torch.relu(a.sum(0) + b), rtol=1e-4, atol=1e-4)
     with pytest.raises(InvalidArgumentError, match="must all be on one device"):
         fd.execute([a, b.to("cuda:0")])
