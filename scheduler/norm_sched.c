@@ -79,7 +79,14 @@
  *      729 / 1040, softmax f32 50257 1584 / 1366 the largest win). Each thread writes
  *      its vectors of the row into shared memory and reads back only those (no barrier),
  *      through a register copy per reader (vector loads, no bank conflicts);
- *      parameters are read from global memory by the pass that needs them;
+ *      parameters are read from global memory by the pass that needs them. Such a row
+ *      of scalars is bound by instructions, not memory: ncu on the H200, softmax bf16
+ *      1335 x 50257 (1024 threads, 52 registers: one block per SM), 104 instructions
+ *      per element issued, issue slots 79% busy, DRAM 15%; 512 threads (two blocks per
+ *      SM, 32 registers) changed nothing (381 us against 356), 256 halved the bandwidth,
+ *      and unrolling the loads by 4 lost up to 22% (bench/norm_rows.py on those shapes).
+ *      What would help is fewer instructions per element: vectors over rows of odd
+ *      length (alignment peeling), not more threads;
  *   3. multipass: t = min(t_max, n in whole warps, max_threads_per_sm /
  *      NORM_MULTIPASS_BLOCKS_PER_SM), p = ceil(n / t) chunks per thread; every tensor is
  *      recomputed from the inputs at each reader (refused past SCHED_RECOMPUTE_MAX_OPS
