@@ -50,9 +50,11 @@ enum { MMA_FILL_BYTES = 16 }; /* a fill's vector: one cp.async */
 /* wgmma (Hopper): 2 warpgroups (threadIdx.y) of 128 threads (threadIdx.x), each a 64 x BN
  * m64nNk16 instruction per 16 of K; K tiles of 64 (128-byte rows of 16-bit elements, the
  * widest swizzle a descriptor names); by default BN 256 (CUTLASS's Hopper tile: 128
- * accumulator floats a thread) and 4 stages of (128 + 256) x 64 x 2 B = 48 KiB.
- * CFUSER_WGMMA_TILE=<BN>x<stages> (BN 64, 128, 192 or 256; stages 2 to 4) chooses another,
- * for measuring on the GPU; the params name what was chosen. */
+ * accumulator floats a thread) and 4 stages of (128 + 256) x 64 x 2 B = 48 KiB, unless
+ * fewer than half the SMs would get a block (a few tokens: M of 16 to 128 against a
+ * 4096-wide weight gives 16 blocks): then the widest of 128 and 64 that gives them one,
+ * else 64 (wgmma_bn). CFUSER_WGMMA_TILE=<BN>x<stages> (BN 64, 128, 192 or 256; stages 2
+ * to 4) chooses another, for measuring on the GPU; the params name what was chosen. */
 enum { WG_GROUPS = 2, WG_IM = 64, WG_BN = 256, WG_IK = 16, WG_BK = 64, WG_STAGES = 4 };
 enum { WG_BM = WG_GROUPS * WG_IM, WG_THREADS = 128 * WG_GROUPS, WG_ATOM = 64 /* elements of a 128-byte row */ };
 
@@ -63,9 +65,19 @@ typedef struct MmaShape {
 
 static bool g_tile_warned; /* CFUSER_WGMMA_TILE's warning, given once a process */
 
+/* The block tile's N on Hopper (above): 256, 128 or 64, the first whose blocks reach half
+ * the SMs; 256 when a size is symbolic. */
+static int wgmma_bn(const MmaTiles *t) {
+  if (t->size_m <= 0 || t->size_n <= 0 || t->size_b <= 0 || t->sm_count <= 0) return WG_BN;
+  int64_t rows = t->size_b * ((t->size_m + WG_BM - 1) / WG_BM);
+  for (int bn = WG_BN; bn > WG_ATOM; bn /= 2)
+    if (2 * rows * ((t->size_n + bn - 1) / bn) >= t->sm_count) return bn;
+  return WG_ATOM;
+}
+
 static MmaShape shape_of(const MmaTiles *t) {
   if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES};
-  MmaShape sh = {WG_BM, WG_BN, WG_BK, WG_THREADS, WG_STAGES};
+  MmaShape sh = {WG_BM, wgmma_bn(t), WG_BK, WG_THREADS, WG_STAGES};
   const char *env = getenv("CFUSER_WGMMA_TILE");
   int bn, st;
   char end;
@@ -74,7 +86,7 @@ static MmaShape shape_of(const MmaTiles *t) {
     sh.bn = bn, sh.stages = st;
   else if (!__atomic_exchange_n(&g_tile_warned, true, __ATOMIC_RELAXED)) /* a heuristic has no error channel */
     fprintf(stderr, "cfuser: CFUSER_WGMMA_TILE=\"%s\" ignored: expected <N>x<stages>, N a multiple of 64 up to 256 "
-                    "and 2 to 4 stages (e.g. 128x3); using %dx%d\n", env, WG_BN, WG_STAGES);
+                    "and 2 to 4 stages (e.g. 128x3); using %dx%d\n", env, sh.bn, WG_STAGES);
   return sh;
 }
 

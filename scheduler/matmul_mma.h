@@ -37,6 +37,8 @@ typedef struct MmaTiles {
   bool batch;
   bool wgmma;      /* Hopper's warpgroup instruction (the device's cc is 90) */
   MmaFill fill[2]; /* x's and y's */
+  int64_t size_m, size_n, size_b; /* the product's M, N and batch (1 without), 0 when symbolic */
+  int sm_count;                   /* the device's, which the block tile's N is chosen for */
 } MmaTiles;
 
 /* Whether the product fits the tensor-core schedule: the mul's operands are casts of half

@@ -161,9 +161,23 @@ static void mm_canonical(cf_fusion *f, cf_tv *r, const MmMatch *m) {
 }
 
 /* Whether the product runs on tensor cores (matmul_mma.c): half or bfloat16 operands. */
+/* The product of the extents of role k's axes of the product r; 0 when one is symbolic. */
+static int64_t mm_role_extent(const MmMatch *m, int k) {
+  Val *r = m->sum->out[0];
+  int64_t n = 1, e;
+  for (int i = 0; i < m->rank; i++) {
+    if (m->role[i] != k) continue;
+    if (!ir_scalar_const_value(ID(TV(r)->logical[i])->extent, &e)) return 0;
+    n *= e;
+  }
+  return n;
+}
+
 static bool mm_uses_mma(const MmMatch *m, const SchedCall *call, MmaTiles *t) {
   t->batch = m->count[MM_BATCH] > 0;
   const SchedDevice *dev = call && call->dev ? call->dev : sched_device_default();
+  t->size_m = mm_role_extent(m, MM_M), t->size_n = mm_role_extent(m, MM_N), t->size_b = mm_role_extent(m, MM_BATCH);
+  t->sm_count = dev->sm_count;
   return sched_matmul_mma_fits(m->sum->out[0], m->count[MM_M], m->count[MM_N], dev, t);
 }
 

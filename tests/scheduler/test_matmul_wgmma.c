@@ -16,7 +16,14 @@
 #include "scheduler/registry.h"
 
 static cf_fusion *f;
-static void setup(void) { f = cf_fusion_create(); }
+/* A Hopper of two SMs: the small shapes here give one block, half of them, so the block
+ * tile keeps its N of 256 (on 132 SMs a few rows take a narrower one: the last tests). */
+static SchedDevice hopper;
+static void setup(void) {
+  f = cf_fusion_create();
+  hopper = sched_device_h100;
+  hopper.sm_count = 2;
+}
 static void teardown(void) { cf_fusion_destroy(f); }
 TestSuite(matmul_wgmma, .init = setup, .fini = teardown);
 
@@ -34,7 +41,7 @@ static const char *params(const char *fa, const char *fb) {
 /* The row plans and applies the wgmma schedule for a Hopper device with these fills. */
 static void apply_row(const char *fa, const char *fb) {
   const SchedRow *r = sched_row_named("matmul");
-  SchedCall call = {0, NULL, &sched_device_h100};
+  SchedCall call = {0, NULL, &hopper};
   char why[SCHED_WHY_MAX] = "";
   SchedParams p, used;
   cr_assert(r->can_schedule(f, &call, why), "%s", why);
@@ -187,7 +194,7 @@ Test(matmul_wgmma, define_and_run_on_a_hopper_device) {
   cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
   KcInput in[3] = {{CF_BFLOAT16, 2, {37, 48}, NULL}, {CF_BFLOAT16, 2, {29, 48}, NULL}, {CF_BFLOAT16, 1, {29}, NULL}};
   cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
-  fc_set_device(c, &sched_device_h100);
+  fc_set_device(c, &hopper);
   DLManagedTensor *t[3], *got = NULL, *want = NULL;
   const DLTensor *ins[3];
   for (int i = 0; i < 3; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 5 + (uint64_t)i))->dl_tensor;
@@ -228,7 +235,7 @@ Test(matmul_wgmma, other_tiles_by_the_environment) {
     cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
     cf_fusion_add_output(f, cf_matmul(f, a, b));
     const SchedRow *r = sched_row_named("matmul");
-    SchedCall call = {0, NULL, &sched_device_h100};
+    SchedCall call = {0, NULL, &hopper};
     char why[SCHED_WHY_MAX] = "";
     SchedParams p, used;
     cr_assert(r->plan(f, &call, &p, why), "%s", why);
@@ -249,7 +256,7 @@ Test(matmul_wgmma, a_malformed_tile_is_ignored_with_one_warning) {
     fresh();
     cf_tv *a = tu_input(f, CF_BFLOAT16, 2, (int64_t[]){128, 64}), *b = tu_input(f, CF_BFLOAT16, 2, (int64_t[]){64, 256});
     cf_fusion_add_output(f, cf_matmul(f, a, b));
-    SchedCall call = {0, NULL, &sched_device_h100};
+    SchedCall call = {0, NULL, &hopper};
     char why[SCHED_WHY_MAX] = "";
     SchedParams p;
     cr_assert(sched_row_named("matmul")->plan(f, &call, &p, why), "%s", why);
@@ -268,4 +275,41 @@ Test(matmul_wgmma, symbolic_sizes) {
   cf_tv *x = tu_input(f, CF_HALF, 2, NULL), *w = tu_input(f, CF_HALF, 2, NULL), *bias = tu_input(f, CF_HALF, 1, NULL);
   cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
   free(row_check(3, in, 2e-2, "scalar(K symbolic)", "scalar(K symbolic)"));
+}
+
+/* The block tile's N on 132 SMs (scheduler/matmul_mma.c's wgmma_bn): 256 while the blocks
+ * reach half the SMs, else the widest of 128 and 64 that does, else 64: a few tokens
+ * against a model's weight get more blocks. Planned only (the sizes are a model's). */
+Test(matmul_wgmma, a_few_rows_take_a_narrower_block_tile) {
+  static const struct { int64_t m, k, n; int bn; } cases[] = {
+      {16, 4096, 4096, 64}, {128, 4096, 4096, 64}, {128, 4096, 11008, 128}, {1024, 4096, 4096, 256}, {8192, 4096, 4096, 256}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fresh();
+    cf_tv *a = tu_input(f, CF_BFLOAT16, 2, (int64_t[]){cases[i].m, cases[i].k});
+    cf_tv *b = tu_input(f, CF_BFLOAT16, 2, (int64_t[]){cases[i].k, cases[i].n});
+    cf_fusion_add_output(f, cf_matmul(f, a, b));
+    SchedCall call = {0, NULL, &sched_device_h100};
+    char why[SCHED_WHY_MAX] = "", want[128];
+    SchedParams p;
+    cr_assert(sched_row_named("matmul")->plan(f, &call, &p, why), "%s", why);
+    snprintf(want, sizeof want, "tile=128x%dx64 warpgroups=2 mma=m64n%dk16 smem=operands stages=4 ", cases[i].bn,
+             cases[i].bn);
+    cr_expect(!strncmp(p.text, want, strlen(want)), "%lld x %lld @ %lld: %s", (long long)cases[i].m,
+              (long long)cases[i].k, (long long)cases[i].n, p.text);
+  }
+}
+
+/* The narrower tile a few rows take runs equal to the evaluator (odd sizes, on 132 SMs). */
+Test(matmul_wgmma, a_narrow_block_tile_equals_the_evaluator) {
+  KcInput in[2] = {{CF_BFLOAT16, 2, {19, 72}, NULL}, {CF_BFLOAT16, 2, {72, 200}, NULL}};
+  cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  const SchedRow *r = sched_row_named("matmul");
+  SchedCall call = {0, NULL, &sched_device_h100};
+  char why[SCHED_WHY_MAX] = "";
+  SchedParams p, used;
+  cr_assert(r->plan(f, &call, &p, why), "%s", why);
+  cr_expect_str_eq(p.text, "tile=128x64x64 warpgroups=2 mma=m64n64k16 smem=operands stages=4 fill=cp.async16,cp.async16");
+  cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
+  free(kc_check(f, 2, in, 2e-2));
 }
