@@ -10,6 +10,7 @@ import pytest
 from cfuser import FusionDefinition, ParallelType
 from cfuser.multidevice import DeviceMesh, MultiDeviceExecutor, nccl_available, shard_tensor
 from cfuser.types import InvalidArgumentError, InvalidScheduleError
+from mesh_mlp import sp_ln_tp_mlp
 
 
 def test_mesh_notation():
@@ -85,30 +86,13 @@ def _mlp_reference(x, gamma, beta, w1, b1, w2, b2):
     return h @ w2.T + b2
 
 
-# Megatron's sequence-parallel layer norm + tensor-parallel MLP (tests/multidevice/mesh_mlp.h
-# in C): x sharded on its rows, w1 and b1 on F (column parallel), w2 on F (row parallel);
-# the gathered layer norm output and the second linear's output placed as nvFuser's tests
-# do. The plan: the layer norm, an allgather, one segment (both linears and gelu on F/n),
-# a reduce-scatter of the partial sums onto the rows, + b2.
+# Megatron's sequence-parallel layer norm + tensor-parallel MLP (mesh_mlp.py; in C,
+# tests/multidevice/mesh_mlp.h). The plan: the layer norm, an allgather, one segment (both
+# linears and gelu on F/n), a reduce-scatter of the partial sums onto the rows, + b2.
 @pytest.mark.parametrize("n", [2, 4])
 def test_sequence_parallel_layer_norm_tensor_parallel_mlp(n, rng):
     S, H, F = 8, 16, 32
-    with FusionDefinition() as fd:
-        x, gamma, beta = fd.define_tensor([S, H]), fd.define_tensor([H]), fd.define_tensor([H])
-        w1, b1 = fd.define_tensor([F, H]), fd.define_tensor([F])
-        w2, b2 = fd.define_tensor([H, F]), fd.define_tensor([H])
-        xc = fd.ops.sub(x, fd.ops.mean(x, [1], keepdim=True))
-        var = fd.ops.mean(fd.ops.mul(xc, xc), [1], keepdim=True)
-        y = fd.ops.add(fd.ops.mul(fd.ops.mul(xc, fd.ops.rsqrt(fd.ops.add(var, 1e-5))), gamma), beta)
-        gathered = fd.ops.set(y)
-        z = fd.ops.linear(fd.ops.gelu(fd.ops.linear(gathered, w1, b1)), w2)
-        fd.add_output(fd.ops.add(z, b2))
-    mesh = DeviceMesh(range(n))
-    for t in (x, gamma, beta, w1, b1, w2, b2, gathered, z):
-        fd.sched.set_device_mesh(t, mesh)
-    for t, axis in ((x, 0), (w1, 0), (b1, 0), (w2, 1), (z, 0)):
-        fd.sched.split(t, axis, n, inner_split=False)
-        fd.sched.parallelize(t, axis, ParallelType.mesh_x)
+    fd, (x, gamma, beta, w1, b1, w2, b2) = sp_ln_tp_mlp(n, S, H, F)
     inputs = [rng.standard_normal(s).astype(np.float32) for s in ((S, H), (H,), (H,), (F, H), (F,), (H, F), (H,))]
     ex = MultiDeviceExecutor(fd)
     outs = ex.run_host_mesh([[shard_tensor(fd, a, t, d) for a, t in zip(inputs, (x, gamma, beta, w1, b1, w2, b2))]

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from cfuser import FusionDefinition, ParallelType
 from cfuser.multidevice import DeviceMesh, MultiDeviceExecutor
+from mesh_mlp import sp_ln_tp_mlp
 
 
 def median_us(fn, iters=20, warmup=3):
@@ -105,24 +106,10 @@ def case_layer_norm_cols(mesh, rank, n, rows=4096, cols=8192):
 
 
 def case_sp_ln_tp_mlp(mesh, rank, n, S=2048, H=1024):
-    """python/tests/test_multidevice.py's MLP (tests/multidevice/mesh_mlp.h in C) at a
-    model's size: x on its rows, w1 and b1 on F, w2 on F, the output on its rows."""
+    """mesh_mlp.py's MLP (tests/multidevice/mesh_mlp.h in C) at a model's size: x on its
+    rows, w1 and b1 on F, w2 on F, the output on its rows."""
     Fd = 4 * H
-    with FusionDefinition() as fd:
-        x, gamma, beta = fd.define_tensor([S, H]), fd.define_tensor([H]), fd.define_tensor([H])
-        w1, b1 = fd.define_tensor([Fd, H]), fd.define_tensor([Fd])
-        w2, b2 = fd.define_tensor([H, Fd]), fd.define_tensor([H])
-        xc = fd.ops.sub(x, fd.ops.mean(x, [1], keepdim=True))
-        var = fd.ops.mean(fd.ops.mul(xc, xc), [1], keepdim=True)
-        y = fd.ops.add(fd.ops.mul(fd.ops.mul(xc, fd.ops.rsqrt(fd.ops.add(var, 1e-5))), gamma), beta)
-        gathered = fd.ops.set(y)
-        z = fd.ops.linear(fd.ops.gelu(fd.ops.linear(gathered, w1, b1)), w2)
-        fd.add_output(fd.ops.add(z, b2))
-    for t in (x, gamma, beta, w1, b1, w2, b2, gathered, z):
-        fd.sched.set_device_mesh(t, mesh)
-    for t, axis in ((x, 0), (w1, 0), (b1, 0), (w2, 1), (z, 0)):
-        fd.sched.split(t, axis, n, inner_split=False)
-        fd.sched.parallelize(t, axis, ParallelType.mesh_x)
+    fd, _ = sp_ln_tp_mlp(mesh.size, S, H, Fd)
     xf, g, b, w1f, b1f, w2f, b2f = full(S, H), full(H), full(H), full(Fd, H), full(Fd), full(H, Fd), full(H)
     ins = [shard(xf, 0, rank, n), g, b, shard(w1f, 0, rank, n), shard(b1f, 0, rank, n), shard(w2f, 1, rank, n), b2f]
     gath, out = torch.empty(S, H, device="cuda"), torch.empty(S // n, H, device="cuda")
