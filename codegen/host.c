@@ -134,11 +134,11 @@ static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char
  * completes it (host_async.h), its shared-memory write recorded then. */
 static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *src) {
   (void)dst;
-  switch (n->kind) { /* wgmma completes when issued here (host_wgmma.h): nothing to wait for */
+  switch (n->kind) { /* wgmma completes at its wait here (host_wgmma.h), as cp.async does */
   case KN_SYNC: cg_line(e, "/* fence.proxy.async.shared::cta */"); return;
   case KN_WGMMA_FENCE: cg_line(e, "/* wgmma.fence */"); return;
-  case KN_WGMMA_COMMIT: cg_line(e, "/* wgmma.commit_group */"); return;
-  case KN_WGMMA_WAIT: cg_line(e, "/* wgmma.wait_group %d */", n->u.async.pending); return;
+  case KN_WGMMA_COMMIT: cg_line(e, "cfh_wgmma_commit();"); return;
+  case KN_WGMMA_WAIT: cg_line(e, "cfh_wgmma_wait(%d);", n->u.async.pending); return;
   default: break;
   }
   if (n->kind == KN_ASYNC_COMMIT) {

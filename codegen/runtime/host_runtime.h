@@ -118,7 +118,8 @@ enum { CFH_RUNNABLE, CFH_AT_BARRIER, CFH_AT_WARP, CFH_AT_GRID, CFH_EXITED };
   X(RELINQUISH, "tcgen05.relinquish_alloc_permit") X(LD, "tcgen05.ld") X(ST, "tcgen05.st") \
   X(SHFL_IDX, "__shfl_sync") X(SHFL_UP, "__shfl_up_sync") X(SHFL_DOWN, "__shfl_down_sync")  \
   X(SHFL_XOR, "__shfl_xor_sync") X(SYNCWARP, "__syncwarp") X(MMA, "mma.sync")            \
-  X(LDMATRIX, "ldmatrix") X(WGMMA, "wgmma.mma_async")
+  X(LDMATRIX, "ldmatrix") X(WGMMA, "wgmma.mma_async") X(WGMMA_COMMIT, "wgmma.commit_group")  \
+  X(WGMMA_WAIT, "wgmma.wait_group")
 enum {
 #define CFH_X(e, s) CFH_OP_##e,
   CFH_OPS(CFH_X)
@@ -185,6 +186,7 @@ typedef struct cfh_launch_state {
   bool valgrind_registered; /* every fiber stack, with CFH_VALGRIND */
   cfh_race_cell *race; /* host_race.h's shadow, one cell per byte; NULL when off */
   struct cfh_async_q *async; /* host_async.h: each thread's pending cp.async copies (first use) */
+  struct cfh_wgmma_q *wgmma; /* host_wgmma.h: each warp's wgmmas issued and not yet waited for (first use) */
   uint32_t race_epoch; /* advances at every __syncthreads and block start */
   int code;
   char *err;
@@ -540,14 +542,17 @@ CFH_FN void cfh__tmem_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
 /* Defined in host_mma.h: a warp's tensor-core instruction. */
 CFH_FN void cfh__mma_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
 CFH_FN void cfh__ldmatrix_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
-/* Defined in host_wgmma.h: a warp's quarter of a warpgroup's wgmma. */
+/* Defined in host_wgmma.h: a warp's quarter of a warpgroup's wgmma, commit and wait; a
+ * block starts with none pending, and ends with none (else an error). */
 CFH_FN void cfh__wgmma_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
+CFH_FN void cfh__wgmma_block_start(cfh_launch_state *L);
+CFH_FN void cfh__wgmma_block_end(cfh_launch_state *L);
 
 CFH_FN void cfh__warp_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W) {
   if (W->op >= CFH_OP_SHFL_IDX && W->op <= CFH_OP_SHFL_XOR) cfh__shfl_execute(L, w, W);
   else if (W->op == CFH_OP_MMA) cfh__mma_execute(L, w, W);
   else if (W->op == CFH_OP_LDMATRIX) cfh__ldmatrix_execute(L, w, W);
-  else if (W->op == CFH_OP_WGMMA) cfh__wgmma_execute(L, w, W);
+  else if (W->op >= CFH_OP_WGMMA && W->op <= CFH_OP_WGMMA_WAIT) cfh__wgmma_execute(L, w, W);
   else if (W->op != CFH_OP_SYNCWARP) cfh__tmem_execute(L, w, W);
 }
 
@@ -588,6 +593,7 @@ CFH_FN void cfh__block_start(cfh_launch_state *L) {
   if (L->smem_bytes) memset(L->smem, 0xFF, L->smem_bytes);
   cfh__tmem_block_start(L);
   cfh__async_block_start(L);
+  cfh__wgmma_block_start(L);
   cfh__race_next_epoch(L);
   for (unsigned int i = 0; i < L->nthreads; i++) {
     cfh__fiber_init(&L->fibers[i], L->stacks + i * L->stack_stride + (L->stack_stride -
@@ -613,7 +619,10 @@ CFH_FN void cfh__block_drain(cfh_launch_state *L) {
 CFH_FN void cfh__block_finish(cfh_launch_state *L) {
   if (L->code != CFH_OK) return;
   if (L->exited != L->nthreads) cfh__diagnose_deadlock(L);
-  else cfh__tmem_block_end(L);
+  else {
+    cfh__wgmma_block_end(L);
+    if (L->code == CFH_OK) cfh__tmem_block_end(L);
+  }
 }
 
 /* Runs one block to completion: every thread from the start of body, round-robin. */
@@ -725,6 +734,8 @@ CFH_FN void cfh__release(cfh_launch_state *L) {
   free(L->tmem);
   free(L->race);
   free(L->async);
+  cfh__wgmma_block_start(L); /* frees what a failed block left pending */
+  free(L->wgmma);
   free(L);
 }
 

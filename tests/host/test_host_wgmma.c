@@ -84,3 +84,55 @@ Test(host_wgmma, unmodelled_descriptor_is_an_error) {
                             "interleaved layout or a base offset, which are not emulated");
   exec_host_module_free(m);
 }
+
+/* A wgmma reads its operands and adds into its accumulator at the wait that retires it,
+ * not when issued: shared memory rewritten between commit and wait (ones, then twos) gives
+ * 16 products of 2 x 2, and the accumulator read before the wait still holds 0. */
+Test(host_wgmma, a_wgmma_completes_at_its_wait) {
+  ExecHostModule *m = compile_ok("void late(T1f out);\n"
+                                 "void late(T1f out) {\n"
+                                 "  unsigned short *s = (unsigned short *)cfh_smem();\n"
+                                 "  for (unsigned i = threadIdx.x; i < 4608; i += 128) s[i] = 0x3F80; /* bf16 1 */\n"
+                                 "  __syncthreads();\n"
+                                 "  float d[4] = {0, 0, 0, 0};\n"
+                                 "  float *const acc[4] = {&d[0], &d[1], &d[2], &d[3]};\n"
+                                 "  cfh_wgmma(8, 1, 0, 0, 0x4000004000010000ull, 0x4000004000010200ull, acc);\n"
+                                 "  cfh_wgmma_commit();\n"
+                                 "  __syncthreads();\n"
+                                 "  for (unsigned i = threadIdx.x; i < 4608; i += 128) s[i] = 0x4000; /* bf16 2 */\n"
+                                 "  __syncthreads();\n"
+                                 "  out.data[threadIdx.x] = d[0];\n"
+                                 "  cfh_wgmma_wait(0);\n"
+                                 "  out.data[128 + threadIdx.x] = d[3];\n"
+                                 "}\n", "late");
+  float out[256];
+  Arg a;
+  arg_1d(&a, out, 256);
+  ExecHostError err = {{0}, NULL, NULL};
+  cr_assert_eq(run1(m, 1, 128, 16384, 1, &a, &err), CF_OK, "%s", err.msg);
+  for (int i = 0; i < 128; i++) {
+    cr_expect_eq(out[i], 0.0f, "thread %d read %g before the wait", i, out[i]);
+    cr_expect_eq(out[128 + i], 64.0f, "thread %d: %g after the wait", i, out[128 + i]);
+  }
+  exec_host_module_free(m);
+}
+
+/* A wgmma issued and committed but never waited for: an error at the block's end. */
+Test(host_wgmma, a_wgmma_never_waited_for_is_an_error) {
+  ExecHostModule *m = compile_ok("void never(T1f out);\n"
+                                 "void never(T1f out) {\n"
+                                 "  float d[4] = {0, 0, 0, 0};\n"
+                                 "  float *const acc[4] = {&d[0], &d[1], &d[2], &d[3]};\n"
+                                 "  cfh_wgmma(8, 1, 0, 0, 0x4000004000010000ull, 0x4000004000010200ull, acc);\n"
+                                 "  cfh_wgmma_commit();\n"
+                                 "  out.data[threadIdx.x] = d[0];\n"
+                                 "}\n", "never");
+  float out[128];
+  Arg a;
+  arg_1d(&a, out, 128);
+  ExecHostError err = {{0}, NULL, NULL};
+  cr_assert_eq(run1(m, 1, 128, 16384, 1, &a, &err), CF_ERR_RUNTIME);
+  cr_expect_str_eq(err.msg, "wgmma: block (0,0,0) warp 0: 1 wgmma.mma_async issued and never waited for "
+                            "(wgmma.wait_group): the accumulator is undefined");
+  exec_host_module_free(m);
+}

@@ -313,3 +313,48 @@ Test(matmul_wgmma, a_narrow_block_tile_equals_the_evaluator) {
   cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
   free(kc_check(f, 2, in, 2e-2));
 }
+
+/* ---- the emulation shows a missing wait ---------------------------------------------------- */
+
+/* The host emulation performs a wgmma at the wgmma.wait_group that retires it
+ * (host_wgmma.h); the lowering hook removes every wait from the scheduled kernel. */
+static void remove_wgmma_waits(KBlock *b) {
+  for (int i = 0; i < b->len; i++) {
+    KNode *n = b->items[i];
+    if (n->kind == KN_WGMMA_WAIT) {
+      kb_remove(b, i--);
+      continue;
+    }
+    KBlock *inner[KN_MAX_BLOCKS];
+    int nb = kn_blocks(n, inner);
+    for (int k = 0; k < nb; k++) remove_wgmma_waits(inner[k]);
+  }
+}
+
+static void no_wgmma_waits(const cf_kernel_info *k, void *user) {
+  (void)user;
+  remove_wgmma_waits(&((KKernel *)(void *)k)->body);
+}
+
+/* Without its waits, the kernel's wgmmas are never performed: the run is an error naming
+ * the first warp and the eight wgmmas it left (two K tiles of four); with them, the
+ * evaluator's values (plain() above). */
+Test(matmul_wgmma, a_kernel_that_never_waits_for_its_wgmmas_is_an_error) {
+  KcInput in[2] = {{CF_BFLOAT16, 2, {64, 128}, NULL}, {CF_BFLOAT16, 2, {128, 64}, NULL}};
+  cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  apply_row("cp.async16", "cp.async16");
+  DLManagedTensor *t[2], *got = NULL;
+  const DLTensor *ins[2];
+  for (int i = 0; i < 2; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 7 + (uint64_t)i))->dl_tensor;
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cf_executor_set_lowering_hook(e, no_wgmma_waits, NULL);
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  cr_expect_eq(cf_executor_run(e, 2, ins, 1, &got), CF_ERR_RUNTIME);
+  cr_expect(strstr(cf_executor_error(e), "wgmma: block (0,0,0) warp 0: 8 wgmma.mma_async issued and never waited for "
+                                         "(wgmma.wait_group): the accumulator is undefined"),
+            "%s", cf_executor_error(e));
+  cf_executor_destroy(e);
+  for (int i = 0; i < 2; i++) cf_tensor_free(t[i]);
+  cf_tensor_free(got);
+}
