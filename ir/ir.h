@@ -448,6 +448,7 @@ typedef struct TensorView {
   int max_producer_pos;  /* how far producers are inlined into this tensor */
   int tmem_dim_sep;      /* tensor memory: allocation axes left of it are lanes */
   int cb_stages;         /* shared tiles: stages circular-buffered over the compute-at loop (0: none) */
+  int cb_prefetch;       /* with cb_stages: iterations ahead of its readers a fill runs, 1 .. stages - 1 */
   bool has_strides;      /* a strided input: strides are named scalars bound at run time */
   bool is_scalar;        /* a 0-d scalar (cf_scalar_input, a constant): torch's wrapped
                           * number in type promotion (ir_dtype_result_type) */

@@ -1,9 +1,10 @@
-/* lower/circular_buffer.c: the circular_buffer pass. A shared tile T given S stages by
- * cf_circular_buffer (scheduler/circular_buffer.c), written once per iteration of its
- * compute-at loop L (`for i { W: fill T; sync; read T; sync }`, the syncs placed by the sync
- * pass), becomes
- *   for s in 0..S-2: if (s < n) W[i := s] into stage s; commit
- *   for i { wait(S - 2); if (i + S - 1 < n) W[i := i + S - 1] into stage (i + S - 1) % S;
+/* lower/circular_buffer.c: the circular_buffer pass. A shared tile T given S stages and a
+ * prefetch distance D (1 .. S - 1; cf_circular_buffer's is S - 1) by
+ * cf_circular_buffer[_prefetch] (scheduler/circular_buffer.c), written once per iteration
+ * of its compute-at loop L (`for i { W: fill T; sync; read T; sync }`, the syncs placed by
+ * the sync pass), becomes
+ *   for s in 0..D-1: if (s < n) W[i := s] into stage s; commit
+ *   for i { wait(D - 1); if (i + D < n) W[i := i + D] into stage (i + D) % S;
  *           commit; sync; read T from stage i % S; sync }
  * T's allocation grows to S tiles, the stage the outermost dimension. 16-byte vector copies
  * from global memory in W become cp.async (the commit and wait nodes are emitted only
@@ -11,15 +12,18 @@
  * from element 0 of its source where its bounds fail.
  * Requires: syncs (the sync pass judged the loop as written), before mma (the fragment
  * reads are the cast ops' reads of T, which get the stage offset here). Establishes: no
- * KN_OP of T outside its stages.
- * Why it is correct with the syncs already there: W now writes stage (i - 1) % S, last
- * read in iteration i - 1, which ended with its write-after-read sync; the stage read in
- * iteration i was filled S - 1 iterations (or the prologue) before, its copies complete at
- * the wait (all but the S - 2 newest groups: those of iterations i + 1 .. i + S - 2) and
+ * KN_OP of T outside its stages; KTensor.cb_slack = S - D.
+ * Why it is correct with the syncs already there: W now writes stage (i + D) % S, last
+ * read in iteration i + D - S = i - (S - D), which ended with its write-after-read sync
+ * (the latest, when D = S - 1, iteration i - 1; with D = S - 2 a reader may still be
+ * reading its stage after iteration i - 2 ended, up to the end of iteration i - 1: an
+ * asynchronous wgmma waited for one iteration late, lower/mma_wgmma.c); the stage read in
+ * iteration i was filled D iterations (or the prologue) before, its copies complete at the
+ * wait (all but the D - 1 newest groups: those of iterations i + 1 .. i + D - 1) and
  * visible to all threads after the read-after-write sync that follows W.
  * Tiles filled one after the other in L share a group per iteration (one wait, one
  * commit); their prologues commit a group per tile and stage, which keeps every stage's
- * group older than the S - 2 newest at the wait that needs it.
+ * group older than the D - 1 newest at the wait that needs it.
  * Key decision: the pass moves the fill, it does not re-judge synchronization; it refuses
  * (naming the tile) a fill that is not one top-level statement of L's body reaching a sync
  * before any use of the tile, the shape the matmul schedule and every tile computed at a
@@ -173,7 +177,7 @@ static KNode *async_node(LowerCtx *c, KnKind kind, int pending) {
 }
 
 static void buffer(LowerCtx *c, Val *tv) {
-  int S = TV(tv)->cb_stages;
+  int S = TV(tv)->cb_stages, D = TV(tv)->cb_prefetch ? TV(tv)->cb_prefetch : S - 1;
   Find fd = {c->info[tv->id].kt, TV(tv)->ca_pos, NULL, NULL, NULL, 0};
   KVisitor v = {.pre = {[KN_OP] = find_write}, .user = &fd, .arena = c->a};
   kir_visit(&v, &c->k->body);
@@ -190,14 +194,14 @@ static void buffer(LowerCtx *c, Val *tv) {
                "other statements of the loop read (inline that producer into the fill only)", lower_tv_str(c, tv));
   Arena *a = c->a;
   const char *var = fd.loop->u.loop.var;
-  KExpr *n_iter = fd.loop->u.loop.extent, *tile = fd.t->size, *ahead = kx_const(a, S - 1), *vs = kx_var(a, var);
+  KExpr *n_iter = fd.loop->u.loop.extent, *tile = fd.t->size, *ahead = kx_const(a, D), *vs = kx_var(a, var);
   KExpr *Sx = kx_const(a, S);
   /* reads in the loop: stage i % S */
   Fill r = {c, fd.t, var, NULL, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, vs, Sx), tile), false, NULL};
   KNode *fill = fd.fill;
   kb_remove(body, at);
   rewrite(&r, body, false);
-  /* the fill of iteration i + S - 1, in stage (i + S - 1) % S */
+  /* the fill of iteration i + D, in stage (i + D) % S */
   KExpr *next = kx_bin(a, OP_ADD, vs, ahead);
   Fill w = {c, fd.t, var, next, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, next, Sx), tile), false, NULL};
   KNode *in_loop = kir_clone(a, fill);
@@ -207,12 +211,12 @@ static void buffer(LowerCtx *c, Val *tv) {
   int pos = at;
   /* a tile filled just before joins that fill's group (one wait, one commit per iteration) */
   if (w.async && pos > 0 && body->items[pos - 1]->kind == KN_ASYNC_COMMIT) kb_remove(body, --pos);
-  else if (w.async) kb_insert(a, body, pos++, async_node(c, KN_ASYNC_WAIT, S - 2));
+  else if (w.async) kb_insert(a, body, pos++, async_node(c, KN_ASYNC_WAIT, D - 1));
   kb_insert(a, body, pos++, guarded(c, kx_bin(a, OP_LT, next, n_iter), in_loop));
   if (w.async) kb_insert(a, body, pos, async_node(c, KN_ASYNC_COMMIT, 0));
-  /* the prologue: stages 0 .. S - 2 */
+  /* the prologue: stages 0 .. D - 1 */
   int lp = index_in(fd.parent, fd.loop);
-  for (int s = 0; s < S - 1; s++) {
+  for (int s = 0; s < D; s++) {
     Fill p = {c, fd.t, var, kx_const(a, s), kx_bin(a, OP_MUL, kx_const(a, s), tile), false, fd.loop};
     KBlock pb = {0};
     kb_push(a, &pb, kir_clone(a, fill));
@@ -222,6 +226,7 @@ static void buffer(LowerCtx *c, Val *tv) {
   }
   if (w.async) kb_insert(a, fd.parent, lp + 1, async_node(c, KN_ASYNC_WAIT, 0)); /* nothing left in flight */
   fd.t->size = kx_bin(a, OP_MUL, tile, Sx);
+  fd.t->cb_slack = S - D;
 }
 
 void lower_circular_buffer(LowerCtx *c) {
@@ -229,7 +234,8 @@ void lower_circular_buffer(LowerCtx *c) {
     Val *tv = c->tvs[i];
     char why[512];
     if (!TV(tv)->cb_stages) continue;
-    if (!sched_cb_check(c->f, tv, TV(tv)->cb_stages, why, sizeof why)) lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s", why);
+    int S = TV(tv)->cb_stages;
+    if (!sched_cb_check(c->f, tv, S, TV(tv)->cb_prefetch ? TV(tv)->cb_prefetch : S - 1, why, sizeof why)) lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s", why);
     buffer(c, tv);
   }
 }

@@ -130,6 +130,9 @@ typedef struct KTensor {
   int64_t smem_align;    /* Shared: the byte alignment its offset needs beyond 16 (0: 16): a wgmma
                           * operand tile's swizzle repeats every 8 rows of its width (mma_wgmma.c) */
   int vector_bytes;      /* parameters: widest vector access (data must be aligned to it) */
+  int cb_slack;          /* Shared, circular-buffered: stages - prefetch distance (1 when the fill
+                          * runs stages - 1 ahead): a stage is refilled that many iterations
+                          * after it is read; 2 and more let its reader finish an iteration late */
   bool zero_filled;      /* Shared: every element of the tile is written, zero where its fill's
                           * bounds fail (predicate.c), so a reader needs no mask of its own */
   bool data_used;        /* parameters: the kernel loads, stores or takes the address of an

@@ -21,7 +21,10 @@
  * absolute addresses); then wgmma.fence before, and commit + wait_group 0 after, each
  * outermost statement holding only wgmmas (a K tile's K/16 loop), and the barrier before
  * it marked to run fence.proxy.async first (the tiles were written by the generic proxy:
- * st.shared and cp.async).
+ * st.shared and cp.async). When that statement is its loop's body's and both tiles are
+ * circular-buffered a stage short of their prefetch limit (pipelined()), the wait is
+ * wait_group 1, one group in flight while the next K tile's issues, and a wait_group 0
+ * follows the loop (before the epilogue reads the accumulator).
  * Key decision: the layout is found, not assumed: each candidate (K- or MN-major, each
  * swizzle) takes LBO and SBO from the tile's own index at three probe positions and must
  * then give every element of the instruction's tile exactly the address the tile's index
@@ -225,10 +228,10 @@ static const KNode *first_wgmma(const KNode *n) {
   return NULL;
 }
 
-static KNode *node(LowerCtx *c, KnKind kind, const KNode *group) {
+static KNode *node(LowerCtx *c, KnKind kind, const KNode *group, int pending) {
   KNode *n = ARENA_NEW(c->a, KNode);
   n->kind = kind;
-  n->u.async.pending = 0; /* wait for all: the next K tile's fill overwrites the stage read */
+  n->u.async.pending = pending;
   n->u.async.mma = first_wgmma(group);
   return n;
 }
@@ -259,6 +262,18 @@ static bool has_wgmma(const KBlock *b) {
   return false;
 }
 
+/* Whether a group may stay in flight across an iteration of its enclosing loop: it is the
+ * loop's body's statement, and both its tiles are circular-buffered with a stage to spare
+ * (cb_slack >= 2: a stage is refilled two iterations after it is read, lower/
+ * circular_buffer.c), so waiting for it one iteration late reads no refilled stage. */
+static bool pipelined(const KNode *group, const WgFrame *fr) {
+  const KNode *w = first_wgmma(group), *loop = fr->up ? fr->up->b->items[fr->up->i] : NULL;
+  if (!w || !loop || loop->kind != KN_FOR || &loop->u.loop.body != fr->b) return false;
+  for (int op = 0; op < 2; op++)
+    if (w->u.mma.desc_start[op].t->cb_slack < 2) return false;
+  return true;
+}
+
 static void groups(LowerCtx *c, KBlock *b, const WgFrame *up) {
   WgFrame fr = {b, 0, up};
   for (fr.i = 0; fr.i < b->len; fr.i++) {
@@ -275,9 +290,13 @@ static void groups(LowerCtx *c, KBlock *b, const WgFrame *up) {
       lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: a wgmma reads shared tiles with no barrier before it (the "
                  "async proxy reads them: their writes need fence.proxy.async and a __syncthreads)");
     sync->u.sync.proxy_async = true;
-    kb_insert(c->a, b, fr.i, node(c, KN_WGMMA_FENCE, n));
-    kb_insert(c->a, b, fr.i + 2, node(c, KN_WGMMA_COMMIT, n));
-    kb_insert(c->a, b, fr.i + 3, node(c, KN_WGMMA_WAIT, n));
+    bool late = pipelined(n, &fr);
+    kb_insert(c->a, b, fr.i, node(c, KN_WGMMA_FENCE, n, 0));
+    kb_insert(c->a, b, fr.i + 2, node(c, KN_WGMMA_COMMIT, n, 0));
+    /* wait for all, unless the tiles have a stage to spare: then this iteration's group
+     * stays in flight while the next issues, and the loop is followed by a wait for all */
+    kb_insert(c->a, b, fr.i + 3, node(c, KN_WGMMA_WAIT, n, late ? 1 : 0));
+    if (late) kb_insert(c->a, up->b, up->i + 1, node(c, KN_WGMMA_WAIT, n, 0));
     fr.i += 3;
   }
 }

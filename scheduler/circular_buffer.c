@@ -5,8 +5,11 @@
  * A tile tv in shared memory, computed at a serial loop L (its compute-at position) by a
  * fill (its op and the producers inlined into it), is filled once per iteration of L and read in the same
  * iteration. With S stages it has S buffers; the lowering issues the copies of iterations
- * 0..S-2 before L, and iteration i copies the tile of iteration i + S - 1 into buffer
- * (i + S - 1) % S while the others are read from buffer i % S.
+ * 0..D-1 before L, and iteration i copies the tile of iteration i + D into buffer
+ * (i + D) % S while the others are read from buffer i % S; D, the prefetch distance, is
+ * S - 1 (cf_circular_buffer) or less (cf_circular_buffer_prefetch): S - D - 1 stages are
+ * then left to readers that finish late (an asynchronous wgmma still reading its tile
+ * while the next iteration runs).
  * Key decision: the stage count is a field of the TensorView (cb_stages) read by the
  * lowering, not a transform: the tile's loop domain (its storage, swizzle included) stays
  * what the schedule made, and the lowering adds the stage as the outermost dimension of
@@ -31,12 +34,17 @@ static Val *producer_beside_fill(cf_fusion *f, const Expr *d, int ca) {
   return NULL;
 }
 
-bool sched_cb_check(cf_fusion *f, Val *tv, int stages, char *why, size_t nwhy) {
+bool sched_cb_check(cf_fusion *f, Val *tv, int stages, int prefetch, char *why, size_t nwhy) {
   TensorView *t = TV(tv);
   Expr *d = tv->def;
   if (stages < 2 || stages > CF_MAX_CB_STAGES) {
     snprintf(why, nwhy, "circular_buffer: %s asks for %d stages; 2 to %d are supported", t->display_name, stages,
              CF_MAX_CB_STAGES);
+    return false;
+  }
+  if (prefetch < 1 || prefetch > stages - 1) {
+    snprintf(why, nwhy, "circular_buffer: %s asks to fill %d iterations ahead with %d stages; 1 to %d (stages - 1) "
+             "are possible", t->display_name, prefetch, stages, stages - 1);
     return false;
   }
   if (t->mem != CF_MEM_SHARED) {
@@ -63,18 +71,24 @@ bool sched_cb_check(cf_fusion *f, Val *tv, int stages, char *why, size_t nwhy) {
     snprintf(why, nwhy, "circular_buffer: %s reads %s, computed at the same loop as a statement of its own (both "
              "at compute-at position %d): the fill, run %d iterations ahead, would read it before it is written "
              "(inline %s into %s's fill, or compute it before that loop)", t->display_name, TV(p)->display_name,
-             t->ca_pos, stages - 1, TV(p)->display_name, t->display_name);
+             t->ca_pos, prefetch, TV(p)->display_name, t->display_name);
     return false;
   }
   return true;
 }
 
-cf_status cf_circular_buffer(cf_fusion *f, cf_tv *handle, int stages) {
+cf_status cf_circular_buffer_prefetch(cf_fusion *f, cf_tv *handle, int stages, int prefetch) {
   cf_status s = ir_check_tv(f, "circular_buffer", handle);
   if (s) return s;
   Val *tv = ir_tv(handle);
   char why[512];
-  if (!sched_cb_check(f, tv, stages, why, sizeof why)) return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv, "%s", why);
+  if (!sched_cb_check(f, tv, stages, prefetch, why, sizeof why))
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv, "%s", why);
   TV(tv)->cb_stages = stages;
+  TV(tv)->cb_prefetch = prefetch;
   return CF_OK;
+}
+
+cf_status cf_circular_buffer(cf_fusion *f, cf_tv *handle, int stages) {
+  return cf_circular_buffer_prefetch(f, handle, stages, stages - 1);
 }

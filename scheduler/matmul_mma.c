@@ -36,6 +36,7 @@
  * specialization): one tile shape per instruction. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "scheduler/matmul_mma.h"
 
@@ -54,13 +55,18 @@ enum { MMA_FILL_BYTES = 16 }; /* a fill's vector: one cp.async */
  * fewer than half the SMs would get a block (a few tokens: M of 16 to 128 against a
  * 4096-wide weight gives 16 blocks): then the widest of 128 and 64 that gives them one,
  * else 64 (wgmma_bn). CFUSER_WGMMA_TILE=<BN>x<stages> (BN 64, 128, 192 or 256; stages 2
- * to 4) chooses another, for measuring on the GPU; the params name what was chosen. */
+ * to 4) chooses another, for measuring on the GPU; the params name what was chosen.
+ * CFUSER_WGMMA_PIPELINE=1 (for measuring, off until the GPU says it is faster) fills the
+ * tiles stages - 2 K tiles ahead (cf_circular_buffer_prefetch), so each K tile's wgmmas
+ * stay in flight while the next tile's issue (wgmma.wait_group 1: lower/mma_wgmma.c);
+ * the params then say " wgmma_wait=1". */
 enum { WG_GROUPS = 2, WG_IM = 64, WG_BN = 256, WG_IK = 16, WG_BK = 64, WG_STAGES = 4 };
 enum { WG_BM = WG_GROUPS * WG_IM, WG_THREADS = 128 * WG_GROUPS, WG_ATOM = 64 /* elements of a 128-byte row */ };
 
 /* The block tile and threads of the schedule t chose. */
 typedef struct MmaShape {
   int bm, bn, bk, threads, stages;
+  bool pipelined; /* wgmma: the fill stages - 2 ahead, one group in flight */
 } MmaShape;
 
 static bool g_tile_warned; /* CFUSER_WGMMA_TILE's warning, given once a process */
@@ -76,17 +82,20 @@ static int wgmma_bn(const MmaTiles *t) {
 }
 
 static MmaShape shape_of(const MmaTiles *t) {
-  if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES};
-  MmaShape sh = {WG_BM, wgmma_bn(t), WG_BK, WG_THREADS, WG_STAGES};
+  if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES, false};
+  MmaShape sh = {WG_BM, wgmma_bn(t), WG_BK, WG_THREADS, WG_STAGES, false};
+  const char *pipe = getenv("CFUSER_WGMMA_PIPELINE");
   const char *env = getenv("CFUSER_WGMMA_TILE");
   int bn, st;
   char end;
-  if (!env || !*env) return sh;
-  if (sscanf(env, "%dx%d%c", &bn, &st, &end) == 2 && bn > 0 && bn % WG_ATOM == 0 && bn <= 256 && st >= 2 && st <= 4)
-    sh.bn = bn, sh.stages = st;
-  else if (!__atomic_exchange_n(&g_tile_warned, true, __ATOMIC_RELAXED)) /* a heuristic has no error channel */
-    fprintf(stderr, "cfuser: CFUSER_WGMMA_TILE=\"%s\" ignored: expected <N>x<stages>, N a multiple of 64 up to 256 "
-                    "and 2 to 4 stages (e.g. 128x3); using %dx%d\n", env, sh.bn, WG_STAGES);
+  if (env && *env) {
+    if (sscanf(env, "%dx%d%c", &bn, &st, &end) == 2 && bn > 0 && bn % WG_ATOM == 0 && bn <= 256 && st >= 2 && st <= 4)
+      sh.bn = bn, sh.stages = st;
+    else if (!__atomic_exchange_n(&g_tile_warned, true, __ATOMIC_RELAXED)) /* a heuristic has no error channel */
+      fprintf(stderr, "cfuser: CFUSER_WGMMA_TILE=\"%s\" ignored: expected <N>x<stages>, N a multiple of 64 up to 256 "
+                      "and 2 to 4 stages (e.g. 128x3); using %dx%d\n", env, sh.bn, WG_STAGES);
+  }
+  sh.pipelined = pipe && !strcmp(pipe, "1") && sh.stages >= 3; /* a stage to spare: 3 and more */
   return sh;
 }
 
@@ -140,8 +149,8 @@ void sched_matmul_mma_params(const MmaTiles *t, char *text) {
     snprintf(fill[i], sizeof fill[i], t->fill[i].why[0] ? "scalar(%s)" : "cp.async16", t->fill[i].why);
   if (t->wgmma) {
     MmaShape sh = shape_of(t);
-    snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warpgroups=%d mma=m64n%dk16 smem=operands stages=%d fill=%s,%s",
-             sh.bm, sh.bn, sh.bk, WG_GROUPS, sh.bn, sh.stages, fill[0], fill[1]);
+    snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warpgroups=%d mma=m64n%dk16 smem=operands stages=%d fill=%s,%s%s",
+             sh.bm, sh.bn, sh.bk, WG_GROUPS, sh.bn, sh.stages, fill[0], fill[1], sh.pipelined ? " wgmma_wait=1" : "");
     return;
   }
   snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warps=%dx%d mma=m16n8k16 smem=operands stages=%d fill=%s,%s", MMA_BM,
@@ -360,7 +369,8 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
   if (!f->status && ns) cf_parallelize_all_like(f, r, 3, threads);
   if (!f->status) inline_all(f, ex, n, t, b + 3);
   if (!f->status && t->wgmma) unroll_epilogue(f, set, ns, t); /* after: Unroll loops are not shared */
-  for (int i = 0; i < 2 && !f->status; i++) cf_circular_buffer(f, ir_tv_handle(i ? t->y : t->x), sh.stages);
+  for (int i = 0; i < 2 && !f->status; i++)
+    cf_circular_buffer_prefetch(f, ir_tv_handle(i ? t->y : t->x), sh.stages, sh.stages - (sh.pipelined ? 2 : 1));
   arena_destroy(a);
   return f->status;
 }

@@ -105,6 +105,6 @@ int sched_wrap_pos(cf_fusion *f, const char *what, cf_tv *tv, int pos);
 
 /* circular_buffer.c: whether tile tv may be circular-buffered with `stages` stages (the
  * rule cf_circular_buffer and the lowering check); false with the violated rule in why. */
-bool sched_cb_check(cf_fusion *f, Val *tv, int stages, char *why, size_t nwhy);
+bool sched_cb_check(cf_fusion *f, Val *tv, int stages, int prefetch, char *why, size_t nwhy);
 
 #endif

@@ -86,6 +86,14 @@ CF_API cf_status cf_mma_tile(cf_fusion *f, cf_tv *tv, int axis, cf_mma_macro mac
  * and writes nothing read elsewhere. */
 #define CF_MAX_CB_STAGES 4
 CF_API cf_status cf_circular_buffer(cf_fusion *f, cf_tv *tv, int stages);
+/* The same with the fill `prefetch` iterations ahead (nvFuser's circularBuffer(stages,
+ * prefetch_distance); cf_circular_buffer's is stages - 1), 1 to stages - 1: the prologue
+ * fills the first `prefetch` tiles and iteration i fills tile i + prefetch, so a stage is
+ * refilled stages - prefetch iterations after it was read. With prefetch <= stages - 2 a
+ * wgmma reading the tiles keeps one group in flight across iterations (lower/mma_wgmma.c:
+ * wgmma.wait_group 1 in the loop, 0 after it). An error names the tensor, the stages and
+ * the distance. */
+CF_API cf_status cf_circular_buffer_prefetch(cf_fusion *f, cf_tv *tv, int stages, int prefetch);
 
 /* ---- caching ------------------------------------------------------------------------- */
 

@@ -128,10 +128,15 @@ class Sched:
             raise ValueError(f"mma_tile: unknown instruction {macro!r}; known: {', '.join(self.MMA_MACROS)}")
         self._call("mma_tile", "cf_mma_tile", self._tv(t, "mma_tile"), axis, self.MMA_MACROS[macro])
 
-    def circular_buffer(self, t: Tensor, stages: int) -> None:
+    def circular_buffer(self, t: Tensor, stages: int, prefetch: Optional[int] = None) -> None:
         """The shared tile t, computed at a serial loop, gets `stages` buffers: each iteration
-        fills the tile of stages - 1 iterations later (cp.async for 16-byte copies)."""
-        self._call("circular_buffer", "cf_circular_buffer", self._tv(t, "circular_buffer"), stages)
+        fills the tile of `prefetch` iterations later (default stages - 1; nvFuser's
+        circularBuffer(stages, prefetch_distance)), cp.async for 16-byte copies."""
+        if prefetch is None:
+            self._call("circular_buffer", "cf_circular_buffer", self._tv(t, "circular_buffer"), stages)
+        else:
+            self._call("circular_buffer", "cf_circular_buffer_prefetch", self._tv(t, "circular_buffer"), stages,
+                       prefetch)
 
     def cache_after(self, t: Tensor) -> Tensor:
         """A local copy of t that every consumer of t reads instead (for vector loads)."""

@@ -22,7 +22,7 @@ NOT_BOUND = {
 PYTHON_NAME = {
     "cf_max": "maximum", "cf_min": "minimum", "cf_max_reduce": "max", "cf_min_reduce": "min",
     "cf_add_scalar": None, "cf_mul_scalar": None,  # bound; a number beside a tensor is cf_const (a scalar in promotion)
-    "cf_split_outer": "split",
+    "cf_split_outer": "split", "cf_circular_buffer_prefetch": "circular_buffer",  # prefetch=
     "cf_reorder_all": "reorder", "cf_inline_at_best_effort": "inline_at",
     "cf_propagate_transforms_checked": "propagate_transforms", "cf_fusion_group_tmem": "group_tmem",
     "cf_tensor_concrete": None, "cf_tensor_symbolic": None, "cf_tensor_strided": None,  # define_tensor

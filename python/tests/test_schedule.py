@@ -7,6 +7,7 @@ import pytest
 
 import cfuser
 from cfuser import DataType, FusionDefinition, MemoryType, ParallelType
+from cfuser.types import InvalidScheduleError
 
 
 def test_manual_schedule_sets_the_launch():
@@ -137,3 +138,14 @@ def test_permute_and_transpose():
     p, t = fd.execute([x])
     np.testing.assert_array_equal(p, x.transpose(2, 0, 1))
     np.testing.assert_array_equal(t, x.transpose(2, 1, 0))
+
+
+# circular_buffer's prefetch distance (nvFuser's circularBuffer(stages, prefetch_distance)):
+# out of 1 .. stages - 1 it is refused with cfuser's message.
+def test_circular_buffer_prefetch_out_of_range_is_refused():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([4, 8])
+        y = fd.ops.set(x)
+        fd.add_output(fd.ops.exp(y))
+    with pytest.raises(InvalidScheduleError, match=r"asks to fill 4 iterations ahead with 4 stages; 1 to 3 "):
+        fd.sched.circular_buffer(y, 4, prefetch=4)

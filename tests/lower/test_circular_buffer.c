@@ -167,6 +167,28 @@ static void expect_error(const char *want) {
   cr_expect_str_eq(cf_fusion_error(f), want);
 }
 
+/* A prefetch distance below stages - 1 (nvFuser's circularBuffer(stages, prefetch)): the
+ * prologue fills that many tiles, iteration i fills tile i + prefetch and waits for all but
+ * prefetch - 1 groups; equal to the evaluator, with cp.async and with scalar copies. */
+Test(circular_buffer, a_shorter_prefetch_distance_equals_the_evaluator) {
+  for (int vec = 1; vec <= 8; vec += 7) {
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    cf_tv *t = staged_rows(vec, 0);
+    cr_assert_eq(cf_circular_buffer_prefetch(f, t, 4, 2), CF_OK, "%s", cf_fusion_error(f));
+    char *src = kc_check(f, 1, IN, 0);
+    if (vec == 8) cr_expect(strstr(src, "cp.async.wait_group %0;\" :: \"n\"(1)"), "%s", src); /* prefetch - 1 */
+    free(src);
+  }
+}
+
+Test(circular_buffer, refuses_a_prefetch_distance_out_of_range) {
+  cf_tv *t = staged_rows(8, 0);
+  cf_circular_buffer_prefetch(f, t, 4, 4);
+  expect_error("circular_buffer: T1 asks to fill 4 iterations ahead with 4 stages; 1 to 3 (stages - 1) are possible "
+               "for T1_s___half[iS2{7}, ithreadIdx.x12{8}, iV11{8}]");
+}
+
 Test(circular_buffer, refuses_a_stage_count_out_of_range) {
   cf_tv *t = staged_rows(8, 0);
   cf_circular_buffer(f, t, 5);
