@@ -131,7 +131,10 @@ static bool tp_trace(Arena *a, cf_fusion *f, Val *out, int r, TpMap *m, char *wh
 
 /* Folds the map for output k into the reference's (m): every tensor both read must be
  * read in the same order (output k's axes are the reference's), and output k must read
- * at least one tensor the reference reads. */
+ * at least one tensor of the outputs' rank that the reference reads: the reference's
+ * tiles reach output k's tensors through it (through a tensor of lower rank, a 1-D bias
+ * both read, they would arrive without the tiled axis: a staged input's cache there could
+ * not be scheduled; found by the hostile define-and-run fuzzer, seed 38500351). */
 static bool tp_join_output(cf_fusion *f, const TpPlan *p, Val *out, TpMap *m, const TpMap *mk, char *why) {
   int r = p->rank;
   bool shared = false;
@@ -145,7 +148,7 @@ static bool tp_join_output(cf_fusion *f, const TpPlan *p, Val *out, TpMap *m, co
       m->reached[v->id] = true;
       continue;
     }
-    shared = true;
+    shared |= TV(v)->nlogical == r;
     if (memcmp(m0, m1, sizeof(int) * (size_t)r)) {
       snprintf(why, SCHED_WHY_MAX, "transpose: outputs %s and %s read %s in different axis orders",
                TV(p->out)->display_name, TV(out)->display_name, TV(v)->display_name);
@@ -153,8 +156,8 @@ static bool tp_join_output(cf_fusion *f, const TpPlan *p, Val *out, TpMap *m, co
     }
   }
   if (!shared)
-    snprintf(why, SCHED_WHY_MAX, "transpose: output %s reads no input that %s reads", TV(out)->display_name,
-             TV(p->out)->display_name);
+    snprintf(why, SCHED_WHY_MAX, "transpose: output %s reads no tensor of rank %d that %s reads",
+             TV(out)->display_name, r, TV(p->out)->display_name);
   return shared;
 }
 

@@ -564,8 +564,11 @@ static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996, 3001974,
 static const int nknown_mode4 = sizeof known_failing_mode4 / sizeof known_failing_mode4[0];
 /* Mode 4 with issue 28's options (DG_X_ALL). 3001213, and 3002954 of mode 4 above: a Welford
  * mean of float elements that overflowed to inf was NaN in the evaluator's serial fold
- * (inf + (x - inf) / n) and inf in the kernels' tree of merges (ir/welford.c). */
-static const uint64_t known_failing_hostile_mode4[] = {3001213};
+ * (inf + (x - inf) / n) and inf in the kernels' tree of merges (ir/welford.c). 38500351:
+ * two outputs sharing only a 1-D input, column-major inputs: the transpose row accepted
+ * and could not schedule the cache of an input its tiles reached only through the 1-D
+ * tensor (an internal error); the row now asks for a shared tensor of the outputs' rank. */
+static const uint64_t known_failing_hostile_mode4[] = {3001213, 38500351};
 static const int nknown_hostile_mode4 = sizeof known_failing_hostile_mode4 / sizeof known_failing_hostile_mode4[0];
 
 /* Mode 5 (rfactor, caches): 505, 1647, 4795, 6328, 6883 and 8510 rfactored a Welford or a

@@ -192,7 +192,31 @@ Test(transpose_sched, refuses_outputs_in_other_orders) {
   cf_fusion_add_input(f, y);
   cf_fusion_add_output(f, cf_transpose(f, x, 0, 1));
   cf_fusion_add_output(f, cf_neg(f, y));
-  refused("transpose: output T3 reads no input that T2 reads");
+  refused("transpose: output T3 reads no tensor of rank 2 that T2 reads");
+}
+
+/* Two outputs that share only a 1-D input (a bias both broadcast): the reference's tiles
+ * would reach the second output's tensors through the 1-D tensor, without the tiled axis,
+ * and the cache of its transposed input could not be scheduled (the hostile define-and-run
+ * fuzzer's seed 38500351: "the transpose row accepted segment 0 of 1 but did not schedule
+ * it: merge: axis 2 is the last axis"). Refused (the seed, pinned in kernels_test_random_dags,
+ * runs right through define and run). */
+Test(transpose_sched, refuses_outputs_that_share_only_a_lower_rank_tensor) {
+  cf_tv *x = cf_tensor_strided(f, CF_FLOAT, 2), *y = cf_tensor_strided(f, CF_FLOAT, 2);
+  cf_tv *b = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, y), cf_fusion_add_input(f, b);
+  bool row[2] = {true, false};
+  cf_fusion_add_output(f, cf_mul(f, x, cf_broadcast(f, b, 2, row)));
+  cf_fusion_add_output(f, cf_sub(f, y, cf_broadcast(f, b, 2, row)));
+  static const int64_t col_major[2] = {1, 3};
+  int64_t shape[2] = {3, 64}, bshape[1] = {64};
+  DLTensor dl = {.ndim = 2, .shape = shape, .strides = (int64_t *)col_major, .dtype = {kDLFloat, 32, 1}};
+  DLTensor bl = {.ndim = 1, .shape = bshape, .dtype = {kDLFloat, 32, 1}};
+  const DLTensor *ins[3] = {&dl, &dl, &bl};
+  SchedCall call = {3, ins, sched_device_default()};
+  char why[SCHED_WHY_MAX] = "";
+  cr_assert_not(sched_transpose_heuristic.accepts(f, &call, why));
+  cr_expect_str_eq(why, "transpose: output T6 reads no tensor of rank 2 that T4 reads");
 }
 
 /* Several outputs in one order: transpose(x), tanh of it (an output read by an output)
