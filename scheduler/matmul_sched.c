@@ -160,7 +160,6 @@ static void mm_canonical(cf_fusion *f, cf_tv *r, const MmMatch *m) {
   }
 }
 
-/* Whether the product runs on tensor cores (matmul_mma.c): half or bfloat16 operands. */
 /* The product of the extents of role k's axes of the product r; 0 when one is symbolic. */
 static int64_t mm_role_extent(const MmMatch *m, int k) {
   Val *r = m->sum->out[0];
@@ -173,6 +172,7 @@ static int64_t mm_role_extent(const MmMatch *m, int k) {
   return n;
 }
 
+/* Whether the product runs on tensor cores (matmul_mma.c): half or bfloat16 operands. */
 static bool mm_uses_mma(const MmMatch *m, const SchedCall *call, MmaTiles *t) {
   t->batch = m->count[MM_BATCH] > 0;
   const SchedDevice *dev = call && call->dev ? call->dev : sched_device_default();

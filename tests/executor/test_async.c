@@ -168,6 +168,22 @@ Test(async, a_kernel_with_a_workspace_runs_on_a_second_device) {
   cf_executor_destroy(e);
 }
 
+/* cf_tensor_copy between two devices is refused, naming both (where the machine has two). */
+Test(async, a_copy_between_two_devices_is_refused) {
+  need_gpu();
+  const ExecDeviceInfo *info = NULL;
+  if (exec_device_open(1, &info, NULL, 0) != CF_OK) cr_skip_test("one CUDA device: a second device is needed");
+  char err[512] = "";
+  DLManagedTensor *a = NULL, *b = NULL;
+  cr_assert_eq(exec_tensor_device_on(0, CF_FLOAT, 1, (int64_t[]){4}, &a, err, sizeof err), CF_OK, "%s", err);
+  cr_assert_eq(exec_tensor_device_on(1, CF_FLOAT, 1, (int64_t[]){4}, &b, err, sizeof err), CF_OK, "%s", err);
+  cr_expect_eq(exec_tensor_copy(&b->dl_tensor, &a->dl_tensor, err, sizeof err), CF_ERR_UNSUPPORTED);
+  cr_expect_str_eq(err, "cf_tensor_copy: dst is on cuda:1 and src on cuda:0; a copy between two devices goes through "
+                        "a host tensor");
+  cf_tensor_free(a);
+  cf_tensor_free(b);
+}
+
 /* A kernel that faults (its output points at an address nothing owns) is reported by the
  * next synchronize, naming it, and the executor's next run says the error may come from
  * that launch. compute-sanitizer memcheck reports this test's invalid global writes: they

@@ -136,3 +136,23 @@ Test(host_wgmma, a_wgmma_never_waited_for_is_an_error) {
                             "(wgmma.wait_group): the accumulator is undefined");
   exec_host_module_free(m);
 }
+
+/* More wgmmas in flight than the emulation keeps (64 a warp, none waited for): an error
+ * naming the warp and the limit. */
+Test(host_wgmma, too_many_wgmmas_in_flight_is_an_error) {
+  ExecHostModule *m = compile_ok("void many(T1f out);\n"
+                                 "void many(T1f out) {\n"
+                                 "  float d[4] = {0, 0, 0, 0};\n"
+                                 "  float *const acc[4] = {&d[0], &d[1], &d[2], &d[3]};\n"
+                                 "  for (int i = 0; i < 65; i++)\n"
+                                 "    cfh_wgmma(8, 1, 0, 0, 0x4000004000010000ull, 0x4000004000010200ull, acc);\n"
+                                 "  out.data[threadIdx.x] = d[0];\n"
+                                 "}\n", "many");
+  float out[128];
+  Arg a;
+  arg_1d(&a, out, 128);
+  ExecHostError err = {{0}, NULL, NULL};
+  cr_assert_eq(run1(m, 1, 128, 16384, 1, &a, &err), CF_ERR_RUNTIME);
+  cr_expect_str_eq(err.msg, "wgmma: block (0,0,0) warp 0 has 64 wgmma.mma_async in flight (the emulation's limit)");
+  exec_host_module_free(m);
+}
