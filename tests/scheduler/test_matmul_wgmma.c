@@ -34,7 +34,8 @@ static void fresh(void) {
 
 static const char *params(const char *fa, const char *fb) {
   static char buf[256];
-  snprintf(buf, sizeof buf, "tile=128x256x64 warpgroups=2 mma=m64n256k16 smem=operands stages=4 fill=%s,%s", fa, fb);
+  snprintf(buf, sizeof buf, "tile=128x256x64 warpgroups=2 mma=m64n256k16 smem=operands stages=4 fill=%s,%s wgmma_wait=1", fa,
+           fb);
   return buf;
 }
 
@@ -155,7 +156,9 @@ Test(matmul_wgmma, kernel_text_has_the_instruction_and_its_fences) {
   cr_expect(strstr(src, "%127}, %128, %129, p, 1, 1, 0, 1; }\" : \"+f\"(T7[0]), \"+f\"(T7[1]), \"+f\"(T7[64]), "
                         "\"+f\"(T7[65]), \"+f\"(T7[2]),"), "the accumulator's registers in the PTX order d[4j + 2mr + p]");
   cr_expect(strstr(src, "asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n"
-                        "    asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(0) : \"memory\");"));
+                        "    asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(1) : \"memory\");"));
+  cr_expect(strstr(src, "  }\n  asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(0) : \"memory\");"),
+            "a wait for all after the K loop");
   free(src);
   KKernel *k = NULL;
   char *err = NULL;
@@ -265,7 +268,7 @@ Test(matmul_wgmma, a_malformed_tile_is_ignored_with_one_warning) {
   unsetenv("CFUSER_WGMMA_TILE");
   fflush(stderr);
   cr_expect_stderr_eq_str("cfuser: CFUSER_WGMMA_TILE=\"wide\" ignored: expected <N>x<stages>, N a multiple of 64 up "
-                          "to 256 and 2 to 4 stages (e.g. 128x3); using 256x4\n");
+                          "to 256 and 2 to 8 stages (e.g. 128x3); using 256x4\n");
 }
 
 /* Symbolic sizes (the row applied directly, no size to decide the fills from): the
@@ -309,7 +312,8 @@ Test(matmul_wgmma, a_narrow_block_tile_equals_the_evaluator) {
   char why[SCHED_WHY_MAX] = "";
   SchedParams p, used;
   cr_assert(r->plan(f, &call, &p, why), "%s", why);
-  cr_expect_str_eq(p.text, "tile=128x64x64 warpgroups=2 mma=m64n64k16 smem=operands stages=4 fill=cp.async16,cp.async16");
+  cr_expect_str_eq(p.text, "tile=128x64x64 warpgroups=2 mma=m64n64k16 smem=operands stages=4 fill=cp.async16,cp.async16 "
+                           "wgmma_wait=1");
   cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
   free(kc_check(f, 2, in, 2e-2));
 }
@@ -361,12 +365,11 @@ Test(matmul_wgmma, a_kernel_that_never_waits_for_its_wgmmas_is_an_error) {
 
 /* ---- one K tile's wgmmas in flight while the next issue ------------------------------------- */
 
-/* CFUSER_WGMMA_PIPELINE=1: the tiles filled two K tiles ahead of four stages (a stage to
- * spare), so the main loop waits with wgmma.wait_group 1 and waits for all after the loop;
+/* By default the tiles are filled two K tiles ahead of four stages (a stage to spare), so
+ * the main loop waits with wgmma.wait_group 1 and waits for all after the loop;
  * equal to the evaluator with cp.async fills (K 320: five K tiles) and with a scalar fill
  * (K 321: A's rows are not 16-byte vectors, written by st.shared as the loop runs). */
 static void pipelined_matmul(int64_t m, int64_t k, int64_t n, const char *fa, const char *fb) {
-  setenv("CFUSER_WGMMA_PIPELINE", "1", 1);
   fresh();
   KcInput in[2] = {{CF_BFLOAT16, 2, {m, k}, NULL}, {CF_BFLOAT16, 2, {k, n}, NULL}};
   cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
@@ -376,10 +379,9 @@ static void pipelined_matmul(int64_t m, int64_t k, int64_t n, const char *fa, co
   char why[SCHED_WHY_MAX] = "", want[320];
   SchedParams p, used;
   cr_assert(r->plan(f, &call, &p, why), "%s", why);
-  snprintf(want, sizeof want, "%s wgmma_wait=1", params(fa, fb));
+  snprintf(want, sizeof want, "%s", params(fa, fb));
   cr_expect_str_eq(p.text, want);
   cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
-  unsetenv("CFUSER_WGMMA_PIPELINE");
   char *src = kc_check(f, 2, in, 2e-2);
   cr_expect(strstr(src, "asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(1) : \"memory\");"), "%s", src);
   cr_expect(strstr(src, "asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(0) : \"memory\");"), "%s", src);
@@ -392,9 +394,10 @@ Test(matmul_wgmma, a_pipelined_main_loop_equals_the_evaluator) {
   pipelined_matmul(64, 64, 64, "cp.async16", "cp.async16"); /* one K tile: the prologue's alone */
 }
 
-/* Keeping a group in flight needs the stage to spare: the default schedule (tiles filled
- * three K tiles ahead of four stages) with its in-loop wait loosened to 1 (and a wait for
- * all after the loop, through the lowering hook) refills the stage the pending wgmmas
+/* Keeping a group in flight needs the stage to spare: the schedule of
+ * CFUSER_WGMMA_PIPELINE=0 (tiles filled three K tiles ahead of four stages, a wait for all
+ * in the loop; its params without " wgmma_wait=1") with its in-loop wait loosened to 1
+ * (and a wait for all after the loop, through the lowering hook) refills the stage the pending wgmmas
  * still read, which the emulation shows: wrong elements; untouched, it is right. A scalar
  * fill (K 321) writes its stage as the loop runs, as the GPU's would. */
 static Arena *g_kernel_arena;
@@ -430,7 +433,16 @@ static int wrong_with(cf_lowering_hook hook) {
   KcInput in[2] = {{CF_BFLOAT16, 2, {70, 321}, NULL}, {CF_BFLOAT16, 2, {321, 136}, NULL}};
   cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
-  apply_row("scalar(K=321)", "cp.async16");
+  setenv("CFUSER_WGMMA_PIPELINE", "0", 1);
+  const SchedRow *r = sched_row_named("matmul");
+  SchedCall call = {0, NULL, &hopper};
+  char why[SCHED_WHY_MAX] = "";
+  SchedParams p, used;
+  cr_assert(r->plan(f, &call, &p, why), "%s", why);
+  cr_expect_str_eq(p.text, "tile=128x256x64 warpgroups=2 mma=m64n256k16 smem=operands stages=4 "
+                           "fill=scalar(K=321),cp.async16");
+  cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
+  unsetenv("CFUSER_WGMMA_PIPELINE");
   DLManagedTensor *t[2], *got = NULL, *want = NULL;
   const DLTensor *ins[2];
   for (int i = 0; i < 2; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 11 + (uint64_t)i))->dl_tensor;
