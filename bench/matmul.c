@@ -22,7 +22,8 @@
  * Usage: bench_matmul [iterations] [--mean] [--check]. --check runs small odd shapes of
  * every case on the host backend and compares every output with the reference evaluator
  * and the sampled check too (a ctest), anywhere; without it a GPU is needed (exit 77 without one). Exit status 1
- * when a result is wrong or a run fails. CFUSER_BENCH_ONLY=<name> runs one case. */
+ * when a result is wrong or a run fails. CFUSER_BENCH_ONLY=<name> runs the cases of that name,
+ * CFUSER_BENCH_ONLY='<name><M' those of at most M rows (e.g. 'llm<128': the few tokens). */
 #define _POSIX_C_SOURCE 199309L
 #include <cfuser.h>
 #include <math.h>
@@ -188,10 +189,13 @@ int main(int argc, char **argv) {
   BuEvents ev;
   if (!small) cf_tensor_free(cf_tensor_device(CF_FLOAT, 1, (int64_t[]){1})); /* events need cfuser's context */
   if (!small && !bu_events_init(&ev)) return printf("bench: no CUDA events\n"), 1;
-  const char *only = getenv("CFUSER_BENCH_ONLY");
+  const char *only = getenv("CFUSER_BENCH_ONLY"), *lt = only ? strchr(only, '<') : NULL;
+  int64_t max_m = lt ? strtoll(lt + 1, NULL, 10) : INT64_MAX; /* "<name><M": its cases of at most M rows */
   int rc = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (only && strcmp(only, cases[i].name)) continue;
+    if (only && strcmp(only, cases[i].name) && !(cases[i].m <= max_m && strstr(only, cases[i].name) == only &&
+                                                  only[strlen(cases[i].name)] == '<'))
+      continue;
     if (small && i > 0 && !strcmp(cases[i].name, cases[i - 1].name) && cases[i].sm == cases[i - 1].sm) continue;
     rc |= run_case(&cases[i], &a, small, &ev);
   }

@@ -4,7 +4,9 @@
  * through Array<T, N>, and tensor memory is driven by inline tcgen05 PTX (all volatile):
  * warp 0 allocates, relinquishes and deallocates; each ld/st is followed by its wait.
  * Key decision: 32-bit indexing (CF_INDEX_TYPE int) when every tensor fits, as DESIGN.md
- * section 12 asks; __launch_bounds__ when the block size is a constant. */
+ * section 12 asks (lowering's KKernel.index32), the thread and block coordinates read as
+ * int (cf_idim3) where a tensor has run-time strides (KKernel.signed_coords);
+ * __launch_bounds__ when the block size is a constant. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +58,9 @@ static void signature(Emitter *e) {
   sb_puts(&b, ") {");
   cg_line(e, "%s", b.data);
   sb_free(&b);
+  if (k->signed_coords) /* cuda_helpers.cuh's cf_signed: no unsigned times a negative stride */
+    cg_line(e, "  const cf_idim3 threadIdx = cf_signed(::threadIdx), blockIdx = cf_signed(::blockIdx), "
+            "blockDim = cf_signed(::blockDim), gridDim = cf_signed(::gridDim);");
 }
 
 static void buffers(Emitter *e) {

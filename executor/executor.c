@@ -214,7 +214,7 @@ static cf_status build(cf_executor *e, cf_fusion *f, cf_backend backend, Compile
   Compiled *c = calloc(1, sizeof *c);
   if (!c) return exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory");
   c->backend = backend;
-  LowerOptions lo = {.skip_tmem_validation = e->opts.skip_tmem_validation};
+  LowerOptions lo = {.skip_tmem_validation = e->opts.skip_tmem_validation, .index_type = e->opts.index_type};
   if (e->hook) {
     lo.hook = hook_adapter;
     lo.hook_user = e;
@@ -269,7 +269,7 @@ cf_status cf_executor_compile(cf_executor *e, cf_fusion *f) {
   /* A lowering hook must see the lowering, so it bypasses the cache. */
   ExecFingerprint key = {0};
   bool cached = e->opts.cache && !e->hook && !f->status &&
-                exec_fingerprint(f, backend, e->opts.arch, &key) == CF_OK;
+                exec_fingerprint(f, backend, &e->opts, &key) == CF_OK;
   Compiled *hit = cached ? exec_cache_lookup(e->opts.cache, &key) : NULL;
   if (hit) {
     e->cc = hit;

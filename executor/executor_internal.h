@@ -76,7 +76,7 @@ typedef struct ExecFingerprint {
   size_t len;
   uint64_t hash;
 } ExecFingerprint;
-cf_status exec_fingerprint(cf_fusion *f, cf_backend backend, const char *arch, ExecFingerprint *out);
+cf_status exec_fingerprint(cf_fusion *f, cf_backend backend, const cf_executor_options *opts, ExecFingerprint *out);
 
 /* The kernel cache (kernel_cache.c): the entry for a fingerprint, or NULL; storing hands
  * the compiled kernel and the fingerprint's bytes to the cache (false, nothing handed
@@ -90,5 +90,8 @@ cf_status exec_error(cf_executor *e, cf_status s, const char *fmt, ...) __attrib
  * for no elements; false when the footprint overflows. The aliasing checks of a run and of
  * a define-and-run plan. */
 bool exec_byte_range(const DLTensor *t, int64_t esz, int64_t *lo, int64_t *hi);
+/* t's element count and the largest distance in elements of an element from element 0
+ * (either way, under its strides); false when either overflows int64. */
+bool exec_index_extent(const DLTensor *t, int64_t *numel, int64_t *span);
 
 #endif

@@ -169,12 +169,13 @@ static void fp_fusion(Fp *b, cf_fusion *f) {
 }
 
 
-cf_status exec_fingerprint(cf_fusion *f, cf_backend backend, const char *arch, ExecFingerprint *out) {
+cf_status exec_fingerprint(cf_fusion *f, cf_backend backend, const cf_executor_options *opts, ExecFingerprint *out) {
   Fp b = {0};
   size_t guess = 64 * ((size_t)f->vals.len + (size_t)f->exprs.len) + 256; /* about the final size */
   if ((b.p = malloc(guess))) b.cap = guess;
   fp_i64(&b, backend);
-  fp_str(&b, arch ? arch : "device");
+  fp_str(&b, opts && opts->arch ? opts->arch : "device");
+  fp_i64(&b, opts ? opts->index_type : CF_INDEX_AUTO);
   fp_fusion(&b, f);
   if (b.failed) {
     free(b.p);

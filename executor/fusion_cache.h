@@ -108,9 +108,10 @@ cf_status fc_find_free_symbols(cf_fusion_cache *c);
  * Val id -> w's Val) in which the free symbols are symbolic again, bound to the first
  * input axis of that extent; NULL when out of memory. */
 cf_fusion *fc_reuse_copy(const cf_fusion_cache *c, cf_fusion *w, Val *const *fmap, const SchedSegment *seg);
-/* The kernel of a scheduled copy g (taken: kept by the kernel, or destroyed): a live one
- * with the same fingerprint (refs + 1), or a new one compiled from g. */
-cf_status fc_kernel_get(cf_fusion_cache *c, cf_fusion *g, FcKernel **out, const char **error);
+/* The kernel of a scheduled copy g (taken: kept by the kernel, or destroyed) with that
+ * index type: a live one with the same fingerprint (refs + 1), or a new one compiled
+ * from g. */
+cf_status fc_kernel_get(cf_fusion_cache *c, cf_fusion *g, cf_index_type index, FcKernel **out, const char **error);
 void fc_kernel_release(cf_fusion_cache *c, FcKernel *k);
 
 /* Runs en's segments one by one (fusion_cache.c), asynchronously on stream when async. */

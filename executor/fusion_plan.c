@@ -11,8 +11,9 @@
  *   4. for each segment that is a kernel, applies its plan to a copy whose free sizes are
  *      symbolic (fusion_reuse.c; the concrete copy when the row cannot), devectorized when
  *      a tensor of the call is not 16-byte aligned, and gets its kernel: one compiled
- *      for an earlier signature with the same fingerprint, or a new one; then allocates
- *      the intermediates between segments.
+ *      for an earlier signature with the same fingerprint, or a new one, with 32-bit
+ *      indices when every tensor of the call is well within them (index_type_of); then
+ *      allocates the intermediates between segments.
  * A row that accepted a segment and then fails to schedule it, or whose schedule lowering
  * refuses, is an internal error naming the row: the registry's invariant, never a retry.
  * CFUSER_DUMP=segments prints why the whole fusion was cut, each segment's plan, why the
@@ -24,6 +25,7 @@
 #include "executor/exec_cuda.h"
 #include "executor/fusion_cache.h"
 #include "executor/exec_host.h"
+#include "executor/executor_internal.h"
 #include "ir/checked.h"
 #include "ir/dtype.h"
 #include "lower/lower.h"
@@ -41,6 +43,7 @@ typedef struct Planner {
   bool dump;
   SchedDevice dev;            /* what the heuristics plan for (plan_device) */
   bool host;                  /* the backend the segments run on is the host */
+  cf_index_type index;        /* of the signature's kernels (index_type_of) */
 } Planner;
 
 /* ---- 1. the inputs ------------------------------------------------------------------------ */
@@ -311,7 +314,7 @@ static bool shared_kernel(Planner *p, const SchedSegment *seg, const SchedCall *
     return false;
   }
   if (!aligned) sched_devectorize(g);
-  *s = fc_kernel_get(p->c, g, &out->k, &err);
+  *s = fc_kernel_get(p->c, g, p->index, &out->k, &err);
   if (!lowering_refused(*s)) return true;
   fc_kernel_release(p->c, out->k);
   out->k = NULL;
@@ -331,7 +334,7 @@ static cf_status concrete_kernel(Planner *p, const SchedSegment *seg, const Sche
                     "not schedule it: %s; please report this bug", out->plan.row->name, k, nseg, why);
   }
   if (!aligned) sched_devectorize(g);
-  cf_status s = fc_kernel_get(p->c, g, &out->k, &err);
+  cf_status s = fc_kernel_get(p->c, g, p->index, &out->k, &err);
   if (lowering_refused(s))
     s = fc_error(p->c, CF_ERR_INTERNAL, "internal error: execute: the %s row's schedule of segment %d of %d is "
                  "refused by lowering: %s; please report this bug", out->plan.row->name, k, nseg, err);
@@ -492,19 +495,60 @@ static cf_status check_packed_outputs(cf_fusion_cache *c, Val *const *map) {
   return CF_OK;
 }
 
+/* ---- the index type ---------------------------------------------------------------------- */
+
+/* What a kernel of 32-bit indices needs of a tensor, with half the range to spare: a tile
+ * rounds an extent up (a flat index of a block past the last element, a row of an M tile
+ * past the last row), and such overshoots stay far below 2^31. */
+#define INDEX32_LIMIT ((int64_t)1 << 30)
+
+static bool tensor_fits_index32(const DLTensor *t) {
+  int64_t n, span;
+  return exec_index_extent(t, &n, &span) && n < INDEX32_LIMIT && span < INDEX32_LIMIT;
+}
+
+static bool tv_fits_index32(Val *tv) {
+  int64_t n = 1, e;
+  for (int a = 0; a < TV(tv)->nlogical; a++)
+    if (!ir_scalar_const_value(ID(TV(tv)->logical[a])->extent, &e) || !ck_mul(n, e, &n) || n >= INDEX32_LIMIT)
+      return false;
+  return true;
+}
+
+/* The index type of this signature's kernels: the cache's own when its options name one,
+ * else 32-bit when every input and given output of the call and every tensor of the
+ * concrete copy w (intermediates of any segment included) is within INDEX32_LIMIT (each
+ * run checks it again: run.c check_index32), else 64-bit. CFUSER_INDEX_TYPE=64 keeps
+ * 64-bit, for measuring. */
+static cf_index_type index_type_of(const Planner *p) {
+  if (p->c->opts.index_type != CF_INDEX_AUTO) return p->c->opts.index_type;
+  const char *env = getenv("CFUSER_INDEX_TYPE");
+  if (env && !strcmp(env, "64")) return CF_INDEX_64;
+  for (int i = 0; i < p->nin; i++)
+    if (!tensor_fits_index32(p->in[i])) return CF_INDEX_64;
+  for (int o = 0; p->out && o < p->nout; o++)
+    if (p->out[o] && !tensor_fits_index32(&p->out[o]->dl_tensor)) return CF_INDEX_64;
+  int n;
+  Val **tvs = ir_fusion_all_tvs_in(p->a, p->w, &n);
+  for (int t = 0; tvs && t < n; t++)
+    if (!tv_fits_index32(tvs[t])) return CF_INDEX_64;
+  return tvs ? CF_INDEX_32 : CF_INDEX_64;
+}
+
 cf_status fc_plan(cf_fusion_cache *c, const DLTensor *const *in, int nout, DLManagedTensor **out, FcEntry *en) {
   cf_status s = check_inputs(c, in);
   if (s || !en) return s ? s : fc_error(c, CF_ERR_INTERNAL, "internal error: execute: a call unreadable for its "
                                         "signature passed the checks; please report this bug");
   Planner p = {c, NULL, calloc((size_t)c->f->vals.len + 1, sizeof(Val *)), arena_create(), in, c->f->inputs.len, nout,
                out, {0}, {0}, lower_dump_requested("segments"), plan_device(c),
-               plan_on_host(c)};
+               plan_on_host(c), CF_INDEX_64};
   cf_fusion *w = p.fmap && p.a ? concrete_copy(c, in, p.fmap) : NULL;
   if (!w) s = fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   else if (!(s = check_packed_outputs(c, p.fmap)) &&
            (ir_check_extents(w, "execute") || sched_prepare_views(w, in) || sched_hoist_broadcasts(w)))
     s = fc_error(c, w->status, "%s", cf_fusion_error(w));
   p.w = w;
+  if (!s) p.index = index_type_of(&p);
   if (!s) s = plan(&p, en);
   cf_fusion_destroy(w);
   arena_destroy(p.a);

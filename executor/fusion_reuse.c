@@ -132,14 +132,16 @@ static bool add_live(cf_fusion_cache *c, FcKernel *k) {
 
 static bool cuda_usable(const char **reason) { return cf_cuda_available(reason); }
 
-cf_status fc_kernel_get(cf_fusion_cache *c, cf_fusion *g, FcKernel **out, const char **error) {
+cf_status fc_kernel_get(cf_fusion_cache *c, cf_fusion *g, cf_index_type index, FcKernel **out, const char **error) {
   cf_backend b;
   char err[256];
   ExecFingerprint fp = {0};
+  cf_executor_options opts = c->opts;
+  opts.index_type = index;
   *error = "out of memory";
   /* No backend or no fingerprint: an unkeyed kernel, whose compile reports the error. */
-  bool keyed = !exec_backend_choose(c->opts.backend, cuda_usable, &b, err, sizeof err) &&
-               !exec_fingerprint(g, b, c->opts.arch, &fp);
+  bool keyed = !exec_backend_choose(opts.backend, cuda_usable, &b, err, sizeof err) &&
+               !exec_fingerprint(g, b, &opts, &fp);
   FcKernel *k = keyed ? find(c, &fp) : NULL;
   if (k) {
     k->refs++;
@@ -149,7 +151,7 @@ cf_status fc_kernel_get(cf_fusion_cache *c, cf_fusion *g, FcKernel **out, const 
     return *out = k, CF_OK;
   }
   k = calloc(1, sizeof *k);
-  if (k) *k = (FcKernel){fp.hash, fp.bytes, fp.len, cf_executor_create(&c->opts), g, 1};
+  if (k) *k = (FcKernel){fp.hash, fp.bytes, fp.len, cf_executor_create(&opts), g, 1};
   if (!k || !k->e || !add_live(c, k)) {
     if (k) cf_executor_destroy(k->e), free(k);
     free(fp.bytes);

@@ -392,6 +392,36 @@ bool exec_byte_range(const DLTensor *t, int64_t esz, int64_t *lo, int64_t *hi) {
   return ck_mul(neg, esz, &neg) && ck_mul(pos + 1, esz, &pos) && ck_add(base, neg, lo) && ck_add(base, pos, hi);
 }
 
+bool exec_index_extent(const DLTensor *t, int64_t *numel, int64_t *span) {
+  int64_t neg = 0, pos = 0, n = 1, row = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    int64_t stride = t->strides ? t->strides[d] : row, step;
+    if (!ck_mul(n, t->shape[d], &n)) return false;
+    if (t->shape[d] == 0) continue;
+    if (!ck_mul(t->shape[d] - 1, stride, &step) || !ck_add(step < 0 ? neg : pos, step, step < 0 ? &neg : &pos))
+      return false;
+    if (!t->strides && !ck_mul(row, t->shape[d], &row)) return false;
+  }
+  *numel = n;
+  *span = n == 0 ? 0 : pos > -neg ? pos : -neg;
+  return true;
+}
+
+/* A kernel of 32-bit indices (KKernel.index32) reads every tensor's elements and offsets
+ * as int: each must be below 2^31 (a kernel of constant sizes had this proved when it was
+ * lowered; one of symbolic sizes, made with CF_INDEX_32, is checked here, every run). */
+static cf_status check_index32(cf_executor *e) {
+  const KKernel *k = e->cc->k;
+  for (int p = 0; k->index32 && p < k->nparams; p++) {
+    int64_t n = -1, span = -1;
+    if (!exec_index_extent(e->plan->tensors[p], &n, &span) || n > INT32_MAX || span > INT32_MAX)
+      return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s (argument %d) is too large for this kernel's 32-bit "
+                        "indexing (cf_executor_options.index_type): %lld elements, largest offset %lld; both must "
+                        "be below 2^31", k->params[p]->name, p, (long long)n, (long long)span);
+  }
+  return CF_OK;
+}
+
 /* No output may share memory with an input or another output: a kernel reads and
  * writes elements in any order across threads, so an alias gives wrong results (cfuser
  * has no in-place ops to declare one). Inputs may alias each other: they are only read. */
@@ -471,6 +501,8 @@ static cf_status pack_args(cf_executor *e) {
   const KKernel *k = e->cc->k;
   ExecPlan *b = e->plan;
   char err[512];
+  cf_status s0 = check_index32(e);
+  if (s0) return s0;
   for (int p = 0; p < k->nparams; p++) {
     const DLTensor *t = b->tensors[p];
     uint64_t data = (uint64_t)(uintptr_t)t->data + t->byte_offset;

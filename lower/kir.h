@@ -366,6 +366,9 @@ typedef struct KKernel {
   KCheck *checks;
   int nchecks;
   bool index32;               /* every tensor fits in 32-bit indexing */
+  bool signed_coords;         /* index32 with a tensor of run-time strides: the thread and
+                                 block coordinates read as int (a negative stride times an
+                                 unsigned threadIdx.x would wrap; codegen's cf_idim3) */
   KTensor *grid_sem;          /* the grid syncs' counter (a workspace parameter), or NULL: a
                                * kernel with grid syncs needs a cooperative launch */
   int min_blocks_per_sm;      /* CUDA: blocks one SM must hold (set by the executor for a

@@ -11,13 +11,14 @@
 #include <stdio.h>
 #include <setjmp.h>
 
+#include "cfuser/executor.h"
 #include "lower/kir.h"
 #include "analysis/analysis.h"
 #include "scheduler/sched.h"
 
 typedef struct LowerOptions {
   bool skip_tmem_validation; /* tests of the host backend's run-time checks */
-  bool force_index64;
+  cf_index_type index_type; /* the executor's (tensors.c: k->index32) */
   /* Called after the passes, before code generation. */
   void (*hook)(const KKernel *k, void *user);
   void *hook_user;

@@ -215,5 +215,6 @@ void lower_tensors(LowerCtx *c) {
   k->nallocs = allocs.len;
   for (int i = 0; i < k->nparams; i++) k->param_names[i] = k->params[i]->name;
   k->name = "cfuser_kernel";
-  k->index32 = !c->opts->force_index64 && fits_int32(k);
+  k->index32 = c->opts->index_type == CF_INDEX_32 || (c->opts->index_type == CF_INDEX_AUTO && fits_int32(k));
+  for (int i = 0; k->index32 && i < k->nparams; i++) k->signed_coords |= !k->params[i]->contiguous;
 }

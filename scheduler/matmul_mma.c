@@ -55,14 +55,15 @@ enum { MMA_FILL_BYTES = 16 }; /* a fill's vector: one cp.async */
  * fewer than half the SMs would get a block (a few tokens: M of 16 to 128 against a
  * 4096-wide weight gives 16 blocks): then the widest of 128 and 64 that gives them one,
  * else 64 (wgmma_bn). CFUSER_WGMMA_TILE=<BN>x<stages> (BN 64, 128, 192 or 256; stages 2
- * to 8, as shared memory allows) chooses another, for measuring on the GPU; the params
+ * to 4, cf_circular_buffer's limit) chooses another, for measuring on the GPU; the params
  * name what was chosen. With 3 stages and more the tiles are filled stages - 2 K tiles
  * ahead (cf_circular_buffer_prefetch), so each K tile's wgmmas stay in flight while the
  * next tile's issue (wgmma.wait_group 1: lower/mma_wgmma.c; the params say
  * " wgmma_wait=1"): on an H200, 8192^3 bfloat16 2588 -> 2167-2247 us, linear + gelu 8192^3
  * 2426 -> 1874 us. CFUSER_WGMMA_PIPELINE=0 waits for each K tile's wgmmas instead (for
  * measuring). */
-enum { WG_GROUPS = 2, WG_IM = 64, WG_BN = 256, WG_IK = 16, WG_BK = 64, WG_STAGES = 4, WG_MAX_STAGES = 8 };
+enum { WG_GROUPS = 2, WG_IM = 64, WG_BN = 256, WG_IK = 16, WG_BK = 64, WG_STAGES = 4 };
+enum { WG_MAX_STAGES = 4 }; /* cf_circular_buffer's limit */
 enum { WG_BM = WG_GROUPS * WG_IM, WG_THREADS = 128 * WG_GROUPS, WG_ATOM = 64 /* elements of a 128-byte row */ };
 
 /* The block tile and threads of the schedule t chose. */

@@ -11,6 +11,17 @@ typedef long long int64_t;
 typedef unsigned int uint32_t;
 typedef unsigned short uint16_t;
 
+// A kernel of 32-bit indices (CF_INDEX_TYPE int) reads the thread and block coordinates
+// as int through these: the code generator shadows threadIdx, blockIdx, blockDim and
+// gridDim with them at the kernel's start, so no index mixes unsigned and signed 32-bit
+// arithmetic (unsigned int times a negative stride, or minus an offset, would wrap; with
+// 64-bit indices they are promoted to long long and cannot).
+struct cf_idim3 {
+  int x, y, z;
+};
+__device__ __forceinline__ cf_idim3 cf_signed(const uint3 &v) { return {(int)v.x, (int)v.y, (int)v.z}; }
+__device__ __forceinline__ cf_idim3 cf_signed(const dim3 &v) { return {(int)v.x, (int)v.y, (int)v.z}; }
+
 #define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)
 

@@ -109,6 +109,12 @@ typedef struct cfh_dim3 {
 } cfh_dim3;
 typedef cfh_dim3 dim3;
 typedef cfh_dim3 uint3;
+/* What a kernel of 32-bit indices reads the builtins as (codegen/host.c redefines
+ * threadIdx, blockIdx, blockDim and gridDim as these after the runtime): no index mixes
+ * unsigned and signed 32-bit arithmetic, as on CUDA (cuda_helpers.cuh's cf_idim3). */
+typedef struct cfh_idim3 {
+  int x, y, z;
+} cfh_idim3;
 
 enum { CFH_RUNNABLE, CFH_AT_BARRIER, CFH_AT_WARP, CFH_AT_GRID, CFH_EXITED };
 

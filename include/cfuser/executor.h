@@ -43,6 +43,18 @@ typedef enum cf_backend {
   CF_BACKEND_HOST
 } cf_backend;
 
+/* The integer type of a kernel's index arithmetic (nvFuser's index type). 32-bit indices
+ * take fewer instructions and registers than 64-bit ones. */
+typedef enum cf_index_type {
+  CF_INDEX_AUTO = 0, /* 32-bit when every tensor of the fusion is contiguous with constant
+                        sizes and fewer than 2^31 elements, else 64-bit */
+  CF_INDEX_32,       /* 32-bit: each run checks that every tensor's element count and
+                        largest element offset are below 2^31, and refuses it otherwise,
+                        naming the tensor (define and run chooses this per call signature
+                        when the call's tensors are well within it) */
+  CF_INDEX_64        /* 64-bit always */
+} cf_index_type;
+
 typedef struct cf_executor_options {
   cf_backend backend;
   /* For CUDA without a device: the architecture NVRTC compiles for, e.g. "sm_90a" or
@@ -53,6 +65,7 @@ typedef struct cf_executor_options {
   bool skip_tmem_validation;
   /* Optional: compiled kernels are looked up here first and stored here after. */
   cf_kernel_cache *cache;
+  cf_index_type index_type; /* CF_INDEX_AUTO (0) by default */
 } cf_executor_options;
 
 typedef struct cf_launch_params {

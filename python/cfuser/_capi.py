@@ -100,7 +100,7 @@ class LaunchParams(ctypes.Structure):
 
 class ExecutorOptions(ctypes.Structure):
     _fields_ = [("backend", c_int), ("arch", c_char_p), ("skip_tmem_validation", c_bool),
-                ("cache", c_void_p)]
+                ("cache", c_void_p), ("index_type", c_int)]  # cf_index_type: 0 auto, 1 32-bit, 2 64-bit
 
 
 BACKEND_AUTO, BACKEND_CUDA, BACKEND_HOST = 0, 1, 2

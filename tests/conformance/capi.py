@@ -40,7 +40,7 @@ class OpInfo(ctypes.Structure):
 
 class ExecutorOptions(ctypes.Structure):
     _fields_ = [("backend", ctypes.c_int), ("arch", ctypes.c_char_p), ("skip_tmem_validation", ctypes.c_bool),
-                ("cache", P)]
+                ("cache", P), ("index_type", ctypes.c_int)]
 
 
 def _proto(name, restype, *argtypes):

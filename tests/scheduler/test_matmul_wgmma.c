@@ -268,7 +268,7 @@ Test(matmul_wgmma, a_malformed_tile_is_ignored_with_one_warning) {
   unsetenv("CFUSER_WGMMA_TILE");
   fflush(stderr);
   cr_expect_stderr_eq_str("cfuser: CFUSER_WGMMA_TILE=\"wide\" ignored: expected <N>x<stages>, N a multiple of 64 up "
-                          "to 256 and 2 to 8 stages (e.g. 128x3); using 256x4\n");
+                          "to 256 and 2 to 4 stages (e.g. 128x3); using 256x4\n");
 }
 
 /* Symbolic sizes (the row applied directly, no size to decide the fills from): the
