@@ -375,7 +375,10 @@ with a device description whose compute capability is 9.0), and more: an operand
 a fusion input read directly gets a copy to be its tile, an M- or N-contiguous operand
 (B of `cf_matmul`'s [K, N]) is stored MN-major (the transpose bit of the descriptor),
 casts, bias and activation after the sum are fused as the epilogue, and a problem of a
-few rows takes a narrower block tile so that more SMs get a block. Still to come: TMA
-loads with a producer warpgroup, keeping two K tiles' wgmmas in flight
-(`wgmma.wait_group 1`), split-K, and Blackwell's `tcgen05.mma`.
+few rows takes a narrower block tile so that more SMs get a block, and one K tile's wgmmas
+stay in flight while the next K tile's issue: the tiles are filled two K tiles ahead
+instead of three (`cf_circular_buffer_prefetch(f, tile, 4, 2)`), which leaves the stage
+the pending wgmmas read untouched, so the loop waits with `wgmma.wait_group 1` and only
+the epilogue waits for all (15-30% faster on an H200 than the schedule above). Still to
+come: TMA loads with a producer warpgroup, split-K, and Blackwell's `tcgen05.mma`.
 */
