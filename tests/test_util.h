@@ -96,6 +96,16 @@ static inline bool tu_nvrtc_or_note(void) {
 /* The CUDA kernel function of f, as cf_fusion_print_kernel prints it (caller frees). */
 static inline char *tu_cuda_kernel_text(cf_fusion *f) { return tu_capture_fusion(cf_fusion_print_kernel, f); }
 
+/* x[::-1] of a 1-D host tensor x: its data, byte_offset at the last element, stride -1
+ * (*stride holds it: keep it alive with the view). */
+static inline DLTensor tu_reversed_view(const DLManagedTensor *x, int64_t *stride) {
+  DLTensor v = x->dl_tensor;
+  *stride = -1;
+  v.strides = stride;
+  v.byte_offset += (uint64_t)(v.shape[0] - 1) * (v.dtype.bits / 8u);
+  return v;
+}
+
 /* A fusion input of dtype dt: of the given sizes, or symbolic when sizes is NULL. */
 static inline cf_tv *tu_input(cf_fusion *f, cf_dtype dt, int rank, const int64_t *sizes) {
   cf_tv *t = sizes ? cf_tensor_concrete(f, dt, rank, sizes) : cf_tensor_symbolic(f, dt, rank);

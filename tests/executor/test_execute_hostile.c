@@ -47,10 +47,8 @@ Test(execute_hostile, a_reversed_view_is_read_backwards) {
   neg_of(true);
   DLManagedTensor *x = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){1000}), *out = NULL;
   cf_tensor_fill_iota(&x->dl_tensor);
-  DLTensor rev = x->dl_tensor;
-  int64_t stride = -1;
-  rev.strides = &stride;
-  rev.byte_offset = 999 * sizeof(float);
+  int64_t stride;
+  DLTensor rev = tu_reversed_view(x, &stride);
   for (int call = 0; call < 2; call++) {
     cr_assert_eq(exec1(&rev, &out), CF_OK, "%s", cf_fusion_cache_error(c));
     for (int i = 0; i < 1000; i += 111) cr_expect_eq(cf_tensor_get(&out->dl_tensor, i), -(double)(999 - i), "at %d", i);

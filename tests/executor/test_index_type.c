@@ -55,10 +55,8 @@ Test(index_type, define_and_run_takes_32_bits_where_the_call_fits) {
   cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
   DLManagedTensor *x = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){1000}), *out = NULL;
   cf_tensor_fill_iota(&x->dl_tensor);
-  DLTensor rev = x->dl_tensor;
-  int64_t stride = -1;
-  rev.strides = &stride;
-  rev.byte_offset = 999 * sizeof(float);
+  int64_t stride;
+  DLTensor rev = tu_reversed_view(x, &stride);
   const DLTensor *in = &rev;
   cr_assert_eq(cf_fusion_execute(c, 1, &in, 1, &out), CF_OK, "%s", cf_fusion_cache_error(c));
   for (int i = 0; i < 1000; i += 37) cr_expect_eq(cf_tensor_get(&out->dl_tensor, i), -(double)(999 - i), "at %d", i);

@@ -39,18 +39,21 @@ static const char *params(const char *fa, const char *fb) {
   return buf;
 }
 
-/* The row plans and applies the wgmma schedule for a Hopper device with these fills. */
-static void apply_row(const char *fa, const char *fb) {
+/* The row plans f for dev with exactly these params and applies them. */
+static void apply_on(const SchedDevice *dev, const char *want) {
   const SchedRow *r = sched_row_named("matmul");
-  SchedCall call = {0, NULL, &hopper};
+  SchedCall call = {0, NULL, dev};
   char why[SCHED_WHY_MAX] = "";
   SchedParams p, used;
   cr_assert(r->can_schedule(f, &call, why), "%s", why);
   cr_assert(r->plan(f, &call, &p, why), "%s", why);
-  cr_expect_str_eq(p.text, params(fa, fb));
+  cr_expect_str_eq(p.text, want);
   cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
   cr_expect(sched_params_equal(&p, &used));
 }
+
+/* The row plans and applies the wgmma schedule for a Hopper device with these fills. */
+static void apply_row(const char *fa, const char *fb) { apply_on(&hopper, params(fa, fb)); }
 
 static char *row_check(int n, const KcInput *in, double tol, const char *fa, const char *fb) {
   apply_row(fa, fb);
@@ -307,14 +310,8 @@ Test(matmul_wgmma, a_narrow_block_tile_equals_the_evaluator) {
   KcInput in[2] = {{CF_BFLOAT16, 2, {19, 72}, NULL}, {CF_BFLOAT16, 2, {72, 200}, NULL}};
   cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
-  const SchedRow *r = sched_row_named("matmul");
-  SchedCall call = {0, NULL, &sched_device_h100};
-  char why[SCHED_WHY_MAX] = "";
-  SchedParams p, used;
-  cr_assert(r->plan(f, &call, &p, why), "%s", why);
-  cr_expect_str_eq(p.text, "tile=128x64x64 warpgroups=2 mma=m64n64k16 smem=operands stages=4 fill=cp.async16,cp.async16 "
-                           "wgmma_wait=1");
-  cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
+  apply_on(&sched_device_h100, "tile=128x64x64 warpgroups=2 mma=m64n64k16 smem=operands stages=4 "
+                               "fill=cp.async16,cp.async16 wgmma_wait=1");
   free(kc_check(f, 2, in, 2e-2));
 }
 
@@ -374,14 +371,7 @@ static void pipelined_matmul(int64_t m, int64_t k, int64_t n, const char *fa, co
   KcInput in[2] = {{CF_BFLOAT16, 2, {m, k}, NULL}, {CF_BFLOAT16, 2, {k, n}, NULL}};
   cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
-  const SchedRow *r = sched_row_named("matmul");
-  SchedCall call = {0, NULL, &hopper};
-  char why[SCHED_WHY_MAX] = "", want[320];
-  SchedParams p, used;
-  cr_assert(r->plan(f, &call, &p, why), "%s", why);
-  snprintf(want, sizeof want, "%s", params(fa, fb));
-  cr_expect_str_eq(p.text, want);
-  cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
+  apply_row(fa, fb);
   char *src = kc_check(f, 2, in, 2e-2);
   cr_expect(strstr(src, "asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(1) : \"memory\");"), "%s", src);
   cr_expect(strstr(src, "asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(0) : \"memory\");"), "%s", src);
@@ -434,14 +424,7 @@ static int wrong_with(cf_lowering_hook hook) {
   cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
   setenv("CFUSER_WGMMA_PIPELINE", "0", 1);
-  const SchedRow *r = sched_row_named("matmul");
-  SchedCall call = {0, NULL, &hopper};
-  char why[SCHED_WHY_MAX] = "";
-  SchedParams p, used;
-  cr_assert(r->plan(f, &call, &p, why), "%s", why);
-  cr_expect_str_eq(p.text, "tile=128x256x64 warpgroups=2 mma=m64n256k16 smem=operands stages=4 "
-                           "fill=scalar(K=321),cp.async16");
-  cr_assert_eq(r->apply(&f, &call, &p, &used), CF_OK, "%s", cf_fusion_error(f));
+  apply_on(&hopper, "tile=128x256x64 warpgroups=2 mma=m64n256k16 smem=operands stages=4 fill=scalar(K=321),cp.async16");
   unsetenv("CFUSER_WGMMA_PIPELINE");
   DLManagedTensor *t[2], *got = NULL, *want = NULL;
   const DLTensor *ins[2];
