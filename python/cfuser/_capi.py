@@ -28,6 +28,10 @@ class LibraryNotFoundError(ImportError):
     """libcfuser.so was not found by the documented rule; the message lists every place tried."""
 
 
+class LibraryMismatchError(ImportError):
+    """The loaded libcfuser lays out a struct otherwise than this package (another version)."""
+
+
 def _build_dirs() -> List[str]:
     dirs = []
     if os.environ.get("CFUSER_BUILD_DIR"):
@@ -187,6 +191,23 @@ class OpInfo(ctypes.Structure):
     _fields_ = [("name", c_char_p), ("py_name", c_char_p), ("kind", c_char_p), ("rule", c_char_p),
                 ("dtypes", ctypes.c_uint32), ("api", c_bool)]
 
+
+def _check_layouts() -> None:
+    """The structs this module lays out must be the loaded library's (cf_struct_size):
+    a package and a library of different versions fail here, with both sizes, instead of
+    the library reading a field past the end of a struct."""
+    if not hasattr(lib, "cf_struct_size"):
+        raise LibraryMismatchError(f"cfuser: {library_path} has no cf_struct_size: it is older than this package")
+    lib.cf_struct_size.restype, lib.cf_struct_size.argtypes = c_size_t, [c_char_p]
+    for name, struct in (("cf_executor_options", ExecutorOptions), ("cf_launch_params", LaunchParams),
+                         ("cf_op_info", OpInfo), ("DLTensor", DLTensor), ("DLManagedTensor", DLManagedTensor)):
+        theirs, ours = lib.cf_struct_size(name.encode()), ctypes.sizeof(struct)
+        if theirs != ours:
+            raise LibraryMismatchError(f"cfuser: {library_path} lays out {name} in {theirs} bytes, this package in "
+                                       f"{ours}: the package and the library are of different versions")
+
+
+_check_layouts()
 
 for _name in ("cf_status_name", "cf_dtype_name", "cf_parallel_type_name", "cf_memory_type_name"):
     _proto(_name, c_char_p, c_int)

@@ -4,6 +4,7 @@ into a fresh virtual environment it loads its own library, with no checkout, bui
 directory or environment variable to find one, declares numpy, and runs the README's
 examples. The venv sees the system's site-packages only for numpy (offline machines), and
 the test checks that cfuser itself comes from the venv."""
+import ctypes
 import os
 import re
 import subprocess
@@ -81,3 +82,15 @@ def test_the_version_is_the_headers_everywhere():
     want = re.search(r'#define CF_VERSION_STRING "([^"]+)"', header).group(1)
     assert cfuser.__version__ == want
     assert cfuser.library_version() == want
+
+
+def test_the_package_lays_out_the_librarys_structs():
+    """cf_struct_size: the loaded library's sizeof of each struct the package lays out with
+    ctypes equals the package's (checked when the library loads); 0 for other names."""
+    from cfuser import _capi
+    for name, struct in (("cf_executor_options", _capi.ExecutorOptions), ("cf_launch_params", _capi.LaunchParams),
+                         ("cf_op_info", _capi.OpInfo), ("DLTensor", _capi.DLTensor),
+                         ("DLManagedTensor", _capi.DLManagedTensor)):
+        assert _capi.lib.cf_struct_size(name.encode()) == ctypes.sizeof(struct), name
+    assert _capi.lib.cf_struct_size(b"cf_fusion") == 0
+    assert _capi.lib.cf_struct_size(None) == 0
