@@ -10,7 +10,8 @@
  * fallback: now one pointwise copy; bias + gelu of such a column went to the transpose
  * row), beside a real transpose that keeps its row; and two outputs whose rows the
  * pointwise tile reaches only through a broadcast (DAG seed 12000229: no vector along
- * them). */
+ * them); and a chain computed from a reduction's result and broadcast along the whole
+ * outer half of the pointwise tile (DAG seed 38601349: recomputed on the broadcast shape). */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -238,5 +239,32 @@ Test(computed_broadcasts, a_real_transpose_keeps_the_transpose_row) {
     snprintf(what, sizeof what, "transpose [%lld, %lld]", (long long)shapes[s][0], (long long)shapes[s][1]);
     run(CF_FLOAT, 1, (int[]){2}, (const int64_t[][3]){{shapes[s][0], shapes[s][1]}}, NULL, what);
     expect_schedulers("transpose", what);
+  }
+}
+
+/* ---- a chain broadcast along the whole outer half of the 2-D tile -------------------------- */
+
+/* a = broadcast(sum(x, 0)) [1, 8, 31] (an output), out = ((a + a) + broadcast(c) + x) +
+ * (a - broadcast(set(sum(x, 0)))) for x [6, 8, 31], c [6, 8]: the sum and a in one kernel
+ * (outer persistent), the rest pointwise at break point 1, where set(s) is broadcast along
+ * the whole outer half. Its first loop (blockIdx.y) is the broadcast's, which set(s)
+ * lacks, so it was not inlined, and the blockIdx.y loop, promoted to broadcast(c) [6, 8, 1],
+ * read it on threads that never wrote it: lowering refused the pointwise row's schedule,
+ * an internal error (define and run's DAG seed 38601349). The row now computes the chain
+ * again on the broadcast shape, inlined. */
+Test(computed_broadcasts, chain_broadcast_along_the_outer_half_is_recomputed_by_pointwise) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){6, 8, 31});
+  cf_tv *c2 = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){6, 8});
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_input(f, c2);
+  const bool outer[] = {true, false, false};
+  cf_tv *s = cf_sum(f, x, 1, (int[]){0});
+  cf_tv *a = cf_broadcast(f, s, 3, outer);
+  cf_fusion_add_output(f, a);
+  cf_tv *u = cf_add(f, cf_add(f, cf_add(f, a, a), cf_broadcast(f, c2, 3, (bool[]){false, false, true})), x);
+  cf_fusion_add_output(f, cf_add(f, u, cf_sub(f, a, cf_broadcast(f, cf_set(f, s), 3, outer))));
+  for (int call = 0; call < 2; call++) {
+    run(CF_FLOAT, 2, (int[]){3, 2}, (const int64_t[][3]){{6, 8, 31}, {6, 8}}, NULL, "seed 38601349's shape");
+    expect_schedulers("outer_persistent+pointwise", "seed 38601349's shape");
   }
 }

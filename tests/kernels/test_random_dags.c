@@ -559,8 +559,13 @@ static const int nknown_mode3 = sizeof known_failing_mode3 / sizeof known_failin
  * the rows of 4 of a [4, 32] input and output that the pointwise propagation reached only
  * through a broadcast [32] (left innermost, their extent that of the vector): lowering
  * refused the schedule, an internal error; the pointwise row now asks lowering's rule for
- * vector accesses (analysis/vector_access.c) and leaves them scalar. */
-static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996, 3001974, 3002954, 12000229};
+ * vector accesses (analysis/vector_access.c) and leaves them scalar. 38601349: a pointwise
+ * segment at break point 1 broadcast set(T7) [8, 31], computed in it, along the whole
+ * outer half ([1, 8, 31]); positional inlining left set(T7) out of the tile's loops (its
+ * first loop is the broadcast's), and a read across threads made lowering refuse the
+ * schedule (an internal error); the row now computes such a chain again on the broadcast
+ * shape (scheduler/pointwise.c, hoist_outer_broadcasts). */
+static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996, 3001974, 3002954, 12000229, 38601349};
 static const int nknown_mode4 = sizeof known_failing_mode4 / sizeof known_failing_mode4[0];
 /* Mode 4 with issue 28's options (DG_X_ALL). 3001213, and 3002954 of mode 4 above: a Welford
  * mean of float elements that overflowed to inf was NaN in the evaluator's serial fold

@@ -7,6 +7,7 @@
 
 #include "kernels/kernel_check.h"
 #include "scheduler/heuristic.h"
+#include "scheduler/registry.h"
 
 static cf_fusion *f;
 static void setup(void) { f = cf_fusion_create(); }
@@ -378,4 +379,59 @@ Test(pointwise, outputs_reached_in_part_root_the_propagation) {
 Test(pointwise, outputs_reached_in_part_root_the_propagation_at_a_break_point) {
   outer_products(300, 256);
   check_2d("break=1 vector=4 threads=128", 2, (KcInput[]){F32(300), F32(256)}, 0);
+}
+
+/* ---- a computed tensor broadcast along the whole outer half ------------------------------ */
+
+/* Define and run's DAG seed 38601349, its pointwise segment reduced: s [8, 31] (a sum in
+ * the segment before), a [1, 8, 31], c [6, 8], x [6, 8, 31]; out = ((a + a) + broadcast(c)
+ * + x) + (a - broadcast(chain(s))) at break point 1. The broadcast of the computed chain
+ * inserts the whole outer half ([1, 8, 31]): its first loop (blockIdx.y) is one the chain
+ * lacks, so positional inlining left set(s) a Local tensor in a loop nest of its own, and
+ * the blockIdx.y loop, promoted to broadcast(c) [6, 8, 1] (whose inner tile merges a
+ * broadcast), made the broadcast's thread axis stand for that tile: lowering refused the
+ * read across threads (an internal error of define and run). The row now computes the
+ * chain again on the broadcast shape (hoisted onto s), inlined whole. nops: the chain's
+ * length (set, then relus). */
+static cf_tv *outer_half_of_a_chain(int nops) {
+  cf_tv *s = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){8, 31});
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){1, 8, 31});
+  cf_tv *c = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){6, 8});
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){6, 8, 31});
+  cf_fusion_add_input(f, s), cf_fusion_add_input(f, a), cf_fusion_add_input(f, c), cf_fusion_add_input(f, x);
+  cf_tv *u = cf_add(f, cf_add(f, cf_add(f, a, a), cf_broadcast(f, c, 3, (bool[]){false, false, true})), x);
+  cf_tv *p = cf_set(f, s);
+  for (int i = 1; i < nops; i++) p = cf_relu(f, p);
+  cf_tv *b = cf_broadcast(f, p, 3, (bool[]){true, false, false});
+  cf_fusion_add_output(f, cf_add(f, u, cf_sub(f, a, b)));
+  return b;
+}
+
+Test(pointwise, chain_broadcast_along_the_outer_half_is_recomputed_on_its_shape) {
+  cf_tv *b = outer_half_of_a_chain(2);
+  check_2d("break=1 vector=1 threads=128", 4, (KcInput[]){F32(8, 31), F32(1, 8, 31), F32(6, 8), F32(6, 8, 31)}, 0);
+  /* b is relu(set(broadcast(s))) now, set(s) gone, every tensor inlined into the four loops */
+  EXPECT_TV(b, "T10_l_float[bblockIdx.y26{1}, iblockIdx.x103{2}, iUS104{1}, ithreadIdx.x102{128}] ca_pos( 4 ) "
+               "produce_pos( 4 )");
+  char *math = tu_capture_fusion(cf_fusion_print_math, f);
+  cr_expect(strstr(math, "T13_l_float[bblockIdx.y35{1}, iblockIdx.x118{2}, iUS119{1}, ithreadIdx.x117{128}]\n"
+                         "   = broadcast( T0_g_float[iS127{2}, iS128{1}, iS126{128}], {true, false, false} );\n"
+                         "T14_l_float[bblockIdx.y38{1}, iblockIdx.x113{2}, iUS114{1}, ithreadIdx.x112{128}]\n"
+                         "   = Set( T13_l_float[bblockIdx.y35{1}, iblockIdx.x118{2}, iUS119{1}, "
+                         "ithreadIdx.x117{128}] );\n"
+                         "T10_l_float[bblockIdx.y26{1}, iblockIdx.x103{2}, iUS104{1}, ithreadIdx.x102{128}]\n"
+                         "   = relu( T14_l_float[") != NULL && !strstr(math, "= Set( T0_g_float"),
+            "%s", math);
+  free(math);
+}
+
+/* Past SCHED_HOIST_MAX_OPS the chain is not computed again: refused, saying why (define
+ * and run then cuts the fusion before the broadcast). */
+Test(pointwise, refuses_a_long_chain_broadcast_along_the_outer_half) {
+  outer_half_of_a_chain(SCHED_HOIST_MAX_OPS + 1);
+  char why[SCHED_WHY_MAX] = "";
+  cr_assert_not(sched_pointwise_heuristic.accepts(f, &no_call, why));
+  cr_expect_str_eq(why, "pointwise: T41 broadcasts T40, computed in the fusion, along the whole outer half of the "
+                        "tile, and T40 cannot be computed again on the broadcast shape (inlining is positional: T40 "
+                        "lacks the tile's first loop)");
 }
