@@ -512,15 +512,17 @@ static Val *computed_broadcast_at(cf_fusion *f, Val *ref, int at) {
  * operand's replay forwards them), so nothing is needed there. */
 static Expr *outer_half_broadcast(cf_fusion *f, Val *ref, int at, bool only_unhoistable) {
   int n, r = TV(ref)->nlogical;
-  Expr **exprs = at > 0 ? ir_fusion_tensor_exprs(f, &n) : NULL;
-  for (int i = 0; exprs && i < n; i++) {
+  Arena *scratch = at > 0 ? arena_create() : NULL; /* the plan runs per candidate segment */
+  Expr **exprs = scratch ? ir_fusion_tensor_exprs_in(scratch, f, &n) : NULL, *found = NULL;
+  for (int i = 0; exprs && !found && i < n; i++) {
     Expr *e = exprs[i];
     if (e->op != OP_BROADCAST || !e->in[0]->def || e->attr.broadcast.rank != r || at > r) continue;
     bool outer = true;
     for (int a = 0; a < at; a++) outer &= e->attr.broadcast.is_broadcast[a];
-    if (outer && (!only_unhoistable || !sched_broadcast_hoistable(f, e))) return e;
+    if (outer && (!only_unhoistable || !sched_broadcast_hoistable(f, e))) found = e;
   }
-  return NULL;
+  arena_destroy(scratch);
+  return found;
 }
 
 /* Why the broadcast e that outer_half_broadcast found cannot be scheduled, into why
