@@ -116,7 +116,7 @@ typedef struct cfh_idim3 {
   int x, y, z;
 } cfh_idim3;
 
-enum { CFH_RUNNABLE, CFH_AT_BARRIER, CFH_AT_WARP, CFH_AT_GRID, CFH_EXITED };
+enum { CFH_RUNNABLE, CFH_AT_BARRIER, CFH_AT_WARP, CFH_AT_GRID, CFH_EXITED, CFH_AT_MBARRIER /* host_mbarrier.h */ };
 
 /* Warp-collective instructions, by the names messages print. */
 #define CFH_OPS(X)                                                                        \
@@ -160,6 +160,8 @@ typedef struct cfh_fiber {
   cfh_dim3 tid;
   unsigned int linear;
   int state;
+  const uint64_t *wait_bar;  /* CFH_AT_MBARRIER: the mbarrier waited on (host_mbarrier.h) */
+  unsigned int wait_parity;  /* and the parity of the phase waited for */
   unsigned int valgrind_id; /* its stack's registration, with CFH_VALGRIND */
 } cfh_fiber;
 
@@ -551,6 +553,7 @@ CFH_FN void cfh__ldmatrix_execute(cfh_launch_state *L, unsigned int w, cfh_warp 
 /* Defined in host_wgmma.h: a warp's quarter of a warpgroup's wgmma, commit and wait; a
  * block starts with none pending, and ends with none (else an error). */
 CFH_FN void cfh__wgmma_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
+CFH_FN bool cfh__mbarrier_diagnose(cfh_launch_state *L);
 CFH_FN void cfh__wgmma_block_start(cfh_launch_state *L);
 CFH_FN void cfh__wgmma_block_end(cfh_launch_state *L);
 
@@ -566,6 +569,7 @@ CFH_FN void cfh__warp_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W) 
  * collective is reported first (its missing lanes exited or wait at __syncthreads). */
 CFH_FN void cfh__diagnose_deadlock(cfh_launch_state *L) {
   char b[48], m1[160], m2[160], m3[160], why[400];
+  if (cfh__mbarrier_diagnose(L)) return;
   for (unsigned int w = 0; w < L->nwarps; w++) {
     cfh_warp *W = &L->warps[w];
     if (W->op == CFH_OP_NONE) continue;
