@@ -36,7 +36,7 @@ static void tensor_typedefs(Emitter *e) {
 }
 
 const char *const cg_host_runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_mma.h", "host_race.h",
-                                             "host_async.h", "host_mbarrier.h", "host_math.h", "host_wgmma.h", "fp8.h", "special_math.h", "philox.h",
+                                             "host_async.h", "host_mbarrier.h", "host_tma.h", "host_math.h", "host_wgmma.h", "fp8.h", "special_math.h", "philox.h",
                                              "ops_math.h", "welford.h", "complex.h", "host_grid.h", NULL};
 
 /* The bytes of the kernel's local arrays (constant sizes: lowering refuses others), each

@@ -120,9 +120,14 @@ CFH_FN bool cfh_mbarrier_test_parity(const uint64_t *bar, unsigned int parity) {
   return cfh__mbar_phase(*bar) != (parity & 1u);
 }
 
+CFH_FN void cfh__tma_land(uint64_t *bar); /* host_tma.h */
+
 /* Returns once the phase of this parity has completed (CUDA: a loop of
- * mbarrier.try_wait.parity); parks the thread until then. */
+ * mbarrier.try_wait.parity); parks the thread until then. The TMA loads queued on bar
+ * land first (host_tma.h). */
 CFH_FN void cfh_mbarrier_wait_parity(uint64_t *bar, unsigned int parity) {
+  if (cfh_mbarrier_test_parity(bar, parity)) return;
+  cfh__tma_land(bar);
   if (cfh_mbarrier_test_parity(bar, parity)) return;
   cfh_launch_state *L = cfh__L;
   L->cur->state = CFH_AT_MBARRIER;

@@ -194,6 +194,7 @@ typedef struct cfh_launch_state {
   bool valgrind_registered; /* every fiber stack, with CFH_VALGRIND */
   cfh_race_cell *race; /* host_race.h's shadow, one cell per byte; NULL when off */
   struct cfh_async_q *async; /* host_async.h: each thread's pending cp.async copies (first use) */
+  struct cfh_tma_q *tma;     /* host_tma.h: the block's pending TMA loads (first use) */
   struct cfh_wgmma_q *wgmma; /* host_wgmma.h: each warp's wgmmas issued and not yet waited for (first use) */
   uint32_t race_epoch; /* advances at every __syncthreads and block start */
   int code;
@@ -546,6 +547,7 @@ CFH_FN void cfh__tmem_block_start(cfh_launch_state *L);
 CFH_FN void cfh__tmem_block_end(cfh_launch_state *L);
 /* Defined in host_async.h: a block starts with no copy pending. */
 CFH_FN void cfh__async_block_start(cfh_launch_state *L);
+CFH_FN void cfh__tma_block_start(cfh_launch_state *L);
 CFH_FN void cfh__tmem_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
 /* Defined in host_mma.h: a warp's tensor-core instruction. */
 CFH_FN void cfh__mma_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W);
@@ -603,6 +605,7 @@ CFH_FN void cfh__block_start(cfh_launch_state *L) {
   if (L->smem_bytes) memset(L->smem, 0xFF, L->smem_bytes);
   cfh__tmem_block_start(L);
   cfh__async_block_start(L);
+  cfh__tma_block_start(L);
   cfh__wgmma_block_start(L);
   cfh__race_next_epoch(L);
   for (unsigned int i = 0; i < L->nthreads; i++) {
@@ -744,6 +747,7 @@ CFH_FN void cfh__release(cfh_launch_state *L) {
   free(L->tmem);
   free(L->race);
   free(L->async);
+  free(L->tma);
   cfh__wgmma_block_start(L); /* frees what a failed block left pending */
   free(L->wgmma);
   free(L);
