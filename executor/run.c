@@ -409,10 +409,11 @@ bool exec_index_extent(const DLTensor *t, int64_t *numel, int64_t *span) {
 
 /* A kernel of 32-bit indices (KKernel.index32) reads every tensor's elements and offsets
  * as int: each must be below 2^31 (a kernel of constant sizes had this proved when it was
- * lowered; one of symbolic sizes, made with CF_INDEX_32, is checked here, every run). */
+ * lowered; one of symbolic sizes, made with CF_INDEX_32, is checked here, every run:
+ * KKernel.index32_checked). */
 static cf_status check_index32(cf_executor *e) {
   const KKernel *k = e->cc->k;
-  for (int p = 0; k->index32 && p < k->nparams; p++) {
+  for (int p = 0; k->index32_checked && p < k->nparams; p++) {
     int64_t n = -1, span = -1;
     if (!exec_index_extent(e->plan->tensors[p], &n, &span) || n > INT32_MAX || span > INT32_MAX)
       return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s (argument %d) is too large for this kernel's 32-bit "

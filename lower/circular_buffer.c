@@ -177,7 +177,7 @@ static KNode *async_node(LowerCtx *c, KnKind kind, int pending) {
 }
 
 static void buffer(LowerCtx *c, Val *tv) {
-  int S = TV(tv)->cb_stages, D = TV(tv)->cb_prefetch ? TV(tv)->cb_prefetch : S - 1;
+  int S = TV(tv)->cb_stages, D = TV(tv)->cb_prefetch; /* both set by cf_circular_buffer_prefetch */
   Find fd = {c->info[tv->id].kt, TV(tv)->ca_pos, NULL, NULL, NULL, 0};
   KVisitor v = {.pre = {[KN_OP] = find_write}, .user = &fd, .arena = c->a};
   kir_visit(&v, &c->k->body);
@@ -234,8 +234,8 @@ void lower_circular_buffer(LowerCtx *c) {
     Val *tv = c->tvs[i];
     char why[512];
     if (!TV(tv)->cb_stages) continue;
-    int S = TV(tv)->cb_stages;
-    if (!sched_cb_check(c->f, tv, S, TV(tv)->cb_prefetch ? TV(tv)->cb_prefetch : S - 1, why, sizeof why)) lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s", why);
+    if (!sched_cb_check(c->f, tv, TV(tv)->cb_stages, TV(tv)->cb_prefetch, why, sizeof why))
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s", why);
     buffer(c, tv);
   }
 }

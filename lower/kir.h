@@ -366,6 +366,8 @@ typedef struct KKernel {
   KCheck *checks;
   int nchecks;
   bool index32;               /* every tensor fits in 32-bit indexing */
+  bool index32_checked;       /* index32 not proved from constant sizes (CF_INDEX_32): each run
+                                 checks its tensors (executor/run.c check_index32) */
   bool signed_coords;         /* index32 with a tensor of run-time strides: the thread and
                                  block coordinates read as int (a negative stride times an
                                  unsigned threadIdx.x would wrap; codegen's cf_idim3) */

@@ -215,6 +215,8 @@ void lower_tensors(LowerCtx *c) {
   k->nallocs = allocs.len;
   for (int i = 0; i < k->nparams; i++) k->param_names[i] = k->params[i]->name;
   k->name = "cfuser_kernel";
-  k->index32 = c->opts->index_type == CF_INDEX_32 || (c->opts->index_type == CF_INDEX_AUTO && fits_int32(k));
+  bool proved = fits_int32(k);
+  k->index32 = c->opts->index_type == CF_INDEX_32 || (c->opts->index_type == CF_INDEX_AUTO && proved);
+  k->index32_checked = k->index32 && !proved;
   for (int i = 0; k->index32 && i < k->nparams; i++) k->signed_coords |= !k->params[i]->contiguous;
 }
