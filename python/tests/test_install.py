@@ -11,6 +11,8 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 import cfuser
 
 PYTHON_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
@@ -94,3 +96,26 @@ def test_the_package_lays_out_the_librarys_structs():
         assert _capi.lib.cf_struct_size(name.encode()) == ctypes.sizeof(struct), name
     assert _capi.lib.cf_struct_size(b"cf_fusion") == 0
     assert _capi.lib.cf_struct_size(None) == 0
+
+
+def test_a_library_of_another_layout_is_refused_with_both_sizes(monkeypatch):
+    """A library whose cf_executor_options differs in size from the package's (another
+    version) is refused when loaded, naming the struct and both sizes; one without
+    cf_struct_size at all (older than the check) is refused too."""
+    from cfuser import _capi
+    ours = ctypes.sizeof(_capi.ExecutorOptions)
+
+    class Lib:
+        @staticmethod
+        def cf_struct_size(name):
+            return ours - 4 if name == b"cf_executor_options" else _capi.lib.cf_struct_size(name)
+
+    monkeypatch.setattr(_capi, "lib", Lib())
+    with pytest.raises(_capi.LibraryMismatchError) as e:
+        _capi._check_layouts()
+    assert str(e.value) == (f"cfuser: {_capi.library_path} lays out cf_executor_options in {ours - 4} bytes, this "
+                            f"package in {ours}: the package and the library are of different versions")
+    monkeypatch.setattr(_capi, "lib", object())
+    with pytest.raises(_capi.LibraryMismatchError) as e:
+        _capi._check_layouts()
+    assert str(e.value) == f"cfuser: {_capi.library_path} has no cf_struct_size: it is older than this package"
