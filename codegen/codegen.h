@@ -34,6 +34,8 @@ typedef struct Dialect {
    * a barrier's fence.proxy.async (KN_SYNC: printed before the barrier); dst and src NULL
    * but for the copy. */
   void (*cp_async)(Emitter *e, const KNode *n, const char *dst, const char *src);
+  /* A TMA load (KN_TMA_LOAD) or an mbarrier's init, expect_tx or wait (KN_MBAR_*). */
+  void (*tma)(Emitter *e, const KNode *n);
 } Dialect;
 
 struct Emitter {

@@ -36,6 +36,7 @@ static void preamble(Emitter *e) {
   if (uses_dtype(e->k, CF_WELFORD_FLOAT) || uses_dtype(e->k, CF_WELFORD_DOUBLE))
     sb_puts(&e->out, cg_embedded_file("welford.h"));
   if (e->k->grid_sem) sb_puts(&e->out, cg_embedded_file("grid_sync.cuh"));
+  if (e->k->ntmaps) sb_puts(&e->out, cg_embedded_file("tma.cuh"));
   sb_puts(&e->out, "\n");
 }
 
@@ -55,6 +56,8 @@ static void signature(Emitter *e) {
     sb_printf(&b, "%sTensor<%s, %d, %d> %s%s", i ? ", " : "", cg_ctype(t->dtype), t->rank, t->alloc_rank, t->name,
               cg_param_note(t));
   }
+  for (int i = 0; i < k->ntmaps; i++) /* after the tensors: executor/run_cuda.c encodes them */
+    sb_printf(&b, ", const __grid_constant__ CfTensorMap cf_tmap%d /* %s */", i, k->params[k->tmaps[i].param]->name);
   sb_puts(&b, ") {");
   cg_line(e, "%s", b.data);
   sb_free(&b);
@@ -292,7 +295,35 @@ static void mma(Emitter *e, const KNode *n) {
   sb_free(&asm_), sb_free(&outs), sb_free(&ins);
 }
 
+/* TMA loads and their mbarriers, through tma.cuh. */
+static void tma(Emitter *e, const KNode *n) {
+  const KAccess *bar = n->kind == KN_TMA_LOAD ? &n->u.tma.bar : &n->u.mbar.bar;
+  char *bi = cg_expr(e, bar->index);
+  if (n->kind == KN_MBAR_INIT)
+    cg_line(e, "cf_mbar_init(&%s[%s], %lldu);", bar->t->name, bi, (long long)n->u.mbar.value);
+  else if (n->kind == KN_MBAR_EXPECT_TX)
+    cg_line(e, "cf_mbar_expect_tx(&%s[%s], %lldu);", bar->t->name, bi, (long long)n->u.mbar.value);
+  else if (n->kind == KN_MBAR_WAIT) {
+    char *p = cg_expr(e, n->u.mbar.parity);
+    cg_line(e, "cf_mbar_wait(&%s[%s], (unsigned)(%s));", bar->t->name, bi, p);
+    free(p);
+  } else {
+    StrBuf c = {0};
+    for (int d = 0; d < e->k->tmaps[n->u.tma.map].rank; d++) {
+      char *x = cg_expr(e, n->u.tma.coord[d]);
+      sb_printf(&c, ", (int)(%s)", x);
+      free(x);
+    }
+    char *di = cg_expr(e, n->u.tma.dst.index);
+    cg_line(e, "cf_tma_load(&%s[%s], &cf_tmap%d, &%s[%s]%s);", n->u.tma.dst.t->name, di, n->u.tma.map, bar->t->name, bi,
+            c.data);
+    free(di);
+    sb_free(&c);
+  }
+  free(bi);
+}
+
 const Dialect cg_cuda_dialect = {"cuda",  preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma, cp_async};
+                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma, cp_async, tma};
 
 char *cg_cuda_source(const KKernel *k, const char **unmarked) { return cg_generate(k, &cg_cuda_dialect, unmarked); }

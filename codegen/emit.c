@@ -493,6 +493,10 @@ static bool emit_pre(KVisitor *v, KNode *n) {
   case KN_WGMMA_FENCE:
   case KN_WGMMA_COMMIT:
   case KN_WGMMA_WAIT: e->d->cp_async(e, n, NULL, NULL); break;
+  case KN_TMA_LOAD:
+  case KN_MBAR_INIT:
+  case KN_MBAR_EXPECT_TX:
+  case KN_MBAR_WAIT: e->d->tma(e, n); break;
   }
   return true;
 }

@@ -88,6 +88,26 @@ static void signature(Emitter *e) {
   sb_free(&b);
 }
 
+/* The TMA loads' tensor maps, built from their parameters (CUDA's come encoded by the
+ * executor): the allocation axes innermost first, byte strides. */
+static void tensor_maps(Emitter *e) {
+  const KKernel *k = e->k;
+  for (int i = 0; i < k->ntmaps; i++) {
+    const KTmaMap *m = &k->tmaps[i];
+    const KTensor *t = k->params[m->param];
+    StrBuf sz = {0}, st = {0}, box = {0};
+    for (int d = 0; d < m->rank; d++) {
+      int a = t->rank - 1 - d;
+      sb_printf(&sz, "%s(uint64_t)%s.logical_size[%d]", d ? ", " : "", t->name, a);
+      sb_printf(&st, "%s(uint64_t)%s.alloc_stride[%d] * sizeof(%s)", d ? ", " : "", t->name, a, cg_ctype(t->dtype));
+      sb_printf(&box, "%s%lld", d ? ", " : "", (long long)m->box[d]);
+    }
+    cg_line(e, "const cfh_tensor_map cf_tmap%d = {%s.data, %d, sizeof(%s), {%s}, {%s}, {%s}, %d};", i, t->name, m->rank,
+            cg_ctype(t->dtype), sz.data, st.data, box.data, m->swizzle);
+    sb_free(&sz), sb_free(&st), sb_free(&box);
+  }
+}
+
 static void buffers(Emitter *e) {
   const KKernel *k = e->k;
   for (int i = 0; i < k->nallocs; i++) {
@@ -103,9 +123,38 @@ static void buffers(Emitter *e) {
     }
     free(size);
   }
+  tensor_maps(e);
 }
 
 static void epilogue(Emitter *e) { cg_line(e, "}"); }
+
+/* TMA loads and their mbarriers, through host_tma.h and host_mbarrier.h. */
+static void tma(Emitter *e, const KNode *n) {
+  const KAccess *bar = n->kind == KN_TMA_LOAD ? &n->u.tma.bar : &n->u.mbar.bar;
+  char *bi = cg_expr(e, bar->index);
+  if (n->kind == KN_MBAR_INIT)
+    cg_line(e, "cfh_mbarrier_init((uint64_t *)&%s[%s], %lldu);", bar->t->name, bi, (long long)n->u.mbar.value);
+  else if (n->kind == KN_MBAR_EXPECT_TX)
+    cg_line(e, "cfh_mbarrier_arrive_expect_tx((uint64_t *)&%s[%s], %lldu);", bar->t->name, bi, (long long)n->u.mbar.value);
+  else if (n->kind == KN_MBAR_WAIT) {
+    char *p = cg_expr(e, n->u.mbar.parity);
+    cg_line(e, "cfh_mbarrier_wait_parity((uint64_t *)&%s[%s], (unsigned)(%s));", bar->t->name, bi, p);
+    free(p);
+  } else {
+    StrBuf c = {0};
+    for (int d = 0; d < e->k->tmaps[n->u.tma.map].rank; d++) {
+      char *x = cg_expr(e, n->u.tma.coord[d]);
+      sb_printf(&c, "%s(int32_t)(%s)", d ? ", " : "", x);
+      free(x);
+    }
+    char *di = cg_expr(e, n->u.tma.dst.index);
+    cg_line(e, "cfh_tma_load_tile(&%s[%s], &cf_tmap%d, (const int32_t[]){%s}, (uint64_t *)&%s[%s]);", n->u.tma.dst.t->name,
+            di, n->u.tma.map, c.data, bar->t->name, bi);
+    free(di);
+    sb_free(&c);
+  }
+  free(bi);
+}
 
 /* Shared-memory elements go through host_race.h's accessors, which record the access for
  * the race detector; other tensors are indexed as in CUDA. */
@@ -268,6 +317,6 @@ static void mma(Emitter *e, const KNode *n) {
 }
 
 const Dialect cg_host_dialect = {"host",     preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false, mma, cp_async};
+                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false, mma, cp_async, tma};
 
 char *cg_host_source(const KKernel *k, const char **unmarked) { return cg_generate(k, &cg_host_dialect, unmarked); }

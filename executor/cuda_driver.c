@@ -62,7 +62,7 @@ void exec_arch_for_cc(int major, int minor, char *buf, size_t buflen) {
   X(cuMemPoolSetAttribute) X(cuLaunchCooperativeKernel) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuStreamBeginCapture) X(cuStreamEndCapture)                                              \
   X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)      \
-  X(cuStreamCreate) X(cuStreamDestroy) X(cuMemsetD8Async)
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuMemsetD8Async) X(cuTensorMapEncodeTiled)
 
 typedef struct CuApi {
 #define EXEC_X(name) __typeof__(name) *name;
@@ -275,6 +275,33 @@ cf_status exec_mem_free(int device, ExecDevPtr p, char *err, size_t errlen) {
   CUresult r = CU->cuMemFree((CUdeviceptr)p);
   if (r != CUDA_SUCCESS) return cu_fail(r, err, errlen, "%s(0x%llx)", EXEC_STR(cuMemFree),
                                         (unsigned long long)p);
+  return CF_OK;
+}
+
+cf_status exec_tensor_map_encode(void *out, int esz, int rank, uint64_t addr, const uint64_t *dims,
+                                 const uint64_t *strides, const uint32_t *box, int swizzle, char *err, size_t errlen) {
+  cf_status st = use_device(EXEC_PROCESS_DEVICE, err, errlen);
+  if (st != CF_OK) return st;
+  static const CUtensorMapDataType types[9] = {[1] = CU_TENSOR_MAP_DATA_TYPE_UINT8, [2] = CU_TENSOR_MAP_DATA_TYPE_UINT16,
+                                               [4] = CU_TENSOR_MAP_DATA_TYPE_UINT32, [8] = CU_TENSOR_MAP_DATA_TYPE_UINT64};
+  CUtensorMapSwizzle sw = swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                          : swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                          : swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                          : CU_TENSOR_MAP_SWIZZLE_NONE;
+  if (esz < 1 || esz > 8 || (esz & (esz - 1)) || rank < 1 || rank > 5)
+    return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "a tensor map of rank %d with %d-byte elements", rank, esz);
+  cuuint64_t d[5], s[4];
+  cuuint32_t b[5], one[5] = {1, 1, 1, 1, 1};
+  for (int i = 0; i < rank; i++) {
+    d[i] = dims[i], b[i] = box[i];
+    if (i + 1 < rank) s[i] = strides[i];
+  }
+  CUresult r = CU->cuTensorMapEncodeTiled((CUtensorMap *)out, types[esz], (cuuint32_t)rank, (void *)(uintptr_t)addr, d, s,
+                                          b, one, CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return cu_fail(r, err, errlen, "cuTensorMapEncodeTiled(rank %d, address 0x%llx, box %ux%u, swizzle %d)", rank,
+                   (unsigned long long)addr, b[0], rank > 1 ? b[1] : 1, swizzle);
   return CF_OK;
 }
 
@@ -670,6 +697,11 @@ cf_status exec_mem_free(int device, ExecDevPtr p, char *err, size_t errlen) {
 cf_status exec_mem_zero_async(int device, ExecDevPtr p, size_t bytes, void *stream, char *err, size_t errlen) {
   (void)device, (void)p, (void)stream;
   return bytes == 0 ? CF_OK : no_device(err, errlen);
+}
+cf_status exec_tensor_map_encode(void *out, int esz, int rank, uint64_t addr, const uint64_t *dims,
+                                 const uint64_t *strides, const uint32_t *box, int swizzle, char *err, size_t errlen) {
+  (void)out, (void)esz, (void)rank, (void)addr, (void)dims, (void)strides, (void)box, (void)swizzle;
+  return no_device(err, errlen);
 }
 cf_status exec_memcpy_htod(int device, ExecDevPtr dst, const void *src, size_t bytes, char *err, size_t errlen) {
   (void)device, (void)dst, (void)src, (void)bytes;

@@ -35,6 +35,7 @@ struct ExecPlan {
   size_t args_bytes;
   void **values;
   int64_t *lo, *hi;         /* per parameter: its byte footprint (aliasing check) */
+  unsigned char *tmaps;     /* CUDA: the kernel's TMA tensor maps (128 bytes each, 64-aligned) */
   KxEnv env;
   bool dims_const;          /* launch dimensions known at compile: `dims`, not evaluated */
   cf_launch_params dims;
@@ -55,6 +56,7 @@ void exec_plan_free(ExecPlan *b) {
   free(b->args);
   free(b->arg_off);
   free(b->values);
+  free(b->tmaps);
   free(b);
 }
 
@@ -81,7 +83,7 @@ cf_status exec_plan_make(const KKernel *k, ExecPlan **out) {
   *out = NULL;
   ExecPlan *b = calloc(1, sizeof *b);
   if (!b) return CF_ERR_OUT_OF_MEMORY;
-  size_t n = (size_t)k->nparams + 1, rows = 1, args = 16;
+  size_t n = (size_t)k->nparams + (size_t)k->ntmaps + 1, rows = 1, args = 16;
   for (int p = 0; p < k->nparams; p++) {
     const KTensor *t = k->params[p];
     rows += (size_t)(t->rank > t->alloc_rank ? t->rank : t->alloc_rank);
@@ -102,7 +104,8 @@ cf_status exec_plan_make(const KKernel *k, ExecPlan **out) {
   b->values = calloc(n, sizeof *b->values);
   b->lo = calloc(n, sizeof *b->lo);
   b->hi = calloc(n, sizeof *b->hi);
-  if (!b->lo || !b->hi || !b->off || !b->want || !b->sizes || !b->strides || !b->size_rows || !b->stride_rows || !b->tensors ||
+  b->tmaps = aligned_alloc(64, 128 * ((size_t)k->ntmaps + 1));
+  if (!b->tmaps || !b->lo || !b->hi || !b->off || !b->want || !b->sizes || !b->strides || !b->size_rows || !b->stride_rows || !b->tensors ||
       !b->allocated || !b->args || !b->arg_off || !b->values) {
     exec_plan_free(b);
     return CF_ERR_OUT_OF_MEMORY;
@@ -114,6 +117,7 @@ cf_status exec_plan_make(const KKernel *k, ExecPlan **out) {
     b->stride_rows[p] = b->strides + b->off[p];
     b->values[p] = b->args + b->arg_off[p];
   }
+  for (int m = 0; m < k->ntmaps; m++) b->values[k->nparams + m] = b->tmaps + 128 * (size_t)m; /* after the tensors */
   b->env = (KxEnv){.nparams = k->nparams, .sizes = b->size_rows, .strides = b->stride_rows};
   b->dims_const = kx_is_const(k->smem, &b->dims.smem);
   for (int d = 0; d < 3; d++)
@@ -498,11 +502,45 @@ static cf_status launch_dims(cf_executor *e) {
   return eval(e, e->cc->k->smem, &e->last.smem, "the shared-memory size");
 }
 
+/* The tensor maps of the kernel's TMA loads (lower/tma.c): what TMA reads must be 16-byte
+ * aligned, in strides of 16-byte multiples (checked for both backends, with the tensor's
+ * name); on CUDA, encoded into the plan's map slots. */
+static cf_status tensor_maps(cf_executor *e) {
+  const KKernel *k = e->cc->k;
+  ExecPlan *b = e->plan;
+  for (int m = 0; m < k->ntmaps; m++) {
+    const KTmaMap *map = &k->tmaps[m];
+    const KTensor *p = k->params[map->param];
+    const DLTensor *t = b->tensors[map->param];
+    uint64_t addr = (uint64_t)(uintptr_t)t->data + t->byte_offset, dims[KN_TMA_MAX_RANK], strides[KN_TMA_MAX_RANK];
+    uint32_t box[KN_TMA_MAX_RANK];
+    int esz = (int)cf_dtype_size(p->dtype);
+    bool ok = addr % 16 == 0;
+    for (int d = 0; d < map->rank; d++) {
+      int a = p->rank - 1 - d;
+      dims[d] = (uint64_t)b->size_rows[map->param][a], box[d] = (uint32_t)map->box[d];
+      strides[d] = (uint64_t)b->stride_rows[map->param][a] * (uint64_t)esz;
+      ok = ok && dims[d] >= 1 && dims[d] <= ((uint64_t)1 << 32) && (d == 0 || (strides[d] % 16 == 0 && strides[d] < ((uint64_t)1 << 40)));
+    }
+    if (!ok)
+      return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s is read by TMA (cf_tma_load), which needs its data at a "
+                        "16-byte aligned address, its strides multiples of 16 bytes and its sizes from 1 to 2^32",
+                        p->name);
+    if (e->cc->backend != CF_BACKEND_CUDA) continue; /* the host kernel makes its map from the tensor */
+    char err[512];
+    cf_status s = exec_tensor_map_encode(b->tmaps + 128 * (size_t)m, esz, map->rank, addr, dims, strides + 1, box,
+                                         map->swizzle, err, sizeof err);
+    if (s) return exec_error(e, s, "run: the tensor map of %s: %s", p->name, err);
+  }
+  return CF_OK;
+}
+
 static cf_status pack_args(cf_executor *e) {
   const KKernel *k = e->cc->k;
   ExecPlan *b = e->plan;
   char err[512];
   cf_status s0 = check_index32(e);
+  if (!s0) s0 = tensor_maps(e);
   if (s0) return s0;
   for (int p = 0; p < k->nparams; p++) {
     const DLTensor *t = b->tensors[p];

@@ -449,6 +449,7 @@ typedef struct TensorView {
   int tmem_dim_sep;      /* tensor memory: allocation axes left of it are lanes */
   int cb_stages;         /* shared tiles: stages circular-buffered over the compute-at loop (0: none) */
   int cb_prefetch;       /* with cb_stages: iterations ahead of its readers a fill runs, 1 .. stages - 1 */
+  bool tma_load;         /* with cb_stages: filled by TMA boxes (cf_tma_load, lower/tma.c) */
   bool has_strides;      /* a strided input: strides are named scalars bound at run time */
   bool is_scalar;        /* a 0-d scalar (cf_scalar_input, a constant): torch's wrapped
                           * number in type promotion (ir_dtype_result_type) */

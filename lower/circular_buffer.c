@@ -56,6 +56,7 @@ typedef struct Fill {
   const char *var;
   KExpr *val;   /* what the loop variable becomes (NULL: unchanged) */
   KExpr *stage; /* element offset of the stage written or read */
+  KExpr *stage_no; /* the stage written (its mbarrier's index: TMA fills) */
   bool async;   /* some copy became cp.async */
   KNode *out_of; /* a prologue fill's loop L, which its ops no longer run in (else NULL) */
 } Fill;
@@ -78,6 +79,15 @@ static void rewrite(Fill *w, KBlock *b, bool fill) {
     KNode *n = b->items[i];
     if (n->kind == KN_FOR && w->val) n->u.loop.extent = subst_var(a, n->u.loop.extent, w->var, w->val);
     if (n->kind == KN_IF && w->val) n->u.cond.cond = subst_var(a, n->u.cond.cond, w->var, w->val);
+    if (fill && n->kind == KN_TMA_LOAD) {
+      for (int d = 0; d < KN_TMA_MAX_RANK; d++)
+        if (n->u.tma.coord[d]) n->u.tma.coord[d] = subst_var(a, n->u.tma.coord[d], w->var, w->val);
+      offset(w, &n->u.tma.dst);
+    }
+    if (fill && (n->kind == KN_TMA_LOAD || n->kind == KN_MBAR_EXPECT_TX)) { /* the stage's barrier */
+      KAccess *bar = n->kind == KN_TMA_LOAD ? &n->u.tma.bar : &n->u.mbar.bar;
+      bar->index = kx_bin(a, OP_ADD, bar->index, w->stage_no);
+    }
     if (n->kind == KN_OP) {
       if (w->val && n->u.op.zfill) n->u.op.zfill = subst_var(a, n->u.op.zfill, w->var, w->val);
       /* an inlined producer's value is then read outside L, as its write was made */
@@ -176,6 +186,38 @@ static KNode *async_node(LowerCtx *c, KnKind kind, int pending) {
   return n;
 }
 
+/* Whether n only fills tiles by TMA or waits for them (nothing for a __syncthreads to order). */
+static bool tma_only(KNode *n) {
+  if (n->kind == KN_TMA_LOAD || n->kind == KN_MBAR_EXPECT_TX || n->kind == KN_MBAR_WAIT || n->kind == KN_COMMENT) return true;
+  if (n->kind != KN_IF) return false;
+  for (int k = 0; k < 2; k++) {
+    KBlock *b = k ? &n->u.cond.otherwise : &n->u.cond.then;
+    for (int i = 0; i < b->len; i++)
+      if (!tma_only(b->items[i])) return false;
+  }
+  return true;
+}
+
+/* After a TMA fill at pos: the readers of iteration i wait for stage i % S's phase
+ * (i / S) % 2 (its (i / S)-th fill) on its barrier. The __syncthreads the sync pass put
+ * after the fills goes when every fill before it is TMA: the barrier's wait orders the
+ * boxes' writes before the reads, and makes them visible (the async proxy wrote them, as
+ * the wgmma reads them: no fence either). */
+static void tma_wait(LowerCtx *c, KBlock *body, int pos, KNode *fill, KExpr *i, KExpr *S) {
+  Arena *a = c->a;
+  KNode *w = node(c, KN_MBAR_WAIT);
+  w->u.mbar.bar = (KAccess){.t = fill->u.cond.then.items[0]->u.mbar.bar.t, .index = kx_bin(a, OP_MOD, i, S)};
+  w->u.mbar.parity = kx_bin(a, OP_MOD, kx_bin(a, OP_DIV, i, S), kx_const(a, 2));
+  kb_insert(a, body, pos, w);
+  for (int j = 0; j < body->len; j++) {
+    if (body->items[j]->kind == KN_SYNC) {
+      if (!body->items[j]->u.sync.grid) kb_remove(body, j);
+      return;
+    }
+    if (!tma_only(body->items[j])) return;
+  }
+}
+
 static void buffer(LowerCtx *c, Val *tv) {
   int S = TV(tv)->cb_stages, D = TV(tv)->cb_prefetch; /* both set by cf_circular_buffer_prefetch */
   Find fd = {c->info[tv->id].kt, TV(tv)->ca_pos, NULL, NULL, NULL, 0};
@@ -193,17 +235,18 @@ static void buffer(LowerCtx *c, Val *tv) {
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s cannot be circular-buffered: its fill writes a tensor that "
                "other statements of the loop read (inline that producer into the fill only)", lower_tv_str(c, tv));
   Arena *a = c->a;
+  if (TV(tv)->tma_load) fd.fill = lower_tma_fill(c, tv, fd.fill, S); /* the elected thread's boxes */
   const char *var = fd.loop->u.loop.var;
   KExpr *n_iter = fd.loop->u.loop.extent, *tile = fd.t->size, *ahead = kx_const(a, D), *vs = kx_var(a, var);
   KExpr *Sx = kx_const(a, S);
   /* reads in the loop: stage i % S */
-  Fill r = {c, fd.t, var, NULL, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, vs, Sx), tile), false, NULL};
+  Fill r = {c, fd.t, var, NULL, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, vs, Sx), tile), kx_bin(a, OP_MOD, vs, Sx), false, NULL};
   KNode *fill = fd.fill;
   kb_remove(body, at);
   rewrite(&r, body, false);
   /* the fill of iteration i + D, in stage (i + D) % S */
   KExpr *next = kx_bin(a, OP_ADD, vs, ahead);
-  Fill w = {c, fd.t, var, next, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, next, Sx), tile), false, NULL};
+  Fill w = {c, fd.t, var, next, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, next, Sx), tile), kx_bin(a, OP_MOD, next, Sx), false, NULL};
   KNode *in_loop = kir_clone(a, fill);
   KBlock one = {0};
   kb_push(a, &one, in_loop);
@@ -214,10 +257,11 @@ static void buffer(LowerCtx *c, Val *tv) {
   else if (w.async) kb_insert(a, body, pos++, async_node(c, KN_ASYNC_WAIT, D - 1));
   kb_insert(a, body, pos++, guarded(c, kx_bin(a, OP_LT, next, n_iter), in_loop));
   if (w.async) kb_insert(a, body, pos, async_node(c, KN_ASYNC_COMMIT, 0));
+  if (TV(tv)->tma_load) tma_wait(c, body, pos, fill, vs, Sx);
   /* the prologue: stages 0 .. D - 1 */
   int lp = index_in(fd.parent, fd.loop);
   for (int s = 0; s < D; s++) {
-    Fill p = {c, fd.t, var, kx_const(a, s), kx_bin(a, OP_MUL, kx_const(a, s), tile), false, fd.loop};
+    Fill p = {c, fd.t, var, kx_const(a, s), kx_bin(a, OP_MUL, kx_const(a, s), tile), kx_const(a, s), false, fd.loop};
     KBlock pb = {0};
     kb_push(a, &pb, kir_clone(a, fill));
     rewrite(&p, &pb, true);

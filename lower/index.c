@@ -502,6 +502,31 @@ KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv) {
   return acc;
 }
 
+int lower_index_axes(LowerCtx *c, const KNode *op, Val *tv, KExpr **out, int max) {
+  IndexMaps *m = index_maps(c);
+  TvInfo *ti = lower_info(c, tv);
+  Val *cv = op->u.op.src->out[0];
+  int n = 0;
+  seed_consumer(c, &m->cm, &m->pm, op);
+  propagate(c, &m->cm, cv);
+  IndexMap *im = &m->cm;
+  if (tv != cv) {
+    seed_producer(c, &m->cm, &m->pm, op, tv);
+    propagate(c, &m->pm, tv);
+    im = &m->pm;
+  }
+  for (int i = 0; i < ti->nalloc_ids && n >= 0; i++) {
+    if (!ti->allocated[i]) continue;
+    KExpr *x = get(im, ti->alloc_ids[i]);
+    if (!x) x = promoted_slot(c, op, tv, ti->alloc_ids[i]);
+    if (!x || n == max) n = -1;
+    else out[n++] = x;
+  }
+  reset(&m->cm);
+  reset(&m->pm);
+  return n;
+}
+
 KNode *lower_vector_lane(LowerCtx *c, const KNode *vec, KExpr *lane) {
   KNode *op = ARENA_NEW(c->a, KNode);
   *op = *vec;

@@ -168,7 +168,11 @@ typedef struct KTensor {
   X(KN_ASYNC_WAIT, false)      /* cp.async.wait_group u.async.pending: all but that many newest groups done */ \
   X(KN_WGMMA_FENCE, true)      /* wgmma.fence: the accumulators' registers written before are seen by the wgmmas after */ \
   X(KN_WGMMA_COMMIT, true)     /* wgmma.commit_group: the warpgroup's wgmmas issued since form a group */ \
-  X(KN_WGMMA_WAIT, true)       /* wgmma.wait_group u.async.pending: all but that many newest groups done */
+  X(KN_WGMMA_WAIT, true)       /* wgmma.wait_group u.async.pending: all but that many newest groups done */ \
+  X(KN_TMA_LOAD, false)        /* cp.async.bulk.tensor: a box of a global tensor into shared memory, its bytes completing on an mbarrier (tma.c) */ \
+  X(KN_MBAR_INIT, false)       /* mbarrier.init of u.mbar.bar with u.mbar.value arrivals */ \
+  X(KN_MBAR_EXPECT_TX, false)  /* mbarrier.arrive.expect_tx: this thread's arrival, u.mbar.value bytes to come */ \
+  X(KN_MBAR_WAIT, false)       /* waits until u.mbar.bar's phase of parity u.mbar.parity completes */
 
 typedef enum KnKind {
 #define KN_X(kind, collective) kind,
@@ -182,6 +186,8 @@ enum { KN_KIND_COUNT = 0 KN_KIND_TABLE(KN_X) };
 
 /* The table's collective column. */
 bool kn_is_collective(KnKind k);
+
+enum { KN_TMA_MAX_RANK = 5 }; /* cp.async.bulk.tensor's dimensions */
 
 typedef struct KNode KNode;
 typedef struct KBlock {
@@ -328,6 +334,17 @@ struct KNode {
       uint64_t desc[2];
       bool mn_major[2];
     } mma;
+    struct {
+      int map;             /* the tensor map: KKernel.tmaps[map] */
+      KExpr *coord[KN_TMA_MAX_RANK]; /* the box's first element, innermost dimension first */
+      KAccess dst;         /* where the box goes: its first element in the shared tile */
+      KAccess bar;         /* the mbarrier its bytes complete on */
+    } tma;
+    struct {
+      KAccess bar;         /* the mbarrier: a shared int64 buffer and the element */
+      int64_t value;       /* KN_MBAR_INIT: arrivals a phase takes; _EXPECT_TX: bytes */
+      KExpr *parity;       /* KN_MBAR_WAIT: the phase waited for (0 or 1) */
+    } mbar;
   } u;
 };
 
@@ -341,6 +358,17 @@ typedef struct KTMemRegion {
   int64_t num_lanes;     /* max over its tensors */
   KTensor *slot;         /* the shared-memory uint32 holding its address */
 } KTMemRegion;
+
+/* A TMA tensor map the executor builds for each run (cuTensorMapEncodeTiled on CUDA; the
+ * host backend's kernel builds its cfh_tensor_map from the parameter itself): parameter
+ * `param`'s allocation axes innermost first, the box copied, the shared-memory swizzle in
+ * bytes (0, 32, 64, 128). Named cf_tmap<index> in the kernel. */
+typedef struct KTmaMap {
+  int param;
+  int rank;
+  int64_t box[KN_TMA_MAX_RANK];
+  int swizzle;
+} KTmaMap;
 
 /* A run-time check: `cond` over parameter sizes must be non-zero, else `message`. */
 typedef struct KCheck {
@@ -376,6 +404,8 @@ typedef struct KKernel {
   int min_blocks_per_sm;      /* CUDA: blocks one SM must hold (set by the executor for a
                                * cooperative grid of constant size: ceil(blocks / SMs)), 0 none */
   bool uses_tmem;
+  KTmaMap *tmaps;             /* the TMA loads' tensor maps (lower/tma.c), extra CUDA parameters */
+  int ntmaps;
   /* How long each pass of lower.c's table took on this kernel, in table order (what
    * CFUSER_DUMP=times prints and a slow compile's note names); the verifier's time after
    * a pass (CFUSER_VERIFY=1) is not counted. */

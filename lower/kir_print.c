@@ -106,6 +106,35 @@ static bool node(KVisitor *v, KNode *n) {
   case KN_WGMMA_FENCE: sb_puts(b, "WGMMA_FENCE\n"); break;
   case KN_WGMMA_COMMIT: sb_puts(b, "WGMMA_COMMIT\n"); break;
   case KN_WGMMA_WAIT: sb_printf(b, "WGMMA_WAIT %d\n", n->u.async.pending); break;
+  case KN_TMA_LOAD: {
+    const KTmaMap *m = &k->tmaps[n->u.tma.map];
+    sb_printf(b, "TMA_LOAD cf_tmap%d(%s box", n->u.tma.map, k->params[m->param]->name);
+    for (int d = 0; d < m->rank; d++) sb_printf(b, "%s%lld", d ? "x" : " ", (long long)m->box[d]);
+    sb_printf(b, " swizzle %d) at {", m->swizzle);
+    for (int d = 0; d < m->rank; d++) {
+      if (d) sb_puts(b, ", ");
+      kx_print(b, n->u.tma.coord[d], param_names(k));
+    }
+    sb_puts(b, "} -> ");
+    access(b, k, &n->u.tma.dst);
+    sb_puts(b, " on ");
+    access(b, k, &n->u.tma.bar);
+    sb_puts(b, "\n");
+    break;
+  }
+  case KN_MBAR_INIT:
+  case KN_MBAR_EXPECT_TX:
+    sb_puts(b, n->kind == KN_MBAR_INIT ? "MBAR_INIT " : "MBAR_EXPECT_TX ");
+    access(b, k, &n->u.mbar.bar);
+    sb_printf(b, n->kind == KN_MBAR_INIT ? " arrivals %lld\n" : " bytes %lld\n", (long long)n->u.mbar.value);
+    break;
+  case KN_MBAR_WAIT:
+    sb_puts(b, "MBAR_WAIT ");
+    access(b, k, &n->u.mbar.bar);
+    sb_puts(b, " parity ");
+    kx_print(b, n->u.mbar.parity, param_names(k));
+    sb_puts(b, "\n");
+    break;
   case KN_MMA:
     if (ir_mma_is_wgmma(n->u.mma.instr)) {
       sb_printf(b, "WGMMA m64n%dk16.%s ", n->u.mma.n, cf_dtype_name(n->u.mma.in_dtype));

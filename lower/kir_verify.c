@@ -17,6 +17,8 @@
  *   - proxies: a tile a wgmma reads through a descriptor (the async proxy) has a barrier
  *     with fence.proxy.async between its last write (st.shared, cp.async: the generic
  *     proxy) and the wgmma, as well as the sync above;
+ *   - TMA: a tile a TMA load wrote (the async proxy, completing on an mbarrier) is read
+ *     only after a wait on that mbarrier follows the load, instead of the sync above;
  *   - tensor-memory regions are allocated and deallocated exactly once.
  * Key decision: one walk (kir_visit) that reports the first broken rule; the pipeline
  * turns a failure into an internal error naming the pass. The two branches of an if/else
@@ -34,6 +36,8 @@ typedef struct Written {
   long syncs;        /* syncs seen before that write */
   long fences;       /* barriers with fence.proxy.async seen before that write */
   unsigned threads;  /* thread types its write index uses (bit per parallel type) */
+  int bar;           /* written by a TMA load: the slot of its mbarrier, else -1 */
+  long bar_waits;    /* waits on that barrier seen before the load */
 } Written;
 
 /* An if with an else branch: each branch starts from the state before the if, and after
@@ -59,6 +63,7 @@ typedef struct Verify {
   IfFrame *frames;
   int nframes, capframes;
   int *allocs, *deallocs, nregions;
+  long *waits; /* by tensor slot: mbarrier waits seen on it */
 } Verify;
 
 static bool fail(Verify *v, const char *fmt, const char *name) {
@@ -125,6 +130,9 @@ static bool read_ok(Verify *v, const KAccess *a, unsigned threads) {
     if (w->loops[j] && w->loops[j]->u.loop.var && !in_path(v, w->loops[j]))
       return fail(v, "%s is read outside a loop it was computed in (left of its compute-at position)", t->name);
   bool shared = t->mem == CF_MEM_SHARED || t->mem == CF_MEM_TENSOR;
+  if (w->bar >= 0) /* the async proxy wrote it: a wait on its barrier orders that, not a __syncthreads */
+    return v->waits[w->bar] > w->bar_waits ? true
+                                           : fail(v, "%s is read after a TMA load with no wait on its mbarrier between", t->name);
   if (v->k->synced && shared && threads != w->threads && v->syncs == w->syncs)
     return fail(v, "%s is read by other threads than wrote it with no __syncthreads between", t->name);
   return true;
@@ -144,6 +152,27 @@ static void record_write(Verify *v, const KNode *op, const KTensor *t, unsigned 
   w->syncs = v->syncs;
   w->fences = v->fences;
   w->threads = threads | v->guard_threads;
+  w->bar = -1;
+}
+
+/* A TMA load: the tile written by the async proxy, complete once its barrier is waited for. */
+static bool tma_ok(Verify *v, const KNode *n) {
+  unsigned th = 0;
+  if (!access_ok(v, &n->u.tma.dst, &th) || !access_ok(v, &n->u.tma.bar, &th)) return false;
+  for (int d = 0; d < v->k->tmaps[n->u.tma.map].rank; d++)
+    if (!expr_ok(v, n->u.tma.coord[d], &th)) return false;
+  record_write(v, n, n->u.tma.dst.t, th);
+  Written *w = &v->written[tensor_slot(v, n->u.tma.dst.t)];
+  w->bar = tensor_slot(v, n->u.tma.bar.t);
+  w->bar_waits = v->waits[w->bar];
+  return true;
+}
+
+static bool mbar_ok(Verify *v, const KNode *n) {
+  unsigned th = 0;
+  if (!access_ok(v, &n->u.mbar.bar, &th) || !expr_ok(v, n->u.mbar.parity, &th)) return false;
+  if (n->kind == KN_MBAR_WAIT) v->waits[tensor_slot(v, n->u.mbar.bar.t)]++;
+  return true;
 }
 
 /* A wgmma's operand tiles: read behind a sync and, being read by the async proxy, behind a
@@ -156,7 +185,7 @@ static bool wgmma_ok(Verify *v, const KNode *n) {
     if (!a->t) continue;
     if (!access_ok(v, a, &th) || !read_ok(v, a, th)) return false;
     const Written *w = &v->written[tensor_slot(v, a->t)];
-    if (a->t->param < 0 && w->fences == v->fences)
+    if (a->t->param < 0 && w->bar < 0 && w->fences == v->fences)
       return fail(v, "%s is read by a wgmma (the async proxy) with no fence.proxy.async after its last write", a->t->name);
   }
   return true;
@@ -268,6 +297,10 @@ static bool pre(KVisitor *kv, KNode *n) {
   case KN_TMEM_ST: ok = tmem_ok(v, n); break;
   case KN_TMEM_ALLOC:
   case KN_TMEM_DEALLOC: ok = region_ok(v, n); break;
+  case KN_TMA_LOAD: ok = tma_ok(v, n); break;
+  case KN_MBAR_INIT:
+  case KN_MBAR_EXPECT_TX:
+  case KN_MBAR_WAIT: ok = mbar_ok(v, n); break;
   default: break;
   }
   kv->stop |= !ok;
@@ -313,11 +346,13 @@ bool kir_verify(const KKernel *k, char *err, size_t errlen) {
   v.written = calloc((size_t)v.nslots, sizeof(Written));
   v.allocs = calloc((size_t)k->nregions + 1, sizeof(int));
   v.deallocs = calloc((size_t)k->nregions + 1, sizeof(int));
-  bool ok = v.written && v.allocs && v.deallocs ? walk(&v) && regions_paired(&v)
+  v.waits = calloc((size_t)v.nslots, sizeof(long));
+  bool ok = v.written && v.allocs && v.deallocs && v.waits ? walk(&v) && regions_paired(&v)
                                                 : fail(&v, "%s", "out of memory verifying the kernel IR");
   free(v.written);
   free(v.allocs);
   free(v.deallocs);
+  free(v.waits);
   free(v.frames);
   return ok;
 }

@@ -77,6 +77,14 @@ void kn_data_tensors(const KKernel *k, const KNode *n, void (*fn)(KTensor *t, vo
   case KN_SYNC:
     if (n->u.sync.grid) each_tensor(k->grid_sem, fn, user);
     break;
+  case KN_TMA_LOAD:
+    each(&n->u.tma.dst, 1, fn, user);
+    each(&n->u.tma.bar, 1, fn, user);
+    each_tensor(k->params[k->tmaps[n->u.tma.map].param], fn, user);
+    break;
+  case KN_MBAR_INIT:
+  case KN_MBAR_EXPECT_TX:
+  case KN_MBAR_WAIT: each(&n->u.mbar.bar, 1, fn, user); break;
   case KN_TMEM_ALLOC:
   case KN_TMEM_DEALLOC: each_tensor(k->regions[n->u.region.region].slot, fn, user); break;
   case KN_FOR:

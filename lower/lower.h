@@ -118,6 +118,10 @@ void lower_index(LowerCtx *c);            /* index.c */
  * op's loop indices as the index pass does, for analyses that evaluate indices
  * (tmem_pattern substitutes its own loop indices to check the TMem access pattern). */
 KAccess lower_index_access(LowerCtx *c, const KNode *op, Val *tv);
+/* index.c: the same, per allocation axis of tv before they are linearized with its
+ * strides (the TMA box's coordinates, lower/tma.c): their count (at most max), or -1 when
+ * an axis has no index in op's loops. */
+int lower_index_axes(LowerCtx *c, const KNode *op, Val *tv, KExpr **out, int max);
 /* index.c: the scalar op of vector op vec's element `lane` (an index expression below its
  * width), indexed as the index pass indexes ops (accesses and bounds): what the predicate
  * pass runs lane by lane where a vector with a tail passes the end. */
@@ -134,6 +138,12 @@ void lower_reduction(LowerCtx *c);        /* reduction.c: block reductions */
  * floating type (half, bfloat16 in float): its accumulator is a register. */
 bool lower_widened_reduction(const Val *tv);
 void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
+/* tma.c: the TMA boxes replacing fill, the fill statement of tv (cf_tma_load) in its
+ * loop, with the tile's barriers (`stages` of them) made and initialized; refused naming
+ * the rule when the tile is not a box of its input (tma.c's paragraph). */
+KNode *lower_tma_fill(LowerCtx *c, Val *tv, KNode *fill, int stages);
+/* tma.c: threadIdx.x, .y and .z all 0: the one thread that issues a block's TMA loads. */
+KExpr *lower_elected_thread(LowerCtx *c);
 void lower_circular_buffer(LowerCtx *c);  /* circular_buffer.c: staged shared tiles, prefetched (cp.async) */
 void lower_mma(LowerCtx *c);              /* mma.c: MMA loop nests become tensor-core instructions */
 /* mma_ldmatrix.c: operand fragments of n loaded by ldmatrix where that provably gives each

@@ -243,11 +243,14 @@ typedef struct WgFrame {
   const struct WgFrame *up;
 } WgFrame;
 
-/* The barrier nearest before the statement at hand, in its block or an enclosing one. */
+/* The barrier nearest before the statement at hand, in its block or an enclosing one: a
+ * __syncthreads, or the mbarrier wait of TMA-filled tiles (lower/tma.c). */
 static KNode *barrier_before(const WgFrame *fr) {
   for (; fr; fr = fr->up)
-    for (int j = fr->i - 1; j >= 0; j--)
-      if (fr->b->items[j]->kind == KN_SYNC && !fr->b->items[j]->u.sync.grid) return fr->b->items[j];
+    for (int j = fr->i - 1; j >= 0; j--) {
+      KNode *n = fr->b->items[j];
+      if ((n->kind == KN_SYNC && !n->u.sync.grid) || n->kind == KN_MBAR_WAIT) return n;
+    }
   return NULL;
 }
 
@@ -289,7 +292,7 @@ static void groups(LowerCtx *c, KBlock *b, const WgFrame *up) {
     if (!sync)
       lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: a wgmma reads shared tiles with no barrier before it (the "
                  "async proxy reads them: their writes need fence.proxy.async and a __syncthreads)");
-    sync->u.sync.proxy_async = true;
+    if (sync->kind == KN_SYNC) sync->u.sync.proxy_async = true; /* TMA's boxes need no fence: the async proxy wrote them */
     bool late = pipelined(n, &fr);
     kb_insert(c->a, b, fr.i, node(c, KN_WGMMA_FENCE, n, 0));
     kb_insert(c->a, b, fr.i + 2, node(c, KN_WGMMA_COMMIT, n, 0));

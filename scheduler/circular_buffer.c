@@ -16,7 +16,8 @@
  * its allocation. The rule is checked here and again when lowering (inlining may move the
  * compute-at position afterwards), by the one function below, including that whatever
  * the fill reads is computed inside the fill or before the loop: the fill moves ahead, a
- * producer beside it at the same loop would not. */
+ * producer beside it at the same loop would not. cf_tma_load marks such a tile as filled
+ * by TMA boxes (lower/tma.c finds the boxes); it checks here only what the tile is. */
 #include "scheduler/sched.h"
 
 /* A tensor computed in the kernel that tv's fill reads, directly or through producers
@@ -91,4 +92,21 @@ cf_status cf_circular_buffer_prefetch(cf_fusion *f, cf_tv *handle, int stages, i
 
 cf_status cf_circular_buffer(cf_fusion *f, cf_tv *handle, int stages) {
   return cf_circular_buffer_prefetch(f, handle, stages, stages - 1);
+}
+
+cf_status cf_tma_load(cf_fusion *f, cf_tv *handle) {
+  cf_status s = ir_check_tv(f, "tma_load", handle);
+  if (s) return s;
+  Val *tv = ir_tv(handle);
+  TensorView *t = TV(tv);
+  Expr *d = tv->def;
+  if (t->mem != CF_MEM_SHARED)
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv, "tma_load: %s is in %s memory; TMA fills shared-memory tiles",
+                       t->display_name, cf_memory_type_name(t->mem));
+  if (!d || !ir_op_is_vector_copy(d->op) || d->in[0]->kind != VAL_TV || !ir_tv_is_input(f, d->in[0]) || d->in[0]->dtype != tv->dtype)
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv, "tma_load: %s is not a copy of a fusion input of its dtype "
+                       "(a set or a broadcast; cf_cache_after of the input makes one); TMA copies global memory as it is",
+                       t->display_name);
+  t->tma_load = true;
+  return CF_OK;
 }

@@ -63,7 +63,16 @@ enum { MMA_FILL_BYTES = 16 }; /* a fill's vector: one cp.async */
  * 2426 -> 1874 us. CFUSER_WGMMA_PIPELINE=0 waits for each K tile's wgmmas instead (for
  * measuring). Measured and not taken: two blocks an SM of 128 x 128 x 64 tiles in 3
  * stages (__launch_bounds__(256, 2)): 8192^3 2494 us against 2172, linear + gelu 2159
- * against 1892; one block of them 2395. */
+ * against 1892; one block of them 2395.
+ * TMA (cf_tma_load, lower/tma.c) fills both tiles where both are copies of their inputs
+ * (16-byte rows, no permute or cast), no role is several axes merged, and the block tile's
+ * N is 256: the elected thread's boxes complete on a barrier a stage, which the readers
+ * wait on instead of a __syncthreads. On an H200 (bench/results/tma_h200_20261128/, two
+ * runs alternated): bf16 4096^3 313 -> 298 us, 8192^3 2179-2223 -> 2071-2088, linear +
+ * gelu 8192^3 1912-1978 -> 1810-1821, 8192 x 11008 @ 11008x4096 1420-1439 -> 1357-1360;
+ * the narrower tiles of a few tokens were slower with it (16 x 4096 @ 4096x11008 41 -> 54
+ * us, 16 x 11008 @ 11008x4096 75 -> 85), so they keep cp.async. CFUSER_WGMMA_TMA=0 keeps
+ * cp.async everywhere (for measuring). */
 enum { WG_GROUPS = 2, WG_IM = 64, WG_BN = 256, WG_IK = 16, WG_BK = 64, WG_STAGES = 4 };
 enum { WG_MAX_STAGES = 4 }; /* cf_circular_buffer's limit */
 enum { WG_BM = WG_GROUPS * WG_IM, WG_THREADS = 128 * WG_GROUPS, WG_ATOM = 64 /* elements of a 128-byte row */ };
@@ -72,6 +81,7 @@ enum { WG_BM = WG_GROUPS * WG_IM, WG_THREADS = 128 * WG_GROUPS, WG_ATOM = 64 /* 
 typedef struct MmaShape {
   int bm, bn, bk, threads, stages;
   bool pipelined; /* wgmma: the fill stages - 2 ahead, one group in flight */
+  bool tma;       /* wgmma: both tiles filled by TMA boxes (copies of their inputs) */
 } MmaShape;
 
 static bool g_tile_warned; /* CFUSER_WGMMA_TILE's warning, given once a process */
@@ -87,8 +97,8 @@ static int wgmma_bn(const MmaTiles *t) {
 }
 
 static MmaShape shape_of(const MmaTiles *t) {
-  if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES, false};
-  MmaShape sh = {WG_BM, wgmma_bn(t), WG_BK, WG_THREADS, WG_STAGES, false};
+  if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES, false, false};
+  MmaShape sh = {WG_BM, wgmma_bn(t), WG_BK, WG_THREADS, WG_STAGES, false, false};
   const char *pipe = getenv("CFUSER_WGMMA_PIPELINE");
   const char *env = getenv("CFUSER_WGMMA_TILE");
   int bn, st;
@@ -101,6 +111,8 @@ static MmaShape shape_of(const MmaTiles *t) {
                       "and 2 to %d stages (e.g. 128x3); using %dx%d\n", env, WG_MAX_STAGES, sh.bn, WG_STAGES);
   }
   sh.pipelined = !(pipe && !strcmp(pipe, "0")) && sh.stages >= 3; /* a stage to spare: 3 and more */
+  const char *tma = getenv("CFUSER_WGMMA_TMA");
+  sh.tma = !t->fill[0].why[0] && !t->fill[1].why[0] && !t->merged && sh.bn == WG_BN && !(tma && !strcmp(tma, "0"));
   return sh;
 }
 
@@ -144,6 +156,7 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, const SchedDevice *de
     return false;
   t->r = r, t->mul = mul->out[0], t->x = u, t->y = v, t->ca = mul->in[0], t->cb = mul->in[1];
   t->wgmma = dev && dev->cc == 90; /* sm_90a only: Blackwell has tcgen05 instead */
+  t->merged = m_axes > 1 || n_axes > 1;
   for (int i = 0; i < 2; i++) fill_of(r, mul->in[i], i, &t->fill[i]);
   return true;
 }
@@ -154,6 +167,7 @@ void sched_matmul_mma_params(const MmaTiles *t, char *text) {
     snprintf(fill[i], sizeof fill[i], t->fill[i].why[0] ? "scalar(%s)" : "cp.async16", t->fill[i].why);
   if (t->wgmma) {
     MmaShape sh = shape_of(t);
+    for (int i = 0; i < 2 && sh.tma; i++) snprintf(fill[i], sizeof fill[i], "tma");
     snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warpgroups=%d mma=m64n%dk16 smem=operands stages=%d fill=%s,%s%s",
              sh.bm, sh.bn, sh.bk, WG_GROUPS, sh.bn, sh.stages, fill[0], fill[1], sh.pipelined ? " wgmma_wait=1" : "");
     return;
@@ -374,8 +388,11 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
   if (!f->status && ns) cf_parallelize_all_like(f, r, 3, threads);
   if (!f->status) inline_all(f, ex, n, t, b + 3);
   if (!f->status && t->wgmma) unroll_epilogue(f, set, ns, t); /* after: Unroll loops are not shared */
-  for (int i = 0; i < 2 && !f->status; i++)
-    cf_circular_buffer_prefetch(f, ir_tv_handle(i ? t->y : t->x), sh.stages, sh.stages - (sh.pipelined ? 2 : 1));
+  for (int i = 0; i < 2 && !f->status; i++) {
+    cf_tv *x = ir_tv_handle(i ? t->y : t->x);
+    cf_circular_buffer_prefetch(f, x, sh.stages, sh.stages - (sh.pipelined ? 2 : 1));
+    if (sh.tma && !f->status) cf_tma_load(f, x);
+  }
   arena_destroy(a);
   return f->status;
 }

@@ -36,6 +36,8 @@ typedef struct MmaTiles {
   Val *r, *x, *y, *mul, *ca, *cb;
   bool batch;
   bool wgmma;      /* Hopper's warpgroup instruction (the device's cc is 90) */
+  bool merged;     /* M or N is several axes merged (a batch of A alone): a tile crosses from one
+                    * into the next, which no TMA box describes */
   MmaFill fill[2]; /* x's and y's */
   int64_t size_m, size_n, size_b; /* the product's M, N and batch (1 without), 0 when symbolic */
   int sm_count;                   /* the device's, which the block tile's N is chosen for */

@@ -1,8 +1,8 @@
 /* host_mbarrier.h: Hopper's shared-memory barriers (mbarrier) on cfuser's host backend; a
- * part of the host runtime, prepended after host_async.h. What TMA loads and tcgen05.mma
- * will complete (their lowering is the next slice of issue 24: cp.async.bulk.tensor's
- * complete_tx, tcgen05.commit's arrive); nothing generated calls it yet, the host tests
- * drive it directly (tests/host/test_host_mbarrier.c).
+ * part of the host runtime, prepended after host_async.h. What TMA loads complete on
+ * (cp.async.bulk.tensor's complete_tx; the kernels of lower/tma.c init, expect_tx and wait
+ * through it), and tcgen05.commit's arrive will; tests/host/test_host_mbarrier.c drives it
+ * directly too.
  *
  * An mbarrier is 8 bytes of shared memory, 8-byte aligned (PTX ISA, "mbarrier"): a phase
  * completes when its pending arrival count and its transaction count are both zero; the

@@ -1,7 +1,9 @@
 /* host_tma.h: the Tensor Memory Accelerator's tile loads (cp.async.bulk.tensor, Hopper's
  * TMA) on cfuser's host backend; a part of the host runtime, prepended after
- * host_mbarrier.h. Like host_mbarrier.h, the base of issue 24's next slice: nothing
- * generated calls it yet, the host tests drive it directly (tests/host/test_host_tma.c).
+ * host_mbarrier.h. The kernels of lower/tma.c (cf_tma_load's tiles) call it with the
+ * tensor map their host code builds from the parameter; tests/host/test_host_tma.c drives
+ * it directly too. It does not model the race of a box landing in a stage a thread still
+ * reads (the lowering's __syncthreads after the reads keeps that from happening).
  *
  * A tensor map describes a global tensor of rank 1 to 5 (sizes innermost first, byte
  * strides of the outer dimensions, the element's bytes), the box a load copies (elements

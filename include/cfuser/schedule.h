@@ -94,6 +94,18 @@ CF_API cf_status cf_circular_buffer(cf_fusion *f, cf_tv *tv, int stages);
  * wgmma.wait_group 1 in the loop, 0 after it). An error names the tensor, the stages and
  * the distance. */
 CF_API cf_status cf_circular_buffer_prefetch(cf_fusion *f, cf_tv *tv, int stages, int prefetch);
+/* Fills the circular-buffered shared tile tv with the Tensor Memory Accelerator (Hopper's
+ * cp.async.bulk.tensor; nvFuser's LoadStoreOpType::CpAsyncBulkTensorTile) instead of its
+ * threads' copies: one thread issues the tile's boxes each iteration, their bytes complete
+ * on an mbarrier per stage, and the readers wait on that barrier's phase, not on a
+ * __syncthreads. tv must be a copy of a fusion input stored as the box a tensor map
+ * describes: the lowering (lower/tma.c) finds the box and the 128-, 64- or 32-byte
+ * swizzle from tv's schedule by checking every element of the tile, and refuses, naming
+ * the element, a layout no box reproduces. Out-of-bounds elements read as zero. The input
+ * must be contiguous along its innermost axis with 16-byte aligned data and strides
+ * (checked when it runs). CUDA on sm_90 and later, and the host backend. An error names
+ * the tensor and the rule. */
+CF_API cf_status cf_tma_load(cf_fusion *f, cf_tv *tv);
 
 /* ---- caching ------------------------------------------------------------------------- */
 

@@ -138,6 +138,13 @@ class Sched:
             self._call("circular_buffer", "cf_circular_buffer_prefetch", self._tv(t, "circular_buffer"), stages,
                        prefetch)
 
+    def tma_load(self, t: Tensor) -> None:
+        """The circular-buffered shared tile t, a copy of a fusion input, is filled by TMA
+        boxes (Hopper's cp.async.bulk.tensor; nvFuser's CpAsyncBulkTensorTile) that one
+        thread issues, its readers waiting on an mbarrier per stage; the lowering finds the
+        box and swizzle from t's schedule and refuses a layout no box writes."""
+        self._call("tma_load", "cf_tma_load", self._tv(t, "tma_load"))
+
     def cache_after(self, t: Tensor) -> Tensor:
         """A local copy of t that every consumer of t reads instead (for vector loads)."""
         h = self._tv(t, "cache_after")

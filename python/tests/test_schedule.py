@@ -140,6 +140,16 @@ def test_permute_and_transpose():
     np.testing.assert_array_equal(t, x.transpose(2, 1, 0))
 
 
+# tma_load on a tile that is not in shared memory is refused with cfuser's message.
+def test_tma_load_of_a_local_tile_is_refused():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([4, 8])
+        y = fd.ops.set(x)
+        fd.add_output(fd.ops.exp(y))
+    with pytest.raises(InvalidScheduleError, match=r"tma_load: T1 is in Local memory; TMA fills shared-memory tiles"):
+        fd.sched.tma_load(y)
+
+
 # circular_buffer's prefetch distance (nvFuser's circularBuffer(stages, prefetch_distance)):
 # out of 1 .. stages - 1 it is refused with cfuser's message.
 def test_circular_buffer_prefetch_out_of_range_is_refused():

@@ -65,8 +65,11 @@ static char *row_check(int n, const KcInput *in, double tol, const char *fa, con
 static char *plain(cf_dtype dt, int64_t m, int64_t k, int64_t n) {
   fresh();
   char fa[32], fb[32];
-  snprintf(fa, sizeof fa, k % 8 ? "scalar(K=%lld)" : "cp.async16", (long long)k);
-  snprintf(fb, sizeof fb, n % 8 ? "scalar(N=%lld)" : "cp.async16", (long long)n);
+  const char *vec = k % 8 || n % 8 ? "cp.async16" : "tma"; /* TMA when both tiles are copies */
+  snprintf(fa, sizeof fa, "scalar(K=%lld)", (long long)k);
+  snprintf(fb, sizeof fb, "scalar(N=%lld)", (long long)n);
+  if (!(k % 8)) snprintf(fa, sizeof fa, "%s", vec);
+  if (!(n % 8)) snprintf(fb, sizeof fb, "%s", vec);
   KcInput in[2] = {{dt, 2, {m, k}, NULL}, {dt, 2, {k, n}, NULL}};
   cf_tv *a = tu_input(f, dt, 2, in[0].sizes), *b = tu_input(f, dt, 2, in[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
@@ -90,7 +93,7 @@ Test(matmul_wgmma, linear_bias_gelu_epilogue) {
   cf_tv *x = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *w = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
   cf_tv *bias = tu_input(f, CF_BFLOAT16, 1, in[2].sizes);
   cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
-  char *src = row_check(3, in, 2e-2, "cp.async16", "cp.async16");
+  char *src = row_check(3, in, 2e-2, "tma", "tma");
   cr_expect(strstr(src, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2,"));
   cr_expect(strstr(src, "p, 1, 1, 0, 0; }"), "B of a linear is K-major: no transpose bit");
   free(src);
@@ -145,7 +148,13 @@ Test(matmul_wgmma, batch_of_a_alone_merges_into_m) {
  * blocks: 0x4000004002000000 and the transpose bit), commit and wait 0; the tiles' shared
  * memory 1024-byte aligned. */
 Test(matmul_wgmma, kernel_text_has_the_instruction_and_its_fences) {
-  char *src = plain(CF_BFLOAT16, 128, 64, 256);
+  setenv("CFUSER_WGMMA_TMA", "0", 1); /* the threads' cp.async fills (the TMA fills' text: below) */
+  fresh();
+  KcInput in[2] = {{CF_BFLOAT16, 2, {128, 64}, NULL}, {CF_BFLOAT16, 2, {64, 256}, NULL}};
+  cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  char *src = row_check(2, in, 1e-2, "cp.async16", "cp.async16");
+  unsetenv("CFUSER_WGMMA_TMA");
   cr_expect(strstr(src, "alignas(1024) extern __shared__ char cf_smem[];"));
   cr_expect(strstr(src, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n    __syncthreads();\n"
                         "    asm volatile(\"\" : \"+f\"(T7[0]) :: \"memory\");"), "the barrier, then the registers pinned");
@@ -166,9 +175,9 @@ Test(matmul_wgmma, kernel_text_has_the_instruction_and_its_fences) {
   KKernel *k = NULL;
   char *err = NULL;
   cr_assert_eq(lower_fusion(f, &(LowerOptions){0}, &k, &err), CF_OK, "%s", err ? err : "");
-  StrBuf b = {0};
-  kir_print(&b, k);
-  char *ir = b.data;
+  StrBuf text = {0};
+  kir_print(&text, k);
+  char *ir = text.data;
   kkernel_free(k);
   cr_expect(strstr(ir, "FENCE_PROXY_ASYNC SYNC\n"), "%s", ir);
   cr_expect(strstr(ir, "WGMMA_FENCE\n"));
@@ -177,6 +186,37 @@ Test(matmul_wgmma, kernel_text_has_the_instruction_and_its_fences) {
   cr_expect(strstr(ir, "|0x4000004002000000 (MN-major)\n"));
   cr_expect(strstr(ir, "WGMMA_COMMIT\n"));
   cr_expect(strstr(ir, "WGMMA_WAIT 0\n"));
+  free(ir);
+}
+
+/* The default fills of copies: TMA boxes (lower/tma.c found them from the tiles' layouts):
+ * A [128, 64] K-major one 64 x 128 box with the 128-byte swizzle, B of [K, N] MN-major four
+ * 64 x 64 boxes side by side along N, each tile's bytes completing on its stage's barrier;
+ * the readers wait for both barriers and no __syncthreads orders the fills (nor is a
+ * proxy fence needed: the async proxy wrote them). */
+Test(matmul_wgmma, tma_boxes_fill_the_tiles) {
+  char *src = plain(CF_BFLOAT16, 128, 64, 256);
+  cr_expect(strstr(src, ", const __grid_constant__ CfTensorMap cf_tmap0 /* T0 */, const __grid_constant__ CfTensorMap "
+                        "cf_tmap1 /* T1 */) {"), "%s", src);
+  free(src);
+  KKernel *k = NULL;
+  char *err = NULL;
+  cr_assert_eq(lower_fusion(f, &(LowerOptions){0}, &k, &err), CF_OK, "%s", err ? err : "");
+  StrBuf text = {0};
+  kir_print(&text, k);
+  kkernel_free(k);
+  char *ir = text.data;
+  cr_expect(strstr(ir, "      MBAR_EXPECT_TX T2_mbar[0] bytes 16384\n"
+                       "      TMA_LOAD cf_tmap0(T0 box 64x128 swizzle 128) at {0, (blockIdx.y * 128)} -> T2[0] on T2_mbar[0]\n"),
+            "%s", ir);
+  cr_expect(strstr(ir, "      MBAR_EXPECT_TX T4_mbar[0] bytes 32768\n"
+                       "      TMA_LOAD cf_tmap1(T1 box 64x64 swizzle 128) at {(blockIdx.x * 256), 0} -> T4[0] on T4_mbar[0]\n"
+                       "      TMA_LOAD cf_tmap1(T1 box 64x64 swizzle 128) at {((blockIdx.x * 256) + 64), 0} -> T4[4096] on "
+                       "T4_mbar[0]\n"), "%s", ir);
+  cr_expect(strstr(ir, "      MBAR_WAIT T2_mbar[(i0 % 4)] parity ((i0 / 4) % 2)\n"
+                       "      MBAR_WAIT T4_mbar[(i0 % 4)] parity ((i0 / 4) % 2)\n"
+                       "      WGMMA_FENCE\n"), "%s", ir);
+  cr_expect(!strstr(ir, "FENCE_PROXY_ASYNC"), "%s", ir);
   free(ir);
 }
 
@@ -210,7 +250,7 @@ Test(matmul_wgmma, define_and_run_on_a_hopper_device) {
   cr_expect(cf_tensor_allclose(&got->dl_tensor, &want->dl_tensor, 2e-2, 2e-2, msg, sizeof msg), "%s", msg);
   cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "matmul");
-  cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), params("cp.async16", "cp.async16"));
+  cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), params("tma", "tma"));
   for (int i = 0; i < 3; i++) cf_tensor_free(t[i]);
   cf_tensor_free(got), cf_tensor_free(want);
   cf_fusion_cache_destroy(c);
@@ -266,7 +306,7 @@ Test(matmul_wgmma, a_malformed_tile_is_ignored_with_one_warning) {
     char why[SCHED_WHY_MAX] = "";
     SchedParams p;
     cr_assert(sched_row_named("matmul")->plan(f, &call, &p, why), "%s", why);
-    cr_expect_str_eq(p.text, params("cp.async16", "cp.async16"));
+    cr_expect_str_eq(p.text, params("tma", "tma"));
   }
   unsetenv("CFUSER_WGMMA_TILE");
   fflush(stderr);
@@ -311,7 +351,7 @@ Test(matmul_wgmma, a_narrow_block_tile_equals_the_evaluator) {
   cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
   apply_on(&sched_device_h100, "tile=128x64x64 warpgroups=2 mma=m64n64k16 smem=operands stages=4 "
-                               "fill=cp.async16,cp.async16 wgmma_wait=1");
+                               "fill=cp.async16,cp.async16 wgmma_wait=1"); /* narrow tiles: cp.async, measured faster */
   free(kc_check(f, 2, in, 2e-2));
 }
 
@@ -344,7 +384,7 @@ Test(matmul_wgmma, a_kernel_that_never_waits_for_its_wgmmas_is_an_error) {
   KcInput in[2] = {{CF_BFLOAT16, 2, {64, 128}, NULL}, {CF_BFLOAT16, 2, {128, 64}, NULL}};
   cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
   cf_fusion_add_output(f, cf_matmul(f, a, b));
-  apply_row("cp.async16", "cp.async16");
+  apply_row("tma", "tma");
   DLManagedTensor *t[2], *got = NULL;
   const DLTensor *ins[2];
   for (int i = 0; i < 2; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 7 + (uint64_t)i))->dl_tensor;
@@ -379,9 +419,12 @@ static void pipelined_matmul(int64_t m, int64_t k, int64_t n, const char *fa, co
 }
 
 Test(matmul_wgmma, a_pipelined_main_loop_equals_the_evaluator) {
-  pipelined_matmul(130, 320, 136, "cp.async16", "cp.async16");
+  pipelined_matmul(130, 320, 136, "tma", "tma");
   pipelined_matmul(70, 321, 136, "scalar(K=321)", "cp.async16");
-  pipelined_matmul(64, 64, 64, "cp.async16", "cp.async16"); /* one K tile: the prologue's alone */
+  pipelined_matmul(64, 64, 64, "tma", "tma"); /* one K tile: the prologue's alone */
+  setenv("CFUSER_WGMMA_TMA", "0", 1); /* the threads' cp.async fills */
+  pipelined_matmul(130, 320, 136, "cp.async16", "cp.async16");
+  unsetenv("CFUSER_WGMMA_TMA");
 }
 
 /* Keeping a group in flight needs the stage to spare: the schedule of
