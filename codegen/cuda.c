@@ -298,7 +298,7 @@ static void mma(Emitter *e, const KNode *n) {
 /* TMA loads and their mbarriers, through tma.cuh. */
 static void tma(Emitter *e, const KNode *n) {
   const KAccess *bar = n->kind == KN_TMA_LOAD ? &n->u.tma.bar : &n->u.mbar.bar;
-  char *bi = cg_expr(e, bar->index);
+  char *bi = bar->index ? cg_expr(e, bar->index) : strdup("0");
   if (n->kind == KN_MBAR_INIT)
     cg_line(e, "cf_mbar_init(&%s[%s], %lldu);", bar->t->name, bi, (long long)n->u.mbar.value);
   else if (n->kind == KN_MBAR_EXPECT_TX)
@@ -307,6 +307,11 @@ static void tma(Emitter *e, const KNode *n) {
     char *p = cg_expr(e, n->u.mbar.parity);
     cg_line(e, "cf_mbar_wait(&%s[%s], (unsigned)(%s));", bar->t->name, bi, p);
     free(p);
+  } else if (n->kind == KN_MBAR_ARRIVE) {
+    cg_line(e, "cf_mbar_arrive(&%s[%s]);", bar->t->name, bi);
+  } else if (n->kind == KN_SETMAXNREG) {
+    cg_line(e, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %lld;\" ::: \"memory\");", n->u.mbar.value > 0 ? "inc" : "dec",
+            (long long)(n->u.mbar.value > 0 ? n->u.mbar.value : -n->u.mbar.value));
   } else {
     StrBuf c = {0};
     for (int d = 0; d < e->k->tmaps[n->u.tma.map].rank; d++) {

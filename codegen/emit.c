@@ -496,7 +496,9 @@ static bool emit_pre(KVisitor *v, KNode *n) {
   case KN_TMA_LOAD:
   case KN_MBAR_INIT:
   case KN_MBAR_EXPECT_TX:
-  case KN_MBAR_WAIT: e->d->tma(e, n); break;
+  case KN_MBAR_WAIT:
+  case KN_MBAR_ARRIVE:
+  case KN_SETMAXNREG: e->d->tma(e, n); break;
   }
   return true;
 }

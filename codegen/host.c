@@ -131,7 +131,7 @@ static void epilogue(Emitter *e) { cg_line(e, "}"); }
 /* TMA loads and their mbarriers, through host_tma.h and host_mbarrier.h. */
 static void tma(Emitter *e, const KNode *n) {
   const KAccess *bar = n->kind == KN_TMA_LOAD ? &n->u.tma.bar : &n->u.mbar.bar;
-  char *bi = cg_expr(e, bar->index);
+  char *bi = bar->index ? cg_expr(e, bar->index) : strdup("0");
   if (n->kind == KN_MBAR_INIT)
     cg_line(e, "cfh_mbarrier_init((uint64_t *)&%s[%s], %lldu);", bar->t->name, bi, (long long)n->u.mbar.value);
   else if (n->kind == KN_MBAR_EXPECT_TX)
@@ -140,6 +140,10 @@ static void tma(Emitter *e, const KNode *n) {
     char *p = cg_expr(e, n->u.mbar.parity);
     cg_line(e, "cfh_mbarrier_wait_parity((uint64_t *)&%s[%s], (unsigned)(%s));", bar->t->name, bi, p);
     free(p);
+  } else if (n->kind == KN_MBAR_ARRIVE) {
+    cg_line(e, "cfh_mbarrier_arrive((uint64_t *)&%s[%s]);", bar->t->name, bi);
+  } else if (n->kind == KN_SETMAXNREG) {
+    cg_line(e, "/* setmaxnreg %lld */", (long long)n->u.mbar.value);
   } else {
     StrBuf c = {0};
     for (int d = 0; d < e->k->tmaps[n->u.tma.map].rank; d++) {

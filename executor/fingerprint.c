@@ -66,8 +66,8 @@ static void fp_tv(Fp *b, const TensorView *t) {
   fp_i64(b, t->contiguity ? nc : -1);
   if (t->contiguity) fp_bytes(b, t->contiguity, (size_t)nc);
   fp_refs(b, t->loop, t->nloop);
-  int64_t pos[9] = {t->mem,        t->ca_pos,   t->max_producer_pos, t->tmem_dim_sep,
-                    t->has_strides, t->nlogical, t->cb_stages,         t->cb_prefetch, t->tma_load};
+  int64_t pos[10] = {t->mem,        t->ca_pos,   t->max_producer_pos, t->tmem_dim_sep, t->has_strides,
+                     t->nlogical, t->cb_stages, t->cb_prefetch,        t->tma_load,     t->ws_pt};
   fp_bytes(b, pos, sizeof pos);
   if (t->has_strides) fp_refs(b, t->strides, t->nlogical);
   fp_str(b, t->display_name);

@@ -450,6 +450,8 @@ typedef struct TensorView {
   int cb_stages;         /* shared tiles: stages circular-buffered over the compute-at loop (0: none) */
   int cb_prefetch;       /* with cb_stages: iterations ahead of its readers a fill runs, 1 .. stages - 1 */
   bool tma_load;         /* with cb_stages: filled by TMA boxes (cf_tma_load, lower/tma.c) */
+  cf_parallel_type ws_pt; /* with tma_load: the fills run in a producer slice of this thread
+                           * dimension (cf_warp_specialize; CF_PT_SERIAL: none) */
   bool has_strides;      /* a strided input: strides are named scalars bound at run time */
   bool is_scalar;        /* a 0-d scalar (cf_scalar_input, a constant): torch's wrapped
                           * number in type promotion (ir_dtype_result_type) */

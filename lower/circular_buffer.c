@@ -38,17 +38,6 @@ static KNode *node(LowerCtx *c, KnKind kind) {
   return n;
 }
 
-static KExpr *subst_var(Arena *a, KExpr *e, const char *var, KExpr *val) {
-  if (!e) return NULL;
-  switch (e->kind) {
-  case KX_VAR: return !strcmp(e->name, var) ? val : e;
-  case KX_BINARY: return kx_bin(a, e->op, subst_var(a, e->a, var, val), subst_var(a, e->b, var, val));
-  case KX_SELECT: return kx_select(a, subst_var(a, e->a, var, val), subst_var(a, e->b, var, val), subst_var(a, e->c, var, val));
-  case KX_BLOCK_ALL: return kx_block_all(a, subst_var(a, e->a, var, val));
-  default: return e;
-  }
-}
-
 /* What a fill and its copies are rewritten with. */
 typedef struct Fill {
   LowerCtx *c;
@@ -62,7 +51,7 @@ typedef struct Fill {
 } Fill;
 
 static void offset(Fill *w, KAccess *x) {
-  if (w->val) x->index = subst_var(w->c->a, x->index, w->var, w->val);
+  if (w->val) x->index = kx_subst(w->c->a, x->index, w->var, w->val);
   if (x->t == w->t) x->index = kx_bin(w->c->a, OP_ADD, x->index, w->stage);
 }
 
@@ -77,11 +66,11 @@ static void rewrite(Fill *w, KBlock *b, bool fill) {
   Arena *a = w->c->a;
   for (int i = 0; i < b->len; i++) {
     KNode *n = b->items[i];
-    if (n->kind == KN_FOR && w->val) n->u.loop.extent = subst_var(a, n->u.loop.extent, w->var, w->val);
-    if (n->kind == KN_IF && w->val) n->u.cond.cond = subst_var(a, n->u.cond.cond, w->var, w->val);
+    if (n->kind == KN_FOR && w->val) n->u.loop.extent = kx_subst(a, n->u.loop.extent, w->var, w->val);
+    if (n->kind == KN_IF && w->val) n->u.cond.cond = kx_subst(a, n->u.cond.cond, w->var, w->val);
     if (fill && n->kind == KN_TMA_LOAD) {
       for (int d = 0; d < KN_TMA_MAX_RANK; d++)
-        if (n->u.tma.coord[d]) n->u.tma.coord[d] = subst_var(a, n->u.tma.coord[d], w->var, w->val);
+        if (n->u.tma.coord[d]) n->u.tma.coord[d] = kx_subst(a, n->u.tma.coord[d], w->var, w->val);
       offset(w, &n->u.tma.dst);
     }
     if (fill && (n->kind == KN_TMA_LOAD || n->kind == KN_MBAR_EXPECT_TX)) { /* the stage's barrier */
@@ -89,7 +78,7 @@ static void rewrite(Fill *w, KBlock *b, bool fill) {
       bar->index = kx_bin(a, OP_ADD, bar->index, w->stage_no);
     }
     if (n->kind == KN_OP) {
-      if (w->val && n->u.op.zfill) n->u.op.zfill = subst_var(a, n->u.op.zfill, w->var, w->val);
+      if (w->val && n->u.op.zfill) n->u.op.zfill = kx_subst(a, n->u.op.zfill, w->var, w->val);
       /* an inlined producer's value is then read outside L, as its write was made */
       for (int j = 0; w->out_of && j < n->u.op.nloop; j++)
         if (n->u.op.loops[j] == w->out_of) n->u.op.loops[j] = NULL;
@@ -236,6 +225,13 @@ static void buffer(LowerCtx *c, Val *tv) {
                "other statements of the loop read (inline that producer into the fill only)", lower_tv_str(c, tv));
   Arena *a = c->a;
   if (TV(tv)->tma_load) fd.fill = lower_tma_fill(c, tv, fd.fill, S); /* the elected thread's boxes */
+  if (TV(tv)->ws_pt) { /* warp_specialize.c moves the fills to a producer later */
+    if (c->ws.loop && (c->ws.loop != fd.loop || c->ws.stages != S || c->ws.prefetch != D || c->ws.pt != TV(tv)->ws_pt))
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s is warp-specialized unlike another tile of the kernel: "
+                 "every tile of one producer circulates over one loop with the same stages, prefetch and thread "
+                 "dimension", lower_tv_str(c, tv));
+    c->ws.loop = fd.loop, c->ws.parent = fd.parent, c->ws.stages = S, c->ws.prefetch = D, c->ws.pt = TV(tv)->ws_pt;
+  }
   const char *var = fd.loop->u.loop.var;
   KExpr *n_iter = fd.loop->u.loop.extent, *tile = fd.t->size, *ahead = kx_const(a, D), *vs = kx_var(a, var);
   KExpr *Sx = kx_const(a, S);

@@ -141,6 +141,17 @@ KExpr *kx_block_all(Arena *a, KExpr *x) {
   return e;
 }
 
+KExpr *kx_subst(Arena *a, KExpr *e, const char *var, KExpr *val) {
+  if (!e) return NULL;
+  switch (e->kind) {
+  case KX_VAR: return !strcmp(e->name, var) ? val : e;
+  case KX_BINARY: return kx_bin(a, e->op, kx_subst(a, e->a, var, val), kx_subst(a, e->b, var, val));
+  case KX_SELECT: return kx_select(a, kx_subst(a, e->a, var, val), kx_subst(a, e->b, var, val), kx_subst(a, e->c, var, val));
+  case KX_BLOCK_ALL: return kx_block_all(a, kx_subst(a, e->a, var, val));
+  default: return e;
+  }
+}
+
 bool kx_equal(const KExpr *x, const KExpr *y) {
   if (x == y) return true;
   if (!x || !y || x->kind != y->kind) return false;

@@ -54,6 +54,8 @@ bool kx_is_const(const KExpr *e, int64_t *v);
 bool kx_uses_thread(const KExpr *e, cf_parallel_type pt);
 /* Structural equality (for hoisting and predicate de-duplication). */
 bool kx_equal(const KExpr *x, const KExpr *y);
+/* e with the variable `var` replaced by val (e itself where it does not occur). */
+KExpr *kx_subst(Arena *a, KExpr *e, const char *var, KExpr *val);
 
 /* Values a KExpr may read at run time: sizes and strides of the parameters. */
 typedef struct KxEnv {
@@ -172,7 +174,9 @@ typedef struct KTensor {
   X(KN_TMA_LOAD, false)        /* cp.async.bulk.tensor: a box of a global tensor into shared memory, its bytes completing on an mbarrier (tma.c) */ \
   X(KN_MBAR_INIT, false)       /* mbarrier.init of u.mbar.bar with u.mbar.value arrivals */ \
   X(KN_MBAR_EXPECT_TX, false)  /* mbarrier.arrive.expect_tx: this thread's arrival, u.mbar.value bytes to come */ \
-  X(KN_MBAR_WAIT, false)       /* waits until u.mbar.bar's phase of parity u.mbar.parity completes */
+  X(KN_MBAR_WAIT, false)       /* waits until u.mbar.bar's phase of parity u.mbar.parity completes */ \
+  X(KN_MBAR_ARRIVE, false)     /* mbarrier.arrive: this thread's arrival on u.mbar.bar */ \
+  X(KN_SETMAXNREG, true)       /* setmaxnreg: the warpgroup's registers a thread become u.mbar.value (warp_specialize.c) */
 
 typedef enum KnKind {
 #define KN_X(kind, collective) kind,
@@ -231,6 +235,9 @@ struct KNode {
       KExpr *cond;         /* a predicate is a value: any integer KExpr, true when non-zero */
       KBlock then;
       KBlock otherwise;    /* the else branch (empty: none) */
+      bool concurrent;     /* both branches run, by the threads the condition parts (a producer
+                            * and its consumers, warp_specialize.c), ordered by mbarriers: the
+                            * verifier checks the else branch after the then branch */
     } cond;
     struct {
       IrOp op;             /* the fusion op (OP_SET, OP_ADD, OP_SUM, ...) */
@@ -342,7 +349,8 @@ struct KNode {
     } tma;
     struct {
       KAccess bar;         /* the mbarrier: a shared int64 buffer and the element */
-      int64_t value;       /* KN_MBAR_INIT: arrivals a phase takes; _EXPECT_TX: bytes */
+      int64_t value;       /* KN_MBAR_INIT: arrivals a phase takes; _EXPECT_TX: bytes;
+                            * KN_SETMAXNREG: registers (the warpgroup's count grows to it, or shrinks) */
       KExpr *parity;       /* KN_MBAR_WAIT: the phase waited for (0 or 1) */
     } mbar;
   } u;

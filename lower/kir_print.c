@@ -63,7 +63,7 @@ static bool node(KVisitor *v, KNode *n) {
   case KN_IF:
     sb_puts(b, "IF ");
     kx_print(b, n->u.cond.cond, param_names(k));
-    sb_puts(b, "\n");
+    sb_puts(b, n->u.cond.concurrent ? " (concurrently with the else branch)\n" : "\n");
     break;
   case KN_OP:
     access(b, k, &n->u.op.out);
@@ -128,6 +128,12 @@ static bool node(KVisitor *v, KNode *n) {
     access(b, k, &n->u.mbar.bar);
     sb_printf(b, n->kind == KN_MBAR_INIT ? " arrivals %lld\n" : " bytes %lld\n", (long long)n->u.mbar.value);
     break;
+  case KN_MBAR_ARRIVE:
+    sb_puts(b, "MBAR_ARRIVE ");
+    access(b, k, &n->u.mbar.bar);
+    sb_puts(b, "\n");
+    break;
+  case KN_SETMAXNREG: sb_printf(b, "SETMAXNREG %lld\n", (long long)n->u.mbar.value); break;
   case KN_MBAR_WAIT:
     sb_puts(b, "MBAR_WAIT ");
     access(b, k, &n->u.mbar.bar);

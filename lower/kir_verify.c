@@ -241,7 +241,8 @@ static bool if_enter(Verify *v, const KNode *n) {
   }
   IfFrame *f = &v->frames[v->nframes++];
   *f = (IfFrame){v->guard_threads, v->thread_ifs, NULL, NULL, v->syncs, 0};
-  if (n->u.cond.otherwise.len && !(f->before = snapshot(v))) return fail(v, "%s", "out of memory verifying the kernel IR");
+  if (n->u.cond.otherwise.len && !n->u.cond.concurrent && !(f->before = snapshot(v)))
+    return fail(v, "%s", "out of memory verifying the kernel IR");
   v->guard_threads |= th;
   v->thread_ifs += th != 0;
   return true;
@@ -249,8 +250,9 @@ static bool if_enter(Verify *v, const KNode *n) {
 
 /* Before the else branch: the then branch's state is kept aside, the state before the if
  * comes back. */
-static bool if_else(Verify *v) {
+static bool if_else(Verify *v, const KNode *n) {
   IfFrame *f = &v->frames[v->nframes - 1];
+  if (n->u.cond.concurrent) return true; /* the else branch runs after the then branch's writes, as far as it reads */
   if (!(f->then_state = snapshot(v))) return fail(v, "%s", "out of memory verifying the kernel IR");
   f->then_syncs = v->syncs;
   memcpy(v->written, f->before, sizeof(Written) * (size_t)v->nslots);
@@ -300,7 +302,8 @@ static bool pre(KVisitor *kv, KNode *n) {
   case KN_TMA_LOAD: ok = tma_ok(v, n); break;
   case KN_MBAR_INIT:
   case KN_MBAR_EXPECT_TX:
-  case KN_MBAR_WAIT: ok = mbar_ok(v, n); break;
+  case KN_MBAR_WAIT:
+  case KN_MBAR_ARRIVE: ok = mbar_ok(v, n); break;
   default: break;
   }
   kv->stop |= !ok;
@@ -309,7 +312,7 @@ static bool pre(KVisitor *kv, KNode *n) {
 
 static void between(KVisitor *kv, KNode *n, int block) {
   (void)block;
-  if (n->kind == KN_IF && n->u.cond.otherwise.len) kv->stop |= !if_else(kv->user);
+  if (n->kind == KN_IF && n->u.cond.otherwise.len) kv->stop |= !if_else(kv->user, n);
 }
 
 static void post_if(KVisitor *kv, KNode *n) {

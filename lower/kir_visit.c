@@ -84,7 +84,9 @@ void kn_data_tensors(const KKernel *k, const KNode *n, void (*fn)(KTensor *t, vo
     break;
   case KN_MBAR_INIT:
   case KN_MBAR_EXPECT_TX:
-  case KN_MBAR_WAIT: each(&n->u.mbar.bar, 1, fn, user); break;
+  case KN_MBAR_WAIT:
+  case KN_MBAR_ARRIVE: each(&n->u.mbar.bar, 1, fn, user); break;
+  case KN_SETMAXNREG: break;
   case KN_TMEM_ALLOC:
   case KN_TMEM_DEALLOC: each_tensor(k->regions[n->u.region.region].slot, fn, user); break;
   case KN_FOR:

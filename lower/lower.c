@@ -33,6 +33,7 @@ static const struct {
     {"sync", lower_sync},
     {"circular_buffer", lower_circular_buffer},
     {"mma", lower_mma},
+    {"warp_specialize", lower_warp_specialize},
     {"tmem_lifetime", lower_tmem_lifetime},
     {"unswitch", lower_unswitch},
     {"simplify", lower_simplify},

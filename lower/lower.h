@@ -57,6 +57,15 @@ typedef struct LowerCtx {
   Uniformity uniform;          /* per-thread uniformity (analysis/uniformity.c), recorded by predicate.c */
   int next_var;
   struct IndexMaps *index_maps; /* index.c's scratch maps, made on first use */
+  /* A warp-specialized loop (circular_buffer.c records it for warp_specialize.c): the
+   * loop its TMA tiles circulate over, the block holding it, stages, prefetch distance,
+   * the producer's thread dimension. loop NULL: none. */
+  struct {
+    KNode *loop;
+    KBlock *parent;
+    int stages, prefetch;
+    cf_parallel_type pt;
+  } ws;
 } LowerCtx;
 
 cf_status lower_fusion(cf_fusion *f, const LowerOptions *opts, KKernel **out, char **error);
@@ -144,7 +153,10 @@ void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
 KNode *lower_tma_fill(LowerCtx *c, Val *tv, KNode *fill, int stages);
 /* tma.c: threadIdx.x, .y and .z all 0: the one thread that issues a block's TMA loads. */
 KExpr *lower_elected_thread(LowerCtx *c);
-void lower_circular_buffer(LowerCtx *c);  /* circular_buffer.c: staged shared tiles, prefetched (cp.async) */
+void lower_circular_buffer(LowerCtx *c);
+/* warp_specialize.c: the loop c->ws names split into a producer slice of threads that
+ * issues the TMA fills and the readers, ordered by full and empty mbarriers a stage. */
+void lower_warp_specialize(LowerCtx *c);  /* circular_buffer.c: staged shared tiles, prefetched (cp.async) */
 void lower_mma(LowerCtx *c);              /* mma.c: MMA loop nests become tensor-core instructions */
 /* mma_ldmatrix.c: operand fragments of n loaded by ldmatrix where that provably gives each
  * lane its elements; moved_at(ctx, op, row, col) is operand op's access at a fragment position. */

@@ -110,3 +110,17 @@ cf_status cf_tma_load(cf_fusion *f, cf_tv *handle) {
   t->tma_load = true;
   return CF_OK;
 }
+
+cf_status cf_warp_specialize(cf_fusion *f, cf_tv *handle, cf_parallel_type pt) {
+  cf_status s = ir_check_tv(f, "warp_specialize", handle);
+  if (s) return s;
+  Val *tv = ir_tv(handle);
+  if (!TV(tv)->tma_load)
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv, "warp_specialize: %s is not filled by TMA (cf_tma_load first): "
+                       "a producer slice issues TMA boxes", TV(tv)->display_name);
+  if (pt != CF_PT_TIDY)
+    return ir_error_tv(f, CF_ERR_UNSUPPORTED, tv, "warp_specialize: %s asks for a producer along %s; only threadIdx.y "
+                       "(CF_PT_TIDY) is supported", TV(tv)->display_name, cf_parallel_type_name(pt));
+  TV(tv)->ws_pt = pt;
+  return CF_OK;
+}

@@ -72,7 +72,15 @@ enum { MMA_FILL_BYTES = 16 }; /* a fill's vector: one cp.async */
  * gelu 8192^3 1912-1978 -> 1810-1821, 8192 x 11008 @ 11008x4096 1420-1439 -> 1357-1360;
  * the narrower tiles of a few tokens were slower with it (16 x 4096 @ 4096x11008 41 -> 54
  * us, 16 x 11008 @ 11008x4096 75 -> 85), so they keep cp.async. CFUSER_WGMMA_TMA=0 keeps
- * cp.async everywhere (for measuring). */
+ * cp.async everywhere (for measuring).
+ * With TMA, the fills run in a producer warpgroup (cf_warp_specialize, threadIdx.y 2;
+ * lower/warp_specialize.c; params " producer=tidy"): on the H200, two runs alternated
+ * (bench/results/ws_h200_20261128/), without / with it: bf16 4096^3 302-307 -> 243 us
+ * (cuBLAS 188.5), 8192^3 2095-2098 -> 1688-1698 (cuBLAS 1447), 8192 x 11008 @ 11008x4096
+ * 1376-1379 -> 1059 (cuBLAS 1002), 1024 x 11008 @ 11008x4096 184-187 -> 145-148 (cuBLAS
+ * 144), 8192 x 4096 @ 4096x11008 1550 -> 1271 (cuBLAS 991); but linear + bias + gelu
+ * 8192^3 1700-1718 -> 1851-1953 (see below). CFUSER_WGMMA_WS=0 keeps the fills in the
+ * readers' loop (for measuring). */
 enum { WG_GROUPS = 2, WG_IM = 64, WG_BN = 256, WG_IK = 16, WG_BK = 64, WG_STAGES = 4 };
 enum { WG_MAX_STAGES = 4 }; /* cf_circular_buffer's limit */
 enum { WG_BM = WG_GROUPS * WG_IM, WG_THREADS = 128 * WG_GROUPS, WG_ATOM = 64 /* elements of a 128-byte row */ };
@@ -82,6 +90,7 @@ typedef struct MmaShape {
   int bm, bn, bk, threads, stages;
   bool pipelined; /* wgmma: the fill stages - 2 ahead, one group in flight */
   bool tma;       /* wgmma: both tiles filled by TMA boxes (copies of their inputs) */
+  bool producer;  /* tma: the fills in a producer warpgroup (threadIdx.y 2) */
 } MmaShape;
 
 static bool g_tile_warned; /* CFUSER_WGMMA_TILE's warning, given once a process */
@@ -97,8 +106,8 @@ static int wgmma_bn(const MmaTiles *t) {
 }
 
 static MmaShape shape_of(const MmaTiles *t) {
-  if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES, false, false};
-  MmaShape sh = {WG_BM, wgmma_bn(t), WG_BK, WG_THREADS, WG_STAGES, false, false};
+  if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES, false, false, false};
+  MmaShape sh = {WG_BM, wgmma_bn(t), WG_BK, WG_THREADS, WG_STAGES, false, false, false};
   const char *pipe = getenv("CFUSER_WGMMA_PIPELINE");
   const char *env = getenv("CFUSER_WGMMA_TILE");
   int bn, st;
@@ -113,6 +122,8 @@ static MmaShape shape_of(const MmaTiles *t) {
   sh.pipelined = !(pipe && !strcmp(pipe, "0")) && sh.stages >= 3; /* a stage to spare: 3 and more */
   const char *tma = getenv("CFUSER_WGMMA_TMA");
   sh.tma = !t->fill[0].why[0] && !t->fill[1].why[0] && !t->merged && sh.bn == WG_BN && !(tma && !strcmp(tma, "0"));
+  const char *ws = getenv("CFUSER_WGMMA_WS");
+  sh.producer = sh.tma && !(ws && !strcmp(ws, "0"));
   return sh;
 }
 
@@ -168,8 +179,9 @@ void sched_matmul_mma_params(const MmaTiles *t, char *text) {
   if (t->wgmma) {
     MmaShape sh = shape_of(t);
     for (int i = 0; i < 2 && sh.tma; i++) snprintf(fill[i], sizeof fill[i], "tma");
-    snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warpgroups=%d mma=m64n%dk16 smem=operands stages=%d fill=%s,%s%s",
-             sh.bm, sh.bn, sh.bk, WG_GROUPS, sh.bn, sh.stages, fill[0], fill[1], sh.pipelined ? " wgmma_wait=1" : "");
+    snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warpgroups=%d mma=m64n%dk16 smem=operands stages=%d fill=%s,%s%s%s",
+             sh.bm, sh.bn, sh.bk, WG_GROUPS, sh.bn, sh.stages, fill[0], fill[1], sh.producer ? " producer=tidy" : "",
+             sh.pipelined ? " wgmma_wait=1" : "");
     return;
   }
   snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warps=%dx%d mma=m16n8k16 smem=operands stages=%d fill=%s,%s", MMA_BM,
@@ -392,6 +404,7 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
     cf_tv *x = ir_tv_handle(i ? t->y : t->x);
     cf_circular_buffer_prefetch(f, x, sh.stages, sh.stages - (sh.pipelined ? 2 : 1));
     if (sh.tma && !f->status) cf_tma_load(f, x);
+    if (sh.tma && sh.producer && !f->status) cf_warp_specialize(f, x, CF_PT_TIDY);
   }
   arena_destroy(a);
   return f->status;

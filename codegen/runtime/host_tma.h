@@ -22,7 +22,8 @@
  * and its bounds in shared memory.
  * Key decision: as cp.async's copies (host_async.h), a load lands as late as the program
  * allows: when a thread first waits on its mbarrier's phase (cfh_mbarrier_wait_parity),
- * in issue order, never at issue. Until then shared memory holds what it held (0xFF
+ * in issue order; at issue only when a thread already waits on that barrier (a producer
+ * warpgroup's load, issued while its readers wait: lower/warp_specialize.c). Until then shared memory holds what it held (0xFF
  * bytes at block start), so a kernel that reads a tile before waiting for it differs from
  * the evaluator instead of passing by luck. test_parity never lands one (a CUDA try_wait
  * loop becomes a wait here). Loads not landed when the block ends are dropped. */
@@ -103,6 +104,11 @@ CFH_FN void cfh_tma_load_tile(void *dst, const cfh_tensor_map *map, const int32_
   cfh_tma_load *l = &L->tma->l[L->tma->n++];
   *l = (cfh_tma_load){(unsigned char *)dst, map, {0}, bar};
   for (unsigned int d = 0; d < map->rank; d++) l->coord[d] = coord[d];
+  for (unsigned int i = 0; i < L->nthreads; i++) /* a thread already waits on it: its first wait came first */
+    if (L->fibers[i].state == CFH_AT_MBARRIER && L->fibers[i].wait_bar == bar) {
+      cfh__tma_land(bar);
+      break;
+    }
 }
 
 /* The byte offset in shared memory after the map's swizzle (on the absolute offset). */

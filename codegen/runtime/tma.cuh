@@ -28,6 +28,10 @@ __device__ __forceinline__ void cf_mbar_expect_tx(int64_t *bar, unsigned bytes) 
                : "memory");
 }
 
+__device__ __forceinline__ void cf_mbar_arrive(int64_t *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(cf_smem_addr(bar)) : "memory");
+}
+
 __device__ __forceinline__ void cf_mbar_wait(int64_t *bar, unsigned parity) {
   unsigned done;
   do {

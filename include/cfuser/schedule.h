@@ -106,6 +106,18 @@ CF_API cf_status cf_circular_buffer_prefetch(cf_fusion *f, cf_tv *tv, int stages
  * (checked when it runs). CUDA on sm_90 and later, and the host backend. An error names
  * the tensor and the rule. */
 CF_API cf_status cf_tma_load(cf_fusion *f, cf_tv *tv);
+/* Warp specialization (nvFuser's circularBuffer(stages, prefetch, WarpSpecialized(pt))):
+ * the TMA tile tv's fills move into an extra slice of threads along pt (only
+ * CF_PT_TIDY: one more value of threadIdx.y, a producer warpgroup when blockDim.x is
+ * 128), which runs the tile's loop on its own, filling stage after stage as soon as the
+ * readers release it (an mbarrier a stage, on which every reader arrives once it is done
+ * with the stage: after its wgmma's wait, or after its reads); the readers (every other
+ * thread) run the rest of the kernel and wait only for full stages. With three warpgroups
+ * the producer gives registers to the readers (setmaxnreg 40 / 232). Refused when
+ * lowering, naming the rule, when the readers synchronize the block otherwise (a
+ * __syncthreads or block reduction they would wait on without the producer). An error
+ * names the tensor. */
+CF_API cf_status cf_warp_specialize(cf_fusion *f, cf_tv *tv, cf_parallel_type pt);
 
 /* ---- caching ------------------------------------------------------------------------- */
 

@@ -145,6 +145,13 @@ class Sched:
         box and swizzle from t's schedule and refuses a layout no box writes."""
         self._call("tma_load", "cf_tma_load", self._tv(t, "tma_load"))
 
+    def warp_specialize(self, t: Tensor, parallel_type: ParallelType = ParallelType.block_y) -> None:
+        """The TMA tile t's fills move into a producer slice of threads along pt (one more
+        value of threadIdx.y: a producer warpgroup), which fills each stage as soon as the
+        readers release it (nvFuser's circularBuffer(..., WarpSpecialized(ParallelType.TIDy)))."""
+        self._call("warp_specialize", "cf_warp_specialize", self._tv(t, "warp_specialize"),
+                   int(ParallelType(parallel_type)))
+
     def cache_after(self, t: Tensor) -> Tensor:
         """A local copy of t that every consumer of t reads instead (for vector loads)."""
         h = self._tv(t, "cache_after")

@@ -34,8 +34,8 @@ static void fresh(void) {
 
 static const char *params(const char *fa, const char *fb) {
   static char buf[256];
-  snprintf(buf, sizeof buf, "tile=128x256x64 warpgroups=2 mma=m64n256k16 smem=operands stages=4 fill=%s,%s wgmma_wait=1", fa,
-           fb);
+  snprintf(buf, sizeof buf, "tile=128x256x64 warpgroups=2 mma=m64n256k16 smem=operands stages=4 fill=%s,%s%s wgmma_wait=1",
+           fa, fb, strcmp(fa, "tma") ? "" : " producer=tidy"); /* TMA fills: a producer warpgroup */
   return buf;
 }
 
@@ -189,13 +189,16 @@ Test(matmul_wgmma, kernel_text_has_the_instruction_and_its_fences) {
   free(ir);
 }
 
-/* The default fills of copies: TMA boxes (lower/tma.c found them from the tiles' layouts):
+/* The default fills of copies: TMA boxes (lower/tma.c found them from the tiles' layouts)
+ * issued by a producer warpgroup (lower/warp_specialize.c: threadIdx.y 2, 384 threads):
  * A [128, 64] K-major one 64 x 128 box with the 128-byte swizzle, B of [K, N] MN-major four
  * 64 x 64 boxes side by side along N, each tile's bytes completing on its stage's barrier;
- * the readers wait for both barriers and no __syncthreads orders the fills (nor is a
- * proxy fence needed: the async proxy wrote them). */
+ * the readers (threadIdx.y 0 and 1) wait for both barriers, no __syncthreads in the loop
+ * and no proxy fence (the async proxy wrote the tiles); the producer gives registers to
+ * the readers. */
 Test(matmul_wgmma, tma_boxes_fill_the_tiles) {
   char *src = plain(CF_BFLOAT16, 128, 64, 256);
+  cr_expect(strstr(src, "__launch_bounds__(384)"), "%s", src);
   cr_expect(strstr(src, ", const __grid_constant__ CfTensorMap cf_tmap0 /* T0 */, const __grid_constant__ CfTensorMap "
                         "cf_tmap1 /* T1 */) {"), "%s", src);
   free(src);
@@ -206,16 +209,24 @@ Test(matmul_wgmma, tma_boxes_fill_the_tiles) {
   kir_print(&text, k);
   kkernel_free(k);
   char *ir = text.data;
-  cr_expect(strstr(ir, "      MBAR_EXPECT_TX T2_mbar[0] bytes 16384\n"
-                       "      TMA_LOAD cf_tmap0(T0 box 64x128 swizzle 128) at {0, (blockIdx.y * 128)} -> T2[0] on T2_mbar[0]\n"),
-            "%s", ir);
-  cr_expect(strstr(ir, "      MBAR_EXPECT_TX T4_mbar[0] bytes 32768\n"
-                       "      TMA_LOAD cf_tmap1(T1 box 64x64 swizzle 128) at {(blockIdx.x * 256), 0} -> T4[0] on T4_mbar[0]\n"
-                       "      TMA_LOAD cf_tmap1(T1 box 64x64 swizzle 128) at {((blockIdx.x * 256) + 64), 0} -> T4[4096] on "
-                       "T4_mbar[0]\n"), "%s", ir);
-  cr_expect(strstr(ir, "      MBAR_WAIT T2_mbar[(i0 % 4)] parity ((i0 / 4) % 2)\n"
-                       "      MBAR_WAIT T4_mbar[(i0 % 4)] parity ((i0 / 4) % 2)\n"
-                       "      WGMMA_FENCE\n"), "%s", ir);
+  cr_expect(strstr(ir, "  MBAR_INIT cf_empty[3] arrivals 256\nSYNC\n"), "%s", ir);
+  cr_expect(strstr(ir, "    IF (threadIdx.y >= 2) (concurrently with the else branch)\n"
+                       "      SETMAXNREG -40\n"
+                       "      IF (threadIdx.x == 0)\n"
+                       "        FOR i11 in 0..1 (S)\n"
+                       "          MBAR_EXPECT_TX T2_mbar[(i11 % 4)] bytes 16384\n"
+                       "          TMA_LOAD cf_tmap0(T0 box 64x128 swizzle 128) at {(i11 * 64), (blockIdx.y * 128)} -> "
+                       "T2[((i11 % 4) * 8192)] on T2_mbar[(i11 % 4)]\n"
+                       "          MBAR_EXPECT_TX T4_mbar[(i11 % 4)] bytes 32768\n"
+                       "          TMA_LOAD cf_tmap1(T1 box 64x64 swizzle 128) at {(blockIdx.x * 256), (i11 * 64)} -> "
+                       "T4[((i11 % 4) * 16384)] on T4_mbar[(i11 % 4)]\n"
+                       "          TMA_LOAD cf_tmap1(T1 box 64x64 swizzle 128) at {((blockIdx.x * 256) + 64), (i11 * 64)} -> "
+                       "T4[(4096 + ((i11 % 4) * 16384))] on T4_mbar[(i11 % 4)]\n"), "%s", ir);
+  cr_expect(strstr(ir, "    ELSE\n"
+                       "      SETMAXNREG 232\n"), "%s", ir);
+  cr_expect(strstr(ir, "        MBAR_WAIT T2_mbar[(i0 % 4)] parity ((i0 / 4) % 2)\n"
+                       "        MBAR_WAIT T4_mbar[(i0 % 4)] parity ((i0 / 4) % 2)\n"
+                       "        WGMMA_FENCE\n"), "%s", ir);
   cr_expect(!strstr(ir, "FENCE_PROXY_ASYNC"), "%s", ir);
   free(ir);
 }
@@ -413,6 +424,13 @@ static void pipelined_matmul(int64_t m, int64_t k, int64_t n, const char *fa, co
   cf_fusion_add_output(f, cf_matmul(f, a, b));
   apply_row(fa, fb);
   char *src = kc_check(f, 2, in, 2e-2);
+  if (!strcmp(fa, "tma") && k > 64) { /* the readers release each stage after the wait that retires its wgmmas */
+    const char *wait1 = strstr(src, "asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(1) : \"memory\");");
+    const char *release = strstr(src, "if ((i0 >= 1)) {");
+    cr_expect(wait1 && release && release > wait1 && strstr(release, "cf_mbar_arrive(&cf_empty[((i0 - 1) % 4)]);"), "%s", src);
+    cr_expect(strstr(src, "if ((i11 >= 4)) {"), "%s", src);
+    cr_expect(strstr(src, "cf_mbar_wait(&cf_empty[(i11 % 4)], (unsigned)((((i11 / 4) + 1) % 2)));"), "%s", src);
+  }
   cr_expect(strstr(src, "asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(1) : \"memory\");"), "%s", src);
   cr_expect(strstr(src, "asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(0) : \"memory\");"), "%s", src);
   free(src);
