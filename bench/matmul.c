@@ -39,22 +39,24 @@ typedef struct Case {
   const char *name;
   cf_dtype dt;
   int64_t b, m, k, n;         /* b = 0: no batch axis */
-  bool linear;                /* gelu(x @ w^T + bias), w [N, K] */
+  bool linear;                /* x @ w^T + bias, w [N, K] */
+  bool gelu;                  /* linear: gelu of it */
   int64_t sb, sm, sk, sn;     /* the --check sizes */
 } Case;
 
-#define SQ(dt, nm, s) {nm, dt, 0, s, s, s, false, 0, 33, 70, 17}
-#define LLM(m, k, n) {"llm", CF_BFLOAT16, 0, m, k, n, false, 0, 7, 45, 9}
+#define SQ(dt, nm, s) {nm, dt, 0, s, s, s, false, false, 0, 33, 70, 17}
+#define LLM(m, k, n) {"llm", CF_BFLOAT16, 0, m, k, n, false, false, 0, 7, 45, 9}
 static const Case cases[] = {
     SQ(CF_BFLOAT16, "square_bf16", 2048), SQ(CF_BFLOAT16, "square_bf16", 4096), SQ(CF_BFLOAT16, "square_bf16", 8192),
     SQ(CF_HALF, "square_f16", 2048),      SQ(CF_HALF, "square_f16", 4096),      SQ(CF_HALF, "square_f16", 8192),
     LLM(16, 4096, 4096),    LLM(128, 4096, 4096),    LLM(1024, 4096, 4096),    LLM(8192, 4096, 4096),
     LLM(16, 4096, 11008),   LLM(128, 4096, 11008),   LLM(1024, 4096, 11008),   LLM(8192, 4096, 11008),
     LLM(16, 11008, 4096),   LLM(128, 11008, 4096),   LLM(1024, 11008, 4096),   LLM(8192, 11008, 4096),
-    {"batched", CF_BFLOAT16, 8, 1024, 1024, 1024, false, 3, 19, 33, 21},
-    {"linear_gelu", CF_BFLOAT16, 0, 8192, 8192, 8192, true, 0, 65, 40, 31},
+    {"batched", CF_BFLOAT16, 8, 1024, 1024, 1024, false, false, 3, 19, 33, 21},
+    {"linear_gelu", CF_BFLOAT16, 0, 8192, 8192, 8192, true, true, 0, 65, 40, 31},
+    {"linear_bias", CF_BFLOAT16, 0, 8192, 8192, 8192, true, false, 0, 65, 40, 31},
     SQ(CF_FLOAT, "square_f32", 2048),     SQ(CF_FLOAT, "square_f32", 4096),
-    {"linear_gelu_f32", CF_FLOAT, 0, 2048, 1024, 2048, true, 0, 130, 40, 72},
+    {"linear_gelu_f32", CF_FLOAT, 0, 2048, 1024, 2048, true, true, 0, 130, 40, 72},
 };
 
 /* Sizes of the operands (and the bias): a [b?, m, k]; w [k, n] (matmul) or [n, k]. */
@@ -72,7 +74,8 @@ static cf_fusion *build(const Case *c, int nin, const int rank[3]) {
   cf_fusion *f = cf_fusion_create();
   cf_tv *t[3];
   for (int i = 0; i < nin; i++) cf_fusion_add_input(f, t[i] = cf_tensor_symbolic(f, c->dt, rank[i]));
-  cf_fusion_add_output(f, c->linear ? cf_gelu(f, cf_linear(f, t[0], t[1], t[2])) : cf_matmul(f, t[0], t[1]));
+  cf_tv *y = c->linear ? cf_linear(f, t[0], t[1], t[2]) : cf_matmul(f, t[0], t[1]);
+  cf_fusion_add_output(f, c->gelu ? cf_gelu(f, y) : y);
   return f;
 }
 
@@ -99,7 +102,7 @@ static double reference(const Case *c, DLManagedTensor *const *h, int64_t bi, in
     s += cf_tensor_get(a, (bi * m + i) * k + kk) * cf_tensor_get(w, c->linear ? j * k + kk : kk * n + j);
   if (!c->linear) return s;
   s += cf_tensor_get(&h[2]->dl_tensor, j);
-  return 0.5 * s * (1 + erf(s / sqrt(2.0)));
+  return c->gelu ? 0.5 * s * (1 + erf(s / sqrt(2.0))) : s;
 }
 
 /* SAMPLES outputs (spread over the batch, rows and columns) against reference(). */

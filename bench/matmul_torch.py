@@ -1,6 +1,6 @@
 """PyTorch's figures for bench/matmul.c's work: torch.matmul (cuBLAS) of the same square,
 LLM and batched shapes in bfloat16 and float16 (float accumulation), and gelu(x @ w^T +
-bias) eager and under torch.compile (issue 24's 1.1x target); float32 square matmuls and
+bias) and x @ w^T + bias eager and under torch.compile (issue 24's 1.1x target); float32 square matmuls and
 the tensor-parallel MLP's first linear + gelu (2048 x 1024 @ 1024 x 2048) on cuBLAS's
 float path (TF32 off, torch's default, set explicitly). Each the median of timed
 runs with CUDA events after warm-ups, printed in bench/matmul.c's form:
@@ -32,11 +32,15 @@ def linear_gelu(x, w, bias):
     return torch.nn.functional.gelu(torch.nn.functional.linear(x, w, bias))
 
 
-def linear_gelu_case(name, dt, m, k, n, iters, compiled):
+def linear_bias(x, w, bias):
+    return torch.nn.functional.linear(x, w, bias)
+
+
+def linear_gelu_case(name, dt, m, k, n, iters, compiled, fn=linear_gelu):
     x = torch.randn(m, k, device="cuda", dtype=dt)
     w = torch.randn(n, k, device="cuda", dtype=dt)
     bias = torch.randn(n, device="cuda", dtype=dt)
-    runs = (("eager", linear_gelu),) + ((("compile", torch.compile(linear_gelu)),) if compiled else ())
+    runs = (("eager", fn),) + ((("compile", torch.compile(fn)),) if compiled else ())
     for label, f in runs:
         us = median_us(lambda: f(x, w, bias), iters)
         print(line(label, name, f"{m}x{k}@{k}x{n}", us, 2.0 * m * n * k))
@@ -52,6 +56,7 @@ def main():
             matmul_case("llm", torch.bfloat16, (m, k), (k, n), iters)
     matmul_case("batched", torch.bfloat16, (8, 1024, 1024), (1024, 1024), iters)
     linear_gelu_case("linear_gelu", torch.bfloat16, 8192, 8192, 8192, iters, compiled=True)
+    linear_gelu_case("linear_bias", torch.bfloat16, 8192, 8192, 8192, iters, compiled=True, fn=linear_bias)
     torch.backends.cuda.matmul.allow_tf32 = False
     for s in (2048, 4096):
         matmul_case("square_f32", torch.float32, (s, s), (s, s), iters)

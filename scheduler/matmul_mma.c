@@ -78,9 +78,12 @@ enum { MMA_FILL_BYTES = 16 }; /* a fill's vector: one cp.async */
  * (bench/results/ws_h200_20261128/), without / with it: bf16 4096^3 302-307 -> 243 us
  * (cuBLAS 188.5), 8192^3 2095-2098 -> 1688-1698 (cuBLAS 1447), 8192 x 11008 @ 11008x4096
  * 1376-1379 -> 1059 (cuBLAS 1002), 1024 x 11008 @ 11008x4096 184-187 -> 145-148 (cuBLAS
- * 144), 8192 x 4096 @ 4096x11008 1550 -> 1271 (cuBLAS 991); but linear + bias + gelu
- * 8192^3 1700-1718 -> 1851-1953 (see below). CFUSER_WGMMA_WS=0 keeps the fills in the
- * readers' loop (for measuring). */
+ * 144), 8192 x 4096 @ 4096x11008 1550 -> 1271 (cuBLAS 991). Linear layers (B = w [N, K]
+ * K-major) were slower with it in every run: x @ w^T + bias 8192^3 1676-1792 -> 1788-1852
+ * us, with gelu 1700-1877 -> 1851-1953 (under ncu's locked clocks the other way round,
+ * 1.99 -> 1.94 ms: power at boost clocks is the suspect, not yet shown), so only a B
+ * tile that is MN-major (matmul's [K, N]) gets the producer. CFUSER_WGMMA_WS=0 keeps the
+ * fills in the readers' loop (for measuring). */
 enum { WG_GROUPS = 2, WG_IM = 64, WG_BN = 256, WG_IK = 16, WG_BK = 64, WG_STAGES = 4 };
 enum { WG_MAX_STAGES = 4 }; /* cf_circular_buffer's limit */
 enum { WG_BM = WG_GROUPS * WG_IM, WG_THREADS = 128 * WG_GROUPS, WG_ATOM = 64 /* elements of a 128-byte row */ };
@@ -123,7 +126,7 @@ static MmaShape shape_of(const MmaTiles *t) {
   const char *tma = getenv("CFUSER_WGMMA_TMA");
   sh.tma = !t->fill[0].why[0] && !t->fill[1].why[0] && !t->merged && sh.bn == WG_BN && !(tma && !strcmp(tma, "0"));
   const char *ws = getenv("CFUSER_WGMMA_WS");
-  sh.producer = sh.tma && !(ws && !strcmp(ws, "0"));
+  sh.producer = sh.tma && t->fill[1].role == 'N' && !(ws && !strcmp(ws, "0")); /* measured: below */
   return sh;
 }
 

@@ -4,7 +4,9 @@
  * evaluator on the host backend (NVRTC compiles it for sm_90a), its kernel IR exactly;
  * the box and swizzle are found from the tile's schedule (the matmul's 128-byte-swizzled
  * operand tiles: tests/scheduler/test_matmul_wgmma.c); a tile stored in an order no box
- * writes is refused naming the element; the primitive's rules, each refused by name. */
+ * writes is refused naming the element; warp-specialized, a producer thread fills the rows
+ * as the readers release them, and readers that synchronize are refused; the primitives'
+ * rules, each refused by name. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -110,6 +112,58 @@ Test(tma, a_tile_no_box_writes_is_refused_naming_the_element) {
   kkernel_free(k);
 }
 
+/* Warp-specialized (lower/warp_specialize.c): threadIdx.y 1 is the producer, filling row
+ * after row as the 8 readers release them (each arrives after its reads); equal to the
+ * evaluator on the host, and no __syncthreads left in the loop. */
+Test(tma, a_producer_thread_fills_the_rows) {
+  cf_tv *t = tma_rows(true, false);
+  cr_assert_eq(cf_warp_specialize(f, t, CF_PT_TIDY), CF_OK, "%s", cf_fusion_error(f));
+  char *src = kc_check(f, 1, IN, 0);
+  free(src);
+  char *ir = kernel_ir();
+  cr_expect(strstr(ir, "  MBAR_INIT cf_empty[2] arrivals 8\n"
+                       "SYNC\n"
+                       "IF (threadIdx.y >= 1) (concurrently with the else branch)\n"
+                       "  IF (threadIdx.x == 0)\n"
+                       "    FOR i2 in 0..7 (S)\n"
+                       "      IF (i2 >= 3)\n"
+                       "        MBAR_WAIT cf_empty[(i2 % 3)] parity (((i2 / 3) + 1) % 2)\n"
+                       "      MBAR_EXPECT_TX T1_mbar[(i2 % 3)] bytes 128\n"
+                       "      TMA_LOAD cf_tmap0(T0 box 64x1 swizzle 0) at {0, i2} -> T1[((i2 % 3) * 64)] on T1_mbar[(i2 % 3)]\n"
+                       "ELSE\n"
+                       "  FOR i0 in 0..7 (S)\n"
+                       "    MBAR_WAIT T1_mbar[(i0 % 3)] parity ((i0 / 3) % 2)\n"), "%s", ir);
+  cr_expect(strstr(ir, "        T2[((i0 * 64) + ((i1 * 8) + threadIdx.x))] = cast(T1[(((i1 * 8) + threadIdx.x) + ((i0 % 3) * "
+                       "64))])\n"
+                       "    MBAR_ARRIVE cf_empty[(i0 % 3)]\n"), "%s", ir);
+  cr_expect(!strstr(ir, "  SYNC\n"), "no __syncthreads but the barriers' init: %s", ir);
+  free(ir);
+}
+
+/* Readers that synchronize the block (a reduction across the row's threads) would wait for
+ * the producer's thread: refused by name. */
+Test(tma, readers_that_synchronize_are_refused) {
+  cf_tv *in = tu_input(f, CF_HALF, 2, (int64_t[]){ROWS, COLS});
+  cf_tv *t = cf_set(f, in), *out = cf_sum(f, cf_cast(f, t, CF_FLOAT), 1, (int[]){1});
+  cf_fusion_add_output(f, out);
+  cf_parallelize(f, out, 1, CF_PT_TIDX);
+  cf_split(f, t, 1, 8);
+  cf_parallelize(f, t, 2, CF_PT_VECTORIZE);
+  cf_parallelize(f, t, 1, CF_PT_TIDX);
+  cf_set_memory_type(f, t, CF_MEM_SHARED);
+  cf_inline_at(f, t, 1);
+  cr_assert_eq(cf_circular_buffer(f, t, 3), CF_OK, "%s", cf_fusion_error(f));
+  cr_assert_eq(cf_tma_load(f, t), CF_OK, "%s", cf_fusion_error(f));
+  cr_assert_eq(cf_warp_specialize(f, t, CF_PT_TIDY), CF_OK, "%s", cf_fusion_error(f));
+  KKernel *k = NULL;
+  char *err = NULL;
+  cr_expect_eq(lower_fusion(f, &(LowerOptions){0}, &k, &err), CF_ERR_INVALID_SCHEDULE);
+  cr_expect_str_eq(err, "compile: the loop cannot be warp-specialized: its readers have a block reduction, which would "
+                        "wait for the producer's threads (they run the fills alone)");
+  free(err);
+  kkernel_free(k);
+}
+
 /* The primitive's rules: shared memory, a copy of a fusion input of its dtype. */
 Test(tma, the_primitive_refuses_what_is_not_a_tile_of_an_input) {
   cf_tv *in = tu_input(f, CF_HALF, 2, (int64_t[]){ROWS, COLS});
@@ -128,4 +182,11 @@ Test(tma, the_primitive_refuses_what_is_not_a_tile_of_an_input) {
   cr_expect(strstr(cf_fusion_error(f), "tma_load: T1 is not a copy of a fusion input of its dtype (a set or a broadcast; "
                                        "cf_cache_after of the input makes one); TMA copies global memory as it is"),
             "%s", cf_fusion_error(f));
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+  cf_tv *t2 = cf_set(f, tu_input(f, CF_HALF, 2, (int64_t[]){ROWS, COLS}));
+  cf_fusion_add_output(f, cf_neg(f, t2));
+  cr_expect_eq(cf_warp_specialize(f, t2, CF_PT_TIDY), CF_ERR_INVALID_SCHEDULE);
+  cr_expect(strstr(cf_fusion_error(f), "warp_specialize: T1 is not filled by TMA (cf_tma_load first): a producer slice "
+                                       "issues TMA boxes"), "%s", cf_fusion_error(f));
 }
