@@ -86,10 +86,11 @@ bool exec_cache_store(cf_kernel_cache *c, ExecFingerprint *fp, Compiled *cc);
 
 /* Records a message on e and returns s. */
 cf_status exec_error(cf_executor *e, cf_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* run.c: the bytes [lo, hi) t's elements of esz bytes occupy (strides of any sign); empty
+/* run.c: the bytes [lo, hi) t's elements of dtype dt occupy (strides of any sign; two a byte
+ * for packed dtypes, whose byte count is half the elements'); empty
  * for no elements; false when the footprint overflows. The aliasing checks of a run and of
  * a define-and-run plan. */
-bool exec_byte_range(const DLTensor *t, int64_t esz, int64_t *lo, int64_t *hi);
+bool exec_byte_range(const DLTensor *t, cf_dtype dt, int64_t *lo, int64_t *hi);
 /* t's element count and the largest distance in elements of an element from element 0
  * (either way, under its strides); false when either overflows int64. */
 bool exec_index_extent(const DLTensor *t, int64_t *numel, int64_t *span);

@@ -353,7 +353,7 @@ static bool footprint(const DLTensor *t, int64_t *lo, int64_t *hi) {
   cf_dtype dt;
   if (!t || t->ndim < 0 || t->ndim > CF_MAX_RANK || (t->ndim > 0 && !t->shape) || !ir_dtype_from_dl(t->dtype, &dt))
     return false;
-  return exec_byte_range(t, (int64_t)cf_dtype_size(dt), lo, hi) && *lo < *hi;
+  return exec_byte_range(t, dt, lo, hi) && *lo < *hi;
 }
 
 /* Over the whole plan, as cf_executor_run does for one kernel: no output the caller gives

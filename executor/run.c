@@ -170,7 +170,7 @@ static cf_status check_address(cf_executor *e, const char *what, int i, const KT
   size_t esz = cf_dtype_size(p->dtype);
   int64_t lo = 0, hi = 0;
   if (t->byte_offset > EXEC_MAX_ADDRESS || addr < base || addr > EXEC_MAX_ADDRESS ||
-      !exec_byte_range(t, (int64_t)esz, &lo, &hi) || lo < 0 || (uint64_t)hi > EXEC_MAX_ADDRESS)
+      !exec_byte_range(t, p->dtype, &lo, &hi) || lo < 0 || (uint64_t)hi > EXEC_MAX_ADDRESS)
     return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: %s %d (%s) has byte_offset %llu, which with its sizes and "
                       "strides puts its data outside the address space", what, i, p->name,
                       (unsigned long long)t->byte_offset);
@@ -382,7 +382,11 @@ static cf_status bind_outputs(cf_executor *e, const RunTarget *rt, DLManagedTens
   return bind_workspaces(e, rt);
 }
 
-bool exec_byte_range(const DLTensor *t, int64_t esz, int64_t *lo, int64_t *hi) {
+/* floor(a / 2), for a packed element's byte (a negative offset's too). */
+static int64_t half_floor(int64_t a) { return a >= 0 ? a / 2 : -((-a + 1) / 2); }
+
+bool exec_byte_range(const DLTensor *t, cf_dtype dt, int64_t *lo, int64_t *hi) {
+  int64_t esz = (int64_t)cf_dtype_size(dt);
   int64_t neg = 0, pos = 0, row = 1;
   *lo = *hi = 0;
   for (int d = t->ndim - 1; d >= 0; d--) {
@@ -393,6 +397,8 @@ bool exec_byte_range(const DLTensor *t, int64_t esz, int64_t *lo, int64_t *hi) {
     if (!t->strides && !ck_mul(row, t->shape[d], &row)) return false;
   }
   int64_t base = (int64_t)((uintptr_t)t->data + t->byte_offset);
+  if (ir_dtype_is_packed(dt)) /* two elements a byte: element e lies in byte e / 2 */
+    return ck_add(base, half_floor(neg), lo) && ck_add(base, half_floor(pos) + 1, hi);
   return ck_mul(neg, esz, &neg) && ck_mul(pos + 1, esz, &pos) && ck_add(base, neg, lo) && ck_add(base, pos, hi);
 }
 
@@ -439,7 +445,7 @@ static cf_status check_aliasing(cf_executor *e) {
       lo[p] = hi[p] = 0;
       continue;
     }
-    if (!exec_byte_range(b->tensors[p], (int64_t)cf_dtype_size(k->params[p]->dtype), &lo[p], &hi[p]))
+    if (!exec_byte_range(b->tensors[p], k->params[p]->dtype, &lo[p], &hi[p]))
       return exec_error(e, CF_ERR_INVALID_ARGUMENT, "run: argument %d (%s) has strides whose byte footprint overflows",
                         p, k->params[p]->name);
   }

@@ -175,18 +175,6 @@ static KNode *async_node(LowerCtx *c, KnKind kind, int pending) {
   return n;
 }
 
-/* Whether n only fills tiles by TMA or waits for them (nothing for a __syncthreads to order). */
-static bool tma_only(KNode *n) {
-  if (n->kind == KN_TMA_LOAD || n->kind == KN_MBAR_EXPECT_TX || n->kind == KN_MBAR_WAIT || n->kind == KN_COMMENT) return true;
-  if (n->kind != KN_IF) return false;
-  for (int k = 0; k < 2; k++) {
-    KBlock *b = k ? &n->u.cond.otherwise : &n->u.cond.then;
-    for (int i = 0; i < b->len; i++)
-      if (!tma_only(b->items[i])) return false;
-  }
-  return true;
-}
-
 /* After a TMA fill at pos: the readers of iteration i wait for stage i % S's phase
  * (i / S) % 2 (its (i / S)-th fill) on its barrier. The __syncthreads the sync pass put
  * after the fills goes when every fill before it is TMA: the barrier's wait orders the
@@ -203,7 +191,7 @@ static void tma_wait(LowerCtx *c, KBlock *body, int pos, KNode *fill, KExpr *i, 
       if (!body->items[j]->u.sync.grid) kb_remove(body, j);
       return;
     }
-    if (!tma_only(body->items[j])) return;
+    if (!lower_tma_only(body->items[j], NULL)) return;
   }
 }
 

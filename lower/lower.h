@@ -151,6 +151,10 @@ void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
  * loop, with the tile's barriers (`stages` of them) made and initialized; refused naming
  * the rule when the tile is not a box of its input (tma.c's paragraph). */
 KNode *lower_tma_fill(LowerCtx *c, Val *tv, KNode *fill, int stages);
+/* tma.c: whether n only fills tiles by TMA or waits for them (ifs of TMA loads, their
+ * expect_tx and mbarrier waits: nothing a __syncthreads orders); *loads (if given) set
+ * when a load is among them. */
+bool lower_tma_only(const KNode *n, bool *loads);
 /* tma.c: threadIdx.x, .y and .z all 0: the one thread that issues a block's TMA loads. */
 KExpr *lower_elected_thread(LowerCtx *c);
 void lower_circular_buffer(LowerCtx *c);

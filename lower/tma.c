@@ -188,6 +188,18 @@ static KNode *node(LowerCtx *c, KnKind kind) {
   return n;
 }
 
+bool lower_tma_only(const KNode *n, bool *loads) {
+  if (n->kind == KN_TMA_LOAD && loads) *loads = true;
+  if (n->kind == KN_TMA_LOAD || n->kind == KN_MBAR_EXPECT_TX || n->kind == KN_MBAR_WAIT || n->kind == KN_COMMENT) return true;
+  if (n->kind != KN_IF) return false;
+  for (int k = 0; k < 2; k++) {
+    const KBlock *b = k ? &n->u.cond.otherwise : &n->u.cond.then;
+    for (int i = 0; i < b->len; i++)
+      if (!lower_tma_only(b->items[i], loads)) return false;
+  }
+  return true;
+}
+
 KExpr *lower_elected_thread(LowerCtx *c) {
   Arena *a = c->a;
   KExpr *x = kx_bin(a, OP_EQ, kx_thread(a, CF_PT_TIDX, false), kx_const(a, 0));

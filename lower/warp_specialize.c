@@ -44,18 +44,9 @@ static KNode *guard(LowerCtx *c, KExpr *cond, KNode *body) {
 }
 
 /* Whether n is a fill the circular buffer made: ifs around TMA loads and their expect_tx. */
-static bool tma_fill(const KNode *n, bool *loads) {
-  if (n->kind == KN_TMA_LOAD) return *loads = true;
-  if (n->kind == KN_MBAR_EXPECT_TX) return true;
-  if (n->kind != KN_IF || n->u.cond.otherwise.len) return false;
-  for (int i = 0; i < n->u.cond.then.len; i++)
-    if (!tma_fill(n->u.cond.then.items[i], loads)) return false;
-  return true;
-}
-
 static bool is_fill(const KNode *n) {
   bool loads = false;
-  return tma_fill(n, &loads) && loads;
+  return n->kind == KN_IF && lower_tma_only(n, &loads) && loads;
 }
 
 /* The innermost block of a fill's ifs: its expect_tx and loads. */

@@ -44,6 +44,17 @@ static const char *params(const char *fa, const char *fb) {
   return buf;
 }
 
+/* f's kernel IR, printed (caller frees). */
+static char *lowered_ir(void) {
+  KKernel *k = NULL;
+  char *err = NULL;
+  cr_assert_eq(lower_fusion(f, &(LowerOptions){0}, &k, &err), CF_OK, "%s", err ? err : "");
+  StrBuf text = {0};
+  kir_print(&text, k);
+  kkernel_free(k);
+  return text.data;
+}
+
 /* The row plans f for dev with exactly these params and applies them. */
 static void apply_on(const SchedDevice *dev, const char *want) {
   const SchedRow *r = sched_row_named("matmul");
@@ -178,13 +189,7 @@ Test(matmul_wgmma, kernel_text_has_the_instruction_and_its_fences) {
   cr_expect(strstr(src, "  }\n  asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(0) : \"memory\");"),
             "a wait for all after the K loop");
   free(src);
-  KKernel *k = NULL;
-  char *err = NULL;
-  cr_assert_eq(lower_fusion(f, &(LowerOptions){0}, &k, &err), CF_OK, "%s", err ? err : "");
-  StrBuf text = {0};
-  kir_print(&text, k);
-  char *ir = text.data;
-  kkernel_free(k);
+  char *ir = lowered_ir();
   cr_expect(strstr(ir, "FENCE_PROXY_ASYNC SYNC\n"), "%s", ir);
   cr_expect(strstr(ir, "WGMMA_FENCE\n"));
   cr_expect(strstr(ir, "WGMMA m64n256k16.__bfloat T7[0] += desc T2["));
@@ -208,13 +213,7 @@ Test(matmul_wgmma, tma_boxes_fill_the_tiles) {
   cr_expect(strstr(src, ", const __grid_constant__ CfTensorMap cf_tmap0 /* T0 */, const __grid_constant__ CfTensorMap "
                         "cf_tmap1 /* T1 */) {"), "%s", src);
   free(src);
-  KKernel *k = NULL;
-  char *err = NULL;
-  cr_assert_eq(lower_fusion(f, &(LowerOptions){0}, &k, &err), CF_OK, "%s", err ? err : "");
-  StrBuf text = {0};
-  kir_print(&text, k);
-  kkernel_free(k);
-  char *ir = text.data;
+  char *ir = lowered_ir();
   cr_expect(strstr(ir, "  MBAR_INIT cf_empty[3] arrivals 256\nSYNC\n"), "%s", ir); /* every reader thread */
   cr_expect(strstr(ir, "    IF (threadIdx.y >= 2) (concurrently with the else branch)\n"
                        "      SETMAXNREG -40\n"
