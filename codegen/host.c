@@ -60,11 +60,7 @@ static void preamble(Emitter *e) {
                    "#endif\n");
   sb_printf(&e->out, "\n#include <string.h>\ntypedef %s cf_index_t;\n", e->k->index32 ? "int" : "long long");
   if (e->k->signed_coords) /* host_runtime.h's cfh_idim3: no unsigned times a negative stride */
-    sb_puts(&e->out, "#undef threadIdx\n#undef blockIdx\n#undef blockDim\n#undef gridDim\n"
-                     "#define threadIdx (*(const cfh_idim3 *)&cfh__L->cur->tid)\n"
-                     "#define blockIdx (*(const cfh_idim3 *)&cfh__L->bid)\n"
-                     "#define blockDim (*(const cfh_idim3 *)&cfh__L->block)\n"
-                     "#define gridDim (*(const cfh_idim3 *)&cfh__L->grid)\n");
+    sb_puts(&e->out, "#undef cfh__coord3\n#define cfh__coord3 cfh_idim3\n");
   sb_printf(&e->out, "CFH_KERNEL_VAR size_t cfh__kernel_local_bytes = %lldu;\n", (long long)local_bytes(e->k));
   sb_printf(&e->out, "CFH_KERNEL_VAR int cfh__kernel_cooperative = %d;\n", e->k->grid_sem != NULL);
   sb_puts(&e->out, "static inline unsigned cf_linear_tid(void) {\n"

@@ -278,9 +278,9 @@ cf_status exec_mem_free(int device, ExecDevPtr p, char *err, size_t errlen) {
   return CF_OK;
 }
 
-cf_status exec_tensor_map_encode(void *out, int esz, int rank, uint64_t addr, const uint64_t *dims,
+cf_status exec_tensor_map_encode(int device, void *out, int esz, int rank, uint64_t addr, const uint64_t *dims,
                                  const uint64_t *strides, const uint32_t *box, int swizzle, char *err, size_t errlen) {
-  cf_status st = use_device(EXEC_PROCESS_DEVICE, err, errlen);
+  cf_status st = use_device(device, err, errlen);
   if (st != CF_OK) return st;
   static const CUtensorMapDataType types[9] = {[1] = CU_TENSOR_MAP_DATA_TYPE_UINT8, [2] = CU_TENSOR_MAP_DATA_TYPE_UINT16,
                                                [4] = CU_TENSOR_MAP_DATA_TYPE_UINT32, [8] = CU_TENSOR_MAP_DATA_TYPE_UINT64};
@@ -698,9 +698,9 @@ cf_status exec_mem_zero_async(int device, ExecDevPtr p, size_t bytes, void *stre
   (void)device, (void)p, (void)stream;
   return bytes == 0 ? CF_OK : no_device(err, errlen);
 }
-cf_status exec_tensor_map_encode(void *out, int esz, int rank, uint64_t addr, const uint64_t *dims,
+cf_status exec_tensor_map_encode(int device, void *out, int esz, int rank, uint64_t addr, const uint64_t *dims,
                                  const uint64_t *strides, const uint32_t *box, int swizzle, char *err, size_t errlen) {
-  (void)out, (void)esz, (void)rank, (void)addr, (void)dims, (void)strides, (void)box, (void)swizzle;
+  (void)device, (void)out, (void)esz, (void)rank, (void)addr, (void)dims, (void)strides, (void)box, (void)swizzle;
   return no_device(err, errlen);
 }
 cf_status exec_memcpy_htod(int device, ExecDevPtr dst, const void *src, size_t bytes, char *err, size_t errlen) {

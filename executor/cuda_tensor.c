@@ -116,50 +116,57 @@ static DeviceTensor *wrap_device(ExecDevPtr p, int device, bool async, void *str
   return t;
 }
 
+/* The tensor of a request check_new_tensor accepted (bytes: its size) on cuda:device,
+ * allocated in the order of stream when async. */
+static cf_status new_device_tensor(int device, bool async, void *stream, cf_dtype dtype, int rank,
+                                   const int64_t *sizes, size_t bytes, DLManagedTensor **out, char *err,
+                                   size_t errlen) {
+  ExecDevPtr p = 0;
+  cf_status st = bytes == 0 ? CF_OK
+                 : async    ? exec_mem_alloc_async(device, bytes, stream, &p, err, errlen)
+                            : exec_mem_alloc(device, bytes, &p, err, errlen);
+  if (st != CF_OK) return st;
+  DeviceTensor *t = wrap_device(p, device, async, stream, dtype, rank, sizes);
+  if (t == NULL) {
+    if (async) exec_mem_free_async(device, p, stream, NULL, 0);
+    else exec_mem_free(device, p, NULL, 0);
+    return exec_fail(CF_ERR_OUT_OF_MEMORY, err, errlen, "out of host memory");
+  }
+  *out = &t->managed;
+  return CF_OK;
+}
+
 cf_status exec_tensor_device(cf_dtype dtype, int rank, const int64_t *sizes,
                              DLManagedTensor **out, char *err, size_t errlen) {
   if (out) *out = NULL;
   size_t bytes = 0; /* a bad request is refused before the device is looked for */
   cf_status st = check_new_tensor(dtype, rank, sizes, &bytes, err, errlen);
   if (st == CF_OK) st = exec_cuda_init(err, errlen);
-  return st != CF_OK ? st : exec_tensor_device_on(exec_device_info()->ordinal, dtype, rank, sizes, out, err, errlen);
+  if (st == CF_OK && out == NULL) st = exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "out is NULL");
+  return st != CF_OK ? st
+                     : new_device_tensor(exec_device_info()->ordinal, false, NULL, dtype, rank, sizes, bytes, out, err,
+                                         errlen);
 }
 
-cf_status exec_tensor_device_on(int device, cf_dtype dtype, int rank, const int64_t *sizes,
-                                DLManagedTensor **out, char *err, size_t errlen) {
+/* exec_tensor_device_on and exec_tensor_device_async. */
+static cf_status device_tensor(int device, bool async, void *stream, cf_dtype dtype, int rank, const int64_t *sizes,
+                               DLManagedTensor **out, char *err, size_t errlen) {
   if (out == NULL) return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "out is NULL");
   *out = NULL;
   size_t bytes = 0;
   cf_status st = check_new_tensor(dtype, rank, sizes, &bytes, err, errlen);
-  if (st != CF_OK) return st;
-  ExecDevPtr p = 0;
-  if (bytes > 0 && (st = exec_mem_alloc(device, bytes, &p, err, errlen)) != CF_OK) return st;
-  DeviceTensor *t = wrap_device(p, device, false, NULL, dtype, rank, sizes);
-  if (t == NULL) {
-    exec_mem_free(device, p, NULL, 0);
-    return exec_fail(CF_ERR_OUT_OF_MEMORY, err, errlen, "out of host memory");
-  }
-  *out = &t->managed;
-  return CF_OK;
+  return st != CF_OK ? st : new_device_tensor(device, async, stream, dtype, rank, sizes, bytes, out, err, errlen);
+}
+
+cf_status exec_tensor_device_on(int device, cf_dtype dtype, int rank, const int64_t *sizes,
+                                DLManagedTensor **out, char *err, size_t errlen) {
+  return device_tensor(device, false, NULL, dtype, rank, sizes, out, err, errlen);
 }
 
 cf_status exec_tensor_device_async(int device, void *stream, cf_dtype dtype, int rank,
                                    const int64_t *sizes, DLManagedTensor **out, char *err,
                                    size_t errlen) {
-  if (out == NULL) return exec_fail(CF_ERR_INVALID_ARGUMENT, err, errlen, "out is NULL");
-  *out = NULL;
-  size_t bytes = 0;
-  cf_status st = check_new_tensor(dtype, rank, sizes, &bytes, err, errlen);
-  if (st != CF_OK) return st;
-  ExecDevPtr p = 0;
-  if (bytes > 0 && (st = exec_mem_alloc_async(device, bytes, stream, &p, err, errlen)) != CF_OK) return st;
-  DeviceTensor *t = wrap_device(p, device, true, stream, dtype, rank, sizes);
-  if (t == NULL) {
-    exec_mem_free_async(device, p, stream, NULL, 0);
-    return exec_fail(CF_ERR_OUT_OF_MEMORY, err, errlen, "out of host memory");
-  }
-  *out = &t->managed;
-  return CF_OK;
+  return device_tensor(device, true, stream, dtype, rank, sizes, out, err, errlen);
 }
 
 DLManagedTensor *cf_tensor_device(cf_dtype dtype, int rank, const int64_t *sizes) {

@@ -132,11 +132,12 @@ cf_status exec_launch_async(const ExecKernel *k, const ExecDeviceInfo *info, con
                             const int64_t block[3], int64_t smem, void *stream, void **args,
                             char *err, size_t errlen);
 /* A TMA tensor map (the 128-byte CUtensorMap, written to out, 64-byte aligned) of a tensor
- * at device address addr with elements of esz bytes: rank dimensions innermost first
+ * at device address addr of cuda:device (whose context it leaves current, as a run needs
+ * for its launch) with elements of esz bytes: rank dimensions innermost first
  * (dims elements each, strides[d] bytes between indices of dimension d + 1), the box
  * copied and the shared-memory swizzle in bytes (0, 32, 64, 128); out-of-bounds elements
  * read as zero. cuTensorMapEncodeTiled; its refusal names the fields. */
-cf_status exec_tensor_map_encode(void *out, int esz, int rank, uint64_t addr, const uint64_t *dims,
+cf_status exec_tensor_map_encode(int device, void *out, int esz, int rank, uint64_t addr, const uint64_t *dims,
                                  const uint64_t *strides, const uint32_t *box, int swizzle, char *err, size_t errlen);
 /* exec_launch_async for a kernel with grid syncs: refused (CF_ERR_INVALID_ARGUMENT, the
  * counts in the message) unless every block of the grid can be resident at once

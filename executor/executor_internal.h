@@ -44,7 +44,7 @@ typedef struct RunTarget {
   int device;
   void *stream;
   const ExecKernel *kernel; /* the kernel loaded on that device */
-  const ExecDeviceInfo *info; /* that device, opened and current */
+  const ExecDeviceInfo *info; /* that device, opened and current until the launch */
 } RunTarget;
 
 struct cf_executor {

@@ -510,8 +510,8 @@ static cf_status launch_dims(cf_executor *e) {
 
 /* The tensor maps of the kernel's TMA loads (lower/tma.c): what TMA reads must be 16-byte
  * aligned, in strides of 16-byte multiples (checked for both backends, with the tensor's
- * name); on CUDA, encoded into the plan's map slots. */
-static cf_status tensor_maps(cf_executor *e) {
+ * name); on CUDA, encoded into the plan's map slots in the run's device's context. */
+static cf_status tensor_maps(cf_executor *e, const RunTarget *rt) {
   const KKernel *k = e->cc->k;
   ExecPlan *b = e->plan;
   for (int m = 0; m < k->ntmaps; m++) {
@@ -534,19 +534,19 @@ static cf_status tensor_maps(cf_executor *e) {
                         p->name);
     if (e->cc->backend != CF_BACKEND_CUDA) continue; /* the host kernel makes its map from the tensor */
     char err[512];
-    cf_status s = exec_tensor_map_encode(b->tmaps + 128 * (size_t)m, esz, map->rank, addr, dims, strides + 1, box,
-                                         map->swizzle, err, sizeof err);
+    cf_status s = exec_tensor_map_encode(rt->device, b->tmaps + 128 * (size_t)m, esz, map->rank, addr, dims,
+                                         strides + 1, box, map->swizzle, err, sizeof err);
     if (s) return exec_error(e, s, "run: the tensor map of %s: %s", p->name, err);
   }
   return CF_OK;
 }
 
-static cf_status pack_args(cf_executor *e) {
+static cf_status pack_args(cf_executor *e, const RunTarget *rt) {
   const KKernel *k = e->cc->k;
   ExecPlan *b = e->plan;
   char err[512];
   cf_status s0 = check_index32(e);
-  if (!s0) s0 = tensor_maps(e);
+  if (!s0) s0 = tensor_maps(e, rt);
   if (s0) return s0;
   for (int p = 0; p < k->nparams; p++) {
     const DLTensor *t = b->tensors[p];
@@ -560,7 +560,7 @@ static cf_status pack_args(cf_executor *e) {
 }
 
 static cf_status launch(cf_executor *e, const RunTarget *rt) {
-  cf_status s = pack_args(e);
+  cf_status s = pack_args(e, rt);
   if (s) return s;
   if (e->cc->backend == CF_BACKEND_HOST) {
     ExecHostError herr = {{0}, NULL, NULL};

@@ -4,9 +4,14 @@
  * primary context, so it shares memory and streams with PyTorch and every other library
  * using the runtime API. Tensors on two devices are refused, and so is a device of another
  * architecture than the cubin's. The kernel is loaded into a device's context on the
- * first run there. Key decision: nothing here synchronizes; a fault of a kernel surfaces
- * at the next driver call (a later run's launch) or at cf_executor_synchronize, and the
- * message then names the kernel the executor launched last, on which device. */
+ * first run there. The context is retained once per device (cuda_driver.c's slots) and
+ * made current once per run, when the target is chosen: what the run does before its
+ * launch works in that context (outputs, workspaces and tensor maps are made on the run's
+ * device; a workspace left on another device is freed there before its replacement is
+ * made here), so the launch finds it current and does not make it current again.
+ * Key decision: nothing here synchronizes; a fault of a kernel surfaces at the next
+ * driver call (a later run's launch) or at cf_executor_synchronize, and the message then
+ * names the kernel the executor launched last, on which device. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,12 +88,8 @@ cf_status exec_run_target_cuda(cf_executor *e, int nin, const DLTensor *const *i
 
 cf_status exec_run_launch_cuda(cf_executor *e, const RunTarget *rt, void **values) {
   char err[1024];
-  const ExecDeviceInfo *info = NULL;
-  /* The kernel and stream belong to the target device's context: make it current again (a
-   * call between choosing the target and launching may have made another one current). */
-  cf_status s = exec_device_open(rt->device, &info, err, sizeof err);
-  if (s) return exec_error(e, s, "run: the tensors are on cuda:%d: %s", rt->device, err);
-  s = e->cc->k->grid_sem /* grid syncs: every block resident at once */
+  /* rt->device's context, current since exec_run_target_cuda (see the top of this file) */
+  cf_status s = e->cc->k->grid_sem /* grid syncs: every block resident at once */
                     ? exec_launch_cooperative_async(rt->kernel, rt->info, e->last.grid, e->last.block, e->last.smem,
                                                     rt->stream, values, err, sizeof err)
                     : exec_launch_async(rt->kernel, rt->info, e->last.grid, e->last.block, e->last.smem, rt->stream,

@@ -233,9 +233,10 @@ static bool tile_swizzle(cf_fusion *f, cf_tv *x, int p, int64_t esz, int64_t row
  * wgmma: threads [iters, y, x{128}], and an M- or N-contiguous tile as [BM / 64, BK, 64]
  * (columns of 128-byte rows, the MN-major layout a descriptor names: LBO between the
  * columns, SBO between 8 rows of K); a K-contiguous one is [rows, BK = 64] as it is. */
-static void tile_threads(cf_fusion *f, cf_tv *x, int b, int64_t esz, int mn, const MmaFill *fill, const MmaTiles *t) {
+static void tile_threads(cf_fusion *f, cf_tv *x, int b, int64_t esz, int mn, const MmaFill *fill, const MmaTiles *t,
+                         const MmaShape *shape) {
   int p = b + 3;
-  MmaShape sh = shape_of(t);
+  MmaShape sh = *shape;
   int64_t cols = sh.bk, vec = MMA_FILL_BYTES / esz;
   if (fill->role == 'M' || fill->role == 'N') { /* the M or N tile (at p + mn) last */
     cols = mn ? sh.bn : sh.bm;
@@ -391,7 +392,7 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
   cf_parallelize_all_like(f, r, 3, blocks);
   for (int i = 0; i < 2 && !f->status; i++) {
     cf_tv *x = ir_tv_handle(i ? t->y : t->x);
-    tile_threads(f, x, b, (int64_t)cf_dtype_size(t->x->dtype), i, &t->fill[i], t);
+    tile_threads(f, x, b, (int64_t)cf_dtype_size(t->x->dtype), i, &t->fill[i], t, &sh);
     cf_set_memory_type(f, x, CF_MEM_SHARED);
     tile_producers(f, ir_tv(x), set);
   }

@@ -110,8 +110,9 @@ typedef struct cfh_dim3 {
 typedef cfh_dim3 dim3;
 typedef cfh_dim3 uint3;
 /* What a kernel of 32-bit indices reads the builtins as (codegen/host.c redefines
- * threadIdx, blockIdx, blockDim and gridDim as these after the runtime): no index mixes
- * unsigned and signed 32-bit arithmetic, as on CUDA (cuda_helpers.cuh's cf_idim3). */
+ * cfh__coord3, the type of threadIdx, blockIdx, blockDim and gridDim, as this after the
+ * runtime): no index mixes unsigned and signed 32-bit arithmetic, as on CUDA
+ * (cuda_helpers.cuh's cf_idim3). */
 typedef struct cfh_idim3 {
   int x, y, z;
 } cfh_idim3;
@@ -211,10 +212,12 @@ CFH_SHARED _Thread_local cfh_launch_state *cfh__L;
 
 /* ---- the CUDA builtins ------------------------------------------------------------- */
 
-#define threadIdx (*(const cfh_dim3 *)&cfh__L->cur->tid)
-#define blockIdx (*(const cfh_dim3 *)&cfh__L->bid)
-#define blockDim (*(const cfh_dim3 *)&cfh__L->block)
-#define gridDim (*(const cfh_dim3 *)&cfh__L->grid)
+/* Their type, cfh_dim3 or cfh_idim3 (above), is looked up where a kernel reads them. */
+#define cfh__coord3 cfh_dim3
+#define threadIdx (*(const cfh__coord3 *)&cfh__L->cur->tid)
+#define blockIdx (*(const cfh__coord3 *)&cfh__L->bid)
+#define blockDim (*(const cfh__coord3 *)&cfh__L->block)
+#define gridDim (*(const cfh__coord3 *)&cfh__L->grid)
 
 /* The block's dynamic shared memory, 1024-byte aligned. */
 CFH_INLINE void *cfh_smem(void) { return cfh__L->smem; }

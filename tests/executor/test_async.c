@@ -5,8 +5,10 @@
  * right results after one cf_executor_synchronize; tensors on two devices, and on a device
  * the process does not have, are refused with messages naming the tensors; a kernel with
  * a workspace (a grid reduction's buffers and semaphores) runs on a second device, its
- * workspace made there (where the machine has two). */
+ * workspace made there, and so does a kernel with TMA loads, its tensor maps encoded there
+ * (where the machine has two; two Hopper devices for TMA). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "executor/exec_cuda.h"
@@ -166,6 +168,71 @@ Test(async, a_kernel_with_a_workspace_runs_on_a_second_device) {
   run_grid_reduction_on(e, 1);
   run_grid_reduction_on(e, 0);
   cf_executor_destroy(e);
+}
+
+enum { TM_M = 2048, TM_N = 2048, TM_K = 128 };
+
+/* Element j of operand i (a small integer: every product and sum is exact), and its
+ * bfloat16 bits (the top half of the float's). */
+static float tm_value(int i, int64_t j) { return (float)((j * (i + 3)) % 7 - 3); }
+static uint16_t bf16_of(float v) {
+  uint32_t bits;
+  memcpy(&bits, &v, 4);
+  return (uint16_t)(bits >> 16);
+}
+
+/* a[TM_M, TM_K] @ b[TM_K, TM_N] in bfloat16 (small integers: exact) on cuda:dev through
+ * define and run, copied back to the host (the caller frees it). */
+static DLManagedTensor *tma_matmul_on(cf_fusion_cache *c, int dev) {
+  char err[512] = "";
+  int64_t sizes[2][2] = {{TM_M, TM_K}, {TM_K, TM_N}};
+  DLManagedTensor *d[2], *out = NULL;
+  const DLTensor *ins[2];
+  for (int i = 0; i < 2; i++) {
+    DLManagedTensor *h = cf_tensor_host(CF_BFLOAT16, 2, sizes[i]);
+    uint16_t *x = h->dl_tensor.data;
+    for (int64_t j = 0; j < sizes[i][0] * sizes[i][1]; j++) x[j] = bf16_of(tm_value(i, j));
+    cr_assert_eq(exec_tensor_device_on(dev, CF_BFLOAT16, 2, sizes[i], &d[i], err, sizeof err), CF_OK, "%s", err);
+    cr_assert_eq(cf_tensor_copy(&d[i]->dl_tensor, &h->dl_tensor), CF_OK);
+    cf_tensor_free(h);
+    ins[i] = &d[i]->dl_tensor;
+  }
+  cr_assert_eq(cf_fusion_execute(c, 2, ins, 1, &out), CF_OK, "cuda:%d: %s", dev, cf_fusion_cache_error(c));
+  cr_assert_eq(out->dl_tensor.device.device_id, dev);
+  cr_assert(strstr(cf_fusion_cache_last_params(c, 0), "fill=tma,tma"), "cuda:%d: %s", dev, cf_fusion_cache_last_params(c, 0));
+  DLManagedTensor *got = cf_tensor_host(CF_BFLOAT16, 2, (int64_t[]){TM_M, TM_N});
+  cr_assert_eq(cf_tensor_copy(&got->dl_tensor, &out->dl_tensor), CF_OK);
+  cf_tensor_free(out), cf_tensor_free(d[0]), cf_tensor_free(d[1]);
+  return got;
+}
+
+/* The run's tensor maps are encoded in its device's context, which stays current until the
+ * launch (run_cuda.c does not make it current again): a TMA kernel on cuda:1, then on
+ * cuda:0, gives the same product on both. */
+Test(async, a_kernel_with_tma_loads_runs_on_a_second_device) {
+  need_gpu();
+  const ExecDeviceInfo *info = NULL, *first = exec_device_info();
+  if (exec_device_open(1, &info, NULL, 0) != CF_OK) cr_skip_test("one CUDA device: a second device is needed");
+  if (first->cc_major != 9 || first->cc_minor != 0 || info->cc_major != 9 || info->cc_minor != 0)
+    cr_skip_test("TMA loads need two devices of compute capability 9.0");
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = cf_tensor_concrete(f, CF_BFLOAT16, 2, (int64_t[]){TM_M, TM_K});
+  cf_tv *b = cf_tensor_concrete(f, CF_BFLOAT16, 2, (int64_t[]){TM_K, TM_N});
+  cf_fusion_add_input(f, a), cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_CUDA});
+  DLManagedTensor *on1 = tma_matmul_on(c, 1), *on0 = tma_matmul_on(c, 0);
+  cr_expect(cf_tensor_equal(&on1->dl_tensor, &on0->dl_tensor), "the product on cuda:1 differs from cuda:0's");
+  for (int64_t r = 0; r < TM_M; r += 331)
+    for (int64_t q = 0; q < TM_N; q += 257) {
+      double want = 0, got = cf_tensor_get(&on1->dl_tensor, r * TM_N + q);
+      for (int64_t k = 0; k < TM_K; k++) want += tm_value(0, r * TM_K + k) * tm_value(1, k * TM_N + q);
+      cr_expect(fabs(got - want) <= fabs(want) / 128, "cuda:1 [%lld, %lld]: %g, not %g", (long long)r, (long long)q, got,
+                want);
+    }
+  cf_tensor_free(on1), cf_tensor_free(on0);
+  cf_fusion_cache_destroy(c);
+  cf_fusion_destroy(f);
 }
 
 /* cf_tensor_copy between two devices is refused, naming both (where the machine has two). */
