@@ -102,6 +102,15 @@ Test(matmul_tcgen05, odd_shapes_equal_the_evaluator) {
   free(plain(CF_HALF, 33, 40, 17, 1e-2));
 }
 
+/* More K tiles than the stages fill ahead (K 320: five K tiles of 64, three filled before
+ * the loop): iteration i refills the stage iteration i - 1 read, after the wait on the
+ * commit of its instructions; A's rows of K 321 are not 16-byte vectors (one element a
+ * thread, written as the loop runs). */
+Test(matmul_tcgen05, stages_refilled_after_their_instructions_complete) {
+  free(plain(CF_BFLOAT16, 130, 320, 136, 2e-2));
+  free(plain(CF_HALF, 70, 321, 136, 2e-2));
+}
+
 Test(matmul_tcgen05, exact_tiles_equal_the_evaluator) {
   free(plain(CF_BFLOAT16, 256, 128, 256, 1e-2));
   free(plain(CF_HALF, 256, 128, 256, 1e-2));
@@ -125,8 +134,9 @@ static uint16_t bf16_of(int v) {
   return (uint16_t)(u >> 16);
 }
 
-/* Inputs of integers in [-3, 3]: their products and sums over K (at most 9 K) are exact in
- * float, so the kernel's float accumulation in any order is the evaluator's. */
+/* Inputs of integers in [-3, 3]: their products and sums over K (at most 9 K, far below
+ * 2^24) are exact in float, so the kernel's float accumulation in any order is the
+ * evaluator's. */
 static DLManagedTensor *integers(const KcInput *in, unsigned seed) {
   DLManagedTensor *t = cf_tensor_host(in->dtype, in->rank, in->sizes);
   uint16_t *d = t->dl_tensor.data;
@@ -155,9 +165,9 @@ static void check_exactly(int nin, const KcInput *in) {
 }
 
 Test(matmul_tcgen05, small_integers_equal_the_evaluator_exactly) {
-  static const int64_t shapes[][3] = {{130, 100, 72}, {256, 128, 256}};
+  static const int64_t shapes[][3] = {{130, 100, 72}, {256, 128, 256}, {64, 448, 40}};
   static const cf_dtype dts[] = {CF_BFLOAT16, CF_HALF};
-  for (int s = 0; s < 2; s++)
+  for (int s = 0; s < 3; s++)
     for (int d = 0; d < 2; d++) {
       fresh();
       const int64_t *z = shapes[s];
