@@ -75,6 +75,10 @@ const IrMmaInstr *lower_tcgen05_validate(LowerCtx *c, Val *r, IrMmaPattern *p) {
   char why[512];
   if (!ir_mma_match(r, in, ir_mma_root_axis(r, TV(r)->loop[j0]), p, why, sizeof why, "compile"))
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "%s", why);
+  /* an empty K leaves the accumulator unwritten (its initialization is the first K step's) */
+  lower_validate(c, kx_bin(c->a, OP_GT, lower_extent(c, TV(r)->root[p->k_axis]), kx_const(c->a, 0)),
+                 "compile: the tcgen05.mma of %s: its K is empty, and D = 0 is no instruction's (the matmul row keeps "
+                 "mma.sync for it)", TV(r)->display_name);
   return in;
 }
 

@@ -424,3 +424,25 @@ Test(matmul_tcgen05, the_lowering_refuses_an_accumulator_of_another_layout) {
                                          "(its dim-sep position between the M and N tiles"), "%s", cf_executor_error(e));
   cf_executor_destroy(e);
 }
+
+/* Symbolic sizes (one kernel for every size): equal to the evaluator at 70 x 40 x 24; at K
+ * 0 the accumulator would stay unwritten (no instruction writes D = 0), which a run-time
+ * check refuses by name. */
+Test(matmul_tcgen05, symbolic_sizes_and_an_empty_k) {
+  cf_tv *a = tu_input(f, CF_HALF, 2, NULL), *b = tu_input(f, CF_HALF, 2, NULL);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  apply_on(&blackwell, params("scalar(K symbolic)", "scalar(N symbolic)"));
+  KcInput in[2] = {{CF_HALF, 2, {70, 40}, NULL}, {CF_HALF, 2, {40, 24}, NULL}};
+  free(check(2, in, 1e-2));
+  KcInput empty[2] = {{CF_HALF, 2, {70, 0}, NULL}, {CF_HALF, 2, {0, 24}, NULL}};
+  DLManagedTensor *t[2], *got = NULL;
+  const DLTensor *ins[2];
+  for (int i = 0; i < 2; i++) ins[i] = &(t[i] = cf_tensor_host(CF_HALF, 2, empty[i].sizes))->dl_tensor;
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  cr_expect_neq(cf_executor_run(e, 2, ins, 1, &got), CF_OK);
+  cr_expect(strstr(cf_executor_error(e), "its K is empty, and D = 0 is no instruction's"), "%s", cf_executor_error(e));
+  cf_executor_destroy(e);
+  for (int i = 0; i < 2; i++) cf_tensor_free(t[i]);
+  cf_tensor_free(got);
+}
