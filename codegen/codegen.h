@@ -36,6 +36,9 @@ typedef struct Dialect {
   void (*cp_async)(Emitter *e, const KNode *n, const char *dst, const char *src);
   /* A TMA load (KN_TMA_LOAD) or an mbarrier's init, expect_tx or wait (KN_MBAR_*). */
   void (*tma)(Emitter *e, const KNode *n);
+  /* tcgen05.mma (a KN_MMA of its row), its commit (KN_TC05_COMMIT) and fences
+   * (KN_TC05_FENCE): codegen/tcgen05.c's cg_tcgen05_cuda and cg_tcgen05_host. */
+  void (*tcgen05)(Emitter *e, const KNode *n);
 } Dialect;
 
 struct Emitter {
@@ -94,6 +97,9 @@ char *cg_access_str(Emitter *e, const KAccess *a, bool is_write);
 char *cg_converted(Emitter *e, cf_dtype from, cf_dtype to, const char *v);
 /* gather, take_along_axis, scatter and the scans (indexed.c). */
 void cg_indexed_op(Emitter *e, const KNode *n);
+/* tcgen05.c: the two dialects' tcgen05.mma, commit and fence. */
+void cg_tcgen05_cuda(Emitter *e, const KNode *n);
+void cg_tcgen05_host(Emitter *e, const KNode *n);
 /* Generates the whole kernel source with the given dialect (malloc'd); *unmarked (unmarked
  * may be NULL) receives the name of a parameter whose element the code reads or writes
  * though lowering marked its data unused (KTensor.data_used), else NULL. */

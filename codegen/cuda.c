@@ -36,7 +36,7 @@ static void preamble(Emitter *e) {
   if (uses_dtype(e->k, CF_WELFORD_FLOAT) || uses_dtype(e->k, CF_WELFORD_DOUBLE))
     sb_puts(&e->out, cg_embedded_file("welford.h"));
   if (e->k->grid_sem) sb_puts(&e->out, cg_embedded_file("grid_sync.cuh"));
-  if (e->k->ntmaps) sb_puts(&e->out, cg_embedded_file("tma.cuh"));
+  if (e->k->ntmaps || e->k->tcgen05_mma) sb_puts(&e->out, cg_embedded_file("tma.cuh")); /* the mbarriers */
   sb_puts(&e->out, "\n");
 }
 
@@ -329,6 +329,7 @@ static void tma(Emitter *e, const KNode *n) {
 }
 
 const Dialect cg_cuda_dialect = {"cuda",  preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma, cp_async, tma};
+                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma, cp_async, tma,
+                                 cg_tcgen05_cuda};
 
 char *cg_cuda_source(const KKernel *k, const char **unmarked) { return cg_generate(k, &cg_cuda_dialect, unmarked); }

@@ -487,7 +487,12 @@ static bool emit_pre(KVisitor *v, KNode *n) {
   case KN_ALLOC: break; /* buffers are declared up front by the dialect */
   case KN_ACC_DECL: cg_acc_decl(e, n); break;
   case KN_BLOCK_REDUCE: cg_block_reduce(e, n); break;
-  case KN_MMA: e->d->mma(e, n); break;
+  case KN_MMA:
+    if (ir_mma_is_tcgen05(n->u.mma.instr)) e->d->tcgen05(e, n);
+    else e->d->mma(e, n);
+    break;
+  case KN_TC05_COMMIT:
+  case KN_TC05_FENCE: e->d->tcgen05(e, n); break;
   case KN_ASYNC_COMMIT: e->d->cp_async(e, n, NULL, NULL); break;
   case KN_ASYNC_WAIT:
   case KN_WGMMA_FENCE:

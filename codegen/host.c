@@ -36,7 +36,7 @@ static void tensor_typedefs(Emitter *e) {
 }
 
 const char *const cg_host_runtime_parts[] = {"host_runtime.h", "host_tmem.h", "host_mma.h", "host_race.h",
-                                             "host_async.h", "host_mbarrier.h", "host_tma.h", "host_math.h", "host_wgmma.h", "fp8.h", "special_math.h", "philox.h",
+                                             "host_async.h", "host_mbarrier.h", "host_tma.h", "host_math.h", "host_wgmma.h", "host_tcgen05.h", "fp8.h", "special_math.h", "philox.h",
                                              "ops_math.h", "welford.h", "complex.h", "host_grid.h", NULL};
 
 /* The bytes of the kernel's local arrays (constant sizes: lowering refuses others), each
@@ -317,6 +317,7 @@ static void mma(Emitter *e, const KNode *n) {
 }
 
 const Dialect cg_host_dialect = {"host",     preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false, mma, cp_async, tma};
+                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false, mma, cp_async, tma,
+                                 cg_tcgen05_host};
 
 char *cg_host_source(const KKernel *k, const char **unmarked) { return cg_generate(k, &cg_host_dialect, unmarked); }

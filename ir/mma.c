@@ -5,7 +5,11 @@
  * 64 x 16 and B 16 x N read from shared memory through descriptors, a float 64 x N
  * accumulator of N / 2 registers a thread, warp w holding rows 16w.. in mma.sync's C layout
  * repeated every 8 columns (PTX ISA, "Register fragments and shared memory matrix layouts"
- * of wgmma: d[4j + i] at row g + 8 (i / 2), column 8j + 2t + i % 2). Key decision: the fragment layouts are data (coefficients of the
+ * of wgmma: d[4j + i] at row g + 8 (i / 2), column 8j + 2t + i % 2); Blackwell's
+ * tcgen05.mma.cta_group::1.kind::f16 m128nNk16 (N a multiple of 16 up to 256), issued by
+ * one thread, A (128 x 16) and B (16 x N) read through shared-memory descriptors and a
+ * float 128 x N accumulator in tensor memory, row m in lane m and column n in column n
+ * (PTX ISA, "tcgen05 Matrix fragments", layout D for M = 128). Key decision: the fragment layouts are data (coefficients of the
  * lane's group and thread index), so the lowering, the code generators and the tests read
  * one description; the host runtime's emulation (codegen/runtime/host_mma.h) keeps its own
  * copy on purpose: it is the model of the hardware the generated loads are checked
@@ -23,12 +27,16 @@ static const IrMmaInstr instrs[] = {
      {4, 0, 2, 1, 0, {0, 1, 8, 9}, {0, 0, 0, 0}},
      /* accumulator: c0 c1 (g, 2t..2t+1), c2 c3 (g+8, ..) */
      {4, 1, 0, 0, 2, {0, 0, 8, 8}, {0, 1, 0, 1}},
-     8, 2, 0},
+     8, 2, 0, false},
     {CF_MMA_WGMMA_M64NK16, "m64nNk16", 64, 8, 16, 128, 90,
      {0, 0, 0, 0, 0, {0}, {0}}, {0, 0, 0, 0, 0, {0}, {0}}, /* by descriptor */
      /* accumulator, per 8 columns: as mma.sync's, within the warp's 16 rows */
      {4, 1, 0, 0, 2, {0, 0, 8, 8}, {0, 1, 0, 1}},
-     8, 2, 256},
+     8, 2, 256, false},
+    {CF_MMA_TCGEN05_M128NK16, "m128nNk16", 128, 16, 16, 1, 100,
+     {0, 0, 0, 0, 0, {0}, {0}}, {0, 0, 0, 0, 0, {0}, {0}}, /* by descriptor */
+     {0, 0, 0, 0, 0, {0}, {0}},                             /* in tensor memory */
+     1, 1, 256, true},
 };
 
 const IrMmaInstr *ir_mma_instr(cf_mma_macro macro) {

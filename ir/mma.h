@@ -3,7 +3,8 @@
  * accumulator dtypes, the architecture it needs, and each operand's fragment layout (which
  * element of the tile lane l's register element i holds). The scheduling call cf_mma_tile
  * (scheduler/mma_tile.c), the lowering pass (lower/mma.c) and both code generators read
- * the row; nothing else knows an instruction's shape. wgmma and tcgen05 rows come next. */
+ * the row; nothing else knows an instruction's shape. Rows: mma.sync (sm_80), wgmma
+ * (sm_90a) and tcgen05.mma (sm_100a, the accumulator in tensor memory). */
 #ifndef CFUSER_IR_MMA_H
 #define CFUSER_IR_MMA_H
 
@@ -36,10 +37,18 @@ typedef struct IrMmaInstr {
    * m64nNk16): the accumulator is `acc` repeated N / n times along N, and the operands come
    * from shared memory through matrix descriptors (a and b have no per-lane fragment). */
   int n_max;
+  /* Blackwell's tcgen05.mma (m128nNk16, N a multiple of 16): the accumulator lives in
+   * tensor memory (row m in lane m, column n in column n), the operands come from shared
+   * memory through descriptors, and one thread issues it (lanes 1). */
+  bool tmem_acc;
 } IrMmaInstr;
 
+/* Whether the operands come from shared memory through descriptors (wgmma, tcgen05.mma). */
+static inline bool ir_mma_by_descriptor(const IrMmaInstr *in) { return in->n_max > 0; }
 /* Whether in is a warpgroup instruction (wgmma: 128 threads, operands by descriptor). */
-static inline bool ir_mma_is_wgmma(const IrMmaInstr *in) { return in->n_max > 0; }
+static inline bool ir_mma_is_wgmma(const IrMmaInstr *in) { return in->n_max > 0 && !in->tmem_acc; }
+/* Whether in is tcgen05.mma (one thread issues it, the accumulator in tensor memory). */
+static inline bool ir_mma_is_tcgen05(const IrMmaInstr *in) { return in->tmem_acc; }
 
 /* The row of macro, or NULL for an unknown one. */
 const IrMmaInstr *ir_mma_instr(cf_mma_macro macro);

@@ -176,7 +176,9 @@ typedef struct KTensor {
   X(KN_MBAR_EXPECT_TX, false)  /* mbarrier.arrive.expect_tx: this thread's arrival, u.mbar.value bytes to come */ \
   X(KN_MBAR_WAIT, false)       /* waits until u.mbar.bar's phase of parity u.mbar.parity completes */ \
   X(KN_MBAR_ARRIVE, false)     /* mbarrier.arrive: this thread's arrival on u.mbar.bar */ \
-  X(KN_SETMAXNREG, true)       /* setmaxnreg: the warpgroup's registers a thread become u.mbar.value (warp_specialize.c) */
+  X(KN_SETMAXNREG, true)       /* setmaxnreg: the warpgroup's registers a thread become u.mbar.value (warp_specialize.c) */ \
+  X(KN_TC05_COMMIT, false)     /* the elected thread's tcgen05.commit: u.mbar.bar's arrival once its tcgen05.mmas are done (mma_tcgen05.c) */ \
+  X(KN_TC05_FENCE, false)      /* tcgen05.fence::after_thread_sync (u.mbar.value 0) or ::before_thread_sync (1) */
 
 typedef enum KnKind {
 #define KN_X(kind, collective) kind,
@@ -340,6 +342,12 @@ struct KNode {
       KAccess desc_start[2];
       uint64_t desc[2];
       bool mn_major[2];
+      /* tcgen05.mma (mma_tcgen05.c): acc[0] is the accumulator's element (0, 0) in tensor
+       * memory, desc[] the shared-memory descriptors' constant fields in tcgen05's encoding,
+       * idesc the 32-bit instruction descriptor, enable_d the accumulate flag (0 on the sum's
+       * first K step: D = A x B there, D += A x B after). */
+      uint32_t idesc;
+      KExpr *enable_d;
     } mma;
     struct {
       int map;             /* the tensor map: KKernel.tmaps[map] */
@@ -412,6 +420,7 @@ typedef struct KKernel {
   int min_blocks_per_sm;      /* CUDA: blocks one SM must hold (set by the executor for a
                                * cooperative grid of constant size: ceil(blocks / SMs)), 0 none */
   bool uses_tmem;
+  bool tcgen05_mma;           /* a tcgen05.mma completes on an mbarrier (codegen: tma.cuh's helpers) */
   KTmaMap *tmaps;             /* the TMA loads' tensor maps (lower/tma.c), extra CUDA parameters */
   int ntmaps;
   /* How long each pass of lower.c's table took on this kernel, in table order (what

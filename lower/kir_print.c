@@ -141,9 +141,18 @@ static bool node(KVisitor *v, KNode *n) {
     kx_print(b, n->u.mbar.parity, param_names(k));
     sb_puts(b, "\n");
     break;
+  case KN_TC05_COMMIT:
+    sb_puts(b, "TCGEN05_COMMIT ");
+    access(b, k, &n->u.mbar.bar);
+    sb_puts(b, "\n");
+    break;
+  case KN_TC05_FENCE: sb_printf(b, "TCGEN05_FENCE %s\n", n->u.mbar.value ? "before_thread_sync" : "after_thread_sync"); break;
   case KN_MMA:
-    if (ir_mma_is_wgmma(n->u.mma.instr)) {
-      sb_printf(b, "WGMMA m64n%dk16.%s ", n->u.mma.n, cf_dtype_name(n->u.mma.in_dtype));
+    if (ir_mma_by_descriptor(n->u.mma.instr)) {
+      if (ir_mma_is_tcgen05(n->u.mma.instr))
+        sb_printf(b, "TCGEN05_MMA m128n%dk16.%s idesc 0x%08x ", n->u.mma.n, cf_dtype_name(n->u.mma.in_dtype),
+                  (unsigned)n->u.mma.idesc);
+      else sb_printf(b, "WGMMA m64n%dk16.%s ", n->u.mma.n, cf_dtype_name(n->u.mma.in_dtype));
       access(b, k, &n->u.mma.acc[0]);
       for (int op = 0; op < 2; op++) {
         sb_puts(b, op ? " x desc " : " += desc ");

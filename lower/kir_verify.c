@@ -14,7 +14,7 @@
  *   - syncs (once the sync pass ran): a shared or tensor-memory buffer read with other
  *     thread indices than it was written with (in its index or the conditions around the
  *     access) has a __syncthreads between the write and the read;
- *   - proxies: a tile a wgmma reads through a descriptor (the async proxy) has a barrier
+ *   - proxies: a tile a wgmma or tcgen05.mma reads through a descriptor (the async proxy) has a barrier
  *     with fence.proxy.async between its last write (st.shared, cp.async: the generic
  *     proxy) and the wgmma, as well as the sync above;
  *   - TMA: a tile a TMA load wrote (the async proxy, completing on an mbarrier) is read
@@ -175,10 +175,16 @@ static bool mbar_ok(Verify *v, const KNode *n) {
   return true;
 }
 
-/* A wgmma's operand tiles: read behind a sync and, being read by the async proxy, behind a
- * fence.proxy.async after their last write. */
+/* A wgmma's or tcgen05.mma's operand tiles: read behind a sync and, being read by the
+ * async proxy, behind a fence.proxy.async after their last write; tcgen05.mma writes its
+ * accumulator in tensor memory (one thread: no thread index). */
 static bool wgmma_ok(Verify *v, const KNode *n) {
-  if (!ir_mma_is_wgmma(n->u.mma.instr)) return true;
+  if (!ir_mma_by_descriptor(n->u.mma.instr)) return true;
+  unsigned acc_th = 0;
+  if (ir_mma_is_tcgen05(n->u.mma.instr) && n->u.mma.acc[0].t) {
+    if (!access_ok(v, &n->u.mma.acc[0], &acc_th) || !expr_ok(v, n->u.mma.enable_d, &acc_th)) return false;
+    record_write(v, n, n->u.mma.acc[0].t, 0);
+  }
   for (int op = 0; op < 2; op++) {
     const KAccess *a = &n->u.mma.desc_start[op];
     unsigned th = v->guard_threads;
@@ -303,7 +309,8 @@ static bool pre(KVisitor *kv, KNode *n) {
   case KN_MBAR_INIT:
   case KN_MBAR_EXPECT_TX:
   case KN_MBAR_WAIT:
-  case KN_MBAR_ARRIVE: ok = mbar_ok(v, n); break;
+  case KN_MBAR_ARRIVE:
+  case KN_TC05_COMMIT: ok = mbar_ok(v, n); break;
   default: break;
   }
   kv->stop |= !ok;

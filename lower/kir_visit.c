@@ -64,7 +64,7 @@ void kn_data_tensors(const KKernel *k, const KNode *n, void (*fn)(KTensor *t, vo
     each(n->u.mma.b, in->b.n, fn, user);
     for (int op = 0; op < 2; op++)
       if (n->u.mma.ldm[op]) each(&n->u.mma.ldm_row[op], 1, fn, user);
-    if (ir_mma_is_wgmma(in)) each(n->u.mma.desc_start, 2, fn, user);
+    if (ir_mma_by_descriptor(in)) each(n->u.mma.desc_start, 2, fn, user);
     break;
   }
   case KN_BLOCK_REDUCE:
@@ -85,7 +85,8 @@ void kn_data_tensors(const KKernel *k, const KNode *n, void (*fn)(KTensor *t, vo
   case KN_MBAR_INIT:
   case KN_MBAR_EXPECT_TX:
   case KN_MBAR_WAIT:
-  case KN_MBAR_ARRIVE: each(&n->u.mbar.bar, 1, fn, user); break;
+  case KN_MBAR_ARRIVE:
+  case KN_TC05_COMMIT: each(&n->u.mbar.bar, 1, fn, user); break;
   case KN_SETMAXNREG: break;
   case KN_TMEM_ALLOC:
   case KN_TMEM_DEALLOC: each_tensor(k->regions[n->u.region.region].slot, fn, user); break;
@@ -99,7 +100,8 @@ void kn_data_tensors(const KKernel *k, const KNode *n, void (*fn)(KTensor *t, vo
   case KN_ASYNC_WAIT:
   case KN_WGMMA_FENCE:
   case KN_WGMMA_COMMIT:
-  case KN_WGMMA_WAIT: break;
+  case KN_WGMMA_WAIT:
+  case KN_TC05_FENCE: break;
   }
 }
 

@@ -174,6 +174,18 @@ void lower_wgmma_operands(LowerCtx *c, const KPath *path, KNode *n, KAccess (*mo
                           void *ctx, const char *rname);
 void lower_wgmma_groups(LowerCtx *c);
 uint64_t lower_wgmma_desc_bits(int64_t lbo, int64_t sbo, int swizzle_bits);
+/* mma_tcgen05.c: tcgen05.mma of a sum r in tensor memory: its row once r's MMA axes and
+ * product are checked (p filled); the KN_MMA n built for the sum op `sum` finished (its
+ * accumulator's layout checked, the descriptors in tcgen05's encoding, the instruction
+ * descriptor, the accumulate flag); at the mma pass's end, the accumulators' initializations
+ * dropped and each group of tcgen05.mmas given its commit to an mbarrier and the wait on
+ * it. The descriptors' constant bits (LBO, SBO in bytes, swizzle B as above) and the
+ * instruction descriptor (kind::f16, float D) for tests. */
+const IrMmaInstr *lower_tcgen05_validate(LowerCtx *c, Val *r, IrMmaPattern *p);
+void lower_tcgen05_finish(LowerCtx *c, KNode *n, const KNode *sum);
+void lower_tcgen05_groups(LowerCtx *c);
+uint64_t lower_tcgen05_desc_bits(int64_t lbo, int64_t sbo, int swizzle_bits);
+uint32_t lower_tcgen05_idesc(cf_dtype ab, int m, int n, bool a_mn_major, bool b_mn_major);
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
 void lower_unswitch(LowerCtx *c);         /* unswitch.c: Unswitch/Unroll nests: hoisted predicates, fallback copy */
 void lower_simplify(LowerCtx *c);         /* simplify.c: indices, extents, conditions simplified with value ranges */

@@ -19,7 +19,11 @@
  * evaluator, the schedulers and every pass before this one see the plain product, so the
  * matmul it computes is checked against the evaluator like any other kernel; the fragment
  * mapping is derived from the cast ops' indices, so a wrong layout fails on the host
- * backend, whose emulation (codegen/runtime/host_mma.h) follows the hardware's. */
+ * backend, whose emulation (codegen/runtime/host_mma.h) follows the hardware's.
+ * tcgen05.mma (a sum in tensor memory, its [M{128}, N, K{16}] on MMA): one KN_MMA whose
+ * accumulator is r's element (0, 0) in tensor memory and whose operands are read through
+ * descriptors found as wgmma's are; lower/mma_tcgen05.c validates it, finishes the node and
+ * adds its commit and mbarrier wait. */
 #include <string.h>
 
 #include "lower/lower.h"
@@ -71,6 +75,8 @@ static Subst at(MmaCtx *x, KExpr *m, KExpr *n, KExpr *k) {
   KExpr *zero = kx_const(a, 0);
   KExpr *mi = kx_const(a, x->in->acc_m_inner), *ni = kx_const(a, x->in->acc_n_inner);
   m = m ? m : zero, n = n ? n : zero;
+  if (ir_mma_is_tcgen05(x->in)) /* the M, N and K loops at (m, n, k) themselves */
+    return (Subst){{x->var[0], x->var[1], x->var[2]}, {m, n, k}, kx_thread(a, CF_PT_TIDX, false)};
   if (ir_mma_is_wgmma(x->in)) {
     KExpr *c2 = kx_const(a, 2), *c8 = kx_const(a, 8);
     Subst s = {{x->var[0], x->var[1], x->var[2]},
@@ -101,6 +107,7 @@ static void frag_pos(Arena *a, const IrMmaFrag *fr, int i, KExpr **row, KExpr **
 static KAccess moved(Arena *a, const KAccess *src, const Subst *s) {
   KAccess r = *src;
   r.index = subst(a, src->index, s);
+  r.lane = subst(a, src->lane, s), r.col = subst(a, src->col, s); /* tensor memory (tcgen05's accumulator) */
   return r;
 }
 
@@ -134,11 +141,17 @@ static void wgmma_acc(MmaCtx *x, const MmaNest *nest, KNode *n) {
                kx_thread(a, CF_PT_TIDX, false)};
     n->u.mma.acc[i] = moved(a, &nest->op[NEST_SUM]->u.op.out, &s);
   }
+}
+
+/* An instruction reading operands by descriptor reads whole tiles: a tile whose cast is
+ * predicated must be zero-filled there. */
+static void whole_tiles(MmaCtx *x, const MmaNest *nest) {
   for (int k = NEST_CAST_A; k <= NEST_CAST_B; k++) {
     const KTensor *t = nest->op[k]->u.op.in[0].t;
     if (nest->cond[k] && !(t && t->zero_filled))
-      lower_fail(x->c, CF_ERR_INVALID_SCHEDULE, "compile: wgmma reads whole tiles, but %s is not zero-filled where its "
-                 "reads are out of bounds (circular-buffer the tile: its fill writes the zeros)", t ? t->name : "a tile");
+      lower_fail(x->c, CF_ERR_INVALID_SCHEDULE, "compile: %s reads whole tiles, but %s is not zero-filled where its "
+                 "reads are out of bounds (circular-buffer the tile: its fill writes the zeros)",
+                 ir_mma_is_wgmma(x->in) ? "wgmma" : "tcgen05.mma", t ? t->name : "a tile");
   }
 }
 
@@ -150,8 +163,14 @@ static KNode *build(MmaCtx *x, const MmaNest *nest, int64_t n_ext) {
   n->u.mma.in_dtype = x->p.x->dtype;
   const IrMmaInstr *in = x->in;
   n->u.mma.n = (int)n_ext;
-  n->u.mma.nacc = in->acc.n * (int)(n_ext / in->n);
+  n->u.mma.nacc = ir_mma_is_tcgen05(in) ? 1 : in->acc.n * (int)(n_ext / in->n);
   n->u.mma.acc = ARENA_ARRAY(a, KAccess, n->u.mma.nacc);
+  if (ir_mma_by_descriptor(in)) whole_tiles(x, nest);
+  if (ir_mma_is_tcgen05(in)) { /* the accumulator's element (0, 0) in tensor memory */
+    Subst s = at(x, kx_const(a, 0), kx_const(a, 0), kx_const(a, 0));
+    n->u.mma.acc[0] = moved(a, &nest->op[NEST_SUM]->u.op.out, &s);
+    return n;
+  }
   if (ir_mma_is_wgmma(in)) {
     wgmma_acc(x, nest, n);
     return n;
@@ -210,7 +229,7 @@ static const IrMmaInstr *instr_of(const int64_t ext[3], int64_t lanes) {
   for (int m = 0;; m++) {
     const IrMmaInstr *in = ir_mma_instr((cf_mma_macro)m);
     if (!in) return NULL;
-    if (lanes != in->lanes || ext[2] != in->k) continue;
+    if (lanes != in->lanes || ext[2] != in->k || ir_mma_is_tcgen05(in)) continue; /* tcgen05: lower_tcgen05_validate */
     if (ir_mma_is_wgmma(in) && ext[0] == 2 && ext[1] * 4 % in->n == 0 && ext[1] * 4 <= in->n_max) return in;
     if (!ir_mma_is_wgmma(in) && ext[0] == in->m / in->acc_m_inner && ext[1] == in->acc_n_inner) return in;
   }
@@ -297,7 +316,9 @@ static void on_loop(KMutator *m, KNode *n, KBlock *out) {
     return;
   }
   Val *r = sum->u.op.src->out[0];
-  validate(x, r);
+  bool tc05 = TV(r)->mem == CF_MEM_TENSOR; /* the accumulator in tensor memory: tcgen05.mma */
+  if (tc05) x->in = lower_tcgen05_validate(x->c, r, &x->p);
+  else validate(x, r);
   int j0 = TV(r)->nloop - 3;
   for (int j = 0; j < 3; j++) x->var[j] = sum->u.op.loops[j0 + j]->u.loop.var;
   MmaNest nest = {{NULL}, {NULL}};
@@ -308,11 +329,13 @@ static void on_loop(KMutator *m, KNode *n, KBlock *out) {
                  k == NEST_CAST_A ? TV(x->p.a)->display_name : k == NEST_CAST_B ? TV(x->p.b)->display_name
                  : k == NEST_MUL ? TV(x->p.mul->out[0])->display_name : TV(r)->display_name, TV(r)->display_name);
   int64_t n_ext = x->in->n;
-  if (ir_mma_is_wgmma(x->in)) ir_scalar_const_value(ID(TV(r)->loop[j0 + 1])->extent, &n_ext), n_ext *= 4;
+  if (ir_mma_by_descriptor(x->in))
+    ir_scalar_const_value(ID(TV(r)->loop[j0 + 1])->extent, &n_ext), n_ext *= ir_mma_is_wgmma(x->in) ? 4 : 1;
   KNode *mma = build(x, &nest, n_ext);
   MovedCtx mc = {x, &nest};
-  if (ir_mma_is_wgmma(x->in)) lower_wgmma_operands(x->c, &m->path, mma, moved_at, &mc, TV(r)->display_name);
+  if (ir_mma_by_descriptor(x->in)) lower_wgmma_operands(x->c, &m->path, mma, moved_at, &mc, TV(r)->display_name);
   else lower_mma_ldmatrix(x->c, &m->path, mma, moved_at, &mc);
+  if (tc05) lower_tcgen05_finish(x->c, mma, sum);
   kb_push(m->arena, out, mma);
 }
 
@@ -335,6 +358,7 @@ void lower_mma(LowerCtx *c) {
   MmaCtx x = {c, NULL, {0}, {NULL}};
   KMutator m = {.arena = c->a, .fn = {[KN_FOR] = on_loop}, .user = &x};
   kir_mutate(&m, &c->k->body);
+  lower_tcgen05_groups(c); /* first: the accumulators' initializations in tensor memory go */
   KVisitor v = {.pre = {[KN_OP] = stray}, .user = c, .arena = c->a};
   kir_visit(&v, &c->k->body);
   lower_wgmma_groups(c);

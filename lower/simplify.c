@@ -145,7 +145,8 @@ static void on_mma(KMutator *m, KNode *n, KBlock *out) {
   for (int i = 0; i < in->b.n; i++) n->u.mma.b_mask[i] = S(p, n->u.mma.b_mask[i]);
   for (int op = 0; op < 2; op++)
     if (n->u.mma.ldm[op]) access(p, &n->u.mma.ldm_row[op]);
-  if (ir_mma_is_wgmma(in)) accesses(p, n->u.mma.desc_start, 2);
+  if (ir_mma_by_descriptor(in)) accesses(p, n->u.mma.desc_start, 2);
+  n->u.mma.enable_d = S(p, n->u.mma.enable_d);
   kb_push(m->arena, out, n);
 }
 

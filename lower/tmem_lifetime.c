@@ -49,6 +49,10 @@ static void on_op(KMutator *m, KNode *n, KBlock *out) {
 
 static bool mark_region(KVisitor *v, KNode *n) {
   bool *used = v->user;
+  if (n->kind == KN_MMA) { /* tcgen05.mma: its accumulator */
+    if (ir_mma_is_tcgen05(n->u.mma.instr)) used[n->u.mma.acc[0].t->tmem_region] = true;
+    return true;
+  }
   used[n->u.tmem.tmem.t->tmem_region] = true;
   return true;
 }
@@ -56,7 +60,7 @@ static bool mark_region(KVisitor *v, KNode *n) {
 /* Marks in `used` (by region) the regions the subtree of n touches. */
 static void regions_touched(KNode *n, bool *used) {
   KBlock one = {&n, 1, 1};
-  KVisitor v = {.pre = {[KN_TMEM_LD] = mark_region, [KN_TMEM_ST] = mark_region}, .user = used};
+  KVisitor v = {.pre = {[KN_TMEM_LD] = mark_region, [KN_TMEM_ST] = mark_region, [KN_MMA] = mark_region}, .user = used};
   kir_visit(&v, &one);
 }
 

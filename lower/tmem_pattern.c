@@ -86,11 +86,22 @@ static const char *expr_text(LowerCtx *c, const Expr *e) {
   return s;
 }
 
+/* Whether e is a sum tiled for tcgen05.mma (its MMA axes: the mma pass checks it). */
+static bool tcgen05_sum(const Expr *e) {
+  Val *out = e->out[0];
+  if (e->op != OP_SUM || !is_tmem(out)) return false;
+  for (int j = 0; j < TV(out)->nloop; j++)
+    if (ID(TV(out)->loop[j])->ptype == CF_PT_MMA) return true;
+  return false;
+}
+
 /* The tensor-memory side of op's expression (NULL if none); *store: it is the output.
  * Only copies between registers and tensor memory touch it (there is no path between
- * tensor memory and global or shared memory, and no arithmetic on it). */
+ * tensor memory and global or shared memory, and no arithmetic on it), and tcgen05.mma's
+ * accumulation (a sum on MMA axes, which lower/mma.c replaces by the instruction). */
 static Val *tmem_side(LowerCtx *c, const Expr *e, bool *store) {
   Val *out = e->out[0], *tm = NULL;
+  if (tcgen05_sum(e)) return NULL;
   for (int i = 0; i < e->nin; i++)
     if (is_tmem(e->in[i])) tm = e->in[i];
   if (!is_tmem(out) && !tm) return NULL;

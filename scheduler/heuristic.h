@@ -44,7 +44,7 @@ typedef struct SchedDevice {
                               * executor/fusion_plan.c); 0: the SMs x the blocks per SM the
                               * kernel allows bound it alone */
   int cc;                    /* compute capability, major * 10 + minor (90: Hopper, which has
-                              * wgmma); 0: not known, the heuristics choose instructions every
+                              * wgmma; 100: Blackwell, tcgen05.mma); 0: not known, the heuristics choose instructions every
                               * architecture since sm_80 has (mma.sync) */
 } SchedDevice;
 
@@ -54,6 +54,10 @@ typedef struct SchedDevice {
  * that the host runs what any GPU since sm_80 runs; a test names sched_device_h100 for
  * Hopper's), and of a device whose attributes cannot be read. */
 extern const SchedDevice sched_device_h100;
+/* A B200 (148 SMs, 228 KiB of shared memory per SM, 227 KiB per block, 126 MiB of L2,
+ * compute capability 10.0: the matmul row runs tcgen05.mma with its accumulator in tensor
+ * memory). Tests name it; define and run reads a Blackwell GPU's own attributes. */
+extern const SchedDevice sched_device_b200;
 const SchedDevice *sched_device_default(void);
 
 /* What one call tells the heuristics: the segment's inputs, in the order of the

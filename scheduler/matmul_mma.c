@@ -170,12 +170,17 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, const SchedDevice *de
     return false;
   t->r = r, t->mul = mul->out[0], t->x = u, t->y = v, t->ca = mul->in[0], t->cb = mul->in[1];
   t->wgmma = dev && dev->cc == 90; /* sm_90a only: Blackwell has tcgen05 instead */
+  t->tcgen05 = sched_matmul_tcgen05_takes(r, dev); /* sm_100a: matmul_tcgen05.c */
   t->merged = m_axes > 1 || n_axes > 1;
   for (int i = 0; i < 2; i++) fill_of(r, mul->in[i], i, &t->fill[i]);
   return true;
 }
 
 void sched_matmul_mma_params(const MmaTiles *t, char *text) {
+  if (t->tcgen05) {
+    sched_matmul_tcgen05_params(t, text);
+    return;
+  }
   char fill[2][64];
   for (int i = 0; i < 2; i++)
     snprintf(fill[i], sizeof fill[i], t->fill[i].why[0] ? "scalar(%s)" : "cp.async16", t->fill[i].why);
@@ -211,7 +216,7 @@ static int log2_of(int64_t v) {
  * rows into [.., 2^B rows, rows below bit M + S], the chunk bits that address a 16-byte
  * slot XORed with the 2^B rows, everything merged back into one axis (the loop domain is a shared
  * tensor's storage). ldmatrix's phases (8 rows, one chunk each) then hit 32 banks. */
-static bool tile_swizzle(cf_fusion *f, cf_tv *x, int p, int64_t esz, int64_t row) {
+bool sched_matmul_tile_swizzle(cf_fusion *f, cf_tv *x, int p, int64_t esz, int64_t row) {
   cf_swizzle s;
   if (cf_swizzle_for_rows(esz, row * esz, &s, NULL) != CF_OK || !s.bits) return false;
   int c = log2_of(row * esz / 16), n = 3;
@@ -249,7 +254,7 @@ static void tile_threads(cf_fusion *f, cf_tv *x, int b, int64_t esz, int mn, con
     cols = WG_ATOM;
   }
   cf_merge(f, x, p); /* [.., rows, cols] */
-  if (!tile_swizzle(f, x, p, esz, cols)) cf_merge(f, x, p); /* [.., rows*cols] */
+  if (!sched_matmul_tile_swizzle(f, x, p, esz, cols)) cf_merge(f, x, p); /* [.., rows*cols] */
   bool v = !fill->why[0];
   if (v) cf_split(f, x, p, vec);
   cf_split(f, x, p, sh.threads);
@@ -276,7 +281,7 @@ static void tile_threads(cf_fusion *f, cf_tv *x, int b, int64_t esz, int mn, con
  * it is stored, not computed for the block by every thread as a statement of its own
  * (which the circular buffer's prefetch would read before it is written). set holds
  * room for every tensor. */
-static void tile_producers(cf_fusion *f, Val *x, cf_tv **set) {
+void sched_matmul_tile_producers(cf_fusion *f, Val *x, cf_tv **set) {
   int n = 0;
   for (Val *w = x->def->in[0]; w->def && !ir_tv_is_input(f, w); w = w->def->in[0]) set[n++] = ir_tv_handle(w);
   static const cf_parallel_type threads[] = {CF_PT_TIDZ, CF_PT_TIDY, CF_PT_TIDX};
@@ -372,6 +377,7 @@ static cf_status stage_operands(cf_fusion *f, MmaTiles *t) {
 }
 
 cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
+  if (t->tcgen05) return sched_matmul_tcgen05(f, t);
   if (stage_operands(f, t)) return f->status;
   cf_tv *r = ir_tv_handle(t->r);
   int b = t->batch;
@@ -394,7 +400,7 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
     cf_tv *x = ir_tv_handle(i ? t->y : t->x);
     tile_threads(f, x, b, (int64_t)cf_dtype_size(t->x->dtype), i, &t->fill[i], t, &sh);
     cf_set_memory_type(f, x, CF_MEM_SHARED);
-    tile_producers(f, ir_tv(x), set);
+    sched_matmul_tile_producers(f, ir_tv(x), set);
   }
   if (t->wgmma) warpgroup_tile(f, r, b);
   else warp_tile(f, r, b);

@@ -36,6 +36,7 @@ typedef struct MmaTiles {
   Val *r, *x, *y, *mul, *ca, *cb;
   bool batch;
   bool wgmma;      /* Hopper's warpgroup instruction (the device's cc is 90) */
+  bool tcgen05;    /* Blackwell's tcgen05.mma, the accumulator in tensor memory (cc 100) */
   bool merged;     /* M or N is several axes merged (a batch of A alone): a tile crosses from one
                     * into the next, which no TMA box describes */
   MmaFill fill[2]; /* x's and y's */
@@ -58,6 +59,20 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, const SchedDevice *de
 cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t);
 /* The row's parameter text for it (the tile shape, the fills: cp.async16 or scalar(why)). */
 void sched_matmul_mma_params(const MmaTiles *t, char *text);
+/* matmul_tcgen05.c: whether the product r runs as tcgen05.mma on dev (a Blackwell, cc
+ * 100, and a reduced extent that is not 0); the schedule (block tile 128 x 128 x 64 of
+ * 128 threads, one m128n128k16 instruction per 16 of K issued by one thread into a tensor-
+ * memory accumulator, the epilogue on 32 columns a thread at a time read by tcgen05.ld);
+ * its parameter text. */
+bool sched_matmul_tcgen05_takes(Val *r, const SchedDevice *dev);
+cf_status sched_matmul_tcgen05(cf_fusion *f, MmaTiles *t);
+void sched_matmul_tcgen05_params(const MmaTiles *t, char *text);
+/* matmul_mma.c, shared with matmul_tcgen05.c: the tile x's axes p (rows) and p + 1 (a row
+ * of `row` elements of esz bytes) stored through the swizzle layout/ gives such rows,
+ * merged back into one axis (false: none, nothing done); the tile's producers in the
+ * kernel given its transforms and threads (set: room for every tensor). */
+bool sched_matmul_tile_swizzle(cf_fusion *f, cf_tv *x, int p, int64_t esz, int64_t row);
+void sched_matmul_tile_producers(cf_fusion *f, Val *x, cf_tv **set);
 /* Rebuilds operand i of the product's mul, a chain of sets, permutes, broadcasts and casts
  * of one fusion input (matmul_operands.c), as broadcast(x), a permute, the casts: every
  * tensor of the chain then has the tile's axes and is inlined into its writes. A chain in

@@ -8,7 +8,9 @@
  * schedule, so the accumulator allocated by the allocation rule is exactly the lane's
  * registers, and the epilogue, given the same transforms (cf_propagate_transforms_to),
  * reads them as plain local memory of its own thread; only the instruction itself (lower/
- * mma.c) knows more. */
+ * mma.c) knows more. tcgen05.mma's accumulator is in tensor memory instead: its tile stays
+ * [M{128}, N, K{16}] on MMA (row m in lane m, column n in column n, tensor memory's own
+ * layout), and the reader copies it into registers (tcgen05.ld). */
 #include <string.h>
 
 #include "ir/mma.h"
@@ -92,8 +94,13 @@ static void wgmma_layout(cf_fusion *f, cf_tv *t, int a, const IrMmaInstr *in) {
   for (int i = 1; i <= 3; i++) cf_parallelize(f, t, a + i, CF_PT_MMA);
 }
 
-/* [.., M, N, K] -> [.., lane (threadIdx.x), M-regs, N-regs, K], the last three on MMA. */
+/* [.., M, N, K] -> [.., lane (threadIdx.x), M-regs, N-regs, K], the last three on MMA;
+ * tcgen05: [.., M, N, K] on MMA as they are. */
 static void fragment_layout(cf_fusion *f, cf_tv *t, int a, const IrMmaInstr *in) {
+  if (ir_mma_is_tcgen05(in)) {
+    for (int i = 0; i < 3; i++) cf_parallelize(f, t, a + i, CF_PT_MMA);
+    return;
+  }
   if (ir_mma_is_wgmma(in)) {
     wgmma_layout(f, t, a, in);
     return;
@@ -120,6 +127,10 @@ cf_status cf_mma_tile(cf_fusion *f, cf_tv *tv, int axis, cf_mma_macro macro) {
   if (a < TV(r)->ca_pos || a < TV(r)->max_producer_pos)
     return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: axes %d.. of %s are shared with other tensors' loops "
                        "(inlined); tile before inlining", a, TV(r)->display_name);
+  if (ir_mma_is_tcgen05(in) && TV(r)->mem != CF_MEM_TENSOR)
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, r, "mma_tile: %s accumulates in tensor memory for %s; %s is in %s "
+                       "memory (cf_set_memory_type(f, %s, CF_MEM_TENSOR) first)", in->name, TV(r)->display_name,
+                       TV(r)->display_name, cf_memory_type_name(TV(r)->mem), TV(r)->display_name);
   IrMmaPattern p;
   if (!axis_ok(f, r, a, in->m, false, "M", in) || !axis_ok(f, r, a + 1, in->n, false, "N", in) ||
       !axis_ok(f, r, a + 2, in->k, true, "K", in) || !roles_ok(f, r, a, in, &p))

@@ -207,6 +207,10 @@ bool sched_any_accepts(cf_fusion *f, const SchedCall *call, SchedLowers lowers) 
   .max_coop_threads = 65536 /* the host backend's CFH_MAX_RESIDENT_THREADS (host_grid.h) */
 
 const SchedDevice sched_device_h100 = {H100_RESOURCES, .cc = 90};
+const SchedDevice sched_device_b200 = {.sm_count = 148, .max_threads_per_block = 1024, .max_threads_per_sm = 2048,
+                                       .regs_per_sm = 65536, .max_regs_per_thread = 255, .smem_per_block = 227 * 1024,
+                                       .smem_per_sm = 228 * 1024, .l2_bytes = 126 * 1024 * 1024, .max_cluster = 8,
+                                       .max_coop_threads = 65536, .cc = 100};
 /* The host backend's: an H100's resources, no architecture (the portable instructions). */
 static const SchedDevice sched_device_host = {H100_RESOURCES, .cc = 0};
 

@@ -26,8 +26,9 @@ cfuser's host backend, which emulates wgmma from its matrix descriptors (decoded
 PTX ISA specifies them, independently of the lowering that builds them), so a wrong
 descriptor field reads other elements and the result differs from the reference
 evaluator, which every run is compared with. It runs on the GPU too where there is a
-Hopper one. Blackwell's `tcgen05.mma`, which accumulates in tensor memory, is not in
-cfuser yet; `tutorial/tmem.md` shows the tensor memory it will write to.
+Hopper one. The last sections schedule the same linear for Blackwell's `tcgen05.mma`
+(`sm_100a`), which one thread issues and which accumulates in tensor memory
+(`tutorial/tmem.md` introduces it).
 */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -67,27 +68,27 @@ static char *kernel_text(cf_fusion *f) {
 }
 
 /*
-`run` compiles the fusion with NVRTC for `sm_90a` (where cfuser has NVRTC), runs it on a
-Hopper GPU if there is one and on the host backend otherwise, and compares `y` with the
-reference evaluator on the same random inputs (bfloat16: 2% tolerance, the products are
-summed in float in another order).
+`run` compiles the fusion with NVRTC for `sm_90a` (`run_on` for another architecture;
+where cfuser has NVRTC), runs it on a GPU of that architecture if there is one and on the
+host backend otherwise, and compares `y` with the reference evaluator on the same random
+inputs (bfloat16: 2% tolerance, the products are summed in float in another order).
 */
 static bool have_nvrtc(void) {
   const char *why = NULL;
   bool ok = cf_nvrtc_available(&why);
   static bool said;
   if (!ok && !said) /* a note, not a warning: Criterion fails a run that logged a warning */
-    printf("skipped: the NVRTC compiles for sm_90a (NVRTC unavailable: %s); the kernels run on the host backend\n", why);
+    printf("skipped: the NVRTC compiles (NVRTC unavailable: %s); the kernels run on the host backend\n", why);
   said = true;
   return ok;
 }
 
-static void run(cf_fusion *f, int64_t m, int64_t n, int64_t k) {
+static void run_on(cf_fusion *f, int64_t m, int64_t n, int64_t k, const char *arch) {
   const int64_t shape[2][2] = {{m, k}, {n, k}};
   cf_executor *e = NULL;
   bool gpu = false;
   if (have_nvrtc()) {
-    e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_CUDA, .arch = "sm_90a"});
+    e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_CUDA, .arch = arch});
     cr_assert_eq(cf_executor_compile(e, f), CF_OK, "NVRTC: %s", cf_executor_error(e));
     gpu = !cf_executor_compile_only(e);
   }
@@ -120,6 +121,8 @@ static void run(cf_fusion *f, int64_t m, int64_t n, int64_t k) {
   cf_tensor_free(got), cf_tensor_free(out), cf_tensor_free(ref);
   cf_executor_destroy(e);
 }
+
+static void run(cf_fusion *f, int64_t m, int64_t n, int64_t k) { run_on(f, m, n, k, "sm_90a"); }
 
 /*
 ## The product
@@ -387,5 +390,112 @@ waiting on an mbarrier per stage instead of a `__syncthreads`; and for matmul's 
 weights a producer warpgroup (`cf_warp_specialize(f, tile, CF_PT_TIDY)`: threadIdx.y 2,
 384 threads) issues them on its own, the two compute warpgroups releasing each stage
 after the wgmma wait that retires it (8192 x 11008 @ 11008x4096 at 0.95x cuBLAS on an
-H200). Still to come: split-K, and Blackwell's `tcgen05.mma`.
+H200). Still to come: split-K.
+
+## On Blackwell: `tcgen05.mma`
+
+Blackwell (`sm_100a`) has a new instruction, `tcgen05.mma.cta_group::1.kind::f16`: one
+thread issues it, it reads A (128 x 16) and B (16 x N, N a multiple of 16 up to 256) from
+shared memory through descriptors in the same canonical layouts as wgmma's, and it
+accumulates the 128 x N floats in **tensor memory**, row m in lane m and column n in
+column n, not in registers. Steps 1 and 2 stay as they are (the tiles' layout is the
+one its descriptors name too); step 3 puts the accumulator in tensor memory, whole: its
+block tile [128, 256] split by nothing, the 16 of K outside, the dim-sep position
+between the M and N tiles, so its lanes are the tile's rows and its columns the tile's
+columns:
+*/
+static void tcgen05_instruction(Linear *l) {
+  cf_fusion *f = l->f;
+  cf_split(f, l->acc, 5, 16);                  /* [.., 128, 256, 4, 16] */
+  cf_reorder(f, l->acc, 1, (int[]){5, 3});     /* [.., 4, 128, 256, 16] */
+  cf_set_memory_type(f, l->acc, CF_MEM_TENSOR);
+  cf_set_allocation_to_loop(f, l->acc, true);
+  cf_set_tmem_dim_sep_pos(f, l->acc, -3);      /* lanes | columns: [.., 128 | 256, 16] */
+  cf_mma_tile(f, l->acc, 4, CF_MMA_TCGEN05_M128NK16);
+}
+
+/*
+The instruction's axes stay as they are, on MMA: no thread holds a part of the
+accumulator. Nothing but a copy into registers reads tensor memory (`tcgen05.ld`), so
+the accumulator gets one (`cf_cache_after`), and the epilogue is scheduled from it with
+tensor memory's rule for such a copy (`tcgen05.ld.32x32b`: thread l of warp w reads lane
+32 (w % 4) + l, the warp's 32 threads the same columns): [128 rows (threadIdx.x), 256
+columns split [2 (threadIdx.y), 4, 32]], each thread reading 32 columns of its row at a
+time (the copy's innermost 32 vectorized: `.x32`), the two warpgroups one half of the
+columns each. The casts and the product follow the accumulator, as before; the copy is
+inlined into the output's loop of 32 columns, so a thread holds 32 floats, not 256.
+*/
+static cf_tv *tcgen05_follow(Linear *l) {
+  cf_fusion *f = l->f;
+  cf_propagate_transforms_to(f, l->acc, -1, 3, (cf_tv *[]){l->x32, l->w32, l->prod});
+  cf_tv *reg = cf_cache_after(f, l->acc);        /* [M/128, N/256, 128, 256] */
+  cf_split(f, reg, 3, 128);
+  cf_split(f, reg, 4, 32);                       /* [.., 128, 2, 4, 32] */
+  cf_propagate_transforms_to(f, reg, -1, 1, (cf_tv *[]){l->y});
+  cf_tv *epi[2] = {reg, l->y};
+  for (int i = 0; i < 2; i++) {
+    cf_parallelize(f, epi[i], 0, CF_PT_BIDY);
+    cf_parallelize(f, epi[i], 1, CF_PT_BIDX);
+    cf_parallelize(f, epi[i], 2, CF_PT_TIDX);
+    cf_parallelize(f, epi[i], 3, CF_PT_TIDY);
+  }
+  cf_parallelize(f, reg, 5, CF_PT_VECTORIZE);
+  cf_tv *deep[5] = {l->y, reg, l->prod, l->w32, l->x32};
+  for (int i = 0; i < 5; i++) cf_inline_at_best_effort(f, deep[i], cf_tv_naxes(deep[i]));
+  cf_inline_at_best_effort(f, l->acc, cf_tv_naxes(l->acc)); /* at the block tile: K's loops are its own */
+  cf_inline_at(f, l->ws, 3);
+  cf_inline_at(f, l->xs, 3);
+  return reg;
+}
+
+/*
+The lowering (`lower/mma_tcgen05.c`) makes each 16 of K one instruction, issued by thread
+0 into the accumulator's tensor-memory address, with `enable-input-d` false on the first K
+step (D = A x B there: the sum needs no zeroing, and gets none); after a K tile's four,
+thread 0 commits them to an mbarrier (`tcgen05.commit`), whose phase every thread waits
+for before the stage is refilled and, after the last K tile, before the epilogue reads
+the accumulator. Tensor memory is allocated at the kernel's start and freed at its end
+(`tcgen05.alloc`, 256 columns). The host backend performs the instructions when their
+commit's barrier is waited for, reading the operands through the descriptors as the
+hardware would, so a missing wait or a wrong descriptor shows as an error or a wrong `y`:
+*/
+Test(MatmulTutorial, BlackwellLinear) {
+  Linear l = define_linear(256, 256, 128);
+  block_tiles(&l);
+  operand_tile(l.f, l.xs);
+  operand_tile(l.f, l.ws);
+  tcgen05_instruction(&l);
+  expect_tv(l.f, l.acc,
+            "T7_t_float[iblockIdx.y28{2}, iblockIdx.x26{1}, rS24{2}, rS104{4}, iMMA29{128}, iMMA27{256}, "
+            "rMMA105{16}]\n");
+  cf_tv *reg = tcgen05_follow(&l);
+  expect_tv(l.f, reg,
+            "T9_l_float[iblockIdx.y114{2}, iblockIdx.x116{1}, ithreadIdx.x115{128}, ithreadIdx.y118{2}, iS120{4}, "
+            "iV121{32}] ca_pos( 5 ) produce_pos( 2 )\n");
+  cf_circular_buffer(l.f, l.xs, 4);
+  cf_circular_buffer(l.f, l.ws, 4);
+  cr_assert_eq(cf_fusion_status(l.f), CF_OK, "%s", cf_fusion_error(l.f));
+  char *k = kernel_text(l.f);
+  static const char *const parts[] = {
+      "extern \"C\" __global__ void __launch_bounds__(256) cfuser_kernel(",
+      "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;\" :: \"r\"((uint32_t)__cvta_generic_to_shared("
+      "tmem_slot0)), \"r\"(256u)",
+      "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;",
+      "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];",
+      "cf_mbar_wait(&T7_mma_bar0[0], (unsigned)((i0 % 2)));",
+      "tcgen05.ld.sync.aligned.32x32b.x32.b32",
+  };
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    cr_expect(strstr(k, parts[i]), "the kernel has no `%s`", parts[i]);
+  free(k);
+  run_on(l.f, 256, 256, 128, "sm_100a");
+  cf_fusion_destroy(l.f);
+}
+
+/*
+In define and run, the matmul row schedules this for a Blackwell device (compute
+capability 10.0; `scheduler/matmul_tcgen05.c`): a block tile of 128 x 128 x 64 and 128
+threads, the epilogue (bias, activation, casts) on 32 columns of a row a thread at a
+time. Nothing of it has been measured on a Blackwell GPU yet; TMA loads, a producer warp
+and instructions in flight across K tiles are its next steps, as they were on Hopper.
 */

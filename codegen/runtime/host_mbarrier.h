@@ -1,7 +1,7 @@
 /* host_mbarrier.h: Hopper's shared-memory barriers (mbarrier) on cfuser's host backend; a
  * part of the host runtime, prepended after host_async.h. What TMA loads complete on
  * (cp.async.bulk.tensor's complete_tx; the kernels of lower/tma.c init, expect_tx and wait
- * through it), and tcgen05.commit's arrive will; tests/host/test_host_mbarrier.c drives it
+ * through it), and tcgen05.commit's arrive (host_tcgen05.h); tests/host/test_host_mbarrier.c drives it
  * directly too.
  *
  * An mbarrier is 8 bytes of shared memory, 8-byte aligned (PTX ISA, "mbarrier"): a phase
@@ -121,13 +121,15 @@ CFH_FN bool cfh_mbarrier_test_parity(const uint64_t *bar, unsigned int parity) {
 }
 
 CFH_FN void cfh__tma_land(uint64_t *bar); /* host_tma.h */
+CFH_FN void cfh__tc05_land(uint64_t *bar); /* host_tcgen05.h */
 
 /* Returns once the phase of this parity has completed (CUDA: a loop of
  * mbarrier.try_wait.parity); parks the thread until then. The TMA loads queued on bar
- * land first (host_tma.h). */
+ * land first (host_tma.h), and the tcgen05.mmas of a commit to it (host_tcgen05.h). */
 CFH_FN void cfh_mbarrier_wait_parity(uint64_t *bar, unsigned int parity) {
   if (cfh_mbarrier_test_parity(bar, parity)) return;
   cfh__tma_land(bar);
+  cfh__tc05_land(bar);
   if (cfh_mbarrier_test_parity(bar, parity)) return;
   cfh_launch_state *L = cfh__L;
   L->cur->state = CFH_AT_MBARRIER;

@@ -197,6 +197,7 @@ typedef struct cfh_launch_state {
   struct cfh_async_q *async; /* host_async.h: each thread's pending cp.async copies (first use) */
   struct cfh_tma_q *tma;     /* host_tma.h: the block's pending TMA loads (first use) */
   struct cfh_wgmma_q *wgmma; /* host_wgmma.h: each warp's wgmmas issued and not yet waited for (first use) */
+  struct cfh_tc05_q *tc05;   /* host_tcgen05.h: the block's tcgen05.mmas and commits not yet performed (first use) */
   uint32_t race_epoch; /* advances at every __syncthreads and block start */
   int code;
   char *err;
@@ -561,6 +562,10 @@ CFH_FN void cfh__wgmma_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W)
 CFH_FN bool cfh__mbarrier_diagnose(cfh_launch_state *L);
 CFH_FN void cfh__wgmma_block_start(cfh_launch_state *L);
 CFH_FN void cfh__wgmma_block_end(cfh_launch_state *L);
+/* Defined in host_tcgen05.h: a block starts with no tcgen05.mma queued, and ends with none
+ * left uncompleted (else an error). */
+CFH_FN void cfh__tc05_block_start(cfh_launch_state *L);
+CFH_FN void cfh__tc05_block_end(cfh_launch_state *L);
 
 CFH_FN void cfh__warp_execute(cfh_launch_state *L, unsigned int w, cfh_warp *W) {
   if (W->op >= CFH_OP_SHFL_IDX && W->op <= CFH_OP_SHFL_XOR) cfh__shfl_execute(L, w, W);
@@ -610,6 +615,7 @@ CFH_FN void cfh__block_start(cfh_launch_state *L) {
   cfh__async_block_start(L);
   cfh__tma_block_start(L);
   cfh__wgmma_block_start(L);
+  cfh__tc05_block_start(L);
   cfh__race_next_epoch(L);
   for (unsigned int i = 0; i < L->nthreads; i++) {
     cfh__fiber_init(&L->fibers[i], L->stacks + i * L->stack_stride + (L->stack_stride -
@@ -637,6 +643,7 @@ CFH_FN void cfh__block_finish(cfh_launch_state *L) {
   if (L->exited != L->nthreads) cfh__diagnose_deadlock(L);
   else {
     cfh__wgmma_block_end(L);
+    if (L->code == CFH_OK) cfh__tc05_block_end(L);
     if (L->code == CFH_OK) cfh__tmem_block_end(L);
   }
 }
@@ -753,6 +760,7 @@ CFH_FN void cfh__release(cfh_launch_state *L) {
   free(L->tma);
   cfh__wgmma_block_start(L); /* frees what a failed block left pending */
   free(L->wgmma);
+  free(L->tc05);
   free(L);
 }
 

@@ -51,9 +51,13 @@ CF_API cf_status cf_fusion_group_tmem(cf_fusion *f, int n, cf_tv *const *tvs);
  * dtypes, architecture and fragment layouts). */
 typedef enum cf_mma_macro {
   CF_MMA_M16N8K16,     /* mma.sync m16n8k16: half or bfloat16 operands, float accumulator, sm_80+ */
-  CF_MMA_WGMMA_M64NK16 /* wgmma.mma_async m64nNk16 (sm_90a): a warpgroup of 128 threads, N the N
-                        * tile's extent (a multiple of 8 up to 256), half or bfloat16 operands read
-                        * from shared memory through matrix descriptors, float accumulator */
+  CF_MMA_WGMMA_M64NK16, /* wgmma.mma_async m64nNk16 (sm_90a): a warpgroup of 128 threads, N the N
+                         * tile's extent (a multiple of 8 up to 256), half or bfloat16 operands read
+                         * from shared memory through matrix descriptors, float accumulator */
+  CF_MMA_TCGEN05_M128NK16 /* tcgen05.mma m128nNk16 (sm_100a): issued by one thread, N the N tile's
+                           * extent (a multiple of 16 up to 256), half or bfloat16 operands read
+                           * from shared memory through descriptors, a float accumulator in tensor
+                           * memory (row m in lane m, column n in column n) */
 } cf_mma_macro;
 
 /* Runs the last three loop axes of tv, from `axis` (which must be rank - 3), as one
@@ -72,7 +76,14 @@ typedef enum cf_mma_macro {
  * register fragment layout for accumulator matrix D"), threadIdx.x launched as exactly 128,
  * and a and b must be shared-memory tiles stored in a layout a wgmma matrix descriptor can
  * name (K- or MN-major rows of 32, 64 or 128 bytes under their swizzle; the lowering finds
- * which and refuses otherwise). Errors name the rule and the axis. */
+ * which and refuses otherwise).
+ * CF_MMA_TCGEN05_M128NK16: M is 128, N any multiple of 16 up to 256, K 16; tv must be in
+ * tensor memory (cf_set_memory_type CF_MEM_TENSOR, its dim-sep position between the M
+ * and N tiles: lanes are rows, columns are columns); the three axes go on MMA as they are
+ * (no lane axis: one thread issues the instruction, whatever the block's threads), a and b
+ * shared-memory tiles as for wgmma; whatever reads tv copies it into registers first
+ * (tcgen05.ld, a set scheduled with tensor memory's 32x32b pattern). Errors name the rule
+ * and the axis. */
 CF_API cf_status cf_mma_tile(cf_fusion *f, cf_tv *tv, int axis, cf_mma_macro macro);
 /* Circular buffering (nvFuser's circularBuffer(stages)): the shared-memory tile tv,
  * computed at a serial loop (its compute-at position, so call it after inlining), gets

@@ -117,13 +117,15 @@ class Sched:
         self._fd._check(_capi.lib.cf_fusion_group_tmem(self._fd._f, len(hs), _capi.handle_array(_capi.TvHandle, hs)))
 
     # cf_mma_macro's values, by the instruction's name.
-    MMA_MACROS = {"m16n8k16": 0, "wgmma_m64nNk16": 1}
+    MMA_MACROS = {"m16n8k16": 0, "wgmma_m64nNk16": 1, "tcgen05_m128nNk16": 2}
 
     def mma_tile(self, t: Tensor, axis: int, macro: str = "m16n8k16") -> None:
         """Axes axis, axis + 1, axis + 2 of the sum t are a tensor-core instruction's M, N and K
         tiles; they become the accumulator's fragment layout (lane, M-, N-registers, K).
         "wgmma_m64nNk16": Hopper's warpgroup wgmma, N the tile's extent (a multiple of 8 up
-        to 256), threadIdx.x launched as 128, operands in shared memory."""
+        to 256), threadIdx.x launched as 128, operands in shared memory. "tcgen05_m128nNk16":
+        Blackwell's tcgen05.mma, N a multiple of 16 up to 256, t in tensor memory (the three
+        axes stay as they are, on MMA), operands in shared memory."""
         if macro not in self.MMA_MACROS:
             raise ValueError(f"mma_tile: unknown instruction {macro!r}; known: {', '.join(self.MMA_MACROS)}")
         self._call("mma_tile", "cf_mma_tile", self._tv(t, "mma_tile"), axis, self.MMA_MACROS[macro])
