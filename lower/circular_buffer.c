@@ -32,12 +32,6 @@
 
 #include "lower/lower.h"
 
-static KNode *node(LowerCtx *c, KnKind kind) {
-  KNode *n = ARENA_NEW(c->a, KNode);
-  n->kind = kind;
-  return n;
-}
-
 /* What a fill and its copies are rewritten with. */
 typedef struct Fill {
   LowerCtx *c;
@@ -162,15 +156,8 @@ static bool self_contained(KNode *fill, const KBlock *body, const KTensor *t) {
   return true;
 }
 
-static KNode *guarded(LowerCtx *c, KExpr *cond, KNode *body) {
-  KNode *g = node(c, KN_IF);
-  g->u.cond.cond = cond;
-  kb_push(c->a, &g->u.cond.then, body);
-  return g;
-}
-
 static KNode *async_node(LowerCtx *c, KnKind kind, int pending) {
-  KNode *n = node(c, kind);
+  KNode *n = lower_node(c, kind);
   n->u.async.pending = pending;
   return n;
 }
@@ -182,7 +169,7 @@ static KNode *async_node(LowerCtx *c, KnKind kind, int pending) {
  * the wgmma reads them: no fence either). */
 static void tma_wait(LowerCtx *c, KBlock *body, int pos, KNode *fill, KExpr *i, KExpr *S) {
   Arena *a = c->a;
-  KNode *w = node(c, KN_MBAR_WAIT);
+  KNode *w = lower_node(c, KN_MBAR_WAIT);
   w->u.mbar.bar = (KAccess){.t = fill->u.cond.then.items[0]->u.mbar.bar.t, .index = kx_bin(a, OP_MOD, i, S)};
   w->u.mbar.parity = kx_bin(a, OP_MOD, kx_bin(a, OP_DIV, i, S), kx_const(a, 2));
   kb_insert(a, body, pos, w);
@@ -239,7 +226,7 @@ static void buffer(LowerCtx *c, Val *tv) {
   /* a tile filled just before joins that fill's group (one wait, one commit per iteration) */
   if (w.async && pos > 0 && body->items[pos - 1]->kind == KN_ASYNC_COMMIT) kb_remove(body, --pos);
   else if (w.async) kb_insert(a, body, pos++, async_node(c, KN_ASYNC_WAIT, D - 1));
-  kb_insert(a, body, pos++, guarded(c, kx_bin(a, OP_LT, next, n_iter), in_loop));
+  kb_insert(a, body, pos++, lower_if(c, kx_bin(a, OP_LT, next, n_iter), in_loop));
   if (w.async) kb_insert(a, body, pos, async_node(c, KN_ASYNC_COMMIT, 0));
   if (TV(tv)->tma_load) tma_wait(c, body, pos, fill, vs, Sx);
   /* the prologue: stages 0 .. D - 1 */
@@ -249,7 +236,7 @@ static void buffer(LowerCtx *c, Val *tv) {
     KBlock pb = {0};
     kb_push(a, &pb, kir_clone(a, fill));
     rewrite(&p, &pb, true);
-    kb_insert(a, fd.parent, lp++, guarded(c, kx_bin(a, OP_LT, kx_const(a, s), n_iter), pb.items[0]));
+    kb_insert(a, fd.parent, lp++, lower_if(c, kx_bin(a, OP_LT, kx_const(a, s), n_iter), pb.items[0]));
     if (w.async) kb_insert(a, fd.parent, lp++, async_node(c, KN_ASYNC_COMMIT, 0));
   }
   if (w.async) kb_insert(a, fd.parent, lp + 1, async_node(c, KN_ASYNC_WAIT, 0)); /* nothing left in flight */

@@ -92,6 +92,19 @@ static int input_param(LowerCtx *c, const Val *tv) {
   return -1;
 }
 
+KNode *lower_node(LowerCtx *c, KnKind kind) {
+  KNode *n = ARENA_NEW(c->a, KNode);
+  n->kind = kind;
+  return n;
+}
+
+KNode *lower_if(LowerCtx *c, KExpr *cond, KNode *body) {
+  KNode *g = lower_node(c, KN_IF);
+  g->u.cond.cond = cond;
+  kb_push(c->a, &g->u.cond.then, body);
+  return g;
+}
+
 KExpr *lower_scalar(LowerCtx *c, const Val *v) {
   const Scalar *s = &v->u.scalar;
   if (s->is_const) return kx_const(c->a, s->i);

@@ -77,6 +77,9 @@ const struct KPassTime *lower_slowest_pass(const KKernel *k);
 FILE *lower_dump_out(void);
 /* Is `name` (a pass, "source", "ptx" or "launch") listed in CFUSER_DUMP, or is "all"? */
 bool lower_dump_requested(const char *name);
+/* A new node of the kernel's arena; an if of one statement. */
+KNode *lower_node(LowerCtx *c, KnKind kind);
+KNode *lower_if(LowerCtx *c, KExpr *cond, KNode *body);
 _Noreturn void lower_fail(LowerCtx *c, cf_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A validation over constants fails now; over parameter sizes it becomes a run-time
  * check with the same message (DESIGN.md section 5, two-level validation). */

@@ -182,12 +182,6 @@ static int map_of(LowerCtx *c, int param, int rank, const int64_t *box, int swiz
   return k->ntmaps++;
 }
 
-static KNode *node(LowerCtx *c, KnKind kind) {
-  KNode *n = ARENA_NEW(c->a, KNode);
-  n->kind = kind;
-  return n;
-}
-
 bool lower_tma_only(const KNode *n, bool *loads) {
   if (n->kind == KN_TMA_LOAD && loads) *loads = true;
   if (n->kind == KN_TMA_LOAD || n->kind == KN_MBAR_EXPECT_TX || n->kind == KN_MBAR_WAIT || n->kind == KN_COMMENT) return true;
@@ -222,13 +216,13 @@ static KTensor *barriers(LowerCtx *c, KTensor *t, int stages) {
   k->allocs = all;
   KNode *init = k->body.len ? k->body.items[0] : NULL; /* another tile's: one block of inits, one sync */
   if (!init || init->kind != KN_IF || !init->u.cond.then.len || init->u.cond.then.items[0]->kind != KN_MBAR_INIT) {
-    init = node(c, KN_IF);
+    init = lower_node(c, KN_IF);
     init->u.cond.cond = lower_elected_thread(c);
-    kb_insert(c->a, &k->body, 0, node(c, KN_SYNC));
+    kb_insert(c->a, &k->body, 0, lower_node(c, KN_SYNC));
     kb_insert(c->a, &k->body, 0, init);
   }
   for (int s = 0; s < stages; s++) {
-    KNode *i = node(c, KN_MBAR_INIT);
+    KNode *i = lower_node(c, KN_MBAR_INIT);
     i->u.mbar.bar = (KAccess){.t = b, .index = kx_const(c->a, s)};
     i->u.mbar.value = 1;
     kb_push(c->a, &init->u.cond.then, i);
@@ -342,13 +336,13 @@ KNode *lower_tma_fill(LowerCtx *c, Val *tv, KNode *fill, int stages) {
   if (tf.t->smem_align < period) tf.t->smem_align = period;
   KTensor *bar = barriers(c, tf.t, stages);
   int map = map_of(c, tf.op->u.op.in[0].t->param, g.rank, box, swizzle);
-  KNode *issue = node(c, KN_IF), *expect = node(c, KN_MBAR_EXPECT_TX);
+  KNode *issue = lower_node(c, KN_IF), *expect = lower_node(c, KN_MBAR_EXPECT_TX);
   issue->u.cond.cond = lower_elected_thread(c);
   expect->u.mbar.bar = (KAccess){.t = bar, .index = kx_const(c->a, 0)};
   expect->u.mbar.value = box_bytes * copies;
   kb_push(c->a, &issue->u.cond.then, expect);
   for (int64_t j = 0; j < copies; j++) {
-    KNode *l = node(c, KN_TMA_LOAD);
+    KNode *l = lower_node(c, KN_TMA_LOAD);
     l->u.tma.map = map;
     for (int d = 0; d < g.rank; d++) l->u.tma.coord[d] = zero_leaves(&tf, g.axis[g.rank - 1 - d]);
     l->u.tma.coord[0] = kx_bin(c->a, OP_ADD, l->u.tma.coord[0], kx_const(c->a, j * chunk));

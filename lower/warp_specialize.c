@@ -30,19 +30,6 @@
 
 #include "lower/lower.h"
 
-static KNode *node(LowerCtx *c, KnKind kind) {
-  KNode *n = ARENA_NEW(c->a, KNode);
-  n->kind = kind;
-  return n;
-}
-
-static KNode *guard(LowerCtx *c, KExpr *cond, KNode *body) {
-  KNode *g = node(c, KN_IF);
-  g->u.cond.cond = cond;
-  kb_push(c->a, &g->u.cond.then, body);
-  return g;
-}
-
 /* Whether n is a fill the circular buffer made: ifs around TMA loads and their expect_tx. */
 static bool is_fill(const KNode *n) {
   bool loads = false;
@@ -93,7 +80,7 @@ static KTensor *empty_barriers(LowerCtx *c, int stages, int64_t readers) {
     lower_fail(c, CF_ERR_INTERNAL, "internal error: warp_specialize found no mbarrier inits at the kernel's start; "
                "please report this bug");
   for (int s = 0; s < stages; s++) {
-    KNode *i = node(c, KN_MBAR_INIT);
+    KNode *i = lower_node(c, KN_MBAR_INIT);
     i->u.mbar.bar = (KAccess){.t = b, .index = kx_const(c->a, s)};
     i->u.mbar.value = readers;
     kb_push(c->a, &init->u.cond.then, i);
@@ -119,16 +106,16 @@ static KExpr *at_iteration(Arena *a, KExpr *e, const char *var, KExpr *at) { ret
 static KNode *producer_loop(LowerCtx *c, const KNode *L, KNode **fills, int nfills, KTensor *empty) {
   Arena *a = c->a;
   int S = c->ws.stages, D = c->ws.prefetch;
-  KNode *loop = node(c, KN_FOR);
+  KNode *loop = lower_node(c, KN_FOR);
   loop->u.loop = L->u.loop;
   loop->u.loop.body = (KBlock){0};
   loop->u.loop.var = arena_printf(a, "i%d", c->next_var++);
   loop->u.loop.index = kx_var(a, loop->u.loop.var);
   KExpr *j = loop->u.loop.index, *Sx = kx_const(a, S);
-  KNode *w = node(c, KN_MBAR_WAIT);
+  KNode *w = lower_node(c, KN_MBAR_WAIT);
   w->u.mbar.bar = (KAccess){.t = empty, .index = kx_bin(a, OP_MOD, j, Sx)};
   w->u.mbar.parity = kx_bin(a, OP_MOD, kx_bin(a, OP_ADD, kx_bin(a, OP_DIV, j, Sx), kx_const(a, 1)), kx_const(a, 2));
-  kb_push(a, &loop->u.loop.body, guard(c, kx_bin(a, OP_GE, j, Sx), w));
+  kb_push(a, &loop->u.loop.body, lower_if(c, kx_bin(a, OP_GE, j, Sx), w));
   KExpr *at = kx_bin(a, OP_SUB, j, kx_const(a, D)); /* the loop's fills are of iteration i + D */
   for (int f = 0; f < nfills; f++) {
     const KBlock *b = fill_body(fills[f]);
@@ -147,7 +134,7 @@ static KNode *producer_loop(LowerCtx *c, const KNode *L, KNode **fills, int nfil
 }
 
 static KNode *setmaxnreg(LowerCtx *c, int64_t regs) {
-  KNode *n = node(c, KN_SETMAXNREG);
+  KNode *n = lower_node(c, KN_SETMAXNREG);
   n->u.mbar.value = regs;
   return n;
 }
@@ -194,10 +181,10 @@ void lower_warp_specialize(LowerCtx *c) {
   int at, lag = release_lag(body, &at);
   KTensor *empty = empty_barriers(c, S, bx * Y * bz);
   KExpr *i = L->u.loop.index;
-  KNode *arrive = node(c, KN_MBAR_ARRIVE);
+  KNode *arrive = lower_node(c, KN_MBAR_ARRIVE);
   arrive->u.mbar.bar = (KAccess){.t = empty, .index = kx_bin(a, OP_MOD, kx_bin(a, OP_SUB, i, kx_const(a, lag)), kx_const(a, S))};
-  kb_insert(a, body, at >= 0 ? at + 1 : body->len, lag ? guard(c, kx_bin(a, OP_GE, i, kx_const(a, lag)), arrive) : arrive);
-  KNode *split = node(c, KN_IF), *prod = node(c, KN_IF);
+  kb_insert(a, body, at >= 0 ? at + 1 : body->len, lag ? lower_if(c, kx_bin(a, OP_GE, i, kx_const(a, lag)), arrive) : arrive);
+  KNode *split = lower_node(c, KN_IF), *prod = lower_node(c, KN_IF);
   split->u.cond.cond = kx_bin(a, OP_GE, kx_thread(a, pt, false), kx_const(a, Y));
   split->u.cond.concurrent = true;
   bool regs = bx == 128 && Y == 2 && bz == 1; /* three warpgroups */

@@ -365,7 +365,7 @@ static void inline_all(cf_fusion *f, Expr **ex, int n, const MmaTiles *t, int ti
  * (no epilogue cast) is summed into a local cache that a copy writes out (cacheBefore, as
  * nvFuser caches its mma's output): the fragments would otherwise be addresses in global
  * memory. The cache takes r's domain, so the schedule so far carries over. */
-static cf_status stage_operands(cf_fusion *f, MmaTiles *t) {
+cf_status sched_matmul_stage_operands(cf_fusion *f, MmaTiles *t) {
   for (int i = 0; i < 2 && !f->status; i++) {
     Val **x = i ? &t->y : &t->x;
     cf_tv *c = ir_tv_is_input(f, *x) ? cf_cache_after(f, ir_tv_handle(*x)) : NULL;
@@ -378,7 +378,7 @@ static cf_status stage_operands(cf_fusion *f, MmaTiles *t) {
 
 cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
   if (t->tcgen05) return sched_matmul_tcgen05(f, t);
-  if (stage_operands(f, t)) return f->status;
+  if (sched_matmul_stage_operands(f, t)) return f->status;
   cf_tv *r = ir_tv_handle(t->r);
   int b = t->batch;
   Arena *a = arena_create();

@@ -56,6 +56,10 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, const SchedDevice *de
  * t->wgmma (a Hopper device): block tile 128 x 128 x 64 of 2 warpgroups (threadIdx.y) of
  * 128 threads (threadIdx.x), each one m64n128k16 wgmma per 16 of K from tiles stored in
  * the canonical layouts of wgmma's descriptors, 4 stages. */
+/* The tiles' and the accumulator's copies (matmul_mma.c): an operand read straight from a
+ * fusion input gets a copy to be its tile (cf_cache_after), a product that is an output a
+ * cache it is summed into (cf_cache_before); t is updated to them. */
+cf_status sched_matmul_stage_operands(cf_fusion *f, MmaTiles *t);
 cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t);
 /* The row's parameter text for it (the tile shape, the fills: cp.async16 or scalar(why)). */
 void sched_matmul_mma_params(const MmaTiles *t, char *text);

@@ -57,14 +57,7 @@ void sched_matmul_tcgen05_params(const MmaTiles *t, char *text) {
 
 /* Step 1 (above); t is updated to the copies, *rl set to the accumulator's register copy. */
 static cf_status stage_operands(cf_fusion *f, MmaTiles *t, cf_tv **rl) {
-  for (int i = 0; i < 2 && !f->status; i++) {
-    Val **x = i ? &t->y : &t->x;
-    cf_tv *c = ir_tv_is_input(f, *x) ? cf_cache_after(f, ir_tv_handle(*x)) : NULL;
-    if (c) *x = ir_tv(c);
-  }
-  cf_tv *c = !f->status && ir_tv_is_output(f, t->r) ? cf_cache_before(f, ir_tv_handle(t->r)) : NULL;
-  if (c) t->r = ir_tv(c);
-  *rl = f->status ? NULL : cf_cache_after(f, ir_tv_handle(t->r));
+  *rl = sched_matmul_stage_operands(f, t) ? NULL : cf_cache_after(f, ir_tv_handle(t->r));
   return f->status;
 }
 
