@@ -3,7 +3,8 @@
  * host_mbarrier.h. The kernels of lower/tma.c (cf_tma_load's tiles) call it with the
  * tensor map their host code builds from the parameter; tests/host/test_host_tma.c drives
  * it directly too. It does not model the race of a box landing in a stage a thread still
- * reads (the lowering's __syncthreads after the reads keeps that from happening).
+ * reads (what orders that is the lowering's: the __syncthreads after the reads, or a
+ * producer's wait on the readers' release, lower/warp_specialize.c).
  *
  * A tensor map describes a global tensor of rank 1 to 5 (sizes innermost first, byte
  * strides of the outer dimensions, the element's bytes), the box a load copies (elements
