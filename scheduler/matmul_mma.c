@@ -319,7 +319,7 @@ static void warp_tile(cf_fusion *f, cf_tv *r, int b) {
 }
 
 /* Whether v is x, y or a tensor of their prologue (an ancestor of theirs). */
-static bool in_prologue(const MmaTiles *t, Val *v) {
+bool sched_matmul_in_prologue(const MmaTiles *t, Val *v) {
   for (int i = 0; i < 2; i++)
     for (Val *w = i ? t->y : t->x; w; w = w->def && w->def->nin == 1 ? w->def->in[0] : NULL)
       if (w == v) return true;
@@ -332,7 +332,7 @@ static int inner_set(Expr **ex, int n, const MmaTiles *t, cf_tv **out) {
   int k = 0;
   for (int i = 0; i < n; i++) {
     Val *v = ex[i]->out[0];
-    if (v != t->r && !in_prologue(t, v)) out[k++] = ir_tv_handle(v);
+    if (v != t->r && !sched_matmul_in_prologue(t, v)) out[k++] = ir_tv_handle(v);
   }
   return k;
 }

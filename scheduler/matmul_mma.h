@@ -59,6 +59,8 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, const SchedDevice *de
 /* The tiles' and the accumulator's copies (matmul_mma.c): an operand read straight from a
  * fusion input gets a copy to be its tile (cf_cache_after), a product that is an output a
  * cache it is summed into (cf_cache_before); t is updated to them. */
+/* Whether v is x, y or a tensor of their prologue (an ancestor of theirs). */
+bool sched_matmul_in_prologue(const MmaTiles *t, Val *v);
 cf_status sched_matmul_stage_operands(cf_fusion *f, MmaTiles *t);
 cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t);
 /* The row's parameter text for it (the tile shape, the fills: cp.async16 or scalar(why)). */

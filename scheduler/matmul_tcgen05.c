@@ -108,14 +108,6 @@ static void instr_tile(cf_fusion *f, cf_tv *r, int b) {
   cf_mma_tile(f, r, p + 1, CF_MMA_TCGEN05_M128NK16);
 }
 
-/* Whether v is x, y or a tensor of their prologue (an ancestor of theirs). */
-static bool in_prologue(const MmaTiles *t, Val *v) {
-  for (int i = 0; i < 2; i++)
-    for (Val *w = i ? t->y : t->x; w; w = w->def && w->def->nin == 1 ? w->def->in[0] : NULL)
-      if (w == v) return true;
-  return false;
-}
-
 /* Step 5: rl's [b?, Mo, No, BM, BN] -> [.., BM (threadIdx.x), BN/32, 32 (vectorized)] and
  * the epilogue (every computed tensor after the product: eset) alike. */
 static void epilogue(cf_fusion *f, cf_tv *rl, cf_tv **eset, int ne, int b) {
@@ -137,7 +129,7 @@ static int epilogue_set(Expr **ex, int n, const MmaTiles *t, cf_tv *rl, cf_tv **
   int k = 0;
   for (int i = 0; i < n; i++) {
     Val *v = ex[i]->out[0];
-    if (v != t->r && v != ir_tv(rl) && v != t->ca && v != t->cb && v != t->mul && !in_prologue(t, v))
+    if (v != t->r && v != ir_tv(rl) && v != t->ca && v != t->cb && v != t->mul && !sched_matmul_in_prologue(t, v))
       out[k++] = ir_tv_handle(v);
   }
   return k;
