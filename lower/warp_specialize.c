@@ -15,7 +15,8 @@
  * reader arrives once its reads of the stage are done (after the wgmma wait that retires
  * the group of iteration i - p, or after its reads; one arrival a warpgroup after the wait
  * would do for wgmma, and was measured slower on an H200: 4096^3 243 -> 255-262 us,
- * 8192^3 1690 -> 1786-1792), and the producer refills stage j % S only after
+ * 8192^3 1690 -> 1786-1792; one a warp, lane 0 after its wait, too: 4096^3 213 -> 222,
+ * 8192^3 1545 -> 1612, scheduler/matmul_mma.c), and the producer refills stage j % S only after
  * the readers released iteration j - S. The producer runs up to S stages ahead; the readers
  * wait only for full stages; no __syncthreads remains in the loop. setmaxnreg (CUTLASS's
  * and nvFuser's register reallocation) only with three warpgroups of 128 threads: the

@@ -83,7 +83,23 @@ enum { MMA_FILL_BYTES = 16 }; /* a fill's vector: one cp.async */
  * us, with gelu 1700-1877 -> 1851-1953 (under ncu's locked clocks the other way round,
  * 1.99 -> 1.94 ms: power at boost clocks is the suspect, not yet shown), so only a B
  * tile that is MN-major (matmul's [K, N]) gets the producer. CFUSER_WGMMA_WS=0 keeps the
- * fills in the readers' loop (for measuring). */
+ * fills in the readers' loop, =1 gives a K-major B the producer too (for measuring).
+ * The epilogue stores pairs (pair_stores: a thread's two adjacent columns of wgmma's
+ * fragment as one 4-byte or 8-byte vector, from a register copy of each output) where N
+ * is a multiple of BN; it stored one element at a time, 8 partial sectors a warp's store.
+ * Where B is larger than the L2, consecutive blocks take group_m M tiles of one N tile
+ * (block_axes). On an H200 (bench/results/epilogue_h200_20261128/, 4 x H200, each
+ * variant twice, us): pairs: bf16 4096^3 244-249 -> 212-213, 8192^3 1664-1682 -> 1541-
+ * 1550, x @ w^T + bias 8192^3 1733-1838 -> 1523-1542, with gelu 1807-1824 -> 1636-1691;
+ * then groups of 16: 8192^3 1494-1512, + bias 1455-1477, with gelu 1520-1540 (groups of 8
+ * and 4 between), 4096^3 no better (213 -> 217-225: B, 32 MiB, stays in the L2, so no
+ * groups there); groups that did not divide the M tiles ran idle blocks (16 x 4096 @
+ * 4096x4096 32 -> 169 us), hence only dividing ones. Final (final_h200.txt, one H200,
+ * cuBLAS in the same call): bf16 4096^3 217.6 (cuBLAS 190.6-191.1: 0.88x), 8192^3 1511.9
+ * (1411.2-1411.6: 0.93x), f16 8192^3 1586.6 (1472-1474: 0.93x), linear + bias + gelu
+ * 1539.9 (torch.compile 1525-1631, eager 1494-1569). One release a warp (lane 0 after its
+ * wgmma wait) instead of one a thread was slower again (4096^3 213 -> 222, 8192^3 1545 ->
+ * 1612). */
 enum { WG_GROUPS = 2, WG_IM = 64, WG_BN = 256, WG_IK = 16, WG_BK = 64, WG_STAGES = 4 };
 enum { WG_MAX_STAGES = 4 }; /* cf_circular_buffer's limit */
 enum { WG_BM = WG_GROUPS * WG_IM, WG_THREADS = 128 * WG_GROUPS, WG_ATOM = 64 /* elements of a 128-byte row */ };
@@ -94,6 +110,8 @@ typedef struct MmaShape {
   bool pipelined; /* wgmma: the fill stages - 2 ahead, one group in flight */
   bool tma;       /* wgmma: both tiles filled by TMA boxes (copies of their inputs) */
   bool producer;  /* tma: the fills in a producer warpgroup (threadIdx.y 2) */
+  bool pair_stores; /* wgmma: the outputs store a thread's two adjacent columns as one vector */
+  int group_m;      /* wgmma: M tiles a group of consecutive blocks takes (block_axes); 0: none */
 } MmaShape;
 
 static bool g_tile_warned; /* CFUSER_WGMMA_TILE's warning, given once a process */
@@ -108,9 +126,25 @@ static int wgmma_bn(const MmaTiles *t) {
   return WG_ATOM;
 }
 
+/* The M tiles of a group of consecutive blocks (block_axes): where B (K x N) is larger than
+ * the L2, a wave of blocks along N would read all of it from memory again for every few M
+ * tiles; the largest of 16, 8, 4 and 2 that divides the M tiles (no block left idle), else
+ * none; none for a batch or symbolic sizes. CFUSER_WGMMA_GROUP=<g> chooses g (1: none),
+ * for measuring. */
+static int group_of(const MmaTiles *t, int bm) {
+  const char *env = getenv("CFUSER_WGMMA_GROUP");
+  if (env && *env) return atoi(env) > 1 && !t->batch ? atoi(env) : 0;
+  int64_t esz = (int64_t)cf_dtype_size(t->x->dtype), tiles = (t->size_m + bm - 1) / bm;
+  if (t->batch || t->size_m <= 0 || t->size_k <= 0 || t->size_n <= 0 || t->size_k * t->size_n * esz <= t->l2_bytes)
+    return 0;
+  for (int g = 16; g > 1; g /= 2)
+    if (tiles % g == 0) return g;
+  return 0;
+}
+
 static MmaShape shape_of(const MmaTiles *t) {
-  if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES, false, false, false};
-  MmaShape sh = {WG_BM, wgmma_bn(t), WG_BK, WG_THREADS, WG_STAGES, false, false, false};
+  if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES, false, false, false, false, 0};
+  MmaShape sh = {WG_BM, wgmma_bn(t), WG_BK, WG_THREADS, WG_STAGES, false, false, false, false, 0};
   const char *pipe = getenv("CFUSER_WGMMA_PIPELINE");
   const char *env = getenv("CFUSER_WGMMA_TILE");
   int bn, st;
@@ -126,7 +160,11 @@ static MmaShape shape_of(const MmaTiles *t) {
   const char *tma = getenv("CFUSER_WGMMA_TMA");
   sh.tma = !t->fill[0].why[0] && !t->fill[1].why[0] && !t->merged && sh.bn == WG_BN && !(tma && !strcmp(tma, "0"));
   const char *ws = getenv("CFUSER_WGMMA_WS");
-  sh.producer = sh.tma && t->fill[1].role == 'N' && !(ws && !strcmp(ws, "0")); /* measured: below */
+  sh.producer = sh.tma && (t->fill[1].role == 'N' || (ws && !strcmp(ws, "1"))) && !(ws && !strcmp(ws, "0")); /* measured: above */
+  /* a pair never straddles N's end, but the lowering vectorizes only where every split
+   * above the pair divides (lower/vectorize.c): N by BN */
+  sh.pair_stores = t->size_n > 0 && t->size_n % sh.bn == 0;
+  sh.group_m = group_of(t, sh.bm);
   return sh;
 }
 
@@ -187,9 +225,11 @@ void sched_matmul_mma_params(const MmaTiles *t, char *text) {
   if (t->wgmma) {
     MmaShape sh = shape_of(t);
     for (int i = 0; i < 2 && sh.tma; i++) snprintf(fill[i], sizeof fill[i], "tma");
-    snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warpgroups=%d mma=m64n%dk16 smem=operands stages=%d fill=%s,%s%s%s",
+    char group[32] = "";
+    if (sh.group_m > 1) snprintf(group, sizeof group, " group_m=%d", sh.group_m);
+    snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warpgroups=%d mma=m64n%dk16 smem=operands stages=%d fill=%s,%s%s%s%s%s",
              sh.bm, sh.bn, sh.bk, WG_GROUPS, sh.bn, sh.stages, fill[0], fill[1], sh.producer ? " producer=tidy" : "",
-             sh.pipelined ? " wgmma_wait=1" : "");
+             sh.pipelined ? " wgmma_wait=1" : "", sh.pair_stores ? " store=pairs" : "", group);
     return;
   }
   snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warps=%dx%d mma=m16n8k16 smem=operands stages=%d fill=%s,%s", MMA_BM,
@@ -337,24 +377,68 @@ static int inner_set(Expr **ex, int n, const MmaTiles *t, cf_tv **out) {
   return k;
 }
 
+/* Whether v is an epilogue tensor: neither an operand's cast nor the product's mul
+ * (inlined into the instruction, they keep its axes). */
+static bool in_epilogue(const MmaTiles *t, Val *v) { return v != t->ca && v != t->cb && v != t->mul; }
+
 /* wgmma: the epilogue's accumulator axes (its last two, M-registers and N-registers, 2 x
- * N / 4 of them) unrolled, so that the accumulator's 64 floats a thread stay registers:
- * wgmma's asynchronous writes to them are only right in registers. The product's casts and
- * mul (inlined into the instruction) keep theirs. */
-static void unroll_epilogue(cf_fusion *f, cf_tv **set, int ns, const MmaTiles *t) {
+ * N / 4 of them; three when the N-registers are [N / 8, 2] pairs) unrolled, so that the
+ * accumulator's 64 floats a thread stay registers: wgmma's asynchronous writes to them are
+ * only right in registers. The product's casts and mul (inlined into the instruction)
+ * keep theirs. */
+static void unroll_epilogue(cf_fusion *f, cf_tv **set, int ns, const MmaTiles *t, const MmaShape *sh) {
   for (int i = 0; i < ns && !f->status; i++) {
     Val *v = ir_tv(set[i]);
-    int nl = TV(v)->nloop;
-    if (v == t->ca || v == t->cb || v == t->mul || nl < 2) continue;
-    for (int j = nl - 2; j < nl; j++) cf_parallelize(f, set[i], j, CF_PT_UNROLL);
+    int nl = TV(v)->nloop, k = sh->pair_stores ? 3 : 2;
+    if (!in_epilogue(t, v) || nl < k) continue;
+    for (int j = nl - k; j < nl; j++) cf_parallelize(f, set[i], j, CF_PT_UNROLL);
   }
 }
 
-/* x and y at the K-tile loop, their prologues into them, the rest as deep as legal. */
-static void inline_all(cf_fusion *f, Expr **ex, int n, const MmaTiles *t, int tile_pos) {
+/* pair_stores: the epilogue's N-registers [N / 4] -> [N / 8, 2]: a thread's two adjacent
+ * columns (wgmma's accumulator fragment holds columns 2c and 2c + 1 of a row), which the
+ * outputs store as one vector (store_pairs). Before inlining: the loops stay shared. */
+static void pair_epilogue(cf_fusion *f, cf_tv **set, int ns, const MmaTiles *t) {
+  for (int i = 0; i < ns && !f->status; i++) {
+    Val *v = ir_tv(set[i]);
+    if (in_epilogue(t, v) && TV(v)->nloop >= 2) cf_split(f, set[i], TV(v)->nloop - 1, 2);
+  }
+}
+
+/* Whether v is the register copy of an output cache_stores made: it stays outside the
+ * output's pair loop, which then copies its two elements as one vector. */
+static bool is_store_cache(cf_fusion *f, Val *v) {
+  Expr *use = v->uses.len == 1 ? v->uses.items[0] : NULL;
+  return use && ir_op_kind(use->op) == OPK_SET && ir_tv_is_output(f, use->out[0]) && TV(v)->mem == CF_MEM_LOCAL;
+}
+
+/* pair_stores: each output computed by the epilogue is computed into a register copy
+ * (cf_cache_before, as the pointwise row caches its vectorized outputs), which the output
+ * copies: only copies are vectorized. */
+static void cache_stores(cf_fusion *f, const MmaTiles *t) {
+  for (int i = 0, no = f->outputs.len; i < no && !f->status; i++) {
+    Val *o = f->outputs.items[i];
+    if (o->def && ir_op_kind(o->def->op) != OPK_SET && !sched_matmul_in_prologue(t, o)) cf_cache_before(f, ir_tv_handle(o));
+  }
+}
+
+/* pair_stores: the outputs' pair loops vectorized (after unroll_epilogue, which they replace). */
+static void store_pairs(cf_fusion *f, cf_tv **set, int ns, const MmaTiles *t) {
+  for (int i = 0; i < ns && !f->status; i++) {
+    Val *v = ir_tv(set[i]);
+    if (in_epilogue(t, v) && ir_tv_is_output(f, v) && !sched_vectorize_innermost(f, v))
+      ir_error(f, CF_ERR_INTERNAL, "matmul: the stores of %s were planned as pairs, which analysis/ refuses",
+               TV(v)->display_name);
+  }
+}
+
+/* x and y at the K-tile loop, their prologues into them, the rest as deep as legal (an
+ * output's register copy outside its pair loop). */
+static void inline_all(cf_fusion *f, Expr **ex, int n, const MmaTiles *t, const MmaShape *sh, int tile_pos) {
   for (int i = n - 1; i >= 0 && !f->status; i--) {
     Val *v = ex[i]->out[0];
     if (v == t->x || v == t->y) cf_inline_at(f, ir_tv_handle(v), tile_pos);
+    else if (sh->pair_stores && v != t->r && is_store_cache(f, v)) cf_inline_at_best_effort(f, ir_tv_handle(v), TV(v)->nloop - 1);
     else cf_inline_at_best_effort(f, ir_tv_handle(v), TV(v)->nloop);
   }
 }
@@ -376,11 +460,33 @@ cf_status sched_matmul_stage_operands(cf_fusion *f, MmaTiles *t) {
   return f->status;
 }
 
+/* r's block axes [b?, Mo, No] -> blockIdx (z, y, x); grouped (sh->group_m > 1: b is 0):
+ * [Mo / g, g, No] -> (z, x, y), so that consecutive blocks take g M tiles of one N
+ * tile and a wave reads fewer B panels (Triton's GROUP_M; the launch order of blocks is
+ * x fastest, then y, then z). Returns the axes before Ko. */
+static int block_axes(cf_fusion *f, cf_tv *r, int b, const MmaShape *sh) {
+  static const cf_parallel_type blocks[] = {CF_PT_BIDZ, CF_PT_BIDY, CF_PT_BIDX};
+  if (sh->group_m > 1) {
+    cf_split(f, r, 0, sh->group_m);
+    cf_propagate_transforms(f, r);
+    cf_parallelize(f, r, 0, CF_PT_BIDZ);
+    cf_parallelize(f, r, 1, CF_PT_BIDX);
+    cf_parallelize(f, r, 2, CF_PT_BIDY);
+  } else {
+    cf_propagate_transforms(f, r);
+    for (int k = 0; k < 3; k++)
+      if (k >= 1 - b) cf_parallelize(f, r, k - (1 - b), blocks[k]);
+  }
+  cf_parallelize_all_like(f, r, 3, blocks);
+  return sh->group_m > 1 ? 3 : b + 2;
+}
+
 cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
   if (t->tcgen05) return sched_matmul_tcgen05(f, t);
+  MmaShape sh = shape_of(t);
   if (sched_matmul_stage_operands(f, t)) return f->status;
+  if (sh.pair_stores) cache_stores(f, t);
   cf_tv *r = ir_tv_handle(t->r);
-  int b = t->batch;
   Arena *a = arena_create();
   int n;
   Expr **ex = a ? ir_fusion_tensor_exprs_in(a, f, &n) : NULL;
@@ -389,13 +495,8 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
     arena_destroy(a);
     return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
   }
-  MmaShape sh = shape_of(t);
-  block_tile(f, r, b, &sh);
-  cf_propagate_transforms(f, r);
-  static const cf_parallel_type blocks[] = {CF_PT_BIDZ, CF_PT_BIDY, CF_PT_BIDX};
-  for (int k = 0; k < 3; k++)
-    if (k >= 1 - b) cf_parallelize(f, r, k - (1 - b), blocks[k]);
-  cf_parallelize_all_like(f, r, 3, blocks);
+  block_tile(f, r, t->batch, &sh);
+  int b = block_axes(f, r, t->batch, &sh) - 2; /* the tile's axes start at b + 3 */
   for (int i = 0; i < 2 && !f->status; i++) {
     cf_tv *x = ir_tv_handle(i ? t->y : t->x);
     tile_threads(f, x, b, (int64_t)cf_dtype_size(t->x->dtype), i, &t->fill[i], t, &sh);
@@ -408,8 +509,10 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
   if (!f->status && ns) cf_propagate_transforms_to(f, r, -1, ns, set);
   static const cf_parallel_type threads[] = {CF_PT_TIDZ, CF_PT_TIDY, CF_PT_TIDX};
   if (!f->status && ns) cf_parallelize_all_like(f, r, 3, threads);
-  if (!f->status) inline_all(f, ex, n, t, b + 3);
-  if (!f->status && t->wgmma) unroll_epilogue(f, set, ns, t); /* after: Unroll loops are not shared */
+  if (!f->status && sh.pair_stores) pair_epilogue(f, set, ns, t);
+  if (!f->status) inline_all(f, ex, n, t, &sh, b + 3);
+  if (!f->status && t->wgmma) unroll_epilogue(f, set, ns, t, &sh); /* after: Unroll loops are not shared */
+  if (!f->status && sh.pair_stores) store_pairs(f, set, ns, t);
   for (int i = 0; i < 2 && !f->status; i++) {
     cf_tv *x = ir_tv_handle(i ? t->y : t->x);
     cf_circular_buffer_prefetch(f, x, sh.stages, sh.stages - (sh.pipelined ? 2 : 1));

@@ -40,8 +40,9 @@ typedef struct MmaTiles {
   bool merged;     /* M or N is several axes merged (a batch of A alone): a tile crosses from one
                     * into the next, which no TMA box describes */
   MmaFill fill[2]; /* x's and y's */
-  int64_t size_m, size_n, size_b; /* the product's M, N and batch (1 without), 0 when symbolic */
-  int sm_count;                   /* the device's, which the block tile's N is chosen for */
+  int64_t size_m, size_n, size_k, size_b; /* the product's M, N, K and batch (1 without), 0 when symbolic */
+  int sm_count;                           /* the device's, which the block tile's N is chosen for */
+  int64_t l2_bytes;                       /* the device's L2, which decides the blocks' order */
 } MmaTiles;
 
 /* Whether the product fits the tensor-core schedule: the mul's operands are casts of half

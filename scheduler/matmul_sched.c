@@ -177,7 +177,8 @@ static bool mm_uses_mma(const MmMatch *m, const SchedCall *call, MmaTiles *t) {
   t->batch = m->count[MM_BATCH] > 0;
   const SchedDevice *dev = call && call->dev ? call->dev : sched_device_default();
   t->size_m = mm_role_extent(m, MM_M), t->size_n = mm_role_extent(m, MM_N), t->size_b = mm_role_extent(m, MM_BATCH);
-  t->sm_count = dev->sm_count;
+  t->size_k = mm_role_extent(m, MM_K);
+  t->sm_count = dev->sm_count, t->l2_bytes = dev->l2_bytes;
   return sched_matmul_mma_fits(m->sum->out[0], m->count[MM_M], m->count[MM_N], dev, t);
 }
 

@@ -37,10 +37,20 @@ static void fresh(void) {
   f = cf_fusion_create();
 }
 
+/* Whether f's product stores pairs of columns: its N (the output's last axis) a constant
+ * multiple of the block tile's 256 (scheduler/matmul_mma.c; lower/vectorize.c vectorizes
+ * only where every split above the pair divides). */
+static bool stores_pairs(void) {
+  Val *o = f->outputs.len ? f->outputs.items[0] : NULL;
+  int64_t n;
+  return o && ir_scalar_const_value(ID(TV(o)->logical[TV(o)->nlogical - 1])->extent, &n) && n % 256 == 0;
+}
+
 static const char *params(const char *fa, const char *fb) {
   static char buf[256];
-  snprintf(buf, sizeof buf, "tile=128x256x64 warpgroups=2 mma=m64n256k16 smem=operands stages=4 fill=%s,%s%s wgmma_wait=1",
-           fa, fb, strcmp(fa, "tma") || b_k_major ? "" : " producer=tidy"); /* TMA fills of [K, N]: a producer */
+  snprintf(buf, sizeof buf, "tile=128x256x64 warpgroups=2 mma=m64n256k16 smem=operands stages=4 fill=%s,%s%s wgmma_wait=1%s",
+           fa, fb, strcmp(fa, "tma") || b_k_major ? "" : " producer=tidy", /* TMA fills of [K, N]: a producer */
+           stores_pairs() ? " store=pairs" : "");
   return buf;
 }
 
@@ -218,21 +228,25 @@ Test(matmul_wgmma, tma_boxes_fill_the_tiles) {
   cr_expect(strstr(ir, "    IF (threadIdx.y >= 2) (concurrently with the else branch)\n"
                        "      SETMAXNREG -40\n"
                        "      IF (threadIdx.x == 0)\n"
-                       "        FOR i11 in 0..1 (S)\n"
-                       "          MBAR_EXPECT_TX T2_mbar[(i11 % 4)] bytes 16384\n"
-                       "          TMA_LOAD cf_tmap0(T0 box 64x128 swizzle 128) at {(i11 * 64), (blockIdx.y * 128)} -> "
-                       "T2[((i11 % 4) * 8192)] on T2_mbar[(i11 % 4)]\n"
-                       "          MBAR_EXPECT_TX T4_mbar[(i11 % 4)] bytes 32768\n"
-                       "          TMA_LOAD cf_tmap1(T1 box 64x64 swizzle 128) at {(blockIdx.x * 256), (i11 * 64)} -> "
-                       "T4[((i11 % 4) * 16384)] on T4_mbar[(i11 % 4)]\n"
-                       "          TMA_LOAD cf_tmap1(T1 box 64x64 swizzle 128) at {((blockIdx.x * 256) + 64), (i11 * 64)} -> "
-                       "T4[(4096 + ((i11 % 4) * 16384))] on T4_mbar[(i11 % 4)]\n"), "%s", ir);
+                       "        FOR i12 in 0..1 (S)\n"
+                       "          MBAR_EXPECT_TX T2_mbar[(i12 % 4)] bytes 16384\n"
+                       "          TMA_LOAD cf_tmap0(T0 box 64x128 swizzle 128) at {(i12 * 64), (blockIdx.y * 128)} -> "
+                       "T2[((i12 % 4) * 8192)] on T2_mbar[(i12 % 4)]\n"
+                       "          MBAR_EXPECT_TX T4_mbar[(i12 % 4)] bytes 32768\n"
+                       "          TMA_LOAD cf_tmap1(T1 box 64x64 swizzle 128) at {(blockIdx.x * 256), (i12 * 64)} -> "
+                       "T4[((i12 % 4) * 16384)] on T4_mbar[(i12 % 4)]\n"
+                       "          TMA_LOAD cf_tmap1(T1 box 64x64 swizzle 128) at {((blockIdx.x * 256) + 64), (i12 * 64)} -> "
+                       "T4[(4096 + ((i12 % 4) * 16384))] on T4_mbar[(i12 % 4)]\n"), "%s", ir);
   cr_expect(strstr(ir, "    ELSE\n"
                        "      SETMAXNREG 232\n"), "%s", ir);
   cr_expect(strstr(ir, "        MBAR_WAIT T2_mbar[(i0 % 4)] parity ((i0 / 4) % 2)\n"
                        "        MBAR_WAIT T4_mbar[(i0 % 4)] parity ((i0 / 4) % 2)\n"
                        "        WGMMA_FENCE\n"), "%s", ir);
   cr_expect(!strstr(ir, "FENCE_PROXY_ASYNC"), "%s", ir);
+  /* N = 256: the epilogue stores a thread's two adjacent columns as one vector */
+  cr_expect(strstr(ir, "                T9[i11] = cast(T7[((i9 * 64) + ((i10 * 2) + i11))])\n"
+                       "              T8[((((threadIdx.y * 64) + (((((threadIdx.x / 32) * 2) + i9) * 8) + ((threadIdx.x / 4) % "
+                       "8))) * 256) + (((i10 * 4) + (threadIdx.x % 4)) * 2))] = Set(T9[0]) x2\n"), "%s", ir);
   free(ir);
 }
 
@@ -370,6 +384,57 @@ Test(matmul_wgmma, a_narrow_block_tile_equals_the_evaluator) {
   apply_on(&sched_device_h100, "tile=128x64x64 warpgroups=2 mma=m64n64k16 smem=operands stages=4 "
                                "fill=cp.async16,cp.async16 wgmma_wait=1"); /* narrow tiles: cp.async, measured faster */
   free(kc_check(f, 2, in, 2e-2));
+}
+
+/* The plan's tail on 132 SMs with 50 MiB of L2 (scheduler/matmul_mma.c): the outputs store
+ * pairs where N is a multiple of 256; the blocks go in groups of M tiles (group_of) where
+ * B is larger than the L2, the largest of 16, 8, 4, 2 dividing the M tiles, none for a
+ * batch. Planned only (the sizes are a model's). */
+Test(matmul_wgmma, a_b_larger_than_the_l2_groups_the_blocks_along_m) {
+  static const struct { int64_t b, m, k, n; const char *tail; } cases[] = {
+      {0, 4096, 4096, 4096, "wgmma_wait=1 store=pairs"},                /* B 32 MiB: in the L2 */
+      {0, 8192, 8192, 8192, "wgmma_wait=1 store=pairs group_m=16"},     /* 128 MiB */
+      {0, 8192, 11008, 4096, "wgmma_wait=1 store=pairs group_m=16"},    /* 86 MiB */
+      {0, 1024, 8192, 8192, "wgmma_wait=1 store=pairs group_m=8"},      /* 8 M tiles */
+      {0, 1000, 8192, 8192, "wgmma_wait=1 store=pairs group_m=8"},      /* 8, the last partial */
+      {0, 640, 8192, 8192, "wgmma_wait=1 store=pairs"},                 /* 5 M tiles: none divides */
+      {0, 8192, 8192, 8190, "wgmma_wait=1 group_m=16"},                 /* N not a multiple of 256 */
+      {4, 2048, 8192, 8192, "wgmma_wait=1 store=pairs"}};               /* a batch: none */
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fresh();
+    int r = cases[i].b ? 3 : 2;
+    int64_t sa[3] = {cases[i].b, cases[i].m, cases[i].k}, sb[3] = {cases[i].b, cases[i].k, cases[i].n};
+    cf_tv *a = tu_input(f, CF_BFLOAT16, r, sa + 3 - r), *b = tu_input(f, CF_BFLOAT16, r, sb + 3 - r);
+    cf_fusion_add_output(f, cf_matmul(f, a, b));
+    SchedCall call = {0, NULL, &sched_device_h100};
+    char why[SCHED_WHY_MAX] = "";
+    SchedParams p;
+    cr_assert(sched_row_named("matmul")->plan(f, &call, &p, why), "%s", why);
+    const char *tail = strstr(p.text, "wgmma_wait=1");
+    cr_expect(tail && !strcmp(tail, cases[i].tail), "%lld x %lld x %lld @ %lld: %s", (long long)cases[i].b,
+              (long long)cases[i].m, (long long)cases[i].k, (long long)cases[i].n, p.text);
+  }
+}
+
+/* Groups of blocks run equal to the evaluator (an L2 of 1 KiB: B is larger; 3 x 2 M tiles
+ * of an odd M, 2 N tiles, a bias + gelu epilogue stored in pairs): block (x, y, z) takes M
+ * tile z * 2 + x and N tile y, the TMA boxes and the stores read it so. */
+Test(matmul_wgmma, grouped_blocks_equal_the_evaluator) {
+  SchedDevice small_l2 = hopper;
+  small_l2.l2_bytes = 1024;
+  KcInput in[3] = {{CF_BFLOAT16, 2, {700, 64}, NULL}, {CF_BFLOAT16, 2, {512, 64}, NULL}, {CF_BFLOAT16, 1, {512}, NULL}};
+  cf_tv *x = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *w = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+  cf_tv *bias = tu_input(f, CF_BFLOAT16, 1, in[2].sizes);
+  cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
+  b_k_major = true;
+  char want[256];
+  snprintf(want, sizeof want, "%s group_m=2", params("tma", "tma"));
+  apply_on(&small_l2, want);
+  char *src = kc_check(f, 3, in, 3e-2);
+  cr_expect(strstr(src, "(int)((((blockIdx.z * 2) + blockIdx.x) * 128))"), "%s", src);
+  cr_expect(strstr(src, "(int)((blockIdx.y * 256))"), "%s", src);
+  cr_expect(strstr(src, "*reinterpret_cast<Array<__nv_bfloat16, 2>*>(&T"), "%s", src);
+  free(src);
 }
 
 /* ---- the emulation shows a missing wait ---------------------------------------------------- */
