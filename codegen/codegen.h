@@ -34,8 +34,6 @@ typedef struct Dialect {
    * a barrier's fence.proxy.async (KN_SYNC: printed before the barrier); dst and src NULL
    * but for the copy. */
   void (*cp_async)(Emitter *e, const KNode *n, const char *dst, const char *src);
-  /* A TMA load (KN_TMA_LOAD) or an mbarrier's init, expect_tx or wait (KN_MBAR_*). */
-  void (*tma)(Emitter *e, const KNode *n);
   /* tcgen05.mma (a KN_MMA of its row), its commit (KN_TC05_COMMIT) and fences
    * (KN_TC05_FENCE): codegen/tcgen05.c's cg_tcgen05_cuda and cg_tcgen05_host. */
   void (*tcgen05)(Emitter *e, const KNode *n);

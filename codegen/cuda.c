@@ -295,41 +295,8 @@ static void mma(Emitter *e, const KNode *n) {
   sb_free(&asm_), sb_free(&outs), sb_free(&ins);
 }
 
-/* TMA loads and their mbarriers, through tma.cuh. */
-static void tma(Emitter *e, const KNode *n) {
-  const KAccess *bar = n->kind == KN_TMA_LOAD ? &n->u.tma.bar : &n->u.mbar.bar;
-  char *bi = bar->index ? cg_expr(e, bar->index) : strdup("0");
-  if (n->kind == KN_MBAR_INIT)
-    cg_line(e, "cf_mbar_init(&%s[%s], %lldu);", bar->t->name, bi, (long long)n->u.mbar.value);
-  else if (n->kind == KN_MBAR_EXPECT_TX)
-    cg_line(e, "cf_mbar_expect_tx(&%s[%s], %lldu);", bar->t->name, bi, (long long)n->u.mbar.value);
-  else if (n->kind == KN_MBAR_WAIT) {
-    char *p = cg_expr(e, n->u.mbar.parity);
-    cg_line(e, "cf_mbar_wait(&%s[%s], (unsigned)(%s));", bar->t->name, bi, p);
-    free(p);
-  } else if (n->kind == KN_MBAR_ARRIVE) {
-    cg_line(e, "cf_mbar_arrive(&%s[%s]);", bar->t->name, bi);
-  } else if (n->kind == KN_SETMAXNREG) {
-    cg_line(e, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %lld;\" ::: \"memory\");", n->u.mbar.value > 0 ? "inc" : "dec",
-            (long long)(n->u.mbar.value > 0 ? n->u.mbar.value : -n->u.mbar.value));
-  } else {
-    StrBuf c = {0};
-    for (int d = 0; d < e->k->tmaps[n->u.tma.map].rank; d++) {
-      char *x = cg_expr(e, n->u.tma.coord[d]);
-      sb_printf(&c, ", (int)(%s)", x);
-      free(x);
-    }
-    char *di = cg_expr(e, n->u.tma.dst.index);
-    cg_line(e, "cf_tma_load(&%s[%s], &cf_tmap%d, &%s[%s]%s);", n->u.tma.dst.t->name, di, n->u.tma.map, bar->t->name, bi,
-            c.data);
-    free(di);
-    sb_free(&c);
-  }
-  free(bi);
-}
-
 const Dialect cg_cuda_dialect = {"cuda",  preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma, cp_async, tma,
+                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma, cp_async,
                                  cg_tcgen05_cuda};
 
 char *cg_cuda_source(const KKernel *k, const char **unmarked) { return cg_generate(k, &cg_cuda_dialect, unmarked); }

@@ -442,6 +442,44 @@ static void close_scope(Emitter *e) {
   cg_line(e, "}");
 }
 
+/* A TMA load, an mbarrier's init, expect_tx, wait or arrival, or setmaxnreg: one text for
+ * both dialects, the functions of runtime/tma.cuh on CUDA and the host preamble's macros
+ * over host_tma.h and host_mbarrier.h on the host (codegen/host.c, mbarrier_names). */
+static void tma(Emitter *e, const KNode *n) {
+  if (n->kind == KN_SETMAXNREG) {
+    int64_t v = n->u.mbar.value;
+    cg_line(e, "cf_setmaxnreg(%s, %lld);", v > 0 ? "inc" : "dec", (long long)(v > 0 ? v : -v));
+    return;
+  }
+  static const char *const fn[] = {[KN_MBAR_INIT] = "cf_mbar_init", [KN_MBAR_EXPECT_TX] = "cf_mbar_expect_tx",
+                                   [KN_MBAR_WAIT] = "cf_mbar_wait", [KN_MBAR_ARRIVE] = "cf_mbar_arrive"};
+  const KAccess *bar = n->kind == KN_TMA_LOAD ? &n->u.tma.bar : &n->u.mbar.bar;
+  char *bi = bar->index ? cg_expr(e, bar->index) : strdup("0");
+  StrBuf args = {0};
+  if (n->kind == KN_MBAR_INIT || n->kind == KN_MBAR_EXPECT_TX)
+    sb_printf(&args, ", %lldu", (long long)n->u.mbar.value);
+  else if (n->kind == KN_MBAR_WAIT) {
+    char *p = cg_expr(e, n->u.mbar.parity);
+    sb_printf(&args, ", (unsigned)(%s)", p);
+    free(p);
+  }
+  if (n->kind != KN_TMA_LOAD) {
+    cg_line(e, "%s(&%s[%s]%s);", fn[n->kind], bar->t->name, bi, args.data ? args.data : "");
+  } else {
+    for (int d = 0; d < e->k->tmaps[n->u.tma.map].rank; d++) {
+      char *x = cg_expr(e, n->u.tma.coord[d]);
+      sb_printf(&args, ", (int)(%s)", x);
+      free(x);
+    }
+    char *di = cg_expr(e, n->u.tma.dst.index);
+    cg_line(e, "cf_tma_load(&%s[%s], &cf_tmap%d, &%s[%s]%s);", n->u.tma.dst.t->name, di, n->u.tma.map, bar->t->name, bi,
+            args.data);
+    free(di);
+  }
+  sb_free(&args);
+  free(bi);
+}
+
 static void emit_tmem(Emitter *e, const KNode *n) {
   const KAccess *t = &n->u.tmem.tmem, *r = &n->u.tmem.reg;
   const KTensor *tt = t->t;
@@ -503,7 +541,7 @@ static bool emit_pre(KVisitor *v, KNode *n) {
   case KN_MBAR_EXPECT_TX:
   case KN_MBAR_WAIT:
   case KN_MBAR_ARRIVE:
-  case KN_SETMAXNREG: e->d->tma(e, n); break;
+  case KN_SETMAXNREG: tma(e, n); break;
   }
   return true;
 }

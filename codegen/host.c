@@ -50,6 +50,20 @@ static int64_t local_bytes(const KKernel *k) {
   return total;
 }
 
+/* The names the kernel's TMA loads, mbarriers and setmaxnreg print with (codegen/emit.c:
+ * one text for both dialects, tma.cuh's functions on CUDA) over host_tma.h and
+ * host_mbarrier.h; setmaxnreg moves no registers on the host. Macros of the kernel's own
+ * source: the runtime's headers keep their cfh_ names. */
+static void mbarrier_names(Emitter *e) {
+  sb_puts(&e->out, "#define cf_mbar_init(bar, n) cfh_mbarrier_init((uint64_t *)(bar), (n))\n"
+                   "#define cf_mbar_expect_tx(bar, bytes) cfh_mbarrier_arrive_expect_tx((uint64_t *)(bar), (bytes))\n"
+                   "#define cf_mbar_wait(bar, parity) cfh_mbarrier_wait_parity((uint64_t *)(bar), (parity))\n"
+                   "#define cf_mbar_arrive(bar) cfh_mbarrier_arrive((uint64_t *)(bar))\n"
+                   "#define cf_tma_load(dst, map, bar, ...) cfh_tma_load_tile((dst), (map), (const int32_t[]){__VA_ARGS__}, "
+                   "(uint64_t *)(bar))\n"
+                   "#define cf_setmaxnreg(dir, n) ((void)0)\n");
+}
+
 static void preamble(Emitter *e) {
   const char *runtime = cg_host_kernel_runtime(); /* the runtime's declarations (host_split.c) */
   sb_puts(&e->out, runtime ? runtime : "#error \"out of memory making the host runtime's declarations\"\n");
@@ -66,6 +80,7 @@ static void preamble(Emitter *e) {
   sb_puts(&e->out, "static inline unsigned cf_linear_tid(void) {\n"
                    "  return threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;\n}\n");
   tensor_typedefs(e);
+  if (e->k->ntmaps || e->k->tcgen05_mma) mbarrier_names(e);
   sb_puts(&e->out, "\n");
 }
 
@@ -123,38 +138,6 @@ static void buffers(Emitter *e) {
 }
 
 static void epilogue(Emitter *e) { cg_line(e, "}"); }
-
-/* TMA loads and their mbarriers, through host_tma.h and host_mbarrier.h. */
-static void tma(Emitter *e, const KNode *n) {
-  const KAccess *bar = n->kind == KN_TMA_LOAD ? &n->u.tma.bar : &n->u.mbar.bar;
-  char *bi = bar->index ? cg_expr(e, bar->index) : strdup("0");
-  if (n->kind == KN_MBAR_INIT)
-    cg_line(e, "cfh_mbarrier_init((uint64_t *)&%s[%s], %lldu);", bar->t->name, bi, (long long)n->u.mbar.value);
-  else if (n->kind == KN_MBAR_EXPECT_TX)
-    cg_line(e, "cfh_mbarrier_arrive_expect_tx((uint64_t *)&%s[%s], %lldu);", bar->t->name, bi, (long long)n->u.mbar.value);
-  else if (n->kind == KN_MBAR_WAIT) {
-    char *p = cg_expr(e, n->u.mbar.parity);
-    cg_line(e, "cfh_mbarrier_wait_parity((uint64_t *)&%s[%s], (unsigned)(%s));", bar->t->name, bi, p);
-    free(p);
-  } else if (n->kind == KN_MBAR_ARRIVE) {
-    cg_line(e, "cfh_mbarrier_arrive((uint64_t *)&%s[%s]);", bar->t->name, bi);
-  } else if (n->kind == KN_SETMAXNREG) {
-    cg_line(e, "/* setmaxnreg %lld */", (long long)n->u.mbar.value);
-  } else {
-    StrBuf c = {0};
-    for (int d = 0; d < e->k->tmaps[n->u.tma.map].rank; d++) {
-      char *x = cg_expr(e, n->u.tma.coord[d]);
-      sb_printf(&c, "%s(int32_t)(%s)", d ? ", " : "", x);
-      free(x);
-    }
-    char *di = cg_expr(e, n->u.tma.dst.index);
-    cg_line(e, "cfh_tma_load_tile(&%s[%s], &cf_tmap%d, (const int32_t[]){%s}, (uint64_t *)&%s[%s]);", n->u.tma.dst.t->name,
-            di, n->u.tma.map, c.data, bar->t->name, bi);
-    free(di);
-    sb_free(&c);
-  }
-  free(bi);
-}
 
 /* Shared-memory elements go through host_race.h's accessors, which record the access for
  * the race detector; other tensors are indexed as in CUDA. */
@@ -317,7 +300,7 @@ static void mma(Emitter *e, const KNode *n) {
 }
 
 const Dialect cg_host_dialect = {"host",     preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false, mma, cp_async, tma,
+                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, false, mma, cp_async,
                                  cg_tcgen05_host};
 
 char *cg_host_source(const KKernel *k, const char **unmarked) { return cg_generate(k, &cg_host_dialect, unmarked); }

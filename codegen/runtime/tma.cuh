@@ -14,6 +14,10 @@ struct alignas(64) CfTensorMap {
   unsigned long long opaque[16];
 };
 
+// setmaxnreg (warp specialization's register reallocation): cf_setmaxnreg(inc, 232) or
+// (dec, 40); the count is an immediate.
+#define cf_setmaxnreg(dir, n) asm volatile("setmaxnreg." #dir ".sync.aligned.u32 " #n ";" ::: "memory")
+
 __device__ __forceinline__ unsigned cf_smem_addr(const void *p) {
   return (unsigned)__cvta_generic_to_shared(p);
 }
