@@ -9,8 +9,8 @@
  * extent n, 2 <= n <= LOWER_MAX_GROUP, whose body holds, in order: nodes that accumulate
  * into one accumulator var and write nothing else (ops, possibly in thread-parallel or
  * serial loops and under ifs), var's KN_ACC_DECL among them, one KN_BLOCK_REDUCE of var
- * in the tree form (with or without a grid part, the last-block form or a grid
- * all-reduce; or a grid part alone), then nodes that read var (the consumers); nothing
+ * in the tree form (with or without a grid part in the last-block form, or that grid part
+ * alone; a grid all-reduce stays ungrouped), then nodes that read var (the consumers); nothing
  * collective but that reduction (no sync, no other reduction), no other kind of node, and
  * no tensor both written on one side of the reduction and accessed on the other (the
  * loop is split in two there, so iteration i of the consumers runs after every
@@ -140,9 +140,12 @@ static KExpr *iter_without(LowerCtx *c, KExpr *iter, const KNode *loop, int64_t 
   return m->a;
 }
 
-/* The one reduction form the pass groups: the tree (or no block part), not yet grouped. */
+/* The one reduction form the pass groups: the tree (or no block part), not yet grouped,
+ * and no grid all-reduce (no schedule of the tests reaches one in the tree form: left as
+ * it is until one does). */
 static bool groupable_form(const KNode *br) {
-  return !br->u.acc.lanes && !br->u.acc.warp && !br->u.acc.group && (br->u.acc.ws || br->u.acc.work);
+  return !br->u.acc.lanes && !br->u.acc.warp && !br->u.acc.group && !br->u.acc.all_blocks &&
+         (br->u.acc.ws || br->u.acc.work);
 }
 
 /* The positions of var's declaration and its reduction among the loop's items; false
