@@ -14,7 +14,8 @@
  * collective but that reduction (no sync, no other reduction), no other kind of node, and
  * no tensor both written on one side of the reduction and accessed on the other (the
  * loop is split in two there, so iteration i of the consumers runs after every
- * iteration of the accumulation).
+ * iteration of the accumulation); the grouped workspace of constant size, within
+ * LOWER_MAX_GROUP_WORKSPACE_BYTES.
  * Establishes, for each such loop: a Local array of n elements named like var (a new
  * allocation) in its place, every access of var becoming the array's element at the
  * loop's index; the loop itself holding the accumulation, var's declaration replaced by
@@ -34,6 +35,10 @@
 /* The most accumulators one reduction groups: each is a register of every thread, and the
  * tree's workspace grows by the block's threads for each. */
 #define LOWER_MAX_GROUP 16
+/* The most shared memory a grouped tree's workspace takes: the schedulers plan shared
+ * memory without it, so a larger one (a wide block of 8-byte values) could make a kernel
+ * that launched before ask for more than the device has. 512 threads x 8 floats fit. */
+#define LOWER_MAX_GROUP_WORKSPACE_BYTES (16 * 1024)
 
 typedef struct Group {
   KNode *loop;
@@ -181,12 +186,23 @@ static bool splits(LowerCtx *c, KNode *loop, Group *g) {
   return !touches(c->a, b, 0, g->reduce, tail.written, tail.nwritten);
 }
 
+/* Whether the tree's workspace, n times as large, stays within its budget (a workspace
+ * of symbolic size never does). */
+static bool workspace_fits(const KNode *br, int64_t n) {
+  int64_t threads;
+  const KTensor *ws = br->u.acc.ws;
+  if (!ws) return true;
+  if (!kx_is_const(ws->size, &threads)) return false;
+  return threads * n * (int64_t)cf_dtype_size(ws->dtype) <= LOWER_MAX_GROUP_WORKSPACE_BYTES;
+}
+
 static bool match(LowerCtx *c, KNode *loop, Group *g) {
   *g = (Group){.loop = loop};
   cf_parallel_type pt = loop->u.loop.pt;
   if (!loop->u.loop.var || (pt != CF_PT_SERIAL && pt != CF_PT_UNROLL)) return false;
   if (!kx_is_const(loop->u.loop.extent, &g->n) || g->n < 2 || g->n > LOWER_MAX_GROUP) return false;
-  if (!find_decl_and_reduce(&loop->u.loop.body, g) || !groupable_form(g->br)) return false;
+  if (!find_decl_and_reduce(&loop->u.loop.body, g) || !groupable_form(g->br) || !workspace_fits(g->br, g->n))
+    return false;
   if (g->br->u.acc.work && !(g->iter = iter_without(c, g->br->u.acc.iter, loop, g->n))) return false;
   return splits(c, loop, g);
 }

@@ -4,9 +4,9 @@
  * Column sums of float, half and bfloat16 planned by the reduction scheduler on devices
  * scaled down (red_check.h), their kernel IR after lowering printed exact, results equal
  * to the evaluator's on the host backend (NVRTC compiles each for sm_90a); a grid
- * reduction run twice (the semaphores reset); batch norm (the outer persistent
- * scheduler) in its block and grid forms; and a warp-shuffle reduction the pass leaves
- * as it was. GROUP_PRINT=1 prints each kernel IR. */
+ * reduction run twice (the semaphores reset); var_mean's Welford states in a grouped grid
+ * reduction; batch norm (the outer persistent scheduler's block form); and a
+ * warp-shuffle reduction the pass leaves as it was. GROUP_PRINT=1 prints each kernel IR. */
 #include "lower/lower.h"
 #include "scheduler/red_check.h"
 
@@ -301,4 +301,25 @@ Test(group_reductions, batchnorm_statistics_in_two_grouped_reductions) {
     free(ir);
     free(kc_check(f, 3, in, d ? 2e-2 : 1e-4));
   }
+}
+
+/* var_mean's Welford states of four columns, their rows split over blockIdx.y: one grouped
+ * grid reduction of four states, whose tail (the last block's stores of the variance and
+ * the mean) loops over the four. */
+Test(group_reductions, welford_states_in_one_grid_reduction) {
+  KcInput in = IN(CF_FLOAT, 997, 100);
+  cf_tv *x = input_of(&in, false), *var = NULL, *mean = NULL;
+  cr_assert_eq(cf_var_mean(f, x, 1, (int[]){0}, 1, false, &var, &mean), CF_OK, "%s", cf_fusion_error(f));
+  cf_fusion_add_output(f, var);
+  cf_fusion_add_output(f, mean);
+  scheduled(1, &in, &tiny, "outer vector=4 unroll=2 block=32x2 grid=1x4");
+  char *ir = kernel_ir();
+  cr_expect_eq(count(ir, "BLOCK_REDUCE welford a1[0..4] over y\n      FOR i5 in 0..4 (S)\n"), 1, "%s", ir);
+  cr_expect_eq(count(ir, "ACC "), 0, "%s", ir);
+  free(ir);
+  char *src = kc_check(f, 1, &in, 1e-3);
+  cr_expect_eq(count(src, "alignas(16) CfWelfordF a1[4];"), 1, "%s", src);
+  cr_expect_eq(count(src, "atomicAdd("), 1, "%s", src);
+  free(src);
+  run_twice(1, &in, 1e-3);
 }
