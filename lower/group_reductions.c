@@ -56,7 +56,6 @@ typedef struct Scan {
   bool foreign;      /* a node kind the pass does not move (or a collective) */
   bool writes_var;   /* an op accumulating into var */
   bool writes_other; /* an op writing something other than var */
-  bool reads_var;
   KTensor **written; /* tensors ops write */
   int nwritten, cap;
   Arena *a;
@@ -86,7 +85,6 @@ static bool scan_node(KVisitor *v, KNode *n) {
     if (n->u.op.out.t) note_written(s, n->u.op.out.t);
     s->writes_var |= is_var(&n->u.op.out, s->var);
     s->writes_other |= !is_var(&n->u.op.out, s->var);
-    for (int i = 0; i < n->u.op.nin; i++) s->reads_var |= is_var(&n->u.op.in[i], s->var);
     break;
   default: s->foreign = true; break;
   }
@@ -274,11 +272,16 @@ static KBlock slice(LowerCtx *c, const KBlock *b, int from, int to) {
   return out;
 }
 
-/* The initialization of the array's element: the first accumulation, as its init. */
+/* The initialization of the array's element: the first accumulation, as its init (its
+ * own arrays of loops, as a copy has). */
 static KNode *element_init(LowerCtx *c, const KNode *acc) {
   KNode *init = lower_node(c, KN_OP);
   init->u.op = acc->u.op;
   init->u.op.reduction_init = true;
+  int n = acc->u.op.nloop;
+  if (n > 0 && acc->u.op.loops) init->u.op.loops = arena_memdup(c->a, acc->u.op.loops, sizeof(KNode *) * (size_t)n);
+  if (n > 0 && acc->u.op.loop_index)
+    init->u.op.loop_index = arena_memdup(c->a, acc->u.op.loop_index, sizeof(KExpr *) * (size_t)n);
   return init;
 }
 

@@ -307,7 +307,7 @@ struct KNode {
                             * up to 32, the block whole warps: xor shuffles within each group
                             * of `lanes` lanes give every lane its row's value, with no
                             * workspace and no barrier (0: the warp or tree form) */
-      KTensor *ws;         /* block reduce: shared workspace of blockDim.x*y*z elements */
+      KTensor *ws;         /* block reduce: shared workspace of blockDim.x*y*z elements (times group) */
       bool grid[3];        /* blockIdx.x/y/z reduced: a grid reduction follows */
       KTensor *work, *sem; /* grid: partials (gridDim x blockDim elements), semaphores */
       KTensor *flag;       /* grid: shared slot saying the block is the group's last */
