@@ -33,7 +33,13 @@
  * pattern cannot wait on a block that never runs. A grid all-reduce (all_blocks) writes the
  * partials the same way, then a grid sync (every block resident: a cooperative launch; on
  * the host all blocks run as fibers at once), then every block folds the group's partials
- * itself. */
+ * itself.
+ * A grouped reduction (acc.group = n, lower/group_reductions.c) runs the tree form and
+ * the grid step once for the n elements of its array, each statement of the per-value
+ * algorithm looping over them (cf_j): element j's workspace slots lie at j * the block's
+ * threads, its partials at the ungrouped slot * n + j, so each element is combined with
+ * the same partners in the same order as alone, with the barriers, fences and semaphore
+ * round of one reduction. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +68,44 @@ static char *combine(Emitter *e, const KNode *n, const char *a, const char *b) {
 }
 
 static const char *const dim_name[3] = {"x", "y", "z"};
+
+/* The values a reduction combines, as its statements print them: its register, or each
+ * element cf_j of its grouped array (every statement then prefixed with the loop over
+ * cf_j, workspace slots offset by element, partial slots scaled by the group). */
+typedef struct Values {
+  char *v;    /* the value: the register, or the array's element cf_j */
+  char *each; /* "" or "for (int cf_j = 0; cf_j < n; ++cf_j) " */
+  char *ws;   /* before a workspace index: "" or "cf_j * cf_rt + " */
+  char *slot; /* after a partial's slot: "" or " * n + cf_j" */
+} Values;
+
+static Values values_of(Emitter *e, const KNode *n) {
+  Values x;
+  int g = n->u.acc.group;
+  if (!g) {
+    x.v = strdup(n->u.acc.var), x.each = strdup(""), x.ws = strdup(""), x.slot = strdup("");
+    return x;
+  }
+  x.v = ws_at(e, n->u.acc.array, "cf_j", true);
+  x.ws = strdup("cf_j * cf_rt + ");
+  StrBuf each = {0}, slot = {0};
+  sb_printf(&each, "for (int cf_j = 0; cf_j < %d; ++cf_j) ", g);
+  sb_printf(&slot, " * %d + cf_j", g);
+  x.each = sb_take(&each);
+  x.slot = sb_take(&slot);
+  return x;
+}
+
+static void values_free(Values *x) { free(x->v), free(x->each), free(x->ws), free(x->slot); }
+
+/* The workspace element at the value's offset plus `index` (malloc'd). */
+static char *ws_value(Emitter *e, const KNode *n, const Values *x, const char *index, bool is_write) {
+  StrBuf at = {0};
+  sb_printf(&at, "%s%s", x->ws, index);
+  char *s = ws_at(e, n->u.acc.ws, at.data, is_write);
+  sb_free(&at);
+  return s;
+}
 
 /* Linear index over the dimensions d with want[d] == reduced, x fastest (printed). */
 static void linear(StrBuf *b, const bool *reduced, bool want) {
@@ -119,6 +163,7 @@ static void warp_form(Emitter *e, const KNode *n) {
 
 static void tree_form(Emitter *e, const KNode *n) {
   const bool *red = n->u.acc.reduce;
+  Values x = values_of(e, n);
   StrBuf rn = {0}, ri = {0}, gi = {0};
   for (int d = 0, any = 0; d < 3; d++)
     if (red[d]) sb_printf(&rn, "%s(int)blockDim.%s", any++ ? " * " : "", dim_name[d]);
@@ -128,21 +173,23 @@ static void tree_form(Emitter *e, const KNode *n) {
   cg_line(e, "const int cf_ri = %s;", ri.data);
   cg_line(e, "const int cf_rb = (%s) * cf_rn;", gi.data);
   sb_free(&rn), sb_free(&ri), sb_free(&gi);
-  char *mine_w = ws_at(e, n->u.acc.ws, "cf_rb + cf_ri", true), *mine = ws_at(e, n->u.acc.ws, "cf_rb + cf_ri", false);
-  char *up = ws_at(e, n->u.acc.ws, "cf_rb + cf_ri + cf_s", false), *first = ws_at(e, n->u.acc.ws, "cf_rb", false);
+  if (n->u.acc.group) cg_line(e, "const int cf_rt = (int)blockDim.x * (int)blockDim.y * (int)blockDim.z;");
+  char *mine_w = ws_value(e, n, &x, "cf_rb + cf_ri", true), *mine = ws_value(e, n, &x, "cf_rb + cf_ri", false);
+  char *up = ws_value(e, n, &x, "cf_rb + cf_ri + cf_s", false), *first = ws_value(e, n, &x, "cf_rb", false);
   char *fold = combine(e, n, mine, up);
-  cg_line(e, "%s = %s;", mine_w, n->u.acc.var);
+  cg_line(e, "%s%s = %s;", x.each, mine_w, x.v);
   e->d->sync(e);
   cg_line(e, "int cf_s = 1;");
   cg_line(e, "while (2 * cf_s < cf_rn) cf_s *= 2;");
   cg_line(e, "for (; cf_s > 0; cf_s >>= 1) {");
   e->indent++;
-  cg_line(e, "if (cf_ri < cf_s && cf_ri + cf_s < cf_rn) %s = %s;", mine_w, fold);
+  cg_line(e, "if (cf_ri < cf_s && cf_ri + cf_s < cf_rn) %s%s = %s;", x.each, mine_w, fold);
   e->d->sync(e);
   e->indent--;
   cg_line(e, "}");
-  cg_line(e, "%s = %s;", n->u.acc.var, first);
+  cg_line(e, "%s%s = %s;", x.each, x.v, first);
   free(mine_w), free(mine), free(up), free(first), free(fold);
+  values_free(&x);
 }
 
 /* Linear index over the block dimensions with grid[d] == want, x fastest (printed). */
@@ -164,9 +211,13 @@ static void block_linear(StrBuf *b, const bool *grid, bool want) {
  * fold every cf_grn-th block, then a block all-reduce over those dimensions gives every
  * thread the result (one pass over the partials instead of one per thread). */
 static void grid_fold(Emitter *e, const KNode *n, const char *slot) {
-  const char *v = n->u.acc.var;
+  Values x = values_of(e, n);
+  const char *v = x.v;
   char *init = cg_reduction_init(e, n->u.acc.op, n->u.acc.dtype, n->u.acc.dtype);
-  char *other = ws_at(e, n->u.acc.work, slot, false);
+  StrBuf at = {0};
+  sb_printf(&at, "(%s)%s", slot, x.slot);
+  char *other = ws_at(e, n->u.acc.work, n->u.acc.group ? at.data : slot, false);
+  sb_free(&at);
   StrBuf vol = {0};
   if (ir_dtype_is_welford(n->u.acc.dtype)) /* C++ copies no volatile struct: field by field */
     sb_printf(&vol, "cf_welford_volatile(&%s)", other);
@@ -175,10 +226,11 @@ static void grid_fold(Emitter *e, const KNode *n, const char *slot) {
   else
     sb_printf(&vol, "*(volatile %s *)&%s", cg_ctype(n->u.acc.dtype), other);
   char *fold = combine(e, n, v, vol.data);
-  cg_line(e, "%s = %s;", v, init);
-  cg_line(e, "for (int cf_b = cf_gri; cf_b < cf_gn; cf_b += cf_grn) %s = %s;", v, fold);
+  cg_line(e, "%s%s = %s;", x.each, v, init);
+  cg_line(e, "for (int cf_b = cf_gri; cf_b < cf_gn; cf_b += cf_grn) %s%s = %s;", x.each, v, fold);
   free(init), free(other), free(fold);
   sb_free(&vol);
+  values_free(&x);
   if (n->u.acc.lanes) {
     lanes_form(e, n);
     return;
@@ -198,7 +250,6 @@ static void grid_fold(Emitter *e, const KNode *n, const char *slot) {
  * thread's place among the kept dimensions); the group's last block folds them. */
 static void grid_form(Emitter *e, const KNode *n) {
   const bool *g = n->u.acc.grid;
-  const char *v = n->u.acc.var;
   StrBuf gn = {0}, gp = {0}, gg = {0}, rn = {0}, ri = {0}, ki = {0};
   for (int d = 0, any = 0; d < 3; d++)
     if (g[d]) sb_printf(&gn, "%s(int)gridDim.%s", any++ ? " * " : "", dim_name[d]);
@@ -223,12 +274,15 @@ static void grid_form(Emitter *e, const KNode *n) {
   cg_line(e, "const int cf_gri = %s; // this thread's place among them", ri.data);
   cg_line(e, "const int cf_gki = %s; // and among the kept ones", rn.len ? ki.data : "cf_t");
   cg_line(e, "const int cf_gnk = (int)blockDim.x * (int)blockDim.y * (int)blockDim.z / cf_grn;");
+  Values x = values_of(e, n);
   StrBuf idx = {0};
-  sb_printf(&idx, "(cf_gb + (%s)) * cf_gnk + cf_gki", gp.data);
+  if (n->u.acc.group) sb_printf(&idx, "((cf_gb + (%s)) * cf_gnk + cf_gki)%s", gp.data, x.slot);
+  else sb_printf(&idx, "(cf_gb + (%s)) * cf_gnk + cf_gki", gp.data);
   char *mine = ws_at(e, n->u.acc.work, idx.data, true);
   sb_free(&gn), sb_free(&gp), sb_free(&gg), sb_free(&rn), sb_free(&ri), sb_free(&ki), sb_free(&idx);
-  cg_line(e, "if (cf_gri == 0) %s = %s;", mine, v);
+  cg_line(e, "if (cf_gri == 0) %s%s = %s;", x.each, mine, x.v);
   free(mine);
+  values_free(&x);
   if (n->u.acc.all_blocks) {
     cg_grid_sync(e); /* fences, then every block's partials are in place */
     grid_fold(e, n, "(cf_gb + cf_b) * cf_gnk + cf_gki");
@@ -255,9 +309,13 @@ void cg_block_reduce(Emitter *e, const KNode *n) {
     if (n->u.acc.reduce[d]) sb_printf(&dims, "%sthreadIdx.%s", dims.len ? ", " : "", dim_name[d]);
   for (int d = 0; d < 3; d++)
     if (n->u.acc.grid[d]) sb_printf(&dims, "%sblockIdx.%s", dims.len ? ", " : "", dim_name[d]);
+  StrBuf what = {0};
+  if (n->u.acc.group) sb_printf(&what, "%s[0..%d]", n->u.acc.var, n->u.acc.group);
+  else sb_puts(&what, n->u.acc.var);
   cg_line(e, "{ // %s of %s (%s) over %s",
           n->u.acc.all_blocks ? "grid all-reduce" : n->u.acc.ws || n->u.acc.lanes ? "block all-reduce" : "grid reduction",
-          n->u.acc.var, ir_op_name(n->u.acc.op), dims.data);
+          what.data, ir_op_name(n->u.acc.op), dims.data);
+  sb_free(&what);
   sb_free(&dims);
   e->indent++;
   if (n->u.acc.lanes)

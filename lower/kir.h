@@ -307,7 +307,7 @@ struct KNode {
                             * up to 32, the block whole warps: xor shuffles within each group
                             * of `lanes` lanes give every lane its row's value, with no
                             * workspace and no barrier (0: the warp or tree form) */
-      KTensor *ws;         /* block reduce: shared workspace of blockDim.x*y*z elements */
+      KTensor *ws;         /* block reduce: shared workspace of blockDim.x*y*z elements (times group) */
       bool grid[3];        /* blockIdx.x/y/z reduced: a grid reduction follows */
       KTensor *work, *sem; /* grid: partials (gridDim x blockDim elements), semaphores */
       KTensor *flag;       /* grid: shared slot saying the block is the group's last */
@@ -316,6 +316,15 @@ struct KNode {
       KExpr *iter;         /* grid: linear index of the serial loops around the reduction */
       bool all_blocks;     /* grid: every block folds the partials after a grid sync (a grid
                             * all-reduce, read in the kernel), instead of the last one */
+      /* Grouped (group_reductions.c; 0: not): the reduction of `group` accumulators at
+       * once, elements 0 .. group - 1 of the Local array `array` (named like var, which is
+       * then no register), each combined as an ungrouped reduction combines it. The tree's
+       * workspace holds group x the block's threads (element j of thread t at j * threads +
+       * t); a grid part's partials are group per (block, kept thread), at (that slot) *
+       * group + j, and a group of blocks counts once on its semaphore for all of them
+       * (iter no longer counts the grouped loop). The tail, if any, loops over j itself. */
+      int group;
+      KTensor *array;
     } acc;
     struct {
       const IrMmaInstr *instr;

@@ -1,7 +1,8 @@
 /* lower/kir_print.c: a compact text dump of the kernel IR for CFUSER_DUMP, one node per
  * line with indentation: loops with their extent and parallel type, ifs with their
  * condition (and ELSE before an else branch), ops with their indexed operands, syncs,
- * block reductions (a grid reduction's tail under it) and tensor-memory management.
+ * block reductions (a grouped one naming its array's elements, a grid reduction's tail
+ * under it) and tensor-memory management.
  * Key decision: independent of the code generators, so it shows the IR as it is between
  * passes, before anything is lowered to a language. */
 #include "lower/lower.h"
@@ -97,7 +98,9 @@ static bool node(KVisitor *v, KNode *n) {
   case KN_COMMENT: sb_printf(b, "// %s\n", n->u.comment); break;
   case KN_ACC_DECL: sb_printf(b, "ACC %s %s = init:%s\n", cf_dtype_name(n->u.acc.dtype), n->u.acc.var, ir_op_name(n->u.acc.op)); break;
   case KN_BLOCK_REDUCE:
-    sb_printf(b, "BLOCK_REDUCE %s %s over%s%s%s%s\n", ir_op_name(n->u.acc.op), n->u.acc.var, n->u.acc.reduce[0] ? " x" : "",
+    sb_printf(b, "BLOCK_REDUCE %s %s", ir_op_name(n->u.acc.op), n->u.acc.var);
+    if (n->u.acc.group) sb_printf(b, "[0..%d]", n->u.acc.group);
+    sb_printf(b, " over%s%s%s%s\n", n->u.acc.reduce[0] ? " x" : "",
               n->u.acc.reduce[1] ? " y" : "", n->u.acc.reduce[2] ? " z" : "",
               n->u.acc.lanes ? " (within a warp)" : n->u.acc.warp ? " (warp shuffles)" : "");
     break;

@@ -7,7 +7,8 @@
  *   - scope: every loop variable an index, bound, condition or extent uses belongs to an
  *     enclosing loop;
  *   - storage: every accessed tensor is a parameter or an allocation of the kernel, and an
- *     allocation is written before it is read;
+ *     allocation is written before it is read (a grouped block reduction reads and writes
+ *     its array, of its group's size);
  *   - loops: a buffer that holds only the iterations right of its compute-at position is
  *     read inside the serial loops its writer ran in left of that position (else the
  *     reader sees another iteration's value);
@@ -285,6 +286,28 @@ static bool region_ok(Verify *v, const KNode *n) {
   return true;
 }
 
+/* A barrier (a sync, a block reduction): every thread of the block reaches it. */
+static bool barrier_ok(Verify *v) {
+  v->syncs++;
+  return v->thread_ifs ? fail(v, "%s", "a __syncthreads under a condition that depends on the thread index") : true;
+}
+
+/* A grouped reduction reads every element of its array, its group's size (written
+ * before, in the loop of the elements: the array holds each iteration's, so the
+ * compute-at rule of read_ok does not apply), and writes them back. */
+static bool group_ok(Verify *v, const KNode *n) {
+  int64_t size;
+  if (!n->u.acc.group) return true;
+  const KAccess all = {.t = n->u.acc.array};
+  if (!all.t || !kx_is_const(all.t->size, &size) || size != n->u.acc.group)
+    return fail(v, "the array of grouped reduction %s is not of its group's size", n->u.acc.var);
+  unsigned th = v->guard_threads;
+  if (!access_ok(v, &all, &th)) return false;
+  if (!v->written[tensor_slot(v, all.t)].op) return fail(v, "%s is read before it is written", all.t->name);
+  record_write(v, n, all.t, 0);
+  return true;
+}
+
 /* The visitor's callbacks: a failed check stops the walk. */
 static bool pre(KVisitor *kv, KNode *n) {
   Verify *v = kv->user;
@@ -295,11 +318,9 @@ static bool pre(KVisitor *kv, KNode *n) {
   case KN_MMA: ok = wgmma_ok(v, n); break;
   case KN_SYNC:
     v->fences += n->u.sync.proxy_async;
-    /* fall through */
-  case KN_BLOCK_REDUCE: /* it synchronizes the block */
-    v->syncs++;
-    ok = v->thread_ifs ? fail(v, "%s", "a __syncthreads under a condition that depends on the thread index") : true;
+    ok = barrier_ok(v);
     break;
+  case KN_BLOCK_REDUCE: ok = group_ok(v, n) && barrier_ok(v); break; /* it synchronizes the block */
   case KN_OP: ok = op_ok(v, n); break;
   case KN_TMEM_LD:
   case KN_TMEM_ST: ok = tmem_ok(v, n); break;

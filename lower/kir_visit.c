@@ -72,6 +72,7 @@ void kn_data_tensors(const KKernel *k, const KNode *n, void (*fn)(KTensor *t, vo
     each_tensor(n->u.acc.work, fn, user);
     each_tensor(n->u.acc.sem, fn, user);
     each_tensor(n->u.acc.flag, fn, user);
+    each_tensor(n->u.acc.array, fn, user); /* grouped: its accumulators */
     if (n->u.acc.all_blocks) each_tensor(k->grid_sem, fn, user); /* its grid sync */
     break;
   case KN_SYNC:

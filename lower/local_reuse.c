@@ -131,6 +131,9 @@ static bool on_node(KVisitor *v, KNode *n) {
   case KN_TMEM_LD:
   case KN_TMEM_ST: access(r, &n->u.tmem.reg, true); break;
   case KN_MMA: access(r, &n->u.mma.acc[0], true); break;
+  case KN_BLOCK_REDUCE: /* a grouped reduction's array: the node names it, not an access */
+    if (n->u.acc.array) access(r, &(KAccess){.t = n->u.acc.array}, true);
+    break;
   default: break;
   }
   return true;

@@ -30,6 +30,7 @@ static const struct {
     {"index", lower_index},
     {"predicate", lower_predicate},
     {"reduction", lower_reduction},
+    {"group_reductions", lower_group_reductions},
     {"sync", lower_sync},
     {"circular_buffer", lower_circular_buffer},
     {"mma", lower_mma},

@@ -149,6 +149,8 @@ void lower_reduction(LowerCtx *c);        /* reduction.c: block reductions */
 /* reduction.c: whether a reduction's output of tv's dtype accumulates in a wider
  * floating type (half, bfloat16 in float): its accumulator is a register. */
 bool lower_widened_reduction(const Val *tv);
+/* group_reductions.c: a small loop's block reductions as one grouped reduction */
+void lower_group_reductions(LowerCtx *c);
 void lower_sync(LowerCtx *c);             /* sync.c: RAW/WAR __syncthreads */
 /* tma.c: the TMA boxes replacing fill, the fill statement of tv (cf_tma_load) in its
  * loop, with the tile's barriers (`stages` of them) made and initialized; refused naming
