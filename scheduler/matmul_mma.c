@@ -82,8 +82,11 @@ enum { MMA_FILL_BYTES = 16 }; /* a fill's vector: one cp.async */
  * K-major) were slower with it in every run: x @ w^T + bias 8192^3 1676-1792 -> 1788-1852
  * us, with gelu 1700-1877 -> 1851-1953 (under ncu's locked clocks the other way round,
  * 1.99 -> 1.94 ms: power at boost clocks is the suspect, not yet shown), so only a B
- * tile that is MN-major (matmul's [K, N]) gets the producer. CFUSER_WGMMA_WS=0 keeps the
- * fills in the readers' loop, =1 gives a K-major B the producer too (for measuring).
+ * tile that is MN-major (matmul's [K, N]) got the producer; with the epilogue's pair
+ * stores (below) the linears are faster with it too (4 x H200, alternated twice, without
+ * / with: + bias 1473-1491 -> 1442-1443 us, with gelu 1533-1552 -> 1509-1510;
+ * bench/results/epilogue_h200_20261128/linear_producer_4xh200.txt), so every TMA fill
+ * gets it. CFUSER_WGMMA_WS=0 keeps the fills in the readers' loop (for measuring).
  * The epilogue stores pairs (pair_stores: a thread's two adjacent columns of wgmma's
  * fragment as one 4-byte or 8-byte vector, from a register copy of each output) where N
  * is a multiple of BN; it stored one element at a time, 8 partial sectors a warp's store.
@@ -160,7 +163,7 @@ static MmaShape shape_of(const MmaTiles *t) {
   const char *tma = getenv("CFUSER_WGMMA_TMA");
   sh.tma = !t->fill[0].why[0] && !t->fill[1].why[0] && !t->merged && sh.bn == WG_BN && !(tma && !strcmp(tma, "0"));
   const char *ws = getenv("CFUSER_WGMMA_WS");
-  sh.producer = sh.tma && (t->fill[1].role == 'N' || (ws && !strcmp(ws, "1"))) && !(ws && !strcmp(ws, "0")); /* measured: above */
+  sh.producer = sh.tma && !(ws && !strcmp(ws, "0")); /* measured: above */
   /* a pair never straddles N's end, but the lowering vectorizes only where every split
    * above the pair divides (lower/vectorize.c): N by BN */
   sh.pair_stores = t->size_n > 0 && t->size_n % sh.bn == 0;

@@ -16,16 +16,12 @@
 #include "scheduler/registry.h"
 
 static cf_fusion *f;
-/* Set by the tests of linears: B (w [N, K]) is K-major, whose TMA fills keep no producer
- * warpgroup (measured slower, scheduler/matmul_mma.c). */
-static bool b_k_major;
 
 /* A Hopper of two SMs: the small shapes here give one block, half of them, so the block
  * tile keeps its N of 256 (on 132 SMs a few rows take a narrower one: the last tests). */
 static SchedDevice hopper;
 static void setup(void) {
   f = cf_fusion_create();
-  b_k_major = false;
   hopper = sched_device_h100;
   hopper.sm_count = 2;
 }
@@ -49,7 +45,7 @@ static bool stores_pairs(void) {
 static const char *params(const char *fa, const char *fb) {
   static char buf[256];
   snprintf(buf, sizeof buf, "tile=128x256x64 warpgroups=2 mma=m64n256k16 smem=operands stages=4 fill=%s,%s%s wgmma_wait=1%s",
-           fa, fb, strcmp(fa, "tma") || b_k_major ? "" : " producer=tidy", /* TMA fills of [K, N]: a producer */
+           fa, fb, strcmp(fa, "tma") ? "" : " producer=tidy", /* TMA fills: a producer warpgroup */
            stores_pairs() ? " store=pairs" : "");
   return buf;
 }
@@ -119,7 +115,6 @@ Test(matmul_wgmma, linear_bias_gelu_epilogue) {
   cf_tv *x = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *w = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
   cf_tv *bias = tu_input(f, CF_BFLOAT16, 1, in[2].sizes);
   cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
-  b_k_major = true;
   char *src = row_check(3, in, 2e-2, "tma", "tma");
   cr_expect(strstr(src, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2,"));
   cr_expect(strstr(src, "p, 1, 1, 0, 0; }"), "B of a linear is K-major: no transpose bit");
@@ -280,7 +275,6 @@ Test(matmul_wgmma, define_and_run_on_a_hopper_device) {
   cr_expect(cf_tensor_allclose(&got->dl_tensor, &want->dl_tensor, 2e-2, 2e-2, msg, sizeof msg), "%s", msg);
   cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), "matmul");
-  b_k_major = true;
   cr_expect_str_eq(cf_fusion_cache_last_params(c, 0), params("tma", "tma"));
   for (int i = 0; i < 3; i++) cf_tensor_free(t[i]);
   cf_tensor_free(got), cf_tensor_free(want);
@@ -426,7 +420,6 @@ Test(matmul_wgmma, grouped_blocks_equal_the_evaluator) {
   cf_tv *x = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *w = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
   cf_tv *bias = tu_input(f, CF_BFLOAT16, 1, in[2].sizes);
   cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, bias)));
-  b_k_major = true;
   char want[256];
   snprintf(want, sizeof want, "%s group_m=2", params("tma", "tma"));
   apply_on(&small_l2, want);
