@@ -27,7 +27,13 @@
  * one or two barriers, and shuffles of n registers gain little); each element is combined
  * with the same partners in the same order as the ungrouped reduction would, so results
  * are bit-identical; the copies of the loop keep its variable (a sibling scope), and the
- * ops moved into them point to them (their `loops`), so the indices stay as they were. */
+ * ops moved into them point to them (their `loops`), so the indices stay as they were.
+ * Measured (H200s, 2026-11-28, bench/results/epilogue_h200_20261128/): the reference batch
+ * norm 512 x 65536 float 86.8-87.4 -> 84.3-85.6 us; in the sweep's column kinds, against
+ * torch eager in the same run (cases of 16 MiB and more): column maxima of half 0.84x ->
+ * 0.95x, bfloat16 0.89x -> 0.99x, column sums of half 0.72x -> 0.77x, float 0.85x -> 0.88x;
+ * batch norm's kinds within the runs' noise. compute-sanitizer memcheck and racecheck
+ * report nothing on its tests on the GPU. */
 #include <string.h>
 
 #include "lower/lower.h"
