@@ -8,7 +8,9 @@
  *      input). Every tensor is traced to each output (which output axis each of its axes
  *      becomes); the outputs must read the tensors in one order (the first output is the
  *      reference), and the transposed ("staged") inputs must be of the output's rank and
- *      all have their contiguous axis on one output axis p;
+ *      all have their contiguous axis on one output axis p; every broadcast axis is
+ *      concretized against one exact class by all its readers (everything is inlined, so a
+ *      broadcast of two unrelated concretizations would join two domains in one loop);
  *   2. the output is tiled on p and its innermost axis, 64 x 64 elements:
  *      [others.., p, inner] -> [blockIdx.x (others x p tiles), blockIdx.y (inner tiles),
  *      unroll{8}, threadIdx.y{8}, threadIdx.x{64}]: 512 threads per block, 8 elements per
@@ -261,6 +263,80 @@ static bool tp_check_broadcasts(Arena *a, cf_fusion *f, const TpPlan *p, const T
   return ex != NULL;
 }
 
+/* One broadcast axis (top's axis top_axis) and where it is concretized: the first axis
+ * down each path of its readers that is not a broadcast (the first found: who's axis
+ * wax); the walk of tp_concretized. */
+typedef struct TpConc {
+  const IdMap *m;
+  bool *seen; /* by Val id * stride + axis: an axis reached already (diamonds) */
+  int stride;
+  Val *top, *who;
+  int top_axis, wax;
+} TpConc;
+
+/* The axis of e's output that reads axis a of e's operand tv (-1: none; an elementwise
+ * op reads a 0-d operand along no axis). */
+static int tp_reader_axis(const Expr *e, Val *tv, int a) {
+  Val *o = e->out[0];
+  if (ir_op_kind(e->op) == OPK_TRANSFORM || (ir_op_is_elementwise(e->op) && TV(o)->nlogical != TV(tv)->nlogical))
+    return -1;
+  for (int oa = 0; oa < TV(o)->nlogical; oa++)
+    if (tp_input_axis(e, oa) == a) return oa;
+  return -1;
+}
+
+/* Walks the readers of tv's broadcast axis a down to the axes that concretize it and
+ * checks that they are one exact class; false, with the reason, at the first that is not. */
+static bool tp_concretized(TpConc *c, Val *tv, int a, char *why) {
+  if (c->seen[tv->id * c->stride + a]) return true;
+  c->seen[tv->id * c->stride + a] = true;
+  for (int u = 0; u < tv->uses.len; u++) {
+    const Expr *e = tv->uses.items[u];
+    int oa = tp_reader_axis(e, tv, a);
+    if (oa < 0) continue;
+    Val *o = e->out[0], *id = TV(o)->logical[oa];
+    if (ID(id)->iter_type == CF_ITER_BROADCAST) {
+      if (!tp_concretized(c, o, oa, why)) return false;
+    } else if (!c->who) {
+      c->who = o, c->wax = oa;
+    } else if (!an_idmap_same(c->m, TV(c->who)->logical[c->wax], id)) {
+      snprintf(why, SCHED_WHY_MAX, "transpose: %s is broadcast along axis %d, which %s and %s read against "
+               "unrelated axes (one loop cannot iterate both)", TV(c->top)->display_name, c->top_axis,
+               TV(c->who)->display_name, TV(o)->display_name);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Every broadcast axis is concretized against one exact class. Everything is inlined
+ * into the tile's loops (cf_inline_most), a broadcast into the loops of each reader, so a
+ * broadcast that two readers concretize against unrelated axes (b [1, N] in
+ * transpose(x) [A, N] + b and y [B, N] * b) joins two domains in one loop, which lowering
+ * refuses (a broadcast concretized to two extents in one loop): the row would accept a
+ * fusion it cannot schedule (the hostile define-and-run fuzzer's seed 41200614). Refused
+ * with the reason; the pointwise row refuses it too (two_concretizations), and define
+ * and run cuts it finer. */
+static bool tp_one_concretization(Arena *a, cf_fusion *f, char *why) {
+  int n, stride = 1;
+  Val **tvs = ir_fusion_all_tvs_in(a, f, &n);
+  for (int i = 0; tvs && i < n; i++)
+    if (TV(tvs[i])->nlogical > stride) stride = TV(tvs[i])->nlogical;
+  TpConc c = {.m = tvs ? an_idmap_build(f, false) : NULL, .stride = stride};
+  c.seen = c.m ? ARENA_ARRAY(a, bool, f->vals.len * stride) : NULL;
+  bool ok = c.seen != NULL;
+  if (!ok) snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
+  for (int i = 0; ok && i < n; i++)
+    for (int ax = 0; ok && ax < TV(tvs[i])->nlogical; ax++) {
+      if (ID(TV(tvs[i])->logical[ax])->iter_type != CF_ITER_BROADCAST) continue;
+      memset(c.seen, 0, sizeof(bool) * (size_t)(f->vals.len * stride));
+      c.top = tvs[i], c.top_axis = ax, c.who = NULL;
+      ok = tp_concretized(&c, tvs[i], ax, why);
+    }
+  if (c.m) an_idmap_free((IdMap *)c.m);
+  return ok;
+}
+
 static bool tp_plan(Arena *a, cf_fusion *f, const SchedCall *call, TpPlan *p, char *why) {
   if (f->outputs.len == 0) {
     snprintf(why, SCHED_WHY_MAX, "transpose: the fusion has no outputs");
@@ -285,7 +361,8 @@ static bool tp_plan(Arena *a, cf_fusion *f, const SchedCall *call, TpPlan *p, ch
     snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
     return false;
   }
-  return tp_find_staged(f, call, p, &m, why) && tp_check_broadcasts(a, f, p, &m, why);
+  return tp_find_staged(f, call, p, &m, why) && tp_check_broadcasts(a, f, p, &m, why) &&
+         tp_one_concretization(a, f, why);
 }
 
 static bool tp_accepts(cf_fusion *f, const SchedCall *call, char *why) {

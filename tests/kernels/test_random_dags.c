@@ -572,8 +572,12 @@ static const int nknown_mode4 = sizeof known_failing_mode4 / sizeof known_failin
  * (inf + (x - inf) / n) and inf in the kernels' tree of merges (ir/welford.c). 38500351:
  * two outputs sharing only a 1-D input, column-major inputs: the transpose row accepted
  * and could not schedule the cache of an input its tiles reached only through the 1-D
- * tensor (an internal error); the row now asks for a shared tensor of the outputs' rank. */
-static const uint64_t known_failing_hostile_mode4[] = {3001213, 38500351};
+ * tensor (an internal error); the row now asks for a shared tensor of the outputs' rank.
+ * 41200614: a broadcast [1, N] of a 1-D input read by two outputs computed from unrelated
+ * inputs ([i0, N] and [i4, N]): the transpose row accepted it and inlined the broadcast
+ * into both outputs' loops, which lowering refused (a broadcast concretized to two extents
+ * in one loop; an internal error of define and run). */
+static const uint64_t known_failing_hostile_mode4[] = {3001213, 38500351, 41200614};
 static const int nknown_hostile_mode4 = sizeof known_failing_hostile_mode4 / sizeof known_failing_hostile_mode4[0];
 
 /* Mode 5 (rfactor, caches): 505, 1647, 4795, 6328, 6883 and 8510 rfactored a Welford or a

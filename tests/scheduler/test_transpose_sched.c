@@ -219,6 +219,51 @@ Test(transpose_sched, refuses_outputs_that_share_only_a_lower_rank_tensor) {
   cr_expect_str_eq(why, "transpose: output T6 reads no tensor of rank 2 that T4 reads");
 }
 
+/* A broadcast [1, N] of a 1-D input read by two outputs computed from unrelated inputs,
+ * transpose(x) [A, N] + b and y [B, N] * b: inlined into both outputs' loops, one loop
+ * would iterate A and B, which lowering refuses ("a broadcast concretized to two extents in
+ * one loop"): the row accepted it, and define and run reported an internal error (the
+ * hostile define-and-run fuzzer's seed 41200614). Refused now, naming the broadcast and
+ * its two readers (the seed, pinned in kernels_test_random_dags, runs in a finer cut). */
+Test(transpose_sched, refuses_a_broadcast_concretized_by_unrelated_outputs) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2), *y = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_tv *v = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, y), cf_fusion_add_input(f, v);
+  cf_tv *b = cf_broadcast(f, v, 2, (bool[]){true, false});
+  cf_fusion_add_output(f, cf_add(f, cf_transpose(f, x, 0, 1), b));
+  cf_fusion_add_output(f, cf_mul(f, y, b));
+  refused("transpose: T3 is broadcast along axis 0, which T5 and T6 read against unrelated axes (one loop "
+          "cannot iterate both)");
+}
+
+/* The same broadcast concretized through a chain of broadcasts and a permute, still
+ * against two unrelated axes: relu(b) [1, N] keeps the broadcast axis, and the
+ * concretizations are those further down, transpose(x) + relu(b) and y * b. */
+Test(transpose_sched, refuses_a_broadcast_concretized_further_down) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2), *y = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_tv *v = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, y), cf_fusion_add_input(f, v);
+  cf_tv *b = cf_broadcast(f, v, 2, (bool[]){true, false});
+  cf_fusion_add_output(f, cf_add(f, cf_transpose(f, x, 0, 1), cf_relu(f, b)));
+  cf_fusion_add_output(f, cf_mul(f, y, b));
+  refused("transpose: T3 is broadcast along axis 0, which T6 and T7 read against unrelated axes (one loop "
+          "cannot iterate both)");
+}
+
+/* Two readers of the broadcast that concretize it against one axis (both from x): one
+ * loop, accepted, and equal to the evaluator. */
+Test(transpose_sched, a_broadcast_concretized_by_one_input_is_scheduled) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){70, 37});
+  cf_tv *v = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){70});
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, v);
+  cf_tv *b = cf_broadcast(f, v, 2, (bool[]){true, false});
+  cf_tv *t = cf_transpose(f, x, 0, 1);
+  cf_fusion_add_output(f, cf_add(f, t, b));
+  cf_fusion_add_output(f, cf_mul(f, cf_neg(f, t), b));
+  schedule_ok(STAGED_T0);
+  free(kc_check(f, 2, (KcInput[]){F32(70, 37), F32(70)}, 1e-5));
+}
+
 /* Several outputs in one order: transpose(x), tanh of it (an output read by an output)
  * and neg(transpose(x)) + y. */
 Test(transpose_sched, several_outputs) {
