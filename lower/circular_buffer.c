@@ -97,7 +97,28 @@ typedef struct Find {
   KNode *loop, *fill;   /* L and the top-level statement of its body holding the write */
   KBlock *parent;       /* the block holding L */
   int writes;
+  KExpr *outer;         /* L's enclosing serial loops' iteration, linearized (NULL: none) */
+  KNode *chain[LOWER_WS_MAX_OUTER]; /* those loops, outermost first, when nothing else encloses L */
+  int nchain;           /* -1: L is enclosed by something else too (an if) */
 } Find;
+
+/* L's (path->node[d]'s) enclosing serial loops: their iteration linearized (a persistent
+ * kernel's tile loop around the K loop), and whether they alone enclose it. */
+static void enclosing_loops(Find *fd, const KPath *path, int d, Arena *a) {
+  fd->outer = NULL, fd->nchain = 0;
+  for (int k = 0; k < d; k++) {
+    const KNode *o = path->node[k];
+    if (o->kind == KN_FOR && !o->u.loop.var) continue; /* a thread-parallel loop: no iterations */
+    if (o->kind != KN_FOR) {
+      fd->nchain = -1;
+      continue;
+    }
+    fd->outer = fd->outer ? kx_bin(a, OP_ADD, kx_bin(a, OP_MUL, fd->outer, o->u.loop.extent), o->u.loop.index)
+                          : o->u.loop.index;
+    if (fd->nchain >= 0 && fd->nchain < LOWER_WS_MAX_OUTER) fd->chain[fd->nchain++] = (KNode *)o;
+    else fd->nchain = -1;
+  }
+}
 
 static bool find_write(KVisitor *v, KNode *n) {
   Find *fd = v->user;
@@ -105,7 +126,10 @@ static bool find_write(KVisitor *v, KNode *n) {
   fd->writes++;
   KNode *l = fd->ca >= 1 && fd->ca <= n->u.op.nloop ? n->u.op.loops[fd->ca - 1] : NULL;
   for (int d = 0; l && d + 1 < v->path.depth; d++)
-    if (v->path.node[d] == l) fd->loop = l, fd->parent = v->path.block[d], fd->fill = v->path.node[d + 1];
+    if (v->path.node[d] == l) {
+      fd->loop = l, fd->parent = v->path.block[d], fd->fill = v->path.node[d + 1];
+      enclosing_loops(fd, &v->path, d, v->arena);
+    }
   return true;
 }
 
@@ -184,7 +208,7 @@ static void tma_wait(LowerCtx *c, KBlock *body, int pos, KNode *fill, KExpr *i, 
 
 static void buffer(LowerCtx *c, Val *tv) {
   int S = TV(tv)->cb_stages, D = TV(tv)->cb_prefetch; /* both set by cf_circular_buffer_prefetch */
-  Find fd = {c->info[tv->id].kt, TV(tv)->ca_pos, NULL, NULL, NULL, 0};
+  Find fd = {.t = c->info[tv->id].kt, .ca = TV(tv)->ca_pos};
   KVisitor v = {.pre = {[KN_OP] = find_write}, .user = &fd, .arena = c->a};
   kir_visit(&v, &c->k->body);
   KBlock *body = fd.loop ? &fd.loop->u.loop.body : NULL;
@@ -205,19 +229,26 @@ static void buffer(LowerCtx *c, Val *tv) {
       lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s is warp-specialized unlike another tile of the kernel: "
                  "every tile of one producer circulates over one loop with the same stages, prefetch and thread "
                  "dimension", lower_tv_str(c, tv));
-    c->ws.loop = fd.loop, c->ws.parent = fd.parent, c->ws.stages = S, c->ws.prefetch = D, c->ws.pt = TV(tv)->ws_pt;
   }
   const char *var = fd.loop->u.loop.var;
   KExpr *n_iter = fd.loop->u.loop.extent, *tile = fd.t->size, *ahead = kx_const(a, D), *vs = kx_var(a, var);
   KExpr *Sx = kx_const(a, S);
+  /* a TMA tile's barriers count the iterations of L's enclosing loops too: base + i */
+  KExpr *base = TV(tv)->tma_load && fd.outer ? kx_bin(a, OP_MUL, fd.outer, n_iter) : NULL;
+  if (TV(tv)->ws_pt) {
+    c->ws.loop = fd.loop, c->ws.parent = fd.parent, c->ws.stages = S, c->ws.prefetch = D, c->ws.pt = TV(tv)->ws_pt;
+    c->ws.base = base, c->ws.nchain = fd.nchain;
+    for (int k = 0; k < fd.nchain; k++) c->ws.chain[k] = fd.chain[k];
+  }
+  KExpr *count = base ? kx_bin(a, OP_ADD, base, vs) : vs;
   /* reads in the loop: stage i % S */
-  Fill r = {c, fd.t, var, NULL, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, vs, Sx), tile), kx_bin(a, OP_MOD, vs, Sx), false, NULL};
+  Fill r = {c, fd.t, var, NULL, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, count, Sx), tile), kx_bin(a, OP_MOD, count, Sx), false, NULL};
   KNode *fill = fd.fill;
   kb_remove(body, at);
   rewrite(&r, body, false);
   /* the fill of iteration i + D, in stage (i + D) % S */
-  KExpr *next = kx_bin(a, OP_ADD, vs, ahead);
-  Fill w = {c, fd.t, var, next, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, next, Sx), tile), kx_bin(a, OP_MOD, next, Sx), false, NULL};
+  KExpr *next = kx_bin(a, OP_ADD, vs, ahead), *next_count = base ? kx_bin(a, OP_ADD, base, next) : next;
+  Fill w = {c, fd.t, var, next, kx_bin(a, OP_MUL, kx_bin(a, OP_MOD, next_count, Sx), tile), kx_bin(a, OP_MOD, next_count, Sx), false, NULL};
   KNode *in_loop = kir_clone(a, fill);
   KBlock one = {0};
   kb_push(a, &one, in_loop);
@@ -228,11 +259,12 @@ static void buffer(LowerCtx *c, Val *tv) {
   else if (w.async) kb_insert(a, body, pos++, async_node(c, KN_ASYNC_WAIT, D - 1));
   kb_insert(a, body, pos++, lower_if(c, kx_bin(a, OP_LT, next, n_iter), in_loop));
   if (w.async) kb_insert(a, body, pos, async_node(c, KN_ASYNC_COMMIT, 0));
-  if (TV(tv)->tma_load) tma_wait(c, body, pos, fill, vs, Sx);
-  /* the prologue: stages 0 .. D - 1 */
+  if (TV(tv)->tma_load) tma_wait(c, body, pos, fill, count, Sx);
+  /* the prologue: stages 0 .. D - 1 (base .. base + D - 1) */
   int lp = index_in(fd.parent, fd.loop);
   for (int s = 0; s < D; s++) {
-    Fill p = {c, fd.t, var, kx_const(a, s), kx_bin(a, OP_MUL, kx_const(a, s), tile), kx_const(a, s), false, fd.loop};
+    KExpr *no = base ? kx_bin(a, OP_MOD, kx_bin(a, OP_ADD, base, kx_const(a, s)), Sx) : kx_const(a, s);
+    Fill p = {c, fd.t, var, kx_const(a, s), kx_bin(a, OP_MUL, no, tile), no, false, fd.loop};
     KBlock pb = {0};
     kb_push(a, &pb, kir_clone(a, fill));
     rewrite(&p, &pb, true);

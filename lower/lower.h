@@ -38,6 +38,8 @@ typedef struct TvInfo {
   bool vector_tail;     /* its vector copy may end in a partial vector (vectorize.c) */
 } TvInfo;
 
+enum { LOWER_WS_MAX_OUTER = 4 }; /* serial loops around a warp-specialized loop */
+
 typedef struct LowerCtx {
   cf_fusion *f;
   const LowerOptions *opts;
@@ -59,12 +61,18 @@ typedef struct LowerCtx {
   struct IndexMaps *index_maps; /* index.c's scratch maps, made on first use */
   /* A warp-specialized loop (circular_buffer.c records it for warp_specialize.c): the
    * loop its TMA tiles circulate over, the block holding it, stages, prefetch distance,
-   * the producer's thread dimension. loop NULL: none. */
+   * the producer's thread dimension; where serial loops enclose it (a persistent
+   * kernel's tile loop), their iteration linearized times L's extent (`base`: iteration
+   * i of L is the barriers' base + i, so stages and phases run on across them) and, when
+   * they alone enclose it, the loops, outermost first. loop NULL: none. */
   struct {
     KNode *loop;
     KBlock *parent;
     int stages, prefetch;
     cf_parallel_type pt;
+    KExpr *base;
+    KNode *chain[LOWER_WS_MAX_OUTER];
+    int nchain; /* -1: something else encloses L too */
   } ws;
 } LowerCtx;
 

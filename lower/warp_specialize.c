@@ -113,10 +113,11 @@ static KNode *producer_loop(LowerCtx *c, const KNode *L, KNode **fills, int nfil
   loop->u.loop.var = arena_printf(a, "i%d", c->next_var++);
   loop->u.loop.index = kx_var(a, loop->u.loop.var);
   KExpr *j = loop->u.loop.index, *Sx = kx_const(a, S);
+  KExpr *g = c->ws.base ? kx_bin(a, OP_ADD, c->ws.base, j) : j; /* the barriers' iteration */
   KNode *w = lower_node(c, KN_MBAR_WAIT);
-  w->u.mbar.bar = (KAccess){.t = empty, .index = kx_bin(a, OP_MOD, j, Sx)};
-  w->u.mbar.parity = kx_bin(a, OP_MOD, kx_bin(a, OP_ADD, kx_bin(a, OP_DIV, j, Sx), kx_const(a, 1)), kx_const(a, 2));
-  kb_push(a, &loop->u.loop.body, lower_if(c, kx_bin(a, OP_GE, j, Sx), w));
+  w->u.mbar.bar = (KAccess){.t = empty, .index = kx_bin(a, OP_MOD, g, Sx)};
+  w->u.mbar.parity = kx_bin(a, OP_MOD, kx_bin(a, OP_ADD, kx_bin(a, OP_DIV, g, Sx), kx_const(a, 1)), kx_const(a, 2));
+  kb_push(a, &loop->u.loop.body, lower_if(c, kx_bin(a, OP_GE, g, Sx), w));
   KExpr *at = kx_bin(a, OP_SUB, j, kx_const(a, D)); /* the loop's fills are of iteration i + D */
   for (int f = 0; f < nfills; f++) {
     const KBlock *b = fill_body(fills[f]);
@@ -132,6 +133,26 @@ static KNode *producer_loop(LowerCtx *c, const KNode *L, KNode **fills, int nfil
     }
   }
   return loop;
+}
+
+static int index_in(const KBlock *b, const KNode *n) {
+  for (int i = 0; i < b->len; i++)
+    if (b->items[i] == n) return i;
+  return -1;
+}
+
+/* The producer's loop inside copies of L's enclosing loops from `outer` (c->ws.chain[0])
+ * on, their variables kept (the fills' coordinates read them); `outer` L itself: alone. */
+static KNode *around_chain(LowerCtx *c, const KNode *outer, KNode *producer) {
+  if (outer == c->ws.loop) return producer;
+  for (int k = c->ws.nchain - 1; k >= 0; k--) {
+    KNode *o = lower_node(c, KN_FOR);
+    o->u.loop = c->ws.chain[k]->u.loop;
+    o->u.loop.body = (KBlock){0};
+    kb_push(c->a, &o->u.loop.body, producer);
+    producer = o;
+  }
+  return producer;
 }
 
 static KNode *setmaxnreg(LowerCtx *c, int64_t regs) {
@@ -153,6 +174,7 @@ void lower_warp_specialize(LowerCtx *c) {
     if (P->items[i] == L) lp = i;
     else if (lp < 0 && is_fill(P->items[i])) kb_remove(P, i--);
   }
+  if (lp < 0) lower_fail(c, CF_ERR_INTERNAL, "internal error: warp_specialize lost its loop; please report this bug");
   for (int i = 0; i < body->len; i++)
     if (is_fill(body->items[i])) {
       if (nfills == 8) lower_fail(c, CF_ERR_UNSUPPORTED, "compile: more than 8 TMA fills in one warp-specialized loop");
@@ -163,6 +185,10 @@ void lower_warp_specialize(LowerCtx *c) {
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: the warp-specialized loop fills no tile by TMA");
   if (body->len && body->items[body->len - 1]->kind == KN_SYNC && !body->items[body->len - 1]->u.sync.grid)
     kb_remove(body, body->len - 1); /* the readers' release orders the refill instead (none: a loop of one) */
+  /* where L's enclosing loops are serial loops alone (a persistent kernel's tile loop), the
+   * split goes around them at the kernel's start: the producer runs its own copy of them */
+  KNode *L0 = L;
+  if (c->ws.nchain > 0 && index_in(&c->k->body, c->ws.chain[0]) >= 2) P = &c->k->body, L0 = c->ws.chain[0];
   /* the readers: P's statements, but the barriers' init and its sync when P is the kernel's body */
   int keep = P == &c->k->body ? 2 : 0;
   KBlock readers = {0};
@@ -181,7 +207,7 @@ void lower_warp_specialize(LowerCtx *c) {
   /* the readers release each stage once their reads of it are done */
   int at, lag = release_lag(body, &at);
   KTensor *empty = empty_barriers(c, S, bx * Y * bz);
-  KExpr *i = L->u.loop.index;
+  KExpr *i = c->ws.base ? kx_bin(a, OP_ADD, c->ws.base, L->u.loop.index) : L->u.loop.index;
   KNode *arrive = lower_node(c, KN_MBAR_ARRIVE);
   arrive->u.mbar.bar = (KAccess){.t = empty, .index = kx_bin(a, OP_MOD, kx_bin(a, OP_SUB, i, kx_const(a, lag)), kx_const(a, S))};
   kb_insert(a, body, at >= 0 ? at + 1 : body->len, lag ? lower_if(c, kx_bin(a, OP_GE, i, kx_const(a, lag)), arrive) : arrive);
@@ -191,7 +217,7 @@ void lower_warp_specialize(LowerCtx *c) {
   bool regs = bx == 128 && Y == 2 && bz == 1; /* three warpgroups */
   if (regs) kb_push(a, &split->u.cond.then, setmaxnreg(c, -40));
   prod->u.cond.cond = kx_bin(a, OP_EQ, kx_thread(a, CF_PT_TIDX, false), kx_const(a, 0));
-  kb_push(a, &prod->u.cond.then, producer_loop(c, L, fills, nfills, empty));
+  kb_push(a, &prod->u.cond.then, around_chain(c, L0, producer_loop(c, L, fills, nfills, empty)));
   kb_push(a, &split->u.cond.then, prod);
   if (regs) kb_push(a, &split->u.cond.otherwise, setmaxnreg(c, 232));
   for (int k = 0; k < readers.len; k++) kb_push(a, &split->u.cond.otherwise, readers.items[k]);
