@@ -115,6 +115,8 @@ typedef struct MmaShape {
   bool producer;  /* tma: the fills in a producer warpgroup (threadIdx.y 2) */
   bool pair_stores; /* wgmma: the outputs store a thread's two adjacent columns as one vector */
   int group_m;      /* wgmma: M tiles a group of consecutive blocks takes (block_axes); 0: none */
+  bool persist;     /* producer: a persistent kernel (persist_of) of persist_m x persist_n blocks */
+  int persist_m, persist_n;
 } MmaShape;
 
 static bool g_tile_warned; /* CFUSER_WGMMA_TILE's warning, given once a process */
@@ -145,9 +147,48 @@ static int group_of(const MmaTiles *t, int bm) {
   return 0;
 }
 
+/* A persistent kernel (block_axes): where the tiles outnumber the SMs, the M tiles split
+ * [Mo / gm, gm] and the N tiles [No / gn, gn], the outer two serial loops of every block,
+ * so that gm x gn blocks loop over the tiles, each step a gm x gn window of them; gm and gn
+ * divide the tiles (no block runs one fewer, no predicate); the most blocks at most one an
+ * SM and at least half of them, unless their loop runs more tiles than one block a tile
+ * has waves (ceil(tiles / SMs)); of those, the window nearest twice as many N tiles as M
+ * tiles (gn = 2 gm). The producer then fills the next tile's stages while the readers
+ * store this one's outputs: the per-tile prologue and epilogue of one block a tile, which
+ * bench_matmul's sweep over K measured as ~40 us of 4096 x K @ K x 4096 on an H200
+ * (cuBLAS ~30). (Not the M and N tiles merged into one tile loop: an operand tile has no
+ * axis of the other operand's, so it could not be indexed from the merged loop.) Only with
+ * the producer (its barriers count on across tiles: lower/warp_specialize.c); none for a
+ * batch, symbolic sizes or a K-major B. Measured on an H200 (bench/results/
+ * persistent_h200_20261128/, us; one block a tile / windows 8x16, 16x8, 4x32): 4096^3
+ * 212.9 / 194.9, 200.4, 198.6; 8192^3 1513.8 / 1399.7, 1421.9, 1481.3; 8192 x 11008 @
+ * 11008x4096 999.5 / 936.8, 953.6, 946.6; 8192 x 4096 @ 4096x4096 413.1 / 368.4, 382.2,
+ * 382.3; the window of the fewest operand bytes (16x8) is not the fastest. A linear's
+ * K-major weight was slower with it (x @ w^T + bias 8192^3 1435.1 / 1458.0, 1463.4, 1498.8;
+ * with gelu 1514.3 / 1531.6, 1539.6, 1591.2): one block a tile there, in groups.
+ * CFUSER_WGMMA_PERSIST=0 keeps one block a tile, =<gm>x<gn> takes that window where it
+ * divides the tiles (for measuring). Returns whether persistent. */
+static bool persist_of(const MmaTiles *t, MmaShape *sh) {
+  const char *env = getenv("CFUSER_WGMMA_PERSIST");
+  if ((env && !strcmp(env, "0")) || !sh->producer || t->batch || t->size_m <= 0 || t->size_n <= 0 || t->sm_count <= 0)
+    return false;
+  int64_t mt = (t->size_m + sh->bm - 1) / sh->bm, nt = (t->size_n + sh->bn - 1) / sh->bn, sm = t->sm_count;
+  int gm, gn;
+  char end;
+  if (env && sscanf(env, "%dx%d%c", &gm, &gn, &end) == 2 && gm > 0 && gn > 0 && mt % gm == 0 && nt % gn == 0)
+    return sh->persist_m = gm, sh->persist_n = gn, true;
+  if (t->fill[1].role != 'N') return false; /* a K-major B (a linear's weight): measured slower, above */
+  int64_t best = 0, skew = 0;
+  for (int64_t m = 1; m <= mt && m <= sm; m++)
+    for (int64_t n = 1; mt % m == 0 && n <= nt && m * n <= sm; n++)
+      if (nt % n == 0 && (m * n > best || (m * n == best && llabs(n - 2 * m) < skew)))
+        best = m * n, skew = llabs(n - 2 * m), sh->persist_m = (int)m, sh->persist_n = (int)n;
+  return mt * nt > sm && 2 * best >= sm && mt * nt / best <= (mt * nt + sm - 1) / sm;
+}
+
 static MmaShape shape_of(const MmaTiles *t) {
-  if (!t->wgmma) return (MmaShape){MMA_BM, MMA_BN, MMA_BK, MMA_THREADS, MMA_STAGES, false, false, false, false, 0};
-  MmaShape sh = {WG_BM, wgmma_bn(t), WG_BK, WG_THREADS, WG_STAGES, false, false, false, false, 0};
+  if (!t->wgmma) return (MmaShape){.bm = MMA_BM, .bn = MMA_BN, .bk = MMA_BK, .threads = MMA_THREADS, .stages = MMA_STAGES};
+  MmaShape sh = {.bm = WG_BM, .bn = wgmma_bn(t), .bk = WG_BK, .threads = WG_THREADS, .stages = WG_STAGES};
   const char *pipe = getenv("CFUSER_WGMMA_PIPELINE");
   const char *env = getenv("CFUSER_WGMMA_TILE");
   int bn, st;
@@ -168,6 +209,8 @@ static MmaShape shape_of(const MmaTiles *t) {
    * above the pair divides (lower/vectorize.c): N by BN */
   sh.pair_stores = t->size_n > 0 && t->size_n % sh.bn == 0;
   sh.group_m = group_of(t, sh.bm);
+  sh.persist = persist_of(t, &sh);
+  if (sh.persist) sh.group_m = 0; /* each step's window groups the tiles instead */
   return sh;
 }
 
@@ -228,8 +271,10 @@ void sched_matmul_mma_params(const MmaTiles *t, char *text) {
   if (t->wgmma) {
     MmaShape sh = shape_of(t);
     for (int i = 0; i < 2 && sh.tma; i++) snprintf(fill[i], sizeof fill[i], "tma");
-    char group[32] = "";
+    char group[64] = "";
     if (sh.group_m > 1) snprintf(group, sizeof group, " group_m=%d", sh.group_m);
+    if (sh.persist)
+      snprintf(group + strlen(group), sizeof group - strlen(group), " persistent=%dx%d", sh.persist_m, sh.persist_n);
     snprintf(text, SCHED_PARAMS_MAX, "tile=%dx%dx%d warpgroups=%d mma=m64n%dk16 smem=operands stages=%d fill=%s,%s%s%s%s%s",
              sh.bm, sh.bn, sh.bk, WG_GROUPS, sh.bn, sh.stages, fill[0], fill[1], sh.producer ? " producer=tidy" : "",
              sh.pipelined ? " wgmma_wait=1" : "", sh.pair_stores ? " store=pairs" : "", group);
@@ -469,6 +514,16 @@ cf_status sched_matmul_stage_operands(cf_fusion *f, MmaTiles *t) {
  * x fastest, then y, then z). Returns the axes before Ko. */
 static int block_axes(cf_fusion *f, cf_tv *r, int b, const MmaShape *sh) {
   static const cf_parallel_type blocks[] = {CF_PT_BIDZ, CF_PT_BIDY, CF_PT_BIDX};
+  if (sh->persist) { /* [Mo, No] -> [Mo / gm, No / gn (serial), gm, gn (BIDy, BIDx)] */
+    cf_split(f, r, 1, sh->persist_n);
+    cf_split(f, r, 0, sh->persist_m);
+    cf_reorder(f, r, 1, (int[]){2, 1});
+    cf_propagate_transforms(f, r);
+    cf_parallelize(f, r, 2, CF_PT_BIDY);
+    cf_parallelize(f, r, 3, CF_PT_BIDX);
+    cf_parallelize_all_like(f, r, 3, blocks);
+    return 4;
+  }
   if (sh->group_m > 1) {
     cf_split(f, r, 0, sh->group_m);
     cf_propagate_transforms(f, r);

@@ -381,19 +381,23 @@ Test(matmul_wgmma, a_narrow_block_tile_equals_the_evaluator) {
 }
 
 /* The plan's tail on 132 SMs with 50 MiB of L2 (scheduler/matmul_mma.c): the outputs store
- * pairs where N is a multiple of 256; the blocks go in groups of M tiles (group_of) where
- * B is larger than the L2, the largest of 16, 8, 4, 2 dividing the M tiles, none for a
- * batch. Planned only (the sizes are a model's). */
-Test(matmul_wgmma, a_b_larger_than_the_l2_groups_the_blocks_along_m) {
+ * pairs where N is a multiple of 256; where the tiles outnumber the SMs, a persistent
+ * kernel (persist_of) of gm x gn blocks looping over windows of as many M and N tiles (gm
+ * and gn dividing them, at most one block an SM and at least half of them, no more waves
+ * than one block a tile, gn nearest 2 gm); else, where B is larger than the L2, groups of
+ * M tiles (group_of): the largest of 16, 8, 4, 2 dividing them; neither for a batch.
+ * Planned only (the sizes are a model's). */
+Test(matmul_wgmma, the_plan_persists_or_groups_the_blocks) {
   static const struct { int64_t b, m, k, n; const char *tail; } cases[] = {
-      {0, 4096, 4096, 4096, "wgmma_wait=1 store=pairs"},                /* B 32 MiB: in the L2 */
-      {0, 8192, 8192, 8192, "wgmma_wait=1 store=pairs group_m=16"},     /* 128 MiB */
-      {0, 8192, 11008, 4096, "wgmma_wait=1 store=pairs group_m=16"},    /* 86 MiB */
-      {0, 1024, 8192, 8192, "wgmma_wait=1 store=pairs group_m=8"},      /* 8 M tiles */
-      {0, 1000, 8192, 8192, "wgmma_wait=1 store=pairs group_m=8"},      /* 8, the last partial */
-      {0, 640, 8192, 8192, "wgmma_wait=1 store=pairs"},                 /* 5 M tiles: none divides */
-      {0, 8192, 8192, 8190, "wgmma_wait=1 group_m=16"},                 /* N not a multiple of 256 */
-      {4, 2048, 8192, 8192, "wgmma_wait=1 store=pairs"}};               /* a batch: none */
+      {0, 4096, 4096, 4096, "wgmma_wait=1 store=pairs persistent=8x16"}, /* 32 x 16 tiles: 8 x 16 blocks */
+      {0, 8192, 8192, 8192, "wgmma_wait=1 store=pairs persistent=8x16"}, /* 64 x 32: 8 x 16 */
+      {0, 8192, 11008, 4096, "wgmma_wait=1 store=pairs persistent=8x16"},
+      {0, 1024, 8192, 8192, "wgmma_wait=1 store=pairs persistent=8x16"}, /* 8 x 32: 2 tiles a block */
+      {0, 1000, 8192, 8192, "wgmma_wait=1 store=pairs persistent=8x16"}, /* the last M tile partial */
+      {0, 640, 8192, 8192, "wgmma_wait=1 store=pairs persistent=5x16"}, /* 5 x 32: 5 x 16 blocks */
+      {0, 8192, 4096, 11008, "wgmma_wait=1 store=pairs group_m=16"},    /* 64 x 43: 2 x 43 blocks, too few */
+      {0, 1024, 4096, 4096, "wgmma_wait=1 store=pairs"},                /* 8 x 16 tiles: one wave */
+      {4, 2048, 8192, 8192, "wgmma_wait=1 store=pairs"}};               /* a batch: neither */
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     fresh();
     int r = cases[i].b ? 3 : 2;
@@ -428,6 +432,31 @@ Test(matmul_wgmma, grouped_blocks_equal_the_evaluator) {
   cr_expect(strstr(src, "(int)((blockIdx.y * 256))"), "%s", src);
   cr_expect(strstr(src, "*reinterpret_cast<Array<__nv_bfloat16, 2>*>(&T"), "%s", src);
   free(src);
+}
+
+/* A persistent kernel runs equal to the evaluator (two SMs; scheduler/matmul_mma.c's
+ * persist_of): 6 M tiles of an odd M (the last partial) and 2 N tiles are 1 x 2 blocks,
+ * each looping over the 6 M tiles of its N tile; 2 M tiles and 3 N tiles are 2 x 1 blocks
+ * looping over the 3 N tiles (the M and N windows are two serial loops, one of a single
+ * step). K of 5 tiles against 4 stages: the barriers' stages and phases run on across the
+ * tiles (lower/warp_specialize.c), which a count restarting at each tile would get wrong
+ * (the next tile's first wait returning at once, or never). */
+Test(matmul_wgmma, persistent_blocks_equal_the_evaluator) {
+  static const struct { int64_t m, n; const char *tail; const char *tile; } cases[] = {
+      {700, 512, " persistent=1x2", "(int)(((i0 + blockIdx.y) * 128))"},
+      {200, 768, " persistent=2x1", "(int)(((i1 + blockIdx.x) * 256))"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fresh();
+    KcInput in[2] = {{CF_BFLOAT16, 2, {cases[i].m, 320}, NULL}, {CF_BFLOAT16, 2, {320, cases[i].n}, NULL}};
+    cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+    cf_fusion_add_output(f, cf_matmul(f, a, b));
+    char want[256];
+    snprintf(want, sizeof want, "%s%s", params("tma", "tma"), cases[i].tail);
+    apply_on(&hopper, want);
+    char *src = kc_check(f, 2, in, 3e-2);
+    cr_expect(strstr(src, cases[i].tile), "%s", src);
+    free(src);
+  }
 }
 
 /* ---- the emulation shows a missing wait ---------------------------------------------------- */
