@@ -23,7 +23,9 @@
  * every case on the host backend and compares every output with the reference evaluator
  * and the sampled check too (a ctest), anywhere; without it a GPU is needed (exit 77 without one). Exit status 1
  * when a result is wrong or a run fails. CFUSER_BENCH_ONLY=<name> runs the cases of that name,
- * CFUSER_BENCH_ONLY='<name><M' those of at most M rows (e.g. 'llm<128': the few tokens). */
+ * CFUSER_BENCH_ONLY='<name><M' those of at most M rows (e.g. 'llm<128': the few tokens).
+ * CFUSER_BENCH_SHAPES='MxKxN,...' runs bfloat16 matmuls of those shapes instead (name
+ * "shape"; bench/matmul_torch.py reads the same variable): sweeps of one axis. */
 #define _POSIX_C_SOURCE 199309L
 #include <cfuser.h>
 #include <math.h>
@@ -183,6 +185,22 @@ static int run_case(const Case *c, const BuArgs *a, bool small, BuEvents *ev) {
   return rc;
 }
 
+/* CFUSER_BENCH_SHAPES: "MxKxN" items separated by commas, bfloat16 x [M, K] @ w [K, N]. */
+static int run_shapes(const char *list, const BuArgs *a, bool small, BuEvents *ev) {
+  int rc = 0;
+  for (const char *p = list; *p;) {
+    long long m, k, n;
+    int used = 0;
+    if (sscanf(p, "%lldx%lldx%lld%n", &m, &k, &n, &used) != 3 || m < 1 || k < 1 || n < 1)
+      return printf("bench: CFUSER_BENCH_SHAPES: expected MxKxN[,MxKxN...] at \"%s\"\n", p), 1;
+    Case c = {"shape", CF_BFLOAT16, 0, m, k, n, false, false, 0, 7, 45, 9};
+    rc |= run_case(&c, a, small, ev);
+    p += used;
+    p += *p == ',';
+  }
+  return rc;
+}
+
 int main(int argc, char **argv) {
   BuArgs a = bu_parse_args(argc, argv, 20);
   bool small = a.small;
@@ -195,6 +213,12 @@ int main(int argc, char **argv) {
   const char *only = getenv("CFUSER_BENCH_ONLY"), *lt = only ? strchr(only, '<') : NULL;
   int64_t max_m = lt ? strtoll(lt + 1, NULL, 10) : INT64_MAX; /* "<name><M": its cases of at most M rows */
   int rc = 0;
+  const char *list = getenv("CFUSER_BENCH_SHAPES");
+  if (list && *list) {
+    rc = run_shapes(list, &a, small, &ev);
+    if (!small) bu_events_destroy(&ev);
+    return rc;
+  }
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (only && strcmp(only, cases[i].name) && !(cases[i].m <= max_m && strstr(only, cases[i].name) == only &&
                                                   only[strlen(cases[i].name)] == '<'))

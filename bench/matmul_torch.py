@@ -5,6 +5,8 @@ the tensor-parallel MLP's first linear + gelu (2048 x 1024 @ 1024 x 2048) on cuB
 float path (TF32 off, torch's default, set explicitly). Each the median of timed
 runs with CUDA events after warm-ups, printed in bench/matmul.c's form:
   torch <label> <name> <shape> time_us=<t> TFLOPS=<2*B*M*N*K / t>"""
+import os
+
 import torch
 
 from torch_common import iters_arg, median_us
@@ -48,6 +50,12 @@ def linear_gelu_case(name, dt, m, k, n, iters, compiled, fn=linear_gelu):
 
 def main():
     iters = iters_arg(default=20)
+    shapes = os.environ.get("CFUSER_BENCH_SHAPES")
+    if shapes:  # bench/matmul.c's sweep of chosen shapes, bfloat16 [M, K] @ [K, N]
+        for item in shapes.split(","):
+            m, k, n = (int(v) for v in item.split("x"))
+            matmul_case("shape", torch.bfloat16, (m, k), (k, n), iters)
+        return
     for dt, name in ((torch.bfloat16, "square_bf16"), (torch.float16, "square_f16")):
         for s in SQUARE:
             matmul_case(name, dt, (s, s), (s, s), iters)
