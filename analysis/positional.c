@@ -7,9 +7,10 @@
  * for* a promoting tensor's axis position by position: the two are one axis up to
  * broadcasts (permissive map) but not exactly, have equal extents, and every consumer
  * reads the tensor in a loop over the promoting tensor's axis (a cache of a broadcast's
- * input, vectorized like the concrete tensor it feeds). Such an axis is written and read
- * at the loop's index: its logical index, computed through the promoting tensor's
- * history, may repeat within the loop.
+ * input, vectorized like the concrete tensor it feeds), directly or through consumers of
+ * its own that stand for it too; a tensor nothing reads stands for nothing. Such an axis
+ * is written and read at the loop's index: its logical index, computed through the
+ * promoting tensor's history, may repeat within the loop.
  *
  * Key decision: every answer is a pure function of the loop model (exact and permissive
  * maps, promotion) and of the IR's extents (compared as scalar expressions), computed the
@@ -39,18 +40,27 @@ bool an_stands_for(const LoopModel *m, Val *tv, Val *ref, int j) {
   if (an_idmap_same(m->exact, rid, id) || !an_idmap_same(m->permissive, rid, id) ||
       !an_same_extent(ID(rid)->extent, ID(id)->extent))
     return false;
+  bool read = false;
   for (int u = 0; u < tv->uses.len; u++) {
     const Expr *e = tv->uses.items[u];
     if (ir_op_kind(e->op) == OPK_TRANSFORM || e->out[0]->kind != VAL_TV) continue;
     Val *cv = e->out[0];
     if (j >= TV(cv)->nloop) return false;
-    if (an_idmap_same(m->exact, an_promoted(m, TV(cv)->loop[j]), rid)) continue;
     /* tv computed in the consumer's loop j, which itself stands for ref's axis: the loop
      * runs ref's positions for both (an op inlined into a positional cache) */
-    if (j < TV(tv)->ca_pos && an_stands_for(m, cv, ref, j)) continue;
-    return false;
+    if (!an_idmap_same(m->exact, an_promoted(m, TV(cv)->loop[j]), rid) &&
+        !(j < TV(tv)->ca_pos && an_stands_for(m, cv, ref, j)))
+      return false;
+    read = true;
   }
-  return true;
+  /* A tensor nothing reads (an output) runs its own axis: standing for ref needs a loop over
+   * ref's axis at the end of the chain of consumers. Vacuously true, it made every tensor
+   * inlined towards an output stand for a tensor the output merely shares a loop with (DAG
+   * seed 41400113 of define and run: at the pointwise row's break point 1, u [1, 2, 64]
+   * and the tensors computed from it stood for broadcast(c) [9, 2, 1], whose inner tile
+   * merges [2, 1], while a broadcast [1, 1, 64] inlined into u ran the loop's own [2, 64]:
+   * lowering refused the shared loop as two domains, an internal error). */
+  return read;
 }
 
 Val *an_positional_ref(const LoopModel *m, Val *tv, int j) {

@@ -62,6 +62,32 @@ Test(loop_queries, the_promoting_tensor_of_a_broadcast_loop) {
   cr_expect_null(an_positional_ref(&m, ir_tv(b), 0));
 }
 
+/* The pointwise row's tile at break point 1 of out = u + b for u = broadcast(m) +
+ * broadcast(v) [1, 2, 64] and b = broadcast(c) [9, 2, 1] (define and run's DAG seed
+ * 41400113, reduced): u's blockIdx.y loop is promoted to a tensor of [9, 2, ...], and its
+ * thread axis is one of b's up to broadcasts, of b's extent (128). But u's consumers run
+ * their own [2, 64] tile, not b's [2, 1], and the output at the end of the chain is read by
+ * nothing: no axis stands for b (it did, vacuously, through the output; lowering then
+ * refused broadcast(v) inlined into u as running another domain in u's loop). */
+Test(loop_queries, a_tensor_read_by_nothing_stands_for_no_tensor) {
+  cf_tv *mm = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){2, 64});
+  cf_tv *v = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){64});
+  cf_tv *c = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){9, 2});
+  cf_fusion_add_input(f, mm), cf_fusion_add_input(f, v), cf_fusion_add_input(f, c);
+  cf_tv *u = cf_add(f, cf_broadcast(f, mm, 3, (bool[]){true, false, false}),
+                    cf_broadcast(f, v, 3, (bool[]){true, true, false}));
+  cf_tv *b = cf_broadcast(f, c, 3, (bool[]){false, false, true}), *o = cf_add(f, u, b);
+  cf_fusion_add_output(f, o);
+  EXPECT_OK(cf_schedule_pointwise(f));
+  build_model();
+  cr_assert_not_null(an_promoting_tensor(&m, ir_tv(u), 0), "u's blockIdx.y loop runs a concrete axis");
+  for (int j = 1; j < TV(ir_tv(u))->nloop; j++) {
+    cr_expect_null(an_positional_ref(&m, ir_tv(u), j), "u's axis %d", j);
+    cr_expect(!an_stands_for(&m, ir_tv(u), ir_tv(b), j), "u's axis %d", j);
+    cr_expect(!an_stands_for(&m, ir_tv(o), ir_tv(b), j), "the output's axis %d", j);
+  }
+}
+
 /* s = sum(e, 1) with its reduction axis on threadIdx.x (a block reduction) and e = exp(x)
  * computed per element: e's value depends on threadIdx.x through the read index, s's does
  * not (the block reduction combines every thread); a write whose place uses blockIdx.x

@@ -11,7 +11,9 @@
  * row), beside a real transpose that keeps its row; and two outputs whose rows the
  * pointwise tile reaches only through a broadcast (DAG seed 12000229: no vector along
  * them); and a chain computed from a reduction's result and broadcast along the whole
- * outer half of the pointwise tile (DAG seed 38601349: recomputed on the broadcast shape). */
+ * outer half of the pointwise tile (DAG seed 38601349: recomputed on the broadcast shape),
+ * and a broadcast inlined into such a tensor whose blockIdx.y loop another broadcast
+ * promotes (DAG seed 41400113: lowering's positional reading no longer refuses it). */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -266,5 +268,29 @@ Test(computed_broadcasts, chain_broadcast_along_the_outer_half_is_recomputed_by_
   for (int call = 0; call < 2; call++) {
     run(CF_FLOAT, 2, (int[]){3, 2}, (const int64_t[][3]){{6, 8, 31}, {6, 8}}, NULL, "seed 38601349's shape");
     expect_schedulers("outer_persistent+pointwise", "seed 38601349's shape");
+  }
+}
+
+/* ---- a broadcast inlined into a tensor broadcast along the outer half -------------------- */
+
+/* out = ((a * a) + broadcast(v)) + broadcast(c) + x for x [9, 2, 64], a = broadcast(abs(
+ * sum(x, 0))) [1, 2, 64], v [64], c [9, 2]: the sum in one kernel, the rest pointwise at
+ * break point 1, where broadcast(v) [1, 1, 64] is inlined into a tensor [1, 2, 64] that is
+ * broadcast along the outer half too, its blockIdx.y loop promoted to broadcast(c) [9, 2,
+ * 1]. Lowering read that tensor as standing for broadcast(c)'s inner tile [2, 1] (through
+ * the output, read by nothing) and refused the loop it shares with broadcast(v): the
+ * pointwise row's schedule refused by lowering, an internal error (define and run's DAG
+ * seed 41400113). Nothing reads the output, so nothing stands for that tile now. */
+Test(computed_broadcasts, broadcast_inlined_into_an_outer_half_broadcast_is_pointwise) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){9, 2, 64});
+  cf_tv *v = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){64});
+  cf_tv *c2 = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){9, 2});
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, v), cf_fusion_add_input(f, c2);
+  cf_tv *a = cf_broadcast(f, cf_abs(f, cf_sum(f, x, 1, (int[]){0})), 3, (bool[]){true, false, false});
+  cf_tv *u = cf_add(f, cf_mul(f, a, a), cf_broadcast(f, v, 3, (bool[]){true, true, false}));
+  cf_fusion_add_output(f, cf_add(f, cf_add(f, u, cf_broadcast(f, c2, 3, (bool[]){false, false, true})), x));
+  for (int call = 0; call < 2; call++) {
+    run(CF_FLOAT, 3, (int[]){3, 1, 2}, (const int64_t[][3]){{9, 2, 64}, {64}, {9, 2}}, NULL, "seed 41400113's shape");
+    expect_schedulers("outer_persistent+pointwise", "seed 41400113's shape");
   }
 }

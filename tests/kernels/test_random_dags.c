@@ -564,8 +564,13 @@ static const int nknown_mode3 = sizeof known_failing_mode3 / sizeof known_failin
  * outer half ([1, 8, 31]); positional inlining left set(T7) out of the tile's loops (its
  * first loop is the broadcast's), and a read across threads made lowering refuse the
  * schedule (an internal error); the row now computes such a chain again on the broadcast
- * shape (scheduler/pointwise.c, hoist_outer_broadcasts). */
-static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996, 3001974, 3002954, 12000229, 38601349};
+ * shape (scheduler/pointwise.c, hoist_outer_broadcasts). 41400113: a pointwise segment at
+ * break point 1 inlined T19 = broadcast(T2) [1, 1, 64] into T20 [1, 2, 64], whose outer half
+ * is broadcast too, its blockIdx.y loop promoted to T21 = broadcast(T3) [9, 2, 1]; lowering
+ * read T20 as standing for T21's inner tile [2, 1] (vacuously, through the output that
+ * nothing reads) and refused T19 in T20's loop (an internal error); a tensor nothing reads
+ * now stands for nothing (analysis/positional.c). */
+static const uint64_t known_failing_mode4[] = {89, 122, 401, 438, 1996, 3001974, 3002954, 12000229, 38601349, 41400113};
 static const int nknown_mode4 = sizeof known_failing_mode4 / sizeof known_failing_mode4[0];
 /* Mode 4 with issue 28's options (DG_X_ALL). 3001213, and 3002954 of mode 4 above: a Welford
  * mean of float elements that overflowed to inf was NaN in the evaluator's serial fold

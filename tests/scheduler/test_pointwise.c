@@ -435,3 +435,29 @@ Test(pointwise, refuses_a_long_chain_broadcast_along_the_outer_half) {
                         "tile, and T40 cannot be computed again on the broadcast shape (inlining is positional: T40 "
                         "lacks the tile's first loop)");
 }
+
+/* ---- a tensor broadcast along the outer half, inlined towards the output ----------------- */
+
+/* Define and run's DAG seed 41400113, its pointwise segment reduced: out = (broadcast(m) +
+ * broadcast(v)) + broadcast(c) for m [2, 64], v [64], c [9, 2] at break point 1. u =
+ * broadcast(m) + broadcast(v) [1, 2, 64] is broadcast along the whole outer half; its
+ * blockIdx.y loop is promoted to broadcast(c) [9, 2, 1], whose inner tile merges [2, 1].
+ * Lowering's positional reading (analysis/positional.c) said u and the tensors after it
+ * stood for broadcast(c)'s inner tile, because the chain of consumers ended at the output,
+ * which nothing reads (vacuously true), while broadcast(v) [1, 1, 64], inlined into u, ran
+ * the loop's own [2, 64]: the shared thread loop was refused as two domains, an internal
+ * error of define and run. Nothing reads the output, so nothing stands for that tile. */
+static void outer_half_sum_of_broadcasts(void) {
+  cf_tv *m = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){2, 64});
+  cf_tv *v = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){64});
+  cf_tv *c = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){9, 2});
+  cf_fusion_add_input(f, m), cf_fusion_add_input(f, v), cf_fusion_add_input(f, c);
+  cf_tv *u = cf_add(f, cf_broadcast(f, m, 3, (bool[]){true, false, false}),
+                    cf_broadcast(f, v, 3, (bool[]){true, true, false}));
+  cf_fusion_add_output(f, cf_add(f, u, cf_broadcast(f, c, 3, (bool[]){false, false, true})));
+}
+
+Test(pointwise, broadcast_inlined_into_an_outer_half_broadcast_runs_its_loop) {
+  outer_half_sum_of_broadcasts();
+  check_2d("break=1 vector=4 threads=128", 3, (KcInput[]){F32(2, 64), F32(64), F32(9, 2)}, 1e-6);
+}
