@@ -7,6 +7,7 @@
  * reduction run twice (the semaphores reset); var_mean's Welford states in a grouped grid
  * reduction; batch norm (the outer persistent scheduler's block form); and a
  * warp-shuffle reduction the pass leaves as it was. GROUP_PRINT=1 prints each kernel IR. */
+#include "kernel_ir.h"
 #include "lower/lower.h"
 #include "scheduler/red_check.h"
 
@@ -14,14 +15,9 @@ TestSuite(group_reductions, .init = setup, .fini = teardown);
 
 /* f lowered, its kernel IR printed (caller frees). */
 static char *kernel_ir(void) {
-  KKernel *k = NULL;
-  char *err = NULL;
-  cr_assert_eq(lower_fusion(f, &(LowerOptions){0}, &k, &err), CF_OK, "%s", err ? err : "");
-  StrBuf b = {0};
-  kir_print(&b, k);
-  kkernel_free(k);
-  if (getenv("GROUP_PRINT")) printf("%s\n", b.data);
-  return b.data;
+  char *ir = test_kernel_ir(f);
+  if (getenv("GROUP_PRINT")) printf("%s\n", ir);
+  return ir;
 }
 
 /* f planned and scheduled by heuristic h on dev (its printed parameters). */

@@ -12,6 +12,7 @@
 
 #include "kernels/kernel_check.h"
 #include "lower/kir.h"
+#include "kernel_ir.h"
 #include "lower/lower.h"
 
 static cf_fusion *f;
@@ -46,15 +47,7 @@ static cf_tv *tma_rows(bool vec, bool transposed) {
   return t;
 }
 
-static char *kernel_ir(void) {
-  KKernel *k = NULL;
-  char *err = NULL;
-  cr_assert_eq(lower_fusion(f, &(LowerOptions){0}, &k, &err), CF_OK, "%s", err ? err : "");
-  StrBuf b = {0};
-  kir_print(&b, k);
-  kkernel_free(k);
-  return b.data;
-}
+static char *kernel_ir(void) { return test_kernel_ir(f); }
 
 /* One box of 64 x 1 a row (no swizzle: the tile is stored as it is read), the elected
  * thread's, its 128 bytes completing on the stage's barrier; the readers wait for the

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kernels/kernel_check.h"
+#include "kernel_ir.h"
 #include "lower/lower.h"
 #include "scheduler/registry.h"
 
@@ -42,16 +43,7 @@ static void matmul_of(int64_t m, int64_t k, int64_t n, KcInput in[2]) {
   cf_fusion_add_output(f, cf_matmul(f, a, b));
 }
 
-/* The printed kernel IR of f (caller frees). */
-static char *kernel_ir(void) {
-  KKernel *k = NULL;
-  char *err = NULL;
-  cr_assert_eq(lower_fusion(f, NULL, &k, &err), CF_OK, "%s", err ? err : "");
-  StrBuf b = {0};
-  kir_print(&b, k);
-  kkernel_free(k);
-  return sb_take(&b);
-}
+static char *kernel_ir(void) { return test_kernel_ir(f); }
 
 static int count(const char *s, const char *what) {
   int n = 0;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels/kernel_check.h"
+#include "kernel_ir.h"
 #include "lower/lower.h"
 #include "scheduler/registry.h"
 
@@ -262,13 +263,7 @@ Test(matmul_tcgen05, kernel_text_has_the_instruction_its_commit_and_wait) {
                         "    asm volatile(\"tcgen05.fence::after_thread_sync;\" ::: \"memory\");\n"), "%s", src);
   cr_expect(strstr(src, "tcgen05.ld.sync.aligned.32x32b.x32.b32"), "%s", src);
   free(src);
-  KKernel *k = NULL;
-  char *err = NULL;
-  cr_assert_eq(lower_fusion(f, &(LowerOptions){0}, &k, &err), CF_OK, "%s", err ? err : "");
-  StrBuf text = {0};
-  kir_print(&text, k);
-  char *ir = text.data;
-  kkernel_free(k);
+  char *ir = test_kernel_ir(f);
   cr_expect(strstr(ir, "FENCE_PROXY_ASYNC SYNC\n"), "%s", ir);
   cr_expect(strstr(ir, "TCGEN05_FENCE after_thread_sync\n"), "%s", ir);
   cr_expect(strstr(ir, "TCGEN05_MMA m128n128k16.__bfloat idesc 0x08210490 T7[lane=0, col=0] += desc T2["), "%s", ir);

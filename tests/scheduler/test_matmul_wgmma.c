@@ -12,6 +12,7 @@
 
 #include "executor/fusion_cache.h"
 #include "kernels/kernel_check.h"
+#include "kernel_ir.h"
 #include "lower/lower.h"
 #include "scheduler/registry.h"
 
@@ -51,15 +52,7 @@ static const char *params(const char *fa, const char *fb) {
 }
 
 /* f's kernel IR, printed (caller frees). */
-static char *lowered_ir(void) {
-  KKernel *k = NULL;
-  char *err = NULL;
-  cr_assert_eq(lower_fusion(f, &(LowerOptions){0}, &k, &err), CF_OK, "%s", err ? err : "");
-  StrBuf text = {0};
-  kir_print(&text, k);
-  kkernel_free(k);
-  return text.data;
-}
+static char *lowered_ir(void) { return test_kernel_ir(f); }
 
 /* The row plans f for dev with exactly these params and applies them. */
 static void apply_on(const SchedDevice *dev, const char *want) {
