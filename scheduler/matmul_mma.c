@@ -369,6 +369,17 @@ static void tile_threads(cf_fusion *f, cf_tv *x, int b, int64_t esz, int mn, con
  * it is stored, not computed for the block by every thread as a statement of its own
  * (which the circular buffer's prefetch would read before it is written). set holds
  * room for every tensor. */
+Expr **sched_matmul_exprs(cf_fusion *f, Arena **a, int *n, cf_tv ***set) {
+  *a = arena_create();
+  Expr **ex = *a ? ir_fusion_tensor_exprs_in(*a, f, n) : NULL;
+  *set = ex ? ARENA_ARRAY(*a, cf_tv *, *n + 1) : NULL;
+  if (*set) return ex;
+  arena_destroy(*a);
+  *a = NULL;
+  ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
+  return NULL;
+}
+
 void sched_matmul_tile_producers(cf_fusion *f, Val *x, cf_tv **set) {
   int n = 0;
   for (Val *w = x->def->in[0]; w->def && !ir_tv_is_input(f, w); w = w->def->in[0]) set[n++] = ir_tv_handle(w);
@@ -545,14 +556,11 @@ cf_status sched_matmul_mma(cf_fusion *f, MmaTiles *t) {
   if (sched_matmul_stage_operands(f, t)) return f->status;
   if (sh.pair_stores) cache_stores(f, t);
   cf_tv *r = ir_tv_handle(t->r);
-  Arena *a = arena_create();
+  Arena *a;
   int n;
-  Expr **ex = a ? ir_fusion_tensor_exprs_in(a, f, &n) : NULL;
-  cf_tv **set = ex ? ARENA_ARRAY(a, cf_tv *, n + 1) : NULL;
-  if (!set) {
-    arena_destroy(a);
-    return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
-  }
+  cf_tv **set;
+  Expr **ex = sched_matmul_exprs(f, &a, &n, &set);
+  if (!ex) return f->status;
   block_tile(f, r, t->batch, &sh);
   int b = block_axes(f, r, t->batch, &sh) - 2; /* the tile's axes start at b + 3 */
   for (int i = 0; i < 2 && !f->status; i++) {

@@ -80,6 +80,9 @@ void sched_matmul_tcgen05_params(const MmaTiles *t, char *text);
  * kernel given its transforms and threads (set: room for every tensor). */
 bool sched_matmul_tile_swizzle(cf_fusion *f, cf_tv *x, int p, int64_t esz, int64_t row);
 void sched_matmul_tile_producers(cf_fusion *f, Val *x, cf_tv **set);
+/* The fusion's tensor exprs in order (*n of them) and *set, room for a handle of each, in a
+ * new arena *a (the caller destroys it); NULL, the fusion's error set, when out of memory. */
+Expr **sched_matmul_exprs(cf_fusion *f, Arena **a, int *n, cf_tv ***set);
 /* Rebuilds operand i of the product's mul, a chain of sets, permutes, broadcasts and casts
  * of one fusion input (matmul_operands.c), as broadcast(x), a permute, the casts: every
  * tensor of the chain then has the tile's axes and is inlined into its writes. A chain in

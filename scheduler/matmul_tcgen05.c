@@ -167,14 +167,11 @@ static void tile_product(cf_fusion *f, MmaTiles *t, cf_tv **set) {
 cf_status sched_matmul_tcgen05(cf_fusion *f, MmaTiles *t) {
   cf_tv *rl = NULL;
   if (stage_operands(f, t, &rl)) return f->status;
-  Arena *a = arena_create();
+  Arena *a;
   int n;
-  Expr **ex = a ? ir_fusion_tensor_exprs_in(a, f, &n) : NULL;
-  cf_tv **set = ex ? ARENA_ARRAY(a, cf_tv *, n + 1) : NULL;
-  if (!set) {
-    arena_destroy(a);
-    return ir_error(f, CF_ERR_OUT_OF_MEMORY, "matmul: out of memory");
-  }
+  cf_tv **set;
+  Expr **ex = sched_matmul_exprs(f, &a, &n, &set);
+  if (!ex) return f->status;
   tile_product(f, t, set);
   int ne = epilogue_set(ex, n, t, rl, set);
   if (!f->status) epilogue(f, rl, set, ne, t->batch);
