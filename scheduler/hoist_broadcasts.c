@@ -18,10 +18,6 @@
  * own tile would run in other blocks), so the bias's cast no longer costs a kernel.
  * c and its chain stay where something else reads them (an output, a reduction); a chain
  * left with no reader is removed (ir_expr_drop).
- * The pointwise row applies the same rewrite to single broadcasts of its segment
- * (sched_hoist_broadcast), where a segment input (a reduction's result in the whole
- * fusion) makes a chain hoistable that was not: one broadcast along the whole outer half
- * of its 2-D tile could not be inlined otherwise (scheduler/pointwise.c).
  * Key decisions: only chains whose leaves are fusion inputs or their broadcasts (a leaf
  * computed by a reduction, a full or a random op is not recomputed: a random op's value
  * depends on its position); a chain of more than SCHED_HOIST_MAX_OPS ops stays where it is (each op is
@@ -121,45 +117,20 @@ static void drop_dead(cf_fusion *f, Expr *e) {
   }
 }
 
-/* Whether broadcast bc inserts axes and its operand is a chain of the header's kind (the
- * rewrite applies); -1 when out of memory. */
-static int hoistable(cf_fusion *f, Arena *a, const Expr *bc) {
-  Val *c = bc->in[0];
-  int nops = 0, nins = 0;
-  char *seen = ARENA_ARRAY(a, char, f->vals.len);
-  if (!seen) return -1;
-  for (int i = 0; i < bc->attr.broadcast.rank; i++) nins += bc->attr.broadcast.is_broadcast[i];
-  return nins > 0 && !leaf_input(f, c) && chain(f, c, TV(c)->nlogical, seen, &nops);
-}
-
 /* Rewrites broadcast bc when its operand is a chain of the header's kind. */
 static cf_status hoist(cf_fusion *f, Arena *a, Expr *bc) {
   Val *c = bc->in[0], *b = bc->out[0];
-  int can = hoistable(f, a, bc);
-  if (can < 0) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "hoist broadcasts: out of memory");
-  if (!can) return CF_OK;
+  int nops = 0, nins = 0;
+  char *seen = ARENA_ARRAY(a, char, f->vals.len);
+  if (!seen) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "hoist broadcasts: out of memory");
+  for (int i = 0; i < bc->attr.broadcast.rank; i++) nins += bc->attr.broadcast.is_broadcast[i];
+  if (nins == 0 || leaf_input(f, c) || !chain(f, c, TV(c)->nlogical, seen, &nops)) return CF_OK;
   Val **memo = ARENA_ARRAY(a, Val *, f->vals.len);
   if (!memo) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "hoist broadcasts: out of memory");
   ir_expr_drop(f, bc); /* b is defined again by the clone of c's op; c loses this reader */
   if (!clone_chain(f, bc, c, b, memo)) return ir_error(f, CF_ERR_OUT_OF_MEMORY, "hoist broadcasts: out of memory");
   if (!has_reader(f, c)) drop_dead(f, c->def);
   return f->status;
-}
-
-bool sched_broadcast_hoistable(cf_fusion *f, const Expr *bc) {
-  Arena *a = arena_create();
-  bool can = a && bc->op == OP_BROADCAST && hoistable(f, a, bc) > 0; /* out of memory: not known to be */
-  arena_destroy(a);
-  return can;
-}
-
-cf_status sched_hoist_broadcast(cf_fusion *f, Expr *bc) {
-  if (f->status) return f->status;
-  if (bc->op != OP_BROADCAST) return CF_OK;
-  Arena *a = arena_create();
-  cf_status s = a ? hoist(f, a, bc) : ir_error(f, CF_ERR_OUT_OF_MEMORY, "hoist broadcasts: out of memory");
-  arena_destroy(a);
-  return s;
 }
 
 cf_status sched_hoist_broadcasts(cf_fusion *f) {

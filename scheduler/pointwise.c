@@ -56,11 +56,7 @@
  * first, hoist_broadcasts.c; alignment is the executor's: it devectorizes the schedule of
  * a call with a misaligned tensor). A computed tensor of the tile's rank whose broadcast
  * axis is merged with others in a half is copied for each reader (recompute_rows), so
- * each copy is inlined whole. A computed tensor broadcast along the whole outer half
- * ([8, 31] -> [1, 8, 31] at break point 1) lacks the tile's first loop, so positional
- * inlining could not place it in the tile: its chain is computed again on the broadcast
- * shape (sched_hoist_broadcast, define and run's rewrite for one broadcast; refused
- * where that rewrite does not apply: outer_half_broadcast). Its plan (break point,
+ * each copy is inlined whole. Its plan (break point,
  * vector width, rows per blockIdx.y) is read from the constant sizes of define and run's
  * copy; apply takes it as it is, so the schedule also fits a copy whose outer sizes are
  * symbolic (a kernel shared across sizes).
@@ -496,60 +492,6 @@ static Val *computed_broadcast_at(cf_fusion *f, Val *ref, int at) {
   return NULL;
 }
 
-/* A broadcast of a tensor computed in the fusion whose inserted axes are the whole outer
- * half of the tile at break point `at` ([8, 31] -> [1, 8, 31] at break point 1, or NULL
- * when there is none or `at` is 0); with only_unhoistable, the first one that
- * sched_broadcast_hoistable refuses. Its first loop (blockIdx.y) is then the broadcast
- * axis its operand lacks, and loops are shared position by position (inline.c): the
- * operand could not be inlined at all, and stayed a Local tensor in a loop nest of its
- * own, read by its broadcast in the tile's loops, where the blockIdx.y loop may iterate a
- * tensor whose inner tile merges a broadcast ([6, 8, 1]): the broadcast's thread axis
- * then stands for that tile's positions, not the operand's, and lowering refused the read
- * across threads (define and run's DAG seed 38601349, T11 = broadcast(T10 = set(T7))).
- * Such a broadcast is moved onto the fusion inputs it is computed from instead
- * (hoist_outer_broadcasts): its chain computed again on the broadcast shape, of the
- * tile's rank, inlined whole. The 1-D tile merges the broadcast axes with the rest (the
- * operand's replay forwards them), so nothing is needed there. */
-static Expr *outer_half_broadcast(cf_fusion *f, Val *ref, int at, bool only_unhoistable) {
-  int n, r = TV(ref)->nlogical;
-  Arena *scratch = at > 0 ? arena_create() : NULL; /* the plan runs per candidate segment */
-  Expr **exprs = scratch ? ir_fusion_tensor_exprs_in(scratch, f, &n) : NULL, *found = NULL;
-  for (int i = 0; exprs && !found && i < n; i++) {
-    Expr *e = exprs[i];
-    if (e->op != OP_BROADCAST || !e->in[0]->def || e->attr.broadcast.rank != r || at > r) continue;
-    bool outer = true;
-    for (int a = 0; a < at; a++) outer &= e->attr.broadcast.is_broadcast[a];
-    if (outer && (!only_unhoistable || !sched_broadcast_hoistable(f, e))) found = e;
-  }
-  arena_destroy(scratch);
-  return found;
-}
-
-/* Why the broadcast e that outer_half_broadcast found cannot be scheduled, into why
- * (SCHED_WHY_MAX bytes): its chain is not one sched_broadcast_hoistable takes. */
-static void unhoistable_why(const Expr *e, char *why) {
-  const char *b = TV(e->out[0])->display_name, *p = TV(e->in[0])->display_name;
-  snprintf(why, SCHED_WHY_MAX, "%s broadcasts %s, computed in the fusion, along the whole outer half of the tile, and "
-           "%s cannot be computed again on the broadcast shape (inlining is positional: %s lacks the tile's first "
-           "loop)", b, p, p, p);
-}
-
-/* Hoists every broadcast outer_half_broadcast finds (each rewrite leaves the broadcast's
- * result defined by a copy of its operand's op, so the search moves on); an error naming
- * one it cannot hoist (the row refuses those, pw_accepts). */
-static cf_status hoist_outer_broadcasts(cf_fusion *f, Val *ref, int at) {
-  Expr *e;
-  char why[SCHED_WHY_MAX];
-  while (!f->status && (e = outer_half_broadcast(f, ref, at, false))) {
-    if (!sched_broadcast_hoistable(f, e)) {
-      unhoistable_why(e, why);
-      return ir_error_tv(f, CF_ERR_UNSUPPORTED, e->out[0], "schedule_pointwise: %s", why);
-    }
-    sched_hoist_broadcast(f, e);
-  }
-  return f->status;
-}
-
 /* The parameters: the break point (0: the 1-D schedule), the vector width, whether the
  * last vector may be partial (a flat vector's tail: informative, lowering decides it from
  * the extents it sees), the rows of the outer half each blockIdx.y runs, and the input a
@@ -661,7 +603,6 @@ static cf_status pw_tile_all(cf_fusion *f, const PwPlan *p) {
  * plan's vector width divides the innermost extent, kept constant by define and run). */
 static cf_status pw_apply_plan(cf_fusion *f, const PwPlan *p) {
   int64_t v = p->vector;
-  if (hoist_outer_broadcasts(f, f->outputs.items[0], p->bp.at)) return f->status;
   Arena *a = arena_create();
   bool *row = a ? recompute_rows(f, a, f->outputs.items[0], p->bp.at) : NULL;
   cf_status s = row ? sched_recompute(f, a, row, SCHED_CLONE_CACHES) : CF_ERR_OUT_OF_MEMORY;
@@ -726,11 +667,6 @@ static bool pw_accepts(cf_fusion *f, const SchedCall *call, char *why) {
   if ((tv = computed_broadcast_at(f, ref, p.bp.at)))
     return snprintf(why, SCHED_WHY_MAX, "pointwise: %s broadcasts a tensor computed in the fusion along part of a "
                     "half of the tile (its own tile would run in other blocks)", TV(tv)->display_name), false;
-  Expr *e = outer_half_broadcast(f, ref, p.bp.at, true);
-  if (e) {
-    unhoistable_why(e, reason);
-    return snprintf(why, SCHED_WHY_MAX, "pointwise: %.240s", reason), false;
-  }
   return recompute_fits(f, ref, p.bp.at, why);
 }
 

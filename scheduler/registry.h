@@ -134,12 +134,6 @@ cf_status sched_prepare_views(cf_fusion *f, const DLTensor *const *in);
  * stays where it is (each is recomputed per element of the broadcast shape). */
 enum { SCHED_HOIST_MAX_OPS = 32 };
 cf_status sched_hoist_broadcasts(cf_fusion *f);
-/* The same rule and rewrite for the one broadcast bc (a row that needs a particular
- * broadcast hoisted: the pointwise row's 2-D tile, pointwise.c): whether the rewrite
- * applies to bc (f not modified), and the rewrite itself (nothing done where it does not
- * apply; f's status). */
-bool sched_broadcast_hoistable(cf_fusion *f, const Expr *bc);
-cf_status sched_hoist_broadcast(cf_fusion *f, Expr *bc);
 
 /* ---- segmentation (segment.c) -------------------------------------------------------------- */
 

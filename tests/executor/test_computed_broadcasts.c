@@ -11,9 +11,10 @@
  * row), beside a real transpose that keeps its row; and two outputs whose rows the
  * pointwise tile reaches only through a broadcast (DAG seed 12000229: no vector along
  * them); and a chain computed from a reduction's result and broadcast along the whole
- * outer half of the pointwise tile (DAG seed 38601349: recomputed on the broadcast shape),
- * and a broadcast inlined into such a tensor whose blockIdx.y loop another broadcast
- * promotes (DAG seed 41400113: lowering's positional reading no longer refuses it). */
+ * outer half of the pointwise tile (DAG seed 38601349) and a broadcast inlined into such a
+ * tensor whose blockIdx.y loop another broadcast promotes (DAG seed 41400113): both were
+ * refused by lowering's positional reading, which no longer has a tensor nothing reads
+ * stand for a promoting tensor. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -252,9 +253,10 @@ Test(computed_broadcasts, a_real_transpose_keeps_the_transpose_row) {
  * the whole outer half. Its first loop (blockIdx.y) is the broadcast's, which set(s)
  * lacks, so it was not inlined, and the blockIdx.y loop, promoted to broadcast(c) [6, 8, 1],
  * read it on threads that never wrote it: lowering refused the pointwise row's schedule,
- * an internal error (define and run's DAG seed 38601349). The row now computes the chain
- * again on the broadcast shape, inlined. */
-Test(computed_broadcasts, chain_broadcast_along_the_outer_half_is_recomputed_by_pointwise) {
+ * an internal error (define and run's DAG seed 38601349). The thread axis stood for that
+ * tile only vacuously, through the output nothing reads (analysis/positional.c, seed
+ * 41400113): now the chain is read on the threads that computed it. */
+Test(computed_broadcasts, chain_broadcast_along_the_outer_half_is_pointwise) {
   cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){6, 8, 31});
   cf_tv *c2 = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){6, 8});
   cf_fusion_add_input(f, x);

@@ -563,8 +563,9 @@ static const int nknown_mode3 = sizeof known_failing_mode3 / sizeof known_failin
  * segment at break point 1 broadcast set(T7) [8, 31], computed in it, along the whole
  * outer half ([1, 8, 31]); positional inlining left set(T7) out of the tile's loops (its
  * first loop is the broadcast's), and a read across threads made lowering refuse the
- * schedule (an internal error); the row now computes such a chain again on the broadcast
- * shape (scheduler/pointwise.c, hoist_outer_broadcasts). 41400113: a pointwise segment at
+ * schedule (an internal error); the read was across threads only through the vacuous
+ * reading 41400113 found, whose fix covers it (the pointwise row's recompute of such a
+ * chain, hoist_outer_broadcasts, is gone). 41400113: a pointwise segment at
  * break point 1 inlined T19 = broadcast(T2) [1, 1, 64] into T20 [1, 2, 64], whose outer half
  * is broadcast too, its blockIdx.y loop promoted to T21 = broadcast(T3) [9, 2, 1]; lowering
  * read T20 as standing for T21's inner tile [2, 1] (vacuously, through the output that
