@@ -133,12 +133,6 @@ static bool find_write(KVisitor *v, KNode *n) {
   return true;
 }
 
-static int index_in(const KBlock *b, const KNode *n) {
-  for (int i = 0; i < b->len; i++)
-    if (b->items[i] == n) return i;
-  return -1;
-}
-
 /* Whether n reads or writes t. */
 static bool mentions(KNode *n, const KTensor *t) {
   if (n->kind == KN_OP) {
@@ -212,7 +206,7 @@ static void buffer(LowerCtx *c, Val *tv) {
   KVisitor v = {.pre = {[KN_OP] = find_write}, .user = &fd, .arena = c->a};
   kir_visit(&v, &c->k->body);
   KBlock *body = fd.loop ? &fd.loop->u.loop.body : NULL;
-  int at = body ? index_in(body, fd.fill) : -1;
+  int at = body ? kb_index_of(body, fd.fill) : -1;
   if (fd.writes != 1 || !fd.loop || !fd.loop->u.loop.var || at < 0 || !synced_after(body, at, fd.t))
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s cannot be circular-buffered: its fill must be one write in a "
                "serial loop at its compute-at position, followed by a __syncthreads", lower_tv_str(c, tv));
@@ -261,7 +255,7 @@ static void buffer(LowerCtx *c, Val *tv) {
   if (w.async) kb_insert(a, body, pos, async_node(c, KN_ASYNC_COMMIT, 0));
   if (TV(tv)->tma_load) tma_wait(c, body, pos, fill, count, Sx);
   /* the prologue: stages 0 .. D - 1 (base .. base + D - 1) */
-  int lp = index_in(fd.parent, fd.loop);
+  int lp = kb_index_of(fd.parent, fd.loop);
   for (int s = 0; s < D; s++) {
     KExpr *no = base ? kx_bin(a, OP_MOD, kx_bin(a, OP_ADD, base, kx_const(a, s)), Sx) : kx_const(a, s);
     Fill p = {c, fd.t, var, kx_const(a, s), kx_bin(a, OP_MUL, no, tile), no, false, fd.loop};

@@ -281,6 +281,12 @@ void kb_remove(KBlock *b, int pos) {
   b->len--;
 }
 
+int kb_index_of(const KBlock *b, const KNode *n) {
+  for (int i = 0; i < b->len; i++)
+    if (b->items[i] == n) return i;
+  return -1;
+}
+
 void kb_insert(Arena *a, KBlock *b, int pos, KNode *n) {
   if (b->len == b->cap) {
     int cap = b->cap ? b->cap * 2 : 4;

@@ -204,6 +204,8 @@ void kb_push(Arena *a, KBlock *b, KNode *n);
 void kb_insert(Arena *a, KBlock *b, int pos, KNode *n);
 /* Removes b->items[pos], keeping the order of the others. */
 void kb_remove(KBlock *b, int pos);
+/* The position of n among b's items, -1 when it is not one of them. */
+int kb_index_of(const KBlock *b, const KNode *n);
 
 typedef struct KAccess {
   KTensor *t;       /* NULL: a scalar constant operand */

@@ -135,12 +135,6 @@ static KNode *producer_loop(LowerCtx *c, const KNode *L, KNode **fills, int nfil
   return loop;
 }
 
-static int index_in(const KBlock *b, const KNode *n) {
-  for (int i = 0; i < b->len; i++)
-    if (b->items[i] == n) return i;
-  return -1;
-}
-
 /* The producer's loop inside copies of L's enclosing loops from `outer` (c->ws.chain[0])
  * on, their variables kept (the fills' coordinates read them); `outer` L itself: alone. */
 static KNode *around_chain(LowerCtx *c, const KNode *outer, KNode *producer) {
@@ -188,7 +182,7 @@ void lower_warp_specialize(LowerCtx *c) {
   /* where L's enclosing loops are serial loops alone (a persistent kernel's tile loop), the
    * split goes around them at the kernel's start: the producer runs its own copy of them */
   KNode *L0 = L;
-  if (c->ws.nchain > 0 && index_in(&c->k->body, c->ws.chain[0]) >= 2) P = &c->k->body, L0 = c->ws.chain[0];
+  if (c->ws.nchain > 0 && kb_index_of(&c->k->body, c->ws.chain[0]) >= 2) P = &c->k->body, L0 = c->ws.chain[0];
   /* the readers: P's statements, but the barriers' init and its sync when P is the kernel's body */
   int keep = P == &c->k->body ? 2 : 0;
   KBlock readers = {0};
