@@ -6,7 +6,9 @@
  *   - CUDA events (BuEvents): the GPU time of work queued on the legacy default stream,
  *     through libcuda.so.1 opened with dlopen (the library cfuser itself loads, so the
  *     events live in the primary context cfuser made current); bu_time_us times a
- *     callback with them on CUDA, with the wall clock on the host backend;
+ *     callback with them on CUDA (each run queued after the last one finished, or with
+ *     CFUSER_BENCH_QUEUED=1 all queued back to back: bu_time_queued), with the wall clock
+ *     on the host backend;
  *   - bu_gbps, bu_skip_without_cuda (exit status 77 and the line every bench prints),
  *     bu_parse_args (`[iterations] [--print] [--small] [--mean]`);
  *   - bu_copy_bandwidth: the device's copy bandwidth, the line the tables compare with;
@@ -139,10 +141,38 @@ static inline void bu_events_destroy(BuEvents *ev) {
 /* One timed piece of work: queues (or, on the host, runs) it; CF_OK or the failure. */
 typedef cf_status (*BuWork)(void *ctx);
 
+/* The queued form of bu_time_runs (CFUSER_BENCH_QUEUED=1): the warm-ups, then `iters` runs
+ * queued back to back with an event between each two, synchronized once at the end, so
+ * the GPU never waits for the CPU's call between runs (as triton's do_bench measures): each
+ * run's time is its work's GPU time, without the host's cost of the call, which the
+ * default form includes (it waits for each run before queueing the next). */
+static inline cf_status bu_time_queued(BuEvents *ev, BuWork work, void *ctx, int iters, double *t) {
+  void **e = calloc((size_t)iters + 1, sizeof *e);
+  cf_status s = e ? CF_OK : CF_ERR_OUT_OF_MEMORY;
+  for (int i = 0; !s && i <= iters; i++)
+    if (ev->create(&e[i], 0)) s = CF_ERR_CUDA;
+  for (int i = 0; !s && i < BU_WARMUPS; i++) s = work(ctx);
+  if (!s && (ev->record(e[0], NULL) || ev->sync(e[0]) || ev->record(e[0], NULL))) s = CF_ERR_CUDA;
+  for (int i = 0; !s && i < iters; i++)
+    if (!(s = work(ctx)) && ev->record(e[i + 1], NULL)) s = CF_ERR_CUDA;
+  if (!s && ev->sync(e[iters])) s = CF_ERR_CUDA;
+  for (int i = 0; !s && i < iters; i++) {
+    float ms = 0;
+    if (ev->elapsed(&ms, e[i], e[i + 1])) s = CF_ERR_CUDA;
+    t[i] = 1e3 * (double)ms;
+  }
+  for (int i = 0; e && i <= iters; i++)
+    if (e[i]) ev->destroy(e[i]);
+  free(e);
+  return s;
+}
+
 /* Microseconds of each of `iters` runs of work after BU_WARMUPS, into t: CUDA-event time
  * of the work queued on the default stream when ev is not NULL, else wall-clock of the
  * (synchronous) call. The first failure is returned at once. */
 static inline cf_status bu_time_runs(BuEvents *ev, BuWork work, void *ctx, int iters, double *t) {
+  const char *queued = getenv("CFUSER_BENCH_QUEUED");
+  if (ev && queued && atoi(queued)) return bu_time_queued(ev, work, ctx, iters, t);
   for (int i = -BU_WARMUPS; i < iters; i++) {
     double t0 = bu_now_us();
     float ms = 0;

@@ -34,7 +34,7 @@
  * partials the same way, then a grid sync (every block resident: a cooperative launch; on
  * the host all blocks run as fibers at once), then every block folds the group's partials
  * itself.
- * A grouped reduction (acc.group = n, lower/group_reductions.c) runs the tree form and
+ * A grouped reduction (acc.group = n, lower/group_reductions.c) runs the tree or warp form and
  * the grid step once for the n elements of its array, each statement of the per-value
  * algorithm looping over them (cf_j): element j's workspace slots lie at j * the block's
  * threads, its partials at the ungrouped slot * n + j, so each element is combined with
@@ -121,12 +121,13 @@ static void linear(StrBuf *b, const bool *reduced, bool want) {
   sb_free(&stride);
 }
 
-/* The accumulator folded with the lanes at xor distances from `first` down to `last`. */
-static void xor_shuffles(Emitter *e, const KNode *n, int first, int last) {
-  const char *v = n->u.acc.var;
+/* The value (x's: the register, or the grouped array's element cf_j, x->each looping over
+ * it) folded with the lanes at xor distances from `first` down to `last`. */
+static void xor_shuffles(Emitter *e, const KNode *n, const Values *x, int first, int last) {
+  const char *v = x->v;
   char *sh = combine(e, n, v, "__shfl_xor_sync(0xffffffffu, cf_v, cf_o)");
-  if (last == 1) cg_line(e, "for (int cf_o = %d; cf_o > 0; cf_o >>= 1) {", first);
-  else cg_line(e, "for (int cf_o = %d; cf_o >= %d; cf_o >>= 1) {", first, last);
+  if (last == 1) cg_line(e, "%sfor (int cf_o = %d; cf_o > 0; cf_o >>= 1) {", x->each, first);
+  else cg_line(e, "%sfor (int cf_o = %d; cf_o >= %d; cf_o >>= 1) {", x->each, first, last);
   cg_line(e, "  %s cf_v = %s;", cg_ctype(n->u.acc.dtype), v);
   cg_line(e, "  %s = %s;", v, sh);
   cg_line(e, "}");
@@ -135,30 +136,49 @@ static void xor_shuffles(Emitter *e, const KNode *n, int first, int last) {
 
 /* Warp-local: xor shuffles from lanes / 2 down to 1 fold each group of `lanes` lanes (a
  * row within a warp); every lane ends with its row's value. No workspace, no barrier. */
-static void lanes_form(Emitter *e, const KNode *n) { xor_shuffles(e, n, n->u.acc.lanes / 2, 1); }
+static void lanes_form(Emitter *e, const KNode *n) {
+  Values x = values_of(e, n);
+  xor_shuffles(e, n, &x, n->u.acc.lanes / 2, 1);
+  values_free(&x);
+}
 
+/* Grouped (acc.group = n): the shuffles, the leaders' writes and the folds each loop over
+ * the n elements, element j's warp values at j * the block's threads in the workspace, so
+ * the n reductions share the one barrier (and the one that ends the form). */
 static void warp_form(Emitter *e, const KNode *n) {
-  const char *v = n->u.acc.var;
-  xor_shuffles(e, n, 16, n->u.acc.warp_stride);
+  Values x = values_of(e, n);
+  xor_shuffles(e, n, &x, 16, n->u.acc.warp_stride);
+  if (n->u.acc.group) cg_line(e, "const int cf_rt = (int)blockDim.x * (int)blockDim.y * (int)blockDim.z;");
   char *w;
+  const char *leader;
   if (n->u.acc.reduce[0]) { /* threadIdx.x: groups (y, z), blockDim.x / 32 warps each */
     cg_line(e, "const int cf_nw = (int)blockDim.x / 32;");
     cg_line(e, "const int cf_rb = ((int)threadIdx.y + (int)threadIdx.z * (int)blockDim.y) * cf_nw;");
-    w = ws_at(e, n->u.acc.ws, "cf_rb + (int)threadIdx.x / 32", true);
-    cg_line(e, "if ((int)threadIdx.x %% 32 == 0) %s = %s;", w, v);
+    w = ws_value(e, n, &x, "cf_rb + (int)threadIdx.x / 32", true);
+    leader = "(int)threadIdx.x % 32 == 0";
   } else { /* threadIdx.y: groups (x, z), each warp holding 32 / blockDim.x of its rows */
     cg_line(e, "const int cf_nw = (int)blockDim.x * (int)blockDim.y / 32;");
     cg_line(e, "const int cf_rb = ((int)threadIdx.x + (int)threadIdx.z * (int)blockDim.x) * cf_nw;");
-    w = ws_at(e, n->u.acc.ws, "cf_rb + (int)threadIdx.y / (32 / (int)blockDim.x)", true);
-    cg_line(e, "if ((int)threadIdx.y %% (32 / (int)blockDim.x) == 0) %s = %s;", w, v);
+    w = ws_value(e, n, &x, "cf_rb + (int)threadIdx.y / (32 / (int)blockDim.x)", true);
+    leader = "(int)threadIdx.y % (32 / (int)blockDim.x) == 0";
   }
+  cg_line(e, "if (%s) %s%s = %s;", leader, x.each, w, x.v);
   free(w);
   e->d->sync(e);
-  char *first = ws_at(e, n->u.acc.ws, "cf_rb", false), *other = ws_at(e, n->u.acc.ws, "cf_rb + cf_w", false);
-  char *fold = combine(e, n, v, other);
-  cg_line(e, "%s = %s;", v, first);
-  cg_line(e, "for (int cf_w = 1; cf_w < cf_nw; ++cf_w) %s = %s;", v, fold);
+  char *first = ws_value(e, n, &x, "cf_rb", false), *other = ws_value(e, n, &x, "cf_rb + cf_w", false);
+  char *fold = combine(e, n, x.v, other);
+  if (n->u.acc.group) {
+    cg_line(e, "%s{", x.each);
+    e->indent++;
+  }
+  cg_line(e, "%s = %s;", x.v, first);
+  cg_line(e, "for (int cf_w = 1; cf_w < cf_nw; ++cf_w) %s = %s;", x.v, fold);
+  if (n->u.acc.group) {
+    e->indent--;
+    cg_line(e, "}");
+  }
   free(first), free(other), free(fold);
+  values_free(&x);
 }
 
 static void tree_form(Emitter *e, const KNode *n) {

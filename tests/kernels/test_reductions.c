@@ -63,7 +63,9 @@ Test(reductions, serial_max_of_negative_int32) {
   free(src);
 }
 
-/* Tutorial.Reduction's TIDx schedule: one block, a thread per column, whole warps. */
+/* Tutorial.Reduction's TIDx schedule: one block, a thread per column, whole warps: the
+ * warp form, its ten rows (a serial loop) grouped into one reduction
+ * (lower/group_reductions.c). */
 Test(reductions, warp_shuffle_block_reduction) {
   cf_tv *a = input(CF_FLOAT, 2, (int64_t[]){10, 256});
   cf_tv *r = cf_sum(f, a, 1, (int[]){1});
@@ -71,9 +73,11 @@ Test(reductions, warp_shuffle_block_reduction) {
   cf_parallelize(f, r, 1, CF_PT_TIDX);
   char *src = check(1e-4);
   cr_expect(strstr(src, "__shfl_xor_sync(0xffffffffu, cf_v, cf_o)") != NULL, "no warp shuffle in:\n%s", src);
+  cr_expect(strstr(src, "block all-reduce of a1[0..10] (sum) over threadIdx.x") != NULL,
+            "the ten rows not grouped in:\n%s", src);
   free(src);
   cf_launch_params p = host_launch();
-  cr_expect_eq(p.smem, 256 * 4, "the workspace of 256 floats is in the launch's shared memory");
+  cr_expect_eq(p.smem, 10 * 256 * 4, "the grouped workspace of 10 x 256 floats is in the launch's shared memory");
 }
 
 /* 50 threads on x: not whole warps, so the tree form; max with a ragged first step. */
@@ -236,7 +240,7 @@ Test(reductions, half_and_bfloat16_accumulate_in_float) {
     cf_parallelize(f, rs[i], 2, CF_PT_TIDX);
   }
   char *src = check(2e-2);
-  cr_expect(strstr(src, "float a2 = 0;") != NULL, "no float accumulator in:\n%s", src);
+  cr_expect(strstr(src, "float a2[4];") != NULL, "no float accumulators in:\n%s", src);
   free(src);
 }
 

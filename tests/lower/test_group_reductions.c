@@ -5,8 +5,8 @@
  * scaled down (red_check.h), their kernel IR after lowering printed exact, results equal
  * to the evaluator's on the host backend (NVRTC compiles each for sm_90a); a grid
  * reduction run twice (the semaphores reset); var_mean's Welford states in a grouped grid
- * reduction; batch norm (the outer persistent scheduler's block form); and a
- * warp-shuffle reduction the pass leaves as it was. GROUP_PRINT=1 prints each kernel IR. */
+ * reduction; batch norm (the outer persistent scheduler's block form); and the
+ * warp-shuffle form grouped. GROUP_PRINT=1 prints each kernel IR. */
 #include "kernel_ir.h"
 #include "lower/lower.h"
 #include "scheduler/red_check.h"
@@ -219,15 +219,18 @@ Test(group_reductions, sixteen_bit_columns_accumulate_in_float) {
 
 /* ---- what the pass leaves --------------------------------------------------------------- */
 
-/* Eight columns a block, eight rows: the warp-shuffle form, left as it was. */
-Test(group_reductions, warp_shuffles_stay_ungrouped) {
+/* Eight columns a block, eight rows: the warp-shuffle form, its four columns' shuffles,
+ * leaders' writes and folds in one reduction (one barrier and the closing one, instead of
+ * two for each; the workspace four times the block's threads). */
+Test(group_reductions, warp_shuffles_in_one_grouped_reduction) {
   KcInput in = IN(CF_FLOAT, 50, 32);
   column_sum(&in);
   scheduled(1, &in, &tiny, "outer vector=4 unroll=2 block=8x8 grid=1x1");
   char *ir = kernel_ir();
   cr_expect_str_eq(ir, "alloc T2 Local[8]\n"
                         "alloc T3 Local[4]\n"
-                        "alloc W1 Shared[64]\n"
+                        "alloc W1 Shared[256]\n"
+                        "alloc a1 Local[4]\n"
                         "FOR - in 0..1 (blockIdx.x)\n"
                         "  FOR - in 0..8 (threadIdx.x)\n"
                         "    FOR i4 in 0..4 (S)\n"
@@ -254,14 +257,20 @@ Test(group_reductions, warp_shuffles_stay_ungrouped) {
                         "              IF (((((i0 * 2) + i2) * 8) + threadIdx.y) < 50)\n"
                         "                T3[i3] = sum(T2[((i2 * 4) + i3)])\n"
                         "    FOR i5 in 0..4 (S)\n"
-                        "      ACC float a1 = init:sum\n"
+                        "      a1[i5] = init:sum(T3[i5])\n"
                         "      FOR - in 0..8 (threadIdx.y)\n"
-                        "        a1 = sum(T3[i5])\n"
-                        "      BLOCK_REDUCE sum a1 over y (warp shuffles)\n"
+                        "        a1[i5] = sum(T3[i5])\n"
+                        "    BLOCK_REDUCE sum a1[0..4] over y (warp shuffles)\n"
+                        "    FOR i5 in 0..4 (S)\n"
                         "      IF (threadIdx.y == 0)\n"
-                        "        T1[((threadIdx.x * 4) + i5)] = Set(a1)\n");
+                        "        T1[((threadIdx.x * 4) + i5)] = Set(a1[i5])\n");
   free(ir);
-  free(kc_check(f, 1, &in, 1e-4));
+  char *src = kc_check(f, 1, &in, 1e-4);
+  cr_expect_eq(count(src, "__syncthreads();"), 2, "%s", src);
+  cr_expect(strstr(src, "if ((int)threadIdx.y % (32 / (int)blockDim.x) == 0) for (int cf_j = 0; cf_j < 4; ++cf_j) "
+                        "W1[cf_j * cf_rt + cf_rb + (int)threadIdx.y / (32 / (int)blockDim.x)] = a1[cf_j];") != NULL,
+            "%s", src);
+  free(src);
 }
 
 /* ---- batch norm ------------------------------------------------------------------------- */
