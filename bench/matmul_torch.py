@@ -4,7 +4,8 @@ bias) and x @ w^T + bias eager and under torch.compile (issue 24's 1.1x target);
 the tensor-parallel MLP's first linear + gelu (2048 x 1024 @ 1024 x 2048) on cuBLAS's
 float path (TF32 off, torch's default, set explicitly). Each the median of timed
 runs with CUDA events after warm-ups, printed in bench/matmul.c's form:
-  torch <label> <name> <shape> time_us=<t> TFLOPS=<2*B*M*N*K / t>"""
+  torch <label> <name> <shape> time_us=<t> TFLOPS=<2*B*M*N*K / t>
+CFUSER_BENCH_ONLY=linear_gelu (or linear_bias) runs that case alone, as bench/matmul.c does."""
 import os
 
 import torch
@@ -55,6 +56,11 @@ def main():
         for item in shapes.split(","):
             m, k, n = (int(v) for v in item.split("x"))
             matmul_case("shape", torch.bfloat16, (m, k), (k, n), iters)
+        return
+    only = os.environ.get("CFUSER_BENCH_ONLY")  # as bench/matmul.c: the linear cases alone
+    if only in ("linear_gelu", "linear_bias"):
+        fn = linear_gelu if only == "linear_gelu" else linear_bias
+        linear_gelu_case(only, torch.bfloat16, 8192, 8192, 8192, iters, compiled=True, fn=fn)
         return
     for dt, name in ((torch.bfloat16, "square_bf16"), (torch.float16, "square_f16")):
         for s in SQUARE:

@@ -3,7 +3,8 @@
  *   1. checks the inputs against the fusion (dtype, rank, constant sizes), each message
  *      naming the input and its tensor;
  *   2. copies the fusion with the call's sizes made constant, checks that the sizes agree
- *      at every op (ir_check_extents) and makes every reshape a view (sched_prepare_views);
+ *      at every op (ir_check_extents), splits the K of a product of few tiles and a deep K
+ *      (sched_split_k) and makes every reshape a view (sched_prepare_views);
  *   3. plans the whole copy with the first row of the registry that accepts it; when none
  *      does, segments it by the greedy merge (sched_segment), asking the registry of each
  *      candidate group, and plans each segment (the fallback row takes any one op, so
@@ -545,7 +546,8 @@ cf_status fc_plan(cf_fusion_cache *c, const DLTensor *const *in, int nout, DLMan
   cf_fusion *w = p.fmap && p.a ? concrete_copy(c, in, p.fmap) : NULL;
   if (!w) s = fc_error(c, CF_ERR_OUT_OF_MEMORY, "execute: out of memory");
   else if (!(s = check_packed_outputs(c, p.fmap)) &&
-           (ir_check_extents(w, "execute") || sched_prepare_views(w, in) || sched_hoist_broadcasts(w)))
+           (ir_check_extents(w, "execute") || sched_split_k(w, &p.dev) || sched_prepare_views(w, in) ||
+            sched_hoist_broadcasts(w)))
     s = fc_error(c, w->status, "%s", cf_fusion_error(w));
   p.w = w;
   if (!s) p.index = index_type_of(&p);

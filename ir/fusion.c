@@ -119,6 +119,18 @@ void ir_expr_drop(cf_fusion *f, Expr *e) {
   f->exprs.len--;
 }
 
+void ir_tv_replace_uses(cf_fusion *f, Val *from, Val *to) {
+  for (int i = 0; i < from->uses.len; i++) {
+    Expr *u = from->uses.items[i];
+    for (int k = 0; k < u->nin; k++)
+      if (u->in[k] == from) u->in[k] = to;
+    if (!ptrvec_contains(&to->uses, u)) ptrvec_push(f->arena, &to->uses, u);
+  }
+  from->uses.len = 0;
+  for (int o = 0; o < f->outputs.len; o++)
+    if (f->outputs.items[o] == from) f->outputs.items[o] = to;
+}
+
 /* Checks shared by every public call taking (f, tv): f usable, tv non-NULL and ours. */
 cf_status ir_check_tv(cf_fusion *f, const char *what, cf_tv *t) {
   if (!f) return CF_ERR_INVALID_ARGUMENT;

@@ -575,6 +575,9 @@ Expr *ir_expr_new(cf_fusion *f, IrOp op, int nin, Val *const *in, int nout, Val 
 /* Removes e from f: from its operands' uses and the list of expressions (the later ones
  * renumbered: an Expr's id is its index), its outputs left without a definition. */
 void ir_expr_drop(cf_fusion *f, Expr *e);
+/* Every reader of tensor `from` reads `to` instead (its use list moved), and an output of
+ * f that is `from` becomes `to`; from's definition stays (the caller drops it). */
+void ir_tv_replace_uses(cf_fusion *f, Val *from, Val *to);
 
 Val *ir_const_int(cf_fusion *f, int64_t v);
 Val *ir_const_double(cf_fusion *f, double v);

@@ -58,15 +58,7 @@ int sched_online_softmax_count(Expr *const *exprs, int n) {
 /* Every reader of `from` (and the fusion's outputs) takes `to`; from's definition is
  * dropped. */
 static void replace(cf_fusion *f, Val *from, Val *to) {
-  for (int i = 0; i < from->uses.len; i++) {
-    Expr *u = from->uses.items[i];
-    for (int k = 0; k < u->nin; k++)
-      if (u->in[k] == from) u->in[k] = to;
-    if (!ptrvec_contains(&to->uses, u)) ptrvec_push(f->arena, &to->uses, u);
-  }
-  from->uses.len = 0;
-  for (int o = 0; o < f->outputs.len; o++)
-    if (f->outputs.items[o] == from) f->outputs.items[o] = to;
+  ir_tv_replace_uses(f, from, to);
   ir_expr_drop(f, from->def);
 }
 

@@ -135,6 +135,12 @@ cf_status sched_prepare_views(cf_fusion *f, const DLTensor *const *in);
 enum { SCHED_HOIST_MAX_OPS = 32 };
 cf_status sched_hoist_broadcasts(cf_fusion *f);
 
+/* Splits the K of a product of few output tiles and a deep K into slices summed by a
+ * second reduction (split_k.c): define and run's concrete copy for dev, before the
+ * reshapes become views. f is modified in place; nothing happens where the rule does not
+ * split. */
+cf_status sched_split_k(cf_fusion *f, const SchedDevice *dev);
+
 /* ---- segmentation (segment.c) -------------------------------------------------------------- */
 
 /* A part of a fusion scheduled and run as one kernel (or a view): its tensor Exprs in

@@ -1,0 +1,191 @@
+/* Split-K (scheduler/split_k.c): define and run splits the K of a product of few output
+ * tiles and a deep K into slices (views of the operands, a batched matmul of float
+ * partials, a reduction of the slices with the epilogue), on a device scaled down so
+ * small shapes reach the rule; each plan printed exact and every result equal to the
+ * evaluator on the host backend (the GPU when there is one runs the same kernels in the
+ * matmul benchmarks). Products the rule leaves alone: enough tiles, a shallow K, a K with
+ * no slice of 16-byte rows, an operand read twice; CFUSER_SPLIT_K forces and forbids. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/fusion_cache.h"
+#include "kernels/kernel_check.h"
+#include "scheduler/registry.h"
+
+static cf_fusion *f;
+static void setup(void) { f = cf_fusion_create(); }
+static void teardown(void) {
+  cf_fusion_destroy(f);
+  unsetenv("CFUSER_SPLIT_K");
+}
+TestSuite(split_k, .init = setup, .fini = teardown);
+
+/* Eight SMs: a product of one block of the narrowest tile (M <= 128, N <= 64) leaves
+ * seven idle, so K of 2048 and more is split (slices of at least 1024, up to two blocks
+ * an SM). */
+static SchedDevice eight_sms(void) {
+  SchedDevice d = *sched_device_default();
+  d.sm_count = 8;
+  return d;
+}
+
+/* Runs f through define and run on the host backend planned for dev; every output equal
+ * to the evaluator's; returns the plan, a line per segment "row: params" (caller frees). */
+static char *plan_of(const SchedDevice *dev, int n, const KcInput *in, double tol) {
+  if (getenv("SPLIT_K_PRINT")) cf_fusion_print_math(f, stdout);
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_not_null(c);
+  fc_set_device(c, dev);
+  DLManagedTensor *t[4] = {0}, *got[2] = {0}, *want[2] = {0};
+  const DLTensor *ins[4];
+  for (int i = 0; i < n; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 40 + (uint64_t)i))->dl_tensor;
+  cr_assert_eq(cf_fusion_execute(c, n, ins, 1, got), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_assert_eq(cf_fusion_evaluate(f, n, ins, want), CF_OK, "%s", cf_fusion_error(f));
+  char msg[256] = "";
+  cr_expect(cf_tensor_allclose(&got[0]->dl_tensor, &want[0]->dl_tensor, tol, tol, msg, sizeof msg), "%s", msg);
+  StrBuf plan = {0};
+  for (int s = 0; s < cf_fusion_cache_last_segments(c); s++)
+    sb_printf(&plan, "%s: %s\n", cf_fusion_cache_last_scheduler(c, s), cf_fusion_cache_last_params(c, s));
+  for (int i = 0; i < n; i++) cf_tensor_free(t[i]);
+  cf_tensor_free(got[0]), cf_tensor_free(want[0]);
+  cf_fusion_cache_destroy(c);
+  return sb_take(&plan);
+}
+
+/* gelu(x @ w^T + bias), x [m, k], w [n, k], bias [n], of dtype dt. */
+static void linear_gelu(cf_dtype dt, int64_t m, int64_t n, int64_t k, KcInput in[3]) {
+  in[0] = (KcInput){dt, 2, {m, k}, NULL};
+  in[1] = (KcInput){dt, 2, {n, k}, NULL};
+  in[2] = (KcInput){dt, 1, {n}, NULL};
+  cf_tv *x = cf_tensor_symbolic(f, dt, 2), *w = cf_tensor_symbolic(f, dt, 2), *b = cf_tensor_symbolic(f, dt, 1);
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, w), cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, b)));
+}
+
+/* a @ b, a [m, k], b [k, n], of dtype dt. */
+static void matmul(cf_dtype dt, int64_t m, int64_t n, int64_t k, KcInput in[2]) {
+  in[0] = (KcInput){dt, 2, {m, k}, NULL};
+  in[1] = (KcInput){dt, 2, {k, n}, NULL};
+  cf_tv *a = cf_tensor_symbolic(f, dt, 2), *b = cf_tensor_symbolic(f, dt, 2);
+  cf_fusion_add_input(f, a), cf_fusion_add_input(f, b);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+}
+
+static int count(const char *s, const char *what) {
+  int n = 0;
+  for (const char *p = strstr(s, what); p; p = strstr(p + 1, what)) n++;
+  return n;
+}
+
+/* The plan of the tensor-core matmul (mma.sync on the host's portable description). */
+#define MMA_PLAN "matmul: tile=128x128x32 warps=2x2 mma=m16n8k16 smem=operands stages=3 fill=cp.async16,cp.async16\n"
+
+/* A linear layer of 5 tokens through a [24, 4096] bfloat16 weight: K = 4096 in 4 slices of
+ * 1024 (4 blocks of 8 SMs): x and w viewed [5, 4, 1024] and [24, 4, 1024] (K-major both),
+ * the matmul of the slices as a batch (float partials [5, 24, 4]), then the slices summed
+ * with the bias and gelu by the inner persistent scheduler (rows of 4); the bias's cast
+ * to float broadcast along the tokens is a kernel of its own (neither reduction scheduler
+ * takes an input of the kept axes into its epilogue). */
+Test(split_k, a_few_tokens_through_a_deep_linear_are_split) {
+  KcInput in[3];
+  linear_gelu(CF_BFLOAT16, 5, 24, 4096, in);
+  SchedDevice dev = eight_sms();
+  char *plan = plan_of(&dev, 3, in, 2e-2);
+  cr_expect_str_eq(plan, "view: no kernel\n"
+                         "view: no kernel\n" MMA_PLAN
+                         "pointwise: vector=4 threads=128\n"
+                         "inner_persistent: registers threads=2x64 persistent=1 vector=4 rows=blockIdx.x\n");
+  free(plan);
+}
+
+/* The matmul form, [7, 2048] @ [2048, 33] in half: B's K is its outer axis, viewed [2, 1024,
+ * 33] (its rows of 33 halves filled element by element, as unsplit); 2 slices (the largest
+ * divisor keeping slices of 1024), summed by the reduction scheduler (float partials [7,
+ * 2, 33], the middle axis reduced), the cast to half its epilogue. */
+Test(split_k, a_few_rows_times_a_deep_matrix_are_split) {
+  KcInput in[2];
+  matmul(CF_HALF, 7, 33, 2048, in);
+  SchedDevice dev = eight_sms();
+  char *plan = plan_of(&dev, 2, in, 2e-2);
+  cr_expect_str_eq(plan, "view: no kernel\n"
+                         "view: no kernel\n"
+                         "matmul: tile=128x128x32 warps=2x2 mma=m16n8k16 smem=operands stages=3 "
+                         "fill=cp.async16,scalar(N=33)\n"
+                         "reduction: outer vector=1 unroll=1 block=32x2 grid=8x1 reduced-axes-first\n");
+  free(plan);
+}
+
+/* Left as one kernel: enough tiles for the SMs (N = 257: 5 tiles of 64 on 8 SMs), K too shallow
+ * for two slices of 1024, K with no slice of 16-byte rows (2 x 1028 ... : 4100 = 4 x 1025,
+ * 1025 not a multiple of 8, and 2 x 2050 neither), and forbidden by CFUSER_SPLIT_K=0. */
+Test(split_k, products_the_rule_leaves_alone) {
+  KcInput in[3];
+  SchedDevice dev = eight_sms();
+  const struct {
+    const SchedDevice *dev;
+    int64_t m, n, k;
+    const char *env;
+  } cases[] = {{&dev, 5, 257, 4096, NULL}, {&dev, 5, 24, 2040, NULL}, {&dev, 5, 24, 4100, NULL},
+               {&dev, 5, 24, 4096, "0"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    if (cases[i].env) setenv("CFUSER_SPLIT_K", cases[i].env, 1);
+    linear_gelu(CF_BFLOAT16, cases[i].m, cases[i].n, cases[i].k, in);
+    char *plan = plan_of(cases[i].dev ? cases[i].dev : sched_device_default(), 3, in, 2e-2);
+    cr_expect_eq(count(plan, "\n"), 1, "case %zu: %s", i, plan);
+    cr_expect_eq(count(plan, "matmul: "), 1, "case %zu: %s", i, plan);
+    free(plan);
+    unsetenv("CFUSER_SPLIT_K");
+  }
+}
+
+/* CFUSER_SPLIT_K=<ks> forces ks slices where they divide K into rows of 16 bytes: 8 x 512
+ * on the default device, where the rule splits 3 x 16 @ 4096 into 4. */
+Test(split_k, the_environment_forces_a_split) {
+  KcInput in[3];
+  setenv("CFUSER_SPLIT_K", "8", 1);
+  linear_gelu(CF_HALF, 3, 16, 4096, in);
+  char *plan = plan_of(sched_device_default(), 3, in, 2e-2);
+  cr_expect_str_eq(plan, "view: no kernel\n"
+                         "view: no kernel\n" MMA_PLAN
+                         "pointwise: vector=4 threads=128\n"
+                         "inner_persistent: registers threads=2x32 persistent=1 vector=4 rows=blockIdx.x\n");
+  free(plan);
+}
+
+/* The rewrite alone on a concrete copy (what define and run hands it): the slices as the
+ * reshapes of the operands show them. 16 tokens through Llama's down projection (w
+ * [4096, 11008]) on an H100's 132 SMs: 64 blocks, so 4 slices of 2752 (256 blocks, two an
+ * SM; 11008 = 2^8 x 43); the matmul form of 128 x 4096 @ 4096 x 4096: 4 slices of 1024. */
+static char *rewritten_math(bool linear, int64_t m, int64_t n, int64_t k) {
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+  cf_tv *x = cf_tensor_concrete(f, CF_BFLOAT16, 2, (int64_t[]){m, k});
+  cf_tv *w = cf_tensor_concrete(f, CF_BFLOAT16, 2, linear ? (int64_t[]){n, k} : (int64_t[]){k, n});
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, w);
+  cf_fusion_add_output(f, linear ? cf_linear(f, x, w, NULL) : cf_matmul(f, x, w));
+  cr_assert_eq(sched_split_k(f, sched_device_default()), CF_OK, "%s", cf_fusion_error(f));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  cf_fusion_print_math(f, out);
+  fclose(out);
+  return text;
+}
+
+Test(split_k, the_slices_are_views_of_the_operands) {
+  char *math = rewritten_math(true, 16, 4096, 11008);
+  cr_expect(strstr(math, "= reshape( T0_g___bfloat[iS0{16}, iS1{11008}], {16, 4, 2752} );") != NULL, "%s", math);
+  cr_expect(strstr(math, "= reshape( T1_g___bfloat[iS2{4096}, iS3{11008}], {4096, 4, 2752} );") != NULL, "%s", math);
+  cr_expect_eq(count(math, "= sum("), 2, "%s", math);
+  free(math);
+  math = rewritten_math(false, 128, 4096, 4096);
+  cr_expect(strstr(math, "= reshape( T0_g___bfloat[iS0{128}, iS1{4096}], {128, 4, 1024} );") != NULL, "%s", math);
+  cr_expect(strstr(math, "= reshape( T1_g___bfloat[iS2{4096}, iS3{4096}], {4, 1024, 4096} );") != NULL, "%s", math);
+  free(math);
+  math = rewritten_math(false, 1024, 4096, 11008); /* 8 x 172 blocks: no split */
+  cr_expect_eq(count(math, "reshape"), 0, "%s", math);
+  free(math);
+}
