@@ -19,7 +19,10 @@
  * [N, K]), no batch; the blocks of the narrowest tile, ceil(M / SPLIT_K_TILE_M) x
  * ceil(N / SPLIT_K_TILE_N), fewer than half the SMs. ks is the largest divisor of K whose
  * slices keep 16-byte rows (Kk a multiple of 8), at least SPLIT_K_MIN_SLICE deep, that
- * keeps the blocks within SPLIT_K_BLOCKS_PER_SM a SM; none below 2: no split. Measured
+ * keeps the blocks within SPLIT_K_BLOCKS_PER_SM a SM; none below 2: no split. An M or N of
+ * 1 is not split: its slices' view makes that axis a broadcast, and the product a
+ * matrix-vector one, which the reduction scheduler takes (it splits a long K over blocks
+ * itself). Measured
  * on an H200 (bench_matmul, CFUSER_BENCH_SHAPES, us, no split / 2 slices / 4): 16 x 4096
  * @ 4096x4096 31.7-32.4 / 22.1-24.1 / 19.6-19.9, 128 x 4096 @ 4096x4096 36.7-37.7 /
  * 25.6-26.0 / 23.1-24.1, 16 x 11008 @ 11008x4096 75.8-76.9 / 45.5-47.4 / 35.3-35.9, 128 x
@@ -114,7 +117,7 @@ static int64_t extent_of(Val *tv, int a) {
 static int64_t slices(const SkMatch *m, const SchedDevice *dev) {
   Val *x = m->op[0].x, *y = m->op[1].x;
   int64_t kk = extent_of(x, m->op[0].kx), mm = extent_of(x, 1 - m->op[0].kx), nn = extent_of(y, 1 - m->op[1].kx);
-  if (kk <= 0 || mm <= 0 || nn <= 0) return 0;
+  if (kk <= 0 || mm < 2 || nn < 2) return 0; /* M or N of 1: a matrix-vector product (above) */
   const char *env = getenv("CFUSER_SPLIT_K");
   if (env && *env) {
     int64_t ks = atoll(env);

@@ -189,3 +189,41 @@ Test(split_k, the_slices_are_views_of_the_operands) {
   cr_expect_eq(count(math, "reshape"), 0, "%s", math);
   free(math);
 }
+
+/* Split products of random forms, equal to the evaluator: matmul or linear, with or
+ * without a bias and gelu, half or bfloat16, odd M and N (1 to 17 tokens, 1 to 65
+ * columns), K of 2048 to 4096 in multiples of 8, the slices the rule's (8 SMs) or forced
+ * (2, 3, 4, 8 where they divide K into rows of 16 bytes; a K no ks divides that way runs
+ * unsplit, and so does an M or N of 1: a single matmul kernel then). Eight cases from a
+ * fixed seed. */
+Test(split_k, random_split_products_equal_the_evaluator) {
+  uint64_t s = 0x5eed5;
+  SchedDevice dev = eight_sms();
+  const int64_t ms[] = {1, 3, 7, 17}, ns[] = {1, 8, 33, 65}, ks[] = {2048, 2056, 3072, 4096};
+  const char *forced[] = {NULL, "2", "3", "4", "8"};
+  for (int c = 0; c < 8; c++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = s >> 33;
+    bool linear = r & 1, bias = (r >> 1) & 1, gelu = (r >> 2) & 1;
+    cf_dtype dt = (r >> 3) & 1 ? CF_HALF : CF_BFLOAT16;
+    int64_t m = ms[(r >> 4) % 4], n = ns[(r >> 6) % 4], k = ks[(r >> 8) % 4];
+    const char *env = forced[(r >> 10) % 5];
+    cf_fusion_destroy(f);
+    f = cf_fusion_create();
+    if (env) setenv("CFUSER_SPLIT_K", env, 1);
+    KcInput in[3] = {{dt, 2, {m, k}, NULL}, {dt, 2, {linear ? n : k, linear ? k : n}, NULL}, {dt, 1, {n}, NULL}};
+    cf_tv *a = cf_tensor_symbolic(f, dt, 2), *b = cf_tensor_symbolic(f, dt, 2), *c3 = NULL;
+    cf_fusion_add_input(f, a), cf_fusion_add_input(f, b);
+    if (linear && bias) c3 = cf_tensor_symbolic(f, dt, 1), cf_fusion_add_input(f, c3);
+    cf_tv *y = linear ? cf_linear(f, a, b, c3) : cf_matmul(f, a, b);
+    cf_fusion_add_output(f, gelu ? cf_gelu(f, y) : y);
+    char *plan = plan_of(&dev, c3 ? 3 : 2, in, 3e-2);
+    bool split = strstr(plan, "view: no kernel\n") != NULL;
+    if (m == 1 || n == 1) cr_expect_not(split, "case %d: an M or N of 1 split:\n%s", c, plan);
+    if (!split) cr_expect_eq(count(plan, "\n"), 1, "case %d: unsplit but not one kernel:\n%s", c, plan);
+    cr_log_info("case %d: %s %s m=%lld n=%lld k=%lld bias=%d gelu=%d ks=%s:\n%s", c, linear ? "linear" : "matmul",
+                cf_dtype_name(dt), (long long)m, (long long)n, (long long)k, c3 != NULL, gelu, env ? env : "rule", plan);
+    free(plan);
+    unsetenv("CFUSER_SPLIT_K");
+  }
+}
