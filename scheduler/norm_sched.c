@@ -12,7 +12,8 @@
  * of a tensor of rank N, the innermost one among them, all of the same extents (one
  * exact-map class per axis); every broadcast either puts back the k reduced axes ([rows] ->
  * [rows, 1], a channel's statistic or weight [C] -> [1, C, 1]) or spreads a tensor of the
- * row's shape over the kept axes (a weight [row] -> [1, row]); every
+ * row's shape over the kept axes (a weight [row] -> [1, row]) or brings a parameter to the
+ * reduced shape (a bias [N] -> [1, N] added to sums of [M, N, ks]); every
  * output has the rows' shape or the reduced one, with or without the reduced axes kept as
  * broadcast axes (a layer norm's mean and invstd, keepdim or not); one input has the
  * rows' shape (its sizes in the call give the row length); no constant extent of 1 (a
@@ -150,7 +151,9 @@ static int inner_reduced_axes(Val *out, char *why) {
   return nr;
 }
 
-/* A broadcast puts back the reduced axes or spreads a row over the outer axes. */
+/* A broadcast puts back the reduced axes, spreads a row over the outer axes, or brings an
+ * epilogue's parameter to the reduced shape (a bias of the kept axes added to a sum of
+ * split-K's slices, scheduler/split_k.c: its cast then runs in this kernel). */
 static bool check_broadcast(const Expr *e, const void *plan, char *why) {
   const NormPlan *p = plan;
   const bool *b = e->attr.broadcast.is_broadcast;
@@ -160,7 +163,9 @@ static bool check_broadcast(const Expr *e, const void *plan, char *why) {
     inner = inner && b[x] == reduced;
     outer = outer && b[x] == !reduced;
   }
-  if (!inner && !outer)
+  /* an epilogue's parameter brought to the reduced shape (a bias of the kept axes) */
+  bool epilogue = e->attr.broadcast.rank == p->r.rank - p->r.nred;
+  if (!inner && !outer && !epilogue)
     return WHY("%s broadcasts other axes than the %d reduced ones or the %d kept ones", TV(e->out[0])->display_name,
                p->r.nred, p->r.rank - p->r.nred);
   return true;

@@ -522,3 +522,32 @@ Test(norm_sched, refuses_broadcast_rows) {
   softmax(CF_FLOAT, 2, (int64_t[]){1, 8}, false);
   refused(1, &IN(CF_FLOAT, 1, 8), "inner_persistent: T0 has a broadcast axis (a constant extent of 1)");
 }
+
+/* Sums of the rows of [3, 5, cols] plus a bias [5] of the kept axes, broadcast to the
+ * reduced shape [3, 5] in the kernel (split-K's sum of its slices with a linear's bias,
+ * scheduler/split_k.c), then a cast and gelu: a warp or a block a row, vectors of 1 to 8,
+ * on the scaled device (nothing persists but the sum: registers always), equal to the
+ * evaluator. */
+static void sum_plus_kept_bias(cf_dtype dt, int64_t cols) {
+  cf_tv *x = widen(input(dt, 3, (int64_t[]){3, 5, cols}, false));
+  cf_tv *b = input(dt, 1, (int64_t[]){5}, false);
+  cf_tv *s = cf_sum(f, x, 1, (int[]){2});
+  cf_tv *y = cf_add(f, s, widen(cf_broadcast(f, b, 2, (bool[]){true, false})));
+  output(cf_gelu(f, y), dt);
+}
+
+Test(norm_sched, sums_plus_a_bias_of_the_kept_axes_each_branch) {
+  sc_dev = &tiny;
+  static const Case cases[] = {
+      {CF_FLOAT, 0, 4, "registers threads=2x8 persistent=1 vector=4 rows=blockIdx.x"},
+      {CF_BFLOAT16, 0, 1024, "registers threads=32x2 persistent=4 vector=8 rows=blockIdx.x"},
+      {CF_FLOAT, 0, 1500, "registers threads=64 persistent=6 vector=4 rows=blockIdx.x"},
+      {CF_HALF, 0, 4099, "registers threads=64 persistent=65 vector=1 rows=blockIdx.x"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fresh();
+    sum_plus_kept_bias(cases[i].dt, cases[i].cols);
+    KcInput in[2] = {IN(cases[i].dt, 3, 5, cases[i].cols), IN(cases[i].dt, 5)};
+    schedule_and_check(2, in, cases[i].params, tol(cases[i].dt));
+  }
+}
