@@ -14,7 +14,7 @@
  * R keeps its readers (they read the new sum instead); the old product goes. The partials
  * cost ks x M x N floats written and read once more, small beside B when M is small.
  * Taken where (all constant in the call): one sum of a mul of two operands, each a
- * broadcast (then maybe a cast) of a 2-D fusion input of half or bfloat16 read by
+ * broadcast, then a cast to float, of a 2-D fusion input of half or bfloat16 read by
  * nothing else, as cf_matmul and cf_linear build ([M, K] @ [K, N], or x [M, K] with w
  * [N, K]), no batch; the blocks of the narrowest tile, ceil(M / SPLIT_K_TILE_M) x
  * ceil(N / SPLIT_K_TILE_N), fewer than half the SMs. ks is the largest divisor of K whose
@@ -50,7 +50,7 @@ enum {
 typedef struct SkOperand {
   Val *x;              /* the 2-D fusion input */
   Val *bcast;          /* broadcast(x) */
-  Val *cast;           /* cast(bcast), or NULL */
+  Val *cast;           /* cast(bcast) to float */
   cf_dtype cast_to;
   bool flags[3];       /* the product's axes the broadcast inserts */
   int kx;              /* x's K axis (0 or 1) */
@@ -65,16 +65,16 @@ typedef struct SkMatch {
 
 static bool one_use(const Val *v) { return v->uses.len == 1; }
 
-/* Operand v of the mul (rank 3): [cast] of broadcast of a 2-D half/bfloat16 input with
- * every axis iterated, each tensor read once; its K axis is x's axis at p's k. */
+/* Operand v of the mul (rank 3): a cast to float of a broadcast of a 2-D half/bfloat16
+ * input with every axis iterated, each tensor read once; its K axis is x's axis at p's k.
+ * The product then sums in float, so the slices' partials are float sums as the unsplit
+ * sum's are (a product of 16-bit values summed in 16 bits would round each partial). */
 static bool operand(cf_fusion *f, Val *v, int k, SkOperand *o) {
   *o = (SkOperand){0};
+  if (!one_use(v) || !v->def || v->def->op != OP_CAST || v->dtype != CF_FLOAT) return false;
+  o->cast = v, o->cast_to = v->dtype;
+  v = v->def->in[0];
   if (!one_use(v) || !v->def) return false;
-  if (v->def->op == OP_CAST) {
-    o->cast = v, o->cast_to = v->dtype;
-    v = v->def->in[0];
-    if (!one_use(v) || !v->def) return false;
-  }
   if (v->def->op != OP_BROADCAST || TV(v)->nlogical != 3) return false;
   o->bcast = v;
   o->x = v->def->in[0];
@@ -151,7 +151,7 @@ static cf_tv *split_operand(cf_fusion *f, const SkOperand *o, int k, int64_t ks)
     if (a == k) flags[d++] = false;
   }
   cf_tv *b = x3 ? cf_broadcast(f, x3, 4, flags) : NULL;
-  return b && o->cast ? cf_cast(f, b, o->cast_to) : b;
+  return b ? cf_cast(f, b, o->cast_to) : NULL;
 }
 
 static cf_status rewrite(cf_fusion *f, const SkMatch *m, int64_t ks) {
@@ -166,7 +166,7 @@ static cf_status rewrite(cf_fusion *f, const SkMatch *m, int64_t ks) {
   ir_expr_drop(f, m->sum);
   ir_expr_drop(f, m->mul);
   for (int i = 0; i < 2; i++) {
-    if (m->op[i].cast) ir_expr_drop(f, m->op[i].cast->def);
+    ir_expr_drop(f, m->op[i].cast->def);
     ir_expr_drop(f, m->op[i].bcast->def);
   }
   return CF_OK;

@@ -224,3 +224,19 @@ Test(split_k, random_split_products_equal_the_evaluator) {
     unsetenv("CFUSER_SPLIT_K");
   }
 }
+
+/* A product of half operands summed in half (no cast to float: built by hand, not by
+ * cf_linear) is not split: its slices' partials would round to half, where the unsplit
+ * sum rounds once. */
+Test(split_k, a_product_summed_in_half_is_not_split) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_HALF, 2), *w = cf_tensor_symbolic(f, CF_HALF, 2);
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, w);
+  cf_tv *p = cf_mul(f, cf_broadcast(f, x, 3, (bool[]){false, true, false}),
+                    cf_broadcast(f, w, 3, (bool[]){true, false, false}));
+  cf_fusion_add_output(f, cf_sum(f, p, 1, (int[]){2}));
+  KcInput in[2] = {{CF_HALF, 2, {5, 2048}, NULL}, {CF_HALF, 2, {24, 2048}, NULL}};
+  SchedDevice dev = eight_sms();
+  char *plan = plan_of(&dev, 2, in, 5e-2);
+  cr_expect_null(strstr(plan, "view"), "%s", plan);
+  free(plan);
+}
