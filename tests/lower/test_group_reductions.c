@@ -325,3 +325,18 @@ Test(group_reductions, welford_states_in_one_grid_reduction) {
   free(src);
   run_twice(1, &in, 1e-3);
 }
+
+/* Eight columns a block over six blocks of rows (four SMs): the warp form grouped, with
+ * its grid part (one semaphore round for the four columns); equal to the evaluator, run
+ * twice (the semaphores reset). */
+Test(group_reductions, warp_shuffles_and_a_grid_part_in_one_grouped_reduction) {
+  KcInput in = IN(CF_FLOAT, 400, 32);
+  column_sum(&in);
+  SchedDevice dev = four_sms();
+  scheduled(1, &in, &dev, "outer vector=4 unroll=2 block=8x8 grid=1x6");
+  char *ir = kernel_ir();
+  cr_expect_eq(count(ir, "BLOCK_REDUCE sum a1[0..4] over y (warp shuffles)"), 1, "%s", ir);
+  cr_expect(strstr(ir, "alloc F1 Shared[1]\n") != NULL, "no last-block flag (grid part) in:\n%s", ir);
+  free(ir);
+  run_twice(1, &in, 1e-4);
+}
