@@ -362,13 +362,6 @@ static void tile_threads(cf_fusion *f, cf_tv *x, int b, int64_t esz, int mn, con
              TV(ir_tv(x))->display_name);
 }
 
-/* The tile's producers computed in the kernel (the rest of its operand chain: a
- * broadcast of the input, a permute, a cast, each of the tile's rank after
- * sched_matmul_operand_order) take its transforms and threads, so that inline_all puts
- * them inside the tile's writes: each element is read from the input and converted where
- * it is stored, not computed for the block by every thread as a statement of its own
- * (which the circular buffer's prefetch would read before it is written). set holds
- * room for every tensor. */
 Expr **sched_matmul_exprs(cf_fusion *f, Arena **a, int *n, cf_tv ***set) {
   *a = arena_create();
   Expr **ex = *a ? ir_fusion_tensor_exprs_in(*a, f, n) : NULL;
@@ -380,6 +373,13 @@ Expr **sched_matmul_exprs(cf_fusion *f, Arena **a, int *n, cf_tv ***set) {
   return NULL;
 }
 
+/* The tile's producers computed in the kernel (the rest of its operand chain: a
+ * broadcast of the input, a permute, a cast, each of the tile's rank after
+ * sched_matmul_operand_order) take its transforms and threads, so that inline_all puts
+ * them inside the tile's writes: each element is read from the input and converted where
+ * it is stored, not computed for the block by every thread as a statement of its own
+ * (which the circular buffer's prefetch would read before it is written). set holds
+ * room for every tensor. */
 void sched_matmul_tile_producers(cf_fusion *f, Val *x, cf_tv **set) {
   int n = 0;
   for (Val *w = x->def->in[0]; w->def && !ir_tv_is_input(f, w); w = w->def->in[0]) set[n++] = ir_tv_handle(w);

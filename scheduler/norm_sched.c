@@ -13,9 +13,8 @@
  * exact-map class per axis); every broadcast either puts back the k reduced axes ([rows] ->
  * [rows, 1], a channel's statistic or weight [C] -> [1, C, 1]) or spreads a tensor of the
  * row's shape over the kept axes (a weight [row] -> [1, row]) or brings a parameter to the
- * reduced shape (a bias [N] -> [1, N] added to sums of [M, N, ks]); every
- * output has the rows' shape or the reduced one, with or without the reduced axes kept as
- * broadcast axes (a layer norm's mean and invstd, keepdim or not); one input has the
+ * reduced shape (a bias [N] -> [1, N] added to sums of [M, N, ks]); every output has the
+ * rows' shape or the reduced one, with or without the reduced axes kept as broadcast axes (a layer norm's mean and invstd, keepdim or not); one input has the
  * rows' shape (its sizes in the call give the row length); no constant extent of 1 (a
  * broadcast axis) in the rows' shape; at most SCHED_MAX_PERSISTENT_REDUCTIONS reductions.
  * Rows of any length: where registers and shared memory cannot hold one, the row is read
@@ -163,7 +162,6 @@ static bool check_broadcast(const Expr *e, const void *plan, char *why) {
     inner = inner && b[x] == reduced;
     outer = outer && b[x] == !reduced;
   }
-  /* an epilogue's parameter brought to the reduced shape (a bias of the kept axes) */
   bool epilogue = e->attr.broadcast.rank == p->r.rank - p->r.nred;
   if (!inner && !outer && !epilogue)
     return WHY("%s broadcasts other axes than the %d reduced ones or the %d kept ones", TV(e->out[0])->display_name,

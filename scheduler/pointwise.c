@@ -56,10 +56,10 @@
  * first, hoist_broadcasts.c; alignment is the executor's: it devectorizes the schedule of
  * a call with a misaligned tensor). A computed tensor of the tile's rank whose broadcast
  * axis is merged with others in a half is copied for each reader (recompute_rows), so
- * each copy is inlined whole. Its plan (break point,
- * vector width, rows per blockIdx.y) is read from the constant sizes of define and run's
- * copy; apply takes it as it is, so the schedule also fits a copy whose outer sizes are
- * symbolic (a kernel shared across sizes).
+ * each copy is inlined whole. Its plan (break point, vector width, rows per blockIdx.y)
+ * is read from the constant sizes of define and run's copy; apply takes it as it is, so
+ * the schedule also fits a copy whose outer sizes are symbolic (a kernel shared across
+ * sizes).
  * Key decision: the 1-D schedule for every fusion without broadcasting inputs (it moves
  * data at the device's copy bandwidth on contiguous tensors, bench/pointwise.c), the 2-D
  * one with a fixed block of 128 threads along the inner half (nvFuser adapts blockDim.x

@@ -51,7 +51,6 @@ typedef struct SkOperand {
   Val *x;              /* the 2-D fusion input */
   Val *bcast;          /* broadcast(x) */
   Val *cast;           /* cast(bcast) to float */
-  cf_dtype cast_to;
   bool flags[3];       /* the product's axes the broadcast inserts */
   int kx;              /* x's K axis (0 or 1) */
 } SkOperand;
@@ -72,7 +71,7 @@ static bool one_use(const Val *v) { return v->uses.len == 1; }
 static bool operand(cf_fusion *f, Val *v, int k, SkOperand *o) {
   *o = (SkOperand){0};
   if (!one_use(v) || !v->def || v->def->op != OP_CAST || v->dtype != CF_FLOAT) return false;
-  o->cast = v, o->cast_to = v->dtype;
+  o->cast = v;
   v = v->def->in[0];
   if (!one_use(v) || !v->def) return false;
   if (v->def->op != OP_BROADCAST || TV(v)->nlogical != 3) return false;
@@ -108,6 +107,9 @@ static bool match(cf_fusion *f, Expr *e, SkMatch *m) {
   return true;
 }
 
+/* Whether ks slices of K keep 16-byte rows of 16-bit elements. */
+static bool slices_rows(int64_t k, int64_t ks) { return k % ks == 0 && (k / ks) % 8 == 0; }
+
 static int64_t extent_of(Val *tv, int a) {
   int64_t e = -1;
   return ir_scalar_const_value(ID(TV(tv)->logical[a])->extent, &e) ? e : -1;
@@ -121,13 +123,13 @@ static int64_t slices(const SkMatch *m, const SchedDevice *dev) {
   const char *env = getenv("CFUSER_SPLIT_K");
   if (env && *env) {
     int64_t ks = atoll(env);
-    return ks >= 2 && kk % ks == 0 && (kk / ks) % 8 == 0 ? ks : 0;
+    return ks >= 2 && slices_rows(kk, ks) ? ks : 0;
   }
   int64_t blocks = ((mm + SPLIT_K_TILE_M - 1) / SPLIT_K_TILE_M) * ((nn + SPLIT_K_TILE_N - 1) / SPLIT_K_TILE_N);
   if (2 * blocks >= dev->sm_count) return 0;
   int64_t best = 0;
   for (int64_t ks = 2; ks * blocks <= SPLIT_K_BLOCKS_PER_SM * dev->sm_count && kk / ks >= SPLIT_K_MIN_SLICE; ks++)
-    if (kk % ks == 0 && (kk / ks) % 8 == 0) best = ks;
+    if (slices_rows(kk, ks)) best = ks;
   return best;
 }
 
@@ -151,7 +153,7 @@ static cf_tv *split_operand(cf_fusion *f, const SkOperand *o, int k, int64_t ks)
     if (a == k) flags[d++] = false;
   }
   cf_tv *b = x3 ? cf_broadcast(f, x3, 4, flags) : NULL;
-  return b ? cf_cast(f, b, o->cast_to) : NULL;
+  return b ? cf_cast(f, b, CF_FLOAT) : NULL;
 }
 
 static cf_status rewrite(cf_fusion *f, const SkMatch *m, int64_t ks) {
