@@ -206,8 +206,9 @@ static MmaShape shape_of(const MmaTiles *t) {
   const char *ws = getenv("CFUSER_WGMMA_WS");
   sh.producer = sh.tma && !(ws && !strcmp(ws, "0")); /* measured: above */
   /* a pair never straddles N's end, but the lowering vectorizes only where every split
-   * above the pair divides (lower/vectorize.c): N by BN */
-  sh.pair_stores = t->size_n > 0 && t->size_n % sh.bn == 0;
+   * above the pair divides (lower/vectorize.c): N by BN; and only adjacent columns that
+   * are adjacent in the outputs (analysis/vector_access.c's rule 1) */
+  sh.pair_stores = t->n_innermost && t->size_n > 0 && t->size_n % sh.bn == 0;
   sh.group_m = group_of(t, sh.bm);
   sh.persist = persist_of(t, &sh);
   if (sh.persist) sh.group_m = 0; /* each step's window groups the tiles instead */

@@ -41,6 +41,9 @@ typedef struct MmaTiles {
                     * into the next, which no TMA box describes */
   MmaFill fill[2]; /* x's and y's */
   int64_t size_m, size_n, size_k, size_b; /* the product's M, N, K and batch (1 without), 0 when symbolic */
+  bool n_innermost; /* the product's innermost kept axis is an N axis: the epilogue's outputs
+                     * (of its shape) hold adjacent columns side by side; a split linear's
+                     * partials [M, N, slices] do not */
   int sm_count;                           /* the device's, which the block tile's N is chosen for */
   int64_t l2_bytes;                       /* the device's L2, which decides the blocks' order */
 } MmaTiles;

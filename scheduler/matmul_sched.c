@@ -178,6 +178,9 @@ static bool mm_uses_mma(const MmMatch *m, const SchedCall *call, MmaTiles *t) {
   const SchedDevice *dev = call && call->dev ? call->dev : sched_device_default();
   t->size_m = mm_role_extent(m, MM_M), t->size_n = mm_role_extent(m, MM_N), t->size_b = mm_role_extent(m, MM_BATCH);
   t->size_k = mm_role_extent(m, MM_K);
+  int last = m->rank - 1;
+  while (last > 0 && m->role[last] == MM_K) last--;
+  t->n_innermost = m->role[last] == MM_N;
   t->sm_count = dev->sm_count, t->l2_bytes = dev->l2_bytes;
   return sched_matmul_mma_fits(m->sum->out[0], m->count[MM_M], m->count[MM_N], dev, t);
 }

@@ -240,3 +240,24 @@ Test(split_k, a_product_summed_in_half_is_not_split) {
   cr_expect_null(strstr(plan, "view"), "%s", plan);
   free(plan);
 }
+
+/* On Hopper (wgmma, whose epilogue stores a thread's two adjacent columns as one vector
+ * where N is a multiple of the block tile's N): a linear of 5 tokens through a [256, 4096]
+ * bfloat16 weight on 16 SMs, split into 4 slices of 1024. Its float partials are [5, 256,
+ * 4], the slices innermost, so adjacent columns are 4 floats apart and the epilogue stores
+ * one element at a time (no " store=pairs"): the pairs were planned from N alone and
+ * analysis/ refused them, an internal error on an H200 for every split linear whose N is
+ * a multiple of the tile (16 x 11008 through a [4096, 11008] weight, from Python). */
+Test(split_k, a_split_linear_on_hopper_stores_its_partials) {
+  KcInput in[3];
+  linear_gelu(CF_BFLOAT16, 5, 256, 4096, in);
+  SchedDevice dev = sched_device_h100;
+  dev.sm_count = 16;
+  char *plan = plan_of(&dev, 3, in, 2e-2);
+  cr_expect_str_eq(plan, "view: no kernel\n"
+                         "view: no kernel\n"
+                         "matmul: tile=128x128x64 warpgroups=2 mma=m64n128k16 smem=operands stages=4 "
+                         "fill=cp.async16,cp.async16 wgmma_wait=1\n"
+                         "inner_persistent: registers threads=2x64 persistent=1 vector=4 rows=blockIdx.x\n");
+  free(plan);
+}
