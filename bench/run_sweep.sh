@@ -7,7 +7,8 @@
 # one table. With --check it runs the host check instead (NumPy, tiny shapes, no GPU and no
 # torch): the ctest bench_sweep_check.
 # Usage: bench/run_sweep.sh [build-dir] [iterations] [OUT-DIR] [sweep options...]
-#   sweep options: --kinds a,b --dtypes float32,bfloat16,float16 --max-cases N --budget-s S
+#   sweep options: --kinds a,b --dtypes float32,bfloat16,float16 --max-cases N --shapes AxB,...
+#   --budget-s S
 #   --resume --static --max-elems N --check (python3 bench/sweep.py --help)
 # The interpreter: $CFUSER_PYTHON, else the first of python3 and /usr/bin/python3 that
 # imports torch (numpy for --check); without one it reports itself skipped (exit 77).

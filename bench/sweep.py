@@ -58,7 +58,7 @@ UNFINISHED = "did not finish: the run stopped inside this case (killed, timed ou
 
 
 def case_key(r):
-    return (r["kind"], r["dtype"], "x".join(map(str, r["shape"])), r.get("compile_mode", ""))
+    return (r["kind"], r["dtype"], shape_name(r["shape"]), r.get("compile_mode", ""))
 
 
 def plan(args, check):
@@ -81,8 +81,18 @@ def plan(args, check):
             shapes = sk.shapes(kind.family, args.max_elems, check)
             if check and dtype != "float32":
                 shapes = shapes[-1:]  # each case compiles a host kernel: one shape is enough
+            if args.shapes:  # the named shapes alone, of this kind's family
+                shapes = [s for s in shapes if shape_name(s) in args.shapes]
             cases += [(kind, dtype, s) for s in sk.spread(shapes, args.max_cases)]
+    unmatched = sorted(set(args.shapes or ()) - {shape_name(s) for _, _, s in cases})
+    if unmatched:
+        raise ValueError(f"no case of these kinds has the shape(s) {', '.join(unmatched)} (--list-shapes lists them)")
     return cases
+
+
+def shape_name(shape):
+    """A shape as the tables and --shapes write it: 8193x8191."""
+    return "x".join(str(e) for e in shape)
 
 
 def compare(side, got, want):
@@ -183,7 +193,7 @@ def append(path, record):
 def sweep(side, cases, args, out_path, done):
     """Runs the cases (skipping those in done) within the budget; returns (wrong, failed)."""
     start, fds, counts, last = time.monotonic(), {}, {"WRONG": 0, "FAIL": 0}, None
-    todo = [c for c in cases if (c[0].name, c[1], "x".join(map(str, c[2])), side.compile_mode) not in done]
+    todo = [c for c in cases if (c[0].name, c[1], shape_name(c[2]), side.compile_mode) not in done]
     if len(todo) < len(cases):
         print(f"resume: {len(cases) - len(todo)} case(s) already in {args.out}")
     case_s = 0.0
@@ -216,7 +226,7 @@ def list_shapes(args, families=None):
             continue
         shapes = gen(args.max_elems)
         kinds = ",".join(k.name for k in sk.KINDS.values() if k.family == family)
-        print(f"shapes {family} ({len(shapes)}; {kinds}): " + " ".join("x".join(map(str, s)) for s in shapes))
+        print(f"shapes {family} ({len(shapes)}; {kinds}): " + " ".join(shape_name(s) for s in shapes))
 
 
 def parse(argv):
@@ -226,6 +236,8 @@ def parse(argv):
     p.add_argument("--kinds", help=f"comma-separated, of: {','.join(sk.KINDS)} (default all)")
     p.add_argument("--dtypes", help="comma-separated, of: float32,bfloat16,float16 (default all)")
     p.add_argument("--max-cases", type=int, help="at most N shapes per kind and dtype, spread over its list")
+    p.add_argument("--shapes", type=lambda v: [x for x in v.split(",") if x],
+                   help="comma-separated shapes as --list-shapes prints them (8193x8191,...): those alone")
     p.add_argument("--max-elems", type=int, default=1 << 28, help="the largest case's elements (default 2^28)")
     p.add_argument("--budget-s", type=float, help="stop cleanly before this many seconds have passed")
     p.add_argument("--resume", action="store_true", help="skip the cases already in --out")
@@ -253,7 +265,11 @@ def main(argv=None):
         args.out = args.out or tempfile.mkdtemp(prefix="sweep_check_")
     else:
         side = sweep_sides.TorchSide(args.static)
-    cases = plan(args, args.check)
+    try:
+        cases = plan(args, args.check)
+    except ValueError as e:  # an unknown dtype or shape: said in one line
+        print(f"sweep: {e}", file=sys.stderr)
+        return 2
     os.makedirs(args.out, exist_ok=True)
     done = {case_key(r) for r in sweep_table.read_records(args.out)} if args.resume else set()
     name = "check.jsonl" if args.check else f"sweep-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl"
