@@ -59,6 +59,17 @@ def test_the_plan_skips_float32_casts_and_numpy_s_bfloat16(capsys):
                                                    ("cast_up", "float16", (33, 7))]
 
 
+def test_the_plan_takes_the_named_shapes_alone_and_names_an_unknown_one():
+    args = sweep.parse(["--out", "o", "--kinds", "rmsnorm,row_sum", "--dtypes", "bfloat16",
+                        "--shapes", "8193x8191,1021x1021,8193x8191"])
+    cases = sweep.plan(args, False)
+    assert [(k.name, d, s) for k, d, s in cases] == [("row_sum", "bfloat16", (1021, 1021)),
+                                                   ("rmsnorm", "bfloat16", (8193, 8191))]
+    args = sweep.parse(["--out", "o", "--kinds", "rmsnorm", "--shapes", "8193x8191,9x9"])
+    with pytest.raises(ValueError, match=r"^no case of these kinds has the shape\(s\) 9x9 \(--list-shapes lists them\)$"):
+        sweep.plan(args, False)
+
+
 def test_compare_names_the_output_and_the_difference():
     import numpy as np
 
