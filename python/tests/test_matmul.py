@@ -93,3 +93,47 @@ def test_mma_tile_refuses_float_operands_with_the_c_message():
         fd.execute([np.ones((16, 16), np.float32), np.ones((16, 8), np.float32)])
     assert "mma_tile: the operands of" in str(info.value)
     assert "are not casts of two half or two bfloat16 tensors" in str(info.value)
+
+
+def _torch_cuda():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch
+
+
+# Few tokens through deep weights: define and run splits K (scheduler/split_k.c) on the GPU
+# (a view per operand, a batched matmul of float partials, their sum with the epilogue).
+# (linear?, dtype, M, K, N, gelu): the first raised an internal error on an H200 (the split
+# linear's partials planned as pair stores); an M of 1 is left unsplit. The forms that
+# bench/results/split_k_h200_20261129/gpu_python_check_after_fix.txt ran.
+SPLIT_FORMS = [(True, "bf16", 16, 11008, 4096, True), (True, "f16", 7, 4096, 1000, True),
+               (True, "bf16", 33, 8192, 520, False), (False, "bf16", 16, 4096, 4096, False),
+               (False, "f16", 5, 6144, 2048, True), (True, "bf16", 1, 4096, 4096, True),
+               (False, "bf16", 128, 11008, 4096, False)]
+
+
+@pytest.mark.parametrize("linear,dt,m,k,n,gelu", SPLIT_FORMS)
+def test_torch_cuda_split_k_forms_equal_torch_in_double(linear, dt, m, k, n, gelu):
+    torch = _torch_cuda()
+    cdt, tdt = {"bf16": (DataType.BFloat16, torch.bfloat16), "f16": (DataType.Half, torch.float16)}[dt]
+    with FusionDefinition() as fd:
+        x, w = fd.define_tensor(2, dtype=cdt), fd.define_tensor(2, dtype=cdt)
+        b = fd.define_tensor(1, dtype=cdt) if linear else None
+        y = fd.ops.linear(x, w, b) if linear else fd.ops.matmul(x, w)
+        if gelu:
+            y = fd.ops.cast(fd.ops.gelu(fd.ops.cast(y, DataType.Float)), cdt)
+        fd.add_output(y)
+    g = torch.Generator(device="cuda").manual_seed(m * 7 + n)
+    xs = torch.randn(m, k, device="cuda", generator=g).to(tdt)
+    ws = torch.randn(*((n, k) if linear else (k, n)), device="cuda", generator=g).to(tdt)
+    ins = [xs, ws]
+    ref = xs.double() @ (ws.double().t() if linear else ws.double())
+    if linear:
+        ins.append(torch.randn(n, device="cuda", generator=g).to(tdt))
+        ref = ref + ins[2].double()
+    if gelu:
+        ref = torch.nn.functional.gelu(ref)
+    out = fd.execute(ins)[0]
+    err = ((out.double() - ref).abs() / (ref.abs() + 1)).max().item()
+    assert err < (2e-2 if dt == "bf16" else 4e-3), (err, fd.last_schedulers())
