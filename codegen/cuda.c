@@ -5,7 +5,8 @@
  * warp 0 allocates, relinquishes and deallocates; each ld/st is followed by its wait.
  * Key decision: 32-bit indexing (CF_INDEX_TYPE int) when every tensor fits, as DESIGN.md
  * section 12 asks (lowering's KKernel.index32), the thread and block coordinates read as
- * int (cf_idim3) where a tensor has run-time strides (KKernel.signed_coords);
+ * int (cf_idim3) where a tensor has run-time strides or the schedule asks
+ * (KKernel.signed_coords);
  * __launch_bounds__ when the block size is a constant. */
 #include <stdlib.h>
 #include <string.h>

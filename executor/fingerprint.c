@@ -5,8 +5,8 @@
  * constant bit for bit, its symbol and binding; an IterDomain's extent, IterType and
  * parallel type; a TensorView's root, logical, allocation and loop domains, contiguity,
  * memory type, compute-at, max-producer and TMEM positions, strides and name), every Expr
- * (op, operands, results and the attributes of its op), the inputs, the outputs, the TMEM
- * regions, the backend and the architecture. References are dense ids, so the bytes are
+ * (op, operands, results and the attributes of its op), the inputs, the outputs, the
+ * schedule's signed-coordinates choice, the TMEM regions, the backend and the architecture. References are dense ids, so the bytes are
  * linear in the size of the fusion and two fusions built by the same calls have the same
  * bytes. Key decisions: nothing is printed (printing loses constants: %g made 1.0000002
  * and 1.0000001 one kernel, and costs more than lowering for large fusions); the cache
@@ -161,6 +161,7 @@ static void fp_fusion(Fp *b, cf_fusion *f) {
   for (int i = 0; i < f->exprs.len; i++) fp_expr(b, f->exprs.items[i]);
   fp_refs(b, (Val *const *)f->inputs.items, f->inputs.len);
   fp_refs(b, (Val *const *)f->outputs.items, f->outputs.len);
+  fp_i64(b, f->signed_coords);
   fp_i64(b, f->tmem_regions.len);
   for (int r = 0; r < f->tmem_regions.len; r++) {
     const TMemRegionSpec *spec = f->tmem_regions.items[r];

@@ -542,6 +542,9 @@ struct cf_fusion {
   cf_status status;
   char *error;      /* malloc'd message of the first error, or NULL */
   PtrVec tmem_regions; /* TMemRegionSpec*, optional user grouping */
+  bool signed_coords;  /* a schedule's choice: a 32-bit kernel reads the thread and block
+                        * coordinates as int even without a strided tensor (lower/tensors.c,
+                        * KKernel.signed_coords); set by the outer persistent scheduler */
 };
 
 /* Handle conversions. ir_tv/ir_id return NULL for a NULL handle. */

@@ -17,7 +17,9 @@
  * H200, bench/norm_rows.py) had RMS norm float32 512 x 131071 20% slower with the shadow in
  * every 32-bit kernel, gone without it; compiled for sm_90a, a row sum, a column sum, a
  * softmax and a transpose of 4096 x 8191 floats had 9-13% fewer instructions with it, a
- * pointwise kernel as many: worth timing over a sweep before changing the rule. */
+ * pointwise kernel as many: worth timing over a sweep before changing the rule. A schedule
+ * may ask for them (cf_fusion.signed_coords: the outer persistent block form, measured
+ * faster). */
 #include <string.h>
 
 #include "lower/kir.h"

@@ -423,9 +423,10 @@ typedef struct KKernel {
   bool index32;               /* every tensor fits in 32-bit indexing */
   bool index32_checked;       /* index32 not proved from constant sizes (CF_INDEX_32): each run
                                  checks its tensors (executor/run.c check_index32) */
-  bool signed_coords;         /* index32 with a tensor of run-time strides: the thread and
-                                 block coordinates read as int (a negative stride times an
-                                 unsigned threadIdx.x would wrap; codegen's cf_idim3) */
+  bool signed_coords;         /* index32 with a tensor of run-time strides (a negative stride
+                                 times an unsigned threadIdx.x would wrap), or the schedule's
+                                 choice (cf_fusion.signed_coords): the thread and block
+                                 coordinates read as int (codegen's cf_idim3) */
   KTensor *grid_sem;          /* the grid syncs' counter (a workspace parameter), or NULL: a
                                * kernel with grid syncs needs a cooperative launch */
   int min_blocks_per_sm;      /* CUDA: blocks one SM must hold (set by the executor for a

@@ -218,5 +218,6 @@ void lower_tensors(LowerCtx *c) {
   bool proved = fits_int32(k);
   k->index32 = c->opts->index_type == CF_INDEX_32 || (c->opts->index_type == CF_INDEX_AUTO && proved);
   k->index32_checked = k->index32 && !proved;
+  k->signed_coords = k->index32 && f->signed_coords; /* the schedule's choice (cf_fusion.signed_coords) */
   for (int i = 0; k->index32 && i < k->nparams; i++) k->signed_coords |= !k->params[i]->contiguous;
 }

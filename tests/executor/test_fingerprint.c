@@ -1,5 +1,5 @@
 /* The in-memory kernel cache's fingerprint is exact and cheap: constants that print alike
- * with %g are different kernels, a fusion of 100 inputs compiles and runs on the host
+ * with %g are different kernels (and so are a schedule's signed coordinates), a fusion of 100 inputs compiles and runs on the host
  * backend (no 64-entry arrays), and a hit on a 1000-op fusion costs a small fraction of
  * lowering it. */
 #include <criterion/criterion.h>
@@ -49,6 +49,20 @@ Test(fingerprint, constants_that_print_alike_are_different_kernels) {
 
 Test(fingerprint, the_sign_of_zero_is_part_of_the_key) {
   cf_fusion *f1 = scaled(0.0), *f2 = scaled(-0.0);
+  ExecFingerprint k1, k2;
+  cr_assert_eq(exec_fingerprint(f1, CF_BACKEND_HOST, NULL, &k1), CF_OK);
+  cr_assert_eq(exec_fingerprint(f2, CF_BACKEND_HOST, NULL, &k2), CF_OK);
+  cr_expect(k1.len == k2.len && memcmp(k1.bytes, k2.bytes, k1.len) != 0);
+  free(k1.bytes);
+  free(k2.bytes);
+  cf_fusion_destroy(f1);
+  cf_fusion_destroy(f2);
+}
+
+/* A schedule's signed-coordinates choice changes the kernel's source: part of the key. */
+Test(fingerprint, the_schedule_s_signed_coordinates_are_part_of_the_key) {
+  cf_fusion *f1 = scaled(2.0), *f2 = scaled(2.0);
+  f2->signed_coords = true;
   ExecFingerprint k1, k2;
   cr_assert_eq(exec_fingerprint(f1, CF_BACKEND_HOST, NULL, &k1), CF_OK);
   cr_assert_eq(exec_fingerprint(f2, CF_BACKEND_HOST, NULL, &k2), CF_OK);

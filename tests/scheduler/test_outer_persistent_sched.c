@@ -194,6 +194,45 @@ Test(outer_sched, batchnorm_each_branch) {
   }
 }
 
+/* The generated source of f (scheduled) with 32-bit indices on a backend (caller frees). */
+static char *source_of(cf_backend backend) {
+  cf_executor *e = cf_executor_create(&(cf_executor_options){
+      .backend = backend, .arch = backend == CF_BACKEND_CUDA ? "sm_90a" : NULL, .index_type = CF_INDEX_32});
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  char *src = strdup(cf_executor_source(e));
+  cf_executor_destroy(e);
+  return src;
+}
+
+/* The block form (rows in registers) reads the thread and block coordinates as int: nvcc
+ * then folds each row's offset into its address instead of keeping every row's 64-bit
+ * address live from the loads to the stores (batch norm 512 x 65536 float on an H200:
+ * 216 -> 168 registers, 77.9 -> 76.0 us); the other forms keep CUDA's unsigned ones. */
+Test(outer_sched, the_block_form_reads_coordinates_as_int) {
+  sc_dev = &tiny;
+  static const struct {
+    int64_t rows;
+    bool stats, signed_coords;
+    const char *params;
+  } cases[] = {{600, false, true, "block threads=1x120 persistent=5 vector=4 columns=blockIdx.x"},
+               {3001, true, false, "grid multipass threads=1x128 chunks=8 vector=4 columns=blockIdx.x rows=blockIdx.y{3}"}};
+  bool cuda = tu_nvrtc_or_note();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int64_t n = cases[i].rows;
+    fresh();
+    batchnorm(CF_FLOAT, 2, (int64_t[]){n, 4}, false, cases[i].stats);
+    schedule_and_check(3, (KcInput[]){IN(CF_FLOAT, n, 4), IN(CF_FLOAT, 4), IN(CF_FLOAT, 4)}, cases[i].params, 1e-4);
+    char *host = source_of(CF_BACKEND_HOST);
+    cr_expect_eq(strstr(host, "#define cfh__coord3 cfh_idim3\n") != NULL, cases[i].signed_coords, "case %zu", i);
+    free(host);
+    if (!cuda) continue;
+    char *src = source_of(CF_BACKEND_CUDA);
+    cr_expect_eq(strstr(src, "  const cf_idim3 threadIdx = cf_signed(::threadIdx), blockIdx = cf_signed(::blockIdx)") != NULL,
+                 cases[i].signed_coords, "case %zu", i);
+    free(src);
+  }
+}
+
 /* A batch norm of [rows, cols] planned as each case says (channels last). */
 typedef struct ClCase {
   cf_dtype dt;
