@@ -3,8 +3,9 @@
 # `./cfuser fuzz` (the suite runs a few seeds of each; this runs thousands).
 #
 # One run per mode: every range test (`*_like_the_evaluator`) of the DAG fuzzer
-# (kernels_test_random_dags: one per generator mode) and of the random-schedule fuzzer
-# (kernels_test_random_schedules), one after another, each with JOBS workers. A mode's
+# (kernels_test_random_dags: one per generator mode), of the random-schedule fuzzer
+# (kernels_test_random_schedules) and of the matmul forms (scheduler_test_matmul_forms),
+# one after another, each with JOBS workers. A mode's
 # seeds go in chunks (so no chunk nears a test's own time limit), each chunk printing a
 # progress line every CFUSER_FUZZ_PROGRESS seconds (default 5); at the end one line per
 # mode with its seed range and counts, and a total. Exits 1 when any seed gave a wrong
@@ -22,7 +23,7 @@ say() { printf 'fuzz: %s\n' "$*"; }
 
 # "binary test" for every range test of the fuzzers, filtered by the MODE arguments.
 modes=()
-for bin in kernels_test_random_dags kernels_test_random_schedules; do
+for bin in kernels_test_random_dags kernels_test_random_schedules scheduler_test_matmul_forms; do
   [ -x "$build/$bin" ] || { say "$build/$bin is missing (build first)"; exit 2; }
   while read -r name; do
     if [ $# -eq 0 ] || printf '%s\n' "$@" | grep -qx "$name"; then modes+=("$bin $name"); fi
@@ -33,7 +34,7 @@ say "${#modes[@]} modes, $seeds seeds each from $first, $jobs workers, chunks of
 
 total_bad=0 summary=()
 for m in "${modes[@]}"; do
-  bin="${m% *}" name="${m#* }" suite="${bin#kernels_test_}"
+  bin="${m% *}" name="${m#* }" suite="${bin#*_test_}"
   acc=0 ref=0 bad=0 crash=0 start=$(date +%s) failed=0
   for ((lo = first; lo < first + seeds; lo += chunk)); do
     n=$((first + seeds - lo < chunk ? first + seeds - lo : chunk))
@@ -55,8 +56,8 @@ for m in "${modes[@]}"; do
     line="$(grep -E '^random_dags: seeds' "$out" | tail -1)"
     if [ -n "$line" ]; then
       read -r a r b c < <(sed -E 's/.*accepted ([0-9]+), refused ([0-9]+), mismatches ([0-9]+), crashes ([0-9]+).*/\1 \2 \3 \4/' <<<"$line")
-    else # random_schedules: "N of M random schedules compiled and ran"; failures are its asserts
-      a="$(sed -nE 's/.* ([0-9]+) of [0-9]+ random schedules compiled and ran.*/\1/p' "$out" | tail -1)"
+    else # random_schedules, matmul_forms: "N of M random ... compiled and ran"; failures are its asserts
+      a="$(sed -nE 's/.* ([0-9]+) of [0-9]+ random [a-z ]+ compiled and ran.*/\1/p' "$out" | tail -1)"
       a="${a:-0}" r=$((n - a)) b=$(grep -c 'Assertion Failed' "$out") c=$(grep -c 'CRASH' "$out")
     fi
     acc=$((acc + a)) ref=$((ref + r)) bad=$((bad + b)) crash=$((crash + c))

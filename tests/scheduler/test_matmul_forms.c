@@ -11,7 +11,8 @@
  * linear's partials stored as pairs of columns, which analysis/ refuses, was found this
  * way (an internal error on every split linear whose N is a multiple of the tile on an
  * H200).
- * Seeds are fixed; MATMUL_FORMS_FIRST and MATMUL_FORMS_ITERS select others (long runs);
+ * Seeds are fixed; CFUSER_FUZZ_FIRST and CFUSER_FUZZ_ITERS select others, as for the other
+ * fuzzers (`./cfuser fuzz` runs random_forms_run_like_the_evaluator as one of its modes);
  * MATMUL_FORMS_PRINT=1 prints each case and its plan. The emulated work is capped (M and N
  * padded to the tile) so that the suite stays short. */
 #include <criterion/criterion.h>
@@ -136,8 +137,8 @@ static void count_branches(const char *plan, Reached *r) {
   r->tiles[2] += strstr(plan, "tile=128x256x64") != NULL;
 }
 
-Test(matmul_forms, random_forms_on_hopper_equal_the_evaluator, .timeout = 600) {
-  const char *first = getenv("MATMUL_FORMS_FIRST"), *iters = getenv("MATMUL_FORMS_ITERS");
+Test(matmul_forms, random_forms_run_like_the_evaluator, .timeout = 600) {
+  const char *first = getenv("CFUSER_FUZZ_FIRST"), *iters = getenv("CFUSER_FUZZ_ITERS");
   uint64_t start = first ? strtoull(first, NULL, 10) : 0, n = iters ? strtoull(iters, NULL, 10) : 16;
   Reached r = {0};
   for (uint64_t seed = start; seed < start + n; seed++) {
@@ -151,8 +152,9 @@ Test(matmul_forms, random_forms_on_hopper_equal_the_evaluator, .timeout = 600) {
              fm.gelu, fm.residual, fm.to_float, fm.transposed, fm.dev.sm_count, (long long)fm.dev.l2_bytes, plan);
     free(plan);
   }
-  cr_log_info("%llu forms: pairs %d, tma %d, persistent %d, groups %d, split %d, tiles N 64/128/256 %d/%d/%d",
-              (unsigned long long)n, r.pairs, r.tma, r.persist, r.group, r.split, r.tiles[0], r.tiles[1], r.tiles[2]);
+  cr_log_info("%llu of %llu random matmul forms compiled and ran: pairs %d, tma %d, persistent %d, groups %d, "
+              "split %d, tiles N 64/128/256 %d/%d/%d", (unsigned long long)n, (unsigned long long)n, r.pairs, r.tma,
+              r.persist, r.group, r.split, r.tiles[0], r.tiles[1], r.tiles[2]);
 }
 
 /* Every seed that once found a bug, run on every build whatever range the environment
