@@ -57,12 +57,12 @@ static void collect_vectors(cf_fusion *f, const bool *cached, const bool *out_ca
 static bool *make_caches(cf_fusion *f, Arena *a, const NormPlan *p, bool *out_cached) {
   const SchedInnerParams *q = &p->q;
   bool *cached = ARENA_ARRAY(a, bool, f->inputs.len);
+  /* a row parameter's cache (rank 1) is computed whole before the rows, a register array
+   * read by the epilogue: only worth it for its vector loads; unvectorized, the epilogue
+   * reads the parameter where it uses it (an H200, RMS norm bfloat16 4096 x 8191: 82.5 ->
+   * 65.1 us, its loads no longer ahead of the row's) */
+  bool param_vector = q->mode == SCHED_NORM_REGISTERS && q->vec > 1;
   for (int i = 0; cached && i < f->inputs.len; i++) {
-    /* a row parameter's cache (rank 1) is computed whole before the rows, a register array
-     * read by the epilogue: only worth it for its vector loads; unvectorized, the
-     * epilogue reads the parameter where it uses it (an H200, RMS norm bfloat16 4096 x
-     * 8191: 82.5 -> 65.1 us, its loads no longer ahead of the row's) */
-    bool param_vector = q->mode == SCHED_NORM_REGISTERS && q->vec > 1;
     cached[i] = p->vec_in[i] && (p->full_in[i] || param_vector);
     if (cached[i] && !cf_cache_after(f, ir_tv_handle(f->inputs.items[i]))) return NULL;
   }
