@@ -149,25 +149,40 @@ static int group_of(const MmaTiles *t, int bm) {
 
 /* A persistent kernel (block_axes): where the tiles outnumber the SMs, the M tiles split
  * [Mo / gm, gm] and the N tiles [No / gn, gn], the outer two serial loops of every block,
- * so that gm x gn blocks loop over the tiles, each step a gm x gn window of them; gm and gn
- * divide the tiles (no block runs one fewer, no predicate); the most blocks at most one an
- * SM and at least half of them, unless their loop runs more tiles than one block a tile
- * has waves (ceil(tiles / SMs)); of those, the window nearest twice as many N tiles as M
- * tiles (gn = 2 gm). The producer then fills the next tile's stages while the readers
- * store this one's outputs: the per-tile prologue and epilogue of one block a tile, which
- * bench_matmul's sweep over K measured as ~40 us of 4096 x K @ K x 4096 on an H200
- * (cuBLAS ~30). (Not the M and N tiles merged into one tile loop: an operand tile has no
- * axis of the other operand's, so it could not be indexed from the merged loop.) Only with
- * the producer (its barriers count on across tiles: lower/warp_specialize.c); none for a
- * batch, symbolic sizes or a K-major B. Measured on an H200 (bench/results/
- * persistent_h200_20261128/, us; one block a tile / windows 8x16, 16x8, 4x32): 4096^3
- * 212.9 / 194.9, 200.4, 198.6; 8192^3 1513.8 / 1399.7, 1421.9, 1481.3; 8192 x 11008 @
- * 11008x4096 999.5 / 936.8, 953.6, 946.6; 8192 x 4096 @ 4096x4096 413.1 / 368.4, 382.2,
- * 382.3; the window of the fewest operand bytes (16x8) is not the fastest. A linear's
- * K-major weight was slower with it (x @ w^T + bias 8192^3 1435.1 / 1458.0, 1463.4, 1498.8;
- * with gelu 1514.3 / 1531.6, 1539.6, 1591.2): one block a tile there, in groups.
- * CFUSER_WGMMA_PERSIST=0 keeps one block a tile, =<gm>x<gn> takes that window where it
- * divides the tiles (for measuring). Returns whether persistent. */
+ * so that gm x gn blocks loop over the tiles, each step a gm x gn window of them. The
+ * window: at most one block an SM, the fewest steps (ceil(Mo / gm) x ceil(No / gn)), then
+ * the fewest idle tiles (a window that does not divide the tiles runs its last steps
+ * partly past M or N: those blocks' TMA boxes lie outside the operands, zeros counted in
+ * full on the barriers, and their stores are predicated off), then gn nearest 2 gm;
+ * taken where it has at least half the SMs' blocks and at most a tenth more steps than
+ * one block a tile has waves (ceil(tiles / SMs)). The producer then fills the next
+ * tile's stages while the readers store this one's outputs: the per-tile prologue and
+ * epilogue of one block a tile, which bench_matmul's sweep over K measured as ~40 us of
+ * 4096 x K @ K x 4096 on an H200 (cuBLAS ~30). (Not the M and N tiles merged into one
+ * tile loop: an operand tile has no axis of the other operand's, so it could not be
+ * indexed from the merged loop.) Only with the producer (its barriers count on across
+ * tiles: lower/warp_specialize.c); none for a batch or symbolic sizes.
+ * Measured on an H200 (bench/results/persistent_h200_20261128/, us; one block a tile /
+ * windows 8x16, 16x8, 4x32): 4096^3 212.9 / 194.9, 200.4, 198.6; 8192^3 1513.8 / 1399.7,
+ * 1421.9, 1481.3; 8192 x 11008 @ 11008x4096 999.5 / 936.8, 953.6, 946.6; 8192 x 4096 @
+ * 4096x4096 413.1 / 368.4, 382.2, 382.3; the window of the fewest operand bytes (16x8) is
+ * not the fastest. The windows past the tiles (bench/results/matmul_windows_h200_20261129/,
+ * two rounds, us): 8192 x 4096 @ 4096x11008 (64 x 43 tiles: 22 steps against 21 waves)
+ * one block a tile in groups of 16 1072.0, 1075.3 / 32x4 (the rule's) 1062.4, 1057.5,
+ * 64x2 1074.2, 1073.6, 6x22 1132.4, 1130.5, 3x43 1152.5, 1163.7 (cuBLAS 975.3, 980.8);
+ * 1024 x 4096 @ 4096x11008 161.2, 160.7 -> 158.3, 158.7. A linear's K-major weight was
+ * slower with it once (x @ w^T + bias 8192^3, each call timed alone: 1435.1 / 1458.0,
+ * 1463.4, 1498.8); measured again with the calls queued (bench/results/
+ * linear_gelu_h200_20261129/kmajor_persist.txt: bench/linear_gelu.py --queued, bfloat16
+ * x @ w^T + bias without / with the rule's window, two rounds, us): where the window
+ * divides the tiles, faster or even: 4096^3 207.0, 206.8 -> 193.6, 193.9; 8192 x 4096 ->
+ * 4096 407.8, 406.6 -> 383.4, 383.2; 8192 x 11008 -> 4096 951.9, 951.7 -> 957.0, 957.5;
+ * 8192^3 1461.9, 1461.6 -> 1466.6, 1461.4 (with gelu alike); past the tiles, slower:
+ * 8192 x 4096 -> 11008 1036.5 -> 1134.9, 1139.6; 1024 x 4096 -> 11008 151.6, 151.1 ->
+ * 163.9, 163.8 (not understood: an MN-major B gains there). So a K-major B persists only
+ * in a window that divides the tiles. CFUSER_WGMMA_PERSIST=0 keeps one block a tile,
+ * =<gm>x<gn> takes that window where gm and gn are at most the M and N tiles (for
+ * measuring). Returns whether persistent. */
 static bool persist_of(const MmaTiles *t, MmaShape *sh) {
   const char *env = getenv("CFUSER_WGMMA_PERSIST");
   if ((env && !strcmp(env, "0")) || !sh->producer || t->batch || t->size_m <= 0 || t->size_n <= 0 || t->sm_count <= 0)
@@ -175,15 +190,17 @@ static bool persist_of(const MmaTiles *t, MmaShape *sh) {
   int64_t mt = (t->size_m + sh->bm - 1) / sh->bm, nt = (t->size_n + sh->bn - 1) / sh->bn, sm = t->sm_count;
   int gm, gn;
   char end;
-  if (env && sscanf(env, "%dx%d%c", &gm, &gn, &end) == 2 && gm > 0 && gn > 0 && mt % gm == 0 && nt % gn == 0)
+  if (env && sscanf(env, "%dx%d%c", &gm, &gn, &end) == 2 && gm > 0 && gn > 0 && gm <= mt && gn <= nt)
     return sh->persist_m = gm, sh->persist_n = gn, true;
-  if (t->fill[1].role != 'N') return false; /* a K-major B (a linear's weight): measured slower, above */
-  int64_t best = 0, skew = 0;
+  int64_t steps = 0, idle = 0, skew = 0, waves = (mt * nt + sm - 1) / sm;
   for (int64_t m = 1; m <= mt && m <= sm; m++)
-    for (int64_t n = 1; mt % m == 0 && n <= nt && m * n <= sm; n++)
-      if (nt % n == 0 && (m * n > best || (m * n == best && llabs(n - 2 * m) < skew)))
-        best = m * n, skew = llabs(n - 2 * m), sh->persist_m = (int)m, sh->persist_n = (int)n;
-  return mt * nt > sm && 2 * best >= sm && mt * nt / best <= (mt * nt + sm - 1) / sm;
+    for (int64_t n = 1; n <= nt && m * n <= sm; n++) {
+      int64_t st = ((mt + m - 1) / m) * ((nt + n - 1) / n), id = st * m * n - mt * nt, sk = llabs(n - 2 * m);
+      if (!steps || st < steps || (st == steps && (id < idle || (id == idle && sk < skew))))
+        steps = st, idle = id, skew = sk, sh->persist_m = (int)m, sh->persist_n = (int)n;
+    }
+  bool k_major = t->fill[1].role != 'N'; /* a linear's weight: only windows that divide (measured, above) */
+  return mt * nt > sm && 2 * sh->persist_m * sh->persist_n >= sm && 10 * steps <= 11 * waves && !(k_major && idle);
 }
 
 static MmaShape shape_of(const MmaTiles *t) {

@@ -388,7 +388,7 @@ Test(matmul_wgmma, the_plan_persists_or_groups_the_blocks) {
       {0, 1024, 8192, 8192, "wgmma_wait=1 store=pairs persistent=8x16"}, /* 8 x 32: 2 tiles a block */
       {0, 1000, 8192, 8192, "wgmma_wait=1 store=pairs persistent=8x16"}, /* the last M tile partial */
       {0, 640, 8192, 8192, "wgmma_wait=1 store=pairs persistent=5x16"}, /* 5 x 32: 5 x 16 blocks */
-      {0, 8192, 4096, 11008, "wgmma_wait=1 store=pairs group_m=16"},    /* 64 x 43: 2 x 43 blocks, too few */
+      {0, 8192, 4096, 11008, "wgmma_wait=1 store=pairs persistent=32x4"}, /* 64 x 43: 2 x 11 steps, 64 idle */
       {0, 1024, 4096, 4096, "wgmma_wait=1 store=pairs"},                /* 8 x 16 tiles: one wave */
       {4, 2048, 8192, 8192, "wgmma_wait=1 store=pairs"}};               /* a batch: neither */
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -407,12 +407,38 @@ Test(matmul_wgmma, the_plan_persists_or_groups_the_blocks) {
   }
 }
 
-/* Groups of blocks run equal to the evaluator (an L2 of 1 KiB: B is larger; 3 x 2 M tiles
+/* A linear's weight [N, K] is a K-major B: it persists only in a window that divides the
+ * tiles (persist_of: past the tiles it was measured slower), else its blocks take one tile
+ * each, grouped where the weight is larger than the L2. Planned only (a model's sizes on
+ * 132 SMs). */
+Test(matmul_wgmma, a_linear_persists_only_in_a_window_dividing_its_tiles) {
+  static const struct { int64_t m, k, n; const char *tail; } cases[] = {
+      {4096, 4096, 4096, "wgmma_wait=1 store=pairs persistent=8x16"}, /* 32 x 16 tiles */
+      {8192, 4096, 4096, "wgmma_wait=1 store=pairs persistent=8x16"}, /* 64 x 16 */
+      {8192, 4096, 11008, "wgmma_wait=1 store=pairs group_m=16"},     /* 64 x 43: only 32x4 past N */
+      {1024, 4096, 11008, "wgmma_wait=1 store=pairs group_m=8"}};     /* 8 x 43: 8x15 past N */
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fresh();
+    int64_t sx[2] = {cases[i].m, cases[i].k}, sw[2] = {cases[i].n, cases[i].k}, sb[1] = {cases[i].n};
+    cf_tv *x = tu_input(f, CF_BFLOAT16, 2, sx), *w = tu_input(f, CF_BFLOAT16, 2, sw), *b = tu_input(f, CF_BFLOAT16, 1, sb);
+    cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, b)));
+    SchedCall call = {0, NULL, &sched_device_h100};
+    char why[SCHED_WHY_MAX] = "";
+    SchedParams p;
+    cr_assert(sched_row_named("matmul")->plan(f, &call, &p, why), "%s", why);
+    const char *tail = strstr(p.text, "wgmma_wait=1");
+    cr_expect(tail && !strcmp(tail, cases[i].tail), "%lld x %lld -> %lld: %s", (long long)cases[i].m,
+              (long long)cases[i].k, (long long)cases[i].n, p.text);
+  }
+}
+
+/* Groups of blocks run equal to the evaluator (an L2 of 1 KiB: B is larger; 16 SMs; 3 x 2 M tiles
  * of an odd M, 2 N tiles, a bias + gelu epilogue stored in pairs): block (x, y, z) takes M
  * tile z * 2 + x and N tile y, the TMA boxes and the stores read it so. */
 Test(matmul_wgmma, grouped_blocks_equal_the_evaluator) {
   SchedDevice small_l2 = hopper;
   small_l2.l2_bytes = 1024;
+  small_l2.sm_count = 16; /* as many SMs as tiles: no persistent window */
   KcInput in[3] = {{CF_BFLOAT16, 2, {700, 64}, NULL}, {CF_BFLOAT16, 2, {512, 64}, NULL}, {CF_BFLOAT16, 1, {512}, NULL}};
   cf_tv *x = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *w = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
   cf_tv *bias = tu_input(f, CF_BFLOAT16, 1, in[2].sizes);
@@ -469,6 +495,33 @@ Test(matmul_wgmma, persistent_blocks_equal_the_evaluator) {
     cr_expect(strstr(ir, "            IF (((i0 * 5) + i2) >= 1)\n"
                          "              MBAR_ARRIVE cf_empty[(((((i0 + i1) * 5) + i2) - 1) % 4)]\n"), "%s", ir);
     free(ir);
+  }
+}
+
+/* A persistent window that does not divide the tiles runs equal to the evaluator
+ * (persist_of: the fewest steps, then the fewest idle tiles): 5 M tiles (the last partial)
+ * x 2 N tiles on 4 SMs are 2 x 2 blocks in 3 M steps, the third step's second M tile past
+ * M; 3 N tiles on 2 SMs are 1 x 2 blocks in 2 N steps, the second step's second N tile
+ * past N. An idle block's TMA boxes lie wholly outside its operand (zeros, the full box
+ * counted on the barrier, so the producer and the readers keep their phases) and its
+ * stores are predicated off (the guard of rows, in eighths: 600 / 8 = 75; of N tiles). */
+Test(matmul_wgmma, persistent_windows_past_the_tiles_equal_the_evaluator) {
+  static const struct { int sms; int64_t m, n; const char *tail, *guard; } cases[] = {
+      {4, 600, 512, " persistent=2x2", "(((((((i0 * 32) + (blockIdx.y * 16)) + (threadIdx.y * 8)) + ((threadIdx.x / 32) * 2)) + i11) < 75)"},
+      {2, 100, 768, " persistent=1x2", "(((i1 * 2) + blockIdx.x) < 3)"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fresh();
+    KcInput in[2] = {{CF_BFLOAT16, 2, {cases[i].m, 320}, NULL}, {CF_BFLOAT16, 2, {320, cases[i].n}, NULL}};
+    cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+    cf_fusion_add_output(f, cf_matmul(f, a, b));
+    SchedDevice dev = hopper;
+    dev.sm_count = cases[i].sms;
+    char want[256];
+    snprintf(want, sizeof want, "%s%s", params("tma", "tma"), cases[i].tail);
+    apply_on(&dev, want);
+    char *src = kc_check(f, 2, in, 3e-2);
+    cr_expect(strstr(src, cases[i].guard), "%s", src);
+    free(src);
   }
 }
 
@@ -616,3 +669,4 @@ Test(matmul_wgmma, a_wgmma_in_flight_needs_a_stage_to_spare) {
   cr_expect_eq(wrong_with(NULL), 0);
   cr_expect_gt(wrong_with(wgmma_wait_one), 0);
 }
+
