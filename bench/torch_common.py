@@ -36,6 +36,26 @@ def median_us(fn, iters, warmup=WARMUPS):
     return times[len(times) // 2]
 
 
+def queued_median_us(fn, iters, warmup=WARMUPS):
+    """The median GPU time in us of `iters` calls of fn queued back to back after `warmup`
+    calls, an event between each two and one synchronization at the end (triton's
+    do_bench; bench_util.h's CFUSER_BENCH_QUEUED): a call's host cost shows only where it
+    exceeds the GPU's work, which the per-call median (median_us) always adds."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
+    events[0].record()
+    for i in range(iters):
+        fn()
+        events[i + 1].record()
+    events[-1].synchronize()
+    times = sorted(events[i].elapsed_time(events[i + 1]) * 1e3 for i in range(iters))
+    return times[len(times) // 2]
+
+
 def gbps(nbytes, us):
     return nbytes / us / 1e3
 
