@@ -65,9 +65,10 @@ enum { MMA_FILL_BYTES = 16 }; /* a fill's vector: one cp.async */
  * stages (__launch_bounds__(256, 2)): 8192^3 2494 us against 2172, linear + gelu 2159
  * against 1892; one block of them 2395.
  * TMA (cf_tma_load, lower/tma.c) fills both tiles where both are copies of their inputs
- * (16-byte rows, no permute or cast), no role is several axes merged, and the block tile's
- * N is 256: the elected thread's boxes complete on a barrier a stage, which the readers
- * wait on instead of a __syncthreads. On an H200 (bench/results/tma_h200_20261128/, two
+ * (16-byte rows, no permute or cast), no block tile crosses the outer axes of a role that
+ * is several axes merged (within_spans), and the block tile's N is 256: the elected
+ * thread's boxes complete on a barrier a stage, which the readers wait on instead of a
+ * __syncthreads. On an H200 (bench/results/tma_h200_20261128/, two
  * runs alternated): bf16 4096^3 313 -> 298 us, 8192^3 2179-2223 -> 2071-2088, linear +
  * gelu 8192^3 1912-1978 -> 1810-1821, 8192 x 11008 @ 11008x4096 1420-1439 -> 1357-1360;
  * the narrower tiles of a few tokens were slower with it (16 x 4096 @ 4096x11008 41 -> 54
@@ -203,6 +204,13 @@ static bool persist_of(const MmaTiles *t, MmaShape *sh) {
   return mt * nt > sm && 2 * sh->persist_m * sh->persist_n >= sm && 10 * steps <= 11 * waves && !(k_major && idle);
 }
 
+/* Whether every block tile lies within one step of the outer axes of a merged M or N (a
+ * batch of A alone: [b, M] -> b x M rows): the span a multiple of the tile, so a TMA box
+ * of the input's axes describes the tile. */
+static bool within_spans(const MmaTiles *t, const MmaShape *sh) {
+  return (!t->m_span || (t->m_span > 0 && t->m_span % sh->bm == 0)) && (!t->n_span || (t->n_span > 0 && t->n_span % sh->bn == 0));
+}
+
 static MmaShape shape_of(const MmaTiles *t) {
   if (!t->wgmma) return (MmaShape){.bm = MMA_BM, .bn = MMA_BN, .bk = MMA_BK, .threads = MMA_THREADS, .stages = MMA_STAGES};
   MmaShape sh = {.bm = WG_BM, .bn = wgmma_bn(t), .bk = WG_BK, .threads = WG_THREADS, .stages = WG_STAGES};
@@ -219,7 +227,7 @@ static MmaShape shape_of(const MmaTiles *t) {
   }
   sh.pipelined = !(pipe && !strcmp(pipe, "0")) && sh.stages >= 3; /* a stage to spare: 3 and more */
   const char *tma = getenv("CFUSER_WGMMA_TMA");
-  sh.tma = !t->fill[0].why[0] && !t->fill[1].why[0] && !t->merged && sh.bn == WG_BN && !(tma && !strcmp(tma, "0"));
+  sh.tma = !t->fill[0].why[0] && !t->fill[1].why[0] && within_spans(t, &sh) && sh.bn == WG_BN && !(tma && !strcmp(tma, "0"));
   const char *ws = getenv("CFUSER_WGMMA_WS");
   sh.producer = sh.tma && !(ws && !strcmp(ws, "0")); /* measured: above */
   /* a pair never straddles N's end, but the lowering vectorizes only where every split
@@ -273,7 +281,6 @@ bool sched_matmul_mma_fits(Val *r, int m_axes, int n_axes, const SchedDevice *de
   t->r = r, t->mul = mul->out[0], t->x = u, t->y = v, t->ca = mul->in[0], t->cb = mul->in[1];
   t->wgmma = dev && dev->cc == 90; /* sm_90a only: Blackwell has tcgen05 instead */
   t->tcgen05 = sched_matmul_tcgen05_takes(r, dev); /* sm_100a: matmul_tcgen05.c */
-  t->merged = m_axes > 1 || n_axes > 1;
   for (int i = 0; i < 2; i++) fill_of(r, mul->in[i], i, &t->fill[i]);
   return true;
 }

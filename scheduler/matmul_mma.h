@@ -37,8 +37,10 @@ typedef struct MmaTiles {
   bool batch;
   bool wgmma;      /* Hopper's warpgroup instruction (the device's cc is 90) */
   bool tcgen05;    /* Blackwell's tcgen05.mma, the accumulator in tensor memory (cc 100) */
-  bool merged;     /* M or N is several axes merged (a batch of A alone): a tile crosses from one
-                    * into the next, which no TMA box describes */
+  int64_t m_span, n_span; /* where M (N) is several axes merged (a batch of A alone): the extent of
+                           * its innermost axis, -1 when symbolic; 0 where it is one axis. A
+                           * tile whose M (N) does not divide the span crosses from one outer
+                           * step into the next, which no TMA box describes */
   MmaFill fill[2]; /* x's and y's */
   int64_t size_m, size_n, size_k, size_b; /* the product's M, N, K and batch (1 without), 0 when symbolic */
   bool n_innermost; /* the product's innermost kept axis is an N axis: the epilogue's outputs

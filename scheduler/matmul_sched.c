@@ -173,11 +173,21 @@ static int64_t mm_role_extent(const MmMatch *m, int k) {
 }
 
 /* Whether the product runs on tensor cores (matmul_mma.c): half or bfloat16 operands. */
+/* The extent of the innermost axis of role k where the role is several axes (-1 when
+ * symbolic); 0 where it is one. */
+static int64_t mm_role_span(const MmMatch *m, int k) {
+  int64_t e = 0;
+  for (int i = m->rank - 1; i >= 0 && m->count[k] > 1; i--)
+    if (m->role[i] == k) return ir_scalar_const_value(ID(TV(m->sum->out[0])->logical[i])->extent, &e) ? e : -1;
+  return 0;
+}
+
 static bool mm_uses_mma(const MmMatch *m, const SchedCall *call, MmaTiles *t) {
   t->batch = m->count[MM_BATCH] > 0;
   const SchedDevice *dev = call && call->dev ? call->dev : sched_device_default();
   t->size_m = mm_role_extent(m, MM_M), t->size_n = mm_role_extent(m, MM_N), t->size_b = mm_role_extent(m, MM_BATCH);
   t->size_k = mm_role_extent(m, MM_K);
+  t->m_span = mm_role_span(m, MM_M), t->n_span = mm_role_span(m, MM_N);
   int last = m->rank - 1;
   while (last > 0 && m->role[last] == MM_K) last--;
   t->n_innermost = m->role[last] == MM_N;

@@ -156,6 +156,31 @@ Test(matmul_wgmma, batch_of_a_alone_merges_into_m) {
   }
 }
 
+/* A merged M or N whose innermost axis is a multiple of the block tile (a batch of A
+ * alone of 128-row matrices; B's batch of 256-column ones) keeps every tile inside one
+ * batch, so TMA boxes of the input's axes fill it (scheduler/matmul_mma.c's within_spans)
+ * and the producer warpgroup and persistence follow, as for one matrix (torch's [b, m, k]
+ * @ [k, n] is cuBLAS's (b m) x k @ k x n); equal to the evaluator, each box's batch
+ * coordinate the merged tile index over the rows of a batch. */
+Test(matmul_wgmma, a_batch_of_whole_tiles_is_filled_by_tma) {
+  KcInput in[2] = {{CF_BFLOAT16, 3, {3, 128, 64}, NULL}, {CF_BFLOAT16, 2, {64, 256}, NULL}};
+  cf_tv *a = tu_input(f, CF_BFLOAT16, 3, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  char want[256];
+  snprintf(want, sizeof want, "%s persistent=2x1", params("tma", "tma"));
+  apply_on(&hopper, want);
+  char *src = kc_check(f, 2, in, 2e-2); /* A's box: K, the row in the batch, the batch */
+  cr_expect(strstr(src, "&cf_tmap0, &T2_mbar[(((i0 + i1) + i14) % 4)], (int)((i14 * 64)), (int)(0), (int)(((i0 * 2) + blockIdx.y)));"),
+            "%s", src);
+  free(src);
+  fresh();
+  KcInput in2[2] = {{CF_HALF, 2, {100, 64}, NULL}, {CF_HALF, 3, {2, 64, 256}, NULL}};
+  a = tu_input(f, CF_HALF, 2, in2[0].sizes), b = tu_input(f, CF_HALF, 3, in2[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  apply_on(&hopper, params("tma", "tma"));
+  free(kc_check(f, 2, in2, 2e-2));
+}
+
 /* The kernel IR and the CUDA text of the exact tile: per K tile of 64, a barrier with
  * fence.proxy.async before it, then the 128 accumulator registers pinned and wgmma.fence,
  * four wgmmas (one per 16 of K) from descriptors (A K-major: SBO 1024, 128-byte swizzle,
