@@ -22,8 +22,6 @@ import argparse
 import math
 import sys
 
-import torch
-import torch._dynamo
 import torch_common as tc
 
 from cfuser import DataType, FusionDefinition
@@ -31,7 +29,8 @@ from cfuser import DataType, FusionDefinition
 WEIGHTS = ((4096, 4096), (4096, 11008), (11008, 4096))
 TOKENS = (16, 128, 1024, 8192)
 SQUARES = (2048, 4096, 8192)
-DTYPES = {"bf16": (DataType.BFloat16, torch.bfloat16, 2e-2), "f16": (DataType.Half, torch.float16, 4e-3)}
+DTYPES = {"bf16": (DataType.BFloat16, "bfloat16", 2e-2), "f16": (DataType.Half, "float16", 4e-3)}  # torch's by name:
+# torch is imported where it is used, so the arguments parse (and are tested) without it
 
 
 def default_shapes():
@@ -47,15 +46,21 @@ def definition(cdt, gelu):
 
 
 def gelu_fn(x, w, b):
+    import torch
+
     return torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b))
 
 
 def bias_fn(x, w, b):
+    import torch
+
     return torch.nn.functional.linear(x, w, b)
 
 
 def wrong(out, ins, tol, gelu):
     """None when out equals [gelu](x @ w^T + b) in double to within tol (relative to |ref| + 1)."""
+    import torch
+
     x, w, b = (t.double() for t in ins)
     ref = x @ w.t() + b
     ref = torch.nn.functional.gelu(ref) if gelu else ref
@@ -64,7 +69,10 @@ def wrong(out, ins, tol, gelu):
 
 
 def run_case(dt, shape, a):
-    cdt, tdt, tol = DTYPES[dt]
+    import torch
+
+    cdt, tname, tol = DTYPES[dt]
+    tdt = getattr(torch, tname)
     m, k, n = shape
     g = torch.Generator(device="cuda").manual_seed(m + 7 * k + 13 * n)
     ins = [torch.randn(*s, device="cuda", generator=g).to(tdt) for s in ((m, k), (n, k), (n,))]
@@ -108,6 +116,9 @@ def parse(argv):
 
 def main(argv=None):
     a = parse(argv)
+    import torch
+    import torch._dynamo
+
     if not torch.cuda.is_available():
         sys.exit("linear_gelu.py needs torch with a CUDA device")
     torch._dynamo.config.automatic_dynamic_shapes = False  # every shape its own static graph
