@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "executor/fusion_cache.h"
 #include "test_util.h"
 
 typedef struct KcInput {
@@ -51,6 +52,36 @@ static inline void kc_compare(DLManagedTensor **got, DLManagedTensor **want, int
                        : cf_tensor_allclose(&got[i]->dl_tensor, &want[i]->dl_tensor, tol, tol, msg, sizeof msg);
     cr_expect(ok, "%s%s: output %d differs from the reference evaluator %s", kc_label, where, i, msg);
   }
+}
+
+/* Define and run against the evaluator: f through a fusion cache on the host backend,
+ * planned for dev (NULL: the default description), its inputs made from in (random, seeds
+ * seed, seed + 1, ..), every output equal to the evaluator's within tol (`where` names the
+ * case in a failure). Returns the cache, its last plan readable (kc_plan_text); the caller
+ * destroys it. */
+static inline cf_fusion_cache *kc_define_and_run(cf_fusion *f, const SchedDevice *dev, int n, const KcInput *in,
+                                                 uint64_t seed, double tol, const char *where) {
+  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_not_null(c);
+  if (dev) fc_set_device(c, dev);
+  tu_assert_io_fits(f, n);
+  DLManagedTensor *t[TU_MAX_IO] = {0}, *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
+  const DLTensor *ins[TU_MAX_IO];
+  for (int i = 0; i < n; i++) ins[i] = &(t[i] = kc_make_input(&in[i], seed + (uint64_t)i))->dl_tensor;
+  int nout = cf_fusion_num_outputs(f);
+  cr_assert_eq(cf_fusion_execute(c, n, ins, nout, got), CF_OK, "%s: %s", where, cf_fusion_cache_error(c));
+  cr_assert_eq(cf_fusion_evaluate(f, n, ins, want), CF_OK, "%s", cf_fusion_error(f));
+  kc_compare(got, want, nout, tol, where);
+  for (int i = 0; i < TU_MAX_IO; i++) cf_tensor_free(t[i]), cf_tensor_free(got[i]), cf_tensor_free(want[i]);
+  return c;
+}
+
+/* The cache's last plan, a line per segment "<indent><row>: <params>" (caller frees). */
+static inline char *kc_plan_text(cf_fusion_cache *c, const char *indent) {
+  StrBuf plan = {0};
+  for (int s = 0; s < cf_fusion_cache_last_segments(c); s++)
+    sb_printf(&plan, "%s%s: %s\n", indent, cf_fusion_cache_last_scheduler(c, s), cf_fusion_cache_last_params(c, s));
+  return sb_take(&plan);
 }
 
 /* Compiles for `arch` (e.g. "sm_90a", "sm_80") with NVRTC; returns the generated source

@@ -99,24 +99,7 @@ static inline void refused(int n, const KcInput *in, const char *want_why) {
  * set) and compares every output with the evaluator's of f itself: the schedulers'
  * rewrites (recomputation, the online softmax) are checked against the user's math. */
 static inline cf_fusion_cache *execute_vs_eval(int n, const KcInput *in, double tol) {
-  cf_executor_options host = {.backend = CF_BACKEND_HOST};
-  cf_fusion_cache *c = cf_fusion_cache_create(f, &host);
-  cr_assert_not_null(c);
-  if (sc_dev) fc_set_device(c, sc_dev);
-  tu_assert_io_fits(f, n);
-  DLManagedTensor *t[TU_MAX_IO] = {0}, *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
-  const DLTensor *ins[TU_MAX_IO];
-  for (int i = 0; i < n; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 90 + (uint64_t)i))->dl_tensor;
-  int nout = cf_fusion_num_outputs(f);
-  cr_assert_eq(cf_fusion_execute(c, n, ins, nout, got), CF_OK, "%s", cf_fusion_cache_error(c));
-  cr_assert_eq(cf_fusion_evaluate(f, n, ins, want), CF_OK, "%s", cf_fusion_error(f));
-  for (int o = 0; o < nout; o++) {
-    char msg[256] = "";
-    cr_expect(cf_tensor_allclose(&got[o]->dl_tensor, &want[o]->dl_tensor, tol, tol, msg, sizeof msg), "output %d: %s",
-              o, msg);
-  }
-  for (int i = 0; i < TU_MAX_IO; i++) cf_tensor_free(t[i]), cf_tensor_free(got[i]), cf_tensor_free(want[i]);
-  return c;
+  return kc_define_and_run(f, sc_dev, n, in, 90, tol, "define and run");
 }
 
 /* A fusion input, symbolic (sizes NULL) or of the given sizes. */

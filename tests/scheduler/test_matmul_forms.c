@@ -99,26 +99,13 @@ static char *run_form(const Form *fm, uint64_t seed) {
   if (fm->gelu) y = cf_gelu(f, y);
   if (fm->residual) y = cf_add(f, y, t[nin - 1]);
   cf_fusion_add_output(f, fm->to_float ? cf_cast(f, y, CF_FLOAT) : y);
-  cf_fusion_cache *fc = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
-  cr_assert_not_null(fc);
-  fc_set_device(fc, &fm->dev);
-  DLManagedTensor *x[4] = {0}, *got = NULL, *want = NULL;
-  const DLTensor *ins[4];
-  for (int i = 0; i < nin; i++) ins[i] = &(x[i] = kc_make_input(&in[i], seed * 4 + (uint64_t)i))->dl_tensor;
-  cr_assert_eq(cf_fusion_execute(fc, nin, ins, 1, &got), CF_OK, "seed %llu: %s", (unsigned long long)seed,
-               cf_fusion_cache_error(fc));
-  cr_assert_eq(cf_fusion_evaluate(f, nin, ins, &want), CF_OK, "%s", cf_fusion_error(f));
-  char msg[256] = "";
-  cr_expect(cf_tensor_allclose(&got->dl_tensor, &want->dl_tensor, 3e-2, 3e-2, msg, sizeof msg), "seed %llu: %s",
-            (unsigned long long)seed, msg);
-  StrBuf plan = {0};
-  for (int s = 0; s < cf_fusion_cache_last_segments(fc); s++)
-    sb_printf(&plan, "  %s: %s\n", cf_fusion_cache_last_scheduler(fc, s), cf_fusion_cache_last_params(fc, s));
-  for (int i = 0; i < nin; i++) cf_tensor_free(x[i]);
-  cf_tensor_free(got), cf_tensor_free(want);
+  char where[48];
+  snprintf(where, sizeof where, "seed %llu", (unsigned long long)seed);
+  cf_fusion_cache *fc = kc_define_and_run(f, &fm->dev, nin, in, seed * 4, 3e-2, where);
+  char *plan = kc_plan_text(fc, "  ");
   cf_fusion_cache_destroy(fc);
   cf_fusion_destroy(f);
-  return sb_take(&plan);
+  return plan;
 }
 
 /* How many of the cases' plans took each branch (the test says which it reached). */

@@ -34,23 +34,10 @@ static SchedDevice eight_sms(void) {
  * to the evaluator's; returns the plan, a line per segment "row: params" (caller frees). */
 static char *plan_of(const SchedDevice *dev, int n, const KcInput *in, double tol) {
   if (getenv("SPLIT_K_PRINT")) cf_fusion_print_math(f, stdout);
-  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
-  cr_assert_not_null(c);
-  fc_set_device(c, dev);
-  DLManagedTensor *t[4] = {0}, *got[2] = {0}, *want[2] = {0};
-  const DLTensor *ins[4];
-  for (int i = 0; i < n; i++) ins[i] = &(t[i] = kc_make_input(&in[i], 40 + (uint64_t)i))->dl_tensor;
-  cr_assert_eq(cf_fusion_execute(c, n, ins, 1, got), CF_OK, "%s", cf_fusion_cache_error(c));
-  cr_assert_eq(cf_fusion_evaluate(f, n, ins, want), CF_OK, "%s", cf_fusion_error(f));
-  char msg[256] = "";
-  cr_expect(cf_tensor_allclose(&got[0]->dl_tensor, &want[0]->dl_tensor, tol, tol, msg, sizeof msg), "%s", msg);
-  StrBuf plan = {0};
-  for (int s = 0; s < cf_fusion_cache_last_segments(c); s++)
-    sb_printf(&plan, "%s: %s\n", cf_fusion_cache_last_scheduler(c, s), cf_fusion_cache_last_params(c, s));
-  for (int i = 0; i < n; i++) cf_tensor_free(t[i]);
-  cf_tensor_free(got[0]), cf_tensor_free(want[0]);
+  cf_fusion_cache *c = kc_define_and_run(f, dev, n, in, 40, tol, "split-K");
+  char *plan = kc_plan_text(c, "");
   cf_fusion_cache_destroy(c);
-  return sb_take(&plan);
+  return plan;
 }
 
 /* gelu(x @ w^T + bias), x [m, k], w [n, k], bias [n], of dtype dt. */
