@@ -400,8 +400,10 @@ const char *ir_op_form(IrOp op, bool cuda);
 /* Whether op's value is its one operand's, converted to the output dtype (its form is "%0"
  * in both dialects: the moves and casts, set, broadcast, permute, slice, cast, ...). */
 bool ir_op_passes_operand(IrOp op);
-/* The copies a vectorized access may move: set, and broadcast (the operand's elements in
- * their order, axes of extent 1 added), the ops lowering makes vector copies of. */
+/* The copies a vectorized access may move: set, broadcast (the operand's elements in
+ * their order, axes of extent 1 added) and permute (the axes reordered: a vector along an
+ * axis innermost in both, as analysis/'s access rules require of every vector), the ops
+ * lowering makes vector copies of. */
 bool ir_op_is_vector_copy(IrOp op);
 
 /* ---- values ----------------------------------------------------------------------------- */

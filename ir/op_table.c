@@ -50,7 +50,7 @@ OpKind ir_op_kind(IrOp op) { return valid(op) ? op_table[op].kind : OPK_TRANSFOR
 IrTypeRule ir_op_type_rule(IrOp op) { return valid(op) ? op_table[op].rule : TR_NONE; }
 IrEvalFn ir_op_eval(IrOp op) { return valid(op) ? op_table[op].eval : ir_ev_none; }
 const char *ir_op_form(IrOp op, bool cuda) { return !valid(op) ? "" : cuda ? op_table[op].cuda : op_table[op].host; }
-bool ir_op_is_vector_copy(IrOp op) { return op == OP_SET || op == OP_BROADCAST; }
+bool ir_op_is_vector_copy(IrOp op) { return op == OP_SET || op == OP_BROADCAST || op == OP_PERMUTE; }
 bool ir_op_passes_operand(IrOp op) { return !strcmp(ir_op_form(op, true), "%0") && !strcmp(ir_op_form(op, false), "%0"); }
 
 bool ir_op_is_math_function(IrOp op) { return ir_op_type_rule(op) == TR_FLOAT; }

@@ -102,7 +102,7 @@ static void check_tv(LowerCtx *c, Val *tv) {
     if (!ir_scalar_const_value(ID(id)->extent, &v)) fail_axis(c, tv, i, "its extent is not a constant");
     Expr *def = tv->def;
     if (!def || !ir_op_is_vector_copy(def->op))
-      fail_axis(c, tv, i, "only copies (set, broadcast) are vectorized");
+      fail_axis(c, tv, i, "only copies (set, broadcast, permute) are vectorized");
     Val *in = def->in[0];
     bool tmem = t->mem == CF_MEM_TENSOR || TV(in)->mem == CF_MEM_TENSOR;
     int bytes = (int)(v * (int64_t)cf_dtype_size(tv->dtype));

@@ -105,7 +105,7 @@ cf_status cf_tma_load(cf_fusion *f, cf_tv *handle) {
                        t->display_name, cf_memory_type_name(t->mem));
   if (!d || !ir_op_is_vector_copy(d->op) || d->in[0]->kind != VAL_TV || !ir_tv_is_input(f, d->in[0]) || d->in[0]->dtype != tv->dtype)
     return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv, "tma_load: %s is not a copy of a fusion input of its dtype "
-                       "(a set or a broadcast; cf_cache_after of the input makes one); TMA copies global memory as it is",
+                       "(a set, broadcast or permute; cf_cache_after of the input makes one); TMA copies global memory as it is",
                        t->display_name);
   t->tma_load = true;
   return CF_OK;

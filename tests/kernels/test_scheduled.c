@@ -181,3 +181,47 @@ Test(scheduled, shared_broadcast_in_a_promoted_thread_loop_has_a_slot_per_thread
   free(src);
   cf_fusion_destroy(f);
 }
+
+/* A permute that keeps the innermost axis innermost ([2, 3, 8] -> [3, 2, 8]) moves vectors
+ * like a set (ir_op_is_vector_copy): each thread's 4 floats contiguous on both sides, one
+ * vector access each, equal to the evaluator (split-K's permuted weight view fills its
+ * tiles so). */
+Test(scheduled, a_permute_keeping_the_innermost_axis_moves_vectors) {
+  cf_fusion *f = cf_fusion_create();
+  KcInput in[1];
+  int nin = 0;
+  cf_tv *x = kc_input(f, in, &nin, CF_FLOAT, 3, (int64_t[]){2, 3, 8});
+  cf_tv *y = cf_permute(f, x, 3, (int[]){1, 0, 2});
+  cf_fusion_add_output(f, y);
+  cf_split(f, y, 2, 4);
+  cf_parallelize(f, y, 0, CF_PT_BIDX);
+  cf_parallelize(f, y, 1, CF_PT_TIDY);
+  cf_parallelize(f, y, 2, CF_PT_TIDX);
+  cf_parallelize(f, y, 3, CF_PT_VECTORIZE);
+  char *src = kc_check(f, nin, in, 0);
+  cr_expect(strstr(src, "*reinterpret_cast<Array<float, 4>*>(&T1.data[(((blockIdx.x * 16) + (threadIdx.y * 8)) + (threadIdx.x * 4))]) = "
+                        "*reinterpret_cast<const Array<float, 4>*>(&T0.data[(((threadIdx.y * 24) + (blockIdx.x * 8)) + (threadIdx.x * 4))]);"),
+            "%s", src);
+  free(src);
+  cf_fusion_destroy(f);
+}
+
+/* A permute that moves the innermost axis ([8, 4] -> [4, 8]) has no vector along its
+ * output's innermost axis: refused, the tensor and axis named. */
+Test(scheduled, a_transposing_permute_is_not_vectorized) {
+  cf_fusion *f = cf_fusion_create();
+  KcInput in[1];
+  int nin = 0;
+  cf_tv *x = kc_input(f, in, &nin, CF_FLOAT, 2, (int64_t[]){8, 4});
+  cf_tv *y = cf_permute(f, x, 2, (int[]){1, 0});
+  cf_fusion_add_output(f, y);
+  cf_split(f, y, 1, 4);
+  cf_parallelize(f, y, 0, CF_PT_TIDY);
+  cf_parallelize(f, y, 2, CF_PT_VECTORIZE);
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_expect_eq(cf_executor_compile(e, f), CF_ERR_INVALID_SCHEDULE, "%s", cf_executor_error(e));
+  cr_expect_str_eq(cf_executor_error(e), "compile: cannot vectorize axis 2 (iV5{4}) of T1_g_float[ithreadIdx.y3{4}, iS4{2}, "
+                                         "iV5{4}]: the global tensor it reads is not contiguous along it");
+  cf_executor_destroy(e);
+  cf_fusion_destroy(f);
+}

@@ -100,7 +100,7 @@ Test(lower_errors, vectorize_a_computation) {
   cf_split(f, b, 0, 4);
   cf_parallelize(f, b, 1, CF_PT_VECTORIZE);
   expect_compile_error(CF_ERR_INVALID_SCHEDULE, "compile: cannot vectorize axis 1 (iV3{4}) of T1_g_float[iS2{4}, "
-                                                "iV3{4}]: only copies (set, broadcast) are vectorized");
+                                                "iV3{4}]: only copies (set, broadcast, permute) are vectorized");
 }
 
 Test(lower_errors, vectorize_a_non_divisible_split) {
