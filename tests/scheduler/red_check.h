@@ -76,29 +76,9 @@ static inline void rc_call_free(RcCall *c) {
 /* Runs an unscheduled copy of f through define and run on the host backend, planned for
  * dev, and compares its outputs with the evaluator's. */
 static inline void rc_define_and_run(cf_fusion *g, int n, const KcInput *in, const SchedDevice *dev, double tol) {
-  cf_executor_options host = {.backend = CF_BACKEND_HOST};
-  cf_fusion_cache *c = cf_fusion_cache_create(g, &host);
-  cr_assert(c);
-  fc_set_device(c, dev);
-  tu_assert_io_fits(g, n);
-  DLManagedTensor *t[TU_MAX_IO];
-  const DLTensor *ins[TU_MAX_IO];
-  for (int i = 0; i < n; i++) {
-    t[i] = kc_make_input(&in[i], 99 + (uint64_t)i);
-    ins[i] = &t[i]->dl_tensor;
-  }
-  int nout = cf_fusion_num_outputs(g);
-  DLManagedTensor *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
-  cr_assert_eq(cf_fusion_execute(c, n, ins, nout, got), CF_OK, "%s", cf_fusion_cache_error(c));
+  cf_fusion_cache *c = kc_define_and_run(g, dev, n, in, 99, tol, "define and run");
   cr_expect_eq(cf_fusion_cache_last_segments(c), 1);
   cr_expect_str_eq(cf_fusion_cache_last_scheduler(c, 0), rc_scheduler);
-  cr_assert_eq(cf_fusion_evaluate(g, n, ins, want), CF_OK, "%s", cf_fusion_error(g));
-  kc_compare(got, want, nout, tol, "define and run");
-  for (int i = 0; i < TU_MAX_IO; i++) {
-    if (i < n) cf_tensor_free(t[i]);
-    cf_tensor_free(got[i]);
-    cf_tensor_free(want[i]);
-  }
   cf_fusion_cache_destroy(c);
 }
 
