@@ -29,6 +29,10 @@
  * 11008 @ 11008x4096 84.8-85.4 / 49.2-50.5 / 41.1-41.6 (four slices are 256 blocks: two an
  * SM); where the tiles fill the SMs a split is slower (1024 x 11008 @ 11008x4096 133 ->
  * 166 in 4 slices) or no faster (16 x 4096 @ 4096x11008, 172 blocks: 41.5-44.1 -> 43-45).
+ * A linear's partials are [M, N, ks] (ks innermost), stored ks floats apart; partials [M,
+ * ks, N] (the weight's view permuted to [ks, N, K / ks]) were tried and measured slower
+ * (bench/results/split_k_layout_h200_20261129/: the permuted tile was filled through a
+ * register array, not by cp.async; 16 x 11008 -> 4096's matmul 28.6 -> 111 us).
  * The sums change order (each slice summed, then the slices), as cuBLAS's split-K does;
  * both in float. CFUSER_SPLIT_K=<ks> forces a split (0: never), for measuring.
  * Key decision: a rewrite into existing rows (a batched matmul and a reduction) rather
