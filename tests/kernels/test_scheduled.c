@@ -186,19 +186,24 @@ Test(scheduled, shared_broadcast_in_a_promoted_thread_loop_has_a_slot_per_thread
  * like a set (ir_op_is_vector_copy): each thread's 4 floats contiguous on both sides, one
  * vector access each, equal to the evaluator (split-K's permuted weight view fills its
  * tiles so). */
+/* f's output y = permute(x, perm) of a float input x of the given sizes (in[0]). */
+static cf_tv *permute_output(cf_fusion *f, KcInput *in, int rank, const int64_t *sizes, const int *perm) {
+  int nin = 0;
+  cf_tv *y = cf_permute(f, kc_input(f, in, &nin, CF_FLOAT, rank, sizes), rank, perm);
+  cf_fusion_add_output(f, y);
+  return y;
+}
+
 Test(scheduled, a_permute_keeping_the_innermost_axis_moves_vectors) {
   cf_fusion *f = cf_fusion_create();
   KcInput in[1];
-  int nin = 0;
-  cf_tv *x = kc_input(f, in, &nin, CF_FLOAT, 3, (int64_t[]){2, 3, 8});
-  cf_tv *y = cf_permute(f, x, 3, (int[]){1, 0, 2});
-  cf_fusion_add_output(f, y);
+  cf_tv *y = permute_output(f, in, 3, (int64_t[]){2, 3, 8}, (int[]){1, 0, 2});
   cf_split(f, y, 2, 4);
   cf_parallelize(f, y, 0, CF_PT_BIDX);
   cf_parallelize(f, y, 1, CF_PT_TIDY);
   cf_parallelize(f, y, 2, CF_PT_TIDX);
   cf_parallelize(f, y, 3, CF_PT_VECTORIZE);
-  char *src = kc_check(f, nin, in, 0);
+  char *src = kc_check(f, 1, in, 0);
   cr_expect(strstr(src, "*reinterpret_cast<Array<float, 4>*>(&T1.data[(((blockIdx.x * 16) + (threadIdx.y * 8)) + (threadIdx.x * 4))]) = "
                         "*reinterpret_cast<const Array<float, 4>*>(&T0.data[(((threadIdx.y * 24) + (blockIdx.x * 8)) + (threadIdx.x * 4))]);"),
             "%s", src);
@@ -211,10 +216,7 @@ Test(scheduled, a_permute_keeping_the_innermost_axis_moves_vectors) {
 Test(scheduled, a_transposing_permute_is_not_vectorized) {
   cf_fusion *f = cf_fusion_create();
   KcInput in[1];
-  int nin = 0;
-  cf_tv *x = kc_input(f, in, &nin, CF_FLOAT, 2, (int64_t[]){8, 4});
-  cf_tv *y = cf_permute(f, x, 2, (int[]){1, 0});
-  cf_fusion_add_output(f, y);
+  cf_tv *y = permute_output(f, in, 2, (int64_t[]){8, 4}, (int[]){1, 0});
   cf_split(f, y, 1, 4);
   cf_parallelize(f, y, 0, CF_PT_TIDY);
   cf_parallelize(f, y, 2, CF_PT_VECTORIZE);

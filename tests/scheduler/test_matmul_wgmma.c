@@ -398,6 +398,17 @@ Test(matmul_wgmma, a_narrow_block_tile_equals_the_evaluator) {
   free(kc_check(f, 2, in, 2e-2));
 }
 
+/* The row's plan of f for an H100 (132 SMs, 50 MiB of L2) from its " wgmma_wait=1" on: the
+ * pair stores, persistent windows and groups (static storage). */
+static const char *h100_plan_tail(void) {
+  static SchedParams p;
+  SchedCall call = {0, NULL, &sched_device_h100};
+  char why[SCHED_WHY_MAX] = "";
+  cr_assert(sched_row_named("matmul")->plan(f, &call, &p, why), "%s", why);
+  const char *tail = strstr(p.text, "wgmma_wait=1");
+  return tail ? tail : p.text;
+}
+
 /* The plan's tail on 132 SMs with 50 MiB of L2 (scheduler/matmul_mma.c): the outputs store
  * pairs where N is a multiple of 256; where the tiles outnumber the SMs, a persistent
  * kernel (persist_of) of gm x gn blocks looping over windows of as many M and N tiles (gm
@@ -422,13 +433,9 @@ Test(matmul_wgmma, the_plan_persists_or_groups_the_blocks) {
     int64_t sa[3] = {cases[i].b, cases[i].m, cases[i].k}, sb[3] = {cases[i].b, cases[i].k, cases[i].n};
     cf_tv *a = tu_input(f, CF_BFLOAT16, r, sa + 3 - r), *b = tu_input(f, CF_BFLOAT16, r, sb + 3 - r);
     cf_fusion_add_output(f, cf_matmul(f, a, b));
-    SchedCall call = {0, NULL, &sched_device_h100};
-    char why[SCHED_WHY_MAX] = "";
-    SchedParams p;
-    cr_assert(sched_row_named("matmul")->plan(f, &call, &p, why), "%s", why);
-    const char *tail = strstr(p.text, "wgmma_wait=1");
-    cr_expect(tail && !strcmp(tail, cases[i].tail), "%lld x %lld x %lld @ %lld: %s", (long long)cases[i].b,
-              (long long)cases[i].m, (long long)cases[i].k, (long long)cases[i].n, p.text);
+    const char *tail = h100_plan_tail();
+    cr_expect(!strcmp(tail, cases[i].tail), "%lld x %lld x %lld @ %lld: %s", (long long)cases[i].b,
+              (long long)cases[i].m, (long long)cases[i].k, (long long)cases[i].n, tail);
   }
 }
 
@@ -447,13 +454,9 @@ Test(matmul_wgmma, a_linear_persists_only_in_a_window_dividing_its_tiles) {
     int64_t sx[2] = {cases[i].m, cases[i].k}, sw[2] = {cases[i].n, cases[i].k}, sb[1] = {cases[i].n};
     cf_tv *x = tu_input(f, CF_BFLOAT16, 2, sx), *w = tu_input(f, CF_BFLOAT16, 2, sw), *b = tu_input(f, CF_BFLOAT16, 1, sb);
     cf_fusion_add_output(f, cf_gelu(f, cf_linear(f, x, w, b)));
-    SchedCall call = {0, NULL, &sched_device_h100};
-    char why[SCHED_WHY_MAX] = "";
-    SchedParams p;
-    cr_assert(sched_row_named("matmul")->plan(f, &call, &p, why), "%s", why);
-    const char *tail = strstr(p.text, "wgmma_wait=1");
-    cr_expect(tail && !strcmp(tail, cases[i].tail), "%lld x %lld -> %lld: %s", (long long)cases[i].m,
-              (long long)cases[i].k, (long long)cases[i].n, p.text);
+    const char *tail = h100_plan_tail();
+    cr_expect(!strcmp(tail, cases[i].tail), "%lld x %lld -> %lld: %s", (long long)cases[i].m, (long long)cases[i].k,
+              (long long)cases[i].n, tail);
   }
 }
 
@@ -478,6 +481,21 @@ Test(matmul_wgmma, grouped_blocks_equal_the_evaluator) {
   free(src);
 }
 
+/* bfloat16 [m, 320] @ [320, n] planned on dev as the TMA schedule with this tail (its
+ * persistent window) and applied; equal to the evaluator, its source holding `holds`. */
+static void persistent_case(const SchedDevice *dev, int64_t m, int64_t n, const char *tail, const char *holds) {
+  fresh();
+  KcInput in[2] = {{CF_BFLOAT16, 2, {m, 320}, NULL}, {CF_BFLOAT16, 2, {320, n}, NULL}};
+  cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
+  cf_fusion_add_output(f, cf_matmul(f, a, b));
+  char want[256];
+  snprintf(want, sizeof want, "%s%s", params("tma", "tma"), tail);
+  apply_on(dev, want);
+  char *src = kc_check(f, 2, in, 3e-2);
+  cr_expect(strstr(src, holds), "%s", src);
+  free(src);
+}
+
 /* A persistent kernel runs equal to the evaluator (two SMs; scheduler/matmul_mma.c's
  * persist_of): 6 M tiles of an odd M (the last partial) and 2 N tiles are 1 x 2 blocks,
  * each looping over the 6 M tiles of its N tile; 2 M tiles and 3 N tiles are 2 x 1 blocks
@@ -490,16 +508,7 @@ Test(matmul_wgmma, persistent_blocks_equal_the_evaluator) {
       {700, 512, " persistent=1x2", "(int)(((i0 + blockIdx.y) * 128))"},
       {200, 768, " persistent=2x1", "(int)(((i1 + blockIdx.x) * 256))"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    fresh();
-    KcInput in[2] = {{CF_BFLOAT16, 2, {cases[i].m, 320}, NULL}, {CF_BFLOAT16, 2, {320, cases[i].n}, NULL}};
-    cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
-    cf_fusion_add_output(f, cf_matmul(f, a, b));
-    char want[256];
-    snprintf(want, sizeof want, "%s%s", params("tma", "tma"), cases[i].tail);
-    apply_on(&hopper, want);
-    char *src = kc_check(f, 2, in, 3e-2);
-    cr_expect(strstr(src, cases[i].tile), "%s", src);
-    free(src);
+    persistent_case(&hopper, cases[i].m, cases[i].n, cases[i].tail, cases[i].tile);
     if (i) continue;
     /* the split at the kernel's start, each side its own copy of the tile loops; the
      * producer's first S fills of the block wait for nothing, the readers' first release
@@ -535,18 +544,9 @@ Test(matmul_wgmma, persistent_windows_past_the_tiles_equal_the_evaluator) {
       {4, 600, 512, " persistent=2x2", "(((((((i0 * 32) + (blockIdx.y * 16)) + (threadIdx.y * 8)) + ((threadIdx.x / 32) * 2)) + i11) < 75)"},
       {2, 100, 768, " persistent=1x2", "(((i1 * 2) + blockIdx.x) < 3)"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    fresh();
-    KcInput in[2] = {{CF_BFLOAT16, 2, {cases[i].m, 320}, NULL}, {CF_BFLOAT16, 2, {320, cases[i].n}, NULL}};
-    cf_tv *a = tu_input(f, CF_BFLOAT16, 2, in[0].sizes), *b = tu_input(f, CF_BFLOAT16, 2, in[1].sizes);
-    cf_fusion_add_output(f, cf_matmul(f, a, b));
     SchedDevice dev = hopper;
     dev.sm_count = cases[i].sms;
-    char want[256];
-    snprintf(want, sizeof want, "%s%s", params("tma", "tma"), cases[i].tail);
-    apply_on(&dev, want);
-    char *src = kc_check(f, 2, in, 3e-2);
-    cr_expect(strstr(src, cases[i].guard), "%s", src);
-    free(src);
+    persistent_case(&dev, cases[i].m, cases[i].n, cases[i].tail, cases[i].guard);
   }
 }
 
