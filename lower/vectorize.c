@@ -1,5 +1,5 @@
 /* lower/vectorize.c: the validate_vectorize pass. Validates vectorized axes before loops are built:
- * a Vectorize axis must be the innermost loop axis of a copy (set, broadcast), of constant
+ * a Vectorize axis must be the innermost loop axis of a copy (set, broadcast, permute), of constant
  * extent, made by divisible splits (the one it comes from and those above it up to the
  * logical axis), at most 16 bytes (tensor-memory accesses go up to 512 bytes
  * and are checked by the tmem_pattern pass), and over global memory it must walk the

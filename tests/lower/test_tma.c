@@ -172,8 +172,8 @@ Test(tma, the_primitive_refuses_what_is_not_a_tile_of_an_input) {
   cf_fusion_add_output(f, cf_neg(f, c));
   cf_set_memory_type(f, c, CF_MEM_SHARED);
   cr_expect_eq(cf_tma_load(f, c), CF_ERR_INVALID_SCHEDULE);
-  cr_expect(strstr(cf_fusion_error(f), "tma_load: T1 is not a copy of a fusion input of its dtype (a set or a broadcast; "
-                                       "cf_cache_after of the input makes one); TMA copies global memory as it is"),
+  cr_expect(strstr(cf_fusion_error(f), "tma_load: T1 is not a copy of a fusion input of its dtype (a set, broadcast or "
+                                       "permute; cf_cache_after of the input makes one); TMA copies global memory as it is"),
             "%s", cf_fusion_error(f));
   cf_fusion_destroy(f);
   f = cf_fusion_create();
