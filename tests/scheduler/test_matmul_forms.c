@@ -1,8 +1,9 @@
 /* Matmul forms as users write them, drawn at random and run by define and run on Hopper
  * descriptions of several sizes (the host backend emulating wgmma, TMA and mbarriers),
  * each result equal to the evaluator's: cf_matmul or cf_linear, with or without a bias,
- * gelu, a residual added and a cast of the output to float; matmuls batched (A alone, or
- * both) or of a transposed A; half or bfloat16; M, N and K from lists that reach each
+ * gelu, a residual added and a cast of the output to float; matmuls batched (A alone, B
+ * alone or both: a batch of one operand alone is merged into its M or N, filled by TMA
+ * where no tile crosses a batch) or of a transposed A; half or bfloat16; M, N and K from lists that reach each
  * branch of the matmul row's plan and of the rewrites before it: block tiles of N 64, 128
  * and 256, pair stores where N is a multiple of the tile, TMA fills and the producer
  * warpgroup, groups of M tiles where B outgrows a scaled-down L2, persistent windows where
@@ -32,8 +33,8 @@ typedef struct Form {
   bool residual;     /* + r [.., M, N], an input of the operands' dtype */
   bool to_float;     /* the output cast to float */
   bool transposed;   /* matmul: A given as [K, M], permuted */
-  int64_t batch;     /* matmul: A [batch, M, K] (1: 2-D); B too when batch_b */
-  bool batch_b;
+  int64_t batch;     /* matmul: A [batch, M, K] (1: 2-D); B too when batch_b; B alone when b_only */
+  bool batch_b, b_only;
   cf_dtype dt;
   int64_t m, n, k;
   SchedDevice dev;
@@ -61,7 +62,12 @@ static Form draw(uint64_t seed) {
     fm.transposed = !fm.linear && (e >> 4) % 4 == 0;
     fm.batch = fm.linear || fm.transposed || (e >> 6) % 3 ? 1 : 2 + (int64_t)((e >> 8) % 2);
     fm.batch_b = fm.batch > 1 && (e >> 9) % 2;
+    fm.b_only = fm.batch > 1 && !fm.batch_b && (e >> 10) % 3 == 0; /* bits no earlier draw read: old seeds keep their forms */
     fm.m = pick(&s, ms, 7), fm.n = pick(&s, ns, 7);
+    if (fm.batch > 1 && !fm.batch_b && (e >> 12) % 2) { /* the merged M (N) in whole tiles: TMA boxes per batch */
+      if (fm.b_only) fm.n = 256 * (1 + (int64_t)((e >> 13) % 2));
+      else fm.m = 128 * (1 + (int64_t)((e >> 13) % 2));
+    }
     int64_t padded = ((fm.m + 127) / 128) * 128 * ((fm.n + 63) / 64) * 64, fit = 0;
     while (fit < 6 && padded * ks[fit] <= FORMS_MAX_PADDED_MACS) fit++; /* K within the cap */
     fm.k = fit ? pick(&s, ks, (int)fit) : ks[5];
@@ -84,10 +90,10 @@ static char *run_form(const Form *fm, uint64_t seed) {
   bool batched = fm->batch > 1;
   /* A: [batch?, M, K], or [K, M] transposed; B: [N, K] (linear), [batch?, K, N] */
   if (fm->transposed) in[nin++] = (KcInput){fm->dt, 2, {fm->k, fm->m}, NULL};
-  else if (batched) in[nin++] = (KcInput){fm->dt, 3, {fm->batch, fm->m, fm->k}, NULL};
+  else if (batched && !fm->b_only) in[nin++] = (KcInput){fm->dt, 3, {fm->batch, fm->m, fm->k}, NULL};
   else in[nin++] = (KcInput){fm->dt, 2, {fm->m, fm->k}, NULL};
   if (fm->linear) in[nin++] = (KcInput){fm->dt, 2, {fm->n, fm->k}, NULL};
-  else if (fm->batch_b) in[nin++] = (KcInput){fm->dt, 3, {fm->batch, fm->k, fm->n}, NULL};
+  else if (fm->batch_b || fm->b_only) in[nin++] = (KcInput){fm->dt, 3, {fm->batch, fm->k, fm->n}, NULL};
   else in[nin++] = (KcInput){fm->dt, 2, {fm->k, fm->n}, NULL};
   if (fm->bias) in[nin++] = (KcInput){fm->dt, 1, {fm->n}, NULL};
   if (fm->residual && batched) in[nin++] = (KcInput){fm->dt, 3, {fm->batch, fm->m, fm->n}, NULL};
@@ -135,7 +141,7 @@ Test(matmul_forms, random_forms_run_like_the_evaluator, .timeout = 600) {
     if (getenv("MATMUL_FORMS_PRINT"))
       printf("seed %llu: %s %s batch=%lld%s m=%lld n=%lld k=%lld bias=%d gelu=%d residual=%d float=%d transposed=%d "
              "sms=%d l2=%lld\n%s", (unsigned long long)seed, fm.linear ? "linear" : "matmul", cf_dtype_name(fm.dt),
-             (long long)fm.batch, fm.batch_b ? "(both)" : "", (long long)fm.m, (long long)fm.n, (long long)fm.k, fm.bias,
+             (long long)fm.batch, fm.batch_b ? "(both)" : fm.b_only ? "(B)" : "", (long long)fm.m, (long long)fm.n, (long long)fm.k, fm.bias,
              fm.gelu, fm.residual, fm.to_float, fm.transposed, fm.dev.sm_count, (long long)fm.dev.l2_bytes, plan);
     free(plan);
   }
