@@ -6,9 +6,9 @@
  * parallel type; a TensorView's root, logical, allocation and loop domains, contiguity,
  * memory type, compute-at, max-producer and TMEM positions, strides and name), every Expr
  * (op, operands, results and the attributes of its op), the inputs, the outputs, the
- * schedule's signed-coordinates choice, the TMEM regions, the backend and the architecture. References are dense ids, so the bytes are
- * linear in the size of the fusion and two fusions built by the same calls have the same
- * bytes. Key decisions: nothing is printed (printing loses constants: %g made 1.0000002
+ * schedule's signed-coordinates choice, the TMEM regions, the backend and the
+ * architecture. References are dense ids, so the bytes are linear in the size of the
+ * fusion and two fusions built by the same calls have the same bytes. Key decisions: nothing is printed (printing loses constants: %g made 1.0000002
  * and 1.0000001 one kernel, and costs more than lowering for large fusions); the cache
  * compares the whole byte string on a hash match, so a collision cannot return a wrong
  * kernel. */

@@ -172,7 +172,6 @@ static int64_t mm_role_extent(const MmMatch *m, int k) {
   return n;
 }
 
-/* Whether the product runs on tensor cores (matmul_mma.c): half or bfloat16 operands. */
 /* The extent of the innermost axis of role k where the role is several axes (-1 when
  * symbolic); 0 where it is one. */
 static int64_t mm_role_span(const MmMatch *m, int k) {
@@ -182,6 +181,7 @@ static int64_t mm_role_span(const MmMatch *m, int k) {
   return 0;
 }
 
+/* Whether the product runs on tensor cores (matmul_mma.c): half or bfloat16 operands. */
 static bool mm_uses_mma(const MmMatch *m, const SchedCall *call, MmaTiles *t) {
   t->batch = m->count[MM_BATCH] > 0;
   const SchedDevice *dev = call && call->dev ? call->dev : sched_device_default();
