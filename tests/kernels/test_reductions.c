@@ -164,10 +164,11 @@ Test(reductions, two_d_block_reducing_y_only) {
  * warps. Sum of 8 columns over 64 rows; max of 2 columns over 16 rows (one warp); Welford
  * states of 4 columns over 8 rows beside 2 groups on threadIdx.z. */
 static void expect_y_shuffles(char *src, int bx) {
-  char loop[64];
+  char loop[64], writer[64]; /* the block's width printed as the constant it is */
   snprintf(loop, sizeof loop, "for (int cf_o = 16; cf_o >= %d; cf_o >>= 1)", bx);
+  snprintf(writer, sizeof writer, "if ((int)threadIdx.y %% (32 / %d) == 0)", bx);
   cr_expect(strstr(src, loop) != NULL, "no `%s` in:\n%s", loop, src);
-  cr_expect(strstr(src, "if ((int)threadIdx.y % (32 / (int)blockDim.x) == 0)") != NULL, "no first-row writer in:\n%s", src);
+  cr_expect(strstr(src, writer) != NULL, "no first-row writer `%s` in:\n%s", writer, src);
   cr_expect(strstr(src, "cf_s >>= 1") == NULL, "a tree step in:\n%s", src);
   free(src);
 }

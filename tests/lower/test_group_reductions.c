@@ -267,8 +267,8 @@ Test(group_reductions, warp_shuffles_in_one_grouped_reduction) {
   free(ir);
   char *src = kc_check(f, 1, &in, 1e-4);
   cr_expect_eq(count(src, "__syncthreads();"), 2, "%s", src);
-  cr_expect(strstr(src, "if ((int)threadIdx.y % (32 / (int)blockDim.x) == 0) for (int cf_j = 0; cf_j < 4; ++cf_j) "
-                        "W1[cf_j * cf_rt + cf_rb + (int)threadIdx.y / (32 / (int)blockDim.x)] = a1[cf_j];") != NULL,
+  cr_expect(strstr(src, "if ((int)threadIdx.y % (32 / 8) == 0) for (int cf_j = 0; cf_j < 4; ++cf_j) "
+                        "W1[cf_j * cf_rt + cf_rb + (int)threadIdx.y / (32 / 8)] = a1[cf_j];") != NULL,
             "%s", src);
   free(src);
 }
