@@ -83,6 +83,8 @@ static void buffers(Emitter *e) {
       char *off = cg_expr(e, t->smem_offset);
       cg_line(e, "%s* %s = reinterpret_cast<%s*>(cf_smem + %s);", cg_ctype(t->dtype), t->name, cg_ctype(t->dtype), off);
       free(off);
+    } else if (t->mem == CF_MEM_LOCAL && t->spill) { /* the registers' part; T_s holds the rest */
+      cg_line(e, "alignas(16) %s %s[%lld];", cg_ctype(t->dtype), t->name, (long long)t->reg_elems);
     } else if (t->mem == CF_MEM_LOCAL) {
       cg_line(e, "alignas(16) %s %s[%s];", cg_ctype(t->dtype), t->name, size);
     }
@@ -130,8 +132,42 @@ static bool async_proxy(Emitter *e, const KNode *n) {
   }
 }
 
+/* An element of a tensor spilled to shared memory: cf_spill_at picks its part. */
+static void element(Emitter *e, const KTensor *t, const char *index, bool is_write) {
+  if (!t->spill) {
+    cg_element(e, t, index, is_write);
+    return;
+  }
+  int64_t part = 0, size = 0; /* both constants (shared_spill.c): the shared part has a chunk a thread */
+  kx_is_const(t->spill->size, &part);
+  kx_is_const(t->size, &size);
+  int64_t threads = part / (size - t->reg_elems);
+  sb_printf(&e->out, "(*cf_spill_at<%lld, %d, %lld>(%s, %s, %s))", (long long)t->reg_elems, 16 / (int)cf_dtype_size(t->dtype),
+            (long long)threads, t->name, t->spill->name, index);
+}
+
+/* A fill of a spilled tensor: the registers' chunks copied, the shared ones by cp.async. */
+static void spill_fill(Emitter *e, const KNode *n, const char *dst, const char *src) {
+  char *idx = cg_expr(e, n->u.op.out.index);
+  cg_line(e, "if ((%s) < %lld) {", idx, (long long)n->u.op.out.t->reg_elems);
+  e->indent++;
+  vector_copy(e, n, dst, src);
+  e->indent--;
+  cg_line(e, "} else {");
+  e->indent++;
+  cg_line(e, "asm volatile(\"cp.async.cg.shared.global [%%0], [%%1], 16;\" :: \"r\"((uint32_t)__cvta_generic_to_shared(&%s)), "
+          "\"l\"(&%s) : \"memory\");", dst, src);
+  e->indent--;
+  cg_line(e, "}");
+  free(idx);
+}
+
 static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *src) {
   if (async_proxy(e, n)) return;
+  if (n->kind == KN_OP && n->u.op.out.t->spill) {
+    spill_fill(e, n, dst, src);
+    return;
+  }
   if (n->kind == KN_ASYNC_COMMIT) cg_line(e, "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
   else if (n->kind == KN_ASYNC_WAIT)
     cg_line(e, "asm volatile(\"cp.async.wait_group %%0;\" :: \"n\"(%d) : \"memory\");", n->u.async.pending);
@@ -297,7 +333,7 @@ static void mma(Emitter *e, const KNode *n) {
 }
 
 const Dialect cg_cuda_dialect = {"cuda",  preamble,    signature,  buffers,    epilogue,   cg_sync,
-                                 cg_element, vector_copy, cg_convert, tmem_admin, tmem_access, true, mma, cp_async,
+                                 element,    vector_copy, cg_convert, tmem_admin, tmem_access, true, mma, cp_async,
                                  cg_tcgen05_cuda};
 
 char *cg_cuda_source(const KKernel *k, const char **unmarked) { return cg_generate(k, &cg_cuda_dialect, unmarked); }

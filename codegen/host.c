@@ -171,7 +171,10 @@ static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char
 /* cp.async: the copy is queued in the thread's open group and done at the wait that
  * completes it (host_async.h), its shared-memory write recorded then. */
 static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *src) {
-  (void)dst;
+  if (n->kind == KN_OP && n->u.op.out.t->spill) { /* the host keeps a spilled tensor whole (shared_spill.c) */
+    vector_copy(e, n, dst, src);
+    return;
+  }
   switch (n->kind) { /* wgmma completes at its wait here (host_wgmma.h), as cp.async does */
   case KN_SYNC: cg_line(e, "/* fence.proxy.async.shared::cta */"); return;
   case KN_WGMMA_FENCE: cg_line(e, "/* wgmma.fence */"); return;

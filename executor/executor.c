@@ -200,7 +200,10 @@ static int cooperative_blocks_per_sm(const KKernel *k) {
  * a parameter's data lives, so the kernel could read memory the backend cannot. */
 static cf_status generate(cf_executor *e, Compiled *c, cf_backend backend) {
   const char *unmarked = NULL;
-  if (backend != CF_BACKEND_HOST) c->k->min_blocks_per_sm = cooperative_blocks_per_sm(c->k);
+  if (backend != CF_BACKEND_HOST) {
+    int coop = cooperative_blocks_per_sm(c->k), planned = c->k->planned_blocks_per_sm;
+    c->k->min_blocks_per_sm = coop > planned ? coop : planned;
+  }
   c->source = backend == CF_BACKEND_HOST ? cg_host_source(c->k, &unmarked) : cg_cuda_source(c->k, &unmarked);
   if (!c->source) return exec_error(e, CF_ERR_OUT_OF_MEMORY, "compile: out of memory generating the source");
   if (unmarked)

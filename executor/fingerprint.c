@@ -66,8 +66,8 @@ static void fp_tv(Fp *b, const TensorView *t) {
   fp_i64(b, t->contiguity ? nc : -1);
   if (t->contiguity) fp_bytes(b, t->contiguity, (size_t)nc);
   fp_refs(b, t->loop, t->nloop);
-  int64_t pos[10] = {t->mem,        t->ca_pos,   t->max_producer_pos, t->tmem_dim_sep, t->has_strides,
-                     t->nlogical, t->cb_stages, t->cb_prefetch,        t->tma_load,     t->ws_pt};
+  int64_t pos[11] = {t->mem,        t->ca_pos,   t->max_producer_pos, t->tmem_dim_sep, t->has_strides, t->nlogical,
+                     t->cb_stages, t->cb_prefetch, t->tma_load,      t->ws_pt,        t->reg_elems};
   fp_bytes(b, pos, sizeof pos);
   if (t->has_strides) fp_refs(b, t->strides, t->nlogical);
   fp_str(b, t->display_name);
@@ -162,6 +162,7 @@ static void fp_fusion(Fp *b, cf_fusion *f) {
   fp_refs(b, (Val *const *)f->inputs.items, f->inputs.len);
   fp_refs(b, (Val *const *)f->outputs.items, f->outputs.len);
   fp_i64(b, f->signed_coords);
+  fp_i64(b, f->blocks_per_sm);
   fp_i64(b, f->tmem_regions.len);
   for (int r = 0; r < f->tmem_regions.len; r++) {
     const TMemRegionSpec *spec = f->tmem_regions.items[r];

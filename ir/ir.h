@@ -452,6 +452,8 @@ typedef struct TensorView {
   int cb_stages;         /* shared tiles: stages circular-buffered over the compute-at loop (0: none) */
   int cb_prefetch;       /* with cb_stages: iterations ahead of its readers a fill runs, 1 .. stages - 1 */
   bool tma_load;         /* with cb_stages: filled by TMA boxes (cf_tma_load, lower/tma.c) */
+  int64_t reg_elems;     /* Local: elements of the thread's allocation kept in registers, the
+                          * rest in shared memory (cf_spill_to_shared; 0: all in registers) */
   cf_parallel_type ws_pt; /* with tma_load: the fills run in a producer slice of this thread
                            * dimension (cf_warp_specialize; CF_PT_SERIAL: none) */
   bool has_strides;      /* a strided input: strides are named scalars bound at run time */
@@ -547,6 +549,9 @@ struct cf_fusion {
   bool signed_coords;  /* a schedule's choice: a 32-bit kernel reads the thread and block
                         * coordinates as int even without a strided tensor (lower/tensors.c,
                         * KKernel.signed_coords); set by the outer persistent scheduler */
+  int blocks_per_sm;   /* a schedule's occupancy: blocks an SM must hold (a CUDA kernel's
+                        * __launch_bounds__ minimum; set by the outer persistent scheduler
+                        * with a tensor spilled to shared memory), 0: none asked */
 };
 
 /* Handle conversions. ir_tv/ir_id return NULL for a NULL handle. */

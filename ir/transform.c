@@ -257,6 +257,19 @@ cf_status cf_parallelize(cf_fusion *f, cf_tv *t, int axis, cf_parallel_type p) {
   return CF_OK;
 }
 
+cf_status cf_spill_to_shared(cf_fusion *f, cf_tv *t, int64_t reg_elems) {
+  cf_status s = ir_check_tv(f, "spill_to_shared", t);
+  if (s) return s;
+  Val *tv = ir_tv(t);
+  if (reg_elems < 0)
+    return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "spill_to_shared: reg_elems %lld is negative", (long long)reg_elems);
+  if (ir_tv_is_input(f, tv) || ir_tv_is_output(f, tv))
+    return ir_error_tv(f, CF_ERR_INVALID_SCHEDULE, tv, "spill_to_shared: a fusion %s stays in global memory",
+                       ir_tv_is_input(f, tv) ? "input" : "output");
+  TV(tv)->reg_elems = reg_elems;
+  return CF_OK;
+}
+
 cf_status cf_set_memory_type(cf_fusion *f, cf_tv *t, cf_memory_type m) {
   cf_status s = ir_check_tv(f, "set_memory_type", t);
   if (s) return s;

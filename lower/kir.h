@@ -135,6 +135,10 @@ typedef struct KTensor {
   int cb_slack;          /* Shared, circular-buffered: stages - prefetch distance (1 when the fill
                           * runs stages - 1 ahead): a stage is refilled that many iterations
                           * after it is read; 2 and more let its reader finish an iteration late */
+  struct KTensor *spill; /* Local, cf_spill_to_shared: the shared part (elements reg_elems and
+                          * on of each thread, in 16-byte chunks; lower/shared_spill.c) */
+  int64_t reg_elems;     /* with spill: the elements each thread keeps in registers */
+  bool spill_async;      /* with spill: its 16-byte fills from global memory are cp.async */
   bool zero_filled;      /* Shared: every element of the tile is written, zero where its fill's
                           * bounds fail (predicate.c), so a reader needs no mask of its own */
   bool data_used;        /* parameters: the kernel loads, stores or takes the address of an
@@ -430,7 +434,9 @@ typedef struct KKernel {
   KTensor *grid_sem;          /* the grid syncs' counter (a workspace parameter), or NULL: a
                                * kernel with grid syncs needs a cooperative launch */
   int min_blocks_per_sm;      /* CUDA: blocks one SM must hold (set by the executor for a
-                               * cooperative grid of constant size: ceil(blocks / SMs)), 0 none */
+                               * cooperative grid of constant size: ceil(blocks / SMs), or the
+                               * schedule's planned_blocks_per_sm when more), 0 none */
+  int planned_blocks_per_sm;  /* the schedule's occupancy (cf_fusion.blocks_per_sm), 0 none */
   bool uses_tmem;
   bool tcgen05_mma;           /* a tcgen05.mma completes on an mbarrier (codegen: tma.cuh's helpers) */
   KTmaMap *tmaps;             /* the TMA loads' tensor maps (lower/tma.c), extra CUDA parameters */

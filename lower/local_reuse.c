@@ -71,7 +71,9 @@ static void candidates(Reuse *r) {
   for (int i = 0; i < k->nallocs; i++) {
     KTensor *t = k->allocs[i];
     int64_t n;
-    if (t->mem != CF_MEM_LOCAL || !kx_is_const(t->size, &n) || n * (int64_t)cf_dtype_size(t->dtype) < LOWER_REUSE_MIN_BYTES)
+    /* a tensor spilled to shared memory keeps its own arrays (its accesses name both) */
+    if (t->mem != CF_MEM_LOCAL || t->spill || !kx_is_const(t->size, &n) ||
+        n * (int64_t)cf_dtype_size(t->dtype) < LOWER_REUSE_MIN_BYTES)
       continue;
     r->life[r->n] = (Life){.t = t, .into = t};
     unsigned h = hash_ptr(t) & (unsigned)(r->cap - 1);

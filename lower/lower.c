@@ -38,6 +38,7 @@ static const struct {
     {"tmem_lifetime", lower_tmem_lifetime},
     {"unswitch", lower_unswitch},
     {"simplify", lower_simplify},
+    {"shared_spill", lower_shared_spill},
     {"local_reuse", lower_local_reuse},
     {"smem_layout", lower_smem_layout},
     {"param_use", lower_param_use},

@@ -202,6 +202,7 @@ uint32_t lower_tcgen05_idesc(cf_dtype ab, int m, int n, bool a_mn_major, bool b_
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
 void lower_unswitch(LowerCtx *c);         /* unswitch.c: Unswitch/Unroll nests: hoisted predicates, fallback copy */
 void lower_simplify(LowerCtx *c);         /* simplify.c: indices, extents, conditions simplified with value ranges */
+void lower_shared_spill(LowerCtx *c);     /* shared_spill.c: a Local tensor's shared part (cf_spill_to_shared) */
 void lower_local_reuse(LowerCtx *c);      /* local_reuse.c: local buffers shared by lifetime, the local limit */
 void lower_smem_layout(LowerCtx *c);      /* smem_layout.c: offsets, dynamic size */
 void lower_param_use(LowerCtx *c);        /* param_use.c: the parameters whose elements the kernel touches */

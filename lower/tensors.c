@@ -219,5 +219,6 @@ void lower_tensors(LowerCtx *c) {
   k->index32 = c->opts->index_type == CF_INDEX_32 || (c->opts->index_type == CF_INDEX_AUTO && proved);
   k->index32_checked = k->index32 && !proved;
   k->signed_coords = k->index32 && f->signed_coords; /* the schedule's choice (cf_fusion.signed_coords) */
+  k->planned_blocks_per_sm = f->blocks_per_sm;
   for (int i = 0; k->index32 && i < k->nparams; i++) k->signed_coords |= !k->params[i]->contiguous;
 }

@@ -6,6 +6,10 @@
 
 #include "scheduler/persistent.h"
 
+/* Rule 3 (wide rows, outer_persistent_sched.c): the blocks an SM holds, half of each
+ * thread's rows in shared memory (the kernel's __launch_bounds__ minimum, cf_fusion.blocks_per_sm). */
+enum { OUTER_WIDE_BLOCKS_PER_SM = 2 };
+
 /* What the checks found in a fusion, and the sizes of the call. */
 typedef struct OuterPlan {
   SchedReductions r; /* first (persistent.h): the reductions, all of rank N, reducing k axes */

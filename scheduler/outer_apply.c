@@ -128,9 +128,11 @@ static void print_params(const SchedOuterParams *q, char *params) {
   static const char *const mode[] = {"block", "block multipass", "grid", "grid multipass"};
   char gy[48] = "";
   if (grid_mode(q)) snprintf(gy, sizeof gy, " rows=blockIdx.y{%lld}", (long long)q->grid_y);
-  snprintf(params, SCHED_PARAMS_MAX, "%s threads=%lldx%lld%s %s=%lld vector=%lld columns=blockIdx.x%s%s", mode[q->mode],
+  char spill[48] = "";
+  if (q->spill) snprintf(spill, sizeof spill, " (%lld in shared memory)", (long long)q->spill);
+  snprintf(params, SCHED_PARAMS_MAX, "%s threads=%lldx%lld%s %s=%lld%s vector=%lld columns=blockIdx.x%s%s", mode[q->mode],
            (long long)q->tx, (long long)q->ty, q->symbolic_rows ? " (ceilDiv(rows, persistent) at run time)" : "",
-           multipass(q) ? "chunks" : "persistent", (long long)q->persist, (long long)q->vec, gy,
+           multipass(q) ? "chunks" : "persistent", (long long)q->persist, spill, (long long)q->vec, gy,
            q->project && !multipass(q) ? " buffers=inputs" : "");
 }
 
@@ -176,14 +178,21 @@ cf_status sched_outer_persistent_apply(cf_fusion *f, const SchedCall *call, cons
   if (!a) return f->status;
   p.q = *q;
   bool *out_cached = ARENA_ARRAY(a, bool, f->outputs.len);
-  for (int i = 0; out_cached && i < f->inputs.len && !f->status; i++)
-    if (p.cached[i]) cf_cache_after(f, ir_tv_handle(f->inputs.items[i]));
+  cf_tv *full_cache = NULL; /* rule 3 spills it (the lone cached input of the full shape) */
+  for (int i = 0; out_cached && i < f->inputs.len && !f->status; i++) {
+    cf_tv *c = p.cached[i] ? cf_cache_after(f, ir_tv_handle(f->inputs.items[i])) : NULL;
+    if (c && p.full_in[i]) full_cache = c;
+  }
   for (int o = 0; out_cached && o < f->outputs.len && !f->status; o++)
     if ((out_cached[o] = q->vec > 1 && p.full_out[o])) cf_cache_before(f, ir_tv_handle(f->outputs.items[o]));
   if (!out_cached) ir_error(f, CF_ERR_OUT_OF_MEMORY, "outer_persistent: out of memory");
   if (!f->status) rewrite_rows(f, a, &p);
   Val **vecs = f->status ? NULL : ARENA_ARRAY(a, Val *, f->vals.len);
   if (vecs) schedule_loops(f, &p, vecs, vector_tensors(f, p.cached, out_cached, vecs), params);
+  if (!f->status && q->spill && full_cache) { /* its allocation is [persist, vector]: the first rows stay */
+    cf_spill_to_shared(f, full_cache, (q->persist - q->spill) * q->vec);
+    f->blocks_per_sm = OUTER_WIDE_BLOCKS_PER_SM;
+  }
   /* the block form's rows in registers: with int coordinates nvcc folds each row's offset
    * into its address instead of keeping every row's 64-bit address live from the loads to
    * the stores (unsigned 32-bit indices may wrap): on an H200, batch norm 512 x 65536 float

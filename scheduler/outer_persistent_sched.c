@@ -46,6 +46,18 @@
  *      OUTER_MAX_PER_THREAD / v), ty = ceilDiv(R, p) (at most max_threads / tx, then p
  *      grows), taken when p x v <= E(tx x ty, b); else block multipass: ty = ty0, p =
  *      ceilDiv(R, ty) passes' chunks, every tensor recomputed per pass.
+ *   3. wide rows (plan_wide, on a block plan in registers whose blocks read rows of 128
+ *      bytes or fewer with 16-byte vectors, the one cached input of the full shape the only
+ *      buffer): blocks reading rows of OUTER_WIDE_ROW_BYTES (tx = 256 / 16), at most
+ *      OUTER_WIDE_MAX_THREADS threads, the same p; taken when the columns give at least
+ *      OUTER_WIDE_MIN_WAVES waves of OUTER_WIDE_BLOCKS_PER_SM blocks an SM, registers alone
+ *      would not let that many blocks share an SM, and keeping p / 2 of each thread's rows
+ *      in shared memory (cf_spill_to_shared: filled by cp.async, lower/shared_spill.c) does;
+ *      the computed tensors are recomputed from that cache (buffers=inputs), and the kernel
+ *      asks for the blocks an SM (cf_fusion.blocks_per_sm). Batch norm 512 x 65536 float on
+ *      an H200 (queued): 76.9-77.1 -> 75.2-75.6 us, a copy of its bytes 67.8
+ *      (bench/results/bn_wide_h200_20261129/); rows of 128 bytes lose 6-12% to the copy in
+ *      any whole-column tiling (bench/results/bn_ceiling_h200_20261129/).
  *   A symbolic R (a fusion scheduled for the call's sizes but not made constant) takes the
  *   block forms only: registers split outer by p (constant register arrays, ty =
  *   ceilDiv(R, p) at run time), multipass split by ty.
@@ -58,6 +70,9 @@
 #include "scheduler/outer.h"
 
 enum {
+  OUTER_WIDE_ROW_BYTES = 256,  /* rule 3: bytes of a row one block reads */
+  OUTER_WIDE_MAX_THREADS = 256, /* rule 3: at most this many threads a block */
+  OUTER_WIDE_MIN_WAVES = 2,     /* rule 3: waves of such blocks the columns give at least */
   OUTER_TARGET_THREADS = 128, /* preferred block size (tuned below) */
   OUTER_MAX_PER_THREAD = 128, /* preferred elements of a column per thread (tuned below) */
   OUTER_BLOCK_COLUMNS = 32,   /* elements of a row one block reads (threadIdx.x x vector) */
@@ -218,7 +233,39 @@ static bool plan_block(const SchedDevice *d, OuterPlan *p, int64_t tymax, int64_
   return true;
 }
 
-static bool plan_params(const SchedCall *call, OuterPlan *p, char *why) {
+/* The one cached input of the full shape, or -1 (several, or none). */
+static int lone_full_cache(const cf_fusion *f, const OuterPlan *p) {
+  int found = -1;
+  for (int i = 0; i < f->inputs.len; i++)
+    if (p->cached[i] && p->full_in[i]) {
+      if (found >= 0) return -1;
+      found = i;
+    }
+  return found;
+}
+
+/* Rule 3 (wide rows), on a block plan in registers: the tile of a block reading rows of
+ * OUTER_WIDE_ROW_BYTES, half of each thread's rows in shared memory (cp.async), when that
+ * lets OUTER_WIDE_BLOCKS_PER_SM blocks share an SM and registers alone would not. */
+static void plan_wide(const cf_fusion *f, const SchedDevice *d, OuterPlan *p) {
+  SchedOuterParams *q = &p->q;
+  int in = lone_full_cache(f, p);
+  if (q->mode != SCHED_OUTER_BLOCK || p->symbolic_rows || in < 0 || q->persist < 2 || q->persist % 2) return;
+  int64_t elem = (int64_t)cf_dtype_size(((Val *)f->inputs.items[in])->dtype), words = (elem + 3) / 4;
+  if (q->vec * elem != 16 || q->tx != OUTER_BLOCK_COLUMNS / q->vec) return;
+  int64_t tx = OUTER_WIDE_ROW_BYTES / 16, threads = tx * q->ty, kept = q->persist / 2, k = OUTER_WIDE_BLOCKS_PER_SM;
+  int64_t blocks = sched_ceil_div(sched_ceil_div(p->cols, q->vec), tx);
+  if (tx <= q->tx || threads > OUTER_WIDE_MAX_THREADS || blocks < OUTER_WIDE_MIN_WAVES * k * d->sm_count) return;
+  int64_t whole = q->persist * q->vec * words + SCHED_REG_RESERVE, half = kept * q->vec * words + SCHED_REG_RESERVE;
+  int64_t smem = (q->persist - kept) * q->vec * elem * threads + workspace(p, threads);
+  if (sched_blocks_per_sm(d, threads, whole, workspace(p, threads)) >= k || sched_blocks_per_sm(d, threads, half, smem) < k)
+    return;
+  q->tx = tx;
+  q->spill = q->persist - kept;
+  q->project = true;
+}
+
+static bool plan_params(const cf_fusion *f, const SchedCall *call, OuterPlan *p, char *why) {
   const SchedDevice *d = call && call->dev ? call->dev : sched_device_default();
   SchedOuterParams *q = &p->q;
   int64_t tymax, io = plan_columns(d, p, &tymax);
@@ -228,7 +275,9 @@ static bool plan_params(const SchedCall *call, OuterPlan *p, char *why) {
   q->project = p->buf.projected < p->buf.live;
   q->ty = OUTER_TARGET_THREADS / q->tx > 1 ? OUTER_TARGET_THREADS / q->tx : 1;
   q->grid_y = 1;
-  return plan_block(d, p, tymax, bytes, why);
+  if (!plan_block(d, p, tymax, bytes, why)) return false;
+  plan_wide(f, d, p);
+  return true;
 }
 
 /* The shapes and sizes, then the parameters. */
@@ -236,7 +285,7 @@ static bool outer_shapes(cf_fusion *f, Arena *a, const IdMap *m, const SchedCall
   OuterPlan *p = plan;
   if (!check_shapes(f, a, m, p, why) || !read_sizes(call, p, why)) return false;
   p->q.vec = p->symbolic_inner ? 1 : sched_vector_width(f, call, p->cached, p->inner);
-  return plan_params(call, p, why);
+  return plan_params(f, call, p, why);
 }
 
 static const SchedPersistent outer_checks = {"outer_persistent", "columns", outer_reduced_axes, check_broadcast,

@@ -137,6 +137,8 @@ typedef struct SchedOuterParams {
   bool symbolic_rows; /* rows split outer by persist (a symbolic count, block registers) */
   int64_t vec, tx, ty, persist;
   int64_t grid_y;     /* blocks of rows (grid modes), 1 otherwise */
+  int64_t spill;      /* block registers, wide rows: of each thread's persist rows, those
+                       * kept in shared memory (cf_spill_to_shared), 0: none */
 } SchedOuterParams;
 
 /* The blocks of one row (or column) group of a grid all-reduce at most: every block folds

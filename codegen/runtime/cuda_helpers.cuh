@@ -63,4 +63,14 @@ __device__ __forceinline__ unsigned cf_linear_tid() {
   return threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
 }
 
+// An element of a Local tensor spilled to shared memory (cf_spill_to_shared,
+// lower/shared_spill.c): elements [0, K) in the thread's register array, the others in
+// 16-byte chunks of V elements, chunk j of thread t at (j * NT + t) * V of the shared part.
+// Indices are compile-time constants once the loops around them are unrolled, so the
+// choice costs nothing and the register array stays in registers.
+template <int K, int V, int NT, typename T>
+__device__ __forceinline__ T *cf_spill_at(T *regs, T *smem, int i) {
+  return i < K ? &regs[i] : &smem[(((i - K) / V) * NT + (int)cf_linear_tid()) * V + (i - K) % V];
+}
+
 #endif

@@ -29,6 +29,16 @@ CF_API cf_status cf_reorder_all(cf_fusion *f, cf_tv *tv, int n, const int *new_p
 CF_API cf_status cf_swizzle_xor(cf_fusion *f, cf_tv *tv, int x, int y);
 CF_API cf_status cf_parallelize(cf_fusion *f, cf_tv *tv, int axis, cf_parallel_type p);
 CF_API cf_status cf_set_memory_type(cf_fusion *f, cf_tv *tv, cf_memory_type m);
+/* A Local tensor whose allocation is too large for registers at the occupancy wanted:
+ * each thread keeps its first reg_elems elements (in allocation order) in registers and
+ * the rest in shared memory, one slot per thread, in 16-byte chunks (lower/shared_spill.c);
+ * where the tensor is filled by 16-byte copies from global memory, the chunks in shared
+ * memory are filled by cp.async, so they never pass through registers. reg_elems 0 keeps
+ * everything in registers again. Lowering refuses, naming the tensor, a tensor that is not
+ * Local when lowered, a size or a block size that is not a constant, and a reg_elems that
+ * is not below the size or not a multiple of a 16-byte chunk. The host backend keeps the
+ * whole tensor in the thread's array (the placement changes no value). */
+CF_API cf_status cf_spill_to_shared(cf_fusion *f, cf_tv *tv, int64_t reg_elems);
 /* Sets the allocation domain to n IterDomains of tv (taken from its loop domain or its
  * transform history) with contiguity per axis (1 true, 0 false, -1 none for broadcast). */
 CF_API cf_status cf_set_allocation_domain(cf_fusion *f, cf_tv *tv, int n, cf_id *const *ids,

@@ -82,6 +82,12 @@ class Sched:
         self._call("set_memory_type", "cf_set_memory_type", self._tv(t, "set_memory_type"),
                    int(MemoryType(memory_type)))
 
+    def spill_to_shared(self, t: Tensor, reg_elems: int) -> None:
+        """Keeps the first reg_elems elements of each thread's allocation of the Local tensor
+        t in registers and the rest in shared memory (filled by cp.async where t copies 16
+        bytes from global memory); 0 keeps all in registers."""
+        self._call("spill_to_shared", "cf_spill_to_shared", self._tv(t, "spill_to_shared"), int(reg_elems))
+
     def set_allocation_domain(self, t: Tensor, axes: Sequence[int],
                               contiguity: Optional[Sequence[Optional[bool]]] = None) -> None:
         """The allocation domain: loop axes of t in the given order, contiguity per axis

@@ -82,7 +82,7 @@ Test(dump, an_unknown_name_is_an_error_listing_the_valid_ones) {
                    "CFUSER_DUMP: unknown name \"indx\"; the valid names are all, source, ptx, launch, segments, times, loop_model, "
                    "sort_exprs, parallel_dims, tensors, extent_checks, validate_vectorize, "
                    "tmem_info, loop_nest, tmem_pattern, validate_parallel, index, predicate, reduction, group_reductions, sync, "
-                   "circular_buffer, mma, warp_specialize, tmem_lifetime, unswitch, simplify, local_reuse, smem_layout, param_use");
+                   "circular_buffer, mma, warp_specialize, tmem_lifetime, unswitch, simplify, shared_spill, local_reuse, smem_layout, param_use");
   cf_executor_destroy(e);
   cf_fusion_destroy(f);
 }

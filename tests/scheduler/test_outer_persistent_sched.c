@@ -233,6 +233,40 @@ Test(outer_sched, the_block_form_reads_coordinates_as_int) {
   }
 }
 
+/* Rule 3, wide rows: where a block reading 256-byte rows holds too many rows for two
+ * blocks an SM in registers, half of each thread's rows wait in shared memory, filled by
+ * cp.async (an H100 of 2 SMs, so that 512 columns give two waves of two blocks an SM);
+ * with fewer rows the whole tile fits and the plan stays the narrow one. Equal to the
+ * evaluator; the CUDA source keeps half the registers, asks for two blocks an SM and
+ * fills the shared half asynchronously (on an H200, 512 x 65536 float: 76.0 -> ~71 us). */
+Test(outer_sched, wide_rows_keep_half_the_tile_in_shared_memory) {
+  static SchedDevice two;
+  two = sched_device_h100;
+  two.sm_count = 2;
+  sc_dev = &two;
+  fresh();
+  batchnorm(CF_FLOAT, 2, (int64_t[]){128, 512}, false, false);
+  planned(3, (KcInput[]){IN(CF_FLOAT, 128, 512), IN(CF_FLOAT, 512), IN(CF_FLOAT, 512)},
+          "block threads=8x16 persistent=8 vector=4 columns=blockIdx.x");
+  fresh();
+  batchnorm(CF_FLOAT, 2, (int64_t[]){512, 512}, false, false);
+  schedule_and_check(3, (KcInput[]){IN(CF_FLOAT, 512, 512), IN(CF_FLOAT, 512), IN(CF_FLOAT, 512)},
+                     "block threads=16x16 persistent=32 (16 in shared memory) vector=4 columns=blockIdx.x buffers=inputs",
+                     1e-4);
+  if (!tu_nvrtc_or_note()) return;
+  char *src = source_of(CF_BACKEND_CUDA);
+  static const char *const want[] = {
+      "__launch_bounds__(256, 2) cfuser_kernel(",
+      "  alignas(16) float T18[64];\n",
+      "  float* T18_s = reinterpret_cast<float*>(cf_smem + 8192);\n",
+      "    if (((i0 * 4)) < 64) {\n",
+      "      asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"((uint32_t)__cvta_generic_to_shared(&(*cf_spill_at<64, 4, 256>(T18, T18_s, (i0 * 4))))), ",
+      "  asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(0) : \"memory\");\n",
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_expect(strstr(src, want[i]) != NULL, "missing: %s", want[i]);
+  free(src);
+}
+
 /* A batch norm of [rows, cols] planned as each case says (channels last). */
 typedef struct ClCase {
   cf_dtype dt;
@@ -262,7 +296,8 @@ Test(outer_sched, channels_last_activations_on_an_h100) {
       {CF_BFLOAT16, 802816, 64,
        "grid multipass threads=4x32 chunks=98 vector=8 columns=blockIdx.x rows=blockIdx.y{256}"},
       {CF_FLOAT, 802816, 64, "grid multipass threads=8x16 chunks=196 vector=4 columns=blockIdx.x rows=blockIdx.y{256}"},
-      {CF_FLOAT, 512, 65536, "block threads=8x16 persistent=32 vector=4 columns=blockIdx.x"},
+      {CF_FLOAT, 512, 65536,
+       "block threads=16x16 persistent=32 (16 in shared memory) vector=4 columns=blockIdx.x buffers=inputs"},
       {CF_BFLOAT16, 100352, 256,
        "grid multipass threads=4x32 chunks=49 vector=8 columns=blockIdx.x rows=blockIdx.y{64}"},
   };

@@ -1,0 +1,163 @@
+/* lower/shared_spill.c: the shared_spill pass. A Local tensor given cf_spill_to_shared(K)
+ * keeps its first K elements (per thread, in allocation order) in registers and the rest
+ * in shared memory: the pass makes that shared part a Shared allocation of its own, named
+ * after the tensor (`T5_s`), of (size - K) x threads elements, laid out in 16-byte chunks
+ * of V = 16 / element-size elements: chunk j of thread t at (j x threads + t) x V, so the
+ * threads of a warp touch consecutive chunks (no bank conflict). The tensor's accesses keep
+ * their element index i; the code generator places i < K in the register array and the
+ * others in the chunk (codegen/runtime/cuda_helpers.cuh, cf_spill_at), which the CUDA
+ * compiler resolves at compile time once the constant loops are unrolled.
+ * Where the tensor is filled by 16-byte vector copies from global memory, the copies into
+ * the shared part are cp.async (KTensor.spill_async: no register holds them on the way),
+ * and one commit and wait(0) follow each fill's loop nest (the outermost statement inside
+ * the tensor's compute-at position): each thread reads back only its own chunks, so its
+ * own wait is all the ordering needed, and no barrier is added.
+ * Requires: the kernel IR complete (after simplify: no pass moves accesses later), block
+ * dimensions known. Establishes: KTensor.spill, reg_elems and spill_async; the shared part
+ * among k->allocs, before local_reuse (which leaves spilled tensors alone) and smem_layout.
+ * Key decision: the host backend ignores the placement (the whole tensor stays in the
+ * emulated thread's array, the copies plain): it changes no value, only where the bytes
+ * wait. Refused, naming the tensor: not Local, a symbolic size or block, K not below the
+ * size or not a multiple of V, a vector access wider than a chunk. */
+#include "lower/lower.h"
+
+typedef struct Spill {
+  LowerCtx *c;
+  const KTensor *t;
+  int64_t chunk;       /* elements of a 16-byte chunk */
+  int ca;              /* the tensor's compute-at position */
+  const KNode **after; /* statements a commit and wait follow */
+  int nafter, cap;
+  bool async;
+} Spill;
+
+/* Block threads, a constant, or a refusal naming tv. */
+static int64_t block_threads(LowerCtx *c, Val *tv) {
+  int64_t n = 1, v;
+  for (int d = 0; d < 3; d++) {
+    if (!kx_is_const(c->k->block[d], &v))
+      lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s is spilled to shared memory (cf_spill_to_shared), which needs "
+                 "a constant block size; blockDim.%c is symbolic", TV(tv)->display_name, "xyz"[d]);
+    n *= v;
+  }
+  return n;
+}
+
+static bool copies_16_bytes_from_global(const KNode *n) {
+  const KAccess *in = &n->u.op.in[0];
+  return n->u.op.vector > 1 && n->u.op.nin == 1 && in->t && in->t->param >= 0 && in->t->mem == CF_MEM_GLOBAL &&
+         n->u.op.vector * (int)cf_dtype_size(n->u.op.out_dtype) == 16 && in->t->dtype == n->u.op.out_dtype;
+}
+
+/* The statement a fill's commit and wait follow: its loop just inside the tensor's
+ * compute-at position, else the op itself. */
+static const KNode *fill_statement(const KNode *n, int ca) {
+  for (int j = ca; j < n->u.op.nloop; j++)
+    if (n->u.op.loops[j]) return n->u.op.loops[j];
+  return n;
+}
+
+/* The serial loops of constant extent inside the compute-at position around an access
+ * are unrolled: its index is then a constant wherever it is used, which keeps the register
+ * part in registers (a loop the CUDA compiler keeps rolled, as one with a cp.async in it,
+ * would put the array in local memory: 256 bytes of stack for batch norm's 64 floats). */
+static void unroll_around(const Spill *s, KNode *n) {
+  int64_t e;
+  for (int j = s->ca; j < n->u.op.nloop; j++) {
+    KNode *l = n->u.op.loops[j];
+    if (l && l->u.loop.var && l->u.loop.pt == CF_PT_SERIAL && kx_is_const(l->u.loop.extent, &e)) l->u.loop.pt = CF_PT_UNROLL;
+  }
+}
+
+static bool visit_op(KVisitor *v, KNode *n) {
+  Spill *s = v->user;
+  bool writes = n->u.op.out.t == s->t, accessed = writes;
+  for (int k = 0; k < n->u.op.nin; k++) accessed |= n->u.op.in[k].t == s->t;
+  if (!accessed) return true;
+  if (n->u.op.vector > s->chunk)
+    lower_fail(s->c, CF_ERR_INVALID_SCHEDULE, "compile: %s is spilled to shared memory (cf_spill_to_shared) in "
+               "16-byte chunks of %lld elements, and a vector access of %d elements would cross one", s->t->name,
+               (long long)s->chunk, n->u.op.vector);
+  unroll_around(s, n);
+  if (!writes || n->u.op.reduction_init || n->u.op.zfill || !copies_16_bytes_from_global(n)) return true;
+  n->u.op.async = s->async = true; /* the code generators' cp_async: cp.async for the shared part */
+  const KNode *at = fill_statement(n, s->ca);
+  for (int i = 0; i < s->nafter; i++)
+    if (s->after[i] == at) return true;
+  if (s->nafter == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 4;
+    const KNode **grown = ARENA_ARRAY(s->c->a, const KNode *, s->cap);
+    for (int i = 0; i < s->nafter; i++) grown[i] = s->after[i];
+    s->after = grown;
+  }
+  s->after[s->nafter++] = at;
+  return true;
+}
+
+static KNode *async_node(LowerCtx *c, KnKind kind) {
+  KNode *n = lower_node(c, kind);
+  n->u.async.pending = 0;
+  return n;
+}
+
+/* Each fill statement, then its commit and wait. */
+static void after_fills(KMutator *m, KNode *n, KBlock *out) {
+  Spill *s = m->user;
+  kir_mutate_children(m, n);
+  kb_push(m->arena, out, n);
+  for (int i = 0; i < s->nafter; i++)
+    if (s->after[i] == n) {
+      kb_push(m->arena, out, async_node(s->c, KN_ASYNC_COMMIT));
+      kb_push(m->arena, out, async_node(s->c, KN_ASYNC_WAIT));
+    }
+}
+
+static KTensor *shared_part(LowerCtx *c, const KTensor *t, int64_t elems) {
+  KTensor *p = ARENA_NEW(c->a, KTensor);
+  p->name = arena_printf(c->a, "%s_s", t->name);
+  p->fusion_tv_name = t->fusion_tv_name;
+  p->mem = CF_MEM_SHARED;
+  p->dtype = t->dtype;
+  p->param = -1;
+  p->tmem_region = -1;
+  p->size = kx_const(c->a, elems);
+  return p;
+}
+
+static void spill(LowerCtx *c, Val *tv, PtrVec *allocs) {
+  KTensor *t = c->info[tv->id].kt;
+  int64_t k = TV(tv)->reg_elems, size, chunk = 16 / (int64_t)cf_dtype_size(t->dtype);
+  const char *name = TV(tv)->display_name;
+  if (t->mem != CF_MEM_LOCAL)
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s is spilled to shared memory (cf_spill_to_shared) but is not a "
+               "Local tensor", name);
+  if (!kx_is_const(t->size, &size))
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s is spilled to shared memory (cf_spill_to_shared) but its "
+               "allocation size is symbolic", name);
+  if (chunk < 1 || k >= size || k % chunk)
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s keeps %lld of its %lld elements in registers "
+               "(cf_spill_to_shared): it must be fewer than all and a multiple of a 16-byte chunk (%lld elements)",
+               name, (long long)k, (long long)size, (long long)(chunk < 1 ? 1 : chunk));
+  t->spill = shared_part(c, t, (size - k) * block_threads(c, tv));
+  t->reg_elems = k;
+  ptrvec_push(c->a, allocs, t->spill);
+  Spill s = {c, t, chunk, TV(tv)->ca_pos, NULL, 0, 0, false};
+  KVisitor v = {.pre = {[KN_OP] = visit_op}, .user = &s, .arena = c->a};
+  kir_visit(&v, &c->k->body);
+  t->spill_async = s.async;
+  if (!s.nafter) return;
+  KMutator m = {.arena = c->a, .user = &s};
+  m.fn[KN_FOR] = m.fn[KN_OP] = m.fn[KN_IF] = after_fills;
+  kir_mutate(&m, &c->k->body);
+}
+
+void lower_shared_spill(LowerCtx *c) {
+  PtrVec allocs = {0};
+  for (int i = 0; i < c->k->nallocs; i++) ptrvec_push(c->a, &allocs, c->k->allocs[i]);
+  int before = allocs.len;
+  for (int i = 0; i < c->ntvs; i++)
+    if (TV(c->tvs[i])->reg_elems > 0 && c->info[c->tvs[i]->id].kt) spill(c, c->tvs[i], &allocs);
+  if (allocs.len == before) return;
+  c->k->allocs = (KTensor **)allocs.items;
+  c->k->nallocs = allocs.len;
+}

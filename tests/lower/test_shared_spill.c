@@ -1,0 +1,98 @@
+/* cf_spill_to_shared (lower/shared_spill.c): a Local tensor keeps its first elements in
+ * registers and the rest in shared memory, 16-byte chunks a thread, filled by cp.async
+ * where its producer copies 16 bytes from global memory. The refusals with their
+ * messages; a kernel equal to the evaluator on the host backend, and its CUDA source. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernel_check.h"
+
+static cf_fusion *f;
+static KcInput in[TU_MAX_IO];
+static int nin;
+static void setup(void) {
+  f = cf_fusion_create();
+  nin = 0;
+}
+static void teardown(void) { cf_fusion_destroy(f); }
+TestSuite(shared_spill, .init = setup, .fini = teardown);
+
+/* out = c + c, c = set(x) of [64, 8] floats, every tensor [64 (threadIdx.x), 2, 4]: c is
+ * computed at the thread (8 elements each, 2 chunks of 4), its fill a 16-byte vector. */
+static cf_tv *c;
+static void copy_doubled(void) {
+  cf_tv *x = kc_input(f, in, &nin, CF_FLOAT, 2, (int64_t[]){64, 8});
+  c = cf_set(f, x);
+  cf_tv *o = cf_add(f, c, c);
+  cf_fusion_add_output(f, o);
+  cf_tv *all[] = {c, o};
+  for (int i = 0; i < 2; i++) {
+    cf_split(f, all[i], 1, 4);
+    cf_parallelize(f, all[i], 0, CF_PT_TIDX);
+  }
+  cf_parallelize(f, c, 2, CF_PT_VECTORIZE);
+  cf_inline_at(f, c, 1);
+}
+
+static void expect_compile_error(const char *msg) {
+  cr_assert_eq(cf_fusion_status(f), CF_OK, "scheduling failed: %s", cf_fusion_error(f));
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_expect_eq(cf_executor_compile(e, f), CF_ERR_INVALID_SCHEDULE, "%s", cf_executor_error(e));
+  cr_expect_str_eq(cf_executor_error(e), msg);
+  cf_executor_destroy(e);
+}
+
+Test(shared_spill, the_call_refuses_inputs_and_negative_counts) {
+  copy_doubled();
+  cr_expect_eq(cf_spill_to_shared(f, ir_tv_handle(f->inputs.items[0]), 4), CF_ERR_INVALID_SCHEDULE);
+  cr_expect_str_eq(cf_fusion_error(f), "spill_to_shared: a fusion input stays in global memory for T0_g_float[iS0{64}, iS1{8}]");
+  cf_fusion_destroy(f);
+  f = cf_fusion_create();
+  nin = 0;
+  copy_doubled();
+  cr_expect_eq(cf_spill_to_shared(f, c, -1), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_error(f), "spill_to_shared: reg_elems -1 is negative for T1_l_float[ithreadIdx.x2{64}, iS6{2}, iV7{4}]");
+}
+
+Test(shared_spill, lowering_refuses_a_part_that_is_no_whole_chunk) {
+  copy_doubled();
+  cf_spill_to_shared(f, c, 6);
+  expect_compile_error("compile: T1 keeps 6 of its 8 elements in registers (cf_spill_to_shared): it must be fewer "
+                       "than all and a multiple of a 16-byte chunk (4 elements)");
+}
+
+Test(shared_spill, lowering_refuses_all_elements_kept) {
+  copy_doubled();
+  cf_spill_to_shared(f, c, 8);
+  expect_compile_error("compile: T1 keeps 8 of its 8 elements in registers (cf_spill_to_shared): it must be fewer "
+                       "than all and a multiple of a 16-byte chunk (4 elements)");
+}
+
+Test(shared_spill, lowering_refuses_a_tensor_in_shared_memory) {
+  copy_doubled();
+  cf_set_memory_type(f, c, CF_MEM_SHARED);
+  cf_spill_to_shared(f, c, 4);
+  expect_compile_error("compile: T1 is spilled to shared memory (cf_spill_to_shared) but is not a Local tensor");
+}
+
+/* The second chunk of each thread waits in T1_s at (chunk x 64 + thread) x 4, filled by
+ * cp.async; the loops over the elements are unrolled (the register half stays in
+ * registers); a commit and wait follow the fill. */
+Test(shared_spill, half_of_each_thread_in_shared_memory_runs_like_the_evaluator) {
+  copy_doubled();
+  cr_assert_eq(cf_spill_to_shared(f, c, 4), CF_OK);
+  free(kc_check(f, nin, in, 0));
+  char *src = tu_cuda_kernel_text(f);
+  static const char *const want[] = {
+      "  alignas(16) float T1[4];\n",
+      "  float* T1_s = reinterpret_cast<float*>(cf_smem + 0);\n",
+      "  #pragma unroll\n  for (cf_index_t i0 = 0; i0 < 2; ++i0) {\n    if (((i0 * 4)) < 4) {\n",
+      "      asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"((uint32_t)__cvta_generic_to_shared("
+      "&(*cf_spill_at<4, 4, 64>(T1, T1_s, (i0 * 4))))), ",
+      "  asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n"
+      "  asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(0) : \"memory\");\n",
+      "(*cf_spill_at<4, 4, 64>(T1, T1_s, ((i1 * 4) + i2)))",
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_expect(strstr(src, want[i]) != NULL, "missing `%s` in:\n%s", want[i], src);
+  free(src);
+}
