@@ -7,7 +7,8 @@
  * their element index i; the code generator places i < K in the register array and the
  * others in the chunk (codegen/runtime/cuda_helpers.cuh, cf_spill_at), which the CUDA
  * compiler resolves at compile time once the constant loops are unrolled.
- * Where the tensor is filled by 16-byte vector copies from global memory, the copies into
+ * Where the tensor is filled by 16-byte vector copies from global memory, once per thread
+ * (no serial loop outside its compute-at position runs the fill again), the copies into
  * the shared part are cp.async (KTensor.spill_async: no register holds them on the way),
  * and one commit and wait(0) follow each fill's loop nest (the outermost statement inside
  * the tensor's compute-at position): each thread reads back only its own chunks, so its
@@ -69,6 +70,19 @@ static void unroll_around(const Spill *s, KNode *n) {
   }
 }
 
+/* Whether a serial loop outside the compute-at position runs the fill again: the next
+ * fill's cp.async could then land before this thread's reads of the last one have (no
+ * ordering between a shared load and a later asynchronous copy to the same place is
+ * promised), so such a fill stays an ordinary copy. */
+static bool refilled(const Spill *s, const KNode *n) {
+  int64_t e;
+  for (int j = 0; j < s->ca && j < n->u.op.nloop; j++) {
+    const KNode *l = n->u.op.loops[j];
+    if (l && l->u.loop.var && !(kx_is_const(l->u.loop.extent, &e) && e == 1)) return true;
+  }
+  return false;
+}
+
 static bool visit_op(KVisitor *v, KNode *n) {
   Spill *s = v->user;
   bool writes = n->u.op.out.t == s->t, accessed = writes;
@@ -79,7 +93,8 @@ static bool visit_op(KVisitor *v, KNode *n) {
                "16-byte chunks of %lld elements, and a vector access of %d elements would cross one", s->t->name,
                (long long)s->chunk, n->u.op.vector);
   unroll_around(s, n);
-  if (!writes || n->u.op.reduction_init || n->u.op.zfill || !copies_16_bytes_from_global(n)) return true;
+  if (!writes || n->u.op.reduction_init || n->u.op.zfill || !copies_16_bytes_from_global(n) || refilled(s, n))
+    return true;
   n->u.op.async = s->async = true; /* the code generators' cp_async: cp.async for the shared part */
   const KNode *at = fill_statement(n, s->ca);
   for (int i = 0; i < s->nafter; i++)

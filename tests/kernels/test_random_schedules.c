@@ -4,7 +4,8 @@
  * (CFUSER_FUZZ_FIRST sets the first seed, to replay one case)
  * a random chain of ops over a random 2-D or 3-D input, random splits, merges and
  * reorders on the output, propagated to every tensor, random thread/block
- * parallelization, random memory types for intermediates, random inlining. A schedule the
+ * parallelization, random memory types for intermediates (some Local ones partly in shared
+ * memory: cf_spill_to_shared), random inlining. A schedule the
  * compiler refuses with a message is fine; an internal error or a wrong result is not.
  * With a CUDA device, every accepted schedule also runs there. */
 #include <criterion/criterion.h>
@@ -99,11 +100,17 @@ static int build(cf_fusion *f, Rng *r, KcInput *in) {
   cf_propagate_transforms(f, out);
   random_parallelization(f, r, out);
   cf_parallelize_all_like(f, out, 0, NULL);
+  bool shared[5] = {false};
   for (int i = 0; i < nops - 1; i++) {
-    if (rnd(r, 3) == 0) cf_set_memory_type(f, chain[i], CF_MEM_SHARED);
+    if (rnd(r, 3) == 0) cf_set_memory_type(f, chain[i], CF_MEM_SHARED), shared[i] = true;
     if (rnd(r, 4) == 0) random_parallelization(f, r, chain[i]); /* may differ from out: syncs */
   }
   if (rnd(r, 4)) cf_inline_most(f);
+  /* a Local intermediate partly in shared memory: from a generator of its own, so earlier
+   * seeds keep their schedules (a size that is no whole chunk is refused with a message) */
+  Rng spill = {r->s ^ 0x5DEECE66DULL};
+  for (int i = 0; i < nops - 1; i++)
+    if (!shared[i] && rnd(&spill, 4) == 0) cf_spill_to_shared(f, chain[i], 4 * (int64_t)rnd(&spill, 4));
   in[0] = (KcInput){CF_FLOAT, rank, {sizes[0], sizes[1], sizes[2]}, NULL};
   in[1] = (KcInput){CF_FLOAT, 1, {sizes[rank - 1]}, NULL};
   return row ? 2 : 1;

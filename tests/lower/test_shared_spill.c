@@ -34,6 +34,18 @@ static void copy_doubled(void) {
   cf_inline_at(f, c, 1);
 }
 
+/* The same with rows on a serial loop: c is filled again in each iteration. */
+static void copy_doubled_serial(void) {
+  cf_tv *x = kc_input(f, in, &nin, CF_FLOAT, 2, (int64_t[]){64, 8});
+  c = cf_set(f, x);
+  cf_tv *o = cf_add(f, c, c);
+  cf_fusion_add_output(f, o);
+  cf_tv *all[] = {c, o};
+  for (int i = 0; i < 2; i++) cf_split(f, all[i], 1, 4);
+  cf_parallelize(f, c, 2, CF_PT_VECTORIZE);
+  cf_inline_at(f, c, 1);
+}
+
 static void expect_compile_error(const char *msg) {
   cr_assert_eq(cf_fusion_status(f), CF_OK, "scheduling failed: %s", cf_fusion_error(f));
   cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
@@ -94,5 +106,17 @@ Test(shared_spill, half_of_each_thread_in_shared_memory_runs_like_the_evaluator)
       "(*cf_spill_at<4, 4, 64>(T1, T1_s, ((i1 * 4) + i2)))",
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_expect(strstr(src, want[i]) != NULL, "missing `%s` in:\n%s", want[i], src);
+  free(src);
+}
+
+/* A tensor filled again in each iteration of a serial loop outside it keeps ordinary
+ * copies (no cp.async: a later fill could land before this thread's last reads). */
+Test(shared_spill, a_tensor_filled_in_a_serial_loop_is_not_filled_asynchronously) {
+  copy_doubled_serial();
+  cr_assert_eq(cf_spill_to_shared(f, c, 4), CF_OK);
+  free(kc_check(f, nin, in, 0));
+  char *src = tu_cuda_kernel_text(f);
+  cr_expect(strstr(src, "cp.async") == NULL, "%s", src);
+  cr_expect(strstr(src, "(*cf_spill_at<4, 4, 1>(T1, T1_s, ") != NULL, "%s", src);
   free(src);
 }
