@@ -138,12 +138,8 @@ static void element(Emitter *e, const KTensor *t, const char *index, bool is_wri
     cg_element(e, t, index, is_write);
     return;
   }
-  int64_t part = 0, size = 0; /* both constants (shared_spill.c): the shared part has a chunk a thread */
-  kx_is_const(t->spill->size, &part);
-  kx_is_const(t->size, &size);
-  int64_t threads = part / (size - t->reg_elems);
   sb_printf(&e->out, "(*cf_spill_at<%lld, %d, %lld>(%s, %s, %s))", (long long)t->reg_elems, 16 / (int)cf_dtype_size(t->dtype),
-            (long long)threads, t->name, t->spill->name, index);
+            (long long)t->spill_threads, t->name, t->spill->name, index);
 }
 
 /* A fill of a spilled tensor: the registers' chunks copied, the shared ones by cp.async. */

@@ -1,7 +1,7 @@
 /* lower/shared_spill.c: the shared_spill pass. A Local tensor given cf_spill_to_shared(K)
  * keeps its first K elements (per thread, in allocation order) in registers and the rest
  * in shared memory: the pass makes that shared part a Shared allocation of its own, named
- * after the tensor (`T5_s`), of (size - K) x threads elements, laid out in 16-byte chunks
+ * after the tensor (`T5_s`), of ceil((size - K) / V) chunks a thread, laid out in 16-byte chunks
  * of V = 16 / element-size elements: chunk j of thread t at (j x threads + t) x V, so the
  * threads of a warp touch consecutive chunks (no bank conflict). The tensor's accesses keep
  * their element index i; the code generator places i < K in the register array and the
@@ -153,7 +153,9 @@ static void spill(LowerCtx *c, Val *tv, PtrVec *allocs) {
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s keeps %lld of its %lld elements in registers "
                "(cf_spill_to_shared): it must be fewer than all and a multiple of a 16-byte chunk (%lld elements)",
                name, (long long)k, (long long)size, (long long)(chunk < 1 ? 1 : chunk));
-  t->spill = shared_part(c, t, (size - k) * block_threads(c, tv));
+  int64_t chunks = (size - k + chunk - 1) / chunk; /* the last may be partly used */
+  t->spill_threads = block_threads(c, tv);
+  t->spill = shared_part(c, t, chunks * chunk * t->spill_threads);
   t->reg_elems = k;
   ptrvec_push(c->a, allocs, t->spill);
   Spill s = {c, t, chunk, TV(tv)->ca_pos, NULL, 0, 0, false};

@@ -120,3 +120,29 @@ Test(shared_spill, a_tensor_filled_in_a_serial_loop_is_not_filled_asynchronously
   cr_expect(strstr(src, "(*cf_spill_at<4, 4, 1>(T1, T1_s, ") != NULL, "%s", src);
   free(src);
 }
+
+/* A shared part that is no whole chunk (6 elements, 4 kept: 2 in shared memory) still
+ * takes a whole chunk a thread, so the last thread's chunk lies inside the allocation:
+ * 64 threads x 4 floats = 1024 bytes (2 x 64 elements overran it on the GPU). */
+Test(shared_spill, a_partial_chunk_takes_a_whole_one) {
+  cf_tv *x = kc_input(f, in, &nin, CF_FLOAT, 2, (int64_t[]){64, 6});
+  c = cf_set(f, x);
+  cf_tv *o = cf_add(f, c, c);
+  cf_fusion_add_output(f, o);
+  cf_parallelize(f, c, 0, CF_PT_TIDX);
+  cf_parallelize(f, o, 0, CF_PT_TIDX);
+  cf_inline_at(f, c, 1);
+  cr_assert_eq(cf_spill_to_shared(f, c, 4), CF_OK);
+  free(kc_check(f, nin, in, 0));
+  char *src = tu_cuda_kernel_text(f);
+  cr_expect(strstr(src, "float* T1_s = reinterpret_cast<float*>(cf_smem + 0);") != NULL, "%s", src);
+  free(src);
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  DLManagedTensor *xs = kc_make_input(&in[0], 1), *out = NULL;
+  const DLTensor *ins[1] = {&xs->dl_tensor};
+  cr_assert_eq(cf_executor_run(e, 1, ins, 1, &out), CF_OK, "%s", cf_executor_error(e));
+  cr_expect_eq(cf_executor_last_launch_params(e).smem, 1024);
+  cf_tensor_free(xs), cf_tensor_free(out);
+  cf_executor_destroy(e);
+}
