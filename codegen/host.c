@@ -129,6 +129,8 @@ static void buffers(Emitter *e) {
       char *off = cg_expr(e, t->smem_offset);
       cg_line(e, "%s *%s = (%s *)((char *)cfh_smem() + %s);", cg_ctype(t->dtype), t->name, cg_ctype(t->dtype), off);
       free(off);
+    } else if (t->mem == CF_MEM_LOCAL && t->spill) { /* the registers' part; T_s holds the rest */
+      cg_line(e, "_Alignas(16) %s %s[%lld];", cg_ctype(t->dtype), t->name, (long long)t->reg_elems);
     } else if (t->mem == CF_MEM_LOCAL) {
       cg_line(e, "_Alignas(16) %s %s[%s];", cg_ctype(t->dtype), t->name, size);
     }
@@ -141,8 +143,22 @@ static void epilogue(Emitter *e) { cg_line(e, "}"); }
 
 /* Shared-memory elements go through host_race.h's accessors, which record the access for
  * the race detector; other tensors are indexed as in CUDA. */
+/* n elements of a spilled tensor from `index`, placed as on CUDA (host_race.h's
+ * cfh_spill_at: a pointer, checked and recorded in the shared part). */
+static void spill_at(StrBuf *b, const KTensor *t, const char *index, int n, bool is_write) {
+  int64_t ns = 0;
+  kx_is_const(t->spill->size, &ns); /* a constant (shared_spill.c) */
+  sb_printf(b, "cfh_spill_at(%s, %s, %lld, %d, %lld, %s, %lld, %d, %s)", t->name, t->spill->name, (long long)t->reg_elems,
+            16 / (int)cf_dtype_size(t->dtype), (long long)t->spill_threads, index, (long long)ns, n,
+            is_write ? "true" : "false");
+}
+
 static void element(Emitter *e, const KTensor *t, const char *index, bool is_write) {
-  if (t->mem == CF_MEM_SHARED && t->param < 0)
+  if (t->spill) {
+    sb_puts(&e->out, "(*");
+    spill_at(&e->out, t, index, 1, is_write);
+    sb_puts(&e->out, ")");
+  } else if (t->mem == CF_MEM_SHARED && t->param < 0)
     sb_printf(&e->out, "cfh_smem_%c(%s, %s)", is_write ? 'w' : 'r', t->name, index);
   else
     cg_element(e, t, index, is_write);
@@ -150,6 +166,12 @@ static void element(Emitter *e, const KTensor *t, const char *index, bool is_wri
 
 /* The address of a vector copy's side: for shared memory, all `n` elements are recorded. */
 static void vector_side(Emitter *e, StrBuf *b, const KAccess *a, int n, const char *access, bool is_write) {
+  if (a->t->spill) {
+    char *idx = cg_expr(e, a->index);
+    spill_at(b, a->t, idx, n, is_write);
+    free(idx);
+    return;
+  }
   if (a->t->mem != CF_MEM_SHARED || a->t->param >= 0) {
     sb_printf(b, "&%s", access);
     return;
@@ -171,7 +193,7 @@ static void vector_copy(Emitter *e, const KNode *op, const char *dst, const char
 /* cp.async: the copy is queued in the thread's open group and done at the wait that
  * completes it (host_async.h), its shared-memory write recorded then. */
 static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *src) {
-  if (n->kind == KN_OP && n->u.op.out.t->spill) { /* the host keeps a spilled tensor whole (shared_spill.c) */
+  if (n->kind == KN_OP && n->u.op.out.t->spill) { /* done at once: the thread's wait follows before any read */
     vector_copy(e, n, dst, src);
     return;
   }

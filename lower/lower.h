@@ -153,6 +153,8 @@ void lower_predicate(LowerCtx *c);        /* predicate.c */
 bool lower_write_guarded(const LowerCtx *c, const Val *tv, cf_parallel_type p);
 /* Whether the place op writes depends on the index of launch type p (predicate.c). */
 bool lower_write_spans(const KNode *op, cf_parallel_type p);
+/* Whether op is a block reduction over p: every index of p reads its inputs and folds them. */
+bool lower_reduces_over(const KNode *op, cf_parallel_type p);
 void lower_reduction(LowerCtx *c);        /* reduction.c: block reductions */
 /* reduction.c: whether a reduction's output of tv's dtype accumulates in a wider
  * floating type (half, bfloat16 in float): its accumulator is a register. */

@@ -48,6 +48,21 @@ bool lower_write_spans(const KNode *op, cf_parallel_type p) {
   return kx_uses_thread(o->index, p) || kx_uses_thread(o->lane, p) || kx_uses_thread(o->col, p);
 }
 
+/* A block reduction over p (reduction.c splits it into a per-thread accumulation, the
+ * all-reduce and the write): every index of p takes part, none may be guarded off, and
+ * every one reads its inputs (only the result's store may be one thread's). */
+bool lower_reduces_over(const KNode *op, cf_parallel_type p) {
+  if (ir_op_kind(op->u.op.src->op) != OPK_REDUCTION || op->u.op.reduction_init) return false;
+  Val *out = op->u.op.src->out[0];
+  for (int j = 0; j < op->u.op.nloop && j < TV(out)->nloop; j++) {
+    const KNode *l = op->u.op.loops[j];
+    /* A loop on p over one of the output's iteration or broadcast axes (a loop shared
+     * with a consumer) does not combine across p: only a reduction axis does. */
+    if (l && l->u.loop.pt == p && ID(TV(out)->loop[j])->iter_type == CF_ITER_REDUCTION) return true;
+  }
+  return false;
+}
+
 /* The launch types (a bit each) op's read indices use; the rest of its value's dependences
  * is the uniformity analysis' (analysis/uniformity.c). */
 static unsigned reads_on(const KNode *op) {
@@ -77,20 +92,6 @@ static void check_value_uniform(LowerCtx *c, const KNode *op, cf_parallel_type p
              cf_parallel_type_name(p));
 }
 
-/* A block reduction over p (reduction.c splits it into a per-thread accumulation, the
- * all-reduce and the write): every index of p takes part, none may be guarded off. */
-static bool reduces_over(const KNode *op, cf_parallel_type p) {
-  if (ir_op_kind(op->u.op.src->op) != OPK_REDUCTION || op->u.op.reduction_init) return false;
-  Val *out = op->u.op.src->out[0];
-  for (int j = 0; j < op->u.op.nloop && j < TV(out)->nloop; j++) {
-    const KNode *l = op->u.op.loops[j];
-    /* A loop on p over one of the output's iteration or broadcast axes (a loop shared
-     * with a consumer) does not combine across p: only a reduction axis does. */
-    if (l && l->u.loop.pt == p && ID(TV(out)->loop[j])->iter_type == CF_ITER_REDUCTION) return true;
-  }
-  return false;
-}
-
 static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
   Val *tv = op->u.op.src->out[0];
   KExpr *g = kx_const(c->a, 1);
@@ -99,7 +100,7 @@ static KExpr *redundancy_guard(LowerCtx *c, const KNode *op) {
     /* The write spans p when where it writes depends on p; an op that runs in a loop on
      * p but writes one place for all its indices (a broadcast inlined into a parallel
      * loop) is done by index 0 alone. */
-    bool spans = lower_write_spans(op, (cf_parallel_type)p) || reduces_over(op, (cf_parallel_type)p);
+    bool spans = lower_write_spans(op, (cf_parallel_type)p) || lower_reduces_over(op, (cf_parallel_type)p);
     if (!spans) check_value_uniform(c, op, (cf_parallel_type)p);
     if (!spans) g = kx_bin(c->a, OP_AND, g, kx_bin(c->a, OP_EQ, kx_thread(c->a, (cf_parallel_type)p, false), kx_const(c->a, 0)));
   }

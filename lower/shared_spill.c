@@ -16,9 +16,10 @@
  * Requires: the kernel IR complete (after simplify: no pass moves accesses later), block
  * dimensions known. Establishes: KTensor.spill, reg_elems and spill_async; the shared part
  * among k->allocs, before local_reuse (which leaves spilled tensors alone) and smem_layout.
- * Key decision: the host backend ignores the placement (the whole tensor stays in the
- * emulated thread's array, the copies plain): it changes no value, only where the bytes
- * wait. Refused, naming the tensor: not Local, a symbolic size or block, K not below the
+ * Key decision: the host backend places the elements as CUDA does (host_race.h's
+ * cfh_spill_at: an access outside the shared part stops the kernel, the shared accesses
+ * are recorded for the race detector), its fills plain copies (the wait follows before any
+ * read either way). Refused, naming the tensor: not Local, a symbolic size or block, K not below the
  * size or not a multiple of V, a vector access wider than a chunk. */
 #include "lower/lower.h"
 

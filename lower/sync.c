@@ -49,8 +49,12 @@ static bool write_spans(LowerCtx *c, const KNode *op, int pt) {
 }
 
 /* Whether op runs on index 0 of pt alone (predicate.c's guard of a write that does not
- * span pt). */
+ * span pt). A block reduction over pt is not: its result's store is thread 0's, but every
+ * thread of pt reads and folds its own inputs (a sum over threadIdx.x of a shared tensor
+ * that thread 0 wrote read it with no barrier before: a race on the GPU, random schedule
+ * seed 46600500). */
 static bool only_thread0(LowerCtx *c, const KNode *op, int pt) {
+  if (lower_reduces_over(op, (cf_parallel_type)pt)) return false;
   return lower_write_guarded(c, op->u.op.src->out[0], (cf_parallel_type)pt) && !write_spans(c, op, pt);
 }
 

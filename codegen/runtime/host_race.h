@@ -98,4 +98,21 @@ CFH_INLINE void *cfh__smem_touch(const void *base, void *p, size_t n, size_t siz
 #define cfh_smem_r(T, i) (*cfh_smem_rn(T, i, 1))
 #define cfh_smem_w(T, i) (*cfh_smem_wn(T, i, 1))
 
+/* n elements from element i of a Local tensor spilled to shared memory (cf_spill_to_shared,
+ * lower/shared_spill.c), as the CUDA kernel places them (cuda_helpers.cuh's cf_spill_at):
+ * i < K in the thread's register array R, the others in 16-byte chunks of V elements of S
+ * (NS elements in all), chunk j of thread `tid` of NT at (j * NT + tid) * V; those accesses
+ * are recorded for the race detector, and one outside S stops the kernel with a message. */
+CFH_FN void *cfh__spill_at(void *regs, void *smem, size_t size, long long k, long long v, long long nt, long long i,
+                           long long ns, long long n, unsigned tid, bool write, const char *name) {
+  if (i < k) return (char *)regs + (size_t)i * size;
+  long long j = (((i - k) / v) * nt + (long long)tid) * v + (i - k) % v;
+  if (j < 0 || j + n > ns)
+    cfh_fail("%s: elements %lld..%lld of a spilled tensor's shared part lie outside its %lld elements", name, j, j + n - 1,
+             ns);
+  return cfh__smem_touch(smem, (char *)smem + (size_t)j * size, (size_t)n, size, write, name);
+}
+#define cfh_spill_at(R, S, K, V, NT, i, NS, n, w) \
+  ((__typeof__(&(R)[0]))cfh__spill_at((R), (S), sizeof (R)[0], (K), (V), (NT), (i), (NS), (n), cf_linear_tid(), (w), #S))
+
 #endif

@@ -139,6 +139,32 @@ Test(print_kernel, a_write_by_thread_zero_alone_is_synchronized) {
   cf_fusion_destroy(f);
 }
 
+/* Found by the random-schedule fuzzer (seed 46600500) with the race detector: a shared
+ * tensor written by thread 0 alone (its axis serial, its write guarded) and read by a sum
+ * over threadIdx.x: the sum's store is thread 0's too, but every thread reads and folds
+ * its own element, so the read waits for the write. */
+Test(print_kernel, a_block_reduction_reading_what_thread_zero_wrote_is_synchronized) {
+  cf_fusion *f = cf_fusion_create();
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_fusion_add_input(f, a);
+  cf_tv *t1 = cf_neg(f, a), *t2 = cf_sum(f, t1, 1, (int[]){1});
+  cf_fusion_add_output(f, t2);
+  cf_set_memory_type(f, t1, CF_MEM_SHARED);
+  cf_parallelize(f, t2, 1, CF_PT_TIDX); /* t1 stays serial: thread 0 writes all of it */
+  char *k = kernel_of(f);
+  long w = offset_of(k, "T1[("), sync = offset_of(k, "__syncthreads();"), r = offset_of(k, " + T1[(");
+  cr_expect(w >= 0 && w < sync && sync < r, "the sum's read of T1 must follow a sync after its write:\n%s", k);
+  free(k);
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  DLManagedTensor *ta = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){4, 8}), *out = NULL;
+  const DLTensor *ins[1] = {&ta->dl_tensor};
+  cr_expect_eq(cf_executor_run(e, 1, ins, 1, &out), CF_OK, "no race: %s", cf_executor_error(e));
+  cf_tensor_free(ta), cf_tensor_free(out);
+  cf_executor_destroy(e);
+  cf_fusion_destroy(f);
+}
+
 /* Shared buffers of symbolic size: each offset after the first is a named variable
  * defined from the one before (spelled out, the n-th would repeat all n - 1 before it:
  * DAG seed 28308 of the parallel-reduction fuzzer printed a kernel gcc took minutes and
