@@ -178,7 +178,7 @@ Test(random_schedules, run_like_the_evaluator, .timeout = 600) {
 Test(random_schedules, seeds_that_found_bugs, .timeout = 600) {
   static const uint64_t seeds[] = {0,    7,    14,   18,    54,    96,    191,   207,   537,   683,   884,    916,   1042,
                                    1089, 1162, 1831, 1965, 2264,  2500,  2770,  3224,  5663,  20733, 22311, 22467, 23527, 1001317,
-                                   46600500};
+                                   46500349, 46600500};
   for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) run_one(seeds[i]);
 }
 
