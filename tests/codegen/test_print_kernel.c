@@ -108,6 +108,32 @@ Test(print_kernel, dump_of_the_kernel_ir_after_a_pass, .init = cr_redirect_stder
   cf_fusion_destroy(f);
 }
 
+/* In f's kernel the write (marked by `w`) comes before a __syncthreads that comes before
+ * the read (`r`), and f (inputs of constant sizes, at most 4) runs on the host backend
+ * with its race detector silent. */
+static void expect_barrier_between(cf_fusion *f, const char *w, const char *r) {
+  char *k = kernel_of(f);
+  long wo = offset_of(k, w), sync = offset_of(k, "__syncthreads();"), ro = offset_of(k, r);
+  cr_expect(wo >= 0 && wo < sync && sync < ro, "the read `%s` must follow a sync after the write `%s`:\n%s", r, w, k);
+  free(k);
+  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
+  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
+  int n = cf_fusion_num_inputs(f), no = cf_fusion_num_outputs(f);
+  cr_assert(n <= 4 && no <= 4);
+  DLManagedTensor *x[4] = {NULL}, *outs[4] = {NULL};
+  const DLTensor *ins[4];
+  for (int i = 0; i < n; i++) {
+    const cf_tv *t = cf_fusion_input(f, i);
+    int64_t sizes[CF_MAX_RANK];
+    for (int d = 0; d < cf_tv_logical_rank(t); d++) sizes[d] = cf_id_extent(cf_tv_domain_axis(t, CF_DOMAIN_LOGICAL, d));
+    x[i] = cf_tensor_host(CF_FLOAT, cf_tv_logical_rank(t), sizes);
+    ins[i] = &x[i]->dl_tensor;
+  }
+  cr_expect_eq(cf_executor_run(e, n, ins, no, outs), CF_OK, "no race: %s", cf_executor_error(e));
+  for (int i = 0; i < 4; i++) cf_tensor_free(x[i]), cf_tensor_free(outs[i]);
+  cf_executor_destroy(e);
+}
+
 /* Found by the fuzzer with the host backend's race detector: a shared tensor that spans
  * no thread dimension is written by thread 0 alone; a local consumer that spans none
  * either runs in every thread, so it must wait for that write. */
@@ -124,18 +150,7 @@ Test(print_kernel, a_write_by_thread_zero_alone_is_synchronized) {
   cf_fusion_add_output(f, o2);
   cf_set_memory_type(f, t1, CF_MEM_SHARED);
   cf_parallelize(f, o2, 0, CF_PT_TIDX); /* launches 32 threads */
-  char *k = kernel_of(f);
-  long w = offset_of(k, "T2[i"), sync = offset_of(k, "__syncthreads();"), r = offset_of(k, "(-T2[");
-  cr_expect(w >= 0 && w < sync && sync < r, "the read of T2 must follow a sync after its write:\n%s", k);
-  free(k);
-  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
-  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
-  DLManagedTensor *ta = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){8}), *tb = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){32});
-  DLManagedTensor *outs[2] = {NULL, NULL};
-  const DLTensor *ins[2] = {&ta->dl_tensor, &tb->dl_tensor};
-  cr_expect_eq(cf_executor_run(e, 2, ins, 2, outs), CF_OK, "no race: %s", cf_executor_error(e));
-  cf_tensor_free(ta), cf_tensor_free(tb), cf_tensor_free(outs[0]), cf_tensor_free(outs[1]);
-  cf_executor_destroy(e);
+  expect_barrier_between(f, "T2[i", "(-T2[");
   cf_fusion_destroy(f);
 }
 
@@ -151,17 +166,7 @@ Test(print_kernel, a_block_reduction_reading_what_thread_zero_wrote_is_synchroni
   cf_fusion_add_output(f, t2);
   cf_set_memory_type(f, t1, CF_MEM_SHARED);
   cf_parallelize(f, t2, 1, CF_PT_TIDX); /* t1 stays serial: thread 0 writes all of it */
-  char *k = kernel_of(f);
-  long w = offset_of(k, "T1[("), sync = offset_of(k, "__syncthreads();"), r = offset_of(k, " + T1[(");
-  cr_expect(w >= 0 && w < sync && sync < r, "the sum's read of T1 must follow a sync after its write:\n%s", k);
-  free(k);
-  cf_executor *e = cf_executor_create(&(cf_executor_options){.backend = CF_BACKEND_HOST});
-  cr_assert_eq(cf_executor_compile(e, f), CF_OK, "%s", cf_executor_error(e));
-  DLManagedTensor *ta = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){4, 8}), *out = NULL;
-  const DLTensor *ins[1] = {&ta->dl_tensor};
-  cr_expect_eq(cf_executor_run(e, 1, ins, 1, &out), CF_OK, "no race: %s", cf_executor_error(e));
-  cf_tensor_free(ta), cf_tensor_free(out);
-  cf_executor_destroy(e);
+  expect_barrier_between(f, "T1[(", " + T1[(");
   cf_fusion_destroy(f);
 }
 

@@ -194,6 +194,20 @@ static inline char *kc_run_everywhere(cf_fusion *f, int nin, DLManagedTensor **i
   return src;
 }
 
+
+/* A suite whose tests each build one fusion `f`, its inputs recorded in `in` and `nin` by
+ * kc_input (a fresh fusion before each test, destroyed after). */
+#define KC_FUSION_SUITE(name)                        \
+  static cf_fusion *f;                               \
+  static KcInput in[TU_MAX_IO];                      \
+  static int nin;                                    \
+  static void kc_suite_setup_(void) {                \
+    f = cf_fusion_create();                          \
+    nin = 0;                                         \
+  }                                                  \
+  static void kc_suite_teardown_(void) { cf_fusion_destroy(f); } \
+  TestSuite(name, .init = kc_suite_setup_, .fini = kc_suite_teardown_)
+
 /* The whole check. Returns the sm_90a CUDA source for further assertions (caller frees). */
 static inline char *kc_check(cf_fusion *f, int nin, const KcInput *inputs, double tol) {
   cr_assert_eq(cf_fusion_status(f), CF_OK, "scheduling failed: %s", cf_fusion_error(f));

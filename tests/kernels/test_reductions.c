@@ -10,16 +10,7 @@
 #include "ir/ir.h"
 #include "kernel_check.h"
 
-static cf_fusion *f;
-static KcInput in[TU_MAX_IO];
-static int nin;
-
-static void setup(void) {
-  f = cf_fusion_create();
-  nin = 0;
-}
-static void teardown(void) { cf_fusion_destroy(f); }
-TestSuite(reductions, .init = setup, .fini = teardown);
+KC_FUSION_SUITE(reductions);
 
 static cf_tv *input(cf_dtype dt, int rank, const int64_t *sizes) { return kc_input(f, in, &nin, dt, rank, sizes); }
 
@@ -184,10 +175,10 @@ static cf_tv *columns_on_x_rows_on_y(cf_tv *r) {
 Test(reductions, column_reduction_by_warp_shuffles_over_y) {
   columns_on_x_rows_on_y(cf_sum(f, input(CF_FLOAT, 2, (int64_t[]){64, 8}), 1, (int[]){0}));
   expect_y_shuffles(check(1e-5), 8);
-  cf_fusion_destroy(f), setup();
+  cf_fusion_destroy(f), kc_suite_setup_();
   columns_on_x_rows_on_y(cf_max_reduce(f, input(CF_FLOAT, 2, (int64_t[]){16, 2}), 1, (int[]){0}));
   expect_y_shuffles(check(0), 2);
-  cf_fusion_destroy(f), setup();
+  cf_fusion_destroy(f), kc_suite_setup_();
   cf_tv *x = input(CF_FLOAT, 3, (int64_t[]){2, 8, 4});
   cf_tv *w = cf_welford(f, x, 1, (int[]){1});
   cf_fusion_add_output(f, cf_welford_avg(f, w));

@@ -10,17 +10,7 @@
 #include "cfuser/execute.h"
 #include "kernel_check.h"
 
-static cf_fusion *f;
-static KcInput in[TU_MAX_IO];
-static int nin;
-
-static void setup(void) {
-  f = cf_fusion_create();
-  nin = 0;
-}
-static void teardown(void) { cf_fusion_destroy(f); }
-
-TestSuite(transposes_inlined, .init = setup, .fini = teardown);
+KC_FUSION_SUITE(transposes_inlined);
 
 static cf_tv *square(int64_t n) { return kc_input(f, in, &nin, CF_FLOAT, 2, (int64_t[]){n, n}); }
 

@@ -11,16 +11,7 @@
 
 #include "kernel_check.h"
 
-static cf_fusion *f;
-static KcInput in[TU_MAX_IO];
-static int nin;
-
-static void setup(void) {
-  f = cf_fusion_create();
-  nin = 0;
-}
-static void teardown(void) { cf_fusion_destroy(f); }
-TestSuite(welford, .init = setup, .fini = teardown);
+KC_FUSION_SUITE(welford);
 
 static cf_tv *input(cf_dtype dt, int rank, const int64_t *sizes) { return kc_input(f, in, &nin, dt, rank, sizes); }
 

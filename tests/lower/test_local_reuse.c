@@ -7,15 +7,7 @@
 
 #include "kernels/kernel_check.h"
 
-static cf_fusion *f;
-static KcInput in[TU_MAX_IO];
-static int nin;
-static void setup(void) {
-  f = cf_fusion_create();
-  nin = 0;
-}
-static void teardown(void) { cf_fusion_destroy(f); }
-TestSuite(local_reuse, .init = setup, .fini = teardown);
+KC_FUSION_SUITE(local_reuse);
 
 /* in -> neg -> relu -> ... (n ops) -> out of [1024] floats, the output split by 128 and
  * nothing inlined: every intermediate is a whole local array. */

@@ -7,20 +7,13 @@
 
 #include "kernels/kernel_check.h"
 
-static cf_fusion *f;
-static KcInput in[TU_MAX_IO];
-static int nin;
-static void setup(void) {
-  f = cf_fusion_create();
-  nin = 0;
-}
-static void teardown(void) { cf_fusion_destroy(f); }
-TestSuite(shared_spill, .init = setup, .fini = teardown);
+KC_FUSION_SUITE(shared_spill);
 
-/* out = c + c, c = set(x) of [64, 8] floats, every tensor [64 (threadIdx.x), 2, 4]: c is
- * computed at the thread (8 elements each, 2 chunks of 4), its fill a 16-byte vector. */
+/* out = c + c, c = set(x) of [64, 8] floats, every tensor [64, 2, 4]: the 64 rows on
+ * threadIdx.x (each thread's c 8 elements, 2 chunks of 4) or, `serial`, a loop that
+ * fills c again in each iteration; c computed inside the rows, its fill a 16-byte vector. */
 static cf_tv *c;
-static void copy_doubled(void) {
+static void copy_doubled_rows(bool serial) {
   cf_tv *x = kc_input(f, in, &nin, CF_FLOAT, 2, (int64_t[]){64, 8});
   c = cf_set(f, x);
   cf_tv *o = cf_add(f, c, c);
@@ -28,23 +21,12 @@ static void copy_doubled(void) {
   cf_tv *all[] = {c, o};
   for (int i = 0; i < 2; i++) {
     cf_split(f, all[i], 1, 4);
-    cf_parallelize(f, all[i], 0, CF_PT_TIDX);
+    if (!serial) cf_parallelize(f, all[i], 0, CF_PT_TIDX);
   }
   cf_parallelize(f, c, 2, CF_PT_VECTORIZE);
   cf_inline_at(f, c, 1);
 }
-
-/* The same with rows on a serial loop: c is filled again in each iteration. */
-static void copy_doubled_serial(void) {
-  cf_tv *x = kc_input(f, in, &nin, CF_FLOAT, 2, (int64_t[]){64, 8});
-  c = cf_set(f, x);
-  cf_tv *o = cf_add(f, c, c);
-  cf_fusion_add_output(f, o);
-  cf_tv *all[] = {c, o};
-  for (int i = 0; i < 2; i++) cf_split(f, all[i], 1, 4);
-  cf_parallelize(f, c, 2, CF_PT_VECTORIZE);
-  cf_inline_at(f, c, 1);
-}
+static void copy_doubled(void) { copy_doubled_rows(false); }
 
 static void expect_compile_error(const char *msg) {
   cr_assert_eq(cf_fusion_status(f), CF_OK, "scheduling failed: %s", cf_fusion_error(f));
@@ -59,8 +41,7 @@ Test(shared_spill, the_call_refuses_inputs_and_negative_counts) {
   cr_expect_eq(cf_spill_to_shared(f, ir_tv_handle(f->inputs.items[0]), 4), CF_ERR_INVALID_SCHEDULE);
   cr_expect_str_eq(cf_fusion_error(f), "spill_to_shared: a fusion input stays in global memory for T0_g_float[iS0{64}, iS1{8}]");
   cf_fusion_destroy(f);
-  f = cf_fusion_create();
-  nin = 0;
+  kc_suite_setup_();
   copy_doubled();
   cr_expect_eq(cf_spill_to_shared(f, c, -1), CF_ERR_INVALID_ARGUMENT);
   cr_expect_str_eq(cf_fusion_error(f), "spill_to_shared: reg_elems -1 is negative for T1_l_float[ithreadIdx.x2{64}, iS6{2}, iV7{4}]");
@@ -112,7 +93,7 @@ Test(shared_spill, half_of_each_thread_in_shared_memory_runs_like_the_evaluator)
 /* A tensor filled again in each iteration of a serial loop outside it keeps ordinary
  * copies (no cp.async: a later fill could land before this thread's last reads). */
 Test(shared_spill, a_tensor_filled_in_a_serial_loop_is_not_filled_asynchronously) {
-  copy_doubled_serial();
+  copy_doubled_rows(true);
   cr_assert_eq(cf_spill_to_shared(f, c, 4), CF_OK);
   free(kc_check(f, nin, in, 0));
   char *src = tu_cuda_kernel_text(f);
