@@ -22,23 +22,10 @@ static void expect_refused(const char *msg) {
   cf_executor_destroy(e);
 }
 
-/* Define and run on the same fusion: cut until no segment reads a tensor in two orders,
- * every output equal to the evaluator's. */
-static void expect_define_and_run_right(int64_t n) {
-  cf_fusion_cache *c = cf_fusion_cache_create(f, &(cf_executor_options){.backend = CF_BACKEND_HOST});
-  tu_assert_io_fits(f, 1);
-  DLManagedTensor *x = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){n, n}), *got[TU_MAX_IO] = {0}, *want[TU_MAX_IO] = {0};
-  cf_tensor_fill_random(&x->dl_tensor, 11);
-  const DLTensor *ins[1] = {&x->dl_tensor};
-  int nout = cf_fusion_num_outputs(f);
-  cr_assert_eq(cf_fusion_execute(c, 1, ins, nout, got), CF_OK, "%s", cf_fusion_cache_error(c));
-  cr_assert_eq(cf_fusion_evaluate(f, 1, ins, want), CF_OK, "%s", cf_fusion_error(f));
-  for (int o = 0; o < nout; o++) {
-    cr_expect(cf_tensor_allclose(&got[o]->dl_tensor, &want[o]->dl_tensor, 1e-6, 1e-6, NULL, 0), "output %d", o);
-    cf_tensor_free(got[o]), cf_tensor_free(want[o]);
-  }
-  cf_tensor_free(x);
-  cf_fusion_cache_destroy(c);
+/* Define and run on the same fusion (kernel_check.h): cut until no segment reads a tensor
+ * in two orders, every output equal to the evaluator's. */
+static void expect_define_and_run_right(void) {
+  cf_fusion_cache_destroy(kc_define_and_run(f, NULL, nin, in, 11, 1e-6, "define and run"));
 }
 
 /* a^T + a of a computed square matrix: no loop nest computes a in both orders (before,
@@ -52,7 +39,7 @@ Test(transposes_inlined, transpose_plus_itself) {
   expect_refused("compile: T0's axes iS0{8} and iS1{8} are one axis through T3 = add(...) and the ops before it: the "
                  "kernel reads T0 in two orders (as in x^T + x), which no loop nest computes; compute the transposed "
                  "value in a kernel of its own (define and run cuts the fusion there)");
-  expect_define_and_run_right(8);
+  expect_define_and_run_right();
 }
 
 /* The same with the operands the other way round, and with the input itself. */
@@ -64,7 +51,7 @@ Test(transposes_inlined, itself_plus_transpose) {
   expect_refused("compile: T0's axes iS1{8} and iS0{8} are one axis through T3 = add(...) and the ops before it: the "
                  "kernel reads T0 in two orders (as in x^T + x), which no loop nest computes; compute the transposed "
                  "value in a kernel of its own (define and run cuts the fusion there)");
-  expect_define_and_run_right(8);
+  expect_define_and_run_right();
 }
 
 /* (x^T)^T is x, also when a dead op reads the inner transpose together with x. */
