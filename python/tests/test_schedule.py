@@ -159,3 +159,36 @@ def test_circular_buffer_prefetch_out_of_range_is_refused():
         fd.add_output(fd.ops.exp(y))
     with pytest.raises(InvalidScheduleError, match=r"asks to fill 4 iterations ahead with 4 stages; 1 to 3 "):
         fd.sched.circular_buffer(y, 4, prefetch=4)
+
+
+def test_spill_to_shared_keeps_part_of_a_local_tensor_in_shared_memory():
+    """Each thread's 8 floats of c: 4 in registers, 4 in shared memory (64 threads x 16
+    bytes), filled by cp.async; the host backend places them alike."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([64, 8])
+        c = fd.ops.set(x)
+        o = fd.ops.add(c, c)
+        fd.add_output(o)
+    for t in (c, o):
+        fd.sched.split(t, 1, 4)
+        fd.sched.parallelize(t, 0, ParallelType.block_x)
+    fd.sched.parallelize(c, 2, ParallelType.vectorize)
+    fd.sched.inline_at(c, 1)
+    fd.sched.spill_to_shared(c, 4)
+    x_ = np.arange(64 * 8, dtype=np.float32).reshape(64, 8)
+    out, = fd.execute([x_])
+    np.testing.assert_array_equal(out, 2 * x_)
+    assert fd.last_launch_params()["smem"] == 1024
+    assert "cf_spill_at<4, 4, 64>(T1, T1_s, " in fd.kernel_text()
+
+
+def test_spill_to_shared_of_all_elements_is_refused():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([64, 8])
+        c = fd.ops.set(x)
+        fd.add_output(fd.ops.add(c, c))
+    fd.sched.parallelize(c, 0, ParallelType.block_x)
+    fd.sched.inline_at(c, 1)
+    fd.sched.spill_to_shared(c, 8)
+    with pytest.raises(InvalidScheduleError, match=r"T1 keeps 8 of its 8 elements in registers"):
+        fd.execute([np.zeros((64, 8), np.float32)])
