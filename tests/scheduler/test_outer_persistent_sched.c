@@ -253,6 +253,14 @@ Test(outer_sched, wide_rows_keep_half_the_tile_in_shared_memory) {
   schedule_and_check(3, (KcInput[]){IN(CF_FLOAT, 512, 512), IN(CF_FLOAT, 512), IN(CF_FLOAT, 512)},
                      "block threads=16x16 persistent=32 (16 in shared memory) vector=4 columns=blockIdx.x buffers=inputs",
                      1e-4);
+  fresh(); /* 511 rows: the last row of each thread's shared half guarded off */
+  batchnorm(CF_FLOAT, 2, (int64_t[]){511, 512}, false, true);
+  schedule_and_check(3, (KcInput[]){IN(CF_FLOAT, 511, 512), IN(CF_FLOAT, 512), IN(CF_FLOAT, 512)},
+                     "block threads=16x16 persistent=32 (16 in shared memory) vector=4 columns=blockIdx.x buffers=inputs",
+                     1e-4);
+  fresh();
+  batchnorm(CF_FLOAT, 2, (int64_t[]){512, 512}, false, false);
+  planned(3, (KcInput[]){IN(CF_FLOAT, 512, 512), IN(CF_FLOAT, 512), IN(CF_FLOAT, 512)}, NULL);
   if (!tu_nvrtc_or_note()) return;
   char *src = source_of(CF_BACKEND_CUDA);
   static const char *const want[] = {
