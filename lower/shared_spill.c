@@ -142,7 +142,7 @@ static KTensor *shared_part(LowerCtx *c, const KTensor *t, int64_t elems) {
 
 static void spill(LowerCtx *c, Val *tv, PtrVec *allocs) {
   KTensor *t = c->info[tv->id].kt;
-  int64_t k = TV(tv)->reg_elems, size, chunk = 16 / (int64_t)cf_dtype_size(t->dtype);
+  int64_t k = TV(tv)->reg_elems, size, bytes = (int64_t)cf_dtype_size(t->dtype), chunk = bytes > 0 ? 16 / bytes : 0;
   const char *name = TV(tv)->display_name;
   if (t->mem != CF_MEM_LOCAL)
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s is spilled to shared memory (cf_spill_to_shared) but is not a "
@@ -150,10 +150,13 @@ static void spill(LowerCtx *c, Val *tv, PtrVec *allocs) {
   if (!kx_is_const(t->size, &size))
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s is spilled to shared memory (cf_spill_to_shared) but its "
                "allocation size is symbolic", name);
-  if (chunk < 1 || k >= size || k % chunk)
+  if (chunk < 1)
+    lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s is spilled to shared memory (cf_spill_to_shared) in 16-byte "
+               "chunks, but its elements of %s are wider", name, cf_dtype_name(t->dtype));
+  if (k >= size || k % chunk)
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s keeps %lld of its %lld elements in registers "
                "(cf_spill_to_shared): it must be fewer than all and a multiple of a 16-byte chunk (%lld elements)",
-               name, (long long)k, (long long)size, (long long)(chunk < 1 ? 1 : chunk));
+               name, (long long)k, (long long)size, (long long)chunk);
   int64_t chunks = (size - k + chunk - 1) / chunk; /* the last may be partly used */
   t->spill_threads = block_threads(c, tv);
   t->spill = shared_part(c, t, chunks * chunk * t->spill_threads);
