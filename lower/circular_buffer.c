@@ -49,7 +49,7 @@ static void offset(Fill *w, KAccess *x) {
   if (x->t == w->t) x->index = kx_bin(w->c->a, OP_ADD, x->index, w->stage);
 }
 
-static bool copies_16_bytes_from_global(const KNode *n) {
+bool lower_copies_16_bytes_from_global(const KNode *n) {
   const KAccess *in = &n->u.op.in[0];
   return n->u.op.vector > 1 && n->u.op.nin == 1 && in->t && in->t->param >= 0 && in->t->mem == CF_MEM_GLOBAL &&
          n->u.op.vector * (int)cf_dtype_size(n->u.op.out_dtype) == 16 && in->t->dtype == n->u.op.out_dtype;
@@ -78,7 +78,7 @@ static void rewrite(Fill *w, KBlock *b, bool fill) {
         if (n->u.op.loops[j] == w->out_of) n->u.op.loops[j] = NULL;
       offset(w, &n->u.op.out);
       for (int k = 0; k < n->u.op.nin; k++) offset(w, &n->u.op.in[k]);
-      if (fill && n->u.op.out.t == w->t && copies_16_bytes_from_global(n)) n->u.op.async = w->async = true;
+      if (fill && n->u.op.out.t == w->t && lower_copies_16_bytes_from_global(n)) n->u.op.async = w->async = true;
       /* a zero-filling copy reads no byte where its bounds fail, but its source address is
        * still formed: element 0 there, always inside the tensor */
       if (n->u.op.async && n->u.op.zfill)
@@ -174,7 +174,7 @@ static bool self_contained(KNode *fill, const KBlock *body, const KTensor *t) {
   return true;
 }
 
-static KNode *async_node(LowerCtx *c, KnKind kind, int pending) {
+KNode *lower_async_node(LowerCtx *c, KnKind kind, int pending) {
   KNode *n = lower_node(c, kind);
   n->u.async.pending = pending;
   return n;
@@ -250,9 +250,9 @@ static void buffer(LowerCtx *c, Val *tv) {
   int pos = at;
   /* a tile filled just before joins that fill's group (one wait, one commit per iteration) */
   if (w.async && pos > 0 && body->items[pos - 1]->kind == KN_ASYNC_COMMIT) kb_remove(body, --pos);
-  else if (w.async) kb_insert(a, body, pos++, async_node(c, KN_ASYNC_WAIT, D - 1));
+  else if (w.async) kb_insert(a, body, pos++, lower_async_node(c, KN_ASYNC_WAIT, D - 1));
   kb_insert(a, body, pos++, lower_if(c, kx_bin(a, OP_LT, next, n_iter), in_loop));
-  if (w.async) kb_insert(a, body, pos, async_node(c, KN_ASYNC_COMMIT, 0));
+  if (w.async) kb_insert(a, body, pos, lower_async_node(c, KN_ASYNC_COMMIT, 0));
   if (TV(tv)->tma_load) tma_wait(c, body, pos, fill, count, Sx);
   /* the prologue: stages 0 .. D - 1 (base .. base + D - 1) */
   int lp = kb_index_of(fd.parent, fd.loop);
@@ -263,9 +263,9 @@ static void buffer(LowerCtx *c, Val *tv) {
     kb_push(a, &pb, kir_clone(a, fill));
     rewrite(&p, &pb, true);
     kb_insert(a, fd.parent, lp++, lower_if(c, kx_bin(a, OP_LT, kx_const(a, s), n_iter), pb.items[0]));
-    if (w.async) kb_insert(a, fd.parent, lp++, async_node(c, KN_ASYNC_COMMIT, 0));
+    if (w.async) kb_insert(a, fd.parent, lp++, lower_async_node(c, KN_ASYNC_COMMIT, 0));
   }
-  if (w.async) kb_insert(a, fd.parent, lp + 1, async_node(c, KN_ASYNC_WAIT, 0)); /* nothing left in flight */
+  if (w.async) kb_insert(a, fd.parent, lp + 1, lower_async_node(c, KN_ASYNC_WAIT, 0)); /* nothing left in flight */
   fd.t->size = kx_bin(a, OP_MUL, tile, Sx);
   fd.t->cb_slack = S - D;
 }

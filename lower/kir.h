@@ -139,7 +139,6 @@ typedef struct KTensor {
                           * on of each thread, in 16-byte chunks; lower/shared_spill.c) */
   int64_t reg_elems;     /* with spill: the elements each thread keeps in registers */
   int64_t spill_threads; /* with spill: the block's threads (each its own chunks) */
-  bool spill_async;      /* with spill: its 16-byte fills from global memory are cp.async */
   bool zero_filled;      /* Shared: every element of the tile is written, zero where its fill's
                           * bounds fail (predicate.c), so a reader needs no mask of its own */
   bool data_used;        /* parameters: the kernel loads, stores or takes the address of an

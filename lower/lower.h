@@ -204,6 +204,10 @@ uint32_t lower_tcgen05_idesc(cf_dtype ab, int m, int n, bool a_mn_major, bool b_
 void lower_tmem_lifetime(LowerCtx *c);    /* tmem_lifetime.c: alloc, relinquish, dealloc */
 void lower_unswitch(LowerCtx *c);         /* unswitch.c: Unswitch/Unroll nests: hoisted predicates, fallback copy */
 void lower_simplify(LowerCtx *c);         /* simplify.c: indices, extents, conditions simplified with value ranges */
+/* circular_buffer.c: whether a vector copy moves 16 bytes of one dtype from a global
+ * parameter (what cp.async can do), and a cp.async commit or wait node. */
+bool lower_copies_16_bytes_from_global(const KNode *n);
+KNode *lower_async_node(LowerCtx *c, KnKind kind, int pending);
 void lower_shared_spill(LowerCtx *c);     /* shared_spill.c: a Local tensor's shared part (cf_spill_to_shared) */
 void lower_local_reuse(LowerCtx *c);      /* local_reuse.c: local buffers shared by lifetime, the local limit */
 void lower_smem_layout(LowerCtx *c);      /* smem_layout.c: offsets, dynamic size */

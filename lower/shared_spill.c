@@ -9,12 +9,12 @@
  * compiler resolves at compile time once the constant loops are unrolled.
  * Where the tensor is filled by 16-byte vector copies from global memory, once per thread
  * (no serial loop outside its compute-at position runs the fill again), the copies into
- * the shared part are cp.async (KTensor.spill_async: no register holds them on the way),
+ * the shared part are cp.async (no register holds them on the way),
  * and one commit and wait(0) follow each fill's loop nest (the outermost statement inside
  * the tensor's compute-at position): each thread reads back only its own chunks, so its
  * own wait is all the ordering needed, and no barrier is added.
  * Requires: the kernel IR complete (after simplify: no pass moves accesses later), block
- * dimensions known. Establishes: KTensor.spill, reg_elems and spill_async; the shared part
+ * dimensions known. Establishes: KTensor.spill, reg_elems and spill_threads; the shared part
  * among k->allocs, before local_reuse (which leaves spilled tensors alone) and smem_layout.
  * Key decision: the host backend places the elements as CUDA does (host_race.h's
  * cfh_spill_at: an access outside the shared part stops the kernel, the shared accesses
@@ -30,7 +30,6 @@ typedef struct Spill {
   int ca;              /* the tensor's compute-at position */
   const KNode **after; /* statements a commit and wait follow */
   int nafter, cap;
-  bool async;
 } Spill;
 
 /* Block threads, a constant, or a refusal naming tv. */
@@ -43,12 +42,6 @@ static int64_t block_threads(LowerCtx *c, Val *tv) {
     n *= v;
   }
   return n;
-}
-
-static bool copies_16_bytes_from_global(const KNode *n) {
-  const KAccess *in = &n->u.op.in[0];
-  return n->u.op.vector > 1 && n->u.op.nin == 1 && in->t && in->t->param >= 0 && in->t->mem == CF_MEM_GLOBAL &&
-         n->u.op.vector * (int)cf_dtype_size(n->u.op.out_dtype) == 16 && in->t->dtype == n->u.op.out_dtype;
 }
 
 /* The statement a fill's commit and wait follow: its loop just inside the tensor's
@@ -94,9 +87,9 @@ static bool visit_op(KVisitor *v, KNode *n) {
                "16-byte chunks of %lld elements, and a vector access of %d elements would cross one", s->t->name,
                (long long)s->chunk, n->u.op.vector);
   unroll_around(s, n);
-  if (!writes || n->u.op.reduction_init || n->u.op.zfill || !copies_16_bytes_from_global(n) || refilled(s, n))
+  if (!writes || n->u.op.reduction_init || n->u.op.zfill || !lower_copies_16_bytes_from_global(n) || refilled(s, n))
     return true;
-  n->u.op.async = s->async = true; /* the code generators' cp_async: cp.async for the shared part */
+  n->u.op.async = true; /* the code generators' cp_async: cp.async for the shared part */
   const KNode *at = fill_statement(n, s->ca);
   for (int i = 0; i < s->nafter; i++)
     if (s->after[i] == at) return true;
@@ -110,12 +103,6 @@ static bool visit_op(KVisitor *v, KNode *n) {
   return true;
 }
 
-static KNode *async_node(LowerCtx *c, KnKind kind) {
-  KNode *n = lower_node(c, kind);
-  n->u.async.pending = 0;
-  return n;
-}
-
 /* Each fill statement, then its commit and wait. */
 static void after_fills(KMutator *m, KNode *n, KBlock *out) {
   Spill *s = m->user;
@@ -123,8 +110,8 @@ static void after_fills(KMutator *m, KNode *n, KBlock *out) {
   kb_push(m->arena, out, n);
   for (int i = 0; i < s->nafter; i++)
     if (s->after[i] == n) {
-      kb_push(m->arena, out, async_node(s->c, KN_ASYNC_COMMIT));
-      kb_push(m->arena, out, async_node(s->c, KN_ASYNC_WAIT));
+      kb_push(m->arena, out, lower_async_node(s->c, KN_ASYNC_COMMIT, 0));
+      kb_push(m->arena, out, lower_async_node(s->c, KN_ASYNC_WAIT, 0));
     }
 }
 
@@ -162,10 +149,9 @@ static void spill(LowerCtx *c, Val *tv, PtrVec *allocs) {
   t->spill = shared_part(c, t, chunks * chunk * t->spill_threads);
   t->reg_elems = k;
   ptrvec_push(c->a, allocs, t->spill);
-  Spill s = {c, t, chunk, TV(tv)->ca_pos, NULL, 0, 0, false};
+  Spill s = {c, t, chunk, TV(tv)->ca_pos, NULL, 0, 0};
   KVisitor v = {.pre = {[KN_OP] = visit_op}, .user = &s, .arena = c->a};
   kir_visit(&v, &c->k->body);
-  t->spill_async = s.async;
   if (!s.nafter) return;
   KMutator m = {.arena = c->a, .user = &s};
   m.fn[KN_FOR] = m.fn[KN_OP] = m.fn[KN_IF] = after_fills;
