@@ -7,7 +7,8 @@
 # (hs.cu: the form the outer persistent scheduler's rule 3 generates), each timed with
 # queued launches against a device copy of the same bytes (main.inc). Results and what
 # they say: bench/results/bn_ceiling_h200_20261129/README.md.
-# Usage: bench/probes/batchnorm/run.sh [out-dir]
+# Usage: bench/probes/batchnorm/run.sh [out-dir]   (PER_ITER=1: define and run's timing, an event
+# between every two launches and their median, instead of one pair around all of them)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-$(mktemp -d)}"
