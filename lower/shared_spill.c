@@ -19,14 +19,13 @@
  * Key decision: the host backend places the elements as CUDA does (host_race.h's
  * cfh_spill_at: an access outside the shared part stops the kernel, the shared accesses
  * are recorded for the race detector), its fills plain copies (the wait follows before any
- * read either way). Refused, naming the tensor: not Local, a symbolic size or block, K not below the
- * size or not a multiple of V, a vector access wider than a chunk. */
+ * read either way). Refused, naming the tensor: not Local, a symbolic block,
+ * elements wider than a chunk, K not below the size or not a multiple of V. */
 #include "lower/lower.h"
 
 typedef struct Spill {
   LowerCtx *c;
   const KTensor *t;
-  int64_t chunk;       /* elements of a 16-byte chunk */
   int ca;              /* the tensor's compute-at position */
   const KNode **after; /* statements a commit and wait follow */
   int nafter, cap;
@@ -82,10 +81,7 @@ static bool visit_op(KVisitor *v, KNode *n) {
   bool writes = n->u.op.out.t == s->t, accessed = writes;
   for (int k = 0; k < n->u.op.nin; k++) accessed |= n->u.op.in[k].t == s->t;
   if (!accessed) return true;
-  if (n->u.op.vector > s->chunk)
-    lower_fail(s->c, CF_ERR_INVALID_SCHEDULE, "compile: %s is spilled to shared memory (cf_spill_to_shared) in "
-               "16-byte chunks of %lld elements, and a vector access of %d elements would cross one", s->t->name,
-               (long long)s->chunk, n->u.op.vector);
+  /* a vector moves at most 16 bytes from an aligned index: it never crosses a chunk */
   unroll_around(s, n);
   if (!writes || n->u.op.reduction_init || n->u.op.zfill || !lower_copies_16_bytes_from_global(n) || refilled(s, n))
     return true;
@@ -134,9 +130,7 @@ static void spill(LowerCtx *c, Val *tv, PtrVec *allocs) {
   if (t->mem != CF_MEM_LOCAL)
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s is spilled to shared memory (cf_spill_to_shared) but is not a "
                "Local tensor", name);
-  if (!kx_is_const(t->size, &size))
-    lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s is spilled to shared memory (cf_spill_to_shared) but its "
-               "allocation size is symbolic", name);
+  kx_is_const(t->size, &size); /* a constant: the tensors pass refuses Local tensors of symbolic size */
   if (chunk < 1)
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s is spilled to shared memory (cf_spill_to_shared) in 16-byte "
                "chunks, but its elements of %s are wider", name, cf_dtype_name(t->dtype));
@@ -149,7 +143,7 @@ static void spill(LowerCtx *c, Val *tv, PtrVec *allocs) {
   t->spill = shared_part(c, t, chunks * chunk * t->spill_threads);
   t->reg_elems = k;
   ptrvec_push(c->a, allocs, t->spill);
-  Spill s = {c, t, chunk, TV(tv)->ca_pos, NULL, 0, 0};
+  Spill s = {c, t, TV(tv)->ca_pos, NULL, 0, 0};
   KVisitor v = {.pre = {[KN_OP] = visit_op}, .user = &s, .arena = c->a};
   kir_visit(&v, &c->k->body);
   if (!s.nafter) return;

@@ -35,8 +35,8 @@ CF_API cf_status cf_set_memory_type(cf_fusion *f, cf_tv *tv, cf_memory_type m);
  * where the tensor is filled by 16-byte copies from global memory, the chunks in shared
  * memory are filled by cp.async, so they never pass through registers. reg_elems 0 keeps
  * everything in registers again. Lowering refuses, naming the tensor, a tensor that is not
- * Local when lowered, a size or a block size that is not a constant, and a reg_elems that
- * is not below the size or not a multiple of a 16-byte chunk. The host backend places the
+ * Local when lowered, a block size that is not a constant, elements wider than a chunk, and
+ * a reg_elems that is not below the size or not a multiple of a chunk. The host backend places the
  * elements as CUDA does and stops, naming the tensor, at an access outside the shared part. */
 CF_API cf_status cf_spill_to_shared(cf_fusion *f, cf_tv *tv, int64_t reg_elems);
 /* Sets the allocation domain to n IterDomains of tv (taken from its loop domain or its

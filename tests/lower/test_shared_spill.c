@@ -127,3 +127,21 @@ Test(shared_spill, a_partial_chunk_takes_a_whole_one) {
   cf_tensor_free(xs), cf_tensor_free(out);
   cf_executor_destroy(e);
 }
+
+/* A block of symbolic size (rows on threadIdx.x over a symbolic extent; c's 8 elements a
+ * thread inside the column loop): the shared part has chunks a thread, so its size is
+ * unknown. */
+Test(shared_spill, lowering_refuses_a_symbolic_block) {
+  cf_tv *x = kc_input(f, in, &nin, CF_FLOAT, 2, NULL);
+  c = cf_set(f, x);
+  cf_tv *o = cf_add(f, c, c);
+  cf_fusion_add_output(f, o);
+  cf_split(f, c, 1, 8);
+  cf_split(f, o, 1, 8);
+  cf_parallelize(f, c, 0, CF_PT_TIDX);
+  cf_parallelize(f, o, 0, CF_PT_TIDX);
+  cf_inline_at(f, c, 2);
+  cf_spill_to_shared(f, c, 4);
+  expect_compile_error("compile: T1 is spilled to shared memory (cf_spill_to_shared), which needs a constant block "
+                       "size; blockDim.x is symbolic");
+}
