@@ -48,9 +48,9 @@ struct Emitter {
   /* The first parameter whose element was printed though lowering marked its data unused
    * (KTensor.data_used; cg_generate reports it). NULL: none. */
   const KTensor *unmarked;
-  /* blockDim.x, .y, .z as block reductions print them (reduction.c): the launch's constant
-   * where lowering fixed it, else "(int)blockDim.x". */
-  char block_dim[3][32];
+  /* blockDim.x, .y, .z where lowering fixed them (the launch's constants), else 0: block
+   * reductions print the constants (reduction.c). */
+  int64_t block_size[3];
 };
 
 /* Prints a line at the current indentation. */

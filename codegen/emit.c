@@ -571,11 +571,8 @@ static void emit_block(Emitter *e, const KBlock *b) {
 char *cg_generate(const KKernel *k, const Dialect *d, const char **unmarked) {
   Emitter e = {.k = k, .d = d};
   e.param_names = k->param_names;
-  for (int dim = 0; dim < 3; dim++) {
-    int64_t v;
-    if (kx_is_const(k->block[dim], &v)) snprintf(e.block_dim[dim], sizeof e.block_dim[dim], "%lld", (long long)v);
-    else snprintf(e.block_dim[dim], sizeof e.block_dim[dim], "(int)blockDim.%c", "xyz"[dim]);
-  }
+  for (int dim = 0; dim < 3; dim++)
+    if (!kx_is_const(k->block[dim], &e.block_size[dim])) e.block_size[dim] = 0;
   d->preamble(&e);
   d->signature(&e);
   e.indent = 1;

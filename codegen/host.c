@@ -141,8 +141,6 @@ static void buffers(Emitter *e) {
 
 static void epilogue(Emitter *e) { cg_line(e, "}"); }
 
-/* Shared-memory elements go through host_race.h's accessors, which record the access for
- * the race detector; other tensors are indexed as in CUDA. */
 /* n elements of a spilled tensor from `index`, placed as on CUDA (host_race.h's
  * cfh_spill_at: a pointer, checked and recorded in the shared part). */
 static void spill_at(StrBuf *b, const KTensor *t, const char *index, int n, bool is_write) {
@@ -153,6 +151,9 @@ static void spill_at(StrBuf *b, const KTensor *t, const char *index, int n, bool
             is_write ? "true" : "false");
 }
 
+/* Shared-memory elements (a spilled tensor's shared part too) go through host_race.h's
+ * accessors, which record the access for the race detector; other tensors are indexed as
+ * in CUDA. */
 static void element(Emitter *e, const KTensor *t, const char *index, bool is_write) {
   if (t->spill) {
     sb_puts(&e->out, "(*");

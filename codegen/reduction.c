@@ -40,7 +40,6 @@
  * threads, its partials at the ungrouped slot * n + j, so each element is combined with
  * the same partners in the same order as alone, with the barriers, fences and semaphore
  * round of one reduction. */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,22 +48,26 @@
 
 static const char *const dim_name[3] = {"x", "y", "z"};
 
-/* blockDim.<d> as the forms print it: the launch's constant where it has one (the CUDA
- * compiler then unrolls the folds over warps and reads the workspace in vectors: batch
- * norm 512 x 65536 float with wide rows 77.4 -> 71.5 us on an H200, layer norm bfloat16
- * 16384 x 4096 72.7 -> 69.8), else (int)blockDim.<d>. */
-#define BD(d) (e->block_dim[d])
+/* blockDim.<d> as the forms print it (into buf): the launch's constant where it has one
+ * (the CUDA compiler then unrolls the folds over warps and reads the workspace in vectors:
+ * batch norm 512 x 65536 float with wide rows 77.4 -> 71.5 us on an H200, layer norm
+ * bfloat16 16384 x 4096 72.7 -> 69.8), else (int)blockDim.<d>. */
+static const char *bd_text(const Emitter *e, int d, char buf[32]) {
+  if (e->block_size[d] > 0) snprintf(buf, 32, "%lld", (long long)e->block_size[d]);
+  else snprintf(buf, 32, "(int)blockDim.%s", dim_name[d]);
+  return buf;
+}
 
 /* The product of blockDim over the dimensions in use (x, y, z), printed into b: the
  * constants folded into one factor (left out when 1), "1" for none. */
 static void bd_product(const Emitter *e, StrBuf *b, const bool use[3]) {
-  int64_t c = 1, v;
+  int64_t c = 1;
   int terms = 0;
   StrBuf sym = {0};
   for (int d = 0; d < 3; d++) {
     if (!use[d]) continue;
-    if (sscanf(BD(d), "%" SCNd64, &v) == 1) c *= v;
-    else sb_printf(&sym, "%s%s", terms++ ? " * " : "", BD(d));
+    if (e->block_size[d] > 0) c *= e->block_size[d];
+    else sb_printf(&sym, "%s(int)blockDim.%s", terms++ ? " * " : "", dim_name[d]);
   }
   if (!terms) sb_printf(b, "%lld", (long long)c);
   else if (c == 1) sb_puts(b, sym.data);
@@ -205,8 +208,9 @@ static void warp_form(Emitter *e, const KNode *n) {
     snprintf(lead, sizeof lead, "(int)threadIdx.x %% 32 == 0");
   } else { /* threadIdx.y: groups (x, z), each warp holding 32 / blockDim.x of its rows */
     cg_line(e, "const int cf_rb = ((int)threadIdx.x + %s) * cf_nw;", z.data);
-    snprintf(at, sizeof at, "cf_rb + (int)threadIdx.y / (32 / %s)", BD(0));
-    snprintf(lead, sizeof lead, "(int)threadIdx.y %% (32 / %s) == 0", BD(0));
+    char bx[32];
+    snprintf(at, sizeof at, "cf_rb + (int)threadIdx.y / (32 / %s)", bd_text(e, 0, bx));
+    snprintf(lead, sizeof lead, "(int)threadIdx.y %% (32 / %s) == 0", bx);
   }
   free(nw);
   sb_free(&z);
