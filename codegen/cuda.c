@@ -164,6 +164,10 @@ static void cp_async(Emitter *e, const KNode *n, const char *dst, const char *sr
     spill_fill(e, n, dst, src);
     return;
   }
+  if (n->kind == KN_ASYNC_COMMIT && n->u.async.issued) {
+    const KTensor *t = n->u.async.issued;
+    cg_line(e, "cf_loads_issued<%lld>(%s);", (long long)t->reg_elems * (long long)cf_dtype_size(t->dtype) / 4, t->name);
+  }
   if (n->kind == KN_ASYNC_COMMIT) cg_line(e, "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
   else if (n->kind == KN_ASYNC_WAIT)
     cg_line(e, "asm volatile(\"cp.async.wait_group %%0;\" :: \"n\"(%d) : \"memory\");", n->u.async.pending);

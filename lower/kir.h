@@ -292,6 +292,10 @@ struct KNode {
       const struct KNode *mma; /* KN_WGMMA_FENCE, _WAIT: a wgmma of the group, whose
                                 * accumulator registers the CUDA code pins there (an empty asm
                                 * naming each "+f") so the compiler moves no access across */
+      const struct KTensor *issued; /* KN_ASYNC_COMMIT after a spilled tensor's fill
+                                * (shared_spill.c): the fill loaded its register part from
+                                * global memory too, and the CUDA code makes those loads issue
+                                * before the commit (cf_loads_issued) */
     } async;
     const char *comment;
     struct {

@@ -104,7 +104,10 @@ static bool node(KVisitor *v, KNode *n) {
               n->u.acc.reduce[1] ? " y" : "", n->u.acc.reduce[2] ? " z" : "",
               n->u.acc.lanes ? " (within a warp)" : n->u.acc.warp ? " (warp shuffles)" : "");
     break;
-  case KN_ASYNC_COMMIT: sb_puts(b, "CP_ASYNC_COMMIT\n"); break;
+  case KN_ASYNC_COMMIT:
+    if (n->u.async.issued) sb_printf(b, "CP_ASYNC_COMMIT after %s's register loads issue\n", n->u.async.issued->name);
+    else sb_puts(b, "CP_ASYNC_COMMIT\n");
+    break;
   case KN_ASYNC_WAIT: sb_printf(b, "CP_ASYNC_WAIT %d\n", n->u.async.pending); break;
   case KN_WGMMA_FENCE: sb_puts(b, "WGMMA_FENCE\n"); break;
   case KN_WGMMA_COMMIT: sb_puts(b, "WGMMA_COMMIT\n"); break;

@@ -70,7 +70,8 @@ Test(shared_spill, lowering_refuses_a_tensor_in_shared_memory) {
 
 /* The second chunk of each thread waits in T1_s at (chunk x 64 + thread) x 4, filled by
  * cp.async; the loops over the elements are unrolled (the register half stays in
- * registers); a commit and wait follow the fill. */
+ * registers); a commit and wait follow the fill, the register half's loads made to issue
+ * before them (its 4 words). */
 Test(shared_spill, half_of_each_thread_in_shared_memory_runs_like_the_evaluator) {
   copy_doubled();
   cr_assert_eq(cf_spill_to_shared(f, c, 4), CF_OK);
@@ -82,6 +83,7 @@ Test(shared_spill, half_of_each_thread_in_shared_memory_runs_like_the_evaluator)
       "  #pragma unroll\n  for (cf_index_t i0 = 0; i0 < 2; ++i0) {\n    if (((i0 * 4)) < 4) {\n",
       "      asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"((uint32_t)__cvta_generic_to_shared("
       "&(*cf_spill_at<4, 4, 64>(T1, T1_s, (i0 * 4))))), ",
+      "  }\n  cf_loads_issued<4>(T1);\n"
       "  asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n"
       "  asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(0) : \"memory\");\n",
       "(*cf_spill_at<4, 4, 64>(T1, T1_s, ((i1 * 4) + i2)))",

@@ -6,7 +6,8 @@
 # again from L2 instead of kept (rr.cu), half of each thread's rows in shared memory
 # (hs.cu: the form the outer persistent scheduler's rule 3 generates), each timed with
 # queued launches against a device copy of the same bytes (main.inc). Results and what
-# they say: bench/results/bn_ceiling_h200_20261129/README.md.
+# they say: bench/results/bn_ceiling_h200_20261129/README.md. cubin.cu times a kernel cfuser
+# compiled (CUBIN=<file>; bench/results/bn_nvrtc_h200_20261129/README.md), not run here.
 # Usage: bench/probes/batchnorm/run.sh [out-dir]   (PER_ITER=1: define and run's timing, an event
 # between every two launches and their median, instead of one pair around all of them)
 set -euo pipefail
