@@ -12,9 +12,12 @@ median of ITERS calls; each contender's figure is its best round, so a clock or 
 drift during the run falls on all three alike (--queued: the calls of a round queued back to
 back, events between them, so a time is the GPU's unless the host's cost of a call is
 larger: torch_common.queued_median_us). --no-gelu measures x @ w^T + bias. The kernels of one call are counted with
-torch.profiler. Prints one line a case and, at the end, the geometric means.
+torch.profiler. Prints one line a case and, at the end, the geometric means. --bound also
+times cuBLAS's plain GEMM x @ w^T (no bias, no epilogue) in the same rounds and prints
+compile_us / gemm_us: the most a fused kernel as fast as cuBLAS's GEMM, its epilogue wholly
+hidden, could reach against torch.compile (which runs that GEMM, then one epilogue pass).
 
-Usage: python3 bench/linear_gelu.py [iters] [--rounds R] [--queued] [--no-gelu] [--shapes MxKxN,...]
+Usage: python3 bench/linear_gelu.py [iters] [--rounds R] [--queued] [--no-gelu] [--bound] [--shapes MxKxN,...]
                                     [--dtypes bf16,f16]
 Default shapes: M of 16, 128, 1024 and 8192 tokens through 4096x4096, 4096->11008 and
 11008->4096 weights, and the squares 2048, 4096 and 8192."""
@@ -57,6 +60,12 @@ def bias_fn(x, w, b):
     return torch.nn.functional.linear(x, w, b)
 
 
+def gemm_fn(x, w, b):
+    import torch
+
+    return torch.nn.functional.linear(x, w)
+
+
 def wrong(out, ins, tol, gelu):
     """None when out equals [gelu](x @ w^T + b) in double to within tol (relative to |ref| + 1)."""
     import torch
@@ -82,6 +91,8 @@ def run_case(dt, shape, a):
     fn = gelu_fn if a.gelu else bias_fn
     compiled = torch.compile(fn, dynamic=False)
     calls = {"cfuser": lambda: fd.execute(ins), "eager": lambda: fn(*ins), "compile": lambda: compiled(*ins)}
+    if a.bound:
+        calls["gemm"] = lambda: gemm_fn(*ins)
     timer = tc.queued_median_us if a.queued else tc.median_us
     best = {name: math.inf for name in calls}
     for _ in range(a.rounds):
@@ -99,6 +110,7 @@ def parse(argv):
     p.add_argument("--rounds", type=int, default=3, help="alternated rounds; each contender's best round counts")
     p.add_argument("--queued", action="store_true", help="the calls of a round queued back to back")
     p.add_argument("--no-gelu", dest="gelu", action="store_false", help="x @ w^T + bias alone")
+    p.add_argument("--bound", action="store_true", help="also cuBLAS's plain GEMM, and compile / GEMM")
     p.add_argument("--shapes", help="MxKxN,... (x [M, K], w [N, K]) instead of the default LLM shapes")
     p.add_argument("--dtypes", default="bf16,f16", help="of bf16 and f16, comma separated")
     a = p.parse_args(argv)
@@ -128,7 +140,8 @@ def main(argv=None):
     what = "gelu(x @ w^T + bias)" if a.gelu else "x @ w^T + bias"
     timing = "queued" if a.queued else "each call timed alone"
     print(f"{what} on {torch.cuda.get_device_name()}, {a.rounds} alternated rounds of {a.iters} calls ({timing}), best round")
-    print("dtype shape(MxK->N) cfuser_us eager_us compile_us vs_eager vs_compile TFLOPS kernels(c/e/t) schedulers")
+    print("dtype shape(MxK->N) cfuser_us eager_us compile_us vs_eager vs_compile TFLOPS kernels(c/e/t) schedulers"
+          + (" gemm_us bound(compile/gemm)" if a.bound else ""))
     ratios = {"eager": [], "compile": []}
     for dt in a.dtypes:
         for shape in a.shapes:
@@ -140,6 +153,7 @@ def main(argv=None):
                 ratios["eager"].append(ve), ratios["compile"].append(vc)
             print(f"{dt} {m}x{k}->{n} {best['cfuser']:.1f} {best['eager']:.1f} {best['compile']:.1f} {ve:.2f}x {vc:.2f}x "
                   f"{tflops:.1f} {kern['cfuser']}/{kern['eager']}/{kern['compile']} {','.join(scheds)}"
+                  + (f" {best['gemm']:.1f} {best['compile'] / best['gemm']:.2f}x" if a.bound else "")
                   + (f" WRONG ({bad})" if bad else ""), flush=True)
     for name, rs in ratios.items():
         print(f"geometric mean over torch {name}: {tc.geomean(rs):.3f}x ({len(rs)} cases); lowest {min(rs, default=0):.2f}x")

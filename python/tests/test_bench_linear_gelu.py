@@ -1,5 +1,5 @@
 """bench/linear_gelu.py's arguments without a GPU or torch: the default shapes (issue 24's
-LLM shapes and squares), --shapes, --dtypes, --queued and --no-gelu, and a one-line error
+LLM shapes and squares), --shapes, --dtypes, --queued, --no-gelu and --bound, and a one-line error
 for a bad shape or dtype (the measurement itself needs torch with CUDA)."""
 import os
 import sys
@@ -16,15 +16,15 @@ def test_the_default_shapes_are_the_llm_weights_and_the_squares():
     assert len(a.shapes) == 15
     assert (16, 4096, 11008) in a.shapes and (8192, 11008, 4096) in a.shapes and (8192, 8192, 8192) in a.shapes
     assert a.dtypes == ["bf16", "f16"] and a.iters == 20 and a.rounds == 3
-    assert a.gelu and not a.queued
+    assert a.gelu and not a.queued and not a.bound
 
 
 def test_chosen_shapes_dtypes_and_modes():
     a = linear_gelu.parse(["5", "--shapes", "7x4096x11008,128x64x256", "--dtypes", "f16", "--queued", "--no-gelu",
-                           "--rounds", "2"])
+                           "--rounds", "2", "--bound"])
     assert a.shapes == [(7, 4096, 11008), (128, 64, 256)]
     assert a.dtypes == ["f16"] and a.iters == 5 and a.rounds == 2
-    assert a.queued and not a.gelu
+    assert a.queued and not a.gelu and a.bound
 
 
 @pytest.mark.parametrize("argv, says", [(["--shapes", "8x8"], "--shapes: expected MxKxN"),
