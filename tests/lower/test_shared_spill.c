@@ -9,23 +9,26 @@
 
 KC_FUSION_SUITE(shared_spill);
 
-/* out = c + c, c = set(x) of [64, 8] floats, every tensor [64, 2, 4]: the 64 rows on
- * threadIdx.x (each thread's c 8 elements, 2 chunks of 4) or, `serial`, a loop that
- * fills c again in each iteration; c computed inside the rows, its fill a 16-byte vector. */
+/* out = c + c, c = set(x) of [64, 2 x V] elements of dt, every tensor [64, 2, V] (V of
+ * them a 16-byte chunk): the 64 rows on threadIdx.x (each thread's c 2 chunks) or,
+ * `serial`, a loop that fills c again in each iteration; c computed inside the rows, its
+ * fill a 16-byte vector. */
 static cf_tv *c;
-static void copy_doubled_rows(bool serial) {
-  cf_tv *x = kc_input(f, in, &nin, CF_FLOAT, 2, (int64_t[]){64, 8});
+static void copy_doubled_of(cf_dtype dt, bool serial) {
+  int64_t v = 16 / (int64_t)cf_dtype_size(dt);
+  cf_tv *x = kc_input(f, in, &nin, dt, 2, (int64_t[]){64, 2 * v});
   c = cf_set(f, x);
   cf_tv *o = cf_add(f, c, c);
   cf_fusion_add_output(f, o);
   cf_tv *all[] = {c, o};
   for (int i = 0; i < 2; i++) {
-    cf_split(f, all[i], 1, 4);
+    cf_split(f, all[i], 1, v);
     if (!serial) cf_parallelize(f, all[i], 0, CF_PT_TIDX);
   }
   cf_parallelize(f, c, 2, CF_PT_VECTORIZE);
   cf_inline_at(f, c, 1);
 }
+static void copy_doubled_rows(bool serial) { copy_doubled_of(CF_FLOAT, serial); }
 static void copy_doubled(void) { copy_doubled_rows(false); }
 
 static void expect_compile_error(const char *msg) {
@@ -87,6 +90,21 @@ Test(shared_spill, half_of_each_thread_in_shared_memory_runs_like_the_evaluator)
       "  asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n"
       "  asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(0) : \"memory\");\n",
       "(*cf_spill_at<4, 4, 64>(T1, T1_s, ((i1 * 4) + i2)))",
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_expect(strstr(src, want[i]) != NULL, "missing `%s` in:\n%s", want[i], src);
+  free(src);
+}
+
+/* Halves: a chunk is 8 of them, and the register part's 8 halves are 4 words to issue. */
+Test(shared_spill, a_half_tensor_issues_its_register_part_by_words) {
+  copy_doubled_of(CF_HALF, false);
+  cr_assert_eq(cf_spill_to_shared(f, c, 8), CF_OK);
+  free(kc_check(f, nin, in, 0));
+  char *src = tu_cuda_kernel_text(f);
+  static const char *const want[] = {
+      "  alignas(16) __half T1[8];\n",
+      "  }\n  cf_loads_issued<4>(T1);\n  asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n",
+      "(*cf_spill_at<8, 8, 64>(T1, T1_s, ",
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_expect(strstr(src, want[i]) != NULL, "missing `%s` in:\n%s", want[i], src);
   free(src);
