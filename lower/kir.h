@@ -70,6 +70,17 @@ typedef struct KxEnv {
 /* Evaluates an expression over parameters (launch dims, run-time checks) and the leaves
  * env->leaf gives; false if it reads another leaf, or divides by zero. */
 bool kx_eval(const KExpr *e, const KxEnv *env, int64_t *out);
+/* e compiled for evaluating it many times (kx_program.c): its distinct subexpressions
+ * once each, its leaves (KX_VAR, KX_THREAD) read from slots, leaf_slot(user, leaf) giving
+ * a leaf's slot or -1 (unknown, as a parameter's size or stride and a block vote are).
+ * kx_program_run gives what kx_eval gives with those values in the slots: false where it
+ * reads an unknown leaf or divides by zero on the way to its value. A program keeps its
+ * scratch inside: one run at a time. */
+typedef struct KxProgram KxProgram;
+KxProgram *kx_program(Arena *a, const KExpr *e, int (*leaf_slot)(void *user, const KExpr *leaf), void *user);
+bool kx_program_run(KxProgram *p, const int64_t *slots, int64_t *out);
+/* Its instructions (the distinct subexpressions). */
+int kx_program_length(const KxProgram *p);
 /* The values a leaf of an expression (a variable, a thread index or extent, a parameter's
  * size) takes where the caller evaluates it, as [lo, hi]; false when unknown. */
 typedef bool (*KxRangeFn)(void *user, const KExpr *leaf, int64_t *lo, int64_t *hi);

@@ -15,7 +15,8 @@
  * Establishes: n->u.mma.ldm[op] = number of matrices (0: per-lane loads stay), the lane's
  * row address ldm_row[op] and ldm_trans[op].
  * Key decision: the instruction is used only where it provably delivers each element the
- * fragment needs: every index involved is evaluated for every lane and every value of the
+ * fragment needs: every index involved (compiled once: kx_program, lower/kx_program.c) is
+ * evaluated for every lane and every value of the
  * loops and thread indices of constant extent around the instruction (block indices and
  * loops of run-time extent at two joint samples, as they enter a shared tile's index only
  * through its block tile), checking that the element ldmatrix hands lane l for its
@@ -30,7 +31,7 @@
 
 #include "lower/lower.h"
 
-enum { LDM_MAX_VARS = 16, LDM_MAX_COMBOS = 1 << 14, LDM_STACK = 64 };
+enum { LDM_MAX_VARS = 16, LDM_MAX_COMBOS = 1 << 14 };
 /* The joint samples of the values not enumerated: a variable of run-time extent, a block
  * index, an extent not known when lowering (leaf_range says which values these give). */
 static const int64_t ldm_samples[] = {0, 5};
@@ -49,68 +50,17 @@ typedef struct LdmEnv {
   int64_t slot[LDM_SLOTS];
 } LdmEnv;
 
-/* An index compiled to a postfix program over the slots (evaluated some 10^5 times). */
-typedef struct LdmIns {
-  int kind; /* 0 constant, 1 slot, 2 binary op, 3 select */
-  IrOp op;
-  int64_t k;
-} LdmIns;
-typedef struct LdmProg {
-  LdmIns *code;
-  int n, cap;
-} LdmProg;
-
 static int var_slot(const LdmEnv *v, const char *name) {
   for (int i = 0; i < v->nvar; i++)
     if (!strcmp(v->var[i], name)) return i;
   return -1;
 }
 
-static int expr_size(const KExpr *e) { return e ? 1 + expr_size(e->a) + expr_size(e->b) + expr_size(e->c) : 0; }
-
-/* Appends e's program; false for what it cannot evaluate (a parameter's size). */
-static bool compile(const KExpr *e, const LdmEnv *v, LdmProg *p, int depth) {
-  LdmIns in = {0, OP_ADD, 0};
-  if (depth >= LDM_STACK - 3) return false;
-  switch (e->kind) {
-  case KX_CONST: in.k = e->value; break;
-  case KX_VAR: in.kind = 1, in.k = var_slot(v, e->name); break;
-  case KX_THREAD: in.kind = 1, in.k = (e->is_dim ? LDM_DIM : LDM_PT) + e->pt; break;
-  case KX_SELECT:
-    if (!compile(e->a, v, p, depth) || !compile(e->b, v, p, depth + 1) || !compile(e->c, v, p, depth + 2)) return false;
-    in.kind = 3;
-    break;
-  case KX_BINARY:
-    if (!compile(e->a, v, p, depth) || !compile(e->b, v, p, depth + 1)) return false;
-    in.kind = 2, in.op = e->op;
-    break;
-  default: return false;
-  }
-  if (in.kind == 1 && in.k < 0) return false;
-  p->code[p->n++] = in;
-  return true;
-}
-
-/* False where it divides by zero (also in a select's branch not taken: then the
- * instruction is simply not used). */
-static bool ev(const LdmProg *p, const LdmEnv *v, int64_t *out) {
-  int64_t st[LDM_STACK];
-  int sp = 0;
-  for (int i = 0; i < p->n; i++) {
-    const LdmIns *in = &p->code[i];
-    if (in->kind == 0) st[sp++] = in->k;
-    else if (in->kind == 1) st[sp++] = v->slot[in->k];
-    else if (in->kind == 3) sp -= 2, st[sp - 1] = st[sp - 1] ? st[sp] : st[sp + 1];
-    else if (sp--, !ir_int_apply(in->op, st[sp - 1], st[sp], &st[sp - 1])) return false;
-  }
-  *out = st[0];
-  return true;
-}
-
-static bool program(Arena *a, const KExpr *e, const LdmEnv *v, LdmProg *p) {
-  p->cap = expr_size(e), p->n = 0;
-  p->code = ARENA_ARRAY(a, LdmIns, p->cap + 1);
-  return p->code && compile(e, v, p, 0);
+/* A leaf's slot (kx_program's leaf_slot): a variable's, or a thread index's or extent's. */
+static int leaf_slot(void *user, const KExpr *e) {
+  const LdmEnv *v = user;
+  if (e->kind == KX_VAR) return var_slot(v, e->name);
+  return (e->is_dim ? LDM_DIM : LDM_PT) + (int)e->pt;
 }
 
 /* Records the variables e reads (loop variables: extents from the loops around). */
@@ -146,18 +96,18 @@ static void row_pos(Arena *a, const IrMmaFrag *fr, bool trans, KExpr **row, KExp
 }
 
 /* Whether, at the current values, ldmatrix hands every lane the elements `want` names. */
-static bool delivers(LdmEnv *v, const LdmProg *rowp, const LdmProg *want, int n, bool trans) {
+static bool delivers(LdmEnv *v, KxProgram *rowp, KxProgram *const *want, int n, bool trans) {
   int64_t rowaddr[32];
   for (int l = 0; l < 32; l++) {
     v->slot[LDM_PT + CF_PT_TIDX] = l;
-    if (!ev(rowp, v, &rowaddr[l]) || rowaddr[l] % 8) return false;
+    if (!kx_program_run(rowp, v->slot, &rowaddr[l]) || rowaddr[l] % 8) return false;
   }
   for (int l = 0; l < 32; l++) {
     v->slot[LDM_PT + CF_PT_TIDX] = l;
     for (int i = 0; i < n; i++) {
       int j = i / 2, p = i % 2, src = trans ? 8 * j + 2 * (l % 4) + p : 8 * j + l / 4, off = trans ? l / 4 : 2 * (l % 4) + p;
       int64_t need;
-      if (!ev(&want[i], v, &need) || need != rowaddr[src] + off) return false;
+      if (!kx_program_run(want[i], v->slot, &need) || need != rowaddr[src] + off) return false;
     }
   }
   return true;
@@ -165,7 +115,7 @@ static bool delivers(LdmEnv *v, const LdmProg *rowp, const LdmProg *want, int n,
 
 /* Every combination of the bounded variables (each over its span) and thread indices, the
  * others (variables of run-time extent, block indices, grid extents) at two joint samples. */
-static bool holds_everywhere(LdmEnv *v, const LdmProg *rowp, const LdmProg *want, int n, bool trans) {
+static bool holds_everywhere(LdmEnv *v, KxProgram *rowp, KxProgram *const *want, int n, bool trans) {
   int64_t combos = 1;
   for (int i = 0; i < v->nvar; i++) combos *= v->ext[i] ? v->span[i] : 1;
   for (int p = CF_PT_TIDY; p <= CF_PT_TIDZ; p++) combos *= v->pt_ext[p];
@@ -229,7 +179,7 @@ static void try_operand(LowerCtx *c, const KPath *path, KNode *n, int op, KAcces
     row_pos(c->a, fr, trans, &row, &col);
     KAccess r = moved_at(ctx, op, row, col);
     LdmEnv v = {.nvar = 0};
-    LdmProg rowp, want[IR_MMA_MAX_FRAG];
+    KxProgram *rowp = NULL, *want[IR_MMA_MAX_FRAG];
     bool ok = r.t == el[0].t && collect_vars(r.index, &v, path);
     for (int i = 0; i < fr->n && ok; i++) ok = el[i].t == r.t && collect_vars(el[i].index, &v, path);
     for (int p = CF_PT_TIDY; p <= CF_PT_TIDZ; p++) { /* only the thread indices read vary */
@@ -242,9 +192,9 @@ static void try_operand(LowerCtx *c, const KPath *path, KNode *n, int op, KAcces
     for (int p = 0; p < CF_PT_COUNT; p++)
       if (c->pdim[p] && !kx_is_const(c->pdim[p], &v.dim[p])) v.dim[p] = 0;
     for (int i = 0; i < v.nvar && ok; i++) v.span[i] = v.ext[i] ? var_span(c->a, &v, i, &r, el, fr->n) : 0;
-    ok = ok && program(c->a, r.index, &v, &rowp);
-    for (int i = 0; i < fr->n && ok; i++) ok = program(c->a, el[i].index, &v, &want[i]);
-    if (ok && holds_everywhere(&v, &rowp, want, fr->n, trans)) {
+    if (ok) rowp = kx_program(c->a, r.index, leaf_slot, &v);
+    for (int i = 0; i < fr->n && ok; i++) want[i] = kx_program(c->a, el[i].index, leaf_slot, &v);
+    if (ok && holds_everywhere(&v, rowp, want, fr->n, trans)) {
       n->u.mma.ldm[op] = fr->n / 2, n->u.mma.ldm_trans[op] = trans, n->u.mma.ldm_row[op] = r;
       return;
     }
