@@ -93,6 +93,12 @@ static inline bool tu_nvrtc_or_note(void) {
   return false;
 }
 
+/* Expects every string of the array `want` somewhere in text (a kernel's lines, a
+ * picture's elements), naming each missing one with the text. */
+#define TU_EXPECT_CONTAINS(text, want)                                                        \
+  for (size_t tu_i_ = 0; tu_i_ < sizeof(want) / sizeof((want)[0]); tu_i_++)                    \
+    cr_expect(strstr((text), (want)[tu_i_]) != NULL, "missing `%s` in:\n%s", (want)[tu_i_], (text))
+
 /* The CUDA kernel function of f, as cf_fusion_print_kernel prints it (caller frees). */
 static inline char *tu_cuda_kernel_text(cf_fusion *f) { return tu_capture_fusion(cf_fusion_print_kernel, f); }
 

@@ -75,11 +75,17 @@ Test(shared_spill, lowering_refuses_a_tensor_in_shared_memory) {
  * cp.async; the loops over the elements are unrolled (the register half stays in
  * registers); a commit and wait follow the fill, the register half's loads made to issue
  * before them (its 4 words). */
-Test(shared_spill, half_of_each_thread_in_shared_memory_runs_like_the_evaluator) {
-  copy_doubled();
-  cr_assert_eq(cf_spill_to_shared(f, c, 4), CF_OK);
+/* copy_doubled_of(dt) with k elements of c a thread in registers, checked against the
+ * evaluator on the host backend; its CUDA kernel (caller frees). */
+static char *spilled_kernel(cf_dtype dt, int64_t k) {
+  copy_doubled_of(dt, false);
+  cr_assert_eq(cf_spill_to_shared(f, c, k), CF_OK, "%s", cf_fusion_error(f));
   free(kc_check(f, nin, in, 0));
-  char *src = tu_cuda_kernel_text(f);
+  return tu_cuda_kernel_text(f);
+}
+
+Test(shared_spill, half_of_each_thread_in_shared_memory_runs_like_the_evaluator) {
+  char *src = spilled_kernel(CF_FLOAT, 4);
   static const char *const want[] = {
       "  alignas(16) float T1[4];\n",
       "  float* T1_s = reinterpret_cast<float*>(cf_smem + 0);\n",
@@ -91,22 +97,19 @@ Test(shared_spill, half_of_each_thread_in_shared_memory_runs_like_the_evaluator)
       "  asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(0) : \"memory\");\n",
       "(*cf_spill_at<4, 4, 64>(T1, T1_s, ((i1 * 4) + i2)))",
   };
-  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_expect(strstr(src, want[i]) != NULL, "missing `%s` in:\n%s", want[i], src);
+  TU_EXPECT_CONTAINS(src, want);
   free(src);
 }
 
 /* Halves: a chunk is 8 of them, and the register part's 8 halves are 4 words to issue. */
 Test(shared_spill, a_half_tensor_issues_its_register_part_by_words) {
-  copy_doubled_of(CF_HALF, false);
-  cr_assert_eq(cf_spill_to_shared(f, c, 8), CF_OK);
-  free(kc_check(f, nin, in, 0));
-  char *src = tu_cuda_kernel_text(f);
+  char *src = spilled_kernel(CF_HALF, 8);
   static const char *const want[] = {
       "  alignas(16) __half T1[8];\n",
       "  }\n  cf_loads_issued<4>(T1);\n  asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n",
       "(*cf_spill_at<8, 8, 64>(T1, T1_s, ",
   };
-  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_expect(strstr(src, want[i]) != NULL, "missing `%s` in:\n%s", want[i], src);
+  TU_EXPECT_CONTAINS(src, want);
   free(src);
 }
 

@@ -271,7 +271,7 @@ Test(outer_sched, wide_rows_keep_half_the_tile_in_shared_memory) {
       "      asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"((uint32_t)__cvta_generic_to_shared(&(*cf_spill_at<64, 4, 256>(T18, T18_s, (i0 * 4))))), ",
       "  cf_loads_issued<64>(T18);\n  asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(0) : \"memory\");\n",
   };
-  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_expect(strstr(src, want[i]) != NULL, "missing: %s", want[i]);
+  TU_EXPECT_CONTAINS(src, want);
   free(src);
 }
 
