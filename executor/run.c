@@ -382,8 +382,9 @@ static cf_status bind_outputs(cf_executor *e, const RunTarget *rt, DLManagedTens
   return bind_workspaces(e, rt);
 }
 
-/* floor(a / 2), for a packed element's byte (a negative offset's too). */
-static int64_t half_floor(int64_t a) { return a >= 0 ? a / 2 : -((-a + 1) / 2); }
+/* floor(a / 2), for a packed element's byte (a negative offset's too); no step of it can
+ * overflow, INT64_MIN included. */
+static int64_t half_floor(int64_t a) { return a / 2 - (a < 0 && a % 2 != 0); }
 
 bool exec_byte_range(const DLTensor *t, cf_dtype dt, int64_t *lo, int64_t *hi) {
   int64_t esz = (int64_t)cf_dtype_size(dt);
@@ -398,8 +399,9 @@ bool exec_byte_range(const DLTensor *t, cf_dtype dt, int64_t *lo, int64_t *hi) {
   }
   int64_t base = (int64_t)((uintptr_t)t->data + t->byte_offset);
   if (ir_dtype_is_packed(dt)) /* two elements a byte: element e lies in byte e / 2 */
-    return ck_add(base, half_floor(neg), lo) && ck_add(base, half_floor(pos) + 1, hi);
-  return ck_mul(neg, esz, &neg) && ck_mul(pos + 1, esz, &pos) && ck_add(base, neg, lo) && ck_add(base, pos, hi);
+    return ck_add(base, half_floor(neg), lo) && ck_add(half_floor(pos), 1, &pos) && ck_add(base, pos, hi);
+  return ck_mul(neg, esz, &neg) && ck_add(pos, 1, &pos) && ck_mul(pos, esz, &pos) && ck_add(base, neg, lo) &&
+         ck_add(base, pos, hi);
 }
 
 bool exec_index_extent(const DLTensor *t, int64_t *numel, int64_t *span) {
@@ -412,6 +414,7 @@ bool exec_index_extent(const DLTensor *t, int64_t *numel, int64_t *span) {
       return false;
     if (!t->strides && !ck_mul(row, t->shape[d], &row)) return false;
   }
+  if (neg == INT64_MIN) return false; /* its magnitude is not an int64 */
   *numel = n;
   *span = n == 0 ? 0 : pos > -neg ? pos : -neg;
   return true;

@@ -115,6 +115,22 @@ Test(execute_hostile, a_byte_offset_beyond_the_address_space_is_refused) {
   cf_tensor_free(x);
 }
 
+/* Strides whose reach is the largest int64 (or its negative) are refused without an
+ * intermediate overflow: the last byte's end, one past INT64_MAX, was computed in int64
+ * (the libFuzzer harness's finding, under UBSan). */
+Test(execute_hostile, strides_that_reach_the_end_of_int64_are_refused) {
+  neg_of(true);
+  float data[2] = {1, 2};
+  int64_t shape = 2, strides[] = {INT64_MAX, INT64_MIN, INT64_MIN + 1};
+  for (int i = 0; i < 3; i++) {
+    DLTensor x = {.data = data, .device = {kDLCPU, 0}, .ndim = 1, .dtype = {kDLFloat, 32, 1}, .shape = &shape,
+                  .strides = &strides[i]};
+    DLManagedTensor *out = NULL;
+    EXPECT_EXEC_ERROR(exec1(&x, &out), "run: input 0 (T0) has byte_offset 0, which with its sizes and strides puts "
+                                       "its data outside the address space");
+  }
+}
+
 /* A GPU faults on a float at a 2-byte boundary: the caller's output is refused. */
 Test(execute_hostile, a_misaligned_output_is_refused) {
   neg_of(false);
