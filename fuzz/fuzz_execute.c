@@ -74,6 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fprintf(stderr, "fuzz_execute: internal error or no message: %s\n", cf_fusion_cache_error(c));
     abort();
   }
+  if (getenv("CFUSER_FUZZ_PRINT")) fprintf(stderr, "status %d: %s\n", (int)s, s ? cf_fusion_cache_error(c) : "");
   finish_call(args, give_in, give_out, null_outs ? NULL : outs);
   return 0;
 }

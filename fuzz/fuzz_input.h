@@ -9,6 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Under ASan an allocation over 1 GiB returns NULL, which the library reports as out of
+ * memory, instead of libFuzzer's out-of-memory stop: a call may rightly ask for 2^32
+ * elements (the sum over the empty axis of a [2^32, 0] input). Each harness is one
+ * translation unit, so this definition is made once per program. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "max_allocation_size_mb=1024:allocator_may_return_null=1"; }
+
 typedef struct FuzzIn {
   const uint8_t *p;
   size_t n;
