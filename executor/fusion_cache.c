@@ -394,6 +394,8 @@ cf_status fc_run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool as
     st = s->e       ? run_kernel(c, s->e, stream, async, s->nin, s->ins, s->nout, s->outs)
          : s->empty ? run_empty(c, s, nin)
                     : run_view(c, en, s, nin, nout);
+    if (st && s->e) /* its run numbers the segment's own arguments */
+      fc_error(c, st, "execute: segment %d of %d: %s", k + 1, en->nseg, cf_executor_error(s->e));
     for (int j = 0; !st && j < s->nout; j++)
       if (s->out_ref[j] < nin + nout) out[s->out_ref[j] - nin] = s->outs[j];
   }
@@ -405,12 +407,37 @@ cf_status fc_run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool as
   return st;
 }
 
+/* Whether tensor t has elements (every size positive) but no data pointer; an unreadable
+ * t is left to the segments' checks. */
+static bool null_with_elements(const DLTensor *t) {
+  if (t->data || t->ndim < 0 || t->ndim > CF_MAX_RANK || (t->ndim > 0 && !t->shape)) return false;
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] <= 0) return false;
+  return true;
+}
+
+/* Over the whole plan, before its first segment runs: a call a later segment would refuse
+ * for a NULL data pointer is refused with nothing run and nothing written, naming the
+ * fusion's argument (a segment's run names its own argument positions). */
+static cf_status check_plan_data(cf_fusion_cache *c, int nin, const DLTensor *const *in, int nout,
+                                 DLManagedTensor *const *out) {
+  for (int i = 0; i < nin + nout; i++) {
+    const DLTensor *t = i < nin ? in[i] : out[i - nin] ? &out[i - nin]->dl_tensor : NULL;
+    if (!t || !null_with_elements(t)) continue;
+    Val *v = i < nin ? c->f->inputs.items[i] : c->f->outputs.items[i - nin];
+    return fc_error(c, CF_ERR_INVALID_ARGUMENT, "execute: %s %d (%s) has a NULL data pointer",
+                    i < nin ? "input" : "output", i < nin ? i : i - nin, TV(v)->display_name);
+  }
+  return CF_OK;
+}
+
 static cf_status run_entry(cf_fusion_cache *c, FcEntry *en, void *stream, bool async, int nin,
                            const DLTensor *const *in, int nout, DLManagedTensor **out) {
   c->last = en;
   if (en->direct) return run_kernel(c, en->seg[0].e, stream, async, nin, in, nout, out);
   bool ran = false;
-  cf_status s = check_plan_aliasing(c, nin, in, nout, out); /* for the graph's launches too */
+  cf_status s = check_plan_data(c, nin, in, nout, out);
+  if (!s) s = check_plan_aliasing(c, nin, in, nout, out); /* for the graph's launches too */
   if (!s && async) s = fc_graph_run(c, en, stream, nin, in, nout, out, &ran);
   return s || ran ? s : fc_run_segments(c, en, stream, async, nin, in, nout, out);
 }

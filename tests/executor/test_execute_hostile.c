@@ -241,3 +241,33 @@ Test(execute_hostile, an_output_over_an_input_a_later_segment_reads_is_refused) 
                                                            "outputs may not alias inputs or other outputs");
   cf_tensor_free(big), cf_tensor_free(x), cf_tensor_free(z);
 }
+
+/* The same two segments: b with a NULL data pointer, which only segment 1 reads, is
+ * refused before segment 0 writes the caller's s, and the message names the fusion's
+ * input 1 (segment 1's run calls b its input 0). An error a segment's own run finds is
+ * prefixed with the segment it came from. */
+Test(execute_hostile, a_call_refused_for_a_null_input_runs_no_segment) {
+  cf_tv *a = cf_tensor_symbolic(f, CF_FLOAT, 2), *b = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, a);
+  cf_fusion_add_input(f, b);
+  cf_tv *s = cf_sum(f, a, 1, (int[]){1});
+  cf_fusion_add_output(f, s);
+  cf_fusion_add_output(f, cf_mul(f, b, cf_broadcast(f, s, 2, (bool[]){false, true})));
+  int64_t sz[2] = {4, 3};
+  DLManagedTensor *x = ones(2, sz), *z = ones(2, sz), *s_out = ones(1, sz), *y_out = ones(2, sz);
+  DLTensor no_data = z->dl_tensor;
+  no_data.data = NULL;
+  const DLTensor *ins[2] = {&x->dl_tensor, &no_data};
+  DLManagedTensor *given[2] = {s_out, y_out};
+  EXPECT_EXEC_ERROR(cf_fusion_execute(cache(), 2, ins, 2, given), "execute: input 1 (T1) has a NULL data pointer");
+  cr_expect_eq(cf_fusion_cache_last_segments(c), 2);
+  cr_expect_eq(cf_tensor_get(&s_out->dl_tensor, 0), 1, "a refused call wrote s");
+  /* y given 2 bytes off a float's alignment: found by segment 1's own run. */
+  ins[1] = &z->dl_tensor;
+  y_out->dl_tensor.byte_offset = 2;
+  EXPECT_EXEC_ERROR(cf_fusion_execute(c, 2, ins, 2, given), "execute: segment 2 of 2: run: output 0 (T4) starts 2 "
+                                                            "bytes past a multiple of 4 bytes; its float elements must "
+                                                            "be aligned to their size");
+  y_out->dl_tensor.byte_offset = 0;
+  cf_tensor_free(x), cf_tensor_free(z), cf_tensor_free(s_out), cf_tensor_free(y_out);
+}
