@@ -211,16 +211,21 @@ static DLManagedTensor first_floats(const DLManagedTensor *t, int64_t *n) {
   return v;
 }
 
-/* s = sum(a, 1) and y = b * s (two segments: the reduction, then the product). A caller's
- * s over b's first row is written by segment 0, which reads only a, and b is read by
- * segment 1: each segment's own check passes, y's first row would be 200 * 200. */
-Test(execute_hostile, an_output_over_an_input_a_later_segment_reads_is_refused) {
+/* s = sum(a, 1) and y = b * s: two segments, the reduction, then the product. */
+static void sum_then_product(void) {
   cf_tv *a = cf_tensor_symbolic(f, CF_FLOAT, 2), *b = cf_tensor_symbolic(f, CF_FLOAT, 2);
   cf_fusion_add_input(f, a);
   cf_fusion_add_input(f, b);
   cf_tv *s = cf_sum(f, a, 1, (int[]){1});
   cf_fusion_add_output(f, s);
   cf_fusion_add_output(f, cf_mul(f, b, cf_broadcast(f, s, 2, (bool[]){false, true})));
+}
+
+/* s = sum(a, 1) and y = b * s (two segments: the reduction, then the product). A caller's
+ * s over b's first row is written by segment 0, which reads only a, and b is read by
+ * segment 1: each segment's own check passes, y's first row would be 200 * 200. */
+Test(execute_hostile, an_output_over_an_input_a_later_segment_reads_is_refused) {
+  sum_then_product();
   int64_t sz[2] = {100, 200};
   DLManagedTensor *x = ones(2, sz), *z = ones(2, sz), *out[2] = {NULL, NULL};
   const DLTensor *ins[2] = {&x->dl_tensor, &z->dl_tensor};
@@ -242,17 +247,12 @@ Test(execute_hostile, an_output_over_an_input_a_later_segment_reads_is_refused) 
   cf_tensor_free(big), cf_tensor_free(x), cf_tensor_free(z);
 }
 
-/* The same two segments: b with a NULL data pointer, which only segment 1 reads, is
+/* sum_then_product's two segments: b with a NULL data pointer, which only segment 1 reads, is
  * refused before segment 0 writes the caller's s, and the message names the fusion's
  * input 1 (segment 1's run calls b its input 0). An error a segment's own run finds is
  * prefixed with the segment it came from. */
 Test(execute_hostile, a_call_refused_for_a_null_input_runs_no_segment) {
-  cf_tv *a = cf_tensor_symbolic(f, CF_FLOAT, 2), *b = cf_tensor_symbolic(f, CF_FLOAT, 2);
-  cf_fusion_add_input(f, a);
-  cf_fusion_add_input(f, b);
-  cf_tv *s = cf_sum(f, a, 1, (int[]){1});
-  cf_fusion_add_output(f, s);
-  cf_fusion_add_output(f, cf_mul(f, b, cf_broadcast(f, s, 2, (bool[]){false, true})));
+  sum_then_product();
   int64_t sz[2] = {4, 3};
   DLManagedTensor *x = ones(2, sz), *z = ones(2, sz), *s_out = ones(1, sz), *y_out = ones(2, sz);
   DLTensor no_data = z->dl_tensor;
