@@ -13,6 +13,7 @@
 
 #include "executor/executor_internal.h"
 #include "executor/repro.h"
+#include "ir/checked.h"
 
 cf_status exec_error(cf_executor *e, cf_status s, const char *fmt, ...) {
   va_list ap;
@@ -192,7 +193,7 @@ static int cooperative_blocks_per_sm(const KKernel *k) {
     if (!kx_is_const(k->grid[d], &v)) return 0;
     blocks *= v;
   }
-  return (int)((blocks + in->num_sms - 1) / in->num_sms);
+  return (int)ck_ceil_div(blocks, in->num_sms);
 }
 
 /* The source of c's kernel for the backend. A parameter the code dereferences that lowering

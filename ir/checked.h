@@ -21,6 +21,10 @@
 static inline bool ck_add(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
 static inline bool ck_mul(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
 
+/* ceil(a / b) for b > 0 and any a, without the overflow of (a + b - 1) / b near
+ * INT64_MAX (an extent of 2^63 - 1 reaches a heuristic). */
+static inline int64_t ck_ceil_div(int64_t a, int64_t b) { return a / b + (a % b > 0); }
+
 /* The product of n non-negative sizes; false on a negative size or an overflow. */
 static inline bool ck_numel(int n, const int64_t *sizes, int64_t *r) {
   int64_t p = 1;

@@ -18,6 +18,7 @@
  * kernels whose tail guards carry both `x < ceilDiv(E, 4)` and `x*4 + l < E`
  * (tests/lower/test_predicate_implied.c pins one); the same kernels without the
  * implied term compile every time. */
+#include "ir/checked.h"
 #include "lower/kir.h"
 
 enum { MAX_FACTORS = 16 };
@@ -67,7 +68,7 @@ static bool split_rule(KxScope *s, const KExpr *u, const KExpr *t) {
   const KExpr *x = scaled_index(s, u->a, &f);
   if (!x || !kx_equal(x, t->a) || !nonneg(s, u->b)) return false;
   if (is_binary(t->b, OP_CEILDIV)) return kx_is_const(t->b->b, &g) && g == f && kx_equal(t->b->a, u->b);
-  return kx_is_const(u->b, &e) && kx_is_const(t->b, &c) && (e + f - 1) / f <= c;
+  return kx_is_const(u->b, &e) && kx_is_const(t->b, &c) && ck_ceil_div(e, f) <= c;
 }
 
 /* merge: u is x < s*d1*...*dk and t is x/d1/.../dk < s. */

@@ -24,6 +24,7 @@
  * are recorded for the race detector), its fills plain copies (the wait follows before any
  * read either way). Refused, naming the tensor: not Local, a symbolic block,
  * elements wider than a chunk, K not below the size or not a multiple of V. */
+#include "ir/checked.h"
 #include "lower/lower.h"
 
 typedef struct Spill {
@@ -143,7 +144,7 @@ static void spill(LowerCtx *c, Val *tv, PtrVec *allocs) {
     lower_fail(c, CF_ERR_INVALID_SCHEDULE, "compile: %s keeps %lld of its %lld elements in registers "
                "(cf_spill_to_shared): it must be fewer than all and a multiple of a 16-byte chunk (%lld elements)",
                name, (long long)k, (long long)size, (long long)chunk);
-  int64_t chunks = (size - k + chunk - 1) / chunk; /* the last may be partly used */
+  int64_t chunks = ck_ceil_div(size - k, chunk); /* the last may be partly used */
   t->spill_threads = block_threads(c, tv);
   t->spill = shared_part(c, t, chunks * chunk * t->spill_threads);
   t->reg_elems = k;

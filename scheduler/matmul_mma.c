@@ -41,6 +41,7 @@
 #include "scheduler/matmul_mma.h"
 
 #include "cfuser/layout.h"
+#include "ir/checked.h"
 #include "ir/mma.h"
 #include "scheduler/registry.h"
 
@@ -128,7 +129,7 @@ static int wgmma_bn(const MmaTiles *t) {
   if (t->size_m <= 0 || t->size_n <= 0 || t->size_b <= 0 || t->sm_count <= 0) return WG_BN;
   int64_t rows = t->size_b * ((t->size_m + WG_BM - 1) / WG_BM);
   for (int bn = WG_BN; bn > WG_ATOM; bn /= 2)
-    if (2 * rows * ((t->size_n + bn - 1) / bn) >= t->sm_count) return bn;
+    if (2 * rows * ck_ceil_div(t->size_n, bn) >= t->sm_count) return bn;
   return WG_ATOM;
 }
 
@@ -140,7 +141,7 @@ static int wgmma_bn(const MmaTiles *t) {
 static int group_of(const MmaTiles *t, int bm) {
   const char *env = getenv("CFUSER_WGMMA_GROUP");
   if (env && *env) return atoi(env) > 1 && !t->batch ? atoi(env) : 0;
-  int64_t esz = (int64_t)cf_dtype_size(t->x->dtype), tiles = (t->size_m + bm - 1) / bm;
+  int64_t esz = (int64_t)cf_dtype_size(t->x->dtype), tiles = ck_ceil_div(t->size_m, bm);
   if (t->batch || t->size_m <= 0 || t->size_k <= 0 || t->size_n <= 0 || t->size_k * t->size_n * esz <= t->l2_bytes)
     return 0;
   for (int g = 16; g > 1; g /= 2)
@@ -188,15 +189,15 @@ static bool persist_of(const MmaTiles *t, MmaShape *sh) {
   const char *env = getenv("CFUSER_WGMMA_PERSIST");
   if ((env && !strcmp(env, "0")) || !sh->producer || t->batch || t->size_m <= 0 || t->size_n <= 0 || t->sm_count <= 0)
     return false;
-  int64_t mt = (t->size_m + sh->bm - 1) / sh->bm, nt = (t->size_n + sh->bn - 1) / sh->bn, sm = t->sm_count;
+  int64_t mt = ck_ceil_div(t->size_m, sh->bm), nt = ck_ceil_div(t->size_n, sh->bn), sm = t->sm_count;
   int gm, gn;
   char end;
   if (env && sscanf(env, "%dx%d%c", &gm, &gn, &end) == 2 && gm > 0 && gn > 0 && gm <= mt && gn <= nt)
     return sh->persist_m = gm, sh->persist_n = gn, true;
-  int64_t steps = 0, idle = 0, skew = 0, waves = (mt * nt + sm - 1) / sm;
+  int64_t steps = 0, idle = 0, skew = 0, waves = ck_ceil_div(mt * nt, sm);
   for (int64_t m = 1; m <= mt && m <= sm; m++)
     for (int64_t n = 1; n <= nt && m * n <= sm; n++) {
-      int64_t st = ((mt + m - 1) / m) * ((nt + n - 1) / n), id = st * m * n - mt * nt, sk = llabs(n - 2 * m);
+      int64_t st = ck_ceil_div(mt, m) * ck_ceil_div(nt, n), id = st * m * n - mt * nt, sk = llabs(n - 2 * m);
       if (!steps || st < steps || (st == steps && (id < idle || (id == idle && sk < skew))))
         steps = st, idle = id, skew = sk, sh->persist_m = (int)m, sh->persist_n = (int)n;
     }

@@ -241,7 +241,7 @@ static bool read_sizes(const SchedCall *call, NormPlan *p, char *why) {
 
 /* ---- parameters (the rules of the file's comment) ------------------------------------------ */
 
-static int64_t round_warps(int64_t t) { return sched_ceil_div(t, NORM_WARP) * NORM_WARP; }
+static int64_t round_warps(int64_t t) { return ck_ceil_div(t, NORM_WARP) * NORM_WARP; }
 
 /* The threads of a constant row of t vectors: whole warps (a warp-shuffle all-reduce), or
  * for a row shorter than a warp the power of two covering it (at least 2), the block's other threads
@@ -282,23 +282,23 @@ static void plan_rows(const SchedDevice *d, NormPlan *p, int64_t bytes) {
 static void plan_register_threads(const SchedDevice *d, NormPlan *p, int64_t n, bool warp_row) {
   SchedInnerParams *q = &p->q;
   int64_t cap = NORM_PREFERRED_ELEMS / q->vec, tmax = max_threads(d);
-  q->persist = sched_ceil_div(n, warp_row ? NORM_WARP : NORM_TARGET_THREADS);
+  q->persist = ck_ceil_div(n, warp_row ? NORM_WARP : NORM_TARGET_THREADS);
   if (q->persist > cap && !warp_row) q->persist = cap > 1 ? cap : 1;
-  q->threads = sched_ceil_div(n, q->persist);
+  q->threads = ck_ceil_div(n, q->persist);
   if (p->symbolic && q->threads > tmax) { /* threads = ceilDiv(n, persist) at run time */
-    q->persist = sched_ceil_div(n, tmax);
-    q->threads = sched_ceil_div(n, q->persist);
+    q->persist = ck_ceil_div(n, tmax);
+    q->threads = ck_ceil_div(n, q->persist);
   } else if (!p->symbolic) {
     q->threads = row_threads(q->threads);
     if (q->threads > tmax) q->threads = tmax;
-    q->persist = sched_ceil_div(n, q->threads);
+    q->persist = ck_ceil_div(n, q->threads);
   }
 }
 
 /* Rule 1: the row in registers; false when it does not fit. */
 static bool plan_registers(const SchedDevice *d, NormPlan *p) {
   SchedInnerParams *q = &p->q;
-  int64_t n = sched_ceil_div(p->row, q->vec);
+  int64_t n = ck_ceil_div(p->row, q->vec);
   int64_t live = p->buf.live + p->buf.params, projected = p->buf.projected + p->buf.params;
   bool warp_row = !p->symbolic && n > NORM_WARP && n <= NORM_WARP * NORM_WARP_ROW_VECS;
   for (;; warp_row = false) {
@@ -318,9 +318,9 @@ static bool plan_registers(const SchedDevice *d, NormPlan *p) {
 /* Rule 2: the inputs' rows in shared memory. */
 static bool plan_shared(const SchedDevice *d, NormPlan *p) {
   SchedInnerParams *q = &p->q;
-  int64_t n = sched_ceil_div(p->row, q->vec), tmax = max_threads(d);
+  int64_t n = ck_ceil_div(p->row, q->vec), tmax = max_threads(d);
   q->threads = round_warps(n) < tmax ? round_warps(n) : tmax;
-  q->persist = sched_ceil_div(n, q->threads);
+  q->persist = ck_ceil_div(n, q->threads);
   q->rows_y = 1;
   q->project = true;
   int64_t row = q->persist * q->threads * q->vec * p->buf.projected, workspace = NORM_WORKSPACE_BYTES * q->threads;
@@ -339,12 +339,12 @@ static bool plan_multipass(const SchedDevice *d, NormPlan *p, char *why) {
     return WHY("rows of %s hold %lld elements, more than registers and shared memory keep, and reading them "
                "again for each pass would recompute more than %d ops",
                TV(p->row_input)->display_name, (long long)p->row, SCHED_RECOMPUTE_MAX_OPS);
-  int64_t n = sched_ceil_div(p->row, q->vec), t = max_threads(d);
+  int64_t n = ck_ceil_div(p->row, q->vec), t = max_threads(d);
   int64_t per_sm = round_warps(d->max_threads_per_sm / NORM_MULTIPASS_BLOCKS_PER_SM);
   if (t > per_sm) t = per_sm;
   if (t > round_warps(n)) t = round_warps(n);
   q->threads = t;
-  q->persist = sched_ceil_div(n, t);
+  q->persist = ck_ceil_div(n, t);
   q->rows_y = 1;
   q->project = true;
   q->online = p->online > 0;
@@ -356,14 +356,14 @@ static bool plan_multipass(const SchedDevice *d, NormPlan *p, char *why) {
  * registers allow, down to 1); false when fewer than 2. */
 static bool grid_blocks(const SchedDevice *d, NormPlan *p, int64_t k) {
   SchedInnerParams *q = &p->q;
-  int64_t n = sched_ceil_div(p->row, q->vec);
+  int64_t n = ck_ceil_div(p->row, q->vec);
   int64_t gy = k * d->sm_count / p->outer, cap = sched_coop_block_cap(d, p->outer * q->threads);
   int64_t most = n / (q->threads * NORM_GRID_MIN_VECS);
   if (gy > cap) gy = cap;
   if (gy > most) gy = most;
   if (gy < 2) return false;
   q->grid = gy;
-  q->persist = sched_ceil_div(n, gy * q->threads);
+  q->persist = ck_ceil_div(n, gy * q->threads);
   return true;
 }
 
@@ -373,7 +373,7 @@ static bool grid_blocks(const SchedDevice *d, NormPlan *p, int64_t k) {
 static bool plan_grid(const SchedDevice *d, NormPlan *p) {
   SchedInnerParams *q = &p->q;
   if (p->outer < 1 || p->outer >= d->sm_count) return false;
-  int64_t n = sched_ceil_div(p->row, q->vec), t = NORM_TARGET_THREADS;
+  int64_t n = ck_ceil_div(p->row, q->vec), t = NORM_TARGET_THREADS;
   if (t > max_threads(d)) t = max_threads(d);
   q->threads = round_warps(n) < t ? round_warps(n) : t;
   int64_t ws = NORM_WORKSPACE_BYTES * q->threads * p->r.nreds;

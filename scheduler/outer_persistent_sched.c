@@ -167,24 +167,24 @@ static int64_t workspace(const OuterPlan *p, int64_t threads) {
 /* tx, the column groups and the rows' threads. */
 static int64_t plan_columns(const SchedDevice *d, OuterPlan *p, int64_t *tymax) {
   SchedOuterParams *q = &p->q;
-  int64_t vcols = sched_ceil_div(p->cols, q->vec), max_tx = OUTER_BLOCK_COLUMNS / q->vec;
+  int64_t vcols = ck_ceil_div(p->cols, q->vec), max_tx = OUTER_BLOCK_COLUMNS / q->vec;
   q->tx = 1;
   while (q->tx < vcols && q->tx < max_tx) q->tx *= 2;
   *tymax = d->max_threads_per_block / q->tx;
   q->ty = OUTER_TARGET_THREADS / q->tx > 1 ? OUTER_TARGET_THREADS / q->tx : 1;
   q->grid_y = 1;
-  return sched_ceil_div(vcols, q->tx);
+  return ck_ceil_div(vcols, q->tx);
 }
 
 /* gy and p for k blocks per SM (rule 1); false when fewer than 2 blocks of rows. */
 static bool grid_rows(const SchedDevice *d, OuterPlan *p, int64_t io, int64_t k) {
   SchedOuterParams *q = &p->q;
   int64_t gy = k * d->sm_count / io, cap = sched_coop_block_cap(d, io * q->tx * q->ty);
-  int64_t most = sched_ceil_div(p->rows, q->ty * OUTER_GRID_MIN_ROWS);
+  int64_t most = ck_ceil_div(p->rows, q->ty * OUTER_GRID_MIN_ROWS);
   if (gy > cap) gy = cap;
   if (gy > most) gy = most;
   if (gy < 2) return false;
-  q->persist = sched_ceil_div(sched_ceil_div(p->rows, q->ty), gy);
+  q->persist = ck_ceil_div(ck_ceil_div(p->rows, q->ty), gy);
   q->grid_y = gy;
   return true;
 }
@@ -214,11 +214,11 @@ static bool plan_grid(const SchedDevice *d, OuterPlan *p, int64_t io, int64_t by
 static bool plan_block(const SchedDevice *d, OuterPlan *p, int64_t tymax, int64_t bytes, char *why) {
   SchedOuterParams *q = &p->q;
   int64_t cap = OUTER_MAX_PER_THREAD / q->vec > 1 ? OUTER_MAX_PER_THREAD / q->vec : 1, ty0 = q->ty;
-  q->persist = sched_ceil_div(p->rows, ty0);
+  q->persist = ck_ceil_div(p->rows, ty0);
   if (q->persist > cap) q->persist = cap;
-  q->ty = sched_ceil_div(p->rows, q->persist);
-  if (q->ty > tymax) q->ty = tymax, q->persist = sched_ceil_div(p->rows, q->ty);
-  if (!p->symbolic_rows) q->persist = sched_ceil_div(p->rows, q->ty);
+  q->ty = ck_ceil_div(p->rows, q->persist);
+  if (q->ty > tymax) q->ty = tymax, q->persist = ck_ceil_div(p->rows, q->ty);
+  if (!p->symbolic_rows) q->persist = ck_ceil_div(p->rows, q->ty);
   q->mode = SCHED_OUTER_BLOCK;
   q->symbolic_rows = p->symbolic_rows;
   if (bytes == 0 || q->persist * q->vec <= sched_reg_elems(d, q->tx * q->ty, bytes)) return true;
@@ -229,7 +229,7 @@ static bool plan_block(const SchedDevice *d, OuterPlan *p, int64_t tymax, int64_
   q->mode = SCHED_OUTER_BLOCK_MULTIPASS;
   q->symbolic_rows = q->project = false;
   q->ty = ty0 < p->rows ? ty0 : p->rows;
-  q->persist = sched_ceil_div(p->rows, q->ty);
+  q->persist = ck_ceil_div(p->rows, q->ty);
   return true;
 }
 
@@ -254,7 +254,7 @@ static void plan_wide(const cf_fusion *f, const SchedDevice *d, OuterPlan *p) {
   int64_t elem = (int64_t)cf_dtype_size(((Val *)f->inputs.items[in])->dtype), words = (elem + 3) / 4;
   if (q->vec * elem != 16 || q->tx != OUTER_BLOCK_COLUMNS / q->vec) return;
   int64_t tx = OUTER_WIDE_ROW_BYTES / 16, threads = tx * q->ty, kept = q->persist / 2, k = OUTER_WIDE_BLOCKS_PER_SM;
-  int64_t blocks = sched_ceil_div(sched_ceil_div(p->cols, q->vec), tx);
+  int64_t blocks = ck_ceil_div(ck_ceil_div(p->cols, q->vec), tx);
   if (tx <= q->tx || threads > OUTER_WIDE_MAX_THREADS || blocks < OUTER_WIDE_MIN_WAVES * k * d->sm_count) return;
   int64_t whole = q->persist * q->vec * words + SCHED_REG_RESERVE, half = kept * q->vec * words + SCHED_REG_RESERVE;
   int64_t smem = (q->persist - kept) * q->vec * elem * threads + workspace(p, threads);

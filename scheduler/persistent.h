@@ -7,6 +7,7 @@
 #ifndef CFUSER_SCHED_PERSISTENT_H
 #define CFUSER_SCHED_PERSISTENT_H
 
+#include "ir/checked.h"
 #include "scheduler/heuristic.h"
 #include "scheduler/sched.h"
 
@@ -220,7 +221,5 @@ cf_status sched_copy_reads(cf_fusion *f, Val *tv, Val **copies, int *ncopies);
  * exprs) hold; sched_online_softmax rewrites each into one online softmax reduction. */
 int sched_online_softmax_count(Expr *const *exprs, int n);
 cf_status sched_online_softmax(cf_fusion *f, Arena *a);
-
-static inline int64_t sched_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 #endif

@@ -99,38 +99,38 @@ static void inner_rule(const RedShape *s, const SchedDevice *d, RedParams *p) {
   int64_t iter = s->iter < 0 ? RED_UNKNOWN : max64(s->iter, 1), red = s->red < 0 ? RED_UNKNOWN : max64(s->red, 1);
   p->vec = vector_width(s);
   int64_t half_sm = d->max_threads_per_sm / 2;
-  int64_t block = max64(RED_INNER_BLOCK, min64(pow2_ceil(sched_ceil_div(half_sm * d->sm_count, iter)),
+  int64_t block = max64(RED_INNER_BLOCK, min64(pow2_ceil(ck_ceil_div(half_sm * d->sm_count, iter)),
                                                d->max_threads_per_block / 2));
   block = min64(block, d->max_threads_per_block);
-  int64_t after_vec = sched_ceil_div(red, p->vec);
+  int64_t after_vec = ck_ceil_div(red, p->vec);
   int64_t x = min64(after_vec, 4 * RED_WARP);
-  int64_t unroll = min64(sched_ceil_div(after_vec, x), unroll_target(s, p->vec));
-  x = min64(sched_ceil_div(after_vec, unroll), block);
-  x = x > RED_WARP / 2 ? min64(sched_ceil_div(x, RED_WARP) * RED_WARP, block) : pow2_ceil(x);
+  int64_t unroll = min64(ck_ceil_div(after_vec, x), unroll_target(s, p->vec));
+  x = min64(ck_ceil_div(after_vec, unroll), block);
+  x = x > RED_WARP / 2 ? min64(ck_ceil_div(x, RED_WARP) * RED_WARP, block) : pow2_ceil(x);
   int64_t y = max64(1, min64(iter, block / x));
   p->unroll = (int)unroll;
   p->bdimx = (int)x;
   p->bdimy = (int)y;
-  p->blocks = sched_ceil_div(iter, y);
-  int64_t steps = sched_ceil_div(after_vec, x * unroll);
+  p->blocks = ck_ceil_div(iter, y);
+  int64_t steps = ck_ceil_div(after_vec, x * unroll);
   p->grid = s->iter < 0 || s->red < 0 || p->blocks > RED_MAX_GRID_Y ? 1 : grid_split(d, x * y, p->blocks, steps, INT32_MAX);
 }
 
 static void outer_rule(const RedShape *s, const SchedDevice *d, RedParams *p) {
   int64_t iter = s->iter < 0 ? RED_UNKNOWN : max64(s->iter, 1), red = s->red < 0 ? RED_UNKNOWN : max64(s->red, 1);
   p->vec = vector_width(s);
-  int64_t x = min64(pow2_ceil(sched_ceil_div(iter, p->vec)), RED_WARP);
+  int64_t x = min64(pow2_ceil(ck_ceil_div(iter, p->vec)), RED_WARP);
   x = min64(x, d->max_threads_per_block);
   int64_t y = max64(1, min64(min64(RED_OUTER_BLOCK, d->max_threads_per_block) / x, red));
   int64_t target = unroll_target(s, p->vec);
-  if (s->iter >= 0 && s->red >= 0 && sched_ceil_div(iter, x * p->vec) >= full_wave(d, x * y))
+  if (s->iter >= 0 && s->red >= 0 && ck_ceil_div(iter, x * p->vec) >= full_wave(d, x * y))
     y = max64(1, min64(y, pow2_floor(max64(1, red / (RED_MIN_STEPS * target))))); /* rule 2' */
-  int64_t unroll = min64(target, sched_ceil_div(red, y));
+  int64_t unroll = min64(target, ck_ceil_div(red, y));
   p->bdimx = (int)x;
   p->bdimy = (int)y;
   p->unroll = (int)unroll;
-  p->blocks = sched_ceil_div(iter, x * p->vec);
-  int64_t steps = sched_ceil_div(red, y * unroll);
+  p->blocks = ck_ceil_div(iter, x * p->vec);
+  int64_t steps = ck_ceil_div(red, y * unroll);
   p->grid = s->iter < 0 || s->red < 0 ? 1 : grid_split(d, x * y, p->blocks, steps, RED_MAX_GRID_Y);
 }
 

@@ -172,6 +172,22 @@ Test(execute_hostile, absurd_sizes_are_refused_without_overflow) {
   cr_expect_str_eq(cf_fusion_cache_error(c), "execute: input 0 (T0) has sizes whose byte count overflows int64");
 }
 
+/* An empty input whose other size is the largest int64: the row sum's heuristic divided
+ * that extent rounding up as (a + b - 1) / b (UBSan, the libFuzzer harness's finding);
+ * the sum of no rows is an empty output. */
+Test(execute_hostile, an_empty_input_of_the_largest_extent_sums_to_nothing) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){1}));
+  int64_t shape[2] = {0, INT64_MAX};
+  DLTensor t = {.device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 32, 1}, .shape = shape};
+  DLManagedTensor *out = NULL;
+  cr_assert_eq(exec1(&t, &out), CF_OK, "%s", cf_fusion_cache_error(c));
+  cr_expect_eq(out->dl_tensor.ndim, 1);
+  cr_expect_eq(out->dl_tensor.shape[0], 0);
+  cf_tensor_free(out);
+}
+
 /* check(call(c), error(c)) reads the message of the call before when C evaluates the
  * second argument first: that message must still be alive after the call fails. */
 Test(execute_hostile, an_error_message_outlives_the_next_failing_call) {
