@@ -14,7 +14,9 @@
  *   uniformity.c      per-thread uniformity: which launch types each tensor's values
  *                     depend on, and which its writes spell out (predicates, syncs);
  *   vector_access.c   the rule for a vector access of global memory (the schedulers ask
- *                     it before they vectorize, lowering's validate_vectorize after).
+ *                     it before they vectorize, lowering's validate_vectorize after);
+ *   broadcast_readers.c  where a broadcast axis is concretized: one class of axes, or two
+ *                     that one loop cannot iterate (the pointwise and transpose rows).
  *
  * Dependencies: ir/ only. scheduler/ (inlining legality, propagation, parallelize-all-like,
  * the automatic schedulers) and lower/ (loop nests, indexing, allocation, predicates,
@@ -93,6 +95,24 @@ int an_idmap_class(const IdMap *m, const Val *id);
  * clients building a finer or coarser relation on top (e.g. lowering's loop groups). */
 void an_idmap_join(IdMap *m, const Val *a, const Val *b);
 void an_idmap_free(IdMap *m);
+
+/* ---- where broadcast axes are concretized (broadcast_readers.c) ------------------------ */
+/* A broadcast axis (tv's axis `axis`) that its readers, followed through elementwise ops of
+ * its rank, permutes and broadcasts, concretize against two axes unrelated in the exact
+ * map: first's axis first_axis and second's axis second_axis. */
+typedef struct AnBroadcastConflict {
+  Val *tv, *first, *second;
+  int axis, first_axis, second_axis;
+} AnBroadcastConflict;
+/* The axis of e's operand that e's output axis oa reads, for an elementwise op (the same
+ * axis), a permute or a broadcast; -1 for oa < 0 or an axis the broadcast adds. */
+int an_operand_axis(const Expr *e, int oa);
+/* 1 with *c filled at the first broadcast axis of f concretized against two unrelated
+ * axes of the exact map m, 0 when there is none, -1 out of memory (scratch from a). */
+int an_broadcast_conflict(Arena *a, cf_fusion *f, const IdMap *m, AnBroadcastConflict *c);
+/* prefix, then "T3 is broadcast along axis 0, which T5 and T6 read against unrelated axes
+ * (one loop cannot iterate both)". */
+void an_broadcast_conflict_str(const AnBroadcastConflict *c, const char *prefix, char *buf, size_t size);
 
 /* ---- the loop graph (loop_graph.c) -------------------------------------------------- */
 /* Which IterDomains share one for-loop under the current compute-at positions: producer

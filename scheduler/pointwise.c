@@ -93,46 +93,23 @@ static bool copying_permute(const Expr *e) {
 
 static bool elementwise(const Expr *e) { return ir_op_is_pointwise(e->op) || copying_permute(e); }
 
-/* Whether the elementwise consumers of tv (of its rank) all read its broadcast axes
- * against one exact class each: inlined into all of their loops (inline_most does), a
- * broadcast concretized from two unrelated tensors shares one loop that lowering cannot
- * give one domain (DAG fuzzer mode 4, seed 438: b = broadcast(v) in x - b and b * y).
- * *c receives a consumer that differs. */
-static bool one_concretization(const IdMap *m, Val *tv, Val **c) {
-  Val *first = NULL;
-  for (int u = 0; u < tv->uses.len; u++) {
-    const Expr *e = tv->uses.items[u];
-    if (!ir_op_is_elementwise(e->op) || TV(e->out[0])->nlogical != TV(tv)->nlogical) continue;
-    if (!first) {
-      first = e->out[0];
-      continue;
-    }
-    for (int a = 0; a < TV(tv)->nlogical; a++)
-      if (ID(TV(tv)->logical[a])->iter_type == CF_ITER_BROADCAST &&
-          !an_idmap_same(m, TV(first)->logical[a], TV(e->out[0])->logical[a]))
-        return *c = e->out[0], false;
-  }
-  return true;
-}
-
-/* The first tensor with a broadcast axis whose readers concretize it differently (see
- * one_concretization), or NULL; *c receives the reader. */
-static Val *two_concretizations(cf_fusion *f, Val **c) {
-  int n;
-  Val **tvs = ir_fusion_all_tvs(f, &n);
-  IdMap *m = NULL;
-  for (int i = 0; i < n; i++) {
-    if (tvs[i]->uses.len < 2) continue;
-    bool bcast = false;
-    for (int a = 0; a < TV(tvs[i])->nlogical; a++) bcast |= ID(TV(tvs[i])->logical[a])->iter_type == CF_ITER_BROADCAST;
-    if (!bcast || (!m && !(m = an_idmap_build(f, false)))) continue;
-    if (!one_concretization(m, tvs[i], c)) {
-      an_idmap_free(m);
-      return tvs[i];
-    }
+/* Whether some broadcast axis is concretized against unrelated axes by its readers
+ * (analysis/broadcast_readers.c): inlined into all of their loops (inline_most does), it
+ * would share one loop that lowering cannot give one domain (DAG fuzzer mode 4, seed 438:
+ * b = broadcast(v) in x - b and b * y). 1 with *tv and the reason, 0 when none, -1 out of
+ * memory. */
+static int two_concretizations(cf_fusion *f, Val **tv, char *why) {
+  Arena *a = arena_create();
+  IdMap *m = a ? an_idmap_build(f, false) : NULL;
+  AnBroadcastConflict c;
+  int found = m ? an_broadcast_conflict(a, f, m, &c) : -1;
+  if (found > 0) {
+    *tv = c.tv;
+    an_broadcast_conflict_str(&c, "", why, SCHED_WHY_MAX);
   }
   an_idmap_free(m);
-  return NULL;
+  arena_destroy(a);
+  return found;
 }
 
 /* A resize op's operand that is read at other positions (an axis of it resized) but
@@ -219,14 +196,9 @@ static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
       return CF_ERR_UNSUPPORTED;
     }
   }
-  Val *c = NULL;
-  if ((*tv = two_concretizations(f, &c))) {
-    snprintf(why, SCHED_WHY_MAX, "%s has a broadcast axis that %s and %s read against unrelated axes (one loop "
-             "cannot iterate both)", TV(*tv)->display_name, TV(((Expr *)(*tv)->uses.items[0])->out[0])->display_name,
-             TV(c)->display_name);
-    return CF_ERR_UNSUPPORTED;
-  }
-  return CF_OK;
+  int found = two_concretizations(f, tv, why);
+  if (found < 0) snprintf(why, SCHED_WHY_MAX, "pointwise: out of memory");
+  return found > 0 ? CF_ERR_UNSUPPORTED : found < 0 ? CF_ERR_OUT_OF_MEMORY : CF_OK;
 }
 
 /* Whether a squeeze, a permute (one the row takes moves only axes of one element) or a

@@ -74,17 +74,6 @@ static bool tp_no_broadcast(Val *tv, char *why) {
   return true;
 }
 
-/* The axis of e's input that e's output axis oa reads (-1 for none or a broadcast). */
-static int tp_input_axis(const Expr *e, int oa) {
-  if (oa < 0) return -1;
-  if (ir_op_kind(e->op) == OPK_PERMUTE) return e->attr.permute.perm[oa];
-  if (ir_op_kind(e->op) != OPK_BROADCAST) return oa;
-  if (e->attr.broadcast.is_broadcast[oa]) return -1;
-  int ia = 0;
-  for (int k = 0; k < oa; k++) ia += !e->attr.broadcast.is_broadcast[k];
-  return ia;
-}
-
 /* Pushes e's output's map to its tensor inputs; an input reached twice must agree. */
 static bool tp_trace_expr(const Expr *e, int r, TpMap *m, char *why) {
   const int *om = &m->axis[e->out[0]->id * r];
@@ -93,7 +82,7 @@ static bool tp_trace_expr(const Expr *e, int r, TpMap *m, char *why) {
     if (v->kind != VAL_TV || TV(v)->nlogical == 0) continue;
     int *vm = &m->axis[v->id * r];
     for (int ax = 0; ax < r; ax++) {
-      int want = tp_input_axis(e, om[ax]);
+      int want = an_operand_axis(e, om[ax]);
       if (m->reached[v->id] && vm[ax] != want) {
         snprintf(why, SCHED_WHY_MAX, "transpose: %s is read in two axis orders", TV(v)->display_name);
         return false;
@@ -263,78 +252,21 @@ static bool tp_check_broadcasts(Arena *a, cf_fusion *f, const TpPlan *p, const T
   return ex != NULL;
 }
 
-/* One broadcast axis (top's axis top_axis) and where it is concretized: the first axis
- * down each path of its readers that is not a broadcast (the first found: who's axis
- * wax); the walk of tp_concretized. */
-typedef struct TpConc {
-  const IdMap *m;
-  bool *seen; /* by Val id * stride + axis: an axis reached already (diamonds) */
-  int stride;
-  Val *top, *who;
-  int top_axis, wax;
-} TpConc;
-
-/* The axis of e's output that reads axis a of e's operand tv (-1: none; an elementwise
- * op reads a 0-d operand along no axis). */
-static int tp_reader_axis(const Expr *e, Val *tv, int a) {
-  Val *o = e->out[0];
-  if (ir_op_kind(e->op) == OPK_TRANSFORM || (ir_op_is_elementwise(e->op) && TV(o)->nlogical != TV(tv)->nlogical))
-    return -1;
-  for (int oa = 0; oa < TV(o)->nlogical; oa++)
-    if (tp_input_axis(e, oa) == a) return oa;
-  return -1;
-}
-
-/* Walks the readers of tv's broadcast axis a down to the axes that concretize it and
- * checks that they are one exact class; false, with the reason, at the first that is not. */
-static bool tp_concretized(TpConc *c, Val *tv, int a, char *why) {
-  if (c->seen[tv->id * c->stride + a]) return true;
-  c->seen[tv->id * c->stride + a] = true;
-  for (int u = 0; u < tv->uses.len; u++) {
-    const Expr *e = tv->uses.items[u];
-    int oa = tp_reader_axis(e, tv, a);
-    if (oa < 0) continue;
-    Val *o = e->out[0], *id = TV(o)->logical[oa];
-    if (ID(id)->iter_type == CF_ITER_BROADCAST) {
-      if (!tp_concretized(c, o, oa, why)) return false;
-    } else if (!c->who) {
-      c->who = o, c->wax = oa;
-    } else if (!an_idmap_same(c->m, TV(c->who)->logical[c->wax], id)) {
-      snprintf(why, SCHED_WHY_MAX, "transpose: %s is broadcast along axis %d, which %s and %s read against "
-               "unrelated axes (one loop cannot iterate both)", TV(c->top)->display_name, c->top_axis,
-               TV(c->who)->display_name, TV(o)->display_name);
-      return false;
-    }
-  }
-  return true;
-}
-
-/* Every broadcast axis is concretized against one exact class. Everything is inlined
- * into the tile's loops (cf_inline_most), a broadcast into the loops of each reader, so a
- * broadcast that two readers concretize against unrelated axes (b [1, N] in
- * transpose(x) [A, N] + b and y [B, N] * b) joins two domains in one loop, which lowering
- * refuses (a broadcast concretized to two extents in one loop): the row would accept a
- * fusion it cannot schedule (the hostile define-and-run fuzzer's seed 41200614). Refused
- * with the reason; the pointwise row refuses it too (two_concretizations), and define
- * and run cuts it finer. */
+/* Every broadcast axis is concretized against one exact class (analysis/
+ * broadcast_readers.c): everything is inlined into the tile's loops (cf_inline_most), a
+ * broadcast into the loops of each reader, so one that two readers concretize against
+ * unrelated axes (b [1, N] in transpose(x) [A, N] + b and y [B, N] * b) would join two
+ * domains in one loop, which lowering refuses: the row would accept a fusion it cannot
+ * schedule (the hostile define-and-run fuzzer's seed 41200614). Refused with the reason;
+ * the pointwise row refuses it too, and define and run cuts it finer. */
 static bool tp_one_concretization(Arena *a, cf_fusion *f, char *why) {
-  int n, stride = 1;
-  Val **tvs = ir_fusion_all_tvs_in(a, f, &n);
-  for (int i = 0; tvs && i < n; i++)
-    if (TV(tvs[i])->nlogical > stride) stride = TV(tvs[i])->nlogical;
-  TpConc c = {.m = tvs ? an_idmap_build(f, false) : NULL, .stride = stride};
-  c.seen = c.m ? ARENA_ARRAY(a, bool, f->vals.len * stride) : NULL;
-  bool ok = c.seen != NULL;
-  if (!ok) snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
-  for (int i = 0; ok && i < n; i++)
-    for (int ax = 0; ok && ax < TV(tvs[i])->nlogical; ax++) {
-      if (ID(TV(tvs[i])->logical[ax])->iter_type != CF_ITER_BROADCAST) continue;
-      memset(c.seen, 0, sizeof(bool) * (size_t)(f->vals.len * stride));
-      c.top = tvs[i], c.top_axis = ax, c.who = NULL;
-      ok = tp_concretized(&c, tvs[i], ax, why);
-    }
-  if (c.m) an_idmap_free((IdMap *)c.m);
-  return ok;
+  IdMap *m = an_idmap_build(f, false);
+  AnBroadcastConflict c;
+  int found = m ? an_broadcast_conflict(a, f, m, &c) : -1;
+  if (found < 0) snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
+  if (found > 0) an_broadcast_conflict_str(&c, "transpose: ", why, SCHED_WHY_MAX);
+  an_idmap_free(m);
+  return found == 0;
 }
 
 static bool tp_plan(Arena *a, cf_fusion *f, const SchedCall *call, TpPlan *p, char *why) {

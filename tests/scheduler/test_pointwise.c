@@ -160,6 +160,29 @@ static void check(int nin, const KcInput *in, double tol) {
   free(kc_check(f, nin, in, tol));
 }
 
+/* b = broadcast(v) [1, 8] read by x - relu(b) and y * b, where x and y are [4, 8] inputs
+ * with no op relating their rows: through relu(b), which keeps the broadcast, b's axis 0
+ * would share one loop with x's rows and y's (analysis/broadcast_readers.c), so the row
+ * refuses, naming the broadcast and the two readers that concretize it. */
+static void relu_of_broadcast_read_twice(bool same_rows) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_tv *y = same_rows ? x : cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_tv *v = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){8});
+  cf_fusion_add_input(f, x);
+  if (!same_rows) cf_fusion_add_input(f, y);
+  cf_fusion_add_input(f, v);
+  cf_tv *b = cf_broadcast(f, v, 2, (bool[]){true, false});
+  cf_fusion_add_output(f, cf_sub(f, x, cf_relu(f, b)));
+  cf_fusion_add_output(f, cf_mul(f, y, b));
+}
+
+Test(pointwise, refuses_a_broadcast_concretized_against_unrelated_rows) {
+  relu_of_broadcast_read_twice(false);
+  cr_expect_eq(cf_schedule_pointwise(f), CF_ERR_UNSUPPORTED);
+  cr_expect_str_eq(cf_fusion_error(f), "schedule_pointwise: T3 is broadcast along axis 0, which T5 and T6 read against "
+                                       "unrelated axes (one loop cannot iterate both) for T3_l_float[bS5{1}, iS6{8}]");
+}
+
 Test(pointwise, runs_a_broadcast_fusion) {
   demo_fusion(33, 100);
   check(2, (KcInput[]){F32(33, 100), F32(100)}, 1e-6);
@@ -174,6 +197,14 @@ Test(pointwise, runs_an_odd_shape_with_two_outputs) {
   cf_fusion_add_output(f, cf_sigmoid(f, s));
   cf_fusion_add_output(f, cf_mul(f, s, b));
   check(2, (KcInput[]){F32(5, 7, 3), F32(5, 7, 3)}, 1e-6);
+}
+
+/* The same with y = x: both readers concretize b's axis 0 against x's rows, one loop.
+ * (The row's first walk looked one reader deep, compared relu(b)'s broadcast axis with x's
+ * rows and refused it.) */
+Test(pointwise, runs_a_broadcast_concretized_against_one_tensor_through_a_relu) {
+  relu_of_broadcast_read_twice(true);
+  check(2, (KcInput[]){F32(4, 8), F32(8)}, 1e-6);
 }
 
 Test(pointwise, runs_symbolic_sizes) {
