@@ -107,9 +107,10 @@ typedef struct AnBroadcastConflict {
 /* The axis of e's operand that e's output axis oa reads, for an elementwise op (the same
  * axis), a permute or a broadcast; -1 for oa < 0 or an axis the broadcast adds. */
 int an_operand_axis(const Expr *e, int oa);
-/* 1 with *c filled at the first broadcast axis of f concretized against two unrelated
- * axes of the exact map m, 0 when there is none, -1 out of memory (scratch from a). */
-int an_broadcast_conflict(Arena *a, cf_fusion *f, const IdMap *m, AnBroadcastConflict *c);
+/* 1 with *c filled at the first broadcast axis of f concretized against two axes
+ * unrelated in f's exact map (built here, only when f has a broadcast axis), 0 when
+ * there is none, -1 out of memory (scratch from a). */
+int an_broadcast_conflict(Arena *a, cf_fusion *f, AnBroadcastConflict *c);
 /* prefix, then "T3 is broadcast along axis 0, which T5 and T6 read against unrelated axes
  * (one loop cannot iterate both)". */
 void an_broadcast_conflict_str(const AnBroadcastConflict *c, const char *prefix, char *buf, size_t size);

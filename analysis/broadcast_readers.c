@@ -67,22 +67,37 @@ static bool walk(Walk *w, Val *tv, int a) {
   return true;
 }
 
-int an_broadcast_conflict(Arena *a, cf_fusion *f, const IdMap *m, AnBroadcastConflict *c) {
-  int n, stride = 1;
-  Val **tvs = ir_fusion_all_tvs_in(a, f, &n);
-  if (!tvs) return -1;
+/* Whether some tensor of tvs has a broadcast axis (no map is built for a fusion without). */
+static bool any_broadcast(Val *const *tvs, int n) {
   for (int i = 0; i < n; i++)
-    if (TV(tvs[i])->nlogical > stride) stride = TV(tvs[i])->nlogical;
-  Walk w = {.m = m, .stride = stride, .c = c, .seen = ARENA_ARRAY(a, bool, f->vals.len * stride)};
-  if (!w.seen) return -1;
+    for (int ax = 0; ax < TV(tvs[i])->nlogical; ax++)
+      if (ID(TV(tvs[i])->logical[ax])->iter_type == CF_ITER_BROADCAST) return true;
+  return false;
+}
+
+static int first_conflict(Walk *w, Val *const *tvs, int n, size_t seen_bytes) {
   for (int i = 0; i < n; i++)
     for (int ax = 0; ax < TV(tvs[i])->nlogical; ax++) {
       if (ID(TV(tvs[i])->logical[ax])->iter_type != CF_ITER_BROADCAST) continue;
-      memset(w.seen, 0, sizeof(bool) * (size_t)(f->vals.len * stride));
-      *c = (AnBroadcastConflict){.tv = tvs[i], .axis = ax};
-      if (!walk(&w, tvs[i], ax)) return 1;
+      memset(w->seen, 0, seen_bytes);
+      *w->c = (AnBroadcastConflict){.tv = tvs[i], .axis = ax};
+      if (!walk(w, tvs[i], ax)) return 1;
     }
   return 0;
+}
+
+int an_broadcast_conflict(Arena *a, cf_fusion *f, AnBroadcastConflict *c) {
+  int n, stride = 1;
+  Val **tvs = ir_fusion_all_tvs_in(a, f, &n);
+  if (!tvs) return -1;
+  if (!any_broadcast(tvs, n)) return 0;
+  for (int i = 0; i < n; i++)
+    if (TV(tvs[i])->nlogical > stride) stride = TV(tvs[i])->nlogical;
+  Walk w = {.m = an_idmap_build(f, false), .stride = stride, .c = c};
+  w.seen = w.m ? ARENA_ARRAY(a, bool, f->vals.len * stride) : NULL;
+  int found = w.seen ? first_conflict(&w, tvs, n, sizeof(bool) * (size_t)(f->vals.len * stride)) : -1;
+  an_idmap_free((IdMap *)w.m);
+  return found;
 }
 
 void an_broadcast_conflict_str(const AnBroadcastConflict *c, const char *prefix, char *buf, size_t size) {

@@ -168,7 +168,7 @@ char *an_live_exprs(cf_fusion *f) {
   Expr **xs = live && a ? ir_fusion_tensor_exprs_in(a, f, &n) : NULL;
   for (int i = 0; xs && i < n; i++) live[xs[i]->id] = 1;
   arena_destroy(a);
-  if (!xs && f->outputs.len) {
+  if (!xs) {
     free(live);
     return NULL;
   }

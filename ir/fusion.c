@@ -250,7 +250,8 @@ Expr **ir_fusion_tensor_exprs_in(Arena *a, cf_fusion *f, int *n) {
   for (int i = 0; seen && stack && i < f->outputs.len; i++)
     walk_from(a, f, ((Val *)f->outputs.items[i])->def, seen, stack, &order);
   *n = order.len;
-  return (Expr **)order.items;
+  if (!seen || !stack) return NULL;
+  return order.items ? (Expr **)order.items : ARENA_ARRAY(a, Expr *, 1); /* none: an empty list */
 }
 
 Expr **ir_fusion_tensor_exprs(cf_fusion *f, int *n) { return ir_fusion_tensor_exprs_in(f->arena, f, n); }
@@ -277,7 +278,8 @@ Val **ir_fusion_all_tvs_in(Arena *a, cf_fusion *f, int *n) {
   }
   for (int i = 0; i < f->outputs.len; i++) push_tv_once(a, &tvs, in_list, f->outputs.items[i]);
   *n = tvs.len;
-  return (Val **)tvs.items;
+  if (!exprs) return NULL;
+  return tvs.items ? (Val **)tvs.items : ARENA_ARRAY(a, Val *, 1); /* none: an empty list */
 }
 
 Val **ir_fusion_all_tvs(cf_fusion *f, int *n) { return ir_fusion_all_tvs_in(f->arena, f, n); }

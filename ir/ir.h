@@ -638,7 +638,8 @@ void ir_tv_set_loop(cf_fusion *f, Val *tv, int n, Val *const *ids);
 
 /* Tensor Exprs reachable from the outputs, in topological order (producers first). The
  * plain variants allocate the result in the fusion's arena; callers that run repeatedly
- * (lowering, evaluation, scheduling calls) use the _in variants with a scratch arena. */
+ * (lowering, evaluation, scheduling calls) use the _in variants with a scratch arena.
+ * NULL only when out of memory: none is an empty list (n = 0). */
 Expr **ir_fusion_tensor_exprs(cf_fusion *f, int *n);
 Expr **ir_fusion_tensor_exprs_in(Arena *a, cf_fusion *f, int *n);
 Val **ir_fusion_all_tvs_in(Arena *a, cf_fusion *f, int *n);

@@ -137,7 +137,7 @@ cf_tv *cf_cache_before(cf_fusion *f, cf_tv *t) {
   Expr *d = tv->def;
   if (!d || ir_op_kind(d->op) == OPK_RESHAPE) {
     ir_error_tv(f, CF_ERR_UNSUPPORTED, tv, "cache_before: %s is %s; only tensors computed in a kernel can be cached "
-                "before", TV(tv)->display_name, d ? "a reshape" : "a fusion input");
+                "before", TV(tv)->display_name, d ? "a reshape" : ir_tv_is_input(f, tv) ? "a fusion input" : "computed by no op");
     return NULL;
   }
   if (TV(tv)->ca_pos > 0 || TV(tv)->max_producer_pos > 0) {

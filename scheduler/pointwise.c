@@ -100,14 +100,12 @@ static bool elementwise(const Expr *e) { return ir_op_is_pointwise(e->op) || cop
  * memory. */
 static int two_concretizations(cf_fusion *f, Val **tv, char *why) {
   Arena *a = arena_create();
-  IdMap *m = a ? an_idmap_build(f, false) : NULL;
   AnBroadcastConflict c;
-  int found = m ? an_broadcast_conflict(a, f, m, &c) : -1;
+  int found = a ? an_broadcast_conflict(a, f, &c) : -1;
   if (found > 0) {
     *tv = c.tv;
     an_broadcast_conflict_str(&c, "", why, SCHED_WHY_MAX);
   }
-  an_idmap_free(m);
   arena_destroy(a);
   return found;
 }
@@ -151,6 +149,11 @@ static bool permute_reads_alone(cf_fusion *f, const Expr *e) {
  * in why, the tensor it is about in *tv, and the status; CF_OK when it can. */
 static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
   int n;
+  for (int o = 0; o < f->outputs.len; o++)
+    if (!(*tv = f->outputs.items[o])->def) {
+      snprintf(why, SCHED_WHY_MAX, "output %s is computed by no op (it is no input either)", TV(*tv)->display_name);
+      return CF_ERR_INVALID_ARGUMENT;
+    }
   Expr **exprs = ir_fusion_tensor_exprs(f, &n);
   for (int i = 0; i < n; i++)
     if (!elementwise(exprs[i])) {
@@ -197,7 +200,10 @@ static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
     }
   }
   int found = two_concretizations(f, tv, why);
-  if (found < 0) snprintf(why, SCHED_WHY_MAX, "pointwise: out of memory");
+  if (found < 0) {
+    *tv = f->outputs.items[0];
+    snprintf(why, SCHED_WHY_MAX, "out of memory");
+  }
   return found > 0 ? CF_ERR_UNSUPPORTED : found < 0 ? CF_ERR_OUT_OF_MEMORY : CF_OK;
 }
 

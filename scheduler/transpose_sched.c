@@ -260,12 +260,10 @@ static bool tp_check_broadcasts(Arena *a, cf_fusion *f, const TpPlan *p, const T
  * schedule (the hostile define-and-run fuzzer's seed 41200614). Refused with the reason;
  * the pointwise row refuses it too, and define and run cuts it finer. */
 static bool tp_one_concretization(Arena *a, cf_fusion *f, char *why) {
-  IdMap *m = an_idmap_build(f, false);
   AnBroadcastConflict c;
-  int found = m ? an_broadcast_conflict(a, f, m, &c) : -1;
+  int found = an_broadcast_conflict(a, f, &c);
   if (found < 0) snprintf(why, SCHED_WHY_MAX, "transpose: out of memory");
   if (found > 0) an_broadcast_conflict_str(&c, "transpose: ", why, SCHED_WHY_MAX);
-  an_idmap_free(m);
   return found == 0;
 }
 

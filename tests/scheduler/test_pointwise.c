@@ -154,6 +154,21 @@ Test(pointwise, refuses_outputs_of_different_shapes) {
   cr_expect_str_eq(cf_fusion_error(f), "schedule_pointwise: output T3 has another shape than T2 for T3_g_float[iS5{8}]");
 }
 
+/* A fusion whose output nothing computes (made, never added as an input) has no op: it
+ * is refused, naming the output (the row's analysis once took "no op" for "no memory":
+ * the libFuzzer builder harness's finding, a NULL tensor in the refusal). */
+Test(pointwise, refuses_an_output_computed_by_no_op) {
+  cf_tv *a = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){1, 8});
+  cf_fusion_add_output(f, a);
+  cr_expect_eq(cf_schedule_pointwise(f), CF_ERR_INVALID_ARGUMENT);
+  cr_expect_str_eq(cf_fusion_error(f), "schedule_pointwise: output T0 is computed by no op (it is no input either) "
+                                       "for T0_g_float[bS0{1}, iS1{8}]");
+  cf_fusion_clear_error(f);
+  cr_expect_null(cf_cache_before(f, a));
+  cr_expect_str_eq(cf_fusion_error(f), "cache_before: T0 is computed by no op; only tensors computed in a kernel can "
+                                       "be cached before for T0_g_float[bS0{1}, iS1{8}]");
+}
+
 /* Scheduled fusions against the evaluator on every backend at hand. */
 static void check(int nin, const KcInput *in, double tol) {
   cr_assert_eq(cf_schedule_pointwise(f), CF_OK, "%s", cf_fusion_error(f));
