@@ -181,6 +181,11 @@ cf_fusion_cache *cf_fusion_cache_create(cf_fusion *f, const cf_executor_options 
     c->status = fc_error(c, CF_ERR_INVALID_ARGUMENT, "fusion_cache_create: fusion is NULL");
     return c;
   }
+  /* An output nothing computes (or an input that is an output): the copy cannot map it. */
+  if (!f->status && ir_verify_sources(f)) {
+    c->status = fc_error(c, f->status, "fusion_cache_create: %s", cf_fusion_error(f));
+    return c;
+  }
   c->f = cf_fusion_copy(f);
   c->max_entries = FC_DEFAULT_MAX_ENTRIES;
   if (!c->f) {

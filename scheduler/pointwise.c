@@ -149,11 +149,6 @@ static bool permute_reads_alone(cf_fusion *f, const Expr *e) {
  * in why, the tensor it is about in *tv, and the status; CF_OK when it can. */
 static cf_status refusal(cf_fusion *f, Val *ref, char *why, Val **tv) {
   int n;
-  for (int o = 0; o < f->outputs.len; o++)
-    if (!(*tv = f->outputs.items[o])->def) {
-      snprintf(why, SCHED_WHY_MAX, "output %s is computed by no op (it is no input either)", TV(*tv)->display_name);
-      return CF_ERR_INVALID_ARGUMENT;
-    }
   Expr **exprs = ir_fusion_tensor_exprs(f, &n);
   for (int i = 0; i < n; i++)
     if (!elementwise(exprs[i])) {

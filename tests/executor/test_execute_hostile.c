@@ -287,3 +287,18 @@ Test(execute_hostile, a_call_refused_for_a_null_input_runs_no_segment) {
   y_out->dl_tensor.byte_offset = 0;
   cf_tensor_free(x), cf_tensor_free(z), cf_tensor_free(s_out), cf_tensor_free(y_out);
 }
+
+/* An output that no op computes and no one gives: refused when the cache is made, with
+ * the verifier's words (the fusion's copy could not map it: an internal error). */
+Test(execute_hostile, an_output_nothing_computes_is_refused_at_creation) {
+  cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 1), *z = cf_tensor_symbolic(f, CF_FLOAT, 1);
+  cf_fusion_add_input(f, x);
+  cf_fusion_add_output(f, cf_neg(f, x));
+  cf_fusion_add_output(f, z);
+  DLManagedTensor *t = cf_tensor_host(CF_FLOAT, 1, (int64_t[]){4}), *out[2] = {NULL, NULL};
+  const DLTensor *in = &t->dl_tensor;
+  EXPECT_EXEC_ERROR(cf_fusion_execute(cache(), 1, &in, 2, out), "fusion_cache_create: verify: output T1 is not "
+                                                                "computed by any expression and is not an input");
+  cr_expect_null(out[0]);
+  cf_tensor_free(t);
+}
