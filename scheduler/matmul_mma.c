@@ -127,7 +127,7 @@ static bool g_tile_warned; /* CFUSER_WGMMA_TILE's warning, given once a process 
  * the SMs; 256 when a size is symbolic. */
 static int wgmma_bn(const MmaTiles *t) {
   if (t->size_m <= 0 || t->size_n <= 0 || t->size_b <= 0 || t->sm_count <= 0) return WG_BN;
-  int64_t rows = t->size_b * ((t->size_m + WG_BM - 1) / WG_BM);
+  int64_t rows = t->size_b * ck_ceil_div(t->size_m, WG_BM);
   for (int bn = WG_BN; bn > WG_ATOM; bn /= 2)
     if (2 * rows * ck_ceil_div(t->size_n, bn) >= t->sm_count) return bn;
   return WG_ATOM;

@@ -414,7 +414,7 @@ static int64_t pw_rows_per_block(Val *ref, int b) {
     if (e < 0) return 1;
     left *= e;
   }
-  return (left + GRID_Y_MAX - 1) / GRID_Y_MAX;
+  return ck_ceil_div(left, GRID_Y_MAX);
 }
 
 /* [blockIdx.y (outer half), (S{rows}), blockIdx.x, unswitch{1}, threadIdx.x{128},

@@ -41,6 +41,7 @@
  * (CFUSER_DUMP=segments: two views, a matmul over a batch of ks, a reduction). */
 #include <stdlib.h>
 
+#include "ir/checked.h"
 #include "scheduler/registry.h"
 
 enum {
@@ -129,7 +130,7 @@ static int64_t slices(const SkMatch *m, const SchedDevice *dev) {
     int64_t ks = atoll(env);
     return ks >= 2 && slices_rows(kk, ks) ? ks : 0;
   }
-  int64_t blocks = ((mm + SPLIT_K_TILE_M - 1) / SPLIT_K_TILE_M) * ((nn + SPLIT_K_TILE_N - 1) / SPLIT_K_TILE_N);
+  int64_t blocks = ck_ceil_div(mm, SPLIT_K_TILE_M) * ck_ceil_div(nn, SPLIT_K_TILE_N);
   if (2 * blocks >= dev->sm_count) return 0;
   int64_t best = 0;
   for (int64_t ks = 2; ks * blocks <= SPLIT_K_BLOCKS_PER_SM * dev->sm_count && kk / ks >= SPLIT_K_MIN_SLICE; ks++)
