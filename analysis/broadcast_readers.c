@@ -10,9 +10,10 @@
  * The walk follows each broadcast axis down its readers that keep it where the loops keep
  * it (elementwise ops of its rank, permutes and broadcasts, which move or add axes), past
  * readers in which it is still a broadcast (relu(b)), to the first concrete axis on every
- * path, and asks whether all of those are one class of the exact IdMap. Other readers (a
- * reduction, a resize, a squeeze) end the path: the schedulers that ask take none of them
- * inlined with the broadcast. Depends on ir/ only. */
+ * path, and asks whether all of those are one class of the exact IdMap. Only tensors the
+ * outputs need are walked (a dead reader is in no loop). Other readers (a reduction, a
+ * resize, a squeeze) end the path: the schedulers that ask take none of them inlined with
+ * the broadcast. Depends on ir/ only. */
 #include <string.h>
 
 #include "analysis/analysis.h"
@@ -41,6 +42,7 @@ static int reader_axis(const Expr *e, Val *tv, int a) {
 typedef struct Walk {
   const IdMap *m;
   bool *seen; /* by Val id * stride + axis: an axis reached already (diamonds) */
+  bool *live; /* by Val id: a tensor the outputs need (a dead reader is no loop) */
   int stride;
   AnBroadcastConflict *c; /* c->first, c->first_axis: the first concrete axis found */
 } Walk;
@@ -53,7 +55,7 @@ static bool walk(Walk *w, Val *tv, int a) {
   for (int u = 0; u < tv->uses.len; u++) {
     const Expr *e = tv->uses.items[u];
     int oa = reader_axis(e, tv, a);
-    if (oa < 0) continue;
+    if (oa < 0 || !w->live[e->out[0]->id]) continue;
     Val *o = e->out[0], *id = TV(o)->logical[oa];
     if (ID(id)->iter_type == CF_ITER_BROADCAST) {
       if (!walk(w, o, oa)) return false;
@@ -93,8 +95,9 @@ int an_broadcast_conflict(Arena *a, cf_fusion *f, AnBroadcastConflict *c) {
   if (!any_broadcast(tvs, n)) return 0;
   for (int i = 0; i < n; i++)
     if (TV(tvs[i])->nlogical > stride) stride = TV(tvs[i])->nlogical;
-  Walk w = {.m = an_idmap_build(f, false), .stride = stride, .c = c};
-  w.seen = w.m ? ARENA_ARRAY(a, bool, f->vals.len * stride) : NULL;
+  Walk w = {.m = an_idmap_build(f, false), .stride = stride, .c = c, .live = ARENA_ARRAY(a, bool, f->vals.len)};
+  w.seen = w.m && w.live ? ARENA_ARRAY(a, bool, f->vals.len * stride) : NULL;
+  for (int i = 0; w.live && i < n; i++) w.live[tvs[i]->id] = true;
   int found = w.seen ? first_conflict(&w, tvs, n, sizeof(bool) * (size_t)(f->vals.len * stride)) : -1;
   an_idmap_free((IdMap *)w.m);
   return found;

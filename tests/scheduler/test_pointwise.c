@@ -212,6 +212,22 @@ Test(pointwise, runs_a_broadcast_concretized_against_one_tensor_through_a_relu) 
   check(2, (KcInput[]){F32(4, 8), F32(8)}, 1e-6);
 }
 
+/* b = broadcast(v) read by the output x - b and by readers no output needs: y * b (y's
+ * rows unrelated to x's) and a rank-3 broadcast of b times z. A dead reader is in no
+ * loop: the row takes the fusion (the walk once counted y * b as a second concretization,
+ * and indexed its table of rank-2 tensors with the rank-3 reader's axis 2: the libFuzzer
+ * builder harness's UBSan finding). */
+Test(pointwise, a_dead_reader_of_a_broadcast_is_no_loop) {
+  cf_tv *x = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8}), *y = cf_tensor_concrete(f, CF_FLOAT, 2, (int64_t[]){4, 8});
+  cf_tv *z = cf_tensor_concrete(f, CF_FLOAT, 3, (int64_t[]){2, 4, 8}), *v = cf_tensor_concrete(f, CF_FLOAT, 1, (int64_t[]){8});
+  cf_fusion_add_input(f, x), cf_fusion_add_input(f, y), cf_fusion_add_input(f, z), cf_fusion_add_input(f, v);
+  cf_tv *b = cf_broadcast(f, v, 2, (bool[]){true, false});
+  cf_mul(f, y, b);
+  cf_mul(f, z, cf_broadcast(f, b, 3, (bool[]){true, false, false}));
+  cf_fusion_add_output(f, cf_sub(f, x, b));
+  check(4, (KcInput[]){F32(4, 8), F32(4, 8), F32(2, 4, 8), F32(8)}, 1e-6);
+}
+
 Test(pointwise, runs_symbolic_sizes) {
   cf_tv *a = cf_tensor_symbolic(f, CF_FLOAT, 2);
   cf_fusion_add_input(f, a);
