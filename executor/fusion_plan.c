@@ -270,10 +270,11 @@ static bool applied(cf_fusion **g, const SchedCall *call, const SchedPlan *plan,
 /* Whether every output of the segment has an axis of size 0 (nothing to compute). */
 static bool all_empty(const SchedSegment *seg) {
   for (int j = 0; j < seg->nout; j++) {
-    int64_t sizes[CF_MAX_RANK], numel = 1;
+    int64_t sizes[CF_MAX_RANK];
+    bool empty = false;
     int n = kept_sizes(seg->outs[j], sizes);
-    for (int a = 0; a < n; a++) numel *= sizes[a];
-    if (numel) return false;
+    for (int a = 0; a < n; a++) empty |= sizes[a] == 0;
+    if (!empty) return false;
   }
   return seg->nout > 0;
 }

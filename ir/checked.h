@@ -25,11 +25,16 @@ static inline bool ck_mul(int64_t a, int64_t b, int64_t *r) { return !__builtin_
  * INT64_MAX (an extent of 2^63 - 1 reaches a heuristic). */
 static inline int64_t ck_ceil_div(int64_t a, int64_t b) { return a / b + (a % b > 0); }
 
-/* The product of n non-negative sizes; false on a negative size or an overflow. */
+/* The product of n non-negative sizes (0 when one is 0, whatever the others); false on a
+ * negative size or an overflow. */
 static inline bool ck_numel(int n, const int64_t *sizes, int64_t *r) {
   int64_t p = 1;
   for (int i = 0; i < n; i++)
-    if (sizes[i] < 0 || !ck_mul(p, sizes[i], &p)) return false;
+    if (sizes[i] < 0) return false;
+  for (int i = 0; i < n; i++) /* an empty tensor has 0 elements whatever its other sizes */
+    if (sizes[i] == 0) return *r = 0, true;
+  for (int i = 0; i < n; i++)
+    if (!ck_mul(p, sizes[i], &p)) return false;
   *r = p;
   return true;
 }

@@ -422,7 +422,7 @@ static DLManagedTensor *host_alloc(cf_dtype dtype, int rank, const int64_t *size
   for (int d = rank - 1; d >= 0; d--) {
     t->shape[d] = sizes[d];
     t->strides[d] = strides ? strides[d] : s;
-    s *= sizes[d];
+    if (!ck_mul(s, sizes[d], &s)) s = INT64_MAX; /* past an empty axis only (numel fits): as ck_span */
   }
   h->m.deleter = host_deleter;
   return &h->m;

@@ -705,9 +705,8 @@ static cf_status check_reduced_extents(Eval *ev, const Expr *e) {
     cf_status s = eval_extent(ev, e->out[0], d, &n);
     if (s) return s;
     if (ID(t->logical[d])->iter_type == CF_ITER_REDUCTION && n == 0)
-      return eval_error(ev, CF_ERR_INVALID_ARGUMENT, "%s: axis %d of %s has extent 0; the %s of an empty axis is "
-                        "undefined (torch refuses it too)", ir_op_name(e->op), d, TV(e->in[0])->display_name,
-                        ir_op_name(e->op));
+      return eval_error(ev, CF_ERR_INVALID_ARGUMENT, IR_EMPTY_REDUCTION_MSG, ir_op_name(e->op), d,
+                        TV(e->in[0])->display_name, ir_op_name(e->op));
   }
   return CF_OK;
 }

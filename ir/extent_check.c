@@ -5,17 +5,36 @@
  * when built); once the call gives them values, each operand's kept axes must have the
  * output's extent, except broadcast axes. The evaluator makes the same check as it runs;
  * a kernel would read out of bounds instead, so a concrete copy is checked before any
- * scheduling. */
+ * scheduling. So are each tensor's size in bytes, its empty axes aside (extents_fit), and
+ * the max or min of an empty axis (the evaluator's error). */
+#include "ir/checked.h"
 #include "ir/ir.h"
 
+/* The elements of tv's kept axes; *known false when one is symbolic or their product
+ * overflows int64 (ir_check_extents refuses such a tensor first). */
 static int64_t const_numel(Val *tv, bool *known) {
-  int64_t n = 1, x;
+  int64_t n = 1, x = 0;
   for (int i = 0; i < TV(tv)->nlogical; i++) {
     if (ID(TV(tv)->logical[i])->iter_type == CF_ITER_REDUCTION) continue;
-    if (!ir_scalar_const_value(ID(TV(tv)->logical[i])->extent, &x)) *known = false;
-    n *= x;
+    if (!ir_scalar_const_value(ID(TV(tv)->logical[i])->extent, &x) || !ck_mul(n, x, &n)) *known = false;
   }
   return n;
+}
+
+/* Whether the product of tv's nonzero constant extents, times its element size, fits
+ * int64: the heuristics and lowering multiply extents (rows x columns, tiles x blocks) of
+ * an empty tensor too, whose other sizes may be any (a [0, 2^63 - 1, 2] input). */
+static bool extents_fit(Val *tv) {
+  int64_t n = (int64_t)cf_dtype_size(tv->dtype), x;
+  for (int i = 0; i < TV(tv)->nlogical; i++)
+    if (ir_scalar_const_value(ID(TV(tv)->logical[i])->extent, &x) && x > 0 && !ck_mul(n, x, &n)) return false;
+  return true;
+}
+
+static cf_status check_fits(cf_fusion *f, const char *what, Val *tv) {
+  if (extents_fit(tv)) return CF_OK;
+  return ir_error_tv(f, CF_ERR_INVALID_ARGUMENT, tv, "%s: %s's sizes (those of 0 aside) multiply to more bytes than "
+                     "int64 counts; no kernel can index it", what, TV(tv)->display_name);
 }
 
 cf_status ir_check_reshape(cf_fusion *f, const char *what, const Expr *e) {
@@ -24,6 +43,20 @@ cf_status ir_check_reshape(cf_fusion *f, const char *what, const Expr *e) {
   if (!known || a == b) return CF_OK;
   return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: reshape: %s has %lld elements but %s has %lld", what,
                   TV(e->in[0])->display_name, (long long)a, TV(e->out[0])->display_name, (long long)b);
+}
+
+/* A max or min over an axis of extent 0, refused in the evaluator's words: lowering's
+ * check of it folds to a compile error on a concrete copy, which define and run took for
+ * a schedule lowering refused (an internal error). */
+static cf_status check_reduced(cf_fusion *f, const char *what, const Expr *e) {
+  Val *out = e->out[0];
+  int64_t x;
+  for (int d = 0; ir_reduction_needs_elements(e->op) && d < TV(out)->nlogical; d++)
+    if (ID(TV(out)->logical[d])->iter_type == CF_ITER_REDUCTION &&
+        ir_scalar_const_value(ID(TV(out)->logical[d])->extent, &x) && x == 0)
+      return ir_error(f, CF_ERR_INVALID_ARGUMENT, "%s: " IR_EMPTY_REDUCTION_MSG, what, ir_op_name(e->op), d,
+                      TV(e->in[0])->display_name, ir_op_name(e->op));
+  return CF_OK;
 }
 
 /* Operand `in` of e against e's output, axis by axis (as the evaluator pairs them). */
@@ -59,9 +92,14 @@ cf_status ir_check_extents(cf_fusion *f, const char *what) {
   int n;
   Expr **exprs = ir_fusion_tensor_exprs_in(scratch, f, &n);
   cf_status s = CF_OK;
-  for (int i = 0; !s && i < n; i++)
+  for (int i = 0; !s && i < f->inputs.len; i++) s = check_fits(f, what, f->inputs.items[i]);
+  for (int i = 0; !s && i < n; i++) {
     for (int j = 0; !s && j < exprs[i]->nin; j++)
       if (exprs[i]->in[j]->kind == VAL_TV) s = check_operand(f, what, exprs[i], exprs[i]->in[j]);
+    for (int j = 0; !s && j < exprs[i]->nout; j++)
+      if (exprs[i]->out[j]->kind == VAL_TV) s = check_fits(f, what, exprs[i]->out[j]);
+    if (!s) s = check_reduced(f, what, exprs[i]);
+  }
   arena_destroy(scratch);
   return s;
 }

@@ -319,6 +319,10 @@ bool ir_reduction_widens_int(IrOp op);
  * +inf are a device of the fold): over an axis of extent 0 it is an error with a message
  * (the evaluator's, or the kernel's run-time check), as torch raises, never -inf. */
 bool ir_reduction_needs_elements(IrOp op);
+/* Its words, after each layer's prefix (the evaluator, define and run's concrete copy,
+ * the kernel's check); arguments: the op's name, the axis, the operand's name, the op's
+ * name. */
+#define IR_EMPTY_REDUCTION_MSG "%s: axis %d of %s has extent 0; the %s of an empty axis is undefined (torch refuses it too)"
 
 const char *ir_op_name(IrOp op);
 OpKind ir_op_kind(IrOp op);

@@ -40,8 +40,8 @@ static void check_reduced(LowerCtx *c, const Expr *e) {
     Val *id = TV(cv)->logical[d];
     if (ID(id)->iter_type != CF_ITER_REDUCTION) continue;
     lower_validate(c, kx_bin(c->a, OP_NE, lower_extent(c, id), kx_const(c->a, 0)),
-                   "run: %s: axis %d of %s has extent 0; the %s of an empty axis is undefined (torch refuses it "
-                   "too)", ir_op_name(e->op), d, TV(e->in[0])->display_name, ir_op_name(e->op));
+                   "run: " IR_EMPTY_REDUCTION_MSG, ir_op_name(e->op), d, TV(e->in[0])->display_name,
+                   ir_op_name(e->op));
   }
 }
 

@@ -55,15 +55,17 @@ enum {
 };
 static const int64_t RED_UNKNOWN = (int64_t)1 << 20;
 
+/* Powers of two around x, without overflow for an extent near INT64_MAX (the ceiling
+ * stops at 2^62, the largest). */
 static int64_t pow2_floor(int64_t x) {
   int64_t p = 1;
-  while (p * 2 <= x) p *= 2;
+  while (p <= x / 2) p *= 2;
   return p;
 }
 
 static int64_t pow2_ceil(int64_t x) {
   int64_t p = 1;
-  while (p < x) p *= 2;
+  while (p < x && p <= INT64_MAX / 4) p *= 2;
   return p;
 }
 

@@ -172,20 +172,27 @@ Test(execute_hostile, absurd_sizes_are_refused_without_overflow) {
   cr_expect_str_eq(cf_fusion_cache_error(c), "execute: input 0 (T0) has sizes whose byte count overflows int64");
 }
 
-/* An empty input whose other size is the largest int64: the row sum's heuristic divided
- * that extent rounding up as (a + b - 1) / b (UBSan, the libFuzzer harness's finding);
- * the sum of no rows is an empty output. */
-Test(execute_hostile, an_empty_input_of_the_largest_extent_sums_to_nothing) {
+/* An empty input whose other size is huge: a row sum of [0, 2^60] floats is an empty
+ * output; past what int64 counts in bytes ([0, 2^63 - 1], [0, 2^63 - 1, 2]) the call is
+ * refused before any scheduler multiplies the sizes (the row sum's heuristic rounded
+ * 2^63 - 1 up as (a + b - 1) / b, and the pointwise row and define and run's emptiness
+ * test multiplied it by 2: the libFuzzer harness's UBSan findings). */
+Test(execute_hostile, an_empty_input_of_a_huge_extent_sums_to_nothing_or_is_refused) {
   cf_tv *x = cf_tensor_symbolic(f, CF_FLOAT, 2);
   cf_fusion_add_input(f, x);
   cf_fusion_add_output(f, cf_sum(f, x, 1, (int[]){1}));
-  int64_t shape[2] = {0, INT64_MAX};
+  int64_t shape[2] = {0, (int64_t)1 << 60};
   DLTensor t = {.device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 32, 1}, .shape = shape};
   DLManagedTensor *out = NULL;
   cr_assert_eq(exec1(&t, &out), CF_OK, "%s", cf_fusion_cache_error(c));
   cr_expect_eq(out->dl_tensor.ndim, 1);
   cr_expect_eq(out->dl_tensor.shape[0], 0);
   cf_tensor_free(out);
+  out = NULL;
+  shape[1] = INT64_MAX;
+  EXPECT_EXEC_ERROR(exec1(&t, &out), "execute: T0's sizes (those of 0 aside) multiply to more bytes than int64 "
+                                     "counts; no kernel can index it for T0_g_float[iS0{0}, iS1{9223372036854775807}]");
+  cr_expect_null(out);
 }
 
 /* check(call(c), error(c)) reads the message of the call before when C evaluates the

@@ -133,6 +133,28 @@ Test(semantics_kernels, max_of_an_empty_axis_is_a_run_time_error) {
   cf_executor_destroy(e);
 }
 
+/* Through define and run, the max of an empty axis (alone, and read by x - max as a
+ * softmax does) is the evaluator's error for the call: lowering's check of it folded to a
+ * compile error on the call's concrete copy, which define and run reported as an internal
+ * error ("the fallback row's schedule ... is refused by lowering; please report this bug"). */
+Test(semantics_kernels, define_and_run_refuses_the_max_of_an_empty_axis) {
+  for (int sub = 0; sub < 2; sub++) {
+    cf_fusion *g = cf_fusion_create();
+    cf_tv *a = tu_input(g, CF_FLOAT, 2, NULL), *m = cf_max_reduce(g, a, 1, (int[]){1});
+    cf_fusion_add_output(g, sub ? cf_sub(g, a, cf_broadcast(g, m, 2, (bool[]){false, true})) : m);
+    cf_fusion_cache *c = cf_fusion_cache_create(g, &host);
+    DLManagedTensor *in = cf_tensor_host(CF_FLOAT, 2, (int64_t[]){3, 0}), *out = NULL;
+    const DLTensor *ins[1] = {&in->dl_tensor};
+    cr_expect_eq(cf_fusion_execute(c, 1, ins, 1, &out), CF_ERR_INVALID_ARGUMENT);
+    cr_expect_str_eq(cf_fusion_cache_error(c), "execute: max: axis 1 of T0 has extent 0; the max of an empty axis is "
+                                               "undefined (torch refuses it too)");
+    cr_expect_null(out);
+    cf_tensor_free(in);
+    cf_fusion_cache_destroy(c);
+    cf_fusion_destroy(g);
+  }
+}
+
 /* Philox draws depend on (seed, offset, element) alone: every backend and schedule gives
  * the evaluator's numbers (uniform exactly; normal through CUDA's own log and cos). */
 Test(semantics_kernels, random_numbers_are_the_evaluators_everywhere) {
