@@ -40,7 +40,7 @@ static int reader_axis(const Expr *e, Val *tv, int a) {
 }
 
 typedef struct Walk {
-  const IdMap *m;
+  IdMap *m;
   bool *seen; /* by Val id * stride + axis: an axis reached already (diamonds) */
   bool *live; /* by Val id: a tensor the outputs need (a dead reader is no loop) */
   int stride;
@@ -99,7 +99,7 @@ int an_broadcast_conflict(Arena *a, cf_fusion *f, AnBroadcastConflict *c) {
   w.seen = w.m && w.live ? ARENA_ARRAY(a, bool, f->vals.len * stride) : NULL;
   for (int i = 0; w.live && i < n; i++) w.live[tvs[i]->id] = true;
   int found = w.seen ? first_conflict(&w, tvs, n, sizeof(bool) * (size_t)(f->vals.len * stride)) : -1;
-  an_idmap_free((IdMap *)w.m);
+  an_idmap_free(w.m);
   return found;
 }
 

@@ -22,6 +22,7 @@
 #include "executor/executor_internal.h"
 #include "executor/fusion_cache.h"
 #include "executor/repro.h"
+#include "ir/checked.h"
 #include "ir/dtype.h"
 #include "scheduler/heuristic.h"
 
@@ -412,13 +413,12 @@ cf_status fc_run_segments(cf_fusion_cache *c, FcEntry *en, void *stream, bool as
   return st;
 }
 
-/* Whether tensor t has elements (every size positive) but no data pointer; an unreadable
- * t is left to the segments' checks. */
+/* Whether tensor t has elements but no data pointer (run.c's check_storage rule); an
+ * unreadable t, or sizes that are negative or overflow, are left to the segments' checks. */
 static bool null_with_elements(const DLTensor *t) {
-  if (t->data || t->ndim < 0 || t->ndim > CF_MAX_RANK || (t->ndim > 0 && !t->shape)) return false;
-  for (int d = 0; d < t->ndim; d++)
-    if (t->shape[d] <= 0) return false;
-  return true;
+  int64_t numel;
+  return !t->data && t->ndim >= 0 && t->ndim <= CF_MAX_RANK && (t->ndim == 0 || t->shape) &&
+         ck_numel(t->ndim, t->shape, &numel) && numel > 0;
 }
 
 /* Over the whole plan, before its first segment runs: a call a later segment would refuse
